@@ -1,0 +1,37 @@
+//===- TxlDialect.td - The txl dialect ---------------------*- tablegen -*-===//
+//
+// The `txl` dialect describes one Transformer-XL segment (Dai et al. 2019)
+// with its memory state explicit in the IR.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TXL_DIALECT
+#define TXL_DIALECT
+
+include "mlir/IR/OpBase.td"
+
+def Txl_Dialect : Dialect {
+  let name = "txl";
+  let cppNamespace = "::mlir::txl";
+  let summary = "Transformer-XL segments with explicit memory state";
+  let description = [{
+    Ops of the `txl` dialect operate on ranked float32 tensors laid out as in
+    the official Transformer-XL code: `[len, batch, ...]`. A segment function
+    takes the parameters, the tokens of one segment `[qlen, batch]` and the
+    memory of every layer `[mlen, batch, d_model]`, and returns the per-token
+    negative log-likelihood and the new memory. `qlen`, `mlen` and `batch`
+    are dynamic dimensions; model sizes are static.
+
+    The frontend writes the relative attention score of the paper (§3.3)
+    literally as four terms and a `txl.rel_shift`;
+    `--txl-fuse-rel-attention` folds them into `txl.rel_attention`, and
+    `--txl-lower-rel-shift` turns any remaining shift into index arithmetic.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+class Txl_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Txl_Dialect, mnemonic, traits>;
+
+#endif // TXL_DIALECT

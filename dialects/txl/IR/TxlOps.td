@@ -1,0 +1,388 @@
+//===- TxlOps.td - txl dialect operations ------------------*- tablegen -*-===//
+//
+// Shapes follow the official code (kimiyoung/transformer-xl,
+// pytorch/mem_transformer.py): hidden states are [len, batch, d_model],
+// heads are [len, batch, n_head, d_head], scores are [qlen, klen, batch,
+// n_head]. qlen, mlen, klen and batch are dynamic; model sizes are static.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TXL_OPS
+#define TXL_OPS
+
+include "TxlDialect.td"
+include "mlir/IR/OpBase.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def F32Tensor1D : TensorRankOf<[F32], [1]>;
+def F32Tensor2D : TensorRankOf<[F32], [2]>;
+def F32Tensor3D : TensorRankOf<[F32], [3]>;
+def F32Tensor4D : TensorRankOf<[F32], [4]>;
+def F32Tensor3DOr4D : TensorRankOf<[F32], [3, 4]>;
+def F32TensorAtLeast2D : TensorRankOf<[F32], [2, 3, 4]>;
+def I64Tensor2D : TensorRankOf<[I64], [2]>;
+
+//===----------------------------------------------------------------------===//
+// Embedding, projections and normalization
+//===----------------------------------------------------------------------===//
+
+def Txl_EmbeddingOp : Txl_Op<"embedding", [Pure]> {
+  let summary = "word embedding lookup";
+  let description = [{
+    Gathers rows of `table` [n_token, d_embed] for `tokens` [qlen, batch]
+    (official `AdaptiveEmbedding` with `div_val = 1` and no cutoffs, before
+    the projection and the `sqrt(d_model)` scale). Token ids outside
+    [0, n_token) are the caller's error; the runtime checks them.
+
+    ```mlir
+    %e = txl.embedding %table, %tokens
+        : tensor<10000x128xf32>, tensor<?x?xi64> -> tensor<?x?x128xf32>
+    ```
+  }];
+  let arguments = (ins F32Tensor2D:$table, I64Tensor2D:$tokens);
+  let results = (outs F32Tensor3D:$result);
+  let assemblyFormat = [{
+    $table `,` $tokens attr-dict `:` type($table) `,` type($tokens) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Txl_LinearOp : Txl_Op<"linear", [Pure]> {
+  let summary = "affine map over the last dimension (torch.nn.functional.linear)";
+  let description = [{
+    `result[..., o] = sum_i input[..., i] * weight[o, i] + bias[o]`, the
+    official `nn.Linear` convention (`weight` is [out, in]). `bias` is
+    optional (`qkv_net`, `r_net`, `o_net` have none).
+
+    ```mlir
+    %h = txl.linear %x, %w, %b
+        : tensor<?x?x128xf32>, tensor<512x128xf32>, tensor<512xf32> -> tensor<?x?x512xf32>
+    %k = txl.linear %x, %w : tensor<?x128xf32>, tensor<128x128xf32> -> tensor<?x128xf32>
+    ```
+  }];
+  let arguments = (ins F32TensorAtLeast2D:$input, F32Tensor2D:$weight,
+                       Optional<F32Tensor1D>:$bias);
+  let results = (outs F32TensorAtLeast2D:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:` type($input) `,` type($weight)
+    (`,` type($bias)^)? `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Txl_LayerNormOp : Txl_Op<"layer_norm", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "layer normalization over the last dimension";
+  let description = [{
+    `(x - mean) / sqrt(var + epsilon) * weight + bias` with the biased
+    variance, as `torch.nn.LayerNorm(d_model)` (official eps 1e-5).
+
+    ```mlir
+    %y = txl.layer_norm %x, %g, %b {epsilon = 1.0e-05 : f32}
+        : tensor<?x?x128xf32>, tensor<128xf32>, tensor<128xf32>
+    ```
+  }];
+  let arguments = (ins F32TensorAtLeast2D:$input, F32Tensor1D:$weight,
+                       F32Tensor1D:$bias, F32Attr:$epsilon);
+  let results = (outs F32TensorAtLeast2D:$result);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $bias attr-dict `:` type($input) `,` type($weight) `,` type($bias)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+def Txl_AddOp : Txl_Op<"add", [Pure, Commutative, SameOperandsAndResultType]> {
+  let summary = "elementwise sum (residual connections, score terms)";
+  let description = [{
+    ```mlir
+    %s = txl.add %a, %b : tensor<?x?x2x16xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$lhs, AnyRankedTensor:$rhs);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs)";
+}
+
+def Txl_ScaleOp : Txl_Op<"scale", [Pure, SameOperandsAndResultType]> {
+  let summary = "multiplication by a constant";
+  let description = [{
+    Used for the embedding scale `sqrt(d_model)` (official `emb_scale`).
+
+    ```mlir
+    %y = txl.scale %x {factor = 11.3137083 : f32} : tensor<?x?x128xf32>
+    ```
+  }];
+  let arguments = (ins F32TensorAtLeast2D:$input, F32Attr:$factor);
+  let results = (outs F32TensorAtLeast2D:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Txl_ReluOp : Txl_Op<"relu", [Pure, SameOperandsAndResultType]> {
+  let summary = "max(x, 0)";
+  let description = [{
+    The activation of the position-wise feed-forward (`CoreNet`).
+
+    ```mlir
+    %y = txl.relu %x : tensor<?x?x512xf32>
+    ```
+  }];
+  let arguments = (ins F32TensorAtLeast2D:$input);
+  let results = (outs F32TensorAtLeast2D:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+//===----------------------------------------------------------------------===//
+// Segment memory
+//===----------------------------------------------------------------------===//
+
+def Txl_ConcatMemOp : Txl_Op<"concat_mem", [Pure]> {
+  let summary = "prepend the cached memory to the current hidden states";
+  let description = [{
+    `torch.cat([mems, w], 0)`: [mlen, batch, d] and [qlen, batch, d] give
+    [klen = mlen + qlen, batch, d] (paper §3.2, the extended context).
+
+    ```mlir
+    %cat = txl.concat_mem %mem, %h
+        : tensor<?x?x128xf32>, tensor<?x?x128xf32> -> tensor<?x?x128xf32>
+    ```
+  }];
+  let arguments = (ins F32Tensor3D:$memory, F32Tensor3D:$hidden);
+  let results = (outs F32Tensor3D:$result);
+  let assemblyFormat = [{
+    $memory `,` $hidden attr-dict `:` type($memory) `,` type($hidden) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Txl_TakeLastOp : Txl_Op<"take_last", [Pure]> {
+  let summary = "the last min(count, len) rows";
+  let description = [{
+    The official `_update_mems` slice `cat[max(0, klen - mem_len):klen]`
+    (with `ext_len = 0`): keeps the last `count` rows of `input`
+    [len, batch, d], or all of them when fewer. `count` is a run-time index.
+
+    ```mlir
+    %m = txl.take_last %cat, %mem_len : tensor<?x?x128xf32> -> tensor<?x?x128xf32>
+    ```
+  }];
+  let arguments = (ins F32Tensor3D:$input, Index:$count);
+  let results = (outs F32Tensor3D:$result);
+  let assemblyFormat = "$input `,` $count attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Txl_StopGradientOp : Txl_Op<"stop_gradient", [Pure, SameOperandsAndResultType]> {
+  let summary = "identity whose adjoint is zero";
+  let description = [{
+    Marks the new memory as a constant for differentiation (`.detach()` in
+    the official `_update_mems`; paper §3.2, SG(·)). Lowers to its operand.
+
+    ```mlir
+    %m = txl.stop_gradient %x : tensor<?x?x128xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+//===----------------------------------------------------------------------===//
+// Relative positions
+//===----------------------------------------------------------------------===//
+
+def Txl_PosEmbOp : Txl_Op<"pos_emb", [Pure]> {
+  let summary = "sinusoid embedding of relative distances klen-1 ... 0";
+  let description = [{
+    `R[k] = [sin(p_k * inv_freq) || cos(p_k * inv_freq)]` with
+    `p_k = klen - 1 - k`, clamped to `clamp_len` when `clamp_len > 0`
+    (official `PositionalEmbedding` over `pos_seq = arange(klen-1, -1, -1)`).
+    `inv_freq` [d_model / 2] is the checkpoint's `pos_emb.inv_freq` buffer.
+
+    ```mlir
+    %r = txl.pos_emb %inv_freq, %klen, %clamp_len
+        : tensor<64xf32> -> tensor<?x128xf32>
+    ```
+  }];
+  let arguments = (ins F32Tensor1D:$inv_freq, Index:$klen, I64:$clamp_len);
+  let results = (outs F32Tensor2D:$result);
+  let assemblyFormat = [{
+    $inv_freq `,` $klen `,` $clamp_len attr-dict `:` type($inv_freq) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Attention: the four-term form
+//===----------------------------------------------------------------------===//
+
+def Txl_BroadcastHeadBiasOp : Txl_Op<"broadcast_head_bias",
+    [Pure, AllTypesMatch<["like", "result"]>]> {
+  let summary = "a per-head bias broadcast over positions and batch";
+  let description = [{
+    Broadcasts `bias` [n_head, d_head] (u = `r_w_bias` or v = `r_r_bias`,
+    paper §3.3) to the shape of `like` [qlen, batch, n_head, d_head], so that
+    the terms (c) u·k and (d) v·W_{k,R}R are written as ordinary scores.
+
+    ```mlir
+    %u = txl.broadcast_head_bias %r_w_bias, %q
+        : tensor<2x16xf32>, tensor<?x?x2x16xf32>
+    ```
+  }];
+  let arguments = (ins F32Tensor2D:$bias, F32Tensor4D:$like);
+  let results = (outs F32Tensor4D:$result);
+  let assemblyFormat = "$bias `,` $like attr-dict `:` type($bias) `,` type($like)";
+  let hasVerifier = 1;
+}
+
+def Txl_AttnScoreOp : Txl_Op<"attn_score", [Pure]> {
+  let summary = "per-head dot products of queries with keys or positions";
+  let description = [{
+    `einsum('ibnd,jbnd->ijbn')` when `key` is [klen, batch, n_head, d_head]
+    (terms (a), (c)), `einsum('ibnd,jnd->ijbn')` when `key` is
+    [rlen, n_head, d_head], the projected positions W_{k,R}R (terms (b),
+    (d), unshifted). The result is [qlen, klen, batch, n_head], unscaled.
+
+    ```mlir
+    %ac = txl.attn_score %q, %k
+        : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32> -> tensor<?x?x?x2xf32>
+    %bd = txl.attn_score %q, %r
+        : tensor<?x?x2x16xf32>, tensor<?x2x16xf32> -> tensor<?x?x?x2xf32>
+    ```
+  }];
+  let arguments = (ins F32Tensor4D:$query, F32Tensor3DOr4D:$key);
+  let results = (outs F32Tensor4D:$result);
+  let assemblyFormat = [{
+    $query `,` $key attr-dict `:` type($query) `,` type($key) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Txl_RelShiftOp : Txl_Op<"rel_shift", [Pure, SameOperandsAndResultType]> {
+  let summary = "align scores by relative distance (official _rel_shift)";
+  let description = [{
+    `result[i, j] = input[i, j + qlen - 1 - i]` for `j + qlen - 1 - i < klen`,
+    and 0 elsewhere, on [qlen, klen, batch, n_head]. Row k of the positional
+    scores holds distance `klen - 1 - k`, so entry j of row i gets distance
+    `mlen + i - j`. The official code does this with a zero pad, a reshape and
+    a slice; the entries it fills differently (j > i + mlen) are masked by
+    every consumer and never read.
+
+    ```mlir
+    %s = txl.rel_shift %bd : tensor<?x?x?x2xf32>
+    ```
+  }];
+  let arguments = (ins F32Tensor4D:$input);
+  let results = (outs F32Tensor4D:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Txl_MaskedSoftmaxOp : Txl_Op<"masked_softmax",
+    [Pure, AllTypesMatch<["scores", "result"]>]> {
+  let summary = "scaled, causally masked softmax over keys";
+  let description = [{
+    `softmax_j(scale * scores[i, j])` over [qlen, klen, batch, n_head] with
+    `mlen = klen - qlen`: key j is visible to query i iff `j <= i + mlen`;
+    with `same_length`, also hidden when `j <= i - s`, where
+    `s = qlen - (klen - mem_len)` if `klen > mem_len` else `qlen` (official
+    `dec_attn_mask`). `mem_len` is the configured memory length.
+
+    ```mlir
+    %p = txl.masked_softmax %s, %mem_len, %same_length {scale = 0.25 : f32}
+        : tensor<?x?x?x2xf32>
+    ```
+  }];
+  let arguments = (ins F32Tensor4D:$scores, Index:$mem_len, I1:$same_length,
+                       F32Attr:$scale);
+  let results = (outs F32Tensor4D:$result);
+  let assemblyFormat = [{
+    $scores `,` $mem_len `,` $same_length attr-dict `:` type($scores)
+  }];
+}
+
+def Txl_AttnApplyOp : Txl_Op<"attn_apply", [Pure]> {
+  let summary = "attention-weighted sum of values";
+  let description = [{
+    `einsum('ijbn,jbnd->ibnd')`: probabilities [qlen, klen, batch, n_head]
+    and values [klen, batch, n_head, d_head] give [qlen, batch, n_head, d_head].
+
+    ```mlir
+    %o = txl.attn_apply %p, %v
+        : tensor<?x?x?x2xf32>, tensor<?x?x2x16xf32> -> tensor<?x?x2x16xf32>
+    ```
+  }];
+  let arguments = (ins F32Tensor4D:$probs, F32Tensor4D:$value);
+  let results = (outs F32Tensor4D:$result);
+  let assemblyFormat = [{
+    $probs `,` $value attr-dict `:` type($probs) `,` type($value) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Attention: fused
+//===----------------------------------------------------------------------===//
+
+def Txl_RelAttentionOp : Txl_Op<"rel_attention", [Pure]> {
+  let summary = "fused relative multi-head attention (paper §3.3)";
+  let description = [{
+    `softmax(mask(scale * (AC + BD))) · V` with `AC = (q + u) kᵀ` and
+    `BD = shift((q + v) rᵀ)`, i.e. `BD[i, j] = (q_i + v) · r_{j + qlen - 1 - i}`
+    (u = `r_w_bias`, v = `r_r_bias`), masked as `txl.masked_softmax`.
+
+    Shapes: `query` [qlen, batch, n_head, d_head], `key` and `value`
+    [klen, batch, n_head, d_head], `pos_key` (W_{k,R}R) [klen, n_head, d_head],
+    biases [n_head, d_head]; result [qlen, batch, n_head, d_head]. Lowering
+    writes BD once, already shifted: the unshifted positional scores are
+    never materialized.
+
+    ```mlir
+    %o = txl.rel_attention %q, %k, %v, %r, %u, %vb, %mem_len, %same_length
+        {scale = 0.25 : f32}
+        : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>,
+          tensor<?x2x16xf32>, tensor<2x16xf32>, tensor<2x16xf32>
+          -> tensor<?x?x2x16xf32>
+    ```
+  }];
+  let arguments = (ins F32Tensor4D:$query, F32Tensor4D:$key, F32Tensor4D:$value,
+                       F32Tensor3D:$pos_key, F32Tensor2D:$r_w_bias,
+                       F32Tensor2D:$r_r_bias, Index:$mem_len, I1:$same_length,
+                       F32Attr:$scale);
+  let results = (outs F32Tensor4D:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $pos_key `,` $r_w_bias `,` $r_r_bias `,`
+    $mem_len `,` $same_length attr-dict `:` type($query) `,` type($key) `,`
+    type($value) `,` type($pos_key) `,` type($r_w_bias) `,` type($r_r_bias)
+    `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Output
+//===----------------------------------------------------------------------===//
+
+def Txl_NllOp : Txl_Op<"nll", [Pure]> {
+  let summary = "per-token negative log-likelihood of the targets";
+  let description = [{
+    `-log_softmax(logits)[target]` over the last dimension: logits
+    [qlen, batch, n_token] and targets [qlen, batch] give nats [qlen, batch]
+    (official `ProjectedAdaptiveLogSoftmax` with no cutoffs).
+
+    ```mlir
+    %nll = txl.nll %logits, %target
+        : tensor<?x?x10000xf32>, tensor<?x?xi64> -> tensor<?x?xf32>
+    ```
+  }];
+  let arguments = (ins F32Tensor3D:$logits, I64Tensor2D:$target);
+  let results = (outs F32Tensor2D:$result);
+  let assemblyFormat = [{
+    $logits `,` $target attr-dict `:` type($logits) `,` type($target) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // TXL_OPS

@@ -1,0 +1,38 @@
+//===- Passes.h - txl conversions --------------------------------*- C++ -*-===//
+#ifndef TXL_CONVERSION_PASSES_H
+#define TXL_CONVERSION_PASSES_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Pass/Pass.h"
+#include "txl/IR/TxlDialect.h"
+
+namespace mlir {
+class RewritePatternSet;
+namespace txl {
+
+#define GEN_PASS_DECL
+#include "txl/Conversion/Passes.h.inc"
+
+/// Patterns lowering every txl op to linalg/tensor/arith/math, one file per
+/// op family (Elementwise, Contraction, Normalization, Attention, Memory).
+void populateTxlElementwiseToLinalgPatterns(RewritePatternSet &patterns);
+void populateTxlContractionToLinalgPatterns(RewritePatternSet &patterns);
+void populateTxlNormalizationToLinalgPatterns(RewritePatternSet &patterns);
+void populateTxlAttentionToLinalgPatterns(RewritePatternSet &patterns);
+void populateTxlMemoryToLinalgPatterns(RewritePatternSet &patterns);
+
+#define GEN_PASS_REGISTRATION
+#include "txl/Conversion/Passes.h.inc"
+
+} // namespace txl
+} // namespace mlir
+
+#endif // TXL_CONVERSION_PASSES_H

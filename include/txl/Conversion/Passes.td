@@ -1,0 +1,175 @@
+//===- Passes.td - txl conversions -------------------------*- tablegen -*-===//
+#ifndef TXL_CONVERSION_PASSES
+#define TXL_CONVERSION_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def ConvertTxlToLinalgPass : Pass<"convert-txl-to-linalg"> {
+  let summary = "Lower txl ops to linalg, tensor, arith and math";
+  let description = [{
+    Every txl op becomes destination-style tensor code: matrix products are
+    `linalg.matmul` / `linalg.batch_matmul` (later BLAS calls), everything
+    else `linalg.generic` or `tensor.generate`. Dynamic dimensions (qlen,
+    mlen, klen, batch) stay dynamic. `txl.rel_attention` computes AC with a
+    batched product, adds BD computed directly at its shifted position
+    (`r[j + qlen - 1 - i]`), masks, and normalizes in place.
+
+    Before:
+    ```mlir
+    %y = txl.linear %x, %w : tensor<?x?x32xf32>, tensor<64x32xf32> -> tensor<?x?x64xf32>
+    ```
+    After:
+    ```mlir
+    %x2 = tensor.collapse_shape %x [[0, 1], [2]]
+    %y2 = linalg.matmul indexing_maps = [(m, n, k) -> (m, k), (m, n, k) -> (n, k), (m, n, k) -> (m, n)]
+            ins(%x2, %w) outs(%zero)
+    %y  = tensor.expand_shape %y2 [[0, 1], [2]]
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+def ResultsToDestinationsPass : Pass<"txl-results-to-destinations", "::mlir::ModuleOp"> {
+  let summary = "Give entry functions caller-allocated output tensors";
+  let description = [{
+    For each function with `llvm.emit_c_interface`, appends one tensor
+    argument per result and returns
+    `bufferization.materialize_in_destination %result in %out` instead, so
+    that after `--one-shot-bufferize` and `--drop-equivalent-buffer-results`
+    the function writes into buffers the caller allocated and returns
+    nothing (the runtime's ABI; upstream `--buffer-results-to-out-params`
+    cannot do this for dynamic shapes). The original arguments are marked
+    `bufferization.writable = false`: parameters and memory are never
+    overwritten.
+
+    Before:
+    ```mlir
+    func.func @segment(%x: tensor<?xf32>) -> tensor<?xf32> attributes {llvm.emit_c_interface} {
+      ...
+      return %r : tensor<?xf32>
+    }
+    ```
+    After:
+    ```mlir
+    func.func @segment(%x: tensor<?xf32> {bufferization.writable = false},
+                       %out: tensor<?xf32>) -> tensor<?xf32> attributes {llvm.emit_c_interface} {
+      ...
+      %0 = bufferization.materialize_in_destination %r in %out : (tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32>
+      return %0 : tensor<?xf32>
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::bufferization::BufferizationDialect"];
+}
+
+def DropDestinationResultsPass : Pass<"txl-drop-destination-results", "::mlir::ModuleOp"> {
+  let summary = "Drop the results of entry functions that return their out buffers";
+  let description = [{
+    After `--txl-results-to-destinations` and `--one-shot-bufferize`, an
+    entry function (with `llvm.emit_c_interface`) returns exactly the buffers
+    the caller passed in. This pass removes those results, so the function
+    returns nothing and no buffer ownership crosses the boundary (upstream
+    `--drop-equivalent-buffer-results` leaves public functions alone). A
+    returned value that is not an argument is an error.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
+def ConvertLinalgToBlasPass : Pass<"txl-linalg-to-blas", "::mlir::ModuleOp"> {
+  let summary = "Turn bufferized matrix products into cblas_sgemm calls";
+  let description = [{
+    After bufferization, rewrites f32 `linalg.matmul` (any of the four
+    transpose layouts expressed by its indexing maps) into one call of
+    `cblas_sgemm` (row-major, beta = 1 since linalg accumulates), and
+    `linalg.batch_matmul` into an `scf.for` over the batch of such calls —
+    Debian's OpenBLAS has no batched gemm. Operands need a unit inner stride;
+    the leading dimension comes from the memref's strides.
+
+    Before:
+    ```mlir
+    linalg.matmul ins(%a, %b : memref<?x32xf32>, memref<32x64xf32>) outs(%c : memref<?x64xf32>)
+    ```
+    After:
+    ```mlir
+    func.call @cblas_sgemm(%row_major, %no_trans, %no_trans, %m, %n, %k, %one,
+                           %pa, %lda, %pb, %ldb, %one, %pc, %ldc)
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
+def LowerContiguousReshapesPass : Pass<"txl-lower-contiguous-reshapes"> {
+  let summary = "Lower memref.expand_shape of contiguous buffers to reinterpret_cast";
+  let description = [{
+    A `memref.expand_shape` whose source has the identity layout is a
+    reinterpretation of the same contiguous buffer: this pass writes it as
+    `memref.reinterpret_cast` with the row-major strides of the output shape.
+    It runs before `--expand-strided-metadata`, which in LLVM 22 crashes on
+    an expansion group with two dynamic sizes (e.g. [qlen·batch, d] into
+    [qlen, batch, d], which every projection produces).
+
+    Before:
+    ```mlir
+    %e = memref.expand_shape %a [[0, 1], [2]] output_shape [%q, %b, 96]
+        : memref<?x96xf32> into memref<?x?x96xf32>
+    ```
+    After:
+    ```mlir
+    %base, %offset, %sizes:2, %strides:2 = memref.extract_strided_metadata %a
+    %e = memref.reinterpret_cast %base to offset: [0], sizes: [%q, %b, 96],
+        strides: [%s0, 96, 1] : memref<f32> to memref<?x?x96xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
+def ExpandStridedCopiesPass : Pass<"txl-expand-strided-copies"> {
+  let summary = "Turn memref.copy of strided buffers into linalg.copy";
+  let description = [{
+    `--finalize-memref-to-llvm` lowers a copy between identity-layout buffers
+    to `llvm.memcpy`, but any other copy to a call of `memrefCopy` from MLIR's
+    C runner utilities, which a txlc executable does not link. Bufferization
+    creates such copies for the new memory (a slice of the concatenation).
+    This pass rewrites them as `linalg.copy`, i.e. generated loops; run it
+    before `--convert-linalg-to-loops`.
+
+    Before:
+    ```mlir
+    memref.copy %slice, %out : memref<?x?x32xf32, strided<[?, 32, 1], offset: ?>> to memref<?x?x32xf32>
+    ```
+    After:
+    ```mlir
+    linalg.copy ins(%slice : memref<?x?x32xf32, strided<[?, 32, 1], offset: ?>>) outs(%out : memref<?x?x32xf32>)
+    ```
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
+def EmitPackedEntryPass : Pass<"txl-emit-packed-entry", "::mlir::ModuleOp"> {
+  let summary = "Add a void(void**) entry point around a C-interface function";
+  let description = [{
+    Runs on the LLVM dialect. For the function named by `function`, whose
+    `_mlir_ciface_` wrapper takes memref descriptors by pointer and scalars by
+    value, emits `llvm.func @<entry>(%args: !llvm.ptr)` where `args[i]` points
+    at argument i (the descriptor itself, or the scalar's storage). This gives
+    the runtime one fixed calling convention for any model.
+  }];
+  let options = [
+    Option<"function", "function", "std::string", "\"segment\"",
+           "The function to wrap">,
+    Option<"entry", "entry", "std::string", "\"txl_segment_forward\"",
+           "Symbol name of the packed entry point">,
+  ];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+#endif // TXL_CONVERSION_PASSES

@@ -1,0 +1,145 @@
+//===- ModelConfig.h - Transformer-XL model files (TOML) ---------*- C++ -*-===//
+//
+// A model file is TOML with the official hyper-parameter names of
+// kimiyoung/transformer-xl (train.py / mem_transformer.py):
+//
+//   [model]   n_token n_layer d_model n_head d_head d_inner d_embed attn_type
+//             pre_lnorm dropout dropatt tie_weight div_val cutoffs tie_projs
+//             same_length clamp_len
+//   [segment] tgt_len mem_len ext_len
+//   [eval]    tgt_len mem_len clamp_len same_length batch_size
+//   [train]   optimizer / schedule / init settings (parsed, used by training)
+//   [data]    dataset path
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TXL_FRONTEND_MODELCONFIG_H
+#define TXL_FRONTEND_MODELCONFIG_H
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace mlir {
+namespace txl {
+
+/// `[model]`: the architecture (official `MemTransformerLM.__init__` args).
+struct ModelSection {
+  int64_t nToken = 0;       ///< n_token, required: vocabulary size
+  int64_t nLayer = 0;       ///< n_layer
+  int64_t dModel = 0;       ///< d_model
+  int64_t nHead = 0;        ///< n_head
+  int64_t dHead = 0;        ///< d_head
+  int64_t dInner = 0;       ///< d_inner
+  int64_t dEmbed = -1;      ///< d_embed; -1 in the file means d_model
+  int64_t attnType = 0;     ///< attn_type: 0 = relative (Transformer-XL)
+  bool preLnorm = false;    ///< pre_lnorm
+  double dropout = 0.0;     ///< dropout
+  double dropatt = 0.0;     ///< dropatt
+  bool tieWeight = true;    ///< tie_weight
+  int64_t divVal = 1;       ///< div_val
+  llvm::SmallVector<int64_t> cutoffs; ///< cutoffs, without n_token
+  llvm::SmallVector<bool> tieProjs;   ///< tie_projs, one per cluster
+  bool sameLength = false;  ///< same_length
+  int64_t clampLen = -1;    ///< clamp_len; <= 0 means no clamping
+};
+
+/// `[segment]`: training segment shape (official tgt_len/mem_len/ext_len).
+struct SegmentSection {
+  int64_t tgtLen = 0;
+  int64_t memLen = 0;
+  int64_t extLen = 0;
+};
+
+/// `[eval]`: evaluation overrides; unset keys fall back to `[segment]` /
+/// `[model]`, and batch_size to 10 as in the official eval.py.
+struct EvalSection {
+  std::optional<int64_t> tgtLen, memLen, clampLen, batchSize;
+  std::optional<bool> sameLength;
+};
+
+/// `[train]`: the official train.py options under their names. Parsed and
+/// validated now; the training driver consumes them.
+struct TrainSection {
+  int64_t batchSize = 60;
+  int64_t batchChunk = 1;
+  std::string optim = "adam";
+  double lr = 0.00025;
+  double mom = 0.0;
+  std::string scheduler = "cosine";
+  int64_t warmupStep = 0;
+  int64_t maxStep = 100000;
+  double etaMin = 0.0;
+  double decayRate = 0.5;
+  int64_t patience = 0;
+  double clip = 0.25;
+  bool clipNonemb = false;
+  std::string init = "normal";
+  std::string embInit = "normal";
+  double initRange = 0.1;
+  double embInitRange = 0.01;
+  double initStd = 0.02;
+  double projInitStd = 0.01;
+  int64_t seed = 1111;
+  int64_t logInterval = 200;
+  int64_t evalInterval = 4000;
+  int64_t maxEvalSteps = -1;
+  bool varlen = false;
+};
+
+/// `[data]`.
+struct DataSection {
+  std::string dataset; ///< ptb, wt2, wt103, enwik8, text8, lm1b, ptb-char
+  std::string path;
+};
+
+/// A parsed and validated model file.
+struct ModelConfig {
+  std::string fileName;  ///< path as given
+  std::string modelName; ///< file stem, used to name generated symbols
+  ModelSection model;
+  SegmentSection segment;
+  EvalSection eval;
+  TrainSection train;
+  DataSection data;
+
+  /// d_embed with the official default applied (-1 -> d_model).
+  int64_t dEmbed() const { return model.dEmbed < 0 ? model.dModel : model.dEmbed; }
+  /// Evaluation defaults after merging `[eval]` over `[segment]`/`[model]`.
+  int64_t evalTgtLen() const { return eval.tgtLen.value_or(segment.tgtLen); }
+  int64_t evalMemLen() const { return eval.memLen.value_or(segment.memLen); }
+  int64_t evalClampLen() const { return eval.clampLen.value_or(model.clampLen); }
+  bool evalSameLength() const { return eval.sameLength.value_or(model.sameLength); }
+  int64_t evalBatchSize() const { return eval.batchSize.value_or(10); }
+};
+
+/// Parses `text` (the contents of `fileName`) as a model file.
+///
+/// Errors are returned as a single StringError whose message has the form
+/// `<file>:<line>:<col>: error: <message naming the key>` — for TOML syntax
+/// errors, unknown sections or keys, wrong value types, missing required keys
+/// (`n_token`, `n_layer`, `d_model`, `n_head`, `d_head`, `d_inner`,
+/// `tgt_len`) and impossible values (non-positive sizes, `div_val < 1`,
+/// cutoffs not strictly increasing inside (0, n_token), tie_projs length not
+/// `len(cutoffs) + 1`, `same_length` with `mem_len = 0`, negative mem_len).
+/// `attn_type != 0` and `ext_len != 0` are rejected as not yet supported.
+llvm::Expected<ModelConfig> parseModelConfig(llvm::StringRef text,
+                                             llvm::StringRef fileName);
+
+/// Reads `path` and parses it; an unreadable file is `<path>: error: ...`.
+llvm::Expected<ModelConfig> loadModelConfig(llvm::StringRef path);
+
+/// The model name of a model file (ModelConfig::modelName): the file stem with
+/// every character outside [A-Za-z0-9_] replaced by `_`, and `model_` put in
+/// front when it would be empty or start with a digit, so that it can prefix
+/// generated symbols (`models/ptb-small.v2.toml` -> `ptb_small_v2`).
+std::string modelNameFromPath(llvm::StringRef path);
+
+} // namespace txl
+} // namespace mlir
+
+#endif // TXL_FRONTEND_MODELCONFIG_H

@@ -1,0 +1,50 @@
+//===- SegmentBuilder.h - Model file -> txl segment function -----*- C++ -*-===//
+//
+// Builds the `txl` IR of one Transformer-XL segment (official
+// MemTransformerLM._forward + ProjectedAdaptiveLogSoftmax, eval mode) from a
+// parsed model file, with the memory state explicit:
+//
+//   func.func @segment(params..., %data, %target, %mems..., %mem_len,
+//                      %clamp_len, %same_length) -> (%nll, %new_mems...)
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TXL_FRONTEND_SEGMENTBUILDER_H
+#define TXL_FRONTEND_SEGMENTBUILDER_H
+
+#include "txl/Frontend/ModelConfig.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include <string>
+
+namespace mlir {
+namespace txl {
+
+/// One tensor the segment function takes, in argument order. Names are the
+/// official `state_dict` names; `alias` is a tied name that checkpoints may
+/// use instead (e.g. `crit.out_layers.0.weight` for the tied embedding).
+struct ParamSpec {
+  std::string name;
+  SmallVector<int64_t> shape;
+  bool trainable = true;
+  std::string alias;
+};
+
+/// The parameters of `config` in the order the segment function takes them.
+SmallVector<ParamSpec> getParameterTable(const ModelConfig &config);
+
+/// Name of the generated segment function.
+inline constexpr llvm::StringLiteral kSegmentFunctionName = "segment";
+
+/// Builds the segment module in the four-term form (paper §3.3 written
+/// literally). Fails with a diagnostic for configurations the compiler does
+/// not support yet (adaptive softmax, d_embed != d_model).
+FailureOr<OwningOpRef<ModuleOp>> buildSegmentModule(MLIRContext &context,
+                                                    const ModelConfig &config);
+
+} // namespace txl
+} // namespace mlir
+
+#endif // TXL_FRONTEND_SEGMENTBUILDER_H

@@ -1,0 +1,48 @@
+//===- Pipelines.h - txlc pass pipelines -------------------------*- C++ -*-===//
+//
+// The CPU pipeline, in stages that `txlc --emit=...` stops after:
+//   txl-opt : fuse the relative attention (optional), lower rel_shift
+//   linalg  : convert txl to linalg/tensor
+//   llvm    : bufferize, matmuls to cblas_sgemm, loops, LLVM dialect, and the
+//             packed runtime entry point
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TXL_PIPELINES_PIPELINES_H
+#define TXL_PIPELINES_PIPELINES_H
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+
+namespace mlir {
+namespace txl {
+
+/// Options of the CPU pipeline (also `txl-opt --txl-cpu-pipeline=...`).
+struct TxlCpuPipelineOptions
+    : public PassPipelineOptions<TxlCpuPipelineOptions> {
+  PassOptions::Option<bool> fuseAttention{
+      *this, "fuse-attention",
+      llvm::cl::desc("Fuse the four-term relative attention into "
+                     "txl.rel_attention (off: the decomposed form is lowered)"),
+      llvm::cl::init(true)};
+};
+
+/// txl -> txl: --txl-fuse-rel-attention (if enabled), --txl-lower-rel-shift.
+void buildTxlOptPipeline(OpPassManager &pm,
+                         const TxlCpuPipelineOptions &options);
+/// txl -> linalg/tensor/arith/math.
+void buildTxlToLinalgPipeline(OpPassManager &pm);
+/// linalg on tensors -> LLVM dialect with `txl_segment_forward`.
+void buildLinalgToLLVMPipeline(OpPassManager &pm);
+/// All of the above.
+void buildTxlCpuPipeline(OpPassManager &pm,
+                         const TxlCpuPipelineOptions &options);
+
+/// Registers `txl-cpu-pipeline`, `txl-opt-pipeline`, `txl-to-linalg-pipeline`
+/// and `txl-linalg-to-llvm-pipeline`.
+void registerTxlPipelines();
+
+} // namespace txl
+} // namespace mlir
+
+#endif // TXL_PIPELINES_PIPELINES_H

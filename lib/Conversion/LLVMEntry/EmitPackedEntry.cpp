@@ -1,0 +1,72 @@
+//===- EmitPackedEntry.cpp - void(void**) entry for the runtime --*- C++ -*-===//
+//
+// The runtime is model-agnostic: it calls every generated segment function
+// through one signature, `void entry(void **args)`, where args[i] points at
+// argument i of the function's C interface. This pass writes that entry in
+// the LLVM dialect next to `_mlir_ciface_<function>`.
+//
+//===----------------------------------------------------------------------===//
+
+#include "txl/Conversion/Passes.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/Builders.h"
+
+namespace mlir {
+namespace txl {
+#define GEN_PASS_DEF_EMITPACKEDENTRYPASS
+#include "txl/Conversion/Passes.h.inc"
+} // namespace txl
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::txl;
+
+namespace {
+struct EmitPackedEntryPass
+    : public txl::impl::EmitPackedEntryPassBase<EmitPackedEntryPass> {
+  using EmitPackedEntryPassBase::EmitPackedEntryPassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    std::string target = "_mlir_ciface_" + function;
+    auto callee = module.lookupSymbol<LLVM::LLVMFuncOp>(target);
+    if (!callee) {
+      module.emitError("txl-emit-packed-entry: no function '")
+          << target << "' (is '" << function
+          << "' marked llvm.emit_c_interface and lowered to LLVM?)";
+      return signalPassFailure();
+    }
+    if (module.lookupSymbol(entry)) {
+      module.emitError("txl-emit-packed-entry: symbol '")
+          << entry << "' already exists";
+      return signalPassFailure();
+    }
+    MLIRContext *ctx = &getContext();
+    OpBuilder b(ctx);
+    b.setInsertionPointToEnd(module.getBody());
+    Location loc = callee.getLoc();
+    auto ptrType = LLVM::LLVMPointerType::get(ctx);
+    auto fnType =
+        LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {ptrType});
+    auto fn = LLVM::LLVMFuncOp::create(b, loc, entry, fnType);
+    Block *body = fn.addEntryBlock(b);
+    b.setInsertionPointToStart(body);
+    Value args = body->getArgument(0);
+
+    SmallVector<Value> operands;
+    LLVM::LLVMFunctionType calleeType = callee.getFunctionType();
+    for (auto [i, type] : llvm::enumerate(calleeType.getParams())) {
+      Value slot = LLVM::GEPOp::create(b, loc, ptrType, ptrType, args,
+                                       ArrayRef<LLVM::GEPArg>{int32_t(i)});
+      Value pointee = LLVM::LoadOp::create(b, loc, ptrType, slot);
+      operands.push_back(isa<LLVM::LLVMPointerType>(type)
+                             ? pointee
+                             : LLVM::LoadOp::create(b, loc, type, pointee)
+                                   .getResult());
+    }
+    LLVM::CallOp::create(b, loc, callee, operands);
+    LLVM::ReturnOp::create(b, loc, ValueRange{});
+  }
+};
+} // namespace

@@ -1,0 +1,108 @@
+//===- ResultsToDestinations.cpp - Caller-allocated outputs ------*- C++ -*-===//
+//
+// The runtime allocates every output of a segment (the NLL and the new
+// memory, whose sizes it knows) and the generated code writes into them, so
+// no allocation crosses the call boundary.
+//
+//===----------------------------------------------------------------------===//
+
+#include "txl/Conversion/Passes.h"
+
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+namespace mlir {
+namespace txl {
+#define GEN_PASS_DEF_RESULTSTODESTINATIONSPASS
+#include "txl/Conversion/Passes.h.inc"
+} // namespace txl
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::txl;
+
+namespace {
+struct ResultsToDestinationsPass
+    : public txl::impl::ResultsToDestinationsPassBase<
+          ResultsToDestinationsPass> {
+  void runOnOperation() override {
+    for (auto fn : getOperation().getOps<func::FuncOp>()) {
+      if (fn.isExternal() || !fn->hasAttr("llvm.emit_c_interface"))
+        continue;
+      if (failed(convert(fn)))
+        return signalPassFailure();
+    }
+  }
+
+  LogicalResult convert(func::FuncOp fn) {
+    FunctionType type = fn.getFunctionType();
+    for (Type t : type.getResults())
+      if (!isa<RankedTensorType>(t))
+        return fn.emitOpError("txl-results-to-destinations: every result "
+                              "must be a ranked tensor");
+    OpBuilder b(fn.getContext());
+    unsigned numInputs = type.getNumInputs();
+    for (unsigned i = 0; i < numInputs; ++i)
+      if (isa<TensorType>(type.getInput(i)))
+        fn.setArgAttr(i, "bufferization.writable", b.getBoolAttr(false));
+    SmallVector<Type> inputs(type.getInputs());
+    inputs.append(type.getResults().begin(), type.getResults().end());
+    Block &entry = fn.getBody().front();
+    SmallVector<Value> outs;
+    for (Type t : type.getResults())
+      outs.push_back(entry.addArgument(t, fn.getLoc()));
+    fn.setType(b.getFunctionType(inputs, type.getResults()));
+
+    WalkResult walk = fn.walk([&](func::ReturnOp ret) {
+      b.setInsertionPoint(ret);
+      SmallVector<Value> written;
+      for (auto [value, out] : llvm::zip(ret.getOperands(), outs))
+        written.push_back(bufferization::MaterializeInDestinationOp::create(
+                              b, ret.getLoc(), value, out)
+                              .getResult());
+      ret->setOperands(written);
+      return WalkResult::advance();
+    });
+    return failure(walk.wasInterrupted());
+  }
+};
+} // namespace
+
+namespace mlir {
+namespace txl {
+#define GEN_PASS_DEF_DROPDESTINATIONRESULTSPASS
+#include "txl/Conversion/Passes.h.inc"
+} // namespace txl
+} // namespace mlir
+
+namespace {
+struct DropDestinationResultsPass
+    : public txl::impl::DropDestinationResultsPassBase<
+          DropDestinationResultsPass> {
+  void runOnOperation() override {
+    for (auto fn : getOperation().getOps<func::FuncOp>()) {
+      if (fn.isExternal() || !fn->hasAttr("llvm.emit_c_interface") ||
+          fn.getNumResults() == 0)
+        continue;
+      Block &entry = fn.getBody().front();
+      WalkResult walk = fn.walk([&](func::ReturnOp ret) {
+        for (Value v : ret.getOperands()) {
+          auto arg = dyn_cast<BlockArgument>(v);
+          if (!arg || arg.getOwner() != &entry) {
+            ret.emitOpError("txl-drop-destination-results: returned value is "
+                            "not a caller-provided buffer");
+            return WalkResult::interrupt();
+          }
+        }
+        ret->setOperands({});
+        return WalkResult::advance();
+      });
+      if (walk.wasInterrupted())
+        return signalPassFailure();
+      fn.setType(FunctionType::get(&getContext(),
+                                   fn.getFunctionType().getInputs(), {}));
+    }
+  }
+};
+} // namespace

@@ -1,0 +1,237 @@
+//===- LinalgToBlas.cpp - Bufferized matmuls => cblas_sgemm calls -*- C++ -*-===//
+//
+// Matrix products are the one thing txlc does not generate code for: after
+// bufferization each f32 linalg.matmul becomes a cblas_sgemm call and each
+// linalg.batch_matmul a loop of them (bookworm's OpenBLAS has no batched
+// gemm). Pointers come from the memref's aligned base plus its offset; the
+// leading dimensions are the memref's row strides.
+//
+//===----------------------------------------------------------------------===//
+
+#include "txl/Conversion/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace mlir {
+namespace txl {
+#define GEN_PASS_DEF_CONVERTLINALGTOBLASPASS
+#include "txl/Conversion/Passes.h.inc"
+} // namespace txl
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::txl;
+
+namespace {
+
+constexpr int32_t kCblasRowMajor = 101;
+constexpr int32_t kCblasNoTrans = 111;
+constexpr int32_t kCblasTrans = 112;
+constexpr llvm::StringLiteral kSgemm = "cblas_sgemm";
+
+/// Declares `cblas_sgemm` in `module` once (CBLAS row-major signature with
+/// int32 enums and sizes).
+static func::FuncOp getOrDeclareSgemm(OpBuilder &b, ModuleOp module) {
+  if (auto fn = module.lookupSymbol<func::FuncOp>(kSgemm))
+    return fn;
+  MLIRContext *ctx = b.getContext();
+  Type i32 = b.getI32Type(), f32 = b.getF32Type();
+  Type ptr = LLVM::LLVMPointerType::get(ctx);
+  auto type = b.getFunctionType(
+      {i32, i32, i32, i32, i32, i32, f32, ptr, i32, ptr, i32, f32, ptr, i32},
+      {});
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(module.getBody());
+  auto fn = func::FuncOp::create(b, module.getLoc(), kSgemm, type);
+  fn.setPrivate();
+  return fn;
+}
+
+/// A memref viewed as base pointer + offset + strides.
+struct Operand {
+  Value ptr;                   ///< !llvm.ptr to element [0, ..., 0]
+  SmallVector<Value> sizes;    ///< index
+  SmallVector<Value> strides;  ///< index
+};
+
+static FailureOr<Operand> decompose(OpBuilder &b, Location loc, Value memref) {
+  auto type = dyn_cast<MemRefType>(memref.getType());
+  if (!type || !type.getElementType().isF32())
+    return failure();
+  SmallVector<int64_t> staticStrides;
+  int64_t staticOffset;
+  if (failed(type.getStridesAndOffset(staticStrides, staticOffset)) ||
+      staticStrides.back() != 1)
+    return failure();
+  auto meta = memref::ExtractStridedMetadataOp::create(b, loc, memref);
+  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+  Value base64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), base);
+  Type ptrType = LLVM::LLVMPointerType::get(b.getContext());
+  Value ptr = LLVM::IntToPtrOp::create(b, loc, ptrType, base64);
+  Value off64 =
+      arith::IndexCastOp::create(b, loc, b.getI64Type(), meta.getOffset());
+  ptr = LLVM::GEPOp::create(b, loc, ptrType, b.getF32Type(), ptr,
+                            ArrayRef<LLVM::GEPArg>{off64});
+  Operand op;
+  op.ptr = ptr;
+  op.sizes.assign(meta.getSizes().begin(), meta.getSizes().end());
+  op.strides.assign(meta.getStrides().begin(), meta.getStrides().end());
+  return op;
+}
+
+static Value toI32(OpBuilder &b, Location loc, Value index) {
+  return arith::IndexCastOp::create(b, loc, b.getI32Type(), index);
+}
+
+static Value offsetPtr(OpBuilder &b, Location loc, Value ptr, Value elems) {
+  Value e64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), elems);
+  return LLVM::GEPOp::create(b, loc, ptr.getType(), b.getF32Type(), ptr,
+                             ArrayRef<LLVM::GEPArg>{e64});
+}
+
+/// Transpose flags of A and B from the last three dims of the indexing maps
+/// (m, n, k), or failure for any other contraction.
+static FailureOr<std::pair<bool, bool>>
+classify(ArrayRef<AffineMap> maps, unsigned batchDims) {
+  if (maps.size() != 3)
+    return failure();
+  MLIRContext *ctx = maps[0].getContext();
+  unsigned n = batchDims + 3;
+  auto dims = [&](std::initializer_list<unsigned> ds) {
+    SmallVector<AffineExpr> exprs;
+    for (unsigned i = 0; i < batchDims; ++i)
+      exprs.push_back(getAffineDimExpr(i, ctx));
+    for (unsigned d : ds)
+      exprs.push_back(getAffineDimExpr(batchDims + d, ctx));
+    return AffineMap::get(n, 0, exprs, ctx);
+  };
+  const unsigned m = 0, nn = 1, k = 2;
+  if (maps[2] != dims({m, nn}))
+    return failure();
+  bool transA, transB;
+  if (maps[0] == dims({m, k}))
+    transA = false;
+  else if (maps[0] == dims({k, m}))
+    transA = true;
+  else
+    return failure();
+  if (maps[1] == dims({k, nn}))
+    transB = false;
+  else if (maps[1] == dims({nn, k}))
+    transB = true;
+  else
+    return failure();
+  return std::make_pair(transA, transB);
+}
+
+/// Emits one sgemm for matrices starting at the given pointers.
+static void emitSgemm(OpBuilder &b, Location loc, func::FuncOp sgemm,
+                      bool transA, bool transB, Value m, Value n, Value k,
+                      Value a, Value lda, Value bm, Value ldb, Value c,
+                      Value ldc) {
+  auto i32c = [&](int32_t v) {
+    return arith::ConstantIntOp::create(b, loc, v, 32).getResult();
+  };
+  Value one = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0f));
+  func::CallOp::create(
+      b, loc, sgemm,
+      ValueRange{i32c(kCblasRowMajor), i32c(transA ? kCblasTrans : kCblasNoTrans),
+                 i32c(transB ? kCblasTrans : kCblasNoTrans), toI32(b, loc, m),
+                 toI32(b, loc, n), toI32(b, loc, k), one, a, toI32(b, loc, lda),
+                 bm, toI32(b, loc, ldb), one, c, toI32(b, loc, ldc)});
+}
+
+/// max(x, 1): BLAS rejects a zero leading dimension even for empty matrices.
+static Value atLeastOne(OpBuilder &b, Location loc, Value x) {
+  return arith::MaxUIOp::create(b, loc, x,
+                                arith::ConstantIndexOp::create(b, loc, 1));
+}
+
+/// Rewrites `op` (matmul with batchDims = 0, batch_matmul with 1).
+static LogicalResult lowerToBlas(linalg::LinalgOp op, unsigned batchDims,
+                                 func::FuncOp sgemm) {
+  if (!op.hasPureBufferSemantics())
+    return op->emitOpError("txl-linalg-to-blas expects bufferized operands");
+  FailureOr<std::pair<bool, bool>> trans =
+      classify(op.getIndexingMapsArray(), batchDims);
+  if (failed(trans))
+    return op->emitOpError("unsupported indexing maps for a BLAS product");
+  auto [transA, transB] = *trans;
+
+  IRRewriter b(op->getContext());
+  b.setInsertionPoint(op);
+  Location loc = op.getLoc();
+  Value aMem = op.getDpsInputOperand(0)->get();
+  Value bMem = op.getDpsInputOperand(1)->get();
+  Value cMem = op.getDpsInitOperand(0)->get();
+  FailureOr<Operand> a = decompose(b, loc, aMem), bb = decompose(b, loc, bMem),
+                     c = decompose(b, loc, cMem);
+  if (failed(a) || failed(bb) || failed(c))
+    return op->emitOpError("BLAS operands must be f32 memrefs with a unit "
+                           "inner stride");
+  unsigned r = batchDims;
+  Value m = c->sizes[r], n = c->sizes[r + 1];
+  Value k = transA ? a->sizes[r] : a->sizes[r + 1];
+  Value lda = atLeastOne(b, loc, a->strides[r]);
+  Value ldb = atLeastOne(b, loc, bb->strides[r]);
+  Value ldc = atLeastOne(b, loc, c->strides[r]);
+
+  // Skip empty products: linalg accumulates, so nothing changes.
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value mn = arith::MulIOp::create(b, loc, m, n);
+  Value mnk = arith::MulIOp::create(b, loc, mn, k);
+  Value nonEmpty =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, mnk, zero);
+  auto ifOp = scf::IfOp::create(b, loc, nonEmpty, /*withElseRegion=*/false);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  if (batchDims == 0) {
+    emitSgemm(b, loc, sgemm, transA, transB, m, n, k, a->ptr, lda, bb->ptr,
+              ldb, c->ptr, ldc);
+  } else {
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    auto loop = scf::ForOp::create(b, loc, zero, c->sizes[0], one);
+    b.setInsertionPointToStart(loop.getBody());
+    Value iv = loop.getInductionVar();
+    auto at = [&](const Operand &o) {
+      return offsetPtr(b, loc, o.ptr,
+                       arith::MulIOp::create(b, loc, iv, o.strides[0]));
+    };
+    emitSgemm(b, loc, sgemm, transA, transB, m, n, k, at(*a), lda, at(*bb),
+              ldb, at(*c), ldc);
+  }
+  b.eraseOp(op);
+  return success();
+}
+
+struct ConvertLinalgToBlasPass
+    : public txl::impl::ConvertLinalgToBlasPassBase<ConvertLinalgToBlasPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<std::pair<linalg::LinalgOp, unsigned>> work;
+    module.walk([&](Operation *op) {
+      if (auto mm = dyn_cast<linalg::MatmulOp>(op))
+        work.push_back({cast<linalg::LinalgOp>(op), 0});
+      else if (isa<linalg::BatchMatmulOp>(op))
+        work.push_back({cast<linalg::LinalgOp>(op), 1});
+    });
+    if (work.empty())
+      return;
+    OpBuilder b(&getContext());
+    func::FuncOp sgemm = getOrDeclareSgemm(b, module);
+    for (auto [op, batchDims] : work) {
+      Type elem = getElementTypeOrSelf(op.getDpsInitOperand(0)->get().getType());
+      if (!elem.isF32())
+        continue;
+      if (failed(lowerToBlas(op, batchDims, sgemm)))
+        return signalPassFailure();
+    }
+  }
+};
+
+} // namespace

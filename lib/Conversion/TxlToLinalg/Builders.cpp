@@ -1,0 +1,196 @@
+//===- Builders.cpp - Shared helpers for lowering txl to linalg --*- C++ -*-===//
+
+#include "Builders.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::txl;
+
+SmallVector<OpFoldResult> mlir::txl::getSizes(OpBuilder &b, Location loc,
+                                              Value v) {
+  return tensor::getMixedSizes(b, loc, v);
+}
+
+Value mlir::txl::createEmpty(OpBuilder &b, Location loc,
+                             ArrayRef<OpFoldResult> sizes, Type elementType) {
+  return tensor::EmptyOp::create(b, loc, sizes, elementType);
+}
+
+Value mlir::txl::createFilled(OpBuilder &b, Location loc,
+                              ArrayRef<OpFoldResult> sizes, Type elementType,
+                              double value) {
+  Value empty = createEmpty(b, loc, sizes, elementType);
+  Value cst = arith::ConstantOp::create(b, loc, b.getFloatAttr(elementType, value));
+  return linalg::FillOp::create(b, loc, ValueRange{cst}, ValueRange{empty})
+      .getResult(0);
+}
+
+Value mlir::txl::createTranspose(OpBuilder &b, Location loc, Value input,
+                                 ArrayRef<int64_t> perm) {
+  SmallVector<OpFoldResult> in = getSizes(b, loc, input);
+  SmallVector<OpFoldResult> out;
+  for (int64_t p : perm)
+    out.push_back(in[p]);
+  Value init = createEmpty(
+      b, loc, out, cast<RankedTensorType>(input.getType()).getElementType());
+  return linalg::TransposeOp::create(b, loc, input, init, perm).getResult()[0];
+}
+
+Value mlir::txl::createCollapse(OpBuilder &b, Location loc, Value input,
+                                ArrayRef<ReassociationIndices> reassociation) {
+  return tensor::CollapseShapeOp::create(b, loc, input, reassociation);
+}
+
+Value mlir::txl::createExpand(OpBuilder &b, Location loc, Value input,
+                              ArrayRef<ReassociationIndices> reassociation,
+                              ArrayRef<OpFoldResult> sizes) {
+  SmallVector<int64_t> staticShape;
+  SmallVector<Value> dynamic;
+  dispatchIndexOpFoldResults(sizes, dynamic, staticShape);
+  auto type = RankedTensorType::get(
+      staticShape, cast<RankedTensorType>(input.getType()).getElementType());
+  return tensor::ExpandShapeOp::create(b, loc, type, input, reassociation,
+                                       sizes);
+}
+
+AffineMap mlir::txl::identityMap(MLIRContext *ctx, unsigned rank) {
+  return AffineMap::getMultiDimIdentityMap(rank, ctx);
+}
+
+AffineMap mlir::txl::dropDimMap(MLIRContext *ctx, unsigned rank,
+                                unsigned dim) {
+  SmallVector<AffineExpr> exprs;
+  for (unsigned d = 0; d < rank; ++d)
+    if (d != dim)
+      exprs.push_back(getAffineDimExpr(d, ctx));
+  return AffineMap::get(rank, 0, exprs, ctx);
+}
+
+Value mlir::txl::createBatchMatmul(OpBuilder &b, Location loc, Value lhs,
+                                   Value rhs, bool transposeRhs) {
+  SmallVector<OpFoldResult> l = getSizes(b, loc, lhs);
+  SmallVector<OpFoldResult> r = getSizes(b, loc, rhs);
+  Type f32 = b.getF32Type();
+  Value init = createFilled(b, loc, {l[0], l[1], transposeRhs ? r[1] : r[2]},
+                            f32, 0.0);
+  auto mm = linalg::BatchMatmulOp::create(b, loc, TypeRange{init.getType()},
+                                          ValueRange{lhs, rhs},
+                                          ValueRange{init});
+  if (transposeRhs) {
+    MLIRContext *ctx = b.getContext();
+    AffineExpr bd, m, n, k;
+    bindDims(ctx, bd, m, n, k);
+    SmallVector<AffineMap> maps = {AffineMap::get(4, 0, {bd, m, k}, ctx),
+                                   AffineMap::get(4, 0, {bd, n, k}, ctx),
+                                   AffineMap::get(4, 0, {bd, m, n}, ctx)};
+    mm.setIndexingMapsAttr(b.getAffineMapArrayAttr(maps));
+  }
+  return mm.getResult(0);
+}
+
+Value mlir::txl::createMaskedSoftmax(OpBuilder &b, Location loc, Value scores,
+                                     ScoreLayout layout, Value memLen,
+                                     Value sameLength, float scale) {
+  MLIRContext *ctx = b.getContext();
+  auto type = cast<RankedTensorType>(scores.getType());
+  Type f32 = type.getElementType();
+  const unsigned rank = 4;
+  SmallVector<OpFoldResult> sizes = getSizes(b, loc, scores);
+
+  // s of the official same_length mask: qlen - (klen - mem_len) when
+  // klen > mem_len, else qlen.
+  Value qlen = tensor::DimOp::create(b, loc, scores, layout.queryDim);
+  Value klen = tensor::DimOp::create(b, loc, scores, layout.keyDim);
+  Value mlen = arith::SubIOp::create(b, loc, klen, qlen);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value maskLen = arith::SubIOp::create(b, loc, klen, memLen);
+  Value positive =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, maskLen, zero);
+  Value shiftLen = arith::SelectOp::create(
+      b, loc, positive, arith::SubIOp::create(b, loc, qlen, maskLen), qlen);
+
+  SmallVector<utils::IteratorType> parallel(rank, utils::IteratorType::parallel);
+  SmallVector<utils::IteratorType> reduce = parallel;
+  reduce[layout.keyDim] = utils::IteratorType::reduction;
+  AffineMap id = identityMap(ctx, rank);
+  AffineMap rowMap = dropDimMap(ctx, rank, layout.keyDim);
+  SmallVector<OpFoldResult> rowSizes = sizes;
+  rowSizes.erase(rowSizes.begin() + layout.keyDim);
+  float negInf = -std::numeric_limits<float>::infinity();
+
+  // x = visible(i, j) ? scale * score : -inf
+  Value masked = linalg::GenericOp::create(
+      b, loc, TypeRange{type}, ValueRange{scores},
+      ValueRange{createEmpty(b, loc, sizes, f32)}, {id, id}, parallel,
+      [&](OpBuilder &nb, Location l, ValueRange args) {
+        Value i = linalg::IndexOp::create(nb, l, layout.queryDim);
+        Value j = linalg::IndexOp::create(nb, l, layout.keyDim);
+        Value lastVisible = arith::AddIOp::create(nb, l, i, mlen);
+        Value causal = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sle,
+                                             j, lastVisible);
+        Value jPlusS = arith::AddIOp::create(nb, l, j, shiftLen);
+        Value recent = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sgt,
+                                             jPlusS, i);
+        Value trueV = arith::ConstantIntOp::create(nb, l, 1, 1);
+        Value keepOld = arith::SelectOp::create(nb, l, sameLength, recent, trueV);
+        Value visible = arith::AndIOp::create(nb, l, causal, keepOld);
+        Value scaled = arith::MulFOp::create(
+            nb, l, args[0],
+            arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(scale)));
+        Value ninf =
+            arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(negInf));
+        linalg::YieldOp::create(
+            nb, l, ValueRange{arith::SelectOp::create(nb, l, visible, scaled, ninf)});
+      })
+                     .getResult(0);
+
+  Value maxInit = createFilled(b, loc, rowSizes, f32, negInf);
+  Value rowMax =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{maxInit.getType()}, ValueRange{masked},
+          ValueRange{maxInit},
+          {id, rowMap}, reduce,
+          [&](OpBuilder &nb, Location l, ValueRange args) {
+            linalg::YieldOp::create(
+                nb, l, ValueRange{arith::MaximumFOp::create(nb, l, args[0], args[1])});
+          })
+          .getResult(0);
+
+  Value exps = linalg::GenericOp::create(
+                   b, loc, TypeRange{type}, ValueRange{masked, rowMax},
+                   ValueRange{createEmpty(b, loc, sizes, f32)},
+                   {id, rowMap, id}, parallel,
+                   [&](OpBuilder &nb, Location l, ValueRange args) {
+                     Value d = arith::SubFOp::create(nb, l, args[0], args[1]);
+                     linalg::YieldOp::create(
+                         nb, l, ValueRange{math::ExpOp::create(nb, l, d)});
+                   })
+                   .getResult(0);
+
+  Value rowSum =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{rowMax.getType()}, ValueRange{exps},
+          ValueRange{createFilled(b, loc, rowSizes, f32, 0.0)}, {id, rowMap},
+          reduce,
+          [&](OpBuilder &nb, Location l, ValueRange args) {
+            linalg::YieldOp::create(
+                nb, l, ValueRange{arith::AddFOp::create(nb, l, args[0], args[1])});
+          })
+          .getResult(0);
+
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{type}, ValueRange{exps, rowSum},
+             ValueRange{createEmpty(b, loc, sizes, f32)}, {id, rowMap, id},
+             parallel,
+             [&](OpBuilder &nb, Location l, ValueRange args) {
+               linalg::YieldOp::create(
+                   nb, l, ValueRange{arith::DivFOp::create(nb, l, args[0], args[1])});
+             })
+      .getResult(0);
+}

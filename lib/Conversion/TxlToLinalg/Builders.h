@@ -1,0 +1,69 @@
+//===- Builders.h - Shared helpers for lowering txl to linalg ----*- C++ -*-===//
+//
+// Small builders used by every op family: empty/filled tensors with the
+// dynamic sizes of another tensor, transposes, and the masked softmax shared
+// by txl.masked_softmax and txl.rel_attention.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TXL_LIB_CONVERSION_TXLTOLINALG_BUILDERS_H
+#define TXL_LIB_CONVERSION_TXLTOLINALG_BUILDERS_H
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/Builders.h"
+
+namespace mlir {
+namespace txl {
+
+/// The size of every dimension of `v` (constants for static ones).
+SmallVector<OpFoldResult> getSizes(OpBuilder &b, Location loc, Value v);
+
+/// `tensor.empty` of the given sizes and element type.
+Value createEmpty(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
+                  Type elementType);
+
+/// `linalg.fill` of `value` into a new tensor of the given sizes.
+Value createFilled(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
+                   Type elementType, double value);
+
+/// `linalg.transpose` with result dimension d = input dimension perm[d].
+Value createTranspose(OpBuilder &b, Location loc, Value input,
+                      ArrayRef<int64_t> perm);
+
+/// Collapses `input` with `reassociation`, the result type inferred.
+Value createCollapse(OpBuilder &b, Location loc, Value input,
+                     ArrayRef<ReassociationIndices> reassociation);
+
+/// Expands `input` to `sizes` with `reassociation`.
+Value createExpand(OpBuilder &b, Location loc, Value input,
+                   ArrayRef<ReassociationIndices> reassociation,
+                   ArrayRef<OpFoldResult> sizes);
+
+/// Batched product `lhs [n, m, k] x rhs [n, k, p]` (or `rhs [n, p, k]` when
+/// `transposeRhs`) into a zero-filled [n, m, p] as `linalg.batch_matmul`.
+Value createBatchMatmul(OpBuilder &b, Location loc, Value lhs, Value rhs,
+                        bool transposeRhs);
+
+/// Which dimensions of a 4-D score tensor hold the query position i and the
+/// key position j (the other two are batch and head).
+struct ScoreLayout {
+  int64_t queryDim;
+  int64_t keyDim;
+};
+
+/// `softmax_j(scale * scores)` with the Transformer-XL decoder mask (key j
+/// visible to query i iff j <= i + mlen, and with same_length also iff
+/// j > i - s) over a 4-D tensor whose layout is given by `layout`.
+/// `mlen = klen - qlen`; `s` follows the official `dec_attn_mask`.
+Value createMaskedSoftmax(OpBuilder &b, Location loc, Value scores,
+                          ScoreLayout layout, Value memLen, Value sameLength,
+                          float scale);
+
+/// Identity affine map of `rank` dims, and the map dropping dimension `dim`.
+AffineMap identityMap(MLIRContext *ctx, unsigned rank);
+AffineMap dropDimMap(MLIRContext *ctx, unsigned rank, unsigned dim);
+
+} // namespace txl
+} // namespace mlir
+
+#endif // TXL_LIB_CONVERSION_TXLTOLINALG_BUILDERS_H

@@ -1,0 +1,155 @@
+//===- Contraction.cpp - Lower txl products to linalg matmuls ----*- C++ -*-===//
+//
+// txl.linear, txl.attn_score and txl.attn_apply become linalg.matmul /
+// linalg.batch_matmul on contiguous operands (transposing heads to the front
+// where needed), so that --txl-linalg-to-blas can hand them to cblas_sgemm.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Builders.h"
+#include "txl/Conversion/Passes.h"
+#include "txl/IR/TxlOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
+
+using namespace mlir;
+using namespace mlir::txl;
+
+/// Casts `v` to `type` when the static information differs.
+static Value castTo(OpBuilder &b, Location loc, Value v, Type type) {
+  if (v.getType() == type)
+    return v;
+  return tensor::CastOp::create(b, loc, type, v);
+}
+
+namespace {
+
+// txl.linear(x[..., in], w[out, in], b) => collapse, linalg.matmul (w transposed), + b, expand
+struct LinearLowering : public OpRewritePattern<LinearOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(LinearOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = getContext();
+    Value input = op.getInput();
+    auto inType = cast<RankedTensorType>(input.getType());
+    int64_t rank = inType.getRank();
+    SmallVector<OpFoldResult> inSizes = getSizes(rewriter, loc, input);
+
+    Value x2 = input;
+    SmallVector<ReassociationIndices> reassoc;
+    if (rank > 2) {
+      ReassociationIndices leading;
+      for (int64_t d = 0; d + 1 < rank; ++d)
+        leading.push_back(d);
+      reassoc = {leading, {rank - 1}};
+      x2 = createCollapse(rewriter, loc, input, reassoc);
+    }
+    OpFoldResult rows = getSizes(rewriter, loc, x2)[0];
+    OpFoldResult outFeatures = getSizes(rewriter, loc, op.getWeight())[0];
+    Type f32 = rewriter.getF32Type();
+    Value init = createFilled(rewriter, loc, {rows, outFeatures}, f32, 0.0);
+
+    AffineExpr m, n, k;
+    bindDims(ctx, m, n, k);
+    auto mm = linalg::MatmulOp::create(rewriter, loc, TypeRange{init.getType()},
+                                       ValueRange{x2, op.getWeight()},
+                                       ValueRange{init});
+    mm.setIndexingMapsAttr(rewriter.getAffineMapArrayAttr(
+        {AffineMap::get(3, 0, {m, k}, ctx), AffineMap::get(3, 0, {n, k}, ctx),
+         AffineMap::get(3, 0, {m, n}, ctx)}));
+    Value y = mm.getResult(0);
+
+    if (Value bias = op.getBias()) {
+      AffineMap id = identityMap(ctx, 2);
+      AffineMap biasMap = AffineMap::get(2, 0, {getAffineDimExpr(1, ctx)}, ctx);
+      y = linalg::GenericOp::create(
+              rewriter, loc, TypeRange{y.getType()}, ValueRange{y, bias},
+              ValueRange{createEmpty(rewriter, loc, {rows, outFeatures}, f32)},
+              {id, biasMap, id},
+              {utils::IteratorType::parallel, utils::IteratorType::parallel},
+              [](OpBuilder &b, Location l, ValueRange a) {
+                linalg::YieldOp::create(
+                    b, l, ValueRange{arith::AddFOp::create(b, l, a[0], a[1])});
+              })
+              .getResult(0);
+    }
+    if (rank > 2) {
+      SmallVector<OpFoldResult> outSizes(inSizes);
+      outSizes.back() = outFeatures;
+      y = createExpand(rewriter, loc, y, reassoc, outSizes);
+    }
+    rewriter.replaceOp(op, castTo(rewriter, loc, y, op.getType()));
+    return success();
+  }
+};
+
+// txl.attn_score(q[i,b,n,d], k[j,b,n,d]) => batch_matmul over (b,n) of q kᵀ
+// txl.attn_score(q[i,b,n,d], r[j,n,d])   => batch_matmul over n of q(b·i) rᵀ
+struct AttnScoreLowering : public OpRewritePattern<AttnScoreOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AttnScoreOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value q = op.getQuery(), key = op.getKey();
+    SmallVector<OpFoldResult> qs = getSizes(rewriter, loc, q);
+    OpFoldResult klen = getSizes(rewriter, loc, key)[0];
+    Value scores;
+    if (cast<RankedTensorType>(key.getType()).getRank() == 4) {
+      Value qT = createCollapse(rewriter, loc,
+                                createTranspose(rewriter, loc, q, {1, 2, 0, 3}),
+                                {{0, 1}, {2}, {3}});
+      Value kT = createCollapse(rewriter, loc,
+                                createTranspose(rewriter, loc, key, {1, 2, 0, 3}),
+                                {{0, 1}, {2}, {3}});
+      Value s = createBatchMatmul(rewriter, loc, qT, kT, /*transposeRhs=*/true);
+      s = createExpand(rewriter, loc, s, {{0, 1}, {2}, {3}},
+                       {qs[1], qs[2], qs[0], klen});
+      scores = createTranspose(rewriter, loc, s, {2, 3, 0, 1});
+    } else {
+      Value qT = createCollapse(rewriter, loc,
+                                createTranspose(rewriter, loc, q, {2, 1, 0, 3}),
+                                {{0}, {1, 2}, {3}});
+      Value rT = createTranspose(rewriter, loc, key, {1, 0, 2});
+      Value s = createBatchMatmul(rewriter, loc, qT, rT, /*transposeRhs=*/true);
+      s = createExpand(rewriter, loc, s, {{0}, {1, 2}, {3}},
+                       {qs[2], qs[1], qs[0], klen});
+      scores = createTranspose(rewriter, loc, s, {2, 3, 1, 0});
+    }
+    rewriter.replaceOp(op, castTo(rewriter, loc, scores, op.getType()));
+    return success();
+  }
+};
+
+// txl.attn_apply(p[i,j,b,n], v[j,b,n,d]) => batch_matmul over (b,n) of p v
+struct AttnApplyLowering : public OpRewritePattern<AttnApplyOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AttnApplyOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    SmallVector<OpFoldResult> ps = getSizes(rewriter, loc, op.getProbs());
+    SmallVector<OpFoldResult> vs = getSizes(rewriter, loc, op.getValue());
+    Value pT = createCollapse(
+        rewriter, loc, createTranspose(rewriter, loc, op.getProbs(), {2, 3, 0, 1}),
+        {{0, 1}, {2}, {3}});
+    Value vT = createCollapse(
+        rewriter, loc, createTranspose(rewriter, loc, op.getValue(), {1, 2, 0, 3}),
+        {{0, 1}, {2}, {3}});
+    Value o = createBatchMatmul(rewriter, loc, pT, vT, /*transposeRhs=*/false);
+    o = createExpand(rewriter, loc, o, {{0, 1}, {2}, {3}},
+                     {vs[1], vs[2], ps[0], vs[3]});
+    o = createTranspose(rewriter, loc, o, {2, 0, 1, 3});
+    rewriter.replaceOp(op, castTo(rewriter, loc, o, op.getType()));
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::txl::populateTxlContractionToLinalgPatterns(
+    RewritePatternSet &patterns) {
+  patterns.add<LinearLowering, AttnScoreLowering, AttnApplyLowering>(
+      patterns.getContext());
+}

@@ -1,0 +1,129 @@
+//===- Elementwise.cpp - Lower elementwise txl ops to linalg -----*- C++ -*-===//
+//
+// txl.add, txl.scale, txl.relu and txl.broadcast_head_bias become parallel
+// linalg.generic ops; txl.stop_gradient is the identity in the forward pass.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Builders.h"
+#include "txl/Conversion/Passes.h"
+#include "txl/IR/TxlOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/PatternMatch.h"
+
+using namespace mlir;
+using namespace mlir::txl;
+
+namespace {
+
+/// A parallel generic over `inputs` (all shaped like the result, or mapped by
+/// `inputMaps`) whose body is `body(args) -> value`.
+template <typename BodyFn>
+static Value createPointwise(OpBuilder &b, Location loc, Value like,
+                             ValueRange inputs, ArrayRef<AffineMap> inputMaps,
+                             BodyFn body) {
+  auto type = cast<RankedTensorType>(like.getType());
+  MLIRContext *ctx = b.getContext();
+  SmallVector<AffineMap> maps(inputMaps);
+  maps.push_back(identityMap(ctx, type.getRank()));
+  SmallVector<utils::IteratorType> iters(type.getRank(),
+                                         utils::IteratorType::parallel);
+  Value init =
+      createEmpty(b, loc, getSizes(b, loc, like), type.getElementType());
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{type}, inputs, ValueRange{init}, maps, iters,
+             [&](OpBuilder &nb, Location l, ValueRange args) {
+               linalg::YieldOp::create(nb, l, ValueRange{body(nb, l, args)});
+             })
+      .getResult(0);
+}
+
+// txl.add(x, y) => linalg.generic { x + y }
+struct AddLowering : public OpRewritePattern<AddOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AddOp op,
+                                PatternRewriter &rewriter) const override {
+    AffineMap id = identityMap(getContext(), op.getType().getRank());
+    rewriter.replaceOp(
+        op, createPointwise(rewriter, op.getLoc(), op.getLhs(),
+                            ValueRange{op.getLhs(), op.getRhs()}, {id, id},
+                            [](OpBuilder &b, Location l, ValueRange a) -> Value {
+                              return arith::AddFOp::create(b, l, a[0], a[1]);
+                            }));
+    return success();
+  }
+};
+
+// txl.scale(x) {factor} => linalg.generic { x * factor }
+struct ScaleLowering : public OpRewritePattern<ScaleOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ScaleOp op,
+                                PatternRewriter &rewriter) const override {
+    AffineMap id = identityMap(getContext(), op.getType().getRank());
+    FloatAttr factor = op.getFactorAttr();
+    rewriter.replaceOp(
+        op, createPointwise(rewriter, op.getLoc(), op.getInput(),
+                            ValueRange{op.getInput()}, {id},
+                            [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+                              Value c = arith::ConstantOp::create(b, l, factor);
+                              return arith::MulFOp::create(b, l, a[0], c);
+                            }));
+    return success();
+  }
+};
+
+// txl.relu(x) => linalg.generic { max(x, 0) }
+struct ReluLowering : public OpRewritePattern<ReluOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ReluOp op,
+                                PatternRewriter &rewriter) const override {
+    AffineMap id = identityMap(getContext(), op.getType().getRank());
+    rewriter.replaceOp(
+        op, createPointwise(rewriter, op.getLoc(), op.getInput(),
+                            ValueRange{op.getInput()}, {id},
+                            [](OpBuilder &b, Location l, ValueRange a) -> Value {
+                              Value zero = arith::ConstantOp::create(
+                                  b, l, b.getF32FloatAttr(0.0f));
+                              return arith::MaxNumFOp::create(b, l, a[0], zero);
+                            }));
+    return success();
+  }
+};
+
+// txl.stop_gradient(x) => x
+struct StopGradientLowering : public OpRewritePattern<StopGradientOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(StopGradientOp op,
+                                PatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, op.getInput());
+    return success();
+  }
+};
+
+// txl.broadcast_head_bias(bias[n, d], like[i, b, n, d]) => generic reading bias[n, d]
+struct BroadcastHeadBiasLowering
+    : public OpRewritePattern<BroadcastHeadBiasOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(BroadcastHeadBiasOp op,
+                                PatternRewriter &rewriter) const override {
+    MLIRContext *ctx = getContext();
+    AffineMap biasMap = AffineMap::get(
+        4, 0, {getAffineDimExpr(2, ctx), getAffineDimExpr(3, ctx)}, ctx);
+    rewriter.replaceOp(
+        op, createPointwise(rewriter, op.getLoc(), op.getLike(),
+                            ValueRange{op.getBias()}, {biasMap},
+                            [](OpBuilder &, Location, ValueRange a) -> Value {
+                              return a[0];
+                            }));
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::txl::populateTxlElementwiseToLinalgPatterns(
+    RewritePatternSet &patterns) {
+  patterns.add<AddLowering, ScaleLowering, ReluLowering, StopGradientLowering,
+               BroadcastHeadBiasLowering>(patterns.getContext());
+}

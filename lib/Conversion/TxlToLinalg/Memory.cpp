@@ -1,0 +1,113 @@
+//===- Memory.cpp - Lower embedding and segment-memory ops -------*- C++ -*-===//
+//
+// txl.embedding is a gather, txl.concat_mem two insert_slices into one
+// [klen, batch, d] tensor, txl.take_last an extract_slice of the last
+// min(count, len) rows (official _update_mems with ext_len = 0).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Builders.h"
+#include "txl/Conversion/Passes.h"
+#include "txl/IR/TxlOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
+
+using namespace mlir;
+using namespace mlir::txl;
+
+namespace {
+
+// txl.embedding(table, tokens)[i, b, e] => table[tokens[i, b], e]
+struct EmbeddingLowering : public OpRewritePattern<EmbeddingOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(EmbeddingOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = getContext();
+    Value table = op.getTable();
+    SmallVector<OpFoldResult> sizes = getSizes(rewriter, loc, op.getTokens());
+    sizes.push_back(getSizes(rewriter, loc, table)[1]);
+    Type f32 = rewriter.getF32Type();
+    AffineMap tokenMap = AffineMap::get(
+        3, 0, {getAffineDimExpr(0, ctx), getAffineDimExpr(1, ctx)}, ctx);
+    Value init = createEmpty(rewriter, loc, sizes, f32);
+    Value out =
+        linalg::GenericOp::create(
+            rewriter, loc, TypeRange{init.getType()}, ValueRange{op.getTokens()},
+            ValueRange{init}, {tokenMap, identityMap(ctx, 3)},
+            SmallVector<utils::IteratorType>(3, utils::IteratorType::parallel),
+            [&](OpBuilder &b, Location l, ValueRange a) {
+              Value row = arith::IndexCastOp::create(b, l, b.getIndexType(), a[0]);
+              Value col = linalg::IndexOp::create(b, l, 2);
+              linalg::YieldOp::create(
+                  b, l,
+                  ValueRange{tensor::ExtractOp::create(b, l, table,
+                                                       ValueRange{row, col})});
+            })
+            .getResult(0);
+    if (out.getType() != op.getType())
+      out = tensor::CastOp::create(rewriter, loc, op.getType(), out);
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+// txl.concat_mem(mem, h) => insert_slice mem at row 0, h at row mlen
+struct ConcatMemLowering : public OpRewritePattern<ConcatMemOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ConcatMemOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    SmallVector<OpFoldResult> memSizes = getSizes(rewriter, loc, op.getMemory());
+    SmallVector<OpFoldResult> hidSizes = getSizes(rewriter, loc, op.getHidden());
+    Value mlen = tensor::DimOp::create(rewriter, loc, op.getMemory(), 0);
+    Value qlen = tensor::DimOp::create(rewriter, loc, op.getHidden(), 0);
+    Value klen = arith::AddIOp::create(rewriter, loc, mlen, qlen);
+    SmallVector<OpFoldResult> sizes = {klen, hidSizes[1], hidSizes[2]};
+    Value init = createEmpty(rewriter, loc, sizes, rewriter.getF32Type());
+    OpFoldResult zero = rewriter.getIndexAttr(0), one = rewriter.getIndexAttr(1);
+    SmallVector<OpFoldResult> strides(3, one);
+    Value withMem = tensor::InsertSliceOp::create(
+        rewriter, loc, op.getMemory(), init,
+        SmallVector<OpFoldResult>{zero, zero, zero}, memSizes, strides);
+    Value full = tensor::InsertSliceOp::create(
+        rewriter, loc, op.getHidden(), withMem,
+        SmallVector<OpFoldResult>{mlen, zero, zero}, hidSizes, strides);
+    if (full.getType() != op.getType())
+      full = tensor::CastOp::create(rewriter, loc, op.getType(), full);
+    rewriter.replaceOp(op, full);
+    return success();
+  }
+};
+
+// txl.take_last(x, n) => extract_slice x[len - min(n, len) :]
+struct TakeLastLowering : public OpRewritePattern<TakeLastOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TakeLastOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value input = op.getInput();
+    SmallVector<OpFoldResult> sizes = getSizes(rewriter, loc, input);
+    Value len = tensor::DimOp::create(rewriter, loc, input, 0);
+    Value count = arith::MinUIOp::create(rewriter, loc, op.getCount(), len);
+    Value offset = arith::SubIOp::create(rewriter, loc, len, count);
+    OpFoldResult zero = rewriter.getIndexAttr(0), one = rewriter.getIndexAttr(1);
+    sizes[0] = count;
+    Value slice = tensor::ExtractSliceOp::create(
+        rewriter, loc, input, SmallVector<OpFoldResult>{offset, zero, zero},
+        sizes, SmallVector<OpFoldResult>(3, one));
+    if (slice.getType() != op.getType())
+      slice = tensor::CastOp::create(rewriter, loc, op.getType(), slice);
+    rewriter.replaceOp(op, slice);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::txl::populateTxlMemoryToLinalgPatterns(RewritePatternSet &patterns) {
+  patterns.add<EmbeddingLowering, ConcatMemLowering, TakeLastLowering>(
+      patterns.getContext());
+}

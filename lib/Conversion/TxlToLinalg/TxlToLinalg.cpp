@@ -1,0 +1,39 @@
+//===- TxlToLinalg.cpp - The convert-txl-to-linalg pass ----------*- C++ -*-===//
+
+#include "txl/Conversion/Passes.h"
+#include "txl/IR/TxlOps.h"
+
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace mlir {
+namespace txl {
+#define GEN_PASS_DEF_CONVERTTXLTOLINALGPASS
+#include "txl/Conversion/Passes.h.inc"
+} // namespace txl
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::txl;
+
+namespace {
+struct ConvertTxlToLinalgPass
+    : public txl::impl::ConvertTxlToLinalgPassBase<ConvertTxlToLinalgPass> {
+  void runOnOperation() override {
+    MLIRContext *ctx = &getContext();
+    ConversionTarget target(*ctx);
+    target.addIllegalDialect<TxlDialect>();
+    target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
+                           math::MathDialect, scf::SCFDialect,
+                           tensor::TensorDialect>();
+    RewritePatternSet patterns(ctx);
+    populateTxlElementwiseToLinalgPatterns(patterns);
+    populateTxlContractionToLinalgPatterns(patterns);
+    populateTxlNormalizationToLinalgPatterns(patterns);
+    populateTxlAttentionToLinalgPatterns(patterns);
+    populateTxlMemoryToLinalgPatterns(patterns);
+    if (failed(applyPartialConversion(getOperation(), target,
+                                      std::move(patterns))))
+      return signalPassFailure();
+  }
+};
+} // namespace

@@ -1,0 +1,28 @@
+//===- InitAll.cpp - Register everything txl tools need ----------*- C++ -*-===//
+
+#include "txl/InitAll.h"
+
+#include "txl/Conversion/Passes.h"
+#include "txl/IR/TxlDialect.h"
+#include "txl/Pipelines/Pipelines.h"
+#include "txl/Transforms/Passes.h"
+
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
+
+void mlir::txl::registerAllTxlDialects(DialectRegistry &registry) {
+  registry.insert<TxlDialect>();
+  registerAllDialects(registry);
+  // Includes the bufferization external models one-shot-bufferize needs.
+  registerAllExtensions(registry);
+  registerAllToLLVMIRTranslations(registry);
+}
+
+void mlir::txl::registerAllTxlPasses() {
+  registerAllPasses();
+  registerTxlTransformsPasses();
+  registerTxlConversionPasses();
+  registerTxlPipelines();
+}

@@ -1,0 +1,87 @@
+//===- Pipelines.cpp - txlc pass pipelines -----------------------*- C++ -*-===//
+
+#include "txl/Pipelines/Pipelines.h"
+
+#include "txl/Conversion/Passes.h"
+#include "txl/Transforms/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+using namespace mlir::txl;
+
+void mlir::txl::buildTxlOptPipeline(OpPassManager &pm,
+                                    const TxlCpuPipelineOptions &options) {
+  if (options.fuseAttention)
+    pm.addPass(createFuseRelAttentionPass());
+  pm.addPass(createLowerRelShiftPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
+void mlir::txl::buildTxlToLinalgPipeline(OpPassManager &pm) {
+  pm.addPass(createConvertTxlToLinalgPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
+void mlir::txl::buildLinalgToLLVMPipeline(OpPassManager &pm) {
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(createResultsToDestinationsPass());
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  pm.addPass(createDropDestinationResultsPass());
+  bufferization::buildBufferDeallocationPipeline(pm);
+  pm.addPass(createConvertLinalgToBlasPass());
+  pm.addPass(createExpandStridedCopiesPass());
+  pm.addPass(createConvertLinalgToLoopsPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createLowerContiguousReshapesPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createEmitPackedEntryPass());
+  pm.addPass(createCanonicalizerPass());
+}
+
+void mlir::txl::buildTxlCpuPipeline(OpPassManager &pm,
+                                    const TxlCpuPipelineOptions &options) {
+  buildTxlOptPipeline(pm, options);
+  buildTxlToLinalgPipeline(pm);
+  buildLinalgToLLVMPipeline(pm);
+}
+
+void mlir::txl::registerTxlPipelines() {
+  PassPipelineRegistration<TxlCpuPipelineOptions>(
+      "txl-cpu-pipeline",
+      "Lower a txl segment to the LLVM dialect for the CPU (cblas_sgemm "
+      "products, packed entry point)",
+      buildTxlCpuPipeline);
+  PassPipelineRegistration<TxlCpuPipelineOptions>(
+      "txl-opt-pipeline", "The txl-level passes (fusion, rel_shift lowering)",
+      buildTxlOptPipeline);
+  PassPipelineRegistration<>("txl-to-linalg-pipeline",
+                             "Lower txl ops to linalg on tensors",
+                             buildTxlToLinalgPipeline);
+  PassPipelineRegistration<>(
+      "txl-linalg-to-llvm-pipeline",
+      "Bufferize, call BLAS for products, and lower to the LLVM dialect",
+      buildLinalgToLLVMPipeline);
+}

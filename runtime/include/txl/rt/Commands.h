@@ -1,0 +1,139 @@
+//===- Commands.h - The generated executable's subcommands ------*- C++ -*-===//
+//
+// What `<model> eval` and `<model> run-segments` do, as functions over a
+// `txl_model_info_t` and the session C API, so that the main stays a thin
+// CLI11 layer. Pure parts (defaults, validation, report formatting) live in
+// CommandSupport.cpp and can be used without linking a model; the runners in
+// Commands.cpp drive a `txl_session_t`.
+//
+// Every failure throws `txl::rt::Error` with a complete message.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TXL_RT_COMMANDS_H
+#define TXL_RT_COMMANDS_H
+
+#include "txl/rt/Corpus.h"
+#include "txl/runtime.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace txl::rt {
+
+//===----------------------------------------------------------------------===//
+// eval
+//===----------------------------------------------------------------------===//
+
+/// `eval` options as given; unset ones take the model's defaults.
+struct EvalOptions {
+  std::string dataDir; ///< --data; default info.data_path
+  std::string split = "valid";
+  std::string checkpoint; ///< --checkpoint (required)
+  std::string dataset;    ///< --dataset; default info.dataset
+  std::optional<int64_t> tgtLen, memLen, clampLen, batchSize;
+  std::optional<bool> sameLength;
+  int threads = 0; ///< OpenBLAS threads; 0 keeps its default
+  bool json = false;
+  bool progress = true; ///< draw the bar (only ever on a terminal)
+};
+
+/// `eval` settings after defaults and validation.
+struct EvalSettings {
+  std::string dataDir, dataset, checkpoint;
+  Split split = Split::Valid;
+  int64_t tgtLen = 0, memLen = 0, clampLen = 0, batchSize = 0;
+  bool sameLength = false;
+  int threads = 0;
+};
+
+/// Fills `options`' gaps from `info` (eval_tgt_len, eval_mem_len,
+/// eval_clamp_len, eval_same_length, eval_batch_size, dataset, data_path) and
+/// validates. Errors (TXL_INVALID_ARGUMENT): unknown split; no dataset or no
+/// data directory from either source; unsupported dataset; empty checkpoint;
+/// tgt_len or batch size not positive; negative mem_len; same_length with
+/// mem_len 0 (the official mask needs memory); negative threads.
+EvalSettings resolveEvalSettings(const txl_model_info_t &info,
+                                 const EvalOptions &options);
+
+/// Validates the run-time settings of segment calls (TXL_INVALID_ARGUMENT):
+/// mem_len must not be negative; same_length needs mem_len > 0; threads must
+/// not be negative.
+void checkRunSettings(int64_t memLen, bool sameLength, int threads);
+
+/// The outcome of one evaluation.
+struct EvalResult {
+  EvalSettings settings;
+  double loss = 0;    ///< mean NLL (nats) over all predicted tokens
+  int64_t tokens = 0; ///< predicted tokens: sum of seq_len * batch
+  double seconds = 0; ///< wall time of the segment loop only (as eval.py)
+
+  double ppl() const;             ///< exp(loss)
+  double bpc() const;             ///< loss / ln 2
+  double tokensPerSecond() const; ///< 0 when no time elapsed
+};
+
+/// The official eval.py result line (without its trailing space):
+///   '| {0} loss {1:5.2f} | {0} ppl {2:9.3f}'  (ppl = exp(loss)), or for
+///   character datasets '| {0} loss {1:5.2f} | {0} bpc {2:9.5f}'
+///   (bpc = loss / ln 2), {0} being the split name.
+std::string formatEvalLine(std::string_view split, double loss,
+                           bool characterLevel);
+
+/// "| valid tokens 73760 | time 12.34s | 5977.3 tokens/s".
+std::string formatEvalStats(const EvalResult &result);
+
+/// One line of JSON (no newline): split, dataset, loss, ppl, bpc, tokens,
+/// seconds, tokens_per_s, tgt_len, mem_len, clamp_len, same_length,
+/// batch_size; doubles at full round-trip precision (non-finite ones as null).
+std::string formatEvalJson(const EvalResult &result);
+
+/// Official eval.py `evaluate()`: loads the corpus (vocabulary over the files
+/// the dataset counts, only `split` encoded), checks its size against
+/// info.n_token, loads the checkpoint, resets the memory once and runs the
+/// ordered iterator (ext_len 0) over the split with the memory carried across
+/// all of it; the loss is accumulated in double. `segmentFn` NULL uses the
+/// linked txl_segment_forward. Errors: corpus and checkpoint errors, a
+/// vocabulary/n_token mismatch, a split too short for one segment, session
+/// errors.
+EvalResult runEval(const txl_model_info_t &info, const EvalSettings &settings,
+                   txl_segment_fn segmentFn = nullptr, bool progress = true);
+
+/// `eval`: resolve, run, then print to `out` the result line, the stats line
+/// and, with `json`, the JSON line.
+void runEvalCommand(const txl_model_info_t &info, const EvalOptions &options,
+                    std::FILE *out, txl_segment_fn segmentFn = nullptr);
+
+//===----------------------------------------------------------------------===//
+// run-segments
+//===----------------------------------------------------------------------===//
+
+/// `run-segments` options as given; unset ones take the model's [segment] /
+/// [model] values (info.mem_len, info.clamp_len, info.same_length).
+struct RunSegmentsOptions {
+  std::string checkpoint, inputs, targets;
+  std::string dumpNll;  ///< --dump-nll: float32 [S, tgt_len, batch] .npy
+  std::string dumpMems; ///< --dump-mems: safetensors seg{s}.layer{l}
+  std::optional<int64_t> memLen, clampLen;
+  std::optional<bool> sameLength;
+  int threads = 0;
+};
+
+/// Runs the S segments of `inputs`/`targets` (int64 .npy [S, tgt_len, batch],
+/// same shape, ids in [0, n_token)) with the memory carried from segment to
+/// segment, starting empty, as the reference cases were made. Writes the
+/// per-token NLL and the memory after each segment (`seg{s}.layer{l}`,
+/// float32 [mlen, batch, d_model], l = 0..n_layer; none when mem_len = 0, the
+/// file then holds no tensors) when asked, and prints one line per segment
+/// and a total to `out`. Errors: file errors, shape/dtype/range errors naming
+/// the file, invalid settings (as `resolveEvalSettings`), session errors.
+void runSegmentsCommand(const txl_model_info_t &info,
+                        const RunSegmentsOptions &options, std::FILE *out,
+                        txl_segment_fn segmentFn = nullptr);
+
+} // namespace txl::rt
+
+#endif // TXL_RT_COMMANDS_H

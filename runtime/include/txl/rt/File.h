@@ -1,0 +1,78 @@
+//===- File.h - Whole-file reads, mappings and atomic writes ----*- C++ -*-===//
+//
+// Small POSIX file helpers shared by the safetensors, npy and corpus readers.
+// Every failure throws `txl::rt::Error` (TXL_IO_ERROR, or TXL_NOT_FOUND for a
+// missing file) whose message starts with the path and includes strerror.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TXL_RT_FILE_H
+#define TXL_RT_FILE_H
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace txl::rt {
+
+/// Reads the whole file at `path` as bytes.
+/// Errors: TXL_NOT_FOUND "<path>: no such file", TXL_IO_ERROR otherwise.
+std::string readFile(const std::string &path);
+
+/// A read-only private mapping of a whole file (empty files map to no bytes).
+/// Movable, not copyable; unmaps on destruction.
+class MappedFile {
+public:
+  MappedFile() = default;
+  /// Maps `path`. Errors as `readFile`.
+  explicit MappedFile(const std::string &path);
+  MappedFile(MappedFile &&other) noexcept;
+  MappedFile &operator=(MappedFile &&other) noexcept;
+  MappedFile(const MappedFile &) = delete;
+  MappedFile &operator=(const MappedFile &) = delete;
+  ~MappedFile();
+
+  const std::byte *data() const { return data_; }
+  size_t size() const { return size_; }
+
+private:
+  void reset() noexcept;
+
+  std::byte *data_ = nullptr;
+  size_t size_ = 0;
+};
+
+/// Writes a file atomically: the bytes go to a fresh temporary file in the
+/// destination's directory (`.<name>.tmp.XXXXXX`), which is fsync'ed and then
+/// renamed over `path`, so readers see either the old or the complete new
+/// file. The temporary is removed if the writer is destroyed before
+/// `commit()`.
+class AtomicFileWriter {
+public:
+  /// Creates the temporary. Errors: TXL_IO_ERROR naming `path`.
+  explicit AtomicFileWriter(std::string path);
+  AtomicFileWriter(const AtomicFileWriter &) = delete;
+  AtomicFileWriter &operator=(const AtomicFileWriter &) = delete;
+  ~AtomicFileWriter();
+
+  /// Appends `size` bytes. Errors: TXL_IO_ERROR naming `path`.
+  void write(const void *data, size_t size);
+  void write(std::string_view bytes) { write(bytes.data(), bytes.size()); }
+
+  /// fsync + close + rename onto the destination (+ fsync of the directory).
+  /// Errors: TXL_IO_ERROR naming `path`; the temporary is removed.
+  void commit();
+
+private:
+  std::string path_;
+  std::string tempPath_;
+  int fd_ = -1;
+};
+
+/// Writes `bytes` to `path` through an AtomicFileWriter.
+void writeFileAtomic(const std::string &path, std::string_view bytes);
+
+} // namespace txl::rt
+
+#endif // TXL_RT_FILE_H

@@ -1,0 +1,155 @@
+/*===- runtime.h - txlc runtime C API ----------------------------*- C -*-===*\
+|*                                                                          *|
+|* The C API that a txlc-generated executable links. It holds no MLIR and   *|
+|* no LLVM: the compiler emits the segment function and a model descriptor  *|
+|* (`txl_model_info`), and this library loads checkpoints, carries memory   *|
+|* across segments and calls the generated code.                            *|
+|*                                                                          *|
+|* Conventions (IREE-style): every call returns a txl_status_t, results come *|
+|* back through `out_` parameters, objects come in create/release pairs.    *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef TXL_RUNTIME_H
+#define TXL_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*===----------------------------------------------------------------------===*
+ * ABI between the generated object and the runtime
+ *===----------------------------------------------------------------------===*/
+
+/// Bumped whenever the layout below or the segment calling convention changes;
+/// the runtime refuses a generated object with another version.
+#define TXL_ABI_VERSION 1
+
+/// Maximum rank of a parameter tensor.
+#define TXL_MAX_RANK 4
+
+/// One trainable or buffer tensor of the model, named as in the official
+/// `MemTransformerLM.state_dict()` (e.g. `layers.0.dec_attn.qkv_net.weight`).
+typedef struct txl_param_info {
+  const char *name;              ///< official state_dict name
+  int32_t rank;                  ///< 1..TXL_MAX_RANK
+  int64_t shape[TXL_MAX_RANK];   ///< row-major shape, float32 elements
+  int32_t trainable;             ///< 0 for buffers (`pos_emb.inv_freq`)
+  const char *alias;             ///< tied name also accepted in checkpoints, or NULL
+} txl_param_info_t;
+
+/// Model hyper-parameters and run-time defaults as resolved by txlc from the
+/// model file. Defaults of `eval` follow the official eval.py: `[eval]` keys
+/// override `[segment]`, the batch defaults to 10.
+typedef struct txl_model_info {
+  int32_t abi_version;           ///< TXL_ABI_VERSION of the emitting compiler
+  const char *model_name;        ///< model file stem, e.g. "ptb_small"
+  int64_t n_token, n_layer, d_model, n_head, d_head, d_inner, d_embed;
+  int32_t pre_lnorm;
+  /* [segment] */
+  int64_t tgt_len, mem_len, ext_len, clamp_len;
+  int32_t same_length;
+  /* [eval], already merged with [segment] */
+  int64_t eval_tgt_len, eval_mem_len, eval_clamp_len, eval_batch_size;
+  int32_t eval_same_length;
+  /* [data] */
+  const char *dataset;           ///< "ptb", "wt2", ... or "" when unset
+  const char *data_path;         ///< may be ""
+  /* parameters in the order the segment function takes them */
+  int32_t n_params;
+  const txl_param_info_t *params;
+} txl_model_info_t;
+
+/// A memref argument is passed as a pointer to MLIR's descriptor for its
+/// rank r: {void *allocated; void *aligned; int64_t offset; int64_t sizes[r];
+/// int64_t strides[r];} — 3 + 2r machine words, row-major strides.
+#define TXL_MEMREF_WORDS(rank) (3 + 2 * (rank))
+
+/// The generated segment entry point, packed calling convention: `args[i]`
+/// points at argument i. Arguments, in order:
+///   params[n_params]          rank-r memref descriptors, static shapes
+///   data, target              memref<?x?xi64>   [qlen, batch]
+///   mems[n_layer + 1]         memref<?x?xDxf32> [mlen, batch, d_model]
+///   mem_len, clamp_len, same_length   int64_t* (run-time settings)
+///   nll (out)                 memref<?x?xf32>   [qlen, batch]
+///   new_mems[n_layer + 1] (out) memref<?x?xDxf32> [min(mem_len, mlen+qlen), batch, d_model]
+/// Outputs are allocated by the caller; the generated code never returns an
+/// allocation it made.
+typedef void (*txl_segment_fn)(void **args);
+
+/* Symbols every txlc-generated object defines. */
+extern const txl_model_info_t txl_model_info;
+void txl_segment_forward(void **args);
+
+/*===----------------------------------------------------------------------===*
+ * Status
+ *===----------------------------------------------------------------------===*/
+
+typedef enum txl_status_code {
+  TXL_OK = 0,
+  TXL_INVALID_ARGUMENT = 1,
+  TXL_NOT_FOUND = 2,
+  TXL_IO_ERROR = 3,
+  TXL_DATA_ERROR = 4,
+} txl_status_code_t;
+
+/// NULL means success; otherwise an owned error object.
+typedef struct txl_status *txl_status_t;
+
+txl_status_code_t txl_status_code(txl_status_t status);
+/// The message, valid until txl_status_free.
+const char *txl_status_message(txl_status_t status);
+void txl_status_free(txl_status_t status);
+
+/*===----------------------------------------------------------------------===*
+ * Session: weights + memory + the compiled segment function
+ *===----------------------------------------------------------------------===*/
+
+typedef struct txl_session txl_session_t;
+
+/// Run-time settings of one segment call (official eval.py's overrides).
+typedef struct txl_run_options {
+  int64_t mem_len;      ///< rows of memory kept after the segment (0 = none)
+  int64_t clamp_len;    ///< clamp relative distances when > 0
+  int32_t same_length;  ///< official `same_length` mask; requires mem_len > 0
+} txl_run_options_t;
+
+/// Creates a session over a generated model. `segment_fn` may be NULL to use
+/// the linked `txl_segment_forward`.
+txl_status_t txl_session_create(const txl_model_info_t *info,
+                                txl_segment_fn segment_fn,
+                                txl_session_t **out_session);
+void txl_session_release(txl_session_t *session);
+
+/// Loads every parameter from a safetensors checkpoint (official names, or the
+/// tied alias). Errors name the file and the tensor: missing, wrong dtype,
+/// wrong shape, truncated data.
+txl_status_t txl_session_load_checkpoint(txl_session_t *session,
+                                         const char *path);
+
+/// Drops the memory (mlen = 0) for a stream of `batch` columns.
+txl_status_t txl_session_reset_memory(txl_session_t *session, int64_t batch);
+
+/// Runs one segment: `data`/`target` are row-major int64 [qlen, batch];
+/// `out_nll` receives row-major float32 [qlen, batch] per-token NLL in nats.
+/// Memory is carried: the new memory replaces the old one.
+txl_status_t txl_session_run_segment(txl_session_t *session,
+                                     const int64_t *data,
+                                     const int64_t *target, int64_t qlen,
+                                     int64_t batch,
+                                     const txl_run_options_t *options,
+                                     float *out_nll);
+
+/// The current memory of layer `layer` (0 = embedding output, l = output of
+/// layer l), row-major float32 [*out_mlen, batch, d_model]; owned by the
+/// session, valid until the next run/reset.
+txl_status_t txl_session_memory(txl_session_t *session, int64_t layer,
+                                const float **out_data, int64_t *out_mlen);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TXL_RUNTIME_H */

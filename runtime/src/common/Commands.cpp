@@ -1,0 +1,208 @@
+//===- Commands.cpp - eval and run-segments over a session ------*- C++ -*-===//
+//
+// The session-driving halves of the subcommands; they follow the official
+// eval.py: memory reset once, then carried across every segment of the
+// split, mean NLL over all predicted tokens.
+//
+//===----------------------------------------------------------------------===//
+
+#include "txl/rt/Commands.h"
+
+#include "txl/rt/LMIterator.h"
+#include "txl/rt/Npy.h"
+#include "txl/rt/Progress.h"
+#include "txl/rt/SafeTensors.h"
+#include "txl/rt/Status.h"
+
+#include <chrono>
+#include <memory>
+#include <vector>
+
+// OpenBLAS's thread control (cblas.h declares it too, but pulling in a CBLAS
+// header here would tie the runtime to one BLAS's header layout).
+extern "C" void openblas_set_num_threads(int numThreads);
+
+namespace txl::rt {
+
+namespace {
+
+/// Owns a session and releases it.
+struct SessionDeleter {
+  void operator()(txl_session_t *session) const {
+    txl_session_release(session);
+  }
+};
+using SessionPtr = std::unique_ptr<txl_session_t, SessionDeleter>;
+
+/// Creates a session over `info` and loads `checkpoint` into it.
+SessionPtr openSession(const txl_model_info_t &info, txl_segment_fn segmentFn,
+                       const std::string &checkpoint) {
+  txl_session_t *raw = nullptr;
+  checkStatus(txl_session_create(&info, segmentFn, &raw));
+  SessionPtr session(raw);
+  checkStatus(txl_session_load_checkpoint(session.get(), checkpoint.c_str()));
+  return session;
+}
+
+void setThreads(int threads) {
+  if (threads > 0)
+    openblas_set_num_threads(threads);
+}
+
+/// Reads an int64 [S, tgt_len, batch] token file with ids in [0, nToken).
+NpyArray readTokenFile(const std::string &path, int64_t nToken) {
+  NpyArray array = readNpy(path);
+  if (array.dtype != DType::I64)
+    fail(TXL_DATA_ERROR, "{}: expected int64 token ids ('<i8'), got float32",
+         path);
+  if (array.shape.size() != 3)
+    fail(TXL_DATA_ERROR,
+         "{}: expected shape [segments, tgt_len, batch], got {}", path,
+         formatShape(array.shape));
+  for (size_t i = 0; i < array.i64.size(); ++i) {
+    int64_t id = array.i64[i];
+    if (id < 0 || id >= nToken) {
+      int64_t rows = array.shape[1], cols = array.shape[2];
+      int64_t flat = static_cast<int64_t>(i);
+      fail(TXL_DATA_ERROR,
+           "{}: token id {} at [{}, {}, {}] is outside the vocabulary "
+           "[0, {})",
+           path, id, flat / (rows * cols), flat / cols % rows, flat % cols,
+           nToken);
+    }
+  }
+  return array;
+}
+
+double secondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+} // namespace
+
+EvalResult runEval(const txl_model_info_t &info, const EvalSettings &settings,
+                   txl_segment_fn segmentFn, bool progress) {
+  setThreads(settings.threads);
+  // The checkpoint first: it is cheap to check and the likelier mistake.
+  SessionPtr session = openSession(info, segmentFn, settings.checkpoint);
+
+  Corpus corpus =
+      loadCorpus(settings.dataset, settings.dataDir, {settings.split});
+  if (corpus.vocab.size() != info.n_token)
+    fail(TXL_DATA_ERROR,
+         "the '{}' vocabulary built from {} has {} symbols but the model "
+         "has n_token = {}",
+         settings.dataset, settings.dataDir, corpus.vocab.size(), info.n_token);
+
+  const std::vector<int64_t> &stream = corpus.stream(settings.split);
+  LMOrderedIterator iterator(stream, settings.batchSize, settings.tgtLen);
+  if (iterator.numSegments() == 0)
+    fail(TXL_DATA_ERROR,
+         "the {} split has {} tokens: too few for one segment at batch size "
+         "{} (each of the {} columns needs at least 2 tokens)",
+         splitName(settings.split), stream.size(), settings.batchSize,
+         settings.batchSize);
+
+  txl_run_options_t options{settings.memLen, settings.clampLen,
+                            settings.sameLength ? 1 : 0};
+  EvalResult result;
+  result.settings = settings;
+  ProgressBar bar(std::string(splitName(settings.split)),
+                  iterator.numPredictedTokens(), stderr);
+  std::vector<float> nll;
+  double totalNll = 0;
+  auto start = std::chrono::steady_clock::now();
+  checkStatus(txl_session_reset_memory(session.get(), settings.batchSize));
+  LMSegment segment;
+  while (iterator.next(segment)) {
+    nll.resize(static_cast<size_t>(segment.seqLen * segment.batch));
+    checkStatus(txl_session_run_segment(session.get(), segment.data.data(),
+                                        segment.target.data(), segment.seqLen,
+                                        segment.batch, &options, nll.data()));
+    for (float value : nll)
+      totalNll += value;
+    result.tokens += segment.seqLen * segment.batch;
+    if (progress)
+      bar.update(result.tokens);
+  }
+  result.seconds = secondsSince(start);
+  bar.finish();
+  result.loss = totalNll / static_cast<double>(result.tokens);
+  return result;
+}
+
+void runEvalCommand(const txl_model_info_t &info, const EvalOptions &options,
+                    std::FILE *out, txl_segment_fn segmentFn) {
+  EvalSettings settings = resolveEvalSettings(info, options);
+  EvalResult result = runEval(info, settings, segmentFn, options.progress);
+  std::string text = formatEvalLine(splitName(settings.split), result.loss,
+                                    isCharacterDataset(settings.dataset)) +
+                     "\n" + formatEvalStats(result) + "\n";
+  if (options.json)
+    text += formatEvalJson(result) + "\n";
+  std::fputs(text.c_str(), out);
+  std::fflush(out);
+}
+
+void runSegmentsCommand(const txl_model_info_t &info,
+                        const RunSegmentsOptions &options, std::FILE *out,
+                        txl_segment_fn segmentFn) {
+  int64_t memLen = options.memLen.value_or(info.mem_len);
+  int64_t clampLen = options.clampLen.value_or(info.clamp_len);
+  bool sameLength = options.sameLength.value_or(info.same_length != 0);
+  checkRunSettings(memLen, sameLength, options.threads);
+  setThreads(options.threads);
+
+  NpyArray inputs = readTokenFile(options.inputs, info.n_token);
+  NpyArray targets = readTokenFile(options.targets, info.n_token);
+  if (inputs.shape != targets.shape)
+    fail(TXL_DATA_ERROR, "{}: shape {} differs from {} in {}", options.targets,
+         formatShape(targets.shape), formatShape(inputs.shape), options.inputs);
+  int64_t numSegments = inputs.shape[0], tgtLen = inputs.shape[1],
+          batch = inputs.shape[2];
+  if (tgtLen <= 0 || batch <= 0)
+    fail(TXL_DATA_ERROR, "{}: tgt_len and batch must be positive, got {}",
+         options.inputs, formatShape(inputs.shape));
+
+  SessionPtr session = openSession(info, segmentFn, options.checkpoint);
+  checkStatus(txl_session_reset_memory(session.get(), batch));
+  txl_run_options_t runOptions{memLen, clampLen, sameLength ? 1 : 0};
+
+  size_t block = static_cast<size_t>(tgtLen * batch);
+  std::vector<float> nll(static_cast<size_t>(numSegments) * block);
+  TensorMap mems;
+  double totalNll = 0;
+  for (int64_t s = 0; s < numSegments; ++s) {
+    size_t offset = static_cast<size_t>(s) * block;
+    checkStatus(txl_session_run_segment(
+        session.get(), inputs.i64.data() + offset, targets.i64.data() + offset,
+        tgtLen, batch, &runOptions, nll.data() + offset));
+    double segmentNll = 0;
+    for (size_t i = 0; i < block; ++i)
+      segmentNll += nll[offset + i];
+    totalNll += segmentNll;
+    int64_t mlen = 0;
+    if (!options.dumpMems.empty() && memLen > 0) {
+      for (int64_t l = 0; l <= info.n_layer; ++l) {
+        const float *data = nullptr;
+        checkStatus(txl_session_memory(session.get(), l, &data, &mlen));
+        mems[fmt::format("seg{}.layer{}", s, l)] =
+            TensorBlob::f32({mlen, batch, info.d_model}, data);
+      }
+    }
+    fmt::print(out, "| segment {} | loss {:.6f} | tokens {} |\n", s,
+               segmentNll / static_cast<double>(block), block);
+  }
+  int64_t tokens = numSegments * static_cast<int64_t>(block);
+  fmt::print(out, "| segments {} | loss {:.6f} | tokens {} |\n", numSegments,
+             tokens ? totalNll / static_cast<double>(tokens) : 0.0, tokens);
+  std::fflush(out);
+
+  if (!options.dumpNll.empty())
+    writeNpy(options.dumpNll, {numSegments, tgtLen, batch}, nll.data());
+  if (!options.dumpMems.empty())
+    writeSafeTensors(options.dumpMems, mems);
+}
+
+} // namespace txl::rt

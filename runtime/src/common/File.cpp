@@ -1,0 +1,194 @@
+//===- File.cpp - Whole-file reads, mappings and atomic writes --*- C++ -*-===//
+
+#include "txl/rt/File.h"
+
+#include "txl/rt/Status.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace txl::rt {
+
+namespace {
+
+/// Throws the error for a failed `open` of `path` (errno still set).
+[[noreturn]] void failOpen(const std::string &path) {
+  int err = errno;
+  if (err == ENOENT)
+    fail(TXL_NOT_FOUND, "{}: no such file", path);
+  fail(TXL_IO_ERROR, "{}: cannot open: {}", path, std::strerror(err));
+}
+
+/// Closes `fd` on scope exit.
+struct FdCloser {
+  int fd;
+  ~FdCloser() {
+    if (fd >= 0)
+      ::close(fd);
+  }
+};
+
+/// Opens `path` read-only and returns its size; rejects directories.
+int openForRead(const std::string &path, size_t &size) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    failOpen(path);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    fail(TXL_IO_ERROR, "{}: cannot stat: {}", path, std::strerror(err));
+  }
+  if (S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    fail(TXL_IO_ERROR, "{}: is a directory", path);
+  }
+  size = static_cast<size_t>(st.st_size);
+  return fd;
+}
+
+} // namespace
+
+std::string readFile(const std::string &path) {
+  size_t size = 0;
+  FdCloser fd{openForRead(path, size)};
+  std::string bytes;
+  bytes.reserve(size);
+  char buffer[1 << 16];
+  while (true) {
+    ssize_t n = ::read(fd.fd, buffer, sizeof(buffer));
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      fail(TXL_IO_ERROR, "{}: read failed: {}", path, std::strerror(errno));
+    }
+    if (n == 0)
+      break;
+    bytes.append(buffer, static_cast<size_t>(n));
+  }
+  return bytes;
+}
+
+MappedFile::MappedFile(const std::string &path) {
+  size_t size = 0;
+  FdCloser fd{openForRead(path, size)};
+  if (size == 0)
+    return;
+  void *addr = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.fd, 0);
+  if (addr == MAP_FAILED)
+    fail(TXL_IO_ERROR, "{}: cannot map: {}", path, std::strerror(errno));
+  data_ = static_cast<std::byte *>(addr);
+  size_ = size;
+}
+
+MappedFile::MappedFile(MappedFile &&other) noexcept
+    : data_(other.data_), size_(other.size_) {
+  other.data_ = nullptr;
+  other.size_ = 0;
+}
+
+MappedFile &MappedFile::operator=(MappedFile &&other) noexcept {
+  if (this != &other) {
+    reset();
+    data_ = other.data_;
+    size_ = other.size_;
+    other.data_ = nullptr;
+    other.size_ = 0;
+  }
+  return *this;
+}
+
+MappedFile::~MappedFile() { reset(); }
+
+void MappedFile::reset() noexcept {
+  if (data_)
+    ::munmap(data_, size_);
+  data_ = nullptr;
+  size_ = 0;
+}
+
+AtomicFileWriter::AtomicFileWriter(std::string path) : path_(std::move(path)) {
+  size_t slash = path_.rfind('/');
+  std::string dir =
+      slash == std::string::npos ? "" : path_.substr(0, slash + 1);
+  std::string base =
+      slash == std::string::npos ? path_ : path_.substr(slash + 1);
+  if (base.empty())
+    fail(TXL_IO_ERROR, "{}: not a file name", path_);
+  tempPath_ = dir + "." + base + ".tmp.XXXXXX";
+  std::vector<char> templ(tempPath_.begin(), tempPath_.end());
+  templ.push_back('\0');
+  fd_ = ::mkstemp(templ.data());
+  if (fd_ < 0)
+    fail(TXL_IO_ERROR, "{}: cannot create a temporary file: {}", path_,
+         std::strerror(errno));
+  tempPath_.assign(templ.data());
+  // mkstemp creates 0600; give the result the usual 0666 & ~umask.
+  mode_t mask = ::umask(0);
+  ::umask(mask);
+  ::fchmod(fd_, 0666 & ~mask);
+}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (fd_ >= 0) {
+    ::close(fd_);
+    ::unlink(tempPath_.c_str());
+  }
+}
+
+void AtomicFileWriter::write(const void *data, size_t size) {
+  const char *bytes = static_cast<const char *>(data);
+  while (size > 0) {
+    ssize_t n = ::write(fd_, bytes, size);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      fail(TXL_IO_ERROR, "{}: write failed: {}", path_, std::strerror(errno));
+    }
+    bytes += n;
+    size -= static_cast<size_t>(n);
+  }
+}
+
+void AtomicFileWriter::commit() {
+  if (::fsync(fd_) != 0)
+    fail(TXL_IO_ERROR, "{}: fsync failed: {}", path_, std::strerror(errno));
+  int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) {
+    int err = errno;
+    ::unlink(tempPath_.c_str());
+    fail(TXL_IO_ERROR, "{}: close failed: {}", path_, std::strerror(err));
+  }
+  if (::rename(tempPath_.c_str(), path_.c_str()) != 0) {
+    int err = errno;
+    ::unlink(tempPath_.c_str());
+    fail(TXL_IO_ERROR, "{}: cannot rename the temporary file into place: {}",
+         path_, std::strerror(err));
+  }
+  // Make the rename itself durable; failure here is not worth reporting.
+  size_t slash = path_.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : path_.substr(0, slash);
+  if (dir.empty())
+    dir = "/";
+  int dirFd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dirFd >= 0) {
+    ::fsync(dirFd);
+    ::close(dirFd);
+  }
+}
+
+void writeFileAtomic(const std::string &path, std::string_view bytes) {
+  AtomicFileWriter writer(path);
+  writer.write(bytes);
+  writer.commit();
+}
+
+} // namespace txl::rt

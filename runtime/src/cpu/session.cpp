@@ -1,0 +1,214 @@
+//===- session.cpp - Run generated segments on the CPU -----------*- C++ -*-===//
+//
+// A session owns the parameters (float32, in the generated function's
+// argument order), the memory of every layer, and calls the generated
+// `txl_segment_forward` through its packed convention: args[i] points at
+// argument i — an MLIR memref descriptor {allocated, aligned, offset,
+// sizes[rank], strides[rank]} or an int64 scalar.
+//
+//===----------------------------------------------------------------------===//
+
+#include "txl/runtime.h"
+
+#include "txl/rt/SafeTensors.h"
+#include "txl/rt/Status.h"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+using namespace txl::rt;
+
+namespace {
+
+/// Storage for one memref descriptor of rank `rank` over `data`, row-major
+/// contiguous: 2 pointers, the offset, then sizes and strides (int64 words).
+class MemRefDescriptor {
+public:
+  MemRefDescriptor(void *data, const std::vector<int64_t> &sizes)
+      : words_(3 + 2 * sizes.size()) {
+    std::memcpy(&words_[0], &data, sizeof(void *));
+    std::memcpy(&words_[1], &data, sizeof(void *));
+    words_[2] = 0;
+    size_t rank = sizes.size();
+    int64_t stride = 1;
+    for (size_t i = rank; i-- > 0;) {
+      words_[3 + i] = sizes[i];
+      words_[3 + rank + i] = stride;
+      stride *= sizes[i];
+    }
+  }
+  void *get() { return words_.data(); }
+
+private:
+  std::vector<int64_t> words_;
+};
+
+} // namespace
+
+struct txl_session {
+  const txl_model_info_t *info = nullptr;
+  txl_segment_fn segment = nullptr;
+  std::vector<std::vector<float>> params; ///< by txl_param_info_t order
+  bool loaded = false;
+  /// mems[l]: [mlen, batch, d_model] row-major, l = 0..n_layer.
+  std::vector<std::vector<float>> mems;
+  int64_t mlen = 0, batch = 0;
+};
+
+static void requireSession(txl_session_t *session) {
+  if (!session)
+    fail(TXL_INVALID_ARGUMENT, "null session");
+}
+
+extern "C" txl_status_t txl_session_create(const txl_model_info_t *info,
+                                           txl_segment_fn segment_fn,
+                                           txl_session_t **out_session) {
+  return guardStatus([&] {
+    if (!info || !out_session)
+      fail(TXL_INVALID_ARGUMENT, "txl_session_create: null argument");
+    if (info->abi_version != TXL_ABI_VERSION)
+      fail(TXL_INVALID_ARGUMENT,
+           "model was compiled for runtime ABI {}, this runtime is ABI {}",
+           info->abi_version, TXL_ABI_VERSION);
+    auto session = std::make_unique<txl_session>();
+    session->info = info;
+    session->segment = segment_fn ? segment_fn : &txl_segment_forward;
+    session->mems.resize(info->n_layer + 1);
+    *out_session = session.release();
+  });
+}
+
+extern "C" void txl_session_release(txl_session_t *session) { delete session; }
+
+extern "C" txl_status_t txl_session_load_checkpoint(txl_session_t *session,
+                                                    const char *path) {
+  return guardStatus([&] {
+    requireSession(session);
+    if (!path)
+      fail(TXL_INVALID_ARGUMENT, "null checkpoint path");
+    SafeTensorsFile file = SafeTensorsFile::open(path);
+    const txl_model_info_t &info = *session->info;
+    std::vector<std::vector<float>> params(info.n_params);
+    for (int32_t i = 0; i < info.n_params; ++i) {
+      const txl_param_info_t &p = info.params[i];
+      Shape shape(p.shape, p.shape + p.rank);
+      // A tied parameter may be stored under either of its names.
+      std::string_view name = p.name;
+      if (!file.find(name) && p.alias && file.find(p.alias))
+        name = p.alias;
+      int64_t count = 1;
+      for (int64_t d : shape)
+        count *= d;
+      params[i].resize(count);
+      file.readF32(name, shape, params[i].data());
+    }
+    session->params = std::move(params);
+    session->loaded = true;
+  });
+}
+
+extern "C" txl_status_t txl_session_reset_memory(txl_session_t *session,
+                                                 int64_t batch) {
+  return guardStatus([&] {
+    requireSession(session);
+    if (batch <= 0)
+      fail(TXL_INVALID_ARGUMENT, "batch size must be positive, got {}", batch);
+    for (auto &m : session->mems)
+      m.clear();
+    session->mlen = 0;
+    session->batch = batch;
+  });
+}
+
+extern "C" txl_status_t
+txl_session_run_segment(txl_session_t *session, const int64_t *data,
+                        const int64_t *target, int64_t qlen, int64_t batch,
+                        const txl_run_options_t *options, float *out_nll) {
+  return guardStatus([&] {
+    requireSession(session);
+    const txl_model_info_t &info = *session->info;
+    if (!session->loaded)
+      fail(TXL_INVALID_ARGUMENT, "no checkpoint loaded");
+    if (!data || !target || !options || !out_nll)
+      fail(TXL_INVALID_ARGUMENT, "txl_session_run_segment: null argument");
+    if (qlen <= 0)
+      fail(TXL_INVALID_ARGUMENT, "segment length must be positive, got {}",
+           qlen);
+    if (batch != session->batch)
+      fail(TXL_INVALID_ARGUMENT,
+           "batch size {} differs from the memory's batch size {} (reset the "
+           "memory first)",
+           batch, session->batch);
+    if (options->mem_len < 0)
+      fail(TXL_INVALID_ARGUMENT, "mem_len must be >= 0, got {}",
+           options->mem_len);
+    if (options->same_length && options->mem_len == 0)
+      fail(TXL_INVALID_ARGUMENT, "same_length requires mem_len > 0");
+    for (int64_t i = 0; i < qlen * batch; ++i) {
+      if (data[i] < 0 || data[i] >= info.n_token || target[i] < 0 ||
+          target[i] >= info.n_token)
+        fail(TXL_INVALID_ARGUMENT,
+             "token id out of range [0, {}) at position {} of the segment",
+             info.n_token, i);
+    }
+
+    const int64_t dModel = info.d_model;
+    const int64_t klen = session->mlen + qlen;
+    const int64_t newMlen = std::min(options->mem_len, klen);
+    std::vector<MemRefDescriptor> descriptors;
+    descriptors.reserve(info.n_params + 2 * (info.n_layer + 1) + 3);
+    std::vector<void *> args;
+    auto pushMemRef = [&](const void *ptr, std::vector<int64_t> sizes) {
+      descriptors.emplace_back(const_cast<void *>(ptr), sizes);
+      args.push_back(descriptors.back().get());
+    };
+    for (int32_t i = 0; i < info.n_params; ++i) {
+      const txl_param_info_t &p = info.params[i];
+      pushMemRef(session->params[i].data(),
+                 std::vector<int64_t>(p.shape, p.shape + p.rank));
+    }
+    pushMemRef(data, {qlen, batch});
+    pushMemRef(target, {qlen, batch});
+    // An empty memory still needs a valid (non-null) pointer.
+    static float emptyMemory = 0.0f;
+    for (auto &m : session->mems)
+      pushMemRef(m.empty() ? &emptyMemory : m.data(),
+                 {session->mlen, batch, dModel});
+    int64_t scalars[3] = {options->mem_len, options->clamp_len,
+                          options->same_length ? 1 : 0};
+    for (int64_t &s : scalars)
+      args.push_back(&s);
+    pushMemRef(out_nll, {qlen, batch});
+    std::vector<std::vector<float>> newMems(info.n_layer + 1);
+    for (auto &m : newMems) {
+      m.resize(std::max<int64_t>(newMlen * batch * dModel, 1));
+      pushMemRef(m.data(), {newMlen, batch, dModel});
+    }
+
+    session->segment(args.data());
+
+    for (auto &m : newMems)
+      m.resize(newMlen * batch * dModel);
+    session->mems = std::move(newMems);
+    session->mlen = newMlen;
+  });
+}
+
+extern "C" txl_status_t txl_session_memory(txl_session_t *session,
+                                           int64_t layer,
+                                           const float **out_data,
+                                           int64_t *out_mlen) {
+  return guardStatus([&] {
+    requireSession(session);
+    if (!out_data || !out_mlen)
+      fail(TXL_INVALID_ARGUMENT, "txl_session_memory: null argument");
+    if (layer < 0 || layer > session->info->n_layer)
+      fail(TXL_INVALID_ARGUMENT, "memory layer {} out of range [0, {}]", layer,
+           session->info->n_layer);
+    *out_data = session->mems[layer].data();
+    *out_mlen = session->mlen;
+  });
+}

@@ -1,0 +1,200 @@
+//===- main.cpp - Entry point of a txlc-generated executable ----*- C++ -*-===//
+//
+// The command line of a compiled model: `eval` (official eval.py over a
+// corpus split) and `run-segments` (reference-style segment runs with NLL and
+// memory dumps). It only parses options with CLI11; the work is in
+// txl/rt/Commands.h. The model comes from the linked `txl_model_info` and
+// `txl_segment_forward` of the txlc-generated object.
+//
+// Exit status: 0 on success (and for --help), 1 on any error, printed as
+// "<prog>: error: <message>" on stderr.
+//
+//===----------------------------------------------------------------------===//
+
+#include "txl/rt/Commands.h"
+#include "txl/rt/Status.h"
+#include "txl/runtime.h"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <string>
+
+namespace {
+
+using txl::rt::EvalOptions;
+using txl::rt::RunSegmentsOptions;
+
+/// argv[0] without its directories.
+std::string programName(const char *argv0) {
+  std::string name = argv0 && *argv0 ? argv0 : "txl-model";
+  size_t slash = name.rfind('/');
+  return slash == std::string::npos ? name : name.substr(slash + 1);
+}
+
+std::string boolText(int32_t value) { return value ? "true" : "false"; }
+
+/// Copies an option into `target` if it was given on the command line.
+template <typename T>
+void setIfGiven(const CLI::Option *option, const T &value,
+                std::optional<T> &target) {
+  if (option->count() > 0)
+    target = value;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  const std::string prog = programName(argc > 0 ? argv[0] : nullptr);
+  const txl_model_info_t &info = txl_model_info;
+  auto reportError = [&](const std::string &message) {
+    std::fprintf(stderr, "%s: error: %s\n", prog.c_str(), message.c_str());
+    return 1;
+  };
+  if (info.abi_version != TXL_ABI_VERSION)
+    return reportError(fmt::format(
+        "the model was compiled for runtime ABI version {}, this runtime "
+        "has version {}",
+        info.abi_version, TXL_ABI_VERSION));
+
+  const std::string modelName = info.model_name ? info.model_name : "";
+  const std::string dataset = info.dataset ? info.dataset : "";
+  const std::string dataPath = info.data_path ? info.data_path : "";
+  CLI::App app(
+      fmt::format("Transformer-XL model '{}' compiled by txlc ({} layers, "
+                  "d_model {}, n_token {}).",
+                  modelName, info.n_layer, info.d_model, info.n_token),
+      prog);
+  app.require_subcommand(1);
+
+  // eval
+  EvalOptions evalOptions;
+  int64_t evalTgtLen = 0, evalMemLen = 0, evalClampLen = 0, evalBatch = 0;
+  bool evalSameLength = false;
+  CLI::App *eval = app.add_subcommand(
+      "eval", "Evaluate on a corpus split as the official eval.py does: "
+              "memory carried across the whole split, mean NLL per token; "
+              "prints '| <split> loss L | <split> ppl P' (bpc for "
+              "character datasets)");
+  eval->add_option(
+      "--data", evalOptions.dataDir,
+      "Directory holding train.txt, valid.txt, test.txt" +
+          (dataPath.empty()
+               ? std::string(" (no default: the model sets no data_path)")
+               : " (default: " + dataPath + ")"));
+  eval->add_option("--split", evalOptions.split, "Split to evaluate")
+      ->check(CLI::IsMember({"valid", "test", "train"}))
+      ->default_str("valid");
+  eval->add_option("--checkpoint", evalOptions.checkpoint,
+                   "safetensors checkpoint (official state_dict names)")
+      ->required();
+  eval->add_option(
+      "--dataset", evalOptions.dataset,
+      "Dataset semantics: ptb, wt2, wt103, enwik8, text8" +
+          (dataset.empty()
+               ? std::string(" (no default: the model sets no dataset)")
+               : " (default: " + dataset + ")"));
+  CLI::Option *tgtLenOpt = eval->add_option(
+      "--tgt-len", evalTgtLen,
+      fmt::format("Segment length (default: {})", info.eval_tgt_len));
+  CLI::Option *memLenOpt = eval->add_option(
+      "--mem-len", evalMemLen,
+      fmt::format("Memory length, 0 = none (default: {})", info.eval_mem_len));
+  CLI::Option *clampLenOpt = eval->add_option(
+      "--clamp-len", evalClampLen,
+      fmt::format("Clamp relative distances when > 0 (default: {})",
+                  info.eval_clamp_len));
+  CLI::Option *sameLengthOpt = eval->add_option(
+      "--same-length", evalSameLength,
+      fmt::format("Official same_length attention mask, true|false; needs "
+                  "mem-len > 0 (default: {})",
+                  boolText(info.eval_same_length)));
+  CLI::Option *batchOpt = eval->add_option(
+      "--batch-size", evalBatch,
+      fmt::format("Columns of the ordered iterator (default: {})",
+                  info.eval_batch_size));
+  eval->add_option("--threads", evalOptions.threads,
+                   "OpenBLAS threads, 0 = OpenBLAS default")
+      ->default_str("0");
+  eval->add_flag("--json", evalOptions.json,
+                 "Also print the result as one line of JSON");
+
+  // run-segments
+  RunSegmentsOptions segOptions;
+  int64_t segMemLen = 0, segClampLen = 0;
+  bool segSameLength = false;
+  CLI::App *runSegments = app.add_subcommand(
+      "run-segments",
+      "Run S consecutive segments of int64 [S, tgt_len, batch] inputs with "
+      "memory carried from an empty start, as the reference cases do");
+  runSegments
+      ->add_option("--checkpoint", segOptions.checkpoint,
+                   "safetensors checkpoint (official state_dict names)")
+      ->required();
+  runSegments
+      ->add_option("--inputs", segOptions.inputs,
+                   "int64 .npy [S, tgt_len, batch] input tokens")
+      ->required();
+  runSegments
+      ->add_option("--targets", segOptions.targets,
+                   "int64 .npy [S, tgt_len, batch] target tokens")
+      ->required();
+  runSegments->add_option("--dump-nll", segOptions.dumpNll,
+                          "Write the per-token NLL, float32 .npy "
+                          "[S, tgt_len, batch]");
+  runSegments->add_option(
+      "--dump-mems", segOptions.dumpMems,
+      "Write the memory after each segment, safetensors seg{s}.layer{l} "
+      "[mlen, batch, d_model], l = 0..n_layer (none when mem-len = 0)");
+  CLI::Option *segMemLenOpt = runSegments->add_option(
+      "--mem-len", segMemLen,
+      fmt::format("Memory length, 0 = none (default: {})", info.mem_len));
+  CLI::Option *segClampLenOpt = runSegments->add_option(
+      "--clamp-len", segClampLen,
+      fmt::format("Clamp relative distances when > 0 (default: {})",
+                  info.clamp_len));
+  CLI::Option *segSameLengthOpt = runSegments->add_option(
+      "--same-length", segSameLength,
+      fmt::format("Official same_length attention mask, true|false; needs "
+                  "mem-len > 0 (default: {})",
+                  boolText(info.same_length)));
+  runSegments
+      ->add_option("--threads", segOptions.threads,
+                   "OpenBLAS threads, 0 = OpenBLAS default")
+      ->default_str("0");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp &help) {
+    return app.exit(help);
+  } catch (const CLI::CallForAllHelp &help) {
+    return app.exit(help);
+  } catch (const CLI::ParseError &error) {
+    // CLI11 reports a mistyped subcommand as a missing one.
+    if (argc > 1 && argv[1][0] != '-' && !eval->parsed() &&
+        !runSegments->parsed())
+      return reportError(fmt::format(
+          "unknown subcommand '{}' (expected eval or run-segments)", argv[1]));
+    return reportError(error.what());
+  }
+
+  try {
+    if (eval->parsed()) {
+      setIfGiven(tgtLenOpt, evalTgtLen, evalOptions.tgtLen);
+      setIfGiven(memLenOpt, evalMemLen, evalOptions.memLen);
+      setIfGiven(clampLenOpt, evalClampLen, evalOptions.clampLen);
+      setIfGiven(sameLengthOpt, evalSameLength, evalOptions.sameLength);
+      setIfGiven(batchOpt, evalBatch, evalOptions.batchSize);
+      txl::rt::runEvalCommand(info, evalOptions, stdout);
+    } else if (runSegments->parsed()) {
+      setIfGiven(segMemLenOpt, segMemLen, segOptions.memLen);
+      setIfGiven(segClampLenOpt, segClampLen, segOptions.clampLen);
+      setIfGiven(segSameLengthOpt, segSameLength, segOptions.sameLength);
+      txl::rt::runSegmentsCommand(info, segOptions, stdout);
+    }
+  } catch (const std::exception &error) {
+    return reportError(error.what());
+  }
+  return 0;
+}

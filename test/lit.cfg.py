@@ -1,0 +1,31 @@
+# -*- Python -*-
+# lit configuration for txlc: lit tests of the dialect, passes and driver,
+# end-to-end numerics against ../shared/reference, and GoogleTest binaries
+# (test/Unit) run from the same `check` target.
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "TXL"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test", ".toml.test"]
+config.excludes = ["Unit", "CMakeLists.txt", "Inputs", "lit.cfg.py", "lit.site.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.txl_obj_root, "test")
+
+# The shared reference data sits next to the checkout; missing data must fail
+# the numeric tests, never skip them.
+config.shared_dir = os.path.abspath(os.path.join(config.txl_src_root, "..", "shared"))
+config.substitutions.append(("%shared", config.shared_dir))
+config.substitutions.append(("%txl_src", config.txl_src_root))
+config.substitutions.append(("%txl_lib", config.txl_lib_dir))
+config.substitutions.append(("%python", "python3"))
+
+config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
+llvm_config.use_default_substitutions()
+tool_dirs = [config.txl_tools_dir, config.llvm_tools_dir]
+llvm_config.add_tool_substitutions(["txl-opt", "txlc"], tool_dirs)
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.txl_tools_dir, append_path=True)

@@ -1,0 +1,94 @@
+//===- txlc.cpp - Transformer-XL model file -> executable --------*- C++ -*-===//
+
+#include "txl/Driver/Driver.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+
+namespace cl = llvm::cl;
+using namespace mlir::txl;
+
+static cl::opt<std::string> inputFile(cl::Positional,
+                                      cl::desc("<model file (.toml)>"),
+                                      cl::Required);
+static cl::opt<std::string> outputFile("o", cl::desc("Output path (executable, "
+                                                     "object, or text; default "
+                                                     "stdout for text)"),
+                                       cl::value_desc("path"), cl::init(""));
+static cl::opt<EmitAction> emitAction(
+    "emit", cl::desc("Stage to stop after"), cl::init(EmitAction::Executable),
+    cl::values(
+        clEnumValN(EmitAction::Txl, "txl",
+                   "the segment in the txl dialect, four-term form"),
+        clEnumValN(EmitAction::TxlOpt, "txl-opt",
+                   "after txl-level passes (fusion, rel_shift lowering)"),
+        clEnumValN(EmitAction::Linalg, "linalg", "after lowering to linalg"),
+        clEnumValN(EmitAction::LLVMMLIR, "llvm-mlir",
+                   "the MLIR LLVM dialect"),
+        clEnumValN(EmitAction::LLVMIR, "llvm", "optimized LLVM IR"),
+        clEnumValN(EmitAction::Object, "obj", "an object file (needs -o)"),
+        clEnumValN(EmitAction::Executable, "exe",
+                   "a standalone executable (default; needs -o)")));
+static cl::opt<bool> fuseAttention(
+    "fuse-attention",
+    cl::desc("Fuse the four-term relative attention (default true; false "
+             "lowers the decomposed form)"),
+    cl::init(true));
+static cl::opt<std::string> mcpu("mcpu", cl::desc("Target CPU (LLVM name, or "
+                                                  "'native')"),
+                                 cl::init("x86-64-v3"));
+static cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level 0-3"),
+                                  cl::Prefix, cl::init(3));
+static cl::opt<std::string> runtimeDir(
+    "runtime-dir",
+    cl::desc("Directory with libtxl_runtime.a (default: ../lib beside txlc)"),
+    cl::init(""));
+static cl::opt<std::string> runtimeInclude(
+    "runtime-include", cl::desc("Directory with txl/runtime.h"),
+    cl::init(TXL_DEFAULT_RUNTIME_INCLUDE_DIR));
+static cl::opt<std::string> linker("linker",
+                                   cl::desc("C++ compiler driver used to link "
+                                            "(default clang++-22)"),
+                                   cl::init(""));
+static cl::opt<bool> keepTemps("keep-temps",
+                               cl::desc("Keep the intermediate object and C "
+                                        "files"),
+                               cl::init(false));
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "txlc: compile a Transformer-XL model file into a standalone "
+      "executable\n\n"
+      "  txlc models/ptb_small.toml -o build/ptb_small\n"
+      "  txlc models/ptb_small.toml --emit=txl\n");
+
+  DriverOptions options;
+  options.inputPath = inputFile;
+  options.outputPath = outputFile;
+  options.emit = emitAction;
+  options.fuseAttention = fuseAttention;
+  options.codegen.cpu = mcpu;
+  options.codegen.optLevel = optLevel;
+  options.runtimeIncludeDir = runtimeInclude;
+  options.linker = linker;
+  options.keepTemps = keepTemps;
+  if ((options.emit == EmitAction::Object ||
+       options.emit == EmitAction::Executable) &&
+      options.outputPath.empty()) {
+    llvm::errs() << "txlc: error: -o is required for --emit=obj and exe\n";
+    return 1;
+  }
+  options.runtimeLibDir = runtimeDir;
+  if (options.runtimeLibDir.empty()) {
+    std::string self =
+        llvm::sys::fs::getMainExecutable(argv[0], (void *)&main);
+    llvm::SmallString<128> dir(llvm::sys::path::parent_path(self));
+    llvm::sys::path::append(dir, "..", "lib");
+    options.runtimeLibDir = std::string(dir);
+  }
+  return runDriver(options);
+}
