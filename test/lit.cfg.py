@@ -25,7 +25,7 @@ config.substitutions.append(("%python", "python3"))
 
 config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
 llvm_config.use_default_substitutions()
-tool_dirs = [config.txl_tools_dir, config.llvm_tools_dir]
-llvm_config.add_tool_substitutions(["txl-opt", "txlc"], tool_dirs)
+# txl-opt and txlc are found on PATH (the build's bin/ first) rather than by
+# substitution, which would also rewrite `--emit=txl-opt`.
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.txl_tools_dir, append_path=True)

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+#===- test.sh - Install, build and run every txlc test -------------------===#
+#
+# README command 2 (and what .ci/run calls): installs the dependencies,
+# builds, and runs the `check` target: lit tests of the dialect, passes and
+# driver, GoogleTest unit tests, and end-to-end numerics against
+# ../shared/reference. Ends with one line "tests: N passed, N failed".
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+bash scripts/build.sh build
+log=$(mktemp)
+set +e
+cmake --build build --target check -j "${TXL_JOBS:-2}" 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+set -e
+passed=$(grep -E '^\s*Passed\s*:' "$log" | awk -F: '{s+=$2} END {print s+0}')
+failed=$(grep -E '^\s*(Failed|Unresolved|Timed Out|Unexpectedly Passed)\s*:' "$log" | awk -F: '{s+=$2} END {print s+0}')
+rm -f "$log"
+if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi
+if [ "$passed" -eq 0 ]; then
+  echo "tests: no test ran"; exit 1
+fi
+echo "tests: $passed passed, $failed failed"
+exit "$status"

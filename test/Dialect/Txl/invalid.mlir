@@ -1,0 +1,455 @@
+// RUN: txl-opt %s --split-input-file --verify-diagnostics
+
+// One case per verifier message in TxlOps.cpp (static shape parts that
+// disagree), then one case per category of type-constraint failure.
+
+//===----------------------------------------------------------------------===//
+// txl.embedding
+//===----------------------------------------------------------------------===//
+
+// The result keeps the [qlen, batch] of the tokens.
+func.func @embedding_result_len(%table: tensor<50x32xf32>, %tokens: tensor<4x3xi64>) -> tensor<5x3x32xf32> {
+  // expected-error @+1 {{'txl.embedding' op result dimensions 0 and 1 must match the tokens}}
+  %e = txl.embedding %table, %tokens : tensor<50x32xf32>, tensor<4x3xi64> -> tensor<5x3x32xf32>
+  return %e : tensor<5x3x32xf32>
+}
+
+// -----
+
+// The result's last dimension is d_embed, the table's row size.
+func.func @embedding_result_features(%table: tensor<50x32xf32>, %tokens: tensor<?x?xi64>) -> tensor<?x?x16xf32> {
+  // expected-error @+1 {{'txl.embedding' op result dimension 2 must be the embedding size 32}}
+  %e = txl.embedding %table, %tokens : tensor<50x32xf32>, tensor<?x?xi64> -> tensor<?x?x16xf32>
+  return %e : tensor<?x?x16xf32>
+}
+
+//===----------------------------------------------------------------------===//
+// txl.linear
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// A linear map keeps the rank of its input.
+func.func @linear_rank(%x: tensor<?x?x32xf32>, %w: tensor<64x32xf32>) -> tensor<?x64xf32> {
+  // expected-error @+1 {{'txl.linear' op result rank must equal the input rank}}
+  %y = txl.linear %x, %w : tensor<?x?x32xf32>, tensor<64x32xf32> -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}
+
+// -----
+
+// The weight is [out, in] (nn.Linear), so its dimension 1 is the input size.
+func.func @linear_input_features(%x: tensor<?x?x16xf32>, %w: tensor<64x32xf32>) -> tensor<?x?x64xf32> {
+  // expected-error @+1 {{'txl.linear' op input features (16) must match weight dimension 1 (32)}}
+  %y = txl.linear %x, %w : tensor<?x?x16xf32>, tensor<64x32xf32> -> tensor<?x?x64xf32>
+  return %y : tensor<?x?x64xf32>
+}
+
+// -----
+
+// A weight given as [in, out] (the transpose of nn.Linear's) is rejected on the
+// result side.
+func.func @linear_result_features(%x: tensor<?x?x32xf32>, %w: tensor<32x32xf32>) -> tensor<?x?x64xf32> {
+  // expected-error @+1 {{'txl.linear' op result features (64) must match weight dimension 0 (32)}}
+  %y = txl.linear %x, %w : tensor<?x?x32xf32>, tensor<32x32xf32> -> tensor<?x?x64xf32>
+  return %y : tensor<?x?x64xf32>
+}
+
+// -----
+
+// Static leading dimensions must carry over from input to result.
+func.func @linear_leading(%x: tensor<4x3x32xf32>, %w: tensor<64x32xf32>) -> tensor<5x3x64xf32> {
+  // expected-error @+1 {{'txl.linear' op leading dimensions of input and result must match}}
+  %y = txl.linear %x, %w : tensor<4x3x32xf32>, tensor<64x32xf32> -> tensor<5x3x64xf32>
+  return %y : tensor<5x3x64xf32>
+}
+
+// -----
+
+// The bias has one entry per output feature.
+func.func @linear_bias(%x: tensor<?x?x32xf32>, %w: tensor<64x32xf32>, %b: tensor<32xf32>) -> tensor<?x?x64xf32> {
+  // expected-error @+1 {{'txl.linear' op bias size must match weight dimension 0}}
+  %y = txl.linear %x, %w, %b : tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<32xf32> -> tensor<?x?x64xf32>
+  return %y : tensor<?x?x64xf32>
+}
+
+//===----------------------------------------------------------------------===//
+// txl.layer_norm
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// The affine parameters have d_model entries.
+func.func @layer_norm_params(%x: tensor<?x?x32xf32>, %g: tensor<16xf32>, %b: tensor<32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'txl.layer_norm' op weight and bias must have the size of the last input dimension}}
+  %y = txl.layer_norm %x, %g, %b {epsilon = 1.0e-05 : f32} : tensor<?x?x32xf32>, tensor<16xf32>, tensor<32xf32>
+  return %y : tensor<?x?x32xf32>
+}
+
+// -----
+
+// The bias is checked like the weight.
+func.func @layer_norm_bias(%x: tensor<?x?x32xf32>, %g: tensor<32xf32>, %b: tensor<64xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'txl.layer_norm' op weight and bias must have the size of the last input dimension}}
+  %y = txl.layer_norm %x, %g, %b {epsilon = 1.0e-05 : f32} : tensor<?x?x32xf32>, tensor<32xf32>, tensor<64xf32>
+  return %y : tensor<?x?x32xf32>
+}
+
+// -----
+
+// A zero epsilon would divide by zero on a constant row.
+func.func @layer_norm_epsilon(%x: tensor<?x?x32xf32>, %g: tensor<32xf32>, %b: tensor<32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'txl.layer_norm' op epsilon must be positive}}
+  %y = txl.layer_norm %x, %g, %b {epsilon = 0.0 : f32} : tensor<?x?x32xf32>, tensor<32xf32>, tensor<32xf32>
+  return %y : tensor<?x?x32xf32>
+}
+
+// -----
+
+// A negative epsilon is rejected too.
+func.func @layer_norm_negative_epsilon(%x: tensor<?x?x32xf32>, %g: tensor<32xf32>, %b: tensor<32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'txl.layer_norm' op epsilon must be positive}}
+  %y = txl.layer_norm %x, %g, %b {epsilon = -1.0e-05 : f32} : tensor<?x?x32xf32>, tensor<32xf32>, tensor<32xf32>
+  return %y : tensor<?x?x32xf32>
+}
+
+//===----------------------------------------------------------------------===//
+// txl.concat_mem
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// Memory and hidden states must share batch and d_model.
+func.func @concat_mem_features(%mem: tensor<?x?x16xf32>, %h: tensor<?x?x32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'txl.concat_mem' op memory, hidden and result must agree on batch and feature dimensions}}
+  %c = txl.concat_mem %mem, %h : tensor<?x?x16xf32>, tensor<?x?x32xf32> -> tensor<?x?x32xf32>
+  return %c : tensor<?x?x32xf32>
+}
+
+// -----
+
+// The result's batch is the hidden states' batch.
+func.func @concat_mem_result_batch(%mem: tensor<?x3x32xf32>, %h: tensor<?x3x32xf32>) -> tensor<?x4x32xf32> {
+  // expected-error @+1 {{'txl.concat_mem' op memory, hidden and result must agree on batch and feature dimensions}}
+  %c = txl.concat_mem %mem, %h : tensor<?x3x32xf32>, tensor<?x3x32xf32> -> tensor<?x4x32xf32>
+  return %c : tensor<?x4x32xf32>
+}
+
+// -----
+
+// With static lengths, klen = mlen + qlen.
+func.func @concat_mem_length(%mem: tensor<8x3x32xf32>, %h: tensor<4x3x32xf32>) -> tensor<8x3x32xf32> {
+  // expected-error @+1 {{'txl.concat_mem' op result length must be memory length + hidden length}}
+  %c = txl.concat_mem %mem, %h : tensor<8x3x32xf32>, tensor<4x3x32xf32> -> tensor<8x3x32xf32>
+  return %c : tensor<8x3x32xf32>
+}
+
+//===----------------------------------------------------------------------===//
+// txl.take_last
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// Only rows are dropped.
+func.func @take_last_features(%x: tensor<?x?x32xf32>, %n: index) -> tensor<?x?x16xf32> {
+  // expected-error @+1 {{'txl.take_last' op batch and feature dimensions must be preserved}}
+  %m = txl.take_last %x, %n : tensor<?x?x32xf32> -> tensor<?x?x16xf32>
+  return %m : tensor<?x?x16xf32>
+}
+
+// -----
+
+// The number of rows kept is min(count, len), known only at run time.
+func.func @take_last_static_length(%x: tensor<12x3x32xf32>, %n: index) -> tensor<8x3x32xf32> {
+  // expected-error @+1 {{'txl.take_last' op result length must be dynamic (it depends on the run-time count)}}
+  %m = txl.take_last %x, %n : tensor<12x3x32xf32> -> tensor<8x3x32xf32>
+  return %m : tensor<8x3x32xf32>
+}
+
+//===----------------------------------------------------------------------===//
+// txl.pos_emb
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// [sin || cos] doubles the inv_freq size.
+func.func @pos_emb_features(%f: tensor<16xf32>, %klen: index, %clamp: i64) -> tensor<?x16xf32> {
+  // expected-error @+1 {{'txl.pos_emb' op result features must be twice the inv_freq size}}
+  %r = txl.pos_emb %f, %klen, %clamp : tensor<16xf32> -> tensor<?x16xf32>
+  return %r : tensor<?x16xf32>
+}
+
+//===----------------------------------------------------------------------===//
+// txl.broadcast_head_bias
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// u and v are [n_head, d_head]; a transposed bias is rejected.
+func.func @broadcast_head_bias_shape(%u: tensor<16x2xf32>, %q: tensor<?x?x2x16xf32>) -> tensor<?x?x2x16xf32> {
+  // expected-error @+1 {{'txl.broadcast_head_bias' op bias must be [n_head, d_head] of the target}}
+  %b = txl.broadcast_head_bias %u, %q : tensor<16x2xf32>, tensor<?x?x2x16xf32>
+  return %b : tensor<?x?x2x16xf32>
+}
+
+//===----------------------------------------------------------------------===//
+// txl.attn_score
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// Content keys must have the query's heads and head size.
+func.func @attn_score_heads(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x4x16xf32>) -> tensor<?x?x?x2xf32> {
+  // expected-error @+1 {{'txl.attn_score' op query and key must agree on n_head and d_head}}
+  %s = txl.attn_score %q, %k : tensor<?x?x2x16xf32>, tensor<?x?x4x16xf32> -> tensor<?x?x?x2xf32>
+  return %s : tensor<?x?x?x2xf32>
+}
+
+// -----
+
+// Positional keys [rlen, n_head, d_head] are checked on their dimensions 1 and 2.
+func.func @attn_score_positional_head_size(%q: tensor<?x?x2x16xf32>, %r: tensor<?x2x8xf32>) -> tensor<?x?x?x2xf32> {
+  // expected-error @+1 {{'txl.attn_score' op query and key must agree on n_head and d_head}}
+  %s = txl.attn_score %q, %r : tensor<?x?x2x16xf32>, tensor<?x2x8xf32> -> tensor<?x?x?x2xf32>
+  return %s : tensor<?x?x?x2xf32>
+}
+
+// -----
+
+// Content keys have a batch dimension that must match the query's.
+func.func @attn_score_batch(%q: tensor<?x3x2x16xf32>, %k: tensor<?x5x2x16xf32>) -> tensor<?x?x3x2xf32> {
+  // expected-error @+1 {{'txl.attn_score' op query and key must agree on the batch size}}
+  %s = txl.attn_score %q, %k : tensor<?x3x2x16xf32>, tensor<?x5x2x16xf32> -> tensor<?x?x3x2xf32>
+  return %s : tensor<?x?x3x2xf32>
+}
+
+// -----
+
+// Scores are [qlen, klen, batch, n_head]; [qlen, klen, n_head, batch] is not.
+func.func @attn_score_result(%q: tensor<?x3x2x16xf32>, %k: tensor<?x3x2x16xf32>) -> tensor<?x?x2x3xf32> {
+  // expected-error @+1 {{'txl.attn_score' op result must be [qlen, klen, batch, n_head]}}
+  %s = txl.attn_score %q, %k : tensor<?x3x2x16xf32>, tensor<?x3x2x16xf32> -> tensor<?x?x2x3xf32>
+  return %s : tensor<?x?x2x3xf32>
+}
+
+// -----
+
+// With positional keys, the result's klen is the number of positions.
+func.func @attn_score_positional_result(%q: tensor<?x?x2x16xf32>, %r: tensor<12x2x16xf32>) -> tensor<?x8x?x2xf32> {
+  // expected-error @+1 {{'txl.attn_score' op result must be [qlen, klen, batch, n_head]}}
+  %s = txl.attn_score %q, %r : tensor<?x?x2x16xf32>, tensor<12x2x16xf32> -> tensor<?x8x?x2xf32>
+  return %s : tensor<?x8x?x2xf32>
+}
+
+//===----------------------------------------------------------------------===//
+// txl.attn_apply
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// Probabilities over klen keys need klen values.
+func.func @attn_apply_operands(%p: tensor<?x12x?x2xf32>, %v: tensor<8x?x2x16xf32>) -> tensor<?x?x2x16xf32> {
+  // expected-error @+1 {{'txl.attn_apply' op probabilities [qlen, klen, batch, n_head] and values [klen, batch, n_head, d_head] disagree}}
+  %o = txl.attn_apply %p, %v : tensor<?x12x?x2xf32>, tensor<8x?x2x16xf32> -> tensor<?x?x2x16xf32>
+  return %o : tensor<?x?x2x16xf32>
+}
+
+// -----
+
+// The output has the values' head size.
+func.func @attn_apply_result(%p: tensor<?x?x?x2xf32>, %v: tensor<?x?x2x16xf32>) -> tensor<?x?x2x8xf32> {
+  // expected-error @+1 {{'txl.attn_apply' op result must be [qlen, batch, n_head, d_head]}}
+  %o = txl.attn_apply %p, %v : tensor<?x?x?x2xf32>, tensor<?x?x2x16xf32> -> tensor<?x?x2x8xf32>
+  return %o : tensor<?x?x2x8xf32>
+}
+
+//===----------------------------------------------------------------------===//
+// txl.rel_attention
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// Keys and values come from the same projection and have one type.
+func.func @rel_attention_key_value(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x2x16xf32>, %v: tensor<?x3x2x16xf32>,
+                                   %r: tensor<?x2x16xf32>, %u: tensor<2x16xf32>, %vb: tensor<2x16xf32>,
+                                   %ml: index, %sl: i1) -> tensor<?x?x2x16xf32> {
+  // expected-error @+1 {{'txl.rel_attention' op key and value must have the same shape}}
+  %o = txl.rel_attention %q, %k, %v, %r, %u, %vb, %ml, %sl {scale = 0.25 : f32}
+      : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x3x2x16xf32>, tensor<?x2x16xf32>,
+        tensor<2x16xf32>, tensor<2x16xf32> -> tensor<?x?x2x16xf32>
+  return %o : tensor<?x?x2x16xf32>
+}
+
+// -----
+
+// Query and key share batch, n_head and d_head.
+func.func @rel_attention_query_key(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x4x16xf32>, %v: tensor<?x?x4x16xf32>,
+                                   %r: tensor<?x4x16xf32>, %u: tensor<2x16xf32>, %vb: tensor<2x16xf32>,
+                                   %ml: index, %sl: i1) -> tensor<?x?x2x16xf32> {
+  // expected-error @+1 {{'txl.rel_attention' op query and key must agree on batch, n_head, d_head}}
+  %o = txl.rel_attention %q, %k, %v, %r, %u, %vb, %ml, %sl {scale = 0.25 : f32}
+      : tensor<?x?x2x16xf32>, tensor<?x?x4x16xf32>, tensor<?x?x4x16xf32>, tensor<?x4x16xf32>,
+        tensor<2x16xf32>, tensor<2x16xf32> -> tensor<?x?x2x16xf32>
+  return %o : tensor<?x?x2x16xf32>
+}
+
+// -----
+
+// There is one projected position per key (klen), with the keys' heads.
+func.func @rel_attention_pos_key(%q: tensor<?x?x2x16xf32>, %k: tensor<12x?x2x16xf32>, %v: tensor<12x?x2x16xf32>,
+                                 %r: tensor<8x2x16xf32>, %u: tensor<2x16xf32>, %vb: tensor<2x16xf32>,
+                                 %ml: index, %sl: i1) -> tensor<?x?x2x16xf32> {
+  // expected-error @+1 {{'txl.rel_attention' op pos_key must be [klen, n_head, d_head]}}
+  %o = txl.rel_attention %q, %k, %v, %r, %u, %vb, %ml, %sl {scale = 0.25 : f32}
+      : tensor<?x?x2x16xf32>, tensor<12x?x2x16xf32>, tensor<12x?x2x16xf32>, tensor<8x2x16xf32>,
+        tensor<2x16xf32>, tensor<2x16xf32> -> tensor<?x?x2x16xf32>
+  return %o : tensor<?x?x2x16xf32>
+}
+
+// -----
+
+// r_w_bias (u) is [n_head, d_head].
+func.func @rel_attention_r_w_bias(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x2x16xf32>, %v: tensor<?x?x2x16xf32>,
+                                  %r: tensor<?x2x16xf32>, %u: tensor<16x2xf32>, %vb: tensor<2x16xf32>,
+                                  %ml: index, %sl: i1) -> tensor<?x?x2x16xf32> {
+  // expected-error @+1 {{'txl.rel_attention' op r_w_bias and r_r_bias must be [n_head, d_head]}}
+  %o = txl.rel_attention %q, %k, %v, %r, %u, %vb, %ml, %sl {scale = 0.25 : f32}
+      : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x2x16xf32>,
+        tensor<16x2xf32>, tensor<2x16xf32> -> tensor<?x?x2x16xf32>
+  return %o : tensor<?x?x2x16xf32>
+}
+
+// -----
+
+// r_r_bias (v) is checked like r_w_bias.
+func.func @rel_attention_r_r_bias(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x2x16xf32>, %v: tensor<?x?x2x16xf32>,
+                                  %r: tensor<?x2x16xf32>, %u: tensor<2x16xf32>, %vb: tensor<2x8xf32>,
+                                  %ml: index, %sl: i1) -> tensor<?x?x2x16xf32> {
+  // expected-error @+1 {{'txl.rel_attention' op r_w_bias and r_r_bias must be [n_head, d_head]}}
+  %o = txl.rel_attention %q, %k, %v, %r, %u, %vb, %ml, %sl {scale = 0.25 : f32}
+      : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x2x16xf32>,
+        tensor<2x16xf32>, tensor<2x8xf32> -> tensor<?x?x2x16xf32>
+  return %o : tensor<?x?x2x16xf32>
+}
+
+// -----
+
+// The output has exactly the query's type (no refinement of `?` dimensions).
+func.func @rel_attention_result(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x2x16xf32>, %v: tensor<?x?x2x16xf32>,
+                                %r: tensor<?x2x16xf32>, %u: tensor<2x16xf32>, %vb: tensor<2x16xf32>,
+                                %ml: index, %sl: i1) -> tensor<4x?x2x16xf32> {
+  // expected-error @+1 {{'txl.rel_attention' op result type must be the query type}}
+  %o = txl.rel_attention %q, %k, %v, %r, %u, %vb, %ml, %sl {scale = 0.25 : f32}
+      : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x2x16xf32>,
+        tensor<2x16xf32>, tensor<2x16xf32> -> tensor<4x?x2x16xf32>
+  return %o : tensor<4x?x2x16xf32>
+}
+
+//===----------------------------------------------------------------------===//
+// txl.nll
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// One NLL value per target token.
+func.func @nll_shape(%logits: tensor<4x3x50xf32>, %target: tensor<4x5xi64>) -> tensor<4x3xf32> {
+  // expected-error @+1 {{'txl.nll' op logits, target and result must agree on [qlen, batch]}}
+  %n = txl.nll %logits, %target : tensor<4x3x50xf32>, tensor<4x5xi64> -> tensor<4x3xf32>
+  return %n : tensor<4x3xf32>
+}
+
+// -----
+
+// The result is [qlen, batch] of the targets.
+func.func @nll_result(%logits: tensor<?x?x50xf32>, %target: tensor<4x3xi64>) -> tensor<3x4xf32> {
+  // expected-error @+1 {{'txl.nll' op logits, target and result must agree on [qlen, batch]}}
+  %n = txl.nll %logits, %target : tensor<?x?x50xf32>, tensor<4x3xi64> -> tensor<3x4xf32>
+  return %n : tensor<3x4xf32>
+}
+
+//===----------------------------------------------------------------------===//
+// Type constraints (ODS)
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// txl ops work on f32 only.
+func.func @embedding_f64(%table: tensor<50x32xf64>, %tokens: tensor<?x?xi64>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'txl.embedding' op operand #0 must be 2D tensor of 32-bit float values}}
+  %e = txl.embedding %table, %tokens : tensor<50x32xf64>, tensor<?x?xi64> -> tensor<?x?x32xf32>
+  return %e : tensor<?x?x32xf32>
+}
+
+// -----
+
+// Token ids are i64.
+func.func @embedding_i32_tokens(%table: tensor<50x32xf32>, %tokens: tensor<?x?xi32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'txl.embedding' op operand #1 must be 2D tensor of 64-bit signless integer values}}
+  %e = txl.embedding %table, %tokens : tensor<50x32xf32>, tensor<?x?xi32> -> tensor<?x?x32xf32>
+  return %e : tensor<?x?x32xf32>
+}
+
+// -----
+
+// Ranks are restricted: linear takes 2-D to 4-D inputs.
+func.func @linear_rank_1(%x: tensor<32xf32>, %w: tensor<64x32xf32>) -> tensor<64xf32> {
+  // expected-error @+1 {{'txl.linear' op operand #0 must be 2D/3D/4D tensor of 32-bit float values}}
+  %y = txl.linear %x, %w : tensor<32xf32>, tensor<64x32xf32> -> tensor<64xf32>
+  return %y : tensor<64xf32>
+}
+
+// -----
+
+// A key must be 3-D (positions) or 4-D (content).
+func.func @attn_score_key_rank(%q: tensor<?x?x2x16xf32>, %k: tensor<?x32xf32>) -> tensor<?x?x?x2xf32> {
+  // expected-error @+1 {{'txl.attn_score' op operand #1 must be 3D/4D tensor of 32-bit float values}}
+  %s = txl.attn_score %q, %k : tensor<?x?x2x16xf32>, tensor<?x32xf32> -> tensor<?x?x?x2xf32>
+  return %s : tensor<?x?x?x2xf32>
+}
+
+// -----
+
+// Elementwise operands and result have one type (SameOperandsAndResultType;
+// static sizes that differ are rejected).
+func.func @add_types(%a: tensor<3x?x32xf32>, %b: tensor<4x?x32xf32>) -> tensor<3x?x32xf32> {
+  // expected-error @+1 {{'txl.add' op requires the same type for all operands and results}}
+  %s = "txl.add"(%a, %b) : (tensor<3x?x32xf32>, tensor<4x?x32xf32>) -> tensor<3x?x32xf32>
+  return %s : tensor<3x?x32xf32>
+}
+
+// -----
+
+// layer_norm returns the type of its input (AllTypesMatch).
+func.func @layer_norm_result_type(%x: tensor<?x?x32xf32>, %g: tensor<32xf32>, %b: tensor<32xf32>) -> tensor<4x?x32xf32> {
+  // expected-error @+1 {{'txl.layer_norm' op failed to verify that all of {input, result} have same type}}
+  %y = "txl.layer_norm"(%x, %g, %b) {epsilon = 1.0e-05 : f32}
+      : (tensor<?x?x32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<4x?x32xf32>
+  return %y : tensor<4x?x32xf32>
+}
+
+// -----
+
+// Attributes are typed: epsilon is an f32 attribute.
+func.func @layer_norm_missing_epsilon(%x: tensor<?x?x32xf32>, %g: tensor<32xf32>, %b: tensor<32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'txl.layer_norm' op requires attribute 'epsilon'}}
+  %y = txl.layer_norm %x, %g, %b : tensor<?x?x32xf32>, tensor<32xf32>, tensor<32xf32>
+  return %y : tensor<?x?x32xf32>
+}
+
+// -----
+
+// masked_softmax's scale must be an f32 attribute.
+func.func @masked_softmax_scale_type(%s: tensor<?x?x?x2xf32>, %ml: index, %sl: i1) -> tensor<?x?x?x2xf32> {
+  // expected-error @+1 {{'txl.masked_softmax' op attribute 'scale' failed to satisfy constraint: 32-bit float attribute}}
+  %p = txl.masked_softmax %s, %ml, %sl {scale = 0.25 : f64} : tensor<?x?x?x2xf32>
+  return %p : tensor<?x?x?x2xf32>
+}
+
+// -----
+
+// Scalar operands are typed too: take_last counts with an index.
+func.func @take_last_count_type(%x: tensor<?x?x32xf32>, %n: i64) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'txl.take_last' op operand #1 must be index}}
+  %m = "txl.take_last"(%x, %n) : (tensor<?x?x32xf32>, i64) -> tensor<?x?x32xf32>
+  return %m : tensor<?x?x32xf32>
+}

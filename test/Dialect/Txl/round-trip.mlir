@@ -1,0 +1,154 @@
+// RUN: txl-opt %s | txl-opt | FileCheck %s
+// RUN: txl-opt %s --mlir-print-op-generic | txl-opt | FileCheck %s
+
+// Every txl op parses and prints back in its custom form; the dynamic
+// dimensions (qlen, mlen, klen, batch) stay `?` and the static model sizes stay
+// static.
+
+// The embedding gathers [qlen, batch] token ids into [qlen, batch, d_embed].
+// CHECK-LABEL: func.func @embedding
+// CHECK-SAME: (%[[TABLE:.+]]: tensor<50x32xf32>, %[[TOK:.+]]: tensor<?x?xi64>)
+// CHECK: %[[E:.+]] = txl.embedding %[[TABLE]], %[[TOK]] : tensor<50x32xf32>, tensor<?x?xi64> -> tensor<?x?x32xf32>
+// CHECK: return %[[E]]
+func.func @embedding(%table: tensor<50x32xf32>, %tokens: tensor<?x?xi64>) -> tensor<?x?x32xf32> {
+  %e = txl.embedding %table, %tokens : tensor<50x32xf32>, tensor<?x?xi64> -> tensor<?x?x32xf32>
+  return %e : tensor<?x?x32xf32>
+}
+
+// txl.linear with a bias (the feed-forward) and without (qkv_net, r_net), on
+// 3-D and 2-D inputs.
+// CHECK-LABEL: func.func @linear
+// CHECK-SAME: (%[[X:.+]]: tensor<?x?x32xf32>, %[[W:.+]]: tensor<64x32xf32>, %[[B:.+]]: tensor<64xf32>, %[[R:.+]]: tensor<?x32xf32>)
+// CHECK: %[[Y:.+]] = txl.linear %[[X]], %[[W]], %[[B]] : tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32> -> tensor<?x?x64xf32>
+// CHECK: %[[Z:.+]] = txl.linear %[[X]], %[[W]] : tensor<?x?x32xf32>, tensor<64x32xf32> -> tensor<?x?x64xf32>
+// CHECK: %[[P:.+]] = txl.linear %[[R]], %[[W]] : tensor<?x32xf32>, tensor<64x32xf32> -> tensor<?x64xf32>
+// CHECK: return %[[Y]], %[[Z]], %[[P]]
+func.func @linear(%x: tensor<?x?x32xf32>, %w: tensor<64x32xf32>, %b: tensor<64xf32>, %r: tensor<?x32xf32>)
+    -> (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x64xf32>) {
+  %y = txl.linear %x, %w, %b : tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32> -> tensor<?x?x64xf32>
+  %z = txl.linear %x, %w : tensor<?x?x32xf32>, tensor<64x32xf32> -> tensor<?x?x64xf32>
+  %p = txl.linear %r, %w : tensor<?x32xf32>, tensor<64x32xf32> -> tensor<?x64xf32>
+  return %y, %z, %p : tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x64xf32>
+}
+
+// layer_norm keeps its epsilon attribute.
+// CHECK-LABEL: func.func @layer_norm
+// CHECK-SAME: (%[[X:.+]]: tensor<?x?x32xf32>, %[[G:.+]]: tensor<32xf32>, %[[B:.+]]: tensor<32xf32>)
+// CHECK: %[[Y:.+]] = txl.layer_norm %[[X]], %[[G]], %[[B]] {epsilon = 9.99999974E-6 : f32} : tensor<?x?x32xf32>, tensor<32xf32>, tensor<32xf32>
+// CHECK: return %[[Y]]
+func.func @layer_norm(%x: tensor<?x?x32xf32>, %g: tensor<32xf32>, %b: tensor<32xf32>) -> tensor<?x?x32xf32> {
+  %y = txl.layer_norm %x, %g, %b {epsilon = 1.0e-05 : f32} : tensor<?x?x32xf32>, tensor<32xf32>, tensor<32xf32>
+  return %y : tensor<?x?x32xf32>
+}
+
+// The elementwise ops: add (on 3-D hidden states and 4-D scores), scale with
+// its factor, relu.
+// CHECK-LABEL: func.func @elementwise
+// CHECK-SAME: (%[[X:.+]]: tensor<?x?x32xf32>, %[[Y:.+]]: tensor<?x?x32xf32>, %[[S:.+]]: tensor<?x?x?x2xf32>)
+// CHECK: %[[A:.+]] = txl.add %[[X]], %[[Y]] : tensor<?x?x32xf32>
+// CHECK: %[[SS:.+]] = txl.add %[[S]], %[[S]] : tensor<?x?x?x2xf32>
+// CHECK: %[[M:.+]] = txl.scale %[[A]] {factor = 5.65685415 : f32} : tensor<?x?x32xf32>
+// CHECK: %[[R:.+]] = txl.relu %[[M]] : tensor<?x?x32xf32>
+// CHECK: return %[[R]], %[[SS]]
+func.func @elementwise(%x: tensor<?x?x32xf32>, %y: tensor<?x?x32xf32>, %s: tensor<?x?x?x2xf32>)
+    -> (tensor<?x?x32xf32>, tensor<?x?x?x2xf32>) {
+  %a = txl.add %x, %y : tensor<?x?x32xf32>
+  %ss = txl.add %s, %s : tensor<?x?x?x2xf32>
+  %m = txl.scale %a {factor = 5.65685415 : f32} : tensor<?x?x32xf32>
+  %r = txl.relu %m : tensor<?x?x32xf32>
+  return %r, %ss : tensor<?x?x32xf32>, tensor<?x?x?x2xf32>
+}
+
+// The segment-memory ops: concat_mem, take_last with a run-time count, and
+// stop_gradient.
+// CHECK-LABEL: func.func @memory
+// CHECK-SAME: (%[[MEM:.+]]: tensor<?x?x32xf32>, %[[H:.+]]: tensor<?x?x32xf32>, %[[N:.+]]: index)
+// CHECK: %[[CAT:.+]] = txl.concat_mem %[[MEM]], %[[H]] : tensor<?x?x32xf32>, tensor<?x?x32xf32> -> tensor<?x?x32xf32>
+// CHECK: %[[LAST:.+]] = txl.take_last %[[CAT]], %[[N]] : tensor<?x?x32xf32> -> tensor<?x?x32xf32>
+// CHECK: %[[SG:.+]] = txl.stop_gradient %[[LAST]] : tensor<?x?x32xf32>
+// CHECK: return %[[SG]]
+func.func @memory(%mem: tensor<?x?x32xf32>, %h: tensor<?x?x32xf32>, %n: index) -> tensor<?x?x32xf32> {
+  %cat = txl.concat_mem %mem, %h : tensor<?x?x32xf32>, tensor<?x?x32xf32> -> tensor<?x?x32xf32>
+  %last = txl.take_last %cat, %n : tensor<?x?x32xf32> -> tensor<?x?x32xf32>
+  %sg = txl.stop_gradient %last : tensor<?x?x32xf32>
+  return %sg : tensor<?x?x32xf32>
+}
+
+// concat_mem with static lengths (8 + 4 = 12 rows).
+// CHECK-LABEL: func.func @concat_mem_static
+// CHECK: txl.concat_mem %{{.+}}, %{{.+}} : tensor<8x3x32xf32>, tensor<4x3x32xf32> -> tensor<12x3x32xf32>
+func.func @concat_mem_static(%mem: tensor<8x3x32xf32>, %h: tensor<4x3x32xf32>) -> tensor<12x3x32xf32> {
+  %cat = txl.concat_mem %mem, %h : tensor<8x3x32xf32>, tensor<4x3x32xf32> -> tensor<12x3x32xf32>
+  return %cat : tensor<12x3x32xf32>
+}
+
+// The sinusoid position embedding takes inv_freq, klen (index) and clamp_len (i64).
+// CHECK-LABEL: func.func @pos_emb
+// CHECK-SAME: (%[[F:.+]]: tensor<16xf32>, %[[K:.+]]: index, %[[C:.+]]: i64)
+// CHECK: %[[R:.+]] = txl.pos_emb %[[F]], %[[K]], %[[C]] : tensor<16xf32> -> tensor<?x32xf32>
+// CHECK: return %[[R]]
+func.func @pos_emb(%inv_freq: tensor<16xf32>, %klen: index, %clamp: i64) -> tensor<?x32xf32> {
+  %r = txl.pos_emb %inv_freq, %klen, %clamp : tensor<16xf32> -> tensor<?x32xf32>
+  return %r : tensor<?x32xf32>
+}
+
+// The four-term attention: broadcast_head_bias, attn_score against a 4-D key
+// and a 3-D positional key, rel_shift, masked_softmax and attn_apply.
+// CHECK-LABEL: func.func @four_term_attention
+// CHECK-SAME: (%[[Q:.+]]: tensor<?x?x2x16xf32>, %[[K:.+]]: tensor<?x?x2x16xf32>, %[[V:.+]]: tensor<?x?x2x16xf32>, %[[R:.+]]: tensor<?x2x16xf32>, %[[U:.+]]: tensor<2x16xf32>, %[[ML:.+]]: index, %[[SL:.+]]: i1)
+// CHECK: %[[UB:.+]] = txl.broadcast_head_bias %[[U]], %[[Q]] : tensor<2x16xf32>, tensor<?x?x2x16xf32>
+// CHECK: %[[AC:.+]] = txl.attn_score %[[UB]], %[[K]] : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32> -> tensor<?x?x?x2xf32>
+// CHECK: %[[BD:.+]] = txl.attn_score %[[Q]], %[[R]] : tensor<?x?x2x16xf32>, tensor<?x2x16xf32> -> tensor<?x?x?x2xf32>
+// CHECK: %[[SH:.+]] = txl.rel_shift %[[BD]] : tensor<?x?x?x2xf32>
+// CHECK: %[[S:.+]] = txl.add %[[AC]], %[[SH]] : tensor<?x?x?x2xf32>
+// CHECK: %[[P:.+]] = txl.masked_softmax %[[S]], %[[ML]], %[[SL]] {scale = 2.500000e-01 : f32} : tensor<?x?x?x2xf32>
+// CHECK: %[[O:.+]] = txl.attn_apply %[[P]], %[[V]] : tensor<?x?x?x2xf32>, tensor<?x?x2x16xf32> -> tensor<?x?x2x16xf32>
+// CHECK: return %[[O]]
+func.func @four_term_attention(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x2x16xf32>, %v: tensor<?x?x2x16xf32>,
+                               %r: tensor<?x2x16xf32>, %u: tensor<2x16xf32>, %mem_len: index,
+                               %same_length: i1) -> tensor<?x?x2x16xf32> {
+  %ub = txl.broadcast_head_bias %u, %q : tensor<2x16xf32>, tensor<?x?x2x16xf32>
+  %ac = txl.attn_score %ub, %k : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32> -> tensor<?x?x?x2xf32>
+  %bd = txl.attn_score %q, %r : tensor<?x?x2x16xf32>, tensor<?x2x16xf32> -> tensor<?x?x?x2xf32>
+  %sh = txl.rel_shift %bd : tensor<?x?x?x2xf32>
+  %s = txl.add %ac, %sh : tensor<?x?x?x2xf32>
+  %p = txl.masked_softmax %s, %mem_len, %same_length {scale = 0.25 : f32} : tensor<?x?x?x2xf32>
+  %o = txl.attn_apply %p, %v : tensor<?x?x?x2xf32>, tensor<?x?x2x16xf32> -> tensor<?x?x2x16xf32>
+  return %o : tensor<?x?x2x16xf32>
+}
+
+// The fused rel_attention with all eight operands in order.
+// CHECK-LABEL: func.func @rel_attention
+// CHECK-SAME: (%[[Q:.+]]: tensor<?x?x2x16xf32>, %[[K:.+]]: tensor<?x?x2x16xf32>, %[[V:.+]]: tensor<?x?x2x16xf32>, %[[R:.+]]: tensor<?x2x16xf32>, %[[U:.+]]: tensor<2x16xf32>, %[[VB:.+]]: tensor<2x16xf32>, %[[ML:.+]]: index, %[[SL:.+]]: i1)
+// CHECK: %[[O:.+]] = txl.rel_attention %[[Q]], %[[K]], %[[V]], %[[R]], %[[U]], %[[VB]], %[[ML]], %[[SL]] {scale = 2.500000e-01 : f32}
+// CHECK-SAME: : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x2x16xf32>, tensor<2x16xf32>, tensor<2x16xf32> -> tensor<?x?x2x16xf32>
+// CHECK: return %[[O]]
+func.func @rel_attention(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x2x16xf32>, %v: tensor<?x?x2x16xf32>,
+                         %r: tensor<?x2x16xf32>, %u: tensor<2x16xf32>, %vb: tensor<2x16xf32>,
+                         %mem_len: index, %same_length: i1) -> tensor<?x?x2x16xf32> {
+  %o = txl.rel_attention %q, %k, %v, %r, %u, %vb, %mem_len, %same_length {scale = 0.25 : f32}
+      : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x2x16xf32>,
+        tensor<2x16xf32>, tensor<2x16xf32> -> tensor<?x?x2x16xf32>
+  return %o : tensor<?x?x2x16xf32>
+}
+
+// The per-token negative log-likelihood.
+// CHECK-LABEL: func.func @nll
+// CHECK-SAME: (%[[L:.+]]: tensor<?x?x50xf32>, %[[T:.+]]: tensor<?x?xi64>)
+// CHECK: %[[N:.+]] = txl.nll %[[L]], %[[T]] : tensor<?x?x50xf32>, tensor<?x?xi64> -> tensor<?x?xf32>
+// CHECK: return %[[N]]
+func.func @nll(%logits: tensor<?x?x50xf32>, %target: tensor<?x?xi64>) -> tensor<?x?xf32> {
+  %n = txl.nll %logits, %target : tensor<?x?x50xf32>, tensor<?x?xi64> -> tensor<?x?xf32>
+  return %n : tensor<?x?xf32>
+}
+
+// Fully static shapes round-trip as well.
+// CHECK-LABEL: func.func @static_shapes
+// CHECK: txl.attn_score %{{.+}}, %{{.+}} : tensor<4x3x2x16xf32>, tensor<12x3x2x16xf32> -> tensor<4x12x3x2xf32>
+// CHECK: txl.attn_score %{{.+}}, %{{.+}} : tensor<4x3x2x16xf32>, tensor<12x2x16xf32> -> tensor<4x12x3x2xf32>
+func.func @static_shapes(%q: tensor<4x3x2x16xf32>, %k: tensor<12x3x2x16xf32>, %r: tensor<12x2x16xf32>)
+    -> (tensor<4x12x3x2xf32>, tensor<4x12x3x2xf32>) {
+  %a = txl.attn_score %q, %k : tensor<4x3x2x16xf32>, tensor<12x3x2x16xf32> -> tensor<4x12x3x2xf32>
+  %b = txl.attn_score %q, %r : tensor<4x3x2x16xf32>, tensor<12x2x16xf32> -> tensor<4x12x3x2xf32>
+  return %a, %b : tensor<4x12x3x2xf32>, tensor<4x12x3x2xf32>
+}
