@@ -57,11 +57,13 @@ LogicalResult LinearOp::verify() {
 
 LogicalResult LayerNormOp::verify() {
   int64_t features = shapeOf(getInput()).back();
+  if (ShapedType::isDynamic(features))
+    return emitOpError("the normalized (last) dimension must be static");
   if (!compatible(shapeOf(getWeight())[0], features) ||
       !compatible(shapeOf(getBias())[0], features))
     return emitOpError("weight and bias must have the size of the last "
                        "input dimension");
-  if (getEpsilon().convertToFloat() <= 0.0f)
+  if (!(getEpsilon().convertToFloat() > 0.0f))
     return emitOpError("epsilon must be positive");
   return success();
 }
@@ -93,6 +95,8 @@ LogicalResult TakeLastOp::verify() {
 
 LogicalResult PosEmbOp::verify() {
   ArrayRef<int64_t> result = shapeOf(getResult());
+  if (ShapedType::isDynamic(result[1]) || result[1] % 2 != 0)
+    return emitOpError("result features must be static and even (sin || cos)");
   int64_t half = shapeOf(getInvFreq())[0];
   if (!ShapedType::isDynamic(half) && !compatible(result[1], 2 * half))
     return emitOpError("result features must be twice the inv_freq size");

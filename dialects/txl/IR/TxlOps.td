@@ -102,8 +102,8 @@ def Txl_AddOp : Txl_Op<"add", [Pure, Commutative, SameOperandsAndResultType]> {
     %s = txl.add %a, %b : tensor<?x?x2x16xf32>
     ```
   }];
-  let arguments = (ins AnyRankedTensor:$lhs, AnyRankedTensor:$rhs);
-  let results = (outs AnyRankedTensor:$result);
+  let arguments = (ins RankedTensorOf<[F32]>:$lhs, RankedTensorOf<[F32]>:$rhs);
+  let results = (outs RankedTensorOf<[F32]>:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs)";
 }
 
@@ -185,8 +185,8 @@ def Txl_StopGradientOp : Txl_Op<"stop_gradient", [Pure, SameOperandsAndResultTyp
     %m = txl.stop_gradient %x : tensor<?x?x128xf32>
     ```
   }];
-  let arguments = (ins AnyRankedTensor:$input);
-  let results = (outs AnyRankedTensor:$result);
+  let arguments = (ins RankedTensorOf<[F32]>:$input);
+  let results = (outs RankedTensorOf<[F32]>:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 

@@ -11,6 +11,7 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
 
 namespace mlir {
 namespace txl {
@@ -30,6 +31,12 @@ struct ResultsToDestinationsPass
     for (auto fn : getOperation().getOps<func::FuncOp>()) {
       if (fn.isExternal() || !fn->hasAttr("llvm.emit_c_interface"))
         continue;
+      if (!SymbolTable::symbolKnownUseEmpty(fn, getOperation())) {
+        fn.emitOpError("txl-results-to-destinations: an entry function "
+                       "(llvm.emit_c_interface) must not be called inside "
+                       "the module");
+        return signalPassFailure();
+      }
       if (failed(convert(fn)))
         return signalPassFailure();
     }
@@ -85,13 +92,22 @@ struct DropDestinationResultsPass
       if (fn.isExternal() || !fn->hasAttr("llvm.emit_c_interface") ||
           fn.getNumResults() == 0)
         continue;
+      if (!SymbolTable::symbolKnownUseEmpty(fn, getOperation())) {
+        fn.emitOpError("txl-drop-destination-results: an entry function "
+                       "(llvm.emit_c_interface) must not be called inside "
+                       "the module");
+        return signalPassFailure();
+      }
       Block &entry = fn.getBody().front();
+      unsigned firstOut = fn.getNumArguments() - fn.getNumResults();
       WalkResult walk = fn.walk([&](func::ReturnOp ret) {
-        for (Value v : ret.getOperands()) {
+        for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
           auto arg = dyn_cast<BlockArgument>(v);
-          if (!arg || arg.getOwner() != &entry) {
-            ret.emitOpError("txl-drop-destination-results: returned value is "
-                            "not a caller-provided buffer");
+          if (!arg || arg.getOwner() != &entry ||
+              arg.getArgNumber() != firstOut + i) {
+            ret.emitOpError("txl-drop-destination-results: result ")
+                << i << " is not its caller-provided buffer (argument "
+                << firstOut + i << ")";
             return WalkResult::interrupt();
           }
         }

@@ -214,20 +214,20 @@ struct ConvertLinalgToBlasPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<std::pair<linalg::LinalgOp, unsigned>> work;
-    module.walk([&](Operation *op) {
-      if (auto mm = dyn_cast<linalg::MatmulOp>(op))
-        work.push_back({cast<linalg::LinalgOp>(op), 0});
+    module.walk([&](linalg::LinalgOp op) {
+      Type elem = getElementTypeOrSelf(op.getDpsInitOperand(0)->get().getType());
+      if (!elem.isF32())
+        return;
+      if (isa<linalg::MatmulOp>(op))
+        work.push_back({op, 0});
       else if (isa<linalg::BatchMatmulOp>(op))
-        work.push_back({cast<linalg::LinalgOp>(op), 1});
+        work.push_back({op, 1});
     });
     if (work.empty())
       return;
     OpBuilder b(&getContext());
     func::FuncOp sgemm = getOrDeclareSgemm(b, module);
     for (auto [op, batchDims] : work) {
-      Type elem = getElementTypeOrSelf(op.getDpsInitOperand(0)->get().getType());
-      if (!elem.isF32())
-        continue;
       if (failed(lowerToBlas(op, batchDims, sgemm)))
         return signalPassFailure();
     }

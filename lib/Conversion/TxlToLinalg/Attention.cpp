@@ -55,13 +55,16 @@ struct PosEmbLowering : public OpRewritePattern<PosEmbOp> {
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto type = cast<RankedTensorType>(op.getType());
-    if (!type.isDynamicDim(0) || type.isDynamicDim(1))
-      return rewriter.notifyMatchFailure(op, "expected [?, d_model] result");
+    if (type.isDynamicDim(1))
+      return rewriter.notifyMatchFailure(op, "feature dimension must be static");
     int64_t half = type.getDimSize(1) / 2;
     Value invFreq = op.getInvFreq(), klen = op.getKlen();
     Value clamp = op.getClampLen();
+    SmallVector<Value> dynamicDims;
+    if (type.isDynamicDim(0))
+      dynamicDims.push_back(klen);
     Value generated = tensor::GenerateOp::create(
-        rewriter, loc, type, ValueRange{klen},
+        rewriter, loc, type, dynamicDims,
         [&](OpBuilder &b, Location l, ValueRange ivs) {
           Value one = arith::ConstantIndexOp::create(b, l, 1);
           Value dist = arith::SubIOp::create(

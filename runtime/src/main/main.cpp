@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <malloc.h>
 #include <string>
 
 namespace {
@@ -45,7 +46,16 @@ void setIfGiven(const CLI::Option *option, const T &value,
 
 } // namespace
 
+/// Keeps the per-segment temporaries of the generated code (the logits alone
+/// are qlen x batch x n_token floats) on the heap instead of mmap/munmap
+/// round trips, which otherwise cost as much system time as the compute.
+static void tuneAllocator() {
+  mallopt(M_MMAP_THRESHOLD, 32 << 20); // glibc's maximum on 64-bit
+  mallopt(M_TRIM_THRESHOLD, 512 << 20);
+}
+
 int main(int argc, char **argv) {
+  tuneAllocator();
   const std::string prog = programName(argc > 0 ? argv[0] : nullptr);
   const txl_model_info_t &info = txl_model_info;
   auto reportError = [&](const std::string &message) {

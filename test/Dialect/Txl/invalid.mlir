@@ -429,7 +429,7 @@ func.func @layer_norm_result_type(%x: tensor<?x?x32xf32>, %g: tensor<32xf32>, %b
 
 // -----
 
-// Attributes are typed: epsilon is an f32 attribute.
+// Required attributes are checked: layer_norm needs its epsilon.
 func.func @layer_norm_missing_epsilon(%x: tensor<?x?x32xf32>, %g: tensor<32xf32>, %b: tensor<32xf32>) -> tensor<?x?x32xf32> {
   // expected-error @+1 {{'txl.layer_norm' op requires attribute 'epsilon'}}
   %y = txl.layer_norm %x, %g, %b : tensor<?x?x32xf32>, tensor<32xf32>, tensor<32xf32>
@@ -452,4 +452,40 @@ func.func @take_last_count_type(%x: tensor<?x?x32xf32>, %n: i64) -> tensor<?x?x3
   // expected-error @+1 {{'txl.take_last' op operand #1 must be index}}
   %m = "txl.take_last"(%x, %n) : (tensor<?x?x32xf32>, i64) -> tensor<?x?x32xf32>
   return %m : tensor<?x?x32xf32>
+}
+
+// -----
+
+// layer_norm_c4: the normalized dimension is static (a model size).
+func.func @layer_norm_dynamic_features(%x: tensor<?x?x?xf32>, %g: tensor<?xf32>, %b: tensor<?xf32>) -> tensor<?x?x?xf32> {
+  // expected-error @+1 {{'txl.layer_norm' op the normalized (last) dimension must be static}}
+  %y = txl.layer_norm %x, %g, %b {epsilon = 1.0e-05 : f32} : tensor<?x?x?xf32>, tensor<?xf32>, tensor<?xf32>
+  return %y : tensor<?x?x?xf32>
+}
+
+// -----
+
+// A NaN epsilon is not positive either.
+func.func @layer_norm_nan_epsilon(%x: tensor<?x?x32xf32>, %g: tensor<32xf32>, %b: tensor<32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'txl.layer_norm' op epsilon must be positive}}
+  %y = txl.layer_norm %x, %g, %b {epsilon = 0x7FC00000 : f32} : tensor<?x?x32xf32>, tensor<32xf32>, tensor<32xf32>
+  return %y : tensor<?x?x32xf32>
+}
+
+// -----
+
+// pos_emb: [sin || cos] needs a static, even feature size.
+func.func @pos_emb_odd(%f: tensor<?xf32>, %k: index, %c: i64) -> tensor<?x33xf32> {
+  // expected-error @+1 {{'txl.pos_emb' op result features must be static and even (sin || cos)}}
+  %r = txl.pos_emb %f, %k, %c : tensor<?xf32> -> tensor<?x33xf32>
+  return %r : tensor<?x33xf32>
+}
+
+// -----
+
+// txl.add is defined on float32 tensors only.
+func.func @add_i32(%a: tensor<?xi32>, %b: tensor<?xi32>) -> tensor<?xi32> {
+  // expected-error @+1 {{'txl.add' op operand #0 must be ranked tensor of 32-bit float values}}
+  %s = txl.add %a, %b : tensor<?xi32>
+  return %s : tensor<?xi32>
 }

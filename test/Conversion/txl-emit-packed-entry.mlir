@@ -1,0 +1,60 @@
+// RUN: txl-opt %s --split-input-file --txl-emit-packed-entry --verify-diagnostics | FileCheck %s
+// RUN: txl-opt %S/Inputs/ciface-model.mlir --txl-emit-packed-entry="function=model entry=txl_model_forward" | FileCheck %s --check-prefix=CUSTOM
+// RUN: not txl-opt %S/Inputs/ciface-model.mlir --txl-emit-packed-entry 2>&1 | FileCheck %s --check-prefix=MISSING
+
+// The packed entry `void txl_segment_forward(void **args)` loads args[i] for
+// each argument of _mlir_ciface_segment: a memref descriptor is passed as the
+// pointer itself, a scalar (i64, f32) is loaded from the pointer's target.
+// CHECK-LABEL: llvm.func @_mlir_ciface_segment
+// CHECK-LABEL: llvm.func @txl_segment_forward
+// CHECK-SAME: (%[[ARGS:[^:]+]]: !llvm.ptr) {
+// CHECK-NEXT: %[[S0:.+]] = llvm.getelementptr %[[ARGS]][0] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+// CHECK-NEXT: %[[D0:.+]] = llvm.load %[[S0]] : !llvm.ptr -> !llvm.ptr
+// CHECK-NEXT: %[[S1:.+]] = llvm.getelementptr %[[ARGS]][1] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+// CHECK-NEXT: %[[P1:.+]] = llvm.load %[[S1]] : !llvm.ptr -> !llvm.ptr
+// CHECK-NEXT: %[[V1:.+]] = llvm.load %[[P1]] : !llvm.ptr -> i64
+// CHECK-NEXT: %[[S2:.+]] = llvm.getelementptr %[[ARGS]][2] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+// CHECK-NEXT: %[[D2:.+]] = llvm.load %[[S2]] : !llvm.ptr -> !llvm.ptr
+// CHECK-NEXT: %[[S3:.+]] = llvm.getelementptr %[[ARGS]][3] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+// CHECK-NEXT: %[[P3:.+]] = llvm.load %[[S3]] : !llvm.ptr -> !llvm.ptr
+// CHECK-NEXT: %[[V3:.+]] = llvm.load %[[P3]] : !llvm.ptr -> f32
+// CHECK-NEXT: llvm.call @_mlir_ciface_segment(%[[D0]], %[[V1]], %[[D2]], %[[V3]]) : (!llvm.ptr, i64, !llvm.ptr, f32) -> ()
+// CHECK-NEXT: llvm.return
+module {
+  llvm.func @_mlir_ciface_segment(%nll: !llvm.ptr, %mem_len: i64, %mem: !llvm.ptr, %scale: f32) {
+    llvm.return
+  }
+}
+
+// The `function` and `entry` options name the wrapped function and the entry.
+// CUSTOM-LABEL: llvm.func @txl_model_forward
+// CUSTOM-SAME: (%[[ARGS:[^:]+]]: !llvm.ptr)
+// CUSTOM: llvm.call @_mlir_ciface_model(%{{.+}}, %{{.+}}) : (!llvm.ptr, i64) -> ()
+// CUSTOM-NOT: txl_segment_forward
+
+// Without a C-interface wrapper for the function there is nothing to call.
+// MISSING: error: txl-emit-packed-entry: no function '_mlir_ciface_segment' (is 'segment' marked llvm.emit_c_interface and lowered to LLVM?)
+
+// -----
+
+// The same diagnostic, pinned to the module: only a wrapper for another
+// function exists.
+// expected-error @+1 {{txl-emit-packed-entry: no function '_mlir_ciface_segment' (is 'segment' marked llvm.emit_c_interface and lowered to LLVM?)}}
+module {
+  llvm.func @_mlir_ciface_other(%arg0: !llvm.ptr) {
+    llvm.return
+  }
+}
+
+// -----
+
+// An existing symbol with the entry's name is not overwritten.
+// expected-error @+1 {{txl-emit-packed-entry: symbol 'txl_segment_forward' already exists}}
+module {
+  llvm.func @_mlir_ciface_segment(%arg0: !llvm.ptr) {
+    llvm.return
+  }
+  llvm.func @txl_segment_forward(%arg0: !llvm.ptr) {
+    llvm.return
+  }
+}

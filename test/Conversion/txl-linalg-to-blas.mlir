@@ -1,0 +1,216 @@
+// RUN: txl-opt %s --split-input-file --txl-linalg-to-blas --verify-diagnostics | FileCheck %s
+
+// A bufferized f32 linalg.matmul with the default maps becomes one row-major
+// cblas_sgemm call (101) with both operands untransposed (111/111):
+// m, n from C, k from A, lda/ldb/ldc the row strides (at least 1), alpha =
+// beta = 1 (linalg accumulates into C), pointers = aligned base + offset. The
+// call is skipped when m·n·k = 0.
+// CHECK-LABEL: func.func private @cblas_sgemm(i32, i32, i32, i32, i32, i32, f32, !llvm.ptr, i32, !llvm.ptr, i32, f32, !llvm.ptr, i32)
+// CHECK-LABEL: func.func @matmul
+// CHECK-SAME: (%[[A:[^:]+]]: memref<?x32xf32>, %[[B:[^:]+]]: memref<32x64xf32>, %[[C:[^:]+]]: memref<?x64xf32>)
+// CHECK: %{{[^,]+}}, %[[OFFA:[^,]+]], %[[SA:[^:]+]]:2, %[[STA:[^:]+]]:2 = memref.extract_strided_metadata %[[A]]
+// CHECK-NEXT: %[[IA:.+]] = memref.extract_aligned_pointer_as_index %[[A]]
+// CHECK-NEXT: %[[IA64:.+]] = arith.index_cast %[[IA]] : index to i64
+// CHECK-NEXT: %[[BASEA:.+]] = llvm.inttoptr %[[IA64]] : i64 to !llvm.ptr
+// CHECK-NEXT: %[[OA64:.+]] = arith.index_cast %[[OFFA]] : index to i64
+// CHECK-NEXT: %[[PA:.+]] = llvm.getelementptr %[[BASEA]][%[[OA64]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK: %{{[^,]+}}, %{{[^,]+}}, %{{[^:]+}}:2, %[[STB:[^:]+]]:2 = memref.extract_strided_metadata %[[B]]
+// CHECK: %[[PB:.+]] = llvm.getelementptr
+// CHECK: %{{[^,]+}}, %{{[^,]+}}, %[[SC:[^:]+]]:2, %[[STC:[^:]+]]:2 = memref.extract_strided_metadata %[[C]]
+// CHECK: %[[PC:.+]] = llvm.getelementptr
+// CHECK: %[[LDA:.+]] = arith.maxui %[[STA]]#0, %{{.+}} : index
+// CHECK: %[[LDB:.+]] = arith.maxui %[[STB]]#0, %{{.+}} : index
+// CHECK: %[[LDC:.+]] = arith.maxui %[[STC]]#0, %{{.+}} : index
+// CHECK: %[[MN:.+]] = arith.muli %[[SC]]#0, %[[SC]]#1 : index
+// CHECK: %[[MNK:.+]] = arith.muli %[[MN]], %[[SA]]#1 : index
+// CHECK: %[[NONEMPTY:.+]] = arith.cmpi ne, %[[MNK]], %{{.+}} : index
+// CHECK: scf.if %[[NONEMPTY]] {
+// CHECK-DAG: %[[ONE:.+]] = arith.constant 1.000000e+00 : f32
+// CHECK-DAG: %[[ROWMAJOR:.+]] = arith.constant 101 : i32
+// CHECK-DAG: %[[TA:.+]] = arith.constant 111 : i32
+// CHECK-DAG: %[[TB:.+]] = arith.constant 111 : i32
+// CHECK-DAG: %[[M:.+]] = arith.index_cast %[[SC]]#0 : index to i32
+// CHECK-DAG: %[[N:.+]] = arith.index_cast %[[SC]]#1 : index to i32
+// CHECK-DAG: %[[K:.+]] = arith.index_cast %[[SA]]#1 : index to i32
+// CHECK-DAG: %[[LDA32:.+]] = arith.index_cast %[[LDA]] : index to i32
+// CHECK-DAG: %[[LDB32:.+]] = arith.index_cast %[[LDB]] : index to i32
+// CHECK-DAG: %[[LDC32:.+]] = arith.index_cast %[[LDC]] : index to i32
+// CHECK: func.call @cblas_sgemm(%[[ROWMAJOR]], %[[TA]], %[[TB]], %[[M]], %[[N]], %[[K]], %[[ONE]], %[[PA]], %[[LDA32]], %[[PB]], %[[LDB32]], %[[ONE]], %[[PC]], %[[LDC32]])
+// CHECK-NOT: linalg.matmul
+// CHECK: return
+func.func @matmul(%a: memref<?x32xf32>, %b: memref<32x64xf32>, %c: memref<?x64xf32>) {
+  linalg.matmul ins(%a, %b : memref<?x32xf32>, memref<32x64xf32>) outs(%c : memref<?x64xf32>)
+  return
+}
+
+// -----
+
+// B read as [n, k] (the map convert-txl-to-linalg gives txl.linear's weight)
+// is passed transposed: 111 for A, 112 for B; k still comes from A.
+// CHECK-LABEL: func.func @matmul_transposed_b
+// CHECK-SAME: (%[[A:[^:]+]]: memref<?x32xf32>, %[[B:[^:]+]]: memref<64x32xf32>, %[[C:[^:]+]]: memref<?x64xf32>)
+// CHECK: %{{[^,]+}}, %{{[^,]+}}, %[[SA:[^:]+]]:2, %{{[^:]+}}:2 = memref.extract_strided_metadata %[[A]]
+// CHECK: %{{[^,]+}}, %{{[^,]+}}, %{{[^:]+}}:2, %[[STB:[^:]+]]:2 = memref.extract_strided_metadata %[[B]]
+// CHECK: %[[LDB:.+]] = arith.maxui %[[STB]]#0, %{{.+}} : index
+// CHECK: arith.muli %{{.+}}, %[[SA]]#1 : index
+// CHECK: scf.if
+// CHECK-DAG: %[[NT:.+]] = arith.constant 111 : i32
+// CHECK-DAG: %[[T:.+]] = arith.constant 112 : i32
+// CHECK-DAG: %[[K:.+]] = arith.index_cast %[[SA]]#1 : index to i32
+// CHECK-DAG: %[[LDB32:.+]] = arith.index_cast %[[LDB]] : index to i32
+// CHECK: func.call @cblas_sgemm(%{{.+}}, %[[NT]], %[[T]], %{{.+}}, %{{.+}}, %[[K]], %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[LDB32]], %{{.+}}, %{{.+}}, %{{.+}})
+// CHECK-NOT: linalg.matmul
+func.func @matmul_transposed_b(%a: memref<?x32xf32>, %b: memref<64x32xf32>, %c: memref<?x64xf32>) {
+  linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
+    ins(%a, %b : memref<?x32xf32>, memref<64x32xf32>) outs(%c : memref<?x64xf32>)
+  return
+}
+
+// -----
+
+// A read as [k, m] is passed transposed (112 for A), and k is then A's
+// dimension 0.
+// CHECK-LABEL: func.func @matmul_transposed_a
+// CHECK-SAME: (%[[A:[^:]+]]: memref<32x?xf32>
+// CHECK: %{{[^,]+}}, %{{[^,]+}}, %[[SA:[^:]+]]:2, %{{[^:]+}}:2 = memref.extract_strided_metadata %[[A]]
+// CHECK: arith.muli %{{.+}}, %[[SA]]#0 : index
+// CHECK: scf.if
+// CHECK-DAG: %[[T:.+]] = arith.constant 112 : i32
+// CHECK-DAG: %[[NT:.+]] = arith.constant 111 : i32
+// CHECK-DAG: %[[K:.+]] = arith.index_cast %[[SA]]#0 : index to i32
+// CHECK: func.call @cblas_sgemm(%{{.+}}, %[[T]], %[[NT]], %{{.+}}, %{{.+}}, %[[K]],
+// CHECK-NOT: linalg.matmul
+func.func @matmul_transposed_a(%a: memref<32x?xf32>, %b: memref<32x64xf32>, %c: memref<?x64xf32>) {
+  linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (k, m)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>]
+    ins(%a, %b : memref<32x?xf32>, memref<32x64xf32>) outs(%c : memref<?x64xf32>)
+  return
+}
+
+// -----
+
+// linalg.batch_matmul becomes an scf.for over the batch (C's dimension 0) with
+// one sgemm per step, each operand advanced by iv * its batch stride; the
+// matrix sizes and leading dimensions come from dimensions 1 and 2.
+// CHECK-LABEL: func.func @batch_matmul
+// CHECK-SAME: (%[[A:[^:]+]]: memref<?x?x16xf32>, %[[B:[^:]+]]: memref<?x16x?xf32>, %[[C:[^:]+]]: memref<?x?x?xf32>)
+// CHECK: %{{[^,]+}}, %{{[^,]+}}, %[[SA:[^:]+]]:3, %[[STA:[^:]+]]:3 = memref.extract_strided_metadata %[[A]]
+// CHECK: %[[PA:.+]] = llvm.getelementptr
+// CHECK: %{{[^,]+}}, %{{[^,]+}}, %{{[^:]+}}:3, %[[STB:[^:]+]]:3 = memref.extract_strided_metadata %[[B]]
+// CHECK: %[[PB:.+]] = llvm.getelementptr
+// CHECK: %{{[^,]+}}, %{{[^,]+}}, %[[SC:[^:]+]]:3, %[[STC:[^:]+]]:3 = memref.extract_strided_metadata %[[C]]
+// CHECK: %[[PC:.+]] = llvm.getelementptr
+// CHECK: %[[LDA:.+]] = arith.maxui %[[STA]]#1, %{{.+}} : index
+// CHECK: %[[C0:.+]] = arith.constant 0 : index
+// CHECK: %[[MN:.+]] = arith.muli %[[SC]]#1, %[[SC]]#2 : index
+// CHECK: arith.muli %[[MN]], %[[SA]]#2 : index
+// CHECK: scf.if
+// CHECK: scf.for %[[IV:.+]] = %[[C0]] to %[[SC]]#0 step %{{.+}} {
+// CHECK-NEXT: %[[OA:.+]] = arith.muli %[[IV]], %[[STA]]#0 : index
+// CHECK-NEXT: %[[OA64:.+]] = arith.index_cast %[[OA]] : index to i64
+// CHECK-NEXT: %[[PAI:.+]] = llvm.getelementptr %[[PA]][%[[OA64]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK-NEXT: %[[OB:.+]] = arith.muli %[[IV]], %[[STB]]#0 : index
+// CHECK-NEXT: %[[OB64:.+]] = arith.index_cast %[[OB]] : index to i64
+// CHECK-NEXT: %[[PBI:.+]] = llvm.getelementptr %[[PB]][%[[OB64]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK-NEXT: %[[OC:.+]] = arith.muli %[[IV]], %[[STC]]#0 : index
+// CHECK-NEXT: %[[OC64:.+]] = arith.index_cast %[[OC]] : index to i64
+// CHECK-NEXT: %[[PCI:.+]] = llvm.getelementptr %[[PC]][%[[OC64]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK-DAG: %[[NT:.+]] = arith.constant 111 : i32
+// CHECK-DAG: %[[M:.+]] = arith.index_cast %[[SC]]#1 : index to i32
+// CHECK-DAG: %[[N:.+]] = arith.index_cast %[[SC]]#2 : index to i32
+// CHECK-DAG: %[[K:.+]] = arith.index_cast %[[SA]]#2 : index to i32
+// CHECK-DAG: %[[LDA32:.+]] = arith.index_cast %[[LDA]] : index to i32
+// CHECK: func.call @cblas_sgemm(%{{.+}}, %[[NT]], %{{.+}}, %[[M]], %[[N]], %[[K]], %{{.+}}, %[[PAI]], %[[LDA32]], %[[PBI]], %{{.+}}, %{{.+}}, %[[PCI]], %{{.+}})
+// CHECK-NEXT: }
+// CHECK-NOT: linalg.batch_matmul
+func.func @batch_matmul(%a: memref<?x?x16xf32>, %b: memref<?x16x?xf32>, %c: memref<?x?x?xf32>) {
+  linalg.batch_matmul ins(%a, %b : memref<?x?x16xf32>, memref<?x16x?xf32>) outs(%c : memref<?x?x?xf32>)
+  return
+}
+
+// -----
+
+// The q kᵀ batch_matmul of the attention scores (B read as [batch, n, k]) is
+// passed with B transposed.
+// CHECK-LABEL: func.func @batch_matmul_transposed_b
+// CHECK: scf.for
+// CHECK-DAG: %[[NT:.+]] = arith.constant 111 : i32
+// CHECK-DAG: %[[T:.+]] = arith.constant 112 : i32
+// CHECK: func.call @cblas_sgemm(%{{.+}}, %[[NT]], %[[T]],
+// CHECK-NOT: linalg.batch_matmul
+func.func @batch_matmul_transposed_b(%a: memref<?x?x16xf32>, %b: memref<?x?x16xf32>, %c: memref<?x?x?xf32>) {
+  linalg.batch_matmul indexing_maps = [affine_map<(b, m, n, k) -> (b, m, k)>, affine_map<(b, m, n, k) -> (b, n, k)>, affine_map<(b, m, n, k) -> (b, m, n)>]
+    ins(%a, %b : memref<?x?x16xf32>, memref<?x?x16xf32>) outs(%c : memref<?x?x?xf32>)
+  return
+}
+
+// -----
+
+// A strided view (a slice with offset and row stride) keeps its offset and
+// its row stride as the leading dimension.
+// CHECK-LABEL: func.func @matmul_strided_view
+// CHECK-SAME: (%[[A:[^:]+]]: memref<?x32xf32, strided<[?, 1], offset: ?>>
+// CHECK: %{{[^,]+}}, %[[OFFA:[^,]+]], %{{[^:]+}}:2, %[[STA:[^:]+]]:2 = memref.extract_strided_metadata %[[A]]
+// CHECK: %[[OA64:.+]] = arith.index_cast %[[OFFA]] : index to i64
+// CHECK-NEXT: llvm.getelementptr %{{.+}}[%[[OA64]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK: arith.maxui %[[STA]]#0, %{{.+}} : index
+// CHECK: func.call @cblas_sgemm
+func.func @matmul_strided_view(%a: memref<?x32xf32, strided<[?, 1], offset: ?>>, %b: memref<32x64xf32>, %c: memref<?x64xf32>) {
+  linalg.matmul ins(%a, %b : memref<?x32xf32, strided<[?, 1], offset: ?>>, memref<32x64xf32>) outs(%c : memref<?x64xf32>)
+  return
+}
+
+// -----
+
+// f64 products are not sgemm's: left alone.
+// CHECK-LABEL: func.func @matmul_f64
+// CHECK-NOT: func.call
+// CHECK: linalg.matmul ins(%{{.+}}, %{{.+}} : memref<?x32xf64>, memref<32x64xf64>) outs(%{{.+}} : memref<?x64xf64>)
+// CHECK-NOT: func.call
+// CHECK: return
+func.func @matmul_f64(%a: memref<?x32xf64>, %b: memref<32x64xf64>, %c: memref<?x64xf64>) {
+  linalg.matmul ins(%a, %b : memref<?x32xf64>, memref<32x64xf64>) outs(%c : memref<?x64xf64>)
+  return
+}
+
+// -----
+
+// Other linalg ops are untouched, and a module without products gets no
+// cblas_sgemm declaration.
+// CHECK-NOT: cblas_sgemm
+// CHECK-LABEL: func.func @no_products
+// CHECK: linalg.fill
+// CHECK-NOT: cblas_sgemm
+func.func @no_products(%c: memref<?x64xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%c : memref<?x64xf32>)
+  return
+}
+
+// -----
+
+// The pass runs after bufferization: a product on tensors is an error.
+func.func @matmul_on_tensors(%a: tensor<?x32xf32>, %b: tensor<32x64xf32>, %c: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  // expected-error @+1 {{'linalg.matmul' op txl-linalg-to-blas expects bufferized operands}}
+  %0 = linalg.matmul ins(%a, %b : tensor<?x32xf32>, tensor<32x64xf32>) outs(%c : tensor<?x64xf32>) -> tensor<?x64xf32>
+  return %0 : tensor<?x64xf32>
+}
+
+// -----
+
+// Maps that are not one of the four transpose layouts (here a broadcast A)
+// cannot be expressed as one sgemm.
+func.func @matmul_broadcast_a(%a: memref<32xf32>, %b: memref<32x64xf32>, %c: memref<?x64xf32>) {
+  // expected-error @+1 {{'linalg.matmul' op unsupported indexing maps for a BLAS product}}
+  linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (k)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>]
+    ins(%a, %b : memref<32xf32>, memref<32x64xf32>) outs(%c : memref<?x64xf32>)
+  return
+}
+
+// -----
+
+// BLAS needs unit-stride rows: a column-major view is rejected.
+func.func @matmul_column_major(%a: memref<?x32xf32, strided<[1, ?]>>, %b: memref<32x64xf32>, %c: memref<?x64xf32>) {
+  // expected-error @+1 {{'linalg.matmul' op BLAS operands must be f32 memrefs with a unit inner stride}}
+  linalg.matmul ins(%a, %b : memref<?x32xf32, strided<[1, ?]>>, memref<32x64xf32>) outs(%c : memref<?x64xf32>)
+  return
+}

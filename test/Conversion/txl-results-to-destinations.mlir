@@ -1,0 +1,75 @@
+// RUN: txl-opt %s --split-input-file --txl-results-to-destinations --verify-diagnostics | FileCheck %s
+
+// An entry function (llvm.emit_c_interface) gets one caller-allocated tensor
+// argument per result, appended after the original arguments; each returned
+// value is materialized into its destination, and the original tensor
+// arguments are marked non-writable (scalars get no attribute).
+// CHECK-LABEL: func.func @segment
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<?x32xf32> {bufferization.writable = false}, %[[N:[^:]+]]: i64, %[[MEM:[^:]+]]: tensor<?x?x32xf32> {bufferization.writable = false}, %[[OUT0:[^:]+]]: tensor<?x?xf32>, %[[OUT1:[^:]+]]: tensor<?x?x32xf32>)
+// CHECK-SAME: -> (tensor<?x?xf32>, tensor<?x?x32xf32>) attributes {llvm.emit_c_interface}
+// CHECK: %[[NLL:.+]] = tensor.empty
+// CHECK: %[[W0:.+]] = bufferization.materialize_in_destination %[[NLL]] in %[[OUT0]] : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
+// CHECK: %[[W1:.+]] = bufferization.materialize_in_destination %[[MEM]] in %[[OUT1]] : (tensor<?x?x32xf32>, tensor<?x?x32xf32>) -> tensor<?x?x32xf32>
+// CHECK: return %[[W0]], %[[W1]] : tensor<?x?xf32>, tensor<?x?x32xf32>
+func.func @segment(%x: tensor<?x32xf32>, %n: i64, %mem: tensor<?x?x32xf32>) -> (tensor<?x?xf32>, tensor<?x?x32xf32>)
+    attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %q = tensor.dim %x, %c0 : tensor<?x32xf32>
+  %b = tensor.dim %mem, %c1 : tensor<?x?x32xf32>
+  %nll = tensor.empty(%q, %b) : tensor<?x?xf32>
+  return %nll, %mem : tensor<?x?xf32>, tensor<?x?x32xf32>
+}
+
+// -----
+
+// Every return of the entry function is rewritten.
+// CHECK-LABEL: func.func @two_returns
+// CHECK-SAME: (%[[C:[^:]+]]: i1, %[[A:[^:]+]]: tensor<4xf32> {bufferization.writable = false}, %[[B:[^:]+]]: tensor<4xf32> {bufferization.writable = false}, %[[OUT:[^:]+]]: tensor<4xf32>)
+// CHECK: ^bb1:
+// CHECK-NEXT: %[[WA:.+]] = bufferization.materialize_in_destination %[[A]] in %[[OUT]]
+// CHECK-NEXT: return %[[WA]]
+// CHECK: ^bb2:
+// CHECK-NEXT: %[[WB:.+]] = bufferization.materialize_in_destination %[[B]] in %[[OUT]]
+// CHECK-NEXT: return %[[WB]]
+func.func @two_returns(%c: i1, %a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> attributes {llvm.emit_c_interface} {
+  cf.cond_br %c, ^bb1, ^bb2
+^bb1:
+  return %a : tensor<4xf32>
+^bb2:
+  return %b : tensor<4xf32>
+}
+
+// -----
+
+// Functions without llvm.emit_c_interface, and external declarations, are
+// left alone.
+// CHECK-LABEL: func.func @helper
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<?xf32>) -> tensor<?xf32> {
+// CHECK-NOT: bufferization
+// CHECK: return %[[X]] : tensor<?xf32>
+// CHECK-LABEL: func.func private @external(tensor<?xf32>) -> tensor<?xf32> attributes {llvm.emit_c_interface}
+func.func @helper(%x: tensor<?xf32>) -> tensor<?xf32> {
+  return %x : tensor<?xf32>
+}
+func.func private @external(%x: tensor<?xf32>) -> tensor<?xf32> attributes {llvm.emit_c_interface}
+
+// -----
+
+// A result that is not a ranked tensor cannot be given a destination.
+// expected-error @+1 {{'func.func' op txl-results-to-destinations: every result must be a ranked tensor}}
+func.func @scalar_result(%x: f32) -> f32 attributes {llvm.emit_c_interface} {
+  return %x : f32
+}
+
+// -----
+
+// An entry function may not be called inside the module: its signature changes.
+// expected-error @+1 {{'func.func' op txl-results-to-destinations: an entry function (llvm.emit_c_interface) must not be called inside the module}}
+func.func @entry(%x: tensor<?xf32>) -> tensor<?xf32> attributes {llvm.emit_c_interface} {
+  return %x : tensor<?xf32>
+}
+func.func @caller(%b: tensor<?xf32>) -> tensor<?xf32> {
+  %r = func.call @entry(%b) : (tensor<?xf32>) -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}
