@@ -175,9 +175,7 @@ struct RelAttentionLowering : public OpRewritePattern<RelAttentionOp> {
     out = createExpand(rewriter, loc, out, {{0, 1}, {2}, {3}},
                        {qs[1], qs[2], qs[0], qs[3]});
     out = createTranspose(rewriter, loc, out, {2, 0, 1, 3});
-    if (out.getType() != op.getType())
-      out = tensor::CastOp::create(rewriter, loc, op.getType(), out);
-    rewriter.replaceOp(op, out);
+    rewriter.replaceOp(op, castTo(rewriter, loc, out, op.getType()));
     return success();
   }
 };

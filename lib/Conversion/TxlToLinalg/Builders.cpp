@@ -59,6 +59,12 @@ Value mlir::txl::createExpand(OpBuilder &b, Location loc, Value input,
                                        sizes);
 }
 
+Value mlir::txl::castTo(OpBuilder &b, Location loc, Value v, Type type) {
+  if (v.getType() == type)
+    return v;
+  return tensor::CastOp::create(b, loc, type, v);
+}
+
 AffineMap mlir::txl::identityMap(MLIRContext *ctx, unsigned rank) {
   return AffineMap::getMultiDimIdentityMap(rank, ctx);
 }

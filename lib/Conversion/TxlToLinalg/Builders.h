@@ -59,6 +59,10 @@ Value createMaskedSoftmax(OpBuilder &b, Location loc, Value scores,
                           ScoreLayout layout, Value memLen, Value sameLength,
                           float scale);
 
+/// `v` itself when it already has `type`, else a `tensor.cast` to it (the
+/// lowerings compute shapes that may be more or less static than the op's).
+Value castTo(OpBuilder &b, Location loc, Value v, Type type);
+
 /// Identity affine map of `rank` dims, and the map dropping dimension `dim`.
 AffineMap identityMap(MLIRContext *ctx, unsigned rank);
 AffineMap dropDimMap(MLIRContext *ctx, unsigned rank, unsigned dim);

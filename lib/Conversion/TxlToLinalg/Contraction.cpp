@@ -17,13 +17,6 @@
 using namespace mlir;
 using namespace mlir::txl;
 
-/// Casts `v` to `type` when the static information differs.
-static Value castTo(OpBuilder &b, Location loc, Value v, Type type) {
-  if (v.getType() == type)
-    return v;
-  return tensor::CastOp::create(b, loc, type, v);
-}
-
 namespace {
 
 // txl.linear(x[..., in], w[out, in], b) => collapse, linalg.matmul (w transposed), + b, expand

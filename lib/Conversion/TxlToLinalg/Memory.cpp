@@ -47,9 +47,7 @@ struct EmbeddingLowering : public OpRewritePattern<EmbeddingOp> {
                                                        ValueRange{row, col})});
             })
             .getResult(0);
-    if (out.getType() != op.getType())
-      out = tensor::CastOp::create(rewriter, loc, op.getType(), out);
-    rewriter.replaceOp(op, out);
+    rewriter.replaceOp(op, castTo(rewriter, loc, out, op.getType()));
     return success();
   }
 };
@@ -75,9 +73,7 @@ struct ConcatMemLowering : public OpRewritePattern<ConcatMemOp> {
     Value full = tensor::InsertSliceOp::create(
         rewriter, loc, op.getHidden(), withMem,
         SmallVector<OpFoldResult>{mlen, zero, zero}, hidSizes, strides);
-    if (full.getType() != op.getType())
-      full = tensor::CastOp::create(rewriter, loc, op.getType(), full);
-    rewriter.replaceOp(op, full);
+    rewriter.replaceOp(op, castTo(rewriter, loc, full, op.getType()));
     return success();
   }
 };
@@ -98,9 +94,7 @@ struct TakeLastLowering : public OpRewritePattern<TakeLastOp> {
     Value slice = tensor::ExtractSliceOp::create(
         rewriter, loc, input, SmallVector<OpFoldResult>{offset, zero, zero},
         sizes, SmallVector<OpFoldResult>(3, one));
-    if (slice.getType() != op.getType())
-      slice = tensor::CastOp::create(rewriter, loc, op.getType(), slice);
-    rewriter.replaceOp(op, slice);
+    rewriter.replaceOp(op, castTo(rewriter, loc, slice, op.getType()));
     return success();
   }
 };

@@ -154,9 +154,7 @@ struct NllLowering : public OpRewritePattern<NllOp> {
                   b, l, ValueRange{arith::SubFOp::create(b, l, lse, logit)});
             })
             .getResult(0);
-    if (nll.getType() != op.getType())
-      nll = tensor::CastOp::create(rewriter, loc, op.getType(), nll);
-    rewriter.replaceOp(op, nll);
+    rewriter.replaceOp(op, castTo(rewriter, loc, nll, op.getType()));
     return success();
   }
 };
