@@ -10,14 +10,16 @@
 namespace cl = llvm::cl;
 using namespace mlir::txl;
 
-static cl::opt<std::string> inputFile(cl::Positional,
+static cl::OptionCategory txlcCategory("txlc options");
+
+static cl::opt<std::string> inputFile(cl::cat(txlcCategory), cl::Positional,
                                       cl::desc("<model file (.toml)>"),
                                       cl::Required);
-static cl::opt<std::string> outputFile("o", cl::desc("Output path (executable, "
+static cl::opt<std::string> outputFile(cl::cat(txlcCategory), "o", cl::desc("Output path (executable, "
                                                      "object, or text; default "
                                                      "stdout for text)"),
                                        cl::value_desc("path"), cl::init(""));
-static cl::opt<EmitAction> emitAction(
+static cl::opt<EmitAction> emitAction(cl::cat(txlcCategory), 
     "emit", cl::desc("Stage to stop after"), cl::init(EmitAction::Executable),
     cl::values(
         clEnumValN(EmitAction::Txl, "txl",
@@ -31,34 +33,36 @@ static cl::opt<EmitAction> emitAction(
         clEnumValN(EmitAction::Object, "obj", "an object file (needs -o)"),
         clEnumValN(EmitAction::Executable, "exe",
                    "a standalone executable (default; needs -o)")));
-static cl::opt<bool> fuseAttention(
+static cl::opt<bool> fuseAttention(cl::cat(txlcCategory), 
     "fuse-attention",
     cl::desc("Fuse the four-term relative attention (default true; false "
              "lowers the decomposed form)"),
     cl::init(true));
-static cl::opt<std::string> mcpu("mcpu", cl::desc("Target CPU (LLVM name, or "
+static cl::opt<std::string> mcpu(cl::cat(txlcCategory), "mcpu", cl::desc("Target CPU (LLVM name, or "
                                                   "'native')"),
                                  cl::init("x86-64-v3"));
-static cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level 0-3"),
+static cl::opt<unsigned> optLevel(cl::cat(txlcCategory), "O", cl::desc("LLVM optimization level 0-3"),
                                   cl::Prefix, cl::init(3));
-static cl::opt<std::string> runtimeDir(
+static cl::opt<std::string> runtimeDir(cl::cat(txlcCategory), 
     "runtime-dir",
     cl::desc("Directory with libtxl_runtime.a (default: ../lib beside txlc)"),
     cl::init(""));
-static cl::opt<std::string> runtimeInclude(
+static cl::opt<std::string> runtimeInclude(cl::cat(txlcCategory), 
     "runtime-include", cl::desc("Directory with txl/runtime.h"),
     cl::init(TXL_DEFAULT_RUNTIME_INCLUDE_DIR));
-static cl::opt<std::string> linker("linker",
+static cl::opt<std::string> linker(cl::cat(txlcCategory), "linker",
                                    cl::desc("C++ compiler driver used to link "
                                             "(default clang++-22)"),
                                    cl::init(""));
-static cl::opt<bool> keepTemps("keep-temps",
+static cl::opt<bool> keepTemps(cl::cat(txlcCategory), "keep-temps",
                                cl::desc("Keep the intermediate object and C "
                                         "files"),
                                cl::init(false));
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  // libLLVM registers its own options globally; show only txlc's.
+  cl::HideUnrelatedOptions(txlcCategory);
   cl::ParseCommandLineOptions(
       argc, argv,
       "txlc: compile a Transformer-XL model file into a standalone "
