@@ -1,4 +1,5 @@
-//===- txlc.cpp - Transformer-XL model file -> executable --------*- C++ -*-===//
+//===- txlc.cpp - Transformer-XL model file -> executable --------*- C++
+//-*-===//
 
 #include "txl/Driver/Driver.h"
 
@@ -15,41 +16,45 @@ static cl::OptionCategory txlcCategory("txlc options");
 static cl::opt<std::string> inputFile(cl::cat(txlcCategory), cl::Positional,
                                       cl::desc("<model file (.toml)>"),
                                       cl::Required);
-static cl::opt<std::string> outputFile(cl::cat(txlcCategory), "o", cl::desc("Output path (executable, "
-                                                     "object, or text; default "
-                                                     "stdout for text)"),
+static cl::opt<std::string> outputFile(cl::cat(txlcCategory), "o",
+                                       cl::desc("Output path (executable, "
+                                                "object, or text; default "
+                                                "stdout for text)"),
                                        cl::value_desc("path"), cl::init(""));
-static cl::opt<EmitAction> emitAction(cl::cat(txlcCategory), 
-    "emit", cl::desc("Stage to stop after"), cl::init(EmitAction::Executable),
+static cl::opt<EmitAction> emitAction(
+    cl::cat(txlcCategory), "emit", cl::desc("Stage to stop after"),
+    cl::init(EmitAction::Executable),
     cl::values(
         clEnumValN(EmitAction::Txl, "txl",
                    "the segment in the txl dialect, four-term form"),
         clEnumValN(EmitAction::TxlOpt, "txl-opt",
                    "after txl-level passes (fusion, rel_shift lowering)"),
         clEnumValN(EmitAction::Linalg, "linalg", "after lowering to linalg"),
-        clEnumValN(EmitAction::LLVMMLIR, "llvm-mlir",
-                   "the MLIR LLVM dialect"),
+        clEnumValN(EmitAction::LLVMMLIR, "llvm-mlir", "the MLIR LLVM dialect"),
         clEnumValN(EmitAction::LLVMIR, "llvm", "optimized LLVM IR"),
         clEnumValN(EmitAction::Object, "obj", "an object file (needs -o)"),
         clEnumValN(EmitAction::Executable, "exe",
                    "a standalone executable (default; needs -o)")));
-static cl::opt<bool> fuseAttention(cl::cat(txlcCategory), 
-    "fuse-attention",
+static cl::opt<bool> fuseAttention(
+    cl::cat(txlcCategory), "fuse-attention",
     cl::desc("Fuse the four-term relative attention (default true; false "
              "lowers the decomposed form)"),
     cl::init(true));
-static cl::opt<std::string> mcpu(cl::cat(txlcCategory), "mcpu", cl::desc("Target CPU (LLVM name, or "
-                                                  "'native')"),
+static cl::opt<std::string> mcpu(cl::cat(txlcCategory), "mcpu",
+                                 cl::desc("Target CPU (LLVM name, or "
+                                          "'native')"),
                                  cl::init("x86-64-v3"));
-static cl::opt<unsigned> optLevel(cl::cat(txlcCategory), "O", cl::desc("LLVM optimization level 0-3"),
+static cl::opt<unsigned> optLevel(cl::cat(txlcCategory), "O",
+                                  cl::desc("LLVM optimization level 0-3"),
                                   cl::Prefix, cl::init(3));
-static cl::opt<std::string> runtimeDir(cl::cat(txlcCategory), 
-    "runtime-dir",
+static cl::opt<std::string> runtimeDir(
+    cl::cat(txlcCategory), "runtime-dir",
     cl::desc("Directory with libtxl_runtime.a (default: ../lib beside txlc)"),
     cl::init(""));
-static cl::opt<std::string> runtimeInclude(cl::cat(txlcCategory), 
-    "runtime-include", cl::desc("Directory with txl/runtime.h"),
-    cl::init(TXL_DEFAULT_RUNTIME_INCLUDE_DIR));
+static cl::opt<std::string>
+    runtimeInclude(cl::cat(txlcCategory), "runtime-include",
+                   cl::desc("Directory with txl/runtime.h"),
+                   cl::init(TXL_DEFAULT_RUNTIME_INCLUDE_DIR));
 static cl::opt<std::string> linker(cl::cat(txlcCategory), "linker",
                                    cl::desc("C++ compiler driver used to link "
                                             "(default clang++-22)"),
@@ -88,8 +93,7 @@ int main(int argc, char **argv) {
   }
   options.runtimeLibDir = runtimeDir;
   if (options.runtimeLibDir.empty()) {
-    std::string self =
-        llvm::sys::fs::getMainExecutable(argv[0], (void *)&main);
+    std::string self = llvm::sys::fs::getMainExecutable(argv[0], (void *)&main);
     llvm::SmallString<128> dir(llvm::sys::path::parent_path(self));
     llvm::sys::path::append(dir, "..", "lib");
     options.runtimeLibDir = std::string(dir);

@@ -23,6 +23,16 @@ namespace txl {
 using namespace mlir;
 using namespace mlir::txl;
 
+/// Entry functions change signature in these passes, so a call inside the
+/// module would break; report it instead. Returns failure if `fn` is called.
+static LogicalResult verifyNotCalled(func::FuncOp fn, ModuleOp module,
+                                     llvm::StringRef pass) {
+  if (SymbolTable::symbolKnownUseEmpty(fn, module))
+    return success();
+  return fn.emitOpError(pass) << ": an entry function (llvm.emit_c_interface) "
+                                 "must not be called inside the module";
+}
+
 namespace {
 struct ResultsToDestinationsPass
     : public txl::impl::ResultsToDestinationsPassBase<
@@ -31,13 +41,9 @@ struct ResultsToDestinationsPass
     for (auto fn : getOperation().getOps<func::FuncOp>()) {
       if (fn.isExternal() || !fn->hasAttr("llvm.emit_c_interface"))
         continue;
-      if (!SymbolTable::symbolKnownUseEmpty(fn, getOperation())) {
-        fn.emitOpError("txl-results-to-destinations: an entry function "
-                       "(llvm.emit_c_interface) must not be called inside "
-                       "the module");
-        return signalPassFailure();
-      }
-      if (failed(convert(fn)))
+      if (failed(verifyNotCalled(fn, getOperation(),
+                                 "txl-results-to-destinations")) ||
+          failed(convert(fn)))
         return signalPassFailure();
     }
   }
@@ -92,12 +98,9 @@ struct DropDestinationResultsPass
       if (fn.isExternal() || !fn->hasAttr("llvm.emit_c_interface") ||
           fn.getNumResults() == 0)
         continue;
-      if (!SymbolTable::symbolKnownUseEmpty(fn, getOperation())) {
-        fn.emitOpError("txl-drop-destination-results: an entry function "
-                       "(llvm.emit_c_interface) must not be called inside "
-                       "the module");
+      if (failed(verifyNotCalled(fn, getOperation(),
+                                 "txl-drop-destination-results")))
         return signalPassFailure();
-      }
       Block &entry = fn.getBody().front();
       unsigned firstOut = fn.getNumArguments() - fn.getNumResults();
       WalkResult walk = fn.walk([&](func::ReturnOp ret) {
