@@ -1,11 +1,12 @@
 //===- SegmentBuilder.cpp - Model file -> txl segment function ---*- C++ -*-===//
 //
 // Mirrors the official pytorch/mem_transformer.py (commit 44781ed) in eval
-// mode: AdaptiveEmbedding (div_val = 1, no cutoffs) scaled by sqrt(d_model),
+// mode: AdaptiveEmbedding scaled by sqrt(d_model),
 // PositionalEmbedding over distances klen-1 ... 0, n_layer
 // RelPartialLearnableDecoderLayer, and the output softmax. The attention
 // score is written as the paper's four terms and a rel_shift; fusion is a
-// pass, not a frontend decision.
+// pass, not a frontend decision. Tied parameters (tie_weight, tie_projs) are
+// one function argument used in both places.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,17 +25,60 @@
 using namespace mlir;
 using namespace mlir::txl;
 
+/// `[0, cutoffs..., n_token]`, the official `cutoff_ends`.
+static SmallVector<int64_t> cutoffEnds(const ModelSection &m) {
+  SmallVector<int64_t> ends = {0};
+  ends.append(m.cutoffs.begin(), m.cutoffs.end());
+  ends.push_back(m.nToken);
+  return ends;
+}
+
+/// Embedding size of cluster i: official `d_embed // div_val**i`.
+static int64_t clusterDim(const ModelConfig &config, size_t cluster) {
+  int64_t d = config.dEmbed();
+  for (size_t i = 0; i < cluster; ++i)
+    d /= config.model.divVal;
+  return d;
+}
+
+static std::string clusterName(StringRef prefix, size_t i, StringRef suffix = "") {
+  return (prefix + Twine(i) + suffix).str();
+}
+
 SmallVector<ParamSpec> mlir::txl::getParameterTable(const ModelConfig &config) {
   const ModelSection &m = config.model;
   int64_t hd = m.nHead * m.dHead;
+  int64_t dEmbed = config.dEmbed();
+  SmallVector<int64_t> ends = cutoffEnds(m);
+  size_t clusters = ends.size() - 1;
+  bool sliced = m.divVal == 1;
+  bool projected = !sliced || dEmbed != m.dModel;
+  auto tieProj = [&](size_t i) { return i < m.tieProjs.size() && m.tieProjs[i]; };
   SmallVector<ParamSpec> params;
   auto add = [&](std::string name, SmallVector<int64_t> shape,
-                 bool trainable = true, std::string alias = "") {
-    params.push_back({std::move(name), std::move(shape), trainable,
-                      std::move(alias)});
+                 bool trainable = true) -> ParamSpec & {
+    params.push_back({std::move(name), std::move(shape), trainable, {}});
+    return params.back();
   };
-  add("word_emb.emb_layers.0.weight", {m.nToken, config.dEmbed()}, true,
-      m.tieWeight ? "crit.out_layers.0.weight" : "");
+
+  // AdaptiveEmbedding; the tied output layers and projections are aliases.
+  for (size_t i = 0; i < (sliced ? 1 : clusters); ++i) {
+    SmallVector<int64_t> shape = {sliced ? m.nToken : ends[i + 1] - ends[i],
+                                  clusterDim(config, i)};
+    ParamSpec &p = add(clusterName("word_emb.emb_layers.", i, ".weight"), shape);
+    if (m.tieWeight)
+      p.aliases.push_back(clusterName("crit.out_layers.", i, ".weight"));
+  }
+  if (projected) {
+    for (size_t i = 0; i < (sliced ? 1 : clusters); ++i) {
+      ParamSpec &p = add(clusterName("word_emb.emb_projs.", i),
+                         {m.dModel, clusterDim(config, i)});
+      // div_val = 1: every tied out_projs.i is emb_projs.0.
+      for (size_t j = 0; j < clusters; ++j)
+        if (tieProj(j) && (sliced || j == i))
+          p.aliases.push_back(clusterName("crit.out_projs.", j));
+    }
+  }
   add("pos_emb.inv_freq", {m.dModel / 2}, /*trainable=*/false);
   add("r_w_bias", {m.nHead, m.dHead});
   add("r_r_bias", {m.nHead, m.dHead});
@@ -52,9 +96,24 @@ SmallVector<ParamSpec> mlir::txl::getParameterTable(const ModelConfig &config) {
     add(p + "pos_ff.layer_norm.weight", {m.dModel});
     add(p + "pos_ff.layer_norm.bias", {m.dModel});
   }
-  if (!m.tieWeight)
-    add("crit.out_layers.0.weight", {m.nToken, config.dEmbed()});
-  add("crit.out_layers.0.bias", {m.nToken});
+
+  // ProjectedAdaptiveLogSoftmax.
+  if (clusters > 1) {
+    add("crit.cluster_weight", {static_cast<int64_t>(clusters - 1), dEmbed});
+    add("crit.cluster_bias", {static_cast<int64_t>(clusters - 1)});
+  }
+  for (size_t i = 0; i < (sliced ? 1 : clusters); ++i) {
+    int64_t rows = sliced ? m.nToken : ends[i + 1] - ends[i];
+    if (!m.tieWeight)
+      add(clusterName("crit.out_layers.", i, ".weight"),
+          {rows, clusterDim(config, i)});
+    add(clusterName("crit.out_layers.", i, ".bias"), {rows});
+  }
+  if (projected)
+    for (size_t i = 0; i < clusters; ++i)
+      if (!tieProj(i))
+        add(clusterName("crit.out_projs.", i),
+            {m.dModel, clusterDim(config, sliced ? 0 : i)});
   return params;
 }
 
@@ -79,6 +138,10 @@ private:
   Value layerNorm(Value x, StringRef prefix);
   Value attention(Value h, Value pos, Value mem, StringRef prefix);
   Value feedForward(Value h, StringRef prefix);
+  Value embedding(Value data);
+  Value loss(Value h, Value target);
+  /// The parameter under `name` or, when tied, under the name it is tied to.
+  Value tiedParam(StringRef name);
 
   OpBuilder &b;
   Location loc;
@@ -179,6 +242,72 @@ Value SegmentEmitter::feedForward(Value h, StringRef prefix) {
   return m.preLnorm ? sum : layerNorm(sum, ff);
 }
 
+Value SegmentEmitter::tiedParam(StringRef name) {
+  if (Value v = param(name))
+    return v;
+  for (const ParamSpec &p : getParameterTable(config))
+    if (llvm::is_contained(p.aliases, name))
+      return param(p.name);
+  llvm_unreachable("parameter table and segment emitter disagree");
+}
+
+/// Official AdaptiveEmbedding.forward: the looked-up (and, for d_embed !=
+/// d_model or div_val != 1, projected) embedding times emb_scale = d_model**0.5.
+Value SegmentEmitter::embedding(Value data) {
+  int64_t dyn = ShapedType::kDynamic;
+  SmallVector<int64_t> ends = cutoffEnds(m);
+  Value emb;
+  if (m.divVal == 1) {
+    emb = EmbeddingOp::create(b, loc, tensorType({dyn, dyn, config.dEmbed()}),
+                              param("word_emb.emb_layers.0.weight"), data);
+    if (config.dEmbed() != m.dModel)
+      emb = linear(emb, param("word_emb.emb_projs.0"));
+  } else {
+    SmallVector<Value> tables, projs;
+    for (size_t i = 0; i + 1 < ends.size(); ++i) {
+      tables.push_back(param(clusterName("word_emb.emb_layers.", i, ".weight")));
+      projs.push_back(param(clusterName("word_emb.emb_projs.", i)));
+    }
+    emb = AdaptiveEmbeddingOp::create(b, loc, tensorType({dyn, dyn, m.dModel}),
+                                      data, tables, projs,
+                                      b.getDenseI64ArrayAttr(ends));
+  }
+  return ScaleOp::create(
+      b, loc, emb, b.getF32FloatAttr(std::sqrt(static_cast<float>(m.dModel))));
+}
+
+/// Official ProjectedAdaptiveLogSoftmax.forward: a plain linear + NLL when
+/// there are no clusters and no projection, else txl.adaptive_nll.
+Value SegmentEmitter::loss(Value h, Value target) {
+  int64_t dyn = ShapedType::kDynamic;
+  auto nllType = tensorType({dyn, dyn});
+  SmallVector<int64_t> ends = cutoffEnds(m);
+  size_t clusters = ends.size() - 1;
+  bool sliced = m.divVal == 1;
+  bool projected = !sliced || config.dEmbed() != m.dModel;
+  if (clusters == 1 && !projected) {
+    Value logits = linear(h, tiedParam("crit.out_layers.0.weight"),
+                          param("crit.out_layers.0.bias"));
+    return NllOp::create(b, loc, nllType, logits, target);
+  }
+  SmallVector<Value> weights, biases, projs;
+  for (size_t i = 0; i < (sliced ? 1 : clusters); ++i) {
+    weights.push_back(tiedParam(clusterName("crit.out_layers.", i, ".weight")));
+    biases.push_back(param(clusterName("crit.out_layers.", i, ".bias")));
+  }
+  if (projected)
+    for (size_t i = 0; i < clusters; ++i)
+      projs.push_back(tiedParam(clusterName("crit.out_projs.", i)));
+  Value clusterWeight, clusterBias;
+  if (clusters > 1) {
+    clusterWeight = param("crit.cluster_weight");
+    clusterBias = param("crit.cluster_bias");
+  }
+  return AdaptiveNllOp::create(b, loc, nllType, h, target, weights, biases,
+                               projs, clusterWeight, clusterBias,
+                               b.getDenseI64ArrayAttr(ends));
+}
+
 void SegmentEmitter::emit(ModuleOp module) {
   int64_t dyn = ShapedType::kDynamic;
   SmallVector<ParamSpec> table = getParameterTable(config);
@@ -222,10 +351,7 @@ void SegmentEmitter::emit(ModuleOp module) {
   sameLength = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
                                      entry->getArgument(arg++), zero64);
 
-  // Word embedding scaled by sqrt(d_model) (official emb_scale = d_proj**0.5).
-  Value emb = EmbeddingOp::create(b, loc, memType, param("word_emb.emb_layers.0.weight"), data);
-  Value h = ScaleOp::create(b, loc, emb,
-                            b.getF32FloatAttr(std::sqrt(static_cast<float>(m.dModel))));
+  Value h = embedding(data);
   Value qlen = tensor::DimOp::create(b, loc, data, 0);
   Value mlen = tensor::DimOp::create(b, loc, mems[0], 0);
   Value klen = arith::AddIOp::create(b, loc, mlen, qlen);
@@ -240,10 +366,7 @@ void SegmentEmitter::emit(ModuleOp module) {
     hids.push_back(h);
   }
 
-  Value outWeight = m.tieWeight ? param("word_emb.emb_layers.0.weight")
-                                : param("crit.out_layers.0.weight");
-  Value logits = linear(h, outWeight, param("crit.out_layers.0.bias"));
-  Value nll = NllOp::create(b, loc, tensorType({dyn, dyn}), logits, target);
+  Value nll = loss(h, target);
 
   // Official _update_mems: cat(mems[l], hids[l])[-mem_len:], detached.
   SmallVector<Value> returned = {nll};
@@ -260,16 +383,6 @@ mlir::txl::buildSegmentModule(MLIRContext &context, const ModelConfig &config) {
   context.loadDialect<TxlDialect, func::FuncDialect, arith::ArithDialect,
                       tensor::TensorDialect>();
   Location loc = FileLineColLoc::get(&context, config.fileName, 1, 1);
-  if (!config.model.cutoffs.empty()) {
-    emitError(loc) << "[model] cutoffs: adaptive input/softmax is not "
-                      "supported yet (cutoffs must be [])";
-    return failure();
-  }
-  if (config.dEmbed() != config.model.dModel) {
-    emitError(loc) << "[model] d_embed: a projected embedding (d_embed != "
-                      "d_model) is not supported yet";
-    return failure();
-  }
   if (config.model.dModel % 2 != 0) {
     emitError(loc) << "[model] d_model must be even for the sinusoid "
                       "position embedding";

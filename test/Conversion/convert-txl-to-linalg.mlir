@@ -142,8 +142,8 @@ func.func @layer_norm(%x: tensor<?x?x32xf32>, %g: tensor<32xf32>, %b: tensor<32x
 
 // -----
 
-// nll: row max (init -inf), row sum of exp(x - max), then
-// log(sum) + max - logits[i, b, target[i, b]] read with tensor.extract.
+// nll: row max (init -inf), row sum of exp(x - max), lse = log(sum) + max,
+// then lse - logits[i, b, target[i, b]] read with tensor.extract.
 // CHECK-DAG: #[[$ID:.+]] = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
 // CHECK-DAG: #[[$ROW:.+]] = affine_map<(d0, d1, d2) -> (d0, d1)>
 // CHECK-DAG: #[[$ID2:.+]] = affine_map<(d0, d1) -> (d0, d1)>
@@ -155,15 +155,18 @@ func.func @layer_norm(%x: tensor<?x?x32xf32>, %g: tensor<32xf32>, %b: tensor<32x
 // CHECK: arith.maximumf
 // CHECK: %[[SUM:.+]] = linalg.generic {indexing_maps = [#[[$ID]], #[[$ROW]], #[[$ROW]]], iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[L]], %[[MAX]] : tensor<?x?x50xf32>, tensor<?x?xf32>)
 // CHECK: math.exp
-// CHECK: %[[NLL:.+]] = linalg.generic {indexing_maps = [#[[$ID2]], #[[$ID2]], #[[$ID2]], #[[$ID2]]], iterator_types = ["parallel", "parallel"]} ins(%[[MAX]], %[[SUM]], %[[T]] : tensor<?x?xf32>, tensor<?x?xf32>, tensor<?x?xi64>) outs(%{{.+}} : tensor<?x?xf32>)
-// CHECK-NEXT: ^bb0(%[[M:.+]]: f32, %[[S:.+]]: f32, %[[TGT:.+]]: i64, %{{.+}}: f32):
+// CHECK: %[[LSE:.+]] = linalg.generic {indexing_maps = [#[[$ID2]], #[[$ID2]], #[[$ID2]]], iterator_types = ["parallel", "parallel"]} ins(%[[SUM]], %[[MAX]] : tensor<?x?xf32>, tensor<?x?xf32>)
+// CHECK-NEXT: ^bb0(%[[S:.+]]: f32, %[[M:.+]]: f32, %{{.+}}: f32):
+// CHECK-NEXT: %[[LOG:.+]] = math.log %[[S]] : f32
+// CHECK-NEXT: %[[ADD:.+]] = arith.addf %[[LOG]], %[[M]] : f32
+// CHECK-NEXT: linalg.yield %[[ADD]] : f32
+// CHECK: %[[NLL:.+]] = linalg.generic {indexing_maps = [#[[$ID2]], #[[$ID2]], #[[$ID2]]], iterator_types = ["parallel", "parallel"]} ins(%[[LSE]], %[[T]] : tensor<?x?xf32>, tensor<?x?xi64>) outs(%{{.+}} : tensor<?x?xf32>)
+// CHECK-NEXT: ^bb0(%[[LS:.+]]: f32, %[[TGT:.+]]: i64, %{{.+}}: f32):
 // CHECK-NEXT: %[[I:.+]] = linalg.index 0 : index
 // CHECK-NEXT: %[[BI:.+]] = linalg.index 1 : index
 // CHECK-NEXT: %[[TI:.+]] = arith.index_cast %[[TGT]] : i64 to index
 // CHECK-NEXT: %[[LOGIT:.+]] = tensor.extract %[[L]][%[[I]], %[[BI]], %[[TI]]] : tensor<?x?x50xf32>
-// CHECK-NEXT: %[[LOG:.+]] = math.log %[[S]] : f32
-// CHECK-NEXT: %[[LSE:.+]] = arith.addf %[[LOG]], %[[M]] : f32
-// CHECK-NEXT: %[[R:.+]] = arith.subf %[[LSE]], %[[LOGIT]] : f32
+// CHECK-NEXT: %[[R:.+]] = arith.subf %[[LS]], %[[LOGIT]] : f32
 // CHECK-NEXT: linalg.yield %[[R]] : f32
 // CHECK: return %[[NLL]] : tensor<?x?xf32>
 func.func @nll(%logits: tensor<?x?x50xf32>, %target: tensor<?x?xi64>) -> tensor<?x?xf32> {

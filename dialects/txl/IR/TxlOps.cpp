@@ -175,5 +175,106 @@ LogicalResult NllOp::verify() {
   return success();
 }
 
+/// Checks `[0, cutoffs..., n_token]`: starts at 0, strictly increasing.
+static LogicalResult verifyCutoffEnds(Operation *op, ArrayRef<int64_t> ends) {
+  if (ends.size() < 2 || ends.front() != 0)
+    return op->emitOpError("cutoff_ends must be [0, cutoffs..., n_token]");
+  for (size_t i = 1; i < ends.size(); ++i)
+    if (ends[i] <= ends[i - 1])
+      return op->emitOpError("cutoff_ends must be strictly increasing");
+  return success();
+}
+
+LogicalResult AdaptiveEmbeddingOp::verify() {
+  ArrayRef<int64_t> ends = getCutoffEnds();
+  if (failed(verifyCutoffEnds(*this, ends)))
+    return failure();
+  size_t clusters = ends.size() - 1;
+  if (getTables().size() != clusters)
+    return emitOpError("expects one table per cluster (")
+           << clusters << "), got " << getTables().size();
+  if (getProjs().size() != clusters)
+    return emitOpError("expects one projection per cluster (")
+           << clusters << "), got " << getProjs().size();
+  ArrayRef<int64_t> tokens = shapeOf(getTokens());
+  ArrayRef<int64_t> result = shapeOf(getResult());
+  if (!compatible(result[0], tokens[0]) || !compatible(result[1], tokens[1]))
+    return emitOpError("result dimensions 0 and 1 must match the tokens");
+  for (size_t i = 0; i < clusters; ++i) {
+    ArrayRef<int64_t> table = shapeOf(getTables()[i]);
+    ArrayRef<int64_t> proj = shapeOf(getProjs()[i]);
+    if (!compatible(table[0], ends[i + 1] - ends[i]))
+      return emitOpError("table ") << i << " must have "
+                                   << ends[i + 1] - ends[i] << " rows";
+    if (!compatible(proj[0], result[2]) || !compatible(proj[1], table[1]))
+      return emitOpError("projection ")
+             << i << " must be [d_model, d_" << i << "] = [" << result[2]
+             << ", " << table[1] << "]";
+  }
+  return success();
+}
+
+LogicalResult AdaptiveNllOp::verify() {
+  ArrayRef<int64_t> ends = getCutoffEnds();
+  if (failed(verifyCutoffEnds(*this, ends)))
+    return failure();
+  size_t clusters = ends.size() - 1;
+  size_t layers = getWeights().size();
+  if (layers != 1 && layers != clusters)
+    return emitOpError("expects one output layer, or one per cluster (")
+           << clusters << "), got " << layers;
+  if (getBiases().size() != layers)
+    return emitOpError("expects one bias per output layer");
+  bool sliced = layers == 1;
+  ArrayRef<int64_t> hidden = shapeOf(getHidden());
+  ArrayRef<int64_t> target = shapeOf(getTarget());
+  ArrayRef<int64_t> result = shapeOf(getResult());
+  if (!compatible(hidden[0], target[0]) || !compatible(hidden[1], target[1]) ||
+      !compatible(result[0], target[0]) || !compatible(result[1], target[1]))
+    return emitOpError("hidden, target and result must agree on "
+                       "[qlen, batch]");
+  size_t projs = getProjs().size();
+  if (projs != 0 && projs != clusters)
+    return emitOpError("expects no projection, or one per cluster (")
+           << clusters << "), got " << projs;
+  for (size_t l = 0; l < layers; ++l) {
+    int64_t rows = sliced ? ends.back() : ends[l + 1] - ends[l];
+    if (!compatible(shapeOf(getWeights()[l])[0], rows) ||
+        !compatible(shapeOf(getBiases()[l])[0], rows))
+      return emitOpError("output layer ") << l << " must have " << rows
+                                          << " rows and bias entries";
+  }
+  for (size_t i = 0; i < clusters; ++i) {
+    int64_t features = shapeOf(getWeights()[sliced ? 0 : i])[1];
+    if (projs == 0) {
+      if (!compatible(features, hidden[2]))
+        return emitOpError("without projections the output layers must "
+                           "take d_model (")
+               << hidden[2] << ") features";
+      continue;
+    }
+    ArrayRef<int64_t> proj = shapeOf(getProjs()[i]);
+    if (!compatible(proj[0], hidden[2]) || !compatible(proj[1], features))
+      return emitOpError("projection ")
+             << i << " must be [d_model, d_" << i << "] = [" << hidden[2]
+             << ", " << features << "]";
+  }
+  int64_t tails = static_cast<int64_t>(clusters) - 1;
+  if ((tails > 0) != static_cast<bool>(getClusterWeight()) ||
+      (tails > 0) != static_cast<bool>(getClusterBias()))
+    return emitOpError("cluster_weight and cluster_bias are required iff "
+                       "there are tail clusters");
+  if (tails > 0) {
+    ArrayRef<int64_t> cw = shapeOf(getClusterWeight());
+    int64_t headFeatures = shapeOf(getWeights()[0])[1];
+    if (!compatible(cw[0], tails) || !compatible(cw[1], headFeatures) ||
+        !compatible(shapeOf(getClusterBias())[0], tails))
+      return emitOpError("cluster_weight must be [n_clusters, d_0] = [")
+             << tails << ", " << headFeatures << "] and cluster_bias ["
+             << tails << "]";
+  }
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "txl/IR/TxlOps.cpp.inc"

@@ -48,6 +48,38 @@ def Txl_EmbeddingOp : Txl_Op<"embedding", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Txl_AdaptiveEmbeddingOp : Txl_Op<"adaptive_embedding",
+    [Pure, AttrSizedOperandSegments]> {
+  let summary = "adaptive input embedding (one table and projection per cluster)";
+  let description = [{
+    The official `AdaptiveEmbedding` with `div_val != 1`, before the
+    `sqrt(d_model)` scale. `cutoff_ends` is `[0, cutoffs..., n_token]`;
+    cluster i covers token ids `[cutoff_ends[i], cutoff_ends[i+1])`, has the
+    table `tables[i]` [cutoff_ends[i+1] - cutoff_ends[i], d_i] and the
+    projection `projs[i]` [d_model, d_i] (`emb_projs.i`, applied as
+    `F.linear(table[id - cutoff_ends[i]], projs[i])`). The result is
+    [qlen, batch, d_model]. Ids outside [0, n_token) are the caller's error.
+
+    ```mlir
+    %e = txl.adaptive_embedding %tokens
+        tables(%t0, %t1 : tensor<100x32xf32>, tensor<900x16xf32>)
+        projs(%p0, %p1 : tensor<32x32xf32>, tensor<32x16xf32>)
+        {cutoff_ends = array<i64: 0, 100, 1000>}
+        : tensor<?x?xi64> -> tensor<?x?x32xf32>
+    ```
+  }];
+  let arguments = (ins I64Tensor2D:$tokens, Variadic<F32Tensor2D>:$tables,
+                       Variadic<F32Tensor2D>:$projs,
+                       DenseI64ArrayAttr:$cutoff_ends);
+  let results = (outs F32Tensor3D:$result);
+  let assemblyFormat = [{
+    $tokens `tables` `(` $tables `:` type($tables) `)`
+    `projs` `(` $projs `:` type($projs) `)` attr-dict
+    `:` type($tokens) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def Txl_LinearOp : Txl_Op<"linear", [Pure]> {
   let summary = "affine map over the last dimension (torch.nn.functional.linear)";
   let description = [{
@@ -381,6 +413,59 @@ def Txl_NllOp : Txl_Op<"nll", [Pure]> {
   let results = (outs F32Tensor2D:$result);
   let assemblyFormat = [{
     $logits `,` $target attr-dict `:` type($logits) `,` type($target) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Txl_AdaptiveNllOp : Txl_Op<"adaptive_nll",
+    [Pure, AttrSizedOperandSegments]> {
+  let summary = "projected adaptive log-softmax loss of the targets";
+  let description = [{
+    Per-token negative log-likelihood (nats) of `target` [qlen, batch] under
+    the official `ProjectedAdaptiveLogSoftmax` applied to `hidden`
+    [qlen, batch, d_model]. `cutoff_ends` is `[0, cutoffs..., n_token]`, so
+    there are `n_clusters = size(cutoff_ends) - 2` tail clusters.
+
+    - `weights`/`biases`: either one output layer [n_token, d_embed] /
+      [n_token] sliced by cluster (`div_val = 1`), or one per cluster
+      [cutoff_ends[i+1] - cutoff_ends[i], d_i] (`out_layers.i`).
+    - `projs`: none (the hidden state feeds the layers directly), or one per
+      cluster [d_model, d_i] (`out_projs.i`, applied as `hidden @ projs[i]`,
+      the official `F.linear(hidden, proj.t())`).
+    - `cluster_weight` [n_clusters, d_0] and `cluster_bias` [n_clusters],
+      present iff n_clusters > 0, extend the head. Tail cluster i is scored by
+      head column `-i` (official order: the last row is cluster 1).
+
+    A head token t pays `-log_softmax(head)[t]`; a token of tail cluster i pays
+    `-log_softmax(head)[-i] - log_softmax(tail_i)[t - cutoff_ends[i]]`. Only the
+    tokens of a cluster are scored against its tail.
+
+    ```mlir
+    %nll = txl.adaptive_nll %h, %target
+        weights(%w0, %w1 : tensor<100x32xf32>, tensor<900x16xf32>)
+        biases(%b0, %b1 : tensor<100xf32>, tensor<900xf32>)
+        projs(%p0, %p1 : tensor<32x32xf32>, tensor<32x16xf32>)
+        clusters(%cw, %cb : tensor<1x32xf32>, tensor<1xf32>)
+        {cutoff_ends = array<i64: 0, 100, 1000>}
+        : tensor<?x?x32xf32>, tensor<?x?xi64> -> tensor<?x?xf32>
+    ```
+  }];
+  let arguments = (ins F32Tensor3D:$hidden, I64Tensor2D:$target,
+                       Variadic<F32Tensor2D>:$weights,
+                       Variadic<F32Tensor1D>:$biases,
+                       Variadic<F32Tensor2D>:$projs,
+                       Optional<F32Tensor2D>:$cluster_weight,
+                       Optional<F32Tensor1D>:$cluster_bias,
+                       DenseI64ArrayAttr:$cutoff_ends);
+  let results = (outs F32Tensor2D:$result);
+  let assemblyFormat = [{
+    $hidden `,` $target
+    `weights` `(` ($weights^ `:` type($weights))? `)`
+    `biases` `(` ($biases^ `:` type($biases))? `)`
+    `projs` `(` ($projs^ `:` type($projs))? `)`
+    (`clusters` `(` $cluster_weight^ `,` $cluster_bias `:`
+       type($cluster_weight) `,` type($cluster_bias) `)`)?
+    attr-dict `:` type($hidden) `,` type($target) `->` type($result)
   }];
   let hasVerifier = 1;
 }

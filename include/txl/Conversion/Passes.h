@@ -22,12 +22,14 @@ namespace txl {
 #include "txl/Conversion/Passes.h.inc"
 
 /// Patterns lowering every txl op to linalg/tensor/arith/math, one file per
-/// op family (Elementwise, Contraction, Normalization, Attention, Memory).
+/// op family (Elementwise, Contraction, Normalization, Attention, Memory,
+/// Adaptive).
 void populateTxlElementwiseToLinalgPatterns(RewritePatternSet &patterns);
 void populateTxlContractionToLinalgPatterns(RewritePatternSet &patterns);
 void populateTxlNormalizationToLinalgPatterns(RewritePatternSet &patterns);
 void populateTxlAttentionToLinalgPatterns(RewritePatternSet &patterns);
 void populateTxlMemoryToLinalgPatterns(RewritePatternSet &patterns);
+void populateTxlAdaptiveToLinalgPatterns(RewritePatternSet &patterns);
 
 #define GEN_PASS_REGISTRATION
 #include "txl/Conversion/Passes.h.inc"

@@ -23,13 +23,15 @@ namespace mlir {
 namespace txl {
 
 /// One tensor the segment function takes, in argument order. Names are the
-/// official `state_dict` names; `alias` is a tied name that checkpoints may
-/// use instead (e.g. `crit.out_layers.0.weight` for the tied embedding).
+/// official `state_dict` names; `aliases` are the tied names that checkpoints
+/// may use instead (e.g. `crit.out_layers.0.weight` for the tied embedding,
+/// `crit.out_projs.i` for a tied projection). A tied tensor is one parameter,
+/// named after the embedding side.
 struct ParamSpec {
   std::string name;
   SmallVector<int64_t> shape;
   bool trainable = true;
-  std::string alias;
+  SmallVector<std::string, 2> aliases;
 };
 
 /// The parameters of `config` in the order the segment function takes them.
@@ -40,7 +42,7 @@ inline constexpr llvm::StringLiteral kSegmentFunctionName = "segment";
 
 /// Builds the segment module in the four-term form (paper §3.3 written
 /// literally). Fails with a diagnostic for configurations the compiler does
-/// not support yet (adaptive softmax, d_embed != d_model).
+/// not support (odd d_model).
 FailureOr<OwningOpRef<ModuleOp>> buildSegmentModule(MLIRContext &context,
                                                     const ModelConfig &config);
 

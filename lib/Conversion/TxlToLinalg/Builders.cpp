@@ -100,6 +100,105 @@ Value mlir::txl::createBatchMatmul(OpBuilder &b, Location loc, Value lhs,
   return mm.getResult(0);
 }
 
+Value mlir::txl::createMatmul(OpBuilder &b, Location loc, Value lhs, Value rhs,
+                              bool transposeRhs) {
+  SmallVector<OpFoldResult> l = getSizes(b, loc, lhs);
+  SmallVector<OpFoldResult> r = getSizes(b, loc, rhs);
+  Value init = createFilled(b, loc, {l[0], transposeRhs ? r[0] : r[1]},
+                            b.getF32Type(), 0.0);
+  auto mm = linalg::MatmulOp::create(b, loc, TypeRange{init.getType()},
+                                     ValueRange{lhs, rhs}, ValueRange{init});
+  if (transposeRhs) {
+    MLIRContext *ctx = b.getContext();
+    AffineExpr m, n, k;
+    bindDims(ctx, m, n, k);
+    mm.setIndexingMapsAttr(b.getAffineMapArrayAttr(
+        {AffineMap::get(3, 0, {m, k}, ctx), AffineMap::get(3, 0, {n, k}, ctx),
+         AffineMap::get(3, 0, {m, n}, ctx)}));
+  }
+  return mm.getResult(0);
+}
+
+Value mlir::txl::reduceLastDim(
+    OpBuilder &b, Location loc, ValueRange inputs, double init,
+    function_ref<Value(OpBuilder &, Location, ValueRange)> combine) {
+  MLIRContext *ctx = b.getContext();
+  auto type = cast<RankedTensorType>(inputs[0].getType());
+  unsigned rank = type.getRank();
+  SmallVector<OpFoldResult> rowSizes = getSizes(b, loc, inputs[0]);
+  rowSizes.pop_back();
+  Value acc = createFilled(b, loc, rowSizes, type.getElementType(), init);
+  SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
+  iters.back() = utils::IteratorType::reduction;
+  AffineMap rowMap = dropDimMap(ctx, rank, rank - 1);
+  SmallVector<AffineMap> maps = {identityMap(ctx, rank)};
+  for (size_t i = 1; i < inputs.size(); ++i)
+    maps.push_back(rowMap);
+  maps.push_back(rowMap);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{acc.getType()}, inputs, ValueRange{acc}, maps,
+             iters,
+             [&](OpBuilder &nb, Location l, ValueRange args) {
+               linalg::YieldOp::create(nb, l, ValueRange{combine(nb, l, args)});
+             })
+      .getResult(0);
+}
+
+/// Elementwise `f(a, b)` of two tensors of the same shape.
+static Value zipWith(OpBuilder &b, Location loc, Value lhs, Value rhs,
+                     function_ref<Value(OpBuilder &, Location, Value, Value)> f) {
+  auto type = cast<RankedTensorType>(lhs.getType());
+  AffineMap id = identityMap(b.getContext(), type.getRank());
+  SmallVector<utils::IteratorType> iters(type.getRank(),
+                                         utils::IteratorType::parallel);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{type}, ValueRange{lhs, rhs},
+             ValueRange{createEmpty(b, loc, getSizes(b, loc, lhs),
+                                    type.getElementType())},
+             {id, id, id}, iters,
+             [&](OpBuilder &nb, Location l, ValueRange a) {
+               linalg::YieldOp::create(nb, l, ValueRange{f(nb, l, a[0], a[1])});
+             })
+      .getResult(0);
+}
+
+Value mlir::txl::createLogSumExp(OpBuilder &b, Location loc, ValueRange parts) {
+  double negInf = -std::numeric_limits<double>::infinity();
+  Value rowMax;
+  for (Value part : parts) {
+    Value partMax = reduceLastDim(
+        b, loc, ValueRange{part}, negInf,
+        [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+          return arith::MaximumFOp::create(nb, l, a[0], a[1]);
+        });
+    rowMax = !rowMax ? partMax
+                     : zipWith(b, loc, rowMax, partMax,
+                               [](OpBuilder &nb, Location l, Value x, Value y) -> Value {
+                                 return arith::MaximumFOp::create(nb, l, x, y);
+                               });
+  }
+  Value sum;
+  for (Value part : parts) {
+    Value partSum = reduceLastDim(
+        b, loc, ValueRange{part, rowMax}, 0.0,
+        [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+          Value e = math::ExpOp::create(
+              nb, l, arith::SubFOp::create(nb, l, a[0], a[1]));
+          return arith::AddFOp::create(nb, l, e, a[2]);
+        });
+    sum = !sum ? partSum
+               : zipWith(b, loc, sum, partSum,
+                         [](OpBuilder &nb, Location l, Value x, Value y) -> Value {
+                           return arith::AddFOp::create(nb, l, x, y);
+                         });
+  }
+  return zipWith(b, loc, sum, rowMax,
+                 [](OpBuilder &nb, Location l, Value s, Value m) -> Value {
+                   return arith::AddFOp::create(
+                       nb, l, math::LogOp::create(nb, l, s), m);
+                 });
+}
+
 Value mlir::txl::createMaskedSoftmax(OpBuilder &b, Location loc, Value scores,
                                      ScoreLayout layout, Value memLen,
                                      Value sameLength, float scale) {

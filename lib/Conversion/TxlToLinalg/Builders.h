@@ -44,6 +44,22 @@ Value createExpand(OpBuilder &b, Location loc, Value input,
 Value createBatchMatmul(OpBuilder &b, Location loc, Value lhs, Value rhs,
                         bool transposeRhs);
 
+/// Product `lhs [m, k] x rhs [k, n]` (or `rhs [n, k]` when `transposeRhs`)
+/// into a zero-filled [m, n] as `linalg.matmul`.
+Value createMatmul(OpBuilder &b, Location loc, Value lhs, Value rhs,
+                   bool transposeRhs);
+
+/// Reduces the last dimension of `inputs[0]` with `combine(args)` starting
+/// from `init`; `args` are the elements of `inputs` (those beyond the first
+/// are row-shaped, i.e. without the last dimension) then the accumulator.
+Value reduceLastDim(OpBuilder &b, Location loc, ValueRange inputs, double init,
+                    function_ref<Value(OpBuilder &, Location, ValueRange)> combine);
+
+/// Row-wise `log(sum(exp(x)))` over the last dimension of the concatenation
+/// of `parts` (same leading sizes), max-shifted so nothing overflows; the
+/// parts are never concatenated.
+Value createLogSumExp(OpBuilder &b, Location loc, ValueRange parts);
+
 /// Which dimensions of a 4-D score tensor hold the query position i and the
 /// key position j (the other two are batch and head).
 struct ScoreLayout {

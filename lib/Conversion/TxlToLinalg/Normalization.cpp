@@ -20,33 +20,6 @@
 using namespace mlir;
 using namespace mlir::txl;
 
-/// Reduces the last dimension of `input` with `combine(element, accumulator)`
-/// starting from `init`; `inputs` beyond the first are row-shaped.
-template <typename CombineFn>
-static Value reduceLastDim(OpBuilder &b, Location loc, ValueRange inputs,
-                           double init, CombineFn combine) {
-  MLIRContext *ctx = b.getContext();
-  auto type = cast<RankedTensorType>(inputs[0].getType());
-  unsigned rank = type.getRank();
-  SmallVector<OpFoldResult> rowSizes = getSizes(b, loc, inputs[0]);
-  rowSizes.pop_back();
-  Value acc = createFilled(b, loc, rowSizes, type.getElementType(), init);
-  SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
-  iters.back() = utils::IteratorType::reduction;
-  AffineMap rowMap = dropDimMap(ctx, rank, rank - 1);
-  SmallVector<AffineMap> maps = {identityMap(ctx, rank)};
-  for (size_t i = 1; i < inputs.size(); ++i)
-    maps.push_back(rowMap);
-  maps.push_back(rowMap);
-  return linalg::GenericOp::create(
-             b, loc, TypeRange{acc.getType()}, inputs, ValueRange{acc}, maps,
-             iters,
-             [&](OpBuilder &nb, Location l, ValueRange args) {
-               linalg::YieldOp::create(nb, l, ValueRange{combine(nb, l, args)});
-             })
-      .getResult(0);
-}
-
 namespace {
 
 // txl.layer_norm(x, g, b) => mean, variance, (x - mean) * rsqrt(var + eps) * g + b
@@ -118,40 +91,25 @@ struct NllLowering : public OpRewritePattern<NllOp> {
     Location loc = op.getLoc();
     MLIRContext *ctx = getContext();
     Value logits = op.getLogits();
-    float negInf = -std::numeric_limits<float>::infinity();
-    Value rowMax = reduceLastDim(
-        rewriter, loc, ValueRange{logits}, negInf,
-        [](OpBuilder &b, Location l, ValueRange a) -> Value {
-          return arith::MaximumFOp::create(b, l, a[0], a[1]);
-        });
-    Value sumExp = reduceLastDim(
-        rewriter, loc, ValueRange{logits, rowMax}, 0.0,
-        [](OpBuilder &b, Location l, ValueRange a) -> Value {
-          Value e = math::ExpOp::create(
-              b, l, arith::SubFOp::create(b, l, a[0], a[1]));
-          return arith::AddFOp::create(b, l, e, a[2]);
-        });
+    Value lse = createLogSumExp(rewriter, loc, ValueRange{logits});
     AffineMap id = identityMap(ctx, 2);
-    auto resultType = cast<RankedTensorType>(rowMax.getType());
+    auto resultType = cast<RankedTensorType>(lse.getType());
     Value nll =
         linalg::GenericOp::create(
             rewriter, loc, TypeRange{resultType},
-            ValueRange{rowMax, sumExp, op.getTarget()},
-            ValueRange{createEmpty(rewriter, loc,
-                                   getSizes(rewriter, loc, rowMax),
+            ValueRange{lse, op.getTarget()},
+            ValueRange{createEmpty(rewriter, loc, getSizes(rewriter, loc, lse),
                                    resultType.getElementType())},
-            {id, id, id, id},
+            {id, id, id},
             {utils::IteratorType::parallel, utils::IteratorType::parallel},
             [&](OpBuilder &b, Location l, ValueRange a) {
               Value i = linalg::IndexOp::create(b, l, 0);
               Value bt = linalg::IndexOp::create(b, l, 1);
-              Value t = arith::IndexCastOp::create(b, l, b.getIndexType(), a[2]);
+              Value t = arith::IndexCastOp::create(b, l, b.getIndexType(), a[1]);
               Value logit =
                   tensor::ExtractOp::create(b, l, logits, ValueRange{i, bt, t});
-              Value lse = arith::AddFOp::create(
-                  b, l, math::LogOp::create(b, l, a[1]), a[0]);
               linalg::YieldOp::create(
-                  b, l, ValueRange{arith::SubFOp::create(b, l, lse, logit)});
+                  b, l, ValueRange{arith::SubFOp::create(b, l, a[0], logit)});
             })
             .getResult(0);
     rewriter.replaceOp(op, castTo(rewriter, loc, nll, op.getType()));

@@ -31,6 +31,7 @@ struct ConvertTxlToLinalgPass
     populateTxlNormalizationToLinalgPatterns(patterns);
     populateTxlAttentionToLinalgPatterns(patterns);
     populateTxlMemoryToLinalgPatterns(patterns);
+    populateTxlAdaptiveToLinalgPatterns(patterns);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       return signalPassFailure();

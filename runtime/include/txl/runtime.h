@@ -25,7 +25,7 @@ extern "C" {
 
 /// Bumped whenever the layout below or the segment calling convention changes;
 /// the runtime refuses a generated object with another version.
-#define TXL_ABI_VERSION 1
+#define TXL_ABI_VERSION 2
 
 /// Maximum rank of a parameter tensor.
 #define TXL_MAX_RANK 4
@@ -37,7 +37,9 @@ typedef struct txl_param_info {
   int32_t rank;                  ///< 1..TXL_MAX_RANK
   int64_t shape[TXL_MAX_RANK];   ///< row-major shape, float32 elements
   int32_t trainable;             ///< 0 for buffers (`pos_emb.inv_freq`)
-  const char *alias;             ///< tied name also accepted in checkpoints, or NULL
+  /// Tied names also accepted in checkpoints (e.g. `crit.out_layers.0.weight`
+  /// for `word_emb.emb_layers.0.weight`), a NULL-terminated list; never NULL.
+  const char *const *aliases;
 } txl_param_info_t;
 
 /// Model hyper-parameters and run-time defaults as resolved by txlc from the

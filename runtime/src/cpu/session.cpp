@@ -97,8 +97,10 @@ extern "C" txl_status_t txl_session_load_checkpoint(txl_session_t *session,
       Shape shape(p.shape, p.shape + p.rank);
       // A tied parameter may be stored under either of its names.
       std::string_view name = p.name;
-      if (!file.find(name) && p.alias && file.find(p.alias))
-        name = p.alias;
+      for (const char *const *alias = p.aliases; !file.find(name) && *alias;
+           ++alias)
+        if (file.find(*alias))
+          name = *alias;
       int64_t count = 1;
       for (int64_t d : shape)
         count *= d;

@@ -489,3 +489,148 @@ func.func @add_i32(%a: tensor<?xi32>, %b: tensor<?xi32>) -> tensor<?xi32> {
   %s = txl.add %a, %b : tensor<?xi32>
   return %s : tensor<?xi32>
 }
+
+// -----
+
+// Adaptive ops: cutoff_ends is [0, cutoffs..., n_token].
+func.func @adaptive_embedding_ends_start(%t: tensor<?x?xi64>, %a: tensor<10x8xf32>, %p: tensor<8x8xf32>) -> tensor<?x?x8xf32> {
+  // expected-error @+1 {{'txl.adaptive_embedding' op cutoff_ends must be [0, cutoffs..., n_token]}}
+  %e = txl.adaptive_embedding %t tables(%a : tensor<10x8xf32>) projs(%p : tensor<8x8xf32>) {cutoff_ends = array<i64: 1, 10>} : tensor<?x?xi64> -> tensor<?x?x8xf32>
+  return %e : tensor<?x?x8xf32>
+}
+
+// -----
+
+func.func @adaptive_embedding_ends_order(%t: tensor<?x?xi64>, %a: tensor<5x8xf32>, %b: tensor<5x4xf32>, %p: tensor<8x8xf32>, %q: tensor<8x4xf32>) -> tensor<?x?x8xf32> {
+  // expected-error @+1 {{'txl.adaptive_embedding' op cutoff_ends must be strictly increasing}}
+  %e = txl.adaptive_embedding %t tables(%a, %b : tensor<5x8xf32>, tensor<5x4xf32>) projs(%p, %q : tensor<8x8xf32>, tensor<8x4xf32>) {cutoff_ends = array<i64: 0, 5, 5>} : tensor<?x?xi64> -> tensor<?x?x8xf32>
+  return %e : tensor<?x?x8xf32>
+}
+
+// -----
+
+func.func @adaptive_embedding_tables(%t: tensor<?x?xi64>, %a: tensor<5x8xf32>, %p: tensor<8x8xf32>, %q: tensor<8x4xf32>) -> tensor<?x?x8xf32> {
+  // expected-error @+1 {{'txl.adaptive_embedding' op expects one table per cluster (2), got 1}}
+  %e = txl.adaptive_embedding %t tables(%a : tensor<5x8xf32>) projs(%p, %q : tensor<8x8xf32>, tensor<8x4xf32>) {cutoff_ends = array<i64: 0, 5, 10>} : tensor<?x?xi64> -> tensor<?x?x8xf32>
+  return %e : tensor<?x?x8xf32>
+}
+
+// -----
+
+func.func @adaptive_embedding_projs(%t: tensor<?x?xi64>, %a: tensor<5x8xf32>, %b: tensor<5x4xf32>, %p: tensor<8x8xf32>) -> tensor<?x?x8xf32> {
+  // expected-error @+1 {{'txl.adaptive_embedding' op expects one projection per cluster (2), got 1}}
+  %e = txl.adaptive_embedding %t tables(%a, %b : tensor<5x8xf32>, tensor<5x4xf32>) projs(%p : tensor<8x8xf32>) {cutoff_ends = array<i64: 0, 5, 10>} : tensor<?x?xi64> -> tensor<?x?x8xf32>
+  return %e : tensor<?x?x8xf32>
+}
+
+// -----
+
+func.func @adaptive_embedding_rows(%t: tensor<?x?xi64>, %a: tensor<5x8xf32>, %b: tensor<6x4xf32>, %p: tensor<8x8xf32>, %q: tensor<8x4xf32>) -> tensor<?x?x8xf32> {
+  // expected-error @+1 {{'txl.adaptive_embedding' op table 1 must have 5 rows}}
+  %e = txl.adaptive_embedding %t tables(%a, %b : tensor<5x8xf32>, tensor<6x4xf32>) projs(%p, %q : tensor<8x8xf32>, tensor<8x4xf32>) {cutoff_ends = array<i64: 0, 5, 10>} : tensor<?x?xi64> -> tensor<?x?x8xf32>
+  return %e : tensor<?x?x8xf32>
+}
+
+// -----
+
+func.func @adaptive_embedding_proj_shape(%t: tensor<?x?xi64>, %a: tensor<5x8xf32>, %b: tensor<5x4xf32>, %p: tensor<8x8xf32>, %q: tensor<8x2xf32>) -> tensor<?x?x8xf32> {
+  // expected-error @+1 {{'txl.adaptive_embedding' op projection 1 must be [d_model, d_1] = [8, 4]}}
+  %e = txl.adaptive_embedding %t tables(%a, %b : tensor<5x8xf32>, tensor<5x4xf32>) projs(%p, %q : tensor<8x8xf32>, tensor<8x2xf32>) {cutoff_ends = array<i64: 0, 5, 10>} : tensor<?x?xi64> -> tensor<?x?x8xf32>
+  return %e : tensor<?x?x8xf32>
+}
+
+// -----
+
+func.func @adaptive_embedding_result(%t: tensor<?x?xi64>, %a: tensor<10x8xf32>, %p: tensor<8x8xf32>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{'txl.adaptive_embedding' op result #0 must be 3D tensor of 32-bit float values}}
+  %e = txl.adaptive_embedding %t tables(%a : tensor<10x8xf32>) projs(%p : tensor<8x8xf32>) {cutoff_ends = array<i64: 0, 10>} : tensor<?x?xi64> -> tensor<?x8xf32>
+  return %e : tensor<?x8xf32>
+}
+
+// -----
+
+func.func @adaptive_embedding_tokens(%t: tensor<4x?xi64>, %a: tensor<10x8xf32>, %p: tensor<8x8xf32>) -> tensor<3x?x8xf32> {
+  // expected-error @+1 {{'txl.adaptive_embedding' op result dimensions 0 and 1 must match the tokens}}
+  %e = txl.adaptive_embedding %t tables(%a : tensor<10x8xf32>) projs(%p : tensor<8x8xf32>) {cutoff_ends = array<i64: 0, 10>} : tensor<4x?xi64> -> tensor<3x?x8xf32>
+  return %e : tensor<3x?x8xf32>
+}
+
+// -----
+
+func.func @adaptive_nll_ends(%h: tensor<?x?x8xf32>, %t: tensor<?x?xi64>, %w: tensor<10x8xf32>, %b: tensor<10xf32>) -> tensor<?x?xf32> {
+  // expected-error @+1 {{'txl.adaptive_nll' op cutoff_ends must be [0, cutoffs..., n_token]}}
+  %n = txl.adaptive_nll %h, %t weights(%w : tensor<10x8xf32>) biases(%b : tensor<10xf32>) projs() {cutoff_ends = array<i64: 0>} : tensor<?x?x8xf32>, tensor<?x?xi64> -> tensor<?x?xf32>
+  return %n : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @adaptive_nll_layers(%h: tensor<?x?x8xf32>, %t: tensor<?x?xi64>, %w: tensor<4x8xf32>, %v: tensor<3x8xf32>, %b: tensor<4xf32>, %c: tensor<3xf32>, %cw: tensor<2x8xf32>, %cb: tensor<2xf32>) -> tensor<?x?xf32> {
+  // expected-error @+1 {{'txl.adaptive_nll' op expects one output layer, or one per cluster (3), got 2}}
+  %n = txl.adaptive_nll %h, %t weights(%w, %v : tensor<4x8xf32>, tensor<3x8xf32>) biases(%b, %c : tensor<4xf32>, tensor<3xf32>) projs() clusters(%cw, %cb : tensor<2x8xf32>, tensor<2xf32>) {cutoff_ends = array<i64: 0, 4, 7, 10>} : tensor<?x?x8xf32>, tensor<?x?xi64> -> tensor<?x?xf32>
+  return %n : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @adaptive_nll_biases(%h: tensor<?x?x8xf32>, %t: tensor<?x?xi64>, %w: tensor<10x8xf32>, %cw: tensor<1x8xf32>, %cb: tensor<1xf32>) -> tensor<?x?xf32> {
+  // expected-error @+1 {{'txl.adaptive_nll' op expects one bias per output layer}}
+  %n = txl.adaptive_nll %h, %t weights(%w : tensor<10x8xf32>) biases() projs() clusters(%cw, %cb : tensor<1x8xf32>, tensor<1xf32>) {cutoff_ends = array<i64: 0, 4, 10>} : tensor<?x?x8xf32>, tensor<?x?xi64> -> tensor<?x?xf32>
+  return %n : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @adaptive_nll_rows(%h: tensor<?x?x8xf32>, %t: tensor<?x?xi64>, %w: tensor<9x8xf32>, %b: tensor<9xf32>, %cw: tensor<1x8xf32>, %cb: tensor<1xf32>) -> tensor<?x?xf32> {
+  // expected-error @+1 {{'txl.adaptive_nll' op output layer 0 must have 10 rows and bias entries}}
+  %n = txl.adaptive_nll %h, %t weights(%w : tensor<9x8xf32>) biases(%b : tensor<9xf32>) projs() clusters(%cw, %cb : tensor<1x8xf32>, tensor<1xf32>) {cutoff_ends = array<i64: 0, 4, 10>} : tensor<?x?x8xf32>, tensor<?x?xi64> -> tensor<?x?xf32>
+  return %n : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @adaptive_nll_proj_count(%h: tensor<?x?x8xf32>, %t: tensor<?x?xi64>, %w: tensor<10x4xf32>, %b: tensor<10xf32>, %p: tensor<8x4xf32>, %cw: tensor<1x4xf32>, %cb: tensor<1xf32>) -> tensor<?x?xf32> {
+  // expected-error @+1 {{'txl.adaptive_nll' op expects no projection, or one per cluster (2), got 1}}
+  %n = txl.adaptive_nll %h, %t weights(%w : tensor<10x4xf32>) biases(%b : tensor<10xf32>) projs(%p : tensor<8x4xf32>) clusters(%cw, %cb : tensor<1x4xf32>, tensor<1xf32>) {cutoff_ends = array<i64: 0, 4, 10>} : tensor<?x?x8xf32>, tensor<?x?xi64> -> tensor<?x?xf32>
+  return %n : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @adaptive_nll_unprojected(%h: tensor<?x?x8xf32>, %t: tensor<?x?xi64>, %w: tensor<10x4xf32>, %b: tensor<10xf32>) -> tensor<?x?xf32> {
+  // expected-error @+1 {{'txl.adaptive_nll' op without projections the output layers must take d_model (8) features}}
+  %n = txl.adaptive_nll %h, %t weights(%w : tensor<10x4xf32>) biases(%b : tensor<10xf32>) projs() {cutoff_ends = array<i64: 0, 10>} : tensor<?x?x8xf32>, tensor<?x?xi64> -> tensor<?x?xf32>
+  return %n : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @adaptive_nll_proj_shape(%h: tensor<?x?x8xf32>, %t: tensor<?x?xi64>, %w: tensor<10x4xf32>, %b: tensor<10xf32>, %p: tensor<8x2xf32>) -> tensor<?x?xf32> {
+  // expected-error @+1 {{'txl.adaptive_nll' op projection 0 must be [d_model, d_0] = [8, 4]}}
+  %n = txl.adaptive_nll %h, %t weights(%w : tensor<10x4xf32>) biases(%b : tensor<10xf32>) projs(%p : tensor<8x2xf32>) {cutoff_ends = array<i64: 0, 10>} : tensor<?x?x8xf32>, tensor<?x?xi64> -> tensor<?x?xf32>
+  return %n : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @adaptive_nll_missing_clusters(%h: tensor<?x?x8xf32>, %t: tensor<?x?xi64>, %w: tensor<10x8xf32>, %b: tensor<10xf32>) -> tensor<?x?xf32> {
+  // expected-error @+1 {{'txl.adaptive_nll' op cluster_weight and cluster_bias are required iff there are tail clusters}}
+  %n = txl.adaptive_nll %h, %t weights(%w : tensor<10x8xf32>) biases(%b : tensor<10xf32>) projs() {cutoff_ends = array<i64: 0, 4, 10>} : tensor<?x?x8xf32>, tensor<?x?xi64> -> tensor<?x?xf32>
+  return %n : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @adaptive_nll_cluster_shape(%h: tensor<?x?x8xf32>, %t: tensor<?x?xi64>, %w: tensor<10x8xf32>, %b: tensor<10xf32>, %cw: tensor<2x8xf32>, %cb: tensor<2xf32>) -> tensor<?x?xf32> {
+  // expected-error @+1 {{'txl.adaptive_nll' op cluster_weight must be [n_clusters, d_0] = [1, 8] and cluster_bias [1]}}
+  %n = txl.adaptive_nll %h, %t weights(%w : tensor<10x8xf32>) biases(%b : tensor<10xf32>) projs() clusters(%cw, %cb : tensor<2x8xf32>, tensor<2xf32>) {cutoff_ends = array<i64: 0, 4, 10>} : tensor<?x?x8xf32>, tensor<?x?xi64> -> tensor<?x?xf32>
+  return %n : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @adaptive_nll_shapes(%h: tensor<3x?x8xf32>, %t: tensor<4x?xi64>, %w: tensor<10x8xf32>, %b: tensor<10xf32>) -> tensor<?x?xf32> {
+  // expected-error @+1 {{'txl.adaptive_nll' op hidden, target and result must agree on [qlen, batch]}}
+  %n = txl.adaptive_nll %h, %t weights(%w : tensor<10x8xf32>) biases(%b : tensor<10xf32>) projs() {cutoff_ends = array<i64: 0, 10>} : tensor<3x?x8xf32>, tensor<4x?xi64> -> tensor<?x?xf32>
+  return %n : tensor<?x?xf32>
+}

@@ -152,3 +152,26 @@ func.func @static_shapes(%q: tensor<4x3x2x16xf32>, %k: tensor<12x3x2x16xf32>, %r
   %b = txl.attn_score %q, %r : tensor<4x3x2x16xf32>, tensor<12x2x16xf32> -> tensor<4x12x3x2xf32>
   return %a, %b : tensor<4x12x3x2xf32>, tensor<4x12x3x2xf32>
 }
+
+// Adaptive input: one table and projection per cluster (div_val != 1).
+// CHECK-LABEL: func.func @adaptive_embedding
+// CHECK: txl.adaptive_embedding %{{.+}} tables(%{{.+}}, %{{.+}} : tensor<5x8xf32>, tensor<5x4xf32>) projs(%{{.+}}, %{{.+}} : tensor<8x8xf32>, tensor<8x4xf32>) {cutoff_ends = array<i64: 0, 5, 10>} : tensor<?x?xi64> -> tensor<?x?x8xf32>
+func.func @adaptive_embedding(%t: tensor<?x?xi64>, %a: tensor<5x8xf32>, %b: tensor<5x4xf32>, %p: tensor<8x8xf32>, %q: tensor<8x4xf32>) -> tensor<?x?x8xf32> {
+  %e = txl.adaptive_embedding %t tables(%a, %b : tensor<5x8xf32>, tensor<5x4xf32>) projs(%p, %q : tensor<8x8xf32>, tensor<8x4xf32>) {cutoff_ends = array<i64: 0, 5, 10>} : tensor<?x?xi64> -> tensor<?x?x8xf32>
+  return %e : tensor<?x?x8xf32>
+}
+
+// Adaptive softmax in its three forms: sliced output layer with projections
+// and clusters, one layer per cluster, and a projected head alone.
+// CHECK-LABEL: func.func @adaptive_nll
+// CHECK: txl.adaptive_nll %{{.+}}, %{{.+}} weights(%{{.+}} : tensor<10x4xf32>) biases(%{{.+}} : tensor<10xf32>) projs(%{{.+}}, %{{.+}} : tensor<8x4xf32>, tensor<8x4xf32>) clusters(%{{.+}}, %{{.+}} : tensor<1x4xf32>, tensor<1xf32>) {cutoff_ends = array<i64: 0, 4, 10>}
+// CHECK: txl.adaptive_nll %{{.+}}, %{{.+}} weights(%{{.+}}, %{{.+}} : tensor<4x8xf32>, tensor<6x8xf32>) biases(%{{.+}}, %{{.+}} : tensor<4xf32>, tensor<6xf32>) projs() clusters(
+// CHECK: txl.adaptive_nll %{{.+}}, %{{.+}} weights(%{{.+}} : tensor<10x4xf32>) biases(%{{.+}} : tensor<10xf32>) projs(%{{.+}} : tensor<8x4xf32>) {cutoff_ends = array<i64: 0, 10>}
+func.func @adaptive_nll(%h: tensor<?x?x8xf32>, %t: tensor<?x?xi64>, %w: tensor<10x4xf32>, %b: tensor<10xf32>, %p: tensor<8x4xf32>, %cw: tensor<1x4xf32>, %cb: tensor<1xf32>,
+                        %w0: tensor<4x8xf32>, %w1: tensor<6x8xf32>, %b0: tensor<4xf32>, %b1: tensor<6xf32>, %cw8: tensor<1x8xf32>)
+    -> (tensor<?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>) {
+  %0 = txl.adaptive_nll %h, %t weights(%w : tensor<10x4xf32>) biases(%b : tensor<10xf32>) projs(%p, %p : tensor<8x4xf32>, tensor<8x4xf32>) clusters(%cw, %cb : tensor<1x4xf32>, tensor<1xf32>) {cutoff_ends = array<i64: 0, 4, 10>} : tensor<?x?x8xf32>, tensor<?x?xi64> -> tensor<?x?xf32>
+  %1 = txl.adaptive_nll %h, %t weights(%w0, %w1 : tensor<4x8xf32>, tensor<6x8xf32>) biases(%b0, %b1 : tensor<4xf32>, tensor<6xf32>) projs() clusters(%cw8, %cb : tensor<1x8xf32>, tensor<1xf32>) {cutoff_ends = array<i64: 0, 4, 10>} : tensor<?x?x8xf32>, tensor<?x?xi64> -> tensor<?x?xf32>
+  %2 = txl.adaptive_nll %h, %t weights(%w : tensor<10x4xf32>) biases(%b : tensor<10xf32>) projs(%p : tensor<8x4xf32>) {cutoff_ends = array<i64: 0, 10>} : tensor<?x?x8xf32>, tensor<?x?xi64> -> tensor<?x?xf32>
+  return %0, %1, %2 : tensor<?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>
+}

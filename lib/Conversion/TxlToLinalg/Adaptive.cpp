@@ -1,0 +1,338 @@
+//===- Adaptive.cpp - Lower adaptive input and softmax -----------*- C++ -*-===//
+//
+// txl.adaptive_embedding and txl.adaptive_nll visit the tokens one cluster at
+// a time, as the official AdaptiveEmbedding / ProjectedAdaptiveLogSoftmax do:
+// the positions whose id falls in the cluster are compacted into an index
+// list (an scf.for), their rows are gathered, projected and, for the loss,
+// scored against that cluster's tail only. No [tokens, n_token] logit matrix
+// exists; the head is the only full-width product. Products are txl.linear or
+// linalg.matmul so that --txl-linalg-to-blas hands them to cblas_sgemm.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Builders.h"
+#include "txl/Conversion/Passes.h"
+#include "txl/IR/TxlOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
+
+using namespace mlir;
+using namespace mlir::txl;
+
+namespace {
+
+Value indexConst(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+
+/// Loads `ids[pos]` (i64) as an index.
+Value loadId(OpBuilder &b, Location loc, Value ids, Value pos) {
+  Value id = tensor::ExtractOp::create(b, loc, ids, ValueRange{pos});
+  return arith::IndexCastOp::create(b, loc, b.getIndexType(), id);
+}
+
+/// The positions n of the 1-D i64 tensor `ids` with lo <= ids[n] < hi, in
+/// increasing order, as a tensor<?xindex> (official `mask_i.nonzero()`).
+Value createClusterRows(OpBuilder &b, Location loc, Value ids, int64_t lo,
+                        int64_t hi) {
+  Value zero = indexConst(b, loc, 0), one = indexConst(b, loc, 1);
+  Value n = tensor::DimOp::create(b, loc, ids, 0);
+  Value init = tensor::EmptyOp::create(b, loc, SmallVector<OpFoldResult>{n},
+                                       b.getIndexType());
+  Value loV = indexConst(b, loc, lo), hiV = indexConst(b, loc, hi);
+  auto loop = scf::ForOp::create(
+      b, loc, zero, n, one, ValueRange{init, zero},
+      [&](OpBuilder &lb, Location l, Value pos, ValueRange iter) {
+        Value id = loadId(lb, l, ids, pos);
+        Value inside = arith::AndIOp::create(
+            lb, l,
+            arith::CmpIOp::create(lb, l, arith::CmpIPredicate::sge, id, loV),
+            arith::CmpIOp::create(lb, l, arith::CmpIPredicate::slt, id, hiV));
+        auto ifOp = scf::IfOp::create(
+            lb, l, inside,
+            [&](OpBuilder &tb, Location tl) {
+              Value rows = tensor::InsertOp::create(tb, tl, pos, iter[0],
+                                                    ValueRange{iter[1]});
+              Value next = arith::AddIOp::create(tb, tl, iter[1], one);
+              scf::YieldOp::create(tb, tl, ValueRange{rows, next});
+            },
+            [&](OpBuilder &eb, Location el) {
+              scf::YieldOp::create(eb, el, iter);
+            });
+        scf::YieldOp::create(lb, l, ifOp.getResults());
+      });
+  return tensor::ExtractSliceOp::create(
+      b, loc, loop.getResult(0), SmallVector<OpFoldResult>{b.getIndexAttr(0)},
+      SmallVector<OpFoldResult>{loop.getResult(1)},
+      SmallVector<OpFoldResult>{b.getIndexAttr(1)});
+}
+
+/// result[m, k] = src[rowOf(m), k] for m < size(rows), where `rowOf` maps the
+/// compacted index rows[m] to a row of `src` [R, d].
+Value gatherRows(OpBuilder &b, Location loc, Value src, Value rows,
+                 function_ref<Value(OpBuilder &, Location, Value)> rowOf) {
+  MLIRContext *ctx = b.getContext();
+  auto srcType = cast<RankedTensorType>(src.getType());
+  OpFoldResult count = getSizes(b, loc, rows)[0];
+  OpFoldResult width = getSizes(b, loc, src)[1];
+  Value init = createEmpty(b, loc, {count, width}, srcType.getElementType());
+  AffineMap rowMap = AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{init.getType()}, ValueRange{rows},
+             ValueRange{init}, {rowMap, identityMap(ctx, 2)},
+             {utils::IteratorType::parallel, utils::IteratorType::parallel},
+             [&](OpBuilder &nb, Location l, ValueRange a) {
+               Value k = linalg::IndexOp::create(nb, l, 1);
+               Value row = rowOf(nb, l, a[0]);
+               linalg::YieldOp::create(
+                   nb, l,
+                   ValueRange{tensor::ExtractOp::create(nb, l, src,
+                                                        ValueRange{row, k})});
+             })
+      .getResult(0);
+}
+
+/// Writes row m of `rows [M, d]` into row index[m] of `dest [N, d]`.
+Value scatterRows(OpBuilder &b, Location loc, Value dest, Value index,
+                  Value rows) {
+  Value zero = indexConst(b, loc, 0), one = indexConst(b, loc, 1);
+  Value count = tensor::DimOp::create(b, loc, index, 0);
+  OpFoldResult width = getSizes(b, loc, rows)[1];
+  SmallVector<OpFoldResult> unit = {b.getIndexAttr(1), b.getIndexAttr(1)};
+  SmallVector<OpFoldResult> rowSize = {b.getIndexAttr(1), width};
+  auto loop = scf::ForOp::create(
+      b, loc, zero, count, one, ValueRange{dest},
+      [&](OpBuilder &lb, Location l, Value m, ValueRange iter) {
+        Value at = tensor::ExtractOp::create(lb, l, index, ValueRange{m});
+        Value row = tensor::ExtractSliceOp::create(
+            lb, l, rows, SmallVector<OpFoldResult>{m, lb.getIndexAttr(0)},
+            rowSize, unit);
+        Value updated = tensor::InsertSliceOp::create(
+            lb, l, row, iter[0],
+            SmallVector<OpFoldResult>{at, lb.getIndexAttr(0)}, rowSize, unit);
+        scf::YieldOp::create(lb, l, ValueRange{updated});
+      });
+  return loop.getResult(0);
+}
+
+/// dest[index[m]] += values[m] for 1-D `dest` and `values`.
+Value scatterAdd(OpBuilder &b, Location loc, Value dest, Value index,
+                 Value values) {
+  Value zero = indexConst(b, loc, 0), one = indexConst(b, loc, 1);
+  Value count = tensor::DimOp::create(b, loc, index, 0);
+  auto loop = scf::ForOp::create(
+      b, loc, zero, count, one, ValueRange{dest},
+      [&](OpBuilder &lb, Location l, Value m, ValueRange iter) {
+        Value at = tensor::ExtractOp::create(lb, l, index, ValueRange{m});
+        Value v = tensor::ExtractOp::create(lb, l, values, ValueRange{m});
+        Value old = tensor::ExtractOp::create(lb, l, iter[0], ValueRange{at});
+        Value sum = arith::AddFOp::create(lb, l, old, v);
+        Value updated =
+            tensor::InsertOp::create(lb, l, sum, iter[0], ValueRange{at});
+        scf::YieldOp::create(lb, l, ValueRange{updated});
+      });
+  return loop.getResult(0);
+}
+
+/// Rows [lo, hi) of a 1-D or 2-D parameter (the div_val = 1 output layer
+/// sliced by cluster).
+Value sliceRows(OpBuilder &b, Location loc, Value v, int64_t lo, int64_t hi) {
+  auto type = cast<RankedTensorType>(v.getType());
+  if (type.getDimSize(0) == hi - lo && lo == 0)
+    return v;
+  SmallVector<OpFoldResult> offsets = {b.getIndexAttr(lo)};
+  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(hi - lo)};
+  SmallVector<OpFoldResult> strides = {b.getIndexAttr(1)};
+  if (type.getRank() == 2) {
+    offsets.push_back(b.getIndexAttr(0));
+    sizes.push_back(b.getIndexAttr(type.getDimSize(1)));
+    strides.push_back(b.getIndexAttr(1));
+  }
+  return tensor::ExtractSliceOp::create(b, loc, v, offsets, sizes, strides);
+}
+
+/// txl.linear(x [M, in], w [out, in], bias), left to the linear lowering.
+Value linearRows(OpBuilder &b, Location loc, Value x, Value w, Value bias) {
+  auto wType = cast<RankedTensorType>(w.getType());
+  auto type = RankedTensorType::get({ShapedType::kDynamic, wType.getDimSize(0)},
+                                    wType.getElementType());
+  return LinearOp::create(b, loc, type, x, w, bias);
+}
+
+Value flattenTokens(OpBuilder &b, Location loc, Value tokens) {
+  return createCollapse(b, loc, tokens, {{0, 1}});
+}
+
+// txl.adaptive_embedding => per cluster: compact, gather, project, scatter.
+struct AdaptiveEmbeddingLowering
+    : public OpRewritePattern<AdaptiveEmbeddingOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AdaptiveEmbeddingOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    ArrayRef<int64_t> ends = op.getCutoffEnds();
+    Value ids = flattenTokens(rewriter, loc, op.getTokens());
+    SmallVector<OpFoldResult> tokenSizes = getSizes(rewriter, loc, op.getTokens());
+    OpFoldResult n = getSizes(rewriter, loc, ids)[0];
+    int64_t dModel = op.getType().getDimSize(2);
+    Value out = createFilled(rewriter, loc, {n, rewriter.getIndexAttr(dModel)},
+                             rewriter.getF32Type(), 0.0);
+    for (size_t i = 0; i + 1 < ends.size(); ++i) {
+      int64_t lo = ends[i];
+      Value rows = createClusterRows(rewriter, loc, ids, lo, ends[i + 1]);
+      Value loV = indexConst(rewriter, loc, lo);
+      Value emb = gatherRows(
+          rewriter, loc, op.getTables()[i], rows,
+          [&](OpBuilder &b, Location l, Value pos) -> Value {
+            return arith::SubIOp::create(b, l, loadId(b, l, ids, pos), loV);
+          });
+      Value projected =
+          linearRows(rewriter, loc, emb, op.getProjs()[i], Value());
+      out = scatterRows(rewriter, loc, out, rows, projected);
+    }
+    Value result = createExpand(rewriter, loc, out, {{0, 1}, {2}},
+                                {tokenSizes[0], tokenSizes[1],
+                                 rewriter.getIndexAttr(dModel)});
+    rewriter.replaceOp(op, castTo(rewriter, loc, result, op.getType()));
+    return success();
+  }
+};
+
+// txl.adaptive_nll => head logits for every token (shortlist + cluster
+// columns, log-sum-exp over both), then per tail cluster: compact, gather,
+// project, tail log-sum-exp, scatter-add.
+struct AdaptiveNllLowering : public OpRewritePattern<AdaptiveNllOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AdaptiveNllOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = getContext();
+    ArrayRef<int64_t> ends = op.getCutoffEnds();
+    int64_t tails = static_cast<int64_t>(ends.size()) - 2;
+    bool sliced = op.getWeights().size() == 1;
+    auto weightOf = [&](int64_t i) {
+      Value w = op.getWeights()[sliced ? 0 : i];
+      return sliced ? sliceRows(rewriter, loc, w, ends[i], ends[i + 1]) : w;
+    };
+    auto biasOf = [&](int64_t i) {
+      Value bias = op.getBiases()[sliced ? 0 : i];
+      return sliced ? sliceRows(rewriter, loc, bias, ends[i], ends[i + 1])
+                    : bias;
+    };
+    auto project = [&](Value h, int64_t i) {
+      return op.getProjs().empty()
+                 ? h
+                 : createMatmul(rewriter, loc, h, op.getProjs()[i],
+                                /*transposeRhs=*/false);
+    };
+
+    Value hidden = createCollapse(rewriter, loc, op.getHidden(), {{0, 1}, {2}});
+    Value target = flattenTokens(rewriter, loc, op.getTarget());
+    SmallVector<OpFoldResult> tokenSizes =
+        getSizes(rewriter, loc, op.getTarget());
+
+    // Head: shortlist logits and, separately, the cluster logits.
+    Value headIn = project(hidden, 0);
+    Value shortlist = linearRows(rewriter, loc, headIn, weightOf(0), biasOf(0));
+    SmallVector<Value> headParts = {shortlist};
+    Value clusterLogits;
+    if (tails > 0) {
+      clusterLogits = linearRows(rewriter, loc, headIn, op.getClusterWeight(),
+                                 op.getClusterBias());
+      headParts.push_back(clusterLogits);
+    }
+    Value lse = createLogSumExp(rewriter, loc, headParts);
+
+    // nll = lse - head logit of the target (shortlist) or of its cluster
+    // column: tail cluster c reads cluster row tails - c (head column -c).
+    auto nllType = cast<RankedTensorType>(lse.getType());
+    AffineMap id = identityMap(ctx, 1);
+    Value nll =
+        linalg::GenericOp::create(
+            rewriter, loc, TypeRange{nllType}, ValueRange{lse, target},
+            ValueRange{createEmpty(rewriter, loc, getSizes(rewriter, loc, lse),
+                                   nllType.getElementType())},
+            {id, id, id}, {utils::IteratorType::parallel},
+            [&](OpBuilder &b, Location l, ValueRange a) {
+              Value n = linalg::IndexOp::create(b, l, 0);
+              Value t = arith::IndexCastOp::create(b, l, b.getIndexType(), a[1]);
+              Value zero = indexConst(b, l, 0);
+              Value inHead = arith::CmpIOp::create(
+                  b, l, arith::CmpIPredicate::slt, t, indexConst(b, l, ends[1]));
+              Value col = arith::SelectOp::create(b, l, inHead, t, zero);
+              Value logit =
+                  tensor::ExtractOp::create(b, l, shortlist, ValueRange{n, col});
+              if (tails > 0) {
+                // c = number of cluster starts at or below t.
+                Value cluster = zero;
+                for (int64_t c = 1; c <= tails; ++c) {
+                  Value ge = arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge,
+                                                   t, indexConst(b, l, ends[c]));
+                  // index_cast would sign-extend the i1 to -1.
+                  cluster = arith::AddIOp::create(
+                      b, l, cluster,
+                      arith::SelectOp::create(b, l, ge, indexConst(b, l, 1),
+                                              zero));
+                }
+                Value row = arith::SelectOp::create(
+                    b, l, inHead, zero,
+                    arith::SubIOp::create(b, l, indexConst(b, l, tails),
+                                          cluster));
+                Value clusterLogit = tensor::ExtractOp::create(
+                    b, l, clusterLogits, ValueRange{n, row});
+                logit = arith::SelectOp::create(b, l, inHead, logit,
+                                                clusterLogit);
+              }
+              linalg::YieldOp::create(
+                  b, l, ValueRange{arith::SubFOp::create(b, l, a[0], logit)});
+            })
+            .getResult(0);
+
+    // Tails: only the tokens of cluster c are scored against it.
+    for (int64_t c = 1; c <= tails; ++c) {
+      int64_t lo = ends[c];
+      Value rows = createClusterRows(rewriter, loc, target, lo, ends[c + 1]);
+      Value h = gatherRows(rewriter, loc, hidden, rows,
+                           [](OpBuilder &, Location, Value pos) { return pos; });
+      Value logits = linearRows(rewriter, loc, project(h, c), weightOf(c),
+                                biasOf(c));
+      Value tailLse = createLogSumExp(rewriter, loc, ValueRange{logits});
+      Value loV = indexConst(rewriter, loc, lo);
+      Value tailNll =
+          linalg::GenericOp::create(
+              rewriter, loc, TypeRange{tailLse.getType()},
+              ValueRange{tailLse, rows},
+              ValueRange{createEmpty(rewriter, loc,
+                                     getSizes(rewriter, loc, tailLse),
+                                     nllType.getElementType())},
+              {id, id, id}, {utils::IteratorType::parallel},
+              [&](OpBuilder &b, Location l, ValueRange a) {
+                Value m = linalg::IndexOp::create(b, l, 0);
+                Value col =
+                    arith::SubIOp::create(b, l, loadId(b, l, target, a[1]), loV);
+                Value logit =
+                    tensor::ExtractOp::create(b, l, logits, ValueRange{m, col});
+                linalg::YieldOp::create(
+                    b, l, ValueRange{arith::SubFOp::create(b, l, a[0], logit)});
+              })
+              .getResult(0);
+      nll = scatterAdd(rewriter, loc, nll, rows, tailNll);
+    }
+
+    Value result = createExpand(rewriter, loc, nll, {{0, 1}},
+                                {tokenSizes[0], tokenSizes[1]});
+    rewriter.replaceOp(op, castTo(rewriter, loc, result, op.getType()));
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::txl::populateTxlAdaptiveToLinalgPatterns(
+    RewritePatternSet &patterns) {
+  patterns.add<AdaptiveEmbeddingLowering, AdaptiveNllLowering>(
+      patterns.getContext());
+}

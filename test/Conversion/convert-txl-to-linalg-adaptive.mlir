@@ -1,0 +1,90 @@
+// RUN: txl-opt %s --split-input-file --convert-txl-to-linalg | FileCheck %s
+// RUN: txl-opt %s --split-input-file --convert-txl-to-linalg | FileCheck %s --check-prefix=NOFULL
+
+// txl.adaptive_nll with a sliced output layer (div_val = 1, cutoffs [4],
+// n_token 10), projections and one tail cluster. The head is the projected
+// hidden state times rows [0, 4) of the layer plus the cluster row; the
+// log-sum-exp runs over both parts without concatenating them; the cluster
+// column of a tail token is found by comparing with the cluster starts. The
+// tail is scored only for the compacted positions of its tokens (scf.for +
+// tensor.insert), gathered, projected, multiplied by rows [4, 10), and
+// scatter-added into the head's NLL.
+// CHECK-LABEL: func.func @adaptive_nll_sliced
+// CHECK-SAME: (%[[H:[^:]+]]: tensor<?x?x8xf32>, %[[T:[^:]+]]: tensor<?x?xi64>, %[[W:[^:]+]]: tensor<10x4xf32>, %[[B:[^:]+]]: tensor<10xf32>, %[[P:[^:]+]]: tensor<8x4xf32>, %[[CW:[^:]+]]: tensor<1x4xf32>, %[[CB:[^:]+]]: tensor<1xf32>)
+// CHECK-DAG: %[[HF:.+]] = tensor.collapse_shape %[[H]] {{\[\[}}0, 1], [2]]
+// CHECK-DAG: %[[TF:.+]] = tensor.collapse_shape %[[T]] {{\[\[}}0, 1]]
+// CHECK: %[[HP:.+]] = linalg.matmul ins(%[[HF]], %[[P]] : tensor<?x8xf32>, tensor<8x4xf32>)
+// CHECK: %[[W0:.+]] = tensor.extract_slice %[[W]][0, 0] [4, 4] [1, 1]
+// CHECK: linalg.matmul indexing_maps = [#{{.+}}, #{{.+}}, #{{.+}}] ins(%[[HP]], %[[W0]] : tensor<?x4xf32>, tensor<4x4xf32>)
+// CHECK: %[[HEAD:.+]] = linalg.generic {{.+}} ins(%{{.+}}, %{{.+}} : tensor<?x4xf32>, tensor<4xf32>)
+// CHECK: linalg.matmul indexing_maps = [#{{.+}}, #{{.+}}, #{{.+}}] ins(%[[HP]], %[[CW]] : tensor<?x4xf32>, tensor<1x4xf32>)
+// CHECK: %[[CLUSTER:.+]] = linalg.generic {{.+}} ins(%{{.+}}, %[[CB]] : tensor<?x1xf32>, tensor<1xf32>)
+// CHECK: arith.maximumf
+// CHECK: math.exp
+// CHECK: math.log
+// CHECK: %[[HEADNLL:.+]] = linalg.generic {{.+}} ins(%{{.+}}, %[[TF]] : tensor<?xf32>, tensor<?xi64>)
+// CHECK: tensor.extract %[[HEAD]]
+// CHECK: arith.cmpi sge, %{{.+}}, %[[C4:.+]] : index
+// CHECK: tensor.extract %[[CLUSTER]]
+// CHECK: %[[ROWS:.+]]:2 = scf.for {{.+}} -> (tensor<?xindex>, index)
+// CHECK: scf.if
+// CHECK: tensor.insert
+// CHECK: %[[IDX:.+]] = tensor.extract_slice %[[ROWS]]#0[0] [%[[ROWS]]#1] [1]
+// CHECK: %[[G:.+]] = linalg.generic {{.+}} ins(%[[IDX]] : tensor<?xindex>)
+// CHECK: tensor.extract %[[HF]]
+// CHECK: %[[TP:.+]] = linalg.matmul ins(%[[G]], %[[P]] : tensor<?x8xf32>, tensor<8x4xf32>)
+// CHECK: %[[W1:.+]] = tensor.extract_slice %[[W]][4, 0] [6, 4] [1, 1]
+// CHECK: linalg.matmul indexing_maps = [#{{.+}}, #{{.+}}, #{{.+}}] ins(%[[TP]], %[[W1]] : tensor<?x4xf32>, tensor<6x4xf32>)
+// CHECK: %[[TAIL:.+]] = linalg.generic {{.+}} ins(%{{.+}}, %[[IDX]] : tensor<?xf32>, tensor<?xindex>)
+// CHECK: %[[SUM:.+]] = scf.for {{.+}} iter_args(%{{.+}} = %[[HEADNLL]]) -> (tensor<?xf32>)
+// CHECK: tensor.insert
+// CHECK: %[[E:.+]] = tensor.expand_shape %[[SUM]] {{\[\[}}0, 1]]
+// CHECK: return %[[E]]
+// No [tokens, n_token] logits: nothing is 10 wide.
+// NOFULL-LABEL: func.func @adaptive_nll_sliced
+// NOFULL-NOT: x10xf32>
+// NOFULL: return
+func.func @adaptive_nll_sliced(%h: tensor<?x?x8xf32>, %t: tensor<?x?xi64>, %w: tensor<10x4xf32>, %b: tensor<10xf32>, %p: tensor<8x4xf32>, %cw: tensor<1x4xf32>, %cb: tensor<1xf32>) -> tensor<?x?xf32> {
+  %0 = txl.adaptive_nll %h, %t weights(%w : tensor<10x4xf32>) biases(%b : tensor<10xf32>) projs(%p, %p : tensor<8x4xf32>, tensor<8x4xf32>) clusters(%cw, %cb : tensor<1x4xf32>, tensor<1xf32>) {cutoff_ends = array<i64: 0, 4, 10>} : tensor<?x?x8xf32>, tensor<?x?xi64> -> tensor<?x?xf32>
+  return %0 : tensor<?x?xf32>
+}
+
+// -----
+
+// Without clusters or projections only the head remains: one product, the
+// log-sum-exp, and the target's logit; no loop.
+// CHECK-LABEL: func.func @adaptive_nll_head_only
+// CHECK: linalg.matmul
+// CHECK-NOT: linalg.matmul
+// CHECK-NOT: scf.for
+// CHECK: return
+func.func @adaptive_nll_head_only(%h: tensor<?x?x8xf32>, %t: tensor<?x?xi64>, %w: tensor<10x8xf32>, %b: tensor<10xf32>) -> tensor<?x?xf32> {
+  %0 = txl.adaptive_nll %h, %t weights(%w : tensor<10x8xf32>) biases(%b : tensor<10xf32>) projs() {cutoff_ends = array<i64: 0, 10>} : tensor<?x?x8xf32>, tensor<?x?xi64> -> tensor<?x?xf32>
+  return %0 : tensor<?x?xf32>
+}
+
+// -----
+
+// txl.adaptive_embedding: per cluster, compact the positions of its ids,
+// gather rows id - start of the cluster's table, project them (weight [out,
+// in], B map transposed) and write them back by row.
+// CHECK-LABEL: func.func @adaptive_embedding
+// CHECK-SAME: (%[[IDS:[^:]+]]: tensor<?x?xi64>, %[[A:[^:]+]]: tensor<5x8xf32>, %[[B:[^:]+]]: tensor<5x4xf32>, %[[P:[^:]+]]: tensor<8x8xf32>, %[[Q:[^:]+]]: tensor<8x4xf32>)
+// CHECK: %[[F:.+]] = tensor.collapse_shape %[[IDS]] {{\[\[}}0, 1]]
+// CHECK: %[[OUT:.+]] = linalg.fill {{.+}} -> tensor<?x8xf32>
+// CHECK: scf.for {{.+}} -> (tensor<?xindex>, index)
+// CHECK: linalg.generic {{.+}} outs(%{{.+}} : tensor<?x8xf32>)
+// CHECK: tensor.extract %[[A]]
+// CHECK: linalg.matmul indexing_maps = [#{{.+}}, #{{.+}}, #{{.+}}] ins(%{{.+}}, %[[P]] : tensor<?x8xf32>, tensor<8x8xf32>)
+// CHECK: %[[OUT0:.+]] = scf.for {{.+}} iter_args(%{{.+}} = %[[OUT]]) -> (tensor<?x8xf32>)
+// CHECK: tensor.insert_slice
+// CHECK: scf.for {{.+}} -> (tensor<?xindex>, index)
+// CHECK: arith.subi %{{.+}}, %[[C5:.+]] : index
+// CHECK: tensor.extract %[[B]]
+// CHECK: linalg.matmul indexing_maps = [#{{.+}}, #{{.+}}, #{{.+}}] ins(%{{.+}}, %[[Q]] : tensor<?x4xf32>, tensor<8x4xf32>)
+// CHECK: %[[OUT1:.+]] = scf.for {{.+}} iter_args(%{{.+}} = %[[OUT0]]) -> (tensor<?x8xf32>)
+// CHECK: tensor.expand_shape %[[OUT1]] {{\[\[}}0, 1], [2]]
+func.func @adaptive_embedding(%t: tensor<?x?xi64>, %a: tensor<5x8xf32>, %b: tensor<5x4xf32>, %p: tensor<8x8xf32>, %q: tensor<8x4xf32>) -> tensor<?x?x8xf32> {
+  %e = txl.adaptive_embedding %t tables(%a, %b : tensor<5x8xf32>, tensor<5x4xf32>) projs(%p, %q : tensor<8x8xf32>, tensor<8x4xf32>) {cutoff_ends = array<i64: 0, 5, 10>} : tensor<?x?xi64> -> tensor<?x?x8xf32>
+  return %e : tensor<?x?x8xf32>
+}

@@ -1,0 +1,90 @@
+"""Compile a txl/linalg module through the CPU pipeline and call it from numpy.
+
+The module must define a public `func.func @segment` with the
+`llvm.emit_c_interface` attribute whose arguments are ranked f32/i64 tensors
+or i64 scalars and whose results are ranked f32 tensors. `compile_module`
+lowers it with `txl-opt --txl-cpu-pipeline`, translates it to LLVM IR and
+links a shared object; `Segment.__call__` builds the memref descriptors the
+packed entry `txl_segment_forward(void **)` expects (results are caller
+allocated, so their shapes are passed in).
+
+Used by lit tests that check lowerings numerically op by op.
+"""
+
+import ctypes
+import os
+import subprocess
+import tempfile
+
+import numpy as np
+
+
+def _descriptor_type(rank):
+    fields = [("allocated", ctypes.c_void_p), ("aligned", ctypes.c_void_p),
+              ("offset", ctypes.c_int64)]
+    if rank:
+        fields += [("sizes", ctypes.c_int64 * rank),
+                   ("strides", ctypes.c_int64 * rank)]
+    return type("MemRef%dD" % rank, (ctypes.Structure,), {"_fields_": fields})
+
+
+def _descriptor(array):
+    desc = _descriptor_type(array.ndim)()
+    desc.allocated = desc.aligned = array.ctypes.data
+    desc.offset = 0
+    for d in range(array.ndim):
+        desc.sizes[d] = array.shape[d]
+        desc.strides[d] = array.strides[d] // array.itemsize
+    return desc
+
+
+def compile_module(mlir_path, workdir, pipeline="txl-cpu-pipeline"):
+    """Returns the path of a shared object exporting txl_segment_forward."""
+    lowered = os.path.join(workdir, "lowered.mlir")
+    llvm_ir = os.path.join(workdir, "module.ll")
+    shared = os.path.join(workdir, "module.so")
+    subprocess.run(["txl-opt", "--" + pipeline, mlir_path, "-o", lowered],
+                   check=True)
+    subprocess.run(["mlir-translate-22", "--mlir-to-llvmir", lowered, "-o",
+                    llvm_ir], check=True)
+    subprocess.run(["clang-22", "-O1", "-shared", "-fPIC", llvm_ir, "-o", shared,
+                    "-Wno-override-module", "-lopenblas", "-lm"], check=True)
+    return shared
+
+
+class Segment:
+    """Calls the compiled @segment with numpy inputs."""
+
+    def __init__(self, shared_object):
+        self.lib = ctypes.CDLL(shared_object)
+        self.entry = self.lib.txl_segment_forward
+        self.entry.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
+        self.entry.restype = None
+
+    def __call__(self, inputs, result_shapes):
+        keep = []
+        pointers = []
+        for value in inputs:
+            if isinstance(value, (int, np.integer)):
+                scalar = ctypes.c_int64(int(value))
+                keep.append(scalar)
+                pointers.append(ctypes.cast(ctypes.byref(scalar), ctypes.c_void_p))
+                continue
+            array = np.ascontiguousarray(value)
+            desc = _descriptor(array)
+            keep += [array, desc]
+            pointers.append(ctypes.cast(ctypes.byref(desc), ctypes.c_void_p))
+        results = [np.full(shape, np.nan, dtype=np.float32)
+                   for shape in result_shapes]
+        for array in results:
+            desc = _descriptor(array)
+            keep.append(desc)
+            pointers.append(ctypes.cast(ctypes.byref(desc), ctypes.c_void_p))
+        packed = (ctypes.c_void_p * len(pointers))(*pointers)
+        self.entry(packed)
+        return results
+
+
+def run(mlir_path, inputs, result_shapes):
+    with tempfile.TemporaryDirectory() as workdir:
+        return Segment(compile_module(mlir_path, workdir))(inputs, result_shapes)
