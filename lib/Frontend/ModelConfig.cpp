@@ -572,7 +572,7 @@ Expected<ModelConfig> ModelFileParser::parse(StringRef text) {
       {"dropatt", &m.dropatt},    {"tie_weight", &m.tieWeight},
       {"div_val", &m.divVal},     {"cutoffs", &m.cutoffs},
       {"tie_projs", &m.tieProjs}, {"same_length", &m.sameLength},
-      {"clamp_len", &m.clampLen}};
+      {"clamp_len", &m.clampLen}, {"untie_r", &m.untieR}};
   const Field segmentFields[] = {
       {"tgt_len", &s.tgtLen}, {"mem_len", &s.memLen}, {"ext_len", &s.extLen}};
   const Field evalFields[] = {{"tgt_len", &e.tgtLen},

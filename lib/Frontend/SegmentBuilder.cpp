@@ -80,10 +80,16 @@ SmallVector<ParamSpec> mlir::txl::getParameterTable(const ModelConfig &config) {
     }
   }
   add("pos_emb.inv_freq", {m.dModel / 2}, /*trainable=*/false);
-  add("r_w_bias", {m.nHead, m.dHead});
-  add("r_r_bias", {m.nHead, m.dHead});
+  if (!m.untieR) {
+    add("r_w_bias", {m.nHead, m.dHead});
+    add("r_r_bias", {m.nHead, m.dHead});
+  }
   for (int64_t l = 0; l < m.nLayer; ++l) {
     std::string p = "layers." + std::to_string(l) + ".";
+    if (m.untieR) {
+      add(p + "dec_attn.r_w_bias", {m.nHead, m.dHead});
+      add(p + "dec_attn.r_r_bias", {m.nHead, m.dHead});
+    }
     add(p + "dec_attn.qkv_net.weight", {3 * hd, m.dModel});
     add(p + "dec_attn.r_net.weight", {hd, m.dModel});
     add(p + "dec_attn.o_net.weight", {m.dModel, hd});
@@ -139,6 +145,12 @@ private:
   Value attention(Value h, Value pos, Value mem, StringRef prefix);
   Value feedForward(Value h, StringRef prefix);
   Value embedding(Value data);
+  /// Emits `@decoder_layer`: one RelPartialLearnableDecoderLayer whose
+  /// parameters are arguments, so every layer calls the same function.
+  func::FuncOp emitLayerFunction(ModuleOp module);
+  /// The arguments of @decoder_layer for layer `layer` after h, pos, mem,
+  /// mem_len and same_length.
+  SmallVector<Value> layerParams(int64_t layer);
   Value loss(Value h, Value target);
   /// The parameter under `name` or, when tied, under the name it is tied to.
   Value tiedParam(StringRef name);
@@ -308,6 +320,68 @@ Value SegmentEmitter::loss(Value h, Value target) {
                                b.getDenseI64ArrayAttr(ends));
 }
 
+/// Parameters of one layer, relative to `layers.<l>.`, in the argument order
+/// of @decoder_layer; the u/v biases come last under their model-level names.
+static SmallVector<std::string> layerParamNames() {
+  return {"dec_attn.qkv_net.weight",   "dec_attn.r_net.weight",
+          "dec_attn.o_net.weight",     "dec_attn.layer_norm.weight",
+          "dec_attn.layer_norm.bias",  "pos_ff.CoreNet.0.weight",
+          "pos_ff.CoreNet.0.bias",     "pos_ff.CoreNet.3.weight",
+          "pos_ff.CoreNet.3.bias",     "pos_ff.layer_norm.weight",
+          "pos_ff.layer_norm.bias",    "r_w_bias",
+          "r_r_bias"};
+}
+
+func::FuncOp SegmentEmitter::emitLayerFunction(ModuleOp module) {
+  int64_t dyn = ShapedType::kDynamic;
+  auto hType = tensorType({dyn, dyn, m.dModel});
+  SmallVector<Type> inputs = {hType, tensorType({dyn, m.dModel}), hType,
+                              b.getIndexType(), b.getI1Type()};
+  // Shapes from layer 0 (all layers are alike).
+  SmallVector<Value> layer0 = layerParams(0);
+  for (Value v : layer0)
+    inputs.push_back(v.getType());
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToEnd(module.getBody());
+  auto fn = func::FuncOp::create(b, loc, kLayerFunctionName,
+                                 b.getFunctionType(inputs, {hType}));
+  fn.setPrivate();
+  Block *entry = fn.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+
+  // Inside the layer, parameters are looked up by their relative names.
+  llvm::StringMap<Value> outer = std::move(params);
+  Value outerMemLen = memLen, outerSameLength = sameLength;
+  params = {};
+  for (auto [i, name] : llvm::enumerate(layerParamNames())) {
+    fn.setArgAttr(5 + i, "txl.param", b.getStringAttr(name));
+    params[name] = entry->getArgument(5 + i);
+  }
+  memLen = entry->getArgument(3);
+  sameLength = entry->getArgument(4);
+  Value h = attention(entry->getArgument(0), entry->getArgument(1),
+                      entry->getArgument(2), "");
+  h = feedForward(h, "");
+  func::ReturnOp::create(b, loc, h);
+  params = std::move(outer);
+  memLen = outerMemLen;
+  sameLength = outerSameLength;
+  return fn;
+}
+
+SmallVector<Value> SegmentEmitter::layerParams(int64_t layer) {
+  std::string prefix = "layers." + std::to_string(layer) + ".";
+  SmallVector<Value> values;
+  for (const std::string &name : layerParamNames()) {
+    if (name == "r_w_bias" || name == "r_r_bias")
+      values.push_back(m.untieR ? param(prefix + "dec_attn." + name)
+                                : param(name));
+    else
+      values.push_back(param(prefix + name));
+  }
+  return values;
+}
+
 void SegmentEmitter::emit(ModuleOp module) {
   int64_t dyn = ShapedType::kDynamic;
   SmallVector<ParamSpec> table = getParameterTable(config);
@@ -359,10 +433,11 @@ void SegmentEmitter::emit(ModuleOp module) {
                                param("pos_emb.inv_freq"), klen, clampLen);
 
   SmallVector<Value> hids = {h};
+  func::FuncOp layerFn = emitLayerFunction(module);
   for (int64_t l = 0; l < m.nLayer; ++l) {
-    std::string prefix = "layers." + std::to_string(l) + ".";
-    h = attention(h, pos, mems[l], prefix);
-    h = feedForward(h, prefix);
+    SmallVector<Value> args = {h, pos, mems[l], memLen, sameLength};
+    args.append(layerParams(l));
+    h = func::CallOp::create(b, loc, layerFn, args).getResult(0);
     hids.push_back(h);
   }
 

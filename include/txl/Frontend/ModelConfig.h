@@ -5,7 +5,7 @@
 //
 //   [model]   n_token n_layer d_model n_head d_head d_inner d_embed attn_type
 //             pre_lnorm dropout dropatt tie_weight div_val cutoffs tie_projs
-//             same_length clamp_len
+//             same_length clamp_len untie_r
 //   [segment] tgt_len mem_len ext_len
 //   [eval]    tgt_len mem_len clamp_len same_length batch_size
 //   [train]   optimizer / schedule / init settings (parsed, used by training)
@@ -46,6 +46,10 @@ struct ModelSection {
   llvm::SmallVector<bool> tieProjs;   ///< tie_projs, one per cluster
   bool sameLength = false;  ///< same_length
   int64_t clampLen = -1;    ///< clamp_len; <= 0 means no clamping
+  /// untie_r: per-layer u/v biases (`layers.<l>.dec_attn.r_w_bias`/`r_r_bias`,
+  /// the official code's layers built with r_w_bias=None), as in the released
+  /// Hugging Face TransfoXL checkpoints; false = one pair for all layers.
+  bool untieR = false;
 };
 
 /// `[segment]`: training segment shape (official tgt_len/mem_len/ext_len).

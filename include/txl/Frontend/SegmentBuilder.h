@@ -6,6 +6,8 @@
 //
 //   func.func @segment(params..., %data, %target, %mems..., %mem_len,
 //                      %clamp_len, %same_length) -> (%nll, %new_mems...)
+//   func.func private @decoder_layer(%h, %pos, %mem, %mem_len, %same_length,
+//                                    layer params...) -> %h
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,6 +41,11 @@ SmallVector<ParamSpec> getParameterTable(const ModelConfig &config);
 
 /// Name of the generated segment function.
 inline constexpr llvm::StringLiteral kSegmentFunctionName = "segment";
+
+/// Name of the private function holding one decoder layer, called once per
+/// layer by @segment (its parameters are arguments): the layer is compiled
+/// once, whatever n_layer is.
+inline constexpr llvm::StringLiteral kLayerFunctionName = "decoder_layer";
 
 /// Builds the segment module in the four-term form (paper §3.3 written
 /// literally). Fails with a diagnostic for configurations the compiler does

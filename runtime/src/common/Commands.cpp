@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <vector>
 
 // OpenBLAS's thread control (cblas.h declares it too, but pulling in a CBLAS
@@ -95,27 +96,43 @@ EvalResult runEval(const txl_model_info_t &info, const EvalSettings &settings,
          "has n_token = {}",
          settings.dataset, settings.dataDir, corpus.vocab.size(), info.n_token);
 
-  const std::vector<int64_t> &stream = corpus.stream(settings.split);
-  LMOrderedIterator iterator(stream, settings.batchSize, settings.tgtLen);
-  if (iterator.numSegments() == 0)
-    fail(TXL_DATA_ERROR,
-         "the {} split has {} tokens: too few for one segment at batch size "
-         "{} (each of the {} columns needs at least 2 tokens)",
-         splitName(settings.split), stream.size(), settings.batchSize,
-         settings.batchSize);
+  // Ordered data sets stream the split through LMOrderedIterator; lm1b is
+  // read sentence by sentence through LMShuffledIterator without shuffling,
+  // as the official get_iterator gives eval.py.
+  std::optional<LMOrderedIterator> ordered;
+  std::optional<LMShuffledIterator> sentences;
+  int64_t expectedTokens = 0;
+  if (datasetSpec(settings.dataset).sentenceLevel) {
+    const Sentences &split = corpus.sentences(settings.split);
+    sentences.emplace(split, settings.batchSize, settings.tgtLen);
+    expectedTokens = static_cast<int64_t>(split.ids.size());
+  } else {
+    const std::vector<int64_t> &stream = corpus.stream(settings.split);
+    ordered.emplace(stream, settings.batchSize, settings.tgtLen);
+    if (ordered->numSegments() == 0)
+      fail(TXL_DATA_ERROR,
+           "the {} split has {} tokens: too few for one segment at batch "
+           "size {} (each of the {} columns needs at least 2 tokens)",
+           splitName(settings.split), stream.size(), settings.batchSize,
+           settings.batchSize);
+    expectedTokens = ordered->numPredictedTokens();
+  }
+  auto nextSegment = [&](LMSegment &segment) {
+    return ordered ? ordered->next(segment) : sentences->next(segment);
+  };
 
   txl_run_options_t options{settings.memLen, settings.clampLen,
                             settings.sameLength ? 1 : 0};
   EvalResult result;
   result.settings = settings;
-  ProgressBar bar(std::string(splitName(settings.split)),
-                  iterator.numPredictedTokens(), stderr);
+  ProgressBar bar(std::string(splitName(settings.split)), expectedTokens,
+                  stderr);
   std::vector<float> nll;
   double totalNll = 0;
   auto start = std::chrono::steady_clock::now();
   checkStatus(txl_session_reset_memory(session.get(), settings.batchSize));
   LMSegment segment;
-  while (iterator.next(segment)) {
+  while (nextSegment(segment)) {
     nll.resize(static_cast<size_t>(segment.seqLen * segment.batch));
     checkStatus(txl_session_run_segment(session.get(), segment.data.data(),
                                         segment.target.data(), segment.seqLen,
@@ -128,6 +145,9 @@ EvalResult runEval(const txl_model_info_t &info, const EvalSettings &settings,
   }
   result.seconds = secondsSince(start);
   bar.finish();
+  if (result.tokens == 0)
+    fail(TXL_DATA_ERROR, "the {} split yielded no segment at batch size {}",
+         splitName(settings.split), settings.batchSize);
   result.loss = totalNll / static_cast<double>(result.tokens);
   return result;
 }

@@ -1,23 +1,40 @@
-//===- LMIterator.cpp - Ordered LM segment iterator -------------*- C++ -*-===//
+//===- LMIterator.cpp - LM segment iterators (official) ---------*- C++ -*-===//
 
 #include "txl/rt/LMIterator.h"
 
 #include "txl/rt/Status.h"
 
 #include <algorithm>
+#include <numeric>
 
 namespace txl::rt {
 
-LMOrderedIterator::LMOrderedIterator(const std::vector<int64_t> &stream,
-                                     int64_t batch, int64_t bptt,
-                                     int64_t extLen)
-    : batch_(batch), bptt_(bptt), extLen_(extLen) {
+namespace {
+
+/// The checks shared by every iterator's sizes.
+void checkSizes(int64_t batch, int64_t bptt, int64_t extLen) {
   if (batch <= 0)
     fail(TXL_INVALID_ARGUMENT, "batch size must be positive, got {}", batch);
   if (bptt <= 0)
     fail(TXL_INVALID_ARGUMENT, "tgt_len must be positive, got {}", bptt);
   if (extLen < 0)
     fail(TXL_INVALID_ARGUMENT, "ext_len must not be negative, got {}", extLen);
+}
+
+/// 0, 1, ..., n - 1.
+std::vector<int64_t> identityOrder(int64_t n) {
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  return order;
+}
+
+} // namespace
+
+LMOrderedIterator::LMOrderedIterator(const std::vector<int64_t> &stream,
+                                     int64_t batch, int64_t bptt,
+                                     int64_t extLen)
+    : batch_(batch), bptt_(bptt), extLen_(extLen) {
+  checkSizes(batch, bptt, extLen);
   nStep_ = static_cast<int64_t>(stream.size()) / batch;
   // view(bsz, -1).t(): matrix[t][b] = stream[b * n_step + t].
   matrix_.resize(static_cast<size_t>(nStep_ * batch));
@@ -61,6 +78,163 @@ bool LMOrderedIterator::next(LMSegment &out) {
   out = segmentAt(next_);
   next_ += bptt_;
   return true;
+}
+
+uint64_t NumpyRandomState::interval(uint64_t max) {
+  if (max == 0)
+    return 0;
+  uint64_t mask = max;
+  for (int shift : {1, 2, 4, 8, 16, 32})
+    mask |= mask >> shift;
+  uint64_t value;
+  if (max <= 0xffffffffu) {
+    while ((value = (engine_() & mask)) > max) {
+    }
+    return value;
+  }
+  // mt19937_next64: the high word is drawn first.
+  do {
+    uint64_t high = engine_();
+    value = ((high << 32) | engine_()) & mask;
+  } while (value > max);
+  return value;
+}
+
+std::vector<int64_t> NumpyRandomState::permutation(int64_t n) {
+  std::vector<int64_t> order = identityOrder(n);
+  shuffle(order);
+  return order;
+}
+
+LMStreamBatcher::LMStreamBatcher(int64_t batch, int64_t bptt, int64_t extLen)
+    : batch_(batch), bptt_(bptt), extLen_(extLen) {
+  checkSizes(batch, bptt, extLen);
+  restart();
+}
+
+void LMStreamBatcher::restart() {
+  streams_.assign(static_cast<size_t>(batch_), Stream());
+  retained_.clear();
+  nRetain_ = 0;
+  done_ = false;
+}
+
+bool LMStreamBatcher::next(const SentenceSource &source, LMSegment &out) {
+  if (done_)
+    return false;
+  int64_t rows = nRetain_ + bptt_;
+  std::vector<int64_t> data(static_cast<size_t>(rows * batch_), -1);
+  std::vector<int64_t> target(static_cast<size_t>(bptt_ * batch_), -1);
+  std::copy(retained_.begin(), retained_.end(), data.begin());
+  for (int64_t i = 0; i < batch_; ++i) {
+    Stream &stream = streams_[static_cast<size_t>(i)];
+    int64_t filled = 0;
+    while (filled < bptt_) {
+      if (!stream.ids || stream.length <= 1) {
+        if (!source(stream.ids, stream.length)) {
+          done_ = true; // StopIteration: the partial segment is dropped
+          return false;
+        }
+        continue;
+      }
+      int64_t nNew = std::min(stream.length - 1, bptt_ - filled);
+      for (int64_t k = 0; k < nNew; ++k) {
+        data[static_cast<size_t>((nRetain_ + filled + k) * batch_ + i)] =
+            stream.ids[k];
+        target[static_cast<size_t>((filled + k) * batch_ + i)] =
+            stream.ids[k + 1];
+      }
+      // streams[i] = streams[i][n_new:]: the last target token stays.
+      stream.ids += nNew;
+      stream.length -= nNew;
+      filled += nNew;
+    }
+  }
+  out.seqLen = bptt_;
+  out.dataRows = rows;
+  out.batch = batch_;
+  out.data = std::move(data);
+  out.target = std::move(target);
+  nRetain_ = std::min(rows, extLen_);
+  retained_.assign(out.data.end() - nRetain_ * batch_, out.data.end());
+  return true;
+}
+
+LMShuffledIterator::LMShuffledIterator(Sentences sentences, int64_t batch,
+                                       int64_t bptt, int64_t extLen,
+                                       bool shuffle, uint32_t seed)
+    : sentences_(std::move(sentences)), batch_(batch), bptt_(bptt),
+      shuffle_(shuffle), rng_(seed), batcher_(batch, bptt, extLen) {}
+
+bool LMShuffledIterator::next(LMSegment &out) {
+  if (!started_) {
+    // get_sent_stream: the epoch's order, drawn when iteration starts.
+    order_ = shuffle_ ? rng_.permutation(sentences_.size())
+                      : identityOrder(sentences_.size());
+    cursor_ = 0;
+    segments_ = 0;
+    batcher_.restart();
+    started_ = true;
+  }
+  auto source = [&](const int64_t *&ids, int64_t &length) {
+    if (cursor_ >= order_.size())
+      return false;
+    int64_t index = order_[cursor_++];
+    ids = sentences_.begin(index);
+    length = sentences_.length(index);
+    return true;
+  };
+  if (!batcher_.next(source, out))
+    return false;
+  out.start = segments_++;
+  return true;
+}
+
+LMMultiFileIterator::LMMultiFileIterator(std::vector<std::string> paths,
+                                         const Vocab &vocab, int64_t batch,
+                                         int64_t bptt, int64_t extLen,
+                                         bool shuffle, uint32_t seed)
+    : paths_(std::move(paths)), vocab_(vocab), batch_(batch), bptt_(bptt),
+      shuffle_(shuffle), rng_(seed), batcher_(batch, bptt, extLen) {}
+
+bool LMMultiFileIterator::next(LMSegment &out) {
+  if (!started_) {
+    if (shuffle_)
+      rng_.shuffle(paths_);
+    nextFile_ = 0;
+    fileOpen_ = false;
+    segments_ = 0;
+    started_ = true;
+  }
+  auto source = [&](const int64_t *&ids, int64_t &length) {
+    if (cursor_ >= order_.size())
+      return false;
+    int64_t index = order_[cursor_++];
+    ids = sentences_.begin(index);
+    length = sentences_.length(index);
+    return true;
+  };
+  while (true) {
+    if (!fileOpen_) {
+      if (nextFile_ >= paths_.size())
+        return false;
+      // A fresh stream_iterator per file: drop the columns before the
+      // sentences they point into.
+      batcher_.restart();
+      currentPath_ = paths_[nextFile_++];
+      sentences_ = vocab_.encodeSentencesFile(currentPath_, /*addEos=*/true,
+                                              /*addDoubleEos=*/true);
+      order_ = shuffle_ ? rng_.permutation(sentences_.size())
+                        : identityOrder(sentences_.size());
+      cursor_ = 0;
+      fileOpen_ = true;
+    }
+    if (batcher_.next(source, out)) {
+      out.start = segments_++;
+      return true;
+    }
+    fileOpen_ = false;
+  }
 }
 
 } // namespace txl::rt

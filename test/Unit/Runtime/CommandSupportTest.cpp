@@ -109,8 +109,8 @@ TEST(CommandSupportTest, ValidationErrors) {
               TXL_INVALID_ARGUMENT, {"--checkpoint"});
   expectError(resolveWith([](EvalOptions &o) { o.dataDir.clear(); }),
               TXL_INVALID_ARGUMENT, {"no data directory", "--data"});
-  expectError(resolveWith([](EvalOptions &o) { o.dataset = "lm1b"; }),
-              TXL_INVALID_ARGUMENT, {"unsupported dataset 'lm1b'"});
+  expectError(resolveWith([](EvalOptions &o) { o.dataset = "enwik9"; }),
+              TXL_INVALID_ARGUMENT, {"unsupported dataset 'enwik9'"});
   info.dataset = "";
   expectError(resolveWith([](EvalOptions &) {}), TXL_INVALID_ARGUMENT,
               {"no dataset", "--dataset"});

@@ -131,8 +131,100 @@ TEST(CorpusTest, SplitNames) {
   EXPECT_TRUE(isCharacterDataset("text8"));
   EXPECT_TRUE(isCharacterDataset("ptb-char"));
   EXPECT_FALSE(isCharacterDataset("ptb"));
-  expectError([] { datasetSpec("lm1b"); }, TXL_INVALID_ARGUMENT,
-              {"unsupported dataset 'lm1b'", "ptb, wt2, wt103"});
+  expectError([] { datasetSpec("wt3"); }, TXL_INVALID_ARGUMENT,
+              {"unsupported dataset 'wt3'",
+               "ptb, ptb-char, wt2, wt103, enwik8, text8, lm1b"});
+}
+
+// The get_lm_corpus kwargs and Corpus branches of each dataset.
+TEST(CorpusTest, DatasetSpecsFollowGetLmCorpus) {
+  DatasetSpec ptb = datasetSpec("ptb");
+  EXPECT_THAT(ptb.special, ElementsAre("<eos>"));
+  EXPECT_TRUE(ptb.lowerCase);
+  EXPECT_TRUE(ptb.addEos);
+  EXPECT_TRUE(ptb.countValidTest);
+
+  for (const char *name : {"wt2", "wt103"}) {
+    DatasetSpec wt = datasetSpec(name);
+    EXPECT_THAT(wt.special, ElementsAre("<eos>"));
+    EXPECT_FALSE(wt.lowerCase);
+    EXPECT_TRUE(wt.addEos);
+    EXPECT_EQ(wt.countValidTest, std::string(name) == "wt2");
+  }
+
+  for (const char *name : {"enwik8", "text8"}) {
+    DatasetSpec chars = datasetSpec(name);
+    EXPECT_TRUE(chars.special.empty());
+    EXPECT_TRUE(chars.lowerCase); // Vocab() defaults
+    EXPECT_FALSE(chars.addEos);
+    EXPECT_TRUE(chars.countValidTest);
+    EXPECT_EQ(chars.rawFile, name);
+  }
+
+  DatasetSpec ptbChar = datasetSpec("ptb-char");
+  EXPECT_THAT(ptbChar.special, ElementsAre("<eos>"));
+  EXPECT_FALSE(ptbChar.lowerCase);
+  EXPECT_TRUE(ptbChar.addEos);
+  EXPECT_TRUE(ptbChar.spellWords);
+
+  DatasetSpec lm1b = datasetSpec("lm1b");
+  EXPECT_TRUE(lm1b.special.empty());
+  EXPECT_FALSE(lm1b.lowerCase);
+  EXPECT_TRUE(lm1b.addDoubleEos);
+  EXPECT_EQ(lm1b.vocabFile, "1b_word_vocab.txt");
+  EXPECT_TRUE(lm1b.sentenceLevel);
+}
+
+// ptb-char spells the words of each stripped line out, "_" between words;
+// leading, trailing and repeated whitespace vanish; case and "<unk>"'s
+// brackets are kept; a blank line stays (it becomes a lone "<eos>").
+TEST(PtbCharTest, SpellsWordsOut) {
+  EXPECT_EQ(ptbCharText(" aer banknote \n"), "a e r _ b a n k n o t e\n");
+  EXPECT_EQ(ptbCharText("  N   <unk>\tx \r\n\n caf\xc3\xa9"),
+            "N _ < u n k > _ x\n\nc a f \xc3\xa9\n");
+  EXPECT_EQ(ptbCharText(""), "");
+  expectError([] { ptbCharText("ok\n\xff\n", "w.txt"); }, TXL_DATA_ERROR,
+              {"w.txt:2: invalid UTF-8"});
+}
+
+// The ids of a small ptb-char corpus, from the official Vocab(special=
+// ['<eos>'], lower_case=False) over the spelled-out files in Python.
+TEST(PtbCharTest, PinsIds) {
+  TempDir dir;
+  dir.write("train.txt", " aer banknote \n n N <unk>\n");
+  dir.write("valid.txt", " a  b \n\n");
+  dir.write("test.txt", "x\n");
+  Corpus corpus = loadCorpus("ptb-char", dir.path());
+  EXPECT_THAT(symbols(corpus.vocab),
+              ElementsAre("<eos>", "_", "n", "a", "e", "b", "k", "r", "o", "t",
+                          "N", "<", "u", ">", "x"));
+  EXPECT_THAT(corpus.train, ElementsAre(3, 4, 7, 1, 5, 3, 2, 6, 2, 8, 9, 4, 0,
+                                        2, 1, 10, 1, 11, 12, 2, 6, 13, 0));
+  EXPECT_THAT(corpus.valid, ElementsAre(3, 1, 5, 0, 0));
+  EXPECT_THAT(corpus.test, ElementsAre(14, 0));
+}
+
+// The real PTB as ptb-char: 50 symbols; lengths and id sums from the Python
+// reference of the documented mapping.
+TEST(PtbCharTest, PennTreebank) {
+  Corpus corpus = loadCorpus("ptb-char", sharedPath("data/ptb"));
+  ASSERT_EQ(corpus.vocab.size(), 50);
+  std::vector<std::string> all = symbols(corpus.vocab);
+  EXPECT_THAT(std::vector<std::string>(all.begin(), all.begin() + 8),
+              ElementsAre("<eos>", "_", "e", "t", "a", "n", "o", "i"));
+  EXPECT_EQ(corpus.vocab.find("N"), 26);
+  EXPECT_EQ(corpus.train.size(), 5017482u);
+  EXPECT_EQ(corpus.valid.size(), 393042u);
+  EXPECT_EQ(corpus.test.size(), 442423u);
+  EXPECT_THAT(
+      std::vector<int64_t>(corpus.valid.begin(), corpus.valid.begin() + 12),
+      ElementsAre(14, 6, 5, 8, 12, 15, 2, 9, 8, 1, 15, 4));
+  auto sum = [](const std::vector<int64_t> &ids) {
+    return std::accumulate(ids.begin(), ids.end(), int64_t(0));
+  };
+  EXPECT_EQ(sum(corpus.train), 39775769);
+  EXPECT_EQ(sum(corpus.valid), 3120756);
+  EXPECT_EQ(sum(corpus.test), 3537311);
 }
 
 // ptb: the vocabulary counts train, valid and test; only the requested

@@ -1,4 +1,11 @@
-//===- LMIteratorTest.cpp - Official LMOrderedIterator layout ---*- C++ -*-===//
+//===- LMIteratorTest.cpp - Official LM iterators ---------------*- C++ -*-===//
+//
+// The pinned stream-iterator blocks and shuffles come from the official
+// data_utils.py stream_iterator / LMShuffledIterator / LMMultiFileIterator
+// run in Python (numpy arrays in place of torch tensors) after
+// np.random.seed(seed) on the same sentences and files.
+//
+//===----------------------------------------------------------------------===//
 
 #include "txl/rt/LMIterator.h"
 
@@ -7,12 +14,15 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
 #include <numeric>
+#include <set>
 
 namespace txl::rt {
 namespace {
 
 using test::expectError;
+using test::TempDir;
 using ::testing::ElementsAre;
 
 /// The stream 0, 1, ..., n - 1.
@@ -105,6 +115,273 @@ TEST(LMIteratorTest, RejectsBadSizes) {
               {"tgt_len must be positive, got -1"});
   expectError([] { LMOrderedIterator(iota(8), 2, 2, -1); },
               TXL_INVALID_ARGUMENT, {"ext_len"});
+}
+
+// numpy's legacy RNG: the same seed gives np.random.permutation's and
+// np.random.shuffle's orders bit for bit (values printed by numpy 2.4).
+TEST(NumpyRandomStateTest, MatchesNumpy) {
+  EXPECT_THAT(NumpyRandomState(0).permutation(10),
+              ElementsAre(2, 8, 4, 9, 1, 6, 7, 3, 0, 5));
+  NumpyRandomState rng(1111);
+  EXPECT_THAT(rng.permutation(10), ElementsAre(9, 3, 8, 0, 6, 2, 4, 1, 5, 7));
+  std::vector<char> letters(17);
+  std::iota(letters.begin(), letters.end(), 'a');
+  rng.shuffle(letters); // continues the same stream
+  EXPECT_EQ(std::string(letters.begin(), letters.end()), "hjabfkeqdpncmgiol");
+  EXPECT_THAT(NumpyRandomState(4294967295u).permutation(5),
+              ElementsAre(4, 1, 0, 2, 3));
+  EXPECT_EQ(NumpyRandomState(3).interval(0), 0u);
+}
+
+/// Sentences from id lists.
+Sentences makeSentences(const std::vector<std::vector<int64_t>> &lists) {
+  Sentences sentences;
+  for (const auto &list : lists)
+    sentences.push(list);
+  return sentences;
+}
+
+/// Six "<S>"-framed sentences ("<S>" = 0).
+Sentences sixSentences() {
+  return makeSentences({{0, 11, 12, 13, 0},
+                        {0, 21, 0},
+                        {0, 31, 32, 0},
+                        {0, 41, 42, 43, 44, 45, 0},
+                        {0, 51, 0},
+                        {0, 61, 62, 0}});
+}
+
+// stream_iterator with bsz 2, bptt 3, ext_len 2, in order: column 0 fills
+// first, a sentence's last token is consumed only as target, and the
+// segment whose column 1 runs out of sentences is dropped. data rows are
+// n_retain + bptt with n_retain = min(rows of the previous data, ext_len).
+TEST(LMShuffledIteratorTest, PinsOfficialBlocks) {
+  LMShuffledIterator it(sixSentences(), /*batch=*/2, /*bptt=*/3,
+                        /*extLen=*/2);
+  LMSegment s;
+  ASSERT_TRUE(it.next(s));
+  EXPECT_EQ(s.start, 0);
+  EXPECT_EQ(s.seqLen, 3);
+  EXPECT_EQ(s.dataRows, 3);
+  EXPECT_THAT(s.data, ElementsAre(0, 0, 11, 21, 12, 0));
+  EXPECT_THAT(s.target, ElementsAre(11, 21, 12, 0, 13, 31));
+  ASSERT_TRUE(it.next(s));
+  EXPECT_EQ(s.start, 1);
+  EXPECT_EQ(s.dataRows, 5);
+  EXPECT_THAT(s.data, ElementsAre(11, 21, 12, 0, 13, 31, 0, 32, 41, 0));
+  EXPECT_THAT(s.target, ElementsAre(0, 32, 41, 0, 42, 51));
+  ASSERT_TRUE(it.next(s));
+  EXPECT_THAT(s.data, ElementsAre(0, 32, 41, 0, 42, 51, 43, 0, 44, 61));
+  EXPECT_THAT(s.target, ElementsAre(43, 0, 44, 61, 45, 62));
+  EXPECT_FALSE(it.next(s));
+  EXPECT_FALSE(it.next(s));
+
+  // A new epoch starts over.
+  it.reset();
+  ASSERT_TRUE(it.next(s));
+  EXPECT_EQ(s.start, 0);
+  EXPECT_THAT(s.data, ElementsAre(0, 0, 11, 21, 12, 0));
+}
+
+// ext_len larger than bptt: the retained context grows by bptt rows per
+// segment up to ext_len.
+TEST(LMShuffledIteratorTest, RetainedContextGrows) {
+  LMShuffledIterator it(sixSentences(), 1, 2, /*extLen=*/4);
+  std::vector<std::vector<int64_t>> data, target;
+  LMSegment s;
+  while (it.next(s)) {
+    data.push_back(s.data);
+    target.push_back(s.target);
+  }
+  ASSERT_EQ(data.size(), 10u);
+  EXPECT_THAT(data[0], ElementsAre(0, 11));
+  EXPECT_THAT(data[1], ElementsAre(0, 11, 12, 13));
+  EXPECT_THAT(data[3], ElementsAre(12, 13, 0, 21, 0, 31));
+  EXPECT_THAT(target[3], ElementsAre(31, 32));
+  EXPECT_THAT(data[9], ElementsAre(45, 0, 51, 0, 61, 62));
+  EXPECT_THAT(target[9], ElementsAre(62, 0));
+}
+
+// shuffle=True draws np.random.permutation(6) = [3, 5, 0, 2, 1, 4] for seed 7.
+TEST(LMShuffledIteratorTest, ShuffleMatchesNumpy) {
+  LMShuffledIterator it(sixSentences(), 2, 3, 0, /*shuffle=*/true,
+                        /*seed=*/7);
+  LMSegment s;
+  ASSERT_TRUE(it.next(s));
+  EXPECT_THAT(it.order(), ElementsAre(3, 5, 0, 2, 1, 4));
+  EXPECT_THAT(s.data, ElementsAre(0, 0, 41, 61, 42, 62));
+  EXPECT_THAT(s.target, ElementsAre(41, 61, 42, 62, 43, 0));
+  ASSERT_TRUE(it.next(s));
+  EXPECT_THAT(s.data, ElementsAre(43, 0, 44, 11, 45, 12));
+  ASSERT_TRUE(it.next(s));
+  EXPECT_THAT(s.data, ElementsAre(0, 13, 31, 0, 32, 21));
+  EXPECT_THAT(s.target, ElementsAre(31, 0, 32, 21, 0, 0));
+  EXPECT_FALSE(it.next(s));
+}
+
+TEST(LMShuffledIteratorTest, RejectsBadSizes) {
+  expectError([] { LMShuffledIterator(sixSentences(), 0, 3); },
+              TXL_INVALID_ARGUMENT, {"batch size must be positive, got 0"});
+  expectError([] { LMStreamBatcher(2, 0); }, TXL_INVALID_ARGUMENT,
+              {"tgt_len must be positive, got 0"});
+  expectError([] { LMStreamBatcher(2, 3, -1); }, TXL_INVALID_ARGUMENT,
+              {"ext_len must not be negative, got -1"});
+}
+
+/// The lm1b test vocabulary: <S> 0, </S> 1, <UNK> 2, the 3, cat 4, sat 5,
+/// on 6, mat 7, a 8.
+Vocab lm1bVocab(const TempDir &dir) {
+  Vocab vocab({}, false);
+  vocab.buildFromFile(
+      dir.write("vocab.txt", "<S>\n</S>\n<UNK>\nthe\ncat\nsat\non\nmat\na\n"));
+  return vocab;
+}
+
+/// Three ragged shards (4, 5 and 3 sentences), their paths sorted.
+std::vector<std::string> raggedShards(const TempDir &dir) {
+  return {dir.write("news.en-00001-of-00100",
+                    "the cat\nsat on the mat\na\nthe the the the the cat\n"),
+          dir.write("news.en-00002-of-00100",
+                    "cat sat\non a mat\nthe\nmat mat\ncat\n"),
+          dir.write("news.en-00003-of-00100", "a a a a\nsat\non the cat\n")};
+}
+
+/// One yielded segment: the file's number, data, target.
+struct Block {
+  int file;
+  std::vector<int64_t> data, target;
+};
+
+/// Every segment of one epoch.
+std::vector<Block> epoch(LMMultiFileIterator &it) {
+  std::vector<Block> blocks;
+  LMSegment s;
+  while (it.next(s)) {
+    EXPECT_EQ(s.start, static_cast<int64_t>(blocks.size()));
+    std::string name = it.currentPath().substr(it.currentPath().size() - 14);
+    blocks.push_back({std::stoi(name.substr(0, 5)), s.data, s.target});
+  }
+  return blocks;
+}
+
+MATCHER_P3(IsBlock, file, data, target, "") {
+  return arg.file == file && arg.data == std::vector<int64_t>(data) &&
+         arg.target == std::vector<int64_t>(target);
+}
+
+using V = std::vector<int64_t>;
+
+// Unshuffled: files in order, each with a fresh stream_iterator (the last
+// partial segment and the column tails of a file are dropped: shard 1 gives
+// one segment, shard 3 one).
+TEST(LMMultiFileIteratorTest, PinsOfficialBlocksInOrder) {
+  TempDir dir;
+  Vocab vocab = lm1bVocab(dir);
+  LMMultiFileIterator it(raggedShards(dir), vocab, /*batch=*/2, /*bptt=*/3);
+  EXPECT_THAT(
+      epoch(it),
+      ElementsAre(IsBlock(1, V{0, 0, 3, 5, 4, 6}, V{3, 5, 4, 6, 0, 3}),
+                  IsBlock(2, V{0, 0, 4, 6, 5, 8}, V{4, 6, 5, 8, 0, 7}),
+                  IsBlock(2, V{0, 7, 3, 0, 0, 4}, V{3, 0, 0, 4, 7, 0}),
+                  IsBlock(3, V{0, 0, 8, 5, 8, 0}, V{8, 5, 8, 0, 8, 6})));
+}
+
+// shuffle=True with seed 1111: the paths and each file's sentences are
+// shuffled as np.random.shuffle does after np.random.seed(1111); the second
+// epoch reshuffles the already shuffled path list.
+TEST(LMMultiFileIteratorTest, ShuffleMatchesNumpy) {
+  TempDir dir;
+  Vocab vocab = lm1bVocab(dir);
+  LMMultiFileIterator it(raggedShards(dir), vocab, 2, 3, 0, /*shuffle=*/true,
+                         /*seed=*/1111);
+  EXPECT_THAT(
+      epoch(it),
+      ElementsAre(IsBlock(3, V{0, 0, 8, 6, 8, 3}, V{8, 6, 8, 3, 8, 4}),
+                  IsBlock(2, V{0, 0, 6, 7, 8, 7}, V{6, 7, 8, 7, 7, 0}),
+                  IsBlock(2, V{7, 0, 0, 3, 4, 0}, V{0, 3, 4, 0, 5, 4}),
+                  IsBlock(1, V{0, 0, 3, 5, 3, 6}, V{3, 5, 3, 6, 3, 3}),
+                  IsBlock(1, V{3, 3, 3, 7, 3, 0}, V{3, 7, 3, 0, 4, 3})));
+  it.reset();
+  EXPECT_THAT(
+      epoch(it),
+      ElementsAre(IsBlock(2, V{0, 0, 6, 4, 8, 5}, V{6, 4, 8, 5, 7, 0}),
+                  IsBlock(2, V{7, 0, 0, 3, 7, 0}, V{0, 3, 7, 0, 7, 4}),
+                  IsBlock(3, V{0, 0, 6, 5, 3, 0}, V{6, 5, 3, 0, 4, 8}),
+                  IsBlock(1, V{0, 0, 3, 3, 4, 3}, V{3, 3, 4, 3, 0, 3}),
+                  IsBlock(1, V{0, 3, 5, 3, 6, 3}, V{5, 3, 6, 3, 3, 4})));
+}
+
+// Sentences of exactly bptt + 1 ids and an even count per file: every column
+// takes one whole sentence per segment, so each epoch yields every sentence
+// of every file exactly once, in a different order per epoch, and within a
+// column target[t] == data[t + 1] while the last target row is the "<S>"
+// that the next segment's data opens with.
+TEST(LMMultiFileIteratorTest, EverySentenceOncePerEpoch) {
+  TempDir dir;
+  std::string vocabText = "<S>\n<UNK>\n";
+  for (int w = 0; w < 48; ++w)
+    vocabText += "w" + std::to_string(w) + "\n";
+  Vocab vocab({}, false);
+  vocab.buildFromFile(dir.write("vocab.txt", vocabText));
+  std::vector<std::string> paths;
+  for (int file = 0; file < 4; ++file) {
+    std::string text;
+    for (int k = 0; k < 4; ++k) {
+      int first = 3 * (4 * file + k);
+      text += "w" + std::to_string(first) + " w" + std::to_string(first + 1) +
+              " w" + std::to_string(first + 2) + "\n";
+    }
+    paths.push_back(dir.write("news.en-0000" + std::to_string(file), text));
+  }
+
+  const int64_t batch = 2, bptt = 4;
+  LMMultiFileIterator it(paths, vocab, batch, bptt, 0, true, 1234);
+  std::vector<int64_t> previousOrder;
+  for (int epochNo = 0; epochNo < 3; ++epochNo) {
+    it.reset();
+    std::map<int64_t, int> seen; // a sentence's first word id -> times
+    std::vector<int64_t> order;
+    LMSegment s;
+    while (it.next(s)) {
+      ASSERT_EQ(s.seqLen, bptt);
+      ASSERT_EQ(s.dataRows, bptt);
+      for (int64_t b = 0; b < batch; ++b) {
+        auto at = [&](const std::vector<int64_t> &block, int64_t t) {
+          return block[static_cast<size_t>(t * batch + b)];
+        };
+        EXPECT_EQ(at(s.data, 0), 0);   // "<S>" opens the sentence
+        EXPECT_EQ(at(s.target, 3), 0); // and closes it
+        for (int64_t t = 0; t + 1 < bptt; ++t)
+          EXPECT_EQ(at(s.target, t), at(s.data, t + 1));
+        // The three words are consecutive ids w3k, w3k+1, w3k+2.
+        int64_t first = at(s.data, 1);
+        EXPECT_EQ(at(s.data, 2), first + 1);
+        EXPECT_EQ(at(s.data, 3), first + 2);
+        ++seen[first];
+        order.push_back(first);
+      }
+    }
+    ASSERT_EQ(seen.size(), 16u) << "epoch " << epochNo;
+    for (const auto &[first, times] : seen) {
+      EXPECT_EQ(times, 1) << "sentence at id " << first;
+      EXPECT_EQ((first - 2) % 3, 0); // ids start at 2 ("<S>", "<UNK>")
+    }
+    EXPECT_NE(order, previousOrder);
+    previousOrder = order;
+  }
+}
+
+// An empty path list yields nothing; an unreadable shard is reported when
+// the iteration reaches it.
+TEST(LMMultiFileIteratorTest, EmptyAndMissing) {
+  TempDir dir;
+  Vocab vocab = lm1bVocab(dir);
+  LMSegment s;
+  LMMultiFileIterator none({}, vocab, 2, 3);
+  EXPECT_FALSE(none.next(s));
+  LMMultiFileIterator missing({dir.file("news.en-gone")}, vocab, 2, 3);
+  expectError([&] { missing.next(s); }, TXL_NOT_FOUND,
+              {dir.file("news.en-gone") + ": no such file"});
 }
 
 } // namespace
