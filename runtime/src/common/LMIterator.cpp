@@ -166,6 +166,19 @@ LMShuffledIterator::LMShuffledIterator(Sentences sentences, int64_t batch,
     : sentences_(std::move(sentences)), batch_(batch), bptt_(bptt),
       shuffle_(shuffle), rng_(seed), batcher_(batch, bptt, extLen) {}
 
+/// The sentence at order[cursor] (advancing the cursor), or false at the end
+/// of the order: the sentence source both stream iterators feed the batcher.
+static bool nextSentence(const Sentences &sentences,
+                         const std::vector<int64_t> &order, size_t &cursor,
+                         const int64_t *&ids, int64_t &length) {
+  if (cursor >= order.size())
+    return false;
+  int64_t index = order[cursor++];
+  ids = sentences.begin(index);
+  length = sentences.length(index);
+  return true;
+}
+
 bool LMShuffledIterator::next(LMSegment &out) {
   if (!started_) {
     // get_sent_stream: the epoch's order, drawn when iteration starts.
@@ -177,12 +190,7 @@ bool LMShuffledIterator::next(LMSegment &out) {
     started_ = true;
   }
   auto source = [&](const int64_t *&ids, int64_t &length) {
-    if (cursor_ >= order_.size())
-      return false;
-    int64_t index = order_[cursor_++];
-    ids = sentences_.begin(index);
-    length = sentences_.length(index);
-    return true;
+    return nextSentence(sentences_, order_, cursor_, ids, length);
   };
   if (!batcher_.next(source, out))
     return false;
@@ -207,12 +215,7 @@ bool LMMultiFileIterator::next(LMSegment &out) {
     started_ = true;
   }
   auto source = [&](const int64_t *&ids, int64_t &length) {
-    if (cursor_ >= order_.size())
-      return false;
-    int64_t index = order_[cursor_++];
-    ids = sentences_.begin(index);
-    length = sentences_.length(index);
-    return true;
+    return nextSentence(sentences_, order_, cursor_, ids, length);
   };
   while (true) {
     if (!fileOpen_) {

@@ -22,16 +22,9 @@ namespace txl::rt {
 namespace {
 
 using test::expectError;
+using test::symbols;
 using test::TempDir;
 using ::testing::ElementsAre;
-
-/// The symbols of `vocab` in id order.
-std::vector<std::string> symbols(const Vocab &vocab) {
-  std::vector<std::string> result;
-  for (int64_t i = 0; i < vocab.size(); ++i)
-    result.push_back(vocab.symbol(i));
-  return result;
-}
 
 /// data[:-2n], data[-2n:-n], data[-n:] of a byte/ASCII string.
 std::vector<std::string> officialParts(const std::string &data, size_t n) {

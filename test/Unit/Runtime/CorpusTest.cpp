@@ -21,17 +21,10 @@ namespace txl::rt {
 namespace {
 
 using test::expectError;
+using test::symbols;
 using test::sharedPath;
 using test::TempDir;
 using ::testing::ElementsAre;
-
-/// The symbols of `vocab` in id order.
-std::vector<std::string> symbols(const Vocab &vocab) {
-  std::vector<std::string> result;
-  for (int64_t i = 0; i < vocab.size(); ++i)
-    result.push_back(vocab.symbol(i));
-  return result;
-}
 
 // tokenize: strip, split on any whitespace run (Unicode too, as Python's
 // str.split()), lower-case when asked, "<eos>" appended when asked.

@@ -90,4 +90,11 @@ std::string safetensorsImage(std::string_view header, size_t dataBytes) {
          std::string(dataBytes, '\0');
 }
 
+std::vector<std::string> symbols(const Vocab &vocab) {
+  std::vector<std::string> result;
+  for (int64_t i = 0; i < vocab.size(); ++i)
+    result.push_back(vocab.symbol(i));
+  return result;
+}
+
 } // namespace txl::rt::test

@@ -3,6 +3,7 @@
 #ifndef TXL_TEST_UNIT_RUNTIME_TESTUTIL_H
 #define TXL_TEST_UNIT_RUNTIME_TESTUTIL_H
 
+#include "txl/rt/Corpus.h"
 #include "txl/rt/Status.h"
 
 #include <gtest/gtest.h>
@@ -57,6 +58,9 @@ std::string expectError(Fn &&fn, txl_status_code_t code,
   ADD_FAILURE() << "expected a txl::rt::Error";
   return "";
 }
+
+/// The symbols of `vocab` in id order.
+std::vector<std::string> symbols(const Vocab &vocab);
 
 /// Little-endian bytes of `value`.
 std::string u64le(uint64_t value);
