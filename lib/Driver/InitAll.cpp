@@ -6,6 +6,7 @@
 #include "txl/IR/TxlDialect.h"
 #include "txl/Pipelines/Pipelines.h"
 #include "txl/Transforms/Passes.h"
+#include "txl/Autodiff/Passes.h"
 
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
@@ -23,6 +24,7 @@ void mlir::txl::registerAllTxlDialects(DialectRegistry &registry) {
 void mlir::txl::registerAllTxlPasses() {
   registerAllPasses();
   registerTxlTransformsPasses();
+  registerTxlAutodiffPasses();
   registerTxlConversionPasses();
   registerTxlPipelines();
 }

@@ -10,6 +10,8 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "txl/IR/TxlDialect.h"
 
+#include "txl/IR/TxlInterfaces.h.inc"
+
 #define GET_OP_CLASSES
 #include "txl/IR/TxlOps.h.inc"
 

@@ -11,6 +11,7 @@
 #define TXL_OPS
 
 include "TxlDialect.td"
+include "TxlInterfaces.td"
 include "mlir/IR/OpBase.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
@@ -127,7 +128,8 @@ def Txl_LayerNormOp : Txl_Op<"layer_norm", [Pure, AllTypesMatch<["input", "resul
 // Elementwise
 //===----------------------------------------------------------------------===//
 
-def Txl_AddOp : Txl_Op<"add", [Pure, Commutative, SameOperandsAndResultType]> {
+def Txl_AddOp : Txl_Op<"add", [Pure, Commutative, SameOperandsAndResultType,
+    DeclareOpInterfaceMethods<Txl_AdjointOpInterface>]> {
   let summary = "elementwise sum (residual connections, score terms)";
   let description = [{
     ```mlir
@@ -139,7 +141,8 @@ def Txl_AddOp : Txl_Op<"add", [Pure, Commutative, SameOperandsAndResultType]> {
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs)";
 }
 
-def Txl_ScaleOp : Txl_Op<"scale", [Pure, SameOperandsAndResultType]> {
+def Txl_ScaleOp : Txl_Op<"scale", [Pure, SameOperandsAndResultType,
+    DeclareOpInterfaceMethods<Txl_AdjointOpInterface>]> {
   let summary = "multiplication by a constant";
   let description = [{
     Used for the embedding scale `sqrt(d_model)` (official `emb_scale`).
@@ -207,7 +210,8 @@ def Txl_TakeLastOp : Txl_Op<"take_last", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Txl_StopGradientOp : Txl_Op<"stop_gradient", [Pure, SameOperandsAndResultType]> {
+def Txl_StopGradientOp : Txl_Op<"stop_gradient", [Pure, SameOperandsAndResultType,
+    DeclareOpInterfaceMethods<Txl_AdjointOpInterface>]> {
   let summary = "identity whose adjoint is zero";
   let description = [{
     Marks the new memory as a constant for differentiation (`.detach()` in
