@@ -456,6 +456,15 @@ def bench_enwik8(a):
 
 
 def summarize(label, txl_runs, py_runs, weights, extra=""):
+    # Only runs during which the other processes used <= --quiet-busy CPUs
+    # count, where each side has at least one such run.
+    def quiet(runs):
+        q = [r for r in runs if r["others"] <= QUIET["max_busy"]]
+        return q or runs
+    all_t, all_p = len(txl_runs), len(py_runs)
+    txl_runs, py_runs = quiet(txl_runs), quiet(py_runs)
+    print(f"  (counted: {len(txl_runs)}/{all_t} txlc runs and {len(py_runs)}/"
+          f"{all_p} pytorch runs with others <= {QUIET['max_busy']} CPUs)")
     t_best = max(r["tokens_per_s"] for r in txl_runs)
     p_best = max(r["tokens_per_s"] for r in py_runs)
     t_med = median([r["tokens_per_s"] for r in txl_runs])
@@ -472,6 +481,8 @@ def summarize(label, txl_runs, py_runs, weights, extra=""):
                pytorch_rss_after_import_mib=mib(py_runs[0]["rss_import"]),
                pytorch_rss_minus_import_minus_weights_mib=mib(
                    p_rss - py_runs[0]["rss_import"] - weights),
+               txlc_runs=[r["tokens_per_s"] for r in txl_runs],
+               pytorch_runs=[r["tokens_per_s"] for r in py_runs],
                extra=extra)
     print(f"  => {label}: txlc {t_best:.1f} tok/s, pytorch {p_best:.1f} tok/s, "
           f"ratio {t_best / p_best:.2f}x (best of runs; medians "
