@@ -45,9 +45,27 @@ static std::string clusterName(StringRef prefix, size_t i, StringRef suffix = ""
   return (prefix + Twine(i) + suffix).str();
 }
 
+/// The parameters of one RelPartialLearnableDecoderLayer, relative to
+/// `layers.<l>.`, in argument order (also the order of @decoder_layer's
+/// parameter arguments).
+static SmallVector<std::pair<std::string, SmallVector<int64_t>>>
+layerParamSpecs(const ModelSection &m) {
+  int64_t hd = m.nHead * m.dHead;
+  return {{"dec_attn.qkv_net.weight", {3 * hd, m.dModel}},
+          {"dec_attn.r_net.weight", {hd, m.dModel}},
+          {"dec_attn.o_net.weight", {m.dModel, hd}},
+          {"dec_attn.layer_norm.weight", {m.dModel}},
+          {"dec_attn.layer_norm.bias", {m.dModel}},
+          {"pos_ff.CoreNet.0.weight", {m.dInner, m.dModel}},
+          {"pos_ff.CoreNet.0.bias", {m.dInner}},
+          {"pos_ff.CoreNet.3.weight", {m.dModel, m.dInner}},
+          {"pos_ff.CoreNet.3.bias", {m.dModel}},
+          {"pos_ff.layer_norm.weight", {m.dModel}},
+          {"pos_ff.layer_norm.bias", {m.dModel}}};
+}
+
 SmallVector<ParamSpec> mlir::txl::getParameterTable(const ModelConfig &config) {
   const ModelSection &m = config.model;
-  int64_t hd = m.nHead * m.dHead;
   int64_t dEmbed = config.dEmbed();
   SmallVector<int64_t> ends = cutoffEnds(m);
   size_t clusters = ends.size() - 1;
@@ -90,17 +108,8 @@ SmallVector<ParamSpec> mlir::txl::getParameterTable(const ModelConfig &config) {
       add(p + "dec_attn.r_w_bias", {m.nHead, m.dHead});
       add(p + "dec_attn.r_r_bias", {m.nHead, m.dHead});
     }
-    add(p + "dec_attn.qkv_net.weight", {3 * hd, m.dModel});
-    add(p + "dec_attn.r_net.weight", {hd, m.dModel});
-    add(p + "dec_attn.o_net.weight", {m.dModel, hd});
-    add(p + "dec_attn.layer_norm.weight", {m.dModel});
-    add(p + "dec_attn.layer_norm.bias", {m.dModel});
-    add(p + "pos_ff.CoreNet.0.weight", {m.dInner, m.dModel});
-    add(p + "pos_ff.CoreNet.0.bias", {m.dInner});
-    add(p + "pos_ff.CoreNet.3.weight", {m.dModel, m.dInner});
-    add(p + "pos_ff.CoreNet.3.bias", {m.dModel});
-    add(p + "pos_ff.layer_norm.weight", {m.dModel});
-    add(p + "pos_ff.layer_norm.bias", {m.dModel});
+    for (auto &[name, shape] : layerParamSpecs(m))
+      add(p + name, shape);
   }
 
   // ProjectedAdaptiveLogSoftmax.
@@ -160,6 +169,7 @@ private:
   const ModelConfig &config;
   const ModelSection &m;
   llvm::StringMap<Value> params;
+  llvm::StringMap<std::string> aliases; ///< tied name -> parameter name
   Value memLen, sameLength;
 };
 
@@ -257,10 +267,9 @@ Value SegmentEmitter::feedForward(Value h, StringRef prefix) {
 Value SegmentEmitter::tiedParam(StringRef name) {
   if (Value v = param(name))
     return v;
-  for (const ParamSpec &p : getParameterTable(config))
-    if (llvm::is_contained(p.aliases, name))
-      return param(p.name);
-  llvm_unreachable("parameter table and segment emitter disagree");
+  Value tied = params.lookup(aliases.lookup(name));
+  assert(tied && "parameter table and segment emitter disagree");
+  return tied;
 }
 
 /// Official AdaptiveEmbedding.forward: the looked-up (and, for d_embed !=
@@ -320,16 +329,14 @@ Value SegmentEmitter::loss(Value h, Value target) {
                                b.getDenseI64ArrayAttr(ends));
 }
 
-/// Parameters of one layer, relative to `layers.<l>.`, in the argument order
-/// of @decoder_layer; the u/v biases come last under their model-level names.
-static SmallVector<std::string> layerParamNames() {
-  return {"dec_attn.qkv_net.weight",   "dec_attn.r_net.weight",
-          "dec_attn.o_net.weight",     "dec_attn.layer_norm.weight",
-          "dec_attn.layer_norm.bias",  "pos_ff.CoreNet.0.weight",
-          "pos_ff.CoreNet.0.bias",     "pos_ff.CoreNet.3.weight",
-          "pos_ff.CoreNet.3.bias",     "pos_ff.layer_norm.weight",
-          "pos_ff.layer_norm.bias",    "r_w_bias",
-          "r_r_bias"};
+/// @decoder_layer's parameter arguments: the layer's own parameters, then
+/// the u/v biases under their model-level names.
+static SmallVector<std::string> layerParamNames(const ModelSection &m) {
+  SmallVector<std::string> names;
+  for (auto &[name, shape] : layerParamSpecs(m))
+    names.push_back(name);
+  names.append({"r_w_bias", "r_r_bias"});
+  return names;
 }
 
 func::FuncOp SegmentEmitter::emitLayerFunction(ModuleOp module) {
@@ -353,7 +360,7 @@ func::FuncOp SegmentEmitter::emitLayerFunction(ModuleOp module) {
   llvm::StringMap<Value> outer = std::move(params);
   Value outerMemLen = memLen, outerSameLength = sameLength;
   params = {};
-  for (auto [i, name] : llvm::enumerate(layerParamNames())) {
+  for (auto [i, name] : llvm::enumerate(layerParamNames(m))) {
     fn.setArgAttr(5 + i, "txl.param", b.getStringAttr(name));
     params[name] = entry->getArgument(5 + i);
   }
@@ -372,7 +379,7 @@ func::FuncOp SegmentEmitter::emitLayerFunction(ModuleOp module) {
 SmallVector<Value> SegmentEmitter::layerParams(int64_t layer) {
   std::string prefix = "layers." + std::to_string(layer) + ".";
   SmallVector<Value> values;
-  for (const std::string &name : layerParamNames()) {
+  for (const std::string &name : layerParamNames(m)) {
     if (name == "r_w_bias" || name == "r_r_bias")
       values.push_back(m.untieR ? param(prefix + "dec_attn." + name)
                                 : param(name));
@@ -412,6 +419,8 @@ void SegmentEmitter::emit(ModuleOp module) {
   for (const ParamSpec &p : table) {
     fn.setArgAttr(arg, "txl.param", b.getStringAttr(p.name));
     params[p.name] = entry->getArgument(arg++);
+    for (const std::string &alias : p.aliases)
+      aliases[alias] = p.name;
   }
   Value data = entry->getArgument(arg++);
   Value target = entry->getArgument(arg++);
