@@ -4,14 +4,31 @@
 // function, then walk its ops backwards asking each for its adjoint
 // (AdjointOpInterface) and summing the contributions per value.
 //
+// Only *active* values are differentiated: those computed from a trained
+// parameter (forward activity analysis). Buffers (`txl.buffer`, e.g.
+// pos_emb.inv_freq), the memory inputs and everything computed from them
+// alone get no gradient, so their adjoints are never built.
+//
+// A call (the per-layer @decoder_layer) is differentiated through a
+// generated `@<callee>_grad` that takes the callee's arguments and the
+// gradients of its results, recomputes the callee's forward computation and
+// returns the gradients of its active arguments: the backward pass keeps
+// only each layer's inputs alive (layer-level checkpointing).
+//
 //===----------------------------------------------------------------------===//
 
+#include "txl/Autodiff/Adjoints.h"
 #include "txl/Autodiff/Passes.h"
 #include "txl/IR/TxlOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Transforms/RegionUtils.h"
+
+#include <map>
 
 namespace mlir {
 namespace txl {
@@ -30,17 +47,6 @@ bool isFloatTensor(Type type) {
   return tensor && isa<FloatType>(tensor.getElementType());
 }
 
-/// A tensor of `like`'s type (dynamic sizes read from `like`) filled with
-/// `value`.
-Value splatLike(OpBuilder &b, Location loc, Value like, Value value) {
-  auto type = cast<RankedTensorType>(like.getType());
-  SmallVector<Value> dynamicSizes;
-  for (int64_t d = 0; d < type.getRank(); ++d)
-    if (type.isDynamicDim(d))
-      dynamicSizes.push_back(tensor::DimOp::create(b, loc, like, d));
-  return tensor::SplatOp::create(b, loc, value, type, dynamicSizes);
-}
-
 /// d mean(x) / dx = 1 / numel(x) everywhere.
 Value meanSeed(OpBuilder &b, Location loc, Value x) {
   auto type = cast<RankedTensorType>(x.getType());
@@ -51,8 +57,258 @@ Value meanSeed(OpBuilder &b, Location loc, Value x) {
   Type elementType = type.getElementType();
   Value count64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), count);
   Value countF = arith::SIToFPOp::create(b, loc, elementType, count64);
-  Value one = arith::ConstantOp::create(b, loc, b.getFloatAttr(elementType, 1.0));
-  return splatLike(b, loc, x, arith::DivFOp::create(b, loc, one, countF));
+  Value one =
+      arith::ConstantOp::create(b, loc, b.getFloatAttr(elementType, 1.0));
+  return createFilledLike(b, loc, x, arith::DivFOp::create(b, loc, one, countF));
+}
+
+/// The float tensors of `body` computed (transitively) from `roots`.
+DenseSet<Value> computeActive(Block &body, ArrayRef<Value> roots) {
+  DenseSet<Value> active(roots.begin(), roots.end());
+  for (Operation &op : body.without_terminator()) {
+    // Values captured by nested regions count as operands.
+    bool reads = false;
+    op.walk([&](Operation *inner) {
+      reads |= llvm::any_of(inner->getOperands(),
+                            [&](Value v) { return active.contains(v); });
+    });
+    if (!reads)
+      continue;
+    for (Value result : op.getResults())
+      if (isFloatTensor(result.getType()))
+        active.insert(result);
+  }
+  return active;
+}
+
+/// Erases the ops of `fn` whose results are unused and that have no effect
+/// (adjoints of constants, e.g. the gradient of the positional embedding).
+void eraseDeadOps(func::FuncOp fn) {
+  SmallVector<Operation *> ops;
+  fn.walk([&](Operation *op) { ops.push_back(op); });
+  for (Operation *op : llvm::reverse(ops))
+    if (op != fn && isOpTriviallyDead(op))
+      op->erase();
+}
+
+class Differentiator {
+public:
+  explicit Differentiator(ModuleOp module) : module(module), symbols(module) {}
+
+  /// Adds `@<name>_grad` next to `forward`: its arguments, returning its
+  /// results then the gradient of the mean of result 0 with respect to
+  /// each of `params`' argument numbers.
+  LogicalResult differentiateSegment(func::FuncOp forward,
+                                     ArrayRef<unsigned> params);
+
+private:
+  /// Appends the adjoints of `ops`, last first, at `b`; `grads` holds the
+  /// gradients known so far and receives the new ones.
+  LogicalResult sweep(OpBuilder &b, ArrayRef<Operation *> ops,
+                      const DenseSet<Value> &active,
+                      DenseMap<Value, Value> &grads);
+
+  /// The adjoint of a call: a call of the callee's generated gradient.
+  FailureOr<SmallVector<Value>> callAdjoint(OpBuilder &b, func::CallOp call,
+                                            ValueRange resultGrads,
+                                            const DenseSet<Value> &active);
+
+  /// `@<callee>_grad` for this pattern of active arguments, built once.
+  FailureOr<func::FuncOp> getCalleeGrad(func::FuncOp callee,
+                                        ArrayRef<bool> activeArgs);
+
+  ModuleOp module;
+  SymbolTable symbols;
+  std::map<std::pair<Operation *, std::vector<bool>>, func::FuncOp>
+      calleeGrads;
+};
+
+LogicalResult Differentiator::sweep(OpBuilder &b, ArrayRef<Operation *> ops,
+                                    const DenseSet<Value> &active,
+                                    DenseMap<Value, Value> &grads) {
+  for (Operation *op : llvm::reverse(ops)) {
+    SmallVector<Value> resultGrads;
+    bool any = false;
+    for (Value result : op->getResults()) {
+      resultGrads.push_back(active.contains(result) ? grads.lookup(result)
+                                                    : Value());
+      any |= static_cast<bool>(resultGrads.back());
+    }
+    if (!any)
+      continue;
+    if (op->getNumRegions() != 0)
+      return op->emitOpError("has regions: txl-generate-backward "
+                             "differentiates straight-line code only");
+    SmallVector<Value> operandGrads;
+    if (auto call = dyn_cast<func::CallOp>(op)) {
+      FailureOr<SmallVector<Value>> g =
+          callAdjoint(b, call, resultGrads, active);
+      if (failed(g))
+        return failure();
+      operandGrads = std::move(*g);
+    } else if (auto adjoint = dyn_cast<AdjointOpInterface>(op)) {
+      operandGrads = adjoint.buildAdjoint(b, resultGrads);
+    } else {
+      return op->emitOpError("has no adjoint: txl-generate-backward cannot "
+                             "differentiate through it");
+    }
+    if (operandGrads.size() != op->getNumOperands())
+      return op->emitOpError("adjoint returned ")
+             << operandGrads.size() << " gradients for "
+             << op->getNumOperands() << " operands";
+    for (auto [operand, g] : llvm::zip(op->getOperands(), operandGrads)) {
+      if (!g || !active.contains(operand))
+        continue;
+      Value &slot = grads[operand];
+      slot = slot ? AddOp::create(b, op->getLoc(), slot, g).getResult() : g;
+    }
+  }
+  return success();
+}
+
+FailureOr<SmallVector<Value>>
+Differentiator::callAdjoint(OpBuilder &b, func::CallOp call,
+                            ValueRange resultGrads,
+                            const DenseSet<Value> &active) {
+  auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
+  if (!callee)
+    return call.emitOpError("calls an unknown function");
+  SmallVector<bool> activeArgs;
+  for (Value operand : call.getOperands())
+    activeArgs.push_back(active.contains(operand));
+  FailureOr<func::FuncOp> grad = getCalleeGrad(callee, activeArgs);
+  if (failed(grad))
+    return failure();
+
+  SmallVector<Value> operands(call.getOperands());
+  for (auto [result, g] : llvm::zip(call.getResults(), resultGrads))
+    if (isFloatTensor(result.getType()))
+      operands.push_back(g ? g : createZerosLike(b, call.getLoc(), result));
+  auto gradCall = func::CallOp::create(b, call.getLoc(), *grad, operands);
+  SmallVector<Value> operandGrads(call.getNumOperands());
+  unsigned next = 0;
+  for (auto [i, isActive] : llvm::enumerate(activeArgs))
+    if (isActive)
+      operandGrads[i] = gradCall.getResult(next++);
+  return operandGrads;
+}
+
+FailureOr<func::FuncOp>
+Differentiator::getCalleeGrad(func::FuncOp callee, ArrayRef<bool> activeArgs) {
+  auto key = std::make_pair(callee.getOperation(),
+                            std::vector<bool>(activeArgs.begin(),
+                                              activeArgs.end()));
+  if (auto it = calleeGrads.find(key); it != calleeGrads.end())
+    return it->second;
+  if (callee.isExternal() || !callee.getBody().hasOneBlock())
+    return callee.emitOpError("txl-generate-backward: a called function must "
+                              "have a body of one block");
+
+  // (arguments..., gradients of the float results...) -> gradients of the
+  // active arguments.
+  SmallVector<Type> inputs(callee.getArgumentTypes());
+  for (Type t : callee.getResultTypes())
+    if (isFloatTensor(t))
+      inputs.push_back(t);
+  SmallVector<Type> outputs;
+  for (auto [t, isActive] : llvm::zip(callee.getArgumentTypes(), activeArgs))
+    if (isActive)
+      outputs.push_back(t);
+
+  OpBuilder b(callee);
+  b.setInsertionPointAfter(callee);
+  Location loc = callee.getLoc();
+  auto fn = func::FuncOp::create(b, loc, callee.getSymName().str() + "_grad",
+                                 b.getFunctionType(inputs, outputs));
+  fn.setPrivate();
+  SmallVector<Attribute> argAttrs;
+  if (ArrayAttr attrs = callee.getAllArgAttrs())
+    argAttrs.assign(attrs.begin(), attrs.end());
+  argAttrs.resize(inputs.size(), b.getDictionaryAttr({}));
+  fn.setAllArgAttrs(argAttrs);
+  symbols.insert(fn); // renames it on a clash
+  calleeGrads[key] = fn;
+
+  Block *entry = fn.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  IRMapping map;
+  Block &body = callee.getBody().front();
+  for (BlockArgument arg : body.getArguments())
+    map.map(arg, entry->getArgument(arg.getArgNumber()));
+  SmallVector<Operation *> ops;
+  for (Operation &op : body.without_terminator())
+    ops.push_back(b.clone(op, map));
+
+  SmallVector<Value> roots;
+  for (auto [i, isActive] : llvm::enumerate(activeArgs))
+    if (isActive)
+      roots.push_back(entry->getArgument(i));
+  DenseSet<Value> active = computeActive(*entry, roots);
+
+  DenseMap<Value, Value> grads;
+  unsigned gradArg = callee.getNumArguments();
+  for (Value returned : body.getTerminator()->getOperands()) {
+    if (!isFloatTensor(returned.getType()))
+      continue;
+    Value r = map.lookup(returned);
+    Value g = entry->getArgument(gradArg++);
+    Value &slot = grads[r];
+    slot = slot ? AddOp::create(b, loc, slot, g).getResult() : g;
+  }
+  if (failed(sweep(b, ops, active, grads)))
+    return failure();
+
+  SmallVector<Value> results;
+  for (Value root : roots) {
+    Value g = grads.lookup(root);
+    results.push_back(g ? g : createZerosLike(b, loc, root));
+  }
+  func::ReturnOp::create(b, loc, results);
+  eraseDeadOps(fn);
+  return fn;
+}
+
+LogicalResult
+Differentiator::differentiateSegment(func::FuncOp forward,
+                                     ArrayRef<unsigned> params) {
+  OpBuilder b(forward);
+  b.setInsertionPointAfter(forward);
+  auto grad = cast<func::FuncOp>(b.clone(*forward));
+  grad.setSymName(forward.getSymName().str() + "_grad");
+  symbols.insert(grad);
+  Block &body = grad.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+
+  SmallVector<Value> roots;
+  for (unsigned p : params)
+    roots.push_back(body.getArgument(p));
+  DenseSet<Value> active = computeActive(body, roots);
+
+  Location loc = grad.getLoc();
+  b.setInsertionPoint(ret);
+  DenseMap<Value, Value> grads;
+  Value loss = ret.getOperand(0);
+  if (active.contains(loss))
+    grads[loss] = meanSeed(b, loc, loss);
+
+  SmallVector<Operation *> ops;
+  for (Operation &op : body.without_terminator())
+    ops.push_back(&op);
+  if (failed(sweep(b, ops, active, grads)))
+    return failure();
+
+  SmallVector<Value> results(ret.getOperands());
+  SmallVector<Type> types(ret.getOperandTypes());
+  for (Value root : roots) {
+    Value g = grads.lookup(root);
+    results.push_back(g ? g : createZerosLike(b, loc, root));
+    types.push_back(root.getType());
+  }
+  func::ReturnOp::create(b, ret.getLoc(), results);
+  ret.erase();
+  grad.setFunctionType(b.getFunctionType(grad.getArgumentTypes(), types));
+  eraseDeadOps(grad);
+  return success();
 }
 
 struct GenerateBackwardPass
@@ -77,82 +333,27 @@ struct GenerateBackwardPass
                           << function << " must be a float tensor (the loss)";
       return signalPassFailure();
     }
-    if (failed(generate(forward)))
-      return signalPassFailure();
-  }
 
-  LogicalResult generate(func::FuncOp forward) {
-    OpBuilder b(forward);
-    b.setInsertionPointAfter(forward);
-    auto grad = cast<func::FuncOp>(b.clone(*forward));
-    grad.setSymName(function + "_grad");
-    grad->removeAttr("llvm.emit_c_interface");
-    Block &body = grad.getBody().front();
-    auto ret = cast<func::ReturnOp>(body.getTerminator());
-
-    // Parameters: arguments marked txl.param, else every float tensor.
-    SmallVector<BlockArgument> params;
-    for (BlockArgument arg : body.getArguments())
-      if (isFloatTensor(arg.getType()) &&
-          grad.getArgAttr(arg.getArgNumber(), "txl.param"))
-        params.push_back(arg);
-    if (params.empty())
-      for (BlockArgument arg : body.getArguments())
-        if (isFloatTensor(arg.getType()))
-          params.push_back(arg);
-
-    Location loc = grad.getLoc();
-    b.setInsertionPoint(ret);
-    llvm::DenseMap<Value, Value> grads;
-    Value loss = ret.getOperand(0);
-    grads[loss] = meanSeed(b, loc, loss);
-
-    SmallVector<Operation *> forwardOps;
-    for (Operation &op : body.without_terminator())
-      forwardOps.push_back(&op);
-    for (Operation *op : llvm::reverse(forwardOps)) {
-      SmallVector<Value> resultGrads;
-      bool any = false;
-      for (Value result : op->getResults()) {
-        resultGrads.push_back(grads.lookup(result));
-        any |= static_cast<bool>(resultGrads.back());
-      }
-      if (!any)
+    // Parameters: float tensor arguments marked txl.param and not
+    // txl.buffer; every float tensor argument when none is marked.
+    SmallVector<unsigned> params;
+    bool marked = false;
+    for (unsigned i = 0; i < forward.getNumArguments(); ++i) {
+      if (!isFloatTensor(forward.getArgument(i).getType()))
         continue;
-      auto adjoint = dyn_cast<AdjointOpInterface>(op);
-      if (!adjoint)
-        return op->emitOpError()
-               << "has no adjoint: txl-generate-backward cannot "
-                  "differentiate @"
-               << function << " through it";
-      SmallVector<Value> operandGrads = adjoint.buildAdjoint(b, resultGrads);
-      for (auto [operand, g] : llvm::zip(op->getOperands(), operandGrads)) {
-        if (!g || !isFloatTensor(operand.getType()))
-          continue;
-        Value &slot = grads[operand];
-        slot = slot ? AddOp::create(b, op->getLoc(), slot, g).getResult() : g;
-      }
+      bool isParam = static_cast<bool>(forward.getArgAttr(i, "txl.param"));
+      marked |= isParam;
+      if (isParam && !forward.getArgAttr(i, "txl.buffer"))
+        params.push_back(i);
     }
+    if (!marked)
+      for (unsigned i = 0; i < forward.getNumArguments(); ++i)
+        if (isFloatTensor(forward.getArgument(i).getType()))
+          params.push_back(i);
 
-    SmallVector<Value> results(ret.getOperands());
-    SmallVector<Type> types(ret.getOperandTypes());
-    for (BlockArgument param : params) {
-      Value g = grads.lookup(param);
-      if (!g) {
-        Type elementType =
-            cast<RankedTensorType>(param.getType()).getElementType();
-        Value zero = arith::ConstantOp::create(b, loc,
-                                               b.getFloatAttr(elementType, 0));
-        g = splatLike(b, loc, param, zero);
-      }
-      results.push_back(g);
-      types.push_back(param.getType());
-    }
-    func::ReturnOp::create(b, ret.getLoc(), results);
-    ret.erase();
-    grad.setFunctionType(
-        b.getFunctionType(grad.getArgumentTypes(), types));
-    return success();
+    Differentiator differentiator(module);
+    if (failed(differentiator.differentiateSegment(forward, params)))
+      return signalPassFailure();
   }
 };
 

@@ -142,6 +142,21 @@ int mlir::txl::runDriver(const DriverOptions &options) {
   if (options.emit == EmitAction::TxlOpt)
     return failed(writeText(options, print));
 
+  bool backward = options.backward && options.fuseAttention;
+  if (options.emit == EmitAction::TxlGrad && !backward) {
+    llvm::errs() << "txlc: error: --emit=txl-grad needs --backward and the "
+                    "fused attention\n";
+    return 1;
+  }
+  if (backward) {
+    PassManager gradPm(&context);
+    buildTxlBackwardPipeline(gradPm);
+    if (failed(runStage(gradPm, module, "generating the backward segment")))
+      return 1;
+  }
+  if (options.emit == EmitAction::TxlGrad)
+    return failed(writeText(options, print));
+
   PassManager linalgPm(&context);
   buildTxlToLinalgPipeline(linalgPm);
   if (failed(runStage(linalgPm, module, "lowering to linalg")))

@@ -6,6 +6,7 @@
 #include "txl/IR/TxlDialect.h"
 #include "txl/Pipelines/Pipelines.h"
 #include "txl/Transforms/Passes.h"
+#include "txl/Autodiff/Adjoints.h"
 #include "txl/Autodiff/Passes.h"
 
 #include "mlir/InitAllDialects.h"
@@ -15,6 +16,7 @@
 
 void mlir::txl::registerAllTxlDialects(DialectRegistry &registry) {
   registry.insert<TxlDialect>();
+  registerAdjointInterfaceExternalModels(registry);
   registerAllDialects(registry);
   // Includes the bufferization external models one-shot-bufferize needs.
   registerAllExtensions(registry);

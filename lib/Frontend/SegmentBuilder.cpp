@@ -418,6 +418,8 @@ void SegmentEmitter::emit(ModuleOp module) {
   unsigned arg = 0;
   for (const ParamSpec &p : table) {
     fn.setArgAttr(arg, "txl.param", b.getStringAttr(p.name));
+    if (!p.trainable)
+      fn.setArgAttr(arg, "txl.buffer", b.getUnitAttr());
     params[p.name] = entry->getArgument(arg++);
     for (const std::string &alias : p.aliases)
       aliases[alias] = p.name;

@@ -2,6 +2,7 @@
 
 #include "txl/Pipelines/Pipelines.h"
 
+#include "txl/Autodiff/Passes.h"
 #include "txl/Conversion/Passes.h"
 #include "txl/Transforms/Passes.h"
 
@@ -22,6 +23,12 @@ void mlir::txl::buildTxlOptPipeline(OpPassManager &pm,
   if (options.fuseAttention)
     pm.addPass(createFuseRelAttentionPass());
   pm.addPass(createLowerRelShiftPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
+void mlir::txl::buildTxlBackwardPipeline(OpPassManager &pm) {
+  pm.addPass(createGenerateBackwardPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }
@@ -64,6 +71,8 @@ void mlir::txl::buildLinalgToLLVMPipeline(OpPassManager &pm) {
 void mlir::txl::buildTxlCpuPipeline(OpPassManager &pm,
                                     const TxlCpuPipelineOptions &options) {
   buildTxlOptPipeline(pm, options);
+  if (options.generateBackward)
+    buildTxlBackwardPipeline(pm);
   buildTxlToLinalgPipeline(pm);
   buildLinalgToLLVMPipeline(pm);
 }

@@ -1,22 +1,19 @@
 // RUN: txl-opt %s --split-input-file --txl-generate-backward --verify-diagnostics | FileCheck %s
 
 // The mean of the first result is differentiated with respect to every
-// txl.param argument: the seed is 1/numel, txl.scale scales it, a value used
-// twice (%w feeds both the add and, scaled, the result) accumulates its two
-// contributions with txl.add, and the non-parameter %x gets none. The
-// forward results come first, then one gradient per parameter.
+// txl.param argument: the seed is 1/numel (linalg.fill), txl.scale scales
+// it, and the non-parameter %x gets none. The forward results come first,
+// then one gradient per parameter; the gradient function keeps the C
+// interface (it is an entry point of the executable).
 // CHECK-LABEL: func.func @segment(
 // CHECK-LABEL: func.func @segment_grad
 // CHECK-SAME: (%[[W:[^:]+]]: tensor<?x4xf32> {txl.param = "w"}, %[[X:[^:]+]]: tensor<?x4xf32>)
-// CHECK-SAME: -> (tensor<?x4xf32>, tensor<?x4xf32>)
-// CHECK-NOT: llvm.emit_c_interface
+// CHECK-SAME: -> (tensor<?x4xf32>, tensor<?x4xf32>) attributes {llvm.emit_c_interface}
 // CHECK: %[[S:.+]] = txl.scale %[[W]] {factor = 3.000000e+00 : f32}
 // CHECK: %[[Y:.+]] = txl.add %[[S]], %[[X]]
-// CHECK: %[[D0:.+]] = tensor.dim %[[Y]], %c0
-// CHECK: %[[D1:.+]] = tensor.dim %[[Y]], %c1
 // CHECK: %[[N:.+]] = arith.sitofp
 // CHECK: %[[INV:.+]] = arith.divf %{{.+}}, %[[N]] : f32
-// CHECK: %[[SEED:.+]] = tensor.splat %[[INV]][%{{.+}}] : tensor<?x4xf32>
+// CHECK: %[[SEED:.+]] = linalg.fill ins(%[[INV]] : f32) outs(%{{.+}} : tensor<?x4xf32>)
 // CHECK: %[[DS:.+]] = txl.scale %[[SEED]] {factor = 3.000000e+00 : f32}
 // CHECK: return %[[Y]], %[[DS]] : tensor<?x4xf32>, tensor<?x4xf32>
 func.func @segment(%w: tensor<?x4xf32> {txl.param = "w"}, %x: tensor<?x4xf32>) -> tensor<?x4xf32>
@@ -30,32 +27,98 @@ func.func @segment(%w: tensor<?x4xf32> {txl.param = "w"}, %x: tensor<?x4xf32>) -
 
 // A parameter used twice sums its contributions (tied weights, residuals);
 // stop_gradient passes nothing (the memory is a constant, paper §3.2); a
-// parameter no gradient reaches gets zeros; extra results (the new memory)
-// pass through before the gradients.
+// buffer (txl.buffer, e.g. pos_emb.inv_freq) is not a parameter and gets no
+// gradient; a parameter no gradient reaches gets zeros; extra results (the
+// new memory) pass through before the gradients.
 // CHECK-LABEL: func.func @segment_grad
-// CHECK-SAME: (%[[A:[^:]+]]: tensor<2x3xf32> {txl.param = "a"}, %[[B:[^:]+]]: tensor<2x3xf32> {txl.param = "b"}, %[[M:[^:]+]]: tensor<2x3xf32> {txl.param = "m"})
+// CHECK-SAME: (%[[A:[^:]+]]: tensor<2x3xf32> {txl.param = "a"}, %[[B:[^:]+]]: tensor<2x3xf32> {txl.param = "b"}, %[[F:[^:]+]]: tensor<2x3xf32> {txl.buffer, txl.param = "f"}, %[[M:[^:]+]]: tensor<2x3xf32>)
+// CHECK-SAME: -> (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>)
 // CHECK: %[[SG:.+]] = txl.stop_gradient %[[M]]
-// CHECK: %[[L:.+]] = txl.add %[[T:.+]], %[[SG]]
-// CHECK: %[[SEED:.+]] = tensor.splat
+// CHECK: %[[L:.+]] = txl.add %{{.+}}, %[[SG]]
+// CHECK: %[[SEED:.+]] = linalg.fill
 // CHECK: %[[SUM:.+]] = txl.add %[[SEED]], %[[SEED]] : tensor<2x3xf32>
-// CHECK: %[[ZB:.+]] = tensor.splat %{{.+}} : tensor<2x3xf32>
-// CHECK: %[[ZM:.+]] = tensor.splat %{{.+}} : tensor<2x3xf32>
-// CHECK: return %[[L]], %[[B]], %[[SUM]], %[[ZB]], %[[ZM]]
+// CHECK: %[[ZB:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%{{.+}} : tensor<2x3xf32>)
+// CHECK-NEXT: return %[[L]], %[[B]], %[[SUM]], %[[ZB]]
 func.func @segment(%a: tensor<2x3xf32> {txl.param = "a"}, %b: tensor<2x3xf32> {txl.param = "b"},
-                   %m: tensor<2x3xf32> {txl.param = "m"}) -> (tensor<2x3xf32>, tensor<2x3xf32>) {
+                   %f: tensor<2x3xf32> {txl.param = "f", txl.buffer},
+                   %m: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>) {
   %t = txl.add %a, %a : tensor<2x3xf32>
+  %u = txl.add %t, %f : tensor<2x3xf32>
   %sg = txl.stop_gradient %m : tensor<2x3xf32>
-  %l = txl.add %t, %sg : tensor<2x3xf32>
+  %l = txl.add %u, %sg : tensor<2x3xf32>
   return %l, %b : tensor<2x3xf32>, tensor<2x3xf32>
 }
 
 // -----
 
-// An op on the gradient path without an adjoint is named.
-func.func @segment(%w: tensor<?x4xf32> {txl.param = "w"}) -> tensor<?x4xf32> {
-  // expected-error @+1 {{'txl.relu' op has no adjoint: txl-generate-backward cannot differentiate @segment through it}}
-  %r = txl.relu %w : tensor<?x4xf32>
+// A call is differentiated through @<callee>_grad(args..., result grads...),
+// which recomputes the callee and returns the gradients of the arguments
+// that are active at the call site: layer 1's input depends on a parameter
+// (through layer 0), layer 0's input does not, so the two calls get two
+// specializations. %c (not computed from a parameter) never gets a gradient.
+// CHECK-LABEL: func.func private @layer_grad_0
+// CHECK-SAME: (%[[H:[^:]+]]: tensor<?x4xf32>, %{{[^:]+}}: tensor<?x4xf32>, %[[W:[^:]+]]: tensor<4x4xf32> {txl.param = "w"}, %[[DR:[^:]+]]: tensor<?x4xf32>) -> tensor<4x4xf32>
+// CHECK: %[[R:.+]] = txl.relu
+// CHECK: %[[DZ:.+]] = txl.relu_grad %[[DR]], %[[R]]
+// CHECK-NOT: txl.linear_input_grad
+// CHECK: %[[DW:.+]] = txl.linear_weight_grad %[[DZ]], %[[H]]
+// CHECK: return %[[DW]] : tensor<4x4xf32>
+// CHECK-LABEL: func.func private @layer_grad(
+// CHECK-SAME: -> (tensor<?x4xf32>, tensor<4x4xf32>)
+// CHECK: txl.relu_grad
+// CHECK: txl.linear_input_grad
+// CHECK: txl.linear_weight_grad
+// CHECK-LABEL: func.func @segment_grad
+// CHECK: %[[H0:.+]] = txl.scale
+// CHECK: %[[H1:.+]] = call @layer(%[[H0]]
+// CHECK: %[[H2:.+]] = call @layer(%[[H1]]
+// CHECK: %[[SEED:.+]] = linalg.fill
+// CHECK: %[[G1:.+]]:2 = call @layer_grad(%[[H1]], %{{.+}}, %{{.+}}, %[[SEED]])
+// CHECK: %[[G0:.+]] = call @layer_grad_0(%[[H0]], %{{.+}}, %{{.+}}, %[[G1]]#0)
+// CHECK: return %[[H2]], %[[G0]], %[[G1]]#1
+func.func private @layer(%h: tensor<?x4xf32>, %c: tensor<?x4xf32>, %w: tensor<4x4xf32> {txl.param = "w"}) -> tensor<?x4xf32> {
+  %y = txl.linear %h, %w : tensor<?x4xf32>, tensor<4x4xf32> -> tensor<?x4xf32>
+  %z = txl.add %y, %c : tensor<?x4xf32>
+  %r = txl.relu %z : tensor<?x4xf32>
   return %r : tensor<?x4xf32>
+}
+func.func @segment(%w0: tensor<4x4xf32> {txl.param = "layers.0.w"}, %w1: tensor<4x4xf32> {txl.param = "layers.1.w"},
+                   %x: tensor<?x4xf32>, %c: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  %h0 = txl.scale %x {factor = 2.0 : f32} : tensor<?x4xf32>
+  %h1 = call @layer(%h0, %c, %w0) : (tensor<?x4xf32>, tensor<?x4xf32>, tensor<4x4xf32>) -> tensor<?x4xf32>
+  %h2 = call @layer(%h1, %c, %w1) : (tensor<?x4xf32>, tensor<?x4xf32>, tensor<4x4xf32>) -> tensor<?x4xf32>
+  return %h2 : tensor<?x4xf32>
+}
+
+// -----
+
+// An op on the gradient path without an adjoint is named: the decomposed
+// attention ops have none (fuse first).
+func.func @segment(%q: tensor<?x?x2x4xf32> {txl.param = "q"}, %k: tensor<?x?x2x4xf32>) -> tensor<?x?x?x2xf32> {
+  // expected-error @+1 {{'txl.attn_score' op has no adjoint: txl-generate-backward cannot differentiate through it}}
+  %s = txl.attn_score %q, %k : tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32> -> tensor<?x?x?x2xf32>
+  return %s : tensor<?x?x?x2xf32>
+}
+
+// -----
+
+// Ops with regions on a gradient path are rejected.
+func.func @segment(%w: tensor<4xf32> {txl.param = "w"}) -> tensor<4xf32> {
+  // expected-error @+1 {{'scf.execute_region' op has regions: txl-generate-backward differentiates straight-line code only}}
+  %r = scf.execute_region -> tensor<4xf32> {
+    scf.yield %w : tensor<4xf32>
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// A called function must have a body.
+// expected-error @+1 {{'func.func' op txl-generate-backward: a called function must have a body of one block}}
+func.func private @external(tensor<4xf32>) -> tensor<4xf32>
+func.func @segment(%w: tensor<4xf32> {txl.param = "w"}) -> tensor<4xf32> {
+  %r = call @external(%w) : (tensor<4xf32>) -> tensor<4xf32>
+  return %r : tensor<4xf32>
 }
 
 // -----

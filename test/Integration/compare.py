@@ -4,6 +4,8 @@
   compare.py nll   OURS.npy REF.npy [--atol 1e-5]
   compare.py mems  OURS.safetensors REF.safetensors [--atol 1e-5 --rtol 1e-5]
   compare.py eval  OURS.json EVAL.json LABEL [--rtol 1e-4]
+  compare.py grads OURS.safetensors REF.safetensors [--rtol 1e-3]
+      per tensor ||g - g_ref||_2 <= rtol * ||g_ref||_2, same tensor names
 
 Exits 1 with a message naming the tensor and the worst element when a value
 is out of tolerance, and when a reference file is missing (never skips).
@@ -51,7 +53,7 @@ def check(name, ours, ref, atol, rtol):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("kind", choices=["nll", "mems", "eval"])
+    p.add_argument("kind", choices=["nll", "mems", "eval", "grads"])
     p.add_argument("ours")
     p.add_argument("ref")
     p.add_argument("label", nargs="?")
@@ -67,6 +69,24 @@ def main():
             fail(f"memory tensors differ: ours {sorted(ours)} vs reference {sorted(ref)}")
         worst = max(check(k, ours[k], ref[k], a.atol, a.rtol) for k in sorted(ref))
         print(f"mems ok ({len(ref)} tensors), max |diff| {worst:.3g}")
+    elif a.kind == "grads":
+        ours, ref = load_safetensors(a.ours), load_safetensors(a.ref)
+        if sorted(ours) != sorted(ref):
+            fail(f"gradient tensors differ: only ours {sorted(set(ours) - set(ref))}, "
+                 f"only reference {sorted(set(ref) - set(ours))}")
+        worst, worst_name = 0.0, ""
+        for k in sorted(ref):
+            if ours[k].shape != ref[k].shape:
+                fail(f"{k}: shape {list(ours[k].shape)} != reference {list(ref[k].shape)}")
+            o, r = ours[k].astype(np.float64), ref[k].astype(np.float64)
+            if not np.all(np.isfinite(o)):
+                fail(f"{k}: non-finite gradient")
+            rel = np.linalg.norm(o - r) / np.linalg.norm(r)
+            if not rel <= a.rtol:
+                fail(f"{k}: ||g - g_ref|| / ||g_ref|| = {rel:.3g} > {a.rtol}")
+            if rel > worst:
+                worst, worst_name = rel, k
+        print(f"grads ok ({len(ref)} tensors), worst relative norm error {worst:.3g} ({worst_name})")
     else:
         ours = json.loads(open(a.ours).read().strip().splitlines()[-1])
         runs = {r["label"]: r for r in json.load(open(a.ref))["runs"]}

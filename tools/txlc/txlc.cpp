@@ -29,12 +29,20 @@ static cl::opt<EmitAction> emitAction(
                    "the segment in the txl dialect, four-term form"),
         clEnumValN(EmitAction::TxlOpt, "txl-opt",
                    "after txl-level passes (fusion, rel_shift lowering)"),
+        clEnumValN(EmitAction::TxlGrad, "txl-grad",
+                   "after txl-opt, with the generated backward segment "
+                   "(@segment_grad)"),
         clEnumValN(EmitAction::Linalg, "linalg", "after lowering to linalg"),
         clEnumValN(EmitAction::LLVMMLIR, "llvm-mlir", "the MLIR LLVM dialect"),
         clEnumValN(EmitAction::LLVMIR, "llvm", "optimized LLVM IR"),
         clEnumValN(EmitAction::Object, "obj", "an object file (needs -o)"),
         clEnumValN(EmitAction::Executable, "exe",
                    "a standalone executable (default; needs -o)")));
+static cl::opt<bool> backward(
+    cl::cat(txlcCategory), "backward",
+    cl::desc("Generate the backward segment for training and --grad-segment "
+             "(default true; needs the fused attention)"),
+    cl::init(true));
 static cl::opt<bool> fuseAttention(
     cl::cat(txlcCategory), "fuse-attention",
     cl::desc("Fuse the four-term relative attention (default true; false "
@@ -80,6 +88,7 @@ int main(int argc, char **argv) {
   options.outputPath = outputFile;
   options.emit = emitAction;
   options.fuseAttention = fuseAttention;
+  options.backward = backward;
   options.codegen.cpu = mcpu;
   options.codegen.optLevel = optLevel;
   options.runtimeIncludeDir = runtimeInclude;

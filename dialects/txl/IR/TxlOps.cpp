@@ -276,27 +276,6 @@ LogicalResult AdaptiveNllOp::verify() {
   return success();
 }
 
-//===----------------------------------------------------------------------===//
-// Adjoints (AdjointOpInterface)
-//===----------------------------------------------------------------------===//
-
-// d(lhs + rhs): the result gradient flows unchanged to both operands.
-SmallVector<Value> AddOp::buildAdjoint(OpBuilder &, ValueRange resultGrads) {
-  return {resultGrads[0], resultGrads[0]};
-}
-
-// d(factor * x) = factor * dy.
-SmallVector<Value> ScaleOp::buildAdjoint(OpBuilder &b, ValueRange resultGrads) {
-  if (!resultGrads[0])
-    return {Value()};
-  return {ScaleOp::create(b, getLoc(), resultGrads[0], getFactorAttr())};
-}
-
-// Paper §3.2: the memory is a constant for the backward pass.
-SmallVector<Value> StopGradientOp::buildAdjoint(OpBuilder &, ValueRange) {
-  return {Value()};
-}
-
 #include "txl/IR/TxlInterfaces.cpp.inc"
 
 #define GET_OP_CLASSES

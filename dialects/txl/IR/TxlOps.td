@@ -128,8 +128,7 @@ def Txl_LayerNormOp : Txl_Op<"layer_norm", [Pure, AllTypesMatch<["input", "resul
 // Elementwise
 //===----------------------------------------------------------------------===//
 
-def Txl_AddOp : Txl_Op<"add", [Pure, Commutative, SameOperandsAndResultType,
-    DeclareOpInterfaceMethods<Txl_AdjointOpInterface>]> {
+def Txl_AddOp : Txl_Op<"add", [Pure, Commutative, SameOperandsAndResultType]> {
   let summary = "elementwise sum (residual connections, score terms)";
   let description = [{
     ```mlir
@@ -141,8 +140,7 @@ def Txl_AddOp : Txl_Op<"add", [Pure, Commutative, SameOperandsAndResultType,
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs)";
 }
 
-def Txl_ScaleOp : Txl_Op<"scale", [Pure, SameOperandsAndResultType,
-    DeclareOpInterfaceMethods<Txl_AdjointOpInterface>]> {
+def Txl_ScaleOp : Txl_Op<"scale", [Pure, SameOperandsAndResultType]> {
   let summary = "multiplication by a constant";
   let description = [{
     Used for the embedding scale `sqrt(d_model)` (official `emb_scale`).
@@ -210,8 +208,7 @@ def Txl_TakeLastOp : Txl_Op<"take_last", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Txl_StopGradientOp : Txl_Op<"stop_gradient", [Pure, SameOperandsAndResultType,
-    DeclareOpInterfaceMethods<Txl_AdjointOpInterface>]> {
+def Txl_StopGradientOp : Txl_Op<"stop_gradient", [Pure, SameOperandsAndResultType]> {
   let summary = "identity whose adjoint is zero";
   let description = [{
     Marks the new memory as a constant for differentiation (`.detach()` in
@@ -473,5 +470,7 @@ def Txl_AdaptiveNllOp : Txl_Op<"adaptive_nll",
   }];
   let hasVerifier = 1;
 }
+
+include "TxlAdjointOps.td"
 
 #endif // TXL_OPS

@@ -30,6 +30,7 @@ void populateTxlNormalizationToLinalgPatterns(RewritePatternSet &patterns);
 void populateTxlAttentionToLinalgPatterns(RewritePatternSet &patterns);
 void populateTxlMemoryToLinalgPatterns(RewritePatternSet &patterns);
 void populateTxlAdaptiveToLinalgPatterns(RewritePatternSet &patterns);
+void populateTxlGradientToLinalgPatterns(RewritePatternSet &patterns);
 
 #define GEN_PASS_REGISTRATION
 #include "txl/Conversion/Passes.h.inc"

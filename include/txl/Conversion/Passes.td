@@ -161,13 +161,20 @@ def EmitPackedEntryPass : Pass<"txl-emit-packed-entry", "::mlir::ModuleOp"> {
     `_mlir_ciface_` wrapper takes memref descriptors by pointer and scalars by
     value, emits `llvm.func @<entry>(%args: !llvm.ptr)` where `args[i]` points
     at argument i (the descriptor itself, or the scalar's storage). This gives
-    the runtime one fixed calling convention for any model.
+    the runtime one fixed calling convention for any model. The same is done
+    for `grad-function` (the generated backward segment) when the module
+    has its `_mlir_ciface_` wrapper.
   }];
   let options = [
     Option<"function", "function", "std::string", "\"segment\"",
            "The function to wrap">,
     Option<"entry", "entry", "std::string", "\"txl_segment_forward\"",
            "Symbol name of the packed entry point">,
+    Option<"gradFunction", "grad-function", "std::string",
+           "\"segment_grad\"",
+           "The backward function to wrap when the module has it">,
+    Option<"gradEntry", "grad-entry", "std::string", "\"txl_segment_grad\"",
+           "Symbol name of the backward packed entry point">,
   ];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }

@@ -18,13 +18,25 @@ namespace mlir {
 namespace txl {
 
 /// Where `txlc` stops.
-enum class EmitAction { Txl, TxlOpt, Linalg, LLVMMLIR, LLVMIR, Object, Executable };
+enum class EmitAction {
+  Txl,
+  TxlOpt,
+  TxlGrad,
+  Linalg,
+  LLVMMLIR,
+  LLVMIR,
+  Object,
+  Executable
+};
 
 struct DriverOptions {
   std::string inputPath;
   std::string outputPath;       ///< "-" = stdout for textual stages
   EmitAction emit = EmitAction::Executable;
   bool fuseAttention = true;
+  /// Add @segment_grad (txl-generate-backward) and its txl_segment_grad
+  /// entry; needs fuseAttention (the decomposed ops have no adjoints).
+  bool backward = true;
   CodegenOptions codegen;
   std::string runtimeLibDir;    ///< libtxl_runtime*.a
   std::string runtimeIncludeDir;///< txl/runtime.h

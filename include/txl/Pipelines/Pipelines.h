@@ -2,6 +2,7 @@
 //
 // The CPU pipeline, in stages that `txlc --emit=...` stops after:
 //   txl-opt : fuse the relative attention (optional), lower rel_shift
+//   txl-grad: generate the backward segment @segment_grad (optional)
 //   linalg  : convert txl to linalg/tensor
 //   llvm    : bufferize, matmuls to cblas_sgemm, loops, LLVM dialect, and the
 //             packed runtime entry point
@@ -25,14 +26,23 @@ struct TxlCpuPipelineOptions
       llvm::cl::desc("Fuse the four-term relative attention into "
                      "txl.rel_attention (off: the decomposed form is lowered)"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> generateBackward{
+      *this, "generate-backward",
+      llvm::cl::desc("Add @segment_grad (txl-generate-backward) after the "
+                     "txl-level passes, and its txl_segment_grad entry"),
+      llvm::cl::init(false)};
 };
 
 /// txl -> txl: --txl-fuse-rel-attention (if enabled), --txl-lower-rel-shift.
 void buildTxlOptPipeline(OpPassManager &pm,
                          const TxlCpuPipelineOptions &options);
+/// txl -> txl: --txl-generate-backward on @segment (adds @segment_grad),
+/// then canonicalization and CSE.
+void buildTxlBackwardPipeline(OpPassManager &pm);
 /// txl -> linalg/tensor/arith/math.
 void buildTxlToLinalgPipeline(OpPassManager &pm);
-/// linalg on tensors -> LLVM dialect with `txl_segment_forward`.
+/// linalg on tensors -> LLVM dialect with `txl_segment_forward` (and
+/// `txl_segment_grad` when @segment_grad exists).
 void buildLinalgToLLVMPipeline(OpPassManager &pm);
 /// All of the above.
 void buildTxlCpuPipeline(OpPassManager &pm,

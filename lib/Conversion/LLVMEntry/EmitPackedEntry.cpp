@@ -29,19 +29,27 @@ struct EmitPackedEntryPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    std::string target = "_mlir_ciface_" + function;
+    if (failed(emitEntry(module, function, entry, /*required=*/true)) ||
+        failed(emitEntry(module, gradFunction, gradEntry, /*required=*/false)))
+      signalPassFailure();
+  }
+
+  /// Emits `entry` around `_mlir_ciface_<function>`; a missing function is
+  /// an error only when `required`.
+  LogicalResult emitEntry(ModuleOp module, StringRef function, StringRef entry,
+                          bool required) {
+    std::string target = ("_mlir_ciface_" + function).str();
     auto callee = module.lookupSymbol<LLVM::LLVMFuncOp>(target);
     if (!callee) {
-      module.emitError("txl-emit-packed-entry: no function '")
-          << target << "' (is '" << function
-          << "' marked llvm.emit_c_interface and lowered to LLVM?)";
-      return signalPassFailure();
+      if (!required)
+        return success();
+      return module.emitError("txl-emit-packed-entry: no function '")
+             << target << "' (is '" << function
+             << "' marked llvm.emit_c_interface and lowered to LLVM?)";
     }
-    if (module.lookupSymbol(entry)) {
-      module.emitError("txl-emit-packed-entry: symbol '")
-          << entry << "' already exists";
-      return signalPassFailure();
-    }
+    if (module.lookupSymbol(entry))
+      return module.emitError("txl-emit-packed-entry: symbol '")
+             << entry << "' already exists";
     MLIRContext *ctx = &getContext();
     OpBuilder b(ctx);
     b.setInsertionPointToEnd(module.getBody());
@@ -67,6 +75,7 @@ struct EmitPackedEntryPass
     }
     LLVM::CallOp::create(b, loc, callee, operands);
     LLVM::ReturnOp::create(b, loc, ValueRange{});
+    return success();
   }
 };
 } // namespace

@@ -15,6 +15,7 @@
 #include "txl/IR/TxlOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
@@ -135,6 +136,93 @@ Value scatterAdd(OpBuilder &b, Location loc, Value dest, Value index,
         scf::YieldOp::create(lb, l, ValueRange{updated});
       });
   return loop.getResult(0);
+}
+
+/// dest[rowOf(m), k] += rows[m, k] for every row m of `rows` [M, d], in
+/// order (repeated targets accumulate deterministically).
+Value scatterAddRows(OpBuilder &b, Location loc, Value dest, Value rows,
+                     function_ref<Value(OpBuilder &, Location, Value)> rowOf) {
+  Value zero = indexConst(b, loc, 0), one = indexConst(b, loc, 1);
+  Value count = tensor::DimOp::create(b, loc, rows, 0);
+  Value width = tensor::DimOp::create(b, loc, rows, 1);
+  auto outer = scf::ForOp::create(
+      b, loc, zero, count, one, ValueRange{dest},
+      [&](OpBuilder &lb, Location l, Value m, ValueRange acc) {
+        Value row = rowOf(lb, l, m);
+        auto inner = scf::ForOp::create(
+            lb, l, zero, width, one, acc,
+            [&](OpBuilder &ib, Location il, Value k, ValueRange t) {
+              Value old =
+                  tensor::ExtractOp::create(ib, il, t[0], ValueRange{row, k});
+              Value g = tensor::ExtractOp::create(ib, il, rows, ValueRange{m, k});
+              Value next = tensor::InsertOp::create(
+                  ib, il, arith::AddFOp::create(ib, il, old, g), t[0],
+                  ValueRange{row, k});
+              scf::YieldOp::create(ib, il, ValueRange{next});
+            });
+        scf::YieldOp::create(lb, l, inner.getResults());
+      });
+  return outer.getResult(0);
+}
+
+/// result[m] = src[index[m]] for 1-D `src` and `index` (tensor<?xindex>).
+Value gatherElements(OpBuilder &b, Location loc, Value src, Value index) {
+  MLIRContext *ctx = b.getContext();
+  Value init = createEmpty(b, loc, getSizes(b, loc, index),
+                           cast<RankedTensorType>(src.getType()).getElementType());
+  AffineMap id = identityMap(ctx, 1);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{init.getType()}, ValueRange{index},
+             ValueRange{init}, {id, id}, {utils::IteratorType::parallel},
+             [&](OpBuilder &nb, Location l, ValueRange a) {
+               linalg::YieldOp::create(
+                   nb, l,
+                   ValueRange{tensor::ExtractOp::create(nb, l, src, a[0])});
+             })
+      .getResult(0);
+}
+
+/// `(softmax(logits) - onehot) * scale` row by row for logits [M, C], with
+/// `lse` [M] the rows' log-sum-exp, `scale` [M], and the one-hot column of
+/// row m given by `targetCol(m)` (an index; no column matches when it is
+/// out of range).
+Value softmaxMinusOneHot(
+    OpBuilder &b, Location loc, Value logits, Value lse, Value scale,
+    function_ref<Value(OpBuilder &, Location, Value)> targetCol) {
+  MLIRContext *ctx = b.getContext();
+  Type et = cast<RankedTensorType>(logits.getType()).getElementType();
+  AffineMap id = identityMap(ctx, 2), rowMap = dropDimMap(ctx, 2, 1);
+  return createPointwise(
+      b, loc, logits, ValueRange{logits, lse, scale}, {id, rowMap, rowMap},
+      [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+        Value m = linalg::IndexOp::create(nb, l, 0);
+        Value c = linalg::IndexOp::create(nb, l, 1);
+        Value p = math::ExpOp::create(nb, l,
+                                      arith::SubFOp::create(nb, l, a[0], a[1]));
+        Value hit = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, c,
+                                          targetCol(nb, l, m));
+        Value one = arith::ConstantOp::create(nb, l, nb.getFloatAttr(et, 1.0));
+        Value zero = arith::ConstantOp::create(nb, l, nb.getFloatAttr(et, 0.0));
+        Value onehot = arith::SelectOp::create(nb, l, hit, one, zero);
+        return arith::MulFOp::create(nb, l, arith::SubFOp::create(nb, l, p, onehot),
+                                     a[2]);
+      });
+}
+
+/// The cluster of token id `t` (0 for the head): the number of tail cluster
+/// starts `ends[1..tails]` at or below t.
+Value clusterOf(OpBuilder &b, Location l, Value t, ArrayRef<int64_t> ends,
+                int64_t tails) {
+  Value zero = indexConst(b, l, 0), one = indexConst(b, l, 1);
+  Value cluster = zero;
+  for (int64_t c = 1; c <= tails; ++c) {
+    Value ge = arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, t,
+                                     indexConst(b, l, ends[c]));
+    // index_cast would sign-extend the i1 to -1.
+    cluster = arith::AddIOp::create(b, l, cluster,
+                                    arith::SelectOp::create(b, l, ge, one, zero));
+  }
+  return cluster;
 }
 
 /// Rows [lo, hi) of a 1-D or 2-D parameter (the div_val = 1 output layer
@@ -329,10 +417,229 @@ struct AdaptiveNllLowering : public OpRewritePattern<AdaptiveNllOp> {
   }
 };
 
+// txl.adaptive_embedding_grad => per cluster: compact, gather the rows of
+// dy and of the table, d_proj = dyᵀ emb, scatter-add dy proj into the table.
+struct AdaptiveEmbeddingGradLowering
+    : public OpRewritePattern<AdaptiveEmbeddingGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AdaptiveEmbeddingGradOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    ArrayRef<int64_t> ends = op.getCutoffEnds();
+    Value ids = flattenTokens(rewriter, loc, op.getTokens());
+    Value dy = createCollapse(rewriter, loc, op.getDResult(), {{0, 1}, {2}});
+    auto samePos = [](OpBuilder &, Location, Value pos) { return pos; };
+    SmallVector<Value> dTables, dProjs;
+    for (size_t i = 0; i + 1 < ends.size(); ++i) {
+      int64_t lo = ends[i];
+      Value table = op.getTables()[i], proj = op.getProjs()[i];
+      Value rows = createClusterRows(rewriter, loc, ids, lo, ends[i + 1]);
+      Value loV = indexConst(rewriter, loc, lo);
+      Value emb = gatherRows(
+          rewriter, loc, table, rows,
+          [&](OpBuilder &b, Location l, Value pos) -> Value {
+            return arith::SubIOp::create(b, l, loadId(b, l, ids, pos), loV);
+          });
+      Value dyRows = gatherRows(rewriter, loc, dy, rows, samePos);
+      dProjs.push_back(castTo(rewriter, loc,
+                              createMatmulTransposedLhs(rewriter, loc, dyRows, emb),
+                              proj.getType()));
+      Value dEmb = createMatmul(rewriter, loc, dyRows, proj,
+                                /*transposeRhs=*/false);
+      Value dTable = createFilled(rewriter, loc, getSizes(rewriter, loc, table),
+                                  cast<RankedTensorType>(table.getType())
+                                      .getElementType(),
+                                  0.0);
+      dTable = scatterAddRows(
+          rewriter, loc, dTable, dEmb,
+          [&](OpBuilder &b, Location l, Value m) -> Value {
+            Value pos = tensor::ExtractOp::create(b, l, rows, ValueRange{m});
+            return arith::SubIOp::create(b, l, loadId(b, l, ids, pos), loV);
+          });
+      dTables.push_back(castTo(rewriter, loc, dTable, table.getType()));
+    }
+    SmallVector<Value> results(dTables);
+    llvm::append_range(results, dProjs);
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+// txl.adaptive_nll_grad => head: softmax minus the one-hot of the target's
+// shortlist or cluster column, scaled by dnll, back through the head layer
+// and projection; each tail: compact its tokens, recompute their tail
+// log-softmax, back through the tail layer and projection, scatter-add into
+// d_hidden.
+struct AdaptiveNllGradLowering : public OpRewritePattern<AdaptiveNllGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AdaptiveNllGradOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    ArrayRef<int64_t> ends = op.getCutoffEnds();
+    int64_t tails = static_cast<int64_t>(ends.size()) - 2;
+    bool sliced = op.getWeights().size() == 1;
+    bool projected = !op.getProjs().empty();
+    auto weightOf = [&](int64_t i) {
+      Value w = op.getWeights()[sliced ? 0 : i];
+      return sliced ? sliceRows(rewriter, loc, w, ends[i], ends[i + 1]) : w;
+    };
+    auto biasOf = [&](int64_t i) {
+      Value bias = op.getBiases()[sliced ? 0 : i];
+      return sliced ? sliceRows(rewriter, loc, bias, ends[i], ends[i + 1])
+                    : bias;
+    };
+    auto project = [&](Value h, int64_t i) {
+      return projected ? createMatmul(rewriter, loc, h, op.getProjs()[i],
+                                      /*transposeRhs=*/false)
+                       : h;
+    };
+
+    Value hidden = createCollapse(rewriter, loc, op.getHidden(), {{0, 1}, {2}});
+    Value target = flattenTokens(rewriter, loc, op.getTarget());
+    Value dNll = flattenTokens(rewriter, loc, op.getDResult());
+    Type et = cast<RankedTensorType>(hidden.getType()).getElementType();
+    SmallVector<Value> dWeights, dBiases, dProjs;
+
+    // Head.
+    Value headIn = project(hidden, 0);
+    Value shortlist = linearRows(rewriter, loc, headIn, weightOf(0), biasOf(0));
+    SmallVector<Value> headParts = {shortlist};
+    Value clusterLogits;
+    if (tails > 0) {
+      clusterLogits = linearRows(rewriter, loc, headIn, op.getClusterWeight(),
+                                 op.getClusterBias());
+      headParts.push_back(clusterLogits);
+    }
+    Value lse = createLogSumExp(rewriter, loc, headParts);
+    auto targetAt = [&](OpBuilder &b, Location l, Value m) {
+      return loadId(b, l, target, m);
+    };
+    Value dShort = softmaxMinusOneHot(
+        rewriter, loc, shortlist, lse, dNll,
+        [&](OpBuilder &b, Location l, Value m) -> Value {
+          // Tail tokens (t >= ends[1]) match no shortlist column.
+          return targetAt(b, l, m);
+        });
+    Value dHeadIn = createMatmul(rewriter, loc, dShort, weightOf(0),
+                                 /*transposeRhs=*/false);
+    Value dW0 = createMatmulTransposedLhs(rewriter, loc, dShort, headIn);
+    Value dB0 = createSumLeading(rewriter, loc, dShort, 1);
+    Value dClusterWeight, dClusterBias;
+    if (tails > 0) {
+      // Tail cluster c is head column -c, i.e. cluster row tails - c; head
+      // tokens match no cluster row (row tails is out of range).
+      Value dClus = softmaxMinusOneHot(
+          rewriter, loc, clusterLogits, lse, dNll,
+          [&](OpBuilder &b, Location l, Value m) -> Value {
+            Value t = targetAt(b, l, m);
+            return arith::SubIOp::create(b, l, indexConst(b, l, tails),
+                                         clusterOf(b, l, t, ends, tails));
+          });
+      Value fromClusters = createMatmul(rewriter, loc, dClus,
+                                        op.getClusterWeight(),
+                                        /*transposeRhs=*/false);
+      AffineMap id = identityMap(getContext(), 2);
+      dHeadIn = createPointwise(
+          rewriter, loc, dHeadIn, ValueRange{dHeadIn, fromClusters}, {id, id},
+          [](OpBuilder &b, Location l, ValueRange a) -> Value {
+            return arith::AddFOp::create(b, l, a[0], a[1]);
+          });
+      dClusterWeight = createMatmulTransposedLhs(rewriter, loc, dClus, headIn);
+      dClusterBias = createSumLeading(rewriter, loc, dClus, 1);
+    }
+    Value dHidden = dHeadIn;
+    if (projected) {
+      dProjs.push_back(
+          createMatmulTransposedLhs(rewriter, loc, hidden, dHeadIn));
+      dHidden = createMatmul(rewriter, loc, dHeadIn, op.getProjs()[0],
+                             /*transposeRhs=*/true);
+    }
+    dWeights.push_back(dW0);
+    dBiases.push_back(dB0);
+
+    // Tails.
+    for (int64_t c = 1; c <= tails; ++c) {
+      int64_t lo = ends[c];
+      Value rows = createClusterRows(rewriter, loc, target, lo, ends[c + 1]);
+      Value h = gatherRows(rewriter, loc, hidden, rows,
+                           [](OpBuilder &, Location, Value pos) { return pos; });
+      Value hp = project(h, c);
+      Value logits = linearRows(rewriter, loc, hp, weightOf(c), biasOf(c));
+      Value tailLse = createLogSumExp(rewriter, loc, ValueRange{logits});
+      Value loV = indexConst(rewriter, loc, lo);
+      Value dL = softmaxMinusOneHot(
+          rewriter, loc, logits, tailLse,
+          gatherElements(rewriter, loc, dNll, rows),
+          [&](OpBuilder &b, Location l, Value m) -> Value {
+            Value pos = tensor::ExtractOp::create(b, l, rows, ValueRange{m});
+            return arith::SubIOp::create(b, l, targetAt(b, l, pos), loV);
+          });
+      dWeights.push_back(createMatmulTransposedLhs(rewriter, loc, dL, hp));
+      dBiases.push_back(createSumLeading(rewriter, loc, dL, 1));
+      Value dHp = createMatmul(rewriter, loc, dL, weightOf(c),
+                               /*transposeRhs=*/false);
+      Value dH = dHp;
+      if (projected) {
+        dProjs.push_back(createMatmulTransposedLhs(rewriter, loc, h, dHp));
+        dH = createMatmul(rewriter, loc, dHp, op.getProjs()[c],
+                          /*transposeRhs=*/true);
+      }
+      dHidden = scatterAddRows(
+          rewriter, loc, dHidden, dH,
+          [&](OpBuilder &b, Location l, Value m) -> Value {
+            return tensor::ExtractOp::create(b, l, rows, ValueRange{m});
+          });
+    }
+
+    // A sliced (div_val = 1) layer gets its clusters' rows back in place.
+    auto assemble = [&](ArrayRef<Value> parts, Value full) -> Value {
+      auto type = cast<RankedTensorType>(full.getType());
+      Value out = createFilled(rewriter, loc, getSizes(rewriter, loc, full), et,
+                               0.0);
+      for (auto [i, part] : llvm::enumerate(parts)) {
+        SmallVector<OpFoldResult> offsets(type.getRank(),
+                                          rewriter.getIndexAttr(0));
+        offsets[0] = rewriter.getIndexAttr(ends[i]);
+        SmallVector<OpFoldResult> strides(type.getRank(),
+                                          rewriter.getIndexAttr(1));
+        out = tensor::InsertSliceOp::create(rewriter, loc, part, out, offsets,
+                                            getSizes(rewriter, loc, part),
+                                            strides);
+      }
+      return castTo(rewriter, loc, out, type);
+    };
+    SmallVector<Value> results = {castTo(
+        rewriter, loc,
+        createExpand(rewriter, loc, dHidden, {{0, 1}, {2}},
+                     getSizes(rewriter, loc, op.getHidden())),
+        op.getHidden().getType())};
+    if (sliced) {
+      results.push_back(assemble(dWeights, op.getWeights()[0]));
+      results.push_back(assemble(dBiases, op.getBiases()[0]));
+    } else {
+      for (auto [g, w] : llvm::zip(dWeights, op.getWeights()))
+        results.push_back(castTo(rewriter, loc, g, w.getType()));
+      for (auto [g, bias] : llvm::zip(dBiases, op.getBiases()))
+        results.push_back(castTo(rewriter, loc, g, bias.getType()));
+    }
+    for (auto [g, p] : llvm::zip(dProjs, op.getProjs()))
+      results.push_back(castTo(rewriter, loc, g, p.getType()));
+    if (tails > 0) {
+      results.push_back(castTo(rewriter, loc, dClusterWeight,
+                               op.getClusterWeight().getType()));
+      results.push_back(
+          castTo(rewriter, loc, dClusterBias, op.getClusterBias().getType()));
+    }
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::txl::populateTxlAdaptiveToLinalgPatterns(
     RewritePatternSet &patterns) {
-  patterns.add<AdaptiveEmbeddingLowering, AdaptiveNllLowering>(
+  patterns.add<AdaptiveEmbeddingLowering, AdaptiveNllLowering,
+               AdaptiveEmbeddingGradLowering, AdaptiveNllGradLowering>(
       patterns.getContext());
 }

@@ -1,10 +1,11 @@
 //===- Attention.cpp - Lower positions and attention to linalg ---*- C++ -*-===//
 //
 // txl.pos_emb (sinusoids of distances klen-1 ... 0), txl.masked_softmax, and
-// the fused txl.rel_attention. The fused lowering computes AC = (q + u) kᵀ
-// with a batched product into the score buffer, then accumulates
-// BD[i, j] = (q_i + v) · r[j + qlen - 1 - i] onto it at its shifted position:
-// the unshifted positional scores never exist.
+// the fused txl.rel_attention and its backward op. The fused lowering
+// computes AC = (q + u) kᵀ with a batched product into the score buffer, then
+// accumulates BD[i, j] = (q_i + v) · r[j + qlen - 1 - i] onto it at its
+// shifted position: the unshifted positional scores never exist, in the
+// forward or in the backward direction.
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,6 +45,71 @@ static Value addHeadBias(OpBuilder &b, Location loc, Value x, Value bias) {
 static Value headsFirst(OpBuilder &b, Location loc, Value x) {
   return createCollapse(b, loc, createTranspose(b, loc, x, {1, 2, 0, 3}),
                         {{0, 1}, {2}, {3}});
+}
+
+/// The attention probabilities of txl.rel_attention, [b, n, i, j]:
+/// AC = (q + u) kᵀ by a batched product into the score buffer, then
+/// BD[i, j] = (q_i + v) · r[j + qlen - 1 - i] accumulated onto it at its
+/// shifted position (the unshifted positional scores never exist), then the
+/// scaled, masked softmax over j.
+static Value createRelAttentionProbs(OpBuilder &rewriter, Location loc,
+                                     Value q, Value k, Value r, Value rWBias,
+                                     Value rRBias, Value memLen,
+                                     Value sameLength, float scale) {
+  MLIRContext *ctx = rewriter.getContext();
+  SmallVector<OpFoldResult> qs = getSizes(rewriter, loc, q);
+  OpFoldResult klenOfr = getSizes(rewriter, loc, k)[0];
+  Value qlen = tensor::DimOp::create(rewriter, loc, q, 0);
+  Value klen = tensor::DimOp::create(rewriter, loc, k, 0);
+  Type et = cast<RankedTensorType>(q.getType()).getElementType();
+
+  // AC = (q + u) kᵀ per (batch, head): [b, n, i, j].
+  Value ac = createBatchMatmul(
+      rewriter, loc, headsFirst(rewriter, loc, addHeadBias(rewriter, loc, q, rWBias)),
+      headsFirst(rewriter, loc, k), /*transposeRhs=*/true);
+  ac = createExpand(rewriter, loc, ac, {{0, 1}, {2}, {3}},
+                    {qs[1], qs[2], qs[0], klenOfr});
+
+  // scores[b, n, i, j] += sum_d (q + v)[i, b, n, d] * r[j + qlen - 1 - i, n, d]
+  Value qv = addHeadBias(rewriter, loc, q, rRBias);
+  AffineExpr db, dn, di, dj, dd;
+  bindDims(ctx, db, dn, di, dj, dd);
+  SmallVector<utils::IteratorType> iters(4, utils::IteratorType::parallel);
+  iters.push_back(utils::IteratorType::reduction);
+  Value scores =
+      linalg::GenericOp::create(
+          rewriter, loc, TypeRange{ac.getType()}, ValueRange{qv},
+          ValueRange{ac},
+          {AffineMap::get(5, 0, {di, db, dn, dd}, ctx),
+           AffineMap::get(5, 0, {db, dn, di, dj}, ctx)},
+          iters,
+          [&](OpBuilder &b, Location l, ValueRange a) {
+            Value i = linalg::IndexOp::create(b, l, 2);
+            Value j = linalg::IndexOp::create(b, l, 3);
+            Value n = linalg::IndexOp::create(b, l, 1);
+            Value d = linalg::IndexOp::create(b, l, 4);
+            Value one = arith::ConstantIndexOp::create(b, l, 1);
+            Value src = arith::SubIOp::create(
+                b, l,
+                arith::AddIOp::create(
+                    b, l, j, arith::SubIOp::create(b, l, qlen, one)),
+                i);
+            Value inBounds = arith::CmpIOp::create(
+                b, l, arith::CmpIPredicate::ult, src, klen);
+            Value row = arith::MinUIOp::create(
+                b, l, src, arith::SubIOp::create(b, l, klen, one));
+            Value rv = tensor::ExtractOp::create(b, l, r, ValueRange{row, n, d});
+            Value prod = arith::MulFOp::create(b, l, a[0], rv);
+            Value zero = arith::ConstantOp::create(b, l, b.getFloatAttr(et, 0.0));
+            Value term = arith::SelectOp::create(b, l, inBounds, prod, zero);
+            linalg::YieldOp::create(
+                b, l, ValueRange{arith::AddFOp::create(b, l, a[1], term)});
+          })
+          .getResult(0);
+
+  return createMaskedSoftmax(rewriter, loc, scores,
+                             ScoreLayout{/*queryDim=*/2, /*keyDim=*/3}, memLen,
+                             sameLength, scale);
 }
 
 namespace {
@@ -113,65 +179,15 @@ struct RelAttentionLowering : public OpRewritePattern<RelAttentionOp> {
   LogicalResult matchAndRewrite(RelAttentionOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    MLIRContext *ctx = getContext();
-    Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
-    Value r = op.getPosKey();
+    Value q = op.getQuery();
     SmallVector<OpFoldResult> qs = getSizes(rewriter, loc, q);
-    OpFoldResult klenOfr = getSizes(rewriter, loc, k)[0];
-    Value qlen = tensor::DimOp::create(rewriter, loc, q, 0);
-    Value klen = tensor::DimOp::create(rewriter, loc, k, 0);
-
-    // AC = (q + u) kᵀ per (batch, head): [b, n, i, j].
-    Value ac = createBatchMatmul(
-        rewriter, loc, headsFirst(rewriter, loc, addHeadBias(rewriter, loc, q, op.getRWBias())),
-        headsFirst(rewriter, loc, k), /*transposeRhs=*/true);
-    ac = createExpand(rewriter, loc, ac, {{0, 1}, {2}, {3}},
-                      {qs[1], qs[2], qs[0], klenOfr});
-
-    // scores[b, n, i, j] += sum_d (q + v)[i, b, n, d] * r[j + qlen - 1 - i, n, d]
-    Value qv = addHeadBias(rewriter, loc, q, op.getRRBias());
-    AffineExpr db, dn, di, dj, dd;
-    bindDims(ctx, db, dn, di, dj, dd);
-    SmallVector<utils::IteratorType> iters(4, utils::IteratorType::parallel);
-    iters.push_back(utils::IteratorType::reduction);
-    Value scores =
-        linalg::GenericOp::create(
-            rewriter, loc, TypeRange{ac.getType()}, ValueRange{qv},
-            ValueRange{ac},
-            {AffineMap::get(5, 0, {di, db, dn, dd}, ctx),
-             AffineMap::get(5, 0, {db, dn, di, dj}, ctx)},
-            iters,
-            [&](OpBuilder &b, Location l, ValueRange a) {
-              Value i = linalg::IndexOp::create(b, l, 2);
-              Value j = linalg::IndexOp::create(b, l, 3);
-              Value n = linalg::IndexOp::create(b, l, 1);
-              Value d = linalg::IndexOp::create(b, l, 4);
-              Value one = arith::ConstantIndexOp::create(b, l, 1);
-              Value src = arith::SubIOp::create(
-                  b, l,
-                  arith::AddIOp::create(
-                      b, l, j, arith::SubIOp::create(b, l, qlen, one)),
-                  i);
-              Value inBounds = arith::CmpIOp::create(
-                  b, l, arith::CmpIPredicate::ult, src, klen);
-              Value row = arith::MinUIOp::create(
-                  b, l, src, arith::SubIOp::create(b, l, klen, one));
-              Value rv = tensor::ExtractOp::create(b, l, r, ValueRange{row, n, d});
-              Value prod = arith::MulFOp::create(b, l, a[0], rv);
-              Value zero = arith::ConstantOp::create(b, l, b.getF32FloatAttr(0.0f));
-              Value term = arith::SelectOp::create(b, l, inBounds, prod, zero);
-              linalg::YieldOp::create(
-                  b, l, ValueRange{arith::AddFOp::create(b, l, a[1], term)});
-            })
-            .getResult(0);
-
-    Value probs = createMaskedSoftmax(
-        rewriter, loc, scores, ScoreLayout{/*queryDim=*/2, /*keyDim=*/3},
-        op.getMemLen(), op.getSameLength(), op.getScale().convertToFloat());
-
+    Value probs = createRelAttentionProbs(
+        rewriter, loc, q, op.getKey(), op.getPosKey(), op.getRWBias(),
+        op.getRRBias(), op.getMemLen(), op.getSameLength(),
+        op.getScale().convertToFloat());
     Value out = createBatchMatmul(
         rewriter, loc, createCollapse(rewriter, loc, probs, {{0, 1}, {2}, {3}}),
-        headsFirst(rewriter, loc, v), /*transposeRhs=*/false);
+        headsFirst(rewriter, loc, op.getValue()), /*transposeRhs=*/false);
     out = createExpand(rewriter, loc, out, {{0, 1}, {2}, {3}},
                        {qs[1], qs[2], qs[0], qs[3]});
     out = createTranspose(rewriter, loc, out, {2, 0, 1, 3});
@@ -180,10 +196,201 @@ struct RelAttentionLowering : public OpRewritePattern<RelAttentionOp> {
   }
 };
 
+/// x [b, n, i, d] summed over b and i: [n, d].
+static Value sumOverBatchAndQuery(OpBuilder &b, Location loc, Value x) {
+  MLIRContext *ctx = b.getContext();
+  SmallVector<OpFoldResult> sizes = getSizes(b, loc, x);
+  auto type = cast<RankedTensorType>(x.getType());
+  Value init =
+      createFilled(b, loc, {sizes[1], sizes[3]}, type.getElementType(), 0.0);
+  AffineExpr db, dn, di, dd;
+  bindDims(ctx, db, dn, di, dd);
+  using utils::IteratorType;
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{init.getType()}, ValueRange{x}, ValueRange{init},
+             {identityMap(ctx, 4), AffineMap::get(4, 0, {dn, dd}, ctx)},
+             {IteratorType::reduction, IteratorType::parallel,
+              IteratorType::reduction, IteratorType::parallel},
+             [](OpBuilder &nb, Location l, ValueRange a) {
+               linalg::YieldOp::create(
+                   nb, l, ValueRange{arith::AddFOp::create(nb, l, a[0], a[1])});
+             })
+      .getResult(0);
+}
+
+// txl.rel_attention_grad => recompute P; dV = Pᵀ dO; dP = dO Vᵀ;
+// dS = scale P (dP - rowsum(P dP)); dQu = dS K, dK = dSᵀ (q + u);
+// dQv[i] = sum_j dS[i, j] r[j + qlen - 1 - i];
+// dR[m] = sum_{b, i} dS[i, m - qlen + 1 + i] (q + v)[i]
+struct RelAttentionGradLowering : public OpRewritePattern<RelAttentionGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(RelAttentionGradOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = getContext();
+    Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
+    Value r = op.getPosKey(), dOut = op.getDResult();
+    Type et = cast<RankedTensorType>(q.getType()).getElementType();
+    float scale = op.getScale().convertToFloat();
+    SmallVector<OpFoldResult> qs = getSizes(rewriter, loc, q);
+    OpFoldResult klenOfr = getSizes(rewriter, loc, k)[0];
+    Value qlen = tensor::DimOp::create(rewriter, loc, q, 0);
+    Value klen = tensor::DimOp::create(rewriter, loc, k, 0);
+
+    Value probs = createRelAttentionProbs(
+        rewriter, loc, q, k, r, op.getRWBias(), op.getRRBias(), op.getMemLen(),
+        op.getSameLength(), scale);
+    Value p3 = createCollapse(rewriter, loc, probs, {{0, 1}, {2}, {3}});
+    Value dO3 = headsFirst(rewriter, loc, dOut);
+    auto toBatchHeads = [&](Value x3, OpFoldResult rows) {
+      return createExpand(rewriter, loc, x3, {{0, 1}, {2}, {3}},
+                          {qs[1], qs[2], rows, qs[3]});
+    };
+    auto toRowsFirst = [&](Value x4, Type type) {
+      return castTo(rewriter, loc, createTranspose(rewriter, loc, x4, {2, 0, 1, 3}),
+                    type);
+    };
+
+    // Values and probabilities.
+    Value dV = createMatmulTransposedLhs(rewriter, loc, p3, dO3);
+    Value dP = createBatchMatmul(rewriter, loc, dO3,
+                                 headsFirst(rewriter, loc, v),
+                                 /*transposeRhs=*/true);
+    AffineMap id3 = identityMap(ctx, 3);
+    auto mul = [](OpBuilder &b, Location l, ValueRange a) -> Value {
+      return arith::MulFOp::create(b, l, a[0], a[1]);
+    };
+    Value pdP = createPointwise(rewriter, loc, p3, ValueRange{p3, dP},
+                                {id3, id3}, mul);
+    Value rowDot = reduceLastDim(
+        rewriter, loc, ValueRange{pdP}, 0.0,
+        [](OpBuilder &b, Location l, ValueRange a) -> Value {
+          return arith::AddFOp::create(b, l, a[0], a[1]);
+        });
+    Value dS3 = createPointwise(
+        rewriter, loc, p3, ValueRange{p3, dP, rowDot},
+        {id3, id3, dropDimMap(ctx, 3, 2)},
+        [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+          Value centered = arith::SubFOp::create(b, l, a[1], a[2]);
+          Value s = arith::ConstantOp::create(b, l, b.getFloatAttr(et, scale));
+          return arith::MulFOp::create(
+              b, l, arith::MulFOp::create(b, l, a[0], centered), s);
+        });
+    Value dS = createExpand(rewriter, loc, dS3, {{0, 1}, {2}, {3}},
+                            {qs[1], qs[2], qs[0], klenOfr});
+
+    // Content term AC = (q + u) kᵀ.
+    Value qu3 = headsFirst(rewriter, loc,
+                           addHeadBias(rewriter, loc, q, op.getRWBias()));
+    Value dQu = toBatchHeads(
+        createBatchMatmul(rewriter, loc, dS3, headsFirst(rewriter, loc, k),
+                          /*transposeRhs=*/false),
+        qs[0]);
+    Value dK = createMatmulTransposedLhs(rewriter, loc, dS3, qu3);
+
+    // Positional term BD[i, j] = (q + v)_i · r[j + qlen - 1 - i], by index.
+    auto shifted = [&](OpBuilder &b, Location l, Value i, Value j) {
+      Value one = arith::ConstantIndexOp::create(b, l, 1);
+      return arith::SubIOp::create(
+          b, l, arith::AddIOp::create(
+                    b, l, j, arith::SubIOp::create(b, l, qlen, one)),
+          i);
+    };
+    Value zeroF = arith::ConstantOp::create(rewriter, loc,
+                                            rewriter.getFloatAttr(et, 0.0));
+    AffineExpr e0, e1, e2, e3, e4;
+    bindDims(ctx, e0, e1, e2, e3, e4);
+    using utils::IteratorType;
+    // dQv[b, n, i, d] = sum_j dS[b, n, i, j] r[j + qlen - 1 - i, n, d]
+    Value dQvInit = createFilled(rewriter, loc, {qs[1], qs[2], qs[0], qs[3]},
+                                 et, 0.0);
+    Value dQv =
+        linalg::GenericOp::create(
+            rewriter, loc, TypeRange{dQvInit.getType()}, ValueRange{dS},
+            ValueRange{dQvInit},
+            {AffineMap::get(5, 0, {e0, e1, e2, e4}, ctx),
+             AffineMap::get(5, 0, {e0, e1, e2, e3}, ctx)},
+            {IteratorType::parallel, IteratorType::parallel,
+             IteratorType::parallel, IteratorType::parallel,
+             IteratorType::reduction},
+            [&](OpBuilder &b, Location l, ValueRange a) {
+              Value n = linalg::IndexOp::create(b, l, 1);
+              Value i = linalg::IndexOp::create(b, l, 2);
+              Value d = linalg::IndexOp::create(b, l, 3);
+              Value j = linalg::IndexOp::create(b, l, 4);
+              Value src = shifted(b, l, i, j);
+              Value inBounds = arith::CmpIOp::create(
+                  b, l, arith::CmpIPredicate::ult, src, klen);
+              Value one = arith::ConstantIndexOp::create(b, l, 1);
+              Value row = arith::MinUIOp::create(
+                  b, l, src, arith::SubIOp::create(b, l, klen, one));
+              Value rv = tensor::ExtractOp::create(b, l, r, ValueRange{row, n, d});
+              Value term = arith::SelectOp::create(
+                  b, l, inBounds, arith::MulFOp::create(b, l, a[0], rv), zeroF);
+              linalg::YieldOp::create(
+                  b, l, ValueRange{arith::AddFOp::create(b, l, a[1], term)});
+            })
+            .getResult(0);
+    // dR[m, n, d] = sum_{b, i} dS[b, n, i, m - qlen + 1 + i] (q + v)[i, b, n, d]
+    Value qv = addHeadBias(rewriter, loc, q, op.getRRBias());
+    Value dRInit = createFilled(rewriter, loc, {klenOfr, qs[2], qs[3]}, et, 0.0);
+    Value dR =
+        linalg::GenericOp::create(
+            rewriter, loc, TypeRange{dRInit.getType()}, ValueRange{qv},
+            ValueRange{dRInit},
+            {AffineMap::get(5, 0, {e4, e3, e1, e2}, ctx),
+             AffineMap::get(5, 0, {e0, e1, e2}, ctx)},
+            {IteratorType::parallel, IteratorType::parallel,
+             IteratorType::parallel, IteratorType::reduction,
+             IteratorType::reduction},
+            [&](OpBuilder &b, Location l, ValueRange a) {
+              Value m = linalg::IndexOp::create(b, l, 0);
+              Value n = linalg::IndexOp::create(b, l, 1);
+              Value bt = linalg::IndexOp::create(b, l, 3);
+              Value i = linalg::IndexOp::create(b, l, 4);
+              // j = m - (qlen - 1 - i), valid when 0 <= j < klen.
+              Value one = arith::ConstantIndexOp::create(b, l, 1);
+              Value j = arith::SubIOp::create(
+                  b, l, arith::AddIOp::create(b, l, m, i),
+                  arith::SubIOp::create(b, l, qlen, one));
+              Value inBounds = arith::CmpIOp::create(
+                  b, l, arith::CmpIPredicate::ult, j, klen);
+              Value col = arith::MinUIOp::create(
+                  b, l, j, arith::SubIOp::create(b, l, klen, one));
+              Value g = tensor::ExtractOp::create(b, l, dS,
+                                                  ValueRange{bt, n, i, col});
+              Value term = arith::SelectOp::create(
+                  b, l, inBounds, arith::MulFOp::create(b, l, g, a[0]), zeroF);
+              linalg::YieldOp::create(
+                  b, l, ValueRange{arith::AddFOp::create(b, l, a[1], term)});
+            })
+            .getResult(0);
+
+    AffineMap id4 = identityMap(ctx, 4);
+    Value dQ = createPointwise(
+        rewriter, loc, dQu, ValueRange{dQu, dQv}, {id4, id4},
+        [](OpBuilder &b, Location l, ValueRange a) -> Value {
+          return arith::AddFOp::create(b, l, a[0], a[1]);
+        });
+    Value bias = op.getRWBias();
+    rewriter.replaceOp(
+        op, {toRowsFirst(dQ, q.getType()),
+             toRowsFirst(toBatchHeads(dK, klenOfr), k.getType()),
+             toRowsFirst(toBatchHeads(dV, klenOfr), v.getType()),
+             castTo(rewriter, loc, dR, r.getType()),
+             castTo(rewriter, loc, sumOverBatchAndQuery(rewriter, loc, dQu),
+                    bias.getType()),
+             castTo(rewriter, loc, sumOverBatchAndQuery(rewriter, loc, dQv),
+                    bias.getType())});
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::txl::populateTxlAttentionToLinalgPatterns(
     RewritePatternSet &patterns) {
-  patterns.add<PosEmbLowering, MaskedSoftmaxLowering, RelAttentionLowering>(
+  patterns.add<PosEmbLowering, MaskedSoftmaxLowering, RelAttentionLowering,
+               RelAttentionGradLowering>(
       patterns.getContext());
 }

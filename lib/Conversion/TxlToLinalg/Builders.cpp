@@ -299,3 +299,80 @@ Value mlir::txl::createMaskedSoftmax(OpBuilder &b, Location loc, Value scores,
              })
       .getResult(0);
 }
+
+Value mlir::txl::createPointwise(
+    OpBuilder &b, Location loc, Value like, ValueRange inputs,
+    ArrayRef<AffineMap> inputMaps,
+    function_ref<Value(OpBuilder &, Location, ValueRange)> body) {
+  auto type = cast<RankedTensorType>(like.getType());
+  MLIRContext *ctx = b.getContext();
+  SmallVector<AffineMap> maps(inputMaps);
+  maps.push_back(identityMap(ctx, type.getRank()));
+  SmallVector<utils::IteratorType> iters(type.getRank(),
+                                         utils::IteratorType::parallel);
+  Value init =
+      createEmpty(b, loc, getSizes(b, loc, like), type.getElementType());
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{type}, inputs, ValueRange{init}, maps, iters,
+             [&](OpBuilder &nb, Location l, ValueRange args) {
+               linalg::YieldOp::create(nb, l, ValueRange{body(nb, l, args)});
+             })
+      .getResult(0);
+}
+
+Value mlir::txl::createSumLeading(OpBuilder &b, Location loc, Value input,
+                                  unsigned resultRank) {
+  MLIRContext *ctx = b.getContext();
+  auto type = cast<RankedTensorType>(input.getType());
+  unsigned rank = type.getRank();
+  unsigned lead = rank - resultRank;
+  SmallVector<OpFoldResult> sizes = getSizes(b, loc, input);
+  SmallVector<OpFoldResult> outSizes(sizes.begin() + lead, sizes.end());
+  Value init = createFilled(b, loc, outSizes, type.getElementType(), 0.0);
+  SmallVector<AffineExpr> trailing;
+  for (unsigned d = lead; d < rank; ++d)
+    trailing.push_back(getAffineDimExpr(d, ctx));
+  SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
+  for (unsigned d = 0; d < lead; ++d)
+    iters[d] = utils::IteratorType::reduction;
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{init.getType()}, ValueRange{input},
+             ValueRange{init},
+             {identityMap(ctx, rank), AffineMap::get(rank, 0, trailing, ctx)},
+             iters,
+             [](OpBuilder &nb, Location l, ValueRange a) {
+               linalg::YieldOp::create(
+                   nb, l, ValueRange{arith::AddFOp::create(nb, l, a[0], a[1])});
+             })
+      .getResult(0);
+}
+
+Value mlir::txl::createMatmulTransposedLhs(OpBuilder &b, Location loc,
+                                           Value lhs, Value rhs) {
+  MLIRContext *ctx = b.getContext();
+  SmallVector<OpFoldResult> l = getSizes(b, loc, lhs);
+  SmallVector<OpFoldResult> r = getSizes(b, loc, rhs);
+  Type elementType = cast<RankedTensorType>(lhs.getType()).getElementType();
+  if (l.size() == 2) {
+    Value init = createFilled(b, loc, {l[1], r[1]}, elementType, 0.0);
+    AffineExpr m, n, k;
+    bindDims(ctx, m, n, k);
+    auto mm = linalg::MatmulOp::create(b, loc, TypeRange{init.getType()},
+                                       ValueRange{lhs, rhs}, ValueRange{init});
+    mm.setIndexingMapsAttr(b.getAffineMapArrayAttr(
+        {AffineMap::get(3, 0, {k, m}, ctx), AffineMap::get(3, 0, {k, n}, ctx),
+         AffineMap::get(3, 0, {m, n}, ctx)}));
+    return mm.getResult(0);
+  }
+  Value init = createFilled(b, loc, {l[0], l[2], r[2]}, elementType, 0.0);
+  AffineExpr bd, m, n, k;
+  bindDims(ctx, bd, m, n, k);
+  auto mm = linalg::BatchMatmulOp::create(b, loc, TypeRange{init.getType()},
+                                          ValueRange{lhs, rhs},
+                                          ValueRange{init});
+  mm.setIndexingMapsAttr(b.getAffineMapArrayAttr(
+      {AffineMap::get(4, 0, {bd, k, m}, ctx),
+       AffineMap::get(4, 0, {bd, k, n}, ctx),
+       AffineMap::get(4, 0, {bd, m, n}, ctx)}));
+  return mm.getResult(0);
+}

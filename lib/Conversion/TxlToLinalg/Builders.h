@@ -49,6 +49,12 @@ Value createBatchMatmul(OpBuilder &b, Location loc, Value lhs, Value rhs,
 Value createMatmul(OpBuilder &b, Location loc, Value lhs, Value rhs,
                    bool transposeRhs);
 
+/// `lhsᵀ rhs` for lhs [k, m] and rhs [k, n] (or, batched, [b, k, m] and
+/// [b, k, n]) into a zero-filled [m, n] ([b, m, n]); BLAS reads lhs
+/// transposed, no copy is made.
+Value createMatmulTransposedLhs(OpBuilder &b, Location loc, Value lhs,
+                                Value rhs);
+
 /// Reduces the last dimension of `inputs[0]` with `combine(args)` starting
 /// from `init`; `args` are the elements of `inputs` (those beyond the first
 /// are row-shaped, i.e. without the last dimension) then the accumulator.
@@ -74,6 +80,17 @@ struct ScoreLayout {
 Value createMaskedSoftmax(OpBuilder &b, Location loc, Value scores,
                           ScoreLayout layout, Value memLen, Value sameLength,
                           float scale);
+
+/// A parallel linalg.generic shaped like `like` over `inputs` (each read
+/// through its map in `inputMaps`) whose body yields `body(args)`.
+Value createPointwise(OpBuilder &b, Location loc, Value like, ValueRange inputs,
+                      ArrayRef<AffineMap> inputMaps,
+                      function_ref<Value(OpBuilder &, Location, ValueRange)> body);
+
+/// Sums `input` over its leading dimensions down to `resultRank` trailing
+/// ones (a bias gradient), into a zero-filled tensor.
+Value createSumLeading(OpBuilder &b, Location loc, Value input,
+                       unsigned resultRank);
 
 /// `v` itself when it already has `type`, else a `tensor.cast` to it (the
 /// lowerings compute shapes that may be more or less static than the op's).

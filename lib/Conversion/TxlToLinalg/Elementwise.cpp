@@ -17,28 +17,6 @@ using namespace mlir::txl;
 
 namespace {
 
-/// A parallel generic over `inputs` (all shaped like the result, or mapped by
-/// `inputMaps`) whose body is `body(args) -> value`.
-template <typename BodyFn>
-static Value createPointwise(OpBuilder &b, Location loc, Value like,
-                             ValueRange inputs, ArrayRef<AffineMap> inputMaps,
-                             BodyFn body) {
-  auto type = cast<RankedTensorType>(like.getType());
-  MLIRContext *ctx = b.getContext();
-  SmallVector<AffineMap> maps(inputMaps);
-  maps.push_back(identityMap(ctx, type.getRank()));
-  SmallVector<utils::IteratorType> iters(type.getRank(),
-                                         utils::IteratorType::parallel);
-  Value init =
-      createEmpty(b, loc, getSizes(b, loc, like), type.getElementType());
-  return linalg::GenericOp::create(
-             b, loc, TypeRange{type}, inputs, ValueRange{init}, maps, iters,
-             [&](OpBuilder &nb, Location l, ValueRange args) {
-               linalg::YieldOp::create(nb, l, ValueRange{body(nb, l, args)});
-             })
-      .getResult(0);
-}
-
 // txl.add(x, y) => linalg.generic { x + y }
 struct AddLowering : public OpRewritePattern<AddOp> {
   using OpRewritePattern::OpRewritePattern;

@@ -32,6 +32,7 @@ struct ConvertTxlToLinalgPass
     populateTxlAttentionToLinalgPatterns(patterns);
     populateTxlMemoryToLinalgPatterns(patterns);
     populateTxlAdaptiveToLinalgPatterns(patterns);
+    populateTxlGradientToLinalgPatterns(patterns);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       return signalPassFailure();

@@ -81,9 +81,22 @@ typedef struct txl_model_info {
 /// allocation it made.
 typedef void (*txl_segment_fn)(void **args);
 
-/* Symbols every txlc-generated object defines. */
+/// The generated backward segment (`@segment_grad`, paper §3.2: the memory
+/// is a constant), packed like txl_segment_forward: the same arguments and
+/// outputs, then one more output per *trainable* parameter, in parameter
+/// order: float32 with the parameter's shape, the gradient of the mean NLL of
+/// the segment.
+#ifdef __GNUC__
+#define TXL_WEAK __attribute__((weak))
+#else
+#define TXL_WEAK
+#endif
+
+/* Symbols every txlc-generated object defines (txl_segment_grad unless the
+   model was compiled without a backward segment). */
 extern const txl_model_info_t txl_model_info;
 void txl_segment_forward(void **args);
+void txl_segment_grad(void **args) TXL_WEAK;
 
 /*===----------------------------------------------------------------------===*
  * Status
@@ -143,6 +156,20 @@ txl_status_t txl_session_run_segment(txl_session_t *session,
                                      int64_t batch,
                                      const txl_run_options_t *options,
                                      float *out_nll);
+
+/// txl_session_run_segment through the backward segment: also writes, for
+/// every trainable parameter i, the gradient of the mean NLL of this segment
+/// into `out_grads[i]` (float32, the parameter's shape; entries of buffers
+/// are ignored and may be NULL). The memory is carried as in the forward run.
+/// Errors: those of txl_session_run_segment; TXL_INVALID_ARGUMENT when the
+/// executable has no backward segment or a gradient buffer is NULL.
+txl_status_t txl_session_run_segment_grad(txl_session_t *session,
+                                          const int64_t *data,
+                                          const int64_t *target, int64_t qlen,
+                                          int64_t batch,
+                                          const txl_run_options_t *options,
+                                          float *out_nll,
+                                          float *const *out_grads);
 
 /// The current memory of layer `layer` (0 = embedding output, l = output of
 /// layer l), row-major float32 [*out_mlen, batch, d_model]; owned by the

@@ -193,11 +193,35 @@ void runSegmentsCommand(const txl_model_info_t &info,
   std::vector<float> nll(static_cast<size_t>(numSegments) * block);
   TensorMap mems;
   double totalNll = 0;
+  if (options.gradSegment >= numSegments)
+    fail(TXL_INVALID_ARGUMENT, "--grad-segment {} is past the last segment {}",
+         options.gradSegment, numSegments - 1);
+  if (options.gradSegment >= 0 && options.dumpGrads.empty())
+    fail(TXL_INVALID_ARGUMENT, "--grad-segment needs --dump-grads");
+  // One buffer per parameter (trainable ones are written).
+  std::vector<std::vector<float>> grads(info.n_params);
+  std::vector<float *> gradPtrs(info.n_params, nullptr);
+  for (int32_t i = 0; i < info.n_params; ++i) {
+    if (!info.params[i].trainable)
+      continue;
+    int64_t count = 1;
+    for (int32_t d = 0; d < info.params[i].rank; ++d)
+      count *= info.params[i].shape[d];
+    grads[i].resize(count);
+    gradPtrs[i] = grads[i].data();
+  }
   for (int64_t s = 0; s < numSegments; ++s) {
     size_t offset = static_cast<size_t>(s) * block;
-    checkStatus(txl_session_run_segment(
-        session.get(), inputs.i64.data() + offset, targets.i64.data() + offset,
-        tgtLen, batch, &runOptions, nll.data() + offset));
+    if (s == options.gradSegment)
+      checkStatus(txl_session_run_segment_grad(
+          session.get(), inputs.i64.data() + offset,
+          targets.i64.data() + offset, tgtLen, batch, &runOptions,
+          nll.data() + offset, gradPtrs.data()));
+    else
+      checkStatus(txl_session_run_segment(
+          session.get(), inputs.i64.data() + offset,
+          targets.i64.data() + offset, tgtLen, batch, &runOptions,
+          nll.data() + offset));
     double segmentNll = 0;
     for (size_t i = 0; i < block; ++i)
       segmentNll += nll[offset + i];
@@ -223,6 +247,16 @@ void runSegmentsCommand(const txl_model_info_t &info,
     writeNpy(options.dumpNll, {numSegments, tgtLen, batch}, nll.data());
   if (!options.dumpMems.empty())
     writeSafeTensors(options.dumpMems, mems);
+  if (options.gradSegment >= 0) {
+    TensorMap out;
+    for (int32_t i = 0; i < info.n_params; ++i) {
+      const txl_param_info_t &p = info.params[i];
+      if (p.trainable)
+        out[p.name] = TensorBlob::f32(Shape(p.shape, p.shape + p.rank),
+                                      grads[i].data());
+    }
+    writeSafeTensors(options.dumpGrads, out);
+  }
 }
 
 } // namespace txl::rt

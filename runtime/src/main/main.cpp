@@ -157,6 +157,15 @@ int main(int argc, char **argv) {
       "--dump-mems", segOptions.dumpMems,
       "Write the memory after each segment, safetensors seg{s}.layer{l} "
       "[mlen, batch, d_model], l = 0..n_layer (none when mem-len = 0)");
+  runSegments
+      ->add_option("--grad-segment", segOptions.gradSegment,
+                   "Run segment K (0-based) through the generated backward "
+                   "segment (memory from segments 0..K-1, constant)")
+      ->check(CLI::NonNegativeNumber);
+  runSegments->add_option(
+      "--dump-grads", segOptions.dumpGrads,
+      "With --grad-segment: write the gradient of segment K's mean NLL for "
+      "every trained parameter, safetensors with the checkpoint's names");
   CLI::Option *segMemLenOpt = runSegments->add_option(
       "--mem-len", segMemLen,
       fmt::format("Memory length, 0 = none (default: {})", info.mem_len));

@@ -117,6 +117,13 @@ struct RunSegmentsOptions {
   std::string checkpoint, inputs, targets;
   std::string dumpNll;  ///< --dump-nll: float32 [S, tgt_len, batch] .npy
   std::string dumpMems; ///< --dump-mems: safetensors seg{s}.layer{l}
+  /// --grad-segment: run this segment (0-based) through the backward entry;
+  /// -1 = none.
+  int64_t gradSegment = -1;
+  /// --dump-grads: safetensors, the gradient of the mean NLL of segment
+  /// gradSegment per trainable parameter (official names; a tied parameter
+  /// once, under its embedding name).
+  std::string dumpGrads;
   std::optional<int64_t> memLen, clampLen;
   std::optional<bool> sameLength;
   int threads = 0;

@@ -1,0 +1,294 @@
+//===- TxlAdjointOps.td - txl ops of the backward segment --*- tablegen -*-===//
+//
+// The ops that --txl-generate-backward emits for the adjoints of the forward
+// ops (lib/Autodiff/Adjoints.cpp). Each takes the gradient of the forward
+// result (`d_*`) and whatever it must recompute from, and returns gradients
+// typed like the forward operands. Shapes are those of TxlOps.td.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TXL_ADJOINT_OPS
+#define TXL_ADJOINT_OPS
+
+//===----------------------------------------------------------------------===//
+// Products and reductions
+//===----------------------------------------------------------------------===//
+
+def Txl_LinearInputGradOp : Txl_Op<"linear_input_grad", [Pure]> {
+  let summary = "gradient of txl.linear with respect to its input";
+  let description = [{
+    `d_input[..., i] = sum_o d_result[..., o] * weight[o, i]`: `d_result`
+    [..., out] and `weight` [out, in] give [..., in].
+
+    ```mlir
+    %dx = txl.linear_input_grad %dy, %w
+        : tensor<?x?x512xf32>, tensor<512x128xf32> -> tensor<?x?x128xf32>
+    ```
+  }];
+  let arguments = (ins F32TensorAtLeast2D:$d_result, F32Tensor2D:$weight);
+  let results = (outs F32TensorAtLeast2D:$d_input);
+  let assemblyFormat = [{
+    $d_result `,` $weight attr-dict `:` type($d_result) `,` type($weight)
+    `->` type($d_input)
+  }];
+  let hasVerifier = 1;
+}
+
+def Txl_LinearWeightGradOp : Txl_Op<"linear_weight_grad", [Pure]> {
+  let summary = "gradient of txl.linear with respect to its weight";
+  let description = [{
+    `d_weight[o, i] = sum_rows d_result[row, o] * input[row, i]`, summed over
+    every leading position: `d_result` [..., out] and `input` [..., in] (same
+    leading sizes) give [out, in].
+
+    ```mlir
+    %dw = txl.linear_weight_grad %dy, %x
+        : tensor<?x?x512xf32>, tensor<?x?x128xf32> -> tensor<512x128xf32>
+    ```
+  }];
+  let arguments = (ins F32TensorAtLeast2D:$d_result, F32TensorAtLeast2D:$input);
+  let results = (outs F32Tensor2D:$d_weight);
+  let assemblyFormat = [{
+    $d_result `,` $input attr-dict `:` type($d_result) `,` type($input)
+    `->` type($d_weight)
+  }];
+  let hasVerifier = 1;
+}
+
+def Txl_SumLeadingOp : Txl_Op<"sum_leading", [Pure]> {
+  let summary = "sum over the leading dimensions";
+  let description = [{
+    Sums `input` over its first `rank(input) - rank(result)` dimensions; the
+    trailing dimensions must match. The adjoint of a bias broadcast: the
+    gradient of `txl.linear`'s bias ([..., out] to [out]) and of
+    `txl.broadcast_head_bias` ([qlen, batch, n_head, d_head] to
+    [n_head, d_head]).
+
+    ```mlir
+    %db = txl.sum_leading %dy : tensor<?x?x512xf32> -> tensor<512xf32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[F32]>:$input);
+  let results = (outs RankedTensorOf<[F32]>:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise and normalization
+//===----------------------------------------------------------------------===//
+
+def Txl_ReluGradOp : Txl_Op<"relu_grad", [Pure, SameOperandsAndResultType]> {
+  let summary = "gradient of txl.relu";
+  let description = [{
+    `d_input = result > 0 ? d_result : 0`, from the forward result (the
+    subgradient at 0 is 0, as PyTorch's).
+
+    ```mlir
+    %dx = txl.relu_grad %dy, %y : tensor<?x?x512xf32>
+    ```
+  }];
+  let arguments = (ins F32TensorAtLeast2D:$d_result, F32TensorAtLeast2D:$result);
+  let results = (outs F32TensorAtLeast2D:$d_input);
+  let assemblyFormat = "$d_result `,` $result attr-dict `:` type($d_result)";
+}
+
+def Txl_LayerNormGradOp : Txl_Op<"layer_norm_grad", [Pure,
+    AllTypesMatch<["d_result", "input", "d_input"]>,
+    AllTypesMatch<["weight", "d_weight", "d_bias"]>]> {
+  let summary = "gradient of txl.layer_norm";
+  let description = [{
+    With `xhat = (x - mean) * rstd` recomputed per row of `input` and
+    `g = d_result * weight`: `d_input = rstd * (g - mean(g) - xhat *
+    mean(g * xhat))` (means over the last dimension), `d_weight =
+    sum_rows d_result * xhat`, `d_bias = sum_rows d_result`.
+
+    ```mlir
+    %dx, %dg, %db = txl.layer_norm_grad %dy, %x, %g {epsilon = 1.0e-05 : f32}
+        : tensor<?x?x128xf32>, tensor<128xf32>
+    ```
+  }];
+  let arguments = (ins F32TensorAtLeast2D:$d_result, F32TensorAtLeast2D:$input,
+                       F32Tensor1D:$weight, F32Attr:$epsilon);
+  let results = (outs F32TensorAtLeast2D:$d_input, F32Tensor1D:$d_weight,
+                      F32Tensor1D:$d_bias);
+  let assemblyFormat = [{
+    $d_result `,` $input `,` $weight attr-dict `:` type($input) `,` type($weight)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Embeddings
+//===----------------------------------------------------------------------===//
+
+def Txl_EmbeddingGradOp : Txl_Op<"embedding_grad", [Pure]> {
+  let summary = "gradient of txl.embedding (scatter-add of rows)";
+  let description = [{
+    `d_table[t] = sum over positions p with tokens[p] = t of d_result[p]`:
+    `d_result` [qlen, batch, d_embed] and `tokens` [qlen, batch] give
+    [n_token, d_embed]; rows of tokens that do not occur are zero.
+
+    ```mlir
+    %dt = txl.embedding_grad %de, %tokens
+        : tensor<?x?x128xf32>, tensor<?x?xi64> -> tensor<10000x128xf32>
+    ```
+  }];
+  let arguments = (ins F32Tensor3D:$d_result, I64Tensor2D:$tokens);
+  let results = (outs F32Tensor2D:$d_table);
+  let assemblyFormat = [{
+    $d_result `,` $tokens attr-dict `:` type($d_result) `,` type($tokens)
+    `->` type($d_table)
+  }];
+  let hasVerifier = 1;
+}
+
+def Txl_AdaptiveEmbeddingGradOp : Txl_Op<"adaptive_embedding_grad",
+    [Pure, AttrSizedOperandSegments, InferTypeOpAdaptor]> {
+  let summary = "gradient of txl.adaptive_embedding";
+  let description = [{
+    One gradient per table, then one per projection, typed like them. Per
+    cluster i, over the positions p whose token t lies in the cluster:
+    `d_projs[i] = sum_p d_result[p] ⊗ tables[i][t - lo]` and
+    `d_tables[i][t - lo] += projs[i]ᵀ d_result[p]` (the official
+    `AdaptiveEmbedding`, differentiated). Operands as txl.adaptive_embedding.
+
+    ```mlir
+    %dt0, %dt1, %dp0, %dp1 = txl.adaptive_embedding_grad %de, %tokens
+        tables(%t0, %t1 : tensor<100x32xf32>, tensor<900x16xf32>)
+        projs(%p0, %p1 : tensor<32x32xf32>, tensor<32x16xf32>)
+        {cutoff_ends = array<i64: 0, 100, 1000>}
+        : tensor<?x?x32xf32>, tensor<?x?xi64>
+    ```
+  }];
+  let arguments = (ins F32Tensor3D:$d_result, I64Tensor2D:$tokens,
+                       Variadic<F32Tensor2D>:$tables,
+                       Variadic<F32Tensor2D>:$projs,
+                       DenseI64ArrayAttr:$cutoff_ends);
+  let results = (outs Variadic<F32Tensor2D>:$grads);
+  let assemblyFormat = [{
+    $d_result `,` $tokens `tables` `(` $tables `:` type($tables) `)`
+    `projs` `(` $projs `:` type($projs) `)` attr-dict
+    `:` type($d_result) `,` type($tokens)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+def Txl_NllGradOp : Txl_Op<"nll_grad", [Pure,
+    AllTypesMatch<["logits", "d_logits"]>]> {
+  let summary = "gradient of txl.nll";
+  let description = [{
+    `d_logits[i, b, c] = (softmax(logits[i, b])[c] - [c = target[i, b]]) *
+    d_result[i, b]`, the softmax recomputed (max-shifted).
+
+    ```mlir
+    %dl = txl.nll_grad %dnll, %logits, %target
+        : tensor<?x?xf32>, tensor<?x?x10000xf32>, tensor<?x?xi64>
+    ```
+  }];
+  let arguments = (ins F32Tensor2D:$d_result, F32Tensor3D:$logits,
+                       I64Tensor2D:$target);
+  let results = (outs F32Tensor3D:$d_logits);
+  let assemblyFormat = [{
+    $d_result `,` $logits `,` $target attr-dict `:` type($d_result) `,`
+    type($logits) `,` type($target)
+  }];
+  let hasVerifier = 1;
+}
+
+def Txl_AdaptiveNllGradOp : Txl_Op<"adaptive_nll_grad",
+    [Pure, AttrSizedOperandSegments, InferTypeOpAdaptor]> {
+  let summary = "gradient of txl.adaptive_nll";
+  let description = [{
+    Given the gradient of the per-token NLL [qlen, batch], returns one
+    gradient per float operand of the forward op, in its order and typed like
+    it: `hidden`, each weight, each bias, each projection, then
+    `cluster_weight` and `cluster_bias` when present. The head is scored for
+    every token (softmax minus the one-hot of the target's shortlist or
+    cluster column); each tail only for its cluster's tokens, gathered and
+    scattered back as in the forward lowering, so no [tokens, n_token]
+    matrix exists. Operands otherwise as txl.adaptive_nll.
+
+    ```mlir
+    %dh, %dw0, %dw1, %db0, %db1, %dcw, %dcb = txl.adaptive_nll_grad %dnll, %h, %target
+        weights(%w0, %w1 : tensor<100x32xf32>, tensor<900x32xf32>)
+        biases(%b0, %b1 : tensor<100xf32>, tensor<900xf32>)
+        projs()
+        clusters(%cw, %cb : tensor<1x32xf32>, tensor<1xf32>)
+        {cutoff_ends = array<i64: 0, 100, 1000>}
+        : tensor<?x?xf32>, tensor<?x?x32xf32>, tensor<?x?xi64>
+    ```
+  }];
+  let arguments = (ins F32Tensor2D:$d_result, F32Tensor3D:$hidden,
+                       I64Tensor2D:$target,
+                       Variadic<F32Tensor2D>:$weights,
+                       Variadic<F32Tensor1D>:$biases,
+                       Variadic<F32Tensor2D>:$projs,
+                       Optional<F32Tensor2D>:$cluster_weight,
+                       Optional<F32Tensor1D>:$cluster_bias,
+                       DenseI64ArrayAttr:$cutoff_ends);
+  let results = (outs Variadic<RankedTensorOf<[F32]>>:$grads);
+  let assemblyFormat = [{
+    $d_result `,` $hidden `,` $target
+    `weights` `(` ($weights^ `:` type($weights))? `)`
+    `biases` `(` ($biases^ `:` type($biases))? `)`
+    `projs` `(` ($projs^ `:` type($projs))? `)`
+    (`clusters` `(` $cluster_weight^ `,` $cluster_bias `:`
+       type($cluster_weight) `,` type($cluster_bias) `)`)?
+    attr-dict `:` type($d_result) `,` type($hidden) `,` type($target)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+def Txl_RelAttentionGradOp : Txl_Op<"rel_attention_grad", [Pure,
+    AllTypesMatch<["d_result", "query", "d_query"]>,
+    AllTypesMatch<["key", "d_key"]>, AllTypesMatch<["value", "d_value"]>,
+    AllTypesMatch<["pos_key", "d_pos_key"]>,
+    AllTypesMatch<["r_w_bias", "d_r_w_bias"]>,
+    AllTypesMatch<["r_r_bias", "d_r_r_bias"]>]> {
+  let summary = "fused backward of txl.rel_attention";
+  let description = [{
+    Recomputes the attention probabilities P of txl.rel_attention (operands
+    and attributes as there), then, with `dS = scale * P ⊙ (dP - rowsum(P ⊙
+    dP))` and `dP = d_result · Vᵀ`:
+    `d_value = Pᵀ d_result`, `d_key = dSᵀ (q + u)`,
+    `d_query = dS k + dS ⋆ r` where `(dS ⋆ r)[i] = sum_j dS[i, j] r[j + qlen - 1 - i]`,
+    `d_pos_key[m] = sum_{i, b} dS[i, m - qlen + 1 + i] (q_i + v)`,
+    `d_r_w_bias` and `d_r_r_bias` the sums of the two query terms over
+    positions and batch. The positional term is scattered by index
+    arithmetic: like the forward lowering, it never materializes the
+    unshifted positional scores.
+
+    ```mlir
+    %dq, %dk, %dv, %dr, %du, %dvb = txl.rel_attention_grad %do, %q, %k, %v, %r,
+        %u, %vb, %mem_len, %same_length {scale = 0.25 : f32}
+        : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>,
+          tensor<?x2x16xf32>, tensor<2x16xf32>, tensor<2x16xf32>
+    ```
+  }];
+  let arguments = (ins F32Tensor4D:$d_result, F32Tensor4D:$query,
+                       F32Tensor4D:$key, F32Tensor4D:$value,
+                       F32Tensor3D:$pos_key, F32Tensor2D:$r_w_bias,
+                       F32Tensor2D:$r_r_bias, Index:$mem_len, I1:$same_length,
+                       F32Attr:$scale);
+  let results = (outs F32Tensor4D:$d_query, F32Tensor4D:$d_key,
+                      F32Tensor4D:$d_value, F32Tensor3D:$d_pos_key,
+                      F32Tensor2D:$d_r_w_bias, F32Tensor2D:$d_r_r_bias);
+  let assemblyFormat = [{
+    $d_result `,` $query `,` $key `,` $value `,` $pos_key `,` $r_w_bias `,`
+    $r_r_bias `,` $mem_len `,` $same_length attr-dict `:` type($query) `,`
+    type($key) `,` type($value) `,` type($pos_key) `,` type($r_w_bias) `,`
+    type($r_r_bias)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // TXL_ADJOINT_OPS
