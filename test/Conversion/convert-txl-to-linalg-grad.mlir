@@ -1,0 +1,85 @@
+// RUN: txl-opt %s --convert-txl-to-linalg --canonicalize | FileCheck %s
+
+// The backward ops become BLAS-readable products and fused loops.
+
+// dW = dyᵀ x reads dy transposed in place: linalg.matmul with lhs map (k, m).
+// CHECK-DAG: #[[$TA:.+]] = affine_map<(d0, d1, d2) -> (d2, d0)>
+// CHECK-DAG: #[[$TB:.+]] = affine_map<(d0, d1, d2) -> (d2, d1)>
+// CHECK-DAG: #[[$BTA:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d3, d1)>
+// CHECK-LABEL: func.func @linear_weight_grad
+// CHECK: %[[DY:.+]] = tensor.collapse_shape %arg0 {{\[}}[0, 1], [2]]
+// CHECK: %[[X:.+]] = tensor.collapse_shape %arg1 {{\[}}[0, 1], [2]]
+// CHECK: linalg.matmul indexing_maps = [#[[$TA]], #[[$TB]], #{{.+}}] ins(%[[DY]], %[[X]] : tensor<?x8xf32>, tensor<?x4xf32>) outs(%{{.+}} : tensor<8x4xf32>)
+func.func @linear_weight_grad(%dy: tensor<?x?x8xf32>, %x: tensor<?x?x4xf32>) -> tensor<8x4xf32> {
+  %dw = txl.linear_weight_grad %dy, %x : tensor<?x?x8xf32>, tensor<?x?x4xf32> -> tensor<8x4xf32>
+  return %dw : tensor<8x4xf32>
+}
+
+// dx = dy W: a plain product, expanded back to [..., in].
+// CHECK-LABEL: func.func @linear_input_grad
+// CHECK: linalg.matmul ins(%{{.+}}, %arg1 : tensor<?x8xf32>, tensor<8x4xf32>) outs(%{{.+}} : tensor<?x4xf32>)
+// CHECK: tensor.expand_shape
+func.func @linear_input_grad(%dy: tensor<?x?x8xf32>, %w: tensor<8x4xf32>) -> tensor<?x?x4xf32> {
+  %dx = txl.linear_input_grad %dy, %w : tensor<?x?x8xf32>, tensor<8x4xf32> -> tensor<?x?x4xf32>
+  return %dx : tensor<?x?x4xf32>
+}
+
+// A bias gradient reduces the leading dimensions.
+// CHECK-LABEL: func.func @sum_leading
+// CHECK: linalg.generic {{.+}} iterator_types = ["reduction", "reduction", "parallel", "parallel"]} ins(%arg0 : tensor<?x?x2x4xf32>) outs(%{{.+}} : tensor<2x4xf32>)
+func.func @sum_leading(%x: tensor<?x?x2x4xf32>) -> tensor<2x4xf32> {
+  %s = txl.sum_leading %x : tensor<?x?x2x4xf32> -> tensor<2x4xf32>
+  return %s : tensor<2x4xf32>
+}
+
+// The embedding gradient accumulates rows in position order.
+// CHECK-LABEL: func.func @embedding_grad
+// CHECK: linalg.fill {{.+}} -> tensor<10x4xf32>
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: arith.addf
+// CHECK: tensor.insert
+func.func @embedding_grad(%dy: tensor<?x?x4xf32>, %t: tensor<?x?xi64>) -> tensor<10x4xf32> {
+  %d = txl.embedding_grad %dy, %t : tensor<?x?x4xf32>, tensor<?x?xi64> -> tensor<10x4xf32>
+  return %d : tensor<10x4xf32>
+}
+
+// The fused attention backward recomputes the shifted scores (extracting
+// r at j + qlen - 1 - i, as the forward lowering), then: dV = Pᵀ dO and
+// dK = dSᵀ (q + u) as batched products with a transposed lhs, dP = dO Vᵀ,
+// dQ's positional part gathers r by index, and dR reduces over batch and
+// query, reading dS at column m - qlen + 1 + i. No tensor is [qlen, klen]
+// without batch and heads, i.e. nothing holds the unshifted scores.
+// CHECK-LABEL: func.func @rel_attention_grad
+// CHECK: tensor.extract %arg4
+// CHECK: linalg.batch_matmul indexing_maps = [#[[$BTA]]
+// CHECK: linalg.batch_matmul indexing_maps = [#[[$BTA]]
+// CHECK: linalg.generic {{.+}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+// CHECK: tensor.extract %arg4
+// CHECK: linalg.generic {{.+}} iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction"]}
+// CHECK: tensor.extract %{{.+}} : tensor<?x2x?x?xf32>
+// CHECK-NOT: tensor<?x?xf32>
+// CHECK: return
+func.func @rel_attention_grad(%do: tensor<?x?x2x4xf32>, %q: tensor<?x?x2x4xf32>, %k: tensor<?x?x2x4xf32>, %v: tensor<?x?x2x4xf32>,
+                              %r: tensor<?x2x4xf32>, %u: tensor<2x4xf32>, %vb: tensor<2x4xf32>, %m: index, %s: i1)
+    -> (tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>) {
+  %g:6 = txl.rel_attention_grad %do, %q, %k, %v, %r, %u, %vb, %m, %s {scale = 0.5 : f32}
+      : tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>
+  return %g#0, %g#1, %g#2, %g#3, %g#4, %g#5
+      : tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>
+}
+
+// The adaptive softmax backward never builds a [tokens, n_token] matrix:
+// the head is [tokens, 3 + 1] wide, each tail only its cluster's rows.
+// CHECK-LABEL: func.func @adaptive_nll_grad
+// CHECK-NOT: tensor<?x8xf32>
+// CHECK: return
+func.func @adaptive_nll_grad(%dn: tensor<?x?xf32>, %h: tensor<?x?x4xf32>, %t: tensor<?x?xi64>, %w0: tensor<3x4xf32>,
+                             %w1: tensor<5x4xf32>, %b0: tensor<3xf32>, %b1: tensor<5xf32>, %cw: tensor<1x4xf32>,
+                             %cb: tensor<1xf32>) -> tensor<?x?x4xf32> {
+  %g:7 = txl.adaptive_nll_grad %dn, %h, %t weights(%w0, %w1 : tensor<3x4xf32>, tensor<5x4xf32>)
+      biases(%b0, %b1 : tensor<3xf32>, tensor<5xf32>) projs()
+      clusters(%cw, %cb : tensor<1x4xf32>, tensor<1xf32>) {cutoff_ends = array<i64: 0, 3, 8>}
+      : tensor<?x?xf32>, tensor<?x?x4xf32>, tensor<?x?xi64>
+  return %g#0 : tensor<?x?x4xf32>
+}

@@ -1,0 +1,203 @@
+// RUN: txl-opt %s --split-input-file --verify-diagnostics
+
+// One case per verifier message of the backward ops (TxlAdjointOps.cpp).
+
+func.func @linear_input_grad_rank(%dy: tensor<?x?x8xf32>, %w: tensor<8x4xf32>) -> tensor<?x4xf32> {
+  // expected-error @+1 {{'txl.linear_input_grad' op d_result and d_input must have the same rank and leading dimensions}}
+  %dx = txl.linear_input_grad %dy, %w : tensor<?x?x8xf32>, tensor<8x4xf32> -> tensor<?x4xf32>
+  return %dx : tensor<?x4xf32>
+}
+
+// -----
+
+func.func @linear_input_grad_weight(%dy: tensor<?x8xf32>, %w: tensor<4x8xf32>) -> tensor<?x4xf32> {
+  // expected-error @+1 {{'txl.linear_input_grad' op weight must be [d_result features, d_input features]}}
+  %dx = txl.linear_input_grad %dy, %w : tensor<?x8xf32>, tensor<4x8xf32> -> tensor<?x4xf32>
+  return %dx : tensor<?x4xf32>
+}
+
+// -----
+
+func.func @linear_weight_grad_rows(%dy: tensor<3x8xf32>, %x: tensor<5x4xf32>) -> tensor<8x4xf32> {
+  // expected-error @+1 {{'txl.linear_weight_grad' op d_result and input must have the same rank and leading dimensions}}
+  %dw = txl.linear_weight_grad %dy, %x : tensor<3x8xf32>, tensor<5x4xf32> -> tensor<8x4xf32>
+  return %dw : tensor<8x4xf32>
+}
+
+// -----
+
+func.func @linear_weight_grad_shape(%dy: tensor<?x8xf32>, %x: tensor<?x4xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'txl.linear_weight_grad' op d_weight must be [d_result features, input features]}}
+  %dw = txl.linear_weight_grad %dy, %x : tensor<?x8xf32>, tensor<?x4xf32> -> tensor<4x8xf32>
+  return %dw : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @sum_leading_rank(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{'txl.sum_leading' op result rank must be at least 1 and below the input rank}}
+  %s = txl.sum_leading %x : tensor<?x8xf32> -> tensor<?x8xf32>
+  return %s : tensor<?x8xf32>
+}
+
+// -----
+
+func.func @sum_leading_trailing(%x: tensor<?x?x2x8xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{'txl.sum_leading' op result dimensions must match the trailing input dimensions}}
+  %s = txl.sum_leading %x : tensor<?x?x2x8xf32> -> tensor<2x4xf32>
+  return %s : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @layer_norm_grad_dynamic(%dy: tensor<?x?xf32>, %x: tensor<?x?xf32>, %w: tensor<8xf32>) -> tensor<?x?xf32> {
+  // expected-error @+1 {{'txl.layer_norm_grad' op the normalized (last) dimension must be static}}
+  %dx, %dw, %db = txl.layer_norm_grad %dy, %x, %w {epsilon = 1.0e-05 : f32} : tensor<?x?xf32>, tensor<8xf32>
+  return %dx : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @layer_norm_grad_weight(%dy: tensor<?x8xf32>, %x: tensor<?x8xf32>, %w: tensor<4xf32>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{'txl.layer_norm_grad' op weight must have the size of the last input dimension}}
+  %dx, %dw, %db = txl.layer_norm_grad %dy, %x, %w {epsilon = 1.0e-05 : f32} : tensor<?x8xf32>, tensor<4xf32>
+  return %dx : tensor<?x8xf32>
+}
+
+// -----
+
+func.func @layer_norm_grad_epsilon(%dy: tensor<?x8xf32>, %x: tensor<?x8xf32>, %w: tensor<8xf32>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{'txl.layer_norm_grad' op epsilon must be positive}}
+  %dx, %dw, %db = txl.layer_norm_grad %dy, %x, %w {epsilon = 0.0 : f32} : tensor<?x8xf32>, tensor<8xf32>
+  return %dx : tensor<?x8xf32>
+}
+
+// -----
+
+func.func @embedding_grad_tokens(%dy: tensor<4x3x8xf32>, %t: tensor<5x3xi64>) -> tensor<10x8xf32> {
+  // expected-error @+1 {{'txl.embedding_grad' op d_result dimensions 0 and 1 must match the tokens}}
+  %d = txl.embedding_grad %dy, %t : tensor<4x3x8xf32>, tensor<5x3xi64> -> tensor<10x8xf32>
+  return %d : tensor<10x8xf32>
+}
+
+// -----
+
+func.func @embedding_grad_rows(%dy: tensor<?x?x8xf32>, %t: tensor<?x?xi64>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{'txl.embedding_grad' op d_table must have a static number of rows (n_token)}}
+  %d = txl.embedding_grad %dy, %t : tensor<?x?x8xf32>, tensor<?x?xi64> -> tensor<?x8xf32>
+  return %d : tensor<?x8xf32>
+}
+
+// -----
+
+func.func @embedding_grad_width(%dy: tensor<?x?x8xf32>, %t: tensor<?x?xi64>) -> tensor<10x4xf32> {
+  // expected-error @+1 {{'txl.embedding_grad' op d_table columns must be the embedding size 8}}
+  %d = txl.embedding_grad %dy, %t : tensor<?x?x8xf32>, tensor<?x?xi64> -> tensor<10x4xf32>
+  return %d : tensor<10x4xf32>
+}
+
+// -----
+
+func.func @adaptive_embedding_grad_count(%dy: tensor<?x?x4xf32>, %t: tensor<?x?xi64>, %t0: tensor<3x4xf32>, %p0: tensor<4x4xf32>) {
+  // expected-error @+1 {{'txl.adaptive_embedding_grad' op needs one table and one projection per cluster (2)}}
+  %g:2 = txl.adaptive_embedding_grad %dy, %t tables(%t0 : tensor<3x4xf32>) projs(%p0 : tensor<4x4xf32>)
+      {cutoff_ends = array<i64: 0, 3, 8>} : tensor<?x?x4xf32>, tensor<?x?xi64>
+  return
+}
+
+// -----
+
+func.func @adaptive_embedding_grad_shape(%dy: tensor<?x?x4xf32>, %t: tensor<?x?xi64>, %t0: tensor<3x4xf32>, %t1: tensor<4x2xf32>,
+                                         %p0: tensor<4x4xf32>, %p1: tensor<4x2xf32>) {
+  // expected-error @+1 {{'txl.adaptive_embedding_grad' op cluster 1: table must be [5, d_i] and projection [4, d_i]}}
+  %g:4 = txl.adaptive_embedding_grad %dy, %t tables(%t0, %t1 : tensor<3x4xf32>, tensor<4x2xf32>)
+      projs(%p0, %p1 : tensor<4x4xf32>, tensor<4x2xf32>)
+      {cutoff_ends = array<i64: 0, 3, 8>} : tensor<?x?x4xf32>, tensor<?x?xi64>
+  return
+}
+
+// -----
+
+func.func @nll_grad_shape(%dy: tensor<4x3xf32>, %l: tensor<5x3x10xf32>, %t: tensor<5x3xi64>) -> tensor<5x3x10xf32> {
+  // expected-error @+1 {{'txl.nll_grad' op d_result, logits and target must agree on [qlen, batch]}}
+  %d = txl.nll_grad %dy, %l, %t : tensor<4x3xf32>, tensor<5x3x10xf32>, tensor<5x3xi64>
+  return %d : tensor<5x3x10xf32>
+}
+
+// -----
+
+func.func @adaptive_nll_grad_ends(%dy: tensor<?x?xf32>, %h: tensor<?x?x4xf32>, %t: tensor<?x?xi64>, %w: tensor<8x4xf32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{'txl.adaptive_nll_grad' op cutoff_ends needs at least [0, n_token]}}
+  %g:3 = txl.adaptive_nll_grad %dy, %h, %t weights(%w : tensor<8x4xf32>) biases(%b : tensor<8xf32>) projs()
+      {cutoff_ends = array<i64: 8>} : tensor<?x?xf32>, tensor<?x?x4xf32>, tensor<?x?xi64>
+  return
+}
+
+// -----
+
+func.func @adaptive_nll_grad_weights(%dy: tensor<?x?xf32>, %h: tensor<?x?x4xf32>, %t: tensor<?x?xi64>, %w: tensor<8x4xf32>,
+                                     %b: tensor<8xf32>, %b1: tensor<8xf32>) {
+  // expected-error @+1 {{'txl.adaptive_nll_grad' op needs one weight and bias, or one per cluster (1)}}
+  %g:4 = txl.adaptive_nll_grad %dy, %h, %t weights(%w : tensor<8x4xf32>) biases(%b, %b1 : tensor<8xf32>, tensor<8xf32>) projs()
+      {cutoff_ends = array<i64: 0, 8>} : tensor<?x?xf32>, tensor<?x?x4xf32>, tensor<?x?xi64>
+  return
+}
+
+// -----
+
+func.func @adaptive_nll_grad_projs(%dy: tensor<?x?xf32>, %h: tensor<?x?x4xf32>, %t: tensor<?x?xi64>, %w: tensor<8x4xf32>,
+                                   %b: tensor<8xf32>, %p: tensor<4x4xf32>, %cw: tensor<1x4xf32>, %cb: tensor<1xf32>) {
+  // expected-error @+1 {{'txl.adaptive_nll_grad' op needs no projection or one per cluster (2)}}
+  %g:6 = txl.adaptive_nll_grad %dy, %h, %t weights(%w : tensor<8x4xf32>) biases(%b : tensor<8xf32>) projs(%p : tensor<4x4xf32>)
+      clusters(%cw, %cb : tensor<1x4xf32>, tensor<1xf32>)
+      {cutoff_ends = array<i64: 0, 3, 8>} : tensor<?x?xf32>, tensor<?x?x4xf32>, tensor<?x?xi64>
+  return
+}
+
+// -----
+
+func.func @adaptive_nll_grad_clusters(%dy: tensor<?x?xf32>, %h: tensor<?x?x4xf32>, %t: tensor<?x?xi64>, %w: tensor<8x4xf32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{'txl.adaptive_nll_grad' op cluster_weight and cluster_bias are needed iff there are tail clusters}}
+  %g:3 = txl.adaptive_nll_grad %dy, %h, %t weights(%w : tensor<8x4xf32>) biases(%b : tensor<8xf32>) projs()
+      {cutoff_ends = array<i64: 0, 3, 8>} : tensor<?x?xf32>, tensor<?x?x4xf32>, tensor<?x?xi64>
+  return
+}
+
+// -----
+
+func.func @adaptive_nll_grad_tokens(%dy: tensor<4x3xf32>, %h: tensor<5x3x4xf32>, %t: tensor<5x3xi64>, %w: tensor<8x4xf32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{'txl.adaptive_nll_grad' op d_result, hidden and target must agree on [qlen, batch]}}
+  %g:3 = txl.adaptive_nll_grad %dy, %h, %t weights(%w : tensor<8x4xf32>) biases(%b : tensor<8xf32>) projs()
+      {cutoff_ends = array<i64: 0, 8>} : tensor<4x3xf32>, tensor<5x3x4xf32>, tensor<5x3xi64>
+  return
+}
+
+// -----
+
+func.func @rel_attention_grad_heads(%q: tensor<?x?x2x4xf32>, %k: tensor<?x?x3x4xf32>, %v: tensor<?x?x3x4xf32>,
+                                    %r: tensor<?x2x4xf32>, %u: tensor<2x4xf32>, %vb: tensor<2x4xf32>, %m: index, %s: i1) {
+  // expected-error @+1 {{'txl.rel_attention_grad' op query, key and value must agree on batch, n_head and d_head}}
+  %g:6 = txl.rel_attention_grad %q, %q, %k, %v, %r, %u, %vb, %m, %s {scale = 0.5 : f32}
+      : tensor<?x?x2x4xf32>, tensor<?x?x3x4xf32>, tensor<?x?x3x4xf32>, tensor<?x2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @rel_attention_grad_klen(%q: tensor<?x?x2x4xf32>, %k: tensor<6x?x2x4xf32>, %v: tensor<6x?x2x4xf32>,
+                                   %r: tensor<5x2x4xf32>, %u: tensor<2x4xf32>, %vb: tensor<2x4xf32>, %m: index, %s: i1) {
+  // expected-error @+1 {{'txl.rel_attention_grad' op key, value and pos_key must have klen rows}}
+  %g:6 = txl.rel_attention_grad %q, %q, %k, %v, %r, %u, %vb, %m, %s {scale = 0.5 : f32}
+      : tensor<?x?x2x4xf32>, tensor<6x?x2x4xf32>, tensor<6x?x2x4xf32>, tensor<5x2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @rel_attention_grad_bias(%q: tensor<?x?x2x4xf32>, %k: tensor<?x?x2x4xf32>, %v: tensor<?x?x2x4xf32>,
+                                   %r: tensor<?x2x4xf32>, %u: tensor<4x2xf32>, %vb: tensor<2x4xf32>, %m: index, %s: i1) {
+  // expected-error @+1 {{'txl.rel_attention_grad' op pos_key and the biases must be [n_head, d_head] per row}}
+  %g:6 = txl.rel_attention_grad %q, %q, %k, %v, %r, %u, %vb, %m, %s {scale = 0.5 : f32}
+      : tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x2x4xf32>, tensor<4x2xf32>, tensor<2x4xf32>
+  return
+}

@@ -1,0 +1,48 @@
+// RUN: txl-opt %s | txl-opt | FileCheck %s
+
+// The backward ops print and parse back (result types of the variadic ones
+// are inferred from the forward operands).
+
+// CHECK-LABEL: func.func @adjoints
+func.func @adjoints(%dy: tensor<?x?x8xf32>, %x: tensor<?x?x4xf32>, %w: tensor<8x4xf32>, %g: tensor<4xf32>,
+                    %t: tensor<?x?xi64>, %dn: tensor<?x?xf32>, %l: tensor<?x?x10xf32>) {
+  // CHECK: txl.linear_input_grad %{{.+}}, %{{.+}} : tensor<?x?x8xf32>, tensor<8x4xf32> -> tensor<?x?x4xf32>
+  %dx = txl.linear_input_grad %dy, %w : tensor<?x?x8xf32>, tensor<8x4xf32> -> tensor<?x?x4xf32>
+  // CHECK: txl.linear_weight_grad %{{.+}}, %{{.+}} : tensor<?x?x8xf32>, tensor<?x?x4xf32> -> tensor<8x4xf32>
+  %dw = txl.linear_weight_grad %dy, %x : tensor<?x?x8xf32>, tensor<?x?x4xf32> -> tensor<8x4xf32>
+  // CHECK: txl.sum_leading %{{.+}} : tensor<?x?x8xf32> -> tensor<8xf32>
+  %db = txl.sum_leading %dy : tensor<?x?x8xf32> -> tensor<8xf32>
+  // CHECK: txl.relu_grad %{{.+}}, %{{.+}} : tensor<?x?x8xf32>
+  %dr = txl.relu_grad %dy, %dy : tensor<?x?x8xf32>
+  // CHECK: txl.layer_norm_grad %{{.+}}, %{{.+}}, %{{.+}} {epsilon = 9.99999974E-6 : f32} : tensor<?x?x4xf32>, tensor<4xf32>
+  %a, %b, %c = txl.layer_norm_grad %x, %x, %g {epsilon = 1.0e-05 : f32} : tensor<?x?x4xf32>, tensor<4xf32>
+  // CHECK: txl.embedding_grad %{{.+}}, %{{.+}} : tensor<?x?x4xf32>, tensor<?x?xi64> -> tensor<50x4xf32>
+  %de = txl.embedding_grad %x, %t : tensor<?x?x4xf32>, tensor<?x?xi64> -> tensor<50x4xf32>
+  // CHECK: txl.nll_grad %{{.+}}, %{{.+}}, %{{.+}} : tensor<?x?xf32>, tensor<?x?x10xf32>, tensor<?x?xi64>
+  %dl = txl.nll_grad %dn, %l, %t : tensor<?x?xf32>, tensor<?x?x10xf32>, tensor<?x?xi64>
+  return
+}
+
+// CHECK-LABEL: func.func @adaptive
+func.func @adaptive(%dy: tensor<?x?x4xf32>, %t: tensor<?x?xi64>, %t0: tensor<3x4xf32>, %t1: tensor<5x2xf32>,
+                    %p0: tensor<4x4xf32>, %p1: tensor<4x2xf32>, %dn: tensor<?x?xf32>, %b0: tensor<3xf32>,
+                    %b1: tensor<5xf32>, %cw: tensor<1x4xf32>, %cb: tensor<1xf32>) -> (tensor<5x2xf32>, tensor<1xf32>) {
+  // CHECK: %{{.+}}:4 = txl.adaptive_embedding_grad %{{.+}}, %{{.+}} tables(%{{.+}}, %{{.+}} : tensor<3x4xf32>, tensor<5x2xf32>) projs(%{{.+}}, %{{.+}} : tensor<4x4xf32>, tensor<4x2xf32>) {cutoff_ends = array<i64: 0, 3, 8>}
+  %e:4 = txl.adaptive_embedding_grad %dy, %t tables(%t0, %t1 : tensor<3x4xf32>, tensor<5x2xf32>)
+      projs(%p0, %p1 : tensor<4x4xf32>, tensor<4x2xf32>) {cutoff_ends = array<i64: 0, 3, 8>}
+      : tensor<?x?x4xf32>, tensor<?x?xi64>
+  // CHECK: %{{.+}}:9 = txl.adaptive_nll_grad %{{.+}}, %{{.+}}, %{{.+}} weights({{.+}}) biases({{.+}}) projs({{.+}}) clusters(%{{.+}}, %{{.+}} : tensor<1x4xf32>, tensor<1xf32>) {cutoff_ends = array<i64: 0, 3, 8>}
+  %n:9 = txl.adaptive_nll_grad %dn, %dy, %t weights(%t0, %t1 : tensor<3x4xf32>, tensor<5x2xf32>)
+      biases(%b0, %b1 : tensor<3xf32>, tensor<5xf32>) projs(%p0, %p1 : tensor<4x4xf32>, tensor<4x2xf32>)
+      clusters(%cw, %cb : tensor<1x4xf32>, tensor<1xf32>) {cutoff_ends = array<i64: 0, 3, 8>}
+      : tensor<?x?xf32>, tensor<?x?x4xf32>, tensor<?x?xi64>
+  return %e#1, %n#8 : tensor<5x2xf32>, tensor<1xf32>
+}
+
+// CHECK-LABEL: func.func @attention
+func.func @attention(%q: tensor<?x?x2x4xf32>, %r: tensor<?x2x4xf32>, %u: tensor<2x4xf32>, %m: index, %s: i1) -> tensor<?x2x4xf32> {
+  // CHECK: txl.rel_attention_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} {scale = 5.000000e-01 : f32}
+  %g:6 = txl.rel_attention_grad %q, %q, %q, %q, %r, %u, %u, %m, %s {scale = 0.5 : f32}
+      : tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>
+  return %g#3 : tensor<?x2x4xf32>
+}
