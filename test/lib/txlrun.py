@@ -2,7 +2,7 @@
 
 The module must define a public `func.func @segment` with the
 `llvm.emit_c_interface` attribute whose arguments are ranked f32/i64 tensors
-or i64 scalars and whose results are ranked f32 tensors. `compile_module`
+or i64 / f32 (np.float32) scalars and whose results are ranked f32 tensors. `compile_module`
 lowers it with `txl-opt --txl-cpu-pipeline`, translates it to LLVM IR and
 links a shared object; `Segment.__call__` builds the memref descriptors the
 packed entry `txl_segment_forward(void **)` expects (results are caller
@@ -65,6 +65,11 @@ class Segment:
         keep = []
         pointers = []
         for value in inputs:
+            if isinstance(value, np.float32):
+                scalar = ctypes.c_float(float(value))
+                keep.append(scalar)
+                pointers.append(ctypes.cast(ctypes.byref(scalar), ctypes.c_void_p))
+                continue
             if isinstance(value, (int, np.integer)):
                 scalar = ctypes.c_int64(int(value))
                 keep.append(scalar)

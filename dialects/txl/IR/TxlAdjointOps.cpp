@@ -1,5 +1,6 @@
-//===- TxlAdjointOps.cpp - Verifiers of the backward ops ---------*- C++ -*-===//
+//===- TxlAdjointOps.cpp - Verifiers of the training ops ---------*- C++ -*-===//
 //
+// Backward ops (TxlAdjointOps.td) and optimizer updates (TxlOptimizerOps.td).
 // As for the forward ops: static parts of shapes must agree, dynamic ones
 // are accepted. Result types of the variadic adjoints are the types of the
 // forward operands they differentiate.
@@ -183,5 +184,37 @@ LogicalResult RelAttentionGradOp::verify() {
       !compatible(vb[0], q[2]) || !compatible(vb[1], q[3]))
     return emitOpError("pos_key and the biases must be [n_head, d_head] per "
                        "row");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer updates
+//===----------------------------------------------------------------------===//
+
+/// PyTorch rejects these hyper-parameters too (torch.optim constructors).
+static LogicalResult checkUnitInterval(Operation *op, StringRef name,
+                                       APFloat value) {
+  double v = value.convertToDouble();
+  if (!(v >= 0.0 && v < 1.0))
+    return op->emitOpError(name) << " must be in [0, 1), got " << v;
+  return success();
+}
+
+LogicalResult AdamUpdateOp::verify() {
+  if (failed(checkUnitInterval(*this, "beta1", getBeta1())) ||
+      failed(checkUnitInterval(*this, "beta2", getBeta2())))
+    return failure();
+  if (!(getEps().convertToDouble() > 0.0))
+    return emitOpError("eps must be positive");
+  return success();
+}
+
+LogicalResult SgdUpdateOp::verify() {
+  return checkUnitInterval(*this, "momentum", getMomentum());
+}
+
+LogicalResult AdagradUpdateOp::verify() {
+  if (!(getEps().convertToDouble() > 0.0))
+    return emitOpError("eps must be positive");
   return success();
 }

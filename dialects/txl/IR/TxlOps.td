@@ -472,5 +472,6 @@ def Txl_AdaptiveNllOp : Txl_Op<"adaptive_nll",
 }
 
 include "TxlAdjointOps.td"
+include "TxlOptimizerOps.td"
 
 #endif // TXL_OPS

@@ -23,7 +23,8 @@ namespace txl {
 
 /// Patterns lowering every txl op to linalg/tensor/arith/math, one file per
 /// op family (Elementwise, Contraction, Normalization, Attention, Memory,
-/// Adaptive).
+/// Adaptive; Gradients for the generic backward ops, whose attention and
+/// adaptive ones live with their forward ops; Optimizer).
 void populateTxlElementwiseToLinalgPatterns(RewritePatternSet &patterns);
 void populateTxlContractionToLinalgPatterns(RewritePatternSet &patterns);
 void populateTxlNormalizationToLinalgPatterns(RewritePatternSet &patterns);
@@ -31,6 +32,7 @@ void populateTxlAttentionToLinalgPatterns(RewritePatternSet &patterns);
 void populateTxlMemoryToLinalgPatterns(RewritePatternSet &patterns);
 void populateTxlAdaptiveToLinalgPatterns(RewritePatternSet &patterns);
 void populateTxlGradientToLinalgPatterns(RewritePatternSet &patterns);
+void populateTxlOptimizerToLinalgPatterns(RewritePatternSet &patterns);
 
 #define GEN_PASS_REGISTRATION
 #include "txl/Conversion/Passes.h.inc"

@@ -33,6 +33,7 @@ struct ConvertTxlToLinalgPass
     populateTxlMemoryToLinalgPatterns(patterns);
     populateTxlAdaptiveToLinalgPatterns(patterns);
     populateTxlGradientToLinalgPatterns(patterns);
+    populateTxlOptimizerToLinalgPatterns(patterns);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       return signalPassFailure();

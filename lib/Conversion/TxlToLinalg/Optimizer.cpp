@@ -1,0 +1,205 @@
+//===- Optimizer.cpp - Lower the optimizer updates to linalg -----*- C++ -*-===//
+//
+// Each update is one elementwise linalg.generic over the parameter and its
+// state, with several results, so a step reads and writes every element
+// once. Step-dependent scalars (Adam's bias corrections) are computed once,
+// in f64 as PyTorch computes them in Python floats, then rounded to f32.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Builders.h"
+#include "txl/Conversion/Passes.h"
+#include "txl/IR/TxlOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
+
+using namespace mlir;
+using namespace mlir::txl;
+
+/// An elementwise linalg.generic over `inputs` (all of `like`'s shape) with
+/// one result per value `body` yields.
+static SmallVector<Value>
+createElementwise(OpBuilder &b, Location loc, Value like, ValueRange inputs,
+                  unsigned numResults,
+                  function_ref<SmallVector<Value>(OpBuilder &, Location,
+                                                  ValueRange)> body) {
+  auto type = cast<RankedTensorType>(like.getType());
+  AffineMap id = identityMap(b.getContext(), type.getRank());
+  SmallVector<Value> inits;
+  for (unsigned i = 0; i < numResults; ++i)
+    inits.push_back(
+        createEmpty(b, loc, getSizes(b, loc, like), type.getElementType()));
+  SmallVector<AffineMap> maps(inputs.size() + numResults, id);
+  SmallVector<utils::IteratorType> iters(type.getRank(),
+                                         utils::IteratorType::parallel);
+  auto generic = linalg::GenericOp::create(
+      b, loc, SmallVector<Type>(numResults, type), inputs, inits, maps, iters,
+      [&](OpBuilder &nb, Location l, ValueRange args) {
+        linalg::YieldOp::create(nb, l, body(nb, l, args));
+      });
+  return SmallVector<Value>(generic.getResults());
+}
+
+static Value f32Const(OpBuilder &b, Location loc, double v) {
+  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(static_cast<float>(v)));
+}
+
+namespace {
+
+// txl.squared_norm(x) => linalg.generic reducing x * x to a 0-d tensor
+struct SquaredNormLowering : public OpRewritePattern<SquaredNormOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SquaredNormOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = getContext();
+    Value x = op.getInput();
+    unsigned rank = cast<RankedTensorType>(x.getType()).getRank();
+    Value init = createFilled(rewriter, loc, {}, rewriter.getF32Type(), 0.0);
+    Value sum =
+        linalg::GenericOp::create(
+            rewriter, loc, TypeRange{init.getType()}, ValueRange{x},
+            ValueRange{init},
+            {identityMap(ctx, rank), AffineMap::get(rank, 0, {}, ctx)},
+            SmallVector<utils::IteratorType>(rank,
+                                             utils::IteratorType::reduction),
+            [](OpBuilder &b, Location l, ValueRange a) {
+              Value sq = arith::MulFOp::create(b, l, a[0], a[0]);
+              linalg::YieldOp::create(
+                  b, l, ValueRange{arith::AddFOp::create(b, l, a[1], sq)});
+            })
+            .getResult(0);
+    rewriter.replaceOp(op, tensor::ExtractOp::create(rewriter, loc, sum,
+                                                     ValueRange{}));
+    return success();
+  }
+};
+
+// txl.adam_update => bias corrections once, then one generic:
+// m' = m + (1 - b1)(g - m); v' = v b2 + ((1 - b2) g) g;
+// p' = p + (-lr / bc1) (m' / (sqrt(v') / sqrt(bc2) + eps))
+struct AdamUpdateLowering : public OpRewritePattern<AdamUpdateOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AdamUpdateOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    double beta1 = op.getBeta1().convertToDouble();
+    double beta2 = op.getBeta2().convertToDouble();
+    Type f64 = rewriter.getF64Type();
+    auto d = [&](double v) {
+      return arith::ConstantOp::create(rewriter, loc,
+                                       rewriter.getF64FloatAttr(v));
+    };
+    Value t = arith::SIToFPOp::create(rewriter, loc, f64, op.getStep());
+    Value one = d(1.0);
+    Value bc1 = arith::SubFOp::create(rewriter, loc, one,
+                                      math::PowFOp::create(rewriter, loc, d(beta1), t));
+    Value bc2 = arith::SubFOp::create(rewriter, loc, one,
+                                      math::PowFOp::create(rewriter, loc, d(beta2), t));
+    Value lr = arith::ExtFOp::create(rewriter, loc, f64, op.getLr());
+    Type f32 = rewriter.getF32Type();
+    Value negStepSize = arith::TruncFOp::create(
+        rewriter, loc, f32,
+        arith::NegFOp::create(rewriter, loc,
+                              arith::DivFOp::create(rewriter, loc, lr, bc1)));
+    Value bc2Sqrt = arith::TruncFOp::create(
+        rewriter, loc, f32, math::SqrtOp::create(rewriter, loc, bc2));
+    Value scale = op.getGradScale();
+    double eps = op.getEps().convertToDouble();
+    SmallVector<Value> results = createElementwise(
+        rewriter, loc, op.getParam(),
+        ValueRange{op.getParam(), op.getGrad(), op.getExpAvg(),
+                   op.getExpAvgSq()},
+        3, [&](OpBuilder &b, Location l, ValueRange a) -> SmallVector<Value> {
+          Value g = arith::MulFOp::create(b, l, a[1], scale);
+          Value m = arith::AddFOp::create(
+              b, l, a[2],
+              arith::MulFOp::create(b, l, f32Const(b, l, 1.0 - beta1),
+                                    arith::SubFOp::create(b, l, g, a[2])));
+          Value v = arith::AddFOp::create(
+              b, l, arith::MulFOp::create(b, l, a[3], f32Const(b, l, beta2)),
+              arith::MulFOp::create(
+                  b, l,
+                  arith::MulFOp::create(b, l, f32Const(b, l, 1.0 - beta2), g),
+                  g));
+          Value denom = arith::AddFOp::create(
+              b, l,
+              arith::DivFOp::create(b, l, math::SqrtOp::create(b, l, v),
+                                    bc2Sqrt),
+              f32Const(b, l, eps));
+          Value p = arith::AddFOp::create(
+              b, l, a[0],
+              arith::MulFOp::create(b, l, negStepSize,
+                                    arith::DivFOp::create(b, l, m, denom)));
+          return {p, m, v};
+        });
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+// txl.sgd_update => b' = momentum b + g; p' = p + (-lr) b'
+struct SgdUpdateLowering : public OpRewritePattern<SgdUpdateOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SgdUpdateOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value negLr = arith::NegFOp::create(rewriter, loc, op.getLr());
+    Value scale = op.getGradScale();
+    double momentum = op.getMomentum().convertToDouble();
+    SmallVector<Value> results = createElementwise(
+        rewriter, loc, op.getParam(),
+        ValueRange{op.getParam(), op.getGrad(), op.getMomentumBuffer()}, 2,
+        [&](OpBuilder &b, Location l, ValueRange a) -> SmallVector<Value> {
+          Value g = arith::MulFOp::create(b, l, a[1], scale);
+          Value buf = arith::AddFOp::create(
+              b, l, arith::MulFOp::create(b, l, a[2], f32Const(b, l, momentum)),
+              g);
+          Value p = arith::AddFOp::create(
+              b, l, a[0], arith::MulFOp::create(b, l, negLr, buf));
+          return {p, buf};
+        });
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+// txl.adagrad_update => s' = s + g g; p' = p + (-lr) (g / (sqrt(s') + eps))
+struct AdagradUpdateLowering : public OpRewritePattern<AdagradUpdateOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AdagradUpdateOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value negLr = arith::NegFOp::create(rewriter, loc, op.getLr());
+    Value scale = op.getGradScale();
+    double eps = op.getEps().convertToDouble();
+    SmallVector<Value> results = createElementwise(
+        rewriter, loc, op.getParam(),
+        ValueRange{op.getParam(), op.getGrad(), op.getSum()}, 2,
+        [&](OpBuilder &b, Location l, ValueRange a) -> SmallVector<Value> {
+          Value g = arith::MulFOp::create(b, l, a[1], scale);
+          Value s = arith::AddFOp::create(b, l, a[2],
+                                          arith::MulFOp::create(b, l, g, g));
+          Value std = arith::AddFOp::create(b, l, math::SqrtOp::create(b, l, s),
+                                            f32Const(b, l, eps));
+          Value p = arith::AddFOp::create(
+              b, l, a[0],
+              arith::MulFOp::create(b, l, negLr,
+                                    arith::DivFOp::create(b, l, g, std)));
+          return {p, s};
+        });
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::txl::populateTxlOptimizerToLinalgPatterns(
+    RewritePatternSet &patterns) {
+  patterns.add<SquaredNormLowering, AdamUpdateLowering, SgdUpdateLowering,
+               AdagradUpdateLowering>(patterns.getContext());
+}
