@@ -1,8 +1,9 @@
 //===- TxlOps.cpp - txl dialect operations and verifiers ---------*- C++ -*-===//
 //
 // Verifiers check what the type constraints cannot: that the static parts of
-// the shapes agree. Dynamic dimensions (qlen, mlen, klen, batch) are accepted
-// against anything; the runtime guarantees them.
+// the shapes agree, and that an op computes in one float type. Dynamic
+// dimensions (qlen, mlen, klen, batch) are accepted against anything; the
+// runtime guarantees them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +22,29 @@ static bool compatible(int64_t a, int64_t b) {
 
 static ArrayRef<int64_t> shapeOf(Value v) {
   return cast<RankedTensorType>(v.getType()).getShape();
+}
+
+/// The element type of `type` when it is a float tensor, else null.
+static FloatType floatElementType(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return tensor ? dyn_cast<FloatType>(tensor.getElementType()) : FloatType();
+}
+
+LogicalResult mlir::txl::verifySameFloatElementType(Operation *op) {
+  SmallVector<Type> types(op->getOperandTypes());
+  llvm::append_range(types, op->getResultTypes());
+  FloatType common;
+  for (Type type : types) {
+    FloatType element = floatElementType(type);
+    if (!element || element == common)
+      continue;
+    if (common)
+      return op->emitOpError("float operands and results must share one "
+                             "element type, got ")
+             << common << " and " << element;
+    common = element;
+  }
+  return success();
 }
 
 LogicalResult EmbeddingOp::verify() {
