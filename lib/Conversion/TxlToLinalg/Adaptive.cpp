@@ -179,7 +179,7 @@ struct AdaptiveEmbeddingLowering
     OpFoldResult n = getSizes(rewriter, loc, ids)[0];
     int64_t dModel = op.getType().getDimSize(2);
     Value out = createFilled(rewriter, loc, {n, rewriter.getIndexAttr(dModel)},
-                             rewriter.getF32Type(), 0.0);
+                             op.getType().getElementType(), 0.0);
     for (size_t i = 0; i + 1 < ends.size(); ++i) {
       int64_t lo = ends[i];
       Value rows = createClusterRows(rewriter, loc, ids, lo, ends[i + 1]);

@@ -75,7 +75,8 @@ struct PosEmbLowering : public OpRewritePattern<PosEmbOp> {
           Value doClamp = arith::CmpIOp::create(
               b, l, arith::CmpIPredicate::sgt, clamp, zero64);
           pos = arith::SelectOp::create(b, l, doClamp, clamped, pos);
-          Value posF = arith::SIToFPOp::create(b, l, b.getF32Type(), pos);
+          Value posF =
+              arith::SIToFPOp::create(b, l, type.getElementType(), pos);
           Value halfC = arith::ConstantIndexOp::create(b, l, half);
           Value isSin = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult,
                                               ivs[1], halfC);
@@ -101,7 +102,7 @@ struct MaskedSoftmaxLowering : public OpRewritePattern<MaskedSoftmaxOp> {
     Value probs = createMaskedSoftmax(
         rewriter, op.getLoc(), op.getScores(),
         ScoreLayout{/*queryDim=*/0, /*keyDim=*/1}, op.getMemLen(),
-        op.getSameLength(), op.getScale().convertToFloat());
+        op.getSameLength(), op.getScale().convertToDouble());
     rewriter.replaceOp(op, probs);
     return success();
   }
@@ -158,7 +159,8 @@ struct RelAttentionLowering : public OpRewritePattern<RelAttentionOp> {
                   b, l, src, arith::SubIOp::create(b, l, klen, one));
               Value rv = tensor::ExtractOp::create(b, l, r, ValueRange{row, n, d});
               Value prod = arith::MulFOp::create(b, l, a[0], rv);
-              Value zero = arith::ConstantOp::create(b, l, b.getF32FloatAttr(0.0f));
+              Value zero = arith::ConstantOp::create(
+                  b, l, b.getZeroAttr(prod.getType()));
               Value term = arith::SelectOp::create(b, l, inBounds, prod, zero);
               linalg::YieldOp::create(
                   b, l, ValueRange{arith::AddFOp::create(b, l, a[1], term)});
@@ -167,7 +169,7 @@ struct RelAttentionLowering : public OpRewritePattern<RelAttentionOp> {
 
     Value probs = createMaskedSoftmax(
         rewriter, loc, scores, ScoreLayout{/*queryDim=*/2, /*keyDim=*/3},
-        op.getMemLen(), op.getSameLength(), op.getScale().convertToFloat());
+        op.getMemLen(), op.getSameLength(), op.getScale().convertToDouble());
 
     Value out = createBatchMatmul(
         rewriter, loc, createCollapse(rewriter, loc, probs, {{0, 1}, {2}, {3}}),
