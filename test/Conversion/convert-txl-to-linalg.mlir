@@ -1,6 +1,7 @@
 // RUN: txl-opt %s --split-input-file --convert-txl-to-linalg --verify-diagnostics | FileCheck %s
 // RUN: txl-opt %s --split-input-file --convert-txl-to-linalg --cse --verify-diagnostics | FileCheck %s --check-prefix=CSE
 // RUN: not txl-opt %s --split-input-file --convert-txl-to-linalg 2>&1 | FileCheck %s --check-prefix=UNLOWERED
+// RUN: txl-opt %s --split-input-file --convert-txl-to-linalg --verify-diagnostics | FileCheck %s --check-prefix=F64
 
 // One case per op family. Products become linalg.matmul / linalg.batch_matmul
 // (later cblas_sgemm), everything else linalg.generic or tensor.generate, and
@@ -432,6 +433,74 @@ func.func @elementwise(%x: tensor<?x?x32xf32>, %y: tensor<?x?x32xf32>, %u: tenso
   %r = txl.relu %m : tensor<?x?x32xf32>
   %b = txl.broadcast_head_bias %u, %q : tensor<2x16xf32>, tensor<?x?x2x16xf32>
   return %r, %b : tensor<?x?x32xf32>, tensor<?x?x2x16xf32>
+}
+
+// -----
+
+// float64 (gradient checks): layer_norm computes in f64; 1/32 is an f64
+// constant and the f32 epsilon is widened exactly (1.0e-05 : f32 is
+// 9.9999997473787516E-6), not re-rounded from its decimal spelling.
+// CHECK-LABEL: func.func @layer_norm_f64
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<?x?x32xf64>, %[[G:[^:]+]]: tensor<32xf64>, %[[B:[^:]+]]: tensor<32xf64>)
+// CHECK: linalg.fill ins(%{{.+}} : f64) outs(%{{.+}} : tensor<?x?xf64>)
+// CHECK: %[[SUM:.+]] = linalg.generic {{.+}} ins(%[[X]] : tensor<?x?x32xf64>) outs(%{{.+}} : tensor<?x?xf64>)
+// CHECK: %[[SQ:.+]] = linalg.generic {{.+}} ins(%[[X]], %[[SUM]] : tensor<?x?x32xf64>, tensor<?x?xf64>) outs(%{{.+}} : tensor<?x?xf64>)
+// CHECK: arith.constant 3.125000e-02 : f64
+// CHECK: %[[Y:.+]] = linalg.generic {{.+}} ins(%[[X]], %[[SUM]], %[[SQ]], %[[G]], %[[B]] : tensor<?x?x32xf64>, tensor<?x?xf64>, tensor<?x?xf64>, tensor<32xf64>, tensor<32xf64>) outs(%{{.+}} : tensor<?x?x32xf64>)
+// CHECK: %[[EPS:.+]] = arith.constant 9.9999997473787516E-6 : f64
+// CHECK: %[[VE:.+]] = arith.addf %{{.+}}, %[[EPS]] : f64
+// CHECK: math.rsqrt %[[VE]] : f64
+// CHECK: return %[[Y]] : tensor<?x?x32xf64>
+// No f32 is left in an f64 lowering (the F64 prefix checks each function
+// from its label to its return).
+// F64-LABEL: func.func @layer_norm_f64
+// F64-NOT: f32
+// F64: return
+func.func @layer_norm_f64(%x: tensor<?x?x32xf64>, %g: tensor<32xf64>, %b: tensor<32xf64>) -> tensor<?x?x32xf64> {
+  %y = txl.layer_norm %x, %g, %b {epsilon = 1.0e-05 : f32} : tensor<?x?x32xf64>, tensor<32xf64>, tensor<32xf64>
+  return %y : tensor<?x?x32xf64>
+}
+
+// -----
+
+// float64 linear: the product is an f64 linalg.matmul into a zero-filled f64
+// tensor (later cblas_dgemm), the bias added in f64.
+// CHECK-LABEL: func.func @linear_f64
+// CHECK: %[[ZERO:.+]] = arith.constant 0.000000e+00 : f64
+// CHECK: %[[INIT:.+]] = linalg.fill ins(%[[ZERO]] : f64) outs(%{{.+}} : tensor<?x64xf64>)
+// CHECK: %[[MM:.+]] = linalg.matmul {{.+}} ins(%{{.+}}, %{{.+}} : tensor<?x32xf64>, tensor<64x32xf64>) outs(%[[INIT]] : tensor<?x64xf64>)
+// CHECK: linalg.generic {{.+}} ins(%[[MM]], %{{.+}} : tensor<?x64xf64>, tensor<64xf64>) outs(%{{.+}} : tensor<?x64xf64>)
+// CHECK: arith.addf %{{.+}}, %{{.+}} : f64
+// F64-LABEL: func.func @linear_f64
+// F64-NOT: f32
+// F64: return
+func.func @linear_f64(%x: tensor<?x?x32xf64>, %w: tensor<64x32xf64>, %b: tensor<64xf64>) -> tensor<?x?x64xf64> {
+  %y = txl.linear %x, %w, %b : tensor<?x?x32xf64>, tensor<64x32xf64>, tensor<64xf64> -> tensor<?x?x64xf64>
+  return %y : tensor<?x?x64xf64>
+}
+
+// -----
+
+// float64 constants of the other families: scale's f32 factor widened, relu's
+// zero, the softmax scale and -inf, and pos_emb's positions converted to f64.
+// CHECK-LABEL: func.func @constants_f64
+// CHECK: arith.constant 5.6568541526794434 : f64
+// CHECK: arith.constant 0.000000e+00 : f64
+// CHECK: arith.maxnumf %{{.+}}, %{{.+}} : f64
+// CHECK: arith.constant 2.500000e-01 : f64
+// CHECK: arith.constant 0xFFF0000000000000 : f64
+// CHECK: arith.sitofp %{{.+}} : i64 to f64
+// F64-LABEL: func.func @constants_f64
+// F64-NOT: f32
+// F64: return
+func.func @constants_f64(%x: tensor<?x?x32xf64>, %s: tensor<?x?x?x2xf64>, %mem_len: index, %same_length: i1,
+                         %inv_freq: tensor<16xf64>, %klen: index, %clamp: i64)
+    -> (tensor<?x?x32xf64>, tensor<?x?x?x2xf64>, tensor<?x32xf64>) {
+  %m = txl.scale %x {factor = 5.65685415 : f32} : tensor<?x?x32xf64>
+  %r = txl.relu %m : tensor<?x?x32xf64>
+  %p = txl.masked_softmax %s, %mem_len, %same_length {scale = 0.25 : f32} : tensor<?x?x?x2xf64>
+  %e = txl.pos_emb %inv_freq, %klen, %clamp : tensor<16xf64> -> tensor<?x32xf64>
+  return %r, %p, %e : tensor<?x?x32xf64>, tensor<?x?x?x2xf64>, tensor<?x32xf64>
 }
 
 // -----

@@ -161,14 +161,73 @@ func.func @matmul_strided_view(%a: memref<?x32xf32, strided<[?, 1], offset: ?>>,
 
 // -----
 
-// f64 products are not sgemm's: left alone.
+// f64 products (gradient checks) call cblas_dgemm the same way: alpha =
+// beta = 1.0 in f64, pointers offset in f64 elements; an f64-only module
+// declares no cblas_sgemm.
+// CHECK-NOT: cblas_sgemm
+// CHECK-LABEL: func.func private @cblas_dgemm(i32, i32, i32, i32, i32, i32, f64, !llvm.ptr, i32, !llvm.ptr, i32, f64, !llvm.ptr, i32)
 // CHECK-LABEL: func.func @matmul_f64
+// CHECK-SAME: (%[[A:[^:]+]]: memref<?x32xf64>, %[[B:[^:]+]]: memref<64x32xf64>, %[[C:[^:]+]]: memref<?x64xf64>)
+// CHECK: %{{[^,]+}}, %[[OFFA:[^,]+]], %[[SA:[^:]+]]:2, %{{[^:]+}}:2 = memref.extract_strided_metadata %[[A]]
+// CHECK: %[[OA64:.+]] = arith.index_cast %[[OFFA]] : index to i64
+// CHECK-NEXT: %[[PA:.+]] = llvm.getelementptr %{{.+}}[%[[OA64]]] : (!llvm.ptr, i64) -> !llvm.ptr, f64
+// CHECK: scf.if
+// CHECK-DAG: %[[ONE:.+]] = arith.constant 1.000000e+00 : f64
+// CHECK-DAG: %[[NT:.+]] = arith.constant 111 : i32
+// CHECK-DAG: %[[T:.+]] = arith.constant 112 : i32
+// CHECK-DAG: %[[K:.+]] = arith.index_cast %[[SA]]#1 : index to i32
+// CHECK: func.call @cblas_dgemm(%{{.+}}, %[[NT]], %[[T]], %{{.+}}, %{{.+}}, %[[K]], %[[ONE]], %[[PA]], %{{.+}}, %{{.+}}, %{{.+}}, %[[ONE]], %{{.+}}, %{{.+}})
+// CHECK-NOT: linalg.matmul
+// CHECK-NOT: cblas_sgemm
+// CHECK: return
+func.func @matmul_f64(%a: memref<?x32xf64>, %b: memref<64x32xf64>, %c: memref<?x64xf64>) {
+  linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
+    ins(%a, %b : memref<?x32xf64>, memref<64x32xf64>) outs(%c : memref<?x64xf64>)
+  return
+}
+
+// -----
+
+// An f64 batch_matmul: one dgemm per batch step, operands advanced in f64
+// elements.
+// CHECK-LABEL: func.func @batch_matmul_f64
+// CHECK: scf.for %[[IV:.+]] = %{{.+}} to %{{.+}} step %{{.+}} {
+// CHECK: %[[PAI:.+]] = llvm.getelementptr %{{.+}}[%{{.+}}] : (!llvm.ptr, i64) -> !llvm.ptr, f64
+// CHECK: %[[PBI:.+]] = llvm.getelementptr %{{.+}}[%{{.+}}] : (!llvm.ptr, i64) -> !llvm.ptr, f64
+// CHECK: %[[PCI:.+]] = llvm.getelementptr %{{.+}}[%{{.+}}] : (!llvm.ptr, i64) -> !llvm.ptr, f64
+// CHECK: func.call @cblas_dgemm(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[PAI]], %{{.+}}, %[[PBI]], %{{.+}}, %{{.+}}, %[[PCI]], %{{.+}})
+// CHECK-NOT: linalg.batch_matmul
+func.func @batch_matmul_f64(%a: memref<?x?x16xf64>, %b: memref<?x16x?xf64>, %c: memref<?x?x?xf64>) {
+  linalg.batch_matmul ins(%a, %b : memref<?x?x16xf64>, memref<?x16x?xf64>) outs(%c : memref<?x?x?xf64>)
+  return
+}
+
+// -----
+
+// A module with products of both types declares both gemms, each product
+// calling its own.
+// CHECK-DAG: func.func private @cblas_sgemm(i32, i32, i32, i32, i32, i32, f32,
+// CHECK-DAG: func.func private @cblas_dgemm(i32, i32, i32, i32, i32, i32, f64,
+// CHECK-LABEL: func.func @matmul_both
+// CHECK: func.call @cblas_sgemm(
+// CHECK: func.call @cblas_dgemm(
+func.func @matmul_both(%a: memref<?x32xf32>, %b: memref<32x64xf32>, %c: memref<?x64xf32>,
+                       %x: memref<?x32xf64>, %y: memref<32x64xf64>, %z: memref<?x64xf64>) {
+  linalg.matmul ins(%a, %b : memref<?x32xf32>, memref<32x64xf32>) outs(%c : memref<?x64xf32>)
+  linalg.matmul ins(%x, %y : memref<?x32xf64>, memref<32x64xf64>) outs(%z : memref<?x64xf64>)
+  return
+}
+
+// -----
+
+// BLAS has no f16 gemm: f16 products are left to the loop lowering.
+// CHECK-LABEL: func.func @matmul_f16
 // CHECK-NOT: func.call
-// CHECK: linalg.matmul ins(%{{.+}}, %{{.+}} : memref<?x32xf64>, memref<32x64xf64>) outs(%{{.+}} : memref<?x64xf64>)
+// CHECK: linalg.matmul ins(%{{.+}}, %{{.+}} : memref<?x32xf16>, memref<32x64xf16>) outs(%{{.+}} : memref<?x64xf16>)
 // CHECK-NOT: func.call
 // CHECK: return
-func.func @matmul_f64(%a: memref<?x32xf64>, %b: memref<32x64xf64>, %c: memref<?x64xf64>) {
-  linalg.matmul ins(%a, %b : memref<?x32xf64>, memref<32x64xf64>) outs(%c : memref<?x64xf64>)
+func.func @matmul_f16(%a: memref<?x32xf16>, %b: memref<32x64xf16>, %c: memref<?x64xf16>) {
+  linalg.matmul ins(%a, %b : memref<?x32xf16>, memref<32x64xf16>) outs(%c : memref<?x64xf16>)
   return
 }
 
@@ -212,5 +271,24 @@ func.func @matmul_broadcast_a(%a: memref<32xf32>, %b: memref<32x64xf32>, %c: mem
 func.func @matmul_column_major(%a: memref<?x32xf32, strided<[1, ?]>>, %b: memref<32x64xf32>, %c: memref<?x64xf32>) {
   // expected-error @+1 {{'linalg.matmul' op BLAS operands must be f32 memrefs with a unit inner stride}}
   linalg.matmul ins(%a, %b : memref<?x32xf32, strided<[1, ?]>>, memref<32x64xf32>) outs(%c : memref<?x64xf32>)
+  return
+}
+
+// -----
+
+// The f64 form of the same error names f64.
+func.func @matmul_column_major_f64(%a: memref<?x32xf64, strided<[1, ?]>>, %b: memref<32x64xf64>, %c: memref<?x64xf64>) {
+  // expected-error @+1 {{'linalg.matmul' op BLAS operands must be f64 memrefs with a unit inner stride}}
+  linalg.matmul ins(%a, %b : memref<?x32xf64, strided<[1, ?]>>, memref<32x64xf64>) outs(%c : memref<?x64xf64>)
+  return
+}
+
+// -----
+
+// Operands must have the output's element type: an f32 operand of an f64
+// product is rejected rather than read as f64.
+func.func @matmul_mixed(%a: memref<?x32xf32>, %b: memref<32x64xf64>, %c: memref<?x64xf64>) {
+  // expected-error @+1 {{'linalg.matmul' op BLAS operands must be f64 memrefs with a unit inner stride}}
+  linalg.matmul ins(%a, %b : memref<?x32xf32>, memref<32x64xf64>) outs(%c : memref<?x64xf64>)
   return
 }

@@ -1,12 +1,13 @@
 """Compile a txl/linalg module through the CPU pipeline and call it from numpy.
 
 The module must define a public `func.func @segment` with the
-`llvm.emit_c_interface` attribute whose arguments are ranked f32/i64 tensors
-or i64 / f32 (np.float32) scalars and whose results are ranked f32 tensors. `compile_module`
-lowers it with `txl-opt --txl-cpu-pipeline`, translates it to LLVM IR and
-links a shared object; `Segment.__call__` builds the memref descriptors the
-packed entry `txl_segment_forward(void **)` expects (results are caller
-allocated, so their shapes are passed in).
+`llvm.emit_c_interface` attribute whose arguments are ranked f32/f64/i64
+tensors, i64 or index scalars (Python ints), f32 scalars (np.float32) or i1
+scalars (Python bools), and whose results are ranked f32 or f64 tensors.
+`compile_module` lowers it with `txl-opt --txl-cpu-pipeline`, translates it
+to LLVM IR and links a shared object; `Segment.__call__` builds the memref
+descriptors the packed entry `txl_segment_forward(void **)` expects (results
+are caller allocated, so their shapes and element types are passed in).
 
 Used by lit tests that check lowerings numerically op by op.
 """
@@ -55,18 +56,31 @@ def compile_module(mlir_path, workdir, pipeline="txl-cpu-pipeline"):
 class Segment:
     """Calls the compiled @segment with numpy inputs."""
 
-    def __init__(self, shared_object):
+    def __init__(self, shared_object, entry="txl_segment_forward"):
         self.lib = ctypes.CDLL(shared_object)
-        self.entry = self.lib.txl_segment_forward
+        self.entry = getattr(self.lib, entry)
         self.entry.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
         self.entry.restype = None
 
-    def __call__(self, inputs, result_shapes):
+    def __call__(self, inputs, result_shapes, result_dtypes=None):
+        """Returns one array per result shape, of the matching dtype in
+        `result_dtypes` (float32 for every result when it is None). Array
+        inputs keep their dtype, which must be the argument's element type."""
+        if result_dtypes is None:
+            result_dtypes = [np.float32] * len(result_shapes)
+        if len(result_dtypes) != len(result_shapes):
+            raise ValueError("one dtype per result shape")
         keep = []
         pointers = []
         for value in inputs:
             if isinstance(value, np.float32):
                 scalar = ctypes.c_float(float(value))
+                keep.append(scalar)
+                pointers.append(ctypes.cast(ctypes.byref(scalar), ctypes.c_void_p))
+                continue
+            if isinstance(value, (bool, np.bool_)):
+                # An i1 argument is loaded as one byte.
+                scalar = ctypes.c_bool(bool(value))
                 keep.append(scalar)
                 pointers.append(ctypes.cast(ctypes.byref(scalar), ctypes.c_void_p))
                 continue
@@ -79,8 +93,8 @@ class Segment:
             desc = _descriptor(array)
             keep += [array, desc]
             pointers.append(ctypes.cast(ctypes.byref(desc), ctypes.c_void_p))
-        results = [np.full(shape, np.nan, dtype=np.float32)
-                   for shape in result_shapes]
+        results = [np.full(shape, np.nan, dtype=dtype)
+                   for shape, dtype in zip(result_shapes, result_dtypes)]
         for array in results:
             desc = _descriptor(array)
             keep.append(desc)
@@ -90,6 +104,7 @@ class Segment:
         return results
 
 
-def run(mlir_path, inputs, result_shapes):
+def run(mlir_path, inputs, result_shapes, result_dtypes=None):
     with tempfile.TemporaryDirectory() as workdir:
-        return Segment(compile_module(mlir_path, workdir))(inputs, result_shapes)
+        return Segment(compile_module(mlir_path, workdir))(
+            inputs, result_shapes, result_dtypes)

@@ -9,18 +9,12 @@
 
 #include "txl/IR/TxlOps.h"
 
+#include "ShapeChecks.h"
+
 #include "mlir/IR/BuiltinTypes.h"
 
 using namespace mlir;
 using namespace mlir::txl;
-
-static bool compatible(int64_t a, int64_t b) {
-  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
-}
-
-static ArrayRef<int64_t> shapeOf(Value v) {
-  return cast<RankedTensorType>(v.getType()).getShape();
-}
 
 /// Leading (all but the last) dimensions of `a` and `b` agree.
 static bool sameLeading(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {

@@ -25,8 +25,8 @@ def Txl_LinearInputGradOp : Txl_Op<"linear_input_grad", [Pure]> {
         : tensor<?x?x512xf32>, tensor<512x128xf32> -> tensor<?x?x128xf32>
     ```
   }];
-  let arguments = (ins F32TensorAtLeast2D:$d_result, F32Tensor2D:$weight);
-  let results = (outs F32TensorAtLeast2D:$d_input);
+  let arguments = (ins FloatTensorAtLeast2D:$d_result, FloatTensor2D:$weight);
+  let results = (outs FloatTensorAtLeast2D:$d_input);
   let assemblyFormat = [{
     $d_result `,` $weight attr-dict `:` type($d_result) `,` type($weight)
     `->` type($d_input)
@@ -46,8 +46,8 @@ def Txl_LinearWeightGradOp : Txl_Op<"linear_weight_grad", [Pure]> {
         : tensor<?x?x512xf32>, tensor<?x?x128xf32> -> tensor<512x128xf32>
     ```
   }];
-  let arguments = (ins F32TensorAtLeast2D:$d_result, F32TensorAtLeast2D:$input);
-  let results = (outs F32Tensor2D:$d_weight);
+  let arguments = (ins FloatTensorAtLeast2D:$d_result, FloatTensorAtLeast2D:$input);
+  let results = (outs FloatTensor2D:$d_weight);
   let assemblyFormat = [{
     $d_result `,` $input attr-dict `:` type($d_result) `,` type($input)
     `->` type($d_weight)
@@ -68,8 +68,8 @@ def Txl_SumLeadingOp : Txl_Op<"sum_leading", [Pure]> {
     %db = txl.sum_leading %dy : tensor<?x?x512xf32> -> tensor<512xf32>
     ```
   }];
-  let arguments = (ins RankedTensorOf<[F32]>:$input);
-  let results = (outs RankedTensorOf<[F32]>:$result);
+  let arguments = (ins FloatTensor:$input);
+  let results = (outs FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
 }
@@ -88,8 +88,8 @@ def Txl_ReluGradOp : Txl_Op<"relu_grad", [Pure, SameOperandsAndResultType]> {
     %dx = txl.relu_grad %dy, %y : tensor<?x?x512xf32>
     ```
   }];
-  let arguments = (ins F32TensorAtLeast2D:$d_result, F32TensorAtLeast2D:$result);
-  let results = (outs F32TensorAtLeast2D:$d_input);
+  let arguments = (ins FloatTensorAtLeast2D:$d_result, FloatTensorAtLeast2D:$result);
+  let results = (outs FloatTensorAtLeast2D:$d_input);
   let assemblyFormat = "$d_result `,` $result attr-dict `:` type($d_result)";
 }
 
@@ -108,10 +108,10 @@ def Txl_LayerNormGradOp : Txl_Op<"layer_norm_grad", [Pure,
         : tensor<?x?x128xf32>, tensor<128xf32>
     ```
   }];
-  let arguments = (ins F32TensorAtLeast2D:$d_result, F32TensorAtLeast2D:$input,
-                       F32Tensor1D:$weight, F32Attr:$epsilon);
-  let results = (outs F32TensorAtLeast2D:$d_input, F32Tensor1D:$d_weight,
-                      F32Tensor1D:$d_bias);
+  let arguments = (ins FloatTensorAtLeast2D:$d_result, FloatTensorAtLeast2D:$input,
+                       FloatTensor1D:$weight, F32Attr:$epsilon);
+  let results = (outs FloatTensorAtLeast2D:$d_input, FloatTensor1D:$d_weight,
+                      FloatTensor1D:$d_bias);
   let assemblyFormat = [{
     $d_result `,` $input `,` $weight attr-dict `:` type($input) `,` type($weight)
   }];
@@ -134,8 +134,8 @@ def Txl_EmbeddingGradOp : Txl_Op<"embedding_grad", [Pure]> {
         : tensor<?x?x128xf32>, tensor<?x?xi64> -> tensor<10000x128xf32>
     ```
   }];
-  let arguments = (ins F32Tensor3D:$d_result, I64Tensor2D:$tokens);
-  let results = (outs F32Tensor2D:$d_table);
+  let arguments = (ins FloatTensor3D:$d_result, I64Tensor2D:$tokens);
+  let results = (outs FloatTensor2D:$d_table);
   let assemblyFormat = [{
     $d_result `,` $tokens attr-dict `:` type($d_result) `,` type($tokens)
     `->` type($d_table)
@@ -161,11 +161,11 @@ def Txl_AdaptiveEmbeddingGradOp : Txl_Op<"adaptive_embedding_grad",
         : tensor<?x?x32xf32>, tensor<?x?xi64>
     ```
   }];
-  let arguments = (ins F32Tensor3D:$d_result, I64Tensor2D:$tokens,
-                       Variadic<F32Tensor2D>:$tables,
-                       Variadic<F32Tensor2D>:$projs,
+  let arguments = (ins FloatTensor3D:$d_result, I64Tensor2D:$tokens,
+                       Variadic<FloatTensor2D>:$tables,
+                       Variadic<FloatTensor2D>:$projs,
                        DenseI64ArrayAttr:$cutoff_ends);
-  let results = (outs Variadic<F32Tensor2D>:$grads);
+  let results = (outs Variadic<FloatTensor2D>:$grads);
   let assemblyFormat = [{
     $d_result `,` $tokens `tables` `(` $tables `:` type($tables) `)`
     `projs` `(` $projs `:` type($projs) `)` attr-dict
@@ -190,9 +190,9 @@ def Txl_NllGradOp : Txl_Op<"nll_grad", [Pure,
         : tensor<?x?xf32>, tensor<?x?x10000xf32>, tensor<?x?xi64>
     ```
   }];
-  let arguments = (ins F32Tensor2D:$d_result, F32Tensor3D:$logits,
+  let arguments = (ins FloatTensor2D:$d_result, FloatTensor3D:$logits,
                        I64Tensor2D:$target);
-  let results = (outs F32Tensor3D:$d_logits);
+  let results = (outs FloatTensor3D:$d_logits);
   let assemblyFormat = [{
     $d_result `,` $logits `,` $target attr-dict `:` type($d_result) `,`
     type($logits) `,` type($target)
@@ -223,15 +223,15 @@ def Txl_AdaptiveNllGradOp : Txl_Op<"adaptive_nll_grad",
         : tensor<?x?xf32>, tensor<?x?x32xf32>, tensor<?x?xi64>
     ```
   }];
-  let arguments = (ins F32Tensor2D:$d_result, F32Tensor3D:$hidden,
+  let arguments = (ins FloatTensor2D:$d_result, FloatTensor3D:$hidden,
                        I64Tensor2D:$target,
-                       Variadic<F32Tensor2D>:$weights,
-                       Variadic<F32Tensor1D>:$biases,
-                       Variadic<F32Tensor2D>:$projs,
-                       Optional<F32Tensor2D>:$cluster_weight,
-                       Optional<F32Tensor1D>:$cluster_bias,
+                       Variadic<FloatTensor2D>:$weights,
+                       Variadic<FloatTensor1D>:$biases,
+                       Variadic<FloatTensor2D>:$projs,
+                       Optional<FloatTensor2D>:$cluster_weight,
+                       Optional<FloatTensor1D>:$cluster_bias,
                        DenseI64ArrayAttr:$cutoff_ends);
-  let results = (outs Variadic<RankedTensorOf<[F32]>>:$grads);
+  let results = (outs Variadic<FloatTensor>:$grads);
   let assemblyFormat = [{
     $d_result `,` $hidden `,` $target
     `weights` `(` ($weights^ `:` type($weights))? `)`
@@ -274,14 +274,14 @@ def Txl_RelAttentionGradOp : Txl_Op<"rel_attention_grad", [Pure,
           tensor<?x2x16xf32>, tensor<2x16xf32>, tensor<2x16xf32>
     ```
   }];
-  let arguments = (ins F32Tensor4D:$d_result, F32Tensor4D:$query,
-                       F32Tensor4D:$key, F32Tensor4D:$value,
-                       F32Tensor3D:$pos_key, F32Tensor2D:$r_w_bias,
-                       F32Tensor2D:$r_r_bias, Index:$mem_len, I1:$same_length,
+  let arguments = (ins FloatTensor4D:$d_result, FloatTensor4D:$query,
+                       FloatTensor4D:$key, FloatTensor4D:$value,
+                       FloatTensor3D:$pos_key, FloatTensor2D:$r_w_bias,
+                       FloatTensor2D:$r_r_bias, Index:$mem_len, I1:$same_length,
                        F32Attr:$scale);
-  let results = (outs F32Tensor4D:$d_query, F32Tensor4D:$d_key,
-                      F32Tensor4D:$d_value, F32Tensor3D:$d_pos_key,
-                      F32Tensor2D:$d_r_w_bias, F32Tensor2D:$d_r_r_bias);
+  let results = (outs FloatTensor4D:$d_query, FloatTensor4D:$d_key,
+                      FloatTensor4D:$d_value, FloatTensor3D:$d_pos_key,
+                      FloatTensor2D:$d_r_w_bias, FloatTensor2D:$d_r_r_bias);
   let assemblyFormat = [{
     $d_result `,` $query `,` $key `,` $value `,` $pos_key `,` $r_w_bias `,`
     $r_r_bias `,` $mem_len `,` $same_length attr-dict `:` type($query) `,`

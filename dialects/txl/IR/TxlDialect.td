@@ -16,7 +16,10 @@ def Txl_Dialect : Dialect {
   let summary = "Transformer-XL segments with explicit memory state";
   let description = [{
     Ops of the `txl` dialect operate on ranked float32 tensors laid out as in
-    the official Transformer-XL code: `[len, batch, ...]`. A segment function
+    the official Transformer-XL code: `[len, batch, ...]`. Every op also
+    accepts float64 tensors (for finite-difference gradient checks), one
+    element type per op; its f32 attributes (scales, epsilons) are then
+    widened exactly. A segment function
     takes the parameters, the tokens of one segment `[qlen, batch]` and the
     memory of every layer `[mlen, batch, d_model]`, and returns the per-token
     negative log-likelihood and the new memory. `qlen`, `mlen` and `batch`
@@ -31,7 +34,14 @@ def Txl_Dialect : Dialect {
                            "::mlir::tensor::TensorDialect"];
 }
 
+// All float tensor operands and results of one op share their element type
+// (f32 or f64); see txl::SameFloatElementType in TxlOps.h.
+def Txl_SameFloatElementType : NativeOpTrait<"SameFloatElementType"> {
+  let cppNamespace = "::mlir::txl";
+}
+
 class Txl_Op<string mnemonic, list<Trait> traits = []>
-    : Op<Txl_Dialect, mnemonic, traits>;
+    : Op<Txl_Dialect, mnemonic,
+         !listconcat(traits, [Txl_SameFloatElementType])>;
 
 #endif // TXL_DIALECT

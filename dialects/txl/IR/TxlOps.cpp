@@ -1,12 +1,15 @@
 //===- TxlOps.cpp - txl dialect operations and verifiers ---------*- C++ -*-===//
 //
 // Verifiers check what the type constraints cannot: that the static parts of
-// the shapes agree. Dynamic dimensions (qlen, mlen, klen, batch) are accepted
-// against anything; the runtime guarantees them.
+// the shapes agree, and that an op computes in one float type. Dynamic
+// dimensions (qlen, mlen, klen, batch) are accepted against anything; the
+// runtime guarantees them.
 //
 //===----------------------------------------------------------------------===//
 
 #include "txl/IR/TxlOps.h"
+
+#include "ShapeChecks.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -14,13 +17,27 @@
 using namespace mlir;
 using namespace mlir::txl;
 
-/// True when two dimensions may be equal at run time.
-static bool compatible(int64_t a, int64_t b) {
-  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
+/// The element type of `type` when it is a float tensor, else null.
+static FloatType floatElementType(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return tensor ? dyn_cast<FloatType>(tensor.getElementType()) : FloatType();
 }
 
-static ArrayRef<int64_t> shapeOf(Value v) {
-  return cast<RankedTensorType>(v.getType()).getShape();
+LogicalResult mlir::txl::verifySameFloatElementType(Operation *op) {
+  SmallVector<Type> types(op->getOperandTypes());
+  llvm::append_range(types, op->getResultTypes());
+  FloatType common;
+  for (Type type : types) {
+    FloatType element = floatElementType(type);
+    if (!element || element == common)
+      continue;
+    if (common)
+      return op->emitOpError("float operands and results must share one "
+                             "element type, got ")
+             << common << " and " << element;
+    common = element;
+  }
+  return success();
 }
 
 LogicalResult EmbeddingOp::verify() {

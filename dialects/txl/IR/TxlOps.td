@@ -16,12 +16,16 @@ include "mlir/IR/OpBase.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
-def F32Tensor1D : TensorRankOf<[F32], [1]>;
-def F32Tensor2D : TensorRankOf<[F32], [2]>;
-def F32Tensor3D : TensorRankOf<[F32], [3]>;
-def F32Tensor4D : TensorRankOf<[F32], [4]>;
-def F32Tensor3DOr4D : TensorRankOf<[F32], [3, 4]>;
-def F32TensorAtLeast2D : TensorRankOf<[F32], [2, 3, 4]>;
+// Float tensors are f32 (the model) or f64 (finite-difference gradient
+// checks); Txl_Op's SameFloatElementType keeps one element type per op.
+defvar TxlFloats = [F32, F64];
+def FloatTensor : RankedTensorOf<TxlFloats>;
+def FloatTensor1D : TensorRankOf<TxlFloats, [1]>;
+def FloatTensor2D : TensorRankOf<TxlFloats, [2]>;
+def FloatTensor3D : TensorRankOf<TxlFloats, [3]>;
+def FloatTensor4D : TensorRankOf<TxlFloats, [4]>;
+def FloatTensor3DOr4D : TensorRankOf<TxlFloats, [3, 4]>;
+def FloatTensorAtLeast2D : TensorRankOf<TxlFloats, [2, 3, 4]>;
 def I64Tensor2D : TensorRankOf<[I64], [2]>;
 
 //===----------------------------------------------------------------------===//
@@ -41,8 +45,8 @@ def Txl_EmbeddingOp : Txl_Op<"embedding", [Pure]> {
         : tensor<10000x128xf32>, tensor<?x?xi64> -> tensor<?x?x128xf32>
     ```
   }];
-  let arguments = (ins F32Tensor2D:$table, I64Tensor2D:$tokens);
-  let results = (outs F32Tensor3D:$result);
+  let arguments = (ins FloatTensor2D:$table, I64Tensor2D:$tokens);
+  let results = (outs FloatTensor3D:$result);
   let assemblyFormat = [{
     $table `,` $tokens attr-dict `:` type($table) `,` type($tokens) `->` type($result)
   }];
@@ -69,10 +73,10 @@ def Txl_AdaptiveEmbeddingOp : Txl_Op<"adaptive_embedding",
         : tensor<?x?xi64> -> tensor<?x?x32xf32>
     ```
   }];
-  let arguments = (ins I64Tensor2D:$tokens, Variadic<F32Tensor2D>:$tables,
-                       Variadic<F32Tensor2D>:$projs,
+  let arguments = (ins I64Tensor2D:$tokens, Variadic<FloatTensor2D>:$tables,
+                       Variadic<FloatTensor2D>:$projs,
                        DenseI64ArrayAttr:$cutoff_ends);
-  let results = (outs F32Tensor3D:$result);
+  let results = (outs FloatTensor3D:$result);
   let assemblyFormat = [{
     $tokens `tables` `(` $tables `:` type($tables) `)`
     `projs` `(` $projs `:` type($projs) `)` attr-dict
@@ -94,9 +98,9 @@ def Txl_LinearOp : Txl_Op<"linear", [Pure]> {
     %k = txl.linear %x, %w : tensor<?x128xf32>, tensor<128x128xf32> -> tensor<?x128xf32>
     ```
   }];
-  let arguments = (ins F32TensorAtLeast2D:$input, F32Tensor2D:$weight,
-                       Optional<F32Tensor1D>:$bias);
-  let results = (outs F32TensorAtLeast2D:$result);
+  let arguments = (ins FloatTensorAtLeast2D:$input, FloatTensor2D:$weight,
+                       Optional<FloatTensor1D>:$bias);
+  let results = (outs FloatTensorAtLeast2D:$result);
   let assemblyFormat = [{
     $input `,` $weight (`,` $bias^)? attr-dict `:` type($input) `,` type($weight)
     (`,` type($bias)^)? `->` type($result)
@@ -115,9 +119,9 @@ def Txl_LayerNormOp : Txl_Op<"layer_norm", [Pure, AllTypesMatch<["input", "resul
         : tensor<?x?x128xf32>, tensor<128xf32>, tensor<128xf32>
     ```
   }];
-  let arguments = (ins F32TensorAtLeast2D:$input, F32Tensor1D:$weight,
-                       F32Tensor1D:$bias, F32Attr:$epsilon);
-  let results = (outs F32TensorAtLeast2D:$result);
+  let arguments = (ins FloatTensorAtLeast2D:$input, FloatTensor1D:$weight,
+                       FloatTensor1D:$bias, F32Attr:$epsilon);
+  let results = (outs FloatTensorAtLeast2D:$result);
   let assemblyFormat = [{
     $input `,` $weight `,` $bias attr-dict `:` type($input) `,` type($weight) `,` type($bias)
   }];
@@ -135,8 +139,8 @@ def Txl_AddOp : Txl_Op<"add", [Pure, Commutative, SameOperandsAndResultType]> {
     %s = txl.add %a, %b : tensor<?x?x2x16xf32>
     ```
   }];
-  let arguments = (ins RankedTensorOf<[F32]>:$lhs, RankedTensorOf<[F32]>:$rhs);
-  let results = (outs RankedTensorOf<[F32]>:$result);
+  let arguments = (ins FloatTensor:$lhs, FloatTensor:$rhs);
+  let results = (outs FloatTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs)";
 }
 
@@ -149,8 +153,8 @@ def Txl_ScaleOp : Txl_Op<"scale", [Pure, SameOperandsAndResultType]> {
     %y = txl.scale %x {factor = 11.3137083 : f32} : tensor<?x?x128xf32>
     ```
   }];
-  let arguments = (ins F32TensorAtLeast2D:$input, F32Attr:$factor);
-  let results = (outs F32TensorAtLeast2D:$result);
+  let arguments = (ins FloatTensorAtLeast2D:$input, F32Attr:$factor);
+  let results = (outs FloatTensorAtLeast2D:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
@@ -163,8 +167,8 @@ def Txl_ReluOp : Txl_Op<"relu", [Pure, SameOperandsAndResultType]> {
     %y = txl.relu %x : tensor<?x?x512xf32>
     ```
   }];
-  let arguments = (ins F32TensorAtLeast2D:$input);
-  let results = (outs F32TensorAtLeast2D:$result);
+  let arguments = (ins FloatTensorAtLeast2D:$input);
+  let results = (outs FloatTensorAtLeast2D:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
@@ -183,8 +187,8 @@ def Txl_ConcatMemOp : Txl_Op<"concat_mem", [Pure]> {
         : tensor<?x?x128xf32>, tensor<?x?x128xf32> -> tensor<?x?x128xf32>
     ```
   }];
-  let arguments = (ins F32Tensor3D:$memory, F32Tensor3D:$hidden);
-  let results = (outs F32Tensor3D:$result);
+  let arguments = (ins FloatTensor3D:$memory, FloatTensor3D:$hidden);
+  let results = (outs FloatTensor3D:$result);
   let assemblyFormat = [{
     $memory `,` $hidden attr-dict `:` type($memory) `,` type($hidden) `->` type($result)
   }];
@@ -202,8 +206,8 @@ def Txl_TakeLastOp : Txl_Op<"take_last", [Pure]> {
     %m = txl.take_last %cat, %mem_len : tensor<?x?x128xf32> -> tensor<?x?x128xf32>
     ```
   }];
-  let arguments = (ins F32Tensor3D:$input, Index:$count);
-  let results = (outs F32Tensor3D:$result);
+  let arguments = (ins FloatTensor3D:$input, Index:$count);
+  let results = (outs FloatTensor3D:$result);
   let assemblyFormat = "$input `,` $count attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
 }
@@ -218,8 +222,8 @@ def Txl_StopGradientOp : Txl_Op<"stop_gradient", [Pure, SameOperandsAndResultTyp
     %m = txl.stop_gradient %x : tensor<?x?x128xf32>
     ```
   }];
-  let arguments = (ins RankedTensorOf<[F32]>:$input);
-  let results = (outs RankedTensorOf<[F32]>:$result);
+  let arguments = (ins FloatTensor:$input);
+  let results = (outs FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
@@ -240,8 +244,8 @@ def Txl_PosEmbOp : Txl_Op<"pos_emb", [Pure]> {
         : tensor<64xf32> -> tensor<?x128xf32>
     ```
   }];
-  let arguments = (ins F32Tensor1D:$inv_freq, Index:$klen, I64:$clamp_len);
-  let results = (outs F32Tensor2D:$result);
+  let arguments = (ins FloatTensor1D:$inv_freq, Index:$klen, I64:$clamp_len);
+  let results = (outs FloatTensor2D:$result);
   let assemblyFormat = [{
     $inv_freq `,` $klen `,` $clamp_len attr-dict `:` type($inv_freq) `->` type($result)
   }];
@@ -265,8 +269,8 @@ def Txl_BroadcastHeadBiasOp : Txl_Op<"broadcast_head_bias",
         : tensor<2x16xf32>, tensor<?x?x2x16xf32>
     ```
   }];
-  let arguments = (ins F32Tensor2D:$bias, F32Tensor4D:$like);
-  let results = (outs F32Tensor4D:$result);
+  let arguments = (ins FloatTensor2D:$bias, FloatTensor4D:$like);
+  let results = (outs FloatTensor4D:$result);
   let assemblyFormat = "$bias `,` $like attr-dict `:` type($bias) `,` type($like)";
   let hasVerifier = 1;
 }
@@ -286,8 +290,8 @@ def Txl_AttnScoreOp : Txl_Op<"attn_score", [Pure]> {
         : tensor<?x?x2x16xf32>, tensor<?x2x16xf32> -> tensor<?x?x?x2xf32>
     ```
   }];
-  let arguments = (ins F32Tensor4D:$query, F32Tensor3DOr4D:$key);
-  let results = (outs F32Tensor4D:$result);
+  let arguments = (ins FloatTensor4D:$query, FloatTensor3DOr4D:$key);
+  let results = (outs FloatTensor4D:$result);
   let assemblyFormat = [{
     $query `,` $key attr-dict `:` type($query) `,` type($key) `->` type($result)
   }];
@@ -308,8 +312,8 @@ def Txl_RelShiftOp : Txl_Op<"rel_shift", [Pure, SameOperandsAndResultType]> {
     %s = txl.rel_shift %bd : tensor<?x?x?x2xf32>
     ```
   }];
-  let arguments = (ins F32Tensor4D:$input);
-  let results = (outs F32Tensor4D:$result);
+  let arguments = (ins FloatTensor4D:$input);
+  let results = (outs FloatTensor4D:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
@@ -328,9 +332,9 @@ def Txl_MaskedSoftmaxOp : Txl_Op<"masked_softmax",
         : tensor<?x?x?x2xf32>
     ```
   }];
-  let arguments = (ins F32Tensor4D:$scores, Index:$mem_len, I1:$same_length,
+  let arguments = (ins FloatTensor4D:$scores, Index:$mem_len, I1:$same_length,
                        F32Attr:$scale);
-  let results = (outs F32Tensor4D:$result);
+  let results = (outs FloatTensor4D:$result);
   let assemblyFormat = [{
     $scores `,` $mem_len `,` $same_length attr-dict `:` type($scores)
   }];
@@ -347,8 +351,8 @@ def Txl_AttnApplyOp : Txl_Op<"attn_apply", [Pure]> {
         : tensor<?x?x?x2xf32>, tensor<?x?x2x16xf32> -> tensor<?x?x2x16xf32>
     ```
   }];
-  let arguments = (ins F32Tensor4D:$probs, F32Tensor4D:$value);
-  let results = (outs F32Tensor4D:$result);
+  let arguments = (ins FloatTensor4D:$probs, FloatTensor4D:$value);
+  let results = (outs FloatTensor4D:$result);
   let assemblyFormat = [{
     $probs `,` $value attr-dict `:` type($probs) `,` type($value) `->` type($result)
   }];
@@ -380,11 +384,11 @@ def Txl_RelAttentionOp : Txl_Op<"rel_attention", [Pure]> {
           -> tensor<?x?x2x16xf32>
     ```
   }];
-  let arguments = (ins F32Tensor4D:$query, F32Tensor4D:$key, F32Tensor4D:$value,
-                       F32Tensor3D:$pos_key, F32Tensor2D:$r_w_bias,
-                       F32Tensor2D:$r_r_bias, Index:$mem_len, I1:$same_length,
-                       F32Attr:$scale);
-  let results = (outs F32Tensor4D:$result);
+  let arguments = (ins FloatTensor4D:$query, FloatTensor4D:$key,
+                       FloatTensor4D:$value, FloatTensor3D:$pos_key,
+                       FloatTensor2D:$r_w_bias, FloatTensor2D:$r_r_bias,
+                       Index:$mem_len, I1:$same_length, F32Attr:$scale);
+  let results = (outs FloatTensor4D:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $pos_key `,` $r_w_bias `,` $r_r_bias `,`
     $mem_len `,` $same_length attr-dict `:` type($query) `,` type($key) `,`
@@ -410,8 +414,8 @@ def Txl_NllOp : Txl_Op<"nll", [Pure]> {
         : tensor<?x?x10000xf32>, tensor<?x?xi64> -> tensor<?x?xf32>
     ```
   }];
-  let arguments = (ins F32Tensor3D:$logits, I64Tensor2D:$target);
-  let results = (outs F32Tensor2D:$result);
+  let arguments = (ins FloatTensor3D:$logits, I64Tensor2D:$target);
+  let results = (outs FloatTensor2D:$result);
   let assemblyFormat = [{
     $logits `,` $target attr-dict `:` type($logits) `,` type($target) `->` type($result)
   }];
@@ -451,14 +455,14 @@ def Txl_AdaptiveNllOp : Txl_Op<"adaptive_nll",
         : tensor<?x?x32xf32>, tensor<?x?xi64> -> tensor<?x?xf32>
     ```
   }];
-  let arguments = (ins F32Tensor3D:$hidden, I64Tensor2D:$target,
-                       Variadic<F32Tensor2D>:$weights,
-                       Variadic<F32Tensor1D>:$biases,
-                       Variadic<F32Tensor2D>:$projs,
-                       Optional<F32Tensor2D>:$cluster_weight,
-                       Optional<F32Tensor1D>:$cluster_bias,
+  let arguments = (ins FloatTensor3D:$hidden, I64Tensor2D:$target,
+                       Variadic<FloatTensor2D>:$weights,
+                       Variadic<FloatTensor1D>:$biases,
+                       Variadic<FloatTensor2D>:$projs,
+                       Optional<FloatTensor2D>:$cluster_weight,
+                       Optional<FloatTensor1D>:$cluster_bias,
                        DenseI64ArrayAttr:$cutoff_ends);
-  let results = (outs F32Tensor2D:$result);
+  let results = (outs FloatTensor2D:$result);
   let assemblyFormat = [{
     $hidden `,` $target
     `weights` `(` ($weights^ `:` type($weights))? `)`

@@ -80,14 +80,16 @@ def DropDestinationResultsPass : Pass<"txl-drop-destination-results", "::mlir::M
 }
 
 def ConvertLinalgToBlasPass : Pass<"txl-linalg-to-blas", "::mlir::ModuleOp"> {
-  let summary = "Turn bufferized matrix products into cblas_sgemm calls";
+  let summary = "Turn bufferized matrix products into cblas_sgemm/dgemm calls";
   let description = [{
     After bufferization, rewrites f32 `linalg.matmul` (any of the four
     transpose layouts expressed by its indexing maps) into one call of
     `cblas_sgemm` (row-major, beta = 1 since linalg accumulates), and
     `linalg.batch_matmul` into an `scf.for` over the batch of such calls —
-    Debian's OpenBLAS has no batched gemm. Operands need a unit inner stride;
-    the leading dimension comes from the memref's strides.
+    Debian's OpenBLAS has no batched gemm. f64 products (gradient checks) call
+    `cblas_dgemm` the same way; other element types are left to the loop
+    lowering. Operands need a unit inner stride and the output's element
+    type; the leading dimension comes from the memref's strides.
 
     Before:
     ```mlir

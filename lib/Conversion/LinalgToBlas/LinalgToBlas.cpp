@@ -1,10 +1,11 @@
-//===- LinalgToBlas.cpp - Bufferized matmuls => cblas_sgemm calls -*- C++ -*-===//
+//===- LinalgToBlas.cpp - Bufferized matmuls => cblas_?gemm calls -*- C++ -*-===//
 //
 // Matrix products are the one thing txlc does not generate code for: after
-// bufferization each f32 linalg.matmul becomes a cblas_sgemm call and each
-// linalg.batch_matmul a loop of them (bookworm's OpenBLAS has no batched
-// gemm). Pointers come from the memref's aligned base plus its offset; the
-// leading dimensions are the memref's row strides.
+// bufferization each f32 linalg.matmul becomes a cblas_sgemm call (f64: a
+// cblas_dgemm call, for gradient checks) and each linalg.batch_matmul a loop
+// of them (bookworm's OpenBLAS has no batched gemm). Pointers come from the
+// memref's aligned base plus its offset; the leading dimensions are the
+// memref's row strides.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,21 +35,30 @@ constexpr int32_t kCblasRowMajor = 101;
 constexpr int32_t kCblasNoTrans = 111;
 constexpr int32_t kCblasTrans = 112;
 constexpr llvm::StringLiteral kSgemm = "cblas_sgemm";
+constexpr llvm::StringLiteral kDgemm = "cblas_dgemm";
 
-/// Declares `cblas_sgemm` in `module` once (CBLAS row-major signature with
-/// int32 enums and sizes).
-static func::FuncOp getOrDeclareSgemm(OpBuilder &b, ModuleOp module) {
-  if (auto fn = module.lookupSymbol<func::FuncOp>(kSgemm))
+/// True for the element types BLAS has a gemm for: f32 and f64.
+static bool hasGemm(Type elementType) {
+  return elementType.isF32() || elementType.isF64();
+}
+
+/// Declares `cblas_sgemm` (f32) or `cblas_dgemm` (f64) in `module` once
+/// (CBLAS row-major signature with int32 enums and sizes; alpha and beta of
+/// the element type).
+static func::FuncOp getOrDeclareGemm(OpBuilder &b, ModuleOp module,
+                                     Type elementType) {
+  StringRef name = elementType.isF32() ? kSgemm : kDgemm;
+  if (auto fn = module.lookupSymbol<func::FuncOp>(name))
     return fn;
   MLIRContext *ctx = b.getContext();
-  Type i32 = b.getI32Type(), f32 = b.getF32Type();
+  Type i32 = b.getI32Type(), scalar = elementType;
   Type ptr = LLVM::LLVMPointerType::get(ctx);
-  auto type = b.getFunctionType(
-      {i32, i32, i32, i32, i32, i32, f32, ptr, i32, ptr, i32, f32, ptr, i32},
-      {});
+  auto type = b.getFunctionType({i32, i32, i32, i32, i32, i32, scalar, ptr, i32,
+                                 ptr, i32, scalar, ptr, i32},
+                                {});
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(module.getBody());
-  auto fn = func::FuncOp::create(b, module.getLoc(), kSgemm, type);
+  auto fn = func::FuncOp::create(b, module.getLoc(), name, type);
   fn.setPrivate();
   return fn;
 }
@@ -60,9 +70,11 @@ struct Operand {
   SmallVector<Value> strides;  ///< index
 };
 
-static FailureOr<Operand> decompose(OpBuilder &b, Location loc, Value memref) {
+/// Fails unless `memref` has `elementType` and a unit inner stride.
+static FailureOr<Operand> decompose(OpBuilder &b, Location loc, Value memref,
+                                    Type elementType) {
   auto type = dyn_cast<MemRefType>(memref.getType());
-  if (!type || !type.getElementType().isF32())
+  if (!type || type.getElementType() != elementType)
     return failure();
   SmallVector<int64_t> staticStrides;
   int64_t staticOffset;
@@ -76,7 +88,7 @@ static FailureOr<Operand> decompose(OpBuilder &b, Location loc, Value memref) {
   Value ptr = LLVM::IntToPtrOp::create(b, loc, ptrType, base64);
   Value off64 =
       arith::IndexCastOp::create(b, loc, b.getI64Type(), meta.getOffset());
-  ptr = LLVM::GEPOp::create(b, loc, ptrType, b.getF32Type(), ptr,
+  ptr = LLVM::GEPOp::create(b, loc, ptrType, elementType, ptr,
                             ArrayRef<LLVM::GEPArg>{off64});
   Operand op;
   op.ptr = ptr;
@@ -89,9 +101,10 @@ static Value toI32(OpBuilder &b, Location loc, Value index) {
   return arith::IndexCastOp::create(b, loc, b.getI32Type(), index);
 }
 
-static Value offsetPtr(OpBuilder &b, Location loc, Value ptr, Value elems) {
+static Value offsetPtr(OpBuilder &b, Location loc, Value ptr, Value elems,
+                       Type elementType) {
   Value e64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), elems);
-  return LLVM::GEPOp::create(b, loc, ptr.getType(), b.getF32Type(), ptr,
+  return LLVM::GEPOp::create(b, loc, ptr.getType(), elementType, ptr,
                              ArrayRef<LLVM::GEPArg>{e64});
 }
 
@@ -130,18 +143,20 @@ classify(ArrayRef<AffineMap> maps, unsigned batchDims) {
   return std::make_pair(transA, transB);
 }
 
-/// Emits one sgemm for matrices starting at the given pointers.
-static void emitSgemm(OpBuilder &b, Location loc, func::FuncOp sgemm,
-                      bool transA, bool transB, Value m, Value n, Value k,
-                      Value a, Value lda, Value bm, Value ldb, Value c,
-                      Value ldc) {
+/// Emits one gemm call for matrices starting at the given pointers; alpha
+/// and beta are 1 in the gemm's scalar type.
+static void emitGemm(OpBuilder &b, Location loc, func::FuncOp gemm, bool transA,
+                     bool transB, Value m, Value n, Value k, Value a, Value lda,
+                     Value bm, Value ldb, Value c, Value ldc) {
   auto i32c = [&](int32_t v) {
     return arith::ConstantIntOp::create(b, loc, v, 32).getResult();
   };
-  Value one = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0f));
+  Type scalar = gemm.getFunctionType().getInput(6); // alpha
+  Value one = arith::ConstantOp::create(b, loc, b.getFloatAttr(scalar, 1.0));
   func::CallOp::create(
-      b, loc, sgemm,
-      ValueRange{i32c(kCblasRowMajor), i32c(transA ? kCblasTrans : kCblasNoTrans),
+      b, loc, gemm,
+      ValueRange{i32c(kCblasRowMajor),
+                 i32c(transA ? kCblasTrans : kCblasNoTrans),
                  i32c(transB ? kCblasTrans : kCblasNoTrans), toI32(b, loc, m),
                  toI32(b, loc, n), toI32(b, loc, k), one, a, toI32(b, loc, lda),
                  bm, toI32(b, loc, ldb), one, c, toI32(b, loc, ldc)});
@@ -153,9 +168,10 @@ static Value atLeastOne(OpBuilder &b, Location loc, Value x) {
                                 arith::ConstantIndexOp::create(b, loc, 1));
 }
 
-/// Rewrites `op` (matmul with batchDims = 0, batch_matmul with 1).
+/// Rewrites `op` (matmul with batchDims = 0, batch_matmul with 1) into calls
+/// of `gemm`, whose element type is the one of `op`'s output.
 static LogicalResult lowerToBlas(linalg::LinalgOp op, unsigned batchDims,
-                                 func::FuncOp sgemm) {
+                                 func::FuncOp gemm, Type elementType) {
   if (!op.hasPureBufferSemantics())
     return op->emitOpError("txl-linalg-to-blas expects bufferized operands");
   FailureOr<std::pair<bool, bool>> trans =
@@ -170,11 +186,13 @@ static LogicalResult lowerToBlas(linalg::LinalgOp op, unsigned batchDims,
   Value aMem = op.getDpsInputOperand(0)->get();
   Value bMem = op.getDpsInputOperand(1)->get();
   Value cMem = op.getDpsInitOperand(0)->get();
-  FailureOr<Operand> a = decompose(b, loc, aMem), bb = decompose(b, loc, bMem),
-                     c = decompose(b, loc, cMem);
+  FailureOr<Operand> a = decompose(b, loc, aMem, elementType),
+                     bb = decompose(b, loc, bMem, elementType),
+                     c = decompose(b, loc, cMem, elementType);
   if (failed(a) || failed(bb) || failed(c))
-    return op->emitOpError("BLAS operands must be f32 memrefs with a unit "
-                           "inner stride");
+    return op->emitOpError("BLAS operands must be ")
+           << (elementType.isF32() ? "f32" : "f64")
+           << " memrefs with a unit inner stride";
   unsigned r = batchDims;
   Value m = c->sizes[r], n = c->sizes[r + 1];
   Value k = transA ? a->sizes[r] : a->sizes[r + 1];
@@ -191,8 +209,8 @@ static LogicalResult lowerToBlas(linalg::LinalgOp op, unsigned batchDims,
   auto ifOp = scf::IfOp::create(b, loc, nonEmpty, /*withElseRegion=*/false);
   b.setInsertionPointToStart(ifOp.thenBlock());
   if (batchDims == 0) {
-    emitSgemm(b, loc, sgemm, transA, transB, m, n, k, a->ptr, lda, bb->ptr,
-              ldb, c->ptr, ldc);
+    emitGemm(b, loc, gemm, transA, transB, m, n, k, a->ptr, lda, bb->ptr, ldb,
+             c->ptr, ldc);
   } else {
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
     auto loop = scf::ForOp::create(b, loc, zero, c->sizes[0], one);
@@ -200,10 +218,11 @@ static LogicalResult lowerToBlas(linalg::LinalgOp op, unsigned batchDims,
     Value iv = loop.getInductionVar();
     auto at = [&](const Operand &o) {
       return offsetPtr(b, loc, o.ptr,
-                       arith::MulIOp::create(b, loc, iv, o.strides[0]));
+                       arith::MulIOp::create(b, loc, iv, o.strides[0]),
+                       elementType);
     };
-    emitSgemm(b, loc, sgemm, transA, transB, m, n, k, at(*a), lda, at(*bb),
-              ldb, at(*c), ldc);
+    emitGemm(b, loc, gemm, transA, transB, m, n, k, at(*a), lda, at(*bb), ldb,
+             at(*c), ldc);
   }
   b.eraseOp(op);
   return success();
@@ -216,7 +235,7 @@ struct ConvertLinalgToBlasPass
     SmallVector<std::pair<linalg::LinalgOp, unsigned>> work;
     module.walk([&](linalg::LinalgOp op) {
       Type elem = getElementTypeOrSelf(op.getDpsInitOperand(0)->get().getType());
-      if (!elem.isF32())
+      if (!hasGemm(elem))
         return;
       if (isa<linalg::MatmulOp>(op))
         work.push_back({op, 0});
@@ -226,9 +245,12 @@ struct ConvertLinalgToBlasPass
     if (work.empty())
       return;
     OpBuilder b(&getContext());
-    func::FuncOp sgemm = getOrDeclareSgemm(b, module);
     for (auto [op, batchDims] : work) {
-      if (failed(lowerToBlas(op, batchDims, sgemm)))
+      // Declared on first use: an f32 module gets no cblas_dgemm.
+      Type elem =
+          getElementTypeOrSelf(op.getDpsInitOperand(0)->get().getType());
+      func::FuncOp gemm = getOrDeclareGemm(b, module, elem);
+      if (failed(lowerToBlas(op, batchDims, gemm, elem)))
         return signalPassFailure();
     }
   }

@@ -138,33 +138,6 @@ Value scatterAdd(OpBuilder &b, Location loc, Value dest, Value index,
   return loop.getResult(0);
 }
 
-/// dest[rowOf(m), k] += rows[m, k] for every row m of `rows` [M, d], in
-/// order (repeated targets accumulate deterministically).
-Value scatterAddRows(OpBuilder &b, Location loc, Value dest, Value rows,
-                     function_ref<Value(OpBuilder &, Location, Value)> rowOf) {
-  Value zero = indexConst(b, loc, 0), one = indexConst(b, loc, 1);
-  Value count = tensor::DimOp::create(b, loc, rows, 0);
-  Value width = tensor::DimOp::create(b, loc, rows, 1);
-  auto outer = scf::ForOp::create(
-      b, loc, zero, count, one, ValueRange{dest},
-      [&](OpBuilder &lb, Location l, Value m, ValueRange acc) {
-        Value row = rowOf(lb, l, m);
-        auto inner = scf::ForOp::create(
-            lb, l, zero, width, one, acc,
-            [&](OpBuilder &ib, Location il, Value k, ValueRange t) {
-              Value old =
-                  tensor::ExtractOp::create(ib, il, t[0], ValueRange{row, k});
-              Value g = tensor::ExtractOp::create(ib, il, rows, ValueRange{m, k});
-              Value next = tensor::InsertOp::create(
-                  ib, il, arith::AddFOp::create(ib, il, old, g), t[0],
-                  ValueRange{row, k});
-              scf::YieldOp::create(ib, il, ValueRange{next});
-            });
-        scf::YieldOp::create(lb, l, inner.getResults());
-      });
-  return outer.getResult(0);
-}
-
 /// result[m] = src[index[m]] for 1-D `src` and `index` (tensor<?xindex>).
 Value gatherElements(OpBuilder &b, Location loc, Value src, Value index) {
   MLIRContext *ctx = b.getContext();
@@ -267,7 +240,7 @@ struct AdaptiveEmbeddingLowering
     OpFoldResult n = getSizes(rewriter, loc, ids)[0];
     int64_t dModel = op.getType().getDimSize(2);
     Value out = createFilled(rewriter, loc, {n, rewriter.getIndexAttr(dModel)},
-                             rewriter.getF32Type(), 0.0);
+                             op.getType().getElementType(), 0.0);
     for (size_t i = 0; i + 1 < ends.size(); ++i) {
       int64_t lo = ends[i];
       Value rows = createClusterRows(rewriter, loc, ids, lo, ends[i + 1]);
@@ -450,7 +423,7 @@ struct AdaptiveEmbeddingGradLowering
                                   cast<RankedTensorType>(table.getType())
                                       .getElementType(),
                                   0.0);
-      dTable = scatterAddRows(
+      dTable = createScatterAddRows(
           rewriter, loc, dTable, dEmb,
           [&](OpBuilder &b, Location l, Value m) -> Value {
             Value pos = tensor::ExtractOp::create(b, l, rows, ValueRange{m});
@@ -584,7 +557,7 @@ struct AdaptiveNllGradLowering : public OpRewritePattern<AdaptiveNllGradOp> {
         dH = createMatmul(rewriter, loc, dHp, op.getProjs()[c],
                           /*transposeRhs=*/true);
       }
-      dHidden = scatterAddRows(
+      dHidden = createScatterAddRows(
           rewriter, loc, dHidden, dH,
           [&](OpBuilder &b, Location l, Value m) -> Value {
             return tensor::ExtractOp::create(b, l, rows, ValueRange{m});

@@ -55,7 +55,7 @@ static Value headsFirst(OpBuilder &b, Location loc, Value x) {
 static Value createRelAttentionProbs(OpBuilder &rewriter, Location loc,
                                      Value q, Value k, Value r, Value rWBias,
                                      Value rRBias, Value memLen,
-                                     Value sameLength, float scale) {
+                                     Value sameLength, double scale) {
   MLIRContext *ctx = rewriter.getContext();
   SmallVector<OpFoldResult> qs = getSizes(rewriter, loc, q);
   OpFoldResult klenOfr = getSizes(rewriter, loc, k)[0];
@@ -141,7 +141,8 @@ struct PosEmbLowering : public OpRewritePattern<PosEmbOp> {
           Value doClamp = arith::CmpIOp::create(
               b, l, arith::CmpIPredicate::sgt, clamp, zero64);
           pos = arith::SelectOp::create(b, l, doClamp, clamped, pos);
-          Value posF = arith::SIToFPOp::create(b, l, b.getF32Type(), pos);
+          Value posF =
+              arith::SIToFPOp::create(b, l, type.getElementType(), pos);
           Value halfC = arith::ConstantIndexOp::create(b, l, half);
           Value isSin = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult,
                                               ivs[1], halfC);
@@ -167,7 +168,7 @@ struct MaskedSoftmaxLowering : public OpRewritePattern<MaskedSoftmaxOp> {
     Value probs = createMaskedSoftmax(
         rewriter, op.getLoc(), op.getScores(),
         ScoreLayout{/*queryDim=*/0, /*keyDim=*/1}, op.getMemLen(),
-        op.getSameLength(), op.getScale().convertToFloat());
+        op.getSameLength(), op.getScale().convertToDouble());
     rewriter.replaceOp(op, probs);
     return success();
   }
@@ -184,7 +185,7 @@ struct RelAttentionLowering : public OpRewritePattern<RelAttentionOp> {
     Value probs = createRelAttentionProbs(
         rewriter, loc, q, op.getKey(), op.getPosKey(), op.getRWBias(),
         op.getRRBias(), op.getMemLen(), op.getSameLength(),
-        op.getScale().convertToFloat());
+        op.getScale().convertToDouble());
     Value out = createBatchMatmul(
         rewriter, loc, createCollapse(rewriter, loc, probs, {{0, 1}, {2}, {3}}),
         headsFirst(rewriter, loc, op.getValue()), /*transposeRhs=*/false);
@@ -231,7 +232,7 @@ struct RelAttentionGradLowering : public OpRewritePattern<RelAttentionGradOp> {
     Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
     Value r = op.getPosKey(), dOut = op.getDResult();
     Type et = cast<RankedTensorType>(q.getType()).getElementType();
-    float scale = op.getScale().convertToFloat();
+    double scale = op.getScale().convertToDouble();
     SmallVector<OpFoldResult> qs = getSizes(rewriter, loc, q);
     OpFoldResult klenOfr = getSizes(rewriter, loc, k)[0];
     Value qlen = tensor::DimOp::create(rewriter, loc, q, 0);

@@ -5,7 +5,9 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/TypeUtilities.h"
 
 #include <limits>
 
@@ -59,6 +61,11 @@ Value mlir::txl::createExpand(OpBuilder &b, Location loc, Value input,
                                        sizes);
 }
 
+FloatAttr mlir::txl::castFloatAttr(OpBuilder &b, FloatAttr attr,
+                                   Type elementType) {
+  return b.getFloatAttr(elementType, attr.getValueAsDouble());
+}
+
 Value mlir::txl::castTo(OpBuilder &b, Location loc, Value v, Type type) {
   if (v.getType() == type)
     return v;
@@ -82,9 +89,8 @@ Value mlir::txl::createBatchMatmul(OpBuilder &b, Location loc, Value lhs,
                                    Value rhs, bool transposeRhs) {
   SmallVector<OpFoldResult> l = getSizes(b, loc, lhs);
   SmallVector<OpFoldResult> r = getSizes(b, loc, rhs);
-  Type f32 = b.getF32Type();
   Value init = createFilled(b, loc, {l[0], l[1], transposeRhs ? r[1] : r[2]},
-                            f32, 0.0);
+                            getElementTypeOrSelf(lhs), 0.0);
   auto mm = linalg::BatchMatmulOp::create(b, loc, TypeRange{init.getType()},
                                           ValueRange{lhs, rhs},
                                           ValueRange{init});
@@ -105,7 +111,7 @@ Value mlir::txl::createMatmul(OpBuilder &b, Location loc, Value lhs, Value rhs,
   SmallVector<OpFoldResult> l = getSizes(b, loc, lhs);
   SmallVector<OpFoldResult> r = getSizes(b, loc, rhs);
   Value init = createFilled(b, loc, {l[0], transposeRhs ? r[0] : r[1]},
-                            b.getF32Type(), 0.0);
+                            getElementTypeOrSelf(lhs), 0.0);
   auto mm = linalg::MatmulOp::create(b, loc, TypeRange{init.getType()},
                                      ValueRange{lhs, rhs}, ValueRange{init});
   if (transposeRhs) {
@@ -201,10 +207,10 @@ Value mlir::txl::createLogSumExp(OpBuilder &b, Location loc, ValueRange parts) {
 
 Value mlir::txl::createMaskedSoftmax(OpBuilder &b, Location loc, Value scores,
                                      ScoreLayout layout, Value memLen,
-                                     Value sameLength, float scale) {
+                                     Value sameLength, double scale) {
   MLIRContext *ctx = b.getContext();
   auto type = cast<RankedTensorType>(scores.getType());
-  Type f32 = type.getElementType();
+  Type elementType = type.getElementType();
   const unsigned rank = 4;
   SmallVector<OpFoldResult> sizes = getSizes(b, loc, scores);
 
@@ -227,12 +233,12 @@ Value mlir::txl::createMaskedSoftmax(OpBuilder &b, Location loc, Value scores,
   AffineMap rowMap = dropDimMap(ctx, rank, layout.keyDim);
   SmallVector<OpFoldResult> rowSizes = sizes;
   rowSizes.erase(rowSizes.begin() + layout.keyDim);
-  float negInf = -std::numeric_limits<float>::infinity();
+  double negInf = -std::numeric_limits<double>::infinity();
 
   // x = visible(i, j) ? scale * score : -inf
   Value masked = linalg::GenericOp::create(
       b, loc, TypeRange{type}, ValueRange{scores},
-      ValueRange{createEmpty(b, loc, sizes, f32)}, {id, id}, parallel,
+      ValueRange{createEmpty(b, loc, sizes, elementType)}, {id, id}, parallel,
       [&](OpBuilder &nb, Location l, ValueRange args) {
         Value i = linalg::IndexOp::create(nb, l, layout.queryDim);
         Value j = linalg::IndexOp::create(nb, l, layout.keyDim);
@@ -247,15 +253,16 @@ Value mlir::txl::createMaskedSoftmax(OpBuilder &b, Location loc, Value scores,
         Value visible = arith::AndIOp::create(nb, l, causal, keepOld);
         Value scaled = arith::MulFOp::create(
             nb, l, args[0],
-            arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(scale)));
-        Value ninf =
-            arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(negInf));
+            arith::ConstantOp::create(nb, l,
+                                      nb.getFloatAttr(elementType, scale)));
+        Value ninf = arith::ConstantOp::create(
+            nb, l, nb.getFloatAttr(elementType, negInf));
         linalg::YieldOp::create(
             nb, l, ValueRange{arith::SelectOp::create(nb, l, visible, scaled, ninf)});
       })
                      .getResult(0);
 
-  Value maxInit = createFilled(b, loc, rowSizes, f32, negInf);
+  Value maxInit = createFilled(b, loc, rowSizes, elementType, negInf);
   Value rowMax =
       linalg::GenericOp::create(
           b, loc, TypeRange{maxInit.getType()}, ValueRange{masked},
@@ -269,7 +276,7 @@ Value mlir::txl::createMaskedSoftmax(OpBuilder &b, Location loc, Value scores,
 
   Value exps = linalg::GenericOp::create(
                    b, loc, TypeRange{type}, ValueRange{masked, rowMax},
-                   ValueRange{createEmpty(b, loc, sizes, f32)},
+                   ValueRange{createEmpty(b, loc, sizes, elementType)},
                    {id, rowMap, id}, parallel,
                    [&](OpBuilder &nb, Location l, ValueRange args) {
                      Value d = arith::SubFOp::create(nb, l, args[0], args[1]);
@@ -281,8 +288,8 @@ Value mlir::txl::createMaskedSoftmax(OpBuilder &b, Location loc, Value scores,
   Value rowSum =
       linalg::GenericOp::create(
           b, loc, TypeRange{rowMax.getType()}, ValueRange{exps},
-          ValueRange{createFilled(b, loc, rowSizes, f32, 0.0)}, {id, rowMap},
-          reduce,
+          ValueRange{createFilled(b, loc, rowSizes, elementType, 0.0)},
+          {id, rowMap}, reduce,
           [&](OpBuilder &nb, Location l, ValueRange args) {
             linalg::YieldOp::create(
                 nb, l, ValueRange{arith::AddFOp::create(nb, l, args[0], args[1])});
@@ -291,8 +298,8 @@ Value mlir::txl::createMaskedSoftmax(OpBuilder &b, Location loc, Value scores,
 
   return linalg::GenericOp::create(
              b, loc, TypeRange{type}, ValueRange{exps, rowSum},
-             ValueRange{createEmpty(b, loc, sizes, f32)}, {id, rowMap, id},
-             parallel,
+             ValueRange{createEmpty(b, loc, sizes, elementType)},
+             {id, rowMap, id}, parallel,
              [&](OpBuilder &nb, Location l, ValueRange args) {
                linalg::YieldOp::create(
                    nb, l, ValueRange{arith::DivFOp::create(nb, l, args[0], args[1])});
@@ -375,4 +382,31 @@ Value mlir::txl::createMatmulTransposedLhs(OpBuilder &b, Location loc,
        AffineMap::get(4, 0, {bd, k, n}, ctx),
        AffineMap::get(4, 0, {bd, m, n}, ctx)}));
   return mm.getResult(0);
+}
+
+Value mlir::txl::createScatterAddRows(
+    OpBuilder &b, Location loc, Value dest, Value rows,
+    function_ref<Value(OpBuilder &, Location, Value)> rowOf) {
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value count = tensor::DimOp::create(b, loc, rows, 0);
+  Value width = tensor::DimOp::create(b, loc, rows, 1);
+  auto outer = scf::ForOp::create(
+      b, loc, zero, count, one, ValueRange{dest},
+      [&](OpBuilder &lb, Location l, Value m, ValueRange acc) {
+        Value row = rowOf(lb, l, m);
+        auto inner = scf::ForOp::create(
+            lb, l, zero, width, one, acc,
+            [&](OpBuilder &ib, Location il, Value k, ValueRange t) {
+              Value old =
+                  tensor::ExtractOp::create(ib, il, t[0], ValueRange{row, k});
+              Value g = tensor::ExtractOp::create(ib, il, rows, ValueRange{m, k});
+              Value next = tensor::InsertOp::create(
+                  ib, il, arith::AddFOp::create(ib, il, old, g), t[0],
+                  ValueRange{row, k});
+              scf::YieldOp::create(ib, il, ValueRange{next});
+            });
+        scf::YieldOp::create(lb, l, inner.getResults());
+      });
+  return outer.getResult(0);
 }

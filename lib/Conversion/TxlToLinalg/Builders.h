@@ -40,12 +40,14 @@ Value createExpand(OpBuilder &b, Location loc, Value input,
                    ArrayRef<OpFoldResult> sizes);
 
 /// Batched product `lhs [n, m, k] x rhs [n, k, p]` (or `rhs [n, p, k]` when
-/// `transposeRhs`) into a zero-filled [n, m, p] as `linalg.batch_matmul`.
+/// `transposeRhs`) into a zero-filled [n, m, p] as `linalg.batch_matmul`, in
+/// the element type of `lhs`.
 Value createBatchMatmul(OpBuilder &b, Location loc, Value lhs, Value rhs,
                         bool transposeRhs);
 
 /// Product `lhs [m, k] x rhs [k, n]` (or `rhs [n, k]` when `transposeRhs`)
-/// into a zero-filled [m, n] as `linalg.matmul`.
+/// into a zero-filled [m, n] as `linalg.matmul`, in the element type of
+/// `lhs`.
 Value createMatmul(OpBuilder &b, Location loc, Value lhs, Value rhs,
                    bool transposeRhs);
 
@@ -76,10 +78,15 @@ struct ScoreLayout {
 /// `softmax_j(scale * scores)` with the Transformer-XL decoder mask (key j
 /// visible to query i iff j <= i + mlen, and with same_length also iff
 /// j > i - s) over a 4-D tensor whose layout is given by `layout`.
-/// `mlen = klen - qlen`; `s` follows the official `dec_attn_mask`.
+/// `mlen = klen - qlen`; `s` follows the official `dec_attn_mask`. `scale`
+/// becomes a constant of the scores' element type.
 Value createMaskedSoftmax(OpBuilder &b, Location loc, Value scores,
                           ScoreLayout layout, Value memLen, Value sameLength,
-                          float scale);
+                          double scale);
+
+/// `attr` (an f32 hyper-parameter such as a scale or an epsilon) as an
+/// attribute of the float type `elementType`, widened exactly for f64.
+FloatAttr castFloatAttr(OpBuilder &b, FloatAttr attr, Type elementType);
 
 /// A parallel linalg.generic shaped like `like` over `inputs` (each read
 /// through its map in `inputMaps`) whose body yields `body(args)`.
@@ -91,6 +98,13 @@ Value createPointwise(OpBuilder &b, Location loc, Value like, ValueRange inputs,
 /// ones (a bias gradient), into a zero-filled tensor.
 Value createSumLeading(OpBuilder &b, Location loc, Value input,
                        unsigned resultRank);
+
+/// dest[rowOf(m), k] += rows[m, k] for every row m of `rows` [M, d], in
+/// order (repeated rows accumulate deterministically): scf.for loops over
+/// tensors, updated in place after bufferization.
+Value createScatterAddRows(
+    OpBuilder &b, Location loc, Value dest, Value rows,
+    function_ref<Value(OpBuilder &, Location, Value)> rowOf);
 
 /// `v` itself when it already has `type`, else a `tensor.cast` to it (the
 /// lowerings compute shapes that may be more or less static than the op's).

@@ -42,8 +42,9 @@ struct LinearLowering : public OpRewritePattern<LinearOp> {
     }
     OpFoldResult rows = getSizes(rewriter, loc, x2)[0];
     OpFoldResult outFeatures = getSizes(rewriter, loc, op.getWeight())[0];
-    Type f32 = rewriter.getF32Type();
-    Value init = createFilled(rewriter, loc, {rows, outFeatures}, f32, 0.0);
+    Type elementType = inType.getElementType();
+    Value init =
+        createFilled(rewriter, loc, {rows, outFeatures}, elementType, 0.0);
 
     AffineExpr m, n, k;
     bindDims(ctx, m, n, k);
@@ -60,7 +61,8 @@ struct LinearLowering : public OpRewritePattern<LinearOp> {
       AffineMap biasMap = AffineMap::get(2, 0, {getAffineDimExpr(1, ctx)}, ctx);
       y = linalg::GenericOp::create(
               rewriter, loc, TypeRange{y.getType()}, ValueRange{y, bias},
-              ValueRange{createEmpty(rewriter, loc, {rows, outFeatures}, f32)},
+              ValueRange{
+                  createEmpty(rewriter, loc, {rows, outFeatures}, elementType)},
               {id, biasMap, id},
               {utils::IteratorType::parallel, utils::IteratorType::parallel},
               [](OpBuilder &b, Location l, ValueRange a) {

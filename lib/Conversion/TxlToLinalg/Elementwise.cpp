@@ -39,7 +39,9 @@ struct ScaleLowering : public OpRewritePattern<ScaleOp> {
   LogicalResult matchAndRewrite(ScaleOp op,
                                 PatternRewriter &rewriter) const override {
     AffineMap id = identityMap(getContext(), op.getType().getRank());
-    FloatAttr factor = op.getFactorAttr();
+    // The factor is an f32 hyper-parameter; multiply in the tensor's type.
+    FloatAttr factor = castFloatAttr(rewriter, op.getFactorAttr(),
+                                     op.getType().getElementType());
     rewriter.replaceOp(
         op, createPointwise(rewriter, op.getLoc(), op.getInput(),
                             ValueRange{op.getInput()}, {id},
@@ -62,7 +64,7 @@ struct ReluLowering : public OpRewritePattern<ReluOp> {
                             ValueRange{op.getInput()}, {id},
                             [](OpBuilder &b, Location l, ValueRange a) -> Value {
                               Value zero = arith::ConstantOp::create(
-                                  b, l, b.getF32FloatAttr(0.0f));
+                                  b, l, b.getZeroAttr(a[0].getType()));
                               return arith::MaxNumFOp::create(b, l, a[0], zero);
                             }));
     return success();

@@ -13,7 +13,6 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
 
@@ -236,29 +235,13 @@ struct EmbeddingGradLowering : public OpRewritePattern<EmbeddingGradOp> {
                                getSizes(rewriter, loc, op.getResult()),
                                type.getElementType(), 0.0);
     table = castTo(rewriter, loc, table, type);
-    Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
-    Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
-    Value positions = tensor::DimOp::create(rewriter, loc, ids, 0);
-    Value width = tensor::DimOp::create(rewriter, loc, table, 1);
-    auto outer = scf::ForOp::create(
-        rewriter, loc, zero, positions, one, ValueRange{table},
-        [&](OpBuilder &b, Location l, Value p, ValueRange acc) {
+    Value grad = createScatterAddRows(
+        rewriter, loc, table, dy, [&](OpBuilder &b, Location l, Value p) {
           Value id = tensor::ExtractOp::create(b, l, ids, ValueRange{p});
-          Value row = arith::IndexCastOp::create(b, l, b.getIndexType(), id);
-          auto inner = scf::ForOp::create(
-              b, l, zero, width, one, acc,
-              [&](OpBuilder &ib, Location il, Value k, ValueRange t) {
-                Value old =
-                    tensor::ExtractOp::create(ib, il, t[0], ValueRange{row, k});
-                Value g = tensor::ExtractOp::create(ib, il, dy, ValueRange{p, k});
-                Value sum = arith::AddFOp::create(ib, il, old, g);
-                Value next = tensor::InsertOp::create(ib, il, sum, t[0],
-                                                      ValueRange{row, k});
-                scf::YieldOp::create(ib, il, ValueRange{next});
-              });
-          scf::YieldOp::create(b, l, inner.getResults());
+          return arith::IndexCastOp::create(b, l, b.getIndexType(), id)
+              .getResult();
         });
-    rewriter.replaceOp(op, outer.getResult(0));
+    rewriter.replaceOp(op, grad);
     return success();
   }
 };

@@ -29,10 +29,10 @@ struct EmbeddingLowering : public OpRewritePattern<EmbeddingOp> {
     Value table = op.getTable();
     SmallVector<OpFoldResult> sizes = getSizes(rewriter, loc, op.getTokens());
     sizes.push_back(getSizes(rewriter, loc, table)[1]);
-    Type f32 = rewriter.getF32Type();
+    Type elementType = op.getType().getElementType();
     AffineMap tokenMap = AffineMap::get(
         3, 0, {getAffineDimExpr(0, ctx), getAffineDimExpr(1, ctx)}, ctx);
-    Value init = createEmpty(rewriter, loc, sizes, f32);
+    Value init = createEmpty(rewriter, loc, sizes, elementType);
     Value out =
         linalg::GenericOp::create(
             rewriter, loc, TypeRange{init.getType()}, ValueRange{op.getTokens()},
@@ -64,7 +64,8 @@ struct ConcatMemLowering : public OpRewritePattern<ConcatMemOp> {
     Value qlen = tensor::DimOp::create(rewriter, loc, op.getHidden(), 0);
     Value klen = arith::AddIOp::create(rewriter, loc, mlen, qlen);
     SmallVector<OpFoldResult> sizes = {klen, hidSizes[1], hidSizes[2]};
-    Value init = createEmpty(rewriter, loc, sizes, rewriter.getF32Type());
+    Value init =
+        createEmpty(rewriter, loc, sizes, op.getType().getElementType());
     OpFoldResult zero = rewriter.getIndexAttr(0), one = rewriter.getIndexAttr(1);
     SmallVector<OpFoldResult> strides(3, one);
     Value withMem = tensor::InsertSliceOp::create(

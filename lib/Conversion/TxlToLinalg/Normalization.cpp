@@ -35,7 +35,14 @@ struct LayerNormLowering : public OpRewritePattern<LayerNormOp> {
     int64_t features = type.getShape().back();
     if (ShapedType::isDynamic(features))
       return rewriter.notifyMatchFailure(op, "feature dimension must be static");
-    auto invN = rewriter.getF32FloatAttr(1.0f / static_cast<float>(features));
+    // 1 / features rounded once, in the element type (1.0f / n for f32).
+    Type elementType = type.getElementType();
+    const llvm::fltSemantics &semantics =
+        cast<FloatType>(elementType).getFloatSemantics();
+    APFloat invNValue(semantics, 1);
+    invNValue.divide(APFloat(semantics, features),
+                     APFloat::rmNearestTiesToEven);
+    FloatAttr invN = rewriter.getFloatAttr(elementType, invNValue);
 
     Value sum = reduceLastDim(rewriter, loc, ValueRange{x}, 0.0,
                               [](OpBuilder &b, Location l, ValueRange a) -> Value {
@@ -56,7 +63,7 @@ struct LayerNormLowering : public OpRewritePattern<LayerNormOp> {
     AffineMap featureMap =
         AffineMap::get(rank, 0, {getAffineDimExpr(rank - 1, ctx)}, ctx);
     SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
-    FloatAttr eps = op.getEpsilonAttr();
+    FloatAttr eps = castFloatAttr(rewriter, op.getEpsilonAttr(), elementType);
     Value y =
         linalg::GenericOp::create(
             rewriter, loc, TypeRange{type},

@@ -373,11 +373,30 @@ func.func @nll_result(%logits: tensor<?x?x50xf32>, %target: tensor<4x3xi64>) -> 
 
 // -----
 
-// txl ops work on f32 only.
-func.func @embedding_f64(%table: tensor<50x32xf64>, %tokens: tensor<?x?xi64>) -> tensor<?x?x32xf32> {
-  // expected-error @+1 {{'txl.embedding' op operand #0 must be 2D tensor of 32-bit float values}}
+// txl ops work on f32 (the model) or f64 (gradient checks) only.
+func.func @embedding_f16(%table: tensor<50x32xf16>, %tokens: tensor<?x?xi64>) -> tensor<?x?x32xf16> {
+  // expected-error @+1 {{'txl.embedding' op operand #0 must be 2D tensor of 32-bit float or 64-bit float values}}
+  %e = txl.embedding %table, %tokens : tensor<50x32xf16>, tensor<?x?xi64> -> tensor<?x?x32xf16>
+  return %e : tensor<?x?x32xf16>
+}
+
+// -----
+
+// An op computes in one float type (SameFloatElementType): an f64 table
+// cannot give an f32 embedding.
+func.func @embedding_mixed_f32_f64(%table: tensor<50x32xf64>, %tokens: tensor<?x?xi64>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'txl.embedding' op float operands and results must share one element type, got 'f64' and 'f32'}}
   %e = txl.embedding %table, %tokens : tensor<50x32xf64>, tensor<?x?xi64> -> tensor<?x?x32xf32>
   return %e : tensor<?x?x32xf32>
+}
+
+// -----
+
+// Variadic operands are compared too: one f64 output layer among f32 ones.
+func.func @adaptive_nll_mixed_f32_f64(%h: tensor<?x?x8xf32>, %t: tensor<?x?xi64>, %w0: tensor<4x8xf32>, %w1: tensor<6x8xf64>, %b0: tensor<4xf32>, %b1: tensor<6xf32>, %cw: tensor<1x8xf32>, %cb: tensor<1xf32>) -> tensor<?x?xf32> {
+  // expected-error @+1 {{'txl.adaptive_nll' op float operands and results must share one element type, got 'f32' and 'f64'}}
+  %n = txl.adaptive_nll %h, %t weights(%w0, %w1 : tensor<4x8xf32>, tensor<6x8xf64>) biases(%b0, %b1 : tensor<4xf32>, tensor<6xf32>) projs() clusters(%cw, %cb : tensor<1x8xf32>, tensor<1xf32>) {cutoff_ends = array<i64: 0, 4, 10>} : tensor<?x?x8xf32>, tensor<?x?xi64> -> tensor<?x?xf32>
+  return %n : tensor<?x?xf32>
 }
 
 // -----
@@ -393,7 +412,7 @@ func.func @embedding_i32_tokens(%table: tensor<50x32xf32>, %tokens: tensor<?x?xi
 
 // Ranks are restricted: linear takes 2-D to 4-D inputs.
 func.func @linear_rank_1(%x: tensor<32xf32>, %w: tensor<64x32xf32>) -> tensor<64xf32> {
-  // expected-error @+1 {{'txl.linear' op operand #0 must be 2D/3D/4D tensor of 32-bit float values}}
+  // expected-error @+1 {{'txl.linear' op operand #0 must be 2D/3D/4D tensor of 32-bit float or 64-bit float values}}
   %y = txl.linear %x, %w : tensor<32xf32>, tensor<64x32xf32> -> tensor<64xf32>
   return %y : tensor<64xf32>
 }
@@ -402,7 +421,7 @@ func.func @linear_rank_1(%x: tensor<32xf32>, %w: tensor<64x32xf32>) -> tensor<64
 
 // A key must be 3-D (positions) or 4-D (content).
 func.func @attn_score_key_rank(%q: tensor<?x?x2x16xf32>, %k: tensor<?x32xf32>) -> tensor<?x?x?x2xf32> {
-  // expected-error @+1 {{'txl.attn_score' op operand #1 must be 3D/4D tensor of 32-bit float values}}
+  // expected-error @+1 {{'txl.attn_score' op operand #1 must be 3D/4D tensor of 32-bit float or 64-bit float values}}
   %s = txl.attn_score %q, %k : tensor<?x?x2x16xf32>, tensor<?x32xf32> -> tensor<?x?x?x2xf32>
   return %s : tensor<?x?x?x2xf32>
 }
@@ -483,9 +502,9 @@ func.func @pos_emb_odd(%f: tensor<?xf32>, %k: index, %c: i64) -> tensor<?x33xf32
 
 // -----
 
-// txl.add is defined on float32 tensors only.
+// txl.add is defined on float32 and float64 tensors only.
 func.func @add_i32(%a: tensor<?xi32>, %b: tensor<?xi32>) -> tensor<?xi32> {
-  // expected-error @+1 {{'txl.add' op operand #0 must be ranked tensor of 32-bit float values}}
+  // expected-error @+1 {{'txl.add' op operand #0 must be ranked tensor of 32-bit float or 64-bit float values}}
   %s = txl.add %a, %b : tensor<?xi32>
   return %s : tensor<?xi32>
 }
@@ -542,7 +561,7 @@ func.func @adaptive_embedding_proj_shape(%t: tensor<?x?xi64>, %a: tensor<5x8xf32
 // -----
 
 func.func @adaptive_embedding_result(%t: tensor<?x?xi64>, %a: tensor<10x8xf32>, %p: tensor<8x8xf32>) -> tensor<?x8xf32> {
-  // expected-error @+1 {{'txl.adaptive_embedding' op result #0 must be 3D tensor of 32-bit float values}}
+  // expected-error @+1 {{'txl.adaptive_embedding' op result #0 must be 3D tensor of 32-bit float or 64-bit float values}}
   %e = txl.adaptive_embedding %t tables(%a : tensor<10x8xf32>) projs(%p : tensor<8x8xf32>) {cutoff_ends = array<i64: 0, 10>} : tensor<?x?xi64> -> tensor<?x8xf32>
   return %e : tensor<?x8xf32>
 }

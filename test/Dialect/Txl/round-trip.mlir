@@ -175,3 +175,16 @@ func.func @adaptive_nll(%h: tensor<?x?x8xf32>, %t: tensor<?x?xi64>, %w: tensor<1
   %2 = txl.adaptive_nll %h, %t weights(%w : tensor<10x4xf32>) biases(%b : tensor<10xf32>) projs(%p : tensor<8x4xf32>) {cutoff_ends = array<i64: 0, 10>} : tensor<?x?x8xf32>, tensor<?x?xi64> -> tensor<?x?xf32>
   return %0, %1, %2 : tensor<?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>
 }
+
+// float64 (gradient checks): the same ops on f64 tensors; attributes stay f32.
+// CHECK-LABEL: func.func @float64
+// CHECK: txl.linear %{{.+}}, %{{.+}}, %{{.+}} : tensor<?x?x32xf64>, tensor<64x32xf64>, tensor<64xf64> -> tensor<?x?x64xf64>
+// CHECK: txl.layer_norm %{{.+}}, %{{.+}}, %{{.+}} {epsilon = 9.99999974E-6 : f32} : tensor<?x?x64xf64>, tensor<64xf64>, tensor<64xf64>
+// CHECK: txl.masked_softmax %{{.+}}, %{{.+}}, %{{.+}} {scale = 2.500000e-01 : f32} : tensor<?x?x?x2xf64>
+func.func @float64(%x: tensor<?x?x32xf64>, %w: tensor<64x32xf64>, %b: tensor<64xf64>, %g: tensor<64xf64>,
+                   %s: tensor<?x?x?x2xf64>, %ml: index, %sl: i1) -> (tensor<?x?x64xf64>, tensor<?x?x?x2xf64>) {
+  %y = txl.linear %x, %w, %b : tensor<?x?x32xf64>, tensor<64x32xf64>, tensor<64xf64> -> tensor<?x?x64xf64>
+  %n = txl.layer_norm %y, %g, %b {epsilon = 1.0e-05 : f32} : tensor<?x?x64xf64>, tensor<64xf64>, tensor<64xf64>
+  %p = txl.masked_softmax %s, %ml, %sl {scale = 0.25 : f32} : tensor<?x?x?x2xf64>
+  return %n, %p : tensor<?x?x64xf64>, tensor<?x?x?x2xf64>
+}
