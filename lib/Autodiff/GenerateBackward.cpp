@@ -91,6 +91,58 @@ void eraseDeadOps(func::FuncOp fn) {
       op->erase();
 }
 
+/// True for `linalg.fill` of the constant 0 (the zeros of createZerosLike).
+bool isZeroFill(Value v) {
+  auto fill = v.getDefiningOp<linalg::FillOp>();
+  if (!fill)
+    return false;
+  auto cst = fill.getInputs()[0].getDefiningOp<arith::ConstantOp>();
+  auto value = cst ? dyn_cast<FloatAttr>(cst.getValue()) : FloatAttr();
+  return value && value.getValue().isZero();
+}
+
+/// Two unit-stride slices that provably do not overlap: in some dimension
+/// both ranges are static and apart.
+bool disjoint(tensor::InsertSliceOp a, tensor::InsertSliceOp b) {
+  if (!a.hasUnitStride() || !b.hasUnitStride())
+    return false;
+  for (auto [ao, as, bo, bs] :
+       llvm::zip(a.getStaticOffsets(), a.getStaticSizes(), b.getStaticOffsets(),
+                 b.getStaticSizes())) {
+    if (ShapedType::isDynamic(ao) || ShapedType::isDynamic(as) ||
+        ShapedType::isDynamic(bo) || ShapedType::isDynamic(bs))
+      continue;
+    if (ao + as <= bo || bo + bs <= ao)
+      return true;
+  }
+  return false;
+}
+
+/// `slot + g`. When both are slices written into zeros that do not overlap
+/// (the adjoints of tensor.extract_slice: the q, k and v parts of qkv_net's
+/// output), g's slice is written into `slot` instead, so the gradient of
+/// the sliced tensor is one zero fill and no additions.
+Value accumulate(OpBuilder &b, Location loc, Value slot, Value g) {
+  auto piece = g.getDefiningOp<tensor::InsertSliceOp>();
+  bool fold = piece && isZeroFill(piece.getDest()) &&
+              slot.getType() == g.getType();
+  Value base = slot;
+  while (fold) {
+    auto prior = base.getDefiningOp<tensor::InsertSliceOp>();
+    if (!prior) {
+      fold = isZeroFill(base) && base != slot;
+      break;
+    }
+    fold = disjoint(prior, piece);
+    base = prior.getDest();
+  }
+  if (fold)
+    return tensor::InsertSliceOp::create(
+        b, loc, piece.getSource(), slot, piece.getMixedOffsets(),
+        piece.getMixedSizes(), piece.getMixedStrides());
+  return AddOp::create(b, loc, slot, g);
+}
+
 class Differentiator {
 public:
   explicit Differentiator(ModuleOp module) : module(module), symbols(module) {}
@@ -160,7 +212,7 @@ LogicalResult Differentiator::sweep(OpBuilder &b, ArrayRef<Operation *> ops,
       if (!g || !active.contains(operand))
         continue;
       Value &slot = grads[operand];
-      slot = slot ? AddOp::create(b, op->getLoc(), slot, g).getResult() : g;
+      slot = slot ? accumulate(b, op->getLoc(), slot, g) : g;
     }
   }
   return success();

@@ -128,3 +128,35 @@ func.func @segment(%w: tensor<4xf32> {txl.param = "w"}) -> index {
   %c = arith.constant 0 : index
   return %c : index
 }
+
+// -----
+
+// Gradients of disjoint slices of one tensor (the q, k and v parts of
+// qkv_net's output) are written into one zero-filled tensor; overlapping
+// slices are added.
+// CHECK-LABEL: func.func @segment_grad
+// CHECK: %[[Z:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%{{.+}} : tensor<4x4xf32>)
+// CHECK-NEXT: %[[A:.+]] = tensor.insert_slice %{{.+}} into %[[Z]][0, 2] [4, 2] [1, 1]
+// CHECK-NEXT: %[[B:.+]] = tensor.insert_slice %{{.+}} into %[[A]][0, 0] [4, 2] [1, 1]
+// CHECK-NOT: txl.add
+// CHECK: return %{{.+}}, %[[B]]
+func.func @segment(%w: tensor<4x4xf32> {txl.param = "w"}) -> tensor<4x2xf32> {
+  %a = tensor.extract_slice %w[0, 0] [4, 2] [1, 1] : tensor<4x4xf32> to tensor<4x2xf32>
+  %b = tensor.extract_slice %w[0, 2] [4, 2] [1, 1] : tensor<4x4xf32> to tensor<4x2xf32>
+  %s = txl.add %a, %b : tensor<4x2xf32>
+  return %s : tensor<4x2xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @segment_grad
+// CHECK: tensor.insert_slice %{{.+}} into %{{.+}}[0, 1] [4, 2] [1, 1]
+// CHECK: tensor.insert_slice %{{.+}} into %{{.+}}[0, 0] [4, 2] [1, 1]
+// CHECK: %[[S:.+]] = txl.add %{{.+}}, %{{.+}} : tensor<4x4xf32>
+// CHECK: return %{{.+}}, %[[S]]
+func.func @segment(%w: tensor<4x4xf32> {txl.param = "w"}) -> tensor<4x2xf32> {
+  %a = tensor.extract_slice %w[0, 0] [4, 2] [1, 1] : tensor<4x4xf32> to tensor<4x2xf32>
+  %b = tensor.extract_slice %w[0, 1] [4, 2] [1, 1] : tensor<4x4xf32> to tensor<4x2xf32>
+  %s = txl.add %a, %b : tensor<4x2xf32>
+  return %s : tensor<4x2xf32>
+}

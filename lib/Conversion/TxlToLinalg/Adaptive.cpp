@@ -215,6 +215,36 @@ Value sliceRows(OpBuilder &b, Location loc, Value v, int64_t lo, int64_t hi) {
   return tensor::ExtractSliceOp::create(b, loc, v, offsets, sizes, strides);
 }
 
+/// The output layers of txl.adaptive_nll or its backward op, cluster by
+/// cluster: cluster i's weight and bias (rows of the one sliced layer when
+/// div_val = 1), and its input projection (`h @ projs[i]`, or h itself when
+/// there are no projections).
+template <typename OpT>
+class ClusterLayers {
+public:
+  ClusterLayers(OpT op, OpBuilder &b, Location loc)
+      : op(op), b(b), loc(loc), ends(op.getCutoffEnds()) {}
+  bool sliced() { return op.getWeights().size() == 1; }
+  bool projected() { return !op.getProjs().empty(); }
+  Value weight(int64_t i) { return rows(op.getWeights(), i); }
+  Value bias(int64_t i) { return rows(op.getBiases(), i); }
+  Value project(Value h, int64_t i) {
+    return projected() ? createMatmul(b, loc, h, op.getProjs()[i],
+                                      /*transposeRhs=*/false)
+                       : h;
+  }
+
+private:
+  Value rows(ValueRange layers, int64_t i) {
+    return sliced() ? sliceRows(b, loc, layers[0], ends[i], ends[i + 1])
+                    : layers[i];
+  }
+  OpT op;
+  OpBuilder &b;
+  Location loc;
+  ArrayRef<int64_t> ends;
+};
+
 /// txl.linear(x [M, in], w [out, in], bias), left to the linear lowering.
 Value linearRows(OpBuilder &b, Location loc, Value x, Value w, Value bias) {
   auto wType = cast<RankedTensorType>(w.getType());
@@ -273,22 +303,7 @@ struct AdaptiveNllLowering : public OpRewritePattern<AdaptiveNllOp> {
     MLIRContext *ctx = getContext();
     ArrayRef<int64_t> ends = op.getCutoffEnds();
     int64_t tails = static_cast<int64_t>(ends.size()) - 2;
-    bool sliced = op.getWeights().size() == 1;
-    auto weightOf = [&](int64_t i) {
-      Value w = op.getWeights()[sliced ? 0 : i];
-      return sliced ? sliceRows(rewriter, loc, w, ends[i], ends[i + 1]) : w;
-    };
-    auto biasOf = [&](int64_t i) {
-      Value bias = op.getBiases()[sliced ? 0 : i];
-      return sliced ? sliceRows(rewriter, loc, bias, ends[i], ends[i + 1])
-                    : bias;
-    };
-    auto project = [&](Value h, int64_t i) {
-      return op.getProjs().empty()
-                 ? h
-                 : createMatmul(rewriter, loc, h, op.getProjs()[i],
-                                /*transposeRhs=*/false);
-    };
+    ClusterLayers<AdaptiveNllOp> layers(op, rewriter, loc);
 
     Value hidden = createCollapse(rewriter, loc, op.getHidden(), {{0, 1}, {2}});
     Value target = flattenTokens(rewriter, loc, op.getTarget());
@@ -296,8 +311,9 @@ struct AdaptiveNllLowering : public OpRewritePattern<AdaptiveNllOp> {
         getSizes(rewriter, loc, op.getTarget());
 
     // Head: shortlist logits and, separately, the cluster logits.
-    Value headIn = project(hidden, 0);
-    Value shortlist = linearRows(rewriter, loc, headIn, weightOf(0), biasOf(0));
+    Value headIn = layers.project(hidden, 0);
+    Value shortlist =
+        linearRows(rewriter, loc, headIn, layers.weight(0), layers.bias(0));
     SmallVector<Value> headParts = {shortlist};
     Value clusterLogits;
     if (tails > 0) {
@@ -358,8 +374,8 @@ struct AdaptiveNllLowering : public OpRewritePattern<AdaptiveNllOp> {
       Value rows = createClusterRows(rewriter, loc, target, lo, ends[c + 1]);
       Value h = gatherRows(rewriter, loc, hidden, rows,
                            [](OpBuilder &, Location, Value pos) { return pos; });
-      Value logits = linearRows(rewriter, loc, project(h, c), weightOf(c),
-                                biasOf(c));
+      Value logits = linearRows(rewriter, loc, layers.project(h, c),
+                                layers.weight(c), layers.bias(c));
       Value tailLse = createLogSumExp(rewriter, loc, ValueRange{logits});
       Value loV = indexConst(rewriter, loc, lo);
       Value tailNll =
@@ -450,22 +466,8 @@ struct AdaptiveNllGradLowering : public OpRewritePattern<AdaptiveNllGradOp> {
     Location loc = op.getLoc();
     ArrayRef<int64_t> ends = op.getCutoffEnds();
     int64_t tails = static_cast<int64_t>(ends.size()) - 2;
-    bool sliced = op.getWeights().size() == 1;
-    bool projected = !op.getProjs().empty();
-    auto weightOf = [&](int64_t i) {
-      Value w = op.getWeights()[sliced ? 0 : i];
-      return sliced ? sliceRows(rewriter, loc, w, ends[i], ends[i + 1]) : w;
-    };
-    auto biasOf = [&](int64_t i) {
-      Value bias = op.getBiases()[sliced ? 0 : i];
-      return sliced ? sliceRows(rewriter, loc, bias, ends[i], ends[i + 1])
-                    : bias;
-    };
-    auto project = [&](Value h, int64_t i) {
-      return projected ? createMatmul(rewriter, loc, h, op.getProjs()[i],
-                                      /*transposeRhs=*/false)
-                       : h;
-    };
+    ClusterLayers<AdaptiveNllGradOp> layers(op, rewriter, loc);
+    bool sliced = layers.sliced(), projected = layers.projected();
 
     Value hidden = createCollapse(rewriter, loc, op.getHidden(), {{0, 1}, {2}});
     Value target = flattenTokens(rewriter, loc, op.getTarget());
@@ -474,8 +476,9 @@ struct AdaptiveNllGradLowering : public OpRewritePattern<AdaptiveNllGradOp> {
     SmallVector<Value> dWeights, dBiases, dProjs;
 
     // Head.
-    Value headIn = project(hidden, 0);
-    Value shortlist = linearRows(rewriter, loc, headIn, weightOf(0), biasOf(0));
+    Value headIn = layers.project(hidden, 0);
+    Value shortlist =
+        linearRows(rewriter, loc, headIn, layers.weight(0), layers.bias(0));
     SmallVector<Value> headParts = {shortlist};
     Value clusterLogits;
     if (tails > 0) {
@@ -493,7 +496,7 @@ struct AdaptiveNllGradLowering : public OpRewritePattern<AdaptiveNllGradOp> {
           // Tail tokens (t >= ends[1]) match no shortlist column.
           return targetAt(b, l, m);
         });
-    Value dHeadIn = createMatmul(rewriter, loc, dShort, weightOf(0),
+    Value dHeadIn = createMatmul(rewriter, loc, dShort, layers.weight(0),
                                  /*transposeRhs=*/false);
     Value dW0 = createMatmulTransposedLhs(rewriter, loc, dShort, headIn);
     Value dB0 = createSumLeading(rewriter, loc, dShort, 1);
@@ -536,8 +539,9 @@ struct AdaptiveNllGradLowering : public OpRewritePattern<AdaptiveNllGradOp> {
       Value rows = createClusterRows(rewriter, loc, target, lo, ends[c + 1]);
       Value h = gatherRows(rewriter, loc, hidden, rows,
                            [](OpBuilder &, Location, Value pos) { return pos; });
-      Value hp = project(h, c);
-      Value logits = linearRows(rewriter, loc, hp, weightOf(c), biasOf(c));
+      Value hp = layers.project(h, c);
+      Value logits =
+          linearRows(rewriter, loc, hp, layers.weight(c), layers.bias(c));
       Value tailLse = createLogSumExp(rewriter, loc, ValueRange{logits});
       Value loV = indexConst(rewriter, loc, lo);
       Value dL = softmaxMinusOneHot(
@@ -549,7 +553,7 @@ struct AdaptiveNllGradLowering : public OpRewritePattern<AdaptiveNllGradOp> {
           });
       dWeights.push_back(createMatmulTransposedLhs(rewriter, loc, dL, hp));
       dBiases.push_back(createSumLeading(rewriter, loc, dL, 1));
-      Value dHp = createMatmul(rewriter, loc, dL, weightOf(c),
+      Value dHp = createMatmul(rewriter, loc, dL, layers.weight(c),
                                /*transposeRhs=*/false);
       Value dH = dHp;
       if (projected) {

@@ -47,15 +47,41 @@ static Value headsFirst(OpBuilder &b, Location loc, Value x) {
                         {{0, 1}, {2}, {3}});
 }
 
-/// The attention probabilities of txl.rel_attention, [b, n, i, j]:
-/// AC = (q + u) kᵀ by a batched product into the score buffer, then
-/// BD[i, j] = (q_i + v) · r[j + qlen - 1 - i] accumulated onto it at its
-/// shifted position (the unshifted positional scores never exist), then the
-/// scaled, masked softmax over j.
+/// Row `x` of a klen-row tensor when 0 <= x < klen (`one` is the index 1):
+/// `inBounds`, and `index` clamped into range so that a load is always legal (its value is then
+/// discarded by a select).
+struct BoundedRow {
+  Value inBounds;
+  Value index;
+};
+static BoundedRow boundRow(OpBuilder &b, Location l, Value x, Value klen,
+                           Value one) {
+  Value inBounds =
+      arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, x, klen);
+  Value index =
+      arith::MinUIOp::create(b, l, x, arith::SubIOp::create(b, l, klen, one));
+  return {inBounds, index};
+}
+
+/// `j + qlen - 1 - i`: the row of the positional keys that score (i, j)
+/// reads after the official rel_shift.
+static Value shiftedRow(OpBuilder &b, Location l, Value i, Value j, Value qlen,
+                        Value one) {
+  return arith::SubIOp::create(
+      b, l, arith::AddIOp::create(b, l, j, arith::SubIOp::create(b, l, qlen, one)),
+      i);
+}
+
+/// The attention probabilities of txl.rel_attention, [b, n, i, j], from the
+/// queries q and `qu` = q + u ([qlen, b, n, d]); `qv` receives q + v: AC = qu kᵀ
+/// by a batched product into the score buffer, then
+/// BD[i, j] = qv_i · r[j + qlen - 1 - i] accumulated onto it at its shifted
+/// position (the unshifted positional scores never exist), then the scaled,
+/// masked softmax over j.
 static Value createRelAttentionProbs(OpBuilder &rewriter, Location loc,
-                                     Value q, Value k, Value r, Value rWBias,
-                                     Value rRBias, Value memLen,
-                                     Value sameLength, double scale) {
+                                     Value q, Value qu, Value rRBias, Value k,
+                                     Value r, Value memLen, Value sameLength,
+                                     double scale, Value &qv) {
   MLIRContext *ctx = rewriter.getContext();
   SmallVector<OpFoldResult> qs = getSizes(rewriter, loc, q);
   OpFoldResult klenOfr = getSizes(rewriter, loc, k)[0];
@@ -64,14 +90,14 @@ static Value createRelAttentionProbs(OpBuilder &rewriter, Location loc,
   Type et = cast<RankedTensorType>(q.getType()).getElementType();
 
   // AC = (q + u) kᵀ per (batch, head): [b, n, i, j].
-  Value ac = createBatchMatmul(
-      rewriter, loc, headsFirst(rewriter, loc, addHeadBias(rewriter, loc, q, rWBias)),
-      headsFirst(rewriter, loc, k), /*transposeRhs=*/true);
+  Value ac = createBatchMatmul(rewriter, loc, headsFirst(rewriter, loc, qu),
+                               headsFirst(rewriter, loc, k),
+                               /*transposeRhs=*/true);
   ac = createExpand(rewriter, loc, ac, {{0, 1}, {2}, {3}},
                     {qs[1], qs[2], qs[0], klenOfr});
 
   // scores[b, n, i, j] += sum_d (q + v)[i, b, n, d] * r[j + qlen - 1 - i, n, d]
-  Value qv = addHeadBias(rewriter, loc, q, rRBias);
+  qv = addHeadBias(rewriter, loc, q, rRBias);
   AffineExpr db, dn, di, dj, dd;
   bindDims(ctx, db, dn, di, dj, dd);
   SmallVector<utils::IteratorType> iters(4, utils::IteratorType::parallel);
@@ -89,19 +115,13 @@ static Value createRelAttentionProbs(OpBuilder &rewriter, Location loc,
             Value n = linalg::IndexOp::create(b, l, 1);
             Value d = linalg::IndexOp::create(b, l, 4);
             Value one = arith::ConstantIndexOp::create(b, l, 1);
-            Value src = arith::SubIOp::create(
-                b, l,
-                arith::AddIOp::create(
-                    b, l, j, arith::SubIOp::create(b, l, qlen, one)),
-                i);
-            Value inBounds = arith::CmpIOp::create(
-                b, l, arith::CmpIPredicate::ult, src, klen);
-            Value row = arith::MinUIOp::create(
-                b, l, src, arith::SubIOp::create(b, l, klen, one));
-            Value rv = tensor::ExtractOp::create(b, l, r, ValueRange{row, n, d});
+            BoundedRow row =
+                boundRow(b, l, shiftedRow(b, l, i, j, qlen, one), klen, one);
+            Value rv =
+                tensor::ExtractOp::create(b, l, r, ValueRange{row.index, n, d});
             Value prod = arith::MulFOp::create(b, l, a[0], rv);
             Value zero = arith::ConstantOp::create(b, l, b.getFloatAttr(et, 0.0));
-            Value term = arith::SelectOp::create(b, l, inBounds, prod, zero);
+            Value term = arith::SelectOp::create(b, l, row.inBounds, prod, zero);
             linalg::YieldOp::create(
                 b, l, ValueRange{arith::AddFOp::create(b, l, a[1], term)});
           })
@@ -182,10 +202,11 @@ struct RelAttentionLowering : public OpRewritePattern<RelAttentionOp> {
     Location loc = op.getLoc();
     Value q = op.getQuery();
     SmallVector<OpFoldResult> qs = getSizes(rewriter, loc, q);
+    Value qv;
     Value probs = createRelAttentionProbs(
-        rewriter, loc, q, op.getKey(), op.getPosKey(), op.getRWBias(),
-        op.getRRBias(), op.getMemLen(), op.getSameLength(),
-        op.getScale().convertToDouble());
+        rewriter, loc, q, addHeadBias(rewriter, loc, q, op.getRWBias()),
+        op.getRRBias(), op.getKey(), op.getPosKey(), op.getMemLen(),
+        op.getSameLength(), op.getScale().convertToDouble(), qv);
     Value out = createBatchMatmul(
         rewriter, loc, createCollapse(rewriter, loc, probs, {{0, 1}, {2}, {3}}),
         headsFirst(rewriter, loc, op.getValue()), /*transposeRhs=*/false);
@@ -238,9 +259,11 @@ struct RelAttentionGradLowering : public OpRewritePattern<RelAttentionGradOp> {
     Value qlen = tensor::DimOp::create(rewriter, loc, q, 0);
     Value klen = tensor::DimOp::create(rewriter, loc, k, 0);
 
-    Value probs = createRelAttentionProbs(
-        rewriter, loc, q, k, r, op.getRWBias(), op.getRRBias(), op.getMemLen(),
-        op.getSameLength(), scale);
+    Value qu = addHeadBias(rewriter, loc, q, op.getRWBias());
+    Value qv;
+    Value probs = createRelAttentionProbs(rewriter, loc, q, qu, op.getRRBias(),
+                                          k, r, op.getMemLen(),
+                                          op.getSameLength(), scale, qv);
     Value p3 = createCollapse(rewriter, loc, probs, {{0, 1}, {2}, {3}});
     Value dO3 = headsFirst(rewriter, loc, dOut);
     auto toBatchHeads = [&](Value x3, OpFoldResult rows) {
@@ -281,8 +304,7 @@ struct RelAttentionGradLowering : public OpRewritePattern<RelAttentionGradOp> {
                             {qs[1], qs[2], qs[0], klenOfr});
 
     // Content term AC = (q + u) kᵀ.
-    Value qu3 = headsFirst(rewriter, loc,
-                           addHeadBias(rewriter, loc, q, op.getRWBias()));
+    Value qu3 = headsFirst(rewriter, loc, qu);
     Value dQu = toBatchHeads(
         createBatchMatmul(rewriter, loc, dS3, headsFirst(rewriter, loc, k),
                           /*transposeRhs=*/false),
@@ -290,13 +312,6 @@ struct RelAttentionGradLowering : public OpRewritePattern<RelAttentionGradOp> {
     Value dK = createMatmulTransposedLhs(rewriter, loc, dS3, qu3);
 
     // Positional term BD[i, j] = (q + v)_i · r[j + qlen - 1 - i], by index.
-    auto shifted = [&](OpBuilder &b, Location l, Value i, Value j) {
-      Value one = arith::ConstantIndexOp::create(b, l, 1);
-      return arith::SubIOp::create(
-          b, l, arith::AddIOp::create(
-                    b, l, j, arith::SubIOp::create(b, l, qlen, one)),
-          i);
-    };
     Value zeroF = arith::ConstantOp::create(rewriter, loc,
                                             rewriter.getFloatAttr(et, 0.0));
     AffineExpr e0, e1, e2, e3, e4;
@@ -319,21 +334,19 @@ struct RelAttentionGradLowering : public OpRewritePattern<RelAttentionGradOp> {
               Value i = linalg::IndexOp::create(b, l, 2);
               Value d = linalg::IndexOp::create(b, l, 3);
               Value j = linalg::IndexOp::create(b, l, 4);
-              Value src = shifted(b, l, i, j);
-              Value inBounds = arith::CmpIOp::create(
-                  b, l, arith::CmpIPredicate::ult, src, klen);
               Value one = arith::ConstantIndexOp::create(b, l, 1);
-              Value row = arith::MinUIOp::create(
-                  b, l, src, arith::SubIOp::create(b, l, klen, one));
-              Value rv = tensor::ExtractOp::create(b, l, r, ValueRange{row, n, d});
+              BoundedRow row =
+                  boundRow(b, l, shiftedRow(b, l, i, j, qlen, one), klen, one);
+              Value rv = tensor::ExtractOp::create(b, l, r,
+                                                   ValueRange{row.index, n, d});
               Value term = arith::SelectOp::create(
-                  b, l, inBounds, arith::MulFOp::create(b, l, a[0], rv), zeroF);
+                  b, l, row.inBounds, arith::MulFOp::create(b, l, a[0], rv),
+                  zeroF);
               linalg::YieldOp::create(
                   b, l, ValueRange{arith::AddFOp::create(b, l, a[1], term)});
             })
             .getResult(0);
     // dR[m, n, d] = sum_{b, i} dS[b, n, i, m - qlen + 1 + i] (q + v)[i, b, n, d]
-    Value qv = addHeadBias(rewriter, loc, q, op.getRRBias());
     Value dRInit = createFilled(rewriter, loc, {klenOfr, qs[2], qs[3]}, et, 0.0);
     Value dR =
         linalg::GenericOp::create(
@@ -349,19 +362,17 @@ struct RelAttentionGradLowering : public OpRewritePattern<RelAttentionGradOp> {
               Value n = linalg::IndexOp::create(b, l, 1);
               Value bt = linalg::IndexOp::create(b, l, 3);
               Value i = linalg::IndexOp::create(b, l, 4);
-              // j = m - (qlen - 1 - i), valid when 0 <= j < klen.
+              // The inverse of the shift: j = m - (qlen - 1 - i).
               Value one = arith::ConstantIndexOp::create(b, l, 1);
               Value j = arith::SubIOp::create(
                   b, l, arith::AddIOp::create(b, l, m, i),
                   arith::SubIOp::create(b, l, qlen, one));
-              Value inBounds = arith::CmpIOp::create(
-                  b, l, arith::CmpIPredicate::ult, j, klen);
-              Value col = arith::MinUIOp::create(
-                  b, l, j, arith::SubIOp::create(b, l, klen, one));
-              Value g = tensor::ExtractOp::create(b, l, dS,
-                                                  ValueRange{bt, n, i, col});
+              BoundedRow col = boundRow(b, l, j, klen, one);
+              Value g = tensor::ExtractOp::create(
+                  b, l, dS, ValueRange{bt, n, i, col.index});
               Value term = arith::SelectOp::create(
-                  b, l, inBounds, arith::MulFOp::create(b, l, g, a[0]), zeroF);
+                  b, l, col.inBounds, arith::MulFOp::create(b, l, g, a[0]),
+                  zeroF);
               linalg::YieldOp::create(
                   b, l, ValueRange{arith::AddFOp::create(b, l, a[1], term)});
             })
