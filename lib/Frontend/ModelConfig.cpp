@@ -503,6 +503,7 @@ Error ModelFileParser::validateTrain(const ModelConfig &config) {
   const std::pair<StringRef, double> magnitudes[] = {
       {"mom", t.mom},
       {"eta_min", t.etaMin},
+      {"lr_min", t.lrMin},
       {"clip", t.clip},
       {"init_range", t.initRange},
       {"emb_init_range", t.embInitRange},
@@ -590,6 +591,7 @@ Expected<ModelConfig> ModelFileParser::parse(StringRef text) {
                                {"max_step", &t.maxStep},
                                {"eta_min", &t.etaMin},
                                {"decay_rate", &t.decayRate},
+                               {"lr_min", &t.lrMin},
                                {"patience", &t.patience},
                                {"clip", &t.clip},
                                {"clip_nonemb", &t.clipNonemb},

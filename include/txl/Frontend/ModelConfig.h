@@ -79,6 +79,7 @@ struct TrainSection {
   int64_t maxStep = 100000;
   double etaMin = 0.0;
   double decayRate = 0.5;
+  double lrMin = 0.0; ///< lr_min: dev_perf's floor (ReduceLROnPlateau min_lr)
   int64_t patience = 0;
   double clip = 0.25;
   bool clipNonemb = false;

@@ -25,7 +25,7 @@ extern "C" {
 
 /// Bumped whenever the layout below or the segment calling convention changes;
 /// the runtime refuses a generated object with another version.
-#define TXL_ABI_VERSION 2
+#define TXL_ABI_VERSION 3
 
 /// Maximum rank of a parameter tensor.
 #define TXL_MAX_RANK 4
@@ -59,6 +59,22 @@ typedef struct txl_model_info {
   /* [data] */
   const char *dataset;           ///< "ptb", "wt2", ... or "" when unset
   const char *data_path;         ///< may be ""
+  /* [model] regularization */
+  double dropout, dropatt;
+  /* [train], official train.py names and defaults */
+  int64_t batch_size, batch_chunk;
+  const char *optim;             ///< "adam", "sgd" or "adagrad"
+  int32_t n_optim_states;        ///< state tensors per parameter: adam 2, else 1
+  double lr, mom;
+  const char *scheduler;         ///< "cosine", "inv_sqrt", "dev_perf", "constant"
+  int64_t warmup_step, max_step;
+  double eta_min, decay_rate, lr_min;
+  int64_t patience;
+  double clip;
+  const char *init, *emb_init;   ///< "normal" or "uniform"
+  double init_range, emb_init_range, init_std, proj_init_std;
+  int64_t seed, log_interval, eval_interval, max_eval_steps;
+  int32_t varlen;
   /* parameters in the order the segment function takes them */
   int32_t n_params;
   const txl_param_info_t *params;
@@ -92,11 +108,31 @@ typedef void (*txl_segment_fn)(void **args);
 #define TXL_WEAK
 #endif
 
-/* Symbols every txlc-generated object defines (txl_segment_grad unless the
-   model was compiled without a backward segment). */
+/// The generated optimizer update (`@optimizer_step`), packed. With T the
+/// trainable parameters in parameter order and S = n_optim_states:
+///   params[T], grads[T]         float32 memrefs, the parameters' shapes
+///   states[S][T]                adam: exp_avg then exp_avg_sq; sgd: the
+///                               momentum buffer; adagrad: the sum
+///   lr                          double* (the lr of this update)
+///   step                        int64_t* (1 for the first update)
+///   new_params[T] (out), new_states[S][T] (out)
+///   grad_norm (out)             memref<1xf32>: the global L2 norm of the
+///                               gradients before clipping
+/// Gradients are clipped to the global norm `clip` (clip_grad_norm_) when
+/// clip > 0. Outputs must not alias inputs.
+///
+/// The generated schedule (`@learning_rate`), packed: step (int64_t*, the
+/// number of updates done), lr (double*, the lr in effect for update `step`),
+/// out memref<1xf64>: the lr train.py sets after update `step` (step 0: the
+/// lr of the first update).
+
+/* Symbols every txlc-generated object defines (the weak ones unless the
+   model was compiled without training). */
 extern const txl_model_info_t txl_model_info;
 void txl_segment_forward(void **args);
 void txl_segment_grad(void **args) TXL_WEAK;
+void txl_optimizer_step(void **args) TXL_WEAK;
+void txl_learning_rate(void **args) TXL_WEAK;
 
 /*===----------------------------------------------------------------------===*
  * Status
