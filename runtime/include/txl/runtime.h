@@ -180,6 +180,24 @@ void txl_session_release(txl_session_t *session);
 txl_status_t txl_session_load_checkpoint(txl_session_t *session,
                                          const char *path);
 
+/// Initialises every parameter from `seed` as the official train.py
+/// `weights_init` does ([train] init, init_std, init_range, proj_init_std;
+/// see txl/rt/ParamInit.h). Errors: an unknown init scheme.
+txl_status_t txl_session_init_parameters(txl_session_t *session,
+                                         uint64_t seed);
+
+/// Parameter `index` (txl_param_info_t order), float32 row-major with the
+/// parameter's shape, owned by the session and writable (the optimizer
+/// updates it in place). Errors: no parameters loaded; index out of range.
+txl_status_t txl_session_parameter(txl_session_t *session, int32_t index,
+                                   float **out_data);
+
+/// Replaces the memory: `layers[l]` (l = 0..n_layer) is row-major float32
+/// [mlen, batch, d_model], copied. `layers` may be NULL when mlen = 0.
+/// Errors: negative mlen, non-positive batch, a missing layer.
+txl_status_t txl_session_set_memory(txl_session_t *session, int64_t mlen,
+                                    int64_t batch, const float *const *layers);
+
 /// Drops the memory (mlen = 0) for a stream of `batch` columns.
 txl_status_t txl_session_reset_memory(txl_session_t *session, int64_t batch);
 

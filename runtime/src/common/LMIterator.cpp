@@ -72,6 +72,12 @@ LMSegment LMOrderedIterator::segmentAt(int64_t start) const {
   return segment;
 }
 
+void LMOrderedIterator::seek(int64_t row) {
+  if (row < 0)
+    fail(TXL_INVALID_ARGUMENT, "iterator position {} is negative", row);
+  next_ = row;
+}
+
 bool LMOrderedIterator::next(LMSegment &out) {
   if (next_ >= nStep_ - 1)
     return false;

@@ -10,6 +10,8 @@
 
 #include "txl/runtime.h"
 
+#include "txl/rt/MemRef.h"
+#include "txl/rt/ParamInit.h"
 #include "txl/rt/SafeTensors.h"
 #include "txl/rt/Status.h"
 
@@ -21,32 +23,6 @@
 
 using namespace txl::rt;
 
-namespace {
-
-/// Storage for one memref descriptor of rank `rank` over `data`, row-major
-/// contiguous: 2 pointers, the offset, then sizes and strides (int64 words).
-class MemRefDescriptor {
-public:
-  MemRefDescriptor(void *data, const std::vector<int64_t> &sizes)
-      : words_(3 + 2 * sizes.size()) {
-    std::memcpy(&words_[0], &data, sizeof(void *));
-    std::memcpy(&words_[1], &data, sizeof(void *));
-    words_[2] = 0;
-    size_t rank = sizes.size();
-    int64_t stride = 1;
-    for (size_t i = rank; i-- > 0;) {
-      words_[3 + i] = sizes[i];
-      words_[3 + rank + i] = stride;
-      stride *= sizes[i];
-    }
-  }
-  void *get() { return words_.data(); }
-
-private:
-  std::vector<int64_t> words_;
-};
-
-} // namespace
 
 struct txl_session {
   const txl_model_info_t *info = nullptr;
@@ -113,6 +89,63 @@ extern "C" txl_status_t txl_session_load_checkpoint(txl_session_t *session,
     }
     session->params = std::move(params);
     session->loaded = true;
+  });
+}
+
+extern "C" txl_status_t txl_session_init_parameters(txl_session_t *session,
+                                                    uint64_t seed) {
+  return guardStatus([&] {
+    requireSession(session);
+    const txl_model_info_t &info = *session->info;
+    std::vector<std::vector<float>> params(info.n_params);
+    for (int32_t i = 0; i < info.n_params; ++i) {
+      int64_t count = 1;
+      for (int32_t d = 0; d < info.params[i].rank; ++d)
+        count *= info.params[i].shape[d];
+      params[i].resize(count);
+      initParameter(info, i, seed, params[i].data());
+    }
+    session->params = std::move(params);
+    session->loaded = true;
+  });
+}
+
+extern "C" txl_status_t txl_session_parameter(txl_session_t *session,
+                                              int32_t index, float **out_data) {
+  return guardStatus([&] {
+    requireSession(session);
+    if (!out_data)
+      fail(TXL_INVALID_ARGUMENT, "txl_session_parameter: null argument");
+    if (!session->loaded)
+      fail(TXL_INVALID_ARGUMENT, "no checkpoint loaded");
+    if (index < 0 || index >= session->info->n_params)
+      fail(TXL_INVALID_ARGUMENT, "parameter index {} out of range [0, {})",
+           index, session->info->n_params);
+    *out_data = session->params[index].data();
+  });
+}
+
+extern "C" txl_status_t txl_session_set_memory(txl_session_t *session,
+                                               int64_t mlen, int64_t batch,
+                                               const float *const *layers) {
+  return guardStatus([&] {
+    requireSession(session);
+    if (batch <= 0 || mlen < 0)
+      fail(TXL_INVALID_ARGUMENT,
+           "memory of {} rows and batch size {}: need rows >= 0, batch > 0",
+           mlen, batch);
+    const txl_model_info_t &info = *session->info;
+    size_t count = static_cast<size_t>(mlen * batch * info.d_model);
+    std::vector<std::vector<float>> mems(info.n_layer + 1);
+    for (int64_t l = 0; l <= info.n_layer; ++l) {
+      if (count && (!layers || !layers[l]))
+        fail(TXL_INVALID_ARGUMENT, "no memory given for layer {}", l);
+      if (count)
+        mems[l].assign(layers[l], layers[l] + count);
+    }
+    session->mems = std::move(mems);
+    session->mlen = mlen;
+    session->batch = batch;
   });
 }
 

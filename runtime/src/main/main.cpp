@@ -1,9 +1,9 @@
 //===- main.cpp - Entry point of a txlc-generated executable ----*- C++ -*-===//
 //
-// The command line of a compiled model: `eval` (official eval.py over a
-// corpus split) and `run-segments` (reference-style segment runs with NLL and
-// memory dumps). It only parses options with CLI11; the work is in
-// txl/rt/Commands.h. The model comes from the linked `txl_model_info` and
+// The command line of a compiled model: `train` (official train.py), `eval`
+// (official eval.py over a corpus split) and `run-segments` (reference-style
+// segment runs with NLL and memory dumps). It only parses options with CLI11;
+// the work is in txl/rt/Train.h and txl/rt/Commands.h. The model comes from the linked `txl_model_info` and
 // `txl_segment_forward` of the txlc-generated object.
 //
 // Exit status: 0 on success (and for --help), 1 on any error, printed as
@@ -13,6 +13,7 @@
 
 #include "txl/rt/Commands.h"
 #include "txl/rt/Status.h"
+#include "txl/rt/Train.h"
 #include "txl/runtime.h"
 
 #include <CLI/CLI.hpp>
@@ -26,6 +27,7 @@ namespace {
 
 using txl::rt::EvalOptions;
 using txl::rt::RunSegmentsOptions;
+using txl::rt::TrainOptions;
 
 /// argv[0] without its directories.
 std::string programName(const char *argv0) {
@@ -183,6 +185,70 @@ int main(int argc, char **argv) {
                    "OpenBLAS threads, 0 = OpenBLAS default")
       ->default_str("0");
 
+  // train
+  TrainOptions trainOptions;
+  int64_t trainMaxStep = 0, trainLogInterval = 0, trainEvalInterval = 0,
+          trainCheckpointInterval = 0, trainMaxEvalSteps = 0, trainSeed = 0;
+  int trainThreads = 0;
+  bool noPlot = false, noProgress = false;
+  CLI::App *train = app.add_subcommand(
+      "train",
+      "Train as the official train.py does, from the model file's [train] "
+      "section: the generated backward segment, the compiled optimizer and "
+      "schedule, train.py's log lines, a validation every eval-interval "
+      "updates, last/best checkpoints, metrics.jsonl and curves.png in the "
+      "work directory");
+  train->add_option(
+      "--data", trainOptions.dataDir,
+      "Directory holding train.txt, valid.txt, test.txt" +
+          (dataPath.empty()
+               ? std::string(" (no default: the model sets no data_path)")
+               : " (default: " + dataPath + ")"));
+  train->add_option(
+      "--dataset", trainOptions.dataset,
+      "Dataset semantics: ptb, wt2, wt103, enwik8, text8" +
+          (dataset.empty()
+               ? std::string(" (no default: the model sets no dataset)")
+               : " (default: " + dataset + ")"));
+  train
+      ->add_option("--work-dir", trainOptions.workDir,
+                   "Directory for log.txt, metrics.jsonl, last/best "
+                   "checkpoints and curves.png (created)")
+      ->required();
+  train->add_flag("--resume", trainOptions.resume,
+                  "Continue from <work-dir>/last.safetensors exactly where "
+                  "it stopped");
+  CLI::Option *maxStepOpt = train->add_option(
+      "--max-step", trainMaxStep,
+      fmt::format("Stop after this many updates (default: {})", info.max_step));
+  CLI::Option *logIntervalOpt = train->add_option(
+      "--log-interval", trainLogInterval,
+      fmt::format("Updates per log line (default: {})", info.log_interval));
+  CLI::Option *evalIntervalOpt = train->add_option(
+      "--eval-interval", trainEvalInterval,
+      fmt::format("Updates per validation (default: {})", info.eval_interval));
+  CLI::Option *checkpointIntervalOpt = train->add_option(
+      "--checkpoint-interval", trainCheckpointInterval,
+      "Updates per last.safetensors (default: the log interval; also written "
+      "at each validation and at the end)");
+  CLI::Option *maxEvalStepsOpt = train->add_option(
+      "--max-eval-steps", trainMaxEvalSteps,
+      fmt::format("Segments per validation, <= 0 = all (default: {})",
+                  info.max_eval_steps));
+  CLI::Option *seedOpt = train->add_option(
+      "--seed", trainSeed,
+      fmt::format("Seed of the initialisation (default: {}; on --resume the "
+                  "checkpoint's)",
+                  info.seed));
+  CLI::Option *trainThreadsOpt = train->add_option(
+      "--threads", trainThreads,
+      "OpenBLAS threads, recorded in the checkpoint; equal threads give "
+      "bit-equal runs (default: the checkpoint's on --resume, else "
+      "OpenBLAS's default)");
+  train->add_flag("--no-plot", noPlot, "Do not draw curves.png");
+  train->add_flag("--no-progress", noProgress,
+                  "Do not draw the progress bar on a terminal");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &help) {
@@ -192,9 +258,10 @@ int main(int argc, char **argv) {
   } catch (const CLI::ParseError &error) {
     // CLI11 reports a mistyped subcommand as a missing one.
     if (argc > 1 && argv[1][0] != '-' && !eval->parsed() &&
-        !runSegments->parsed())
+        !runSegments->parsed() && !train->parsed())
       return reportError(fmt::format(
-          "unknown subcommand '{}' (expected eval or run-segments)", argv[1]));
+          "unknown subcommand '{}' (expected train, eval or run-segments)",
+          argv[1]));
     return reportError(error.what());
   }
 
@@ -211,6 +278,18 @@ int main(int argc, char **argv) {
       setIfGiven(segClampLenOpt, segClampLen, segOptions.clampLen);
       setIfGiven(segSameLengthOpt, segSameLength, segOptions.sameLength);
       txl::rt::runSegmentsCommand(info, segOptions, stdout);
+    } else if (train->parsed()) {
+      setIfGiven(maxStepOpt, trainMaxStep, trainOptions.maxStep);
+      setIfGiven(logIntervalOpt, trainLogInterval, trainOptions.logInterval);
+      setIfGiven(evalIntervalOpt, trainEvalInterval, trainOptions.evalInterval);
+      setIfGiven(checkpointIntervalOpt, trainCheckpointInterval,
+                 trainOptions.checkpointInterval);
+      setIfGiven(maxEvalStepsOpt, trainMaxEvalSteps, trainOptions.maxEvalSteps);
+      setIfGiven(seedOpt, trainSeed, trainOptions.seed);
+      setIfGiven(trainThreadsOpt, trainThreads, trainOptions.threads);
+      trainOptions.plot = !noPlot;
+      trainOptions.progress = !noProgress;
+      txl::rt::runTrainCommand(info, trainOptions, stdout);
     }
   } catch (const std::exception &error) {
     return reportError(error.what());

@@ -81,6 +81,12 @@ public:
   /// Restarts the iteration at row 0.
   void reset() { next_ = 0; }
 
+  /// The row the next segment starts at (a training checkpoint saves it).
+  int64_t position() const { return next_; }
+  /// Continues the iteration at row `row` (>= 0; past the end, `next`
+  /// returns false). Errors: TXL_INVALID_ARGUMENT for a negative row.
+  void seek(int64_t row);
+
 private:
   int64_t batch_, bptt_, extLen_;
   int64_t nStep_ = 0;

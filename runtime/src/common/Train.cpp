@@ -1,0 +1,790 @@
+//===- Train.cpp - `<model> train`: the official train.py loop --*- C++ -*-===//
+//
+// The loop is train.py's `train()` over an LMOrderedIterator; the numerics
+// are generated code (txl_segment_grad, txl_optimizer_step,
+// txl_learning_rate); this file only sequences them, logs, and saves / restores
+// the state. Everything a later update depends on is in the checkpoint, and
+// every quantity is computed in a fixed order, so a resumed run reproduces
+// the uninterrupted one bit for bit (with the same OpenBLAS thread count).
+//
+//===----------------------------------------------------------------------===//
+
+#include "txl/rt/Train.h"
+
+#include "txl/rt/Corpus.h"
+#include "txl/rt/LMIterator.h"
+#include "txl/rt/MemRef.h"
+#include "txl/rt/Progress.h"
+#include "txl/rt/SafeTensors.h"
+#include "txl/rt/Status.h"
+
+#include <nlohmann/json.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <memory>
+#include <vector>
+
+extern "C" void openblas_set_num_threads(int numThreads);
+extern "C" int openblas_get_num_threads(void);
+
+namespace txl::rt {
+
+namespace {
+
+/// Tag of a checkpoint written by this trainer (metadata "format").
+constexpr std::string_view kCheckpointFormat = "txlc-train-1";
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+int64_t numElements(const txl_param_info_t &p) {
+  int64_t count = 1;
+  for (int32_t d = 0; d < p.rank; ++d)
+    count *= p.shape[d];
+  return count;
+}
+
+Shape shapeOf(const txl_param_info_t &p) {
+  return Shape(p.shape, p.shape + p.rank);
+}
+
+/// A double written so that it reads back exactly ("0x1.47ae147ae147bp-7").
+std::string exactDouble(double value) { return fmt::format("{:a}", value); }
+
+double parseExactDouble(const std::string &text, const std::string &what) {
+  char *end = nullptr;
+  double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0')
+    fail(TXL_DATA_ERROR, "{}: '{}' is not a number", what, text);
+  return value;
+}
+
+int64_t parseInt(const std::string &text, const std::string &what) {
+  char *end = nullptr;
+  long long value = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0')
+    fail(TXL_DATA_ERROR, "{}: '{}' is not an integer", what, text);
+  return value;
+}
+
+/// The resolved settings of one run.
+struct Settings {
+  std::string dataDir, dataset, workDir;
+  int64_t maxStep = 0, logInterval = 0, evalInterval = 0;
+  int64_t checkpointInterval = 0, maxEvalSteps = -1;
+  uint64_t seed = 0;
+  int threads = 0;
+  bool characterLevel = false;
+  // Validation as train.py's evaluate(): eval tgt_len, the memory grown by
+  // what the segment shrank.
+  int64_t evalTgtLen = 0, evalMemLen = 0, evalBatch = 0;
+};
+
+/// The loop's counters: with the parameters, the optimizer state and the
+/// memory, everything a resumed run needs.
+struct LoopState {
+  int64_t step = 0;         ///< updates done (train.py train_step)
+  int64_t epoch = 1;        ///< current epoch, from 1
+  int64_t batchInEpoch = 0; ///< segments consumed in this epoch
+  int64_t iteratorRow = 0;  ///< LMOrderedIterator position
+  double lr = 0;            ///< the lr of the next update
+  std::optional<double> bestValLoss;
+  double intervalLoss = 0;  ///< sum of step losses since the last log line
+  int64_t intervalSteps = 0;
+  int64_t evalCount = 0;
+  // dev_perf: ReduceLROnPlateau's best and bad-epoch count.
+  double plateauBest = std::numeric_limits<double>::infinity();
+  int64_t plateauBad = 0;
+};
+
+/// The compiled optimizer (`txl_optimizer_step`) and its state tensors.
+class Optimizer {
+public:
+  explicit Optimizer(const txl_model_info_t &info) : info_(info) {
+    if (!txl_optimizer_step || !txl_learning_rate)
+      fail(TXL_INVALID_ARGUMENT,
+           "this executable has no compiled optimizer (txl_optimizer_step); "
+           "recompile the model with this txlc");
+    for (int32_t i = 0; i < info.n_params; ++i)
+      if (info.params[i].trainable)
+        trainable_.push_back(i);
+    size_t count = trainable_.size() * static_cast<size_t>(numStates());
+    states_.resize(count);
+    newStates_.resize(count);
+    newParams_.resize(trainable_.size());
+    for (size_t s = 0; s < count; ++s) {
+      int64_t n = numElements(info.params[trainable_[s % trainable_.size()]]);
+      states_[s].assign(n, 0.0f);
+      newStates_[s].resize(n);
+    }
+    for (size_t t = 0; t < trainable_.size(); ++t)
+      newParams_[t].resize(numElements(info.params[trainable_[t]]));
+  }
+
+  int numStates() const { return info_.n_optim_states; }
+  const std::vector<int32_t> &trainable() const { return trainable_; }
+
+  /// The checkpoint name of state `s` of trainable parameter `t`: PyTorch's
+  /// optimizer state keys (exp_avg, exp_avg_sq / momentum_buffer / sum).
+  std::string stateName(int s, size_t t) const {
+    std::string_view optim = info_.optim;
+    std::string_view key = optim == "adam"
+                               ? (s == 0 ? "exp_avg" : "exp_avg_sq")
+                               : (optim == "sgd" ? "momentum_buffer" : "sum");
+    return fmt::format("optim.{}.{}", key, info_.params[trainable_[t]].name);
+  }
+  std::vector<float> &state(int s, size_t t) {
+    return states_[s * trainable_.size() + t];
+  }
+
+  /// One update of every trainable parameter of `session` with `grads`
+  /// (indexed like the parameters); returns the gradient norm before
+  /// clipping.
+  float step(txl_session_t *session, std::vector<std::vector<float>> &grads,
+             double lr, int64_t step) {
+    std::vector<float *> params(trainable_.size());
+    for (size_t t = 0; t < trainable_.size(); ++t)
+      checkStatus(txl_session_parameter(session, trainable_[t], &params[t]));
+    auto shape = [&](size_t t) {
+      const txl_param_info_t &p = info_.params[trainable_[t]];
+      return std::vector<int64_t>(p.shape, p.shape + p.rank);
+    };
+    size_t T = trainable_.size();
+    PackedArgs args;
+    for (size_t t = 0; t < T; ++t)
+      args.memref(params[t], shape(t));
+    for (size_t t = 0; t < T; ++t)
+      args.memref(grads[trainable_[t]].data(), shape(t));
+    for (size_t s = 0; s < states_.size(); ++s)
+      args.memref(states_[s].data(), shape(s % T));
+    args.f64(lr);
+    args.i64(step);
+    for (size_t t = 0; t < T; ++t)
+      args.memref(newParams_[t].data(), shape(t));
+    for (size_t s = 0; s < newStates_.size(); ++s)
+      args.memref(newStates_[s].data(), shape(s % T));
+    float norm[1] = {0};
+    args.memref(norm, {1});
+    txl_optimizer_step(args.data());
+    for (size_t t = 0; t < T; ++t)
+      std::copy(newParams_[t].begin(), newParams_[t].end(), params[t]);
+    std::swap(states_, newStates_);
+    return norm[0];
+  }
+
+private:
+  const txl_model_info_t &info_;
+  std::vector<int32_t> trainable_;
+  std::vector<std::vector<float>> states_, newStates_, newParams_;
+};
+
+/// The compiled schedule: the lr train.py sets after `step` updates when
+/// `lr` was in effect (step 0: the first update's lr).
+double scheduledLr(int64_t step, double lr) {
+  PackedArgs args;
+  args.i64(step);
+  args.f64(lr);
+  double out[1] = {0};
+  args.memref(out, {1});
+  txl_learning_rate(args.data());
+  return out[0];
+}
+
+/// ReduceLROnPlateau(mode 'min', factor decay_rate, patience, min_lr lr_min,
+/// threshold 1e-4 relative, eps 1e-8).step(val_loss), as train.py's
+/// dev_perf scheduler: returns the new lr.
+double plateauStep(const txl_model_info_t &info, LoopState &state,
+                   double valLoss) {
+  if (valLoss < state.plateauBest * (1.0 - 1e-4)) {
+    state.plateauBest = valLoss;
+    state.plateauBad = 0;
+  } else {
+    ++state.plateauBad;
+  }
+  if (state.plateauBad <= info.patience)
+    return state.lr;
+  state.plateauBad = 0;
+  double reduced = std::max(state.lr * info.decay_rate, info.lr_min);
+  return state.lr - reduced > 1e-8 ? reduced : state.lr;
+}
+
+struct SessionDeleter {
+  void operator()(txl_session_t *session) const {
+    txl_session_release(session);
+  }
+};
+using SessionPtr = std::unique_ptr<txl_session_t, SessionDeleter>;
+
+/// A copy of a session's memory.
+struct MemorySnapshot {
+  int64_t mlen = 0, batch = 0;
+  std::vector<std::vector<float>> layers;
+
+  static MemorySnapshot take(const txl_model_info_t &info,
+                             txl_session_t *session, int64_t batch) {
+    MemorySnapshot snapshot;
+    snapshot.batch = batch;
+    for (int64_t l = 0; l <= info.n_layer; ++l) {
+      const float *data = nullptr;
+      checkStatus(txl_session_memory(session, l, &data, &snapshot.mlen));
+      snapshot.layers.emplace_back(data,
+                                   data + snapshot.mlen * batch * info.d_model);
+    }
+    return snapshot;
+  }
+  void restore(txl_session_t *session) const {
+    std::vector<const float *> pointers;
+    for (const auto &layer : layers)
+      pointers.push_back(layer.data());
+    checkStatus(
+        txl_session_set_memory(session, mlen, batch, pointers.data()));
+  }
+};
+
+/// Mean NLL (nats) of an ordered split as train.py's evaluate(): memory
+/// from empty, carried over the split, at most `maxSteps` segments when > 0.
+double evaluateStream(const txl_model_info_t &info, txl_session_t *session,
+                      const std::vector<int64_t> &stream,
+                      const Settings &settings, std::string_view label,
+                      bool progress) {
+  LMOrderedIterator iterator(stream, settings.evalBatch, settings.evalTgtLen);
+  if (iterator.numSegments() == 0)
+    fail(TXL_DATA_ERROR, "the {} split is too short for one segment", label);
+  txl_run_options_t options{};
+  options.mem_len = settings.evalMemLen;
+  options.clamp_len = info.clamp_len;
+  options.same_length = info.same_length;
+  checkStatus(txl_session_reset_memory(session, settings.evalBatch));
+  ProgressBar bar(std::string(label), iterator.numPredictedTokens(), stderr,
+                  progress && isatty(fileno(stderr)));
+  std::vector<float> nll;
+  double total = 0;
+  int64_t tokens = 0, segments = 0;
+  LMSegment segment;
+  while (iterator.next(segment)) {
+    if (settings.maxEvalSteps > 0 && segments >= settings.maxEvalSteps)
+      break;
+    nll.resize(static_cast<size_t>(segment.seqLen * segment.batch));
+    checkStatus(txl_session_run_segment(session, segment.data.data(),
+                                        segment.target.data(), segment.seqLen,
+                                        segment.batch, &options, nll.data()));
+    for (float value : nll)
+      total += value;
+    tokens += segment.seqLen * segment.batch;
+    ++segments;
+    bar.update(tokens);
+  }
+  return total / static_cast<double>(tokens);
+}
+
+Settings resolveSettings(const txl_model_info_t &info,
+                         const TrainOptions &options) {
+  Settings s;
+  s.dataDir = options.dataDir.empty() ? info.data_path : options.dataDir;
+  s.dataset = options.dataset.empty() ? info.dataset : options.dataset;
+  s.workDir = options.workDir;
+  if (s.workDir.empty())
+    fail(TXL_INVALID_ARGUMENT, "train needs --work-dir");
+  if (s.dataset.empty())
+    fail(TXL_INVALID_ARGUMENT,
+         "no dataset: the model file sets no [data] dataset; pass --dataset");
+  if (s.dataDir.empty())
+    fail(TXL_INVALID_ARGUMENT,
+         "no data directory: the model file sets no [data] path; pass --data");
+  if (datasetSpec(s.dataset).sentenceLevel)
+    fail(TXL_INVALID_ARGUMENT,
+         "training on '{}' (a sentence-level corpus) is not supported yet; "
+         "ordered corpora (ptb, wt2, wt103, enwik8, text8) are",
+         s.dataset);
+  s.characterLevel = isCharacterDataset(s.dataset);
+  s.maxStep = options.maxStep.value_or(info.max_step);
+  s.logInterval = options.logInterval.value_or(info.log_interval);
+  s.evalInterval = options.evalInterval.value_or(info.eval_interval);
+  s.checkpointInterval = options.checkpointInterval.value_or(s.logInterval);
+  s.maxEvalSteps = options.maxEvalSteps.value_or(info.max_eval_steps);
+  s.seed = static_cast<uint64_t>(options.seed.value_or(info.seed));
+  for (auto [name, value] :
+       {std::pair<const char *, int64_t>{"max-step", s.maxStep},
+        {"log-interval", s.logInterval},
+        {"eval-interval", s.evalInterval},
+        {"checkpoint-interval", s.checkpointInterval}})
+    if (value <= 0)
+      fail(TXL_INVALID_ARGUMENT, "--{} must be positive, got {}", name, value);
+  if (info.batch_chunk != 1)
+    fail(TXL_INVALID_ARGUMENT,
+         "[train] batch_chunk = {} is not supported yet (use 1)",
+         info.batch_chunk);
+  if (info.varlen)
+    fail(TXL_INVALID_ARGUMENT, "[train] varlen = true is not supported yet");
+  if (options.threads && *options.threads < 0)
+    fail(TXL_INVALID_ARGUMENT, "--threads must not be negative, got {}",
+         *options.threads);
+  s.evalTgtLen = info.eval_tgt_len;
+  s.evalMemLen = info.mem_len + info.tgt_len - info.eval_tgt_len;
+  if (info.mem_len == 0 || s.evalMemLen < 0)
+    s.evalMemLen = 0; // train.py grows ext_len instead; ext_len is 0 here
+  s.evalBatch = info.eval_batch_size;
+  return s;
+}
+
+/// Where the work directory's files go.
+struct WorkPaths {
+  std::string log, metrics, last, best, plot;
+  explicit WorkPaths(const std::string &dir)
+      : log(dir + "/log.txt"), metrics(dir + "/metrics.jsonl"),
+        last(dir + "/last.safetensors"), best(dir + "/best.safetensors"),
+        plot(dir + "/curves.png") {}
+};
+
+void makeDirectory(const std::string &dir) {
+  std::string partial;
+  for (size_t i = 0; i <= dir.size(); ++i) {
+    if (i == dir.size() || dir[i] == '/') {
+      if (!partial.empty() && ::mkdir(partial.c_str(), 0777) != 0 &&
+          errno != EEXIST)
+        fail(TXL_IO_ERROR, "{}: cannot create directory: {}", partial,
+             std::strerror(errno));
+    }
+    if (i < dir.size())
+      partial += dir[i];
+  }
+}
+
+/// The model tensors: every parameter under its name and its tied aliases
+/// (so that the official load_state_dict finds every key).
+void addModelTensors(const txl_model_info_t &info, txl_session_t *session,
+                     TensorMap &tensors) {
+  for (int32_t i = 0; i < info.n_params; ++i) {
+    const txl_param_info_t &p = info.params[i];
+    float *data = nullptr;
+    checkStatus(txl_session_parameter(session, i, &data));
+    tensors[p.name] = TensorBlob::f32(shapeOf(p), data);
+    for (const char *const *alias = p.aliases; *alias; ++alias)
+      tensors[*alias] = tensors[p.name];
+  }
+}
+
+void saveTrainingCheckpoint(const std::string &path,
+                            const txl_model_info_t &info,
+                            txl_session_t *session, Optimizer &optimizer,
+                            const LoopState &state, const Settings &settings,
+                            int64_t batch) {
+  TensorMap tensors;
+  addModelTensors(info, session, tensors);
+  for (int s = 0; s < optimizer.numStates(); ++s)
+    for (size_t t = 0; t < optimizer.trainable().size(); ++t)
+      tensors[optimizer.stateName(s, t)] = TensorBlob::f32(
+          shapeOf(info.params[optimizer.trainable()[t]]),
+          optimizer.state(s, t).data());
+  MemorySnapshot memory = MemorySnapshot::take(info, session, batch);
+  if (memory.mlen > 0)
+    for (int64_t l = 0; l <= info.n_layer; ++l)
+      tensors[fmt::format("train.mems.layer{}", l)] = TensorBlob::f32(
+          {memory.mlen, batch, info.d_model}, memory.layers[l].data());
+  std::map<std::string, std::string> meta = {
+      {"format", std::string(kCheckpointFormat)},
+      {"model", info.model_name},
+      {"dataset", settings.dataset},
+      {"step", std::to_string(state.step)},
+      {"epoch", std::to_string(state.epoch)},
+      {"batch_in_epoch", std::to_string(state.batchInEpoch)},
+      {"iterator_row", std::to_string(state.iteratorRow)},
+      {"lr", exactDouble(state.lr)},
+      {"best_val_loss",
+       state.bestValLoss ? exactDouble(*state.bestValLoss) : "none"},
+      {"interval_loss", exactDouble(state.intervalLoss)},
+      {"interval_steps", std::to_string(state.intervalSteps)},
+      {"eval_count", std::to_string(state.evalCount)},
+      {"plateau_best", exactDouble(state.plateauBest)},
+      {"plateau_bad", std::to_string(state.plateauBad)},
+      {"mem_rows", std::to_string(memory.mlen)},
+      {"batch_size", std::to_string(batch)},
+      {"seed", std::to_string(settings.seed)},
+      {"threads", std::to_string(settings.threads)}};
+  writeSafeTensors(path, tensors, meta);
+}
+
+/// Restores parameters, optimizer state, memory and counters from a
+/// checkpoint written by saveTrainingCheckpoint; returns its settings'
+/// seed and threads through `settings` where the command line left them.
+LoopState loadTrainingCheckpoint(const std::string &path,
+                                 const txl_model_info_t &info,
+                                 txl_session_t *session, Optimizer &optimizer,
+                                 Settings &settings,
+                                 const TrainOptions &options, int64_t batch) {
+  SafeTensorsFile file = SafeTensorsFile::open(path);
+  const auto &meta = file.metadata();
+  auto get = [&](const std::string &key) -> const std::string & {
+    auto it = meta.find(key);
+    if (it == meta.end())
+      fail(TXL_DATA_ERROR,
+           "{}: not a txlc training checkpoint (no '{}' in its metadata)",
+           path, key);
+    return it->second;
+  };
+  if (get("format") != kCheckpointFormat)
+    fail(TXL_DATA_ERROR, "{}: checkpoint format '{}', expected '{}'", path,
+         get("format"), kCheckpointFormat);
+  if (get("model") != info.model_name)
+    fail(TXL_DATA_ERROR, "{}: checkpoint of model '{}', this is '{}'", path,
+         get("model"), info.model_name);
+  auto integer = [&](const std::string &key) {
+    return parseInt(get(key), path + ": metadata '" + key + "'");
+  };
+  auto real = [&](const std::string &key) {
+    return parseExactDouble(get(key), path + ": metadata '" + key + "'");
+  };
+  if (integer("batch_size") != batch)
+    fail(TXL_DATA_ERROR, "{}: checkpoint trained with batch size {}, the "
+         "model file now says {}", path, integer("batch_size"), batch);
+
+  checkStatus(txl_session_load_checkpoint(session, path.c_str()));
+  for (int s = 0; s < optimizer.numStates(); ++s)
+    for (size_t t = 0; t < optimizer.trainable().size(); ++t)
+      file.readF32(optimizer.stateName(s, t),
+                   shapeOf(info.params[optimizer.trainable()[t]]),
+                   optimizer.state(s, t).data());
+  int64_t mlen = integer("mem_rows");
+  std::vector<std::vector<float>> layers(info.n_layer + 1);
+  std::vector<const float *> pointers;
+  for (int64_t l = 0; l <= info.n_layer && mlen > 0; ++l) {
+    layers[l].resize(mlen * batch * info.d_model);
+    file.readF32(fmt::format("train.mems.layer{}", l),
+                 {mlen, batch, info.d_model}, layers[l].data());
+    pointers.push_back(layers[l].data());
+  }
+  checkStatus(txl_session_set_memory(session, mlen, batch,
+                                     mlen > 0 ? pointers.data() : nullptr));
+
+  LoopState state;
+  state.step = integer("step");
+  state.epoch = integer("epoch");
+  state.batchInEpoch = integer("batch_in_epoch");
+  state.iteratorRow = integer("iterator_row");
+  state.lr = real("lr");
+  if (get("best_val_loss") != "none")
+    state.bestValLoss = real("best_val_loss");
+  state.intervalLoss = real("interval_loss");
+  state.intervalSteps = integer("interval_steps");
+  state.evalCount = integer("eval_count");
+  state.plateauBest = real("plateau_best");
+  state.plateauBad = integer("plateau_bad");
+  if (!options.seed)
+    settings.seed = static_cast<uint64_t>(integer("seed"));
+  if (!options.threads)
+    settings.threads = static_cast<int>(integer("threads"));
+  return state;
+}
+
+/// Keeps the metrics lines of updates up to `step` (a resumed run
+/// rewrites what came after its checkpoint).
+void truncateMetrics(const std::string &path, int64_t step) {
+  std::ifstream in(path);
+  if (!in)
+    return;
+  std::string kept, line;
+  while (std::getline(in, line)) {
+    nlohmann::json record = nlohmann::json::parse(line, nullptr, false);
+    if (record.is_object() && record.value("step", int64_t(0)) <= step &&
+        record.value("kind", "") != "test")
+      kept += line + "\n";
+  }
+  writeFileAtomic(path, kept);
+}
+
+/// curves.png from metrics.jsonl with gnuplot; a warning when it fails.
+void plotCurves(const WorkPaths &paths, std::FILE *out) {
+  std::ifstream in(paths.metrics);
+  std::string train, valid, line;
+  while (std::getline(in, line)) {
+    nlohmann::json r = nlohmann::json::parse(line, nullptr, false);
+    if (!r.is_object() || !r.contains("loss"))
+      continue;
+    std::string row =
+        fmt::format("{} {}\n", r.value("step", int64_t(0)),
+                    r.value("loss", 0.0));
+    if (r.value("kind", "") == "train")
+      train += row;
+    else if (r.value("kind", "") == "valid")
+      valid += row;
+  }
+  std::string dir = paths.plot.substr(0, paths.plot.rfind('/'));
+  std::string trainData = dir + "/.curves_train.dat";
+  std::string validData = dir + "/.curves_valid.dat";
+  writeFileAtomic(trainData, train);
+  writeFileAtomic(validData, valid);
+  std::string script = fmt::format(
+      "set terminal pngcairo size 960,540\n"
+      "set output '{}'\n"
+      "set xlabel 'step'\nset ylabel 'loss (nats per token)'\n"
+      "set grid\nset key top right\n"
+      "plot '{}' using 1:2 with lines title 'train', "
+      "'{}' using 1:2 with linespoints title 'valid'\n",
+      paths.plot, trainData, validData);
+  std::FILE *gnuplot = ::popen("gnuplot 2>&1", "w");
+  int status = -1;
+  if (gnuplot) {
+    std::fputs(script.c_str(), gnuplot);
+    status = ::pclose(gnuplot);
+  }
+  std::remove(trainData.c_str());
+  std::remove(validData.c_str());
+  if (status != 0)
+    fmt::print(out, "warning: gnuplot failed; no {}\n", paths.plot);
+}
+
+} // namespace
+
+std::string formatTrainLine(int64_t epoch, int64_t step, int64_t batches,
+                            double lr, double msPerBatch, double loss,
+                            bool characterLevel) {
+  std::string line = fmt::format(
+      "| epoch {:3d} step {:>8d} | {:>6d} batches | lr {:.3g} | ms/batch "
+      "{:5.2f} | loss {:5.2f}",
+      epoch, step, batches, lr, msPerBatch, loss);
+  if (characterLevel)
+    return line + fmt::format(" | bpc {:9.5f}", loss / std::log(2.0));
+  return line + fmt::format(" | ppl {:9.3f}", std::exp(loss));
+}
+
+std::string formatValidLine(int64_t evalIndex, int64_t step, double seconds,
+                            double loss, bool characterLevel) {
+  std::string line = fmt::format(
+      "| Eval {:3d} at step {:>8d} | time: {:5.2f}s | valid loss {:5.2f}",
+      evalIndex, step, seconds, loss);
+  if (characterLevel)
+    return line + fmt::format(" | bpc {:9.5f}", loss / std::log(2.0));
+  return line + fmt::format(" | valid ppl {:9.3f}", std::exp(loss));
+}
+
+void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
+                     std::FILE *out) {
+  Settings settings = resolveSettings(info, options);
+  if (!txl_segment_grad)
+    fail(TXL_INVALID_ARGUMENT,
+         "this executable has no backward segment (txl_segment_grad); "
+         "compile the model with --backward (the default)");
+  WorkPaths paths(settings.workDir);
+  makeDirectory(settings.workDir);
+  if (options.resume) {
+    struct stat st;
+    if (::stat(paths.last.c_str(), &st) != 0)
+      fail(TXL_NOT_FOUND, "{}: nothing to resume (no checkpoint)", paths.last);
+  }
+
+  Corpus corpus = loadCorpus(settings.dataset, settings.dataDir);
+  if (static_cast<int64_t>(corpus.vocab.size()) != info.n_token)
+    fail(TXL_DATA_ERROR,
+         "the '{}' vocabulary built from {} has {} symbols but the model "
+         "has n_token = {}",
+         settings.dataset, settings.dataDir, corpus.vocab.size(), info.n_token);
+  const int64_t batch = info.batch_size;
+  LMOrderedIterator iterator(corpus.train, batch, info.tgt_len);
+  if (iterator.numSegments() == 0)
+    fail(TXL_DATA_ERROR, "the train split is too short for one segment");
+
+  txl_session_t *raw = nullptr;
+  checkStatus(txl_session_create(&info, nullptr, &raw));
+  SessionPtr session(raw);
+  Optimizer optimizer(info);
+  LoopState state;
+  if (options.resume) {
+    state = loadTrainingCheckpoint(paths.last, info, session.get(), optimizer,
+                                   settings, options, batch);
+    iterator.seek(state.iteratorRow);
+    truncateMetrics(paths.metrics, state.step);
+  } else {
+    checkStatus(txl_session_init_parameters(session.get(), settings.seed));
+    checkStatus(txl_session_reset_memory(session.get(), batch));
+    state.lr = scheduledLr(0, info.lr);
+    std::remove(paths.metrics.c_str());
+  }
+  if (settings.threads > 0)
+    openblas_set_num_threads(settings.threads);
+  settings.threads = openblas_get_num_threads();
+
+  std::ofstream logFile(paths.log, std::ios::app);
+  std::ofstream metrics(paths.metrics, std::ios::app);
+  ProgressBar bar("train", (settings.maxStep - state.step) * batch *
+                               info.tgt_len,
+                  stderr, options.progress && isatty(fileno(stderr)));
+  auto log = [&](const std::string &line) {
+    bar.finish();
+    fmt::print(out, "{}\n", line);
+    std::fflush(out);
+    logFile << line << '\n' << std::flush;
+  };
+  auto record = [&](nlohmann::json json) {
+    metrics << json.dump() << '\n' << std::flush;
+  };
+
+  int64_t nAll = 0, nNonEmb = 0;
+  for (int32_t i = 0; i < info.n_params; ++i) {
+    if (!info.params[i].trainable)
+      continue;
+    nAll += numElements(info.params[i]);
+    if (std::string_view(info.params[i].name).substr(0, 7) == "layers.")
+      nNonEmb += numElements(info.params[i]);
+  }
+  if (options.resume)
+    log(fmt::format("| resumed from {} at step {} (epoch {})", paths.last,
+                    state.step, state.epoch));
+  else
+    log(fmt::format("#params = {}\n#non emb params = {}", nAll, nNonEmb));
+  log(fmt::format("| optim {} | lr {} | scheduler {} | warmup_step {} | "
+                  "max_step {} | batch_size {} | tgt_len {} | mem_len {} | "
+                  "seed {} | threads {}",
+                  info.optim, info.lr, info.scheduler, info.warmup_step,
+                  settings.maxStep, batch, info.tgt_len, info.mem_len,
+                  settings.seed, settings.threads));
+
+  std::vector<std::vector<float>> grads(info.n_params);
+  std::vector<float *> gradPtrs(info.n_params, nullptr);
+  for (int32_t i = 0; i < info.n_params; ++i)
+    if (info.params[i].trainable) {
+      grads[i].resize(numElements(info.params[i]));
+      gradPtrs[i] = grads[i].data();
+    }
+  txl_run_options_t runOptions{};
+  runOptions.mem_len = info.mem_len;
+  runOptions.clamp_len = info.clamp_len;
+  runOptions.same_length = info.same_length;
+
+  std::vector<float> nll;
+  auto intervalStart = Clock::now();
+  auto evalStart = Clock::now();
+  int64_t stepsThisInterval = 0, tokensDone = 0;
+  LMSegment segment;
+  while (state.step < settings.maxStep) {
+    if (!iterator.next(segment)) {
+      // train.py: the epoch ends with the iterator; train() starts the next
+      // one with an empty memory.
+      ++state.epoch;
+      state.batchInEpoch = 0;
+      iterator.reset();
+      checkStatus(txl_session_reset_memory(session.get(), batch));
+      iterator.next(segment);
+    }
+    nll.resize(static_cast<size_t>(segment.seqLen * batch));
+    checkStatus(txl_session_run_segment_grad(
+        session.get(), segment.data.data(), segment.target.data(),
+        segment.seqLen, batch, &runOptions, nll.data(), gradPtrs.data()));
+    double sum = 0;
+    for (float value : nll)
+      sum += value;
+    // train.py: loss.float().mean() as a float32, summed in a Python float.
+    float loss = static_cast<float>(sum / static_cast<double>(nll.size()));
+    float gradNorm = optimizer.step(session.get(), grads, state.lr,
+                                    state.step + 1);
+    ++state.step;
+    ++state.batchInEpoch;
+    state.iteratorRow = iterator.position();
+    state.lr = scheduledLr(state.step, state.lr);
+    state.intervalLoss += loss;
+    ++state.intervalSteps;
+    ++stepsThisInterval;
+    tokensDone += segment.seqLen * batch;
+    bar.update(tokensDone);
+    if (!std::isfinite(loss))
+      fail(TXL_DATA_ERROR, "the training loss is {} at step {}", loss,
+           state.step);
+
+    bool saveLast = state.step % settings.checkpointInterval == 0 ||
+                    state.step == settings.maxStep;
+    if (state.step % settings.logInterval == 0) {
+      double seconds = secondsSince(intervalStart);
+      double ms = seconds * 1000.0 / static_cast<double>(stepsThisInterval);
+      double meanLoss = state.intervalLoss / double(state.intervalSteps);
+      log(formatTrainLine(state.epoch, state.step, state.batchInEpoch,
+                          state.lr, ms, meanLoss, settings.characterLevel));
+      record({{"kind", "train"},
+              {"step", state.step},
+              {"epoch", state.epoch},
+              {"batches", state.batchInEpoch},
+              {"lr", state.lr},
+              {"loss", meanLoss},
+              {"last_loss", loss},
+              {"grad_norm", gradNorm},
+              {"ms_per_batch", ms},
+              {"tokens_per_s", double(stepsThisInterval * batch *
+                                      info.tgt_len) / seconds}});
+      state.intervalLoss = 0;
+      state.intervalSteps = 0;
+      stepsThisInterval = 0;
+      intervalStart = Clock::now();
+    }
+    if (state.step % settings.evalInterval == 0) {
+      MemorySnapshot memory =
+          MemorySnapshot::take(info, session.get(), batch);
+      double valLoss = evaluateStream(info, session.get(), corpus.valid,
+                                      settings, "valid", options.progress);
+      memory.restore(session.get());
+      ++state.evalCount;
+      log(std::string(100, '-'));
+      log(formatValidLine(state.evalCount, state.step, secondsSince(evalStart),
+                          valLoss, settings.characterLevel));
+      log(std::string(100, '-'));
+      record({{"kind", "valid"},
+              {"step", state.step},
+              {"loss", valLoss},
+              {"ppl", std::exp(valLoss)},
+              {"bpc", valLoss / std::log(2.0)}});
+      if (!state.bestValLoss || valLoss < *state.bestValLoss) {
+        state.bestValLoss = valLoss;
+        TensorMap best;
+        addModelTensors(info, session.get(), best);
+        writeSafeTensors(paths.best, best,
+                         {{"step", std::to_string(state.step)},
+                          {"valid_loss", exactDouble(valLoss)}});
+      }
+      if (std::string_view(info.scheduler) == "dev_perf")
+        state.lr = plateauStep(info, state, valLoss);
+      saveLast = true;
+      evalStart = Clock::now();
+    }
+    if (saveLast)
+      saveTrainingCheckpoint(paths.last, info, session.get(), optimizer, state,
+                             settings, batch);
+  }
+  bar.finish();
+  log(std::string(100, '-'));
+  log("End of training");
+
+  // train.py evaluates the test split with the best saved model.
+  struct stat st;
+  if (::stat(paths.best.c_str(), &st) == 0)
+    checkStatus(txl_session_load_checkpoint(session.get(), paths.best.c_str()));
+  double testLoss = evaluateStream(info, session.get(), corpus.test, settings,
+                                   "test", options.progress);
+  log(std::string(100, '='));
+  log(settings.characterLevel
+          ? fmt::format("| End of training | test loss {:5.2f} | test bpc "
+                        "{:9.5f}",
+                        testLoss, testLoss / std::log(2.0))
+          : fmt::format("| End of training | test loss {:5.2f} | test ppl "
+                        "{:9.3f}",
+                        testLoss, std::exp(testLoss)));
+  log(std::string(100, '='));
+  record({{"kind", "test"},
+          {"step", state.step},
+          {"loss", testLoss},
+          {"ppl", std::exp(testLoss)},
+          {"bpc", testLoss / std::log(2.0)}});
+  metrics.close();
+  if (options.plot)
+    plotCurves(paths, out);
+}
+
+} // namespace txl::rt
