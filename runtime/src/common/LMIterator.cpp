@@ -5,6 +5,8 @@
 #include "txl/rt/Status.h"
 
 #include <algorithm>
+#include <cmath>
+#include <sstream>
 #include <numeric>
 
 namespace txl::rt {
@@ -54,7 +56,9 @@ int64_t LMOrderedIterator::numPredictedTokens() const {
   return nStep_ < 2 ? 0 : (nStep_ - 1) * batch_;
 }
 
-LMSegment LMOrderedIterator::segmentAt(int64_t start) const {
+LMSegment LMOrderedIterator::segmentAt(int64_t start, int64_t bptt) const {
+  if (bptt <= 0)
+    bptt = bptt_;
   if (start < 0 || start >= nStep_ - 1)
     fail(TXL_INVALID_ARGUMENT,
          "segment start {} out of range: the stream has {} rows of {}", start,
@@ -62,7 +66,7 @@ LMSegment LMOrderedIterator::segmentAt(int64_t start) const {
   LMSegment segment;
   segment.start = start;
   segment.batch = batch_;
-  segment.seqLen = std::min(bptt_, nStep_ - 1 - start);
+  segment.seqLen = std::min(bptt, nStep_ - 1 - start);
   int64_t begin = std::max<int64_t>(0, start - extLen_);
   int64_t end = start + segment.seqLen;
   segment.dataRows = end - begin;
@@ -110,6 +114,66 @@ std::vector<int64_t> NumpyRandomState::permutation(int64_t n) {
   std::vector<int64_t> order = identityOrder(n);
   shuffle(order);
   return order;
+}
+
+double NumpyRandomState::randomSample() {
+  uint64_t a = engine_() >> 5, b = engine_() >> 6;
+  return (double(a) * 67108864.0 + double(b)) / 9007199254740992.0;
+}
+
+double NumpyRandomState::normal(double loc, double scale) {
+  if (hasGauss_) {
+    hasGauss_ = false;
+    return loc + scale * gauss_;
+  }
+  double x1, x2, r2;
+  do {
+    x1 = 2.0 * randomSample() - 1.0;
+    x2 = 2.0 * randomSample() - 1.0;
+    r2 = x1 * x1 + x2 * x2;
+  } while (r2 >= 1.0 || r2 == 0.0);
+  double f = std::sqrt(-2.0 * std::log(r2) / r2);
+  gauss_ = f * x1;
+  hasGauss_ = true;
+  return loc + scale * (f * x2);
+}
+
+std::string NumpyRandomState::save() const {
+  std::ostringstream out;
+  out << engine_ << ' ' << (hasGauss_ ? 1 : 0) << ' '
+      << fmt::format("{:a}", gauss_);
+  return out.str();
+}
+
+void NumpyRandomState::restore(const std::string &text) {
+  std::istringstream in(text);
+  std::mt19937 engine;
+  int hasGauss = 0;
+  std::string gauss;
+  if (!(in >> engine >> hasGauss >> gauss))
+    fail(TXL_DATA_ERROR, "malformed random generator state");
+  engine_ = engine;
+  hasGauss_ = hasGauss != 0;
+  gauss_ = std::strtod(gauss.c_str(), nullptr);
+}
+
+LMVarlenIterator::LMVarlenIterator(const std::vector<int64_t> &stream,
+                                   int64_t batch, int64_t bptt,
+                                   NumpyRandomState &rng)
+    : rows_(stream, batch, bptt), rng_(rng) {}
+
+bool LMVarlenIterator::next(LMSegment &out) {
+  int64_t nStep = rows_.numSteps();
+  if (nStep < 2 || (next_ > 0 && next_ >= nStep - 2))
+    return false;
+  int64_t tgtLen = rows_.bptt();
+  double bptt = rng_.randomSample() < 0.95 ? double(tgtLen) : tgtLen / 2.0;
+  // int() truncates toward zero; min_len 5, max_len tgt_len + 3 * 5.
+  auto length = static_cast<int64_t>(rng_.normal(bptt, 5.0));
+  length = std::min<int64_t>(tgtLen + 15, std::max<int64_t>(5, length));
+  out = rows_.segmentAt(next_, length);
+  next_ += out.seqLen;
+  return true;
 }
 
 LMStreamBatcher::LMStreamBatcher(int64_t batch, int64_t bptt, int64_t extLen)

@@ -98,7 +98,7 @@ struct LoopState {
   int64_t step = 0;         ///< updates done (train.py train_step)
   int64_t epoch = 1;        ///< current epoch, from 1
   int64_t batchInEpoch = 0; ///< segments consumed in this epoch
-  int64_t iteratorRow = 0;  ///< LMOrderedIterator position
+  int64_t iteratorRow = 0;  ///< the train iterator's position
   double lr = 0;            ///< the lr of the next update
   std::optional<double> bestValLoss;
   double intervalLoss = 0;  ///< sum of step losses since the last log line
@@ -253,6 +253,97 @@ struct MemorySnapshot {
   }
 };
 
+/// The data side of train.py's loop: the train iterator (fixed-length, or
+/// varlen drawing from the numpy generator train.py seeds with `seed`) and
+/// the memory of each of the batch_chunk column chunks (train.py keeps one
+/// `mems` per chunk). The session holds the memory of the chunk being run.
+class TrainingData {
+public:
+  TrainingData(const txl_model_info_t &info, const std::vector<int64_t> &stream,
+               uint64_t seed)
+      : info_(info), chunks_(info.batch_chunk),
+        chunkBatch_(info.batch_size / info.batch_chunk),
+        rng_(static_cast<uint32_t>(seed)) {
+    if (info.varlen)
+      varlen_.emplace(stream, info.batch_size, info.tgt_len, rng_);
+    else
+      fixed_.emplace(stream, info.batch_size, info.tgt_len);
+    const LMOrderedIterator &rows = varlen_ ? varlen_->rows() : *fixed_;
+    if (rows.numSegments() == 0)
+      fail(TXL_DATA_ERROR, "the train split is too short for one segment");
+    mems_.resize(chunks_);
+    for (MemorySnapshot &m : mems_)
+      m.batch = chunkBatch_;
+  }
+
+  int64_t chunks() const { return chunks_; }
+  int64_t chunkBatch() const { return chunkBatch_; }
+  bool next(LMSegment &out) {
+    return varlen_ ? varlen_->next(out) : fixed_->next(out);
+  }
+  int64_t position() const {
+    return varlen_ ? varlen_->position() : fixed_->position();
+  }
+  void seek(int64_t row) {
+    if (varlen_)
+      varlen_->seek(row);
+    else
+      fixed_->seek(row);
+  }
+  NumpyRandomState &rng() { return rng_; }
+
+  /// A new epoch: the iterator from row 0, every chunk's memory empty.
+  void startEpoch(txl_session_t *session) {
+    seek(0);
+    for (MemorySnapshot &m : mems_) {
+      m.mlen = 0;
+      m.layers.assign(info_.n_layer + 1, {});
+    }
+    checkStatus(txl_session_reset_memory(session, chunkBatch_));
+  }
+
+  /// Makes chunk `c`'s memory the session's (a no-op with one chunk).
+  void enterChunk(txl_session_t *session, int64_t c) {
+    if (chunks_ > 1)
+      mems_[c].restore(session);
+  }
+  /// Keeps the session's memory as chunk `c`'s.
+  void leaveChunk(txl_session_t *session, int64_t c) {
+    if (chunks_ > 1)
+      mems_[c] = MemorySnapshot::take(info_, session, chunkBatch_);
+  }
+  /// Chunk `c`'s memory (the session's with one chunk).
+  MemorySnapshot memory(txl_session_t *session, int64_t c) const {
+    return chunks_ > 1 ? mems_[c]
+                       : MemorySnapshot::take(info_, session, chunkBatch_);
+  }
+  void setMemory(txl_session_t *session, int64_t c, MemorySnapshot memory) {
+    if (chunks_ > 1)
+      mems_[c] = std::move(memory);
+    else
+      memory.restore(session);
+  }
+
+  /// Columns [c * chunkBatch, (c + 1) * chunkBatch) of a [rows, batch]
+  /// block (torch.chunk(data, batch_chunk, 1)).
+  std::vector<int64_t> chunkColumns(const std::vector<int64_t> &block,
+                                    int64_t rows, int64_t c) const {
+    std::vector<int64_t> out(static_cast<size_t>(rows * chunkBatch_));
+    for (int64_t r = 0; r < rows; ++r)
+      std::copy_n(block.begin() + r * info_.batch_size + c * chunkBatch_,
+                  chunkBatch_, out.begin() + r * chunkBatch_);
+    return out;
+  }
+
+private:
+  const txl_model_info_t &info_;
+  int64_t chunks_, chunkBatch_;
+  NumpyRandomState rng_;
+  std::optional<LMOrderedIterator> fixed_;
+  std::optional<LMVarlenIterator> varlen_;
+  std::vector<MemorySnapshot> mems_;
+};
+
 /// Mean NLL (nats) of an ordered split as train.py's evaluate(): memory
 /// from empty, carried over the split, at most `maxSteps` segments when > 0.
 double evaluateStream(const txl_model_info_t &info, txl_session_t *session,
@@ -322,12 +413,9 @@ Settings resolveSettings(const txl_model_info_t &info,
         {"checkpoint-interval", s.checkpointInterval}})
     if (value <= 0)
       fail(TXL_INVALID_ARGUMENT, "--{} must be positive, got {}", name, value);
-  if (info.batch_chunk != 1)
-    fail(TXL_INVALID_ARGUMENT,
-         "[train] batch_chunk = {} is not supported yet (use 1)",
-         info.batch_chunk);
-  if (info.varlen)
-    fail(TXL_INVALID_ARGUMENT, "[train] varlen = true is not supported yet");
+  if (info.batch_chunk <= 0 || info.batch_size % info.batch_chunk != 0)
+    fail(TXL_INVALID_ARGUMENT, "[train] batch_chunk {} must divide batch_size {}",
+         info.batch_chunk, info.batch_size);
   if (options.threads && *options.threads < 0)
     fail(TXL_INVALID_ARGUMENT, "--threads must not be negative, got {}",
          *options.threads);
@@ -380,7 +468,7 @@ void saveTrainingCheckpoint(const std::string &path,
                             const txl_model_info_t &info,
                             txl_session_t *session, Optimizer &optimizer,
                             const LoopState &state, const Settings &settings,
-                            int64_t batch) {
+                            TrainingData &data) {
   TensorMap tensors;
   addModelTensors(info, session, tensors);
   for (int s = 0; s < optimizer.numStates(); ++s)
@@ -388,11 +476,15 @@ void saveTrainingCheckpoint(const std::string &path,
       tensors[optimizer.stateName(s, t)] = TensorBlob::f32(
           shapeOf(info.params[optimizer.trainable()[t]]),
           optimizer.state(s, t).data());
-  MemorySnapshot memory = MemorySnapshot::take(info, session, batch);
-  if (memory.mlen > 0)
-    for (int64_t l = 0; l <= info.n_layer; ++l)
-      tensors[fmt::format("train.mems.layer{}", l)] = TensorBlob::f32(
-          {memory.mlen, batch, info.d_model}, memory.layers[l].data());
+  int64_t mlen = 0;
+  for (int64_t c = 0; c < data.chunks(); ++c) {
+    MemorySnapshot memory = data.memory(session, c);
+    mlen = memory.mlen;
+    for (int64_t l = 0; l <= info.n_layer && mlen > 0; ++l)
+      tensors[fmt::format("train.mems.chunk{}.layer{}", c, l)] =
+          TensorBlob::f32({mlen, memory.batch, info.d_model},
+                          memory.layers[l].data());
+  }
   std::map<std::string, std::string> meta = {
       {"format", std::string(kCheckpointFormat)},
       {"model", info.model_name},
@@ -409,8 +501,10 @@ void saveTrainingCheckpoint(const std::string &path,
       {"eval_count", std::to_string(state.evalCount)},
       {"plateau_best", exactDouble(state.plateauBest)},
       {"plateau_bad", std::to_string(state.plateauBad)},
-      {"mem_rows", std::to_string(memory.mlen)},
-      {"batch_size", std::to_string(batch)},
+      {"mem_rows", std::to_string(mlen)},
+      {"batch_size", std::to_string(info.batch_size)},
+      {"batch_chunk", std::to_string(data.chunks())},
+      {"numpy_rng", data.rng().save()},
       {"seed", std::to_string(settings.seed)},
       {"threads", std::to_string(settings.threads)}};
   writeSafeTensors(path, tensors, meta);
@@ -423,7 +517,8 @@ LoopState loadTrainingCheckpoint(const std::string &path,
                                  const txl_model_info_t &info,
                                  txl_session_t *session, Optimizer &optimizer,
                                  Settings &settings,
-                                 const TrainOptions &options, int64_t batch) {
+                                 const TrainOptions &options,
+                                 TrainingData &data) {
   SafeTensorsFile file = SafeTensorsFile::open(path);
   const auto &meta = file.metadata();
   auto get = [&](const std::string &key) -> const std::string & {
@@ -446,9 +541,13 @@ LoopState loadTrainingCheckpoint(const std::string &path,
   auto real = [&](const std::string &key) {
     return parseExactDouble(get(key), path + ": metadata '" + key + "'");
   };
-  if (integer("batch_size") != batch)
-    fail(TXL_DATA_ERROR, "{}: checkpoint trained with batch size {}, the "
-         "model file now says {}", path, integer("batch_size"), batch);
+  if (integer("batch_size") != info.batch_size ||
+      integer("batch_chunk") != data.chunks())
+    fail(TXL_DATA_ERROR,
+         "{}: checkpoint trained with batch_size {} in {} chunks, the model "
+         "file now says {} in {}",
+         path, integer("batch_size"), integer("batch_chunk"), info.batch_size,
+         data.chunks());
 
   checkStatus(txl_session_load_checkpoint(session, path.c_str()));
   for (int s = 0; s < optimizer.numStates(); ++s)
@@ -457,16 +556,20 @@ LoopState loadTrainingCheckpoint(const std::string &path,
                    shapeOf(info.params[optimizer.trainable()[t]]),
                    optimizer.state(s, t).data());
   int64_t mlen = integer("mem_rows");
-  std::vector<std::vector<float>> layers(info.n_layer + 1);
-  std::vector<const float *> pointers;
-  for (int64_t l = 0; l <= info.n_layer && mlen > 0; ++l) {
-    layers[l].resize(mlen * batch * info.d_model);
-    file.readF32(fmt::format("train.mems.layer{}", l),
-                 {mlen, batch, info.d_model}, layers[l].data());
-    pointers.push_back(layers[l].data());
+  for (int64_t c = 0; c < data.chunks(); ++c) {
+    MemorySnapshot memory;
+    memory.mlen = mlen;
+    memory.batch = data.chunkBatch();
+    memory.layers.resize(info.n_layer + 1);
+    for (int64_t l = 0; l <= info.n_layer && mlen > 0; ++l) {
+      memory.layers[l].resize(mlen * memory.batch * info.d_model);
+      file.readF32(fmt::format("train.mems.chunk{}.layer{}", c, l),
+                   {mlen, memory.batch, info.d_model},
+                   memory.layers[l].data());
+    }
+    data.setMemory(session, c, std::move(memory));
   }
-  checkStatus(txl_session_set_memory(session, mlen, batch,
-                                     mlen > 0 ? pointers.data() : nullptr));
+  data.rng().restore(get("numpy_rng"));
 
   LoopState state;
   state.step = integer("step");
@@ -591,23 +694,23 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
          "has n_token = {}",
          settings.dataset, settings.dataDir, corpus.vocab.size(), info.n_token);
   const int64_t batch = info.batch_size;
-  LMOrderedIterator iterator(corpus.train, batch, info.tgt_len);
-  if (iterator.numSegments() == 0)
-    fail(TXL_DATA_ERROR, "the train split is too short for one segment");
 
   txl_session_t *raw = nullptr;
   checkStatus(txl_session_create(&info, nullptr, &raw));
   SessionPtr session(raw);
   Optimizer optimizer(info);
+  // A resumed run restores the numpy generator's state from the checkpoint.
+  TrainingData data(info, corpus.train, settings.seed);
   LoopState state;
   if (options.resume) {
+    checkStatus(txl_session_reset_memory(session.get(), data.chunkBatch()));
     state = loadTrainingCheckpoint(paths.last, info, session.get(), optimizer,
-                                   settings, options, batch);
-    iterator.seek(state.iteratorRow);
+                                   settings, options, data);
+    data.seek(state.iteratorRow);
     truncateMetrics(paths.metrics, state.step);
   } else {
     checkStatus(txl_session_init_parameters(session.get(), settings.seed));
-    checkStatus(txl_session_reset_memory(session.get(), batch));
+    data.startEpoch(session.get());
     state.lr = scheduledLr(0, info.lr);
     std::remove(paths.metrics.c_str());
   }
@@ -650,13 +753,19 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
                   settings.maxStep, batch, info.tgt_len, info.mem_len,
                   settings.seed, settings.threads));
 
-  std::vector<std::vector<float>> grads(info.n_params);
+  // grads: the update's gradient; chunkGrads: one chunk's, accumulated
+  // into grads as train.py's backward of loss / batch_chunk does.
+  const int64_t chunks = data.chunks();
+  std::vector<std::vector<float>> grads(info.n_params), chunkGrads;
   std::vector<float *> gradPtrs(info.n_params, nullptr);
   for (int32_t i = 0; i < info.n_params; ++i)
-    if (info.params[i].trainable) {
+    if (info.params[i].trainable)
       grads[i].resize(numElements(info.params[i]));
-      gradPtrs[i] = grads[i].data();
-    }
+  if (chunks > 1)
+    chunkGrads = grads;
+  for (int32_t i = 0; i < info.n_params; ++i)
+    if (info.params[i].trainable)
+      gradPtrs[i] = chunks > 1 ? chunkGrads[i].data() : grads[i].data();
   txl_run_options_t runOptions{};
   runOptions.mem_len = info.mem_len;
   runOptions.clamp_len = info.clamp_len;
@@ -668,29 +777,52 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
   int64_t stepsThisInterval = 0, tokensDone = 0;
   LMSegment segment;
   while (state.step < settings.maxStep) {
-    if (!iterator.next(segment)) {
+    if (!data.next(segment)) {
       // train.py: the epoch ends with the iterator; train() starts the next
       // one with an empty memory.
       ++state.epoch;
       state.batchInEpoch = 0;
-      iterator.reset();
-      checkStatus(txl_session_reset_memory(session.get(), batch));
-      iterator.next(segment);
+      data.startEpoch(session.get());
+      data.next(segment);
     }
-    nll.resize(static_cast<size_t>(segment.seqLen * batch));
-    checkStatus(txl_session_run_segment_grad(
-        session.get(), segment.data.data(), segment.target.data(),
-        segment.seqLen, batch, &runOptions, nll.data(), gradPtrs.data()));
-    double sum = 0;
-    for (float value : nll)
-      sum += value;
-    // train.py: loss.float().mean() as a float32, summed in a Python float.
-    float loss = static_cast<float>(sum / static_cast<double>(nll.size()));
+    // train.py: per chunk, loss.float().mean() / batch_chunk, backward
+    // (gradients accumulate) and train_loss += its float value.
+    double loss = 0;
+    const float chunkScale = 1.0f / static_cast<float>(chunks);
+    for (int64_t c = 0; c < chunks; ++c) {
+      std::vector<int64_t> chunkData, chunkTarget;
+      if (chunks > 1) {
+        chunkData = data.chunkColumns(segment.data, segment.dataRows, c);
+        chunkTarget = data.chunkColumns(segment.target, segment.seqLen, c);
+      }
+      data.enterChunk(session.get(), c);
+      nll.resize(static_cast<size_t>(segment.seqLen * data.chunkBatch()));
+      checkStatus(txl_session_run_segment_grad(
+          session.get(),
+          chunks > 1 ? chunkData.data() : segment.data.data(),
+          chunks > 1 ? chunkTarget.data() : segment.target.data(),
+          segment.seqLen, data.chunkBatch(), &runOptions, nll.data(),
+          gradPtrs.data()));
+      data.leaveChunk(session.get(), c);
+      double sum = 0;
+      for (float value : nll)
+        sum += value;
+      float mean = static_cast<float>(sum / static_cast<double>(nll.size()));
+      loss += static_cast<float>(mean / static_cast<float>(chunks));
+      if (chunks == 1)
+        continue;
+      for (int32_t i = 0; i < info.n_params; ++i) {
+        std::vector<float> &total = grads[i], &part = chunkGrads[i];
+        for (size_t k = 0; k < total.size(); ++k)
+          total[k] = c == 0 ? part[k] * chunkScale
+                            : total[k] + part[k] * chunkScale;
+      }
+    }
     float gradNorm = optimizer.step(session.get(), grads, state.lr,
                                     state.step + 1);
     ++state.step;
     ++state.batchInEpoch;
-    state.iteratorRow = iterator.position();
+    state.iteratorRow = data.position();
     state.lr = scheduledLr(state.step, state.lr);
     state.intervalLoss += loss;
     ++state.intervalSteps;
@@ -726,8 +858,9 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
       intervalStart = Clock::now();
     }
     if (state.step % settings.evalInterval == 0) {
+      // Validation replaces the session's memory; keep the training one.
       MemorySnapshot memory =
-          MemorySnapshot::take(info, session.get(), batch);
+          MemorySnapshot::take(info, session.get(), data.chunkBatch());
       double valLoss = evaluateStream(info, session.get(), corpus.valid,
                                       settings, "valid", options.progress);
       memory.restore(session.get());
@@ -756,7 +889,7 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
     }
     if (saveLast)
       saveTrainingCheckpoint(paths.last, info, session.get(), optimizer, state,
-                             settings, batch);
+                             settings, data);
   }
   bar.finish();
   log(std::string(100, '-'));

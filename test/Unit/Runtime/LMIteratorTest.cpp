@@ -386,3 +386,57 @@ TEST(LMMultiFileIteratorTest, EmptyAndMissing) {
 
 } // namespace
 } // namespace txl::rt
+
+namespace txl::rt {
+namespace {
+
+// Values printed by numpy 1.24 after np.random.seed(1111).
+TEST(NumpyRandomStateTest, RandomAndNormalMatchNumpy) {
+  NumpyRandomState rng(1111);
+  EXPECT_DOUBLE_EQ(rng.randomSample(), 0.09554919920876204);
+  EXPECT_DOUBLE_EQ(rng.randomSample(), 0.9250037018616327);
+  EXPECT_DOUBLE_EQ(rng.randomSample(), 0.34357342320721895);
+  std::string saved = rng.save();
+  EXPECT_DOUBLE_EQ(rng.normal(64, 5), 60.177389280130484);
+  // The second value of a polar pair comes from the cache, and survives
+  // save/restore.
+  std::string mid = rng.save();
+  EXPECT_DOUBLE_EQ(rng.normal(64, 5), 60.14536031607655);
+  EXPECT_DOUBLE_EQ(rng.normal(64, 5), 63.83356280969498);
+  EXPECT_DOUBLE_EQ(rng.randomSample(), 0.7844253488091156);
+  NumpyRandomState other(7);
+  other.restore(mid);
+  EXPECT_DOUBLE_EQ(other.normal(64, 5), 60.14536031607655);
+  other.restore(saved);
+  EXPECT_DOUBLE_EQ(other.normal(64, 5), 60.177389280130484);
+  EXPECT_THROW(other.restore("not a state"), Error);
+}
+
+// np.random.seed(1111); the official get_varlen_iter lengths at bptt 70:
+// [68, 72, 66, 66, 68, 71, 68, 62].
+TEST(LMVarlenIteratorTest, LengthsMatchTrainPy) {
+  std::vector<int64_t> stream(2 * 1000);
+  for (size_t i = 0; i < stream.size(); ++i)
+    stream[i] = static_cast<int64_t>(i);
+  NumpyRandomState rng(1111);
+  LMVarlenIterator iterator(stream, 2, 70, rng);
+  std::vector<int64_t> lengths, starts;
+  LMSegment segment;
+  while (iterator.next(segment)) {
+    lengths.push_back(segment.seqLen);
+    starts.push_back(segment.start);
+  }
+  ASSERT_GE(lengths.size(), 8u);
+  EXPECT_EQ(std::vector<int64_t>(lengths.begin(), lengths.begin() + 8),
+            (std::vector<int64_t>{68, 72, 66, 66, 68, 71, 68, 62}));
+  // Consecutive, and stopping once the start reaches n_step - 2 = 998.
+  for (size_t i = 1; i < starts.size(); ++i)
+    EXPECT_EQ(starts[i], starts[i - 1] + lengths[i - 1]);
+  EXPECT_LT(starts.back(), 998);
+  EXPECT_GE(starts.back() + lengths.back(), 998);
+  // Column 1 of row r is token 1000 + r; the target is the next row.
+  EXPECT_EQ(segment.target[1], segment.data[1] + 1);
+}
+
+} // namespace
+} // namespace txl::rt

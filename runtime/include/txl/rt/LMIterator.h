@@ -70,9 +70,10 @@ public:
   /// Tokens predicted over the whole iteration: (n_step - 1) * batch.
   int64_t numPredictedTokens() const;
 
-  /// Official `get_batch(i)`: the segment starting at row `start`, which must
-  /// be in [0, n_step - 1) (TXL_INVALID_ARGUMENT otherwise).
-  LMSegment segmentAt(int64_t start) const;
+  /// Official `get_batch(i, bptt)`: the segment of at most `bptt` (default:
+  /// the iterator's) rows starting at row `start`, which must be in
+  /// [0, n_step - 1) (TXL_INVALID_ARGUMENT otherwise).
+  LMSegment segmentAt(int64_t start, int64_t bptt = 0) const;
 
   /// Fills `out` with the next segment and returns true, or returns false at
   /// the end.
@@ -117,8 +118,48 @@ public:
   /// `np.random.permutation(n)`: a shuffled 0, 1, ..., n - 1.
   std::vector<int64_t> permutation(int64_t n);
 
+  /// `np.random.random()`: 53 random bits, (a >> 5) * 2^26 + (b >> 6)
+  /// over 2^53, in [0, 1).
+  double randomSample();
+
+  /// `np.random.normal(loc, scale)`: loc + scale * gauss, gauss from the
+  /// legacy polar method, which draws pairs and caches the second value.
+  double normal(double loc, double scale);
+
+  /// The whole state (engine and cached gauss) as text, and back; a resumed
+  /// run continues the same sequence. Errors (restore): TXL_DATA_ERROR for
+  /// text `save` did not write.
+  std::string save() const;
+  void restore(const std::string &text);
+
 private:
   std::mt19937 engine_;
+  bool hasGauss_ = false;
+  double gauss_ = 0;
+};
+
+/// Official `LMOrderedIterator.get_varlen_iter(start, std=5, min_len=5,
+/// max_deviation=3)` (train.py `--varlen`): before each segment it draws
+/// bptt = tgt_len with probability 0.95, else tgt_len / 2, then the length
+/// int(normal(bptt, 5)) clipped to [5, tgt_len + 15] (two draws from the
+/// global numpy generator); it yields while its start row is 0 or below
+/// n_step - 2.
+class LMVarlenIterator {
+public:
+  /// Errors: as LMOrderedIterator.
+  LMVarlenIterator(const std::vector<int64_t> &stream, int64_t batch,
+                   int64_t bptt, NumpyRandomState &rng);
+
+  bool next(LMSegment &out);
+  void reset() { next_ = 0; }
+  int64_t position() const { return next_; }
+  void seek(int64_t row) { next_ = row; }
+  const LMOrderedIterator &rows() const { return rows_; }
+
+private:
+  LMOrderedIterator rows_;
+  NumpyRandomState &rng_;
+  int64_t next_ = 0;
 };
 
 /// The official `LMShuffledIterator.stream_iterator(sent_stream)` loop: `bsz`
