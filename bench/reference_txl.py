@@ -9,7 +9,10 @@ cases and the benchmark models use:
   `r_w_bias`, `r_r_bias`), pre_lnorm or post-LN, same_length, clamp_len;
 - AdaptiveEmbedding and ProjectedAdaptiveLogSoftmax without cutoffs
   (div_val 1, one cluster; an optional d_embed != d_model projection);
-- eval mode only (dropout is the identity and is therefore left out).
+- dropout at the official positions (word and position embedding, attention
+  output, inside the feed-forward, final hidden); no dropatt. In eval mode
+  (what the evaluation benchmarks use) it is the identity; bench_train.py
+  times train-mode steps.
 
 The computation is deliberately the official one, op for op: `torch.einsum`
 for the attention scores, the official `_rel_shift` (zero pad + view + slice),
@@ -41,13 +44,13 @@ class PositionalEmbedding(nn.Module):
 
 
 class PositionwiseFF(nn.Module):
-    def __init__(self, d_model, d_inner, pre_lnorm):
+    def __init__(self, d_model, d_inner, pre_lnorm, dropout=0.0):
         super().__init__()
-        # Index 0 and 3 as in the official nn.Sequential
-        # (Linear, ReLU, Dropout, Linear, Dropout).
+        # The official nn.Sequential (Linear, ReLU, Dropout, Linear, Dropout).
         self.CoreNet = nn.Sequential(
-            nn.Linear(d_model, d_inner), nn.ReLU(inplace=True), nn.Identity(),
-            nn.Linear(d_inner, d_model), nn.Identity())
+            nn.Linear(d_model, d_inner), nn.ReLU(inplace=True),
+            nn.Dropout(dropout), nn.Linear(d_inner, d_model),
+            nn.Dropout(dropout))
         self.layer_norm = nn.LayerNorm(d_model)
         self.pre_lnorm = pre_lnorm
 
@@ -58,9 +61,10 @@ class PositionwiseFF(nn.Module):
 
 
 class RelPartialLearnableMultiHeadAttn(nn.Module):
-    def __init__(self, n_head, d_model, d_head, pre_lnorm):
+    def __init__(self, n_head, d_model, d_head, pre_lnorm, dropout=0.0):
         super().__init__()
         self.n_head, self.d_model, self.d_head = n_head, d_model, d_head
+        self.drop = nn.Dropout(dropout)
         self.qkv_net = nn.Linear(d_model, 3 * n_head * d_head, bias=False)
         self.o_net = nn.Linear(n_head * d_head, d_model, bias=False)
         self.r_net = nn.Linear(d_model, n_head * d_head, bias=False)
@@ -114,18 +118,19 @@ class RelPartialLearnableMultiHeadAttn(nn.Module):
         attn_vec = torch.einsum("ijbn,jbnd->ibnd", (attn_prob, w_head_v))
         attn_vec = attn_vec.contiguous().view(
             qlen, bsz, self.n_head * self.d_head)
-        attn_out = self.o_net(attn_vec)
+        attn_out = self.drop(self.o_net(attn_vec))
         if self.pre_lnorm:
             return w + attn_out
         return self.layer_norm(w + attn_out)
 
 
 class RelPartialLearnableDecoderLayer(nn.Module):
-    def __init__(self, n_head, d_model, d_head, d_inner, pre_lnorm):
+    def __init__(self, n_head, d_model, d_head, d_inner, pre_lnorm,
+                 dropout=0.0):
         super().__init__()
         self.dec_attn = RelPartialLearnableMultiHeadAttn(
-            n_head, d_model, d_head, pre_lnorm)
-        self.pos_ff = PositionwiseFF(d_model, d_inner, pre_lnorm)
+            n_head, d_model, d_head, pre_lnorm, dropout)
+        self.pos_ff = PositionwiseFF(d_model, d_inner, pre_lnorm, dropout)
 
     def forward(self, dec_inp, r, r_w_bias, r_r_bias, dec_attn_mask, mems):
         out = self.dec_attn(dec_inp, r, r_w_bias, r_r_bias,
@@ -176,7 +181,7 @@ class MemTransformerLM(nn.Module):
     def __init__(self, n_token, n_layer, n_head, d_model, d_head, d_inner,
                  d_embed=None, tie_weight=True, tie_projs=(False,),
                  pre_lnorm=False, tgt_len=None, ext_len=0, mem_len=0,
-                 same_length=False, clamp_len=-1):
+                 same_length=False, clamp_len=-1, dropout=0.0):
         super().__init__()
         d_embed = d_model if d_embed is None else d_embed
         self.n_token, self.d_model, self.d_embed = n_token, d_model, d_embed
@@ -184,7 +189,7 @@ class MemTransformerLM(nn.Module):
         self.word_emb = AdaptiveEmbedding(n_token, d_embed, d_model)
         self.layers = nn.ModuleList([
             RelPartialLearnableDecoderLayer(n_head, d_model, d_head, d_inner,
-                                            pre_lnorm)
+                                            pre_lnorm, dropout)
             for _ in range(n_layer)])
         self.crit = ProjectedAdaptiveLogSoftmax(n_token, d_embed, d_model)
         if tie_weight:
@@ -194,6 +199,7 @@ class MemTransformerLM(nn.Module):
         self.tgt_len, self.ext_len, self.mem_len = tgt_len, ext_len, mem_len
         self.same_length, self.clamp_len = same_length, clamp_len
         self.pos_emb = PositionalEmbedding(d_model)
+        self.drop = nn.Dropout(dropout)
         self.r_w_bias = nn.Parameter(torch.empty(n_head, d_head))
         self.r_r_bias = nn.Parameter(torch.empty(n_head, d_head))
 
@@ -238,15 +244,16 @@ class MemTransformerLM(nn.Module):
                                dtype=word_emb.dtype)
         if self.clamp_len > 0:
             pos_seq.clamp_(max=self.clamp_len)
-        pos_emb = self.pos_emb(pos_seq)
+        pos_emb = self.drop(self.pos_emb(pos_seq))
 
-        core_out = word_emb
+        core_out = self.drop(word_emb)
         hids = [core_out]
         for i, layer in enumerate(self.layers):
             mems_i = None if mems is None else mems[i]
             core_out = layer(core_out, pos_emb, self.r_w_bias, self.r_r_bias,
                              dec_attn_mask=dec_attn_mask, mems=mems_i)
             hids.append(core_out)
+        core_out = self.drop(core_out)
         new_mems = self._update_mems(hids, mems, mlen, qlen)
         return core_out, new_mems
 
@@ -282,7 +289,7 @@ def read_model_file(path):
         tgt_len=seg.get("tgt_len", 70), ext_len=seg.get("ext_len", 0),
         mem_len=seg.get("mem_len", 0),
         same_length=m.get("same_length", False),
-        clamp_len=m.get("clamp_len", -1))
+        clamp_len=m.get("clamp_len", -1), dropout=m.get("dropout", 0.0))
 
 
 def load_model(model_toml, weights, **overrides):
