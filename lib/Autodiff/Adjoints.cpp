@@ -212,10 +212,16 @@ struct RelAttentionAdjoint : Adjoint<RelAttentionAdjoint, RelAttentionOp> {
     auto grad = RelAttentionGradOp::create(
         b, op.getLoc(), g[0], op.getQuery(), op.getKey(), op.getValue(),
         op.getPosKey(), op.getRWBias(), op.getRRBias(), op.getMemLen(),
-        op.getSameLength(), op.getScaleAttr());
-    return {grad.getDQuery(),  grad.getDKey(),     grad.getDValue(),
-            grad.getDPosKey(), grad.getDRWBias(),  grad.getDRRBias(),
-            Value(),           Value()};
+        op.getSameLength(), op.getDropattSeed(), op.getDropattOffset(),
+        op.getDropattTraining(), op.getDropattStreamBase(), op.getScaleAttr(),
+        op.getDropattAttr(), op.getDropattStreamAttr());
+    // mem_len, same_length and the dropatt operands get none.
+    SmallVector<Value> grads(op->getNumOperands());
+    llvm::copy(ValueRange{grad.getDQuery(), grad.getDKey(), grad.getDValue(),
+                          grad.getDPosKey(), grad.getDRWBias(),
+                          grad.getDRRBias()},
+               grads.begin());
+    return grads;
   }
 };
 

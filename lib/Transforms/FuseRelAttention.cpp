@@ -120,7 +120,10 @@ struct FuseRelAttentionPattern : public OpRewritePattern<AttnApplyOp> {
     rewriter.replaceOpWithNewOp<RelAttentionOp>(
         apply, apply.getType(), content->query, content->key, apply.getValue(),
         positional->key, content->bias, positional->bias, softmax.getMemLen(),
-        softmax.getSameLength(), softmax.getScaleAttr());
+        softmax.getSameLength(), /*dropatt_seed=*/Value(),
+        /*dropatt_offset=*/Value(), /*dropatt_training=*/Value(),
+        /*dropatt_stream_base=*/Value(), softmax.getScaleAttr(),
+        /*dropatt=*/FloatAttr(), /*dropatt_stream=*/IntegerAttr());
     return success();
   }
 };
