@@ -74,6 +74,20 @@ struct StopGradientAdjoint : Adjoint<StopGradientAdjoint, StopGradientOp> {
   }
 };
 
+// Dropout is linear in x: dx = dropout(dy) with the same seed, offset,
+// stream and rate, i.e. dy ⊙ mask / (1 - rate), the mask recomputed from its
+// counters instead of stored. Seed, offset, training and the stream base get
+// no gradient.
+struct DropoutAdjoint : Adjoint<DropoutAdjoint, DropoutOp> {
+  static SmallVector<Value> adjoint(DropoutOp op, OpBuilder &b, ValueRange g) {
+    SmallVector<Value> grads(op->getNumOperands());
+    grads[0] = DropoutOp::create(
+        b, op.getLoc(), g[0], op.getSeed(), op.getOffset(), op.getTraining(),
+        op.getStreamBase(), op.getRateAttr(), op.getStreamAttr());
+    return grads;
+  }
+};
+
 struct ReluAdjoint : Adjoint<ReluAdjoint, ReluOp> {
   static SmallVector<Value> adjoint(ReluOp op, OpBuilder &b, ValueRange g) {
     return {ReluGradOp::create(b, op.getLoc(), op.getType(), g[0],
@@ -212,10 +226,16 @@ struct RelAttentionAdjoint : Adjoint<RelAttentionAdjoint, RelAttentionOp> {
     auto grad = RelAttentionGradOp::create(
         b, op.getLoc(), g[0], op.getQuery(), op.getKey(), op.getValue(),
         op.getPosKey(), op.getRWBias(), op.getRRBias(), op.getMemLen(),
-        op.getSameLength(), op.getScaleAttr());
-    return {grad.getDQuery(),  grad.getDKey(),     grad.getDValue(),
-            grad.getDPosKey(), grad.getDRWBias(),  grad.getDRRBias(),
-            Value(),           Value()};
+        op.getSameLength(), op.getDropattSeed(), op.getDropattOffset(),
+        op.getDropattTraining(), op.getDropattStreamBase(), op.getScaleAttr(),
+        op.getDropattAttr(), op.getDropattStreamAttr());
+    // mem_len, same_length and the dropatt operands get none.
+    SmallVector<Value> grads(op->getNumOperands());
+    llvm::copy(ValueRange{grad.getDQuery(), grad.getDKey(), grad.getDValue(),
+                          grad.getDPosKey(), grad.getDRWBias(),
+                          grad.getDRRBias()},
+               grads.begin());
+    return grads;
   }
 };
 
@@ -264,6 +284,7 @@ void mlir::txl::registerAdjointInterfaceExternalModels(
     AddOp::attachInterface<AddAdjoint>(*ctx);
     ScaleOp::attachInterface<ScaleAdjoint>(*ctx);
     StopGradientOp::attachInterface<StopGradientAdjoint>(*ctx);
+    DropoutOp::attachInterface<DropoutAdjoint>(*ctx);
     ReluOp::attachInterface<ReluAdjoint>(*ctx);
     LinearOp::attachInterface<LinearAdjoint>(*ctx);
     LayerNormOp::attachInterface<LayerNormAdjoint>(*ctx);

@@ -1,12 +1,13 @@
 //===- SegmentBuilder.cpp - Model file -> txl segment function ---*- C++ -*-===//
 //
-// Mirrors the official pytorch/mem_transformer.py (commit 44781ed) in eval
-// mode: AdaptiveEmbedding scaled by sqrt(d_model),
-// PositionalEmbedding over distances klen-1 ... 0, n_layer
-// RelPartialLearnableDecoderLayer, and the output softmax. The attention
-// score is written as the paper's four terms and a rel_shift; fusion is a
-// pass, not a frontend decision. Tied parameters (tie_weight, tie_projs) are
-// one function argument used in both places.
+// Mirrors the official pytorch/mem_transformer.py (commit 44781ed):
+// AdaptiveEmbedding scaled by sqrt(d_model), PositionalEmbedding over
+// distances klen-1 ... 0, n_layer RelPartialLearnableDecoderLayer, and the
+// output softmax, with nn.Dropout wherever MemTransformerLM puts it (a
+// txl.dropout that is the identity unless the `training` argument is set).
+// The attention score is written as the paper's four terms and a rel_shift;
+// fusion is a pass, not a frontend decision. Tied parameters (tie_weight,
+// tie_projs) are one function argument used in both places.
 //
 //===----------------------------------------------------------------------===//
 
@@ -132,6 +133,23 @@ SmallVector<ParamSpec> mlir::txl::getParameterTable(const ModelConfig &config) {
   return params;
 }
 
+// Dropout sites, the `stream` of each txl.dropout. @segment's own:
+// MemTransformerLM.drop on the word embedding, on pos_emb and on the last
+// layer's output.
+static constexpr int64_t kStreamWordEmb = 0, kStreamPosEmb = 1,
+                         kStreamOutput = 2;
+// Those of @decoder_layer, relative to its stream_base argument: dec_attn.drop
+// (after o_net), pos_ff.CoreNet.2 and .4, dec_attn.dropatt.
+static constexpr int64_t kStreamAttnOut = 0, kStreamFFInner = 1,
+                         kStreamFFOut = 2, kStreamDropatt = 3,
+                         kStreamsPerLayer = 4;
+
+/// The stream_base of layer `layer`: every layer gets its own streams, above
+/// the segment's.
+static int64_t layerStreamBase(int64_t layer) {
+  return kStreamsPerLayer * (layer + 1);
+}
+
 namespace {
 
 /// Builds the body of @segment. Holds the builder and the run-time scalars
@@ -154,11 +172,18 @@ private:
   Value attention(Value h, Value pos, Value mem, StringRef prefix);
   Value feedForward(Value h, StringRef prefix);
   Value embedding(Value data);
+  /// `x` through nn.Dropout(rate) at site `stream` (relative to the current
+  /// stream base); `x` itself when the rate is 0.
+  Value dropout(Value x, double rate, int64_t stream);
+  /// True when the model drops anything (dropout or dropatt > 0); only then
+  /// does @decoder_layer take the dropout arguments.
+  bool hasDropout() const { return m.dropout > 0.0 || m.dropatt > 0.0; }
   /// Emits `@decoder_layer`: one RelPartialLearnableDecoderLayer whose
   /// parameters are arguments, so every layer calls the same function.
   func::FuncOp emitLayerFunction(ModuleOp module);
-  /// The arguments of @decoder_layer for layer `layer` after h, pos, mem,
-  /// mem_len and same_length.
+  /// The parameter arguments of @decoder_layer for layer `layer` (after h,
+  /// pos, mem, mem_len, same_length and, with dropout, dropout_seed,
+  /// dropout_offset, training and stream_base).
   SmallVector<Value> layerParams(int64_t layer);
   Value loss(Value h, Value target);
   /// The parameter under `name` or, when tied, under the name it is tied to.
@@ -171,6 +196,9 @@ private:
   llvm::StringMap<Value> params;
   llvm::StringMap<std::string> aliases; ///< tied name -> parameter name
   Value memLen, sameLength;
+  /// The dropout arguments: i64 seed and offset, i1 training, and the i64
+  /// stream base of the current layer (null in @segment).
+  Value dropoutSeed, dropoutOffset, training, streamBase;
 };
 
 } // namespace
@@ -180,6 +208,14 @@ Value SegmentEmitter::linear(Value x, Value w, Value bias) {
   SmallVector<int64_t> shape(xType.getShape());
   shape.back() = cast<RankedTensorType>(w.getType()).getDimSize(0);
   return LinearOp::create(b, loc, tensorType(shape), x, w, bias);
+}
+
+Value SegmentEmitter::dropout(Value x, double rate, int64_t stream) {
+  if (rate == 0.0)
+    return x;
+  return DropoutOp::create(b, loc, x, dropoutSeed, dropoutOffset, training,
+                           streamBase, b.getF64FloatAttr(rate),
+                           b.getI64IntegerAttr(stream));
 }
 
 Value SegmentEmitter::layerNorm(Value x, StringRef prefix) {
@@ -243,23 +279,30 @@ Value SegmentEmitter::attention(Value h, Value pos, Value mem,
   float scale = 1.0f / std::sqrt(static_cast<float>(m.dHead));
   Value probs = MaskedSoftmaxOp::create(b, loc, scores, memLen, sameLength,
                                         b.getF32FloatAttr(scale));
+  // attn_prob = self.dropatt(attn_prob)
+  probs = dropout(probs, m.dropatt, kStreamDropatt);
   Value attnVec = AttnApplyOp::create(b, loc, q.getType(), probs, v);
   Value flat = tensor::CollapseShapeOp::create(
       b, loc, attnVec, SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
-  Value attnOut = linear(flat, param(attn + "o_net.weight"));
+  // attn_out = self.drop(self.o_net(attn_vec))
+  Value attnOut = dropout(linear(flat, param(attn + "o_net.weight")), m.dropout,
+                          kStreamAttnOut);
   Value sum = AddOp::create(b, loc, h, attnOut);
   return m.preLnorm ? sum : layerNorm(sum, attn);
 }
 
-/// PositionwiseFF: Linear - ReLU - Linear, residual, LayerNorm (pre or post).
+/// PositionwiseFF: CoreNet (Linear, ReLU, Dropout, Linear, Dropout), residual,
+/// LayerNorm (pre or post).
 Value SegmentEmitter::feedForward(Value h, StringRef prefix) {
   std::string ff = (prefix + "pos_ff.").str();
   Value x = m.preLnorm ? layerNorm(h, ff) : h;
   Value inner = ReluOp::create(
       b, loc,
       linear(x, param(ff + "CoreNet.0.weight"), param(ff + "CoreNet.0.bias")));
+  inner = dropout(inner, m.dropout, kStreamFFInner);
   Value core =
       linear(inner, param(ff + "CoreNet.3.weight"), param(ff + "CoreNet.3.bias"));
+  core = dropout(core, m.dropout, kStreamFFOut);
   Value sum = AddOp::create(b, loc, core, h);
   return m.preLnorm ? sum : layerNorm(sum, ff);
 }
@@ -342,8 +385,12 @@ static SmallVector<std::string> layerParamNames(const ModelSection &m) {
 func::FuncOp SegmentEmitter::emitLayerFunction(ModuleOp module) {
   int64_t dyn = ShapedType::kDynamic;
   auto hType = tensorType({dyn, dyn, m.dModel});
+  Type i64 = b.getI64Type();
   SmallVector<Type> inputs = {hType, tensorType({dyn, m.dModel}), hType,
                               b.getIndexType(), b.getI1Type()};
+  if (hasDropout()) // dropout_seed, dropout_offset, training, stream_base
+    inputs.append({i64, i64, b.getI1Type(), i64});
+  unsigned firstParam = inputs.size();
   // Shapes from layer 0 (all layers are alike).
   SmallVector<Value> layer0 = layerParams(0);
   for (Value v : layer0)
@@ -359,13 +406,21 @@ func::FuncOp SegmentEmitter::emitLayerFunction(ModuleOp module) {
   // Inside the layer, parameters are looked up by their relative names.
   llvm::StringMap<Value> outer = std::move(params);
   Value outerMemLen = memLen, outerSameLength = sameLength;
+  Value outerSeed = dropoutSeed, outerOffset = dropoutOffset,
+        outerTraining = training;
   params = {};
   for (auto [i, name] : llvm::enumerate(layerParamNames(m))) {
-    fn.setArgAttr(5 + i, "txl.param", b.getStringAttr(name));
-    params[name] = entry->getArgument(5 + i);
+    fn.setArgAttr(firstParam + i, "txl.param", b.getStringAttr(name));
+    params[name] = entry->getArgument(firstParam + i);
   }
   memLen = entry->getArgument(3);
   sameLength = entry->getArgument(4);
+  if (hasDropout()) {
+    dropoutSeed = entry->getArgument(5);
+    dropoutOffset = entry->getArgument(6);
+    training = entry->getArgument(7);
+    streamBase = entry->getArgument(8);
+  }
   Value h = attention(entry->getArgument(0), entry->getArgument(1),
                       entry->getArgument(2), "");
   h = feedForward(h, "");
@@ -373,6 +428,10 @@ func::FuncOp SegmentEmitter::emitLayerFunction(ModuleOp module) {
   params = std::move(outer);
   memLen = outerMemLen;
   sameLength = outerSameLength;
+  dropoutSeed = outerSeed;
+  dropoutOffset = outerOffset;
+  training = outerTraining;
+  streamBase = nullptr;
   return fn;
 }
 
@@ -404,6 +463,7 @@ void SegmentEmitter::emit(ModuleOp module) {
   for (int64_t l = 0; l <= m.nLayer; ++l)
     inputs.push_back(memType);
   inputs.append({i64, i64, i64}); // mem_len, clamp_len, same_length
+  inputs.append({i64, i64, i64}); // dropout_seed, dropout_offset, training
   SmallVector<Type> results = {tensorType({dyn, dyn})};
   for (int64_t l = 0; l <= m.nLayer; ++l)
     results.push_back(memType);
@@ -435,24 +495,36 @@ void SegmentEmitter::emit(ModuleOp module) {
   Value zero64 = arith::ConstantIntOp::create(b, loc, 0, 64);
   sameLength = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
                                      entry->getArgument(arg++), zero64);
+  dropoutSeed = entry->getArgument(arg++);
+  dropoutOffset = entry->getArgument(arg++);
+  training = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                   entry->getArgument(arg++), zero64);
 
-  Value h = embedding(data);
+  // core_out = self.drop(word_emb), also the memory of layer 0.
+  Value h = dropout(embedding(data), m.dropout, kStreamWordEmb);
   Value qlen = tensor::DimOp::create(b, loc, data, 0);
   Value mlen = tensor::DimOp::create(b, loc, mems[0], 0);
   Value klen = arith::AddIOp::create(b, loc, mlen, qlen);
   Value pos = PosEmbOp::create(b, loc, tensorType({dyn, m.dModel}),
                                param("pos_emb.inv_freq"), klen, clampLen);
+  pos = dropout(pos, m.dropout, kStreamPosEmb);
 
   SmallVector<Value> hids = {h};
   func::FuncOp layerFn = emitLayerFunction(module);
   for (int64_t l = 0; l < m.nLayer; ++l) {
     SmallVector<Value> args = {h, pos, mems[l], memLen, sameLength};
+    if (hasDropout())
+      args.append(
+          {dropoutSeed, dropoutOffset, training,
+           arith::ConstantIntOp::create(b, loc, layerStreamBase(l), 64)});
     args.append(layerParams(l));
     h = func::CallOp::create(b, loc, layerFn, args).getResult(0);
     hids.push_back(h);
   }
 
-  Value nll = loss(h, target);
+  // core_out = self.drop(core_out) before the softmax; hids keep the
+  // undropped output for the memory.
+  Value nll = loss(dropout(h, m.dropout, kStreamOutput), target);
 
   // Official _update_mems: cat(mems[l], hids[l])[-mem_len:], detached.
   SmallVector<Value> returned = {nll};

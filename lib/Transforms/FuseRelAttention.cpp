@@ -11,6 +11,7 @@
 #include "txl/IR/TxlOps.h"
 #include "txl/Transforms/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -63,14 +64,24 @@ static FailureOr<TermPair> matchTermPair(ArrayRef<Value> leaves) {
   return failure();
 }
 
-// (q·k + u·k) + rel_shift(q·r + v·r) -> masked_softmax -> attn_apply
-//   => rel_attention(q, k, value, r, u, v)
+// (q·k + u·k) + rel_shift(q·r + v·r) -> masked_softmax [-> dropout] ->
+// attn_apply
+//   => rel_attention(q, k, value, r, u, v) [dropatt(...)]
 struct FuseRelAttentionPattern : public OpRewritePattern<AttnApplyOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(AttnApplyOp apply,
                                 PatternRewriter &rewriter) const override {
-    auto softmax = apply.getProbs().getDefiningOp<MaskedSoftmaxOp>();
+    // The official dropatt sits between the softmax and the product with V.
+    Value probs = apply.getProbs();
+    auto dropatt = probs.getDefiningOp<DropoutOp>();
+    if (dropatt) {
+      if (!dropatt->hasOneUse())
+        return rewriter.notifyMatchFailure(apply, "dropped probabilities have "
+                                                  "other users");
+      probs = dropatt.getInput();
+    }
+    auto softmax = probs.getDefiningOp<MaskedSoftmaxOp>();
     if (!softmax || !softmax->hasOneUse())
       return rewriter.notifyMatchFailure(apply, "probabilities are not a "
                                                 "single-use masked_softmax");
@@ -117,10 +128,26 @@ struct FuseRelAttentionPattern : public OpRewritePattern<AttnApplyOp> {
       return rewriter.notifyMatchFailure(apply, "value or result type differs "
                                                 "from key or query");
 
+    Value seed, offset, training, streamBase;
+    FloatAttr rate;
+    IntegerAttr stream;
+    if (dropatt) {
+      seed = dropatt.getSeed();
+      offset = dropatt.getOffset();
+      training = dropatt.getTraining();
+      // The fused op's group always carries a base; absent means 0.
+      streamBase = dropatt.getStreamBase();
+      if (!streamBase)
+        streamBase =
+            arith::ConstantIntOp::create(rewriter, apply.getLoc(), 0, 64);
+      rate = dropatt.getRateAttr();
+      stream = dropatt.getStreamAttr();
+    }
     rewriter.replaceOpWithNewOp<RelAttentionOp>(
         apply, apply.getType(), content->query, content->key, apply.getValue(),
         positional->key, content->bias, positional->bias, softmax.getMemLen(),
-        softmax.getSameLength(), softmax.getScaleAttr());
+        softmax.getSameLength(), seed, offset, training, streamBase,
+        softmax.getScaleAttr(), rate, stream);
     return success();
   }
 };

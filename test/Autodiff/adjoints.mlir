@@ -115,3 +115,69 @@ func.func @segment(%tok: tensor<?x?xi64>, %t0: tensor<3x4xf32> {txl.param = "t0"
       : tensor<?x?x4xf32>, tensor<?x?xi64> -> tensor<?x?xf32>
   return %l : tensor<?x?xf32>
 }
+
+// -----
+
+// Dropout is linear in x: its adjoint is the same dropout (seed, offset,
+// training, stream base, rate, stream) applied to the cotangent, so the mask
+// is recomputed, never stored; the scalars get no gradient.
+// CHECK-LABEL: func.func @segment_grad
+// CHECK-SAME: (%[[W:[^:]+]]: tensor<4x4xf32> {txl.param = "w"}, %[[X:[^:]+]]: tensor<?x4xf32>, %[[SEED:[^:]+]]: i64, %[[OFF:[^:]+]]: i64, %[[TR:[^:]+]]: i1, %[[BASE:[^:]+]]: i64)
+// CHECK: %[[Y:.+]] = txl.linear %[[X]], %[[W]]
+// CHECK: %[[D:.+]] = txl.dropout %[[Y]], %[[SEED]], %[[OFF]], %[[TR]] stream_base %[[BASE]] {rate = 1.000000e-01 : f64, stream = 2 : i64}
+// CHECK: %[[G:.+]] = linalg.fill
+// CHECK: %[[DY:.+]] = txl.dropout %[[G]], %[[SEED]], %[[OFF]], %[[TR]] stream_base %[[BASE]] {rate = 1.000000e-01 : f64, stream = 2 : i64} : tensor<?x4xf32>
+// CHECK: %[[DW:.+]] = txl.linear_weight_grad %[[DY]], %[[X]]
+// CHECK: return %[[D]], %[[DW]]
+func.func @segment(%w: tensor<4x4xf32> {txl.param = "w"}, %x: tensor<?x4xf32>, %seed: i64, %offset: i64,
+                   %training: i1, %base: i64) -> tensor<?x4xf32> {
+  %y = txl.linear %x, %w : tensor<?x4xf32>, tensor<4x4xf32> -> tensor<?x4xf32>
+  %d = txl.dropout %y, %seed, %offset, %training stream_base %base {rate = 0.1 : f64, stream = 2 : i64} : tensor<?x4xf32>
+  return %d : tensor<?x4xf32>
+}
+
+// -----
+
+// The fused attention's dropatt group and attributes carry over to its
+// backward op, which recomputes the same mask.
+// CHECK-LABEL: func.func @segment_grad
+// CHECK-SAME: %[[SEED:[^:]+]]: i64, %[[OFF:[^:]+]]: i64, %[[TR:[^:]+]]: i1, %[[BASE:[^:]+]]: i64)
+// CHECK: txl.rel_attention_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} dropatt(%[[SEED]], %[[OFF]], %[[TR]], %[[BASE]]) {dropatt = 2.000000e-01 : f64, dropatt_stream = 3 : i64, scale = 5.000000e-01 : f32}
+func.func @segment(%q: tensor<?x?x2x3xf32> {txl.param = "q"}, %r: tensor<?x2x3xf32> {txl.param = "r"},
+                   %u: tensor<2x3xf32> {txl.param = "u"}, %ml: index, %sl: i1,
+                   %seed: i64, %offset: i64, %training: i1, %base: i64) -> tensor<?x?x2x3xf32> {
+  %a = txl.rel_attention %q, %q, %q, %r, %u, %u, %ml, %sl dropatt(%seed, %offset, %training, %base)
+      {dropatt = 0.2 : f64, dropatt_stream = 3 : i64, scale = 0.5 : f32}
+      : tensor<?x?x2x3xf32>, tensor<?x?x2x3xf32>, tensor<?x?x2x3xf32>, tensor<?x2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>
+      -> tensor<?x?x2x3xf32>
+  return %a : tensor<?x?x2x3xf32>
+}
+
+// -----
+
+// A layer function's dropout scalars (seed, offset, training, its stream
+// base) are passed to its generated gradient function, which recomputes the
+// layer with the same masks.
+// CHECK-LABEL: func.func private @layer_grad(
+// CHECK-SAME: %[[H:[^:]+]]: tensor<?x4xf32>, %[[SEED:[^:]+]]: i64, %[[OFF:[^:]+]]: i64, %[[TR:[^:]+]]: i1, %[[BASE:[^:]+]]: i64, %{{[^:]+}}: tensor<4x4xf32> {txl.param = "w"}, %[[DR:[^:]+]]: tensor<?x4xf32>)
+// CHECK: txl.dropout %[[DR]], %[[SEED]], %[[OFF]], %[[TR]] stream_base %[[BASE]] {rate = 3.000000e-01 : f64, stream = 1 : i64}
+// CHECK-LABEL: func.func @segment_grad
+// CHECK-SAME: %[[SEED:[^:]+]]: i64, %[[OFF:[^:]+]]: i64, %[[TR:[^:]+]]: i1)
+// CHECK-DAG: %[[B4:.+]] = arith.constant 4 : i64
+// CHECK-DAG: %[[B8:.+]] = arith.constant 8 : i64
+// CHECK: call @layer_grad(%{{.+}}, %[[SEED]], %[[OFF]], %[[TR]], %[[B8]], %{{.+}}, %{{.+}})
+// CHECK: call @layer_grad_0(%{{.+}}, %[[SEED]], %[[OFF]], %[[TR]], %[[B4]], %{{.+}}, %{{.+}})
+func.func private @layer(%h: tensor<?x4xf32>, %seed: i64, %offset: i64, %training: i1, %base: i64,
+                         %w: tensor<4x4xf32> {txl.param = "w"}) -> tensor<?x4xf32> {
+  %y = txl.linear %h, %w : tensor<?x4xf32>, tensor<4x4xf32> -> tensor<?x4xf32>
+  %d = txl.dropout %y, %seed, %offset, %training stream_base %base {rate = 0.3 : f64, stream = 1 : i64} : tensor<?x4xf32>
+  return %d : tensor<?x4xf32>
+}
+func.func @segment(%x: tensor<?x4xf32>, %w0: tensor<4x4xf32> {txl.param = "w0"}, %w1: tensor<4x4xf32> {txl.param = "w1"},
+                   %seed: i64, %offset: i64, %training: i1) -> tensor<?x4xf32> {
+  %b4 = arith.constant 4 : i64
+  %b8 = arith.constant 8 : i64
+  %h1 = call @layer(%x, %seed, %offset, %training, %b4, %w0) : (tensor<?x4xf32>, i64, i64, i1, i64, tensor<4x4xf32>) -> tensor<?x4xf32>
+  %h2 = call @layer(%h1, %seed, %offset, %training, %b8, %w1) : (tensor<?x4xf32>, i64, i64, i1, i64, tensor<4x4xf32>) -> tensor<?x4xf32>
+  return %h2 : tensor<?x4xf32>
+}

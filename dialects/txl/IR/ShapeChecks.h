@@ -1,8 +1,9 @@
-//===- ShapeChecks.h - Shape helpers of the txl verifiers --------*- C++ -*-===//
+//===- ShapeChecks.h - Shared checks of the txl verifiers --------*- C++ -*-===//
 //
 // Private to dialects/txl/IR: the verifiers accept a dynamic dimension
 // against anything (the runtime guarantees qlen, mlen, klen and batch) and
-// compare the static ones.
+// compare the static ones; dropout sites (txl.dropout, the dropatt of the
+// fused attention and its backward) share their attribute checks.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,6 +11,9 @@
 #define TXL_DIALECTS_TXL_IR_SHAPECHECKS_H
 
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Operation.h"
+
+#include <optional>
 
 namespace mlir {
 namespace txl {
@@ -23,6 +27,20 @@ inline bool compatible(int64_t a, int64_t b) {
 inline ArrayRef<int64_t> shapeOf(Value v) {
   return cast<RankedTensorType>(v.getType()).getShape();
 }
+
+/// Checks a dropout site: `rate` in [0, 1) (1 would drop everything and
+/// scale by infinity) and `stream` in [0, 2^32) (one Philox counter word).
+/// `rateName`/`streamName` are the attribute names used in the messages.
+LogicalResult verifyDropoutSite(Operation *op, StringRef rateName, double rate,
+                                StringRef streamName, int64_t stream);
+
+/// Checks the optional `dropatt(seed, offset, training, stream_base)` group
+/// of txl.rel_attention and txl.rel_attention_grad: the four operands and
+/// the `dropatt` and `dropatt_stream` attributes come all together or not
+/// at all, and form a valid dropout site.
+LogicalResult verifyDropattGroup(Operation *op, ValueRange operands,
+                                 std::optional<APFloat> rate,
+                                 std::optional<uint64_t> stream);
 
 } // namespace txl
 } // namespace mlir

@@ -178,7 +178,17 @@ LogicalResult RelAttentionGradOp::verify() {
       !compatible(vb[0], q[2]) || !compatible(vb[1], q[3]))
     return emitOpError("pos_key and the biases must be [n_head, d_head] per "
                        "row");
-  return success();
+  return verifyDropattGroup(*this, getDropattOperands(), getDropatt(),
+                            getDropattStream());
+}
+
+SmallVector<Value> RelAttentionGradOp::getDropattOperands() {
+  SmallVector<Value> operands;
+  for (Value v : {getDropattSeed(), getDropattOffset(), getDropattTraining(),
+                  getDropattStreamBase()})
+    if (v)
+      operands.push_back(v);
+  return operands;
 }
 
 //===----------------------------------------------------------------------===//

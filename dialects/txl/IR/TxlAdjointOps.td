@@ -249,6 +249,7 @@ def Txl_AdaptiveNllGradOp : Txl_Op<"adaptive_nll_grad",
 //===----------------------------------------------------------------------===//
 
 def Txl_RelAttentionGradOp : Txl_Op<"rel_attention_grad", [Pure,
+    AttrSizedOperandSegments,
     AllTypesMatch<["d_result", "query", "d_query"]>,
     AllTypesMatch<["key", "d_key"]>, AllTypesMatch<["value", "d_value"]>,
     AllTypesMatch<["pos_key", "d_pos_key"]>,
@@ -265,7 +266,9 @@ def Txl_RelAttentionGradOp : Txl_Op<"rel_attention_grad", [Pure,
     `d_r_w_bias` and `d_r_r_bias` the sums of the two query terms over
     positions and batch. The positional term is scattered by index
     arithmetic: like the forward lowering, it never materializes the
-    unshifted positional scores.
+    unshifted positional scores. With `dropatt`, P is dropped as in the
+    forward op (mask M/(1 - rate) recomputed from the same counters):
+    `d_value = (P ⊙ M)ᵀ d_result` and `dP = (d_result · Vᵀ) ⊙ M`.
 
     ```mlir
     %dq, %dk, %dv, %dr, %du, %dvb = txl.rel_attention_grad %do, %q, %k, %v, %r,
@@ -278,17 +281,30 @@ def Txl_RelAttentionGradOp : Txl_Op<"rel_attention_grad", [Pure,
                        FloatTensor4D:$key, FloatTensor4D:$value,
                        FloatTensor3D:$pos_key, FloatTensor2D:$r_w_bias,
                        FloatTensor2D:$r_r_bias, Index:$mem_len, I1:$same_length,
-                       F32Attr:$scale);
+                       Optional<I64>:$dropatt_seed,
+                       Optional<I64>:$dropatt_offset,
+                       Optional<I1>:$dropatt_training,
+                       Optional<I64>:$dropatt_stream_base, F32Attr:$scale,
+                       OptionalAttr<F64Attr>:$dropatt,
+                       OptionalAttr<I64Attr>:$dropatt_stream);
   let results = (outs FloatTensor4D:$d_query, FloatTensor4D:$d_key,
                       FloatTensor4D:$d_value, FloatTensor3D:$d_pos_key,
                       FloatTensor2D:$d_r_w_bias, FloatTensor2D:$d_r_r_bias);
   let assemblyFormat = [{
     $d_result `,` $query `,` $key `,` $value `,` $pos_key `,` $r_w_bias `,`
-    $r_r_bias `,` $mem_len `,` $same_length attr-dict `:` type($query) `,`
+    $r_r_bias `,` $mem_len `,` $same_length
+    (`dropatt` `(` $dropatt_seed^ `,` $dropatt_offset `,` $dropatt_training `,`
+       $dropatt_stream_base `)`)?
+    attr-dict `:` type($query) `,`
     type($key) `,` type($value) `,` type($pos_key) `,` type($r_w_bias) `,`
     type($r_r_bias)
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The operands of the dropatt group present (seed, offset, training,
+    /// stream_base): all four, or none without dropatt.
+    ::llvm::SmallVector<::mlir::Value> getDropattOperands();
+  }];
 }
 
 #endif // TXL_ADJOINT_OPS

@@ -85,6 +85,36 @@ LogicalResult LayerNormOp::verify() {
   return success();
 }
 
+LogicalResult mlir::txl::verifyDropoutSite(Operation *op, StringRef rateName,
+                                           double rate, StringRef streamName,
+                                           int64_t stream) {
+  if (!(rate >= 0.0 && rate < 1.0))
+    return op->emitOpError(rateName) << " must be in [0, 1), got " << rate;
+  if (stream < 0 || stream > static_cast<int64_t>(UINT32_MAX))
+    return op->emitOpError(streamName)
+           << " must be in [0, 2^32) (one Philox counter word), got " << stream;
+  return success();
+}
+
+LogicalResult mlir::txl::verifyDropattGroup(Operation *op, ValueRange operands,
+                                            std::optional<APFloat> rate,
+                                            std::optional<uint64_t> stream) {
+  bool any = rate || stream || !operands.empty();
+  if (!any)
+    return success();
+  if (!rate || !stream || operands.size() != 4)
+    return op->emitOpError("dropatt needs its four operands (seed, offset, "
+                           "training, stream_base) and the dropatt and "
+                           "dropatt_stream attributes together");
+  return verifyDropoutSite(op, "dropatt", rate->convertToDouble(),
+                           "dropatt_stream", static_cast<int64_t>(*stream));
+}
+
+LogicalResult DropoutOp::verify() {
+  return verifyDropoutSite(*this, "rate", getRate().convertToDouble(), "stream",
+                           static_cast<int64_t>(getStream()));
+}
+
 LogicalResult ConcatMemOp::verify() {
   ArrayRef<int64_t> mem = shapeOf(getMemory());
   ArrayRef<int64_t> hidden = shapeOf(getHidden());
@@ -178,7 +208,17 @@ LogicalResult RelAttentionOp::verify() {
   }
   if (getResult().getType() != getQuery().getType())
     return emitOpError("result type must be the query type");
-  return success();
+  return verifyDropattGroup(*this, getDropattOperands(), getDropatt(),
+                            getDropattStream());
+}
+
+SmallVector<Value> RelAttentionOp::getDropattOperands() {
+  SmallVector<Value> operands;
+  for (Value v : {getDropattSeed(), getDropattOffset(), getDropattTraining(),
+                  getDropattStreamBase()})
+    if (v)
+      operands.push_back(v);
+  return operands;
 }
 
 LogicalResult NllOp::verify() {

@@ -172,6 +172,46 @@ def Txl_ReluOp : Txl_Op<"relu", [Pure, SameOperandsAndResultType]> {
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
+def Txl_DropoutOp : Txl_Op<"dropout", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "inverted dropout with counter-based (Philox4x32-10) random bits";
+  let description = [{
+    In training (`training` true), keeps each element with probability
+    `1 - rate` and scales it by `1 / (1 - rate)`, zeroing the others
+    (`torch.nn.Dropout(rate)` in train mode); otherwise the identity. The
+    official MemTransformerLM (attn_type 0) drops the word embedding, the
+    position embedding, the attention output after `o_net`, the two outputs
+    of `CoreNet`, the final hidden state (`dropout`), and the attention
+    probabilities (`dropatt`).
+
+    The mask is a pure function of the operands, never state: element `e`
+    (row-major linear index over the tensor) reads word `e mod 4` of
+    Philox4x32-10 (Salmon et al. 2011) under key `(seed mod 2^32, seed >> 32)`
+    at counter `(floor(e / 4) mod 2^32, (stream_base + stream) mod 2^32,
+    offset mod 2^32, offset >> 32)`, and is kept iff `(bits >> 8) * 2^-24 >=
+    rate`. `stream` names the site (`stream_base`, 0 when absent, carries the
+    decoder layer), `offset` the call (e.g. the training step): every element
+    of every site of every call draws from its own counter. The backward
+    pass recomputes the mask from the same operands instead of storing it.
+    Tensors are limited to 2^34 elements (the counter's element word).
+
+    ```mlir
+    %y = txl.dropout %x, %seed, %offset, %training {rate = 1.000000e-01 : f64, stream = 0 : i64}
+        : tensor<?x?x128xf32>
+    %z = txl.dropout %h, %seed, %offset, %training stream_base %base
+        {rate = 1.000000e-01 : f64, stream = 1 : i64} : tensor<?x?x512xf32>
+    ```
+  }];
+  let arguments = (ins FloatTensor:$input, I64:$seed, I64:$offset,
+                       I1:$training, Optional<I64>:$stream_base,
+                       F64Attr:$rate, I64Attr:$stream);
+  let results = (outs FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $seed `,` $offset `,` $training (`stream_base` $stream_base^)?
+    attr-dict `:` type($input)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Segment memory
 //===----------------------------------------------------------------------===//
@@ -363,7 +403,8 @@ def Txl_AttnApplyOp : Txl_Op<"attn_apply", [Pure]> {
 // Attention: fused
 //===----------------------------------------------------------------------===//
 
-def Txl_RelAttentionOp : Txl_Op<"rel_attention", [Pure]> {
+def Txl_RelAttentionOp : Txl_Op<"rel_attention",
+    [Pure, AttrSizedOperandSegments]> {
   let summary = "fused relative multi-head attention (paper §3.3)";
   let description = [{
     `softmax(mask(scale * (AC + BD))) · V` with `AC = (q + u) kᵀ` and
@@ -376,9 +417,22 @@ def Txl_RelAttentionOp : Txl_Op<"rel_attention", [Pure]> {
     writes BD once, already shifted: the unshifted positional scores are
     never materialized.
 
+    With a `dropatt(seed, offset, training, stream_base)` group and the
+    `dropatt` (rate) and `dropatt_stream` attributes, the probabilities go
+    through `txl.dropout` before the product with V (the official
+    `attn_prob = self.dropatt(attn_prob)`), with the counters of the
+    probabilities' [qlen, klen, batch, n_head] layout, so fused and decomposed
+    forms draw the same mask.
+
     ```mlir
     %o = txl.rel_attention %q, %k, %v, %r, %u, %vb, %mem_len, %same_length
         {scale = 0.25 : f32}
+        : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>,
+          tensor<?x2x16xf32>, tensor<2x16xf32>, tensor<2x16xf32>
+          -> tensor<?x?x2x16xf32>
+    %d = txl.rel_attention %q, %k, %v, %r, %u, %vb, %mem_len, %same_length
+        dropatt(%seed, %offset, %training, %base)
+        {dropatt = 1.000000e-01 : f64, dropatt_stream = 3 : i64, scale = 0.25 : f32}
         : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>,
           tensor<?x2x16xf32>, tensor<2x16xf32>, tensor<2x16xf32>
           -> tensor<?x?x2x16xf32>
@@ -387,15 +441,29 @@ def Txl_RelAttentionOp : Txl_Op<"rel_attention", [Pure]> {
   let arguments = (ins FloatTensor4D:$query, FloatTensor4D:$key,
                        FloatTensor4D:$value, FloatTensor3D:$pos_key,
                        FloatTensor2D:$r_w_bias, FloatTensor2D:$r_r_bias,
-                       Index:$mem_len, I1:$same_length, F32Attr:$scale);
+                       Index:$mem_len, I1:$same_length,
+                       Optional<I64>:$dropatt_seed,
+                       Optional<I64>:$dropatt_offset,
+                       Optional<I1>:$dropatt_training,
+                       Optional<I64>:$dropatt_stream_base, F32Attr:$scale,
+                       OptionalAttr<F64Attr>:$dropatt,
+                       OptionalAttr<I64Attr>:$dropatt_stream);
   let results = (outs FloatTensor4D:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $pos_key `,` $r_w_bias `,` $r_r_bias `,`
-    $mem_len `,` $same_length attr-dict `:` type($query) `,` type($key) `,`
+    $mem_len `,` $same_length
+    (`dropatt` `(` $dropatt_seed^ `,` $dropatt_offset `,` $dropatt_training `,`
+       $dropatt_stream_base `)`)?
+    attr-dict `:` type($query) `,` type($key) `,`
     type($value) `,` type($pos_key) `,` type($r_w_bias) `,` type($r_r_bias)
     `->` type($result)
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The operands of the dropatt group present (seed, offset, training,
+    /// stream_base): all four, or none without dropatt.
+    ::llvm::SmallVector<::mlir::Value> getDropattOperands();
+  }];
 }
 
 //===----------------------------------------------------------------------===//

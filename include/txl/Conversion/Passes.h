@@ -23,9 +23,10 @@ namespace txl {
 
 /// Patterns lowering every txl op to linalg/tensor/arith/math, one file per
 /// op family (Elementwise, Contraction, Normalization, Attention, Memory,
-/// Adaptive; Gradients for the generic backward ops, whose attention and
-/// adaptive ones live with their forward ops; Optimizer).
+/// Adaptive, Dropout; Gradients for the generic backward ops, whose attention
+/// and adaptive ones live with their forward ops; Optimizer).
 void populateTxlElementwiseToLinalgPatterns(RewritePatternSet &patterns);
+void populateTxlDropoutToLinalgPatterns(RewritePatternSet &patterns);
 void populateTxlContractionToLinalgPatterns(RewritePatternSet &patterns);
 void populateTxlNormalizationToLinalgPatterns(RewritePatternSet &patterns);
 void populateTxlAttentionToLinalgPatterns(RewritePatternSet &patterns);

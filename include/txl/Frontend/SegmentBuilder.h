@@ -1,13 +1,20 @@
 //===- SegmentBuilder.h - Model file -> txl segment function -----*- C++ -*-===//
 //
 // Builds the `txl` IR of one Transformer-XL segment (official
-// MemTransformerLM._forward + ProjectedAdaptiveLogSoftmax, eval mode) from a
-// parsed model file, with the memory state explicit:
+// MemTransformerLM._forward + ProjectedAdaptiveLogSoftmax, eval or train
+// mode at run time) from a parsed model file, with the memory state
+// explicit:
 //
 //   func.func @segment(params..., %data, %target, %mems..., %mem_len,
-//                      %clamp_len, %same_length) -> (%nll, %new_mems...)
+//                      %clamp_len, %same_length, %dropout_seed,
+//                      %dropout_offset, %training) -> (%nll, %new_mems...)
 //   func.func private @decoder_layer(%h, %pos, %mem, %mem_len, %same_length,
+//                                    [%dropout_seed, %dropout_offset,
+//                                     %training, %stream_base,]
 //                                    layer params...) -> %h
+//
+// The scalars are i64 (training != 0 selects train mode); @decoder_layer
+// takes the bracketed ones only when the model has dropout or dropatt.
 //
 //===----------------------------------------------------------------------===//
 

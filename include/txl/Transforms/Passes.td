@@ -31,7 +31,11 @@ def FuseRelAttentionPass : Pass<"txl-fuse-rel-attention"> {
     ```mlir
     %o = txl.rel_attention %q, %k, %val, %r, %u, %v, %mem_len, %same
     ```
-    Chains whose intermediate scores have other users are left alone.
+    A single-use `txl.dropout` between the softmax and `txl.attn_apply` (the
+    official `dropatt`) becomes the fused op's `dropatt(...)` group, same
+    seed, offset, training, stream and rate (a missing stream base becomes
+    the constant 0). Chains whose intermediate scores have other users are
+    left alone.
   }];
   let dependentDialects = ["::mlir::txl::TxlDialect"];
 }

@@ -132,6 +132,28 @@ static Value createRelAttentionProbs(OpBuilder &rewriter, Location loc,
                              sameLength, scale);
 }
 
+/// The dropatt of a fused attention op (txl.rel_attention or its backward),
+/// when it has one.
+template <typename OpTy>
+static std::optional<DropoutSite> getDropattSite(OpTy op) {
+  std::optional<APFloat> rate = op.getDropatt();
+  if (!rate)
+    return std::nullopt;
+  return DropoutSite{
+      op.getDropattSeed(),     op.getDropattOffset(),
+      op.getDropattTraining(), op.getDropattStreamBase(),
+      rate->convertToDouble(), static_cast<int64_t>(*op.getDropattStream())};
+}
+
+/// Probabilities [b, n, i, j] through dropatt, their counters numbered in
+/// the [qlen, klen, batch, n_head] order of the decomposed form's scores.
+static Value dropProbs(OpBuilder &b, Location loc, Value probs,
+                       const std::optional<DropoutSite> &site) {
+  if (!site)
+    return probs;
+  return createDropout(b, loc, probs, *site, {2, 3, 0, 1});
+}
+
 namespace {
 
 // txl.pos_emb(inv_freq, klen, clamp)[k, c] => sin/cos(min(klen-1-k, clamp) * inv_freq[c mod half])
@@ -207,6 +229,7 @@ struct RelAttentionLowering : public OpRewritePattern<RelAttentionOp> {
         rewriter, loc, q, addHeadBias(rewriter, loc, q, op.getRWBias()),
         op.getRRBias(), op.getKey(), op.getPosKey(), op.getMemLen(),
         op.getSameLength(), op.getScale().convertToDouble(), qv);
+    probs = dropProbs(rewriter, loc, probs, getDropattSite(op));
     Value out = createBatchMatmul(
         rewriter, loc, createCollapse(rewriter, loc, probs, {{0, 1}, {2}, {3}}),
         headsFirst(rewriter, loc, op.getValue()), /*transposeRhs=*/false);
@@ -240,7 +263,8 @@ static Value sumOverBatchAndQuery(OpBuilder &b, Location loc, Value x) {
       .getResult(0);
 }
 
-// txl.rel_attention_grad => recompute P; dV = Pᵀ dO; dP = dO Vᵀ;
+// txl.rel_attention_grad => recompute P; dV = (P ⊙ M)ᵀ dO; dP = (dO Vᵀ) ⊙ M
+// (M: the dropatt mask / (1 - rate), 1 without dropatt);
 // dS = scale P (dP - rowsum(P dP)); dQu = dS K, dK = dSᵀ (q + u);
 // dQv[i] = sum_j dS[i, j] r[j + qlen - 1 - i];
 // dR[m] = sum_{b, i} dS[i, m - qlen + 1 + i] (q + v)[i]
@@ -275,11 +299,24 @@ struct RelAttentionGradLowering : public OpRewritePattern<RelAttentionGradOp> {
                     type);
     };
 
-    // Values and probabilities.
-    Value dV = createMatmulTransposedLhs(rewriter, loc, p3, dO3);
+    // Values and probabilities; dropatt is linear, so its adjoint is the
+    // same mask applied to dP.
+    std::optional<DropoutSite> dropatt = getDropattSite(op);
+    Value dropped3 =
+        dropatt ? createCollapse(rewriter, loc,
+                                 dropProbs(rewriter, loc, probs, dropatt),
+                                 {{0, 1}, {2}, {3}})
+                : p3;
+    Value dV = createMatmulTransposedLhs(rewriter, loc, dropped3, dO3);
     Value dP = createBatchMatmul(rewriter, loc, dO3,
                                  headsFirst(rewriter, loc, v),
                                  /*transposeRhs=*/true);
+    if (dropatt) {
+      Value dP4 = createExpand(rewriter, loc, dP, {{0, 1}, {2}, {3}},
+                               {qs[1], qs[2], qs[0], klenOfr});
+      dP = createCollapse(rewriter, loc, dropProbs(rewriter, loc, dP4, dropatt),
+                          {{0, 1}, {2}, {3}});
+    }
     AffineMap id3 = identityMap(ctx, 3);
     auto mul = [](OpBuilder &b, Location l, ValueRange a) -> Value {
       return arith::MulFOp::create(b, l, a[0], a[1]);

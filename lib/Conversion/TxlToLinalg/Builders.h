@@ -106,6 +106,26 @@ Value createScatterAddRows(
     OpBuilder &b, Location loc, Value dest, Value rows,
     function_ref<Value(OpBuilder &, Location, Value)> rowOf);
 
+/// The operands and attributes of one dropout site (txl.dropout, or the
+/// dropatt of the fused attention): i64 `seed` and `offset`, i1 `training`,
+/// i64 `streamBase` (null for 0), and the static rate and stream id.
+struct DropoutSite {
+  Value seed, offset, training, streamBase;
+  double rate;
+  int64_t stream;
+};
+
+/// `x` through the inverted dropout of `site` (txl.dropout's definition,
+/// defined in Dropout.cpp): `scf.if training` around one parallel
+/// linalg.generic that computes each element's Philox4x32-10 word from its
+/// counter, else `x` unchanged. The counters number the elements row-major
+/// in the layout whose dimensions, outermost first, are the dimensions
+/// `logicalDims` of `x` (identity for txl.dropout; the fused attention's
+/// [batch, n_head, qlen, klen] probabilities pass {2, 3, 0, 1} so that they
+/// draw the mask of the decomposed [qlen, klen, batch, n_head] form).
+Value createDropout(OpBuilder &b, Location loc, Value x,
+                    const DropoutSite &site, ArrayRef<int64_t> logicalDims);
+
 /// `v` itself when it already has `type`, else a `tensor.cast` to it (the
 /// lowerings compute shapes that may be more or less static than the op's).
 Value castTo(OpBuilder &b, Location loc, Value v, Type type);

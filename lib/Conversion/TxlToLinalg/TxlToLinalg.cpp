@@ -27,6 +27,7 @@ struct ConvertTxlToLinalgPass
                            tensor::TensorDialect>();
     RewritePatternSet patterns(ctx);
     populateTxlElementwiseToLinalgPatterns(patterns);
+    populateTxlDropoutToLinalgPatterns(patterns);
     populateTxlContractionToLinalgPatterns(patterns);
     populateTxlNormalizationToLinalgPatterns(patterns);
     populateTxlAttentionToLinalgPatterns(patterns);

@@ -25,7 +25,7 @@ extern "C" {
 
 /// Bumped whenever the layout below or the segment calling convention changes;
 /// the runtime refuses a generated object with another version.
-#define TXL_ABI_VERSION 3
+#define TXL_ABI_VERSION 4
 
 /// Maximum rank of a parameter tensor.
 #define TXL_MAX_RANK 4
@@ -91,8 +91,16 @@ typedef struct txl_model_info {
 ///   data, target              memref<?x?xi64>   [qlen, batch]
 ///   mems[n_layer + 1]         memref<?x?xDxf32> [mlen, batch, d_model]
 ///   mem_len, clamp_len, same_length   int64_t* (run-time settings)
+///   dropout_seed, dropout_offset, training   int64_t*: training != 0 runs
+///                             the official train-mode dropout (and dropatt);
+///                             0 is eval mode, the seed and offset are then
+///                             ignored. The masks are a pure function of
+///                             (seed, offset, site, element): the same values
+///                             give the same masks, in txl_segment_grad too;
+///                             use a new offset per call (e.g. the step).
 ///   nll (out)                 memref<?x?xf32>   [qlen, batch]
-///   new_mems[n_layer + 1] (out) memref<?x?xDxf32> [min(mem_len, mlen+qlen), batch, d_model]
+///   new_mems[n_layer + 1] (out) memref<?x?xDxf32> [min(mem_len, mlen+qlen),
+///   batch, d_model]
 /// Outputs are allocated by the caller; the generated code never returns an
 /// allocation it made.
 typedef void (*txl_segment_fn)(void **args);
@@ -160,11 +168,15 @@ void txl_status_free(txl_status_t status);
 
 typedef struct txl_session txl_session_t;
 
-/// Run-time settings of one segment call (official eval.py's overrides).
+/// Run-time settings of one segment call (official eval.py's overrides, and
+/// train mode). A zero-initialised tail means eval mode.
 typedef struct txl_run_options {
   int64_t mem_len;      ///< rows of memory kept after the segment (0 = none)
   int64_t clamp_len;    ///< clamp relative distances when > 0
   int32_t same_length;  ///< official `same_length` mask; requires mem_len > 0
+  int64_t dropout_seed; ///< Philox key of the dropout masks
+  int64_t dropout_offset; ///< per-call counter part: a new value per call
+  int32_t training;       ///< nonzero: apply dropout/dropatt (train mode)
 } txl_run_options_t;
 
 /// Creates a session over a generated model. `segment_fn` may be NULL to use

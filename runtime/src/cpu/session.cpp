@@ -226,8 +226,12 @@ static void runSegment(txl_session_t *session, const int64_t *data,
   for (auto &m : session->mems)
     pushMemRef(m.empty() ? &emptyMemory : m.data(),
                {session->mlen, batch, dModel});
-  int64_t scalars[3] = {options->mem_len, options->clamp_len,
-                        options->same_length ? 1 : 0};
+  int64_t scalars[6] = {options->mem_len,
+                        options->clamp_len,
+                        options->same_length ? 1 : 0,
+                        options->dropout_seed,
+                        options->dropout_offset,
+                        options->training ? 1 : 0};
   for (int64_t &s : scalars)
     args.push_back(&s);
   pushMemRef(out_nll, {qlen, batch});

@@ -174,6 +174,26 @@ func.func @adaptive_nll_grad_tokens(%dy: tensor<4x3xf32>, %h: tensor<5x3x4xf32>,
 
 // -----
 
+func.func @rel_attention_grad_dropatt(%q: tensor<?x?x2x4xf32>, %r: tensor<?x2x4xf32>, %u: tensor<2x4xf32>, %m: index, %s: i1, %seed: i64) {
+  // expected-error @+1 {{'txl.rel_attention_grad' op dropatt needs its four operands (seed, offset, training, stream_base) and the dropatt and dropatt_stream attributes together}}
+  %g:6 = txl.rel_attention_grad %q, %q, %q, %q, %r, %u, %u, %m, %s dropatt(%seed, %seed, %s, %seed)
+      {dropatt = 0.2 : f64, scale = 0.5 : f32}
+      : tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @rel_attention_grad_dropatt_rate(%q: tensor<?x?x2x4xf32>, %r: tensor<?x2x4xf32>, %u: tensor<2x4xf32>, %m: index, %s: i1, %seed: i64) {
+  // expected-error @+1 {{'txl.rel_attention_grad' op dropatt must be in [0, 1), got 1.000000e+00}}
+  %g:6 = txl.rel_attention_grad %q, %q, %q, %q, %r, %u, %u, %m, %s dropatt(%seed, %seed, %s, %seed)
+      {dropatt = 1.0 : f64, dropatt_stream = 3 : i64, scale = 0.5 : f32}
+      : tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>
+  return
+}
+
+// -----
+
 func.func @rel_attention_grad_heads(%q: tensor<?x?x2x4xf32>, %k: tensor<?x?x3x4xf32>, %v: tensor<?x?x3x4xf32>,
                                     %r: tensor<?x2x4xf32>, %u: tensor<2x4xf32>, %vb: tensor<2x4xf32>, %m: index, %s: i1) {
   // expected-error @+1 {{'txl.rel_attention_grad' op query, key and value must agree on batch, n_head and d_head}}

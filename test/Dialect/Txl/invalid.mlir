@@ -264,6 +264,54 @@ func.func @attn_apply_result(%p: tensor<?x?x?x2xf32>, %v: tensor<?x?x2x16xf32>) 
 }
 
 //===----------------------------------------------------------------------===//
+// txl.dropout
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// A negative rate is no probability.
+func.func @dropout_rate_negative(%x: tensor<?x8xf32>, %seed: i64, %off: i64, %tr: i1) -> tensor<?x8xf32> {
+  // expected-error @+1 {{'txl.dropout' op rate must be in [0, 1), got -1.000000e-01}}
+  %y = txl.dropout %x, %seed, %off, %tr {rate = -0.1 : f64, stream = 0 : i64} : tensor<?x8xf32>
+  return %y : tensor<?x8xf32>
+}
+
+// -----
+
+// Rate 1 would drop everything and scale by 1 / 0.
+func.func @dropout_rate_one(%x: tensor<?x8xf32>, %seed: i64, %off: i64, %tr: i1) -> tensor<?x8xf32> {
+  // expected-error @+1 {{'txl.dropout' op rate must be in [0, 1), got 1.000000e+00}}
+  %y = txl.dropout %x, %seed, %off, %tr {rate = 1.0 : f64, stream = 0 : i64} : tensor<?x8xf32>
+  return %y : tensor<?x8xf32>
+}
+
+// -----
+
+// The stream is one 32-bit Philox counter word.
+func.func @dropout_stream_range(%x: tensor<?x8xf32>, %seed: i64, %off: i64, %tr: i1) -> tensor<?x8xf32> {
+  // expected-error @+1 {{'txl.dropout' op stream must be in [0, 2^32) (one Philox counter word), got 4294967296}}
+  %y = txl.dropout %x, %seed, %off, %tr {rate = 0.1 : f64, stream = 4294967296 : i64} : tensor<?x8xf32>
+  return %y : tensor<?x8xf32>
+}
+
+// -----
+
+func.func @dropout_stream_negative(%x: tensor<?x8xf32>, %seed: i64, %off: i64, %tr: i1) -> tensor<?x8xf32> {
+  // expected-error @+1 {{'txl.dropout' op stream must be in [0, 2^32) (one Philox counter word), got -1}}
+  %y = txl.dropout %x, %seed, %off, %tr {rate = 0.1 : f64, stream = -1 : i64} : tensor<?x8xf32>
+  return %y : tensor<?x8xf32>
+}
+
+// -----
+
+// The result is the input's type.
+func.func @dropout_type(%x: tensor<?x8xf32>, %seed: i64, %off: i64, %tr: i1) -> tensor<?x8xf64> {
+  // expected-error @+1 {{'txl.dropout' op failed to verify that all of {input, result} have same type}}
+  %y = "txl.dropout"(%x, %seed, %off, %tr) <{rate = 0.1 : f64, stream = 0 : i64}> : (tensor<?x8xf32>, i64, i64, i1) -> tensor<?x8xf64>
+  return %y : tensor<?x8xf64>
+}
+
+//===----------------------------------------------------------------------===//
 // txl.rel_attention
 //===----------------------------------------------------------------------===//
 
@@ -652,4 +700,56 @@ func.func @adaptive_nll_shapes(%h: tensor<3x?x8xf32>, %t: tensor<4x?xi64>, %w: t
   // expected-error @+1 {{'txl.adaptive_nll' op hidden, target and result must agree on [qlen, batch]}}
   %n = txl.adaptive_nll %h, %t weights(%w : tensor<10x8xf32>) biases(%b : tensor<10xf32>) projs() {cutoff_ends = array<i64: 0, 10>} : tensor<3x?x8xf32>, tensor<4x?xi64> -> tensor<?x?xf32>
   return %n : tensor<?x?xf32>
+}
+
+// -----
+
+// dropatt's rate is checked like txl.dropout's.
+func.func @rel_attention_dropatt_rate(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x2x16xf32>, %r: tensor<?x2x16xf32>,
+                                      %u: tensor<2x16xf32>, %ml: index, %sl: i1, %seed: i64) -> tensor<?x?x2x16xf32> {
+  // expected-error @+1 {{'txl.rel_attention' op dropatt must be in [0, 1), got 1.500000e+00}}
+  %o = txl.rel_attention %q, %k, %k, %r, %u, %u, %ml, %sl dropatt(%seed, %seed, %sl, %seed)
+      {dropatt = 1.5 : f64, dropatt_stream = 3 : i64, scale = 0.25 : f32}
+      : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x2x16xf32>,
+        tensor<2x16xf32>, tensor<2x16xf32> -> tensor<?x?x2x16xf32>
+  return %o : tensor<?x?x2x16xf32>
+}
+
+// -----
+
+// The dropatt operands need the rate and the stream.
+func.func @rel_attention_dropatt_no_rate(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x2x16xf32>, %r: tensor<?x2x16xf32>,
+                                         %u: tensor<2x16xf32>, %ml: index, %sl: i1, %seed: i64) -> tensor<?x?x2x16xf32> {
+  // expected-error @+1 {{'txl.rel_attention' op dropatt needs its four operands (seed, offset, training, stream_base) and the dropatt and dropatt_stream attributes together}}
+  %o = txl.rel_attention %q, %k, %k, %r, %u, %u, %ml, %sl dropatt(%seed, %seed, %sl, %seed)
+      {scale = 0.25 : f32}
+      : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x2x16xf32>,
+        tensor<2x16xf32>, tensor<2x16xf32> -> tensor<?x?x2x16xf32>
+  return %o : tensor<?x?x2x16xf32>
+}
+
+// -----
+
+// A rate without the operands is as incomplete.
+func.func @rel_attention_dropatt_no_operands(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x2x16xf32>, %r: tensor<?x2x16xf32>,
+                                             %u: tensor<2x16xf32>, %ml: index, %sl: i1) -> tensor<?x?x2x16xf32> {
+  // expected-error @+1 {{'txl.rel_attention' op dropatt needs its four operands (seed, offset, training, stream_base) and the dropatt and dropatt_stream attributes together}}
+  %o = txl.rel_attention %q, %k, %k, %r, %u, %u, %ml, %sl
+      {dropatt = 0.1 : f64, dropatt_stream = 3 : i64, scale = 0.25 : f32}
+      : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x2x16xf32>,
+        tensor<2x16xf32>, tensor<2x16xf32> -> tensor<?x?x2x16xf32>
+  return %o : tensor<?x?x2x16xf32>
+}
+
+// -----
+
+// The dropatt stream is a 32-bit counter word too.
+func.func @rel_attention_dropatt_stream(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x2x16xf32>, %r: tensor<?x2x16xf32>,
+                                        %u: tensor<2x16xf32>, %ml: index, %sl: i1, %seed: i64) -> tensor<?x?x2x16xf32> {
+  // expected-error @+1 {{'txl.rel_attention' op dropatt_stream must be in [0, 2^32) (one Philox counter word), got -3}}
+  %o = txl.rel_attention %q, %k, %k, %r, %u, %u, %ml, %sl dropatt(%seed, %seed, %sl, %seed)
+      {dropatt = 0.1 : f64, dropatt_stream = -3 : i64, scale = 0.25 : f32}
+      : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x2x16xf32>,
+        tensor<2x16xf32>, tensor<2x16xf32> -> tensor<?x?x2x16xf32>
+  return %o : tensor<?x?x2x16xf32>
 }
