@@ -121,8 +121,10 @@ EvalResult runEval(const txl_model_info_t &info, const EvalSettings &settings,
     return ordered ? ordered->next(segment) : sentences->next(segment);
   };
 
-  txl_run_options_t options{settings.memLen, settings.clampLen,
-                            settings.sameLength ? 1 : 0};
+  txl_run_options_t options{}; // eval mode: no dropout
+  options.mem_len = settings.memLen;
+  options.clamp_len = settings.clampLen;
+  options.same_length = settings.sameLength ? 1 : 0;
   EvalResult result;
   result.settings = settings;
   ProgressBar bar(std::string(splitName(settings.split)), expectedTokens,
@@ -187,7 +189,10 @@ void runSegmentsCommand(const txl_model_info_t &info,
 
   SessionPtr session = openSession(info, segmentFn, options.checkpoint);
   checkStatus(txl_session_reset_memory(session.get(), batch));
-  txl_run_options_t runOptions{memLen, clampLen, sameLength ? 1 : 0};
+  txl_run_options_t runOptions{}; // eval mode: no dropout
+  runOptions.mem_len = memLen;
+  runOptions.clamp_len = clampLen;
+  runOptions.same_length = sameLength ? 1 : 0;
 
   size_t block = static_cast<size_t>(tgtLen * batch);
   std::vector<float> nll(static_cast<size_t>(numSegments) * block);

@@ -770,6 +770,10 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
   runOptions.mem_len = info.mem_len;
   runOptions.clamp_len = info.clamp_len;
   runOptions.same_length = info.same_length;
+  // Train mode: dropout masks keyed by the seed, a fresh counter offset per
+  // segment call (update and chunk), so a resumed run draws the same masks.
+  runOptions.training = 1;
+  runOptions.dropout_seed = static_cast<int64_t>(settings.seed);
 
   std::vector<float> nll;
   auto intervalStart = Clock::now();
@@ -795,6 +799,7 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
         chunkData = data.chunkColumns(segment.data, segment.dataRows, c);
         chunkTarget = data.chunkColumns(segment.target, segment.seqLen, c);
       }
+      runOptions.dropout_offset = state.step * chunks + c;
       data.enterChunk(session.get(), c);
       nll.resize(static_cast<size_t>(segment.seqLen * data.chunkBatch()));
       checkStatus(txl_session_run_segment_grad(
