@@ -2,6 +2,7 @@
 
 #include "txl/Driver/Driver.h"
 
+#include "txl/Frontend/TrainingBuilder.h"
 #include "txl/InitAll.h"
 #include "txl/Pipelines/Pipelines.h"
 
@@ -127,7 +128,7 @@ int mlir::txl::runDriver(const DriverOptions &options) {
   if (failed(built))
     return 1;
   ModuleOp module = built->get();
-  if (failed(verify(module)))
+  if (failed(buildTrainingFunctions(module, *config)) || failed(verify(module)))
     return 1;
   auto print = [&](llvm::raw_ostream &os) { module.print(os); };
   if (options.emit == EmitAction::Txl)

@@ -522,6 +522,12 @@ Error ModelFileParser::validateTrain(const ModelConfig &config) {
   if (Error err = checkOneOf("train", "scheduler", t.scheduler,
                              {"cosine", "inv_sqrt", "dev_perf", "constant"}))
     return err;
+  // torch.optim.SGD accepts any momentum >= 0; the compiled update
+  // (txl.sgd_update) takes the range where the buffer stays bounded.
+  if (t.optim == "sgd" && !(t.mom < 1.0))
+    return errorAt(locOf("train", "mom"),
+                   "[train] mom must be below 1 with optim 'sgd', got " +
+                       formatDouble(t.mom));
   if (Error err = checkOneOf("train", "init", t.init, {"normal", "uniform"}))
     return err;
   return checkOneOf("train", "emb_init", t.embInit, {"normal", "uniform"});

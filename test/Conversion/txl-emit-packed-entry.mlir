@@ -26,11 +26,64 @@ module {
   }
 }
 
+// -----
+
+// The other functions of the runtime ABI get their entries when the module
+// has them: txl_segment_grad, txl_optimizer_step (f64 lr and i64 step loaded
+// from their slots) and txl_learning_rate.
+// CHECK-LABEL: llvm.func @txl_segment_forward
+// CHECK-LABEL: llvm.func @txl_segment_grad
+// CHECK: llvm.call @_mlir_ciface_segment_grad(%{{.+}}) : (!llvm.ptr) -> ()
+// CHECK-LABEL: llvm.func @txl_optimizer_step
+// CHECK-SAME: (%[[ARGS:[^:]+]]: !llvm.ptr) {
+// CHECK: %[[S1:.+]] = llvm.getelementptr %[[ARGS]][1] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+// CHECK-NEXT: %[[P1:.+]] = llvm.load %[[S1]] : !llvm.ptr -> !llvm.ptr
+// CHECK-NEXT: %[[LR:.+]] = llvm.load %[[P1]] : !llvm.ptr -> f64
+// CHECK-NEXT: %[[S2:.+]] = llvm.getelementptr %[[ARGS]][2] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+// CHECK-NEXT: %[[P2:.+]] = llvm.load %[[S2]] : !llvm.ptr -> !llvm.ptr
+// CHECK-NEXT: %[[STEP:.+]] = llvm.load %[[P2]] : !llvm.ptr -> i64
+// CHECK: llvm.call @_mlir_ciface_optimizer_step(%{{.+}}, %[[LR]], %[[STEP]], %{{.+}}) : (!llvm.ptr, f64, i64, !llvm.ptr) -> ()
+// CHECK-LABEL: llvm.func @txl_learning_rate
+// CHECK: llvm.call @_mlir_ciface_learning_rate(%{{.+}}, %{{.+}}, %{{.+}}) : (i64, f64, !llvm.ptr) -> ()
+module {
+  llvm.func @_mlir_ciface_segment(%nll: !llvm.ptr) {
+    llvm.return
+  }
+  llvm.func @_mlir_ciface_segment_grad(%nll: !llvm.ptr) {
+    llvm.return
+  }
+  llvm.func @_mlir_ciface_optimizer_step(%param: !llvm.ptr, %lr: f64, %step: i64, %new_param: !llvm.ptr) {
+    llvm.return
+  }
+  llvm.func @_mlir_ciface_learning_rate(%step: i64, %lr: f64, %out: !llvm.ptr) {
+    llvm.return
+  }
+}
+
+// -----
+
+// An optional entry is checked like the required one.
+// expected-error @+1 {{txl-emit-packed-entry: symbol 'txl_learning_rate' already exists}}
+module {
+  llvm.func @_mlir_ciface_segment(%arg0: !llvm.ptr) {
+    llvm.return
+  }
+  llvm.func @_mlir_ciface_learning_rate(%arg0: i64, %arg1: f64, %arg2: !llvm.ptr) {
+    llvm.return
+  }
+  llvm.func @txl_learning_rate(%arg0: !llvm.ptr) {
+    llvm.return
+  }
+}
+
 // The `function` and `entry` options name the wrapped function and the entry.
 // CUSTOM-LABEL: llvm.func @txl_model_forward
 // CUSTOM-SAME: (%[[ARGS:[^:]+]]: !llvm.ptr)
 // CUSTOM: llvm.call @_mlir_ciface_model(%{{.+}}, %{{.+}}) : (!llvm.ptr, i64) -> ()
 // CUSTOM-NOT: txl_segment_forward
+// Without their functions the optional entries are not emitted.
+// CUSTOM-NOT: txl_optimizer_step
+// CUSTOM-NOT: txl_learning_rate
 
 // Without a C-interface wrapper for the function there is nothing to call.
 // MISSING: error: txl-emit-packed-entry: no function '_mlir_ciface_segment' (is 'segment' marked llvm.emit_c_interface and lowered to LLVM?)

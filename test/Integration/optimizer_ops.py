@@ -12,12 +12,13 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import txlrun  # noqa: E402
+from torch_optim import torch_adagrad, torch_adam, torch_sgd  # noqa: E402
 
 SHAPE = (3, 5)
 T = "tensor<3x5xf32>"
 MODULE = f"""
 func.func @segment(%p: {T}, %g: {T}, %m: {T}, %v: {T}, %b: {T}, %s: {T},
-                   %lr: f32, %step: i64, %scale: f32)
+                   %lr: f64, %step: i64, %scale: f32)
     -> ({T}, {T}, {T}, {T}, {T}, {T}, {T}, tensor<1xf32>)
     attributes {{llvm.emit_c_interface}} {{
   %p1, %m1, %v1 = txl.adam_update %p, %g, %m, %v, %lr, %step, %scale
@@ -34,25 +35,6 @@ func.func @segment(%p: {T}, %g: {T}, %m: {T}, %v: {T}, %b: {T}, %s: {T},
 f32 = np.float32
 
 
-def torch_adam(p, g, m, v, lr, step, b1=0.9, b2=0.999, eps=1e-8):
-    """torch.optim.adam._single_tensor_adam (no weight decay, no amsgrad)."""
-    m = m + f32(1 - b1) * (g - m)                      # exp_avg.lerp_(grad, 1 - beta1)
-    v = v * f32(b2) + f32(1 - b2) * g * g              # mul_(beta2).addcmul_(g, g, 1 - beta2)
-    bc1, bc2 = 1 - b1 ** step, 1 - b2 ** step          # Python floats
-    denom = np.sqrt(v) / f32(np.sqrt(bc2)) + f32(eps)
-    return p + f32(-(lr / bc1)) * (m / denom), m, v
-
-
-def torch_sgd(p, g, buf, lr, mom=0.5):
-    buf = buf * f32(mom) + g                           # first step: buf = g
-    return p + f32(-lr) * buf, buf
-
-
-def torch_adagrad(p, g, s, lr, eps=1e-10):
-    s = s + g * g
-    return p + f32(-lr) * (g / (np.sqrt(s) + f32(eps))), s
-
-
 def main():
     rng = np.random.RandomState(0)
     with tempfile.TemporaryDirectory() as work:
@@ -67,7 +49,8 @@ def main():
         worst = 0.0
         for step in (1, 2, 3):
             g = rng.randn(*SHAPE).astype(f32)
-            lr, scale = f32(1e-2 * step), f32(0.75)
+            # lr is a Python float (f64), as the schedule hands it to torch.
+            lr, scale = 1e-2 * step / 3, f32(0.75)
             gs = g * scale
             # Each optimizer advances its own parameter copy: run one call per
             # optimizer with its own state, reading only that optimizer's outputs.
@@ -82,11 +65,11 @@ def main():
             out_g = seg([pg, g, ma, va, np.zeros(SHAPE, f32), sg, lr, step, scale], [SHAPE] * 7 + [(1,)])
             ours["adagrad"] = (out_g[5], out_g[6])
             rp, rm, rv = ref["adam"]
-            ref["adam"] = torch_adam(rp, gs, rm, rv, float(lr), step)
+            ref["adam"] = torch_adam(rp, gs, rm, rv, lr, step)
             rp, rb = ref["sgd"]
-            ref["sgd"] = torch_sgd(rp, gs, rb, float(lr))
+            ref["sgd"] = torch_sgd(rp, gs, rb, lr, mom=0.5)
             rp, rs = ref["adagrad"]
-            ref["adagrad"] = torch_adagrad(rp, gs, rs, float(lr))
+            ref["adagrad"] = torch_adagrad(rp, gs, rs, lr)
             norm = float(out[7][0])
             want = float(np.sum(g.astype(np.float64) ** 2))
             if not abs(norm - want) <= 1e-6 * want:

@@ -2,8 +2,10 @@
 
 The module must define a public `func.func @segment` with the
 `llvm.emit_c_interface` attribute whose arguments are ranked f32/f64/i64
-tensors, i64 or index scalars (Python ints), f32 scalars (np.float32) or i1
-scalars (Python bools), and whose results are ranked f32 or f64 tensors.
+tensors, i64 or index scalars (Python ints), f32 scalars (np.float32), f64
+scalars (Python floats or np.float64) or i1 scalars (Python bools), and whose
+results are ranked f32 or f64 tensors. Other entry points of the same packed
+convention (`txl_optimizer_step`, ...) are called by naming them.
 `compile_module` lowers it with `txl-opt --txl-cpu-pipeline`, translates it
 to LLVM IR and links a shared object; `Segment.__call__` builds the memref
 descriptors the packed entry `txl_segment_forward(void **)` expects (results
@@ -75,6 +77,11 @@ class Segment:
         for value in inputs:
             if isinstance(value, np.float32):
                 scalar = ctypes.c_float(float(value))
+                keep.append(scalar)
+                pointers.append(ctypes.cast(ctypes.byref(scalar), ctypes.c_void_p))
+                continue
+            if isinstance(value, (float, np.float64)):
+                scalar = ctypes.c_double(float(value))
                 keep.append(scalar)
                 pointers.append(ctypes.cast(ctypes.byref(scalar), ctypes.c_void_p))
                 continue

@@ -8,7 +8,8 @@
 // (torch.optim.{Adam, SGD, Adagrad}, single-tensor path), which the official
 // train.py uses with their defaults. Hyper-parameters are f64 attributes:
 // PyTorch combines them in Python floats (1 - beta2, bias corrections)
-// before rounding to the tensors' f32.
+// before rounding to the tensors' f32, and so is the learning rate, an f64
+// operand (the schedule's Python float) rounded where PyTorch rounds it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,7 +43,9 @@ def Txl_AdamUpdateOp : Txl_Op<"adam_update", [Pure,
     `p' = p - (lr / bc1) * m' / (sqrt(v') / sqrt(bc2) + eps)` — PyTorch's
     Adam without weight decay or amsgrad (official train.py: betas
     (0.9, 0.999), eps 1e-8). `m` and `v` are the optimizer state
-    (`exp_avg`, `exp_avg_sq`), zero before the first step.
+    (`exp_avg`, `exp_avg_sq`), zero before the first step. `lr / bc1` is
+    formed in f64 and rounded once to f32, as PyTorch's Python-float
+    `step_size`.
 
     ```mlir
     %p1, %m1, %v1 = txl.adam_update %p, %g, %m, %v, %lr, %step, %scale
@@ -52,7 +55,7 @@ def Txl_AdamUpdateOp : Txl_Op<"adam_update", [Pure,
   }];
   let arguments = (ins RankedTensorOf<[F32]>:$param, RankedTensorOf<[F32]>:$grad,
                        RankedTensorOf<[F32]>:$exp_avg,
-                       RankedTensorOf<[F32]>:$exp_avg_sq, F32:$lr, I64:$step,
+                       RankedTensorOf<[F32]>:$exp_avg_sq, F64:$lr, I64:$step,
                        F32:$grad_scale, F64Attr:$beta1, F64Attr:$beta2,
                        F64Attr:$eps);
   let results = (outs RankedTensorOf<[F32]>:$new_param,
@@ -73,7 +76,8 @@ def Txl_SgdUpdateOp : Txl_Op<"sgd_update", [Pure,
     With `g = grad * grad_scale`: `b' = momentum * b + g`, `p' = p - lr * b'`
     (no dampening, no Nesterov; official train.py `--optim sgd --mom`). The
     buffer is zero before the first step, which gives PyTorch's `b' = g`;
-    with `momentum = 0` this is plain SGD.
+    with `momentum = 0` this is plain SGD. `-lr` is rounded to f32, as
+    PyTorch rounds `alpha=-lr`.
 
     ```mlir
     %p1, %b1 = txl.sgd_update %p, %g, %b, %lr, %scale {momentum = 0.0 : f64}
@@ -81,7 +85,7 @@ def Txl_SgdUpdateOp : Txl_Op<"sgd_update", [Pure,
     ```
   }];
   let arguments = (ins RankedTensorOf<[F32]>:$param, RankedTensorOf<[F32]>:$grad,
-                       RankedTensorOf<[F32]>:$momentum_buffer, F32:$lr,
+                       RankedTensorOf<[F32]>:$momentum_buffer, F64:$lr,
                        F32:$grad_scale, F64Attr:$momentum);
   let results = (outs RankedTensorOf<[F32]>:$new_param,
                       RankedTensorOf<[F32]>:$new_momentum_buffer);
@@ -98,7 +102,8 @@ def Txl_AdagradUpdateOp : Txl_Op<"adagrad_update", [Pure,
   let description = [{
     With `g = grad * grad_scale`: `s' = s + g * g`,
     `p' = p - lr * g / (sqrt(s') + eps)` (PyTorch's defaults: no learning
-    rate decay, initial accumulator 0, eps 1e-10).
+    rate decay, initial accumulator 0, eps 1e-10); `-lr` is rounded to f32
+    as PyTorch rounds `value=-clr`.
 
     ```mlir
     %p1, %s1 = txl.adagrad_update %p, %g, %s, %lr, %scale {eps = 1.0e-10 : f64}
@@ -106,7 +111,7 @@ def Txl_AdagradUpdateOp : Txl_Op<"adagrad_update", [Pure,
     ```
   }];
   let arguments = (ins RankedTensorOf<[F32]>:$param, RankedTensorOf<[F32]>:$grad,
-                       RankedTensorOf<[F32]>:$sum, F32:$lr, F32:$grad_scale,
+                       RankedTensorOf<[F32]>:$sum, F64:$lr, F32:$grad_scale,
                        F64Attr:$eps);
   let results = (outs RankedTensorOf<[F32]>:$new_param,
                       RankedTensorOf<[F32]>:$new_sum);

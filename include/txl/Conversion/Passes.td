@@ -163,20 +163,27 @@ def EmitPackedEntryPass : Pass<"txl-emit-packed-entry", "::mlir::ModuleOp"> {
     `_mlir_ciface_` wrapper takes memref descriptors by pointer and scalars by
     value, emits `llvm.func @<entry>(%args: !llvm.ptr)` where `args[i]` points
     at argument i (the descriptor itself, or the scalar's storage). This gives
-    the runtime one fixed calling convention for any model. The same is done
-    for `grad-function` (the generated backward segment) when the module
-    has its `_mlir_ciface_` wrapper.
+    the runtime one fixed calling convention for any model. The function is
+    required; the other functions of the runtime ABI are wrapped when the
+    module has their `_mlir_ciface_` wrapper: `segment_grad` as
+    `txl_segment_grad`, `optimizer_step` as `txl_optimizer_step` and
+    `learning_rate` as `txl_learning_rate`.
+
+    ```mlir
+    // before
+    llvm.func @_mlir_ciface_learning_rate(%step: i64, %lr: f64, %out: !llvm.ptr)
+    // after, in addition
+    llvm.func @txl_learning_rate(%args: !llvm.ptr) {
+      // loads *args[0] (i64), *args[1] (f64), args[2] (the descriptor)
+      llvm.call @_mlir_ciface_learning_rate(...)
+    }
+    ```
   }];
   let options = [
     Option<"function", "function", "std::string", "\"segment\"",
-           "The function to wrap">,
+           "The function to wrap (required)">,
     Option<"entry", "entry", "std::string", "\"txl_segment_forward\"",
-           "Symbol name of the packed entry point">,
-    Option<"gradFunction", "grad-function", "std::string",
-           "\"segment_grad\"",
-           "The backward function to wrap when the module has it">,
-    Option<"gradEntry", "grad-entry", "std::string", "\"txl_segment_grad\"",
-           "Symbol name of the backward packed entry point">,
+           "Symbol name of its packed entry point">,
   ];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }

@@ -130,7 +130,8 @@ struct ModelConfig {
 /// (`n_token`, `n_layer`, `d_model`, `n_head`, `d_head`, `d_inner`,
 /// `tgt_len`) and impossible values (non-positive sizes, `div_val < 1`,
 /// cutoffs not strictly increasing inside (0, n_token), tie_projs length not
-/// `len(cutoffs) + 1`, `same_length` with `mem_len = 0`, negative mem_len).
+/// `len(cutoffs) + 1`, `same_length` with `mem_len = 0`, negative mem_len,
+/// `mom >= 1` with optim sgd).
 /// `attn_type != 0` and `ext_len != 0` are rejected as not yet supported.
 llvm::Expected<ModelConfig> parseModelConfig(llvm::StringRef text,
                                              llvm::StringRef fileName);

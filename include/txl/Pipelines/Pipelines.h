@@ -42,7 +42,8 @@ void buildTxlBackwardPipeline(OpPassManager &pm);
 /// txl -> linalg/tensor/arith/math.
 void buildTxlToLinalgPipeline(OpPassManager &pm);
 /// linalg on tensors -> LLVM dialect with `txl_segment_forward` (and
-/// `txl_segment_grad` when @segment_grad exists).
+/// `txl_segment_grad`, `txl_optimizer_step`, `txl_learning_rate` for the
+/// functions of those that exist).
 void buildLinalgToLLVMPipeline(OpPassManager &pm);
 /// All of the above.
 void buildTxlCpuPipeline(OpPassManager &pm,

@@ -1,9 +1,10 @@
 //===- EmitPackedEntry.cpp - void(void**) entry for the runtime --*- C++ -*-===//
 //
-// The runtime is model-agnostic: it calls every generated segment function
-// through one signature, `void entry(void **args)`, where args[i] points at
-// argument i of the function's C interface. This pass writes that entry in
-// the LLVM dialect next to `_mlir_ciface_<function>`.
+// The runtime is model-agnostic: it calls every generated function through
+// one signature, `void entry(void **args)`, where args[i] points at argument
+// i of the function's C interface. This pass writes that entry in the LLVM
+// dialect next to `_mlir_ciface_<function>`, for each function of the
+// runtime ABI (runtime/include/txl/runtime.h) that the module has.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,15 +24,32 @@ using namespace mlir;
 using namespace mlir::txl;
 
 namespace {
+/// One generated function and the packed entry the runtime calls it by.
+struct PackedEntry {
+  StringRef function;
+  StringRef entry;
+  bool required; ///< false: the runtime declares the entry weak
+};
+
+/// The entries after the segment's (which the pass options name): the
+/// backward segment, the optimizer update and the lr schedule.
+constexpr PackedEntry kOptionalEntries[] = {
+    {"segment_grad", "txl_segment_grad", false},
+    {"optimizer_step", "txl_optimizer_step", false},
+    {"learning_rate", "txl_learning_rate", false},
+};
+
 struct EmitPackedEntryPass
     : public txl::impl::EmitPackedEntryPassBase<EmitPackedEntryPass> {
   using EmitPackedEntryPassBase::EmitPackedEntryPassBase;
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (failed(emitEntry(module, function, entry, /*required=*/true)) ||
-        failed(emitEntry(module, gradFunction, gradEntry, /*required=*/false)))
-      signalPassFailure();
+    SmallVector<PackedEntry> entries = {{function, entry, true}};
+    entries.append(std::begin(kOptionalEntries), std::end(kOptionalEntries));
+    for (const PackedEntry &e : entries)
+      if (failed(emitEntry(module, e.function, e.entry, e.required)))
+        return signalPassFailure();
   }
 
   /// Emits `entry` around `_mlir_ciface_<function>`; a missing function is

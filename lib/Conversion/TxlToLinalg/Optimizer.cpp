@@ -47,6 +47,12 @@ static Value f32Const(OpBuilder &b, Location loc, double v) {
   return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(static_cast<float>(v)));
 }
 
+/// `-lr` rounded from f64 to f32, the `alpha=-lr` of PyTorch's updates.
+static Value negatedF32(OpBuilder &b, Location loc, Value lr) {
+  return arith::TruncFOp::create(b, loc, b.getF32Type(),
+                                 arith::NegFOp::create(b, loc, lr));
+}
+
 namespace {
 
 // txl.squared_norm(x) => linalg.generic reducing x * x to a 0-d tensor
@@ -99,12 +105,10 @@ struct AdamUpdateLowering : public OpRewritePattern<AdamUpdateOp> {
                                       math::PowFOp::create(rewriter, loc, d(beta1), t));
     Value bc2 = arith::SubFOp::create(rewriter, loc, one,
                                       math::PowFOp::create(rewriter, loc, d(beta2), t));
-    Value lr = arith::ExtFOp::create(rewriter, loc, f64, op.getLr());
     Type f32 = rewriter.getF32Type();
+    Value stepSize = arith::DivFOp::create(rewriter, loc, op.getLr(), bc1);
     Value negStepSize = arith::TruncFOp::create(
-        rewriter, loc, f32,
-        arith::NegFOp::create(rewriter, loc,
-                              arith::DivFOp::create(rewriter, loc, lr, bc1)));
+        rewriter, loc, f32, arith::NegFOp::create(rewriter, loc, stepSize));
     Value bc2Sqrt = arith::TruncFOp::create(
         rewriter, loc, f32, math::SqrtOp::create(rewriter, loc, bc2));
     Value scale = op.getGradScale();
@@ -147,7 +151,7 @@ struct SgdUpdateLowering : public OpRewritePattern<SgdUpdateOp> {
   LogicalResult matchAndRewrite(SgdUpdateOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    Value negLr = arith::NegFOp::create(rewriter, loc, op.getLr());
+    Value negLr = negatedF32(rewriter, loc, op.getLr());
     Value scale = op.getGradScale();
     double momentum = op.getMomentum().convertToDouble();
     SmallVector<Value> results = createElementwise(
@@ -173,7 +177,7 @@ struct AdagradUpdateLowering : public OpRewritePattern<AdagradUpdateOp> {
   LogicalResult matchAndRewrite(AdagradUpdateOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    Value negLr = arith::NegFOp::create(rewriter, loc, op.getLr());
+    Value negLr = negatedF32(rewriter, loc, op.getLr());
     Value scale = op.getGradScale();
     double eps = op.getEps().convertToDouble();
     SmallVector<Value> results = createElementwise(

@@ -1,6 +1,7 @@
 // RUN: txl-opt %s --split-input-file --verify-diagnostics
 
-// One case per verifier message of the backward ops (TxlAdjointOps.cpp).
+// One case per verifier message of the backward and optimizer ops
+// (TxlAdjointOps.cpp).
 
 func.func @linear_input_grad_rank(%dy: tensor<?x?x8xf32>, %w: tensor<8x4xf32>) -> tensor<?x4xf32> {
   // expected-error @+1 {{'txl.linear_input_grad' op d_result and d_input must have the same rank and leading dimensions}}
@@ -221,3 +222,38 @@ func.func @rel_attention_grad_bias(%q: tensor<?x?x2x4xf32>, %k: tensor<?x?x2x4xf
       : tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x2x4xf32>, tensor<4x2xf32>, tensor<2x4xf32>
   return
 }
+
+// -----
+
+func.func @adam_update_beta(%p: tensor<4xf32>, %lr: f64, %step: i64, %scale: f32) {
+  // expected-error @+1 {{'txl.adam_update' op beta2 must be in [0, 1), got 1.000000e+00}}
+  %p1, %m1, %v1 = txl.adam_update %p, %p, %p, %p, %lr, %step, %scale
+      {beta1 = 0.9 : f64, beta2 = 1.0 : f64, eps = 1.0e-08 : f64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @adam_update_eps(%p: tensor<4xf32>, %lr: f64, %step: i64, %scale: f32) {
+  // expected-error @+1 {{'txl.adam_update' op eps must be positive}}
+  %p1, %m1, %v1 = txl.adam_update %p, %p, %p, %p, %lr, %step, %scale
+      {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 0.0 : f64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @sgd_update_momentum(%p: tensor<4xf32>, %lr: f64, %scale: f32) {
+  // expected-error @+1 {{'txl.sgd_update' op momentum must be in [0, 1), got -5.000000e-01}}
+  %p1, %b1 = txl.sgd_update %p, %p, %p, %lr, %scale {momentum = -0.5 : f64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @adagrad_update_eps(%p: tensor<4xf32>, %lr: f64, %scale: f32) {
+  // expected-error @+1 {{'txl.adagrad_update' op eps must be positive}}
+  %p1, %s1 = txl.adagrad_update %p, %p, %p, %lr, %scale {eps = -1.0e-10 : f64} : tensor<4xf32>
+  return
+}
+

@@ -57,3 +57,19 @@ func.func @attention_dropatt(%q: tensor<?x?x2x4xf32>, %r: tensor<?x2x4xf32>, %u:
       : tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>
   return %g#3 : tensor<?x2x4xf32>
 }
+
+// The optimizer updates take the learning rate as f64 and the step as i64.
+// CHECK-LABEL: func.func @optimizer
+func.func @optimizer(%p: tensor<4x2xf32>, %g: tensor<4x2xf32>, %m: tensor<4x2xf32>, %v: tensor<4x2xf32>,
+                     %lr: f64, %step: i64, %scale: f32) {
+  // CHECK: txl.squared_norm %{{.+}} : tensor<4x2xf32>
+  %n = txl.squared_norm %g : tensor<4x2xf32>
+  // CHECK: txl.adam_update %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} {beta1 = 9.000000e-01 : f64, beta2 = 0.99899999999999999 : f64, eps = 1.000000e-08 : f64} : tensor<4x2xf32>
+  %p1, %m1, %v1 = txl.adam_update %p, %g, %m, %v, %lr, %step, %scale
+      {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-08 : f64} : tensor<4x2xf32>
+  // CHECK: txl.sgd_update %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} {momentum = 0.000000e+00 : f64} : tensor<4x2xf32>
+  %p2, %b2 = txl.sgd_update %p, %g, %m, %lr, %scale {momentum = 0.0 : f64} : tensor<4x2xf32>
+  // CHECK: txl.adagrad_update %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} {eps = 1.000000e-10 : f64} : tensor<4x2xf32>
+  %p3, %s3 = txl.adagrad_update %p, %g, %m, %lr, %scale {eps = 1.0e-10 : f64} : tensor<4x2xf32>
+  return
+}

@@ -1,0 +1,290 @@
+//===- TrainingBuilder.cpp - Optimizer step and lr schedule -----*- C++ -*-===//
+//
+// One training update of the official pytorch/train.py, as functions of the
+// model module:
+//
+//   torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
+//   optimizer.step()
+//   train_step += 1; <step-wise lr annealing>
+//
+// The update ops (txl.adam_update, ...) read each gradient times the
+// clipping coefficient, so clipped gradients are never written. The schedule
+// is scalar f64 arithmetic, the Python floats of train.py and torch's
+// schedulers in the same order of operations. [train] clip_nonemb is not
+// consulted: train.py declares the flag but always clips every parameter.
+//
+//===----------------------------------------------------------------------===//
+
+#include "txl/Frontend/TrainingBuilder.h"
+
+#include "txl/Frontend/SegmentBuilder.h"
+#include "txl/IR/TxlOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::txl;
+
+SmallVector<StringRef, 2> mlir::txl::getOptimizerStateNames(StringRef optim) {
+  if (optim == "adam")
+    return {"exp_avg", "exp_avg_sq"};
+  if (optim == "sgd")
+    return {"momentum_buffer"};
+  if (optim == "adagrad")
+    return {"sum"};
+  return {};
+}
+
+namespace {
+
+/// Emits the two functions of one model file.
+class TrainingEmitter {
+public:
+  TrainingEmitter(OpBuilder &b, Location loc, const ModelConfig &config)
+      : b(b), loc(loc), config(config), train(config.train) {}
+
+  void emitOptimizerStep(ModuleOp module);
+  void emitLearningRate(ModuleOp module);
+
+private:
+  Value f32(double v) {
+    return arith::ConstantOp::create(
+        b, loc, b.getF32FloatAttr(static_cast<float>(v)));
+  }
+  Value f64(double v) {
+    return arith::ConstantOp::create(b, loc, b.getF64FloatAttr(v));
+  }
+  Value i64(int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 64); }
+
+  Value gradScale(Value totalNorm);
+  SmallVector<Value> update(Value param, Value grad, ValueRange states,
+                            Value lr, Value step, Value scale);
+  Value warmupOrAfter(Value step, Value stepF, Value lr);
+  Value invSqrt(Value step, Value stepF);
+
+  OpBuilder &b;
+  Location loc;
+  const ModelConfig &config;
+  const TrainSection &train;
+};
+
+} // namespace
+
+/// The gradient scale of clip_grad_norm_(max_norm = clip): in f32,
+/// min(clip * (1 / (total_norm + 1e-6)), 1). torch evaluates the Python
+/// `max_norm / tensor` as `tensor.reciprocal() * max_norm`; the clamp
+/// (torch.clamp(max=1.0)) keeps a NaN norm NaN. Without clipping the scale
+/// is 1: torch would scale every gradient by 0 for clip = 0, which
+/// train.py never means.
+Value TrainingEmitter::gradScale(Value totalNorm) {
+  if (!(train.clip > 0.0))
+    return f32(1.0);
+  Value denom = arith::AddFOp::create(b, loc, totalNorm, f32(1e-6));
+  Value coef = arith::MulFOp::create(
+      b, loc, arith::DivFOp::create(b, loc, f32(1.0), denom), f32(train.clip));
+  return arith::MinimumFOp::create(b, loc, coef, f32(1.0));
+}
+
+/// One torch.optim update of `param` with the defaults official train.py
+/// leaves: Adam betas (0.9, 0.999) and eps 1e-8, SGD momentum = mom,
+/// Adagrad eps 1e-10. Returns the new parameter, then the new states.
+SmallVector<Value> TrainingEmitter::update(Value param, Value grad,
+                                           ValueRange states, Value lr,
+                                           Value step, Value scale) {
+  if (train.optim == "adam") {
+    auto op = AdamUpdateOp::create(b, loc, param, grad, states[0], states[1],
+                                   lr, step, scale, llvm::APFloat(0.9),
+                                   llvm::APFloat(0.999), llvm::APFloat(1e-8));
+    return SmallVector<Value>(op->getResults());
+  }
+  if (train.optim == "sgd") {
+    auto op = SgdUpdateOp::create(b, loc, param, grad, states[0], lr, scale,
+                                  llvm::APFloat(train.mom));
+    return SmallVector<Value>(op->getResults());
+  }
+  auto op = AdagradUpdateOp::create(b, loc, param, grad, states[0], lr, scale,
+                                    llvm::APFloat(1e-10));
+  return SmallVector<Value>(op->getResults());
+}
+
+void TrainingEmitter::emitOptimizerStep(ModuleOp module) {
+  SmallVector<ParamSpec> trained;
+  for (ParamSpec &p : getParameterTable(config))
+    if (p.trainable)
+      trained.push_back(std::move(p));
+  SmallVector<StringRef, 2> stateNames = getOptimizerStateNames(train.optim);
+  size_t numParams = trained.size(), numStates = stateNames.size();
+
+  SmallVector<Type> paramTypes;
+  for (const ParamSpec &p : trained)
+    paramTypes.push_back(RankedTensorType::get(p.shape, b.getF32Type()));
+  // params, grads, then each state list: the runtime ABI's order.
+  SmallVector<Type> inputs;
+  for (size_t list = 0; list < 2 + numStates; ++list)
+    inputs.append(paramTypes);
+  inputs.append({b.getF64Type(), b.getI64Type()}); // lr, step
+  SmallVector<Type> results;
+  for (size_t list = 0; list < 1 + numStates; ++list)
+    results.append(paramTypes);
+  results.push_back(RankedTensorType::get({1}, b.getF32Type())); // grad_norm
+
+  b.setInsertionPointToEnd(module.getBody());
+  auto fn = func::FuncOp::create(b, loc, kOptimizerStepFunctionName,
+                                 b.getFunctionType(inputs, results));
+  fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+  // Each tensor argument is named after its parameter, under the role it
+  // plays (`txl.param`, `txl.grad`, or torch's state key).
+  for (size_t i = 0; i < numParams; ++i) {
+    StringAttr name = b.getStringAttr(trained[i].name);
+    fn.setArgAttr(i, "txl.param", name);
+    fn.setArgAttr(numParams + i, "txl.grad", name);
+    for (size_t s = 0; s < numStates; ++s)
+      fn.setArgAttr((2 + s) * numParams + i, ("txl." + stateNames[s]).str(),
+                    name);
+  }
+  Block *entry = fn.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  auto arg = [&](size_t list, size_t i) {
+    return entry->getArgument(list * numParams + i);
+  };
+  Value lr = entry->getArgument((2 + numStates) * numParams);
+  Value step = entry->getArgument((2 + numStates) * numParams + 1);
+
+  // clip_grad_norm_'s total norm: sqrt of the sum of the squared norms.
+  Value sumSquares;
+  for (size_t i = 0; i < numParams; ++i) {
+    Value sq = SquaredNormOp::create(b, loc, arg(1, i));
+    sumSquares = sumSquares ? arith::AddFOp::create(b, loc, sumSquares, sq)
+                            : sq;
+  }
+  Value totalNorm = math::SqrtOp::create(b, loc, sumSquares);
+  Value scale = gradScale(totalNorm);
+
+  SmallVector<SmallVector<Value>> outLists(1 + numStates);
+  for (size_t i = 0; i < numParams; ++i) {
+    SmallVector<Value> states;
+    for (size_t s = 0; s < numStates; ++s)
+      states.push_back(arg(2 + s, i));
+    SmallVector<Value> updated =
+        update(arg(0, i), arg(1, i), states, lr, step, scale);
+    for (auto [list, value] : llvm::enumerate(updated))
+      outLists[list].push_back(value);
+  }
+  SmallVector<Value> returned;
+  for (const SmallVector<Value> &list : outLists)
+    returned.append(list);
+  returned.push_back(tensor::FromElementsOp::create(
+      b, loc, RankedTensorType::get({1}, b.getF32Type()),
+      ValueRange{totalNorm}));
+  func::ReturnOp::create(b, loc, returned);
+}
+
+/// cosine / constant / dev_perf: train.py sets `lr * step / warmup_step`
+/// while step < warmup_step; after that only the cosine scheduler steps,
+/// CosineAnnealingLR(T_max = max_step, eta_min) in its closed form, and
+/// constant / dev_perf keep the lr of the last warmup update (so a constant
+/// run goes on at lr * (warmup_step - 1) / warmup_step; dev_perf's plateau
+/// reductions are the runtime's, applied to the `lr` it passes).
+Value TrainingEmitter::warmupOrAfter(Value step, Value stepF, Value lr) {
+  Value after = lr;
+  if (train.scheduler == "cosine") {
+    // eta_min + (base_lr - eta_min) * (1 + cos(pi * step / T_max)) / 2
+    Value angle = arith::DivFOp::create(
+        b, loc, arith::MulFOp::create(b, loc, f64(llvm::numbers::pi), stepF),
+        f64(static_cast<double>(train.maxStep)));
+    Value onePlusCos = arith::AddFOp::create(
+        b, loc, f64(1.0), math::CosOp::create(b, loc, angle));
+    Value scaled = arith::DivFOp::create(
+        b, loc,
+        arith::MulFOp::create(b, loc, f64(train.lr - train.etaMin), onePlusCos),
+        f64(2.0));
+    after = arith::AddFOp::create(b, loc, f64(train.etaMin), scaled);
+  }
+  if (train.warmupStep == 0)
+    return after;
+  // args.lr * train_step / args.warmup_step
+  Value warm = arith::DivFOp::create(
+      b, loc, arith::MulFOp::create(b, loc, f64(train.lr), stepF),
+      f64(static_cast<double>(train.warmupStep)));
+  Value inWarmup = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                         step, i64(train.warmupStep));
+  return arith::SelectOp::create(b, loc, inWarmup, warm, after);
+}
+
+/// inv_sqrt: LambdaLR with train.py's lr_lambda, lr = base_lr * lambda(step):
+/// lambda = 1 at step 0 without warmup, else 1 / step**0.5 past warmup_step
+/// and step / warmup_step**1.5 up to it.
+Value TrainingEmitter::invSqrt(Value step, Value stepF) {
+  Value decay = arith::DivFOp::create(b, loc, f64(1.0),
+                                      math::SqrtOp::create(b, loc, stepF));
+  Value lambda;
+  if (train.warmupStep == 0) {
+    Value atZero = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                         step, i64(0));
+    lambda = arith::SelectOp::create(b, loc, atZero, f64(1.0), decay);
+  } else {
+    double warmup = static_cast<double>(train.warmupStep);
+    Value ramp = arith::DivFOp::create(b, loc, stepF,
+                                       f64(std::pow(warmup, 1.5)));
+    Value pastWarmup = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::sgt, step, i64(train.warmupStep));
+    lambda = arith::SelectOp::create(b, loc, pastWarmup, decay, ramp);
+  }
+  return arith::MulFOp::create(b, loc, f64(train.lr), lambda);
+}
+
+void TrainingEmitter::emitLearningRate(ModuleOp module) {
+  Type f64Type = b.getF64Type();
+  auto resultType = RankedTensorType::get({1}, f64Type);
+  b.setInsertionPointToEnd(module.getBody());
+  auto fn = func::FuncOp::create(
+      b, loc, kLearningRateFunctionName,
+      b.getFunctionType({b.getI64Type(), f64Type}, {resultType}));
+  fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+  Block *entry = fn.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  Value step = entry->getArgument(0);
+  Value lr = entry->getArgument(1);
+  Value stepF = arith::SIToFPOp::create(b, loc, f64Type, step);
+
+  Value next;
+  if (train.scheduler == "inv_sqrt") {
+    // The scheduler's construction already applies lambda(0).
+    next = invSqrt(step, stepF);
+  } else {
+    // Before the first update the optimizer's lr is [train] lr, warmup or
+    // not (train.py sets no warmup lr for step 0).
+    Value atZero = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                         step, i64(0));
+    next = arith::SelectOp::create(b, loc, atZero, f64(train.lr),
+                                   warmupOrAfter(step, stepF, lr));
+  }
+  func::ReturnOp::create(
+      b, loc,
+      ValueRange{tensor::FromElementsOp::create(b, loc, resultType,
+                                                ValueRange{next})});
+}
+
+LogicalResult mlir::txl::buildTrainingFunctions(ModuleOp module,
+                                                const ModelConfig &config) {
+  MLIRContext *ctx = module.getContext();
+  ctx->loadDialect<TxlDialect, func::FuncDialect, arith::ArithDialect,
+                   math::MathDialect, tensor::TensorDialect>();
+  Location loc = FileLineColLoc::get(ctx, config.fileName, 1, 1);
+  if (getOptimizerStateNames(config.train.optim).empty())
+    return emitError(loc) << "[train] optim '" << config.train.optim
+                          << "' has no compiled update";
+  OpBuilder b(ctx);
+  TrainingEmitter emitter(b, loc, config);
+  emitter.emitOptimizerStep(module);
+  emitter.emitLearningRate(module);
+  return success();
+}
