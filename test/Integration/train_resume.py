@@ -43,33 +43,40 @@ def losses(work):
 
 def main():
     exe, data, root = sys.argv[1:4]
-    kills = int(sys.argv[4]) if len(sys.argv) > 4 else 3
+    kills = int(sys.argv[4]) if len(sys.argv) > 4 else 4
     common = [exe, "train", "--data", data, "--threads", "1",
               "--checkpoint-interval", "1", "--no-plot"]
     work_a = os.path.join(root, "a")
+    t0 = time.time()
     subprocess.run(common + ["--work-dir", work_a], check=True,
                    stdout=subprocess.DEVNULL)
+    full = time.time() - t0
     t0 = time.time()
-    work_b = os.path.join(root, "b")
-    subprocess.run(common + ["--work-dir", work_b, "--max-step", "1"],
+    subprocess.run(common + ["--work-dir", os.path.join(root, "one"),
+                             "--max-step", "1"],
                    check=True, stdout=subprocess.DEVNULL)
-    one_step = time.time() - t0
+    startup = time.time() - t0
+    work_b = os.path.join(root, "b")
     # Run B from scratch again, killed `kills` times at random moments of
-    # the run (a full run takes about as long as A did).
+    # its training (between the start-up and the end of a full run).
     rng = random.Random()
-    resumed = 0
+    resumed = interrupted = 0
     first = True
     for _ in range(kills):
         args = common + ["--work-dir", work_b]
         if not first:
             args.append("--resume")
         proc = subprocess.Popen(args, stdout=subprocess.DEVNULL)
-        time.sleep(one_step + rng.uniform(0.1, 1.5))
+        time.sleep(rng.uniform(startup, startup + 0.5 * max(0.0, full - startup)))
+        if proc.poll() is None:
+            interrupted += 1
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         if os.path.exists(os.path.join(work_b, "last.safetensors")):
             first = False
             resumed += 1
+    if interrupted == 0:
+        fail("no kill interrupted a run (runs too short?)")
     args = common + ["--work-dir", work_b] + ([] if first else ["--resume"])
     subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
     # No temporary checkpoint left behind by a completed run... except the
@@ -93,7 +100,7 @@ def main():
             fail(f"{name}: step {ma.get('step')} vs {mb.get('step')}")
     steps = [s for k, s, _ in la if k == "train"]
     print(f"resume ok: {len(la)} records up to step {steps[-1]} equal after "
-          f"{resumed} kill(s) with a checkpoint")
+          f"{interrupted} kill(s) mid-run, {resumed} resume(s)")
 
 
 main()

@@ -406,6 +406,7 @@ Settings resolveSettings(const txl_model_info_t &info,
   s.checkpointInterval = options.checkpointInterval.value_or(s.logInterval);
   s.maxEvalSteps = options.maxEvalSteps.value_or(info.max_eval_steps);
   s.seed = static_cast<uint64_t>(options.seed.value_or(info.seed));
+  s.threads = options.threads.value_or(0);
   for (auto [name, value] :
        {std::pair<const char *, int64_t>{"max-step", s.maxStep},
         {"log-interval", s.logInterval},
