@@ -134,8 +134,10 @@ typedef void (*txl_segment_fn)(void **args);
 /// out memref<1xf64>: the lr train.py sets after update `step` (step 0: the
 /// lr of the first update).
 
-/* Symbols every txlc-generated object defines (the weak ones unless the
-   model was compiled without training). */
+/* Symbols a txlc-generated object defines: all four by default;
+   txl_segment_grad is absent when the model was compiled with
+   --backward=false (or --fuse-attention=false), and the runtime then refuses
+   `train` and --grad-segment. */
 extern const txl_model_info_t txl_model_info;
 void txl_segment_forward(void **args);
 void txl_segment_grad(void **args) TXL_WEAK;
