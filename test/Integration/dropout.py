@@ -211,8 +211,24 @@ def emit_model(work, name, pre_lnorm, dropout, dropatt, f64):
                              mem_len=MEM_LEN))
     text = subprocess.run(["txlc", path, "--emit=txl"], check=True,
                           capture_output=True, text=True).stdout
+    # Only the segment is checked: drop the training functions (the f32
+    # optimizer state would not survive the f64 rewrite below).
+    text = drop_functions(text, ("optimizer_step", "learning_rate"))
     # Every op accepts f64; the hyper-parameter attributes stay f32.
     return text.replace("xf32>", "xf64>") if f64 else text
+
+
+def drop_functions(text, names):
+    """The module text without the top-level functions called `names`."""
+    out, skipping = [], False
+    for line in text.splitlines(keepends=True):
+        if any(line.startswith(f"  func.func @{n}(") for n in names):
+            skipping = True
+        if not skipping:
+            out.append(line)
+        elif line == "  }\n":
+            skipping = False
+    return "".join(out)
 
 
 def segment_args(text):

@@ -42,6 +42,17 @@ LogicalResult verifyDropattGroup(Operation *op, ValueRange operands,
                                  std::optional<APFloat> rate,
                                  std::optional<uint64_t> stream);
 
+/// The operands of the dropatt group of `op` that are present (all four or
+/// none when the op verifies).
+template <typename OpT> SmallVector<Value> dropattOperandsOf(OpT op) {
+  SmallVector<Value> operands;
+  for (Value v : {op.getDropattSeed(), op.getDropattOffset(),
+                  op.getDropattTraining(), op.getDropattStreamBase()})
+    if (v)
+      operands.push_back(v);
+  return operands;
+}
+
 } // namespace txl
 } // namespace mlir
 

@@ -183,12 +183,7 @@ LogicalResult RelAttentionGradOp::verify() {
 }
 
 SmallVector<Value> RelAttentionGradOp::getDropattOperands() {
-  SmallVector<Value> operands;
-  for (Value v : {getDropattSeed(), getDropattOffset(), getDropattTraining(),
-                  getDropattStreamBase()})
-    if (v)
-      operands.push_back(v);
-  return operands;
+  return dropattOperandsOf(*this);
 }
 
 //===----------------------------------------------------------------------===//

@@ -213,12 +213,7 @@ LogicalResult RelAttentionOp::verify() {
 }
 
 SmallVector<Value> RelAttentionOp::getDropattOperands() {
-  SmallVector<Value> operands;
-  for (Value v : {getDropattSeed(), getDropattOffset(), getDropattTraining(),
-                  getDropattStreamBase()})
-    if (v)
-      operands.push_back(v);
-  return operands;
+  return dropattOperandsOf(*this);
 }
 
 LogicalResult NllOp::verify() {

@@ -46,6 +46,25 @@ void setIfGiven(const CLI::Option *option, const T &value,
     target = value;
 }
 
+/// --data and --dataset of a subcommand, with the model file's defaults in
+/// the help.
+void addDataOptions(CLI::App *command, std::string &dataDir,
+                    std::string &dataset, const std::string &defaultPath,
+                    const std::string &defaultDataset) {
+  command->add_option(
+      "--data", dataDir,
+      "Directory holding train.txt, valid.txt, test.txt" +
+          (defaultPath.empty()
+               ? std::string(" (no default: the model sets no data_path)")
+               : " (default: " + defaultPath + ")"));
+  command->add_option(
+      "--dataset", dataset,
+      "Dataset semantics: ptb, wt2, wt103, enwik8, text8" +
+          (defaultDataset.empty()
+               ? std::string(" (no default: the model sets no dataset)")
+               : " (default: " + defaultDataset + ")"));
+}
+
 } // namespace
 
 /// Keeps the per-segment temporaries of the generated code (the logits alone
@@ -89,24 +108,14 @@ int main(int argc, char **argv) {
               "memory carried across the whole split, mean NLL per token; "
               "prints '| <split> loss L | <split> ppl P' (bpc for "
               "character datasets)");
-  eval->add_option(
-      "--data", evalOptions.dataDir,
-      "Directory holding train.txt, valid.txt, test.txt" +
-          (dataPath.empty()
-               ? std::string(" (no default: the model sets no data_path)")
-               : " (default: " + dataPath + ")"));
+  addDataOptions(eval, evalOptions.dataDir, evalOptions.dataset, dataPath,
+                 dataset);
   eval->add_option("--split", evalOptions.split, "Split to evaluate")
       ->check(CLI::IsMember({"valid", "test", "train"}))
       ->default_str("valid");
   eval->add_option("--checkpoint", evalOptions.checkpoint,
                    "safetensors checkpoint (official state_dict names)")
       ->required();
-  eval->add_option(
-      "--dataset", evalOptions.dataset,
-      "Dataset semantics: ptb, wt2, wt103, enwik8, text8" +
-          (dataset.empty()
-               ? std::string(" (no default: the model sets no dataset)")
-               : " (default: " + dataset + ")"));
   CLI::Option *tgtLenOpt = eval->add_option(
       "--tgt-len", evalTgtLen,
       fmt::format("Segment length (default: {})", info.eval_tgt_len));
@@ -198,18 +207,8 @@ int main(int argc, char **argv) {
       "schedule, train.py's log lines, a validation every eval-interval "
       "updates, last/best checkpoints, metrics.jsonl and curves.png in the "
       "work directory");
-  train->add_option(
-      "--data", trainOptions.dataDir,
-      "Directory holding train.txt, valid.txt, test.txt" +
-          (dataPath.empty()
-               ? std::string(" (no default: the model sets no data_path)")
-               : " (default: " + dataPath + ")"));
-  train->add_option(
-      "--dataset", trainOptions.dataset,
-      "Dataset semantics: ptb, wt2, wt103, enwik8, text8" +
-          (dataset.empty()
-               ? std::string(" (no default: the model sets no dataset)")
-               : " (default: " + dataset + ")"));
+  addDataOptions(train, trainOptions.dataDir, trainOptions.dataset, dataPath,
+                 dataset);
   train
       ->add_option("--work-dir", trainOptions.workDir,
                    "Directory for log.txt, metrics.jsonl, last/best "
