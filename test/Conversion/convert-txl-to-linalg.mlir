@@ -243,52 +243,46 @@ func.func @masked_softmax(%s: tensor<?x?x?x2xf32>, %mem_len: index, %same_length
 
 // -----
 
-// rel_attention: one batch_matmul computes AC = (q + u) kᵀ into the score
-// buffer [b, n, i, j]; a generic with a reduction over d then accumulates
-// (q + v)[i, b, n, d] * pos_key[j + qlen - 1 - i, n, d] onto it, reading the
-// positions with tensor.extract at the shifted row. The unshifted positional
-// scores are never built: no product reads pos_key, no pad, no generate.
+// rel_attention: every score comes from a batched product. The positional
+// scores (q + v) rᵀ (r repeated per batch column) fill columns 1..klen of a
+// zero-filled [b·n, qlen, klen + 1] buffer; BD is the view of that buffer
+// that starts qlen elements into each (batch, head) block with row stride
+// klen (collapse, extract_slice at qlen of qlen·klen elements, expand): the
+// official _rel_shift without its copy. AC = (q + u) kᵀ is accumulated onto
+// that view, so the scores are one buffer. No gather, pad or generate.
 // CHECK-DAG: #[[$QA:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
 // CHECK-DAG: #[[$KT:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>
 // CHECK-DAG: #[[$S:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
-// CHECK-DAG: #[[$QV:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d2, d0, d1, d4)>
-// CHECK-DAG: #[[$BNIJ:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>
+// CHECK-DAG: #[[$HF:.+]] = affine_map<(d0, d1, d2, d3) -> (d2, d0, d1, d3)>
+// CHECK-DAG: #[[$RB:.+]] = affine_map<(d0, d1, d2, d3) -> (d2, d1, d3)>
 // CHECK-LABEL: func.func @rel_attention
 // CHECK-SAME: (%[[Q:[^:]+]]: tensor<?x?x2x16xf32>, %[[K:[^:]+]]: tensor<?x?x2x16xf32>, %[[V:[^:]+]]: tensor<?x?x2x16xf32>, %[[R:[^:]+]]: tensor<?x2x16xf32>, %[[U:[^:]+]]: tensor<2x16xf32>, %[[VB:[^:]+]]: tensor<2x16xf32>, %[[ML:[^:]+]]: index, %[[SL:[^:]+]]: i1)
 // CHECK-NOT: tensor.pad
 // CHECK-NOT: tensor.generate
-// CHECK: %[[QU:.+]] = linalg.generic {{.+}} ins(%[[Q]], %[[U]] : tensor<?x?x2x16xf32>, tensor<2x16xf32>)
+// CHECK-NOT: tensor.extract %
+// CHECK: %[[QU:.+]] = linalg.generic {indexing_maps = [#[[$HF]], {{.+}}]{{.+}} ins(%[[Q]], %[[U]] : tensor<?x?x2x16xf32>, tensor<2x16xf32>) outs(%{{.+}} : tensor<?x2x?x16xf32>)
 // CHECK: arith.addf
-// CHECK: linalg.transpose ins(%[[QU]]
-// CHECK: linalg.transpose ins(%[[K]]
-// CHECK: %[[AC:.+]] = linalg.batch_matmul indexing_maps = [#[[$QA]], #[[$KT]], #[[$S]]]
-// CHECK: %[[AC4:.+]] = tensor.expand_shape %[[AC]] {{\[\[}}0, 1], [2], [3]] {{.+}} into tensor<?x2x?x?xf32>
+// CHECK: %[[QU3:.+]] = tensor.collapse_shape %[[QU]] {{\[\[}}0, 1], [2], [3]]
+// CHECK: %[[QV:.+]] = linalg.generic {indexing_maps = [#[[$HF]], {{.+}}]{{.+}} ins(%[[Q]], %[[VB]] : tensor<?x?x2x16xf32>, tensor<2x16xf32>)
+// CHECK: %[[QV3:.+]] = tensor.collapse_shape %[[QV]]
+// CHECK: %[[KT:.+]] = linalg.transpose ins(%[[K]]
+// CHECK: %[[K3:.+]] = tensor.collapse_shape %[[KT]]
+// CHECK: %[[RB:.+]] = linalg.generic {indexing_maps = [#[[$RB]], {{.+}}]{{.+}} ins(%[[R]] : tensor<?x2x16xf32>) outs(%{{.+}} : tensor<?x2x?x16xf32>)
+// CHECK: %[[R3:.+]] = tensor.collapse_shape %[[RB]]
+// CHECK: %[[KP1:.+]] = arith.addi %[[KLEN:.+]], %{{.+}} : index
+// CHECK: %[[PADE:.+]] = tensor.empty(%{{.+}}, %[[QLEN:.+]], %[[KP1]]) : tensor<?x?x?xf32>
+// CHECK: %[[PAD:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%[[PADE]] : tensor<?x?x?xf32>)
+// CHECK: %[[COLS:.+]] = tensor.extract_slice %[[PAD]][0, 0, 1] [%{{.+}}, %[[QLEN]], %[[KLEN]]] [1, 1, 1]
+// CHECK: %[[RAW:.+]] = linalg.batch_matmul indexing_maps = [#[[$QA]], #[[$KT]], #[[$S]]] ins(%[[QV3]], %[[R3]] : tensor<?x?x16xf32>, tensor<?x?x16xf32>) outs(%[[COLS]] : tensor<?x?x?xf32>)
+// CHECK: %[[PAD2:.+]] = tensor.insert_slice %[[RAW]] into %[[PAD]][0, 0, 1] [%{{.+}}, %[[QLEN]], %[[KLEN]]] [1, 1, 1]
+// CHECK: %[[FLAT:.+]] = tensor.collapse_shape %[[PAD2]] {{\[\[}}0], [1, 2]] : tensor<?x?x?xf32> into tensor<?x?xf32>
+// CHECK: %[[QK:.+]] = arith.muli %[[QLEN]], %[[KLEN]] : index
+// CHECK: %[[BD2:.+]] = tensor.extract_slice %[[FLAT]][0, %[[QLEN]]] [%{{.+}}, %[[QK]]] [1, 1]
+// CHECK: %[[BD:.+]] = tensor.expand_shape %[[BD2]] {{\[\[}}0], [1, 2]] output_shape [%{{.+}}, %[[QLEN]], %[[KLEN]]]
+// CHECK: %[[SC:.+]] = linalg.batch_matmul indexing_maps = [#[[$QA]], #[[$KT]], #[[$S]]] ins(%[[QU3]], %[[K3]] : tensor<?x?x16xf32>, tensor<?x?x16xf32>) outs(%[[BD]] : tensor<?x?x?xf32>)
+// CHECK: %[[SC4:.+]] = tensor.expand_shape %[[SC]] {{\[\[}}0, 1], [2], [3]] {{.+}} into tensor<?x2x?x?xf32>
 // CHECK-NOT: linalg.batch_matmul
-// CHECK-NOT: tensor.expand_shape
-// CHECK: %[[QV:.+]] = linalg.generic {{.+}} ins(%[[Q]], %[[VB]] : tensor<?x?x2x16xf32>, tensor<2x16xf32>)
-// CHECK-NOT: linalg.batch_matmul
-// CHECK-NOT: tensor.expand_shape
-// CHECK: %[[BD:.+]] = linalg.generic {indexing_maps = [#[[$QV]], #[[$BNIJ]]], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%[[QV]] : tensor<?x?x2x16xf32>) outs(%[[AC4]] : tensor<?x2x?x?xf32>)
-// CHECK-NEXT: ^bb0(%[[QVE:.+]]: f32, %[[ACC:.+]]: f32):
-// CHECK-NEXT: %[[I:.+]] = linalg.index 2 : index
-// CHECK-NEXT: %[[J:.+]] = linalg.index 3 : index
-// CHECK-NEXT: %[[N:.+]] = linalg.index 1 : index
-// CHECK-NEXT: %[[D:.+]] = linalg.index 4 : index
-// CHECK-NEXT: %[[ONE:.+]] = arith.constant 1 : index
-// CHECK-NEXT: %[[QM1:.+]] = arith.subi %{{.+}}, %[[ONE]] : index
-// CHECK-NEXT: %[[JQ:.+]] = arith.addi %[[J]], %[[QM1]] : index
-// CHECK-NEXT: %[[SRC:.+]] = arith.subi %[[JQ]], %[[I]] : index
-// CHECK-NEXT: %[[IN:.+]] = arith.cmpi ult, %[[SRC]], %{{.+}} : index
-// CHECK-NEXT: %[[KM1:.+]] = arith.subi %{{.+}}, %[[ONE]] : index
-// CHECK-NEXT: %[[ROW:.+]] = arith.minui %[[SRC]], %[[KM1]] : index
-// CHECK-NEXT: %[[RV:.+]] = tensor.extract %[[R]][%[[ROW]], %[[N]], %[[D]]] : tensor<?x2x16xf32>
-// CHECK-NEXT: %[[PROD:.+]] = arith.mulf %[[QVE]], %[[RV]] : f32
-// CHECK-NEXT: %[[ZERO:.+]] = arith.constant 0.000000e+00 : f32
-// CHECK-NEXT: %[[TERM:.+]] = arith.select %[[IN]], %[[PROD]], %[[ZERO]] : f32
-// CHECK-NEXT: %[[NEW:.+]] = arith.addf %[[ACC]], %[[TERM]] : f32
-// CHECK-NEXT: linalg.yield %[[NEW]] : f32
-// CHECK-NOT: linalg.batch_matmul
-// CHECK: linalg.generic {{.+}} ins(%[[BD]] : tensor<?x2x?x?xf32>)
+// CHECK: linalg.generic {{.+}} ins(%[[SC4]] : tensor<?x2x?x?xf32>)
 // CHECK: arith.cmpi sle
 // CHECK: arith.select %[[SL]]
 // CHECK: math.exp
@@ -311,16 +305,20 @@ func.func @rel_attention(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x2x16xf32>, %v:
 
 // -----
 
-// No product reads pos_key in the fused lowering (it is only gathered from).
-// CHECK-LABEL: func.func @rel_attention_pos_key_only_gathered
+// pos_key is read by one product only, through its per-batch repetition,
+// never gathered element by element.
+// CHECK-LABEL: func.func @rel_attention_pos_key_one_product
 // CHECK-SAME: %[[R:[^:]+]]: tensor<?x2x16xf32>
+// CHECK-NOT: tensor.extract %[[R]]
+// CHECK: %[[RB:.+]] = linalg.generic {{.+}} ins(%[[R]] : tensor<?x2x16xf32>)
+// CHECK-NOT: tensor.extract %[[R]]
 // CHECK-NOT: ins(%[[R]]
-// CHECK-NOT: , %[[R]] :
-// CHECK: tensor.extract %[[R]]
+// CHECK: %[[R3:.+]] = tensor.collapse_shape %[[RB]]
+// CHECK: linalg.batch_matmul {{.+}} ins(%{{.+}}, %[[R3]] :
+// CHECK-NOT: tensor.extract %[[R]]
 // CHECK-NOT: ins(%[[R]]
-// CHECK-NOT: , %[[R]] :
 // CHECK: return
-func.func @rel_attention_pos_key_only_gathered(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x2x16xf32>, %v: tensor<?x?x2x16xf32>,
+func.func @rel_attention_pos_key_one_product(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x2x16xf32>, %v: tensor<?x?x2x16xf32>,
                          %r: tensor<?x2x16xf32>, %u: tensor<2x16xf32>, %vb: tensor<2x16xf32>,
                          %mem_len: index, %same_length: i1) -> tensor<?x?x2x16xf32> {
   %o = txl.rel_attention %q, %k, %v, %r, %u, %vb, %mem_len, %same_length {scale = 0.25 : f32}

@@ -109,14 +109,17 @@ def ConvertLinalgToBlasPass : Pass<"txl-linalg-to-blas", "::mlir::ModuleOp"> {
 }
 
 def LowerContiguousReshapesPass : Pass<"txl-lower-contiguous-reshapes"> {
-  let summary = "Lower memref.expand_shape of contiguous buffers to reinterpret_cast";
+  let summary = "Lower memref.expand_shape of strided buffers to reinterpret_cast";
   let description = [{
-    A `memref.expand_shape` whose source has the identity layout is a
-    reinterpretation of the same contiguous buffer: this pass writes it as
-    `memref.reinterpret_cast` with the row-major strides of the output shape.
-    It runs before `--expand-strided-metadata`, which in LLVM 22 crashes on
-    an expansion group with two dynamic sizes (e.g. [qlen·batch, d] into
-    [qlen, batch, d], which every projection produces).
+    A `memref.expand_shape` of a strided buffer is a reinterpretation of the
+    same base: this pass writes it as `memref.reinterpret_cast` with the
+    source's offset and, in each expansion group, the source dimension's
+    stride times the sizes inside the group (row-major strides for a
+    contiguous source). It runs before `--expand-strided-metadata`, which in
+    LLVM 22 crashes on an expansion group with two dynamic sizes (e.g.
+    [qlen·batch, d] into [qlen, batch, d], which every projection produces,
+    or the [b·n, qlen·klen] slice of the padded positional scores into
+    [b·n, qlen, klen]).
 
     Before:
     ```mlir

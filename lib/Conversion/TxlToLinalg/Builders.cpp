@@ -86,11 +86,14 @@ AffineMap mlir::txl::dropDimMap(MLIRContext *ctx, unsigned rank,
 }
 
 Value mlir::txl::createBatchMatmul(OpBuilder &b, Location loc, Value lhs,
-                                   Value rhs, bool transposeRhs) {
-  SmallVector<OpFoldResult> l = getSizes(b, loc, lhs);
-  SmallVector<OpFoldResult> r = getSizes(b, loc, rhs);
-  Value init = createFilled(b, loc, {l[0], l[1], transposeRhs ? r[1] : r[2]},
-                            getElementTypeOrSelf(lhs), 0.0);
+                                   Value rhs, bool transposeRhs, Value acc) {
+  Value init = acc;
+  if (!init) {
+    SmallVector<OpFoldResult> l = getSizes(b, loc, lhs);
+    SmallVector<OpFoldResult> r = getSizes(b, loc, rhs);
+    init = createFilled(b, loc, {l[0], l[1], transposeRhs ? r[1] : r[2]},
+                        getElementTypeOrSelf(lhs), 0.0);
+  }
   auto mm = linalg::BatchMatmulOp::create(b, loc, TypeRange{init.getType()},
                                           ValueRange{lhs, rhs},
                                           ValueRange{init});
@@ -310,17 +313,20 @@ Value mlir::txl::createMaskedSoftmax(OpBuilder &b, Location loc, Value scores,
 Value mlir::txl::createPointwise(
     OpBuilder &b, Location loc, Value like, ValueRange inputs,
     ArrayRef<AffineMap> inputMaps,
-    function_ref<Value(OpBuilder &, Location, ValueRange)> body) {
+    function_ref<Value(OpBuilder &, Location, ValueRange)> body,
+    Value dest) {
   auto type = cast<RankedTensorType>(like.getType());
   MLIRContext *ctx = b.getContext();
   SmallVector<AffineMap> maps(inputMaps);
   maps.push_back(identityMap(ctx, type.getRank()));
   SmallVector<utils::IteratorType> iters(type.getRank(),
                                          utils::IteratorType::parallel);
-  Value init =
-      createEmpty(b, loc, getSizes(b, loc, like), type.getElementType());
+  Value init = dest ? dest
+                    : createEmpty(b, loc, getSizes(b, loc, like),
+                                  type.getElementType());
   return linalg::GenericOp::create(
-             b, loc, TypeRange{type}, inputs, ValueRange{init}, maps, iters,
+             b, loc, TypeRange{init.getType()}, inputs, ValueRange{init}, maps,
+             iters,
              [&](OpBuilder &nb, Location l, ValueRange args) {
                linalg::YieldOp::create(nb, l, ValueRange{body(nb, l, args)});
              })
