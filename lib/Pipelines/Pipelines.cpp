@@ -51,6 +51,7 @@ void mlir::txl::buildLinalgToLLVMPipeline(OpPassManager &pm) {
   pm.addPass(createConvertLinalgToBlasPass());
   pm.addPass(createExpandStridedCopiesPass());
   pm.addPass(createConvertLinalgToLoopsPass());
+  pm.addPass(createPolynomialExpPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());

@@ -137,6 +137,30 @@ def LowerContiguousReshapesPass : Pass<"txl-lower-contiguous-reshapes"> {
                            "::mlir::memref::MemRefDialect"];
 }
 
+def PolynomialExpPass : Pass<"txl-polynomial-exp"> {
+  let summary = "Rewrite f32 math.exp as a polynomial the loop vectorizer can vectorize";
+  let description = [{
+    A scalar `expf` call in a loop keeps LLVM from vectorizing it (and
+    spills around every call): the softmax, log-sum-exp and NLL-gradient
+    loops spent most of their time in libm. This pass rewrites every f32
+    `math.exp` into MLIR's approximation (Cephes' expf: x = n ln 2 + a with
+    n = round(x / ln 2), a polynomial for e^a, 2^n built from the exponent
+    bits; relative error below 2^-22.5; results below 2^-126 are flushed to
+    0, so exp(-inf) = 0 as the masked softmax needs), made of arith ops,
+    `math.fma` and `math.floor` only, so the loops around it vectorize.
+    f64 `math.exp` (gradient checks) keeps calling libm.
+
+    Before:
+    ```mlir
+    %e = math.exp %x : f32
+    ```
+    After: `math.fma`, `math.floor`, `arith.fptosi`, `arith.bitcast`,
+    `arith.mulf`, ... and no `math.exp`.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect"];
+}
+
 def ExpandStridedCopiesPass : Pass<"txl-expand-strided-copies"> {
   let summary = "Turn memref.copy of strided buffers into linalg.copy";
   let description = [{
