@@ -121,23 +121,27 @@ func.func @attn_apply(%p: tensor<?x?x?x2xf32>, %v: tensor<?x?x2x16xf32>) -> tens
 // -----
 
 // layer_norm: a row sum and a row sum of squared deviations (reductions over
-// the last dimension), then a parallel generic computing
-// (x - mean) * rsqrt(var + eps) * g + b with mean and var scaled by 1/32.
+// the last dimension, their additions `reassoc` so that LLVM vectorizes them
+// into partial sums), then a parallel generic computing
+// (x - mean) * rsqrt(var + eps) * g + b with mean and var scaled by 1/32,
+// whose arithmetic keeps strict IEEE order.
 // CHECK-DAG: #[[$ID:.+]] = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
 // CHECK-DAG: #[[$ROW:.+]] = affine_map<(d0, d1, d2) -> (d0, d1)>
 // CHECK-DAG: #[[$FEAT:.+]] = affine_map<(d0, d1, d2) -> (d2)>
 // CHECK-LABEL: func.func @layer_norm
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<?x?x32xf32>, %[[G:[^:]+]]: tensor<32xf32>, %[[B:[^:]+]]: tensor<32xf32>)
 // CHECK: %[[SUM:.+]] = linalg.generic {indexing_maps = [#[[$ID]], #[[$ROW]]], iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[X]] : tensor<?x?x32xf32>) outs(%{{.+}} : tensor<?x?xf32>)
-// CHECK: arith.addf
+// CHECK: arith.addf %{{.+}}, %{{.+}} fastmath<reassoc> : f32
 // CHECK: %[[SQ:.+]] = linalg.generic {indexing_maps = [#[[$ID]], #[[$ROW]], #[[$ROW]]], iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[X]], %[[SUM]] : tensor<?x?x32xf32>, tensor<?x?xf32>) outs(%{{.+}} : tensor<?x?xf32>)
 // CHECK: arith.constant 3.125000e-02 : f32
 // CHECK: arith.subf
 // CHECK: arith.mulf
+// CHECK: arith.addf %{{.+}}, %{{.+}} fastmath<reassoc> : f32
 // CHECK: %[[Y:.+]] = linalg.generic {indexing_maps = [#[[$ID]], #[[$ROW]], #[[$ROW]], #[[$FEAT]], #[[$FEAT]], #[[$ID]]], iterator_types = ["parallel", "parallel", "parallel"]} ins(%[[X]], %[[SUM]], %[[SQ]], %[[G]], %[[B]] : tensor<?x?x32xf32>, tensor<?x?xf32>, tensor<?x?xf32>, tensor<32xf32>, tensor<32xf32>) outs(%{{.+}} : tensor<?x?x32xf32>)
 // CHECK: %[[EPS:.+]] = arith.constant 9.99999974E-6 : f32
 // CHECK: %[[VE:.+]] = arith.addf %{{.+}}, %[[EPS]] : f32
 // CHECK: math.rsqrt %[[VE]] : f32
+// CHECK-NOT: fastmath
 // CHECK: return %[[Y]] : tensor<?x?x32xf32>
 func.func @layer_norm(%x: tensor<?x?x32xf32>, %g: tensor<32xf32>, %b: tensor<32xf32>) -> tensor<?x?x32xf32> {
   %y = txl.layer_norm %x, %g, %b {epsilon = 1.0e-05 : f32} : tensor<?x?x32xf32>, tensor<32xf32>, tensor<32xf32>
@@ -146,7 +150,8 @@ func.func @layer_norm(%x: tensor<?x?x32xf32>, %g: tensor<32xf32>, %b: tensor<32x
 
 // -----
 
-// nll: row max (init -inf), row sum of exp(x - max), lse = log(sum) + max,
+// nll: row max (init -inf), row sum of exp(x - max) (both reductions
+// `reassoc`, vectorized), lse = log(sum) + max,
 // then lse - logits[i, b, target[i, b]] read with tensor.extract.
 // CHECK-DAG: #[[$ID:.+]] = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
 // CHECK-DAG: #[[$ROW:.+]] = affine_map<(d0, d1, d2) -> (d0, d1)>
@@ -156,9 +161,10 @@ func.func @layer_norm(%x: tensor<?x?x32xf32>, %g: tensor<32xf32>, %b: tensor<32x
 // CHECK: %[[NEGINF:.+]] = arith.constant 0xFF800000 : f32
 // CHECK: %[[MAXINIT:.+]] = linalg.fill ins(%[[NEGINF]] : f32)
 // CHECK: %[[MAX:.+]] = linalg.generic {indexing_maps = [#[[$ID]], #[[$ROW]]], iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[L]] : tensor<?x?x50xf32>) outs(%[[MAXINIT]] : tensor<?x?xf32>)
-// CHECK: arith.maximumf
+// CHECK: arith.maximumf %{{.+}}, %{{.+}} fastmath<reassoc> : f32
 // CHECK: %[[SUM:.+]] = linalg.generic {indexing_maps = [#[[$ID]], #[[$ROW]], #[[$ROW]]], iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[L]], %[[MAX]] : tensor<?x?x50xf32>, tensor<?x?xf32>)
 // CHECK: math.exp
+// CHECK: arith.addf %{{.+}}, %{{.+}} fastmath<reassoc> : f32
 // CHECK: %[[LSE:.+]] = linalg.generic {indexing_maps = [#[[$ID2]], #[[$ID2]], #[[$ID2]]], iterator_types = ["parallel", "parallel"]} ins(%[[SUM]], %[[MAX]] : tensor<?x?xf32>, tensor<?x?xf32>)
 // CHECK-NEXT: ^bb0(%[[S:.+]]: f32, %[[M:.+]]: f32, %{{.+}}: f32):
 // CHECK-NEXT: %[[LOG:.+]] = math.log %[[S]] : f32
@@ -231,11 +237,11 @@ func.func @pos_emb(%inv_freq: tensor<16xf32>, %klen: index, %clamp: i64) -> tens
 // CHECK: %[[SCALED:.+]] = arith.mulf %{{.+}}, %[[SCALE]] : f32
 // CHECK: arith.select %[[VIS]], %[[SCALED]], %{{.+}} : f32
 // CHECK: %[[MAX:.+]] = linalg.generic {indexing_maps = [#[[$ID]], #[[$ROW]]], iterator_types = ["parallel", "reduction", "parallel", "parallel"]} ins(%[[MASKED]] : tensor<?x?x?x2xf32>)
-// CHECK: arith.maximumf
+// CHECK: arith.maximumf %{{.+}}, %{{.+}} fastmath<reassoc> : f32
 // CHECK: %[[EXP:.+]] = linalg.generic {indexing_maps = [#[[$ID]], #[[$ROW]], #[[$ID]]], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%[[MASKED]], %[[MAX]] : tensor<?x?x?x2xf32>, tensor<?x?x2xf32>)
 // CHECK: math.exp
 // CHECK: %[[SUM:.+]] = linalg.generic {indexing_maps = [#[[$ID]], #[[$ROW]]], iterator_types = ["parallel", "reduction", "parallel", "parallel"]} ins(%[[EXP]] : tensor<?x?x?x2xf32>)
-// CHECK: arith.addf
+// CHECK: arith.addf %{{.+}}, %{{.+}} fastmath<reassoc> : f32
 // CHECK: %[[P:.+]] = linalg.generic {indexing_maps = [#[[$ID]], #[[$ROW]], #[[$ID]]], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%[[EXP]], %[[SUM]] : tensor<?x?x?x2xf32>, tensor<?x?x2xf32>)
 // CHECK: arith.divf
 // CHECK: return %[[P]] : tensor<?x?x?x2xf32>

@@ -61,6 +61,8 @@ Value createMatmulTransposedLhs(OpBuilder &b, Location loc, Value lhs,
 /// Reduces the last dimension of `inputs[0]` with `combine(args)` starting
 /// from `init`; `args` are the elements of `inputs` (those beyond the first
 /// are row-shaped, i.e. without the last dimension) then the accumulator.
+/// The combining op is marked `reassoc`, so the loop vectorizes into partial
+/// results (a fixed order per executable).
 Value reduceLastDim(OpBuilder &b, Location loc, ValueRange inputs, double init,
                     function_ref<Value(OpBuilder &, Location, ValueRange)> combine);
 
