@@ -102,6 +102,11 @@ static Value rowMajorIndex(OpBuilder &b, Location loc, ArrayRef<int64_t> dims,
   return e;
 }
 
+// The generic writes over x: with scf.if yielding x in eval mode, a fresh
+// result buffer in the training branch makes One-Shot Bufferize treat that
+// write as conflicting with the read of x (both alias the if's result) and
+// copy x first. Written in place, both branches yield x's buffer; x is
+// copied only when it is read after the dropout.
 Value mlir::txl::createDropout(OpBuilder &b, Location loc, Value x,
                                const DropoutSite &site,
                                ArrayRef<int64_t> logicalDims) {
@@ -169,7 +174,8 @@ Value mlir::txl::createDropout(OpBuilder &b, Location loc, Value x,
                              philoxAt(nb, bl,
                                       arith::DivUIOp::create(nb, bl, e, four)),
                              word, a[0], minKept, scale, zero);
-          });
+          },
+          /*dest=*/x);
     }
 
     // x with its innermost logical dimension split into [blocks, 4]; the
@@ -196,12 +202,11 @@ Value mlir::txl::createDropout(OpBuilder &b, Location loc, Value x,
     SmallVector<Value> blockSizes = sizes;
     blockSizes[inner] = arith::ConstantIndexOp::create(tb, l, innerSize / 4);
     Value split = createExpand(tb, l, x, reassoc, splitSizes);
-    Value init = createEmpty(tb, l, splitSizes, et);
     AffineMap map = AffineMap::get(rank + 1, 0, exprs, ctx);
     Value result =
         linalg::GenericOp::create(
-            tb, l, TypeRange{init.getType()}, ValueRange{split},
-            ValueRange{init}, {map, map},
+            tb, l, TypeRange{split.getType()}, ValueRange{split},
+            ValueRange{split}, {map, map},
             SmallVector<utils::IteratorType>(rank + 1,
                                              utils::IteratorType::parallel),
             [&](OpBuilder &nb, Location bl, ValueRange a) {
