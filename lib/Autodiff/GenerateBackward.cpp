@@ -354,8 +354,7 @@ void Differentiator::saveActivationsOf(func::FuncOp callee, CalleeGrad &result,
     auto it = llvm::find(calleeRet.getOperands(), inCallee);
     bool isResult = it != calleeRet.getOperands().end();
     result.savedResult.push_back(
-        isResult ? static_cast<int>(it - calleeRet.getOperands().begin())
-                 : -1);
+        isResult ? static_cast<int>(it - calleeRet.getOperands().begin()) : -1);
     if (!isResult)
       extra.push_back(inCallee);
   }
@@ -368,24 +367,23 @@ void Differentiator::saveActivationsOf(func::FuncOp callee, CalleeGrad &result,
     forward.setSymName(callee.getSymName().str() + "_fwd");
     forward.setPrivate();
     symbols.insert(forward);
-    auto ret =
-        cast<func::ReturnOp>(forward.getBody().front().getTerminator());
+    auto ret = cast<func::ReturnOp>(forward.getBody().front().getTerminator());
     SmallVector<Value> returned(ret.getOperands());
     for (Value v : extra)
       returned.push_back(toForward.lookup(v));
     b.setInsertionPoint(ret);
     func::ReturnOp::create(b, ret.getLoc(), returned);
     ret.erase();
-    forward.setFunctionType(b.getFunctionType(
-        forward.getArgumentTypes(), ValueRange(returned).getTypes()));
+    forward.setFunctionType(b.getFunctionType(forward.getArgumentTypes(),
+                                              ValueRange(returned).getTypes()));
     result.forward = forward;
   }
 
   // The gradient function takes them after the callee's arguments.
   unsigned at = callee.getNumArguments();
   for (auto [i, v] : llvm::enumerate(ordered)) {
-    BlockArgument arg = fn.getBody().front().insertArgument(
-        at + i, v.getType(), v.getLoc());
+    BlockArgument arg =
+        fn.getBody().front().insertArgument(at + i, v.getType(), v.getLoc());
     v.replaceAllUsesWith(arg);
   }
   SmallVector<Type> inputs(fn.getBody().front().getArgumentTypes());
@@ -397,8 +395,8 @@ void Differentiator::saveActivationsOf(func::FuncOp callee, CalleeGrad &result,
   fn.setAllArgAttrs(argAttrs);
 }
 
-FailureOr<CalleeGrad>
-Differentiator::getCalleeGrad(func::FuncOp callee, ArrayRef<bool> activeArgs) {
+FailureOr<CalleeGrad> Differentiator::getCalleeGrad(func::FuncOp callee,
+                                                    ArrayRef<bool> activeArgs) {
   auto key = std::make_pair(callee.getOperation(),
                             std::vector<bool>(activeArgs.begin(),
                                               activeArgs.end()));

@@ -40,10 +40,12 @@ static OpFoldResult matchType(OpBuilder &b, Location loc, OpFoldResult x,
 /// `x * y` on index values, folded when both are constants.
 static OpFoldResult mulFolded(OpBuilder &b, Location loc, OpFoldResult x,
                               OpFoldResult y) {
-  std::optional<int64_t> cx = getConstantIntValue(x), cy = getConstantIntValue(y);
+  std::optional<int64_t> cx = getConstantIntValue(x),
+                         cy = getConstantIntValue(y);
   if (cx && cy)
     return b.getIndexAttr(*cx * *cy);
-  return arith::MulIOp::create(b, loc, getValueOrCreateConstantIndexOp(b, loc, x),
+  return arith::MulIOp::create(b, loc,
+                               getValueOrCreateConstantIndexOp(b, loc, x),
                                getValueOrCreateConstantIndexOp(b, loc, y))
       .getResult();
 }
@@ -82,9 +84,9 @@ struct StridedExpandLowering : public OpRewritePattern<memref::ExpandShapeOp> {
         stride = mulFolded(rewriter, loc, stride, sizes[d]);
       }
     }
-    OpFoldResult offset =
-        ShapedType::isDynamic(srcOffset) ? OpFoldResult(meta.getOffset())
-                                         : rewriter.getIndexAttr(srcOffset);
+    OpFoldResult offset = ShapedType::isDynamic(srcOffset)
+                              ? OpFoldResult(meta.getOffset())
+                              : rewriter.getIndexAttr(srcOffset);
     offset = matchType(rewriter, loc, offset,
                        ShapedType::isDynamic(resultOffset), resultOffset);
     rewriter.replaceOpWithNewOp<memref::ReinterpretCastOp>(

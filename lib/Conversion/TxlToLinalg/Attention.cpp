@@ -32,8 +32,9 @@ static Value headsFirst(OpBuilder &b, Location loc, Value x, Value bias = {}) {
                           {{0, 1}, {2}, {3}});
   MLIRContext *ctx = b.getContext();
   SmallVector<OpFoldResult> s = getSizes(b, loc, x);
-  Value init = createEmpty(b, loc, {s[1], s[2], s[0], s[3]},
-                           cast<RankedTensorType>(x.getType()).getElementType());
+  Value init =
+      createEmpty(b, loc, {s[1], s[2], s[0], s[3]},
+                  cast<RankedTensorType>(x.getType()).getElementType());
   AffineExpr db, dn, di, dd;
   bindDims(ctx, db, dn, di, dd);
   Value sum =
@@ -58,8 +59,9 @@ static Value broadcastPosKey(OpBuilder &b, Location loc, Value r,
                              OpFoldResult batch) {
   MLIRContext *ctx = b.getContext();
   SmallVector<OpFoldResult> s = getSizes(b, loc, r);
-  Value init = createEmpty(b, loc, {batch, s[1], s[0], s[2]},
-                           cast<RankedTensorType>(r.getType()).getElementType());
+  Value init =
+      createEmpty(b, loc, {batch, s[1], s[0], s[2]},
+                  cast<RankedTensorType>(r.getType()).getElementType());
   AffineExpr db, dn, dm, dd;
   bindDims(ctx, db, dn, dm, dd);
   Value repeated =
@@ -77,7 +79,8 @@ static Value broadcastPosKey(OpBuilder &b, Location loc, Value r,
 /// `x * y` on index sizes, folded when both are constants.
 static OpFoldResult mulSizes(OpBuilder &b, Location loc, OpFoldResult x,
                              OpFoldResult y) {
-  std::optional<int64_t> cx = getConstantIntValue(x), cy = getConstantIntValue(y);
+  std::optional<int64_t> cx = getConstantIntValue(x),
+                         cy = getConstantIntValue(y);
   if (cx && cy)
     return b.getIndexAttr(*cx * *cy);
   return arith::MulIOp::create(b, loc,
@@ -170,8 +173,8 @@ static Value createRelAttentionScores(OpBuilder &b, Location loc, Value qu3,
   SmallVector<OpFoldResult> qs = getSizes(b, loc, qu3);
   OpFoldResult klen = getSizes(b, loc, k3)[1];
   Type et = cast<RankedTensorType>(qu3.getType()).getElementType();
-  Value padded = createFilled(b, loc, {qs[0], qs[1], addToSize(b, loc, klen, 1)},
-                              et, 0.0);
+  Value padded =
+      createFilled(b, loc, {qs[0], qs[1], addToSize(b, loc, klen, 1)}, et, 0.0);
   Value raw = createBatchMatmul(b, loc, qv3, r3, /*transposeRhs=*/true,
                                 unpaddedColumns(b, loc, padded, qs[1], klen));
   OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
@@ -297,7 +300,8 @@ struct MaskedSoftmaxLowering : public OpRewritePattern<MaskedSoftmaxOp> {
   }
 };
 
-// txl.rel_attention => BD = shift(bmm(q + v, r)) in a padded buffer, += bmm(q + u, k), softmax, bmm(p, v)
+// txl.rel_attention => BD = shift(bmm(q + v, r)) in a padded buffer, += bmm(q +
+// u, k), softmax, bmm(p, v)
 struct RelAttentionLowering : public OpRewritePattern<RelAttentionOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(RelAttentionOp op,
@@ -308,9 +312,9 @@ struct RelAttentionLowering : public OpRewritePattern<RelAttentionOp> {
     HeadsFirstOperands ops =
         getHeadsFirstOperands(rewriter, loc, q, op.getRWBias(), op.getRRBias(),
                               op.getKey(), op.getPosKey());
-    Value probs = createRelAttentionProbs(
-        rewriter, loc, ops, qs[1], qs[2], op.getMemLen(), op.getSameLength(),
-        op.getScale().convertToDouble());
+    Value probs = createRelAttentionProbs(rewriter, loc, ops, qs[1], qs[2],
+                                          op.getMemLen(), op.getSameLength(),
+                                          op.getScale().convertToDouble());
     probs = dropProbs(rewriter, loc, probs, getDropattSite(op));
     Value out = createBatchMatmul(
         rewriter, loc, createCollapse(rewriter, loc, probs, {{0, 1}, {2}, {3}}),

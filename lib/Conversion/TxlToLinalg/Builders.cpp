@@ -301,8 +301,7 @@ Value mlir::txl::createMaskedSoftmax(OpBuilder &b, Location loc, Value scores,
   Value rowSum = allowReassociation(linalg::GenericOp::create(
       b, loc, TypeRange{rowMax.getType()}, ValueRange{exps},
       ValueRange{createFilled(b, loc, rowSizes, elementType, 0.0)},
-      {id, rowMap}, reduce,
-      [&](OpBuilder &nb, Location l, ValueRange args) {
+      {id, rowMap}, reduce, [&](OpBuilder &nb, Location l, ValueRange args) {
         linalg::YieldOp::create(
             nb, l, ValueRange{arith::AddFOp::create(nb, l, args[0], args[1])});
       }));
@@ -321,17 +320,16 @@ Value mlir::txl::createMaskedSoftmax(OpBuilder &b, Location loc, Value scores,
 Value mlir::txl::createPointwise(
     OpBuilder &b, Location loc, Value like, ValueRange inputs,
     ArrayRef<AffineMap> inputMaps,
-    function_ref<Value(OpBuilder &, Location, ValueRange)> body,
-    Value dest) {
+    function_ref<Value(OpBuilder &, Location, ValueRange)> body, Value dest) {
   auto type = cast<RankedTensorType>(like.getType());
   MLIRContext *ctx = b.getContext();
   SmallVector<AffineMap> maps(inputMaps);
   maps.push_back(identityMap(ctx, type.getRank()));
   SmallVector<utils::IteratorType> iters(type.getRank(),
                                          utils::IteratorType::parallel);
-  Value init = dest ? dest
-                    : createEmpty(b, loc, getSizes(b, loc, like),
-                                  type.getElementType());
+  Value init =
+      dest ? dest
+           : createEmpty(b, loc, getSizes(b, loc, like), type.getElementType());
   return linalg::GenericOp::create(
              b, loc, TypeRange{init.getType()}, inputs, ValueRange{init}, maps,
              iters,

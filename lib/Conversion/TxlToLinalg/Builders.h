@@ -95,10 +95,11 @@ FloatAttr castFloatAttr(OpBuilder &b, FloatAttr attr, Type elementType);
 /// through its map in `inputMaps`) whose body yields `body(args)`, written
 /// into `dest` when given (a tensor shaped like `like`, e.g. a view of a
 /// larger buffer), else into a new tensor.
-Value createPointwise(OpBuilder &b, Location loc, Value like, ValueRange inputs,
-                      ArrayRef<AffineMap> inputMaps,
-                      function_ref<Value(OpBuilder &, Location, ValueRange)> body,
-                      Value dest = {});
+Value createPointwise(
+    OpBuilder &b, Location loc, Value like, ValueRange inputs,
+    ArrayRef<AffineMap> inputMaps,
+    function_ref<Value(OpBuilder &, Location, ValueRange)> body,
+    Value dest = {});
 
 /// Sums `input` over its leading dimensions down to `resultRank` trailing
 /// ones (a bias gradient), into a zero-filled tensor.

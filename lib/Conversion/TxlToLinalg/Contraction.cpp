@@ -19,7 +19,8 @@ using namespace mlir::txl;
 
 namespace {
 
-// txl.linear(x[..., in], w[out, in], b) => collapse, broadcast b, linalg.matmul (w transposed) onto it, expand
+// txl.linear(x[..., in], w[out, in], b) => collapse, broadcast b, linalg.matmul
+// (w transposed) onto it, expand
 struct LinearLowering : public OpRewritePattern<LinearOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(LinearOp op,
@@ -48,7 +49,8 @@ struct LinearLowering : public OpRewritePattern<LinearOp> {
     Value init;
     if (Value bias = op.getBias()) {
       AffineMap biasMap = AffineMap::get(2, 0, {getAffineDimExpr(1, ctx)}, ctx);
-      Value empty = createEmpty(rewriter, loc, {rows, outFeatures}, elementType);
+      Value empty =
+          createEmpty(rewriter, loc, {rows, outFeatures}, elementType);
       init = linalg::GenericOp::create(
                  rewriter, loc, TypeRange{empty.getType()}, ValueRange{bias},
                  ValueRange{empty}, {biasMap, identityMap(ctx, 2)},

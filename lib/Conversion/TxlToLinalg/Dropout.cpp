@@ -97,7 +97,8 @@ static Value rowMajorIndex(OpBuilder &b, Location loc, ArrayRef<int64_t> dims,
                            ArrayRef<Value> sizes, ArrayRef<int64_t> indexDims) {
   Value e = arith::ConstantIndexOp::create(b, loc, 0);
   for (int64_t d : dims)
-    e = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, e, sizes[d]),
+    e = arith::AddIOp::create(b, loc,
+                              arith::MulIOp::create(b, loc, e, sizes[d]),
                               linalg::IndexOp::create(b, loc, indexDims[d]));
   return e;
 }
@@ -155,7 +156,8 @@ Value mlir::txl::createDropout(OpBuilder &b, Location loc, Value x,
       return philox4x32(nb, bl, {c0, c1, offset.first, offset.second},
                         roundKeys);
     };
-    SmallVector<int64_t> sameDims = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+    SmallVector<int64_t> sameDims =
+        llvm::to_vector(llvm::seq<int64_t>(0, rank));
 
     if (!blocked) {
       AffineMap id = identityMap(tb.getContext(), rank);
@@ -170,10 +172,10 @@ Value mlir::txl::createDropout(OpBuilder &b, Location loc, Value x,
                 nb, bl, i32,
                 arith::IndexCastUIOp::create(
                     nb, bl, i64, arith::RemUIOp::create(nb, bl, e, four)));
-            return applyWord(nb, bl,
-                             philoxAt(nb, bl,
-                                      arith::DivUIOp::create(nb, bl, e, four)),
-                             word, a[0], minKept, scale, zero);
+            return applyWord(
+                nb, bl,
+                philoxAt(nb, bl, arith::DivUIOp::create(nb, bl, e, four)), word,
+                a[0], minKept, scale, zero);
           },
           /*dest=*/x);
     }
