@@ -11,9 +11,13 @@
 //
 // A call (the per-layer @decoder_layer) is differentiated through a
 // generated `@<callee>_grad` that takes the callee's arguments and the
-// gradients of its results, recomputes the callee's forward computation and
-// returns the gradients of its active arguments: the backward pass keeps
-// only each layer's inputs alive (layer-level checkpointing).
+// gradients of its results and returns the gradients of its active
+// arguments. With `save-activations` (the default) the forward call becomes
+// a call of `@<callee>_fwd`, which also returns the activations the
+// adjoints read, and `@<callee>_grad` takes them instead of recomputing the
+// layer; without it, `@<callee>_grad` recomputes the callee's forward
+// computation and the backward keeps only each layer's inputs alive
+// (layer-level checkpointing).
 //
 //===----------------------------------------------------------------------===//
 
@@ -118,6 +122,15 @@ bool disjoint(tensor::InsertSliceOp a, tensor::InsertSliceOp b) {
   return false;
 }
 
+/// Ops the gradient function recomputes from the values they read instead
+/// of having their results saved: views of tensors, dims and scalar
+/// arithmetic (saving a view would copy it, recomputing it is free).
+bool isView(Operation *op) {
+  return isa<tensor::ExtractSliceOp, tensor::ExpandShapeOp,
+             tensor::CollapseShapeOp, tensor::DimOp, tensor::CastOp>(op) ||
+         isa<arith::ArithDialect>(op->getDialect());
+}
+
 /// `slot + g`. When both are slices written into zeros that do not overlap
 /// (the adjoints of tensor.extract_slice: the q, k and v parts of qkv_net's
 /// output), g's slice is written into `slot` instead, so the gradient of
@@ -143,9 +156,23 @@ Value accumulate(OpBuilder &b, Location loc, Value slot, Value g) {
   return AddOp::create(b, loc, slot, g);
 }
 
+/// The generated gradient of a callee for one pattern of active arguments.
+/// With saved activations, `grad` takes (args..., activations..., result
+/// grads...) and `forward` is what the forward call must call to produce
+/// them: `@<callee>_fwd` (the callee's results, then the activations that
+/// are not among them) or the callee itself when it returns them all;
+/// `savedResult[i] >= 0` says that activation i is the callee's result of
+/// that number.
+struct CalleeGrad {
+  func::FuncOp grad;
+  func::FuncOp forward;
+  SmallVector<int> savedResult;
+};
+
 class Differentiator {
 public:
-  explicit Differentiator(ModuleOp module) : module(module), symbols(module) {}
+  Differentiator(ModuleOp module, bool saveActivations)
+      : module(module), symbols(module), saveActivations(saveActivations) {}
 
   /// Adds `@<name>_grad` next to `forward`: its arguments, returning its
   /// results then the gradient of the mean of result 0 with respect to
@@ -165,14 +192,27 @@ private:
                                             ValueRange resultGrads,
                                             const DenseSet<Value> &active);
 
-  /// `@<callee>_grad` for this pattern of active arguments, built once.
-  FailureOr<func::FuncOp> getCalleeGrad(func::FuncOp callee,
-                                        ArrayRef<bool> activeArgs);
+  /// `@<callee>_grad` (and `@<callee>_fwd`) for this pattern of active
+  /// arguments, built once.
+  FailureOr<CalleeGrad> getCalleeGrad(func::FuncOp callee,
+                                      ArrayRef<bool> activeArgs);
+
+  /// Turns `grad`, whose ops from `recomputed` clone the callee's body
+  /// (`toCallee` maps their values back to it), into a function taking the
+  /// activations its adjoints read, and builds the callee's `_fwd` variant
+  /// returning them.
+  void saveActivationsOf(func::FuncOp callee, CalleeGrad &result,
+                         ArrayRef<Operation *> recomputed,
+                         const IRMapping &toCallee);
 
   ModuleOp module;
   SymbolTable symbols;
-  std::map<std::pair<Operation *, std::vector<bool>>, func::FuncOp>
-      calleeGrads;
+  bool saveActivations;
+  std::map<std::pair<Operation *, std::vector<bool>>, CalleeGrad> calleeGrads;
+
+public:
+  /// Forward calls replaced by calls of `_fwd`, erased after the sweep.
+  SmallVector<Operation *> replacedCalls;
 };
 
 LogicalResult Differentiator::sweep(OpBuilder &b, ArrayRef<Operation *> ops,
@@ -228,15 +268,31 @@ Differentiator::callAdjoint(OpBuilder &b, func::CallOp call,
   SmallVector<bool> activeArgs;
   for (Value operand : call.getOperands())
     activeArgs.push_back(active.contains(operand));
-  FailureOr<func::FuncOp> grad = getCalleeGrad(callee, activeArgs);
+  FailureOr<CalleeGrad> grad = getCalleeGrad(callee, activeArgs);
   if (failed(grad))
     return failure();
 
   SmallVector<Value> operands(call.getOperands());
+  if (grad->forward) {
+    // The forward call now also returns the activations.
+    func::CallOp forward = call;
+    if (grad->forward != callee) {
+      OpBuilder fb(call);
+      forward = func::CallOp::create(fb, call.getLoc(), grad->forward,
+                                     call.getOperands());
+      call.replaceAllUsesWith(
+          forward.getResults().take_front(call.getNumResults()));
+      replacedCalls.push_back(call);
+    }
+    unsigned next = call.getNumResults();
+    for (int r : grad->savedResult)
+      operands.push_back(r >= 0 ? forward.getResult(r)
+                                : forward.getResult(next++));
+  }
   for (auto [result, g] : llvm::zip(call.getResults(), resultGrads))
     if (isFloatTensor(result.getType()))
       operands.push_back(g ? g : createZerosLike(b, call.getLoc(), result));
-  auto gradCall = func::CallOp::create(b, call.getLoc(), *grad, operands);
+  auto gradCall = func::CallOp::create(b, call.getLoc(), grad->grad, operands);
   SmallVector<Value> operandGrads(call.getNumOperands());
   unsigned next = 0;
   for (auto [i, isActive] : llvm::enumerate(activeArgs))
@@ -245,8 +301,102 @@ Differentiator::callAdjoint(OpBuilder &b, func::CallOp call,
   return operandGrads;
 }
 
-FailureOr<func::FuncOp>
-Differentiator::getCalleeGrad(func::FuncOp callee, ArrayRef<bool> activeArgs) {
+void Differentiator::saveActivationsOf(func::FuncOp callee, CalleeGrad &result,
+                                       ArrayRef<Operation *> recomputed,
+                                       const IRMapping &toCallee) {
+  func::FuncOp fn = result.grad;
+  DenseSet<Operation *> isRecomputed(recomputed.begin(), recomputed.end());
+  // The activations: values of the recomputed part that the adjoints (or
+  // the return) read, looking through views to the values they view.
+  SetVector<Value> saved;
+  SmallVector<Value> worklist;
+  auto fromRecomputed = [&](Value v) {
+    Operation *def = v.getDefiningOp();
+    return def && isRecomputed.contains(def);
+  };
+  fn.walk([&](Operation *op) {
+    if (isRecomputed.contains(op))
+      return;
+    for (Value v : op->getOperands())
+      if (fromRecomputed(v))
+        worklist.push_back(v);
+  });
+  DenseSet<Value> seen;
+  while (!worklist.empty()) {
+    Value v = worklist.pop_back_val();
+    if (!seen.insert(v).second)
+      continue;
+    Operation *def = v.getDefiningOp();
+    if (!isView(def)) {
+      saved.insert(v);
+      continue;
+    }
+    for (Value operand : def->getOperands())
+      if (fromRecomputed(operand))
+        worklist.push_back(operand);
+  }
+  if (saved.empty())
+    return;
+  // Program order, so that the signature reads like the layer.
+  SmallVector<Value> ordered(saved.begin(), saved.end());
+  llvm::sort(ordered, [](Value a, Value c) {
+    return a.getDefiningOp()->isBeforeInBlock(c.getDefiningOp());
+  });
+
+  // Activations the callee returns anyway come from the call's results;
+  // the others from @<callee>_fwd, the callee returning them after its
+  // results (the callee itself when there are none).
+  auto calleeRet =
+      cast<func::ReturnOp>(callee.getBody().front().getTerminator());
+  SmallVector<Value> extra;
+  for (Value v : ordered) {
+    Value inCallee = toCallee.lookup(v);
+    auto it = llvm::find(calleeRet.getOperands(), inCallee);
+    bool isResult = it != calleeRet.getOperands().end();
+    result.savedResult.push_back(
+        isResult ? static_cast<int>(it - calleeRet.getOperands().begin()) : -1);
+    if (!isResult)
+      extra.push_back(inCallee);
+  }
+  OpBuilder b(callee);
+  result.forward = callee;
+  if (!extra.empty()) {
+    b.setInsertionPointAfter(callee);
+    IRMapping toForward;
+    auto forward = cast<func::FuncOp>(b.clone(*callee, toForward));
+    forward.setSymName(callee.getSymName().str() + "_fwd");
+    forward.setPrivate();
+    symbols.insert(forward);
+    auto ret = cast<func::ReturnOp>(forward.getBody().front().getTerminator());
+    SmallVector<Value> returned(ret.getOperands());
+    for (Value v : extra)
+      returned.push_back(toForward.lookup(v));
+    b.setInsertionPoint(ret);
+    func::ReturnOp::create(b, ret.getLoc(), returned);
+    ret.erase();
+    forward.setFunctionType(b.getFunctionType(forward.getArgumentTypes(),
+                                              ValueRange(returned).getTypes()));
+    result.forward = forward;
+  }
+
+  // The gradient function takes them after the callee's arguments.
+  unsigned at = callee.getNumArguments();
+  for (auto [i, v] : llvm::enumerate(ordered)) {
+    BlockArgument arg =
+        fn.getBody().front().insertArgument(at + i, v.getType(), v.getLoc());
+    v.replaceAllUsesWith(arg);
+  }
+  SmallVector<Type> inputs(fn.getBody().front().getArgumentTypes());
+  SmallVector<Attribute> argAttrs(fn.getAllArgAttrs().begin(),
+                                  fn.getAllArgAttrs().end());
+  argAttrs.insert(argAttrs.begin() + at, ordered.size(),
+                  b.getDictionaryAttr({}));
+  fn.setFunctionType(b.getFunctionType(inputs, fn.getResultTypes()));
+  fn.setAllArgAttrs(argAttrs);
+}
+
+FailureOr<CalleeGrad> Differentiator::getCalleeGrad(func::FuncOp callee,
+                                                    ArrayRef<bool> activeArgs) {
   auto key = std::make_pair(callee.getOperation(),
                             std::vector<bool>(activeArgs.begin(),
                                               activeArgs.end()));
@@ -279,7 +429,6 @@ Differentiator::getCalleeGrad(func::FuncOp callee, ArrayRef<bool> activeArgs) {
   argAttrs.resize(inputs.size(), b.getDictionaryAttr({}));
   fn.setAllArgAttrs(argAttrs);
   symbols.insert(fn); // renames it on a clash
-  calleeGrads[key] = fn;
 
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
@@ -316,8 +465,17 @@ Differentiator::getCalleeGrad(func::FuncOp callee, ArrayRef<bool> activeArgs) {
     results.push_back(g ? g : createZerosLike(b, loc, root));
   }
   func::ReturnOp::create(b, loc, results);
+  CalleeGrad result{fn, {}, {}};
+  if (saveActivations) {
+    IRMapping toCallee;
+    for (Operation &op : body.without_terminator())
+      for (Value r : op.getResults())
+        toCallee.map(map.lookup(r), r);
+    saveActivationsOf(callee, result, ops, toCallee);
+  }
   eraseDeadOps(fn);
-  return fn;
+  calleeGrads[key] = result;
+  return result;
 }
 
 LogicalResult
@@ -403,9 +561,11 @@ struct GenerateBackwardPass
         if (isFloatTensor(forward.getArgument(i).getType()))
           params.push_back(i);
 
-    Differentiator differentiator(module);
+    Differentiator differentiator(module, saveActivations);
     if (failed(differentiator.differentiateSegment(forward, params)))
       return signalPassFailure();
+    for (Operation *call : differentiator.replacedCalls)
+      call->erase();
   }
 };
 

@@ -48,9 +48,14 @@ void mlir::txl::buildLinalgToLLVMPipeline(OpPassManager &pm) {
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   pm.addPass(createDropDestinationResultsPass());
   bufferization::buildBufferDeallocationPipeline(pm);
+  // Deallocation clones a returned buffer whose ownership is ambiguous
+  // (e.g. an eval-mode dropout returning its input next to that input);
+  // clones become alloc + copy.
+  pm.addPass(createConvertBufferizationToMemRefPass());
   pm.addPass(createConvertLinalgToBlasPass());
   pm.addPass(createExpandStridedCopiesPass());
   pm.addPass(createConvertLinalgToLoopsPass());
+  pm.addPass(createPolynomialExpPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());

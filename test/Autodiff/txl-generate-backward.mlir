@@ -1,4 +1,5 @@
-// RUN: txl-opt %s --split-input-file --txl-generate-backward --verify-diagnostics | FileCheck %s
+// RUN: txl-opt %s --split-input-file --txl-generate-backward=save-activations=false --verify-diagnostics | FileCheck %s
+// RUN: txl-opt %s --split-input-file --txl-generate-backward --verify-diagnostics | FileCheck %s --check-prefix=SAVE
 
 // The mean of the first result is differentiated with respect to every
 // txl.param argument: the seed is 1/numel (linalg.fill), txl.scale scales
@@ -52,10 +53,26 @@ func.func @segment(%a: tensor<2x3xf32> {txl.param = "a"}, %b: tensor<2x3xf32> {t
 // -----
 
 // A call is differentiated through @<callee>_grad(args..., result grads...),
-// which recomputes the callee and returns the gradients of the arguments
-// that are active at the call site: layer 1's input depends on a parameter
-// (through layer 0), layer 0's input does not, so the two calls get two
-// specializations. %c (not computed from a parameter) never gets a gradient.
+// which (without save-activations) recomputes the callee and returns the
+// gradients of the arguments that are active at the call site: layer 1's
+// input depends on a parameter (through layer 0), layer 0's input does not,
+// so the two calls get two specializations. %c (not computed from a
+// parameter) never gets a gradient.
+// With save-activations (the default) the adjoints read the relu output
+// instead of recomputing it; it is the layer's result, so the forward calls
+// stay calls of @layer and their results are passed (no @layer_fwd).
+// SAVE-LABEL: func.func private @layer_grad_0
+// SAVE-SAME: (%[[H:[^:]+]]: tensor<?x4xf32>, %{{[^:]+}}: tensor<?x4xf32>, %{{[^:]+}}: tensor<4x4xf32> {txl.param = "w"}, %[[R:[^:]+]]: tensor<?x4xf32>, %[[DR:[^:]+]]: tensor<?x4xf32>) -> tensor<4x4xf32>
+// SAVE-NOT: txl.linear %
+// SAVE-NOT: txl.relu %
+// SAVE: %[[DZ:.+]] = txl.relu_grad %[[DR]], %[[R]]
+// SAVE: txl.linear_weight_grad %[[DZ]], %[[H]]
+// SAVE-LABEL: func.func @segment_grad
+// SAVE-NOT: @layer_fwd
+// SAVE: %[[H1:.+]] = call @layer(
+// SAVE: %[[H2:.+]] = call @layer(%[[H1]]
+// SAVE: %[[G1:.+]]:2 = call @layer_grad(%[[H1]], %{{.+}}, %{{.+}}, %[[H2]], %{{.+}})
+// SAVE: call @layer_grad_0(%{{.+}}, %{{.+}}, %{{.+}}, %[[H1]], %[[G1]]#0)
 // CHECK-LABEL: func.func private @layer_grad_0
 // CHECK-SAME: (%[[H:[^:]+]]: tensor<?x4xf32>, %{{[^:]+}}: tensor<?x4xf32>, %[[W:[^:]+]]: tensor<4x4xf32> {txl.param = "w"}, %[[DR:[^:]+]]: tensor<?x4xf32>) -> tensor<4x4xf32>
 // CHECK: %[[R:.+]] = txl.relu
@@ -88,6 +105,50 @@ func.func @segment(%w0: tensor<4x4xf32> {txl.param = "layers.0.w"}, %w1: tensor<
   %h1 = call @layer(%h0, %c, %w0) : (tensor<?x4xf32>, tensor<?x4xf32>, tensor<4x4xf32>) -> tensor<?x4xf32>
   %h2 = call @layer(%h1, %c, %w1) : (tensor<?x4xf32>, tensor<?x4xf32>, tensor<4x4xf32>) -> tensor<?x4xf32>
   return %h2 : tensor<?x4xf32>
+}
+
+// -----
+
+// Saved activations that the layer does not return come from @layer_fwd,
+// the layer returning them after its result; a view an adjoint reads (the
+// expand_shape) is recomputed from the saved tensor it views, not saved.
+// Without save-activations, @mlp_grad recomputes the layer.
+// CHECK-LABEL: func.func private @mlp_grad
+// CHECK: txl.linear %
+// CHECK: txl.relu %
+// CHECK: txl.relu_grad
+// CHECK-LABEL: func.func @segment_grad
+// CHECK: call @mlp(
+// CHECK: call @mlp_grad(
+// SAVE-LABEL: func.func private @mlp_fwd
+// SAVE-SAME: -> (tensor<?x1x4xf32>, tensor<?x8xf32>)
+// SAVE: %[[A:.+]] = txl.relu
+// SAVE: return %{{.+}}, %[[A]]
+// SAVE-LABEL: func.func private @mlp_grad
+// SAVE-SAME: (%[[H:[^:]+]]: tensor<?x4xf32>, %{{[^:]+}}: tensor<8x4xf32> {txl.param = "w1"}, %{{[^:]+}}: tensor<4x8xf32> {txl.param = "w2"}, %[[A:[^:]+]]: tensor<?x8xf32>, %[[DY:[^:]+]]: tensor<?x1x4xf32>)
+// SAVE-NOT: txl.relu %
+// SAVE: %[[V:.+]] = tensor.expand_shape %[[A]]
+// SAVE: txl.linear_weight_grad %[[DY]], %[[V]]
+// SAVE: txl.relu_grad %{{.+}}, %[[A]]
+// SAVE-LABEL: func.func @segment_grad
+// SAVE: %[[F:.+]]:2 = call @mlp_fwd(
+// SAVE: call @mlp_grad(%{{.+}}, %{{.+}}, %{{.+}}, %[[F]]#1, %{{.+}})
+// SAVE-NOT: call @mlp(
+// SAVE: return %[[F]]#0
+func.func private @mlp(%h: tensor<?x4xf32>, %w1: tensor<8x4xf32> {txl.param = "w1"},
+                       %w2: tensor<4x8xf32> {txl.param = "w2"}) -> tensor<?x1x4xf32> {
+  %y = txl.linear %h, %w1 : tensor<?x4xf32>, tensor<8x4xf32> -> tensor<?x8xf32>
+  %a = txl.relu %y : tensor<?x8xf32>
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %a, %c0 : tensor<?x8xf32>
+  %v = tensor.expand_shape %a [[0, 1], [2]] output_shape [%n, 1, 8] : tensor<?x8xf32> into tensor<?x1x8xf32>
+  %o = txl.linear %v, %w2 : tensor<?x1x8xf32>, tensor<4x8xf32> -> tensor<?x1x4xf32>
+  return %o : tensor<?x1x4xf32>
+}
+func.func @segment(%w1: tensor<8x4xf32> {txl.param = "w1"}, %w2: tensor<4x8xf32> {txl.param = "w2"},
+                   %x: tensor<?x4xf32>) -> tensor<?x1x4xf32> {
+  %h = call @mlp(%x, %w1, %w2) : (tensor<?x4xf32>, tensor<8x4xf32>, tensor<4x8xf32>) -> tensor<?x1x4xf32>
+  return %h : tensor<?x1x4xf32>
 }
 
 // -----

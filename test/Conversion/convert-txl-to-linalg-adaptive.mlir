@@ -15,10 +15,10 @@
 // CHECK-DAG: %[[TF:.+]] = tensor.collapse_shape %[[T]] {{\[\[}}0, 1]]
 // CHECK: %[[HP:.+]] = linalg.matmul ins(%[[HF]], %[[P]] : tensor<?x8xf32>, tensor<8x4xf32>)
 // CHECK: %[[W0:.+]] = tensor.extract_slice %[[W]][0, 0] [4, 4] [1, 1]
-// CHECK: linalg.matmul indexing_maps = [#{{.+}}, #{{.+}}, #{{.+}}] ins(%[[HP]], %[[W0]] : tensor<?x4xf32>, tensor<4x4xf32>)
-// CHECK: %[[HEAD:.+]] = linalg.generic {{.+}} ins(%{{.+}}, %{{.+}} : tensor<?x4xf32>, tensor<4xf32>)
-// CHECK: linalg.matmul indexing_maps = [#{{.+}}, #{{.+}}, #{{.+}}] ins(%[[HP]], %[[CW]] : tensor<?x4xf32>, tensor<1x4xf32>)
-// CHECK: %[[CLUSTER:.+]] = linalg.generic {{.+}} ins(%{{.+}}, %[[CB]] : tensor<?x1xf32>, tensor<1xf32>)
+// CHECK: linalg.generic {{.+}} ins(%{{.+}} : tensor<4xf32>)
+// CHECK: %[[HEAD:.+]] = linalg.matmul indexing_maps = [#{{.+}}, #{{.+}}, #{{.+}}] ins(%[[HP]], %[[W0]] : tensor<?x4xf32>, tensor<4x4xf32>)
+// CHECK: linalg.generic {{.+}} ins(%[[CB]] : tensor<1xf32>)
+// CHECK: %[[CLUSTER:.+]] = linalg.matmul indexing_maps = [#{{.+}}, #{{.+}}, #{{.+}}] ins(%[[HP]], %[[CW]] : tensor<?x4xf32>, tensor<1x4xf32>)
 // CHECK: arith.maximumf
 // CHECK: math.exp
 // CHECK: math.log

@@ -1,12 +1,19 @@
 // RUN: txl-opt %s --split-input-file --convert-txl-to-linalg --canonicalize | FileCheck %s
 
 // txl.dropout becomes `scf.if training` around one parallel generic that
-// computes Philox4x32-10 per element; eval mode yields the input untouched.
+// computes Philox4x32-10; eval mode yields the input untouched.
 // Key: the seed's two words, bumped by the Weyl constants 0x9E3779B9
 // (-1640531527) and 0xBB67AE85 (-1150833019) once per round after the first.
 // Counter: (e >> 2, stream, offset lo, offset hi) with e the row-major index;
 // word e & 3 is compared, shifted right by 8, with ceil(0.1 * 2^24) =
 // 1677722; a kept element is scaled by f32(1 / 0.9).
+// The innermost dimension (8) is a static multiple of 4, so the four words
+// of a block are four consecutive elements: x is split into [?, 2, 4], the
+// generic's counter is the block index row·2 + block (it does not depend on
+// the innermost iteration w, so one Philox call serves four elements) and w
+// picks the word. The generic writes over x (outs = ins): with eval mode
+// yielding x, a fresh buffer would make bufferization copy x first.
+// CHECK-DAG: #[[$MAP:.+]] = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
 // CHECK-LABEL: func.func @dropout
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<?x8xf32>, %[[SEED:[^:]+]]: i64, %[[OFF:[^:]+]]: i64, %[[TR:[^:]+]]: i1)
 // CHECK-DAG: %[[M0:.+]] = arith.constant -766435501 : i32
@@ -16,6 +23,7 @@
 // CHECK-DAG: %[[STREAM:.+]] = arith.constant 2 : i32
 // CHECK-DAG: %[[MIN:.+]] = arith.constant 1677722 : i32
 // CHECK-DAG: %[[SCALE:.+]] = arith.constant 1.11111116 : f32
+// CHECK-DAG: %[[TWO:.+]] = arith.constant 2 : index
 // CHECK: %[[R:.+]] = scf.if %[[TR]] -> (tensor<?x8xf32>) {
 // CHECK: %[[K0:.+]] = arith.trunci %[[SEED]] : i64 to i32
 // CHECK: %[[SEEDHI:.+]] = arith.shrui %[[SEED]], %{{.+}} : i64
@@ -25,14 +33,16 @@
 // CHECK: %[[C2:.+]] = arith.trunci %[[OFF]] : i64 to i32
 // CHECK: %[[OFFHI:.+]] = arith.shrui %[[OFF]], %{{.+}} : i64
 // CHECK: %[[C3:.+]] = arith.trunci %[[OFFHI]] : i64 to i32
-// CHECK: linalg.generic {{.+}} iterator_types = ["parallel", "parallel"]} ins(%[[X]] : tensor<?x8xf32>)
+// CHECK: %[[SPLIT:.+]] = tensor.expand_shape %[[X]] {{\[\[}}0], [1, 2]] output_shape [%{{.+}}, 2, 4] : tensor<?x8xf32> into tensor<?x2x4xf32>
+// CHECK: %[[D:.+]] = linalg.generic {indexing_maps = [#[[$MAP]], #[[$MAP]]], iterator_types = ["parallel", "parallel", "parallel"]} ins(%[[SPLIT]] : tensor<?x2x4xf32>) outs(%[[SPLIT]] : tensor<?x2x4xf32>)
 // CHECK: %[[I:.+]] = linalg.index 0 : index
-// CHECK: %[[ROW:.+]] = arith.muli %[[I]], %{{.+}} : index
+// CHECK: %[[ROW:.+]] = arith.muli %[[I]], %[[TWO]] : index
 // CHECK: %[[J:.+]] = linalg.index 1 : index
-// CHECK: %[[E:.+]] = arith.addi %[[ROW]], %[[J]] : index
-// CHECK: %[[E64:.+]] = arith.index_castui %[[E]] : index to i64
-// CHECK: %[[BLOCK:.+]] = arith.shrui %[[E64]], %{{.+}} : i64
-// CHECK: %[[C0:.+]] = arith.trunci %[[BLOCK]] : i64 to i32
+// CHECK: %[[BLOCK:.+]] = arith.addi %[[ROW]], %[[J]] : index
+// CHECK: %[[W:.+]] = linalg.index 2 : index
+// CHECK: %[[WORD:.+]] = arith.index_castui %[[W]] : index to i32
+// CHECK: %[[B64:.+]] = arith.index_castui %[[BLOCK]] : index to i64
+// CHECK: %[[C0:.+]] = arith.trunci %[[B64]] : i64 to i32
 // CHECK: %[[L0:.+]], %[[H0:.+]] = arith.mului_extended %[[C0]], %[[M0]] : i32
 // CHECK: %[[L1:.+]], %[[H1:.+]] = arith.mului_extended %[[C2]], %[[M1]] : i32
 // CHECK: %[[X0:.+]] = arith.xori %[[H1]], %[[STREAM]] : i32
@@ -45,14 +55,18 @@
 // CHECK: arith.xori %{{.+}}, %[[K0B]] : i32
 // CHECK-COUNT-16: arith.mului_extended
 // CHECK-NOT: arith.mului_extended
-// CHECK: %[[WORD:.+]] = arith.andi %[[E64]], %{{.+}} : i64
+// CHECK: arith.cmpi eq, %[[WORD]]
 // CHECK: arith.select
+// CHECK: arith.cmpi eq, %[[WORD]]
 // CHECK: arith.select
+// CHECK: arith.cmpi eq, %[[WORD]]
 // CHECK: %[[BITS:.+]] = arith.select
 // CHECK: %[[TOP:.+]] = arith.shrui %[[BITS]], %{{.+}} : i32
 // CHECK: %[[KEEP:.+]] = arith.cmpi uge, %[[TOP]], %[[MIN]] : i32
 // CHECK: %[[SCALED:.+]] = arith.mulf %{{.+}}, %[[SCALE]] : f32
 // CHECK: arith.select %[[KEEP]], %[[SCALED]], %{{.+}} : f32
+// CHECK: %[[Y:.+]] = tensor.collapse_shape %[[D]] {{\[\[}}0], [1, 2]] : tensor<?x2x4xf32> into tensor<?x8xf32>
+// CHECK: scf.yield %[[Y]]
 // CHECK: } else {
 // CHECK-NEXT: scf.yield %[[X]] : tensor<?x8xf32>
 // CHECK: return %[[R]]
@@ -63,9 +77,40 @@ func.func @dropout(%x: tensor<?x8xf32>, %seed: i64, %offset: i64, %training: i1)
 
 // -----
 
+// A dynamic innermost dimension: no static block boundary, so every element
+// computes its own block's Philox call from e >> 2 and takes word e & 3 (the
+// same bits as the blocked form).
+// CHECK-LABEL: func.func @dropout_dynamic_inner
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<?x?xf32>
+// CHECK: scf.if
+// CHECK-NOT: tensor.expand_shape
+// CHECK: linalg.generic {{.+}} iterator_types = ["parallel", "parallel"]} ins(%[[X]] : tensor<?x?xf32>) outs(%[[X]] : tensor<?x?xf32>)
+// CHECK: %[[I:.+]] = linalg.index 0 : index
+// CHECK: %[[ROW:.+]] = arith.muli %[[I]], %{{.+}} : index
+// CHECK: %[[J:.+]] = linalg.index 1 : index
+// CHECK: %[[E:.+]] = arith.addi %[[ROW]], %[[J]] : index
+// CHECK: %[[WORDI:.+]] = arith.remui %[[E]], %{{.+}} : index
+// CHECK: %[[W64:.+]] = arith.index_castui %[[WORDI]] : index to i64
+// CHECK: %[[WORD:.+]] = arith.trunci %[[W64]] : i64 to i32
+// CHECK: %[[BLOCK:.+]] = arith.divui %[[E]], %{{.+}} : index
+// CHECK: %[[B64:.+]] = arith.index_castui %[[BLOCK]] : index to i64
+// CHECK: arith.trunci %[[B64]] : i64 to i32
+// CHECK-COUNT-20: arith.mului_extended
+// CHECK: arith.cmpi eq, %[[WORD]]
+// CHECK: arith.cmpi uge
+// CHECK-NOT: tensor.collapse_shape
+// CHECK: } else {
+func.func @dropout_dynamic_inner(%x: tensor<?x?xf32>, %seed: i64, %offset: i64, %training: i1) -> tensor<?x?xf32> {
+  %y = txl.dropout %x, %seed, %offset, %training {rate = 0.1 : f64, stream = 2 : i64} : tensor<?x?xf32>
+  return %y : tensor<?x?xf32>
+}
+
+// -----
+
 // At f64 the scale is the double 1 / 0.75; the stream word is
-// stream_base + stream; e runs row-major over all four dimensions; rate 0
-// is the identity (no scf.if).
+// stream_base + stream; e runs row-major over all four dimensions (the
+// innermost, 2, is no multiple of 4: one call per element); rate 0 is the
+// identity (no scf.if).
 // CHECK-LABEL: func.func @dropout_f64_base
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<?x?x?x2xf64>, %{{[^:]+}}: i64, %{{[^:]+}}: i64, %[[TR:[^:]+]]: i1, %[[BASE:[^:]+]]: i64)
 // CHECK-DAG: %[[SCALE:.+]] = arith.constant 1.3333333333333333 : f64

@@ -6,6 +6,7 @@
 // CHECK-DAG: #[[$TA:.+]] = affine_map<(d0, d1, d2) -> (d2, d0)>
 // CHECK-DAG: #[[$TB:.+]] = affine_map<(d0, d1, d2) -> (d2, d1)>
 // CHECK-DAG: #[[$BTA:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d3, d1)>
+// CHECK-DAG: #[[$RED_B:.+]] = affine_map<(d0, d1, d2, d3) -> (d2, d1, d3)>
 // CHECK-LABEL: func.func @linear_weight_grad
 // CHECK: %[[DY:.+]] = tensor.collapse_shape %arg0 {{\[}}[0, 1], [2]]
 // CHECK: %[[X:.+]] = tensor.collapse_shape %arg1 {{\[}}[0, 1], [2]]
@@ -44,20 +45,47 @@ func.func @embedding_grad(%dy: tensor<?x?x4xf32>, %t: tensor<?x?xi64>) -> tensor
   return %d : tensor<10x4xf32>
 }
 
-// The fused attention backward recomputes the shifted scores (extracting
-// r at j + qlen - 1 - i, as the forward lowering), then: dV = Pᵀ dO and
-// dK = dSᵀ (q + u) as batched products with a transposed lhs, dP = dO Vᵀ,
-// dQ's positional part gathers r by index, and dR reduces over batch and
-// query, reading dS at column m - qlen + 1 + i. No tensor is [qlen, klen]
-// without batch and heads, i.e. nothing holds the unshifted scores.
+// The fused attention backward recomputes the scores as the forward does
+// (the positional product into the padded buffer, AC onto its shifted
+// view), then: dV = Pᵀ dO and dK = dSᵀ (q + u) as batched products with a
+// transposed lhs, dP = dO Vᵀ, dQu = dS K. dS is shifted back to the
+// unshifted positional columns once (dRaw[i, m] = dS[i, m + 1 + i - qlen],
+// 0 before the first column), and both positional gradients are products
+// too: dQv = dRaw (r repeated per batch), dR = sum over batch of dRawᵀ (q + v).
+// Nothing gathers r or reduces over a shifted index.
 // CHECK-LABEL: func.func @rel_attention_grad
-// CHECK: tensor.extract %arg4
+// CHECK-SAME: %[[R:[^:]+]]: tensor<?x2x4xf32>, %{{[^:]+}}: tensor<2x4xf32>, %{{[^:]+}}: tensor<2x4xf32>, %{{[^:]+}}: index, %{{[^:]+}}: i1)
+// CHECK-NOT: tensor.extract %[[R]]
+// CHECK: %[[RB:.+]] = linalg.generic {{.+}} ins(%[[R]] : tensor<?x2x4xf32>)
+// CHECK: %[[R3:.+]] = tensor.collapse_shape %[[RB]]
+// CHECK: tensor.extract_slice %{{.+}}[0, 0, 1]
+// CHECK: linalg.batch_matmul
+// CHECK: tensor.expand_shape
+// CHECK: linalg.batch_matmul
+// CHECK: math.exp
 // CHECK: linalg.batch_matmul indexing_maps = [#[[$BTA]]
-// CHECK: linalg.batch_matmul indexing_maps = [#[[$BTA]]
-// CHECK: linalg.generic {{.+}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
-// CHECK: tensor.extract %arg4
-// CHECK: linalg.generic {{.+}} iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction"]}
-// CHECK: tensor.extract %{{.+}} : tensor<?x2x?x?xf32>
+// CHECK: linalg.batch_matmul
+// CHECK: %[[DS:.+]] = linalg.generic {{.+}} iterator_types = ["parallel", "parallel", "parallel"]} ins(%{{.+}}, %{{.+}}, %{{.+}} : tensor<?x?x?xf32>, tensor<?x?x?xf32>, tensor<?x?xf32>)
+// CHECK: %[[DRAW:.+]] = linalg.generic {{.+}} iterator_types = ["parallel", "parallel", "parallel"]} outs(
+// CHECK-NEXT: ^bb0(%{{.+}}: f32):
+// CHECK-NEXT: %[[BN:.+]] = linalg.index 0 : index
+// CHECK-NEXT: %[[I:.+]] = linalg.index 1 : index
+// CHECK-NEXT: %[[M:.+]] = linalg.index 2 : index
+// CHECK-NEXT: %[[M1:.+]] = arith.addi %[[M]], %{{.+}} : index
+// CHECK-NEXT: %[[MI:.+]] = arith.addi %[[M1]], %[[I]] : index
+// CHECK-NEXT: %[[J:.+]] = arith.subi %[[MI]], %{{.+}} : index
+// CHECK-NEXT: %[[EX:.+]] = arith.cmpi sge, %[[J]], %{{.+}} : index
+// CHECK-NEXT: %[[COL:.+]] = arith.maxsi %[[J]], %{{.+}} : index
+// CHECK-NEXT: %[[G:.+]] = tensor.extract %[[DS]][%[[BN]], %[[I]], %[[COL]]] : tensor<?x?x?xf32>
+// CHECK-NEXT: %[[SEL:.+]] = arith.select %[[EX]], %[[G]], %{{.+}} : f32
+// CHECK-NEXT: linalg.yield %[[SEL]] : f32
+// CHECK: linalg.batch_matmul ins(%[[DS]], %{{.+}} :
+// CHECK: linalg.batch_matmul indexing_maps = [#[[$BTA]], {{.+}}] ins(%[[DS]], %{{.+}} :
+// CHECK: linalg.batch_matmul ins(%[[DRAW]], %[[R3]] :
+// CHECK: %[[DR4:.+]] = linalg.batch_matmul indexing_maps = [#[[$BTA]], {{.+}}] ins(%[[DRAW]], %{{.+}} :
+// CHECK: %[[DR4E:.+]] = tensor.expand_shape %[[DR4]]
+// CHECK: linalg.generic {indexing_maps = [#{{.+}}, #[[$RED_B]]], iterator_types = ["reduction", "parallel", "parallel", "parallel"]} ins(%[[DR4E]] : tensor<?x2x?x4xf32>)
+// CHECK-NOT: tensor.extract %[[R]]
 // CHECK-NOT: tensor<?x?xf32>
 // CHECK: return
 func.func @rel_attention_grad(%do: tensor<?x?x2x4xf32>, %q: tensor<?x?x2x4xf32>, %k: tensor<?x?x2x4xf32>, %v: tensor<?x?x2x4xf32>,
@@ -67,6 +95,21 @@ func.func @rel_attention_grad(%do: tensor<?x?x2x4xf32>, %q: tensor<?x?x2x4xf32>,
       : tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>
   return %g#0, %g#1, %g#2, %g#3, %g#4, %g#5
       : tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>
+}
+
+// nll_grad: (softmax - onehot(target)) · dy over the recomputed log-sum-exp,
+// written over the logits (their last reader), so the backward of the
+// softmax creates no [tokens, n_token] tensor of its own.
+// CHECK-LABEL: func.func @nll_grad
+// CHECK-SAME: (%[[DY:[^:]+]]: tensor<?x?xf32>, %[[L:[^:]+]]: tensor<?x?x10xf32>, %[[T:[^:]+]]: tensor<?x?xi64>)
+// CHECK-NOT: tensor.empty({{.+}}) : tensor<?x?x10xf32>
+// CHECK: %[[G:.+]] = linalg.generic {{.+}} ins(%[[L]], %{{.+}}, %[[T]], %[[DY]] : tensor<?x?x10xf32>, tensor<?x?xf32>, tensor<?x?xi64>, tensor<?x?xf32>) outs(%[[L]] : tensor<?x?x10xf32>)
+// CHECK: math.exp
+// CHECK: arith.cmpi eq
+// CHECK: return %[[G]]
+func.func @nll_grad(%dy: tensor<?x?xf32>, %l: tensor<?x?x10xf32>, %t: tensor<?x?xi64>) -> tensor<?x?x10xf32> {
+  %g = txl.nll_grad %dy, %l, %t : tensor<?x?xf32>, tensor<?x?x10xf32>, tensor<?x?xi64>
+  return %g : tensor<?x?x10xf32>
 }
 
 // The adaptive softmax backward never builds a [tokens, n_token] matrix:

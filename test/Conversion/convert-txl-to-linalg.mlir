@@ -7,9 +7,11 @@
 // (later cblas_sgemm), everything else linalg.generic or tensor.generate, and
 // the dynamic dimensions stay `?`.
 
-// txl.linear with a bias: the leading dimensions are collapsed, the product is
-// a linalg.matmul reading the [out, in] weight transposed (B map (n, k)), the
-// bias is added by a parallel generic, and the result expanded back.
+// txl.linear with a bias: the leading dimensions are collapsed, the bias is
+// broadcast into the [rows, out] result, and the product is a linalg.matmul
+// reading the [out, in] weight transposed (B map (n, k)) that accumulates
+// onto it (BLAS beta = 1), so no second buffer or pass adds the bias; the
+// result is expanded back.
 // CHECK-DAG: #[[$A:.+]] = affine_map<(d0, d1, d2) -> (d0, d2)>
 // CHECK-DAG: #[[$BT:.+]] = affine_map<(d0, d1, d2) -> (d1, d2)>
 // CHECK-DAG: #[[$C:.+]] = affine_map<(d0, d1, d2) -> (d0, d1)>
@@ -18,14 +20,13 @@
 // CHECK-LABEL: func.func @linear_bias
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<?x?x32xf32>, %[[W:[^:]+]]: tensor<64x32xf32>, %[[B:[^:]+]]: tensor<64xf32>)
 // CHECK: %[[X2:.+]] = tensor.collapse_shape %[[X]] {{\[\[}}0, 1], [2]] : tensor<?x?x32xf32> into tensor<?x32xf32>
-// CHECK: %[[ZERO:.+]] = arith.constant 0.000000e+00 : f32
-// CHECK: %[[INIT:.+]] = linalg.fill ins(%[[ZERO]] : f32) outs(%{{.+}} : tensor<?x64xf32>)
+// CHECK-NOT: linalg.fill
+// CHECK: %[[INIT:.+]] = linalg.generic {indexing_maps = [#[[$COL]], #[[$ID2]]], iterator_types = ["parallel", "parallel"]} ins(%[[B]] : tensor<64xf32>) outs(%{{.+}} : tensor<?x64xf32>)
+// CHECK-NEXT: ^bb0(%[[BIAS:.+]]: f32, %{{.+}}: f32):
+// CHECK-NEXT: linalg.yield %[[BIAS]]
 // CHECK: %[[MM:.+]] = linalg.matmul indexing_maps = [#[[$A]], #[[$BT]], #[[$C]]] ins(%[[X2]], %[[W]] : tensor<?x32xf32>, tensor<64x32xf32>) outs(%[[INIT]] : tensor<?x64xf32>)
-// CHECK: %[[Y:.+]] = linalg.generic {indexing_maps = [#[[$ID2]], #[[$COL]], #[[$ID2]]], iterator_types = ["parallel", "parallel"]} ins(%[[MM]], %[[B]] : tensor<?x64xf32>, tensor<64xf32>)
-// CHECK-NEXT: ^bb0(%[[IN:.+]]: f32, %[[BIAS:.+]]: f32, %{{.+}}: f32):
-// CHECK-NEXT: %[[SUM:.+]] = arith.addf %[[IN]], %[[BIAS]] : f32
-// CHECK-NEXT: linalg.yield %[[SUM]]
-// CHECK: %[[E:.+]] = tensor.expand_shape %[[Y]] {{\[\[}}0, 1], [2]] output_shape [%{{.+}}, %{{.+}}, 64] : tensor<?x64xf32> into tensor<?x?x64xf32>
+// CHECK-NOT: linalg.generic
+// CHECK: %[[E:.+]] = tensor.expand_shape %[[MM]] {{\[\[}}0, 1], [2]] output_shape [%{{.+}}, %{{.+}}, 64] : tensor<?x64xf32> into tensor<?x?x64xf32>
 // CHECK: return %[[E]] : tensor<?x?x64xf32>
 // CHECK-NOT: txl.
 func.func @linear_bias(%x: tensor<?x?x32xf32>, %w: tensor<64x32xf32>, %b: tensor<64xf32>) -> tensor<?x?x64xf32> {
@@ -35,14 +36,16 @@ func.func @linear_bias(%x: tensor<?x?x32xf32>, %w: tensor<64x32xf32>, %b: tensor
 
 // -----
 
-// txl.linear on a 2-D input without bias is the bare matmul: nothing to
-// collapse, no bias generic.
+// txl.linear on a 2-D input without bias is the bare matmul onto zeros:
+// nothing to collapse, no bias generic.
 // CHECK-DAG: #[[$A:.+]] = affine_map<(d0, d1, d2) -> (d0, d2)>
 // CHECK-DAG: #[[$BT:.+]] = affine_map<(d0, d1, d2) -> (d1, d2)>
 // CHECK-DAG: #[[$C:.+]] = affine_map<(d0, d1, d2) -> (d0, d1)>
 // CHECK-LABEL: func.func @linear_2d_no_bias
 // CHECK-SAME: (%[[R:[^:]+]]: tensor<?x32xf32>, %[[W:[^:]+]]: tensor<64x32xf32>)
 // CHECK-NOT: tensor.collapse_shape
+// CHECK-NOT: linalg.generic
+// CHECK: linalg.fill
 // CHECK: %[[MM:.+]] = linalg.matmul indexing_maps = [#[[$A]], #[[$BT]], #[[$C]]] ins(%[[R]], %[[W]] : tensor<?x32xf32>, tensor<64x32xf32>) outs(%{{.+}} : tensor<?x64xf32>) -> tensor<?x64xf32>
 // CHECK-NOT: linalg.generic
 // CHECK-NOT: tensor.expand_shape
@@ -118,23 +121,27 @@ func.func @attn_apply(%p: tensor<?x?x?x2xf32>, %v: tensor<?x?x2x16xf32>) -> tens
 // -----
 
 // layer_norm: a row sum and a row sum of squared deviations (reductions over
-// the last dimension), then a parallel generic computing
-// (x - mean) * rsqrt(var + eps) * g + b with mean and var scaled by 1/32.
+// the last dimension, their additions `reassoc` so that LLVM vectorizes them
+// into partial sums), then a parallel generic computing
+// (x - mean) * rsqrt(var + eps) * g + b with mean and var scaled by 1/32,
+// whose arithmetic keeps strict IEEE order.
 // CHECK-DAG: #[[$ID:.+]] = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
 // CHECK-DAG: #[[$ROW:.+]] = affine_map<(d0, d1, d2) -> (d0, d1)>
 // CHECK-DAG: #[[$FEAT:.+]] = affine_map<(d0, d1, d2) -> (d2)>
 // CHECK-LABEL: func.func @layer_norm
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<?x?x32xf32>, %[[G:[^:]+]]: tensor<32xf32>, %[[B:[^:]+]]: tensor<32xf32>)
 // CHECK: %[[SUM:.+]] = linalg.generic {indexing_maps = [#[[$ID]], #[[$ROW]]], iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[X]] : tensor<?x?x32xf32>) outs(%{{.+}} : tensor<?x?xf32>)
-// CHECK: arith.addf
+// CHECK: arith.addf %{{.+}}, %{{.+}} fastmath<reassoc> : f32
 // CHECK: %[[SQ:.+]] = linalg.generic {indexing_maps = [#[[$ID]], #[[$ROW]], #[[$ROW]]], iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[X]], %[[SUM]] : tensor<?x?x32xf32>, tensor<?x?xf32>) outs(%{{.+}} : tensor<?x?xf32>)
 // CHECK: arith.constant 3.125000e-02 : f32
 // CHECK: arith.subf
 // CHECK: arith.mulf
+// CHECK: arith.addf %{{.+}}, %{{.+}} fastmath<reassoc> : f32
 // CHECK: %[[Y:.+]] = linalg.generic {indexing_maps = [#[[$ID]], #[[$ROW]], #[[$ROW]], #[[$FEAT]], #[[$FEAT]], #[[$ID]]], iterator_types = ["parallel", "parallel", "parallel"]} ins(%[[X]], %[[SUM]], %[[SQ]], %[[G]], %[[B]] : tensor<?x?x32xf32>, tensor<?x?xf32>, tensor<?x?xf32>, tensor<32xf32>, tensor<32xf32>) outs(%{{.+}} : tensor<?x?x32xf32>)
 // CHECK: %[[EPS:.+]] = arith.constant 9.99999974E-6 : f32
 // CHECK: %[[VE:.+]] = arith.addf %{{.+}}, %[[EPS]] : f32
 // CHECK: math.rsqrt %[[VE]] : f32
+// CHECK-NOT: fastmath
 // CHECK: return %[[Y]] : tensor<?x?x32xf32>
 func.func @layer_norm(%x: tensor<?x?x32xf32>, %g: tensor<32xf32>, %b: tensor<32xf32>) -> tensor<?x?x32xf32> {
   %y = txl.layer_norm %x, %g, %b {epsilon = 1.0e-05 : f32} : tensor<?x?x32xf32>, tensor<32xf32>, tensor<32xf32>
@@ -143,7 +150,8 @@ func.func @layer_norm(%x: tensor<?x?x32xf32>, %g: tensor<32xf32>, %b: tensor<32x
 
 // -----
 
-// nll: row max (init -inf), row sum of exp(x - max), lse = log(sum) + max,
+// nll: row max (init -inf), row sum of exp(x - max) (both reductions
+// `reassoc`, vectorized), lse = log(sum) + max,
 // then lse - logits[i, b, target[i, b]] read with tensor.extract.
 // CHECK-DAG: #[[$ID:.+]] = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
 // CHECK-DAG: #[[$ROW:.+]] = affine_map<(d0, d1, d2) -> (d0, d1)>
@@ -153,9 +161,10 @@ func.func @layer_norm(%x: tensor<?x?x32xf32>, %g: tensor<32xf32>, %b: tensor<32x
 // CHECK: %[[NEGINF:.+]] = arith.constant 0xFF800000 : f32
 // CHECK: %[[MAXINIT:.+]] = linalg.fill ins(%[[NEGINF]] : f32)
 // CHECK: %[[MAX:.+]] = linalg.generic {indexing_maps = [#[[$ID]], #[[$ROW]]], iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[L]] : tensor<?x?x50xf32>) outs(%[[MAXINIT]] : tensor<?x?xf32>)
-// CHECK: arith.maximumf
+// CHECK: arith.maximumf %{{.+}}, %{{.+}} fastmath<reassoc> : f32
 // CHECK: %[[SUM:.+]] = linalg.generic {indexing_maps = [#[[$ID]], #[[$ROW]], #[[$ROW]]], iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[L]], %[[MAX]] : tensor<?x?x50xf32>, tensor<?x?xf32>)
 // CHECK: math.exp
+// CHECK: arith.addf %{{.+}}, %{{.+}} fastmath<reassoc> : f32
 // CHECK: %[[LSE:.+]] = linalg.generic {indexing_maps = [#[[$ID2]], #[[$ID2]], #[[$ID2]]], iterator_types = ["parallel", "parallel"]} ins(%[[SUM]], %[[MAX]] : tensor<?x?xf32>, tensor<?x?xf32>)
 // CHECK-NEXT: ^bb0(%[[S:.+]]: f32, %[[M:.+]]: f32, %{{.+}}: f32):
 // CHECK-NEXT: %[[LOG:.+]] = math.log %[[S]] : f32
@@ -228,11 +237,11 @@ func.func @pos_emb(%inv_freq: tensor<16xf32>, %klen: index, %clamp: i64) -> tens
 // CHECK: %[[SCALED:.+]] = arith.mulf %{{.+}}, %[[SCALE]] : f32
 // CHECK: arith.select %[[VIS]], %[[SCALED]], %{{.+}} : f32
 // CHECK: %[[MAX:.+]] = linalg.generic {indexing_maps = [#[[$ID]], #[[$ROW]]], iterator_types = ["parallel", "reduction", "parallel", "parallel"]} ins(%[[MASKED]] : tensor<?x?x?x2xf32>)
-// CHECK: arith.maximumf
+// CHECK: arith.maximumf %{{.+}}, %{{.+}} fastmath<reassoc> : f32
 // CHECK: %[[EXP:.+]] = linalg.generic {indexing_maps = [#[[$ID]], #[[$ROW]], #[[$ID]]], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%[[MASKED]], %[[MAX]] : tensor<?x?x?x2xf32>, tensor<?x?x2xf32>)
 // CHECK: math.exp
 // CHECK: %[[SUM:.+]] = linalg.generic {indexing_maps = [#[[$ID]], #[[$ROW]]], iterator_types = ["parallel", "reduction", "parallel", "parallel"]} ins(%[[EXP]] : tensor<?x?x?x2xf32>)
-// CHECK: arith.addf
+// CHECK: arith.addf %{{.+}}, %{{.+}} fastmath<reassoc> : f32
 // CHECK: %[[P:.+]] = linalg.generic {indexing_maps = [#[[$ID]], #[[$ROW]], #[[$ID]]], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%[[EXP]], %[[SUM]] : tensor<?x?x?x2xf32>, tensor<?x?x2xf32>)
 // CHECK: arith.divf
 // CHECK: return %[[P]] : tensor<?x?x?x2xf32>
@@ -243,52 +252,46 @@ func.func @masked_softmax(%s: tensor<?x?x?x2xf32>, %mem_len: index, %same_length
 
 // -----
 
-// rel_attention: one batch_matmul computes AC = (q + u) kᵀ into the score
-// buffer [b, n, i, j]; a generic with a reduction over d then accumulates
-// (q + v)[i, b, n, d] * pos_key[j + qlen - 1 - i, n, d] onto it, reading the
-// positions with tensor.extract at the shifted row. The unshifted positional
-// scores are never built: no product reads pos_key, no pad, no generate.
+// rel_attention: every score comes from a batched product. The positional
+// scores (q + v) rᵀ (r repeated per batch column) fill columns 1..klen of a
+// zero-filled [b·n, qlen, klen + 1] buffer; BD is the view of that buffer
+// that starts qlen elements into each (batch, head) block with row stride
+// klen (collapse, extract_slice at qlen of qlen·klen elements, expand): the
+// official _rel_shift without its copy. AC = (q + u) kᵀ is accumulated onto
+// that view, so the scores are one buffer. No gather, pad or generate.
 // CHECK-DAG: #[[$QA:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
 // CHECK-DAG: #[[$KT:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>
 // CHECK-DAG: #[[$S:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
-// CHECK-DAG: #[[$QV:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d2, d0, d1, d4)>
-// CHECK-DAG: #[[$BNIJ:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>
+// CHECK-DAG: #[[$HF:.+]] = affine_map<(d0, d1, d2, d3) -> (d2, d0, d1, d3)>
+// CHECK-DAG: #[[$RB:.+]] = affine_map<(d0, d1, d2, d3) -> (d2, d1, d3)>
 // CHECK-LABEL: func.func @rel_attention
 // CHECK-SAME: (%[[Q:[^:]+]]: tensor<?x?x2x16xf32>, %[[K:[^:]+]]: tensor<?x?x2x16xf32>, %[[V:[^:]+]]: tensor<?x?x2x16xf32>, %[[R:[^:]+]]: tensor<?x2x16xf32>, %[[U:[^:]+]]: tensor<2x16xf32>, %[[VB:[^:]+]]: tensor<2x16xf32>, %[[ML:[^:]+]]: index, %[[SL:[^:]+]]: i1)
 // CHECK-NOT: tensor.pad
 // CHECK-NOT: tensor.generate
-// CHECK: %[[QU:.+]] = linalg.generic {{.+}} ins(%[[Q]], %[[U]] : tensor<?x?x2x16xf32>, tensor<2x16xf32>)
+// CHECK-NOT: tensor.extract %
+// CHECK: %[[QU:.+]] = linalg.generic {indexing_maps = [#[[$HF]], {{.+}}]{{.+}} ins(%[[Q]], %[[U]] : tensor<?x?x2x16xf32>, tensor<2x16xf32>) outs(%{{.+}} : tensor<?x2x?x16xf32>)
 // CHECK: arith.addf
-// CHECK: linalg.transpose ins(%[[QU]]
-// CHECK: linalg.transpose ins(%[[K]]
-// CHECK: %[[AC:.+]] = linalg.batch_matmul indexing_maps = [#[[$QA]], #[[$KT]], #[[$S]]]
-// CHECK: %[[AC4:.+]] = tensor.expand_shape %[[AC]] {{\[\[}}0, 1], [2], [3]] {{.+}} into tensor<?x2x?x?xf32>
+// CHECK: %[[QU3:.+]] = tensor.collapse_shape %[[QU]] {{\[\[}}0, 1], [2], [3]]
+// CHECK: %[[QV:.+]] = linalg.generic {indexing_maps = [#[[$HF]], {{.+}}]{{.+}} ins(%[[Q]], %[[VB]] : tensor<?x?x2x16xf32>, tensor<2x16xf32>)
+// CHECK: %[[QV3:.+]] = tensor.collapse_shape %[[QV]]
+// CHECK: %[[KT:.+]] = linalg.transpose ins(%[[K]]
+// CHECK: %[[K3:.+]] = tensor.collapse_shape %[[KT]]
+// CHECK: %[[RB:.+]] = linalg.generic {indexing_maps = [#[[$RB]], {{.+}}]{{.+}} ins(%[[R]] : tensor<?x2x16xf32>) outs(%{{.+}} : tensor<?x2x?x16xf32>)
+// CHECK: %[[R3:.+]] = tensor.collapse_shape %[[RB]]
+// CHECK: %[[KP1:.+]] = arith.addi %[[KLEN:.+]], %{{.+}} : index
+// CHECK: %[[PADE:.+]] = tensor.empty(%{{.+}}, %[[QLEN:.+]], %[[KP1]]) : tensor<?x?x?xf32>
+// CHECK: %[[PAD:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%[[PADE]] : tensor<?x?x?xf32>)
+// CHECK: %[[COLS:.+]] = tensor.extract_slice %[[PAD]][0, 0, 1] [%{{.+}}, %[[QLEN]], %[[KLEN]]] [1, 1, 1]
+// CHECK: %[[RAW:.+]] = linalg.batch_matmul indexing_maps = [#[[$QA]], #[[$KT]], #[[$S]]] ins(%[[QV3]], %[[R3]] : tensor<?x?x16xf32>, tensor<?x?x16xf32>) outs(%[[COLS]] : tensor<?x?x?xf32>)
+// CHECK: %[[PAD2:.+]] = tensor.insert_slice %[[RAW]] into %[[PAD]][0, 0, 1] [%{{.+}}, %[[QLEN]], %[[KLEN]]] [1, 1, 1]
+// CHECK: %[[FLAT:.+]] = tensor.collapse_shape %[[PAD2]] {{\[\[}}0], [1, 2]] : tensor<?x?x?xf32> into tensor<?x?xf32>
+// CHECK: %[[QK:.+]] = arith.muli %[[QLEN]], %[[KLEN]] : index
+// CHECK: %[[BD2:.+]] = tensor.extract_slice %[[FLAT]][0, %[[QLEN]]] [%{{.+}}, %[[QK]]] [1, 1]
+// CHECK: %[[BD:.+]] = tensor.expand_shape %[[BD2]] {{\[\[}}0], [1, 2]] output_shape [%{{.+}}, %[[QLEN]], %[[KLEN]]]
+// CHECK: %[[SC:.+]] = linalg.batch_matmul indexing_maps = [#[[$QA]], #[[$KT]], #[[$S]]] ins(%[[QU3]], %[[K3]] : tensor<?x?x16xf32>, tensor<?x?x16xf32>) outs(%[[BD]] : tensor<?x?x?xf32>)
+// CHECK: %[[SC4:.+]] = tensor.expand_shape %[[SC]] {{\[\[}}0, 1], [2], [3]] {{.+}} into tensor<?x2x?x?xf32>
 // CHECK-NOT: linalg.batch_matmul
-// CHECK-NOT: tensor.expand_shape
-// CHECK: %[[QV:.+]] = linalg.generic {{.+}} ins(%[[Q]], %[[VB]] : tensor<?x?x2x16xf32>, tensor<2x16xf32>)
-// CHECK-NOT: linalg.batch_matmul
-// CHECK-NOT: tensor.expand_shape
-// CHECK: %[[BD:.+]] = linalg.generic {indexing_maps = [#[[$QV]], #[[$BNIJ]]], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%[[QV]] : tensor<?x?x2x16xf32>) outs(%[[AC4]] : tensor<?x2x?x?xf32>)
-// CHECK-NEXT: ^bb0(%[[QVE:.+]]: f32, %[[ACC:.+]]: f32):
-// CHECK-NEXT: %[[I:.+]] = linalg.index 2 : index
-// CHECK-NEXT: %[[J:.+]] = linalg.index 3 : index
-// CHECK-NEXT: %[[N:.+]] = linalg.index 1 : index
-// CHECK-NEXT: %[[D:.+]] = linalg.index 4 : index
-// CHECK-NEXT: %[[ONE:.+]] = arith.constant 1 : index
-// CHECK-NEXT: %[[QM1:.+]] = arith.subi %{{.+}}, %[[ONE]] : index
-// CHECK-NEXT: %[[JQ:.+]] = arith.addi %[[J]], %[[QM1]] : index
-// CHECK-NEXT: %[[SRC:.+]] = arith.subi %[[JQ]], %[[I]] : index
-// CHECK-NEXT: %[[IN:.+]] = arith.cmpi ult, %[[SRC]], %{{.+}} : index
-// CHECK-NEXT: %[[KM1:.+]] = arith.subi %{{.+}}, %[[ONE]] : index
-// CHECK-NEXT: %[[ROW:.+]] = arith.minui %[[SRC]], %[[KM1]] : index
-// CHECK-NEXT: %[[RV:.+]] = tensor.extract %[[R]][%[[ROW]], %[[N]], %[[D]]] : tensor<?x2x16xf32>
-// CHECK-NEXT: %[[PROD:.+]] = arith.mulf %[[QVE]], %[[RV]] : f32
-// CHECK-NEXT: %[[ZERO:.+]] = arith.constant 0.000000e+00 : f32
-// CHECK-NEXT: %[[TERM:.+]] = arith.select %[[IN]], %[[PROD]], %[[ZERO]] : f32
-// CHECK-NEXT: %[[NEW:.+]] = arith.addf %[[ACC]], %[[TERM]] : f32
-// CHECK-NEXT: linalg.yield %[[NEW]] : f32
-// CHECK-NOT: linalg.batch_matmul
-// CHECK: linalg.generic {{.+}} ins(%[[BD]] : tensor<?x2x?x?xf32>)
+// CHECK: linalg.generic {{.+}} ins(%[[SC4]] : tensor<?x2x?x?xf32>)
 // CHECK: arith.cmpi sle
 // CHECK: arith.select %[[SL]]
 // CHECK: math.exp
@@ -311,16 +314,20 @@ func.func @rel_attention(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x2x16xf32>, %v:
 
 // -----
 
-// No product reads pos_key in the fused lowering (it is only gathered from).
-// CHECK-LABEL: func.func @rel_attention_pos_key_only_gathered
+// pos_key is read by one product only, through its per-batch repetition,
+// never gathered element by element.
+// CHECK-LABEL: func.func @rel_attention_pos_key_one_product
 // CHECK-SAME: %[[R:[^:]+]]: tensor<?x2x16xf32>
+// CHECK-NOT: tensor.extract %[[R]]
+// CHECK: %[[RB:.+]] = linalg.generic {{.+}} ins(%[[R]] : tensor<?x2x16xf32>)
+// CHECK-NOT: tensor.extract %[[R]]
 // CHECK-NOT: ins(%[[R]]
-// CHECK-NOT: , %[[R]] :
-// CHECK: tensor.extract %[[R]]
+// CHECK: %[[R3:.+]] = tensor.collapse_shape %[[RB]]
+// CHECK: linalg.batch_matmul {{.+}} ins(%{{.+}}, %[[R3]] :
+// CHECK-NOT: tensor.extract %[[R]]
 // CHECK-NOT: ins(%[[R]]
-// CHECK-NOT: , %[[R]] :
 // CHECK: return
-func.func @rel_attention_pos_key_only_gathered(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x2x16xf32>, %v: tensor<?x?x2x16xf32>,
+func.func @rel_attention_pos_key_one_product(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x2x16xf32>, %v: tensor<?x?x2x16xf32>,
                          %r: tensor<?x2x16xf32>, %u: tensor<2x16xf32>, %vb: tensor<2x16xf32>,
                          %mem_len: index, %same_length: i1) -> tensor<?x?x2x16xf32> {
   %o = txl.rel_attention %q, %k, %v, %r, %u, %vb, %mem_len, %same_length {scale = 0.25 : f32}
@@ -463,14 +470,11 @@ func.func @layer_norm_f64(%x: tensor<?x?x32xf64>, %g: tensor<32xf64>, %b: tensor
 
 // -----
 
-// float64 linear: the product is an f64 linalg.matmul into a zero-filled f64
-// tensor (later cblas_dgemm), the bias added in f64.
+// float64 linear: the product is an f64 linalg.matmul (later cblas_dgemm)
+// onto the f64 bias rows.
 // CHECK-LABEL: func.func @linear_f64
-// CHECK: %[[ZERO:.+]] = arith.constant 0.000000e+00 : f64
-// CHECK: %[[INIT:.+]] = linalg.fill ins(%[[ZERO]] : f64) outs(%{{.+}} : tensor<?x64xf64>)
+// CHECK: %[[INIT:.+]] = linalg.generic {{.+}} ins(%{{.+}} : tensor<64xf64>) outs(%{{.+}} : tensor<?x64xf64>)
 // CHECK: %[[MM:.+]] = linalg.matmul {{.+}} ins(%{{.+}}, %{{.+}} : tensor<?x32xf64>, tensor<64x32xf64>) outs(%[[INIT]] : tensor<?x64xf64>)
-// CHECK: linalg.generic {{.+}} ins(%[[MM]], %{{.+}} : tensor<?x64xf64>, tensor<64xf64>) outs(%{{.+}} : tensor<?x64xf64>)
-// CHECK: arith.addf %{{.+}}, %{{.+}} : f64
 // F64-LABEL: func.func @linear_f64
 // F64-NOT: f32
 // F64: return

@@ -14,13 +14,14 @@
 
 // The CPU pipeline ends in the LLVM dialect with the packed entry point. Every
 // product is one cblas_sgemm call site: with fusion, 6 projections (qkv, r,
-// o, two feed-forward, output) + AC + attention-weighted values = 8. The new
+// o, two feed-forward, output) + the positional scores (q + v) rᵀ + AC
+// (accumulated onto their shifted view) + attention-weighted values = 9. The new
 // memory (a strided slice) is copied by generated loops, never by memrefCopy,
 // and the results have become caller-provided buffers (void functions).
 // CHECK-LABEL: llvm.func @cblas_sgemm(i32, i32, i32, i32, i32, i32, f32, !llvm.ptr, i32, !llvm.ptr, i32, f32, !llvm.ptr, i32)
 // CHECK-LABEL: llvm.func @segment(
 // CHECK-SAME: ) attributes {llvm.emit_c_interface} {
-// CHECK-COUNT-8: llvm.call @cblas_sgemm(
+// CHECK-COUNT-9: llvm.call @cblas_sgemm(
 // CHECK-NOT: llvm.call @cblas_sgemm(
 // CHECK-LABEL: llvm.func @_mlir_ciface_segment(
 // CHECK-SAME: %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: !llvm.ptr, %{{[^:]+}}: !llvm.ptr, %{{[^:]+}}: !llvm.ptr) attributes {llvm.emit_c_interface} {
@@ -47,18 +48,21 @@
 // OPT: return
 
 // Lowered to linalg, qlen, mlen (hence klen) and batch are still `?`: the
-// signature, the concatenation [klen, batch, d], the AC scores
-// [batch·head, qlen, klen], the shifted-BD accumulation [batch, head, qlen,
-// klen], the new memory and the NLL. No txl op is left, and no activation is
-// specialized to a static shape.
+// signature, the concatenation [klen, batch, d], the positional scores
+// [batch·head, qlen, klen] in the padded buffer [batch·head, qlen, klen + 1],
+// AC accumulated onto its shifted view, the new memory and the NLL. No txl
+// op is left, and no activation is specialized to a static shape.
 // LINALG-LABEL: func.func @segment
 // LINALG-SAME: %{{[^:]+}}: tensor<?x?xi64>, %{{[^:]+}}: tensor<?x?xi64>, %{{[^:]+}}: tensor<?x?x8xf32>, %{{[^:]+}}: tensor<?x?x8xf32>, %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: i64)
 // LINALG-SAME: -> (tensor<?x?xf32>, tensor<?x?x8xf32>, tensor<?x?x8xf32>)
 // LINALG: tensor.generate %{{.+}} {
 // LINALG: } : tensor<?x8xf32>
 // LINALG: tensor.insert_slice %{{.+}} into %{{.+}}[%{{.+}}, 0, 0] [%{{.+}}, %{{.+}}, 8] [1, 1, 1] : tensor<?x?x8xf32> into tensor<?x?x8xf32>
+// LINALG: %[[PAD:.+]] = linalg.fill {{.+}} -> tensor<?x?x?xf32>
+// LINALG: tensor.extract_slice %[[PAD]][0, 0, 1] [%{{.+}}, %{{.+}}, %{{.+}}] [1, 1, 1] : tensor<?x?x?xf32> to tensor<?x?x?xf32>
 // LINALG: linalg.batch_matmul {{.+}} outs(%{{.+}} : tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
-// LINALG: linalg.generic {{.+}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%{{.+}} : tensor<?x?x2x4xf32>) outs(%{{.+}} : tensor<?x2x?x?xf32>)
+// LINALG: tensor.expand_shape %{{.+}} {{\[\[}}0], [1, 2]] {{.+}} : tensor<?x?xf32> into tensor<?x?x?xf32>
+// LINALG: linalg.batch_matmul {{.+}} outs(%{{.+}} : tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
 // LINALG: linalg.batch_matmul ins(%{{.+}}, %{{.+}} : tensor<?x?x?xf32>, tensor<?x?x4xf32>) outs(%{{.+}} : tensor<?x?x4xf32>)
 // LINALG: tensor.extract_slice %{{.+}} : tensor<?x?x8xf32> to tensor<?x?x8xf32>
 // LINALG: return %{{.+}}, %{{.+}}, %{{.+}} : tensor<?x?xf32>, tensor<?x?x8xf32>, tensor<?x?x8xf32>

@@ -46,18 +46,40 @@ func.func @expand_heads(%a: memref<?x32xf32>, %k: index) -> memref<?x2x16xf32> {
 
 // -----
 
-// A strided source (e.g. a slice) is not contiguous: left alone.
+// A strided source (e.g. a slice) keeps its offset, and each group's outer
+// stride is the source dimension's stride times the sizes inside the group:
+// [?, 96] with row stride s0 into [q, b, 96] has strides [s0·b, s0, 1].
 // CHECK-LABEL: func.func @expand_strided_source
-// CHECK-SAME: (%[[A:[^:]+]]: memref<?x96xf32, strided<[?, 1], offset: ?>>
-// CHECK-NOT: memref.reinterpret_cast
-// CHECK: %[[E:.+]] = memref.expand_shape %[[A]] {{\[\[}}0, 1], [2]] output_shape [%{{.+}}, %{{.+}}, 96] : memref<?x96xf32, strided<[?, 1], offset: ?>> into memref<?x?x96xf32, strided<[?, ?, 1], offset: ?>>
-// CHECK-NOT: memref.reinterpret_cast
-// CHECK: return %[[E]]
+// CHECK-SAME: (%[[A:[^:]+]]: memref<?x96xf32, strided<[?, 1], offset: ?>>, %[[Q:[^:]+]]: index, %[[B:[^:]+]]: index)
+// CHECK: %[[BASE:[^,]+]], %[[OFF:[^,]+]], %{{.+}}:2, %[[STR:[^:]+]]:2 = memref.extract_strided_metadata %[[A]]
+// CHECK: %[[S0:.+]] = arith.muli %[[STR]]#0, %[[B]] : index
+// CHECK: %[[R:.+]] = memref.reinterpret_cast %[[BASE]] to offset: [%[[OFF]]], sizes: [%[[Q]], %[[B]], 96], strides: [%[[S0]], %[[STR]]#0, 1] : memref<f32> to memref<?x?x96xf32, strided<[?, ?, 1], offset: ?>>
+// CHECK-NOT: memref.expand_shape
+// CHECK: return %[[R]]
 func.func @expand_strided_source(%a: memref<?x96xf32, strided<[?, 1], offset: ?>>, %q: index, %b: index)
     -> memref<?x?x96xf32, strided<[?, ?, 1], offset: ?>> {
   %e = memref.expand_shape %a [[0, 1], [2]] output_shape [%q, %b, 96]
       : memref<?x96xf32, strided<[?, 1], offset: ?>> into memref<?x?x96xf32, strided<[?, ?, 1], offset: ?>>
   return %e : memref<?x?x96xf32, strided<[?, ?, 1], offset: ?>>
+}
+
+// -----
+
+// The shifted view of the padded positional scores: the slice of
+// [b·n, qlen·(klen + 1)] at column qlen, qlen·klen wide, as [b·n, qlen, klen].
+// Its block stride is kept, its rows are klen apart, its offset is qlen.
+// CHECK-LABEL: func.func @expand_shifted_view
+// CHECK-SAME: (%[[P:[^:]+]]: memref<?x?xf32>, %[[BN:[^:]+]]: index, %[[QL:[^:]+]]: index, %[[KL:[^:]+]]: index, %[[QK:[^:]+]]: index)
+// CHECK: %[[V:.+]] = memref.subview %[[P]][0, %[[QL]]] [%[[BN]], %[[QK]]] [1, 1]
+// CHECK: %[[BASE:[^,]+]], %[[OFF:[^,]+]], %{{.+}}:2, %[[STR:[^:]+]]:2 = memref.extract_strided_metadata %[[V]]
+// CHECK: memref.reinterpret_cast %[[BASE]] to offset: [%[[OFF]]], sizes: [%[[BN]], %[[QL]], %[[KL]]], strides: [%[[STR]]#0, %[[KL]], 1]
+// CHECK-NOT: memref.expand_shape
+func.func @expand_shifted_view(%p: memref<?x?xf32>, %bn: index, %ql: index, %kl: index, %qk: index)
+    -> memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>> {
+  %v = memref.subview %p[0, %ql] [%bn, %qk] [1, 1] : memref<?x?xf32> to memref<?x?xf32, strided<[?, 1], offset: ?>>
+  %e = memref.expand_shape %v [[0], [1, 2]] output_shape [%bn, %ql, %kl]
+      : memref<?x?xf32, strided<[?, 1], offset: ?>> into memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>
+  return %e : memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>
 }
 
 // -----

@@ -7,7 +7,9 @@ Op level (a @segment of two txl.dropout ops, compiled with
   predicts from the documented key/counter layout (key = seed, counter =
   (e / 4, stream_base + stream, offset lo, offset hi), word e mod 4, keep iff
   bits >> 8 >= ceil(rate 2^24)), bit for bit, at f32 and f64, with and
-  without a stream base, on 3219 elements (not a multiple of 4);
+  without a stream base, on 3219 elements (not a multiple of 4, dynamic
+  innermost size: one Philox call per element) and on [37, 3, 28] with a
+  static innermost 28 (one call per block of four);
 - kept elements are exactly x * (1 / (1 - rate)) in the tensor's type, the
   others 0;
 - over 10^6 elements the kept fraction is within 5 sigma of 1 - rate, and
@@ -22,7 +24,8 @@ Model level (txlc --emit=txl of a 2-layer model with dropout and dropatt):
   (nn.Dropout on the word embedding, pos_emb, o_net's output, both CoreNet
   dropouts, the final hidden state, dropatt on the probabilities), whose
   masks come from the numpy Philox at the documented sites; post- and
-  pre-LayerNorm, fused and decomposed attention;
+  pre-LayerNorm (2 and 4 heads: the fused dropatt without and with whole
+  blocks of four), fused and decomposed attention;
 - training = 0: the float32 model is bit-identical to the same model built
   with dropout = dropatt = 0;
 - @segment_grad with training = 1 matches central finite differences of the
@@ -30,6 +33,7 @@ Model level (txlc --emit=txl of a 2-layer model with dropout and dropatt):
   the function is deterministic).
 """
 
+import itertools
 import math
 import os
 import re
@@ -113,8 +117,10 @@ OFFSET = 0x100000005        # both offset words used
 BASE = 12
 
 
-def op_module(ftype):
-    t = f"tensor<?x?x?x{ftype}>"
+def op_module(ftype, inner="?"):
+    """Two dropout sites on a [?, ?, inner] tensor; a static inner size that
+    is a multiple of 4 takes the lowering's one-Philox-call-per-block path."""
+    t = f"tensor<?x?x{inner}x{ftype}>"
     return (f"func.func @segment(%x: {t}, %seed: i64, %offset: i64, %training: i1, %base: i64)"
             f" -> ({t}, {t}) attributes {{llvm.emit_c_interface}} {{\n"
             f"  %a = txl.dropout %x, %seed, %offset, %training {{rate = {RATE} : f64, stream = 5 : i64}} : {t}\n"
@@ -137,25 +143,29 @@ def check_ops(report, work, rng):
         report.check(f"philox4x32-10 known answer {kat_ctr[0]:#x}", got == want,
                      " ".join(f"{w:#010x}" for w in got))
 
-    for ftype, dtype in (("f32", np.float32), ("f64", np.float64)):
-        seg = txlrun.Segment(compile_text(op_module(ftype), work, "op_" + ftype))
+    for (ftype, dtype), (inner, size) in itertools.product(
+            (("f32", np.float32), ("f64", np.float64)),
+            (("?", 29), ("28", 28))):
+        tag = f"{ftype} inner {inner}"
+        seg = txlrun.Segment(compile_text(op_module(ftype, inner), work,
+                                          f"op_{ftype}_{size}"))
 
         def run(x, seed=SEED, offset=OFFSET, training=True, base=BASE):
             return seg([x, seed, offset, training, base], [x.shape] * 2, [dtype] * 2)
 
-        shape = (37, 3, 29)
+        shape = (37, 3, size)
         x = rng.randn(*shape).astype(dtype)
         a, b = run(x)
         want_a = drop(x, SEED, OFFSET, 5, RATE)
         want_b = drop(x, SEED, OFFSET, BASE + 2, RATE)
-        report.check(f"{ftype} mask and values match the numpy Philox (stream 5)",
+        report.check(f"{tag} mask and values match the numpy Philox (stream 5)",
                      np.array_equal(a, want_a),
                      f"{np.count_nonzero(a != want_a)} of {a.size} differ")
-        report.check(f"{ftype} mask and values match the numpy Philox (stream_base {BASE} + 2)",
+        report.check(f"{tag} mask and values match the numpy Philox (stream_base {BASE} + 2)",
                      np.array_equal(b, want_b),
                      f"{np.count_nonzero(b != want_b)} of {b.size} differ")
         ea, eb = run(x, training=False)
-        report.check(f"{ftype} training=0 is the identity",
+        report.check(f"{tag} training=0 is the identity",
                      np.array_equal(ea, x) and np.array_equal(eb, x))
 
     seg = txlrun.Segment(compile_text(op_module("f32"), work, "op_f32"))
@@ -190,8 +200,8 @@ MODEL = """[model]
 n_token = {n_token}
 n_layer = 2
 d_model = 8
-n_head = 2
-d_head = 4
+n_head = {n_head}
+d_head = {d_head}
 d_inner = 12
 pre_lnorm = {pre_lnorm}
 dropout = {dropout}
@@ -203,10 +213,11 @@ mem_len = {mem_len}
 """
 
 
-def emit_model(work, name, pre_lnorm, dropout, dropatt, f64):
+def emit_model(work, name, pre_lnorm, dropout, dropatt, f64, n_head=2):
     path = os.path.join(work, name + ".toml")
     with open(path, "w") as f:
         f.write(MODEL.format(n_token=N_TOKEN, pre_lnorm=str(pre_lnorm).lower(),
+                             n_head=n_head, d_head=8 // n_head,
                              dropout=dropout, dropatt=dropatt, qlen=QLEN,
                              mem_len=MEM_LEN))
     text = subprocess.run(["txlc", path, "--emit=txl"], check=True,
@@ -350,7 +361,11 @@ def check_model(report, work, rng):
     for pre_lnorm in (False, True):
         dropout, dropatt = 0.3, 0.2
         tag = "pre_lnorm" if pre_lnorm else "post_lnorm"
-        text = emit_model(work, "m_" + tag, pre_lnorm, dropout, dropatt, f64=True)
+        # 4 heads: the fused dropatt's counters run over n_head innermost, so
+        # its blocks of 4 words are whole (one Philox call per block); 2
+        # heads: one call per element.
+        text = emit_model(work, "m_" + tag, pre_lnorm, dropout, dropatt, f64=True,
+                          n_head=4 if pre_lnorm else 2)
         for fuse in (True, False):
             pipeline = f"txl-cpu-pipeline=fuse-attention={'true' if fuse else 'false'}"
             if fuse:

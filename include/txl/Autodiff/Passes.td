@@ -22,8 +22,13 @@ def GenerateBackwardPass : Pass<"txl-generate-backward", "::mlir::ModuleOp"> {
     differentiated: `txl.stop_gradient` propagates nothing, so the memory
     input gets no gradient (paper §3.2), and buffers are constants. A call
     is differentiated through a generated `@<callee>_grad(args...,
-    result grads...) -> grads of the active args`, which recomputes the
-    callee (layer-level checkpointing). A parameter no gradient reaches gets
+    [activations...,] result grads...) -> grads of the active args`. With
+    `save-activations` (default) the forward call becomes a call of
+    `@<callee>_fwd`, the callee also returning the values its adjoints read
+    (views of them are recomputed, not saved), and `@<callee>_grad` takes
+    them: nothing of the layer is computed twice. Without it,
+    `@<callee>_grad` recomputes the callee (layer-level checkpointing: only
+    each layer's input stays alive). A parameter no gradient reaches gets
     zeros. An op on a gradient path without an adjoint is an error naming
     it; the decomposed attention ops have none, so fuse first
     (`--txl-fuse-rel-attention`).
@@ -31,6 +36,9 @@ def GenerateBackwardPass : Pass<"txl-generate-backward", "::mlir::ModuleOp"> {
   let options = [
     Option<"function", "function", "std::string", "\"segment\"",
            "The function to differentiate">,
+    Option<"saveActivations", "save-activations", "bool", "true",
+           "Keep the activations a called layer's adjoints read (returned "
+           "by @<callee>_fwd) instead of recomputing the layer">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::linalg::LinalgDialect",

@@ -109,14 +109,17 @@ def ConvertLinalgToBlasPass : Pass<"txl-linalg-to-blas", "::mlir::ModuleOp"> {
 }
 
 def LowerContiguousReshapesPass : Pass<"txl-lower-contiguous-reshapes"> {
-  let summary = "Lower memref.expand_shape of contiguous buffers to reinterpret_cast";
+  let summary = "Lower memref.expand_shape of strided buffers to reinterpret_cast";
   let description = [{
-    A `memref.expand_shape` whose source has the identity layout is a
-    reinterpretation of the same contiguous buffer: this pass writes it as
-    `memref.reinterpret_cast` with the row-major strides of the output shape.
-    It runs before `--expand-strided-metadata`, which in LLVM 22 crashes on
-    an expansion group with two dynamic sizes (e.g. [qlen·batch, d] into
-    [qlen, batch, d], which every projection produces).
+    A `memref.expand_shape` of a strided buffer is a reinterpretation of the
+    same base: this pass writes it as `memref.reinterpret_cast` with the
+    source's offset and, in each expansion group, the source dimension's
+    stride times the sizes inside the group (row-major strides for a
+    contiguous source). It runs before `--expand-strided-metadata`, which in
+    LLVM 22 crashes on an expansion group with two dynamic sizes (e.g.
+    [qlen·batch, d] into [qlen, batch, d], which every projection produces,
+    or the [b·n, qlen·klen] slice of the padded positional scores into
+    [b·n, qlen, klen]).
 
     Before:
     ```mlir
@@ -132,6 +135,30 @@ def LowerContiguousReshapesPass : Pass<"txl-lower-contiguous-reshapes"> {
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect"];
+}
+
+def PolynomialExpPass : Pass<"txl-polynomial-exp"> {
+  let summary = "Rewrite f32 math.exp as a polynomial the loop vectorizer can vectorize";
+  let description = [{
+    A scalar `expf` call in a loop keeps LLVM from vectorizing it (and
+    spills around every call): the softmax, log-sum-exp and NLL-gradient
+    loops spent most of their time in libm. This pass rewrites every f32
+    `math.exp` into MLIR's approximation (Cephes' expf: x = n ln 2 + a with
+    n = round(x / ln 2), a polynomial for e^a, 2^n built from the exponent
+    bits; relative error below 2^-22.5; results below 2^-126 are flushed to
+    0, so exp(-inf) = 0 as the masked softmax needs), made of arith ops,
+    `math.fma` and `math.floor` only, so the loops around it vectorize.
+    f64 `math.exp` (gradient checks) keeps calling libm.
+
+    Before:
+    ```mlir
+    %e = math.exp %x : f32
+    ```
+    After: `math.fma`, `math.floor`, `arith.fptosi`, `arith.bitcast`,
+    `arith.mulf`, ... and no `math.exp`.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect"];
 }
 
 def ExpandStridedCopiesPass : Pass<"txl-expand-strided-copies"> {

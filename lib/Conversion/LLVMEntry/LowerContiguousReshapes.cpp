@@ -1,15 +1,18 @@
 //===- LowerContiguousReshapes.cpp - expand_shape => reinterpret_cast -*- C++ -*-===//
 //
 // Works around an LLVM 22 crash in --expand-strided-metadata on expansion
-// groups with two dynamic sizes: contiguous expansions are rewritten here,
-// first, as a reinterpret_cast with row-major strides.
+// groups with two dynamic sizes: expansions of strided buffers (contiguous
+// ones, and views such as the shifted positional scores) are rewritten here,
+// first, as a reinterpret_cast of the same base, offset and group strides.
 //
 //===----------------------------------------------------------------------===//
 
 #include "txl/Conversion/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -25,37 +28,69 @@ using namespace mlir::txl;
 
 namespace {
 
-// memref.expand_shape(identity-layout src) => reinterpret_cast(base, 0, sizes, row-major strides)
-struct ContiguousExpandLowering
-    : public OpRewritePattern<memref::ExpandShapeOp> {
+/// `x` as an OpFoldResult that is an attribute exactly when `dynamic` is
+/// false, as a memref type with that static or dynamic entry requires.
+static OpFoldResult matchType(OpBuilder &b, Location loc, OpFoldResult x,
+                              bool dynamic, int64_t staticValue) {
+  if (!dynamic)
+    return b.getIndexAttr(staticValue);
+  return getValueOrCreateConstantIndexOp(b, loc, x);
+}
+
+/// `x * y` on index values, folded when both are constants.
+static OpFoldResult mulFolded(OpBuilder &b, Location loc, OpFoldResult x,
+                              OpFoldResult y) {
+  std::optional<int64_t> cx = getConstantIntValue(x),
+                         cy = getConstantIntValue(y);
+  if (cx && cy)
+    return b.getIndexAttr(*cx * *cy);
+  return arith::MulIOp::create(b, loc,
+                               getValueOrCreateConstantIndexOp(b, loc, x),
+                               getValueOrCreateConstantIndexOp(b, loc, y))
+      .getResult();
+}
+
+// memref.expand_shape(strided src) => reinterpret_cast(base, src offset, sizes,
+// src stride of each group times the sizes inside it)
+struct StridedExpandLowering : public OpRewritePattern<memref::ExpandShapeOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(memref::ExpandShapeOp op,
                                 PatternRewriter &rewriter) const override {
     MemRefType srcType = op.getSrcType();
     MemRefType resultType = op.getResultType();
-    if (!srcType.getLayout().isIdentity() ||
-        !resultType.getLayout().isIdentity())
-      return rewriter.notifyMatchFailure(op, "not a contiguous expansion");
+    SmallVector<int64_t> srcStrides, resultStrides;
+    int64_t srcOffset, resultOffset;
+    if (failed(srcType.getStridesAndOffset(srcStrides, srcOffset)) ||
+        failed(resultType.getStridesAndOffset(resultStrides, resultOffset)))
+      return rewriter.notifyMatchFailure(op, "not a strided layout");
     Location loc = op.getLoc();
+    auto meta =
+        memref::ExtractStridedMetadataOp::create(rewriter, loc, op.getSrc());
+    // Static strides and offset of the source are used as such, so that a
+    // contiguous source gets offset 0 and constant strides where it can.
+    auto srcStride = [&](int64_t d) -> OpFoldResult {
+      if (!ShapedType::isDynamic(srcStrides[d]))
+        return rewriter.getIndexAttr(srcStrides[d]);
+      return meta.getStrides()[d];
+    };
     SmallVector<OpFoldResult> sizes = op.getMixedOutputShape();
     SmallVector<OpFoldResult> strides(sizes.size());
-    OpFoldResult stride = rewriter.getIndexAttr(1);
-    for (int64_t d = sizes.size() - 1; d >= 0; --d) {
-      strides[d] = stride;
-      std::optional<int64_t> s = getConstantIntValue(stride);
-      std::optional<int64_t> n = getConstantIntValue(sizes[d]);
-      if (s && n) {
-        stride = rewriter.getIndexAttr(*s * *n);
-        continue;
+    for (auto [g, group] : llvm::enumerate(op.getReassociationIndices())) {
+      OpFoldResult stride = srcStride(g);
+      for (int64_t d : llvm::reverse(group)) {
+        strides[d] = matchType(rewriter, loc, stride,
+                               ShapedType::isDynamic(resultStrides[d]),
+                               resultStrides[d]);
+        stride = mulFolded(rewriter, loc, stride, sizes[d]);
       }
-      Value sv = getValueOrCreateConstantIndexOp(rewriter, loc, stride);
-      Value nv = getValueOrCreateConstantIndexOp(rewriter, loc, sizes[d]);
-      stride = arith::MulIOp::create(rewriter, loc, sv, nv).getResult();
     }
-    auto meta = memref::ExtractStridedMetadataOp::create(rewriter, loc, op.getSrc());
+    OpFoldResult offset = ShapedType::isDynamic(srcOffset)
+                              ? OpFoldResult(meta.getOffset())
+                              : rewriter.getIndexAttr(srcOffset);
+    offset = matchType(rewriter, loc, offset,
+                       ShapedType::isDynamic(resultOffset), resultOffset);
     rewriter.replaceOpWithNewOp<memref::ReinterpretCastOp>(
-        op, resultType, meta.getBaseBuffer(), rewriter.getIndexAttr(0), sizes,
-        strides);
+        op, resultType, meta.getBaseBuffer(), offset, sizes, strides);
     return success();
   }
 };
@@ -65,7 +100,7 @@ struct LowerContiguousReshapesPass
           LowerContiguousReshapesPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<ContiguousExpandLowering>(&getContext());
+    patterns.add<StridedExpandLowering>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
   }

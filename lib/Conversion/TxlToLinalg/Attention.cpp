@@ -1,11 +1,12 @@
 //===- Attention.cpp - Lower positions and attention to linalg ---*- C++ -*-===//
 //
 // txl.pos_emb (sinusoids of distances klen-1 ... 0), txl.masked_softmax, and
-// the fused txl.rel_attention and its backward op. The fused lowering
-// computes AC = (q + u) kᵀ with a batched product into the score buffer, then
-// accumulates BD[i, j] = (q_i + v) · r[j + qlen - 1 - i] onto it at its
-// shifted position: the unshifted positional scores never exist, in the
-// forward or in the backward direction.
+// the fused txl.rel_attention and its backward op. Every score product of
+// the fused lowering is a batched BLAS product: the unshifted positional
+// scores (q + v) rᵀ are written into a zero-padded buffer whose shifted view
+// is BD (the official _rel_shift without its copy) and AC = (q + u) kᵀ is
+// accumulated onto that view; the backward shifts dS back to the unshifted
+// columns once and takes both positional gradients from BLAS too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,120 +15,203 @@
 #include "txl/IR/TxlOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/PatternMatch.h"
 
 using namespace mlir;
 using namespace mlir::txl;
 
-/// `x[i, b, n, d] + bias[n, d]`.
-static Value addHeadBias(OpBuilder &b, Location loc, Value x, Value bias) {
+/// [len, b, n, d] (+ bias[n, d] when given) -> [b·n, len, d], contiguous:
+/// the per-(batch, head) operand layout of the batched products.
+static Value headsFirst(OpBuilder &b, Location loc, Value x, Value bias = {}) {
+  if (!bias)
+    return createCollapse(b, loc, createTranspose(b, loc, x, {1, 2, 0, 3}),
+                          {{0, 1}, {2}, {3}});
   MLIRContext *ctx = b.getContext();
-  auto type = cast<RankedTensorType>(x.getType());
-  AffineMap id = identityMap(ctx, 4);
-  AffineMap biasMap = AffineMap::get(
-      4, 0, {getAffineDimExpr(2, ctx), getAffineDimExpr(3, ctx)}, ctx);
-  return linalg::GenericOp::create(
-             b, loc, TypeRange{type}, ValueRange{x, bias},
-             ValueRange{createEmpty(b, loc, getSizes(b, loc, x),
-                                    type.getElementType())},
-             {id, biasMap, id},
-             SmallVector<utils::IteratorType>(4, utils::IteratorType::parallel),
-             [](OpBuilder &nb, Location l, ValueRange a) {
-               linalg::YieldOp::create(
-                   nb, l, ValueRange{arith::AddFOp::create(nb, l, a[0], a[1])});
-             })
-      .getResult(0);
-}
-
-/// [len, b, n, d] -> [b·n, len, d], contiguous.
-static Value headsFirst(OpBuilder &b, Location loc, Value x) {
-  return createCollapse(b, loc, createTranspose(b, loc, x, {1, 2, 0, 3}),
-                        {{0, 1}, {2}, {3}});
-}
-
-/// Row `x` of a klen-row tensor when 0 <= x < klen (`one` is the index 1):
-/// `inBounds`, and `index` clamped into range so that a load is always legal (its value is then
-/// discarded by a select).
-struct BoundedRow {
-  Value inBounds;
-  Value index;
-};
-static BoundedRow boundRow(OpBuilder &b, Location l, Value x, Value klen,
-                           Value one) {
-  Value inBounds =
-      arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, x, klen);
-  Value index =
-      arith::MinUIOp::create(b, l, x, arith::SubIOp::create(b, l, klen, one));
-  return {inBounds, index};
-}
-
-/// `j + qlen - 1 - i`: the row of the positional keys that score (i, j)
-/// reads after the official rel_shift.
-static Value shiftedRow(OpBuilder &b, Location l, Value i, Value j, Value qlen,
-                        Value one) {
-  return arith::SubIOp::create(
-      b, l, arith::AddIOp::create(b, l, j, arith::SubIOp::create(b, l, qlen, one)),
-      i);
-}
-
-/// The attention probabilities of txl.rel_attention, [b, n, i, j], from the
-/// queries q and `qu` = q + u ([qlen, b, n, d]); `qv` receives q + v: AC = qu kᵀ
-/// by a batched product into the score buffer, then
-/// BD[i, j] = qv_i · r[j + qlen - 1 - i] accumulated onto it at its shifted
-/// position (the unshifted positional scores never exist), then the scaled,
-/// masked softmax over j.
-static Value createRelAttentionProbs(OpBuilder &rewriter, Location loc,
-                                     Value q, Value qu, Value rRBias, Value k,
-                                     Value r, Value memLen, Value sameLength,
-                                     double scale, Value &qv) {
-  MLIRContext *ctx = rewriter.getContext();
-  SmallVector<OpFoldResult> qs = getSizes(rewriter, loc, q);
-  OpFoldResult klenOfr = getSizes(rewriter, loc, k)[0];
-  Value qlen = tensor::DimOp::create(rewriter, loc, q, 0);
-  Value klen = tensor::DimOp::create(rewriter, loc, k, 0);
-  Type et = cast<RankedTensorType>(q.getType()).getElementType();
-
-  // AC = (q + u) kᵀ per (batch, head): [b, n, i, j].
-  Value ac = createBatchMatmul(rewriter, loc, headsFirst(rewriter, loc, qu),
-                               headsFirst(rewriter, loc, k),
-                               /*transposeRhs=*/true);
-  ac = createExpand(rewriter, loc, ac, {{0, 1}, {2}, {3}},
-                    {qs[1], qs[2], qs[0], klenOfr});
-
-  // scores[b, n, i, j] += sum_d (q + v)[i, b, n, d] * r[j + qlen - 1 - i, n, d]
-  qv = addHeadBias(rewriter, loc, q, rRBias);
-  AffineExpr db, dn, di, dj, dd;
-  bindDims(ctx, db, dn, di, dj, dd);
-  SmallVector<utils::IteratorType> iters(4, utils::IteratorType::parallel);
-  iters.push_back(utils::IteratorType::reduction);
-  Value scores =
+  SmallVector<OpFoldResult> s = getSizes(b, loc, x);
+  Value init =
+      createEmpty(b, loc, {s[1], s[2], s[0], s[3]},
+                  cast<RankedTensorType>(x.getType()).getElementType());
+  AffineExpr db, dn, di, dd;
+  bindDims(ctx, db, dn, di, dd);
+  Value sum =
       linalg::GenericOp::create(
-          rewriter, loc, TypeRange{ac.getType()}, ValueRange{qv},
-          ValueRange{ac},
-          {AffineMap::get(5, 0, {di, db, dn, dd}, ctx),
-           AffineMap::get(5, 0, {db, dn, di, dj}, ctx)},
-          iters,
-          [&](OpBuilder &b, Location l, ValueRange a) {
-            Value i = linalg::IndexOp::create(b, l, 2);
-            Value j = linalg::IndexOp::create(b, l, 3);
-            Value n = linalg::IndexOp::create(b, l, 1);
-            Value d = linalg::IndexOp::create(b, l, 4);
-            Value one = arith::ConstantIndexOp::create(b, l, 1);
-            BoundedRow row =
-                boundRow(b, l, shiftedRow(b, l, i, j, qlen, one), klen, one);
-            Value rv =
-                tensor::ExtractOp::create(b, l, r, ValueRange{row.index, n, d});
-            Value prod = arith::MulFOp::create(b, l, a[0], rv);
-            Value zero = arith::ConstantOp::create(b, l, b.getFloatAttr(et, 0.0));
-            Value term = arith::SelectOp::create(b, l, row.inBounds, prod, zero);
+          b, loc, TypeRange{init.getType()}, ValueRange{x, bias},
+          ValueRange{init},
+          {AffineMap::get(4, 0, {di, db, dn, dd}, ctx),
+           AffineMap::get(4, 0, {dn, dd}, ctx), identityMap(ctx, 4)},
+          SmallVector<utils::IteratorType>(4, utils::IteratorType::parallel),
+          [](OpBuilder &nb, Location l, ValueRange a) {
             linalg::YieldOp::create(
-                b, l, ValueRange{arith::AddFOp::create(b, l, a[1], term)});
+                nb, l, ValueRange{arith::AddFOp::create(nb, l, a[0], a[1])});
           })
           .getResult(0);
+  return createCollapse(b, loc, sum, {{0, 1}, {2}, {3}});
+}
 
-  return createMaskedSoftmax(rewriter, loc, scores,
+/// pos_key r [klen, n, d] repeated for every one of `batch` columns:
+/// [b·n, klen, d], the right operand of the per-(batch, head) positional
+/// products (BLAS has no zero batch stride).
+static Value broadcastPosKey(OpBuilder &b, Location loc, Value r,
+                             OpFoldResult batch) {
+  MLIRContext *ctx = b.getContext();
+  SmallVector<OpFoldResult> s = getSizes(b, loc, r);
+  Value init =
+      createEmpty(b, loc, {batch, s[1], s[0], s[2]},
+                  cast<RankedTensorType>(r.getType()).getElementType());
+  AffineExpr db, dn, dm, dd;
+  bindDims(ctx, db, dn, dm, dd);
+  Value repeated =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{init.getType()}, ValueRange{r}, ValueRange{init},
+          {AffineMap::get(4, 0, {dm, dn, dd}, ctx), identityMap(ctx, 4)},
+          SmallVector<utils::IteratorType>(4, utils::IteratorType::parallel),
+          [](OpBuilder &nb, Location l, ValueRange a) {
+            linalg::YieldOp::create(nb, l, ValueRange{a[0]});
+          })
+          .getResult(0);
+  return createCollapse(b, loc, repeated, {{0, 1}, {2}, {3}});
+}
+
+/// `x * y` on index sizes, folded when both are constants.
+static OpFoldResult mulSizes(OpBuilder &b, Location loc, OpFoldResult x,
+                             OpFoldResult y) {
+  std::optional<int64_t> cx = getConstantIntValue(x),
+                         cy = getConstantIntValue(y);
+  if (cx && cy)
+    return b.getIndexAttr(*cx * *cy);
+  return arith::MulIOp::create(b, loc,
+                               getValueOrCreateConstantIndexOp(b, loc, x),
+                               getValueOrCreateConstantIndexOp(b, loc, y))
+      .getResult();
+}
+
+/// `x + c` on an index size, folded when `x` is a constant.
+static OpFoldResult addToSize(OpBuilder &b, Location loc, OpFoldResult x,
+                              int64_t c) {
+  if (std::optional<int64_t> cx = getConstantIntValue(x))
+    return b.getIndexAttr(*cx + c);
+  return arith::AddIOp::create(b, loc,
+                               getValueOrCreateConstantIndexOp(b, loc, x),
+                               arith::ConstantIndexOp::create(b, loc, c))
+      .getResult();
+}
+
+/// The shifted view of a padded positional-score buffer [b·n, qlen,
+/// klen + 1]: the [b·n, qlen, klen] tensor that starts `qlen` elements into
+/// each (batch, head) block with row stride klen, i.e. entry (i, j) is
+/// padded[i, j + qlen - i] = column j + qlen - 1 - i of the unpadded
+/// columns 1..klen when j <= i + mlen. This is the official _rel_shift
+/// (zero pad, view, slice) without its copy; entries with j > i + mlen
+/// alias other entries and are masked by the softmax.
+static Value shiftedView(OpBuilder &b, Location loc, Value padded,
+                         OpFoldResult qlen, OpFoldResult klen) {
+  SmallVector<OpFoldResult> s = getSizes(b, loc, padded);
+  Value flat = createCollapse(b, loc, padded, {{0}, {1, 2}});
+  OpFoldResult one = b.getIndexAttr(1);
+  Value slice = tensor::ExtractSliceOp::create(
+      b, loc, flat, {b.getIndexAttr(0), qlen},
+      {s[0], mulSizes(b, loc, qlen, klen)}, {one, one});
+  return createExpand(b, loc, slice, {{0}, {1, 2}}, {s[0], qlen, klen});
+}
+
+/// Columns 1..klen of a padded positional-score buffer [b·n, qlen, klen + 1]:
+/// the unshifted positional scores (or their gradient), row stride klen + 1.
+static Value unpaddedColumns(OpBuilder &b, Location loc, Value padded,
+                             OpFoldResult qlen, OpFoldResult klen) {
+  SmallVector<OpFoldResult> s = getSizes(b, loc, padded);
+  OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
+  return tensor::ExtractSliceOp::create(b, loc, padded, {zero, zero, one},
+                                        {s[0], qlen, klen}, {one, one, one});
+}
+
+/// The gradient of the unshifted positional scores raw [b·n, qlen, klen]
+/// from the gradient dS of the shifted ones: dRaw[i, m] = dS[i, m + 1 + i -
+/// qlen] when that column exists, else 0 (the adjoint of the shifted view;
+/// masked entries have dS = 0, so the columns they alias receive nothing).
+/// One pass over [b·n, qlen, klen], each row a contiguous run of dS.
+static Value unshiftScoreGrad(OpBuilder &b, Location loc, Value dS) {
+  Type et = cast<RankedTensorType>(dS.getType()).getElementType();
+  Value qlen = tensor::DimOp::create(b, loc, dS, 1);
+  return createPointwise(
+      b, loc, dS, ValueRange{}, {},
+      [&](OpBuilder &nb, Location l, ValueRange) -> Value {
+        Value bn = linalg::IndexOp::create(nb, l, 0);
+        Value i = linalg::IndexOp::create(nb, l, 1);
+        Value m = linalg::IndexOp::create(nb, l, 2);
+        Value one = arith::ConstantIndexOp::create(nb, l, 1);
+        Value zero = arith::ConstantIndexOp::create(nb, l, 0);
+        // j = m + 1 + i - qlen <= klen - 1 always; it is < 0 before the
+        // first column of row i.
+        Value j = arith::SubIOp::create(
+            nb, l,
+            arith::AddIOp::create(nb, l, arith::AddIOp::create(nb, l, m, one),
+                                  i),
+            qlen);
+        Value exists =
+            arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sge, j, zero);
+        Value col = arith::MaxSIOp::create(nb, l, j, zero);
+        Value g = tensor::ExtractOp::create(nb, l, dS, ValueRange{bn, i, col});
+        Value zeroF =
+            arith::ConstantOp::create(nb, l, nb.getFloatAttr(et, 0.0));
+        return arith::SelectOp::create(nb, l, exists, g, zeroF);
+      });
+}
+
+/// The unscaled, unmasked scores of txl.rel_attention, [b·n, qlen, klen],
+/// from the heads-first operands qu3 = q + u, qv3 = q + v ([b·n, qlen, d]),
+/// k3 and the repeated r3 ([b·n, klen, d]): raw[bn, i, m] = qv_i · r_m by a
+/// batched product into columns 1..klen of a zero-filled [b·n, qlen,
+/// klen + 1] buffer, whose shifted view is BD[i, j] = raw[i, j + qlen - 1 - i];
+/// AC = qu kᵀ is then accumulated onto that view (BLAS beta = 1). One score
+/// buffer, every score from BLAS, no gather.
+static Value createRelAttentionScores(OpBuilder &b, Location loc, Value qu3,
+                                      Value qv3, Value k3, Value r3) {
+  SmallVector<OpFoldResult> qs = getSizes(b, loc, qu3);
+  OpFoldResult klen = getSizes(b, loc, k3)[1];
+  Type et = cast<RankedTensorType>(qu3.getType()).getElementType();
+  Value padded =
+      createFilled(b, loc, {qs[0], qs[1], addToSize(b, loc, klen, 1)}, et, 0.0);
+  Value raw = createBatchMatmul(b, loc, qv3, r3, /*transposeRhs=*/true,
+                                unpaddedColumns(b, loc, padded, qs[1], klen));
+  OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
+  padded = tensor::InsertSliceOp::create(b, loc, raw, padded, {zero, zero, one},
+                                         {qs[0], qs[1], klen}, {one, one, one});
+  return createBatchMatmul(b, loc, qu3, k3, /*transposeRhs=*/true,
+                           shiftedView(b, loc, padded, qs[1], klen));
+}
+
+/// The heads-first operands of the fused attention: q + u, q + v ([b·n,
+/// qlen, d]), k and r repeated per batch column ([b·n, klen, d]).
+struct HeadsFirstOperands {
+  Value qu3, qv3, k3, r3;
+};
+static HeadsFirstOperands getHeadsFirstOperands(OpBuilder &b, Location loc,
+                                                Value q, Value rWBias,
+                                                Value rRBias, Value k,
+                                                Value r) {
+  OpFoldResult batch = getSizes(b, loc, q)[1];
+  return {headsFirst(b, loc, q, rWBias), headsFirst(b, loc, q, rRBias),
+          headsFirst(b, loc, k), broadcastPosKey(b, loc, r, batch)};
+}
+
+/// The attention probabilities of txl.rel_attention, [b, n, i, j]: the
+/// scores of createRelAttentionScores, then the scaled, masked softmax over
+/// j (which hides the entries the shifted view aliases).
+static Value createRelAttentionProbs(OpBuilder &b, Location loc,
+                                     const HeadsFirstOperands &ops,
+                                     OpFoldResult batch, OpFoldResult nHead,
+                                     Value memLen, Value sameLength,
+                                     double scale) {
+  Value scores =
+      createRelAttentionScores(b, loc, ops.qu3, ops.qv3, ops.k3, ops.r3);
+  SmallVector<OpFoldResult> s = getSizes(b, loc, scores);
+  scores = createExpand(b, loc, scores, {{0, 1}, {2}, {3}},
+                        {batch, nHead, s[1], s[2]});
+  return createMaskedSoftmax(b, loc, scores,
                              ScoreLayout{/*queryDim=*/2, /*keyDim=*/3}, memLen,
                              sameLength, scale);
 }
@@ -216,7 +300,8 @@ struct MaskedSoftmaxLowering : public OpRewritePattern<MaskedSoftmaxOp> {
   }
 };
 
-// txl.rel_attention => AC = bmm(q + u, k), += BD at r[j + qlen - 1 - i], softmax, bmm(p, v)
+// txl.rel_attention => BD = shift(bmm(q + v, r)) in a padded buffer, += bmm(q +
+// u, k), softmax, bmm(p, v)
 struct RelAttentionLowering : public OpRewritePattern<RelAttentionOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(RelAttentionOp op,
@@ -224,11 +309,12 @@ struct RelAttentionLowering : public OpRewritePattern<RelAttentionOp> {
     Location loc = op.getLoc();
     Value q = op.getQuery();
     SmallVector<OpFoldResult> qs = getSizes(rewriter, loc, q);
-    Value qv;
-    Value probs = createRelAttentionProbs(
-        rewriter, loc, q, addHeadBias(rewriter, loc, q, op.getRWBias()),
-        op.getRRBias(), op.getKey(), op.getPosKey(), op.getMemLen(),
-        op.getSameLength(), op.getScale().convertToDouble(), qv);
+    HeadsFirstOperands ops =
+        getHeadsFirstOperands(rewriter, loc, q, op.getRWBias(), op.getRRBias(),
+                              op.getKey(), op.getPosKey());
+    Value probs = createRelAttentionProbs(rewriter, loc, ops, qs[1], qs[2],
+                                          op.getMemLen(), op.getSameLength(),
+                                          op.getScale().convertToDouble());
     probs = dropProbs(rewriter, loc, probs, getDropattSite(op));
     Value out = createBatchMatmul(
         rewriter, loc, createCollapse(rewriter, loc, probs, {{0, 1}, {2}, {3}}),
@@ -263,11 +349,33 @@ static Value sumOverBatchAndQuery(OpBuilder &b, Location loc, Value x) {
       .getResult(0);
 }
 
+/// x [b, n, m, d] summed over b: [m, n, d] (pos_key's layout).
+static Value sumOverBatch(OpBuilder &b, Location loc, Value x) {
+  MLIRContext *ctx = b.getContext();
+  SmallVector<OpFoldResult> sizes = getSizes(b, loc, x);
+  auto type = cast<RankedTensorType>(x.getType());
+  Value init = createFilled(b, loc, {sizes[2], sizes[1], sizes[3]},
+                            type.getElementType(), 0.0);
+  AffineExpr db, dn, dm, dd;
+  bindDims(ctx, db, dn, dm, dd);
+  using utils::IteratorType;
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{init.getType()}, ValueRange{x}, ValueRange{init},
+             {identityMap(ctx, 4), AffineMap::get(4, 0, {dm, dn, dd}, ctx)},
+             {IteratorType::reduction, IteratorType::parallel,
+              IteratorType::parallel, IteratorType::parallel},
+             [](OpBuilder &nb, Location l, ValueRange a) {
+               linalg::YieldOp::create(
+                   nb, l, ValueRange{arith::AddFOp::create(nb, l, a[0], a[1])});
+             })
+      .getResult(0);
+}
+
 // txl.rel_attention_grad => recompute P; dV = (P ⊙ M)ᵀ dO; dP = (dO Vᵀ) ⊙ M
 // (M: the dropatt mask / (1 - rate), 1 without dropatt);
-// dS = scale P (dP - rowsum(P dP)); dQu = dS K, dK = dSᵀ (q + u);
-// dQv[i] = sum_j dS[i, j] r[j + qlen - 1 - i];
-// dR[m] = sum_{b, i} dS[i, m - qlen + 1 + i] (q + v)[i]
+// dS = scale P (dP - rowsum(P dP)); dRaw = dS shifted back to the unshifted
+// positional columns; dQu = dS K, dK = dSᵀ (q + u), dQv = dRaw r,
+// dR = sum_b dRawᵀ (q + v): every product a batched BLAS product
 struct RelAttentionGradLowering : public OpRewritePattern<RelAttentionGradOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(RelAttentionGradOp op,
@@ -280,14 +388,12 @@ struct RelAttentionGradLowering : public OpRewritePattern<RelAttentionGradOp> {
     double scale = op.getScale().convertToDouble();
     SmallVector<OpFoldResult> qs = getSizes(rewriter, loc, q);
     OpFoldResult klenOfr = getSizes(rewriter, loc, k)[0];
-    Value qlen = tensor::DimOp::create(rewriter, loc, q, 0);
-    Value klen = tensor::DimOp::create(rewriter, loc, k, 0);
 
-    Value qu = addHeadBias(rewriter, loc, q, op.getRWBias());
-    Value qv;
-    Value probs = createRelAttentionProbs(rewriter, loc, q, qu, op.getRRBias(),
-                                          k, r, op.getMemLen(),
-                                          op.getSameLength(), scale, qv);
+    HeadsFirstOperands ops = getHeadsFirstOperands(
+        rewriter, loc, q, op.getRWBias(), op.getRRBias(), k, r);
+    Value probs =
+        createRelAttentionProbs(rewriter, loc, ops, qs[1], qs[2],
+                                op.getMemLen(), op.getSameLength(), scale);
     Value p3 = createCollapse(rewriter, loc, probs, {{0, 1}, {2}, {3}});
     Value dO3 = headsFirst(rewriter, loc, dOut);
     auto toBatchHeads = [&](Value x3, OpFoldResult rows) {
@@ -328,6 +434,7 @@ struct RelAttentionGradLowering : public OpRewritePattern<RelAttentionGradOp> {
         [](OpBuilder &b, Location l, ValueRange a) -> Value {
           return arith::AddFOp::create(b, l, a[0], a[1]);
         });
+
     Value dS3 = createPointwise(
         rewriter, loc, p3, ValueRange{p3, dP, rowDot},
         {id3, id3, dropDimMap(ctx, 3, 2)},
@@ -337,83 +444,23 @@ struct RelAttentionGradLowering : public OpRewritePattern<RelAttentionGradOp> {
           return arith::MulFOp::create(
               b, l, arith::MulFOp::create(b, l, a[0], centered), s);
         });
-    Value dS = createExpand(rewriter, loc, dS3, {{0, 1}, {2}, {3}},
-                            {qs[1], qs[2], qs[0], klenOfr});
+    Value dRaw = unshiftScoreGrad(rewriter, loc, dS3);
 
     // Content term AC = (q + u) kᵀ.
-    Value qu3 = headsFirst(rewriter, loc, qu);
     Value dQu = toBatchHeads(
         createBatchMatmul(rewriter, loc, dS3, headsFirst(rewriter, loc, k),
                           /*transposeRhs=*/false),
         qs[0]);
-    Value dK = createMatmulTransposedLhs(rewriter, loc, dS3, qu3);
+    Value dK = createMatmulTransposedLhs(rewriter, loc, dS3, ops.qu3);
 
-    // Positional term BD[i, j] = (q + v)_i · r[j + qlen - 1 - i], by index.
-    Value zeroF = arith::ConstantOp::create(rewriter, loc,
-                                            rewriter.getFloatAttr(et, 0.0));
-    AffineExpr e0, e1, e2, e3, e4;
-    bindDims(ctx, e0, e1, e2, e3, e4);
-    using utils::IteratorType;
-    // dQv[b, n, i, d] = sum_j dS[b, n, i, j] r[j + qlen - 1 - i, n, d]
-    Value dQvInit = createFilled(rewriter, loc, {qs[1], qs[2], qs[0], qs[3]},
-                                 et, 0.0);
-    Value dQv =
-        linalg::GenericOp::create(
-            rewriter, loc, TypeRange{dQvInit.getType()}, ValueRange{dS},
-            ValueRange{dQvInit},
-            {AffineMap::get(5, 0, {e0, e1, e2, e4}, ctx),
-             AffineMap::get(5, 0, {e0, e1, e2, e3}, ctx)},
-            {IteratorType::parallel, IteratorType::parallel,
-             IteratorType::parallel, IteratorType::parallel,
-             IteratorType::reduction},
-            [&](OpBuilder &b, Location l, ValueRange a) {
-              Value n = linalg::IndexOp::create(b, l, 1);
-              Value i = linalg::IndexOp::create(b, l, 2);
-              Value d = linalg::IndexOp::create(b, l, 3);
-              Value j = linalg::IndexOp::create(b, l, 4);
-              Value one = arith::ConstantIndexOp::create(b, l, 1);
-              BoundedRow row =
-                  boundRow(b, l, shiftedRow(b, l, i, j, qlen, one), klen, one);
-              Value rv = tensor::ExtractOp::create(b, l, r,
-                                                   ValueRange{row.index, n, d});
-              Value term = arith::SelectOp::create(
-                  b, l, row.inBounds, arith::MulFOp::create(b, l, a[0], rv),
-                  zeroF);
-              linalg::YieldOp::create(
-                  b, l, ValueRange{arith::AddFOp::create(b, l, a[1], term)});
-            })
-            .getResult(0);
-    // dR[m, n, d] = sum_{b, i} dS[b, n, i, m - qlen + 1 + i] (q + v)[i, b, n, d]
-    Value dRInit = createFilled(rewriter, loc, {klenOfr, qs[2], qs[3]}, et, 0.0);
-    Value dR =
-        linalg::GenericOp::create(
-            rewriter, loc, TypeRange{dRInit.getType()}, ValueRange{qv},
-            ValueRange{dRInit},
-            {AffineMap::get(5, 0, {e4, e3, e1, e2}, ctx),
-             AffineMap::get(5, 0, {e0, e1, e2}, ctx)},
-            {IteratorType::parallel, IteratorType::parallel,
-             IteratorType::parallel, IteratorType::reduction,
-             IteratorType::reduction},
-            [&](OpBuilder &b, Location l, ValueRange a) {
-              Value m = linalg::IndexOp::create(b, l, 0);
-              Value n = linalg::IndexOp::create(b, l, 1);
-              Value bt = linalg::IndexOp::create(b, l, 3);
-              Value i = linalg::IndexOp::create(b, l, 4);
-              // The inverse of the shift: j = m - (qlen - 1 - i).
-              Value one = arith::ConstantIndexOp::create(b, l, 1);
-              Value j = arith::SubIOp::create(
-                  b, l, arith::AddIOp::create(b, l, m, i),
-                  arith::SubIOp::create(b, l, qlen, one));
-              BoundedRow col = boundRow(b, l, j, klen, one);
-              Value g = tensor::ExtractOp::create(
-                  b, l, dS, ValueRange{bt, n, i, col.index});
-              Value term = arith::SelectOp::create(
-                  b, l, col.inBounds, arith::MulFOp::create(b, l, g, a[0]),
-                  zeroF);
-              linalg::YieldOp::create(
-                  b, l, ValueRange{arith::AddFOp::create(b, l, a[1], term)});
-            })
-            .getResult(0);
+    // Positional term raw = (q + v) rᵀ, per (batch, head).
+    Value dQv = toBatchHeads(createBatchMatmul(rewriter, loc, dRaw, ops.r3,
+                                               /*transposeRhs=*/false),
+                             qs[0]);
+    Value dR = sumOverBatch(
+        rewriter, loc,
+        toBatchHeads(createMatmulTransposedLhs(rewriter, loc, dRaw, ops.qv3),
+                     klenOfr));
 
     AffineMap id4 = identityMap(ctx, 4);
     Value dQ = createPointwise(

@@ -40,10 +40,11 @@ Value createExpand(OpBuilder &b, Location loc, Value input,
                    ArrayRef<OpFoldResult> sizes);
 
 /// Batched product `lhs [n, m, k] x rhs [n, k, p]` (or `rhs [n, p, k]` when
-/// `transposeRhs`) into a zero-filled [n, m, p] as `linalg.batch_matmul`, in
-/// the element type of `lhs`.
+/// `transposeRhs`) as `linalg.batch_matmul`, in the element type of `lhs`,
+/// accumulated onto `acc` [n, m, p] when given (BLAS beta = 1), else into a
+/// zero-filled tensor.
 Value createBatchMatmul(OpBuilder &b, Location loc, Value lhs, Value rhs,
-                        bool transposeRhs);
+                        bool transposeRhs, Value acc = {});
 
 /// Product `lhs [m, k] x rhs [k, n]` (or `rhs [n, k]` when `transposeRhs`)
 /// into a zero-filled [m, n] as `linalg.matmul`, in the element type of
@@ -60,6 +61,8 @@ Value createMatmulTransposedLhs(OpBuilder &b, Location loc, Value lhs,
 /// Reduces the last dimension of `inputs[0]` with `combine(args)` starting
 /// from `init`; `args` are the elements of `inputs` (those beyond the first
 /// are row-shaped, i.e. without the last dimension) then the accumulator.
+/// The combining op is marked `reassoc`, so the loop vectorizes into partial
+/// results (a fixed order per executable).
 Value reduceLastDim(OpBuilder &b, Location loc, ValueRange inputs, double init,
                     function_ref<Value(OpBuilder &, Location, ValueRange)> combine);
 
@@ -89,10 +92,14 @@ Value createMaskedSoftmax(OpBuilder &b, Location loc, Value scores,
 FloatAttr castFloatAttr(OpBuilder &b, FloatAttr attr, Type elementType);
 
 /// A parallel linalg.generic shaped like `like` over `inputs` (each read
-/// through its map in `inputMaps`) whose body yields `body(args)`.
-Value createPointwise(OpBuilder &b, Location loc, Value like, ValueRange inputs,
-                      ArrayRef<AffineMap> inputMaps,
-                      function_ref<Value(OpBuilder &, Location, ValueRange)> body);
+/// through its map in `inputMaps`) whose body yields `body(args)`, written
+/// into `dest` when given (a tensor shaped like `like`, e.g. a view of a
+/// larger buffer), else into a new tensor.
+Value createPointwise(
+    OpBuilder &b, Location loc, Value like, ValueRange inputs,
+    ArrayRef<AffineMap> inputMaps,
+    function_ref<Value(OpBuilder &, Location, ValueRange)> body,
+    Value dest = {});
 
 /// Sums `input` over its leading dimensions down to `resultRank` trailing
 /// ones (a bias gradient), into a zero-filled tensor.

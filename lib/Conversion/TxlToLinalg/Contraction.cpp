@@ -19,7 +19,8 @@ using namespace mlir::txl;
 
 namespace {
 
-// txl.linear(x[..., in], w[out, in], b) => collapse, linalg.matmul (w transposed), + b, expand
+// txl.linear(x[..., in], w[out, in], b) => collapse, broadcast b, linalg.matmul
+// (w transposed) onto it, expand
 struct LinearLowering : public OpRewritePattern<LinearOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(LinearOp op,
@@ -43,8 +44,24 @@ struct LinearLowering : public OpRewritePattern<LinearOp> {
     OpFoldResult rows = getSizes(rewriter, loc, x2)[0];
     OpFoldResult outFeatures = getSizes(rewriter, loc, op.getWeight())[0];
     Type elementType = inType.getElementType();
-    Value init =
-        createFilled(rewriter, loc, {rows, outFeatures}, elementType, 0.0);
+    // The product accumulates onto its init (BLAS beta = 1): start from the
+    // bias rows, so that no second [rows, out] buffer and pass add it.
+    Value init;
+    if (Value bias = op.getBias()) {
+      AffineMap biasMap = AffineMap::get(2, 0, {getAffineDimExpr(1, ctx)}, ctx);
+      Value empty =
+          createEmpty(rewriter, loc, {rows, outFeatures}, elementType);
+      init = linalg::GenericOp::create(
+                 rewriter, loc, TypeRange{empty.getType()}, ValueRange{bias},
+                 ValueRange{empty}, {biasMap, identityMap(ctx, 2)},
+                 {utils::IteratorType::parallel, utils::IteratorType::parallel},
+                 [](OpBuilder &b, Location l, ValueRange a) {
+                   linalg::YieldOp::create(b, l, ValueRange{a[0]});
+                 })
+                 .getResult(0);
+    } else {
+      init = createFilled(rewriter, loc, {rows, outFeatures}, elementType, 0.0);
+    }
 
     AffineExpr m, n, k;
     bindDims(ctx, m, n, k);
@@ -56,21 +73,6 @@ struct LinearLowering : public OpRewritePattern<LinearOp> {
          AffineMap::get(3, 0, {m, n}, ctx)}));
     Value y = mm.getResult(0);
 
-    if (Value bias = op.getBias()) {
-      AffineMap id = identityMap(ctx, 2);
-      AffineMap biasMap = AffineMap::get(2, 0, {getAffineDimExpr(1, ctx)}, ctx);
-      y = linalg::GenericOp::create(
-              rewriter, loc, TypeRange{y.getType()}, ValueRange{y, bias},
-              ValueRange{
-                  createEmpty(rewriter, loc, {rows, outFeatures}, elementType)},
-              {id, biasMap, id},
-              {utils::IteratorType::parallel, utils::IteratorType::parallel},
-              [](OpBuilder &b, Location l, ValueRange a) {
-                linalg::YieldOp::create(
-                    b, l, ValueRange{arith::AddFOp::create(b, l, a[0], a[1])});
-              })
-              .getResult(0);
-    }
     if (rank > 2) {
       SmallVector<OpFoldResult> outSizes(inSizes);
       outSizes.back() = outFeatures;

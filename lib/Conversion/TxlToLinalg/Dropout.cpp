@@ -70,6 +70,44 @@ philox4x32(OpBuilder &b, Location loc, std::array<Value, 4> ctr,
   return ctr;
 }
 
+/// Word `word` (i32 in [0, 4)) of the block `words`, and the element `x`
+/// kept and scaled or zeroed by it: kept iff its top 24 bits, as an integer,
+/// are at least `minKept`.
+static Value applyWord(OpBuilder &b, Location loc, std::array<Value, 4> words,
+                       Value word, Value x, Value minKept, Value scale,
+                       Value zero) {
+  Value bits = words[3];
+  for (int k = 2; k >= 0; --k) {
+    Value isK = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, word,
+                                      constantI32(b, loc, k));
+    bits = arith::SelectOp::create(b, loc, isK, words[k], bits);
+  }
+  Value top = arith::ShRUIOp::create(b, loc, bits,
+                                     constantI32(b, loc, 32 - kUniformBits));
+  Value keep =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, top, minKept);
+  Value scaled = arith::MulFOp::create(b, loc, x, scale);
+  return arith::SelectOp::create(b, loc, keep, scaled, zero);
+}
+
+/// Row-major index of the current iteration over the dimensions `dims`
+/// (outermost first) of sizes `sizes`, the iteration index of dimension d
+/// being `linalg.index indexDims[d]`.
+static Value rowMajorIndex(OpBuilder &b, Location loc, ArrayRef<int64_t> dims,
+                           ArrayRef<Value> sizes, ArrayRef<int64_t> indexDims) {
+  Value e = arith::ConstantIndexOp::create(b, loc, 0);
+  for (int64_t d : dims)
+    e = arith::AddIOp::create(b, loc,
+                              arith::MulIOp::create(b, loc, e, sizes[d]),
+                              linalg::IndexOp::create(b, loc, indexDims[d]));
+  return e;
+}
+
+// The generic writes over x: with scf.if yielding x in eval mode, a fresh
+// result buffer in the training branch makes One-Shot Bufferize treat that
+// write as conflicting with the read of x (both alias the if's result) and
+// copy x first. Written in place, both branches yield x's buffer; x is
+// copied only when it is read after the dropout.
 Value mlir::txl::createDropout(OpBuilder &b, Location loc, Value x,
                                const DropoutSite &site,
                                ArrayRef<int64_t> logicalDims) {
@@ -81,8 +119,15 @@ Value mlir::txl::createDropout(OpBuilder &b, Location loc, Value x,
   assert(static_cast<int64_t>(logicalDims.size()) == rank &&
          "one logical position per dimension");
   Type i32 = b.getI32Type(), i64 = b.getI64Type();
+  // The four elements of a block are consecutive along the innermost logical
+  // dimension when its size is a static multiple of 4: then one Philox call
+  // serves them all.
+  int64_t inner = logicalDims.back();
+  int64_t innerSize = type.getDimSize(inner);
+  bool blocked =
+      !ShapedType::isDynamic(innerSize) && innerSize > 0 && innerSize % 4 == 0;
 
-  auto dropped = [&](OpBuilder &tb, Location l) {
+  auto dropped = [&](OpBuilder &tb, Location l) -> Value {
     // Loop-invariant parts of the key and counter, hoisted out of the body.
     std::pair<Value, Value> key = splitWords(tb, l, site.seed);
     SmallVector<std::pair<Value, Value>> roundKeys;
@@ -97,49 +142,87 @@ Value mlir::txl::createDropout(OpBuilder &b, Location loc, Value x,
       stream = arith::AddIOp::create(tb, l, site.streamBase, stream);
     Value c1 = arith::TruncIOp::create(tb, l, i32, stream);
     std::pair<Value, Value> offset = splitWords(tb, l, site.offset);
-    SmallVector<Value> sizes =
-        getValueOrCreateConstantIndexOp(tb, l, getSizes(tb, l, x));
+    SmallVector<OpFoldResult> sizeOfrs = getSizes(tb, l, x);
+    SmallVector<Value> sizes = getValueOrCreateConstantIndexOp(tb, l, sizeOfrs);
     // ceil(rate * 2^24) is exact: the product only shifts the exponent.
     double threshold = std::ceil(std::ldexp(site.rate, kUniformBits));
     Value minKept = constantI32(tb, l, static_cast<uint32_t>(threshold));
     Value scale = arith::ConstantOp::create(
         tb, l, tb.getFloatAttr(et, 1.0 / (1.0 - site.rate)));
     Value zero = arith::ConstantOp::create(tb, l, tb.getFloatAttr(et, 0.0));
+    auto philoxAt = [&](OpBuilder &nb, Location bl, Value block) {
+      Value c0 = arith::TruncIOp::create(
+          nb, bl, i32, arith::IndexCastUIOp::create(nb, bl, i64, block));
+      return philox4x32(nb, bl, {c0, c1, offset.first, offset.second},
+                        roundKeys);
+    };
+    SmallVector<int64_t> sameDims =
+        llvm::to_vector(llvm::seq<int64_t>(0, rank));
 
-    AffineMap id = identityMap(tb.getContext(), rank);
-    return createPointwise(
-        tb, l, x, ValueRange{x}, {id},
-        [&](OpBuilder &nb, Location bl, ValueRange a) -> Value {
-          // e: the row-major index in the logical layout.
-          Value e = arith::ConstantIndexOp::create(nb, bl, 0);
-          for (int64_t d : logicalDims)
-            e = arith::AddIOp::create(
-                nb, bl, arith::MulIOp::create(nb, bl, e, sizes[d]),
-                linalg::IndexOp::create(nb, bl, d));
-          Value e64 = arith::IndexCastUIOp::create(nb, bl, i64, e);
-          Value two = arith::ConstantIntOp::create(nb, bl, 2, 64);
-          Value c0 = arith::TruncIOp::create(
-              nb, bl, i32, arith::ShRUIOp::create(nb, bl, e64, two));
-          std::array<Value, 4> words = philox4x32(
-              nb, bl, {c0, c1, offset.first, offset.second}, roundKeys);
-          // Word e mod 4 of the block.
-          Value w = arith::TruncIOp::create(
-              nb, bl, i32,
-              arith::AndIOp::create(
-                  nb, bl, e64, arith::ConstantIntOp::create(nb, bl, 3, 64)));
-          Value bits = words[3];
-          for (int k = 2; k >= 0; --k) {
-            Value isK = arith::CmpIOp::create(nb, bl, arith::CmpIPredicate::eq,
-                                              w, constantI32(nb, bl, k));
-            bits = arith::SelectOp::create(nb, bl, isK, words[k], bits);
-          }
-          Value top = arith::ShRUIOp::create(
-              nb, bl, bits, constantI32(nb, bl, 32 - kUniformBits));
-          Value keep = arith::CmpIOp::create(nb, bl, arith::CmpIPredicate::uge,
-                                             top, minKept);
-          Value scaled = arith::MulFOp::create(nb, bl, a[0], scale);
-          return arith::SelectOp::create(nb, bl, keep, scaled, zero);
-        });
+    if (!blocked) {
+      AffineMap id = identityMap(tb.getContext(), rank);
+      return createPointwise(
+          tb, l, x, ValueRange{x}, {id},
+          [&](OpBuilder &nb, Location bl, ValueRange a) -> Value {
+            // e: the row-major index in the logical layout; block e / 4,
+            // word e mod 4.
+            Value e = rowMajorIndex(nb, bl, logicalDims, sizes, sameDims);
+            Value four = arith::ConstantIndexOp::create(nb, bl, 4);
+            Value word = arith::TruncIOp::create(
+                nb, bl, i32,
+                arith::IndexCastUIOp::create(
+                    nb, bl, i64, arith::RemUIOp::create(nb, bl, e, four)));
+            return applyWord(
+                nb, bl,
+                philoxAt(nb, bl, arith::DivUIOp::create(nb, bl, e, four)), word,
+                a[0], minKept, scale, zero);
+          },
+          /*dest=*/x);
+    }
+
+    // x with its innermost logical dimension split into [blocks, 4]; the
+    // generic iterates over x's dimensions (that one counting blocks) and,
+    // innermost, the word w, so the Philox call is invariant in the w loop.
+    MLIRContext *ctx = tb.getContext();
+    SmallVector<ReassociationIndices> reassoc;
+    SmallVector<OpFoldResult> splitSizes;
+    SmallVector<AffineExpr> exprs;
+    AffineExpr w = getAffineDimExpr(rank, ctx);
+    for (int64_t d = 0; d < rank; ++d) {
+      int64_t at = static_cast<int64_t>(splitSizes.size());
+      exprs.push_back(getAffineDimExpr(d, ctx));
+      if (d != inner) {
+        reassoc.push_back({at});
+        splitSizes.push_back(sizeOfrs[d]);
+        continue;
+      }
+      reassoc.push_back({at, at + 1});
+      splitSizes.push_back(tb.getIndexAttr(innerSize / 4));
+      splitSizes.push_back(tb.getIndexAttr(4));
+      exprs.push_back(w);
+    }
+    SmallVector<Value> blockSizes = sizes;
+    blockSizes[inner] = arith::ConstantIndexOp::create(tb, l, innerSize / 4);
+    Value split = createExpand(tb, l, x, reassoc, splitSizes);
+    AffineMap map = AffineMap::get(rank + 1, 0, exprs, ctx);
+    Value result =
+        linalg::GenericOp::create(
+            tb, l, TypeRange{split.getType()}, ValueRange{split},
+            ValueRange{split}, {map, map},
+            SmallVector<utils::IteratorType>(rank + 1,
+                                             utils::IteratorType::parallel),
+            [&](OpBuilder &nb, Location bl, ValueRange a) {
+              Value block =
+                  rowMajorIndex(nb, bl, logicalDims, blockSizes, sameDims);
+              Value word = arith::IndexCastUIOp::create(
+                  nb, bl, i32, linalg::IndexOp::create(nb, bl, rank));
+              linalg::YieldOp::create(
+                  nb, bl,
+                  ValueRange{applyWord(nb, bl, philoxAt(nb, bl, block), word,
+                                       a[0], minKept, scale, zero)});
+            })
+            .getResult(0);
+    return castTo(tb, l, createCollapse(tb, l, result, reassoc), x.getType());
   };
   auto ifOp = scf::IfOp::create(
       b, loc, site.training,

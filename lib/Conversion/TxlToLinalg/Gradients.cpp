@@ -185,7 +185,9 @@ struct LayerNormGradLowering : public OpRewritePattern<LayerNormGradOp> {
   }
 };
 
-// txl.nll_grad(dy, logits, t) => (exp(logits - lse) - onehot(t)) * dy
+// txl.nll_grad(dy, logits, t) => (exp(logits - lse) - onehot(t)) * dy,
+// written over the logits (their last reader), so the backward of the
+// softmax allocates no second [tokens, n_token] buffer
 struct NllGradLowering : public OpRewritePattern<NllGradOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(NllGradOp op,
@@ -214,7 +216,8 @@ struct NllGradLowering : public OpRewritePattern<NllGradOp> {
           return arith::MulFOp::create(b, l,
                                        arith::SubFOp::create(b, l, p, onehot),
                                        a[3]);
-        });
+        },
+        /*dest=*/logits);
     rewriter.replaceOp(op, castTo(rewriter, loc, grad, op.getType()));
     return success();
   }
