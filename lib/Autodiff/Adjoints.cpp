@@ -3,8 +3,8 @@
 // One external model of AdjointOpInterface per differentiable op. A rule
 // receives the gradient of each result (null when none reaches it) and
 // returns one gradient per operand (null for integers, indices and values the
-// op treats as constants). Products, normalization, losses and the fused
-// attention get dedicated backward ops (TxlAdjointOps.td) that the lowering
+// op treats as constants). Products, normalization, losses and attention
+// (fused, and each op of the four-term form) get dedicated backward ops (TxlAdjointOps.td) that the lowering
 // turns into BLAS products and fused loops; reshapes and slices are undone
 // with their tensor-dialect inverses.
 //
@@ -220,6 +220,43 @@ struct BroadcastHeadBiasAdjoint
   }
 };
 
+// The four-term form (--fuse-attention=false): one backward op per forward
+// op, each lowered to BLAS products or one gather.
+struct AttnScoreAdjoint : Adjoint<AttnScoreAdjoint, AttnScoreOp> {
+  static SmallVector<Value> adjoint(AttnScoreOp op, OpBuilder &b,
+                                    ValueRange g) {
+    auto grad = AttnScoreGradOp::create(b, op.getLoc(), g[0], op.getQuery(),
+                                        op.getKey());
+    return {grad.getDQuery(), grad.getDKey()};
+  }
+};
+
+struct RelShiftAdjoint : Adjoint<RelShiftAdjoint, RelShiftOp> {
+  static SmallVector<Value> adjoint(RelShiftOp op, OpBuilder &b, ValueRange g) {
+    return {RelShiftGradOp::create(b, op.getLoc(), g[0])};
+  }
+};
+
+// The mask shows in the forward result (probability 0), so the backward
+// needs only the probabilities; mem_len and same_length get none.
+struct MaskedSoftmaxAdjoint : Adjoint<MaskedSoftmaxAdjoint, MaskedSoftmaxOp> {
+  static SmallVector<Value> adjoint(MaskedSoftmaxOp op, OpBuilder &b,
+                                    ValueRange g) {
+    return {SoftmaxGradOp::create(b, op.getLoc(), g[0], op.getResult(),
+                                  op.getScaleAttr()),
+            Value(), Value()};
+  }
+};
+
+struct AttnApplyAdjoint : Adjoint<AttnApplyAdjoint, AttnApplyOp> {
+  static SmallVector<Value> adjoint(AttnApplyOp op, OpBuilder &b,
+                                    ValueRange g) {
+    auto grad = AttnApplyGradOp::create(b, op.getLoc(), g[0], op.getProbs(),
+                                        op.getValue());
+    return {grad.getDProbs(), grad.getDValue()};
+  }
+};
+
 struct RelAttentionAdjoint : Adjoint<RelAttentionAdjoint, RelAttentionOp> {
   static SmallVector<Value> adjoint(RelAttentionOp op, OpBuilder &b,
                                     ValueRange g) {
@@ -296,6 +333,10 @@ void mlir::txl::registerAdjointInterfaceExternalModels(
     TakeLastOp::attachInterface<TakeLastAdjoint>(*ctx);
     PosEmbOp::attachInterface<PosEmbAdjoint>(*ctx);
     BroadcastHeadBiasOp::attachInterface<BroadcastHeadBiasAdjoint>(*ctx);
+    AttnScoreOp::attachInterface<AttnScoreAdjoint>(*ctx);
+    RelShiftOp::attachInterface<RelShiftAdjoint>(*ctx);
+    MaskedSoftmaxOp::attachInterface<MaskedSoftmaxAdjoint>(*ctx);
+    AttnApplyOp::attachInterface<AttnApplyAdjoint>(*ctx);
     RelAttentionOp::attachInterface<RelAttentionAdjoint>(*ctx);
   });
   registry.addExtension(+[](MLIRContext *ctx, tensor::TensorDialect *) {

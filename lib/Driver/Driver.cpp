@@ -143,10 +143,9 @@ int mlir::txl::runDriver(const DriverOptions &options) {
   if (options.emit == EmitAction::TxlOpt)
     return failed(writeText(options, print));
 
-  bool backward = options.backward && options.fuseAttention;
+  bool backward = options.backward;
   if (options.emit == EmitAction::TxlGrad && !backward) {
-    llvm::errs() << "txlc: error: --emit=txl-grad needs --backward and the "
-                    "fused attention\n";
+    llvm::errs() << "txlc: error: --emit=txl-grad needs --backward\n";
     return 1;
   }
   if (backward) {

@@ -22,7 +22,6 @@ void mlir::txl::buildTxlOptPipeline(OpPassManager &pm,
                                     const TxlCpuPipelineOptions &options) {
   if (options.fuseAttention)
     pm.addPass(createFuseRelAttentionPass());
-  pm.addPass(createLowerRelShiftPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }
@@ -34,6 +33,9 @@ void mlir::txl::buildTxlBackwardPipeline(OpPassManager &pm) {
 }
 
 void mlir::txl::buildTxlToLinalgPipeline(OpPassManager &pm) {
+  // After the backward: the decomposed form's rel_shift is differentiated
+  // as a txl op.
+  pm.addPass(createLowerRelShiftPass());
   pm.addPass(createConvertTxlToLinalgPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

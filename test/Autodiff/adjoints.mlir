@@ -181,3 +181,41 @@ func.func @segment(%x: tensor<?x4xf32>, %w0: tensor<4x4xf32> {txl.param = "w0"},
   %h2 = call @layer(%h1, %seed, %offset, %training, %b8, %w1) : (tensor<?x4xf32>, i64, i64, i1, i64, tensor<4x4xf32>) -> tensor<?x4xf32>
   return %h2 : tensor<?x4xf32>
 }
+
+// -----
+
+// The decomposed four-term attention (paper §3.3, as the frontend writes it
+// before fusion): attn_apply, masked_softmax, rel_shift and each attn_score
+// get their own backward op; the two biases sum their broadcast gradients
+// back; mem_len and same_length get none. The positional terms (b) and (d)
+// share the shifted gradient, and q's three contributions are summed.
+// CHECK-LABEL: func.func @segment_grad
+// CHECK: %[[P:.+]] = txl.masked_softmax
+// CHECK: %[[DP:.+]], %[[DV:.+]] = txl.attn_apply_grad %{{.+}}, %[[P]], %[[V:[^ ]+]] :
+// CHECK: %[[DS:.+]] = txl.softmax_grad %[[DP]], %[[P]] {scale = 5.000000e-01 : f32}
+// CHECK: %[[DRAW:.+]] = txl.rel_shift_grad %[[DS]]
+// CHECK-DAG: %{{.+}}, %[[DR1:.+]] = txl.attn_score_grad %[[DRAW]], %{{.+}}, %[[R:[^ ]+]] : tensor<?x?x?x2xf32>, tensor<?x?x2x4xf32>, tensor<?x2x4xf32>
+// CHECK-DAG: %{{.+}}, %[[DK1:.+]] = txl.attn_score_grad %[[DS]], %{{.+}}, %[[K:[^ ]+]] : tensor<?x?x?x2xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>
+// CHECK-DAG: txl.sum_leading %{{.+}} : tensor<?x?x2x4xf32> -> tensor<2x4xf32>
+// CHECK: return
+func.func @segment(%q: tensor<?x?x2x4xf32> {txl.param = "q"}, %k: tensor<?x?x2x4xf32> {txl.param = "k"},
+                   %v: tensor<?x?x2x4xf32> {txl.param = "v"}, %r: tensor<?x2x4xf32> {txl.param = "r"},
+                   %u: tensor<2x4xf32> {txl.param = "u"}, %vb: tensor<2x4xf32> {txl.param = "vb"},
+                   %ml: index, %sl: i1, %w: tensor<3x8xf32> {txl.param = "w"}, %t: tensor<?x?xi64>) -> tensor<?x?xf32> {
+  %ta = txl.attn_score %q, %k : tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32> -> tensor<?x?x?x2xf32>
+  %qu = txl.broadcast_head_bias %u, %q : tensor<2x4xf32>, tensor<?x?x2x4xf32>
+  %tc = txl.attn_score %qu, %k : tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32> -> tensor<?x?x?x2xf32>
+  %tb = txl.attn_score %q, %r : tensor<?x?x2x4xf32>, tensor<?x2x4xf32> -> tensor<?x?x?x2xf32>
+  %qv = txl.broadcast_head_bias %vb, %q : tensor<2x4xf32>, tensor<?x?x2x4xf32>
+  %td = txl.attn_score %qv, %r : tensor<?x?x2x4xf32>, tensor<?x2x4xf32> -> tensor<?x?x?x2xf32>
+  %bd0 = txl.add %tb, %td : tensor<?x?x?x2xf32>
+  %bd = txl.rel_shift %bd0 : tensor<?x?x?x2xf32>
+  %ac = txl.add %ta, %tc : tensor<?x?x?x2xf32>
+  %s = txl.add %ac, %bd : tensor<?x?x?x2xf32>
+  %p = txl.masked_softmax %s, %ml, %sl {scale = 0.5 : f32} : tensor<?x?x?x2xf32>
+  %a = txl.attn_apply %p, %v : tensor<?x?x?x2xf32>, tensor<?x?x2x4xf32> -> tensor<?x?x2x4xf32>
+  %o = tensor.collapse_shape %a [[0], [1], [2, 3]] : tensor<?x?x2x4xf32> into tensor<?x?x8xf32>
+  %z = txl.linear %o, %w : tensor<?x?x8xf32>, tensor<3x8xf32> -> tensor<?x?x3xf32>
+  %l = txl.nll %z, %t : tensor<?x?x3xf32>, tensor<?x?xi64> -> tensor<?x?xf32>
+  return %l : tensor<?x?xf32>
+}

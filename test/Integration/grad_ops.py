@@ -88,6 +88,34 @@ def case_rel_attention(mlen, mem_len, same_length):
     return body + tail, args + extra, Q
 
 
+def case_decomposed_attention(mlen, mem_len, same_length):
+    """The four-term form as the frontend writes it (paper §3.3), kept
+    unfused (fuse-attention=false): attn_score, broadcast_head_bias,
+    rel_shift, masked_softmax and attn_apply each get their own adjoint."""
+    klen = Q + mlen
+    n, d = 2, 3
+    qt, rt, bt, st = t((None, None, n, d)), t((None, n, d)), t((n, d)), t((None, None, None, n))
+    body = (f"  %ml = arith.constant {mem_len} : index\n"
+            f"  %sl = arith.constant {'true' if same_length else 'false'}\n"
+            f"  %ta = txl.attn_score %q, %k : {qt}, {qt} -> {st}\n"
+            f"  %qu = txl.broadcast_head_bias %u, %q : {bt}, {qt}\n"
+            f"  %tc = txl.attn_score %qu, %k : {qt}, {qt} -> {st}\n"
+            f"  %tb = txl.attn_score %q, %r : {qt}, {rt} -> {st}\n"
+            f"  %qv = txl.broadcast_head_bias %vb, %q : {bt}, {qt}\n"
+            f"  %td = txl.attn_score %qv, %r : {qt}, {rt} -> {st}\n"
+            f"  %bd0 = txl.add %tb, %td : {st}\n"
+            f"  %bd = txl.rel_shift %bd0 : {st}\n"
+            f"  %ac = txl.add %ta, %tc : {st}\n"
+            f"  %s = txl.add %ac, %bd : {st}\n"
+            f"  %p = txl.masked_softmax %s, %ml, %sl {{scale = 0.5 : f32}} : {st}\n"
+            f"  %a = txl.attn_apply %p, %v : {st}, {qt} -> {qt}\n"
+            f"  %o = tensor.collapse_shape %a [[0], [1], [2, 3]] : {qt} into {t((None, None, n * d))}\n")
+    tail, extra = readout("%o", n * d)
+    args = [("q", (Q, B, n, d), "p"), ("k", (klen, B, n, d), "p"), ("v", (klen, B, n, d), "p"),
+            ("r", (klen, n, d), "p"), ("u", (n, d), "p"), ("vb", (n, d), "p")]
+    return body + tail, args + extra, Q, "fuse-attention=false"
+
+
 ENDS = [0, 3, 5, 9]
 
 
@@ -141,13 +169,14 @@ def build(body, args):
             "    attributes {llvm.emit_c_interface} {\n" + body + "}\n")
 
 
-def check(name, body, args, rows, rng, work):
+def check(name, body, args, rows, options="", *, rng, work):
     path = os.path.join(work, name + ".mlir")
     with open(path, "w") as f:
         f.write(build(body, args))
-    so = txlrun.compile_module(path, work + "/" + name,
-                               pipeline="txl-cpu-pipeline=generate-backward=true") \
-        if os.makedirs(work + "/" + name, exist_ok=True) is None else None
+    os.makedirs(work + "/" + name, exist_ok=True)
+    so = txlrun.compile_module(
+        path, work + "/" + name,
+        pipeline=("txl-cpu-pipeline=generate-backward=true " + options).strip())
     fwd = txlrun.Segment(so)
     grad = txlrun.Segment(so, entry="txl_segment_grad")
     values = []
@@ -197,14 +226,17 @@ def main():
         "rel_attention": case_rel_attention(mlen=2, mem_len=4, same_length=False),
         "rel_attention_same_length": case_rel_attention(mlen=3, mem_len=3, same_length=True),
         "rel_attention_no_memory": case_rel_attention(mlen=0, mem_len=2, same_length=False),
+        "decomposed_attention": case_decomposed_attention(mlen=2, mem_len=4, same_length=False),
+        "decomposed_attention_same_length": case_decomposed_attention(mlen=3, mem_len=3,
+                                                                      same_length=True),
         "adaptive_embedding": case_adaptive_embedding(),
         "adaptive_nll_div2_projs": case_adaptive_nll(sliced=False),
         "adaptive_nll_sliced": case_adaptive_nll(sliced=True),
     }
     failed = 0
     with tempfile.TemporaryDirectory() as work:
-        for name, (body, args, rows) in cases.items():
-            failed += check(name, body, args, rows, rng, work)
+        for name, case in cases.items():
+            failed += check(name, *case, rng=rng, work=work)
     sys.exit(1 if failed else 0)
 
 

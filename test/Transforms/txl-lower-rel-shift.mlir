@@ -123,3 +123,54 @@ func.func @no_rel_shift(%q: tensor<?x?x2x16xf32>, %r: tensor<?x2x16xf32>) -> ten
   %s = txl.attn_score %q, %r : tensor<?x?x2x16xf32>, tensor<?x2x16xf32> -> tensor<?x?x?x2xf32>
   return %s : tensor<?x?x?x2xf32>
 }
+
+// -----
+
+// rel_shift_grad, the transpose of the gather: column c of row i reads
+// d_result[i, c + i + 1 - qlen] when c + i + 1 >= qlen, 0 otherwise (the
+// columns that no shifted entry of row i read).
+// CHECK-LABEL: func.func @rel_shift_grad
+// CHECK-SAME: (%[[D:[^:]+]]: tensor<?x?x?x2xf32>) -> tensor<?x?x?x2xf32>
+// CHECK-DAG: %[[ZERO:.+]] = arith.constant 0.000000e+00 : f32
+// CHECK-DAG: %[[C1:.+]] = arith.constant 1 : index
+// CHECK: %[[G:.+]] = tensor.generate %{{.+}}, %{{.+}}, %{{.+}} {
+// CHECK-NEXT: ^bb0(%[[I:.+]]: index, %[[C:.+]]: index, %[[B:.+]]: index, %[[N:.+]]: index):
+// CHECK-NEXT: %[[CI:.+]] = arith.addi %[[C]], %[[I]] : index
+// CHECK-NEXT: %[[END:.+]] = arith.addi %[[CI]], %[[C1]] : index
+// CHECK-NEXT: %[[IN:.+]] = arith.cmpi uge, %[[END]], %[[QLEN:.+]] : index
+// CHECK-NEXT: %[[SRC:.+]] = arith.subi %[[END]], %[[QLEN]] : index
+// CHECK-NEXT: %[[LASTCOL:.+]] = arith.subi %[[KLEN:.+]], %[[C1]] : index
+// CHECK-NEXT: %[[CL:.+]] = arith.minui %[[SRC]], %[[LASTCOL]] : index
+// CHECK-NEXT: %[[E:.+]] = tensor.extract %[[D]][%[[I]], %[[CL]], %[[B]], %[[N]]] : tensor<?x?x?x2xf32>
+// CHECK-NEXT: %[[SEL:.+]] = arith.select %[[IN]], %[[E]], %[[ZERO]] : f32
+// CHECK-NEXT: tensor.yield %[[SEL]] : f32
+// CHECK-NEXT: } : tensor<?x?x?x2xf32>
+// CHECK: return %[[G]] : tensor<?x?x?x2xf32>
+// CHECK-NOT: txl.rel_shift_grad
+// CSE-LABEL: func.func @rel_shift_grad
+// CSE-SAME: (%[[D:[^:]+]]: tensor<?x?x?x2xf32>)
+// CSE-DAG: %[[C0:.+]] = arith.constant 0 : index
+// CSE-DAG: %[[QLEN:.+]] = tensor.dim %[[D]], %[[C0]]
+// CSE: tensor.generate
+// CSE: arith.cmpi uge, %{{.+}}, %[[QLEN]]
+func.func @rel_shift_grad(%ds: tensor<?x?x?x2xf32>) -> tensor<?x?x?x2xf32> {
+  %d = txl.rel_shift_grad %ds : tensor<?x?x?x2xf32>
+  return %d : tensor<?x?x?x2xf32>
+}
+
+// -----
+
+// Static sizes (qlen = 4): in bounds iff c + i + 1 >= 4, source c + i - 3.
+// CHECK-LABEL: func.func @rel_shift_grad_static
+// CHECK-DAG: %[[C4:.+]] = arith.constant 4 : index
+// CHECK-DAG: %[[C11:.+]] = arith.constant 11 : index
+// CHECK: tensor.generate  {
+// CHECK: arith.cmpi uge, %{{.+}}, %[[C4]] : index
+// CHECK-NEXT: arith.subi %{{.+}}, %[[C4]] : index
+// CHECK-NEXT: arith.minui %{{.+}}, %[[C11]] : index
+// CHECK: } : tensor<4x12x3x2xf32>
+// CHECK-NOT: txl.rel_shift_grad
+func.func @rel_shift_grad_static(%ds: tensor<4x12x3x2xf32>) -> tensor<4x12x3x2xf32> {
+  %d = txl.rel_shift_grad %ds : tensor<4x12x3x2xf32>
+  return %d : tensor<4x12x3x2xf32>
+}

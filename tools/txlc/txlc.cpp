@@ -28,7 +28,7 @@ static cl::opt<EmitAction> emitAction(
         clEnumValN(EmitAction::Txl, "txl",
                    "the segment in the txl dialect, four-term form"),
         clEnumValN(EmitAction::TxlOpt, "txl-opt",
-                   "after txl-level passes (fusion, rel_shift lowering)"),
+                   "after txl-level passes (attention fusion)"),
         clEnumValN(EmitAction::TxlGrad, "txl-grad",
                    "after txl-opt, with the generated backward segment "
                    "(@segment_grad)"),
@@ -41,7 +41,7 @@ static cl::opt<EmitAction> emitAction(
 static cl::opt<bool> backward(
     cl::cat(txlcCategory), "backward",
     cl::desc("Generate the backward segment for training and --grad-segment "
-             "(default true; needs the fused attention)"),
+             "(default true)"),
     cl::init(true));
 static cl::opt<bool> fuseAttention(
     cl::cat(txlcCategory), "fuse-attention",

@@ -53,6 +53,19 @@ template <typename OpT> SmallVector<Value> dropattOperandsOf(OpT op) {
   return operands;
 }
 
+/// Checks the shapes of an attention score product (txl.attn_score and its
+/// backward): `query` [qlen, batch, n_head, d_head], `key` [klen, batch,
+/// n_head, d_head] or positional [klen, n_head, d_head], `scores` [qlen,
+/// klen, batch, n_head], named `scoresName` in the message.
+LogicalResult verifyScoreShapes(Operation *op, Value query, Value key,
+                                Value scores, StringRef scoresName);
+
+/// Checks the shapes of an attention-weighted sum (txl.attn_apply and its
+/// backward): `probs` [qlen, klen, batch, n_head], `value` [klen, batch,
+/// n_head, d_head], `out` [qlen, batch, n_head, d_head], named `outName`.
+LogicalResult verifyApplyShapes(Operation *op, Value probs, Value value,
+                                Value out, StringRef outName);
+
 } // namespace txl
 } // namespace mlir
 

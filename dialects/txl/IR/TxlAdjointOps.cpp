@@ -186,6 +186,16 @@ SmallVector<Value> RelAttentionGradOp::getDropattOperands() {
   return dropattOperandsOf(*this);
 }
 
+LogicalResult AttnScoreGradOp::verify() {
+  return verifyScoreShapes(*this, getQuery(), getKey(), getDResult(),
+                           "d_result");
+}
+
+LogicalResult AttnApplyGradOp::verify() {
+  return verifyApplyShapes(*this, getProbs(), getValue(), getDResult(),
+                           "d_result");
+}
+
 //===----------------------------------------------------------------------===//
 // Optimizer updates
 //===----------------------------------------------------------------------===//

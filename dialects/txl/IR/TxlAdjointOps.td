@@ -307,4 +307,100 @@ def Txl_RelAttentionGradOp : Txl_Op<"rel_attention_grad", [Pure,
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Attention: the four-term form (--fuse-attention=false)
+//===----------------------------------------------------------------------===//
+
+def Txl_AttnScoreGradOp : Txl_Op<"attn_score_grad", [Pure,
+    AllTypesMatch<["query", "d_query"]>, AllTypesMatch<["key", "d_key"]>]> {
+  let summary = "backward of txl.attn_score (decomposed attention)";
+  let description = [{
+    For scores `S = einsum('ibnd,jbnd->ijbn', query, key)` and their
+    gradient `d_result` [qlen, klen, batch, n_head]:
+    `d_query[i, b, n] = sum_j d_result[i, j, b, n] key[j, b, n]` and
+    `d_key[j, b, n] = sum_i d_result[i, j, b, n] query[i, b, n]`. With a
+    positional key [rlen, n_head, d_head] (terms (b) and (d), paper §3.3) the
+    key is shared by the batch: `d_key[j, n] = sum_{i, b} d_result[i, j, b, n]
+    query[i, b, n]`. Lowered to batched BLAS products.
+
+    ```mlir
+    %dq, %dk = txl.attn_score_grad %ds, %q, %k
+        : tensor<?x?x?x2xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>
+    ```
+  }];
+  let arguments = (ins FloatTensor4D:$d_result, FloatTensor4D:$query,
+                       FloatTensor3DOr4D:$key);
+  let results = (outs FloatTensor4D:$d_query, FloatTensor3DOr4D:$d_key);
+  let assemblyFormat = [{
+    $d_result `,` $query `,` $key attr-dict `:` type($d_result) `,`
+    type($query) `,` type($key)
+  }];
+  let hasVerifier = 1;
+}
+
+def Txl_RelShiftGradOp : Txl_Op<"rel_shift_grad",
+    [Pure, SameOperandsAndResultType]> {
+  let summary = "backward of txl.rel_shift: shift the gradient back";
+  let description = [{
+    The transpose of txl.rel_shift on [qlen, klen, batch, n_head]:
+    `d_input[i, c] = d_result[i, c - (qlen - 1 - i)]` for
+    `c >= qlen - 1 - i`, and 0 for the columns no shifted entry reads.
+    Every entry of the input is read at most once by the shift, so this is
+    a gather, not a sum.
+
+    ```mlir
+    %draw = txl.rel_shift_grad %ds : tensor<?x?x?x2xf32>
+    ```
+  }];
+  let arguments = (ins FloatTensor4D:$d_result);
+  let results = (outs FloatTensor4D:$d_input);
+  let assemblyFormat = "$d_result attr-dict `:` type($d_result)";
+}
+
+def Txl_SoftmaxGradOp : Txl_Op<"softmax_grad",
+    [Pure, AllTypesMatch<["d_result", "probs", "d_scores"]>]> {
+  let summary = "backward of txl.masked_softmax";
+  let description = [{
+    `d_scores = scale * probs ⊙ (d_result - sum_j(probs ⊙ d_result))`
+    over the key dimension j of [qlen, klen, batch, n_head], where `probs`
+    is the forward result. Masked keys have probability exactly 0, so they
+    get no gradient without the mask being rebuilt.
+
+    ```mlir
+    %ds = txl.softmax_grad %dp, %p {scale = 0.25 : f32} : tensor<?x?x?x2xf32>
+    ```
+  }];
+  let arguments = (ins FloatTensor4D:$d_result, FloatTensor4D:$probs,
+                       F32Attr:$scale);
+  let results = (outs FloatTensor4D:$d_scores);
+  let assemblyFormat = [{
+    $d_result `,` $probs attr-dict `:` type($d_result)
+  }];
+}
+
+def Txl_AttnApplyGradOp : Txl_Op<"attn_apply_grad", [Pure,
+    AllTypesMatch<["probs", "d_probs"]>, AllTypesMatch<["value", "d_value"]>]> {
+  let summary = "backward of txl.attn_apply";
+  let description = [{
+    For `O = einsum('ijbn,jbnd->ibnd', probs, value)` and `d_result`
+    [qlen, batch, n_head, d_head]:
+    `d_probs[i, j, b, n] = d_result[i, b, n] · value[j, b, n]` and
+    `d_value[j, b, n] = sum_i probs[i, j, b, n] d_result[i, b, n]`.
+    Lowered to batched BLAS products.
+
+    ```mlir
+    %dp, %dv = txl.attn_apply_grad %do, %p, %v
+        : tensor<?x?x2x16xf32>, tensor<?x?x?x2xf32>, tensor<?x?x2x16xf32>
+    ```
+  }];
+  let arguments = (ins FloatTensor4D:$d_result, FloatTensor4D:$probs,
+                       FloatTensor4D:$value);
+  let results = (outs FloatTensor4D:$d_probs, FloatTensor4D:$d_value);
+  let assemblyFormat = [{
+    $d_result `,` $probs `,` $value attr-dict `:` type($d_result) `,`
+    type($probs) `,` type($value)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // TXL_ADJOINT_OPS

@@ -158,35 +158,45 @@ LogicalResult BroadcastHeadBiasOp::verify() {
   return success();
 }
 
-LogicalResult AttnScoreOp::verify() {
-  ArrayRef<int64_t> q = shapeOf(getQuery());
-  ArrayRef<int64_t> k = shapeOf(getKey());
-  ArrayRef<int64_t> result = shapeOf(getResult());
+LogicalResult mlir::txl::verifyScoreShapes(Operation *op, Value query,
+                                           Value key, Value scores,
+                                           StringRef scoresName) {
+  ArrayRef<int64_t> q = shapeOf(query), k = shapeOf(key), s = shapeOf(scores);
   bool positional = k.size() == 3;
   int64_t kHead = positional ? k[1] : k[2];
   int64_t kDim = positional ? k[2] : k[3];
   if (!compatible(q[2], kHead) || !compatible(q[3], kDim))
-    return emitOpError("query and key must agree on n_head and d_head");
+    return op->emitOpError("query and key must agree on n_head and d_head");
   if (!positional && !compatible(q[1], k[1]))
-    return emitOpError("query and key must agree on the batch size");
-  if (!compatible(result[0], q[0]) || !compatible(result[1], k[0]) ||
-      !compatible(result[2], q[1]) || !compatible(result[3], q[2]))
-    return emitOpError("result must be [qlen, klen, batch, n_head]");
+    return op->emitOpError("query and key must agree on the batch size");
+  if (!compatible(s[0], q[0]) || !compatible(s[1], k[0]) ||
+      !compatible(s[2], q[1]) || !compatible(s[3], q[2]))
+    return op->emitOpError(scoresName)
+           << " must be [qlen, klen, batch, n_head]";
   return success();
 }
 
-LogicalResult AttnApplyOp::verify() {
-  ArrayRef<int64_t> p = shapeOf(getProbs());
-  ArrayRef<int64_t> v = shapeOf(getValue());
-  ArrayRef<int64_t> result = shapeOf(getResult());
+LogicalResult mlir::txl::verifyApplyShapes(Operation *op, Value probs,
+                                           Value value, Value out,
+                                           StringRef outName) {
+  ArrayRef<int64_t> p = shapeOf(probs), v = shapeOf(value), o = shapeOf(out);
   if (!compatible(p[1], v[0]) || !compatible(p[2], v[1]) ||
       !compatible(p[3], v[2]))
-    return emitOpError("probabilities [qlen, klen, batch, n_head] and "
-                       "values [klen, batch, n_head, d_head] disagree");
-  if (!compatible(result[0], p[0]) || !compatible(result[1], v[1]) ||
-      !compatible(result[2], v[2]) || !compatible(result[3], v[3]))
-    return emitOpError("result must be [qlen, batch, n_head, d_head]");
+    return op->emitOpError("probabilities [qlen, klen, batch, n_head] and "
+                           "values [klen, batch, n_head, d_head] disagree");
+  if (!compatible(o[0], p[0]) || !compatible(o[1], v[1]) ||
+      !compatible(o[2], v[2]) || !compatible(o[3], v[3]))
+    return op->emitOpError(outName) << " must be [qlen, batch, n_head, d_head]";
   return success();
+}
+
+LogicalResult AttnScoreOp::verify() {
+  return verifyScoreShapes(*this, getQuery(), getKey(), getResult(), "result");
+}
+
+LogicalResult AttnApplyOp::verify() {
+  return verifyApplyShapes(*this, getProbs(), getValue(), getResult(),
+                           "result");
 }
 
 LogicalResult RelAttentionOp::verify() {

@@ -35,7 +35,7 @@ struct DriverOptions {
   EmitAction emit = EmitAction::Executable;
   bool fuseAttention = true;
   /// Add @segment_grad (txl-generate-backward) and its txl_segment_grad
-  /// entry; needs fuseAttention (the decomposed ops have no adjoints).
+  /// entry (fused or decomposed attention).
   bool backward = true;
   CodegenOptions codegen;
   std::string runtimeLibDir;    ///< libtxl_runtime*.a

@@ -1,9 +1,10 @@
 //===- Pipelines.h - txlc pass pipelines -------------------------*- C++ -*-===//
 //
 // The CPU pipeline, in stages that `txlc --emit=...` stops after:
-//   txl-opt : fuse the relative attention (optional), lower rel_shift
+//   txl-opt : fuse the relative attention (optional)
 //   txl-grad: generate the backward segment @segment_grad (optional)
-//   linalg  : convert txl to linalg/tensor
+//   linalg  : lower rel_shift (and its backward) to index arithmetic, convert
+//             txl to linalg/tensor
 //   llvm    : bufferize, matmuls to cblas_sgemm, loops, LLVM dialect, and the
 //             packed runtime entry point
 //
@@ -33,13 +34,14 @@ struct TxlCpuPipelineOptions
       llvm::cl::init(false)};
 };
 
-/// txl -> txl: --txl-fuse-rel-attention (if enabled), --txl-lower-rel-shift.
+/// txl -> txl: --txl-fuse-rel-attention (if enabled), canonicalize, CSE.
 void buildTxlOptPipeline(OpPassManager &pm,
                          const TxlCpuPipelineOptions &options);
 /// txl -> txl: --txl-generate-backward on @segment (adds @segment_grad),
 /// then canonicalization and CSE.
 void buildTxlBackwardPipeline(OpPassManager &pm);
-/// txl -> linalg/tensor/arith/math.
+/// txl -> linalg/tensor/arith/math: --txl-lower-rel-shift, then
+/// --convert-txl-to-linalg.
 void buildTxlToLinalgPipeline(OpPassManager &pm);
 /// linalg on tensors -> LLVM dialect with `txl_segment_forward` (and
 /// `txl_segment_grad`, `txl_optimizer_step`, `txl_learning_rate` for the

@@ -41,12 +41,17 @@ def FuseRelAttentionPass : Pass<"txl-fuse-rel-attention"> {
 }
 
 def LowerRelShiftPass : Pass<"txl-lower-rel-shift"> {
-  let summary = "Lower txl.rel_shift to index arithmetic";
+  let summary = "Lower txl.rel_shift and txl.rel_shift_grad to index arithmetic";
   let description = [{
+    Runs after --txl-generate-backward (so that the backward sees the
+    txl.rel_shift it differentiates) and before --convert-txl-to-linalg.
+
     Replaces `txl.rel_shift` by a `tensor.generate` that reads
     `input[i, j + qlen - 1 - i]` (0 where that index passes klen - 1): the
     official pad + reshape + slice copy becomes one gather with computed
-    indices, and no padded tensor exists.
+    indices, and no padded tensor exists. `txl.rel_shift_grad` becomes the
+    transposed gather `d_result[i, c + i + 1 - qlen]` (0 where
+    `c + i + 1 < qlen`).
 
     Before:
     ```mlir

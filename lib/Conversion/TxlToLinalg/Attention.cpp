@@ -1,7 +1,7 @@
 //===- Attention.cpp - Lower positions and attention to linalg ---*- C++ -*-===//
 //
-// txl.pos_emb (sinusoids of distances klen-1 ... 0), txl.masked_softmax, and
-// the fused txl.rel_attention and its backward op. Every score product of
+// txl.pos_emb (sinusoids of distances klen-1 ... 0), txl.masked_softmax and
+// its backward, and the fused txl.rel_attention and its backward op. Every score product of
 // the fused lowering is a batched BLAS product: the unshifted positional
 // scores (q + v) rᵀ are written into a zero-padded buffer whose shifted view
 // is BD (the official _rel_shift without its copy) and AC = (q + u) kᵀ is
@@ -23,34 +23,6 @@
 
 using namespace mlir;
 using namespace mlir::txl;
-
-/// [len, b, n, d] (+ bias[n, d] when given) -> [b·n, len, d], contiguous:
-/// the per-(batch, head) operand layout of the batched products.
-static Value headsFirst(OpBuilder &b, Location loc, Value x, Value bias = {}) {
-  if (!bias)
-    return createCollapse(b, loc, createTranspose(b, loc, x, {1, 2, 0, 3}),
-                          {{0, 1}, {2}, {3}});
-  MLIRContext *ctx = b.getContext();
-  SmallVector<OpFoldResult> s = getSizes(b, loc, x);
-  Value init =
-      createEmpty(b, loc, {s[1], s[2], s[0], s[3]},
-                  cast<RankedTensorType>(x.getType()).getElementType());
-  AffineExpr db, dn, di, dd;
-  bindDims(ctx, db, dn, di, dd);
-  Value sum =
-      linalg::GenericOp::create(
-          b, loc, TypeRange{init.getType()}, ValueRange{x, bias},
-          ValueRange{init},
-          {AffineMap::get(4, 0, {di, db, dn, dd}, ctx),
-           AffineMap::get(4, 0, {dn, dd}, ctx), identityMap(ctx, 4)},
-          SmallVector<utils::IteratorType>(4, utils::IteratorType::parallel),
-          [](OpBuilder &nb, Location l, ValueRange a) {
-            linalg::YieldOp::create(
-                nb, l, ValueRange{arith::AddFOp::create(nb, l, a[0], a[1])});
-          })
-          .getResult(0);
-  return createCollapse(b, loc, sum, {{0, 1}, {2}, {3}});
-}
 
 /// pos_key r [klen, n, d] repeated for every one of `batch` columns:
 /// [b·n, klen, d], the right operand of the per-(batch, head) positional
@@ -300,6 +272,30 @@ struct MaskedSoftmaxLowering : public OpRewritePattern<MaskedSoftmaxOp> {
   }
 };
 
+// txl.softmax_grad(dP[i, j, b, n], P) => heads first, scale P (dP -
+// rowsum(P dP)) over j, back to [i, j, b, n]
+struct SoftmaxGradLowering : public OpRewritePattern<SoftmaxGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SoftmaxGradOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    SmallVector<OpFoldResult> s = getSizes(rewriter, loc, op.getProbs());
+    auto scoresFirst = [&](Value x) {
+      return createCollapse(rewriter, loc,
+                            createTranspose(rewriter, loc, x, {2, 3, 0, 1}),
+                            {{0, 1}, {2}, {3}});
+    };
+    Value dS3 = createSoftmaxGrad(rewriter, loc, scoresFirst(op.getProbs()),
+                                  scoresFirst(op.getDResult()),
+                                  op.getScale().convertToDouble());
+    Value dS = createExpand(rewriter, loc, dS3, {{0, 1}, {2}, {3}},
+                            {s[2], s[3], s[0], s[1]});
+    dS = createTranspose(rewriter, loc, dS, {2, 3, 0, 1});
+    rewriter.replaceOp(op, castTo(rewriter, loc, dS, op.getType()));
+    return success();
+  }
+};
+
 // txl.rel_attention => BD = shift(bmm(q + v, r)) in a padded buffer, += bmm(q +
 // u, k), softmax, bmm(p, v)
 struct RelAttentionLowering : public OpRewritePattern<RelAttentionOp> {
@@ -384,7 +380,6 @@ struct RelAttentionGradLowering : public OpRewritePattern<RelAttentionGradOp> {
     MLIRContext *ctx = getContext();
     Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
     Value r = op.getPosKey(), dOut = op.getDResult();
-    Type et = cast<RankedTensorType>(q.getType()).getElementType();
     double scale = op.getScale().convertToDouble();
     SmallVector<OpFoldResult> qs = getSizes(rewriter, loc, q);
     OpFoldResult klenOfr = getSizes(rewriter, loc, k)[0];
@@ -423,27 +418,7 @@ struct RelAttentionGradLowering : public OpRewritePattern<RelAttentionGradOp> {
       dP = createCollapse(rewriter, loc, dropProbs(rewriter, loc, dP4, dropatt),
                           {{0, 1}, {2}, {3}});
     }
-    AffineMap id3 = identityMap(ctx, 3);
-    auto mul = [](OpBuilder &b, Location l, ValueRange a) -> Value {
-      return arith::MulFOp::create(b, l, a[0], a[1]);
-    };
-    Value pdP = createPointwise(rewriter, loc, p3, ValueRange{p3, dP},
-                                {id3, id3}, mul);
-    Value rowDot = reduceLastDim(
-        rewriter, loc, ValueRange{pdP}, 0.0,
-        [](OpBuilder &b, Location l, ValueRange a) -> Value {
-          return arith::AddFOp::create(b, l, a[0], a[1]);
-        });
-
-    Value dS3 = createPointwise(
-        rewriter, loc, p3, ValueRange{p3, dP, rowDot},
-        {id3, id3, dropDimMap(ctx, 3, 2)},
-        [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-          Value centered = arith::SubFOp::create(b, l, a[1], a[2]);
-          Value s = arith::ConstantOp::create(b, l, b.getFloatAttr(et, scale));
-          return arith::MulFOp::create(
-              b, l, arith::MulFOp::create(b, l, a[0], centered), s);
-        });
+    Value dS3 = createSoftmaxGrad(rewriter, loc, p3, dP, scale);
     Value dRaw = unshiftScoreGrad(rewriter, loc, dS3);
 
     // Content term AC = (q + u) kᵀ.
@@ -486,7 +461,7 @@ struct RelAttentionGradLowering : public OpRewritePattern<RelAttentionGradOp> {
 
 void mlir::txl::populateTxlAttentionToLinalgPatterns(
     RewritePatternSet &patterns) {
-  patterns.add<PosEmbLowering, MaskedSoftmaxLowering, RelAttentionLowering,
-               RelAttentionGradLowering>(
+  patterns.add<PosEmbLowering, MaskedSoftmaxLowering, SoftmaxGradLowering,
+               RelAttentionLowering, RelAttentionGradLowering>(
       patterns.getContext());
 }

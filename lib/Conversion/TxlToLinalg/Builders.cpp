@@ -422,3 +422,65 @@ Value mlir::txl::createScatterAddRows(
       });
   return outer.getResult(0);
 }
+
+Value mlir::txl::headsFirst(OpBuilder &b, Location loc, Value x, Value bias) {
+  if (!bias)
+    return createCollapse(b, loc, createTranspose(b, loc, x, {1, 2, 0, 3}),
+                          {{0, 1}, {2}, {3}});
+  MLIRContext *ctx = b.getContext();
+  SmallVector<OpFoldResult> s = getSizes(b, loc, x);
+  Value init =
+      createEmpty(b, loc, {s[1], s[2], s[0], s[3]},
+                  cast<RankedTensorType>(x.getType()).getElementType());
+  AffineExpr db, dn, di, dd;
+  bindDims(ctx, db, dn, di, dd);
+  Value sum =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{init.getType()}, ValueRange{x, bias},
+          ValueRange{init},
+          {AffineMap::get(4, 0, {di, db, dn, dd}, ctx),
+           AffineMap::get(4, 0, {dn, dd}, ctx), identityMap(ctx, 4)},
+          SmallVector<utils::IteratorType>(4, utils::IteratorType::parallel),
+          [](OpBuilder &nb, Location l, ValueRange a) {
+            linalg::YieldOp::create(
+                nb, l, ValueRange{arith::AddFOp::create(nb, l, a[0], a[1])});
+          })
+          .getResult(0);
+  return createCollapse(b, loc, sum, {{0, 1}, {2}, {3}});
+}
+
+Value mlir::txl::rowsFirst(OpBuilder &b, Location loc, Value x3,
+                           OpFoldResult batch, OpFoldResult nHead) {
+  SmallVector<OpFoldResult> s = getSizes(b, loc, x3);
+  Value x4 = createExpand(b, loc, x3, {{0, 1}, {2}, {3}},
+                          {batch, nHead, s[1], s[2]});
+  return createTranspose(b, loc, x4, {2, 0, 1, 3});
+}
+
+Value mlir::txl::createSoftmaxGrad(OpBuilder &b, Location loc, Value probs,
+                                   Value dProbs, double scale) {
+  MLIRContext *ctx = b.getContext();
+  auto type = cast<RankedTensorType>(probs.getType());
+  Type et = type.getElementType();
+  unsigned rank = type.getRank();
+  AffineMap id = identityMap(ctx, rank);
+  Value pdP = createPointwise(
+      b, loc, probs, ValueRange{probs, dProbs}, {id, id},
+      [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+        return arith::MulFOp::create(nb, l, a[0], a[1]);
+      });
+  Value rowDot = reduceLastDim(
+      b, loc, ValueRange{pdP}, 0.0,
+      [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+        return arith::AddFOp::create(nb, l, a[0], a[1]);
+      });
+  return createPointwise(
+      b, loc, probs, ValueRange{probs, dProbs, rowDot},
+      {id, id, dropDimMap(ctx, rank, rank - 1)},
+      [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+        Value centered = arith::SubFOp::create(nb, l, a[1], a[2]);
+        Value s = arith::ConstantOp::create(nb, l, nb.getFloatAttr(et, scale));
+        return arith::MulFOp::create(
+            nb, l, arith::MulFOp::create(nb, l, a[0], centered), s);
+      });
+}

@@ -137,6 +137,21 @@ Value createDropout(OpBuilder &b, Location loc, Value x,
 /// lowerings compute shapes that may be more or less static than the op's).
 Value castTo(OpBuilder &b, Location loc, Value v, Type type);
 
+/// [len, b, n, d] (+ bias[n, d] when given) -> [b·n, len, d], contiguous:
+/// the per-(batch, head) operand layout of the batched products.
+Value headsFirst(OpBuilder &b, Location loc, Value x, Value bias = {});
+
+/// The inverse of headsFirst: [b·n, len, d] -> [len, b, n, d] for the given
+/// batch and n_head.
+Value rowsFirst(OpBuilder &b, Location loc, Value x3, OpFoldResult batch,
+                OpFoldResult nHead);
+
+/// The softmax backward over the last dimension of `probs` (the forward
+/// result) and `dProbs`: `scale * probs ⊙ (dProbs - rowsum(probs ⊙
+/// dProbs))`. Masked entries (probability 0) get 0.
+Value createSoftmaxGrad(OpBuilder &b, Location loc, Value probs, Value dProbs,
+                        double scale);
+
 /// Identity affine map of `rank` dims, and the map dropping dimension `dim`.
 AffineMap identityMap(MLIRContext *ctx, unsigned rank);
 AffineMap dropDimMap(MLIRContext *ctx, unsigned rank, unsigned dim);

@@ -1,8 +1,8 @@
 //===- Contraction.cpp - Lower txl products to linalg matmuls ----*- C++ -*-===//
 //
-// txl.linear, txl.attn_score and txl.attn_apply become linalg.matmul /
-// linalg.batch_matmul on contiguous operands (transposing heads to the front
-// where needed), so that --txl-linalg-to-blas can hand them to cblas_sgemm.
+// txl.linear, txl.attn_score and txl.attn_apply, and the backward ops of the
+// two attention products, become linalg.matmul / linalg.batch_matmul on
+// contiguous operands (transposing heads to the front where needed), so that --txl-linalg-to-blas can hand them to cblas_sgemm.
 //
 //===----------------------------------------------------------------------===//
 
@@ -143,10 +143,86 @@ struct AttnApplyLowering : public OpRewritePattern<AttnApplyOp> {
   }
 };
 
+/// dS [i, j, b, n] -> [b·n, i, j], the layout of headsFirst's products.
+static Value scoresHeadsFirst(OpBuilder &b, Location loc, Value scores) {
+  return createCollapse(b, loc, createTranspose(b, loc, scores, {2, 3, 0, 1}),
+                        {{0, 1}, {2}, {3}});
+}
+
+// txl.attn_score_grad(dS, q, k[j,b,n,d]) => per (b, n): dq = dS k,
+// dk = dSᵀ q. With a positional key r[j,n,d], per head over the (b, i)
+// rows: dq = dS r, dr = dSᵀ q (the batch summed by the product).
+struct AttnScoreGradLowering : public OpRewritePattern<AttnScoreGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AttnScoreGradOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value q = op.getQuery(), key = op.getKey(), dS = op.getDResult();
+    SmallVector<OpFoldResult> qs = getSizes(rewriter, loc, q);
+    Value dQ, dKey;
+    if (cast<RankedTensorType>(key.getType()).getRank() == 4) {
+      Value dS3 = scoresHeadsFirst(rewriter, loc, dS);
+      Value dQ3 = createBatchMatmul(rewriter, loc, dS3,
+                                    headsFirst(rewriter, loc, key),
+                                    /*transposeRhs=*/false);
+      Value dK3 = createMatmulTransposedLhs(rewriter, loc, dS3,
+                                            headsFirst(rewriter, loc, q));
+      dQ = rowsFirst(rewriter, loc, dQ3, qs[1], qs[2]);
+      dKey = rowsFirst(rewriter, loc, dK3, qs[1], qs[2]);
+    } else {
+      // [n, b·i, j] and [n, b·i, d]: one product per head.
+      Value dS3 = createCollapse(
+          rewriter, loc, createTranspose(rewriter, loc, dS, {3, 2, 0, 1}),
+          {{0}, {1, 2}, {3}});
+      Value q3 = createCollapse(rewriter, loc,
+                                createTranspose(rewriter, loc, q, {2, 1, 0, 3}),
+                                {{0}, {1, 2}, {3}});
+      Value r3 = createTranspose(rewriter, loc, key, {1, 0, 2});
+      Value dQ3 =
+          createBatchMatmul(rewriter, loc, dS3, r3, /*transposeRhs=*/false);
+      dQ = createExpand(rewriter, loc, dQ3, {{0}, {1, 2}, {3}},
+                        {qs[2], qs[1], qs[0], qs[3]});
+      dQ = createTranspose(rewriter, loc, dQ, {2, 1, 0, 3});
+      dKey = createTranspose(rewriter, loc,
+                             createMatmulTransposedLhs(rewriter, loc, dS3, q3),
+                             {1, 0, 2});
+    }
+    rewriter.replaceOp(op, {castTo(rewriter, loc, dQ, q.getType()),
+                            castTo(rewriter, loc, dKey, key.getType())});
+    return success();
+  }
+};
+
+// txl.attn_apply_grad(dO, p, v) => per (b, n): dp = dO vᵀ, dv = pᵀ dO
+struct AttnApplyGradLowering : public OpRewritePattern<AttnApplyGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AttnApplyGradOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value probs = op.getProbs(), v = op.getValue();
+    SmallVector<OpFoldResult> vs = getSizes(rewriter, loc, v);
+    SmallVector<OpFoldResult> ps = getSizes(rewriter, loc, probs);
+    Value dO3 = headsFirst(rewriter, loc, op.getDResult());
+    Value dP3 = createBatchMatmul(rewriter, loc, dO3,
+                                  headsFirst(rewriter, loc, v),
+                                  /*transposeRhs=*/true);
+    Value dP = createExpand(rewriter, loc, dP3, {{0, 1}, {2}, {3}},
+                            {vs[1], vs[2], ps[0], vs[0]});
+    dP = createTranspose(rewriter, loc, dP, {2, 3, 0, 1});
+    Value dV3 = createMatmulTransposedLhs(
+        rewriter, loc, scoresHeadsFirst(rewriter, loc, probs), dO3);
+    Value dV = rowsFirst(rewriter, loc, dV3, vs[1], vs[2]);
+    rewriter.replaceOp(op, {castTo(rewriter, loc, dP, probs.getType()),
+                            castTo(rewriter, loc, dV, v.getType())});
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::txl::populateTxlContractionToLinalgPatterns(
     RewritePatternSet &patterns) {
-  patterns.add<LinearLowering, AttnScoreLowering, AttnApplyLowering>(
+  patterns.add<LinearLowering, AttnScoreLowering, AttnApplyLowering,
+               AttnScoreGradLowering, AttnApplyGradLowering>(
       patterns.getContext());
 }

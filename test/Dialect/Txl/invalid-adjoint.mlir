@@ -257,3 +257,58 @@ func.func @adagrad_update_eps(%p: tensor<4xf32>, %lr: f64, %scale: f32) {
   return
 }
 
+// -----
+
+func.func @attn_score_grad_heads(%ds: tensor<?x?x?x2xf32>, %q: tensor<?x?x2x4xf32>, %k: tensor<?x?x3x4xf32>) {
+  // expected-error @+1 {{'txl.attn_score_grad' op query and key must agree on n_head and d_head}}
+  %dq, %dk = txl.attn_score_grad %ds, %q, %k : tensor<?x?x?x2xf32>, tensor<?x?x2x4xf32>, tensor<?x?x3x4xf32>
+  return
+}
+
+// -----
+
+func.func @attn_score_grad_batch(%ds: tensor<?x?x?x2xf32>, %q: tensor<?x5x2x4xf32>, %k: tensor<?x6x2x4xf32>) {
+  // expected-error @+1 {{'txl.attn_score_grad' op query and key must agree on the batch size}}
+  %dq, %dk = txl.attn_score_grad %ds, %q, %k : tensor<?x?x?x2xf32>, tensor<?x5x2x4xf32>, tensor<?x6x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @attn_score_grad_d_result(%ds: tensor<?x?x?x3xf32>, %q: tensor<?x?x2x4xf32>, %r: tensor<?x2x4xf32>) {
+  // expected-error @+1 {{'txl.attn_score_grad' op d_result must be [qlen, klen, batch, n_head]}}
+  %dq, %dr = txl.attn_score_grad %ds, %q, %r : tensor<?x?x?x3xf32>, tensor<?x?x2x4xf32>, tensor<?x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @attn_apply_grad_values(%do: tensor<?x?x2x4xf32>, %p: tensor<?x?x?x2xf32>, %v: tensor<?x?x3x4xf32>) {
+  // expected-error @+1 {{'txl.attn_apply_grad' op probabilities [qlen, klen, batch, n_head] and values [klen, batch, n_head, d_head] disagree}}
+  %dp, %dv = txl.attn_apply_grad %do, %p, %v : tensor<?x?x2x4xf32>, tensor<?x?x?x2xf32>, tensor<?x?x3x4xf32>
+  return
+}
+
+// -----
+
+func.func @attn_apply_grad_d_result(%do: tensor<?x?x2x8xf32>, %p: tensor<?x?x?x2xf32>, %v: tensor<?x?x2x4xf32>) {
+  // expected-error @+1 {{'txl.attn_apply_grad' op d_result must be [qlen, batch, n_head, d_head]}}
+  %dp, %dv = txl.attn_apply_grad %do, %p, %v : tensor<?x?x2x8xf32>, tensor<?x?x?x2xf32>, tensor<?x?x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_grad_types(%dp: tensor<?x?x?x2xf32>, %p: tensor<?x?x?x3xf32>) {
+  // expected-error @+1 {{'txl.softmax_grad' op failed to verify that all of {d_result, probs, d_scores} have same type}}
+  %ds = "txl.softmax_grad"(%dp, %p) {scale = 0.5 : f32} : (tensor<?x?x?x2xf32>, tensor<?x?x?x3xf32>) -> tensor<?x?x?x2xf32>
+  return
+}
+
+// -----
+
+func.func @rel_shift_grad_rank(%ds: tensor<?x?x2xf32>) {
+  // expected-error @+1 {{'txl.rel_shift_grad' op operand #0 must be 4D tensor}}
+  %d = txl.rel_shift_grad %ds : tensor<?x?x2xf32>
+  return
+}

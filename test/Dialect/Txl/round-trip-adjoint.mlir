@@ -58,6 +58,24 @@ func.func @attention_dropatt(%q: tensor<?x?x2x4xf32>, %r: tensor<?x2x4xf32>, %u:
   return %g#3 : tensor<?x2x4xf32>
 }
 
+// The backward ops of the decomposed (four-term) attention.
+// CHECK-LABEL: func.func @decomposed_attention
+func.func @decomposed_attention(%ds: tensor<?x?x?x2xf32>, %q: tensor<?x?x2x4xf32>, %k: tensor<?x?x2x4xf32>,
+                                %r: tensor<?x2x4xf32>, %do: tensor<?x?x2x4xf32>)
+    -> (tensor<?x?x2x4xf32>, tensor<?x2x4xf32>, tensor<?x?x?x2xf32>, tensor<?x?x2x4xf32>) {
+  // CHECK: %{{.+}}, %{{.+}} = txl.attn_score_grad %{{.+}}, %{{.+}}, %{{.+}} : tensor<?x?x?x2xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>
+  %dq, %dk = txl.attn_score_grad %ds, %q, %k : tensor<?x?x?x2xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>
+  // CHECK: %{{.+}}, %{{.+}} = txl.attn_score_grad %{{.+}}, %{{.+}}, %{{.+}} : tensor<?x?x?x2xf32>, tensor<?x?x2x4xf32>, tensor<?x2x4xf32>
+  %dq2, %dr = txl.attn_score_grad %ds, %q, %r : tensor<?x?x?x2xf32>, tensor<?x?x2x4xf32>, tensor<?x2x4xf32>
+  // CHECK: txl.rel_shift_grad %{{.+}} : tensor<?x?x?x2xf32>
+  %draw = txl.rel_shift_grad %ds : tensor<?x?x?x2xf32>
+  // CHECK: txl.softmax_grad %{{.+}}, %{{.+}} {scale = 5.000000e-01 : f32} : tensor<?x?x?x2xf32>
+  %dsm = txl.softmax_grad %draw, %ds {scale = 0.5 : f32} : tensor<?x?x?x2xf32>
+  // CHECK: %{{.+}}, %{{.+}} = txl.attn_apply_grad %{{.+}}, %{{.+}}, %{{.+}} : tensor<?x?x2x4xf32>, tensor<?x?x?x2xf32>, tensor<?x?x2x4xf32>
+  %dp, %dv = txl.attn_apply_grad %do, %dsm, %k : tensor<?x?x2x4xf32>, tensor<?x?x?x2xf32>, tensor<?x?x2x4xf32>
+  return %dq, %dr, %dp, %dv : tensor<?x?x2x4xf32>, tensor<?x2x4xf32>, tensor<?x?x?x2xf32>, tensor<?x?x2x4xf32>
+}
+
 // The optimizer updates take the learning rate as f64 and the step as i64.
 // CHECK-LABEL: func.func @optimizer
 func.func @optimizer(%p: tensor<4x2xf32>, %g: tensor<4x2xf32>, %m: tensor<4x2xf32>, %v: tensor<4x2xf32>,
