@@ -86,7 +86,8 @@ struct RelShiftLowering : public OpRewritePattern<RelShiftOp> {
   }
 };
 
-// rel_shift_grad(dy)[i, c, b, n] => c + i + 1 >= qlen ? dy[i, c + i + 1 - qlen, b, n] : 0
+// rel_shift_grad(dy)[i, c, b, n] =>
+//   c + i + 1 >= qlen ? dy[i, c + i + 1 - qlen, b, n] : 0
 // (the transpose of the gather above: each input column is read by at most
 // one shifted entry of its row)
 struct RelShiftGradLowering : public OpRewritePattern<RelShiftGradOp> {

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "txl/Conversion/IndexArithmetic.h"
 #include "txl/Conversion/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -35,19 +36,6 @@ static OpFoldResult matchType(OpBuilder &b, Location loc, OpFoldResult x,
   if (!dynamic)
     return b.getIndexAttr(staticValue);
   return getValueOrCreateConstantIndexOp(b, loc, x);
-}
-
-/// `x * y` on index values, folded when both are constants.
-static OpFoldResult mulFolded(OpBuilder &b, Location loc, OpFoldResult x,
-                              OpFoldResult y) {
-  std::optional<int64_t> cx = getConstantIntValue(x),
-                         cy = getConstantIntValue(y);
-  if (cx && cy)
-    return b.getIndexAttr(*cx * *cy);
-  return arith::MulIOp::create(b, loc,
-                               getValueOrCreateConstantIndexOp(b, loc, x),
-                               getValueOrCreateConstantIndexOp(b, loc, y))
-      .getResult();
 }
 
 // memref.expand_shape(strided src) => reinterpret_cast(base, src offset, sizes,

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Builders.h"
+#include "txl/Conversion/IndexArithmetic.h"
 #include "txl/Conversion/Passes.h"
 #include "txl/IR/TxlOps.h"
 
@@ -48,30 +49,6 @@ static Value broadcastPosKey(OpBuilder &b, Location loc, Value r,
   return createCollapse(b, loc, repeated, {{0, 1}, {2}, {3}});
 }
 
-/// `x * y` on index sizes, folded when both are constants.
-static OpFoldResult mulSizes(OpBuilder &b, Location loc, OpFoldResult x,
-                             OpFoldResult y) {
-  std::optional<int64_t> cx = getConstantIntValue(x),
-                         cy = getConstantIntValue(y);
-  if (cx && cy)
-    return b.getIndexAttr(*cx * *cy);
-  return arith::MulIOp::create(b, loc,
-                               getValueOrCreateConstantIndexOp(b, loc, x),
-                               getValueOrCreateConstantIndexOp(b, loc, y))
-      .getResult();
-}
-
-/// `x + c` on an index size, folded when `x` is a constant.
-static OpFoldResult addToSize(OpBuilder &b, Location loc, OpFoldResult x,
-                              int64_t c) {
-  if (std::optional<int64_t> cx = getConstantIntValue(x))
-    return b.getIndexAttr(*cx + c);
-  return arith::AddIOp::create(b, loc,
-                               getValueOrCreateConstantIndexOp(b, loc, x),
-                               arith::ConstantIndexOp::create(b, loc, c))
-      .getResult();
-}
-
 /// The shifted view of a padded positional-score buffer [b·n, qlen,
 /// klen + 1]: the [b·n, qlen, klen] tensor that starts `qlen` elements into
 /// each (batch, head) block with row stride klen, i.e. entry (i, j) is
@@ -86,7 +63,7 @@ static Value shiftedView(OpBuilder &b, Location loc, Value padded,
   OpFoldResult one = b.getIndexAttr(1);
   Value slice = tensor::ExtractSliceOp::create(
       b, loc, flat, {b.getIndexAttr(0), qlen},
-      {s[0], mulSizes(b, loc, qlen, klen)}, {one, one});
+      {s[0], mulFolded(b, loc, qlen, klen)}, {one, one});
   return createExpand(b, loc, slice, {{0}, {1, 2}}, {s[0], qlen, klen});
 }
 
@@ -146,7 +123,7 @@ static Value createRelAttentionScores(OpBuilder &b, Location loc, Value qu3,
   OpFoldResult klen = getSizes(b, loc, k3)[1];
   Type et = cast<RankedTensorType>(qu3.getType()).getElementType();
   Value padded =
-      createFilled(b, loc, {qs[0], qs[1], addToSize(b, loc, klen, 1)}, et, 0.0);
+      createFilled(b, loc, {qs[0], qs[1], addFolded(b, loc, klen, 1)}, et, 0.0);
   Value raw = createBatchMatmul(b, loc, qv3, r3, /*transposeRhs=*/true,
                                 unpaddedColumns(b, loc, padded, qs[1], klen));
   OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
