@@ -1,8 +1,8 @@
 //===- Attention.cpp - Lower positions and attention to linalg ---*- C++ -*-===//
 //
 // txl.pos_emb (sinusoids of distances klen-1 ... 0), txl.masked_softmax and
-// its backward, and the fused txl.rel_attention and its backward op. Every score product of
-// the fused lowering is a batched BLAS product: the unshifted positional
+// its backward, and the fused txl.rel_attention and its backward op. Every
+// score product of the fused lowering is a batched BLAS product: the unshifted positional
 // scores (q + v) rᵀ are written into a zero-padded buffer whose shifted view
 // is BD (the official _rel_shift without its copy) and AC = (q + u) kᵀ is
 // accumulated onto that view; the backward shifts dS back to the unshifted
@@ -257,17 +257,11 @@ struct SoftmaxGradLowering : public OpRewritePattern<SoftmaxGradOp> {
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     SmallVector<OpFoldResult> s = getSizes(rewriter, loc, op.getProbs());
-    auto scoresFirst = [&](Value x) {
-      return createCollapse(rewriter, loc,
-                            createTranspose(rewriter, loc, x, {2, 3, 0, 1}),
-                            {{0, 1}, {2}, {3}});
-    };
-    Value dS3 = createSoftmaxGrad(rewriter, loc, scoresFirst(op.getProbs()),
-                                  scoresFirst(op.getDResult()),
-                                  op.getScale().convertToDouble());
-    Value dS = createExpand(rewriter, loc, dS3, {{0, 1}, {2}, {3}},
-                            {s[2], s[3], s[0], s[1]});
-    dS = createTranspose(rewriter, loc, dS, {2, 3, 0, 1});
+    Value dS3 = createSoftmaxGrad(
+        rewriter, loc, scoresHeadsFirst(rewriter, loc, op.getProbs()),
+        scoresHeadsFirst(rewriter, loc, op.getDResult()),
+        op.getScale().convertToDouble());
+    Value dS = scoresRowsFirst(rewriter, loc, dS3, s[2], s[3], s[0], s[1]);
     rewriter.replaceOp(op, castTo(rewriter, loc, dS, op.getType()));
     return success();
   }

@@ -457,6 +457,19 @@ Value mlir::txl::rowsFirst(OpBuilder &b, Location loc, Value x3,
   return createTranspose(b, loc, x4, {2, 0, 1, 3});
 }
 
+Value mlir::txl::scoresHeadsFirst(OpBuilder &b, Location loc, Value scores) {
+  return createCollapse(b, loc, createTranspose(b, loc, scores, {2, 3, 0, 1}),
+                        {{0, 1}, {2}, {3}});
+}
+
+Value mlir::txl::scoresRowsFirst(OpBuilder &b, Location loc, Value s3,
+                                 OpFoldResult batch, OpFoldResult nHead,
+                                 OpFoldResult qlen, OpFoldResult klen) {
+  Value s4 = createExpand(b, loc, s3, {{0, 1}, {2}, {3}},
+                          {batch, nHead, qlen, klen});
+  return createTranspose(b, loc, s4, {2, 3, 0, 1});
+}
+
 Value mlir::txl::createSoftmaxGrad(OpBuilder &b, Location loc, Value probs,
                                    Value dProbs, double scale) {
   MLIRContext *ctx = b.getContext();

@@ -146,6 +146,16 @@ Value headsFirst(OpBuilder &b, Location loc, Value x, Value bias = {});
 Value rowsFirst(OpBuilder &b, Location loc, Value x3, OpFoldResult batch,
                 OpFoldResult nHead);
 
+/// Scores [qlen, klen, b, n] -> [b·n, qlen, klen], contiguous: the layout of
+/// the batched products over heads-first operands.
+Value scoresHeadsFirst(OpBuilder &b, Location loc, Value scores);
+
+/// The inverse of scoresHeadsFirst for the given sizes: [b·n, qlen, klen] ->
+/// [qlen, klen, b, n].
+Value scoresRowsFirst(OpBuilder &b, Location loc, Value s3, OpFoldResult batch,
+                      OpFoldResult nHead, OpFoldResult qlen,
+                      OpFoldResult klen);
+
 /// The softmax backward over the last dimension of `probs` (the forward
 /// result) and `dProbs`: `scale * probs ⊙ (dProbs - rowsum(probs ⊙
 /// dProbs))`. Masked entries (probability 0) get 0.

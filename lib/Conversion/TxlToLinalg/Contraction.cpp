@@ -2,7 +2,8 @@
 //
 // txl.linear, txl.attn_score and txl.attn_apply, and the backward ops of the
 // two attention products, become linalg.matmul / linalg.batch_matmul on
-// contiguous operands (transposing heads to the front where needed), so that --txl-linalg-to-blas can hand them to cblas_sgemm.
+// contiguous operands (transposing heads to the front where needed), so that
+// --txl-linalg-to-blas can hand them to cblas_sgemm.
 //
 //===----------------------------------------------------------------------===//
 
@@ -95,16 +96,10 @@ struct AttnScoreLowering : public OpRewritePattern<AttnScoreOp> {
     OpFoldResult klen = getSizes(rewriter, loc, key)[0];
     Value scores;
     if (cast<RankedTensorType>(key.getType()).getRank() == 4) {
-      Value qT = createCollapse(rewriter, loc,
-                                createTranspose(rewriter, loc, q, {1, 2, 0, 3}),
-                                {{0, 1}, {2}, {3}});
-      Value kT = createCollapse(rewriter, loc,
-                                createTranspose(rewriter, loc, key, {1, 2, 0, 3}),
-                                {{0, 1}, {2}, {3}});
-      Value s = createBatchMatmul(rewriter, loc, qT, kT, /*transposeRhs=*/true);
-      s = createExpand(rewriter, loc, s, {{0, 1}, {2}, {3}},
-                       {qs[1], qs[2], qs[0], klen});
-      scores = createTranspose(rewriter, loc, s, {2, 3, 0, 1});
+      Value s = createBatchMatmul(rewriter, loc, headsFirst(rewriter, loc, q),
+                                  headsFirst(rewriter, loc, key),
+                                  /*transposeRhs=*/true);
+      scores = scoresRowsFirst(rewriter, loc, s, qs[1], qs[2], qs[0], klen);
     } else {
       Value qT = createCollapse(rewriter, loc,
                                 createTranspose(rewriter, loc, q, {2, 1, 0, 3}),
@@ -128,13 +123,10 @@ struct AttnApplyLowering : public OpRewritePattern<AttnApplyOp> {
     Location loc = op.getLoc();
     SmallVector<OpFoldResult> ps = getSizes(rewriter, loc, op.getProbs());
     SmallVector<OpFoldResult> vs = getSizes(rewriter, loc, op.getValue());
-    Value pT = createCollapse(
-        rewriter, loc, createTranspose(rewriter, loc, op.getProbs(), {2, 3, 0, 1}),
-        {{0, 1}, {2}, {3}});
-    Value vT = createCollapse(
-        rewriter, loc, createTranspose(rewriter, loc, op.getValue(), {1, 2, 0, 3}),
-        {{0, 1}, {2}, {3}});
-    Value o = createBatchMatmul(rewriter, loc, pT, vT, /*transposeRhs=*/false);
+    Value o = createBatchMatmul(rewriter, loc,
+                                scoresHeadsFirst(rewriter, loc, op.getProbs()),
+                                headsFirst(rewriter, loc, op.getValue()),
+                                /*transposeRhs=*/false);
     o = createExpand(rewriter, loc, o, {{0, 1}, {2}, {3}},
                      {vs[1], vs[2], ps[0], vs[3]});
     o = createTranspose(rewriter, loc, o, {2, 0, 1, 3});
@@ -142,12 +134,6 @@ struct AttnApplyLowering : public OpRewritePattern<AttnApplyOp> {
     return success();
   }
 };
-
-/// dS [i, j, b, n] -> [b·n, i, j], the layout of headsFirst's products.
-static Value scoresHeadsFirst(OpBuilder &b, Location loc, Value scores) {
-  return createCollapse(b, loc, createTranspose(b, loc, scores, {2, 3, 0, 1}),
-                        {{0, 1}, {2}, {3}});
-}
 
 // txl.attn_score_grad(dS, q, k[j,b,n,d]) => per (b, n): dq = dS k,
 // dk = dSᵀ q. With a positional key r[j,n,d], per head over the (b, i)
@@ -206,9 +192,8 @@ struct AttnApplyGradLowering : public OpRewritePattern<AttnApplyGradOp> {
     Value dP3 = createBatchMatmul(rewriter, loc, dO3,
                                   headsFirst(rewriter, loc, v),
                                   /*transposeRhs=*/true);
-    Value dP = createExpand(rewriter, loc, dP3, {{0, 1}, {2}, {3}},
-                            {vs[1], vs[2], ps[0], vs[0]});
-    dP = createTranspose(rewriter, loc, dP, {2, 3, 0, 1});
+    Value dP =
+        scoresRowsFirst(rewriter, loc, dP3, vs[1], vs[2], ps[0], vs[0]);
     Value dV3 = createMatmulTransposedLhs(
         rewriter, loc, scoresHeadsFirst(rewriter, loc, probs), dO3);
     Value dV = rowsFirst(rewriter, loc, dV3, vs[1], vs[2]);
