@@ -136,7 +136,7 @@ typedef void (*txl_segment_fn)(void **args);
 
 /* Symbols a txlc-generated object defines: all four by default;
    txl_segment_grad is absent when the model was compiled with
-   --backward=false (or --fuse-attention=false), and the runtime then refuses
+   --backward=false, and the runtime then refuses
    `train` and --grad-segment. */
 extern const txl_model_info_t txl_model_info;
 void txl_segment_forward(void **args);

@@ -59,7 +59,7 @@ void addDataOptions(CLI::App *command, std::string &dataDir,
                : " (default: " + defaultPath + ")"));
   command->add_option(
       "--dataset", dataset,
-      "Dataset semantics: ptb, wt2, wt103, enwik8, text8" +
+      "Dataset semantics: ptb, wt2, wt103, lm1b, enwik8, text8, ptb-char" +
           (defaultDataset.empty()
                ? std::string(" (no default: the model sets no dataset)")
                : " (default: " + defaultDataset + ")"));
