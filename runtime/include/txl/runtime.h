@@ -188,6 +188,21 @@ txl_status_t txl_session_create(const txl_model_info_t *info,
                                 txl_session_t **out_session);
 void txl_session_release(txl_session_t *session);
 
+/// Threads of a segment call (default: OpenBLAS's default, all cores;
+/// 0 restores it). The batch columns are independent streams, so a call of
+/// `batch` columns runs as min(threads, batch) column slices in parallel,
+/// each on its own thread with single-threaded BLAS; with one slice (batch 1
+/// or threads 1) BLAS gets all the threads. Slices split the columns evenly
+/// in order; the backward's gradient is the token-weighted sum of the
+/// slices' mean-NLL gradients, summed in slice order, and slice s of S draws
+/// its dropout masks with counter part dropout_offset · S + s. Results are
+/// therefore reproducible for a given thread count, and equal to the
+/// one-slice run up to float rounding (and, in train mode, the dropout
+/// draws). Errors: negative threads.
+txl_status_t txl_session_set_threads(txl_session_t *session, int32_t threads);
+/// The thread count in effect (txl_session_set_threads, resolved).
+int32_t txl_session_threads(txl_session_t *session);
+
 /// Loads every parameter from a safetensors checkpoint (official names, or the
 /// tied alias). Errors name the file and the tensor: missing, wrong dtype,
 /// wrong shape, truncated data.

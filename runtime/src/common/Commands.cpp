@@ -19,10 +19,6 @@
 #include <optional>
 #include <vector>
 
-// OpenBLAS's thread control (cblas.h declares it too, but pulling in a CBLAS
-// header here would tie the runtime to one BLAS's header layout).
-extern "C" void openblas_set_num_threads(int numThreads);
-
 namespace txl::rt {
 
 namespace {
@@ -35,19 +31,16 @@ struct SessionDeleter {
 };
 using SessionPtr = std::unique_ptr<txl_session_t, SessionDeleter>;
 
-/// Creates a session over `info` and loads `checkpoint` into it.
+/// Creates a session over `info` with `threads` (0 = the default) and loads
+/// `checkpoint` into it.
 SessionPtr openSession(const txl_model_info_t &info, txl_segment_fn segmentFn,
-                       const std::string &checkpoint) {
+                       const std::string &checkpoint, int threads) {
   txl_session_t *raw = nullptr;
   checkStatus(txl_session_create(&info, segmentFn, &raw));
   SessionPtr session(raw);
+  checkStatus(txl_session_set_threads(session.get(), threads));
   checkStatus(txl_session_load_checkpoint(session.get(), checkpoint.c_str()));
   return session;
-}
-
-void setThreads(int threads) {
-  if (threads > 0)
-    openblas_set_num_threads(threads);
 }
 
 /// Reads an int64 [S, tgt_len, batch] token file with ids in [0, nToken).
@@ -84,9 +77,9 @@ double secondsSince(std::chrono::steady_clock::time_point start) {
 
 EvalResult runEval(const txl_model_info_t &info, const EvalSettings &settings,
                    txl_segment_fn segmentFn, bool progress) {
-  setThreads(settings.threads);
   // The checkpoint first: it is cheap to check and the likelier mistake.
-  SessionPtr session = openSession(info, segmentFn, settings.checkpoint);
+  SessionPtr session =
+      openSession(info, segmentFn, settings.checkpoint, settings.threads);
 
   Corpus corpus =
       loadCorpus(settings.dataset, settings.dataDir, {settings.split});
@@ -174,7 +167,6 @@ void runSegmentsCommand(const txl_model_info_t &info,
   int64_t clampLen = options.clampLen.value_or(info.clamp_len);
   bool sameLength = options.sameLength.value_or(info.same_length != 0);
   checkRunSettings(memLen, sameLength, options.threads);
-  setThreads(options.threads);
 
   NpyArray inputs = readTokenFile(options.inputs, info.n_token);
   NpyArray targets = readTokenFile(options.targets, info.n_token);
@@ -187,7 +179,8 @@ void runSegmentsCommand(const txl_model_info_t &info,
     fail(TXL_DATA_ERROR, "{}: tgt_len and batch must be positive, got {}",
          options.inputs, formatShape(inputs.shape));
 
-  SessionPtr session = openSession(info, segmentFn, options.checkpoint);
+  SessionPtr session =
+      openSession(info, segmentFn, options.checkpoint, options.threads);
   checkStatus(txl_session_reset_memory(session.get(), batch));
   txl_run_options_t runOptions{}; // eval mode: no dropout
   runOptions.mem_len = memLen;

@@ -33,9 +33,6 @@
 #include <memory>
 #include <vector>
 
-extern "C" void openblas_set_num_threads(int numThreads);
-extern "C" int openblas_get_num_threads(void);
-
 namespace txl::rt {
 
 namespace {
@@ -715,9 +712,8 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
     state.lr = scheduledLr(0, info.lr);
     std::remove(paths.metrics.c_str());
   }
-  if (settings.threads > 0)
-    openblas_set_num_threads(settings.threads);
-  settings.threads = openblas_get_num_threads();
+  checkStatus(txl_session_set_threads(session.get(), settings.threads));
+  settings.threads = txl_session_threads(session.get());
 
   std::ofstream logFile(paths.log, std::ios::app);
   std::ofstream metrics(paths.metrics, std::ios::app);

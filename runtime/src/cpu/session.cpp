@@ -14,6 +14,7 @@
 #include "txl/rt/ParamInit.h"
 #include "txl/rt/SafeTensors.h"
 #include "txl/rt/Status.h"
+#include "txl/rt/WorkerPool.h"
 
 #include <algorithm>
 #include <cstring>
@@ -23,6 +24,9 @@
 
 using namespace txl::rt;
 
+// OpenBLAS's thread control (see Commands.cpp for why not cblas.h).
+extern "C" void openblas_set_num_threads(int numThreads);
+extern "C" int openblas_get_num_threads(void);
 
 struct txl_session {
   const txl_model_info_t *info = nullptr;
@@ -33,6 +37,14 @@ struct txl_session {
   /// mems[l]: [mlen, batch, d_model] row-major, l = 0..n_layer.
   std::vector<std::vector<float>> mems;
   int64_t mlen = 0, batch = 0;
+  /// txl_session_set_threads: slices run in parallel (and BLAS threads when
+  /// the batch runs as one slice); 0 until set = the OpenBLAS default.
+  int threads = 0;
+  int blasThreads = 0; ///< the last openblas_set_num_threads value
+  WorkerPool pool;
+  /// sliceGrads[s][i]: slice s's gradient of parameter i (batch-parallel
+  /// backward only).
+  std::vector<std::vector<std::vector<float>>> sliceGrads;
 };
 
 static void requireSession(txl_session_t *session) {
@@ -57,11 +69,27 @@ extern "C" txl_status_t txl_session_create(const txl_model_info_t *info,
     // unused when the caller brings its own forward function.
     session->segmentGrad = segment_fn ? nullptr : &txl_segment_grad;
     session->mems.resize(info->n_layer + 1);
+    session->threads = openblas_get_num_threads();
     *out_session = session.release();
   });
 }
 
 extern "C" void txl_session_release(txl_session_t *session) { delete session; }
+
+extern "C" txl_status_t txl_session_set_threads(txl_session_t *session,
+                                                int32_t threads) {
+  return guardStatus([&] {
+    requireSession(session);
+    if (threads < 0)
+      fail(TXL_INVALID_ARGUMENT, "threads must not be negative, got {}",
+           threads);
+    session->threads = threads > 0 ? threads : openblas_get_num_threads();
+  });
+}
+
+extern "C" int32_t txl_session_threads(txl_session_t *session) {
+  return session ? session->threads : 0;
+}
 
 extern "C" txl_status_t txl_session_load_checkpoint(txl_session_t *session,
                                                     const char *path) {
@@ -162,6 +190,78 @@ extern "C" txl_status_t txl_session_reset_memory(txl_session_t *session,
   });
 }
 
+/// Columns [first, first + count) of a row-major [rows, batch, inner] array,
+/// into a contiguous [rows, count, inner] one.
+static void gatherColumns(const float *src, int64_t rows, int64_t batch,
+                          int64_t inner, int64_t first, int64_t count,
+                          float *dst) {
+  for (int64_t r = 0; r < rows; ++r)
+    std::copy_n(src + (r * batch + first) * inner, count * inner,
+                dst + r * count * inner);
+}
+
+/// The inverse of gatherColumns: a [rows, count, inner] slice back into
+/// columns [first, first + count) of [rows, batch, inner].
+static void scatterColumns(const float *src, int64_t rows, int64_t batch,
+                           int64_t inner, int64_t first, int64_t count,
+                           float *dst) {
+  for (int64_t r = 0; r < rows; ++r)
+    std::copy_n(src + r * count * inner, count * inner,
+                dst + (r * batch + first) * inner);
+}
+
+/// One call of a generated entry on `batch` columns, every array contiguous.
+struct SliceCall {
+  const int64_t *data, *target;
+  int64_t batch;
+  std::vector<const float *> mems;     ///< [mlen, batch, d_model] per layer
+  int64_t dropoutOffset;
+  float *nll;                          ///< [qlen, batch]
+  std::vector<float *> newMems;        ///< [newMlen, batch, d_model]
+  std::vector<float *> grads;          ///< per parameter; empty: forward
+};
+
+static void callEntry(const txl_session &session, txl_segment_fn entry,
+                      const txl_run_options_t &options, int64_t qlen,
+                      int64_t newMlen, const SliceCall &call) {
+  const txl_model_info_t &info = *session.info;
+  const int64_t dModel = info.d_model;
+  PackedArgs args;
+  for (int32_t i = 0; i < info.n_params; ++i) {
+    const txl_param_info_t &p = info.params[i];
+    args.memref(session.params[i].data(),
+                std::vector<int64_t>(p.shape, p.shape + p.rank));
+  }
+  args.memref(call.data, {qlen, call.batch});
+  args.memref(call.target, {qlen, call.batch});
+  for (const float *m : call.mems)
+    args.memref(m, {session.mlen, call.batch, dModel});
+  for (int64_t scalar :
+       {options.mem_len, options.clamp_len,
+        int64_t(options.same_length ? 1 : 0), options.dropout_seed,
+        call.dropoutOffset, int64_t(options.training ? 1 : 0)})
+    args.i64(scalar);
+  args.memref(call.nll, {qlen, call.batch});
+  for (float *m : call.newMems)
+    args.memref(m, {newMlen, call.batch, dModel});
+  for (int32_t i = 0; i < static_cast<int32_t>(call.grads.size()); ++i) {
+    const txl_param_info_t &p = info.params[i];
+    if (p.trainable)
+      args.memref(call.grads[i],
+                  std::vector<int64_t>(p.shape, p.shape + p.rank));
+  }
+  entry(args.data());
+}
+
+/// The OpenBLAS thread count of a call: the session's threads when the batch
+/// runs as one slice, 1 when slices run in parallel.
+static void setBlasThreads(txl_session &session, int threads) {
+  if (threads > 0 && threads != session.blasThreads) {
+    openblas_set_num_threads(threads);
+    session.blasThreads = threads;
+  }
+}
+
 /// One segment through the forward entry, or through the backward entry
 /// when `outGrads` is not null (one float32 buffer per trainable parameter,
 /// in parameter order; entries for buffers are ignored).
@@ -200,58 +300,110 @@ static void runSegment(txl_session_t *session, const int64_t *data,
     if (!entry)
       fail(TXL_INVALID_ARGUMENT,
            "this executable has no backward segment (txl_segment_grad); "
-           "compile the model with the fused attention (the default)");
+           "compile the model with --backward (the default)");
+    for (int32_t i = 0; i < info.n_params; ++i)
+      if (info.params[i].trainable && !outGrads[i])
+        fail(TXL_INVALID_ARGUMENT, "no gradient buffer for parameter '{}'",
+             info.params[i].name);
   }
 
   const int64_t dModel = info.d_model;
-  const int64_t klen = session->mlen + qlen;
-  const int64_t newMlen = std::min(options->mem_len, klen);
-  std::vector<MemRefDescriptor> descriptors;
-  descriptors.reserve(2 * info.n_params + 2 * (info.n_layer + 1) + 3);
-  std::vector<void *> args;
-  auto pushMemRef = [&](const void *ptr, std::vector<int64_t> sizes) {
-    descriptors.emplace_back(const_cast<void *>(ptr), sizes);
-    args.push_back(descriptors.back().get());
-  };
-  auto shapeOf = [&](int32_t i) {
-    const txl_param_info_t &p = info.params[i];
-    return std::vector<int64_t>(p.shape, p.shape + p.rank);
-  };
-  for (int32_t i = 0; i < info.n_params; ++i)
-    pushMemRef(session->params[i].data(), shapeOf(i));
-  pushMemRef(data, {qlen, batch});
-  pushMemRef(target, {qlen, batch});
-  // An empty memory still needs a valid (non-null) pointer.
+  const int64_t mlen = session->mlen;
+  const int64_t newMlen = std::min(options->mem_len, mlen + qlen);
+  const int64_t layers = info.n_layer + 1;
+  // An empty memory or output still needs a valid (non-null) pointer.
   static float emptyMemory = 0.0f;
-  for (auto &m : session->mems)
-    pushMemRef(m.empty() ? &emptyMemory : m.data(),
-               {session->mlen, batch, dModel});
-  int64_t scalars[6] = {options->mem_len,
-                        options->clamp_len,
-                        options->same_length ? 1 : 0,
-                        options->dropout_seed,
-                        options->dropout_offset,
-                        options->training ? 1 : 0};
-  for (int64_t &s : scalars)
-    args.push_back(&s);
-  pushMemRef(out_nll, {qlen, batch});
-  std::vector<std::vector<float>> newMems(info.n_layer + 1);
-  for (auto &m : newMems) {
+  std::vector<std::vector<float>> newMems(layers);
+  for (auto &m : newMems)
     m.resize(std::max<int64_t>(newMlen * batch * dModel, 1));
-    pushMemRef(m.data(), {newMlen, batch, dModel});
-  }
-  if (outGrads) {
-    for (int32_t i = 0; i < info.n_params; ++i) {
-      if (!info.params[i].trainable)
-        continue;
-      if (!outGrads[i])
-        fail(TXL_INVALID_ARGUMENT, "no gradient buffer for parameter '{}'",
-             info.params[i].name);
-      pushMemRef(outGrads[i], shapeOf(i));
+
+  const int slices = static_cast<int>(
+      std::min<int64_t>(std::max(session->threads, 1), batch));
+  if (slices == 1) {
+    setBlasThreads(*session, session->threads);
+    SliceCall call{data, target, batch, {}, options->dropout_offset,
+                   out_nll, {}, {}};
+    for (auto &m : session->mems)
+      call.mems.push_back(m.empty() ? &emptyMemory : m.data());
+    for (auto &m : newMems)
+      call.newMems.push_back(m.data());
+    if (outGrads)
+      call.grads.assign(outGrads, outGrads + info.n_params);
+    callEntry(*session, entry, *options, qlen, newMlen, call);
+  } else {
+    // Batch-parallel: the columns are independent streams (each has its own
+    // memory), so slice s runs columns [first_s, first_s + count_s) on its
+    // own thread with single-threaded BLAS. The backward returns each
+    // slice's mean-NLL gradient; the batch's is their token-weighted sum.
+    setBlasThreads(*session, 1);
+    std::vector<int64_t> first(slices + 1);
+    for (int s = 0; s <= slices; ++s)
+      first[s] = batch * s / slices;
+    if (outGrads && session->sliceGrads.size() < size_t(slices)) {
+      session->sliceGrads.resize(slices);
+      for (auto &perParam : session->sliceGrads) {
+        perParam.resize(info.n_params);
+        for (int32_t i = 0; i < info.n_params; ++i)
+          if (info.params[i].trainable)
+            perParam[i].resize(session->params[i].size());
+      }
+    }
+    session->pool.run(slices, [&](int s) {
+      const int64_t b0 = first[s], nb = first[s + 1] - first[s];
+      std::vector<int64_t> sliceData(qlen * nb), sliceTarget(qlen * nb);
+      for (int64_t r = 0; r < qlen; ++r) {
+        std::copy_n(data + r * batch + b0, nb, sliceData.data() + r * nb);
+        std::copy_n(target + r * batch + b0, nb, sliceTarget.data() + r * nb);
+      }
+      std::vector<std::vector<float>> mems(layers), outMems(layers);
+      std::vector<float> nll(qlen * nb);
+      // The counter part of the dropout key is unique per (call, slice);
+      // one slice keeps the caller's offset.
+      SliceCall call{sliceData.data(), sliceTarget.data(), nb, {},
+                     options->dropout_offset * slices + s, nll.data(), {}, {}};
+      for (int64_t l = 0; l < layers; ++l) {
+        mems[l].resize(std::max<int64_t>(mlen * nb * dModel, 1));
+        if (mlen)
+          gatherColumns(session->mems[l].data(), mlen, batch, dModel, b0, nb,
+                        mems[l].data());
+        call.mems.push_back(mems[l].data());
+        outMems[l].resize(std::max<int64_t>(newMlen * nb * dModel, 1));
+        call.newMems.push_back(outMems[l].data());
+      }
+      if (outGrads)
+        for (auto &g : session->sliceGrads[s])
+          call.grads.push_back(g.data());
+      callEntry(*session, entry, *options, qlen, newMlen, call);
+      for (int64_t r = 0; r < qlen; ++r)
+        std::copy_n(nll.data() + r * nb, nb, out_nll + r * batch + b0);
+      for (int64_t l = 0; l < layers; ++l)
+        if (newMlen)
+          scatterColumns(outMems[l].data(), newMlen, batch, dModel, b0, nb,
+                         newMems[l].data());
+    });
+    if (outGrads) {
+      // Sum the slices' gradients in slice order (deterministic), each
+      // element range on its own thread.
+      std::vector<float> weight(slices);
+      for (int s = 0; s < slices; ++s)
+        weight[s] = float(first[s + 1] - first[s]) / float(batch);
+      session->pool.run(slices, [&](int t) {
+        for (int32_t i = 0; i < info.n_params; ++i) {
+          if (!info.params[i].trainable)
+            continue;
+          const size_t n = session->params[i].size();
+          const size_t lo = n * t / slices, hi = n * (t + 1) / slices;
+          float *out = outGrads[i];
+          for (size_t k = lo; k < hi; ++k) {
+            float sum = weight[0] * session->sliceGrads[0][i][k];
+            for (int s = 1; s < slices; ++s)
+              sum += weight[s] * session->sliceGrads[s][i][k];
+            out[k] = sum;
+          }
+        }
+      });
     }
   }
-
-  entry(args.data());
 
   for (auto &m : newMems)
     m.resize(newMlen * batch * dModel);

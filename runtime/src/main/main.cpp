@@ -29,6 +29,11 @@ using txl::rt::EvalOptions;
 using txl::rt::RunSegmentsOptions;
 using txl::rt::TrainOptions;
 
+constexpr const char *kThreadsHelp =
+    "Threads, 0 = all cores: the batch columns run as min(threads, batch) "
+    "parallel slices with single-threaded BLAS, or batch 1 as one call with "
+    "multi-threaded BLAS";
+
 /// argv[0] without its directories.
 std::string programName(const char *argv0) {
   std::string name = argv0 && *argv0 ? argv0 : "txl-model";
@@ -139,8 +144,7 @@ int main(int argc, char **argv) {
       "--batch-size", evalBatch,
       fmt::format("Columns of the ordered iterator (default: {})",
                   info.eval_batch_size));
-  eval->add_option("--threads", evalOptions.threads,
-                   "OpenBLAS threads, 0 = OpenBLAS default")
+  eval->add_option("--threads", evalOptions.threads, kThreadsHelp)
       ->default_str("0");
   eval->add_flag("--json", evalOptions.json,
                  "Also print the result as one line of JSON");
@@ -194,8 +198,7 @@ int main(int argc, char **argv) {
                   "mem-len > 0 (default: {})",
                   boolText(info.same_length)));
   runSegments
-      ->add_option("--threads", segOptions.threads,
-                   "OpenBLAS threads, 0 = OpenBLAS default")
+      ->add_option("--threads", segOptions.threads, kThreadsHelp)
       ->default_str("0");
 
   // train
@@ -245,9 +248,9 @@ int main(int argc, char **argv) {
                   info.seed));
   CLI::Option *trainThreadsOpt = train->add_option(
       "--threads", trainThreads,
-      "OpenBLAS threads, recorded in the checkpoint; equal threads give "
-      "bit-equal runs (default: the checkpoint's on --resume, else "
-      "OpenBLAS's default)");
+      std::string(kThreadsHelp) +
+          "; recorded in the checkpoint, equal threads give bit-equal runs "
+          "(default: the checkpoint's on --resume, else all cores)");
   train->add_flag("--no-plot", noPlot, "Do not draw curves.png");
   train->add_flag("--no-progress", noProgress,
                   "Do not draw the progress bar on a terminal");
