@@ -186,6 +186,85 @@ func.func @nll(%logits: tensor<?x?x50xf32>, %target: tensor<?x?xi64>) -> tensor<
 
 // -----
 
+// txl.nll of a txl.linear used by nothing else: one loop over blocks of 512
+// of the 1000 output columns; each block's logits are a matmul of the rows
+// with a slice of w onto the broadcast bias slice, then an online
+// log-sum-exp update of the running max and sum, both carried in place. The
+// target's logit is a gathered dot product plus bias[t]; no [rows, 1000]
+// tensor exists.
+// CHECK-LABEL: func.func @linear_nll
+// CHECK-SAME: (%[[H:[^:]+]]: tensor<?x?x32xf32>, %[[W:[^:]+]]: tensor<1000x32xf32>, %[[B:[^:]+]]: tensor<1000xf32>, %[[T:[^:]+]]: tensor<?x?xi64>)
+// CHECK: %[[H2:.+]] = tensor.collapse_shape %[[H]] {{\[}}[0, 1], [2]]
+// CHECK: %[[T1:.+]] = tensor.collapse_shape %[[T]] {{\[}}[0, 1]]
+// CHECK: %[[BLOCK:.+]] = arith.constant 512 : index
+// CHECK: %[[M0:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%{{.+}} : tensor<?xf32>)
+// CHECK: %[[S0:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%{{.+}} : tensor<?xf32>)
+// CHECK: %[[LOOP:.+]]:2 = scf.for %[[J:.+]] = %{{.+}} to %{{.+}} step %[[BLOCK]] iter_args(%[[M:.+]] = %[[M0]], %[[S:.+]] = %[[S0]])
+// CHECK: %[[COLS:.+]] = arith.minsi %[[BLOCK]], %{{.+}} : index
+// CHECK: %[[WB:.+]] = tensor.extract_slice %[[W]][%[[J]], %{{.+}}] [%[[COLS]], %{{.+}}]
+// CHECK: %[[BB:.+]] = tensor.extract_slice %[[B]][%[[J]]] [%[[COLS]]]
+// CHECK: %[[INIT:.+]] = linalg.generic {{.+}} ins(%[[BB]] : tensor<?xf32>)
+// CHECK: %[[LOGITS:.+]] = linalg.matmul {{.+}} ins(%[[H2]], %[[WB]] : tensor<?x32xf32>, tensor<?x?xf32>) outs(%[[INIT]] : tensor<?x?xf32>)
+// CHECK: %[[BMAX:.+]] = linalg.generic {{.+}} iterator_types = ["parallel", "reduction"]} ins(%[[LOGITS]] : tensor<?x?xf32>)
+// CHECK: arith.maximumf
+// CHECK: %[[RESCALED:.+]] = linalg.generic {{.+}} ins(%[[M]], %[[BMAX]] : tensor<?xf32>, tensor<?xf32>) outs(%[[S]] : tensor<?xf32>)
+// CHECK: math.exp
+// CHECK: %[[NEWMAX:.+]] = linalg.generic {{.+}} ins(%[[BMAX]] : tensor<?xf32>) outs(%[[M]] : tensor<?xf32>)
+// CHECK: %[[NEWSUM:.+]] = linalg.generic {{.+}} iterator_types = ["parallel", "reduction"]} ins(%[[LOGITS]], %[[NEWMAX]] : tensor<?x?xf32>, tensor<?xf32>) outs(%[[RESCALED]] : tensor<?xf32>)
+// CHECK: math.exp
+// CHECK: arith.addf %{{.+}}, %{{.+}} fastmath<reassoc> : f32
+// CHECK: scf.yield %[[NEWMAX]], %[[NEWSUM]]
+// CHECK: %[[DOT:.+]] = linalg.generic {{.+}} ins(%[[H2]], %[[T1]] : tensor<?x32xf32>, tensor<?xi64>)
+// CHECK: tensor.extract %[[W]]
+// CHECK: %[[NLL:.+]] = linalg.generic {{.+}} ins(%[[LOOP]]#1, %[[LOOP]]#0, %[[DOT]], %[[T1]] : tensor<?xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xi64>)
+// CHECK: math.log
+// CHECK: tensor.extract %[[B]]
+// CHECK: %[[OUT:.+]] = tensor.expand_shape %[[NLL]] {{\[}}[0, 1]]
+// CHECK: return %[[OUT]] : tensor<?x?xf32>
+func.func @linear_nll(%h: tensor<?x?x32xf32>, %w: tensor<1000x32xf32>, %b: tensor<1000xf32>, %t: tensor<?x?xi64>) -> tensor<?x?xf32> {
+  %l = txl.linear %h, %w, %b : tensor<?x?x32xf32>, tensor<1000x32xf32>, tensor<1000xf32> -> tensor<?x?x1000xf32>
+  %n = txl.nll %l, %t : tensor<?x?x1000xf32>, tensor<?x?xi64> -> tensor<?x?xf32>
+  return %n : tensor<?x?xf32>
+}
+
+// -----
+
+// Without a bias the blocks' products start from zeros and the target's
+// logit is the dot product alone.
+// CHECK-LABEL: func.func @linear_nll_no_bias
+// CHECK: scf.for
+// CHECK: %[[Z:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%{{.+}} : tensor<?x?xf32>)
+// CHECK: linalg.matmul {{.+}} outs(%[[Z]] : tensor<?x?xf32>)
+// CHECK: scf.yield
+// CHECK: math.log
+// CHECK-NOT: tensor.extract
+// CHECK: return
+func.func @linear_nll_no_bias(%h: tensor<?x?x32xf32>, %w: tensor<1000x32xf32>, %t: tensor<?x?xi64>) -> tensor<?x?xf32> {
+  %l = txl.linear %h, %w : tensor<?x?x32xf32>, tensor<1000x32xf32> -> tensor<?x?x1000xf32>
+  %n = txl.nll %l, %t : tensor<?x?x1000xf32>, tensor<?x?xi64> -> tensor<?x?xf32>
+  return %n : tensor<?x?xf32>
+}
+
+// -----
+
+// Logits used elsewhere too (here returned; in a backward segment by
+// txl.nll_grad) are materialized: one matmul over all 1000 columns, then
+// the separate nll lowering, and no loop over column blocks.
+// CHECK-LABEL: func.func @linear_nll_logits_kept
+// CHECK-NOT: scf.for
+// CHECK: %[[LOGITS:.+]] = linalg.matmul {{.+}} -> tensor<?x1000xf32>
+// CHECK-NOT: scf.for
+// CHECK: linalg.generic {{.+}} ins(%{{.+}} : tensor<?x?x1000xf32>)
+// CHECK-NOT: scf.for
+// CHECK: return
+func.func @linear_nll_logits_kept(%h: tensor<?x?x32xf32>, %w: tensor<1000x32xf32>, %t: tensor<?x?xi64>) -> (tensor<?x?xf32>, tensor<?x?x1000xf32>) {
+  %l = txl.linear %h, %w : tensor<?x?x32xf32>, tensor<1000x32xf32> -> tensor<?x?x1000xf32>
+  %n = txl.nll %l, %t : tensor<?x?x1000xf32>, tensor<?x?xi64> -> tensor<?x?xf32>
+  return %n, %l : tensor<?x?xf32>, tensor<?x?x1000xf32>
+}
+
+// -----
+
 // pos_emb: a tensor.generate over [klen, d_model]; row k holds distance
 // klen - 1 - k (clamped when clamp_len > 0), column c < 16 is
 // sin(p * inv_freq[c]) and column c >= 16 is cos(p * inv_freq[c - 16]).

@@ -337,6 +337,37 @@ def main():
             f"{TI((None, None))} -> {T((None, None))}"),
             [("", [logits, tokens], [nll(logits, tokens)])])
 
+        # txl.nll of a txl.linear with no other use: lowered block by block
+        # (512 columns) with an online log-sum-exp. 1100 words = 3 blocks;
+        # the bias ramp makes later blocks raise the running max, so the
+        # rescaling of the running sum is exercised.
+        vocab = 1100
+        hidden = normal(QLEN, BSZ, D_MODEL)
+        w_out = normal(vocab, D_MODEL)
+        ramp = np.linspace(-4.0, 4.0, vocab) + normal(vocab)
+        words = rng.integers(0, vocab, size=(QLEN, BSZ)).astype(np.int64)
+        for label, with_bias in (("bias", True), ("no-bias", False)):
+            args = [("h", T((None, None, D_MODEL))), ("w", T((vocab, D_MODEL))),
+                    ("t", TI((None, None)))]
+            operands = "%h, %w"
+            types = f"{T((None, None, D_MODEL))}, {T((vocab, D_MODEL))}"
+            inputs = [hidden, w_out, words]
+            logits = hidden @ w_out.T
+            if with_bias:
+                args.insert(2, ("b", T((vocab,))))
+                operands += ", %b"
+                types += f", {T((vocab,))}"
+                inputs.insert(2, ramp)
+                logits = logits + ramp
+            c.run(f"linear_nll {label}", segment(
+                args, [("%n", T((None, None)))],
+                f"  %l = txl.linear {operands} : {types} -> "
+                f"{T((None, None, vocab))}\n"
+                f"  %n = txl.nll %l, %t : {T((None, None, vocab))}, "
+                f"{TI((None, None))} -> {T((None, None))}"),
+                [("", inputs, [nll(logits, words)])],
+                gemm=True)
+
         hidden = normal(QLEN, BSZ, D_MODEL)
         adaptive = {
             "div2": ([normal(ENDS[i + 1] - ENDS[i], dims[i]) for i in range(clusters)],

@@ -145,12 +145,20 @@ static Value allowReassociation(linalg::GenericOp reduction) {
 Value mlir::txl::reduceLastDim(
     OpBuilder &b, Location loc, ValueRange inputs, double init,
     function_ref<Value(OpBuilder &, Location, ValueRange)> combine) {
+  auto type = cast<RankedTensorType>(inputs[0].getType());
+  SmallVector<OpFoldResult> rowSizes = getSizes(b, loc, inputs[0]);
+  rowSizes.pop_back();
+  return reduceLastDimInto(
+      b, loc, inputs, createFilled(b, loc, rowSizes, type.getElementType(), init),
+      combine);
+}
+
+Value mlir::txl::reduceLastDimInto(
+    OpBuilder &b, Location loc, ValueRange inputs, Value acc,
+    function_ref<Value(OpBuilder &, Location, ValueRange)> combine) {
   MLIRContext *ctx = b.getContext();
   auto type = cast<RankedTensorType>(inputs[0].getType());
   unsigned rank = type.getRank();
-  SmallVector<OpFoldResult> rowSizes = getSizes(b, loc, inputs[0]);
-  rowSizes.pop_back();
-  Value acc = createFilled(b, loc, rowSizes, type.getElementType(), init);
   SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
   iters.back() = utils::IteratorType::reduction;
   AffineMap rowMap = dropDimMap(ctx, rank, rank - 1);

@@ -52,6 +52,12 @@ Value createBatchMatmul(OpBuilder &b, Location loc, Value lhs, Value rhs,
 Value createMatmul(OpBuilder &b, Location loc, Value lhs, Value rhs,
                    bool transposeRhs);
 
+/// `x [rows, in] · weightᵀ (+ bias)` for weight [out, in] (nn.Linear) as
+/// one linalg.matmul accumulating onto the broadcast bias (or zeros); defined
+/// in Contraction.cpp.
+Value createLinear2d(OpBuilder &b, Location loc, Value x, Value weight,
+                     Value bias);
+
 /// `lhsᵀ rhs` for lhs [k, m] and rhs [k, n] (or, batched, [b, k, m] and
 /// [b, k, n]) into a zero-filled [m, n] ([b, m, n]); BLAS reads lhs
 /// transposed, no copy is made.
@@ -65,6 +71,12 @@ Value createMatmulTransposedLhs(OpBuilder &b, Location loc, Value lhs,
 /// results (a fixed order per executable).
 Value reduceLastDim(OpBuilder &b, Location loc, ValueRange inputs, double init,
                     function_ref<Value(OpBuilder &, Location, ValueRange)> combine);
+
+/// reduceLastDim onto an existing row-shaped accumulator `acc` (e.g. a
+/// running sum carried across column blocks) instead of a constant.
+Value reduceLastDimInto(
+    OpBuilder &b, Location loc, ValueRange inputs, Value acc,
+    function_ref<Value(OpBuilder &, Location, ValueRange)> combine);
 
 /// Row-wise `log(sum(exp(x)))` over the last dimension of the concatenation
 /// of `parts` (same leading sizes), max-shifted so nothing overflows; the

@@ -18,6 +18,39 @@
 using namespace mlir;
 using namespace mlir::txl;
 
+Value mlir::txl::createLinear2d(OpBuilder &b, Location loc, Value x,
+                                Value weight, Value bias) {
+  MLIRContext *ctx = b.getContext();
+  OpFoldResult rows = getSizes(b, loc, x)[0];
+  OpFoldResult outFeatures = getSizes(b, loc, weight)[0];
+  Type elementType = cast<RankedTensorType>(x.getType()).getElementType();
+  // The product accumulates onto its init (BLAS beta = 1): start from the
+  // bias rows, so that no second [rows, out] buffer and pass add it.
+  Value init;
+  if (bias) {
+    AffineMap biasMap = AffineMap::get(2, 0, {getAffineDimExpr(1, ctx)}, ctx);
+    Value empty = createEmpty(b, loc, {rows, outFeatures}, elementType);
+    init = linalg::GenericOp::create(
+               b, loc, TypeRange{empty.getType()}, ValueRange{bias},
+               ValueRange{empty}, {biasMap, identityMap(ctx, 2)},
+               {utils::IteratorType::parallel, utils::IteratorType::parallel},
+               [](OpBuilder &nb, Location l, ValueRange a) {
+                 linalg::YieldOp::create(nb, l, ValueRange{a[0]});
+               })
+               .getResult(0);
+  } else {
+    init = createFilled(b, loc, {rows, outFeatures}, elementType, 0.0);
+  }
+  AffineExpr m, n, k;
+  bindDims(ctx, m, n, k);
+  auto mm = linalg::MatmulOp::create(b, loc, TypeRange{init.getType()},
+                                     ValueRange{x, weight}, ValueRange{init});
+  mm.setIndexingMapsAttr(b.getAffineMapArrayAttr(
+      {AffineMap::get(3, 0, {m, k}, ctx), AffineMap::get(3, 0, {n, k}, ctx),
+       AffineMap::get(3, 0, {m, n}, ctx)}));
+  return mm.getResult(0);
+}
+
 namespace {
 
 // txl.linear(x[..., in], w[out, in], b) => collapse, broadcast b, linalg.matmul
@@ -27,7 +60,6 @@ struct LinearLowering : public OpRewritePattern<LinearOp> {
   LogicalResult matchAndRewrite(LinearOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    MLIRContext *ctx = getContext();
     Value input = op.getInput();
     auto inType = cast<RankedTensorType>(input.getType());
     int64_t rank = inType.getRank();
@@ -42,41 +74,11 @@ struct LinearLowering : public OpRewritePattern<LinearOp> {
       reassoc = {leading, {rank - 1}};
       x2 = createCollapse(rewriter, loc, input, reassoc);
     }
-    OpFoldResult rows = getSizes(rewriter, loc, x2)[0];
-    OpFoldResult outFeatures = getSizes(rewriter, loc, op.getWeight())[0];
-    Type elementType = inType.getElementType();
-    // The product accumulates onto its init (BLAS beta = 1): start from the
-    // bias rows, so that no second [rows, out] buffer and pass add it.
-    Value init;
-    if (Value bias = op.getBias()) {
-      AffineMap biasMap = AffineMap::get(2, 0, {getAffineDimExpr(1, ctx)}, ctx);
-      Value empty =
-          createEmpty(rewriter, loc, {rows, outFeatures}, elementType);
-      init = linalg::GenericOp::create(
-                 rewriter, loc, TypeRange{empty.getType()}, ValueRange{bias},
-                 ValueRange{empty}, {biasMap, identityMap(ctx, 2)},
-                 {utils::IteratorType::parallel, utils::IteratorType::parallel},
-                 [](OpBuilder &b, Location l, ValueRange a) {
-                   linalg::YieldOp::create(b, l, ValueRange{a[0]});
-                 })
-                 .getResult(0);
-    } else {
-      init = createFilled(rewriter, loc, {rows, outFeatures}, elementType, 0.0);
-    }
-
-    AffineExpr m, n, k;
-    bindDims(ctx, m, n, k);
-    auto mm = linalg::MatmulOp::create(rewriter, loc, TypeRange{init.getType()},
-                                       ValueRange{x2, op.getWeight()},
-                                       ValueRange{init});
-    mm.setIndexingMapsAttr(rewriter.getAffineMapArrayAttr(
-        {AffineMap::get(3, 0, {m, k}, ctx), AffineMap::get(3, 0, {n, k}, ctx),
-         AffineMap::get(3, 0, {m, n}, ctx)}));
-    Value y = mm.getResult(0);
+    Value y = createLinear2d(rewriter, loc, x2, op.getWeight(), op.getBias());
 
     if (rank > 2) {
       SmallVector<OpFoldResult> outSizes(inSizes);
-      outSizes.back() = outFeatures;
+      outSizes.back() = getSizes(rewriter, loc, op.getWeight())[0];
       y = createExpand(rewriter, loc, y, reassoc, outSizes);
     }
     rewriter.replaceOp(op, castTo(rewriter, loc, y, op.getType()));
