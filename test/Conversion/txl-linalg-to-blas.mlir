@@ -233,6 +233,65 @@ func.func @matmul_f16(%a: memref<?x32xf16>, %b: memref<32x64xf16>, %c: memref<?x
 
 // -----
 
+// A fresh buffer zero-filled right before the product: the fill goes away
+// and the call overwrites C (beta = 0); it is skipped only when m·n = 0 (with
+// k = 0 it zeroes C in place of the fill).
+// CHECK-LABEL: func.func @matmul_zero_filled
+// CHECK: %[[C:.+]] = memref.alloc
+// CHECK-NOT: linalg.fill
+// CHECK: %[[MN:.+]] = arith.muli
+// CHECK-NEXT: %[[NONEMPTY:.+]] = arith.cmpi ne, %[[MN]], %{{.+}} : index
+// CHECK: scf.if %[[NONEMPTY]] {
+// CHECK-DAG: %[[ONE:.+]] = arith.constant 1.000000e+00 : f32
+// CHECK-DAG: %[[ZERO:.+]] = arith.constant 0.000000e+00 : f32
+// CHECK: func.call @cblas_sgemm(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[ONE]], %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[ZERO]], %{{.+}}, %{{.+}})
+// CHECK: return %[[C]]
+func.func @matmul_zero_filled(%a: memref<?x32xf32>, %b: memref<32x64xf32>, %m: index) -> memref<?x64xf32> {
+  %zero = arith.constant 0.0 : f32
+  %c = memref.alloc(%m) : memref<?x64xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<?x64xf32>)
+  linalg.matmul ins(%a, %b : memref<?x32xf32>, memref<32x64xf32>) outs(%c : memref<?x64xf32>)
+  return %c : memref<?x64xf32>
+}
+
+// -----
+
+// The fill stays (beta = 1) when it is not +0.0, when the output is not a
+// fresh allocation, or when something touches the output in between.
+// CHECK-LABEL: func.func @matmul_fill_kept
+// CHECK: linalg.fill ins(%{{.+}} : f32) outs(%[[C1:.+]] : memref<?x64xf32>)
+// CHECK: func.call @cblas_sgemm(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[ONE1:[^,]+]], %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[ONE1]], %{{.+}}, %{{.+}})
+// CHECK: linalg.fill ins(%{{.+}} : f32) outs(%{{.+}} : memref<?x64xf32>)
+// CHECK: func.call @cblas_sgemm(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[ONE2:[^,]+]], %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[ONE2]], %{{.+}}, %{{.+}})
+// CHECK: linalg.fill ins(%{{.+}} : f32) outs(%{{.+}} : memref<?x64xf32>)
+// CHECK: memref.store
+// CHECK: func.call @cblas_sgemm(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[ONE3:[^,]+]], %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[ONE3]], %{{.+}}, %{{.+}})
+// CHECK: linalg.fill ins(%{{.+}} : f32) outs(%{{.+}} : memref<?x64xf32>)
+// CHECK: func.call @cblas_sgemm(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[ONE4:[^,]+]], %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[ONE4]], %{{.+}}, %{{.+}})
+// CHECK: return
+func.func @matmul_fill_kept(%a: memref<?x32xf32>, %b: memref<32x64xf32>, %arg: memref<?x64xf32>, %m: index, %v: f32)
+    -> (memref<?x64xf32>, memref<?x64xf32>, memref<?x64xf32>) {
+  %one = arith.constant 1.0 : f32
+  %negzero = arith.constant -0.0 : f32
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %c1 = memref.alloc(%m) : memref<?x64xf32>
+  linalg.fill ins(%one : f32) outs(%c1 : memref<?x64xf32>)
+  linalg.matmul ins(%a, %b : memref<?x32xf32>, memref<32x64xf32>) outs(%c1 : memref<?x64xf32>)
+  linalg.fill ins(%zero : f32) outs(%arg : memref<?x64xf32>)
+  linalg.matmul ins(%a, %b : memref<?x32xf32>, memref<32x64xf32>) outs(%arg : memref<?x64xf32>)
+  %c3 = memref.alloc(%m) : memref<?x64xf32>
+  linalg.fill ins(%zero : f32) outs(%c3 : memref<?x64xf32>)
+  memref.store %v, %c3[%c0, %c0] : memref<?x64xf32>
+  linalg.matmul ins(%a, %b : memref<?x32xf32>, memref<32x64xf32>) outs(%c3 : memref<?x64xf32>)
+  %c4 = memref.alloc(%m) : memref<?x64xf32>
+  linalg.fill ins(%negzero : f32) outs(%c4 : memref<?x64xf32>)
+  linalg.matmul ins(%a, %b : memref<?x32xf32>, memref<32x64xf32>) outs(%c4 : memref<?x64xf32>)
+  return %c1, %c3, %c4 : memref<?x64xf32>, memref<?x64xf32>, memref<?x64xf32>
+}
+
+// -----
+
 // Other linalg ops are untouched, and a module without products gets no
 // cblas_sgemm declaration.
 // CHECK-NOT: cblas_sgemm
@@ -292,3 +351,4 @@ func.func @matmul_mixed(%a: memref<?x32xf32>, %b: memref<32x64xf64>, %c: memref<
   linalg.matmul ins(%a, %b : memref<?x32xf32>, memref<32x64xf64>) outs(%c : memref<?x64xf64>)
   return
 }
+

@@ -144,22 +144,62 @@ classify(ArrayRef<AffineMap> maps, unsigned batchDims) {
 }
 
 /// Emits one gemm call for matrices starting at the given pointers; alpha
-/// and beta are 1 in the gemm's scalar type.
+/// is 1 and beta `beta` (1: accumulate onto C, 0: overwrite it) in the
+/// gemm's scalar type.
 static void emitGemm(OpBuilder &b, Location loc, func::FuncOp gemm, bool transA,
                      bool transB, Value m, Value n, Value k, Value a, Value lda,
-                     Value bm, Value ldb, Value c, Value ldc) {
+                     Value bm, Value ldb, Value c, Value ldc, double beta) {
   auto i32c = [&](int32_t v) {
     return arith::ConstantIntOp::create(b, loc, v, 32).getResult();
   };
   Type scalar = gemm.getFunctionType().getInput(6); // alpha
   Value one = arith::ConstantOp::create(b, loc, b.getFloatAttr(scalar, 1.0));
+  Value betaValue =
+      beta == 1.0
+          ? one
+          : arith::ConstantOp::create(b, loc, b.getFloatAttr(scalar, beta))
+                .getResult();
   func::CallOp::create(
       b, loc, gemm,
       ValueRange{i32c(kCblasRowMajor),
                  i32c(transA ? kCblasTrans : kCblasNoTrans),
                  i32c(transB ? kCblasTrans : kCblasNoTrans), toI32(b, loc, m),
                  toI32(b, loc, n), toI32(b, loc, k), one, a, toI32(b, loc, lda),
-                 bm, toI32(b, loc, ldb), one, c, toI32(b, loc, ldc)});
+                 bm, toI32(b, loc, ldb), betaValue, c, toI32(b, loc, ldc)});
+}
+
+/// The `linalg.fill` of +0.0 that last wrote all of `op`'s output, when the
+/// output is a fresh allocation that nothing else touches between the fill
+/// and `op`; null otherwise. The product then overwrites its output (beta =
+/// 0) and the fill, a full pass over the output, goes away. BLAS with beta =
+/// 0 never reads C, so this is exact, signed zeros included (+0 + x = x).
+static linalg::FillOp findZeroFill(linalg::LinalgOp op) {
+  Value out = op.getDpsInitOperand(0)->get();
+  if (!out.getDefiningOp<memref::AllocOp>())
+    return nullptr;
+  for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode()) {
+    auto fill = dyn_cast<linalg::FillOp>(prev);
+    if (fill && fill.getDpsInitOperand(0)->get() == out) {
+      auto value = fill.getDpsInputOperand(0)->get().getDefiningOp<arith::ConstantOp>();
+      auto attr = value ? dyn_cast<FloatAttr>(value.getValue()) : FloatAttr();
+      if (!attr || !attr.getValue().isPosZero())
+        return nullptr;
+      return fill;
+    }
+    // Anything else that reads or writes the output (or makes a view of it
+    // that might) in between keeps the fill.
+    for (Value operand : prev->getOperands())
+      if (operand == out)
+        return nullptr;
+    bool usesInside = false;
+    prev->walk([&](Operation *nested) {
+      for (Value operand : nested->getOperands())
+        usesInside |= operand == out;
+    });
+    if (usesInside)
+      return nullptr;
+  }
+  return nullptr;
 }
 
 /// max(x, 1): BLAS rejects a zero leading dimension even for empty matrices.
@@ -180,6 +220,8 @@ static LogicalResult lowerToBlas(linalg::LinalgOp op, unsigned batchDims,
     return op->emitOpError("unsupported indexing maps for a BLAS product");
   auto [transA, transB] = *trans;
 
+  // Looked up before anything is inserted next to `op`.
+  linalg::FillOp zeroFill = findZeroFill(op);
   IRRewriter b(op->getContext());
   b.setInsertionPoint(op);
   Location loc = op.getLoc();
@@ -200,17 +242,24 @@ static LogicalResult lowerToBlas(linalg::LinalgOp op, unsigned batchDims,
   Value ldb = atLeastOne(b, loc, bb->strides[r]);
   Value ldc = atLeastOne(b, loc, c->strides[r]);
 
-  // Skip empty products: linalg accumulates, so nothing changes.
+  double beta = 1.0;
+  if (zeroFill) {
+    b.eraseOp(zeroFill);
+    beta = 0.0;
+  }
+  // Skip empty products: linalg accumulates, so nothing changes. With beta
+  // = 0 only an empty C is skipped: for k = 0 the call zeroes C (C = βC),
+  // standing in for the erased fill.
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value mn = arith::MulIOp::create(b, loc, m, n);
-  Value mnk = arith::MulIOp::create(b, loc, mn, k);
+  Value work = beta == 0.0 ? mn : arith::MulIOp::create(b, loc, mn, k);
   Value nonEmpty =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, mnk, zero);
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, work, zero);
   auto ifOp = scf::IfOp::create(b, loc, nonEmpty, /*withElseRegion=*/false);
   b.setInsertionPointToStart(ifOp.thenBlock());
   if (batchDims == 0) {
     emitGemm(b, loc, gemm, transA, transB, m, n, k, a->ptr, lda, bb->ptr, ldb,
-             c->ptr, ldc);
+             c->ptr, ldc, beta);
   } else {
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
     auto loop = scf::ForOp::create(b, loc, zero, c->sizes[0], one);
@@ -222,7 +271,7 @@ static LogicalResult lowerToBlas(linalg::LinalgOp op, unsigned batchDims,
                        elementType);
     };
     emitGemm(b, loc, gemm, transA, transB, m, n, k, at(*a), lda, at(*bb), ldb,
-             at(*c), ldc);
+             at(*c), ldc, beta);
   }
   b.eraseOp(op);
   return success();
