@@ -99,13 +99,16 @@ func.func @rel_attention_grad(%do: tensor<?x?x2x4xf32>, %q: tensor<?x?x2x4xf32>,
 
 // nll_grad: (softmax - onehot(target)) · dy over the recomputed log-sum-exp,
 // written over the logits (their last reader), so the backward of the
-// softmax creates no [tokens, n_token] tensor of its own.
+// softmax creates no [tokens, n_token] tensor of its own; the one-hot column
+// compare is in i32.
 // CHECK-LABEL: func.func @nll_grad
 // CHECK-SAME: (%[[DY:[^:]+]]: tensor<?x?xf32>, %[[L:[^:]+]]: tensor<?x?x10xf32>, %[[T:[^:]+]]: tensor<?x?xi64>)
 // CHECK-NOT: tensor.empty({{.+}}) : tensor<?x?x10xf32>
 // CHECK: %[[G:.+]] = linalg.generic {{.+}} ins(%[[L]], %{{.+}}, %[[T]], %[[DY]] : tensor<?x?x10xf32>, tensor<?x?xf32>, tensor<?x?xi64>, tensor<?x?xf32>) outs(%[[L]] : tensor<?x?x10xf32>)
+// CHECK: %[[C:.+]] = arith.index_cast %{{.+}} : index to i32
+// CHECK: %[[TT:.+]] = arith.trunci %{{.+}} : i64 to i32
 // CHECK: math.exp
-// CHECK: arith.cmpi eq
+// CHECK: arith.cmpi eq, %[[C]], %[[TT]] : i32
 // CHECK: return %[[G]]
 func.func @nll_grad(%dy: tensor<?x?xf32>, %l: tensor<?x?x10xf32>, %t: tensor<?x?xi64>) -> tensor<?x?x10xf32> {
   %g = txl.nll_grad %dy, %l, %t : tensor<?x?xf32>, tensor<?x?x10xf32>, tensor<?x?xi64>

@@ -204,8 +204,11 @@ struct NllGradLowering : public OpRewritePattern<NllGradOp> {
         ValueRange{logits, lse, op.getTarget(), op.getDResult()},
         {id, rowMap, rowMap, rowMap},
         [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-          Value c = linalg::IndexOp::create(b, l, 2);
-          Value t = arith::IndexCastOp::create(b, l, b.getIndexType(), a[2]);
+          // The column compare in i32 (a vocabulary is far below 2^31), so
+          // the loop vectorizes at the width of f32, not of 64-bit indices.
+          Value c = arith::IndexCastOp::create(
+              b, l, b.getI32Type(), linalg::IndexOp::create(b, l, 2));
+          Value t = arith::TruncIOp::create(b, l, b.getI32Type(), a[2]);
           Value p = math::ExpOp::create(b, l,
                                         arith::SubFOp::create(b, l, a[0], a[1]));
           Value isTarget =
