@@ -36,7 +36,7 @@ struct EvalOptions {
   std::string dataset;    ///< --dataset; default info.dataset
   std::optional<int64_t> tgtLen, memLen, clampLen, batchSize;
   std::optional<bool> sameLength;
-  int threads = 0; ///< OpenBLAS threads; 0 keeps its default
+  int threads = 0; ///< txl_session_set_threads; 0 = all cores
   bool json = false;
   bool progress = true; ///< draw the bar (only ever on a terminal)
 };

@@ -46,7 +46,8 @@ struct TrainOptions {
   /// Updates between `last` checkpoints; default log_interval.
   std::optional<int64_t> checkpointInterval;
   std::optional<int64_t> seed;
-  /// OpenBLAS threads; default: the checkpoint's on --resume, else OpenBLAS's.
+  /// txl_session_set_threads; default: the checkpoint's on --resume, else
+  /// all cores.
   std::optional<int> threads;
   bool progress = true; ///< draw the bar (only ever on a terminal)
   bool plot = true;     ///< draw curves.png with gnuplot at the end
