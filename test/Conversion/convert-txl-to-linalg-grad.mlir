@@ -129,3 +129,55 @@ func.func @adaptive_nll_grad(%dn: tensor<?x?xf32>, %h: tensor<?x?x4xf32>, %t: te
       : tensor<?x?xf32>, tensor<?x?x4xf32>, tensor<?x?xi64>
   return %g#0 : tensor<?x?x4xf32>
 }
+
+// An output layer with its backward (logits read by txl.nll and txl.nll_grad
+// only, d_logits by the linear's three adjoints only): a forward sweep over
+// blocks of 512 of the 1000 columns that also writes each block of logits
+// into one [rows, 1000] tensor, and a backward sweep whose per-block
+// d_logits ([rows, block]) feed dh += dl·w_j, dW[j] = dlᵀh and db[j]; no
+// txl op, no [rows, 1000] d_logits and no full-width product remain.
+// CHECK-LABEL: func.func @output_layer_sweeps
+// CHECK: %[[FWD:.+]]:3 = scf.for %{{.+}} = %{{.+}} to %{{.+}} step %{{.+}} iter_args({{.+}}) -> (tensor<?xf32>, tensor<?xf32>, tensor<?x1000xf32>)
+// CHECK: linalg.matmul
+// CHECK: tensor.insert_slice %{{.+}} into %{{.+}} : tensor<?x?xf32> into tensor<?x1000xf32>
+// CHECK: %[[BWD:.+]]:3 = scf.for %{{.+}} = %{{.+}} to %{{.+}} step %{{.+}} iter_args({{.+}}) -> (tensor<?x32xf32>, tensor<1000x32xf32>, tensor<1000xf32>)
+// CHECK: tensor.extract_slice %[[FWD]]#2
+// CHECK: math.exp
+// CHECK: scf.for
+// CHECK: scf.if
+// CHECK: arith.subf
+// CHECK: linalg.matmul
+// CHECK: linalg.matmul
+// CHECK: tensor.insert_slice {{.+}} into %{{.+}} : tensor<?x32xf32> into tensor<1000x32xf32>
+// CHECK: tensor.insert_slice {{.+}} into %{{.+}} : tensor<?xf32> into tensor<1000xf32>
+// CHECK-NOT: txl.
+// CHECK-NOT: tensor<?x?x1000xf32>
+// CHECK: return
+func.func @output_layer_sweeps(%h: tensor<?x?x32xf32>, %w: tensor<1000x32xf32>, %b: tensor<1000xf32>,
+                               %t: tensor<?x?xi64>, %g: tensor<?x?xf32>)
+    -> (tensor<?x?xf32>, tensor<?x?x32xf32>, tensor<1000x32xf32>, tensor<1000xf32>) {
+  %l = txl.linear %h, %w, %b : tensor<?x?x32xf32>, tensor<1000x32xf32>, tensor<1000xf32> -> tensor<?x?x1000xf32>
+  %n = txl.nll %l, %t : tensor<?x?x1000xf32>, tensor<?x?xi64> -> tensor<?x?xf32>
+  %dl = txl.nll_grad %g, %l, %t : tensor<?x?xf32>, tensor<?x?x1000xf32>, tensor<?x?xi64>
+  %dh = txl.linear_input_grad %dl, %w : tensor<?x?x1000xf32>, tensor<1000x32xf32> -> tensor<?x?x32xf32>
+  %dw = txl.linear_weight_grad %dl, %h : tensor<?x?x1000xf32>, tensor<?x?x32xf32> -> tensor<1000x32xf32>
+  %db = txl.sum_leading %dl : tensor<?x?x1000xf32> -> tensor<1000xf32>
+  return %n, %dh, %dw, %db : tensor<?x?xf32>, tensor<?x?x32xf32>, tensor<1000x32xf32>, tensor<1000xf32>
+}
+
+// d_logits used by anything else (here returned) keep the separate
+// lowerings: the full-width product and nll_grad over [rows, 1000].
+// CHECK-LABEL: func.func @output_layer_dlogits_kept
+// CHECK-NOT: scf.for
+// CHECK: linalg.matmul {{.+}} -> tensor<?x1000xf32>
+// CHECK: linalg.generic {{.+}} outs(%{{.+}} : tensor<?x?x1000xf32>)
+// CHECK: return
+func.func @output_layer_dlogits_kept(%h: tensor<?x?x32xf32>, %w: tensor<1000x32xf32>,
+                                     %t: tensor<?x?xi64>, %g: tensor<?x?xf32>)
+    -> (tensor<?x?xf32>, tensor<?x?x32xf32>, tensor<?x?x1000xf32>) {
+  %l = txl.linear %h, %w : tensor<?x?x32xf32>, tensor<1000x32xf32> -> tensor<?x?x1000xf32>
+  %n = txl.nll %l, %t : tensor<?x?x1000xf32>, tensor<?x?xi64> -> tensor<?x?xf32>
+  %dl = txl.nll_grad %g, %l, %t : tensor<?x?xf32>, tensor<?x?x1000xf32>, tensor<?x?xi64>
+  %dh = txl.linear_input_grad %dl, %w : tensor<?x?x1000xf32>, tensor<1000x32xf32> -> tensor<?x?x32xf32>
+  return %n, %dh, %dl : tensor<?x?xf32>, tensor<?x?x32xf32>, tensor<?x?x1000xf32>
+}

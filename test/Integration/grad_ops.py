@@ -150,6 +150,17 @@ def case_adaptive_nll(sliced):
     return body, args, Q
 
 
+def case_output_layer(vocab=1100):
+    """txl.nll of txl.linear over 1100 words: lowered with its backward as
+    two sweeps over blocks of 512 output columns (3 blocks)."""
+    body = (f"  %z = txl.linear %h, %w, %b : tensor<?x?x4xf64>, {t((vocab, 4))}, {t((vocab,))}"
+            f" -> {t((None, None, vocab))}\n"
+            f"  %l = txl.nll %z, %tgt : {t((None, None, vocab))}, tensor<?x?xi64> -> tensor<?x?xf64>\n"
+            "  return %l : tensor<?x?xf64>\n")
+    return body, [("h", (Q, B, 4), "p"), ("w", (vocab, 4), "p"), ("b", (vocab,), "p"),
+                  ("tgt", (Q, B), vocab)], Q
+
+
 # Leading dimensions that are dynamic in the ops' types (positions, batch).
 DYNAMIC = {"x": 2, "h": 2, "mem": 2, "q": 2, "k": 2, "v": 2, "r": 1}
 
@@ -232,6 +243,7 @@ def main():
         "adaptive_embedding": case_adaptive_embedding(),
         "adaptive_nll_div2_projs": case_adaptive_nll(sliced=False),
         "adaptive_nll_sliced": case_adaptive_nll(sliced=True),
+        "output_layer_blocks": case_output_layer(),
     }
     failed = 0
     with tempfile.TemporaryDirectory() as work:

@@ -78,6 +78,12 @@ Value reduceLastDimInto(
     OpBuilder &b, Location loc, ValueRange inputs, Value acc,
     function_ref<Value(OpBuilder &, Location, ValueRange)> combine);
 
+/// One element of txl.nll_grad: (exp(x − lse) − [column == target]) · dy
+/// for the logit x of `column` (index) in a row with log-sum-exp `lse`,
+/// target id `target` (i64) and cotangent `dy`; defined in Gradients.cpp.
+Value createNllGradElement(OpBuilder &b, Location loc, Value x, Value lse,
+                           Value column, Value target, Value dy);
+
 /// Row-wise `log(sum(exp(x)))` over the last dimension of the concatenation
 /// of `parts` (same leading sizes), max-shifted so nothing overflows; the
 /// parts are never concatenated.

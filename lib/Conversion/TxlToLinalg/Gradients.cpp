@@ -34,6 +34,23 @@ static Value floatConst(OpBuilder &b, Location loc, Type type, double v) {
   return arith::ConstantOp::create(b, loc, b.getFloatAttr(type, v));
 }
 
+Value mlir::txl::createNllGradElement(OpBuilder &b, Location loc, Value x,
+                                      Value lse, Value column, Value target,
+                                      Value dy) {
+  Type et = x.getType();
+  // The column compare in i32 (a vocabulary is far below 2^31), so the loop
+  // vectorizes at the width of f32, not of 64-bit indices.
+  Value c = arith::IndexCastOp::create(b, loc, b.getI32Type(), column);
+  Value t = arith::TruncIOp::create(b, loc, b.getI32Type(), target);
+  Value p = math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, x, lse));
+  Value isTarget = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, c, t);
+  Value onehot =
+      arith::SelectOp::create(b, loc, isTarget, floatConst(b, loc, et, 1.0),
+                              floatConst(b, loc, et, 0.0));
+  return arith::MulFOp::create(b, loc, arith::SubFOp::create(b, loc, p, onehot),
+                               dy);
+}
+
 namespace {
 
 // txl.linear_input_grad(dy [..., out], w [out, in]) => dy w (sgemm NoTrans)
@@ -195,7 +212,6 @@ struct NllGradLowering : public OpRewritePattern<NllGradOp> {
     Location loc = op.getLoc();
     MLIRContext *ctx = getContext();
     Value logits = op.getLogits();
-    Type et = op.getType().getElementType();
     Value lse = createLogSumExp(rewriter, loc, ValueRange{logits});
     AffineMap id = identityMap(ctx, 3);
     AffineMap rowMap = dropDimMap(ctx, 3, 2);
@@ -204,21 +220,9 @@ struct NllGradLowering : public OpRewritePattern<NllGradOp> {
         ValueRange{logits, lse, op.getTarget(), op.getDResult()},
         {id, rowMap, rowMap, rowMap},
         [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-          // The column compare in i32 (a vocabulary is far below 2^31), so
-          // the loop vectorizes at the width of f32, not of 64-bit indices.
-          Value c = arith::IndexCastOp::create(
-              b, l, b.getI32Type(), linalg::IndexOp::create(b, l, 2));
-          Value t = arith::TruncIOp::create(b, l, b.getI32Type(), a[2]);
-          Value p = math::ExpOp::create(b, l,
-                                        arith::SubFOp::create(b, l, a[0], a[1]));
-          Value isTarget =
-              arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, c, t);
-          Value onehot = arith::SelectOp::create(
-              b, l, isTarget, floatConst(b, l, et, 1.0),
-              floatConst(b, l, et, 0.0));
-          return arith::MulFOp::create(b, l,
-                                       arith::SubFOp::create(b, l, p, onehot),
-                                       a[3]);
+          return createNllGradElement(b, l, a[0], a[1],
+                                      linalg::IndexOp::create(b, l, 2), a[2],
+                                      a[3]);
         },
         /*dest=*/logits);
     rewriter.replaceOp(op, castTo(rewriter, loc, grad, op.getType()));

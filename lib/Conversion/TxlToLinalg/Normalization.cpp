@@ -2,10 +2,11 @@
 //
 // Row reductions over the last dimension: txl.layer_norm (mean, biased
 // variance, affine) and txl.nll (max-shifted log-sum-exp minus the target's
-// logit, so no probability is materialized). A txl.nll whose logits are a
-// txl.linear used by nothing else (the output layer of a forward-only
-// segment) is lowered together with it, block by block, so that no
-// [tokens, n_token] logit matrix exists at all.
+// logit, so no probability is materialized). The output layer, a txl.nll
+// of a txl.linear, is lowered together with the linear block by block of
+// output columns: in a forward-only segment no [tokens, n_token] logit
+// matrix exists at all; in a backward segment (with txl.nll_grad and the
+// linear's adjoints) the logits are written once and read once.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +18,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/PatternMatch.h"
 
 #include <limits>
@@ -128,20 +130,170 @@ struct NllLowering : public OpRewritePattern<NllOp> {
   }
 };
 
-/// Output columns per block of the fused linear + NLL: one block's logits,
+/// Output columns per block of the fused output layer: one block's logits,
 /// [rows, kNllColumnBlock] float32, stay in a core's 2 MiB L2 for up to
 /// 1024 rows (a 64-token segment of batch 16).
 constexpr int64_t kNllColumnBlock = 512;
 
+/// The rows of an output layer: h [..., in] and target [...] with every
+/// leading dimension collapsed into one (h2 [R, in], target1 [R]).
+struct OutputRows {
+  Value h2, target1;
+  ReassociationIndices leading; ///< empty when h is already 2-D
+};
+
+static OutputRows collapseRows(OpBuilder &b, Location loc, Value h,
+                               Value target) {
+  OutputRows rows{h, target, {}};
+  int64_t rank = cast<RankedTensorType>(h.getType()).getRank();
+  if (rank > 2) {
+    for (int64_t d = 0; d + 1 < rank; ++d)
+      rows.leading.push_back(d);
+    rows.h2 = createCollapse(b, loc, h, {rows.leading, {rank - 1}});
+    rows.target1 = createCollapse(b, loc, target, {rows.leading});
+  }
+  return rows;
+}
+
+/// The forward sweep over column blocks of `w` [V, in]: per block the logits
+/// h2 · w_jᵀ + bias_j (one BLAS product) and the online log-sum-exp update
+/// (Milakov & Gimelshein 2018, "Online normalizer calculation for softmax")
+///   m' = max(m, max_j x_j),  s' = s · exp(m − m') + Σ_j exp(x_j − m').
+/// Returns lse [R] = log(s) + m; with `logits` non-null, each block's
+/// logits are also written into columns [j, j + block) of a [R, V] tensor
+/// returned there (for the backward sweep).
+static Value buildBlockedLogSumExp(OpBuilder &b, Location loc, Value h2,
+                                   Value w, Value bias, Value *logits) {
+  MLIRContext *ctx = b.getContext();
+  Type et = cast<RankedTensorType>(h2.getType()).getElementType();
+  OpFoldResult rows = getSizes(b, loc, h2)[0];
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value block = arith::ConstantIndexOp::create(b, loc, kNllColumnBlock);
+  SmallVector<OpFoldResult> wSizes = getSizes(b, loc, w);
+  Value vocab = getValueOrCreateConstantIndexOp(b, loc, wSizes[0]);
+  OpFoldResult features = wSizes[1];
+  const double negInf = -std::numeric_limits<double>::infinity();
+  SmallVector<Value> inits = {createFilled(b, loc, {rows}, et, negInf),
+                              createFilled(b, loc, {rows}, et, 0.0)};
+  if (logits)
+    inits.push_back(createEmpty(b, loc, {rows, wSizes[0]}, et));
+  AffineMap id1 = identityMap(ctx, 1);
+
+  auto loop = scf::ForOp::create(
+      b, loc, zero, vocab, block, inits,
+      [&](OpBuilder &nb, Location l, Value j, ValueRange acc) {
+        Value cols = arith::MinSIOp::create(
+            nb, l, block, arith::SubIOp::create(nb, l, vocab, j));
+        Value wBlock = tensor::ExtractSliceOp::create(
+            nb, l, w, ArrayRef<OpFoldResult>{j, zero},
+            ArrayRef<OpFoldResult>{cols, features},
+            ArrayRef<OpFoldResult>{one, one});
+        Value biasBlock;
+        if (bias)
+          biasBlock = tensor::ExtractSliceOp::create(
+              nb, l, bias, ArrayRef<OpFoldResult>{j},
+              ArrayRef<OpFoldResult>{cols}, ArrayRef<OpFoldResult>{one});
+        Value x = createLinear2d(nb, l, h2, wBlock, biasBlock);
+        Value blockMax = reduceLastDim(
+            nb, l, ValueRange{x}, negInf,
+            [](OpBuilder &ob, Location ol, ValueRange a) -> Value {
+              return arith::MaximumFOp::create(ob, ol, a[0], a[1]);
+            });
+        // Updated in place (the loop carries one buffer each): first the
+        // old sum in units of the new max (exp(-inf) = 0 on entry), then
+        // the max.
+        Value rescaled = createPointwise(
+            nb, l, acc[1], ValueRange{acc[0], blockMax}, {id1, id1},
+            [](OpBuilder &ob, Location ol, ValueRange a) -> Value {
+              Value newMax = arith::MaximumFOp::create(ob, ol, a[0], a[1]);
+              Value shift = arith::SubFOp::create(ob, ol, a[0], newMax);
+              return arith::MulFOp::create(
+                  ob, ol, a[2], math::ExpOp::create(ob, ol, shift));
+            },
+            /*dest=*/acc[1]);
+        Value newMax = createPointwise(
+            nb, l, acc[0], ValueRange{blockMax}, {id1},
+            [](OpBuilder &ob, Location ol, ValueRange a) -> Value {
+              return arith::MaximumFOp::create(ob, ol, a[1], a[0]);
+            },
+            /*dest=*/acc[0]);
+        Value newSum = reduceLastDimInto(
+            nb, l, ValueRange{x, newMax}, rescaled,
+            [](OpBuilder &ob, Location ol, ValueRange a) -> Value {
+              Value e = math::ExpOp::create(
+                  ob, ol, arith::SubFOp::create(ob, ol, a[0], a[1]));
+              return arith::AddFOp::create(ob, ol, e, a[2]);
+            });
+        SmallVector<Value> yields = {newMax, newSum};
+        if (logits)
+          yields.push_back(tensor::InsertSliceOp::create(
+              nb, l, x, acc[2], ArrayRef<OpFoldResult>{zero, j},
+              ArrayRef<OpFoldResult>{rows, cols},
+              ArrayRef<OpFoldResult>{one, one}));
+        scf::YieldOp::create(nb, l, yields);
+      });
+  if (logits)
+    *logits = loop.getResult(2);
+  return createPointwise(
+      b, loc, loop.getResult(0), ValueRange{loop.getResult(1), loop.getResult(0)},
+      {id1, id1},
+      [](OpBuilder &ob, Location ol, ValueRange a) -> Value {
+        return arith::AddFOp::create(ob, ol, math::LogOp::create(ob, ol, a[0]),
+                                     a[1]);
+      });
+}
+
+/// NLL [R] = lse − (h2 · w[t] + bias[t]): the target's logit as a gathered
+/// dot product, so it needs no logit matrix.
+static Value buildNllFromLse(OpBuilder &b, Location loc, Value lse,
+                             const OutputRows &rows, Value w, Value bias) {
+  AffineMap id1 = identityMap(b.getContext(), 1);
+  auto targetIndex = [](OpBuilder &nb, Location l, Value t) -> Value {
+    return arith::IndexCastOp::create(nb, l, nb.getIndexType(), t);
+  };
+  Value dot = reduceLastDim(
+      b, loc, ValueRange{rows.h2, rows.target1}, 0.0,
+      [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+        Value k = linalg::IndexOp::create(nb, l, 1);
+        Value wv = tensor::ExtractOp::create(
+            nb, l, w, ValueRange{targetIndex(nb, l, a[1]), k});
+        return arith::AddFOp::create(
+            nb, l, arith::MulFOp::create(nb, l, a[0], wv), a[2]);
+      });
+  return createPointwise(
+      b, loc, dot, ValueRange{lse, dot, rows.target1}, {id1, id1, id1},
+      [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+        Value logit = a[1];
+        if (bias)
+          logit = arith::AddFOp::create(
+              nb, l, logit,
+              tensor::ExtractOp::create(nb, l, bias,
+                                        ValueRange{targetIndex(nb, l, a[2])}));
+        return arith::SubFOp::create(nb, l, a[0], logit);
+      });
+}
+
+/// `v` [R] (or [R, n]) back to the leading shape of `like`.
+static Value expandRows(OpBuilder &b, Location loc, Value v,
+                        const OutputRows &rows, Value like, int64_t keep) {
+  if (rows.leading.empty())
+    return v;
+  SmallVector<OpFoldResult> sizes = getSizes(b, loc, like);
+  sizes.resize(rows.leading.size());
+  SmallVector<ReassociationIndices> reassoc = {rows.leading};
+  if (keep) {
+    sizes.push_back(getSizes(b, loc, v)[1]);
+    reassoc.push_back({static_cast<int64_t>(rows.leading.size())});
+  }
+  return createExpand(b, loc, v, reassoc, sizes);
+}
+
 // txl.nll(txl.linear(h[..., in], w[V, in], bias), target), the linear's only
-// use => an scf.for over blocks of kNllColumnBlock of the V columns: the
-// block's logits (one BLAS product onto the bias block), then an online
-// log-sum-exp update of a running row max m and sum s (Milakov & Gimelshein
-// 2018, "Online normalizer calculation for softmax"):
-//   m' = max(m, max_j x_j),  s' = s · exp(m − m') + Σ_j exp(x_j − m').
-// After the loop lse = log(s) + m, and the target's logit is the gathered
-// dot product h · w[t] + bias[t]. Rooted at the linear (visited first) with
-// a higher benefit than the separate lowerings.
+// use (the output layer of a forward-only segment) => the forward sweep
+// over column blocks (buildBlockedLogSumExp) without keeping any logits,
+// then the NLL from the gathered target logit. Rooted at the linear
+// (visited first) with a higher benefit than the separate lowerings.
 struct LinearNllLowering : public OpRewritePattern<LinearOp> {
   LinearNllLowering(MLIRContext *ctx)
       : OpRewritePattern<LinearOp>(ctx, /*benefit=*/2) {}
@@ -152,119 +304,189 @@ struct LinearNllLowering : public OpRewritePattern<LinearOp> {
     auto op = dyn_cast<NllOp>(*linear->getUsers().begin());
     if (!op)
       return rewriter.notifyMatchFailure(linear, "not the logits of txl.nll");
-    MLIRContext *ctx = getContext();
     Location loc = op.getLoc();
     rewriter.setInsertionPoint(op);
+    Value w = linear.getWeight(), bias = linear.getBias();
+    OutputRows rows =
+        collapseRows(rewriter, loc, linear.getInput(), op.getTarget());
+    Value lse =
+        buildBlockedLogSumExp(rewriter, loc, rows.h2, w, bias, nullptr);
+    Value nll = buildNllFromLse(rewriter, loc, lse, rows, w, bias);
+    nll = expandRows(rewriter, loc, nll, rows, op.getTarget(), 0);
+    rewriter.replaceOp(op, castTo(rewriter, loc, nll, op.getType()));
+    rewriter.eraseOp(linear);
+    return success();
+  }
+};
+
+// The output layer of a backward segment: logits = txl.linear(h, w, bias)
+// read only by txl.nll and by txl.nll_grad, whose d_logits feed only
+// txl.linear_input_grad (by w), txl.linear_weight_grad (of h) and the bias
+// gradient txl.sum_leading =>
+//   forward sweep (at the nll): buildBlockedLogSumExp, also writing each
+//     block of logits into a [R, V] tensor, then the NLL;
+//   backward sweep (at the nll_grad), per block of columns j, with the
+//     block's d_logits in a [R, block] tensor that stays in L2:
+//       dl_j = (exp(x_j − lse) − onehot(t)) · g
+//       dh  += dl_j · w_j       dW[j] = dl_jᵀ · h       db[j] = Σ_rows dl_j
+// so the [R, V] logits are written once and read once, and no [R, V]
+// d_logits exist (the separate lowerings pass over [R, V] about ten times).
+struct LinearNllGradLowering : public OpRewritePattern<LinearOp> {
+  LinearNllGradLowering(MLIRContext *ctx)
+      : OpRewritePattern<LinearOp>(ctx, /*benefit=*/3) {}
+  LogicalResult matchAndRewrite(LinearOp linear,
+                                PatternRewriter &rewriter) const override {
+    NllOp nll;
+    NllGradOp nllGrad;
+    for (Operation *user : linear->getUsers()) {
+      if (auto n = dyn_cast<NllOp>(user); n && !nll)
+        nll = n;
+      else if (auto g = dyn_cast<NllGradOp>(user);
+               g && !nllGrad && g.getLogits() == linear.getResult())
+        nllGrad = g;
+      else
+        return rewriter.notifyMatchFailure(linear, "logits have other uses");
+    }
+    if (!nll || !nllGrad || nll.getTarget() != nllGrad.getTarget() ||
+        !nll->isBeforeInBlock(nllGrad))
+      return rewriter.notifyMatchFailure(linear, "not an nll + nll_grad pair");
     Value h = linear.getInput(), w = linear.getWeight(),
           bias = linear.getBias();
-    auto hType = cast<RankedTensorType>(h.getType());
-    Type et = hType.getElementType();
-    int64_t rank = hType.getRank();
-    // Rows: every leading dimension of h (and of target) collapsed.
-    Value h2 = h, target = op.getTarget();
-    if (rank > 2) {
-      ReassociationIndices leading;
-      for (int64_t d = 0; d + 1 < rank; ++d)
-        leading.push_back(d);
-      h2 = createCollapse(rewriter, loc, h, {leading, {rank - 1}});
-      target = createCollapse(rewriter, loc, target, {leading});
+    LinearInputGradOp inputGrad;
+    LinearWeightGradOp weightGrad;
+    SumLeadingOp biasGrad;
+    for (Operation *user : nllGrad->getUsers()) {
+      if (auto u = dyn_cast<LinearInputGradOp>(user);
+          u && !inputGrad && u.getWeight() == w)
+        inputGrad = u;
+      else if (auto u = dyn_cast<LinearWeightGradOp>(user);
+               u && !weightGrad && u.getInput() == h)
+        weightGrad = u;
+      else if (auto u = dyn_cast<SumLeadingOp>(user);
+               u && !biasGrad && u.getType().getRank() == 1)
+        biasGrad = u;
+      else
+        return rewriter.notifyMatchFailure(
+            linear, "d_logits feed something other than the linear's adjoint");
     }
-    OpFoldResult rows = getSizes(rewriter, loc, h2)[0];
+    MLIRContext *ctx = getContext();
+    Location loc = nll.getLoc();
+    Value target = nll.getTarget();
+
+    // Forward sweep, at the nll.
+    rewriter.setInsertionPoint(nll);
+    OutputRows rows = collapseRows(rewriter, loc, h, target);
+    Value logits;
+    Value lse = buildBlockedLogSumExp(rewriter, loc, rows.h2, w, bias, &logits);
+    Value loss = buildNllFromLse(rewriter, loc, lse, rows, w, bias);
+    loss = expandRows(rewriter, loc, loss, rows, target, 0);
+    rewriter.replaceOp(nll, castTo(rewriter, loc, loss, nll.getType()));
+
+    // Backward sweep, at the nll_grad (its cotangent g is defined by then).
+    rewriter.setInsertionPoint(nllGrad);
+    loc = nllGrad.getLoc();
+    Type et = cast<RankedTensorType>(rows.h2.getType()).getElementType();
+    Value g = nllGrad.getDResult();
+    if (!rows.leading.empty())
+      g = createCollapse(rewriter, loc, g, {rows.leading});
+    OpFoldResult nRows = getSizes(rewriter, loc, rows.h2)[0];
     Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
     Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
-    Value block = arith::ConstantIndexOp::create(rewriter, loc, kNllColumnBlock);
-    Value vocab = tensor::DimOp::create(rewriter, loc, w, 0);
-    Value features = tensor::DimOp::create(rewriter, loc, w, 1);
-    Value m0 = createFilled(rewriter, loc, {rows}, et,
-                            -std::numeric_limits<double>::infinity());
-    Value s0 = createFilled(rewriter, loc, {rows}, et, 0.0);
-    AffineMap id1 = identityMap(ctx, 1);
-
+    Value block =
+        arith::ConstantIndexOp::create(rewriter, loc, kNllColumnBlock);
+    SmallVector<OpFoldResult> wSizes = getSizes(rewriter, loc, w);
+    OpFoldResult vocabSize = wSizes[0], features = wSizes[1];
+    Value vocab = getValueOrCreateConstantIndexOp(rewriter, loc, vocabSize);
+    SmallVector<Value> inits = {
+        createFilled(rewriter, loc, {nRows, features}, et, 0.0),
+        createEmpty(rewriter, loc, {vocabSize, features}, et),
+        createEmpty(rewriter, loc, {vocabSize}, et)};
+    AffineMap id2 = identityMap(ctx, 2);
+    AffineMap rowMap = dropDimMap(ctx, 2, 1);
     auto loop = scf::ForOp::create(
-        rewriter, loc, zero, vocab, block, ValueRange{m0, s0},
+        rewriter, loc, zero, vocab, block, inits,
         [&](OpBuilder &b, Location l, Value j, ValueRange acc) {
           Value cols = arith::MinSIOp::create(
               b, l, block, arith::SubIOp::create(b, l, vocab, j));
+          Value x = tensor::ExtractSliceOp::create(
+              b, l, logits, ArrayRef<OpFoldResult>{zero, j},
+              ArrayRef<OpFoldResult>{nRows, cols},
+              ArrayRef<OpFoldResult>{one, one});
+          // softmax · g for every column (no index in the loop, so it
+          // vectorizes at the width of f32), then − g at each row's target
+          // when it falls in this block.
+          Value dl = createPointwise(
+              b, l, x, ValueRange{x, lse, g}, {id2, rowMap, rowMap},
+              [&](OpBuilder &ob, Location ol, ValueRange a) -> Value {
+                Value p = math::ExpOp::create(
+                    ob, ol, arith::SubFOp::create(ob, ol, a[0], a[1]));
+                return arith::MulFOp::create(ob, ol, p, a[2]);
+              },
+              /*dest=*/createEmpty(b, l, {nRows, OpFoldResult(cols)}, et));
+          Value rowCount = getValueOrCreateConstantIndexOp(b, l, nRows);
+          dl = scf::ForOp::create(
+                   b, l, zero, rowCount, one, ValueRange{dl},
+                   [&](OpBuilder &rb, Location rl, Value r, ValueRange d) {
+                     Value t = arith::IndexCastOp::create(
+                         rb, rl, rb.getIndexType(),
+                         tensor::ExtractOp::create(rb, rl, rows.target1,
+                                                   ValueRange{r}));
+                     Value c = arith::SubIOp::create(rb, rl, t, j);
+                     Value inBlock = arith::AndIOp::create(
+                         rb, rl,
+                         arith::CmpIOp::create(rb, rl, arith::CmpIPredicate::sge,
+                                               t, j),
+                         arith::CmpIOp::create(rb, rl, arith::CmpIPredicate::slt,
+                                               c, cols));
+                     auto fix = scf::IfOp::create(
+                         rb, rl, inBlock,
+                         [&](OpBuilder &tb, Location tl) {
+                           Value old = tensor::ExtractOp::create(
+                               tb, tl, d[0], ValueRange{r, c});
+                           Value gr = tensor::ExtractOp::create(
+                               tb, tl, g, ValueRange{r});
+                           Value next = tensor::InsertOp::create(
+                               tb, tl, arith::SubFOp::create(tb, tl, old, gr),
+                               d[0], ValueRange{r, c});
+                           scf::YieldOp::create(tb, tl, ValueRange{next});
+                         },
+                         [&](OpBuilder &eb, Location el) {
+                           scf::YieldOp::create(eb, el, ValueRange{d[0]});
+                         });
+                     scf::YieldOp::create(rb, rl, fix.getResults());
+                   })
+                   .getResult(0);
           Value wBlock = tensor::ExtractSliceOp::create(
               b, l, w, ArrayRef<OpFoldResult>{j, zero},
               ArrayRef<OpFoldResult>{cols, features},
               ArrayRef<OpFoldResult>{one, one});
-          Value biasBlock;
-          if (bias)
-            biasBlock = tensor::ExtractSliceOp::create(
-                b, l, bias, ArrayRef<OpFoldResult>{j},
-                ArrayRef<OpFoldResult>{cols}, ArrayRef<OpFoldResult>{one});
-          Value logits = createLinear2d(b, l, h2, wBlock, biasBlock);
-          Value blockMax = reduceLastDim(
-              b, l, ValueRange{logits},
-              -std::numeric_limits<double>::infinity(),
-              [](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-                return arith::MaximumFOp::create(nb, nl, a[0], a[1]);
-              });
-          // Updated in place (the loop carries one buffer each): first the
-          // old sum in units of the new max (exp(-inf) = 0 on entry), then
-          // the max.
-          Value rescaled = createPointwise(
-              b, l, acc[1], ValueRange{acc[0], blockMax}, {id1, id1},
-              [](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-                Value newMax = arith::MaximumFOp::create(nb, nl, a[0], a[1]);
-                Value shift = arith::SubFOp::create(nb, nl, a[0], newMax);
-                return arith::MulFOp::create(
-                    nb, nl, a[2], math::ExpOp::create(nb, nl, shift));
-              },
-              /*dest=*/acc[1]);
-          Value newMax = createPointwise(
-              b, l, acc[0], ValueRange{blockMax}, {id1},
-              [](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-                return arith::MaximumFOp::create(nb, nl, a[1], a[0]);
-              },
-              /*dest=*/acc[0]);
-          Value newSum = reduceLastDimInto(
-              b, l, ValueRange{logits, newMax}, rescaled,
-              [](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-                Value e = math::ExpOp::create(
-                    nb, nl, arith::SubFOp::create(nb, nl, a[0], a[1]));
-                return arith::AddFOp::create(nb, nl, e, a[2]);
-              });
-          scf::YieldOp::create(b, l, ValueRange{newMax, newSum});
+          // dh += dl_j · w_j (accumulates onto the carried dh: beta = 1).
+          Value dh = linalg::MatmulOp::create(b, l, TypeRange{acc[0].getType()},
+                                              ValueRange{dl, wBlock},
+                                              ValueRange{acc[0]})
+                         .getResult(0);
+          Value dwBlock = createMatmulTransposedLhs(b, l, dl, rows.h2);
+          Value dw = tensor::InsertSliceOp::create(
+              b, l, dwBlock, acc[1], ArrayRef<OpFoldResult>{j, zero},
+              ArrayRef<OpFoldResult>{cols, features},
+              ArrayRef<OpFoldResult>{one, one});
+          Value dbBlock = createSumLeading(b, l, dl, 1);
+          Value db = tensor::InsertSliceOp::create(
+              b, l, dbBlock, acc[2], ArrayRef<OpFoldResult>{j},
+              ArrayRef<OpFoldResult>{cols}, ArrayRef<OpFoldResult>{one});
+          scf::YieldOp::create(b, l, ValueRange{dh, dw, db});
         });
-    Value rowMax = loop.getResult(0), rowSum = loop.getResult(1);
-
-    // The target's logit: Σ_k h[r, k] · w[t_r, k], then + bias[t_r].
-    auto targetIndex = [&](OpBuilder &b, Location l, Value t) -> Value {
-      return arith::IndexCastOp::create(b, l, b.getIndexType(), t);
-    };
-    Value dot = reduceLastDim(
-        rewriter, loc, ValueRange{h2, target}, 0.0,
-        [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-          Value k = linalg::IndexOp::create(b, l, 1);
-          Value wv = tensor::ExtractOp::create(
-              b, l, w, ValueRange{targetIndex(b, l, a[1]), k});
-          return arith::AddFOp::create(
-              b, l, arith::MulFOp::create(b, l, a[0], wv), a[2]);
-        });
-    Value nll = createPointwise(
-        rewriter, loc, dot, ValueRange{rowSum, rowMax, dot, target},
-        {id1, id1, id1, id1},
-        [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-          Value lse = arith::AddFOp::create(
-              b, l, math::LogOp::create(b, l, a[0]), a[1]);
-          Value logit = a[2];
-          if (bias)
-            logit = arith::AddFOp::create(
-                b, l, logit,
-                tensor::ExtractOp::create(b, l, bias,
-                                          ValueRange{targetIndex(b, l, a[3])}));
-          return arith::SubFOp::create(b, l, lse, logit);
-        });
-    if (rank > 2) {
-      SmallVector<OpFoldResult> outSizes = getSizes(rewriter, loc, op.getTarget());
-      ReassociationIndices leading;
-      for (int64_t d = 0; d + 1 < rank; ++d)
-        leading.push_back(d);
-      nll = createExpand(rewriter, loc, nll, {leading}, outSizes);
+    if (inputGrad) {
+      Value dh = expandRows(rewriter, loc, loop.getResult(0), rows, h, 1);
+      rewriter.replaceOp(inputGrad, castTo(rewriter, loc, dh, inputGrad.getType()));
     }
-    rewriter.replaceOp(op, castTo(rewriter, loc, nll, op.getType()));
+    if (weightGrad)
+      rewriter.replaceOp(weightGrad, castTo(rewriter, loc, loop.getResult(1),
+                                            weightGrad.getType()));
+    if (biasGrad)
+      rewriter.replaceOp(biasGrad, castTo(rewriter, loc, loop.getResult(2),
+                                          biasGrad.getType()));
+    rewriter.eraseOp(nllGrad);
     rewriter.eraseOp(linear);
     return success();
   }
@@ -274,6 +496,6 @@ struct LinearNllLowering : public OpRewritePattern<LinearOp> {
 
 void mlir::txl::populateTxlNormalizationToLinalgPatterns(
     RewritePatternSet &patterns) {
-  patterns.add<LayerNormLowering, NllLowering, LinearNllLowering>(
-      patterns.getContext());
+  patterns.add<LayerNormLowering, NllLowering, LinearNllLowering,
+               LinearNllGradLowering>(patterns.getContext());
 }
