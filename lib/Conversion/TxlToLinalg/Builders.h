@@ -53,10 +53,12 @@ Value createMatmul(OpBuilder &b, Location loc, Value lhs, Value rhs,
                    bool transposeRhs);
 
 /// `x [rows, in] · weightᵀ (+ bias)` for weight [out, in] (nn.Linear) as
-/// one linalg.matmul accumulating onto the broadcast bias (or zeros); defined
+/// one linalg.matmul accumulating onto the broadcast bias (or zeros), into
+/// `dest` [rows, out] when given (e.g. a slice of a larger tensor, so that
+/// bufferization writes the product in place), else a new tensor; defined
 /// in Contraction.cpp.
 Value createLinear2d(OpBuilder &b, Location loc, Value x, Value weight,
-                     Value bias);
+                     Value bias, Value dest = {});
 
 /// `lhsᵀ rhs` for lhs [k, m] and rhs [k, n] (or, batched, [b, k, m] and
 /// [b, k, n]) into a zero-filled [m, n] ([b, m, n]); BLAS reads lhs

@@ -19,7 +19,7 @@ using namespace mlir;
 using namespace mlir::txl;
 
 Value mlir::txl::createLinear2d(OpBuilder &b, Location loc, Value x,
-                                Value weight, Value bias) {
+                                Value weight, Value bias, Value dest) {
   MLIRContext *ctx = b.getContext();
   OpFoldResult rows = getSizes(b, loc, x)[0];
   OpFoldResult outFeatures = getSizes(b, loc, weight)[0];
@@ -29,7 +29,8 @@ Value mlir::txl::createLinear2d(OpBuilder &b, Location loc, Value x,
   Value init;
   if (bias) {
     AffineMap biasMap = AffineMap::get(2, 0, {getAffineDimExpr(1, ctx)}, ctx);
-    Value empty = createEmpty(b, loc, {rows, outFeatures}, elementType);
+    Value empty =
+        dest ? dest : createEmpty(b, loc, {rows, outFeatures}, elementType);
     init = linalg::GenericOp::create(
                b, loc, TypeRange{empty.getType()}, ValueRange{bias},
                ValueRange{empty}, {biasMap, identityMap(ctx, 2)},
@@ -37,6 +38,10 @@ Value mlir::txl::createLinear2d(OpBuilder &b, Location loc, Value x,
                [](OpBuilder &nb, Location l, ValueRange a) {
                  linalg::YieldOp::create(nb, l, ValueRange{a[0]});
                })
+               .getResult(0);
+  } else if (dest) {
+    Value zero = arith::ConstantOp::create(b, loc, b.getFloatAttr(elementType, 0.0));
+    init = linalg::FillOp::create(b, loc, ValueRange{zero}, ValueRange{dest})
                .getResult(0);
   } else {
     init = createFilled(b, loc, {rows, outFeatures}, elementType, 0.0);

@@ -194,7 +194,15 @@ static Value buildBlockedLogSumExp(OpBuilder &b, Location loc, Value h2,
           biasBlock = tensor::ExtractSliceOp::create(
               nb, l, bias, ArrayRef<OpFoldResult>{j},
               ArrayRef<OpFoldResult>{cols}, ArrayRef<OpFoldResult>{one});
-        Value x = createLinear2d(nb, l, h2, wBlock, biasBlock);
+        // With stored logits, the block is computed in place in its
+        // columns of the [R, V] tensor (no copy of the block).
+        Value dest;
+        if (logits)
+          dest = tensor::ExtractSliceOp::create(
+              nb, l, acc[2], ArrayRef<OpFoldResult>{zero, j},
+              ArrayRef<OpFoldResult>{rows, cols},
+              ArrayRef<OpFoldResult>{one, one});
+        Value x = createLinear2d(nb, l, h2, wBlock, biasBlock, dest);
         Value blockMax = reduceLastDim(
             nb, l, ValueRange{x}, negInf,
             [](OpBuilder &ob, Location ol, ValueRange a) -> Value {
