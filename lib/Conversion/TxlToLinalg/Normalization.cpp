@@ -155,6 +155,61 @@ static OutputRows collapseRows(OpBuilder &b, Location loc, Value h,
   return rows;
 }
 
+/// The loop over blocks of kNllColumnBlock output columns of w [V, in]
+/// shared by the forward and backward sweeps, and the slices of a block.
+struct ColumnBlocks {
+  ColumnBlocks(OpBuilder &b, Location loc, Value w) {
+    zero = arith::ConstantIndexOp::create(b, loc, 0);
+    one = arith::ConstantIndexOp::create(b, loc, 1);
+    block = arith::ConstantIndexOp::create(b, loc, kNllColumnBlock);
+    SmallVector<OpFoldResult> sizes = getSizes(b, loc, w);
+    vocabSize = sizes[0];
+    features = sizes[1];
+    vocab = getValueOrCreateConstantIndexOp(b, loc, vocabSize);
+  }
+
+  /// scf.for over the blocks carrying `inits`; `body(b, loc, j, cols, acc)`
+  /// gets the block's first column j and width cols and returns the yields.
+  scf::ForOp build(OpBuilder &b, Location loc, ValueRange inits,
+                   function_ref<SmallVector<Value>(OpBuilder &, Location, Value,
+                                                   Value, ValueRange)>
+                       body) const {
+    return scf::ForOp::create(
+        b, loc, zero, vocab, block, inits,
+        [&](OpBuilder &nb, Location l, Value j, ValueRange acc) {
+          Value cols = arith::MinSIOp::create(
+              nb, l, block, arith::SubIOp::create(nb, l, vocab, j));
+          scf::YieldOp::create(nb, l, body(nb, l, j, cols, acc));
+        });
+  }
+
+  /// Offsets, sizes and unit strides of rows [j, j + cols) of a [V] or
+  /// [V, features] tensor, or of columns [j, j + cols) of a [rows, V] one.
+  struct Slice {
+    SmallVector<OpFoldResult> offsets, sizes, strides;
+  };
+  Slice rows(Value j, Value cols, bool withFeatures) const {
+    if (withFeatures)
+      return {{j, zero}, {cols, features}, {one, one}};
+    return {{j}, {cols}, {one}};
+  }
+  Slice columns(OpFoldResult rowCount, Value j, Value cols) const {
+    return {{zero, j}, {rowCount, cols}, {one, one}};
+  }
+  static Value extract(OpBuilder &b, Location loc, Value t, const Slice &s) {
+    return tensor::ExtractSliceOp::create(b, loc, t, s.offsets, s.sizes,
+                                          s.strides);
+  }
+  static Value insert(OpBuilder &b, Location loc, Value part, Value into,
+                      const Slice &s) {
+    return tensor::InsertSliceOp::create(b, loc, part, into, s.offsets,
+                                         s.sizes, s.strides);
+  }
+
+  Value zero, one, block, vocab;
+  OpFoldResult vocabSize, features;
+};
+
 /// The forward sweep over column blocks of `w` [V, in]: per block the logits
 /// h2 · w_jᵀ + bias_j (one BLAS product) and the online log-sum-exp update
 /// (Milakov & Gimelshein 2018, "Online normalizer calculation for softmax")
@@ -167,41 +222,30 @@ static Value buildBlockedLogSumExp(OpBuilder &b, Location loc, Value h2,
   MLIRContext *ctx = b.getContext();
   Type et = cast<RankedTensorType>(h2.getType()).getElementType();
   OpFoldResult rows = getSizes(b, loc, h2)[0];
-  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-  Value one = arith::ConstantIndexOp::create(b, loc, 1);
-  Value block = arith::ConstantIndexOp::create(b, loc, kNllColumnBlock);
-  SmallVector<OpFoldResult> wSizes = getSizes(b, loc, w);
-  Value vocab = getValueOrCreateConstantIndexOp(b, loc, wSizes[0]);
-  OpFoldResult features = wSizes[1];
+  ColumnBlocks blocks(b, loc, w);
   const double negInf = -std::numeric_limits<double>::infinity();
   SmallVector<Value> inits = {createFilled(b, loc, {rows}, et, negInf),
                               createFilled(b, loc, {rows}, et, 0.0)};
   if (logits)
-    inits.push_back(createEmpty(b, loc, {rows, wSizes[0]}, et));
+    inits.push_back(createEmpty(b, loc, {rows, blocks.vocabSize}, et));
   AffineMap id1 = identityMap(ctx, 1);
 
-  auto loop = scf::ForOp::create(
-      b, loc, zero, vocab, block, inits,
-      [&](OpBuilder &nb, Location l, Value j, ValueRange acc) {
-        Value cols = arith::MinSIOp::create(
-            nb, l, block, arith::SubIOp::create(nb, l, vocab, j));
-        Value wBlock = tensor::ExtractSliceOp::create(
-            nb, l, w, ArrayRef<OpFoldResult>{j, zero},
-            ArrayRef<OpFoldResult>{cols, features},
-            ArrayRef<OpFoldResult>{one, one});
+  auto loop = blocks.build(
+      b, loc, inits,
+      [&](OpBuilder &nb, Location l, Value j, Value cols,
+          ValueRange acc) -> SmallVector<Value> {
+        Value wBlock =
+            ColumnBlocks::extract(nb, l, w, blocks.rows(j, cols, true));
         Value biasBlock;
         if (bias)
-          biasBlock = tensor::ExtractSliceOp::create(
-              nb, l, bias, ArrayRef<OpFoldResult>{j},
-              ArrayRef<OpFoldResult>{cols}, ArrayRef<OpFoldResult>{one});
+          biasBlock =
+              ColumnBlocks::extract(nb, l, bias, blocks.rows(j, cols, false));
         // With stored logits, the block is computed in place in its
         // columns of the [R, V] tensor (no copy of the block).
         Value dest;
         if (logits)
-          dest = tensor::ExtractSliceOp::create(
-              nb, l, acc[2], ArrayRef<OpFoldResult>{zero, j},
-              ArrayRef<OpFoldResult>{rows, cols},
-              ArrayRef<OpFoldResult>{one, one});
+          dest = ColumnBlocks::extract(nb, l, acc[2],
+                                       blocks.columns(rows, j, cols));
         Value x = createLinear2d(nb, l, h2, wBlock, biasBlock, dest);
         Value blockMax = reduceLastDim(
             nb, l, ValueRange{x}, negInf,
@@ -235,11 +279,9 @@ static Value buildBlockedLogSumExp(OpBuilder &b, Location loc, Value h2,
             });
         SmallVector<Value> yields = {newMax, newSum};
         if (logits)
-          yields.push_back(tensor::InsertSliceOp::create(
-              nb, l, x, acc[2], ArrayRef<OpFoldResult>{zero, j},
-              ArrayRef<OpFoldResult>{rows, cols},
-              ArrayRef<OpFoldResult>{one, one}));
-        scf::YieldOp::create(nb, l, yields);
+          yields.push_back(ColumnBlocks::insert(nb, l, x, acc[2],
+                                                blocks.columns(rows, j, cols)));
+        return yields;
       });
   if (logits)
     *logits = loop.getResult(2);
@@ -398,28 +440,20 @@ struct LinearNllGradLowering : public OpRewritePattern<LinearOp> {
     if (!rows.leading.empty())
       g = createCollapse(rewriter, loc, g, {rows.leading});
     OpFoldResult nRows = getSizes(rewriter, loc, rows.h2)[0];
-    Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
-    Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
-    Value block =
-        arith::ConstantIndexOp::create(rewriter, loc, kNllColumnBlock);
-    SmallVector<OpFoldResult> wSizes = getSizes(rewriter, loc, w);
-    OpFoldResult vocabSize = wSizes[0], features = wSizes[1];
-    Value vocab = getValueOrCreateConstantIndexOp(rewriter, loc, vocabSize);
+    ColumnBlocks blocks(rewriter, loc, w);
     SmallVector<Value> inits = {
-        createFilled(rewriter, loc, {nRows, features}, et, 0.0),
-        createEmpty(rewriter, loc, {vocabSize, features}, et),
-        createEmpty(rewriter, loc, {vocabSize}, et)};
+        createFilled(rewriter, loc, {nRows, blocks.features}, et, 0.0),
+        createEmpty(rewriter, loc, {blocks.vocabSize, blocks.features}, et),
+        createEmpty(rewriter, loc, {blocks.vocabSize}, et)};
     AffineMap id2 = identityMap(ctx, 2);
     AffineMap rowMap = dropDimMap(ctx, 2, 1);
-    auto loop = scf::ForOp::create(
-        rewriter, loc, zero, vocab, block, inits,
-        [&](OpBuilder &b, Location l, Value j, ValueRange acc) {
-          Value cols = arith::MinSIOp::create(
-              b, l, block, arith::SubIOp::create(b, l, vocab, j));
-          Value x = tensor::ExtractSliceOp::create(
-              b, l, logits, ArrayRef<OpFoldResult>{zero, j},
-              ArrayRef<OpFoldResult>{nRows, cols},
-              ArrayRef<OpFoldResult>{one, one});
+    Value zero = blocks.zero, one = blocks.one;
+    auto loop = blocks.build(
+        rewriter, loc, inits,
+        [&](OpBuilder &b, Location l, Value j, Value cols,
+            ValueRange acc) -> SmallVector<Value> {
+          Value x = ColumnBlocks::extract(b, l, logits,
+                                          blocks.columns(nRows, j, cols));
           // softmax · g for every column (no index in the loop, so it
           // vectorizes at the width of f32), then − g at each row's target
           // when it falls in this block.
@@ -464,25 +498,19 @@ struct LinearNllGradLowering : public OpRewritePattern<LinearOp> {
                      scf::YieldOp::create(rb, rl, fix.getResults());
                    })
                    .getResult(0);
-          Value wBlock = tensor::ExtractSliceOp::create(
-              b, l, w, ArrayRef<OpFoldResult>{j, zero},
-              ArrayRef<OpFoldResult>{cols, features},
-              ArrayRef<OpFoldResult>{one, one});
+          Value wBlock =
+              ColumnBlocks::extract(b, l, w, blocks.rows(j, cols, true));
           // dh += dl_j · w_j (accumulates onto the carried dh: beta = 1).
           Value dh = linalg::MatmulOp::create(b, l, TypeRange{acc[0].getType()},
                                               ValueRange{dl, wBlock},
                                               ValueRange{acc[0]})
                          .getResult(0);
           Value dwBlock = createMatmulTransposedLhs(b, l, dl, rows.h2);
-          Value dw = tensor::InsertSliceOp::create(
-              b, l, dwBlock, acc[1], ArrayRef<OpFoldResult>{j, zero},
-              ArrayRef<OpFoldResult>{cols, features},
-              ArrayRef<OpFoldResult>{one, one});
-          Value dbBlock = createSumLeading(b, l, dl, 1);
-          Value db = tensor::InsertSliceOp::create(
-              b, l, dbBlock, acc[2], ArrayRef<OpFoldResult>{j},
-              ArrayRef<OpFoldResult>{cols}, ArrayRef<OpFoldResult>{one});
-          scf::YieldOp::create(b, l, ValueRange{dh, dw, db});
+          Value dw = ColumnBlocks::insert(b, l, dwBlock, acc[1],
+                                          blocks.rows(j, cols, true));
+          Value db = ColumnBlocks::insert(b, l, createSumLeading(b, l, dl, 1),
+                                          acc[2], blocks.rows(j, cols, false));
+          return {dh, dw, db};
         });
     if (inputGrad) {
       Value dh = expandRows(rewriter, loc, loop.getResult(0), rows, h, 1);
