@@ -292,6 +292,26 @@ func.func @matmul_fill_kept(%a: memref<?x32xf32>, %b: memref<32x64xf32>, %arg: m
 
 // -----
 
+// A product that accumulates in a loop keeps the zero fill before the loop
+// (beta = 1 inside): the fill is not in the product's block.
+// CHECK-LABEL: func.func @matmul_accumulates_in_loop
+// CHECK: linalg.fill
+// CHECK: scf.for
+// CHECK: func.call @cblas_sgemm(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[ONE:[^,]+]], %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[ONE]], %{{.+}}, %{{.+}})
+func.func @matmul_accumulates_in_loop(%a: memref<?x32xf32>, %b: memref<32x64xf32>, %m: index, %n: index) -> memref<?x64xf32> {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c = memref.alloc(%m) : memref<?x64xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<?x64xf32>)
+  scf.for %i = %c0 to %n step %c1 {
+    linalg.matmul ins(%a, %b : memref<?x32xf32>, memref<32x64xf32>) outs(%c : memref<?x64xf32>)
+  }
+  return %c : memref<?x64xf32>
+}
+
+// -----
+
 // Other linalg ops are untouched, and a module without products gets no
 // cblas_sgemm declaration.
 // CHECK-NOT: cblas_sgemm

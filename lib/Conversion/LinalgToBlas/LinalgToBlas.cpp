@@ -186,17 +186,15 @@ static linalg::FillOp findZeroFill(linalg::LinalgOp op) {
         return nullptr;
       return fill;
     }
-    // Anything else that reads or writes the output (or makes a view of it
-    // that might) in between keeps the fill.
-    for (Value operand : prev->getOperands())
-      if (operand == out)
-        return nullptr;
-    bool usesInside = false;
+    // Anything else in between that reads or writes the output, or makes a
+    // view of it that might, keeps the fill (nested regions included). A
+    // fill outside the product's block (e.g. before a loop the product
+    // accumulates in) is never reached.
+    bool touches = false;
     prev->walk([&](Operation *nested) {
-      for (Value operand : nested->getOperands())
-        usesInside |= operand == out;
+      touches |= llvm::is_contained(nested->getOperands(), out);
     });
-    if (usesInside)
+    if (touches)
       return nullptr;
   }
   return nullptr;

@@ -38,9 +38,8 @@ struct txl_session {
   std::vector<std::vector<float>> mems;
   int64_t mlen = 0, batch = 0;
   /// txl_session_set_threads: slices run in parallel (and BLAS threads when
-  /// the batch runs as one slice); 0 until set = the OpenBLAS default.
+  /// the batch runs as one slice); the OpenBLAS default until set.
   int threads = 0;
-  int blasThreads = 0; ///< the last openblas_set_num_threads value
   WorkerPool pool;
   /// sliceGrads[s][i]: slice s's gradient of parameter i (batch-parallel
   /// backward only).
@@ -253,12 +252,14 @@ static void callEntry(const txl_session &session, txl_segment_fn entry,
   entry(args.data());
 }
 
-/// The OpenBLAS thread count of a call: the session's threads when the batch
-/// runs as one slice, 1 when slices run in parallel.
-static void setBlasThreads(txl_session &session, int threads) {
-  if (threads > 0 && threads != session.blasThreads) {
+/// Sets OpenBLAS's (process-wide) thread count for a call: the session's
+/// threads when the batch runs as one slice, 1 when slices run in parallel.
+/// Called only between calls, never while a product runs.
+static void setBlasThreads(int threads) {
+  static int current = 0; // the last value set
+  if (threads > 0 && threads != current) {
     openblas_set_num_threads(threads);
-    session.blasThreads = threads;
+    current = threads;
   }
 }
 
@@ -320,7 +321,7 @@ static void runSegment(txl_session_t *session, const int64_t *data,
   const int slices = static_cast<int>(
       std::min<int64_t>(std::max(session->threads, 1), batch));
   if (slices == 1) {
-    setBlasThreads(*session, session->threads);
+    setBlasThreads(session->threads);
     SliceCall call{data, target, batch, {}, options->dropout_offset,
                    out_nll, {}, {}};
     for (auto &m : session->mems)
@@ -335,7 +336,7 @@ static void runSegment(txl_session_t *session, const int64_t *data,
     // memory), so slice s runs columns [first_s, first_s + count_s) on its
     // own thread with single-threaded BLAS. The backward returns each
     // slice's mean-NLL gradient; the batch's is their token-weighted sum.
-    setBlasThreads(*session, 1);
+    setBlasThreads(1);
     std::vector<int64_t> first(slices + 1);
     for (int s = 0; s <= slices; ++s)
       first[s] = batch * s / slices;
@@ -357,8 +358,8 @@ static void runSegment(txl_session_t *session, const int64_t *data,
       }
       std::vector<std::vector<float>> mems(layers), outMems(layers);
       std::vector<float> nll(qlen * nb);
-      // The counter part of the dropout key is unique per (call, slice);
-      // one slice keeps the caller's offset.
+      // The counter part of the dropout key is unique per (call, slice):
+      // offset · S + s (with S = 1 that is the caller's offset, as above).
       SliceCall call{sliceData.data(), sliceTarget.data(), nb, {},
                      options->dropout_offset * slices + s, nll.data(), {}, {}};
       for (int64_t l = 0; l < layers; ++l) {
