@@ -398,6 +398,7 @@ struct LinearNllGradLowering : public OpRewritePattern<LinearOp> {
         return rewriter.notifyMatchFailure(linear, "logits have other uses");
     }
     if (!nll || !nllGrad || nll.getTarget() != nllGrad.getTarget() ||
+        nll->getBlock() != nllGrad->getBlock() ||
         !nll->isBeforeInBlock(nllGrad))
       return rewriter.notifyMatchFailure(linear, "not an nll + nll_grad pair");
     Value h = linear.getInput(), w = linear.getWeight(),
@@ -405,12 +406,14 @@ struct LinearNllGradLowering : public OpRewritePattern<LinearOp> {
     LinearInputGradOp inputGrad;
     LinearWeightGradOp weightGrad;
     SumLeadingOp biasGrad;
+    Value dLogits = nllGrad.getResult();
     for (Operation *user : nllGrad->getUsers()) {
       if (auto u = dyn_cast<LinearInputGradOp>(user);
-          u && !inputGrad && u.getWeight() == w)
+          u && !inputGrad && u.getDResult() == dLogits && u.getWeight() == w)
         inputGrad = u;
       else if (auto u = dyn_cast<LinearWeightGradOp>(user);
-               u && !weightGrad && u.getInput() == h)
+               u && !weightGrad && u.getDResult() == dLogits &&
+               u.getInput() == h)
         weightGrad = u;
       else if (auto u = dyn_cast<SumLeadingOp>(user);
                u && !biasGrad && u.getType().getRank() == 1)
