@@ -109,23 +109,34 @@ Value mlir::txl::createBatchMatmul(OpBuilder &b, Location loc, Value lhs,
   return mm.getResult(0);
 }
 
+Value mlir::txl::createMatmulOnto(OpBuilder &b, Location loc, Value lhs,
+                                  Value rhs, Value acc, bool transposeLhs,
+                                  bool transposeRhs) {
+  auto mm = linalg::MatmulOp::create(b, loc, TypeRange{acc.getType()},
+                                     ValueRange{lhs, rhs}, ValueRange{acc});
+  if (transposeLhs || transposeRhs) {
+    MLIRContext *ctx = b.getContext();
+    AffineExpr m, n, k;
+    bindDims(ctx, m, n, k);
+    SmallVector<AffineExpr> a = transposeLhs ? SmallVector<AffineExpr>{k, m}
+                                             : SmallVector<AffineExpr>{m, k};
+    SmallVector<AffineExpr> r = transposeRhs ? SmallVector<AffineExpr>{n, k}
+                                             : SmallVector<AffineExpr>{k, n};
+    mm.setIndexingMapsAttr(b.getAffineMapArrayAttr(
+        {AffineMap::get(3, 0, a, ctx), AffineMap::get(3, 0, r, ctx),
+         AffineMap::get(3, 0, {m, n}, ctx)}));
+  }
+  return mm.getResult(0);
+}
+
 Value mlir::txl::createMatmul(OpBuilder &b, Location loc, Value lhs, Value rhs,
                               bool transposeRhs) {
   SmallVector<OpFoldResult> l = getSizes(b, loc, lhs);
   SmallVector<OpFoldResult> r = getSizes(b, loc, rhs);
   Value init = createFilled(b, loc, {l[0], transposeRhs ? r[0] : r[1]},
                             getElementTypeOrSelf(lhs), 0.0);
-  auto mm = linalg::MatmulOp::create(b, loc, TypeRange{init.getType()},
-                                     ValueRange{lhs, rhs}, ValueRange{init});
-  if (transposeRhs) {
-    MLIRContext *ctx = b.getContext();
-    AffineExpr m, n, k;
-    bindDims(ctx, m, n, k);
-    mm.setIndexingMapsAttr(b.getAffineMapArrayAttr(
-        {AffineMap::get(3, 0, {m, k}, ctx), AffineMap::get(3, 0, {n, k}, ctx),
-         AffineMap::get(3, 0, {m, n}, ctx)}));
-  }
-  return mm.getResult(0);
+  return createMatmulOnto(b, loc, lhs, rhs, init, /*transposeLhs=*/false,
+                          transposeRhs);
 }
 
 /// Marks the float op computing each value `reduction` yields as
@@ -380,17 +391,10 @@ Value mlir::txl::createMatmulTransposedLhs(OpBuilder &b, Location loc,
   SmallVector<OpFoldResult> l = getSizes(b, loc, lhs);
   SmallVector<OpFoldResult> r = getSizes(b, loc, rhs);
   Type elementType = cast<RankedTensorType>(lhs.getType()).getElementType();
-  if (l.size() == 2) {
-    Value init = createFilled(b, loc, {l[1], r[1]}, elementType, 0.0);
-    AffineExpr m, n, k;
-    bindDims(ctx, m, n, k);
-    auto mm = linalg::MatmulOp::create(b, loc, TypeRange{init.getType()},
-                                       ValueRange{lhs, rhs}, ValueRange{init});
-    mm.setIndexingMapsAttr(b.getAffineMapArrayAttr(
-        {AffineMap::get(3, 0, {k, m}, ctx), AffineMap::get(3, 0, {k, n}, ctx),
-         AffineMap::get(3, 0, {m, n}, ctx)}));
-    return mm.getResult(0);
-  }
+  if (l.size() == 2)
+    return createMatmulOnto(
+        b, loc, lhs, rhs, createFilled(b, loc, {l[1], r[1]}, elementType, 0.0),
+        /*transposeLhs=*/true, /*transposeRhs=*/false);
   Value init = createFilled(b, loc, {l[0], l[2], r[2]}, elementType, 0.0);
   AffineExpr bd, m, n, k;
   bindDims(ctx, bd, m, n, k);

@@ -46,6 +46,12 @@ Value createExpand(OpBuilder &b, Location loc, Value input,
 Value createBatchMatmul(OpBuilder &b, Location loc, Value lhs, Value rhs,
                         bool transposeRhs, Value acc = {});
 
+/// `acc + lhs · rhs` as one 2-D linalg.matmul accumulating onto `acc`
+/// [m, n] (BLAS beta = 1), lhs read as [k, m] when `transposeLhs` and rhs as
+/// [n, k] when `transposeRhs` (BLAS reads them transposed, no copy).
+Value createMatmulOnto(OpBuilder &b, Location loc, Value lhs, Value rhs,
+                       Value acc, bool transposeLhs, bool transposeRhs);
+
 /// Product `lhs [m, k] x rhs [k, n]` (or `rhs [n, k]` when `transposeRhs`)
 /// into a zero-filled [m, n] as `linalg.matmul`, in the element type of
 /// `lhs`.
@@ -79,12 +85,6 @@ Value reduceLastDim(OpBuilder &b, Location loc, ValueRange inputs, double init,
 Value reduceLastDimInto(
     OpBuilder &b, Location loc, ValueRange inputs, Value acc,
     function_ref<Value(OpBuilder &, Location, ValueRange)> combine);
-
-/// One element of txl.nll_grad: (exp(x − lse) − [column == target]) · dy
-/// for the logit x of `column` (index) in a row with log-sum-exp `lse`,
-/// target id `target` (i64) and cotangent `dy`; defined in Gradients.cpp.
-Value createNllGradElement(OpBuilder &b, Location loc, Value x, Value lse,
-                           Value column, Value target, Value dy);
 
 /// Row-wise `log(sum(exp(x)))` over the last dimension of the concatenation
 /// of `parts` (same leading sizes), max-shifted so nothing overflows; the

@@ -46,14 +46,8 @@ Value mlir::txl::createLinear2d(OpBuilder &b, Location loc, Value x,
   } else {
     init = createFilled(b, loc, {rows, outFeatures}, elementType, 0.0);
   }
-  AffineExpr m, n, k;
-  bindDims(ctx, m, n, k);
-  auto mm = linalg::MatmulOp::create(b, loc, TypeRange{init.getType()},
-                                     ValueRange{x, weight}, ValueRange{init});
-  mm.setIndexingMapsAttr(b.getAffineMapArrayAttr(
-      {AffineMap::get(3, 0, {m, k}, ctx), AffineMap::get(3, 0, {n, k}, ctx),
-       AffineMap::get(3, 0, {m, n}, ctx)}));
-  return mm.getResult(0);
+  return createMatmulOnto(b, loc, x, weight, init, /*transposeLhs=*/false,
+                          /*transposeRhs=*/true);
 }
 
 namespace {

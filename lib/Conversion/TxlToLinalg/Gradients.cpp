@@ -34,9 +34,12 @@ static Value floatConst(OpBuilder &b, Location loc, Type type, double v) {
   return arith::ConstantOp::create(b, loc, b.getFloatAttr(type, v));
 }
 
-Value mlir::txl::createNllGradElement(OpBuilder &b, Location loc, Value x,
-                                      Value lse, Value column, Value target,
-                                      Value dy) {
+/// One element of txl.nll_grad: (exp(x − lse) − [column == target]) · dy
+/// for the logit x of `column` (index) in a row with log-sum-exp `lse`,
+/// target id `target` (i64) and cotangent `dy`.
+static Value createNllGradElement(OpBuilder &b, Location loc, Value x,
+                                  Value lse, Value column, Value target,
+                                  Value dy) {
   Type et = x.getType();
   // The column compare in i32 (a vocabulary is far below 2^31), so the loop
   // vectorizes at the width of f32, not of 64-bit indices.

@@ -504,10 +504,9 @@ struct LinearNllGradLowering : public OpRewritePattern<LinearOp> {
           Value wBlock =
               ColumnBlocks::extract(b, l, w, blocks.rows(j, cols, true));
           // dh += dl_j · w_j (accumulates onto the carried dh: beta = 1).
-          Value dh = linalg::MatmulOp::create(b, l, TypeRange{acc[0].getType()},
-                                              ValueRange{dl, wBlock},
-                                              ValueRange{acc[0]})
-                         .getResult(0);
+          Value dh = createMatmulOnto(b, l, dl, wBlock, acc[0],
+                                      /*transposeLhs=*/false,
+                                      /*transposeRhs=*/false);
           Value dwBlock = createMatmulTransposedLhs(b, l, dl, rows.h2);
           Value dw = ColumnBlocks::insert(b, l, dwBlock, acc[1],
                                           blocks.rows(j, cols, true));
