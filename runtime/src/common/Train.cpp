@@ -119,15 +119,9 @@ public:
         trainable_.push_back(i);
     size_t count = trainable_.size() * static_cast<size_t>(numStates());
     states_.resize(count);
-    newStates_.resize(count);
-    newParams_.resize(trainable_.size());
-    for (size_t s = 0; s < count; ++s) {
-      int64_t n = numElements(info.params[trainable_[s % trainable_.size()]]);
-      states_[s].assign(n, 0.0f);
-      newStates_[s].resize(n);
-    }
-    for (size_t t = 0; t < trainable_.size(); ++t)
-      newParams_[t].resize(numElements(info.params[trainable_[t]]));
+    for (size_t s = 0; s < count; ++s)
+      states_[s].assign(
+          numElements(info.params[trainable_[s % trainable_.size()]]), 0.0f);
   }
 
   int numStates() const { return info_.n_optim_states; }
@@ -148,7 +142,12 @@ public:
 
   /// One update of every trainable parameter of `session` with `grads`
   /// (indexed like the parameters); returns the gradient norm before
-  /// clipping.
+  /// clipping. The update runs in place: each new parameter and state is
+  /// written over the old one. That is sound for the compiled
+  /// @optimizer_step: every update is one elementwise pass that reads
+  /// element k of its parameter and states before writing element k of
+  /// their results, and nothing else reads them (the clipping norm reads
+  /// only the gradients).
   float step(txl_session_t *session, std::vector<std::vector<float>> &grads,
              double lr, int64_t step) {
     std::vector<float *> params(trainable_.size());
@@ -169,22 +168,19 @@ public:
     args.f64(lr);
     args.i64(step);
     for (size_t t = 0; t < T; ++t)
-      args.memref(newParams_[t].data(), shape(t));
-    for (size_t s = 0; s < newStates_.size(); ++s)
-      args.memref(newStates_[s].data(), shape(s % T));
+      args.memref(params[t], shape(t));
+    for (size_t s = 0; s < states_.size(); ++s)
+      args.memref(states_[s].data(), shape(s % T));
     float norm[1] = {0};
     args.memref(norm, {1});
     txl_optimizer_step(args.data());
-    for (size_t t = 0; t < T; ++t)
-      std::copy(newParams_[t].begin(), newParams_[t].end(), params[t]);
-    std::swap(states_, newStates_);
     return norm[0];
   }
 
 private:
   const txl_model_info_t &info_;
   std::vector<int32_t> trainable_;
-  std::vector<std::vector<float>> states_, newStates_, newParams_;
+  std::vector<std::vector<float>> states_;
 };
 
 /// The compiled schedule: the lr train.py sets after `step` updates when

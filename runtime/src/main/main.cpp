@@ -78,8 +78,13 @@ void addDataOptions(CLI::App *command, std::string &dataDir,
 /// whose page faults otherwise cost as much system time as the compute:
 /// no allocation is served by mmap (glibc caps M_MMAP_THRESHOLD at 32 MiB),
 /// and freed memory is returned to the system only above 1 GiB free at the
-/// top of the heap. The peak resident size is unchanged.
+/// top of the heap. The worker threads of batch-parallel slices share that
+/// one heap (M_ARENA_MAX 1): a thread arena of its own grows in mmap'd heaps
+/// of at most 64 MiB that glibc unmaps as soon as they empty, so every
+/// segment call would fault its temporaries in again. The peak resident
+/// size is unchanged.
 static void tuneAllocator() {
+  mallopt(M_ARENA_MAX, 1);
   mallopt(M_MMAP_MAX, 0);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
 }
