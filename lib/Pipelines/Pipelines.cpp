@@ -23,11 +23,15 @@ void mlir::txl::buildTxlOptPipeline(OpPassManager &pm,
   if (options.fuseAttention)
     pm.addPass(createFuseRelAttentionPass());
   pm.addPass(createCanonicalizerPass());
+  pm.addPass(createNarrowLinearSlicesPass());
+  pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }
 
 void mlir::txl::buildTxlBackwardPipeline(OpPassManager &pm) {
   pm.addPass(createGenerateBackwardPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createNarrowLinearSlicesPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }

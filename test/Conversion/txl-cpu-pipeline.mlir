@@ -13,15 +13,16 @@
 // 4, d_inner 16), lowered by the named pipelines.
 
 // The CPU pipeline ends in the LLVM dialect with the packed entry point. Every
-// product is one cblas_sgemm call site: with fusion, 6 projections (qkv, r,
+// product is one cblas_sgemm call site: with fusion, 7 projections (q of the
+// hidden rows and kv of [mem; h], as txl-narrow-linear-slices splits qkv; r,
 // o, two feed-forward, output) + the positional scores (q + v) rᵀ + AC
-// (accumulated onto their shifted view) + attention-weighted values = 9. The new
+// (accumulated onto their shifted view) + attention-weighted values = 10. The new
 // memory (a strided slice) is copied by generated loops, never by memrefCopy,
 // and the results have become caller-provided buffers (void functions).
 // CHECK-LABEL: llvm.func @cblas_sgemm(i32, i32, i32, i32, i32, i32, f32, !llvm.ptr, i32, !llvm.ptr, i32, f32, !llvm.ptr, i32)
 // CHECK-LABEL: llvm.func @segment(
 // CHECK-SAME: ) attributes {llvm.emit_c_interface} {
-// CHECK-COUNT-9: llvm.call @cblas_sgemm(
+// CHECK-COUNT-10: llvm.call @cblas_sgemm(
 // CHECK-NOT: llvm.call @cblas_sgemm(
 // CHECK-LABEL: llvm.func @_mlir_ciface_segment(
 // CHECK-SAME: %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: !llvm.ptr, %{{[^:]+}}: !llvm.ptr, %{{[^:]+}}: !llvm.ptr) attributes {llvm.emit_c_interface} {
@@ -32,16 +33,22 @@
 // CHECK-NEXT: llvm.return
 
 // Without fusion the four-term score is lowered as written: 4 score products
-// and one value product, 11 sgemm calls in all.
+// and one value product, 12 sgemm calls in all.
 // UNFUSED-LABEL: llvm.func @segment(
-// UNFUSED-COUNT-11: llvm.call @cblas_sgemm(
+// UNFUSED-COUNT-12: llvm.call @cblas_sgemm(
 // UNFUSED-NOT: llvm.call @cblas_sgemm(
 // UNFUSED: llvm.func @txl_segment_forward(
 
 // The txl-level pipeline fuses the attention: no shift is left to lower.
+// The query is projected from the hidden rows alone, with the first rows of
+// qkv_net.weight, and k, v with the others (txl-narrow-linear-slices).
 // OPT-LABEL: func.func @segment
 // OPT-NOT: txl.rel_shift
 // OPT-NOT: txl.attn_score
+// OPT: tensor.extract_slice %{{.+}}[0, 0] [8, 8] [1, 1] : tensor<24x8xf32> to tensor<8x8xf32>
+// OPT: txl.linear %{{.+}}, %{{.+}} : tensor<?x?x8xf32>, tensor<8x8xf32> -> tensor<?x?x8xf32>
+// OPT: tensor.extract_slice %{{.+}}[8, 0] [16, 8] [1, 1] : tensor<24x8xf32> to tensor<16x8xf32>
+// OPT: txl.linear %{{.+}}, %{{.+}} : tensor<?x?x8xf32>, tensor<16x8xf32> -> tensor<?x?x16xf32>
 // OPT: txl.rel_attention
 // OPT-NOT: txl.rel_shift
 // OPT-NOT: txl.masked_softmax

@@ -71,4 +71,50 @@ def LowerRelShiftPass : Pass<"txl-lower-rel-shift"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def NarrowLinearSlicesPass : Pass<"txl-narrow-linear-slices"> {
+  let summary = "Compute only the rows and columns of a txl.linear (and of "
+                "its input gradient) that slices read";
+  let description = [{
+    The official attention projects the whole `[mem; h]` with `qkv_net`
+    and keeps the query only for the rows of `h` (`w_head_q[-qlen:]`), so
+    the query projection of every memory row is computed and dropped; its
+    backward then forms the input gradient of the memory rows, which the
+    stop-gradient drops. Two patterns move such slices before the product:
+
+    * `txl.linear` read only through `tensor.extract_slice`s (unit strides,
+      rank kept, static columns): one `txl.linear` per distinct range of
+      the leading dimensions, over those rows of the input and the rows of
+      the weight (and bias) that span the columns the slices read. Rows
+      `[dim(mem, 0), +dim(h, 0))` of `txl.concat_mem %mem, %h` are `%h`
+      itself. A linear whose slices share one range at offset 0 and read
+      every column is left alone.
+    * `tensor.extract_slice` of the leading dimensions of
+      `txl.linear_input_grad %dy, %w` (its only reader, features whole):
+      the input gradient of that slice of `%dy`.
+
+    Runs before --txl-generate-backward (so the backward is generated from
+    the narrowed forward) and after it (for the concat_mem adjoint's
+    slice). The function computes the same values with fewer products.
+
+    Before:
+    ```mlir
+    %cat = txl.concat_mem %mem, %h
+    %y = txl.linear %cat, %w : ... -> tensor<?x?x384xf32>
+    %q = tensor.extract_slice %y[%mlen, 0, 0] [%qlen, %bsz, 128] [1, 1, 1]
+    %k = tensor.extract_slice %y[0, 0, 128] [%klen, %bsz, 128] [1, 1, 1]
+    %v = tensor.extract_slice %y[0, 0, 256] [%klen, %bsz, 128] [1, 1, 1]
+    ```
+    After:
+    ```mlir
+    %wq = tensor.extract_slice %w[0, 0] [128, 128] [1, 1]
+    %q = txl.linear %h, %wq : ... -> tensor<?x?x128xf32>
+    %wkv = tensor.extract_slice %w[128, 0] [256, 128] [1, 1]
+    %kv = txl.linear %cat, %wkv : ... -> tensor<?x?x256xf32>
+    %k = tensor.extract_slice %kv[0, 0, 0] [%klen, %bsz, 128] [1, 1, 1]
+    %v = tensor.extract_slice %kv[0, 0, 128] [%klen, %bsz, 128] [1, 1, 1]
+    ```
+  }];
+  let dependentDialects = ["::mlir::tensor::TensorDialect"];
+}
+
 #endif // TXL_TRANSFORMS_PASSES
