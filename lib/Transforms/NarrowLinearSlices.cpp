@@ -58,15 +58,6 @@ static std::optional<LeadingSlice> matchLeadingSlice(tensor::ExtractSliceOp op) 
   return s;
 }
 
-static bool sameFoldResults(ArrayRef<OpFoldResult> a,
-                            ArrayRef<OpFoldResult> b) {
-  return a.size() == b.size() &&
-         llvm::all_of(llvm::zip(a, b), [](auto pair) {
-           return isEqualConstantIntOrValue(std::get<0>(pair),
-                                            std::get<1>(pair));
-         });
-}
-
 /// Whether `size` is dimension d of `t`: its static size, `tensor.dim %t, d`,
 /// or the dim of a tensor that dimension is known to equal (the batch of a
 /// txl.concat_mem and of its hidden; a leading dimension of a txl.linear or
@@ -159,9 +150,9 @@ struct NarrowLinear : public OpRewritePattern<LinearOp> {
     struct Group {
       LeadingSlice range; ///< the leading offsets and sizes
       int64_t colBegin, colEnd;
-      SmallVector<std::pair<tensor::ExtractSliceOp, int64_t>> users;
+      SmallVector<std::pair<tensor::ExtractSliceOp, LeadingSlice>, 2> users;
     };
-    SmallVector<Group> groups;
+    SmallVector<Group, 2> groups;
     if (op->use_empty())
       return rewriter.notifyMatchFailure(op, "no users");
     for (Operation *user : op->getUsers()) {
@@ -173,8 +164,8 @@ struct NarrowLinear : public OpRewritePattern<LinearOp> {
       if (slice->getBlock() != op->getBlock())
         return rewriter.notifyMatchFailure(op, "a slice in another block");
       auto *it = llvm::find_if(groups, [&](const Group &g) {
-        return sameFoldResults(g.range.offsets, s->offsets) &&
-               sameFoldResults(g.range.sizes, s->sizes);
+        return isEqualConstantIntOrValueArray(g.range.offsets, s->offsets) &&
+               isEqualConstantIntOrValueArray(g.range.sizes, s->sizes);
       });
       if (it == groups.end()) {
         groups.push_back({*s, s->colOffset, s->colOffset + s->colSize, {}});
@@ -182,7 +173,7 @@ struct NarrowLinear : public OpRewritePattern<LinearOp> {
       }
       it->colBegin = std::min(it->colBegin, s->colOffset);
       it->colEnd = std::max(it->colEnd, s->colOffset + s->colSize);
-      it->users.push_back({slice, s->colOffset});
+      it->users.push_back({slice, *s});
     }
     int64_t out = op.getWeight().getType().getDimSize(0);
     if (groups.size() == 1 && groups[0].colBegin == 0 &&
@@ -194,7 +185,7 @@ struct NarrowLinear : public OpRewritePattern<LinearOp> {
     for (Group &g : groups) {
       // At the group's first slice, where its offsets and sizes are defined.
       Operation *first = g.users.front().first;
-      for (auto [slice, colOffset] : g.users)
+      for (auto &[slice, s] : g.users)
         if (slice->isBeforeInBlock(first))
           first = slice;
       rewriter.setInsertionPoint(first);
@@ -212,23 +203,22 @@ struct NarrowLinear : public OpRewritePattern<LinearOp> {
           rewriter, loc,
           RankedTensorType::get(shape, rowsType.getElementType()), rows, w,
           bias);
-      for (auto [slice, colOffset] : g.users) {
+      for (auto &[slice, s] : g.users) {
+        // A slice reading every column of the narrowed product is it.
+        if (s.colSize == cols && slice.getResultType() == narrowed.getType()) {
+          rewriter.replaceOp(slice, narrowed);
+          continue;
+        }
         rewriter.setInsertionPoint(slice);
         int64_t rank = rowsType.getRank();
         SmallVector<OpFoldResult> offsets(rank, rewriter.getIndexAttr(0));
-        offsets.back() = rewriter.getIndexAttr(colOffset - g.colBegin);
+        offsets.back() = rewriter.getIndexAttr(s.colOffset - g.colBegin);
         SmallVector<OpFoldResult> sizes =
             tensor::getMixedSizes(rewriter, loc, narrowed);
-        sizes.back() = slice.getMixedSizes().back();
+        sizes.back() = rewriter.getIndexAttr(s.colSize);
         SmallVector<OpFoldResult> strides(rank, rewriter.getIndexAttr(1));
-        if (colOffset == g.colBegin && cols == shape.back() &&
-            slice.getResultType() == narrowed.getType() &&
-            *getConstantIntValue(sizes.back()) == cols)
-          rewriter.replaceOp(slice, narrowed);
-        else
-          rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(
-              slice, slice.getResultType(), narrowed, offsets, sizes,
-              strides);
+        rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(
+            slice, slice.getResultType(), narrowed, offsets, sizes, strides);
       }
     }
     rewriter.eraseOp(op);
