@@ -170,13 +170,28 @@ struct ColumnBlocks {
 
   /// scf.for over the blocks carrying `inits`; `body(b, loc, j, cols, acc)`
   /// gets the block's first column j and width cols and returns the yields.
+  /// `reverse` visits the blocks last first: j = lastStart − iv, where
+  /// lastStart = ⌊(V − 1) / block⌋ · block (a backward sweep then reads
+  /// first the blocks of logits the forward sweep wrote last, which are
+  /// still in cache).
   scf::ForOp build(OpBuilder &b, Location loc, ValueRange inits,
                    function_ref<SmallVector<Value>(OpBuilder &, Location, Value,
                                                    Value, ValueRange)>
-                       body) const {
+                       body,
+                   bool reverse = false) const {
+    Value lastStart;
+    if (reverse)
+      lastStart = arith::MulIOp::create(
+          b, loc,
+          arith::DivSIOp::create(b, loc,
+                                 arith::SubIOp::create(b, loc, vocab, one),
+                                 block),
+          block);
     return scf::ForOp::create(
         b, loc, zero, vocab, block, inits,
-        [&](OpBuilder &nb, Location l, Value j, ValueRange acc) {
+        [&](OpBuilder &nb, Location l, Value iv, ValueRange acc) {
+          Value j = reverse ? arith::SubIOp::create(nb, l, lastStart, iv)
+                            : iv;
           Value cols = arith::MinSIOp::create(
               nb, l, block, arith::SubIOp::create(nb, l, vocab, j));
           scf::YieldOp::create(nb, l, body(nb, l, j, cols, acc));
@@ -184,7 +199,7 @@ struct ColumnBlocks {
   }
 
   /// Offsets, sizes and unit strides of rows [j, j + cols) of a [V] or
-  /// [V, features] tensor, or of columns [j, j + cols) of a [rows, V] one.
+  /// [V, features] tensor.
   struct Slice {
     SmallVector<OpFoldResult> offsets, sizes, strides;
   };
@@ -193,8 +208,33 @@ struct ColumnBlocks {
       return {{j, zero}, {cols, features}, {one, one}};
     return {{j}, {cols}, {one}};
   }
-  Slice columns(OpFoldResult rowCount, Value j, Value cols) const {
-    return {{zero, j}, {rowCount, cols}, {one, one}};
+  /// The [rows, cols] block starting at column j of a block-major
+  /// [nBlocks, rows, block] tensor (see blockMajorSizes).
+  Slice blockOf(OpBuilder &b, Location loc, OpFoldResult rowCount, Value j,
+                Value cols) const {
+    Value k = arith::DivSIOp::create(b, loc, j, block);
+    return {{k, zero, zero}, {b.getIndexAttr(1), rowCount, cols},
+            {one, one, one}};
+  }
+  /// Sizes [⌈V / block⌉, rows, block] of a block-major tensor: block k of
+  /// the columns of a [rows, V] matrix is one contiguous [rows, block]
+  /// slab (the last one partly used).
+  SmallVector<OpFoldResult> blockMajorSizes(OpBuilder &b, Location loc,
+                                            OpFoldResult rowCount) const {
+    OpFoldResult blockCount;
+    if (std::optional<int64_t> v = getConstantIntValue(vocabSize))
+      blockCount = b.getIndexAttr(llvm::divideCeil(*v, kNllColumnBlock));
+    else
+      blockCount = arith::CeilDivSIOp::create(b, loc, vocab, block).getResult();
+    return {blockCount, rowCount, b.getIndexAttr(kNllColumnBlock)};
+  }
+  /// Rank-reducing extract of a block-major block as [rows, cols].
+  static Value extractBlock(OpBuilder &b, Location loc, Value t,
+                            const Slice &s) {
+    auto type = tensor::ExtractSliceOp::inferCanonicalRankReducedResultType(
+        2, cast<RankedTensorType>(t.getType()), s.sizes);
+    return tensor::ExtractSliceOp::create(b, loc, type, t, s.offsets, s.sizes,
+                                          s.strides);
   }
   static Value extract(OpBuilder &b, Location loc, Value t, const Slice &s) {
     return tensor::ExtractSliceOp::create(b, loc, t, s.offsets, s.sizes,
@@ -215,8 +255,9 @@ struct ColumnBlocks {
 /// (Milakov & Gimelshein 2018, "Online normalizer calculation for softmax")
 ///   m' = max(m, max_j x_j),  s' = s · exp(m − m') + Σ_j exp(x_j − m').
 /// Returns lse [R] = log(s) + m; with `logits` non-null, each block's
-/// logits are also written into columns [j, j + block) of a [R, V] tensor
-/// returned there (for the backward sweep).
+/// logits are also written into a block-major [⌈V / block⌉, R, block]
+/// tensor returned there (for the backward sweep): each block is one
+/// contiguous slab, which the backward sweep streams through page by page.
 static Value buildBlockedLogSumExp(OpBuilder &b, Location loc, Value h2,
                                    Value w, Value bias, Value *logits) {
   MLIRContext *ctx = b.getContext();
@@ -227,7 +268,8 @@ static Value buildBlockedLogSumExp(OpBuilder &b, Location loc, Value h2,
   SmallVector<Value> inits = {createFilled(b, loc, {rows}, et, negInf),
                               createFilled(b, loc, {rows}, et, 0.0)};
   if (logits)
-    inits.push_back(createEmpty(b, loc, {rows, blocks.vocabSize}, et));
+    inits.push_back(
+        createEmpty(b, loc, blocks.blockMajorSizes(b, loc, rows), et));
   AffineMap id1 = identityMap(ctx, 1);
 
   auto loop = blocks.build(
@@ -240,12 +282,14 @@ static Value buildBlockedLogSumExp(OpBuilder &b, Location loc, Value h2,
         if (bias)
           biasBlock =
               ColumnBlocks::extract(nb, l, bias, blocks.rows(j, cols, false));
-        // With stored logits, the block is computed in place in its
-        // columns of the [R, V] tensor (no copy of the block).
+        // With stored logits, the block is computed in place in its slab
+        // of the block-major tensor (no copy of the block).
         Value dest;
-        if (logits)
-          dest = ColumnBlocks::extract(nb, l, acc[2],
-                                       blocks.columns(rows, j, cols));
+        ColumnBlocks::Slice slab;
+        if (logits) {
+          slab = blocks.blockOf(nb, l, rows, j, cols);
+          dest = ColumnBlocks::extractBlock(nb, l, acc[2], slab);
+        }
         Value x = createLinear2d(nb, l, h2, wBlock, biasBlock, dest);
         Value blockMax = reduceLastDim(
             nb, l, ValueRange{x}, negInf,
@@ -279,8 +323,7 @@ static Value buildBlockedLogSumExp(OpBuilder &b, Location loc, Value h2,
             });
         SmallVector<Value> yields = {newMax, newSum};
         if (logits)
-          yields.push_back(ColumnBlocks::insert(nb, l, x, acc[2],
-                                                blocks.columns(rows, j, cols)));
+          yields.push_back(ColumnBlocks::insert(nb, l, x, acc[2], slab));
         return yields;
       });
   if (logits)
@@ -374,9 +417,11 @@ struct LinearNllLowering : public OpRewritePattern<LinearOp> {
 // txl.linear_input_grad (by w), txl.linear_weight_grad (of h) and the bias
 // gradient txl.sum_leading =>
 //   forward sweep (at the nll): buildBlockedLogSumExp, also writing each
-//     block of logits into a [R, V] tensor, then the NLL;
-//   backward sweep (at the nll_grad), per block of columns j, with the
-//     block's d_logits in a [R, block] tensor that stays in L2:
+//     block of logits into a block-major [⌈V / block⌉, R, block] tensor,
+//     then the NLL;
+//   backward sweep (at the nll_grad), last block first (still in cache),
+//     per block of columns j, with the block's d_logits in a [R, block]
+//     tensor that stays in L2:
 //       dl_j = (exp(x_j − lse) − onehot(t)) · g
 //       dh  += dl_j · w_j       dW[j] = dl_jᵀ · h       db[j] = Σ_rows dl_j
 // so the [R, V] logits are written once and read once, and no [R, V]
@@ -455,8 +500,8 @@ struct LinearNllGradLowering : public OpRewritePattern<LinearOp> {
         rewriter, loc, inits,
         [&](OpBuilder &b, Location l, Value j, Value cols,
             ValueRange acc) -> SmallVector<Value> {
-          Value x = ColumnBlocks::extract(b, l, logits,
-                                          blocks.columns(nRows, j, cols));
+          Value x = ColumnBlocks::extractBlock(
+              b, l, logits, blocks.blockOf(b, l, nRows, j, cols));
           // softmax · g for every column (no index in the loop, so it
           // vectorizes at the width of f32), then − g at each row's target
           // when it falls in this block.
@@ -513,7 +558,8 @@ struct LinearNllGradLowering : public OpRewritePattern<LinearOp> {
           Value db = ColumnBlocks::insert(b, l, createSumLeading(b, l, dl, 1),
                                           acc[2], blocks.rows(j, cols, false));
           return {dh, dw, db};
-        });
+        },
+        /*reverse=*/true);
     if (inputGrad) {
       Value dh = expandRows(rewriter, loc, loop.getResult(0), rows, h, 1);
       rewriter.replaceOp(inputGrad, castTo(rewriter, loc, dh, inputGrad.getType()));
