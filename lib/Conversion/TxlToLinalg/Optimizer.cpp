@@ -55,29 +55,28 @@ static Value negatedF32(OpBuilder &b, Location loc, Value lr) {
 
 namespace {
 
-// txl.squared_norm(x) => linalg.generic reducing x * x to a 0-d tensor
+// txl.squared_norm(x) => x collapsed to one dimension, then one reduction
+// of x * x into a 0-d tensor whose additions may be reassociated
+// (reduceLastDim): LLVM keeps vector partial sums instead of a scalar chain
+// of dependent additions, a fixed summation order per executable.
 struct SquaredNormLowering : public OpRewritePattern<SquaredNormOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(SquaredNormOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    MLIRContext *ctx = getContext();
     Value x = op.getInput();
     unsigned rank = cast<RankedTensorType>(x.getType()).getRank();
-    Value init = createFilled(rewriter, loc, {}, rewriter.getF32Type(), 0.0);
-    Value sum =
-        linalg::GenericOp::create(
-            rewriter, loc, TypeRange{init.getType()}, ValueRange{x},
-            ValueRange{init},
-            {identityMap(ctx, rank), AffineMap::get(rank, 0, {}, ctx)},
-            SmallVector<utils::IteratorType>(rank,
-                                             utils::IteratorType::reduction),
-            [](OpBuilder &b, Location l, ValueRange a) {
-              Value sq = arith::MulFOp::create(b, l, a[0], a[0]);
-              linalg::YieldOp::create(
-                  b, l, ValueRange{arith::AddFOp::create(b, l, a[1], sq)});
-            })
-            .getResult(0);
+    if (rank == 0)
+      x = createExpand(rewriter, loc, x, {}, {rewriter.getIndexAttr(1)});
+    else if (rank > 1)
+      x = createCollapse(rewriter, loc, x,
+                         {llvm::to_vector(llvm::seq<int64_t>(0, rank))});
+    Value sum = reduceLastDim(
+        rewriter, loc, ValueRange{x}, 0.0,
+        [](OpBuilder &b, Location l, ValueRange a) -> Value {
+          return arith::AddFOp::create(
+              b, l, a[1], arith::MulFOp::create(b, l, a[0], a[0]));
+        });
     rewriter.replaceOp(op, tensor::ExtractOp::create(rewriter, loc, sum,
                                                      ValueRange{}));
     return success();
