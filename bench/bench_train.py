@@ -132,6 +132,9 @@ def main():
     p.add_argument("--steps", type=int, default=None)
     p.add_argument("--repeat", type=int, default=2)
     p.add_argument("--txlc", default=os.path.join(ROOT, "build", "bin", "txlc"))
+    p.add_argument("--mcpu", default="native",
+                   help="txlc --mcpu (PyTorch picks its AVX-512 kernels at run "
+                        "time)")
     p.add_argument("--workdir", default=os.path.join(ROOT, "..", "bench-scratch", "train"))
     p.add_argument("--quiet-wait", type=float, default=300)
     args = p.parse_args()
@@ -151,7 +154,8 @@ def main():
         batch, tgt_len, steps, interval = 4, 512, args.steps or 4, 2
         synthetic_corpus(data, batch * tgt_len * (2 * steps + 8))
     exe = os.path.join(args.workdir, args.which + "_train")
-    subprocess.run([args.txlc, toml, "-o", exe], check=True)
+    subprocess.run([args.txlc, toml, "--mcpu=" + args.mcpu, "-o", exe],
+                   check=True)
     # The same token stream for PyTorch: PTB train as the official corpus
     # reads it (ids differ, which does not change the speed).
     words = []
