@@ -21,6 +21,7 @@
 #include "txl/IR/TxlOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -178,9 +179,15 @@ void TrainingEmitter::emitOptimizerStep(ModuleOp module) {
     for (auto [list, value] : llvm::enumerate(updated))
       outLists[list].push_back(value);
   }
+  // Each new parameter and state is written over the argument it replaces
+  // (the update reads element k of them only before writing element k), so
+  // a step allocates nothing and copies nothing.
   SmallVector<Value> returned;
-  for (const SmallVector<Value> &list : outLists)
-    returned.append(list);
+  for (auto [list, values] : llvm::enumerate(outLists))
+    for (auto [i, value] : llvm::enumerate(values))
+      returned.push_back(bufferization::MaterializeInDestinationOp::create(
+                             b, loc, value, arg(list == 0 ? 0 : 1 + list, i))
+                             .getResult());
   returned.push_back(tensor::FromElementsOp::create(
       b, loc, RankedTensorType::get({1}, b.getF32Type()),
       ValueRange{totalNorm}));
@@ -277,7 +284,8 @@ LogicalResult mlir::txl::buildTrainingFunctions(ModuleOp module,
                                                 const ModelConfig &config) {
   MLIRContext *ctx = module.getContext();
   ctx->loadDialect<TxlDialect, func::FuncDialect, arith::ArithDialect,
-                   math::MathDialect, tensor::TensorDialect>();
+                   math::MathDialect, tensor::TensorDialect,
+                   bufferization::BufferizationDialect>();
   Location loc = FileLineColLoc::get(ctx, config.fileName, 1, 1);
   if (getOptimizerStateNames(config.train.optim).empty())
     return emitError(loc) << "[train] optim '" << config.train.optim

@@ -1,7 +1,7 @@
 // RUN: txl-opt %s --split-input-file --txl-drop-destination-results --verify-diagnostics | FileCheck %s
 // RUN: txl-opt %S/Inputs/entry-on-tensors.mlir --txl-results-to-destinations \
 // RUN:   --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" \
-// RUN:   --txl-drop-destination-results | FileCheck %s --check-prefix=CHAIN
+// RUN:   --txl-drop-destination-results --canonicalize | FileCheck %s --check-prefix=CHAIN
 
 // A bufferized entry function that returns its out buffers returns nothing.
 // CHECK-LABEL: func.func @segment
@@ -15,13 +15,46 @@ func.func @segment(%x: memref<?x32xf32>, %out0: memref<?x32xf32>, %out1: memref<
 }
 
 // After --txl-results-to-destinations and one-shot bufferization (the
-// pipeline's order, on Inputs/entry-on-tensors.mlir) the chain yields the
-// runtime's ABI: outputs written into the appended buffers, no results.
+// pipeline's order, on Inputs/entry-on-tensors.mlir, then the canonicalizer
+// the pipeline runs later) the chain yields the runtime's ABI: outputs
+// written into the appended buffers, no results.
 // CHAIN-LABEL: func.func @segment
 // CHAIN-SAME: (%[[X:[^:]+]]: memref<?x32xf32>, %[[MEM:[^:]+]]: memref<?xf32>, %[[D0:[^:]+]]: memref<?x32xf32>, %[[D1:[^:]+]]: memref<?xf32>) attributes {llvm.emit_c_interface} {
 // CHAIN: memref.copy %{{.+}}, %[[D0]]
 // CHAIN-NEXT: memref.copy %[[MEM]], %[[D1]]
 // CHAIN-NEXT: return{{$}}
+// An update in place (the optimizer's form): the elementwise product is
+// computed in the parameter's own buffer, no copy (bufferization's copy of
+// the buffer onto itself canonicalizes away), and only the norm gets a
+// destination.
+// CHAIN-LABEL: func.func @update_in_place
+// CHAIN-SAME: (%[[P:[^:]+]]: memref<8xf32>, %[[G:[^:]+]]: memref<8xf32>, %[[N:[^:]+]]: memref<1xf32>) attributes {llvm.emit_c_interface} {
+// CHAIN-NOT: memref.alloc
+// CHAIN: linalg.generic {{.+}} ins(%[[G]] : memref<8xf32>) outs(%[[P]] : memref<8xf32>)
+// CHAIN-NOT: memref.copy %{{.+}}, %[[P]]
+// CHAIN: memref.copy %{{.+}}, %[[N]]
+// CHAIN-NEXT: return{{$}}
+
+// -----
+
+// With txl-results-to-destinations' record, a result may be written into any
+// argument (here the first: an update in place); the record is removed.
+// CHECK-LABEL: func.func @recorded
+// CHECK-SAME: (%[[P:[^:]+]]: memref<8xf32>, %[[OUT:[^:]+]]: memref<1xf32>) attributes {llvm.emit_c_interface} {
+// CHECK-NEXT: return{{$}}
+func.func @recorded(%p: memref<8xf32>, %out: memref<1xf32>) -> (memref<8xf32>, memref<1xf32>)
+    attributes {llvm.emit_c_interface, txl.result_destinations = array<i64: 0, 1>} {
+  return %p, %out : memref<8xf32>, memref<1xf32>
+}
+
+// -----
+
+// A result that is not the argument recorded for it is an error.
+func.func @recorded_elsewhere(%p: memref<8xf32>, %q: memref<8xf32>) -> memref<8xf32>
+    attributes {llvm.emit_c_interface, txl.result_destinations = array<i64: 0>} {
+  // expected-error @+1 {{'func.return' op txl-drop-destination-results: result 0 is not its caller-provided buffer (argument 0)}}
+  return %q : memref<8xf32>
+}
 
 // -----
 

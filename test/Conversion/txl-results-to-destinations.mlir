@@ -3,10 +3,12 @@
 // An entry function (llvm.emit_c_interface) gets one caller-allocated tensor
 // argument per result, appended after the original arguments; each returned
 // value is materialized into its destination, and the original tensor
-// arguments are marked non-writable (scalars get no attribute).
+// arguments are marked non-writable (scalars get no attribute). The
+// argument each result is written into is recorded for
+// txl-drop-destination-results.
 // CHECK-LABEL: func.func @segment
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<?x32xf32> {bufferization.writable = false}, %[[N:[^:]+]]: i64, %[[MEM:[^:]+]]: tensor<?x?x32xf32> {bufferization.writable = false}, %[[OUT0:[^:]+]]: tensor<?x?xf32>, %[[OUT1:[^:]+]]: tensor<?x?x32xf32>)
-// CHECK-SAME: -> (tensor<?x?xf32>, tensor<?x?x32xf32>) attributes {llvm.emit_c_interface}
+// CHECK-SAME: -> (tensor<?x?xf32>, tensor<?x?x32xf32>) attributes {llvm.emit_c_interface, txl.result_destinations = array<i64: 3, 4>}
 // CHECK: %[[NLL:.+]] = tensor.empty
 // CHECK: %[[W0:.+]] = bufferization.materialize_in_destination %[[NLL]] in %[[OUT0]] : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
 // CHECK: %[[W1:.+]] = bufferization.materialize_in_destination %[[MEM]] in %[[OUT1]] : (tensor<?x?x32xf32>, tensor<?x?x32xf32>) -> tensor<?x?x32xf32>
@@ -26,6 +28,7 @@ func.func @segment(%x: tensor<?x32xf32>, %n: i64, %mem: tensor<?x?x32xf32>) -> (
 // Every return of the entry function is rewritten.
 // CHECK-LABEL: func.func @two_returns
 // CHECK-SAME: (%[[C:[^:]+]]: i1, %[[A:[^:]+]]: tensor<4xf32> {bufferization.writable = false}, %[[B:[^:]+]]: tensor<4xf32> {bufferization.writable = false}, %[[OUT:[^:]+]]: tensor<4xf32>)
+// CHECK-SAME: txl.result_destinations = array<i64: 3>
 // CHECK: ^bb1:
 // CHECK-NEXT: %[[WA:.+]] = bufferization.materialize_in_destination %[[A]] in %[[OUT]]
 // CHECK-NEXT: return %[[WA]]
@@ -38,6 +41,47 @@ func.func @two_returns(%c: i1, %a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4
   return %a : tensor<4xf32>
 ^bb2:
   return %b : tensor<4xf32>
+}
+
+// -----
+
+// A result every return materializes into one of the function's arguments
+// (an update in place) keeps that argument, writable, as its destination
+// and gets no new one; the other results do.
+// CHECK-LABEL: func.func @update_in_place
+// CHECK-SAME: (%[[P:[^:]+]]: tensor<8xf32>, %[[G:[^:]+]]: tensor<8xf32> {bufferization.writable = false}, %[[OUT:[^:]+]]: tensor<1xf32>)
+// CHECK-SAME: attributes {llvm.emit_c_interface, txl.result_destinations = array<i64: 0, 2>}
+// CHECK: %[[NEW:.+]] = bufferization.materialize_in_destination %{{.+}} in %[[P]]
+// CHECK: %[[N:.+]] = bufferization.materialize_in_destination %{{.+}} in %[[OUT]]
+// CHECK: return %[[NEW]], %[[N]]
+func.func @update_in_place(%p: tensor<8xf32>, %g: tensor<8xf32>) -> (tensor<8xf32>, tensor<1xf32>)
+    attributes {llvm.emit_c_interface} {
+  %sum = arith.addf %p, %g : tensor<8xf32>
+  %new = bufferization.materialize_in_destination %sum in %p : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  %n = tensor.extract_slice %g[0] [1] [1] : tensor<8xf32> to tensor<1xf32>
+  return %new, %n : tensor<8xf32>, tensor<1xf32>
+}
+
+// -----
+
+// Not in place: a return that materializes into different arguments, or
+// only some returns materializing, gives the result a new destination.
+// CHECK-LABEL: func.func @not_in_place
+// CHECK-SAME: (%[[C:[^:]+]]: i1, %[[A:[^:]+]]: tensor<4xf32> {bufferization.writable = false}, %[[B:[^:]+]]: tensor<4xf32> {bufferization.writable = false}, %[[OUT0:[^:]+]]: tensor<4xf32>, %[[OUT1:[^:]+]]: tensor<4xf32>)
+// CHECK-SAME: txl.result_destinations = array<i64: 3, 4>
+// CHECK: ^bb1:
+// CHECK: %[[W0:.+]] = bufferization.materialize_in_destination %{{.+}} in %[[OUT0]]
+// CHECK: %[[W1:.+]] = bufferization.materialize_in_destination %{{.+}} in %[[OUT1]]
+// CHECK-NEXT: return %[[W0]], %[[W1]]
+func.func @not_in_place(%c: i1, %a: tensor<4xf32>, %b: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+    attributes {llvm.emit_c_interface} {
+  %ma = bufferization.materialize_in_destination %b in %a : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %mb = bufferization.materialize_in_destination %a in %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  cf.cond_br %c, ^bb1, ^bb2
+^bb1:
+  return %ma, %ma : tensor<4xf32>, tensor<4xf32>
+^bb2:
+  return %mb, %b : tensor<4xf32>, tensor<4xf32>
 }
 
 // -----

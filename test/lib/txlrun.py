@@ -64,12 +64,12 @@ class Segment:
         self.entry.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
         self.entry.restype = None
 
-    def __call__(self, inputs, result_shapes, result_dtypes=None, out=None):
+    def __call__(self, inputs, result_shapes, result_dtypes=None):
         """Returns one array per result shape, of the matching dtype in
         `result_dtypes` (float32 for every result when it is None). Array
-        inputs keep their dtype, which must be the argument's element type.
-        `out`, when given, are the (C-contiguous) result buffers, written in
-        place and returned; they may be input arrays themselves."""
+        inputs keep their dtype, which must be the argument's element type;
+        C-contiguous ones are passed without a copy, so a function that
+        updates an argument in place updates that array."""
         if result_dtypes is None:
             result_dtypes = [np.float32] * len(result_shapes)
         if len(result_dtypes) != len(result_shapes):
@@ -102,17 +102,8 @@ class Segment:
             desc = _descriptor(array)
             keep += [array, desc]
             pointers.append(ctypes.cast(ctypes.byref(desc), ctypes.c_void_p))
-        if out is None:
-            results = [np.full(shape, np.nan, dtype=dtype)
-                       for shape, dtype in zip(result_shapes, result_dtypes)]
-        else:
-            results = list(out)
-            for array, shape, dtype in zip(results, result_shapes,
-                                           result_dtypes):
-                if (array.shape != tuple(shape) or array.dtype != dtype
-                        or not array.flags.c_contiguous):
-                    raise ValueError("an out buffer of the wrong shape, "
-                                     "dtype or layout")
+        results = [np.full(shape, np.nan, dtype=dtype)
+                   for shape, dtype in zip(result_shapes, result_dtypes)]
         for array in results:
             desc = _descriptor(array)
             keep.append(desc)

@@ -44,7 +44,12 @@ def ResultsToDestinationsPass : Pass<"txl-results-to-destinations", "::mlir::Mod
     nothing (the runtime's ABI; upstream `--buffer-results-to-out-params`
     cannot do this for dynamic shapes). The original arguments are marked
     `bufferization.writable = false`: parameters and memory are never
-    overwritten.
+    overwritten. The exception is a result that every return already
+    materializes into one and the same argument of the function (an update
+    in place, as `@optimizer_step` writes each new parameter over the old):
+    it gets no new argument, and that argument stays writable. The argument
+    each result is written into is recorded in `txl.result_destinations`
+    for `--txl-drop-destination-results`.
 
     Before:
     ```mlir
@@ -74,7 +79,9 @@ def DropDestinationResultsPass : Pass<"txl-drop-destination-results", "::mlir::M
     the caller passed in. This pass removes those results, so the function
     returns nothing and no buffer ownership crosses the boundary (upstream
     `--drop-equivalent-buffer-results` leaves public functions alone). A
-    returned value that is not an argument is an error.
+    returned value that is not the argument recorded for it in
+    `txl.result_destinations` (without the record: the i-th of the trailing
+    arguments) is an error.
   }];
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }

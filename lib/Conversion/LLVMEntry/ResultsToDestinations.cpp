@@ -23,6 +23,11 @@ namespace txl {
 using namespace mlir;
 using namespace mlir::txl;
 
+/// The argument each result of an entry function is written into, set by
+/// txl-results-to-destinations and checked by txl-drop-destination-results.
+static constexpr llvm::StringLiteral kDestinationsAttrName =
+    "txl.result_destinations";
+
 /// Entry functions change signature in these passes, so a call inside the
 /// module would break; report it instead. Returns failure if `fn` is called.
 static LogicalResult verifyNotCalled(func::FuncOp fn, ModuleOp module,
@@ -48,6 +53,25 @@ struct ResultsToDestinationsPass
     }
   }
 
+  /// The argument result `i` is already written into, if every return
+  /// returns a `bufferization.materialize_in_destination` into the same
+  /// argument of `fn` (an update in place); else null.
+  static BlockArgument inPlaceArgument(func::FuncOp fn, unsigned i) {
+    BlockArgument dest;
+    bool all = true;
+    fn.walk([&](func::ReturnOp ret) {
+      auto m = ret.getOperand(i)
+                   .getDefiningOp<bufferization::MaterializeInDestinationOp>();
+      auto arg = m ? dyn_cast<BlockArgument>(m.getDest()) : BlockArgument();
+      if (!arg || arg.getOwner() != &fn.getBody().front() ||
+          (dest && dest != arg))
+        all = false;
+      else
+        dest = arg;
+    });
+    return all ? dest : BlockArgument();
+  }
+
   LogicalResult convert(func::FuncOp fn) {
     FunctionType type = fn.getFunctionType();
     for (Type t : type.getResults())
@@ -56,24 +80,42 @@ struct ResultsToDestinationsPass
                               "must be a ranked tensor");
     OpBuilder b(fn.getContext());
     unsigned numInputs = type.getNumInputs();
+    // Results written into an argument keep it (writable); every other
+    // result gets a new argument.
+    SmallVector<unsigned> outResults;
+    llvm::SmallDenseSet<unsigned> inPlace;
+    SmallVector<int64_t> destinations(type.getNumResults());
+    for (unsigned i = 0; i < type.getNumResults(); ++i) {
+      if (BlockArgument arg = inPlaceArgument(fn, i)) {
+        inPlace.insert(arg.getArgNumber());
+        destinations[i] = arg.getArgNumber();
+      } else {
+        destinations[i] = numInputs + outResults.size();
+        outResults.push_back(i);
+      }
+    }
+    if (!destinations.empty())
+      fn->setAttr(kDestinationsAttrName,
+                  b.getDenseI64ArrayAttr(destinations));
     for (unsigned i = 0; i < numInputs; ++i)
-      if (isa<TensorType>(type.getInput(i)))
+      if (isa<TensorType>(type.getInput(i)) && !inPlace.contains(i))
         fn.setArgAttr(i, "bufferization.writable", b.getBoolAttr(false));
     SmallVector<Type> inputs(type.getInputs());
-    inputs.append(type.getResults().begin(), type.getResults().end());
     Block &entry = fn.getBody().front();
     SmallVector<Value> outs;
-    for (Type t : type.getResults())
-      outs.push_back(entry.addArgument(t, fn.getLoc()));
+    for (unsigned i : outResults) {
+      inputs.push_back(type.getResult(i));
+      outs.push_back(entry.addArgument(type.getResult(i), fn.getLoc()));
+    }
     fn.setType(b.getFunctionType(inputs, type.getResults()));
 
     WalkResult walk = fn.walk([&](func::ReturnOp ret) {
       b.setInsertionPoint(ret);
-      SmallVector<Value> written;
-      for (auto [value, out] : llvm::zip(ret.getOperands(), outs))
-        written.push_back(bufferization::MaterializeInDestinationOp::create(
-                              b, ret.getLoc(), value, out)
-                              .getResult());
+      SmallVector<Value> written(ret.getOperands());
+      for (auto [i, out] : llvm::zip(outResults, outs))
+        written[i] = bufferization::MaterializeInDestinationOp::create(
+                         b, ret.getLoc(), written[i], out)
+                         .getResult();
       ret->setOperands(written);
       return WalkResult::advance();
     });
@@ -102,15 +144,22 @@ struct DropDestinationResultsPass
                                  "txl-drop-destination-results")))
         return signalPassFailure();
       Block &entry = fn.getBody().front();
-      unsigned firstOut = fn.getNumArguments() - fn.getNumResults();
+      // Without txl-results-to-destinations' record, result i is expected in
+      // the i-th of the trailing arguments.
+      SmallVector<int64_t> destinations;
+      if (auto attr = fn->getAttrOfType<DenseI64ArrayAttr>(kDestinationsAttrName))
+        destinations.assign(attr.asArrayRef().begin(), attr.asArrayRef().end());
+      else
+        for (unsigned i = 0; i < fn.getNumResults(); ++i)
+          destinations.push_back(fn.getNumArguments() - fn.getNumResults() + i);
       WalkResult walk = fn.walk([&](func::ReturnOp ret) {
         for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
           auto arg = dyn_cast<BlockArgument>(v);
           if (!arg || arg.getOwner() != &entry ||
-              arg.getArgNumber() != firstOut + i) {
+              static_cast<int64_t>(arg.getArgNumber()) != destinations[i]) {
             ret.emitOpError("txl-drop-destination-results: result ")
                 << i << " is not its caller-provided buffer (argument "
-                << firstOut + i << ")";
+                << destinations[i] << ")";
             return WalkResult::interrupt();
           }
         }
@@ -119,6 +168,7 @@ struct DropDestinationResultsPass
       });
       if (walk.wasInterrupted())
         return signalPassFailure();
+      fn->removeAttr(kDestinationsAttrName);
       fn.setType(FunctionType::get(&getContext(),
                                    fn.getFunctionType().getInputs(), {}));
     }

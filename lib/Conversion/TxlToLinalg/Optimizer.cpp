@@ -2,8 +2,10 @@
 //
 // Each update is one elementwise linalg.generic over the parameter and its
 // state, with several results, so a step reads and writes every element
-// once. Step-dependent scalars (Adam's bias corrections) are computed once,
-// in f64 as PyTorch computes them in Python floats, then rounded to f32.
+// once; its inits are the parameter and states themselves (see
+// createUpdate). Step-dependent scalars (Adam's bias corrections) are
+// computed once, in f64 as PyTorch computes them in Python floats, then
+// rounded to f32.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,26 +21,26 @@
 using namespace mlir;
 using namespace mlir::txl;
 
-/// An elementwise linalg.generic over `inputs` (all of `like`'s shape) with
-/// one result per value `body` yields.
+/// The elementwise linalg.generic of one update: `grad` is its input and
+/// `updated` (the parameter, then its optimizer states) its inits, so each
+/// result is computed in the buffer of the value it replaces wherever that
+/// buffer may be written (the in-place `@optimizer_step`). `body` gets the
+/// elements (param, grad, states...) and yields (param', states'...).
 static SmallVector<Value>
-createElementwise(OpBuilder &b, Location loc, Value like, ValueRange inputs,
-                  unsigned numResults,
-                  function_ref<SmallVector<Value>(OpBuilder &, Location,
-                                                  ValueRange)> body) {
-  auto type = cast<RankedTensorType>(like.getType());
+createUpdate(OpBuilder &b, Location loc, ValueRange updated, Value grad,
+             function_ref<SmallVector<Value>(OpBuilder &, Location,
+                                             ValueRange)> body) {
+  auto type = cast<RankedTensorType>(grad.getType());
   AffineMap id = identityMap(b.getContext(), type.getRank());
-  SmallVector<Value> inits;
-  for (unsigned i = 0; i < numResults; ++i)
-    inits.push_back(
-        createEmpty(b, loc, getSizes(b, loc, like), type.getElementType()));
-  SmallVector<AffineMap> maps(inputs.size() + numResults, id);
+  SmallVector<AffineMap> maps(1 + updated.size(), id);
   SmallVector<utils::IteratorType> iters(type.getRank(),
                                          utils::IteratorType::parallel);
   auto generic = linalg::GenericOp::create(
-      b, loc, SmallVector<Type>(numResults, type), inputs, inits, maps, iters,
+      b, loc, TypeRange(updated), ValueRange{grad}, updated, maps, iters,
       [&](OpBuilder &nb, Location l, ValueRange args) {
-        linalg::YieldOp::create(nb, l, body(nb, l, args));
+        SmallVector<Value> elements = {args[1], args[0]};
+        elements.append(args.begin() + 2, args.end());
+        linalg::YieldOp::create(nb, l, body(nb, l, elements));
       });
   return SmallVector<Value>(generic.getResults());
 }
@@ -112,11 +114,10 @@ struct AdamUpdateLowering : public OpRewritePattern<AdamUpdateOp> {
         rewriter, loc, f32, math::SqrtOp::create(rewriter, loc, bc2));
     Value scale = op.getGradScale();
     double eps = op.getEps().convertToDouble();
-    SmallVector<Value> results = createElementwise(
-        rewriter, loc, op.getParam(),
-        ValueRange{op.getParam(), op.getGrad(), op.getExpAvg(),
-                   op.getExpAvgSq()},
-        3, [&](OpBuilder &b, Location l, ValueRange a) -> SmallVector<Value> {
+    SmallVector<Value> results = createUpdate(
+        rewriter, loc,
+        ValueRange{op.getParam(), op.getExpAvg(), op.getExpAvgSq()},
+        op.getGrad(), [&](OpBuilder &b, Location l, ValueRange a) -> SmallVector<Value> {
           Value g = arith::MulFOp::create(b, l, a[1], scale);
           Value m = arith::AddFOp::create(
               b, l, a[2],
@@ -153,10 +154,9 @@ struct SgdUpdateLowering : public OpRewritePattern<SgdUpdateOp> {
     Value negLr = negatedF32(rewriter, loc, op.getLr());
     Value scale = op.getGradScale();
     double momentum = op.getMomentum().convertToDouble();
-    SmallVector<Value> results = createElementwise(
-        rewriter, loc, op.getParam(),
-        ValueRange{op.getParam(), op.getGrad(), op.getMomentumBuffer()}, 2,
-        [&](OpBuilder &b, Location l, ValueRange a) -> SmallVector<Value> {
+    SmallVector<Value> results = createUpdate(
+        rewriter, loc, ValueRange{op.getParam(), op.getMomentumBuffer()},
+        op.getGrad(), [&](OpBuilder &b, Location l, ValueRange a) -> SmallVector<Value> {
           Value g = arith::MulFOp::create(b, l, a[1], scale);
           Value buf = arith::AddFOp::create(
               b, l, arith::MulFOp::create(b, l, a[2], f32Const(b, l, momentum)),
@@ -179,9 +179,8 @@ struct AdagradUpdateLowering : public OpRewritePattern<AdagradUpdateOp> {
     Value negLr = negatedF32(rewriter, loc, op.getLr());
     Value scale = op.getGradScale();
     double eps = op.getEps().convertToDouble();
-    SmallVector<Value> results = createElementwise(
-        rewriter, loc, op.getParam(),
-        ValueRange{op.getParam(), op.getGrad(), op.getSum()}, 2,
+    SmallVector<Value> results = createUpdate(
+        rewriter, loc, ValueRange{op.getParam(), op.getSum()}, op.getGrad(),
         [&](OpBuilder &b, Location l, ValueRange a) -> SmallVector<Value> {
           Value g = arith::MulFOp::create(b, l, a[1], scale);
           Value s = arith::AddFOp::create(b, l, a[2],

@@ -123,11 +123,11 @@ typedef void (*txl_segment_fn)(void **args);
 ///                               momentum buffer; adagrad: the sum
 ///   lr                          double* (the lr of this update)
 ///   step                        int64_t* (1 for the first update)
-///   new_params[T] (out), new_states[S][T] (out)
 ///   grad_norm (out)             memref<1xf32>: the global L2 norm of the
 ///                               gradients before clipping
 /// Gradients are clipped to the global norm `clip` (clip_grad_norm_) when
-/// clip > 0. Outputs must not alias inputs.
+/// clip > 0. The update is in place: each new parameter and state is
+/// written over the one passed in (nothing is allocated or copied).
 ///
 /// The generated schedule (`@learning_rate`), packed: step (int64_t*, the
 /// number of updates done), lr (double*, the lr in effect for update `step`),

@@ -142,12 +142,8 @@ public:
 
   /// One update of every trainable parameter of `session` with `grads`
   /// (indexed like the parameters); returns the gradient norm before
-  /// clipping. The update runs in place: each new parameter and state is
-  /// written over the old one. That is sound for the compiled
-  /// @optimizer_step: every update is one elementwise pass that reads
-  /// element k of its parameter and states before writing element k of
-  /// their results, and nothing else reads them (the clipping norm reads
-  /// only the gradients).
+  /// clipping. The compiled @optimizer_step writes each new parameter and
+  /// state over the old one (runtime.h).
   float step(txl_session_t *session, std::vector<std::vector<float>> &grads,
              double lr, int64_t step) {
     std::vector<float *> params(trainable_.size());
@@ -167,10 +163,6 @@ public:
       args.memref(states_[s].data(), shape(s % T));
     args.f64(lr);
     args.i64(step);
-    for (size_t t = 0; t < T; ++t)
-      args.memref(params[t], shape(t));
-    for (size_t s = 0; s < states_.size(); ++s)
-      args.memref(states_[s].data(), shape(s % T));
     float norm[1] = {0};
     args.memref(norm, {1});
     txl_optimizer_step(args.data());
