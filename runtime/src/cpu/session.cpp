@@ -394,12 +394,17 @@ static void runSegment(txl_session_t *session, const int64_t *data,
             continue;
           const size_t n = session->params[i].size();
           const size_t lo = n * t / slices, hi = n * (t + 1) / slices;
+          // One pass per slice over plain pointers, so each vectorizes;
+          // every element still sums w0 g0 + w1 g1 + ... left to right.
           float *out = outGrads[i];
-          for (size_t k = lo; k < hi; ++k) {
-            float sum = weight[0] * session->sliceGrads[0][i][k];
-            for (int s = 1; s < slices; ++s)
-              sum += weight[s] * session->sliceGrads[s][i][k];
-            out[k] = sum;
+          const float *g0 = session->sliceGrads[0][i].data();
+          for (size_t k = lo; k < hi; ++k)
+            out[k] = weight[0] * g0[k];
+          for (int s = 1; s < slices; ++s) {
+            const float *g = session->sliceGrads[s][i].data();
+            const float w = weight[s];
+            for (size_t k = lo; k < hi; ++k)
+              out[k] += w * g[k];
           }
         }
       });
