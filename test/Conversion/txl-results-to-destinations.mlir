@@ -86,6 +86,20 @@ func.func @not_in_place(%c: i1, %a: tensor<4xf32>, %b: tensor<4xf32>) -> (tensor
 
 // -----
 
+// Two results written into the same argument: only the first keeps it.
+// CHECK-LABEL: func.func @same_argument_twice
+// CHECK-SAME: (%[[P:[^:]+]]: tensor<4xf32>, %[[OUT:[^:]+]]: tensor<4xf32>)
+// CHECK-SAME: txl.result_destinations = array<i64: 0, 1>
+// CHECK: %[[W:.+]] = bufferization.materialize_in_destination %[[M:.+]] in %[[OUT]]
+// CHECK-NEXT: return %[[M]], %[[W]]
+func.func @same_argument_twice(%p: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+    attributes {llvm.emit_c_interface} {
+  %m = bufferization.materialize_in_destination %p in %p : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %m, %m : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
 // Functions without llvm.emit_c_interface, and external declarations, are
 // left alone.
 // CHECK-LABEL: func.func @helper

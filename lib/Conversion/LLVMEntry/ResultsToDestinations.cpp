@@ -81,12 +81,14 @@ struct ResultsToDestinationsPass
     OpBuilder b(fn.getContext());
     unsigned numInputs = type.getNumInputs();
     // Results written into an argument keep it (writable); every other
-    // result gets a new argument.
+    // result, including a second one written into an argument already
+    // taken, gets a new argument.
     SmallVector<unsigned> outResults;
     llvm::SmallDenseSet<unsigned> inPlace;
     SmallVector<int64_t> destinations(type.getNumResults());
     for (unsigned i = 0; i < type.getNumResults(); ++i) {
-      if (BlockArgument arg = inPlaceArgument(fn, i)) {
+      BlockArgument arg = inPlaceArgument(fn, i);
+      if (arg && !inPlace.contains(arg.getArgNumber())) {
         inPlace.insert(arg.getArgNumber());
         destinations[i] = arg.getArgNumber();
       } else {
