@@ -11,7 +11,8 @@ segment with the memory carried, the mean NLL, backward, clip_grad_norm_
           tgt_len = mem_len = 512, on a synthetic 203-word corpus (the speed
           does not depend on the text).
 
-txlc: `EXE train --max-step N --log-interval K --eval-interval 10^9` from a
+txlc: the model compiled with `txlc --mcpu=<--mcpu, default native>`, run as
+`EXE train --max-step N --log-interval K --eval-interval 10^9` from a
 fresh work directory; ms/batch of the log intervals after the first (the
 first holds the start-up). PyTorch: reference_txl.py in train mode with the
 official initialisation, timed per step after `--warmup` steps. Same
