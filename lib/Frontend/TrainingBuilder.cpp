@@ -24,6 +24,7 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -46,12 +47,21 @@ SmallVector<StringRef, 2> mlir::txl::getOptimizerStateNames(StringRef optim) {
 
 namespace {
 
-/// Emits the two functions of one model file.
+/// Part `part` of `parts` of a flat tensor of n elements: its slice
+/// [n·part/parts, n·(part+1)/parts), so that the parts 0..parts−1 cover
+/// every element once.
+struct Part {
+  Value slice;
+  OpFoldResult offset, size;
+};
+
+/// Emits the training functions of one model file.
 class TrainingEmitter {
 public:
   TrainingEmitter(OpBuilder &b, Location loc, const ModelConfig &config)
       : b(b), loc(loc), config(config), train(config.train) {}
 
+  void emitGradSquaredNorm(ModuleOp module);
   void emitOptimizerStep(ModuleOp module);
   void emitLearningRate(ModuleOp module);
 
@@ -65,6 +75,10 @@ private:
   }
   Value i64(int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 64); }
 
+  SmallVector<ParamSpec> trainedParams();
+  Part partOf(Value t, Value part, Value parts);
+  Value insertPart(const Part &fp, Value v, Value into);
+  SmallVector<Type> flatTypes(ArrayRef<ParamSpec> trained);
   Value gradScale(Value totalNorm);
   SmallVector<Value> update(Value param, Value grad, ValueRange states,
                             Value lr, Value step, Value scale);
@@ -116,22 +130,113 @@ SmallVector<Value> TrainingEmitter::update(Value param, Value grad,
   return SmallVector<Value>(op->getResults());
 }
 
-void TrainingEmitter::emitOptimizerStep(ModuleOp module) {
+Part TrainingEmitter::partOf(Value t, Value part, Value parts) {
+  auto type = cast<RankedTensorType>(t.getType());
+  Value count = arith::ConstantIndexOp::create(b, loc, type.getDimSize(0));
+  auto bound = [&](Value k) -> Value {
+    return arith::DivUIOp::create(b, loc,
+                                  arith::MulIOp::create(b, loc, count, k),
+                                  parts);
+  };
+  Value lo = bound(part);
+  Value hi = bound(arith::AddIOp::create(
+      b, loc, part, arith::ConstantIndexOp::create(b, loc, 1)));
+  Part fp;
+  fp.offset = lo;
+  fp.size = arith::SubIOp::create(b, loc, hi, lo).getResult();
+  fp.slice = tensor::ExtractSliceOp::create(b, loc, t, {fp.offset}, {fp.size},
+                                            {b.getIndexAttr(1)});
+  return fp;
+}
+
+/// `v`, an updated part, written back at `fp`'s range of the flat `into`.
+Value TrainingEmitter::insertPart(const Part &fp, Value v, Value into) {
+  return tensor::InsertSliceOp::create(b, loc, v, into, {fp.offset},
+                                       {fp.size}, {b.getIndexAttr(1)});
+}
+
+/// The flat type of each trainable parameter, tensor<numel x f32>: the
+/// training functions see every tensor as its row-major elements, so that a
+/// part of it is one slice (a reshape would make bufferization copy the
+/// whole argument before writing a part of it in place).
+SmallVector<Type> TrainingEmitter::flatTypes(ArrayRef<ParamSpec> trained) {
+  SmallVector<Type> types;
+  for (const ParamSpec &p : trained) {
+    int64_t n = 1;
+    for (int64_t d : p.shape)
+      n *= d;
+    types.push_back(RankedTensorType::get({n}, b.getF32Type()));
+  }
+  return types;
+}
+
+/// The trainable parameters' shapes, in parameter order, and their names.
+SmallVector<ParamSpec> TrainingEmitter::trainedParams() {
   SmallVector<ParamSpec> trained;
   for (ParamSpec &p : getParameterTable(config))
     if (p.trainable)
       trained.push_back(std::move(p));
+  return trained;
+}
+
+/// Names argument `index` of `fn` after parameter `name` under `role`.
+static void nameArgument(func::FuncOp fn, size_t index, StringRef role,
+                         StringRef name) {
+  fn.setArgAttr(index, role, StringAttr::get(fn.getContext(), name));
+}
+
+/// `part` and `parts` (i64 arguments) as indices.
+static std::pair<Value, Value> partIndices(OpBuilder &b, Location loc,
+                                           Value part, Value parts) {
+  return {arith::IndexCastOp::create(b, loc, b.getIndexType(), part),
+          arith::IndexCastOp::create(b, loc, b.getIndexType(), parts)};
+}
+
+void TrainingEmitter::emitGradSquaredNorm(ModuleOp module) {
+  SmallVector<ParamSpec> trained = trainedParams();
+  SmallVector<Type> inputs = flatTypes(trained);
+  inputs.append({b.getI64Type(), b.getI64Type()}); // part, parts
+  auto resultType = RankedTensorType::get({1}, b.getF32Type());
+
+  b.setInsertionPointToEnd(module.getBody());
+  auto fn = func::FuncOp::create(b, loc, kGradSquaredNormFunctionName,
+                                 b.getFunctionType(inputs, {resultType}));
+  fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+  for (auto [i, p] : llvm::enumerate(trained))
+    nameArgument(fn, i, "txl.grad", p.name);
+  Block *entry = fn.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  auto [part, parts] =
+      partIndices(b, loc, entry->getArgument(trained.size()),
+                  entry->getArgument(trained.size() + 1));
+  // clip_grad_norm_'s sum of squares over this part of every gradient, in
+  // parameter order.
+  Value sum;
+  for (size_t i = 0; i < trained.size(); ++i) {
+    Value sq = SquaredNormOp::create(
+        b, loc, partOf(entry->getArgument(i), part, parts).slice);
+    sum = sum ? arith::AddFOp::create(b, loc, sum, sq) : sq;
+  }
+  func::ReturnOp::create(
+      b, loc,
+      ValueRange{tensor::FromElementsOp::create(b, loc, resultType,
+                                                ValueRange{sum})});
+}
+
+void TrainingEmitter::emitOptimizerStep(ModuleOp module) {
+  SmallVector<ParamSpec> trained = trainedParams();
   SmallVector<StringRef, 2> stateNames = getOptimizerStateNames(train.optim);
   size_t numParams = trained.size(), numStates = stateNames.size();
 
-  SmallVector<Type> paramTypes;
-  for (const ParamSpec &p : trained)
-    paramTypes.push_back(RankedTensorType::get(p.shape, b.getF32Type()));
+  SmallVector<Type> paramTypes = flatTypes(trained);
   // params, grads, then each state list: the runtime ABI's order.
   SmallVector<Type> inputs;
   for (size_t list = 0; list < 2 + numStates; ++list)
     inputs.append(paramTypes);
-  inputs.append({b.getF64Type(), b.getI64Type()}); // lr, step
+  // lr, step, the parts' sums of squares, part, parts
+  inputs.append({b.getF64Type(), b.getI64Type(),
+                 RankedTensorType::get({ShapedType::kDynamic}, b.getF32Type()),
+                 b.getI64Type(), b.getI64Type()});
   SmallVector<Type> results;
   for (size_t list = 0; list < 1 + numStates; ++list)
     results.append(paramTypes);
@@ -144,44 +249,62 @@ void TrainingEmitter::emitOptimizerStep(ModuleOp module) {
   // Each tensor argument is named after its parameter, under the role it
   // plays (`txl.param`, `txl.grad`, or torch's state key).
   for (size_t i = 0; i < numParams; ++i) {
-    StringAttr name = b.getStringAttr(trained[i].name);
-    fn.setArgAttr(i, "txl.param", name);
-    fn.setArgAttr(numParams + i, "txl.grad", name);
+    nameArgument(fn, i, "txl.param", trained[i].name);
+    nameArgument(fn, numParams + i, "txl.grad", trained[i].name);
     for (size_t s = 0; s < numStates; ++s)
-      fn.setArgAttr((2 + s) * numParams + i, ("txl." + stateNames[s]).str(),
-                    name);
+      nameArgument(fn, (2 + s) * numParams + i,
+                   ("txl." + stateNames[s]).str(), trained[i].name);
   }
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
   auto arg = [&](size_t list, size_t i) {
     return entry->getArgument(list * numParams + i);
   };
-  Value lr = entry->getArgument((2 + numStates) * numParams);
-  Value step = entry->getArgument((2 + numStates) * numParams + 1);
+  size_t scalars = (2 + numStates) * numParams;
+  Value lr = entry->getArgument(scalars);
+  Value step = entry->getArgument(scalars + 1);
+  Value partials = entry->getArgument(scalars + 2);
+  auto [part, parts] = partIndices(b, loc, entry->getArgument(scalars + 3),
+                                   entry->getArgument(scalars + 4));
 
-  // clip_grad_norm_'s total norm: sqrt of the sum of the squared norms.
-  Value sumSquares;
-  for (size_t i = 0; i < numParams; ++i) {
-    Value sq = SquaredNormOp::create(b, loc, arg(1, i));
-    sumSquares = sumSquares ? arith::AddFOp::create(b, loc, sumSquares, sq)
-                            : sq;
-  }
+  // clip_grad_norm_'s total norm: sqrt of the parts' sums, added in order.
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value numPartials = tensor::DimOp::create(b, loc, partials, zero);
+  Value sumSquares =
+      scf::ForOp::create(
+          b, loc, zero, numPartials, one, ValueRange{f32(0.0)},
+          [&](OpBuilder &nb, Location l, Value k, ValueRange acc) {
+            Value x = tensor::ExtractOp::create(nb, l, partials, ValueRange{k});
+            scf::YieldOp::create(
+                nb, l, ValueRange{arith::AddFOp::create(nb, l, acc[0], x)});
+          })
+          .getResult(0);
   Value totalNorm = math::SqrtOp::create(b, loc, sumSquares);
   Value scale = gradScale(totalNorm);
 
+  // This part of every parameter and state, updated and written back in
+  // place: each new tensor is materialized into the argument it replaces,
+  // and the update reads element k of them only before writing element k,
+  // so a step allocates and copies nothing, and concurrent calls for
+  // different parts touch disjoint elements.
   SmallVector<SmallVector<Value>> outLists(1 + numStates);
   for (size_t i = 0; i < numParams; ++i) {
+    // One range for the parameter, its gradient and its states.
+    Part p = partOf(arg(0, i), part, parts);
+    auto sliceOf = [&](Value t) -> Value {
+      return tensor::ExtractSliceOp::create(b, loc, t, {p.offset}, {p.size},
+                                            {b.getIndexAttr(1)});
+    };
     SmallVector<Value> states;
     for (size_t s = 0; s < numStates; ++s)
-      states.push_back(arg(2 + s, i));
+      states.push_back(sliceOf(arg(2 + s, i)));
     SmallVector<Value> updated =
-        update(arg(0, i), arg(1, i), states, lr, step, scale);
-    for (auto [list, value] : llvm::enumerate(updated))
-      outLists[list].push_back(value);
+        update(p.slice, sliceOf(arg(1, i)), states, lr, step, scale);
+    outLists[0].push_back(insertPart(p, updated[0], arg(0, i)));
+    for (size_t s = 0; s < numStates; ++s)
+      outLists[1 + s].push_back(insertPart(p, updated[1 + s], arg(2 + s, i)));
   }
-  // Each new parameter and state is written over the argument it replaces
-  // (the update reads element k of them only before writing element k), so
-  // a step allocates nothing and copies nothing.
   SmallVector<Value> returned;
   for (auto [list, values] : llvm::enumerate(outLists))
     for (auto [i, value] : llvm::enumerate(values))
@@ -284,7 +407,7 @@ LogicalResult mlir::txl::buildTrainingFunctions(ModuleOp module,
                                                 const ModelConfig &config) {
   MLIRContext *ctx = module.getContext();
   ctx->loadDialect<TxlDialect, func::FuncDialect, arith::ArithDialect,
-                   math::MathDialect, tensor::TensorDialect,
+                   math::MathDialect, scf::SCFDialect, tensor::TensorDialect,
                    bufferization::BufferizationDialect>();
   Location loc = FileLineColLoc::get(ctx, config.fileName, 1, 1);
   if (getOptimizerStateNames(config.train.optim).empty())
@@ -292,6 +415,7 @@ LogicalResult mlir::txl::buildTrainingFunctions(ModuleOp module,
                           << "' has no compiled update";
   OpBuilder b(ctx);
   TrainingEmitter emitter(b, loc, config);
+  emitter.emitGradSquaredNorm(module);
   emitter.emitOptimizerStep(module);
   emitter.emitLearningRate(module);
   return success();

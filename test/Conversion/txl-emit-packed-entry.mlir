@@ -29,11 +29,14 @@ module {
 // -----
 
 // The other functions of the runtime ABI get their entries when the module
-// has them: txl_segment_grad, txl_optimizer_step (f64 lr and i64 step loaded
+// has them: txl_segment_grad, txl_grad_squared_norm (i64 part and parts
+// loaded from their slots), txl_optimizer_step (f64 lr and i64 step loaded
 // from their slots) and txl_learning_rate.
 // CHECK-LABEL: llvm.func @txl_segment_forward
 // CHECK-LABEL: llvm.func @txl_segment_grad
 // CHECK: llvm.call @_mlir_ciface_segment_grad(%{{.+}}) : (!llvm.ptr) -> ()
+// CHECK-LABEL: llvm.func @txl_grad_squared_norm
+// CHECK: llvm.call @_mlir_ciface_grad_squared_norm(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}) : (!llvm.ptr, i64, i64, !llvm.ptr) -> ()
 // CHECK-LABEL: llvm.func @txl_optimizer_step
 // CHECK-SAME: (%[[ARGS:[^:]+]]: !llvm.ptr) {
 // CHECK: %[[S1:.+]] = llvm.getelementptr %[[ARGS]][1] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
@@ -50,6 +53,9 @@ module {
     llvm.return
   }
   llvm.func @_mlir_ciface_segment_grad(%nll: !llvm.ptr) {
+    llvm.return
+  }
+  llvm.func @_mlir_ciface_grad_squared_norm(%grad: !llvm.ptr, %part: i64, %parts: i64, %sum: !llvm.ptr) {
     llvm.return
   }
   llvm.func @_mlir_ciface_optimizer_step(%param: !llvm.ptr, %lr: f64, %step: i64, %new_param: !llvm.ptr) {

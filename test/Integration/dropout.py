@@ -224,7 +224,8 @@ def emit_model(work, name, pre_lnorm, dropout, dropatt, f64, n_head=2):
                           capture_output=True, text=True).stdout
     # Only the segment is checked: drop the training functions (the f32
     # optimizer state would not survive the f64 rewrite below).
-    text = drop_functions(text, ("optimizer_step", "learning_rate"))
+    text = drop_functions(text, ("grad_squared_norm", "optimizer_step",
+                                 "learning_rate"))
     # Every op accepts f64; the hyper-parameter attributes stay f32.
     return text.replace("xf32>", "xf64>") if f64 else text
 

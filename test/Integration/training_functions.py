@@ -1,12 +1,14 @@
-"""Checks the compiled training functions of a model (txl_optimizer_step,
-txl_learning_rate) against numpy / Python transcriptions of the official
-train.py (test/lib/torch_optim.py):
+"""Checks the compiled training functions of a model (txl_grad_squared_norm,
+txl_optimizer_step, txl_learning_rate) against numpy / Python transcriptions
+of the official train.py (test/lib/torch_optim.py):
 
 - three updates of every optimizer, with global-norm clipping active,
-  inactive (clip above the norm) and disabled (clip = 0), each written over
-  the parameters and states passed in (the ABI: the norm is the only
-  output), the new parameters, states and the reported norm checked after
-  each, the gradients unchanged;
+  inactive (clip above the norm) and disabled (clip = 0), each run as the
+  trainer runs it (txl_grad_squared_norm per part, then txl_optimizer_step
+  per part, written over the parameters and states passed in) in 1, 2 and 3
+  parts, the new parameters, states and the reported norm checked after
+  each, the gradients unchanged, and part 0 of 2 alone writing exactly its
+  range of every tensor;
 - the lr schedule of every scheduler over steps 0 .. max_step + 2 (so 0, 1,
   warmup_step - 1, warmup_step, warmup_step + 1 and max_step among them),
   each call given the lr the previous one returned, as the runtime does.
@@ -114,8 +116,48 @@ def max_rel_err(ours, want):
                for a, b in zip(ours, want))
 
 
+def part_range(n, part, parts):
+    """Part `part` of `parts` of n elements (runtime.h)."""
+    return n * part // parts, n * (part + 1) // parts
+
+
+def run_update(step_fn, norm_fn, params, grads, states, lr, step, parts):
+    """One update as the trainer runs it, its parts one after the other:
+    every part's sum of squares, then every part's update in place. Returns
+    the norm of each part's call."""
+    partials = np.array([norm_fn(grads + [p, parts], [(1,)])[0][0]
+                         for p in range(parts)], f32)
+    flat_states = [a for lst in states for a in lst]
+    return [step_fn(params + grads + flat_states +
+                    [lr, step, partials, p, parts], [(1,)])[0][0]
+            for p in range(parts)]
+
+
+def check_part_alone(step_fn, norm_fn, params, grads, states, lr, step):
+    """Part 0 of 2, run alone, writes the first half of every parameter and
+    state and nothing of the second (the parts run concurrently)."""
+    before = [a.copy() for a in params] + [a.copy() for lst in states
+                                           for a in lst]
+    partials = np.array([norm_fn(grads + [p, 2], [(1,)])[0][0]
+                         for p in range(2)], f32)
+    after = [a.copy() for a in params] + [a.copy() for lst in states
+                                          for a in lst]
+    flat = after[len(params):]
+    step_fn(after[:len(params)] + grads + flat + [lr, step, partials, 0, 2],
+            [(1,)])
+    for k, (a, b) in enumerate(zip(after, before)):
+        lo, hi = part_range(a.size, 0, 2)
+        if not np.array_equal(a.reshape(-1)[hi:], b.reshape(-1)[hi:]):
+            return f"part 0 of 2 wrote past its range in tensor {k}"
+        if hi > lo and np.array_equal(a.reshape(-1)[lo:hi],
+                                      b.reshape(-1)[lo:hi]):
+            return f"part 0 of 2 left its range of tensor {k} unchanged"
+    return None
+
+
 def check_optimizer(lib, shapes, optim, clip, rng):
     step_fn = txlrun.Segment(lib, entry="txl_optimizer_step")
+    norm_fn = txlrun.Segment(lib, entry="txl_grad_squared_norm")
     n_states = STATES[optim]
     params = [rng.randn(*s).astype(f32) for s in shapes]
     states = [[np.zeros(s, f32) for s in shapes] for _ in range(n_states)]
@@ -131,35 +173,44 @@ def check_optimizer(lib, shapes, optim, clip, rng):
         if active != (clip == CLIP_ACTIVE):
             sys.exit(f"FAIL: {optim} clip {clip}: norm {norm} does not "
                      "give the intended clipping")
-        # The update is in place: the parameters and states passed in are
-        # overwritten (here copies of the previous step's) and the only
-        # output is the norm; the gradients are only read.
-        new_params = [a.copy() for a in ours[0]]
-        new_states = [[a.copy() for a in lst] for lst in ours[1]]
         grads_before = [g.copy() for g in grads]
-        out = step_fn(new_params + grads +
-                      [a for lst in new_states for a in lst] + [lr, step],
-                      [(1,)])
-        if not all(np.array_equal(a, b) for a, b in zip(grads, grads_before)):
-            sys.exit(f"FAIL: {optim} clip {clip} step {step}: the update "
-                     "wrote a gradient")
+        error = check_part_alone(step_fn, norm_fn, ours[0], grads, ours[1],
+                                 lr, step)
+        if error:
+            sys.exit(f"FAIL: {optim} clip {clip} step {step}: {error}")
+        # The update is in place: the parameters and states passed in (here
+        # copies of the previous step's) are overwritten and the only output
+        # is the norm. Split into 1, 2 and 3 parts, each result is checked;
+        # the run in 3 parts carries on.
+        for parts in (1, 2, 3):
+            new_params = [a.copy() for a in ours[0]]
+            new_states = [[a.copy() for a in lst] for lst in ours[1]]
+            norms = run_update(step_fn, norm_fn, new_params, grads,
+                               new_states, lr, step, parts)
+            if not all(np.array_equal(a, b)
+                       for a, b in zip(grads, grads_before)):
+                sys.exit(f"FAIL: {optim} clip {clip} step {step}: the "
+                         "update wrote a gradient")
+            got_norm = norms[0]
+            if any(n != got_norm for n in norms) or \
+                    not abs(got_norm - norm) <= 1e-6 * norm:
+                sys.exit(f"FAIL: {optim} clip {clip} step {step} parts "
+                         f"{parts}: grad_norm {norms} vs {norm}")
+            # The reference clips with the compiled norm: a last-bit
+            # difference of the summation order would otherwise be
+            # amplified where a state nearly cancels.
+            expect = reference_step(optim, clip, want[0], grads, want[1], lr,
+                                    step, got_norm)
+            for what, a, b in [("params", new_params, expect[0])] + [
+                    (f"state {k}", new_states[k], expect[1][k])
+                    for k in range(n_states)]:
+                err = max_rel_err(a, b)
+                worst = max(worst, err)
+                if not err <= 1e-5:
+                    sys.exit(f"FAIL: {optim} clip {clip} step {step} parts "
+                             f"{parts}: {what} rel err {err:.3g}")
         ours = (new_params, new_states)
-        got_norm = out[0][0]
-        if not abs(got_norm - norm) <= 1e-6 * norm:
-            sys.exit(f"FAIL: {optim} clip {clip} step {step}: grad_norm "
-                     f"{got_norm} vs {norm}")
-        # The reference clips with the compiled norm: a last-bit difference
-        # of the summation order would otherwise be amplified where a
-        # state nearly cancels.
-        want = reference_step(optim, clip, want[0], grads, want[1], lr, step,
-                              got_norm)
-        for what, a, b in [("params", ours[0], want[0])] + [
-                (f"state {k}", ours[1][k], want[1][k]) for k in range(n_states)]:
-            err = max_rel_err(a, b)
-            worst = max(worst, err)
-            if not err <= 1e-5:
-                sys.exit(f"FAIL: {optim} clip {clip} step {step}: {what} "
-                         f"rel err {err:.3g}")
+        want = expect
     return worst
 
 

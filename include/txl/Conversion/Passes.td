@@ -176,7 +176,9 @@ def ExpandStridedCopiesPass : Pass<"txl-expand-strided-copies"> {
     C runner utilities, which a txlc executable does not link. Bufferization
     creates such copies for the new memory (a slice of the concatenation).
     This pass rewrites them as `linalg.copy`, i.e. generated loops; run it
-    before `--convert-linalg-to-loops`.
+    before `--convert-linalg-to-loops`. A copy of a buffer onto itself (the
+    same value, or two subviews of one buffer with the same offsets, sizes
+    and strides: what bufferizing an in-place update leaves) is erased.
 
     Before:
     ```mlir
@@ -200,8 +202,9 @@ def EmitPackedEntryPass : Pass<"txl-emit-packed-entry", "::mlir::ModuleOp"> {
     the runtime one fixed calling convention for any model. The function is
     required; the other functions of the runtime ABI are wrapped when the
     module has their `_mlir_ciface_` wrapper: `segment_grad` as
-    `txl_segment_grad`, `optimizer_step` as `txl_optimizer_step` and
-    `learning_rate` as `txl_learning_rate`.
+    `txl_segment_grad`, `grad_squared_norm` as `txl_grad_squared_norm`,
+    `optimizer_step` as `txl_optimizer_step` and `learning_rate` as
+    `txl_learning_rate`.
 
     ```mlir
     // before

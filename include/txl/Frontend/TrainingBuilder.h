@@ -1,19 +1,27 @@
 //===- TrainingBuilder.h - Optimizer step and lr schedule -------*- C++ -*-===//
 //
-// The two training functions of the model module, next to @segment and
+// The training functions of the model module, next to @segment and
 // @segment_grad, compiled for every model so that every target gets them
-// (runtime ABI: txl_optimizer_step and txl_learning_rate in
-// runtime/include/txl/runtime.h). With T the trainable parameters of
-// getParameterTable in order and S the optimizer's state lists:
+// (runtime ABI: txl_grad_squared_norm, txl_optimizer_step and
+// txl_learning_rate in runtime/include/txl/runtime.h). With T the trainable
+// parameters of getParameterTable in order and S the optimizer's state
+// lists:
 //
+//   func.func @grad_squared_norm(%g_0..%g_{T-1}, %part: i64, %parts: i64)
+//       -> tensor<1xf32>
 //   func.func @optimizer_step(%p_0..%p_{T-1}, %g_0..%g_{T-1},
 //                             %state_0_0..%state_{S-1}_{T-1},
-//                             %lr: f64, %step: i64)
+//                             %lr: f64, %step: i64,
+//                             %partials: tensor<?xf32>, %part: i64,
+//                             %parts: i64)
 //       -> (new params..., new states..., tensor<1xf32> grad_norm)
 //   func.func @learning_rate(%step: i64, %lr: f64) -> tensor<1xf64>
 //
-// Both follow the official pytorch/train.py: clip_grad_norm_ then
-// optimizer.step() for one update, and its step-wise lr annealing.
+// They follow the official pytorch/train.py: clip_grad_norm_ then
+// optimizer.step() for one update, and its step-wise lr annealing. An
+// update is split into `parts` element ranges of every tensor, which the
+// runtime runs on its threads: first the sum of squares of each part of
+// the gradients, then, given all of them, the update of each part in place.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,6 +39,10 @@ namespace txl {
 inline constexpr llvm::StringLiteral kOptimizerStepFunctionName =
     "optimizer_step";
 
+/// Name of the generated partial sum of squared gradients (clipping).
+inline constexpr llvm::StringLiteral kGradSquaredNormFunctionName =
+    "grad_squared_norm";
+
 /// Name of the generated learning-rate schedule.
 inline constexpr llvm::StringLiteral kLearningRateFunctionName =
     "learning_rate";
@@ -41,16 +53,24 @@ inline constexpr llvm::StringLiteral kLearningRateFunctionName =
 /// {sum}. Empty for an optimizer the model file parser would reject.
 SmallVector<StringRef, 2> getOptimizerStateNames(StringRef optim);
 
-/// Appends @optimizer_step and @learning_rate for `config` to `module`.
+/// Appends @grad_squared_norm, @optimizer_step and @learning_rate for
+/// `config` to `module`.
 ///
-/// @optimizer_step performs one update of official train.py: with `clip`
-/// = [train] clip > 0, torch.nn.utils.clip_grad_norm_(params, clip) (global
-/// L2 norm in f32, coefficient clip / (norm + 1e-6) clamped to 1, applied to
-/// every gradient as it is read), then torch.optim.Adam (betas (0.9, 0.999),
-/// eps 1e-8), SGD (momentum [train] mom) or Adagrad (eps 1e-10) at `lr`
-/// (f64), `step` counting updates from 1. Outputs: the new parameters and
-/// states (f32, the parameters' shapes) and the norm before clipping.
-/// clip = 0 disables clipping (torch would zero every gradient instead).
+/// Part p of `parts` of a tensor with n elements is its row-major elements
+/// [n·p/parts, n·(p+1)/parts). @grad_squared_norm returns the sum of the
+/// squares of part `part` of every gradient (f32, added in parameter order).
+///
+/// @optimizer_step performs part `part` of one update of official
+/// train.py: with `clip` = [train] clip > 0,
+/// torch.nn.utils.clip_grad_norm_(params, clip) (global L2 norm in f32, the
+/// square root of the `partials` added in order, coefficient clip / (norm +
+/// 1e-6) clamped to 1, applied to every gradient as it is read), then
+/// torch.optim.Adam (betas (0.9, 0.999), eps 1e-8), SGD (momentum [train]
+/// mom) or Adagrad (eps 1e-10) at `lr` (f64), `step` counting updates from
+/// 1. The new parameters and states (f32, the parameters' shapes) are
+/// written over that part of the arguments, in place; the result is the
+/// norm before clipping. clip = 0 disables clipping (torch would zero every
+/// gradient instead).
 ///
 /// @learning_rate(step, lr) returns the lr train.py has in effect after
 /// update `step` (step 0: the lr of the first update), `lr` being the one in

@@ -116,31 +116,49 @@ typedef void (*txl_segment_fn)(void **args);
 #define TXL_WEAK
 #endif
 
-/// The generated optimizer update (`@optimizer_step`), packed. With T the
-/// trainable parameters in parameter order and S = n_optim_states:
-///   params[T], grads[T]         float32 memrefs, the parameters' shapes
+/// One optimizer update runs as `parts` element ranges: part p of a tensor
+/// of n elements is its row-major elements [n·p/parts, n·(p+1)/parts). With
+/// T the trainable parameters in parameter order and S = n_optim_states:
+///
+/// Every tensor is passed flat, as memref<numel x f32>.
+///
+/// The clipping norm's partial sums (`@grad_squared_norm`), packed:
+///   grads[T]                    float32 memrefs
+///   part, parts                 int64_t*
+///   sum (out)                   memref<1xf32>: Σ g² over part `part` of
+///                               every gradient
+///
+/// The update (`@optimizer_step`), packed:
+///   params[T], grads[T]         float32 memrefs
 ///   states[S][T]                adam: exp_avg then exp_avg_sq; sgd: the
 ///                               momentum buffer; adagrad: the sum
 ///   lr                          double* (the lr of this update)
 ///   step                        int64_t* (1 for the first update)
+///   partials                    memref<?xf32>: the `parts` sums above, in
+///                               part order
+///   part, parts                 int64_t*
 ///   grad_norm (out)             memref<1xf32>: the global L2 norm of the
 ///                               gradients before clipping
 /// Gradients are clipped to the global norm `clip` (clip_grad_norm_) when
-/// clip > 0. The update is in place: each new parameter and state is
-/// written over the one passed in (nothing is allocated or copied).
+/// clip > 0. The update is in place: part `part` of each parameter and
+/// state is overwritten and nothing else is written, so the parts of one
+/// update may run concurrently once every partial sum is known. The norm
+/// (so each result) depends on `parts` only through the order of the
+/// partial sums.
 ///
 /// The generated schedule (`@learning_rate`), packed: step (int64_t*, the
 /// number of updates done), lr (double*, the lr in effect for update `step`),
 /// out memref<1xf64>: the lr train.py sets after update `step` (step 0: the
 /// lr of the first update).
 
-/* Symbols a txlc-generated object defines: all four by default;
+/* Symbols a txlc-generated object defines: all five by default;
    txl_segment_grad is absent when the model was compiled with
    --backward=false, and the runtime then refuses
    `train` and --grad-segment. */
 extern const txl_model_info_t txl_model_info;
 void txl_segment_forward(void **args);
 void txl_segment_grad(void **args) TXL_WEAK;
+void txl_grad_squared_norm(void **args) TXL_WEAK;
 void txl_optimizer_step(void **args) TXL_WEAK;
 void txl_learning_rate(void **args) TXL_WEAK;
 

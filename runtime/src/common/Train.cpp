@@ -17,12 +17,14 @@
 #include "txl/rt/Progress.h"
 #include "txl/rt/SafeTensors.h"
 #include "txl/rt/Status.h"
+#include "txl/rt/WorkerPool.h"
 
 #include <nlohmann/json.hpp>
 
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -110,10 +112,10 @@ struct LoopState {
 class Optimizer {
 public:
   explicit Optimizer(const txl_model_info_t &info) : info_(info) {
-    if (!txl_optimizer_step || !txl_learning_rate)
+    if (!txl_optimizer_step || !txl_grad_squared_norm || !txl_learning_rate)
       fail(TXL_INVALID_ARGUMENT,
-           "this executable has no compiled optimizer (txl_optimizer_step); "
-           "recompile the model with this txlc");
+           "this executable has no compiled optimizer (txl_optimizer_step, "
+           "txl_grad_squared_norm); recompile the model with this txlc");
     for (int32_t i = 0; i < info.n_params; ++i)
       if (info.params[i].trainable)
         trainable_.push_back(i);
@@ -142,37 +144,59 @@ public:
 
   /// One update of every trainable parameter of `session` with `grads`
   /// (indexed like the parameters); returns the gradient norm before
-  /// clipping. The compiled @optimizer_step writes each new parameter and
-  /// state over the old one (runtime.h).
+  /// clipping. The compiled functions split the update into `parts` element
+  /// ranges (runtime.h), one per thread: first each range's sum of squared
+  /// gradients, then, given them all, each range's update, written in
+  /// place. The result depends on `parts` (the order of the partial sums),
+  /// which the trainer sets to its recorded thread count.
   float step(txl_session_t *session, std::vector<std::vector<float>> &grads,
-             double lr, int64_t step) {
-    std::vector<float *> params(trainable_.size());
-    for (size_t t = 0; t < trainable_.size(); ++t)
-      checkStatus(txl_session_parameter(session, trainable_[t], &params[t]));
-    auto shape = [&](size_t t) {
-      const txl_param_info_t &p = info_.params[trainable_[t]];
-      return std::vector<int64_t>(p.shape, p.shape + p.rank);
-    };
+             double lr, int64_t step, int parts) {
+    parts = std::max(parts, 1);
     size_t T = trainable_.size();
-    PackedArgs args;
+    std::vector<float *> params(T);
     for (size_t t = 0; t < T; ++t)
-      args.memref(params[t], shape(t));
-    for (size_t t = 0; t < T; ++t)
-      args.memref(grads[trainable_[t]].data(), shape(t));
-    for (size_t s = 0; s < states_.size(); ++s)
-      args.memref(states_[s].data(), shape(s % T));
-    args.f64(lr);
-    args.i64(step);
-    float norm[1] = {0};
-    args.memref(norm, {1});
-    txl_optimizer_step(args.data());
-    return norm[0];
+      checkStatus(txl_session_parameter(session, trainable_[t], &params[t]));
+    // The training functions take every tensor flat (runtime.h).
+    auto shape = [&](size_t t) {
+      return std::vector<int64_t>{
+          static_cast<int64_t>(numElements(info_.params[trainable_[t]]))};
+    };
+    auto addGrads = [&](PackedArgs &args) {
+      for (size_t t = 0; t < T; ++t)
+        args.memref(grads[trainable_[t]].data(), shape(t));
+    };
+    std::vector<float> partials(parts), norms(parts);
+    pool_.run(parts, [&](int part) {
+      PackedArgs args;
+      addGrads(args);
+      args.i64(part);
+      args.i64(parts);
+      args.memref(&partials[part], {1});
+      txl_grad_squared_norm(args.data());
+    });
+    pool_.run(parts, [&](int part) {
+      PackedArgs args;
+      for (size_t t = 0; t < T; ++t)
+        args.memref(params[t], shape(t));
+      addGrads(args);
+      for (size_t s = 0; s < states_.size(); ++s)
+        args.memref(states_[s].data(), shape(s % T));
+      args.f64(lr);
+      args.i64(step);
+      args.memref(partials.data(), {parts});
+      args.i64(part);
+      args.i64(parts);
+      args.memref(&norms[part], {1});
+      txl_optimizer_step(args.data());
+    });
+    return norms[0];
   }
 
 private:
   const txl_model_info_t &info_;
   std::vector<int32_t> trainable_;
   std::vector<std::vector<float>> states_;
+  WorkerPool pool_; ///< the update's parts, one per thread
 };
 
 /// The compiled schedule: the lr train.py sets after `step` updates when
@@ -809,7 +833,7 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
       }
     }
     float gradNorm = optimizer.step(session.get(), grads, state.lr,
-                                    state.step + 1);
+                                    state.step + 1, settings.threads);
     ++state.step;
     ++state.batchInEpoch;
     state.iteratorRow = data.position();
