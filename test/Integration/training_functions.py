@@ -71,8 +71,9 @@ STATES = {"adam": 2, "sgd": 1, "adagrad": 1}
 
 
 def compile_model(work, optim, clip, scheduler, warmup):
-    """Returns the shared object and the trained parameters' shapes in
-    @optimizer_step's order."""
+    """Returns the shared object and the trained parameters' flat shapes
+    (numel,) in @optimizer_step's order (the training functions take every
+    tensor flat)."""
     toml = os.path.join(work, "model.toml")
     with open(toml, "w") as f:
         f.write(MODEL.format(optim=optim, mom=MOM, clip=clip, lr=LR,
