@@ -125,7 +125,7 @@ struct EmbeddingAdjoint : Adjoint<EmbeddingAdjoint, EmbeddingOp> {
   static SmallVector<Value> adjoint(EmbeddingOp op, OpBuilder &b,
                                     ValueRange g) {
     return {EmbeddingGradOp::create(b, op.getLoc(), op.getTable().getType(),
-                                    g[0], op.getTokens()),
+                                    g[0], op.getTokens(), /*init=*/Value()),
             Value()};
   }
 };

@@ -45,6 +45,19 @@ func.func @embedding_grad(%dy: tensor<?x?x4xf32>, %t: tensor<?x?xi64>) -> tensor
   return %d : tensor<10x4xf32>
 }
 
+// With `into`, the rows are added onto the given gradient: no zero table.
+// CHECK-LABEL: func.func @embedding_grad_into
+// CHECK-SAME: %[[G:[^:]+]]: tensor<10x4xf32>)
+// CHECK-NOT: linalg.fill
+// CHECK: scf.for %{{.+}} iter_args(%{{.+}} = %[[G]])
+// CHECK: scf.for
+// CHECK: arith.addf
+// CHECK: tensor.insert
+func.func @embedding_grad_into(%dy: tensor<?x?x4xf32>, %t: tensor<?x?xi64>, %g: tensor<10x4xf32>) -> tensor<10x4xf32> {
+  %d = txl.embedding_grad %dy, %t into %g : tensor<?x?x4xf32>, tensor<?x?xi64> -> tensor<10x4xf32>
+  return %d : tensor<10x4xf32>
+}
+
 // The fused attention backward recomputes the scores as the forward does
 // (the positional product into the padded buffer, AC onto its shifted
 // view), then: dV = Pᵀ dO and dK = dSᵀ (q + u) as batched products with a
@@ -145,7 +158,7 @@ func.func @adaptive_nll_grad(%dn: tensor<?x?xf32>, %h: tensor<?x?x4xf32>, %t: te
 // CHECK: tensor.extract_slice %{{.+}}[%[[K]], 0, 0] [1, %{{.+}}, %{{.+}}] [1, 1, 1] : tensor<2x?x512xf32> to tensor<?x?xf32>
 // CHECK: linalg.matmul
 // CHECK: tensor.insert_slice %{{.+}} into %{{.+}}[%[[K]], 0, 0] [1, %{{.+}}, %{{.+}}] [1, 1, 1] : tensor<?x?xf32> into tensor<2x?x512xf32>
-// CHECK: %[[BWD:.+]]:3 = scf.for %[[IV:.+]] = %{{.+}} to %{{.+}} step %{{.+}} iter_args({{.+}}) -> (tensor<?x32xf32>, tensor<1000x32xf32>, tensor<1000xf32>)
+// CHECK: %[[BWD:.+]]:3 = scf.for %[[IV:.+]] = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%{{.+}} = %{{.+}}, %[[DWACC:.+]] = %{{.+}}, %[[DBACC:.+]] = %{{.+}}) -> (tensor<?x32xf32>, tensor<1000x32xf32>, tensor<1000xf32>)
 // CHECK: %[[BJ:.+]] = arith.subi %[[C512]], %[[IV]] : index
 // CHECK: %[[BK:.+]] = arith.divsi %[[BJ]], %[[C512]]
 // CHECK: tensor.extract_slice %[[FWD]]#2[%[[BK]], 0, 0]
@@ -154,9 +167,16 @@ func.func @adaptive_nll_grad(%dn: tensor<?x?xf32>, %h: tensor<?x?x4xf32>, %t: te
 // CHECK: scf.if
 // CHECK: arith.subf
 // CHECK: linalg.matmul
-// CHECK: linalg.matmul
-// CHECK: tensor.insert_slice {{.+}} into %{{.+}} : tensor<?x32xf32> into tensor<1000x32xf32>
-// CHECK: tensor.insert_slice {{.+}} into %{{.+}} : tensor<?xf32> into tensor<1000xf32>
+// dW[j] and db[j] are computed in their slices of the carried gradients
+// (zero-filled there, inserted back), so they bufferize in place.
+// CHECK: %[[DWS:.+]] = tensor.extract_slice %[[DWACC]][%[[BJ]], 0] [%{{.+}}, 32] [1, 1]
+// CHECK: %[[DWZ:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%[[DWS]] : tensor<?x32xf32>)
+// CHECK: %[[DWJ:.+]] = linalg.matmul {{.+}} outs(%[[DWZ]] : tensor<?x32xf32>)
+// CHECK: tensor.insert_slice %[[DWJ]] into %[[DWACC]][%[[BJ]], 0] [%{{.+}}, 32] [1, 1] : tensor<?x32xf32> into tensor<1000x32xf32>
+// CHECK: %[[DBS:.+]] = tensor.extract_slice %[[DBACC]][%[[BJ]]]
+// CHECK: %[[DBZ:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%[[DBS]] : tensor<?xf32>)
+// CHECK: %[[DBJ:.+]] = linalg.generic {{.+}} outs(%[[DBZ]] : tensor<?xf32>)
+// CHECK: tensor.insert_slice %[[DBJ]] into %[[DBACC]][%[[BJ]]] [%{{.+}}] [1] : tensor<?xf32> into tensor<1000xf32>
 // CHECK-NOT: txl.
 // CHECK-NOT: x1000xf32>
 // CHECK: return

@@ -122,23 +122,36 @@ def Txl_LayerNormGradOp : Txl_Op<"layer_norm_grad", [Pure,
 // Embeddings
 //===----------------------------------------------------------------------===//
 
-def Txl_EmbeddingGradOp : Txl_Op<"embedding_grad", [Pure]> {
+def Txl_EmbeddingGradOp : Txl_Op<"embedding_grad", [Pure,
+    OptionalTypesMatchWith<"init has the type of d_table", "d_table", "init",
+                           "$_self">]> {
   let summary = "gradient of txl.embedding (scatter-add of rows)";
   let description = [{
-    `d_table[t] = sum over positions p with tokens[p] = t of d_result[p]`:
-    `d_result` [qlen, batch, d_embed] and `tokens` [qlen, batch] give
-    [n_token, d_embed]; rows of tokens that do not occur are zero.
+    `d_table[t] = init[t] + sum over positions p with tokens[p] = t of
+    d_result[p]`: `d_result` [qlen, batch, d_embed] and `tokens` [qlen, batch]
+    give [n_token, d_embed]. Without `into`, `init` is zero (rows of tokens
+    that do not occur are zero). The rows are added to `init` in position
+    order, so repeated tokens accumulate deterministically.
+
+    `into` accumulates onto another gradient of the same table: with
+    `tie_weight` the output layer's weight gradient. The canonicalizer folds
+    `txl.add %g, (txl.embedding_grad ...)` into it, which adds the same terms
+    in a different order (`(g + d_1) + d_2` for `g + (d_1 + d_2)`) and saves
+    a zero-filled table and a pass over both tables.
 
     ```mlir
     %dt = txl.embedding_grad %de, %tokens
         : tensor<?x?x128xf32>, tensor<?x?xi64> -> tensor<10000x128xf32>
+    %dw = txl.embedding_grad %de, %tokens into %dout
+        : tensor<?x?x128xf32>, tensor<?x?xi64> -> tensor<10000x128xf32>
     ```
   }];
-  let arguments = (ins FloatTensor3D:$d_result, I64Tensor2D:$tokens);
+  let arguments = (ins FloatTensor3D:$d_result, I64Tensor2D:$tokens,
+                       Optional<FloatTensor2D>:$init);
   let results = (outs FloatTensor2D:$d_table);
   let assemblyFormat = [{
-    $d_result `,` $tokens attr-dict `:` type($d_result) `,` type($tokens)
-    `->` type($d_table)
+    $d_result `,` $tokens (`into` $init^)? attr-dict `:` type($d_result) `,`
+    type($tokens) `->` type($d_table)
   }];
   let hasVerifier = 1;
 }

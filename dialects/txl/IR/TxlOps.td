@@ -142,6 +142,8 @@ def Txl_AddOp : Txl_Op<"add", [Pure, Commutative, SameOperandsAndResultType]> {
   let arguments = (ins FloatTensor:$lhs, FloatTensor:$rhs);
   let results = (outs FloatTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs)";
+  // Folds a sum with a fresh txl.embedding_grad into its `into` form.
+  let hasCanonicalizer = 1;
 }
 
 def Txl_ScaleOp : Txl_Op<"scale", [Pure, SameOperandsAndResultType]> {

@@ -27,9 +27,15 @@ Value mlir::txl::createEmpty(OpBuilder &b, Location loc,
 Value mlir::txl::createFilled(OpBuilder &b, Location loc,
                               ArrayRef<OpFoldResult> sizes, Type elementType,
                               double value) {
-  Value empty = createEmpty(b, loc, sizes, elementType);
-  Value cst = arith::ConstantOp::create(b, loc, b.getFloatAttr(elementType, value));
-  return linalg::FillOp::create(b, loc, ValueRange{cst}, ValueRange{empty})
+  return fillInto(b, loc, createEmpty(b, loc, sizes, elementType), value);
+}
+
+Value mlir::txl::fillInto(OpBuilder &b, Location loc, Value dest,
+                          double value) {
+  Type elementType = cast<RankedTensorType>(dest.getType()).getElementType();
+  Value cst =
+      arith::ConstantOp::create(b, loc, b.getFloatAttr(elementType, value));
+  return linalg::FillOp::create(b, loc, ValueRange{cst}, ValueRange{dest})
       .getResult(0);
 }
 
@@ -359,14 +365,15 @@ Value mlir::txl::createPointwise(
 }
 
 Value mlir::txl::createSumLeading(OpBuilder &b, Location loc, Value input,
-                                  unsigned resultRank) {
+                                  unsigned resultRank, Value dest) {
   MLIRContext *ctx = b.getContext();
   auto type = cast<RankedTensorType>(input.getType());
   unsigned rank = type.getRank();
   unsigned lead = rank - resultRank;
   SmallVector<OpFoldResult> sizes = getSizes(b, loc, input);
   SmallVector<OpFoldResult> outSizes(sizes.begin() + lead, sizes.end());
-  Value init = createFilled(b, loc, outSizes, type.getElementType(), 0.0);
+  Value init = dest ? fillInto(b, loc, dest, 0.0)
+                    : createFilled(b, loc, outSizes, type.getElementType(), 0.0);
   SmallVector<AffineExpr> trailing;
   for (unsigned d = lead; d < rank; ++d)
     trailing.push_back(getAffineDimExpr(d, ctx));
@@ -386,14 +393,17 @@ Value mlir::txl::createSumLeading(OpBuilder &b, Location loc, Value input,
 }
 
 Value mlir::txl::createMatmulTransposedLhs(OpBuilder &b, Location loc,
-                                           Value lhs, Value rhs) {
+                                           Value lhs, Value rhs, Value dest) {
   MLIRContext *ctx = b.getContext();
   SmallVector<OpFoldResult> l = getSizes(b, loc, lhs);
   SmallVector<OpFoldResult> r = getSizes(b, loc, rhs);
   Type elementType = cast<RankedTensorType>(lhs.getType()).getElementType();
+  assert((!dest || l.size() == 2) && "a destination only for the 2-D form");
   if (l.size() == 2)
     return createMatmulOnto(
-        b, loc, lhs, rhs, createFilled(b, loc, {l[1], r[1]}, elementType, 0.0),
+        b, loc, lhs, rhs,
+        dest ? fillInto(b, loc, dest, 0.0)
+             : createFilled(b, loc, {l[1], r[1]}, elementType, 0.0),
         /*transposeLhs=*/true, /*transposeRhs=*/false);
   Value init = createFilled(b, loc, {l[0], l[2], r[2]}, elementType, 0.0);
   AffineExpr bd, m, n, k;

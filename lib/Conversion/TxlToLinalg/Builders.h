@@ -26,6 +26,10 @@ Value createEmpty(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
 Value createFilled(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
                    Type elementType, double value);
 
+/// `linalg.fill` of `value` into `dest` (e.g. a slice of a loop-carried
+/// tensor, so the producer that follows writes there in place).
+Value fillInto(OpBuilder &b, Location loc, Value dest, double value);
+
 /// `linalg.transpose` with result dimension d = input dimension perm[d].
 Value createTranspose(OpBuilder &b, Location loc, Value input,
                       ArrayRef<int64_t> perm);
@@ -67,10 +71,10 @@ Value createLinear2d(OpBuilder &b, Location loc, Value x, Value weight,
                      Value bias, Value dest = {});
 
 /// `lhsᵀ rhs` for lhs [k, m] and rhs [k, n] (or, batched, [b, k, m] and
-/// [b, k, n]) into a zero-filled [m, n] ([b, m, n]); BLAS reads lhs
-/// transposed, no copy is made.
+/// [b, k, n]) into a zero-filled [m, n] ([b, m, n]): a new tensor, or `dest`
+/// when given (2-D only); BLAS reads lhs transposed, no copy is made.
 Value createMatmulTransposedLhs(OpBuilder &b, Location loc, Value lhs,
-                                Value rhs);
+                                Value rhs, Value dest = {});
 
 /// Reduces the last dimension of `inputs[0]` with `combine(args)` starting
 /// from `init`; `args` are the elements of `inputs` (those beyond the first
@@ -122,9 +126,10 @@ Value createPointwise(
     Value dest = {});
 
 /// Sums `input` over its leading dimensions down to `resultRank` trailing
-/// ones (a bias gradient), into a zero-filled tensor.
+/// ones (a bias gradient), into a zero-filled tensor: a new one, or `dest`
+/// when given.
 Value createSumLeading(OpBuilder &b, Location loc, Value input,
-                       unsigned resultRank);
+                       unsigned resultRank, Value dest = {});
 
 /// dest[rowOf(m), k] += rows[m, k] for every row m of `rows` [M, d], in
 /// order (repeated rows accumulate deterministically): scf.for loops over

@@ -233,9 +233,10 @@ struct NllGradLowering : public OpRewritePattern<NllGradOp> {
   }
 };
 
-// txl.embedding_grad(dy, tokens) => zeros, then for each position p and
-// feature k: d_table[tokens[p], k] += dy[p, k] (in order, so repeated tokens
-// accumulate deterministically)
+// txl.embedding_grad(dy, tokens [into init]) => init (or zeros), then for
+// each position p and feature k: d_table[tokens[p], k] += dy[p, k] (in order,
+// so repeated tokens accumulate deterministically); with `into`, the scatter
+// updates init's buffer in place when init has no later reader
 struct EmbeddingGradLowering : public OpRewritePattern<EmbeddingGradOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(EmbeddingGradOp op,
@@ -244,10 +245,13 @@ struct EmbeddingGradLowering : public OpRewritePattern<EmbeddingGradOp> {
     auto type = op.getType();
     Value ids = createCollapse(rewriter, loc, op.getTokens(), {{0, 1}});
     Value dy = createCollapse(rewriter, loc, op.getDResult(), {{0, 1}, {2}});
-    Value table = createFilled(rewriter, loc,
-                               getSizes(rewriter, loc, op.getResult()),
-                               type.getElementType(), 0.0);
-    table = castTo(rewriter, loc, table, type);
+    Value table = op.getInit();
+    if (!table)
+      table = castTo(rewriter, loc,
+                     createFilled(rewriter, loc,
+                                  getSizes(rewriter, loc, op.getResult()),
+                                  type.getElementType(), 0.0),
+                     type);
     Value grad = createScatterAddRows(
         rewriter, loc, table, dy, [&](OpBuilder &b, Location l, Value p) {
           Value id = tensor::ExtractOp::create(b, l, ids, ValueRange{p});

@@ -552,11 +552,17 @@ struct LinearNllGradLowering : public OpRewritePattern<LinearOp> {
           Value dh = createMatmulOnto(b, l, dl, wBlock, acc[0],
                                       /*transposeLhs=*/false,
                                       /*transposeRhs=*/false);
-          Value dwBlock = createMatmulTransposedLhs(b, l, dl, rows.h2);
-          Value dw = ColumnBlocks::insert(b, l, dwBlock, acc[1],
-                                          blocks.rows(j, cols, true));
-          Value db = ColumnBlocks::insert(b, l, createSumLeading(b, l, dl, 1),
-                                          acc[2], blocks.rows(j, cols, false));
+          // dw_j and db_j are computed into their slices of the carried
+          // gradients (extract → fill → product → insert of the same slice
+          // bufferizes in place: no block temporary, no copy).
+          ColumnBlocks::Slice wRows = blocks.rows(j, cols, true);
+          ColumnBlocks::Slice bRows = blocks.rows(j, cols, false);
+          Value dwBlock = createMatmulTransposedLhs(
+              b, l, dl, rows.h2, ColumnBlocks::extract(b, l, acc[1], wRows));
+          Value dw = ColumnBlocks::insert(b, l, dwBlock, acc[1], wRows);
+          Value dbBlock = createSumLeading(
+              b, l, dl, 1, ColumnBlocks::extract(b, l, acc[2], bRows));
+          Value db = ColumnBlocks::insert(b, l, dbBlock, acc[2], bRows);
           return {dh, dw, db};
         },
         /*reverse=*/true);

@@ -99,6 +99,14 @@ func.func @embedding_grad_width(%dy: tensor<?x?x8xf32>, %t: tensor<?x?xi64>) -> 
 
 // -----
 
+func.func @embedding_grad_init(%dy: tensor<?x?x8xf32>, %t: tensor<?x?xi64>, %g: tensor<20x8xf32>) -> tensor<10x8xf32> {
+  // expected-error @+1 {{'txl.embedding_grad' op failed to verify that init has the type of d_table}}
+  %d = "txl.embedding_grad"(%dy, %t, %g) : (tensor<?x?x8xf32>, tensor<?x?xi64>, tensor<20x8xf32>) -> tensor<10x8xf32>
+  return %d : tensor<10x8xf32>
+}
+
+// -----
+
 func.func @adaptive_embedding_grad_count(%dy: tensor<?x?x4xf32>, %t: tensor<?x?xi64>, %t0: tensor<3x4xf32>, %p0: tensor<4x4xf32>) {
   // expected-error @+1 {{'txl.adaptive_embedding_grad' op needs one table and one projection per cluster (2)}}
   %g:2 = txl.adaptive_embedding_grad %dy, %t tables(%t0 : tensor<3x4xf32>) projs(%p0 : tensor<4x4xf32>)

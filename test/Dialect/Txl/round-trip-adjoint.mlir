@@ -18,6 +18,8 @@ func.func @adjoints(%dy: tensor<?x?x8xf32>, %x: tensor<?x?x4xf32>, %w: tensor<8x
   %a, %b, %c = txl.layer_norm_grad %x, %x, %g {epsilon = 1.0e-05 : f32} : tensor<?x?x4xf32>, tensor<4xf32>
   // CHECK: txl.embedding_grad %{{.+}}, %{{.+}} : tensor<?x?x4xf32>, tensor<?x?xi64> -> tensor<50x4xf32>
   %de = txl.embedding_grad %x, %t : tensor<?x?x4xf32>, tensor<?x?xi64> -> tensor<50x4xf32>
+  // CHECK: txl.embedding_grad %{{.+}}, %{{.+}} into %{{.+}} : tensor<?x?x4xf32>, tensor<?x?xi64> -> tensor<50x4xf32>
+  %da = txl.embedding_grad %x, %t into %de : tensor<?x?x4xf32>, tensor<?x?xi64> -> tensor<50x4xf32>
   // CHECK: txl.nll_grad %{{.+}}, %{{.+}}, %{{.+}} : tensor<?x?xf32>, tensor<?x?x10xf32>, tensor<?x?xi64>
   %dl = txl.nll_grad %dn, %l, %t : tensor<?x?xf32>, tensor<?x?x10xf32>, tensor<?x?xi64>
   return
