@@ -34,6 +34,15 @@ func.func @segment(%x: memref<?x32xf32>, %out0: memref<?x32xf32>, %out1: memref<
 // CHAIN-NOT: memref.copy %{{.+}}, %[[P]]
 // CHAIN: memref.copy %{{.+}}, %[[N]]
 // CHAIN-NEXT: return{{$}}
+// A gradient accumulated block by block from an empty tensor is computed in
+// the caller's buffer: no allocation, no copy at the return.
+// CHAIN-LABEL: func.func @blocks
+// CHAIN-SAME: (%[[X:[^:]+]]: memref<8x4xf32>, %[[D:[^:]+]]: memref<8x4xf32>) attributes {llvm.emit_c_interface} {
+// CHAIN-NOT: memref.alloc
+// CHAIN: %[[S:.+]] = memref.subview %[[D]]
+// CHAIN: linalg.fill {{.+}} outs(%[[S]]
+// CHAIN-NOT: memref.copy %{{.+}}, %[[D]] :
+// CHAIN: return{{$}}
 
 // -----
 
@@ -64,6 +73,60 @@ func.func @recorded_elsewhere(%p: memref<8xf32>, %q: memref<8xf32>) -> memref<8x
 // CHECK: return %[[X]] : memref<?xf32>
 func.func @helper(%x: memref<?xf32>) -> memref<?xf32> {
   return %x : memref<?xf32>
+}
+
+// -----
+
+// A loop result that only carries the destination (every iteration yields
+// its iteration argument, here through a nested loop) counts as the
+// destination.
+// CHECK-LABEL: func.func @carried
+// CHECK-SAME: (%[[N:[^:]+]]: index, %[[OUT:[^:]+]]: memref<4xf32>) attributes {llvm.emit_c_interface} {
+// CHECK: scf.for
+// CHECK: return{{$}}
+func.func @carried(%n: index, %out: memref<4xf32>) -> memref<4xf32>
+    attributes {llvm.emit_c_interface, txl.result_destinations = array<i64: 1>} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %one = arith.constant 1.0 : f32
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%a = %out) -> memref<4xf32> {
+    %inner = scf.for %j = %c0 to %n step %c1 iter_args(%b = %a) -> memref<4xf32> {
+      memref.store %one, %b[%c0] : memref<4xf32>
+      scf.yield %b : memref<4xf32>
+    }
+    scf.yield %inner : memref<4xf32>
+  }
+  return %r : memref<4xf32>
+}
+
+// -----
+
+// A loop that yields another buffer does not carry the destination.
+func.func @not_carried(%n: index, %other: memref<4xf32>, %out: memref<4xf32>) -> memref<4xf32>
+    attributes {llvm.emit_c_interface, txl.result_destinations = array<i64: 2>} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%a = %out) -> memref<4xf32> {
+    scf.yield %other : memref<4xf32>
+  }
+  // expected-error @+1 {{'func.return' op txl-drop-destination-results: result 0 is not its caller-provided buffer (argument 2)}}
+  return %r : memref<4xf32>
+}
+
+// -----
+
+// A result listed as built in its destination that bufferization placed in
+// another buffer after all is copied into the destination.
+// CHECK-LABEL: func.func @built_in_elsewhere
+// CHECK-SAME: (%[[N:[^:]+]]: index, %[[OUT:[^:]+]]: memref<?xf32>) attributes {llvm.emit_c_interface} {
+// CHECK: %[[A:.+]] = memref.alloc
+// CHECK-NEXT: memref.copy %[[A]], %[[OUT]]
+// CHECK-NEXT: return{{$}}
+func.func @built_in_elsewhere(%n: index, %out: memref<?xf32>) -> memref<?xf32>
+    attributes {llvm.emit_c_interface, txl.built_in_destination = array<i64: 0>,
+                txl.result_destinations = array<i64: 1>} {
+  %a = memref.alloc(%n) : memref<?xf32>
+  return %a : memref<?xf32>
 }
 
 // -----

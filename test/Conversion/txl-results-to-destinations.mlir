@@ -100,6 +100,70 @@ func.func @same_argument_twice(%p: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf3
 
 // -----
 
+// A result computed from an empty tensor through destination-passing ops
+// and a loop's iteration argument (each value used once) is computed in its
+// out tensor: the out tensor replaces the empty one, and the result is
+// returned as computed (recorded in txl.built_in_destination), with no
+// materialization. The other result is materialized as usual.
+// CHECK-LABEL: func.func @built_in_destination
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<8x4xf32> {bufferization.writable = false}, %[[OUT0:[^:]+]]: tensor<8x4xf32>, %[[OUT1:[^:]+]]: tensor<8x4xf32>)
+// CHECK-SAME: attributes {llvm.emit_c_interface, txl.built_in_destination = array<i64: 0>, txl.result_destinations = array<i64: 1, 2>}
+// CHECK-NOT: tensor.empty
+// CHECK: %[[R:.+]] = scf.for {{.+}} iter_args(%{{.+}} = %[[OUT0]])
+// CHECK: %[[W1:.+]] = bufferization.materialize_in_destination %[[X]] in %[[OUT1]]
+// CHECK-NEXT: return %[[R]], %[[W1]]
+func.func @built_in_destination(%x: tensor<8x4xf32>) -> (tensor<8x4xf32>, tensor<8x4xf32>)
+    attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %c8 = arith.constant 8 : index
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x4xf32>
+  %r = scf.for %i = %c0 to %c8 step %c2 iter_args(%acc = %e) -> tensor<8x4xf32> {
+    %s = tensor.extract_slice %acc[%i, 0] [2, 4] [1, 1] : tensor<8x4xf32> to tensor<2x4xf32>
+    %f = linalg.fill ins(%zero : f32) outs(%s : tensor<2x4xf32>) -> tensor<2x4xf32>
+    %xi = tensor.extract_slice %x[%i, 0] [2, 4] [1, 1] : tensor<8x4xf32> to tensor<2x4xf32>
+    %g = linalg.add ins(%xi, %xi : tensor<2x4xf32>, tensor<2x4xf32>) outs(%f : tensor<2x4xf32>) -> tensor<2x4xf32>
+    %u = tensor.insert_slice %g into %acc[%i, 0] [2, 4] [1, 1] : tensor<2x4xf32> into tensor<8x4xf32>
+    scf.yield %u : tensor<8x4xf32>
+  }
+  return %r, %x : tensor<8x4xf32>, tensor<8x4xf32>
+}
+
+// -----
+
+// Not built in the destination: a value on the chain is also read elsewhere
+// (the filled tensor is returned too), or the chain passes through an op
+// that is not destination-passing (a reshape), or the result is an empty
+// tensor itself.
+// CHECK-LABEL: func.func @read_twice
+// CHECK-NOT: txl.built_in_destination
+// CHECK: tensor.empty
+// CHECK: bufferization.materialize_in_destination
+// CHECK: bufferization.materialize_in_destination
+func.func @read_twice(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+    attributes {llvm.emit_c_interface} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  %s = linalg.add ins(%x, %x : tensor<4xf32>, tensor<4xf32>) outs(%f : tensor<4xf32>) -> tensor<4xf32>
+  return %s, %f : tensor<4xf32>, tensor<4xf32>
+}
+
+// CHECK-LABEL: func.func @through_reshape
+// CHECK-NOT: txl.built_in_destination
+// CHECK: tensor.empty
+// CHECK: bufferization.materialize_in_destination
+func.func @through_reshape(%x: tensor<4xf32>) -> tensor<2x2xf32>
+    attributes {llvm.emit_c_interface} {
+  %e = tensor.empty() : tensor<4xf32>
+  %s = linalg.add ins(%x, %x : tensor<4xf32>, tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  %r = tensor.expand_shape %s [[0, 1]] output_shape [2, 2] : tensor<4xf32> into tensor<2x2xf32>
+  return %r : tensor<2x2xf32>
+}
+
+// -----
+
 // Functions without llvm.emit_c_interface, and external declarations, are
 // left alone.
 // CHECK-LABEL: func.func @helper

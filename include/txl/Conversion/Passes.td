@@ -49,7 +49,13 @@ def ResultsToDestinationsPass : Pass<"txl-results-to-destinations", "::mlir::Mod
     in place, as `@optimizer_step` writes each new parameter over the old):
     it gets no new argument, and that argument stays writable. The argument
     each result is written into is recorded in `txl.result_destinations`
-    for `--txl-drop-destination-results`.
+    for `--txl-drop-destination-results`. With a single return, a result
+    computed from a `tensor.empty` through destination-passing ops and
+    scf.for iteration arguments (each value on the way used once) is
+    computed in its out tensor instead, which replaces the empty tensor, and
+    is returned without a materialization; such results are listed in
+    `txl.built_in_destination`. After bufferization they write the caller's
+    buffer directly, with no copy at the return.
 
     Before:
     ```mlir
@@ -81,9 +87,14 @@ def DropDestinationResultsPass : Pass<"txl-drop-destination-results", "::mlir::M
     `--drop-equivalent-buffer-results` leaves public functions alone). A
     returned value that is not the argument recorded for it in
     `txl.result_destinations` (without the record: the i-th of the trailing
-    arguments) is an error.
+    arguments) is an error, with two exceptions: a loop result that only
+    carries the argument's buffer (each iteration yields its iteration
+    argument) counts as the argument, and a result listed in
+    `txl.built_in_destination` that bufferization placed elsewhere after all
+    is copied into the argument.
   }];
-  let dependentDialects = ["::mlir::func::FuncDialect"];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::memref::MemRefDialect"];
 }
 
 def ConvertLinalgToBlasPass : Pass<"txl-linalg-to-blas", "::mlir::ModuleOp"> {

@@ -10,6 +10,10 @@
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Interfaces/DestinationStyleOpInterface.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
 
@@ -27,6 +31,51 @@ using namespace mlir::txl;
 /// txl-results-to-destinations and checked by txl-drop-destination-results.
 static constexpr llvm::StringLiteral kDestinationsAttrName =
     "txl.result_destinations";
+
+/// The results (indices) computed directly in their destination argument,
+/// set by txl-results-to-destinations: they are returned as computed, not
+/// through a materialization.
+static constexpr llvm::StringLiteral kBuiltInDestinationAttrName =
+    "txl.built_in_destination";
+
+/// The `tensor.empty` whose buffer `v` is computed in: followed back through
+/// the tied init of destination-style ops (linalg ops, tensor.insert_slice)
+/// and the init of scf.for results. Null when `v` is not computed (an empty
+/// tensor itself), when the chain ends anywhere else, or when a value on it
+/// has another use (someone else reads that state).
+static tensor::EmptyOp rootEmpty(Value v) {
+  if (v.getDefiningOp<tensor::EmptyOp>())
+    return {};
+  while (v.hasOneUse()) {
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      return {};
+    if (auto empty = dyn_cast<tensor::EmptyOp>(def))
+      return empty;
+    auto result = cast<OpResult>(v);
+    if (auto dps = dyn_cast<DestinationStyleOpInterface>(def))
+      v = dps.getTiedOpOperand(result)->get();
+    else if (auto loop = dyn_cast<scf::ForOp>(def))
+      v = loop.getInitArgs()[result.getResultNumber()];
+    else
+      return {};
+  }
+  return {};
+}
+
+/// The buffer `v` is after bufferization when loops merely carry it: an
+/// scf.for result whose iteration yields its own iteration argument (or a
+/// value that is, recursively) is the loop's init.
+static Value carriedBuffer(Value v) {
+  auto loop = v.getDefiningOp<scf::ForOp>();
+  if (!loop)
+    return v;
+  unsigned i = cast<OpResult>(v).getResultNumber();
+  Value yielded = loop.getBody()->getTerminator()->getOperand(i);
+  if (carriedBuffer(yielded) != loop.getRegionIterArg(i))
+    return v;
+  return carriedBuffer(loop.getInitArgs()[i]);
+}
 
 /// Entry functions change signature in these passes, so a call inside the
 /// module would break; report it instead. Returns failure if `fn` is called.
@@ -111,16 +160,36 @@ struct ResultsToDestinationsPass
     }
     fn.setType(b.getFunctionType(inputs, type.getResults()));
 
+    // With one return, a result computed from an empty tensor through
+    // destination-passing ops (a gradient accumulated block by block, say)
+    // is computed in its out tensor instead: the empty tensor's contents are
+    // undefined, so the out tensor may stand for it. It is then returned as
+    // it is; a materialization into the out tensor it was built in would be
+    // a read-after-write conflict for one-shot bufferization.
+    auto returns = llvm::to_vector(fn.getOps<func::ReturnOp>());
+    SmallVector<int64_t> builtIn;
     WalkResult walk = fn.walk([&](func::ReturnOp ret) {
       b.setInsertionPoint(ret);
       SmallVector<Value> written(ret.getOperands());
-      for (auto [i, out] : llvm::zip(outResults, outs))
+      for (auto [i, out] : llvm::zip(outResults, outs)) {
+        tensor::EmptyOp empty =
+            returns.size() == 1 ? rootEmpty(written[i]) : tensor::EmptyOp();
+        if (empty && empty.getType() == out.getType()) {
+          empty.replaceAllUsesWith(out);
+          empty.erase();
+          builtIn.push_back(i);
+          continue;
+        }
         written[i] = bufferization::MaterializeInDestinationOp::create(
                          b, ret.getLoc(), written[i], out)
                          .getResult();
+      }
       ret->setOperands(written);
       return WalkResult::advance();
     });
+    if (!builtIn.empty())
+      fn->setAttr(kBuiltInDestinationAttrName,
+                  b.getDenseI64ArrayAttr(builtIn));
     return failure(walk.wasInterrupted());
   }
 };
@@ -154,16 +223,29 @@ struct DropDestinationResultsPass
       else
         for (unsigned i = 0; i < fn.getNumResults(); ++i)
           destinations.push_back(fn.getNumArguments() - fn.getNumResults() + i);
+      llvm::SmallDenseSet<int64_t> builtIn;
+      if (auto attr =
+              fn->getAttrOfType<DenseI64ArrayAttr>(kBuiltInDestinationAttrName))
+        builtIn.insert(attr.asArrayRef().begin(), attr.asArrayRef().end());
       WalkResult walk = fn.walk([&](func::ReturnOp ret) {
+        OpBuilder b(ret);
         for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
-          auto arg = dyn_cast<BlockArgument>(v);
-          if (!arg || arg.getOwner() != &entry ||
-              static_cast<int64_t>(arg.getArgNumber()) != destinations[i]) {
-            ret.emitOpError("txl-drop-destination-results: result ")
-                << i << " is not its caller-provided buffer (argument "
-                << destinations[i] << ")";
-            return WalkResult::interrupt();
+          Value dest = destinations[i] < entry.getNumArguments()
+                           ? entry.getArgument(destinations[i])
+                           : Value();
+          if (dest && carriedBuffer(v) == dest)
+            continue;
+          // A result computed in its destination that bufferization still
+          // placed elsewhere (a conflict it resolved with a copy): correct,
+          // just not free; copy it over.
+          if (dest && builtIn.contains(i) && isa<MemRefType>(v.getType())) {
+            memref::CopyOp::create(b, ret.getLoc(), v, dest);
+            continue;
           }
+          ret.emitOpError("txl-drop-destination-results: result ")
+              << i << " is not its caller-provided buffer (argument "
+              << destinations[i] << ")";
+          return WalkResult::interrupt();
         }
         ret->setOperands({});
         return WalkResult::advance();
@@ -171,6 +253,7 @@ struct DropDestinationResultsPass
       if (walk.wasInterrupted())
         return signalPassFailure();
       fn->removeAttr(kDestinationsAttrName);
+      fn->removeAttr(kBuiltInDestinationAttrName);
       fn.setType(FunctionType::get(&getContext(),
                                    fn.getFunctionType().getInputs(), {}));
     }
