@@ -47,11 +47,10 @@ SmallVector<StringRef, 2> mlir::txl::getOptimizerStateNames(StringRef optim) {
 
 namespace {
 
-/// Part `part` of `parts` of a flat tensor of n elements: its slice
+/// Part `part` of `parts` of a flat tensor of n elements: its range
 /// [n·part/parts, n·(part+1)/parts), so that the parts 0..parts−1 cover
 /// every element once.
 struct Part {
-  Value slice;
   OpFoldResult offset, size;
 };
 
@@ -77,6 +76,7 @@ private:
 
   SmallVector<ParamSpec> trainedParams();
   Part partOf(Value t, Value part, Value parts);
+  Value extractPart(const Part &fp, Value t);
   Value insertPart(const Part &fp, Value v, Value into);
   SmallVector<Type> flatTypes(ArrayRef<ParamSpec> trained);
   Value gradScale(Value totalNorm);
@@ -141,12 +141,13 @@ Part TrainingEmitter::partOf(Value t, Value part, Value parts) {
   Value lo = bound(part);
   Value hi = bound(arith::AddIOp::create(
       b, loc, part, arith::ConstantIndexOp::create(b, loc, 1)));
-  Part fp;
-  fp.offset = lo;
-  fp.size = arith::SubIOp::create(b, loc, hi, lo).getResult();
-  fp.slice = tensor::ExtractSliceOp::create(b, loc, t, {fp.offset}, {fp.size},
-                                            {b.getIndexAttr(1)});
-  return fp;
+  return {lo, arith::SubIOp::create(b, loc, hi, lo).getResult()};
+}
+
+/// `fp`'s range of the flat `t` (of `t`'s length, as the part was made for).
+Value TrainingEmitter::extractPart(const Part &fp, Value t) {
+  return tensor::ExtractSliceOp::create(b, loc, t, {fp.offset}, {fp.size},
+                                        {b.getIndexAttr(1)});
 }
 
 /// `v`, an updated part, written back at `fp`'s range of the flat `into`.
@@ -214,7 +215,9 @@ void TrainingEmitter::emitGradSquaredNorm(ModuleOp module) {
   Value sum;
   for (size_t i = 0; i < trained.size(); ++i) {
     Value sq = SquaredNormOp::create(
-        b, loc, partOf(entry->getArgument(i), part, parts).slice);
+        b, loc,
+        extractPart(partOf(entry->getArgument(i), part, parts),
+                    entry->getArgument(i)));
     sum = sum ? arith::AddFOp::create(b, loc, sum, sq) : sq;
   }
   func::ReturnOp::create(
@@ -292,15 +295,12 @@ void TrainingEmitter::emitOptimizerStep(ModuleOp module) {
   for (size_t i = 0; i < numParams; ++i) {
     // One range for the parameter, its gradient and its states.
     Part p = partOf(arg(0, i), part, parts);
-    auto sliceOf = [&](Value t) -> Value {
-      return tensor::ExtractSliceOp::create(b, loc, t, {p.offset}, {p.size},
-                                            {b.getIndexAttr(1)});
-    };
+    Value param = extractPart(p, arg(0, i));
     SmallVector<Value> states;
     for (size_t s = 0; s < numStates; ++s)
-      states.push_back(sliceOf(arg(2 + s, i)));
+      states.push_back(extractPart(p, arg(2 + s, i)));
     SmallVector<Value> updated =
-        update(p.slice, sliceOf(arg(1, i)), states, lr, step, scale);
+        update(param, extractPart(p, arg(1, i)), states, lr, step, scale);
     outLists[0].push_back(insertPart(p, updated[0], arg(0, i)));
     for (size_t s = 0; s < numStates; ++s)
       outLists[1 + s].push_back(insertPart(p, updated[1 + s], arg(2 + s, i)));

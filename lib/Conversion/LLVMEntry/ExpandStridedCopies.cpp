@@ -9,6 +9,7 @@
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -48,9 +49,12 @@ static bool isSameView(Value a, Value b) {
   auto vb = b.getDefiningOp<memref::SubViewOp>();
   return va && vb && va.getSource() == vb.getSource() &&
          va.getType() == vb.getType() &&
-         va.getMixedOffsets() == vb.getMixedOffsets() &&
-         va.getMixedSizes() == vb.getMixedSizes() &&
-         va.getMixedStrides() == vb.getMixedStrides();
+         isEqualConstantIntOrValueArray(va.getMixedOffsets(),
+                                        vb.getMixedOffsets()) &&
+         isEqualConstantIntOrValueArray(va.getMixedSizes(),
+                                        vb.getMixedSizes()) &&
+         isEqualConstantIntOrValueArray(va.getMixedStrides(),
+                                        vb.getMixedStrides());
 }
 
 // memref.copy of a buffer onto itself => erased. Bufferizing an in-place
