@@ -180,27 +180,46 @@ def PolynomialExpPass : Pass<"txl-polynomial-exp"> {
 }
 
 def ExpandStridedCopiesPass : Pass<"txl-expand-strided-copies"> {
-  let summary = "Turn memref.copy of strided buffers into linalg.copy";
+  let summary = "Turn strided copies and layout transposes into row copies";
   let description = [{
-    `--finalize-memref-to-llvm` lowers a copy between identity-layout buffers
-    to `llvm.memcpy`, but any other copy to a call of `memrefCopy` from MLIR's
-    C runner utilities, which a txlc executable does not link. Bufferization
-    creates such copies for the new memory (a slice of the concatenation).
-    This pass rewrites them as `linalg.copy`, i.e. generated loops; run it
-    before `--convert-linalg-to-loops`. A copy of a buffer onto itself (the
-    same value, or two subviews of one buffer with the same offsets, sizes
-    and strides: what bufferizing an in-place update leaves) is erased.
+    `--finalize-memref-to-llvm` lowers a copy between identity-layout buffers,
+    or between static contiguous views, to `llvm.memcpy`, but any other copy
+    to a call of `memrefCopy` from MLIR's C runner utilities, which a txlc
+    executable does not link. Bufferization creates such copies (the new
+    memory, a slice of the concatenation), and `linalg.transpose` moves the
+    attention layouts ([len, b, n, d] <-> [b, n, len, d]). Run after
+    bufferization, before `--convert-linalg-to-loops`:
+
+    - a strided `memref.copy`, and a `linalg.transpose` on buffers that keeps
+      its innermost dimension in place, become a loop nest over the leading
+      dimensions with one `memref.copy` per row: the trailing dimensions the
+      permutation keeps, static and contiguous in both buffers, at least 16
+      bytes. Each row copy becomes an `llvm.memcpy` of constant size, i.e. a
+      few vector moves, where the element loops of `linalg.copy` and
+      `linalg.transpose` stay scalar whenever LLVM cannot prove the two
+      buffers apart;
+    - other strided copies become `linalg.copy` (generated loops); other
+      transposes are left to `--convert-linalg-to-loops`;
+    - a copy of a buffer onto itself (the same value, or two subviews of one
+      buffer with the same offsets, sizes and strides: what bufferizing an
+      in-place update leaves) is erased.
 
     Before:
     ```mlir
-    memref.copy %slice, %out : memref<?x?x32xf32, strided<[?, 32, 1], offset: ?>> to memref<?x?x32xf32>
+    linalg.transpose ins(%q : memref<?x?x4x32xf32>)
+                     outs(%t : memref<?x4x?x32xf32>) permutation = [1, 2, 0, 3]
     ```
-    After:
+    After (loops over the three leading dimensions i, j, k of %t):
     ```mlir
-    linalg.copy ins(%slice : memref<?x?x32xf32, strided<[?, 32, 1], offset: ?>>) outs(%out : memref<?x?x32xf32>)
+    %s = memref.subview %q[%k, %i, %j, 0] [1, 1, 1, 32] [1, 1, 1, 1]
+    %d = memref.subview %t[%i, %j, %k, 0] [1, 1, 1, 32] [1, 1, 1, 1]
+    memref.copy %s, %d : memref<32xf32, strided<[1], offset: ?>> to ...
     ```
   }];
-  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
 }
 
 def EmitPackedEntryPass : Pass<"txl-emit-packed-entry", "::mlir::ModuleOp"> {
