@@ -136,25 +136,25 @@ func.func @dropout_f64_base(%x: tensor<?x?x?x2xf64>, %seed: i64, %offset: i64, %
 
 // -----
 
-// dropatt in the fused attention: the softmax's [b, n, i, j] probabilities
+// dropatt in the fused attention: the softmax's [n, b, i, j] probabilities
 // go through the same scf.if + generic before the product with V, their
 // counters numbered in the decomposed [qlen, klen, batch, n_head] order:
 // e = ((i klen + j) batch + b) n_head + n.
 // CHECK-LABEL: func.func @rel_attention_dropatt
 // CHECK-SAME: %[[TR:[^:]+]]: i1, %[[BASE:[^:]+]]: i64)
 // CHECK: arith.divf
-// CHECK: %[[PD:.+]] = scf.if %[[TR]] -> (tensor<?x2x?x?xf32>) {
+// CHECK: %[[PD:.+]] = scf.if %[[TR]] -> (tensor<2x?x?x?xf32>) {
 // CHECK: arith.addi %[[BASE]], %{{.+}} : i64
-// CHECK: linalg.generic {{.+}} ins(%[[P:[^ ]+]] : tensor<?x2x?x?xf32>)
+// CHECK: linalg.generic {{.+}} ins(%[[P:[^ ]+]] : tensor<2x?x?x?xf32>)
 // CHECK: %[[I:.+]] = linalg.index 2 : index
 // CHECK: %[[IK:.+]] = arith.muli %[[I]], %{{.+}} : index
 // CHECK: %[[J:.+]] = linalg.index 3 : index
 // CHECK: %[[IJ:.+]] = arith.addi %[[IK]], %[[J]] : index
 // CHECK: %[[IJB:.+]] = arith.muli %[[IJ]], %{{.+}} : index
-// CHECK: %[[B:.+]] = linalg.index 0 : index
+// CHECK: %[[B:.+]] = linalg.index 1 : index
 // CHECK: %[[IJBB:.+]] = arith.addi %[[IJB]], %[[B]] : index
 // CHECK: %[[IJBN:.+]] = arith.muli %[[IJBB]], %{{.+}} : index
-// CHECK: %[[N:.+]] = linalg.index 1 : index
+// CHECK: %[[N:.+]] = linalg.index 0 : index
 // CHECK: arith.addi %[[IJBN]], %[[N]] : index
 // CHECK: } else {
 // CHECK-NEXT: scf.yield %[[P]]

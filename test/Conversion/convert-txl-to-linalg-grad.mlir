@@ -6,7 +6,6 @@
 // CHECK-DAG: #[[$TA:.+]] = affine_map<(d0, d1, d2) -> (d2, d0)>
 // CHECK-DAG: #[[$TB:.+]] = affine_map<(d0, d1, d2) -> (d2, d1)>
 // CHECK-DAG: #[[$BTA:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d3, d1)>
-// CHECK-DAG: #[[$RED_B:.+]] = affine_map<(d0, d1, d2, d3) -> (d2, d1, d3)>
 // CHECK-LABEL: func.func @linear_weight_grad
 // CHECK: %[[DY:.+]] = tensor.collapse_shape %arg0 {{\[}}[0, 1], [2]]
 // CHECK: %[[X:.+]] = tensor.collapse_shape %arg1 {{\[}}[0, 1], [2]]
@@ -64,13 +63,14 @@ func.func @embedding_grad_into(%dy: tensor<?x?x4xf32>, %t: tensor<?x?xi64>, %g: 
 // transposed lhs, dP = dO Vᵀ, dQu = dS K. dS is shifted back to the
 // unshifted positional columns once (dRaw[i, m] = dS[i, m + 1 + i - qlen],
 // 0 before the first column), and both positional gradients are products
-// too: dQv = dRaw (r repeated per batch), dR = sum over batch of dRawᵀ (q + v).
-// Nothing gathers r or reduces over a shifted index.
+// too, one per head over all batch columns ([n, b·qlen, klen]): dQv = dRaw r
+// and dR = dRawᵀ (q + v), whose sum over the batch columns is the product's
+// own reduction. Nothing gathers r, repeats it per batch column or reduces
+// over a shifted index.
 // CHECK-LABEL: func.func @rel_attention_grad
 // CHECK-SAME: %[[R:[^:]+]]: tensor<?x2x4xf32>, %{{[^:]+}}: tensor<2x4xf32>, %{{[^:]+}}: tensor<2x4xf32>, %{{[^:]+}}: index, %{{[^:]+}}: i1)
 // CHECK-NOT: tensor.extract %[[R]]
-// CHECK: %[[RB:.+]] = linalg.generic {{.+}} ins(%[[R]] : tensor<?x2x4xf32>)
-// CHECK: %[[R3:.+]] = tensor.collapse_shape %[[RB]]
+// CHECK: %[[RH:.+]] = linalg.transpose ins(%[[R]] : tensor<?x2x4xf32>) outs(%{{.+}} : tensor<2x?x4xf32>) permutation = [1, 0, 2]
 // CHECK: tensor.extract_slice %{{.+}}[0, 0, 1]
 // CHECK: linalg.batch_matmul
 // CHECK: tensor.expand_shape
@@ -94,10 +94,13 @@ func.func @embedding_grad_into(%dy: tensor<?x?x4xf32>, %t: tensor<?x?xi64>, %g: 
 // CHECK-NEXT: linalg.yield %[[SEL]] : f32
 // CHECK: linalg.batch_matmul ins(%[[DS]], %{{.+}} :
 // CHECK: linalg.batch_matmul indexing_maps = [#[[$BTA]], {{.+}}] ins(%[[DS]], %{{.+}} :
-// CHECK: linalg.batch_matmul ins(%[[DRAW]], %[[R3]] :
-// CHECK: %[[DR4:.+]] = linalg.batch_matmul indexing_maps = [#[[$BTA]], {{.+}}] ins(%[[DRAW]], %{{.+}} :
-// CHECK: %[[DR4E:.+]] = tensor.expand_shape %[[DR4]]
-// CHECK: linalg.generic {indexing_maps = [#{{.+}}, #[[$RED_B]]], iterator_types = ["reduction", "parallel", "parallel", "parallel"]} ins(%[[DR4E]] : tensor<?x2x?x4xf32>)
+// CHECK: %[[DRAW4:.+]] = tensor.expand_shape %[[DRAW]] {{\[\[}}0, 1], [2], [3]]
+// CHECK: %[[DRAWH:.+]] = tensor.collapse_shape %[[DRAW4]] {{\[\[}}0], [1, 2], [3]] : tensor<2x?x?x?xf32> into tensor<2x?x?xf32>
+// CHECK: linalg.batch_matmul ins(%[[DRAWH]], %[[RH]] : tensor<2x?x?xf32>, tensor<2x?x4xf32>)
+// CHECK: %[[DRH:.+]] = linalg.batch_matmul indexing_maps = [#[[$BTA]], {{.+}}] ins(%[[DRAWH]], %{{.+}} : tensor<2x?x?xf32>, tensor<2x?x4xf32>) outs(%{{.+}} : tensor<2x?x4xf32>)
+// CHECK-NOT: "reduction", "parallel", "parallel", "parallel"
+// CHECK: linalg.transpose ins(%[[DRH]] : tensor<2x?x4xf32>) outs(%{{.+}} : tensor<?x2x4xf32>) permutation = [1, 0, 2]
+// CHECK-NOT: "reduction", "parallel", "parallel", "parallel"
 // CHECK-NOT: tensor.extract %[[R]]
 // CHECK-NOT: tensor<?x?xf32>
 // CHECK: return

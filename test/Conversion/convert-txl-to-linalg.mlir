@@ -333,54 +333,62 @@ func.func @masked_softmax(%s: tensor<?x?x?x2xf32>, %mem_len: index, %same_length
 
 // -----
 
-// rel_attention: every score comes from a batched product. The positional
-// scores (q + v) rᵀ (r repeated per batch column) fill columns 1..klen of a
-// zero-filled [b·n, qlen, klen + 1] buffer; BD is the view of that buffer
-// that starts qlen elements into each (batch, head) block with row stride
-// klen (collapse, extract_slice at qlen of qlen·klen elements, expand): the
-// official _rel_shift without its copy. AC = (q + u) kᵀ is accumulated onto
-// that view, so the scores are one buffer. No gather, pad or generate.
+// rel_attention: every score comes from a batched product, with the heads
+// outermost ([n·b, len, d]). The positional scores (q + v) rᵀ are one
+// product per head over all batch columns ([n, b·qlen, d] against pos_key
+// per head [n, klen, d], r never repeated per batch column) into columns
+// 1..klen of a zero-filled [n·b, qlen, klen + 1] buffer viewed as [n, b·qlen,
+// klen + 1]; BD is the view of that buffer that starts qlen elements into
+// each (head, batch) block with row stride klen (collapse, extract_slice at
+// qlen of qlen·klen elements, expand): the official _rel_shift without its
+// copy. AC = (q + u) kᵀ is accumulated onto that view, so the scores are one
+// buffer. No gather, pad or generate.
 // CHECK-DAG: #[[$QA:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
 // CHECK-DAG: #[[$KT:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>
 // CHECK-DAG: #[[$S:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
-// CHECK-DAG: #[[$HF:.+]] = affine_map<(d0, d1, d2, d3) -> (d2, d0, d1, d3)>
-// CHECK-DAG: #[[$RB:.+]] = affine_map<(d0, d1, d2, d3) -> (d2, d1, d3)>
+// CHECK-DAG: #[[$HM:.+]] = affine_map<(d0, d1, d2, d3) -> (d2, d1, d0, d3)>
 // CHECK-LABEL: func.func @rel_attention
 // CHECK-SAME: (%[[Q:[^:]+]]: tensor<?x?x2x16xf32>, %[[K:[^:]+]]: tensor<?x?x2x16xf32>, %[[V:[^:]+]]: tensor<?x?x2x16xf32>, %[[R:[^:]+]]: tensor<?x2x16xf32>, %[[U:[^:]+]]: tensor<2x16xf32>, %[[VB:[^:]+]]: tensor<2x16xf32>, %[[ML:[^:]+]]: index, %[[SL:[^:]+]]: i1)
 // CHECK-NOT: tensor.pad
 // CHECK-NOT: tensor.generate
 // CHECK-NOT: tensor.extract %
-// CHECK: %[[QU:.+]] = linalg.generic {indexing_maps = [#[[$HF]], {{.+}}]{{.+}} ins(%[[Q]], %[[U]] : tensor<?x?x2x16xf32>, tensor<2x16xf32>) outs(%{{.+}} : tensor<?x2x?x16xf32>)
+// CHECK: %[[QU:.+]] = linalg.generic {indexing_maps = [#[[$HM]], {{.+}}]{{.+}} ins(%[[Q]], %[[U]] : tensor<?x?x2x16xf32>, tensor<2x16xf32>) outs(%{{.+}} : tensor<2x?x?x16xf32>)
 // CHECK: arith.addf
 // CHECK: %[[QU3:.+]] = tensor.collapse_shape %[[QU]] {{\[\[}}0, 1], [2], [3]]
-// CHECK: %[[QV:.+]] = linalg.generic {indexing_maps = [#[[$HF]], {{.+}}]{{.+}} ins(%[[Q]], %[[VB]] : tensor<?x?x2x16xf32>, tensor<2x16xf32>)
+// CHECK: %[[QV:.+]] = linalg.generic {indexing_maps = [#[[$HM]], {{.+}}]{{.+}} ins(%[[Q]], %[[VB]] : tensor<?x?x2x16xf32>, tensor<2x16xf32>)
 // CHECK: %[[QV3:.+]] = tensor.collapse_shape %[[QV]]
-// CHECK: %[[KT:.+]] = linalg.transpose ins(%[[K]]
+// CHECK: %[[KT:.+]] = linalg.transpose ins(%[[K]] : tensor<?x?x2x16xf32>) outs(%{{.+}} : tensor<2x?x?x16xf32>) permutation = [2, 1, 0, 3]
 // CHECK: %[[K3:.+]] = tensor.collapse_shape %[[KT]]
-// CHECK: %[[RB:.+]] = linalg.generic {indexing_maps = [#[[$RB]], {{.+}}]{{.+}} ins(%[[R]] : tensor<?x2x16xf32>) outs(%{{.+}} : tensor<?x2x?x16xf32>)
-// CHECK: %[[R3:.+]] = tensor.collapse_shape %[[RB]]
+// CHECK: %[[RH:.+]] = linalg.transpose ins(%[[R]] : tensor<?x2x16xf32>) outs(%{{.+}} : tensor<2x?x16xf32>) permutation = [1, 0, 2]
 // CHECK: %[[KP1:.+]] = arith.addi %[[KLEN:.+]], %{{.+}} : index
 // CHECK: %[[PADE:.+]] = tensor.empty(%{{.+}}, %[[QLEN:.+]], %[[KP1]]) : tensor<?x?x?xf32>
 // CHECK: %[[PAD:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%[[PADE]] : tensor<?x?x?xf32>)
-// CHECK: %[[COLS:.+]] = tensor.extract_slice %[[PAD]][0, 0, 1] [%{{.+}}, %[[QLEN]], %[[KLEN]]] [1, 1, 1]
-// CHECK: %[[RAW:.+]] = linalg.batch_matmul indexing_maps = [#[[$QA]], #[[$KT]], #[[$S]]] ins(%[[QV3]], %[[R3]] : tensor<?x?x16xf32>, tensor<?x?x16xf32>) outs(%[[COLS]] : tensor<?x?x?xf32>)
-// CHECK: %[[PAD2:.+]] = tensor.insert_slice %[[RAW]] into %[[PAD]][0, 0, 1] [%{{.+}}, %[[QLEN]], %[[KLEN]]] [1, 1, 1]
+// CHECK: %[[PAD4:.+]] = tensor.expand_shape %[[PAD]] {{\[\[}}0, 1], [2], [3]] output_shape [2, %[[B:[^,]+]], %{{.+}}] : tensor<?x?x?xf32> into tensor<2x?x?x?xf32>
+// CHECK: %[[PADH:.+]] = tensor.collapse_shape %[[PAD4]] {{\[\[}}0], [1, 2], [3]] : tensor<2x?x?x?xf32> into tensor<2x?x?xf32>
+// CHECK: %[[ROWS:.+]] = arith.muli %[[B]], %[[QLEN]] : index
+// CHECK: %[[COLS:.+]] = tensor.extract_slice %[[PADH]][0, 0, 1] [2, %[[ROWS]], %[[KLEN]]] [1, 1, 1]
+// CHECK: %[[QV4:.+]] = tensor.expand_shape %[[QV3]]
+// CHECK: %[[QVH:.+]] = tensor.collapse_shape %[[QV4]] {{\[\[}}0], [1, 2], [3]] : tensor<2x?x?x16xf32> into tensor<2x?x16xf32>
+// CHECK: %[[RAW:.+]] = linalg.batch_matmul indexing_maps = [#[[$QA]], #[[$KT]], #[[$S]]] ins(%[[QVH]], %[[RH]] : tensor<2x?x16xf32>, tensor<2x?x16xf32>) outs(%[[COLS]] : tensor<2x?x?xf32>)
+// CHECK: %[[PADH2:.+]] = tensor.insert_slice %[[RAW]] into %[[PADH]][0, 0, 1] [2, %[[ROWS]], %[[KLEN]]] [1, 1, 1]
+// CHECK: %[[PAD24:.+]] = tensor.expand_shape %[[PADH2]]
+// CHECK: %[[PAD2:.+]] = tensor.collapse_shape %[[PAD24]] {{\[\[}}0, 1], [2], [3]] : tensor<2x?x?x?xf32> into tensor<?x?x?xf32>
 // CHECK: %[[FLAT:.+]] = tensor.collapse_shape %[[PAD2]] {{\[\[}}0], [1, 2]] : tensor<?x?x?xf32> into tensor<?x?xf32>
 // CHECK: %[[QK:.+]] = arith.muli %[[QLEN]], %[[KLEN]] : index
 // CHECK: %[[BD2:.+]] = tensor.extract_slice %[[FLAT]][0, %[[QLEN]]] [%{{.+}}, %[[QK]]] [1, 1]
 // CHECK: %[[BD:.+]] = tensor.expand_shape %[[BD2]] {{\[\[}}0], [1, 2]] output_shape [%{{.+}}, %[[QLEN]], %[[KLEN]]]
 // CHECK: %[[SC:.+]] = linalg.batch_matmul indexing_maps = [#[[$QA]], #[[$KT]], #[[$S]]] ins(%[[QU3]], %[[K3]] : tensor<?x?x16xf32>, tensor<?x?x16xf32>) outs(%[[BD]] : tensor<?x?x?xf32>)
-// CHECK: %[[SC4:.+]] = tensor.expand_shape %[[SC]] {{\[\[}}0, 1], [2], [3]] {{.+}} into tensor<?x2x?x?xf32>
+// CHECK: %[[SC4:.+]] = tensor.expand_shape %[[SC]] {{\[\[}}0, 1], [2], [3]] {{.+}} into tensor<2x?x?x?xf32>
 // CHECK-NOT: linalg.batch_matmul
-// CHECK: linalg.generic {{.+}} ins(%[[SC4]] : tensor<?x2x?x?xf32>)
+// CHECK: linalg.generic {{.+}} ins(%[[SC4]] : tensor<2x?x?x?xf32>)
 // CHECK: arith.cmpi sle
 // CHECK: arith.select %[[SL]]
 // CHECK: math.exp
 // CHECK: arith.divf
-// CHECK: linalg.transpose ins(%[[V]]
+// CHECK: linalg.transpose ins(%[[V]] : tensor<?x?x2x16xf32>) outs(%{{.+}} : tensor<2x?x?x16xf32>) permutation = [2, 1, 0, 3]
 // CHECK: %[[PV:.+]] = linalg.batch_matmul ins(
 // CHECK-NOT: linalg.batch_matmul
-// CHECK: %[[OUT:.+]] = linalg.transpose ins(%{{.+}} : tensor<?x2x?x16xf32>) outs(%{{.+}} : tensor<?x?x2x16xf32>) permutation = [2, 0, 1, 3]
+// CHECK: %[[OUT:.+]] = linalg.transpose ins(%{{.+}} : tensor<2x?x?x16xf32>) outs(%{{.+}} : tensor<?x?x2x16xf32>) permutation = [2, 1, 0, 3]
 // CHECK-NOT: tensor.pad
 // CHECK-NOT: tensor.generate
 // CHECK: return %[[OUT]] : tensor<?x?x2x16xf32>
@@ -395,18 +403,19 @@ func.func @rel_attention(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x2x16xf32>, %v:
 
 // -----
 
-// pos_key is read by one product only, through its per-batch repetition,
-// never gathered element by element.
+// pos_key is read once, by the copy that puts its heads outermost, which
+// feeds the one positional product; it is never gathered element by element
+// or repeated per batch column.
 // CHECK-LABEL: func.func @rel_attention_pos_key_one_product
 // CHECK-SAME: %[[R:[^:]+]]: tensor<?x2x16xf32>
 // CHECK-NOT: tensor.extract %[[R]]
-// CHECK: %[[RB:.+]] = linalg.generic {{.+}} ins(%[[R]] : tensor<?x2x16xf32>)
+// CHECK: %[[RH:.+]] = linalg.transpose ins(%[[R]] : tensor<?x2x16xf32>) outs(%{{.+}} : tensor<2x?x16xf32>)
 // CHECK-NOT: tensor.extract %[[R]]
 // CHECK-NOT: ins(%[[R]]
-// CHECK: %[[R3:.+]] = tensor.collapse_shape %[[RB]]
-// CHECK: linalg.batch_matmul {{.+}} ins(%{{.+}}, %[[R3]] :
+// CHECK: linalg.batch_matmul {{.+}} ins(%{{.+}}, %[[RH]] :
 // CHECK-NOT: tensor.extract %[[R]]
 // CHECK-NOT: ins(%[[R]]
+// CHECK-NOT: ins(%[[RH]]
 // CHECK: return
 func.func @rel_attention_pos_key_one_product(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x2x16xf32>, %v: tensor<?x?x2x16xf32>,
                          %r: tensor<?x2x16xf32>, %u: tensor<2x16xf32>, %vb: tensor<2x16xf32>,

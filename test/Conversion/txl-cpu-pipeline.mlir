@@ -56,18 +56,19 @@
 
 // Lowered to linalg, qlen, mlen (hence klen) and batch are still `?`: the
 // signature, the concatenation [klen, batch, d], the positional scores
-// [batch·head, qlen, klen] in the padded buffer [batch·head, qlen, klen + 1],
-// AC accumulated onto its shifted view, the new memory and the NLL. No txl
-// op is left, and no activation is specialized to a static shape.
+// (one product per head, [head, batch·qlen, klen]) in the padded buffer
+// [head·batch, qlen, klen + 1], AC accumulated onto its shifted view, the new
+// memory and the NLL. No txl op is left, and no activation is specialized to
+// a static shape (only the head count, 2, is static).
 // LINALG-LABEL: func.func @segment
 // LINALG-SAME: %{{[^:]+}}: tensor<?x?xi64>, %{{[^:]+}}: tensor<?x?xi64>, %{{[^:]+}}: tensor<?x?x8xf32>, %{{[^:]+}}: tensor<?x?x8xf32>, %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: i64)
 // LINALG-SAME: -> (tensor<?x?xf32>, tensor<?x?x8xf32>, tensor<?x?x8xf32>)
 // LINALG: tensor.generate %{{.+}} {
 // LINALG: } : tensor<?x8xf32>
 // LINALG: tensor.insert_slice %{{.+}} into %{{.+}}[%{{.+}}, 0, 0] [%{{.+}}, %{{.+}}, 8] [1, 1, 1] : tensor<?x?x8xf32> into tensor<?x?x8xf32>
-// LINALG: %[[PAD:.+]] = linalg.fill {{.+}} -> tensor<?x?x?xf32>
-// LINALG: tensor.extract_slice %[[PAD]][0, 0, 1] [%{{.+}}, %{{.+}}, %{{.+}}] [1, 1, 1] : tensor<?x?x?xf32> to tensor<?x?x?xf32>
-// LINALG: linalg.batch_matmul {{.+}} outs(%{{.+}} : tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
+// LINALG: %[[PAD:.+]] = linalg.fill {{.+}} -> tensor<2x?x?xf32>
+// LINALG: tensor.extract_slice %[[PAD]][0, 0, 1] [2, %{{.+}}, %{{.+}}] [1, 1, 1] : tensor<2x?x?xf32> to tensor<2x?x?xf32>
+// LINALG: linalg.batch_matmul {{.+}} outs(%{{.+}} : tensor<2x?x?xf32>) -> tensor<2x?x?xf32>
 // LINALG: tensor.expand_shape %{{.+}} {{\[\[}}0], [1, 2]] {{.+}} : tensor<?x?xf32> into tensor<?x?x?xf32>
 // LINALG: linalg.batch_matmul {{.+}} outs(%{{.+}} : tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
 // LINALG: linalg.batch_matmul ins(%{{.+}}, %{{.+}} : tensor<?x?x?xf32>, tensor<?x?x4xf32>) outs(%{{.+}} : tensor<?x?x4xf32>)

@@ -136,8 +136,8 @@ def LowerContiguousReshapesPass : Pass<"txl-lower-contiguous-reshapes"> {
     contiguous source). It runs before `--expand-strided-metadata`, which in
     LLVM 22 crashes on an expansion group with two dynamic sizes (e.g.
     [qlen·batch, d] into [qlen, batch, d], which every projection produces,
-    or the [b·n, qlen·klen] slice of the padded positional scores into
-    [b·n, qlen, klen]).
+    or the [n·b, qlen·klen] slice of the padded positional scores into
+    [n·b, qlen, klen]).
 
     Before:
     ```mlir
@@ -187,7 +187,7 @@ def ExpandStridedCopiesPass : Pass<"txl-expand-strided-copies"> {
     to a call of `memrefCopy` from MLIR's C runner utilities, which a txlc
     executable does not link. Bufferization creates such copies (the new
     memory, a slice of the concatenation), and `linalg.transpose` moves the
-    attention layouts ([len, b, n, d] <-> [b, n, len, d]). Run after
+    attention layouts ([len, b, n, d] <-> [n, b, len, d]). Run after
     bufferization, before `--convert-linalg-to-loops`:
 
     - a strided `memref.copy`, and a `linalg.transpose` on buffers that keeps

@@ -153,7 +153,7 @@ struct StridedCopyLowering : public OpRewritePattern<memref::CopyOp> {
 };
 
 // linalg.transpose on buffers that keeps the innermost dimension in place
-// (the [len, b, n, d] <-> [b, n, len, d] attention layouts) => loops of
+// (the attention layouts, [len, b, n, d] <-> heads first) => loops of
 // contiguous row copies.
 struct TransposeRowCopies : public OpRewritePattern<linalg::TransposeOp> {
   using OpRewritePattern::OpRewritePattern;

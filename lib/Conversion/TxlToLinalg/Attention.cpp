@@ -1,10 +1,12 @@
 //===- Attention.cpp - Lower positions and attention to linalg ---*- C++ -*-===//
 //
 // txl.pos_emb (sinusoids of distances klen-1 ... 0), txl.masked_softmax and
-// its backward, and the fused txl.rel_attention and its backward op. Every
-// score product of the fused lowering is a batched BLAS product: the unshifted positional
-// scores (q + v) rᵀ are written into a zero-padded buffer whose shifted view
-// is BD (the official _rel_shift without its copy) and AC = (q + u) kᵀ is
+// its backward, and the fused txl.rel_attention and its backward op. The
+// fused lowering keeps the heads outermost ([n, b, len, d]), so that every
+// score product is a batched BLAS product and the positional ones are one
+// product per head over all batch columns: the unshifted positional scores
+// (q + v) rᵀ are written into a zero-padded buffer whose shifted view is BD
+// (the official _rel_shift without its copy) and AC = (q + u) kᵀ is
 // accumulated onto that view; the backward shifts dS back to the unshifted
 // columns once and takes both positional gradients from BLAS too.
 //
@@ -25,33 +27,70 @@
 using namespace mlir;
 using namespace mlir::txl;
 
-/// pos_key r [klen, n, d] repeated for every one of `batch` columns:
-/// [b·n, klen, d], the right operand of the per-(batch, head) positional
-/// products (BLAS has no zero batch stride).
-static Value broadcastPosKey(OpBuilder &b, Location loc, Value r,
-                             OpFoldResult batch) {
+/// x [len, b, n, d] (+ bias [n, d]) heads outermost: [n·b, len, d], entry
+/// (h·b + c, i, :) = x[i, c, h, :] (+ bias[h, :]). With the heads outermost,
+/// the rows of one head over all batch columns, [b·len, d], are contiguous.
+static Value headsMajor(OpBuilder &b, Location loc, Value x, Value bias = {}) {
+  if (!bias)
+    return createCollapse(b, loc, createTranspose(b, loc, x, {2, 1, 0, 3}),
+                          {{0, 1}, {2}, {3}});
   MLIRContext *ctx = b.getContext();
-  SmallVector<OpFoldResult> s = getSizes(b, loc, r);
+  SmallVector<OpFoldResult> s = getSizes(b, loc, x);
   Value init =
-      createEmpty(b, loc, {batch, s[1], s[0], s[2]},
-                  cast<RankedTensorType>(r.getType()).getElementType());
-  AffineExpr db, dn, dm, dd;
-  bindDims(ctx, db, dn, dm, dd);
-  Value repeated =
+      createEmpty(b, loc, {s[2], s[1], s[0], s[3]},
+                  cast<RankedTensorType>(x.getType()).getElementType());
+  AffineExpr dn, db, di, dd;
+  bindDims(ctx, dn, db, di, dd);
+  Value sum =
       linalg::GenericOp::create(
-          b, loc, TypeRange{init.getType()}, ValueRange{r}, ValueRange{init},
-          {AffineMap::get(4, 0, {dm, dn, dd}, ctx), identityMap(ctx, 4)},
+          b, loc, TypeRange{init.getType()}, ValueRange{x, bias},
+          ValueRange{init},
+          {AffineMap::get(4, 0, {di, db, dn, dd}, ctx),
+           AffineMap::get(4, 0, {dn, dd}, ctx), identityMap(ctx, 4)},
           SmallVector<utils::IteratorType>(4, utils::IteratorType::parallel),
           [](OpBuilder &nb, Location l, ValueRange a) {
-            linalg::YieldOp::create(nb, l, ValueRange{a[0]});
+            linalg::YieldOp::create(
+                nb, l, ValueRange{arith::AddFOp::create(nb, l, a[0], a[1])});
           })
           .getResult(0);
-  return createCollapse(b, loc, repeated, {{0, 1}, {2}, {3}});
+  return createCollapse(b, loc, sum, {{0, 1}, {2}, {3}});
 }
 
-/// The shifted view of a padded positional-score buffer [b·n, qlen,
-/// klen + 1]: the [b·n, qlen, klen] tensor that starts `qlen` elements into
-/// each (batch, head) block with row stride klen, i.e. entry (i, j) is
+/// [n·b, len, d] -> [n, b, len, d] for the given sizes.
+static Value splitHeads(OpBuilder &b, Location loc, Value x3,
+                        OpFoldResult nHead, OpFoldResult batch) {
+  SmallVector<OpFoldResult> s = getSizes(b, loc, x3);
+  return createExpand(b, loc, x3, {{0, 1}, {2}, {3}},
+                      {nHead, batch, s[1], s[2]});
+}
+
+/// The inverse of headsMajor: [n·b, len, d] -> [len, b, n, d].
+static Value rowsFromHeadsMajor(OpBuilder &b, Location loc, Value x3,
+                                OpFoldResult nHead, OpFoldResult batch) {
+  return createTranspose(b, loc, splitHeads(b, loc, x3, nHead, batch),
+                         {2, 1, 0, 3});
+}
+
+/// [n·b, len, c] viewed per head: [n, b·len, c] (the rows of one head over
+/// all batch columns; a reshape, no copy).
+static Value perHead(OpBuilder &b, Location loc, Value x3, OpFoldResult nHead,
+                     OpFoldResult batch) {
+  return createCollapse(b, loc, splitHeads(b, loc, x3, nHead, batch),
+                        {{0}, {1, 2}, {3}});
+}
+
+/// The inverse of perHead: [n, b·len, c] -> [n·b, len, c].
+static Value fromPerHead(OpBuilder &b, Location loc, Value xh,
+                         OpFoldResult batch, OpFoldResult len) {
+  SmallVector<OpFoldResult> s = getSizes(b, loc, xh);
+  Value x4 =
+      createExpand(b, loc, xh, {{0}, {1, 2}, {3}}, {s[0], batch, len, s[2]});
+  return createCollapse(b, loc, x4, {{0, 1}, {2}, {3}});
+}
+
+/// The shifted view of a padded positional-score buffer [n·b, qlen,
+/// klen + 1]: the [n·b, qlen, klen] tensor that starts `qlen` elements into
+/// each (head, batch) block with row stride klen, i.e. entry (i, j) is
 /// padded[i, j + qlen - i] = column j + qlen - 1 - i of the unpadded
 /// columns 1..klen when j <= i + mlen. This is the official _rel_shift
 /// (zero pad, view, slice) without its copy; entries with j > i + mlen
@@ -67,21 +106,11 @@ static Value shiftedView(OpBuilder &b, Location loc, Value padded,
   return createExpand(b, loc, slice, {{0}, {1, 2}}, {s[0], qlen, klen});
 }
 
-/// Columns 1..klen of a padded positional-score buffer [b·n, qlen, klen + 1]:
-/// the unshifted positional scores (or their gradient), row stride klen + 1.
-static Value unpaddedColumns(OpBuilder &b, Location loc, Value padded,
-                             OpFoldResult qlen, OpFoldResult klen) {
-  SmallVector<OpFoldResult> s = getSizes(b, loc, padded);
-  OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
-  return tensor::ExtractSliceOp::create(b, loc, padded, {zero, zero, one},
-                                        {s[0], qlen, klen}, {one, one, one});
-}
-
-/// The gradient of the unshifted positional scores raw [b·n, qlen, klen]
+/// The gradient of the unshifted positional scores raw [n·b, qlen, klen]
 /// from the gradient dS of the shifted ones: dRaw[i, m] = dS[i, m + 1 + i -
 /// qlen] when that column exists, else 0 (the adjoint of the shifted view;
 /// masked entries have dS = 0, so the columns they alias receive nothing).
-/// One pass over [b·n, qlen, klen], each row a contiguous run of dS.
+/// One pass over [n·b, qlen, klen], each row a contiguous run of dS.
 static Value unshiftScoreGrad(OpBuilder &b, Location loc, Value dS) {
   Type et = cast<RankedTensorType>(dS.getType()).getElementType();
   Value qlen = tensor::DimOp::create(b, loc, dS, 1);
@@ -110,56 +139,64 @@ static Value unshiftScoreGrad(OpBuilder &b, Location loc, Value dS) {
       });
 }
 
-/// The unscaled, unmasked scores of txl.rel_attention, [b·n, qlen, klen],
-/// from the heads-first operands qu3 = q + u, qv3 = q + v ([b·n, qlen, d]),
-/// k3 and the repeated r3 ([b·n, klen, d]): raw[bn, i, m] = qv_i · r_m by a
-/// batched product into columns 1..klen of a zero-filled [b·n, qlen,
-/// klen + 1] buffer, whose shifted view is BD[i, j] = raw[i, j + qlen - 1 - i];
-/// AC = qu kᵀ is then accumulated onto that view (BLAS beta = 1). One score
-/// buffer, every score from BLAS, no gather.
+/// The unscaled, unmasked scores of txl.rel_attention, [n·b, qlen, klen],
+/// from the heads-major operands qu3 = q + u, qv3 = q + v ([n·b, qlen, d]),
+/// k3 ([n·b, klen, d]) and rh = pos_key per head ([n, klen, d]):
+/// raw[h·b + c, i, m] = qv_i · r_m by one product per head over all batch
+/// columns ([b·qlen, d] · [klen, d]ᵀ) into columns 1..klen of a zero-filled
+/// [n·b, qlen, klen + 1] buffer, whose shifted view is BD[i, j] = raw[i, j +
+/// qlen - 1 - i]; AC = qu kᵀ is then accumulated onto that view (BLAS beta =
+/// 1, per (head, batch column)). One score buffer, every score from BLAS, no
+/// gather, r never repeated per batch column.
 static Value createRelAttentionScores(OpBuilder &b, Location loc, Value qu3,
-                                      Value qv3, Value k3, Value r3) {
+                                      Value qv3, Value k3, Value rh,
+                                      OpFoldResult nHead,
+                                      OpFoldResult batch) {
   SmallVector<OpFoldResult> qs = getSizes(b, loc, qu3);
   OpFoldResult klen = getSizes(b, loc, k3)[1];
   Type et = cast<RankedTensorType>(qu3.getType()).getElementType();
   Value padded =
       createFilled(b, loc, {qs[0], qs[1], addFolded(b, loc, klen, 1)}, et, 0.0);
-  Value raw = createBatchMatmul(b, loc, qv3, r3, /*transposeRhs=*/true,
-                                unpaddedColumns(b, loc, padded, qs[1], klen));
+  Value paddedH = perHead(b, loc, padded, nHead, batch);
+  OpFoldResult rows = mulFolded(b, loc, batch, qs[1]);
   OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
-  padded = tensor::InsertSliceOp::create(b, loc, raw, padded, {zero, zero, one},
-                                         {qs[0], qs[1], klen}, {one, one, one});
+  Value columns = tensor::ExtractSliceOp::create(
+      b, loc, paddedH, {zero, zero, one}, {nHead, rows, klen}, {one, one, one});
+  Value raw = createBatchMatmul(b, loc, perHead(b, loc, qv3, nHead, batch), rh,
+                                /*transposeRhs=*/true, columns);
+  paddedH = tensor::InsertSliceOp::create(b, loc, raw, paddedH,
+                                          {zero, zero, one}, {nHead, rows, klen},
+                                          {one, one, one});
+  padded = fromPerHead(b, loc, paddedH, batch, qs[1]);
   return createBatchMatmul(b, loc, qu3, k3, /*transposeRhs=*/true,
                            shiftedView(b, loc, padded, qs[1], klen));
 }
 
-/// The heads-first operands of the fused attention: q + u, q + v ([b·n,
-/// qlen, d]), k and r repeated per batch column ([b·n, klen, d]).
-struct HeadsFirstOperands {
-  Value qu3, qv3, k3, r3;
+/// The heads-major operands of the fused attention: q + u, q + v ([n·b,
+/// qlen, d]), k ([n·b, klen, d]) and pos_key per head, rh [n, klen, d] (a
+/// copy of n·klen·d elements).
+struct HeadsMajorOperands {
+  Value qu3, qv3, k3, rh;
 };
-static HeadsFirstOperands getHeadsFirstOperands(OpBuilder &b, Location loc,
+static HeadsMajorOperands getHeadsMajorOperands(OpBuilder &b, Location loc,
                                                 Value q, Value rWBias,
                                                 Value rRBias, Value k,
                                                 Value r) {
-  OpFoldResult batch = getSizes(b, loc, q)[1];
-  return {headsFirst(b, loc, q, rWBias), headsFirst(b, loc, q, rRBias),
-          headsFirst(b, loc, k), broadcastPosKey(b, loc, r, batch)};
+  return {headsMajor(b, loc, q, rWBias), headsMajor(b, loc, q, rRBias),
+          headsMajor(b, loc, k), createTranspose(b, loc, r, {1, 0, 2})};
 }
 
-/// The attention probabilities of txl.rel_attention, [b, n, i, j]: the
+/// The attention probabilities of txl.rel_attention, [n, b, i, j]: the
 /// scores of createRelAttentionScores, then the scaled, masked softmax over
 /// j (which hides the entries the shifted view aliases).
 static Value createRelAttentionProbs(OpBuilder &b, Location loc,
-                                     const HeadsFirstOperands &ops,
+                                     const HeadsMajorOperands &ops,
                                      OpFoldResult batch, OpFoldResult nHead,
                                      Value memLen, Value sameLength,
                                      double scale) {
-  Value scores =
-      createRelAttentionScores(b, loc, ops.qu3, ops.qv3, ops.k3, ops.r3);
-  SmallVector<OpFoldResult> s = getSizes(b, loc, scores);
-  scores = createExpand(b, loc, scores, {{0, 1}, {2}, {3}},
-                        {batch, nHead, s[1], s[2]});
+  Value scores = createRelAttentionScores(b, loc, ops.qu3, ops.qv3, ops.k3,
+                                          ops.rh, nHead, batch);
+  scores = splitHeads(b, loc, scores, nHead, batch);
   return createMaskedSoftmax(b, loc, scores,
                              ScoreLayout{/*queryDim=*/2, /*keyDim=*/3}, memLen,
                              sameLength, scale);
@@ -178,13 +215,13 @@ static std::optional<DropoutSite> getDropattSite(OpTy op) {
       rate->convertToDouble(), static_cast<int64_t>(*op.getDropattStream())};
 }
 
-/// Probabilities [b, n, i, j] through dropatt, their counters numbered in
+/// Probabilities [n, b, i, j] through dropatt, their counters numbered in
 /// the [qlen, klen, batch, n_head] order of the decomposed form's scores.
 static Value dropProbs(OpBuilder &b, Location loc, Value probs,
                        const std::optional<DropoutSite> &site) {
   if (!site)
     return probs;
-  return createDropout(b, loc, probs, *site, {2, 3, 0, 1});
+  return createDropout(b, loc, probs, *site, {2, 3, 1, 0});
 }
 
 namespace {
@@ -268,7 +305,7 @@ struct SoftmaxGradLowering : public OpRewritePattern<SoftmaxGradOp> {
 };
 
 // txl.rel_attention => BD = shift(bmm(q + v, r)) in a padded buffer, += bmm(q +
-// u, k), softmax, bmm(p, v)
+// u, k), softmax, bmm(p, v), all with the heads outermost
 struct RelAttentionLowering : public OpRewritePattern<RelAttentionOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(RelAttentionOp op,
@@ -276,8 +313,8 @@ struct RelAttentionLowering : public OpRewritePattern<RelAttentionOp> {
     Location loc = op.getLoc();
     Value q = op.getQuery();
     SmallVector<OpFoldResult> qs = getSizes(rewriter, loc, q);
-    HeadsFirstOperands ops =
-        getHeadsFirstOperands(rewriter, loc, q, op.getRWBias(), op.getRRBias(),
+    HeadsMajorOperands ops =
+        getHeadsMajorOperands(rewriter, loc, q, op.getRWBias(), op.getRRBias(),
                               op.getKey(), op.getPosKey());
     Value probs = createRelAttentionProbs(rewriter, loc, ops, qs[1], qs[2],
                                           op.getMemLen(), op.getSameLength(),
@@ -285,52 +322,28 @@ struct RelAttentionLowering : public OpRewritePattern<RelAttentionOp> {
     probs = dropProbs(rewriter, loc, probs, getDropattSite(op));
     Value out = createBatchMatmul(
         rewriter, loc, createCollapse(rewriter, loc, probs, {{0, 1}, {2}, {3}}),
-        headsFirst(rewriter, loc, op.getValue()), /*transposeRhs=*/false);
-    out = createExpand(rewriter, loc, out, {{0, 1}, {2}, {3}},
-                       {qs[1], qs[2], qs[0], qs[3]});
-    out = createTranspose(rewriter, loc, out, {2, 0, 1, 3});
+        headsMajor(rewriter, loc, op.getValue()), /*transposeRhs=*/false);
+    out = rowsFromHeadsMajor(rewriter, loc, out, qs[2], qs[1]);
     rewriter.replaceOp(op, castTo(rewriter, loc, out, op.getType()));
     return success();
   }
 };
 
-/// x [b, n, i, d] summed over b and i: [n, d].
+/// x [n, b, i, d] summed over b and i: [n, d].
 static Value sumOverBatchAndQuery(OpBuilder &b, Location loc, Value x) {
   MLIRContext *ctx = b.getContext();
   SmallVector<OpFoldResult> sizes = getSizes(b, loc, x);
   auto type = cast<RankedTensorType>(x.getType());
   Value init =
-      createFilled(b, loc, {sizes[1], sizes[3]}, type.getElementType(), 0.0);
-  AffineExpr db, dn, di, dd;
-  bindDims(ctx, db, dn, di, dd);
+      createFilled(b, loc, {sizes[0], sizes[3]}, type.getElementType(), 0.0);
+  AffineExpr dn, db, di, dd;
+  bindDims(ctx, dn, db, di, dd);
   using utils::IteratorType;
   return linalg::GenericOp::create(
              b, loc, TypeRange{init.getType()}, ValueRange{x}, ValueRange{init},
              {identityMap(ctx, 4), AffineMap::get(4, 0, {dn, dd}, ctx)},
-             {IteratorType::reduction, IteratorType::parallel,
+             {IteratorType::parallel, IteratorType::reduction,
               IteratorType::reduction, IteratorType::parallel},
-             [](OpBuilder &nb, Location l, ValueRange a) {
-               linalg::YieldOp::create(
-                   nb, l, ValueRange{arith::AddFOp::create(nb, l, a[0], a[1])});
-             })
-      .getResult(0);
-}
-
-/// x [b, n, m, d] summed over b: [m, n, d] (pos_key's layout).
-static Value sumOverBatch(OpBuilder &b, Location loc, Value x) {
-  MLIRContext *ctx = b.getContext();
-  SmallVector<OpFoldResult> sizes = getSizes(b, loc, x);
-  auto type = cast<RankedTensorType>(x.getType());
-  Value init = createFilled(b, loc, {sizes[2], sizes[1], sizes[3]},
-                            type.getElementType(), 0.0);
-  AffineExpr db, dn, dm, dd;
-  bindDims(ctx, db, dn, dm, dd);
-  using utils::IteratorType;
-  return linalg::GenericOp::create(
-             b, loc, TypeRange{init.getType()}, ValueRange{x}, ValueRange{init},
-             {identityMap(ctx, 4), AffineMap::get(4, 0, {dm, dn, dd}, ctx)},
-             {IteratorType::reduction, IteratorType::parallel,
-              IteratorType::parallel, IteratorType::parallel},
              [](OpBuilder &nb, Location l, ValueRange a) {
                linalg::YieldOp::create(
                    nb, l, ValueRange{arith::AddFOp::create(nb, l, a[0], a[1])});
@@ -342,7 +355,9 @@ static Value sumOverBatch(OpBuilder &b, Location loc, Value x) {
 // (M: the dropatt mask / (1 - rate), 1 without dropatt);
 // dS = scale P (dP - rowsum(P dP)); dRaw = dS shifted back to the unshifted
 // positional columns; dQu = dS K, dK = dSᵀ (q + u), dQv = dRaw r,
-// dR = sum_b dRawᵀ (q + v): every product a batched BLAS product
+// dR = dRawᵀ (q + v): every product a batched BLAS product, the positional
+// ones one per head over all batch columns (dR's sum over the batch columns
+// is the product's own reduction)
 struct RelAttentionGradLowering : public OpRewritePattern<RelAttentionGradOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(RelAttentionGradOp op,
@@ -353,22 +368,18 @@ struct RelAttentionGradLowering : public OpRewritePattern<RelAttentionGradOp> {
     Value r = op.getPosKey(), dOut = op.getDResult();
     double scale = op.getScale().convertToDouble();
     SmallVector<OpFoldResult> qs = getSizes(rewriter, loc, q);
-    OpFoldResult klenOfr = getSizes(rewriter, loc, k)[0];
+    OpFoldResult batch = qs[1], nHead = qs[2];
 
-    HeadsFirstOperands ops = getHeadsFirstOperands(
+    HeadsMajorOperands ops = getHeadsMajorOperands(
         rewriter, loc, q, op.getRWBias(), op.getRRBias(), k, r);
     Value probs =
-        createRelAttentionProbs(rewriter, loc, ops, qs[1], qs[2],
+        createRelAttentionProbs(rewriter, loc, ops, batch, nHead,
                                 op.getMemLen(), op.getSameLength(), scale);
     Value p3 = createCollapse(rewriter, loc, probs, {{0, 1}, {2}, {3}});
-    Value dO3 = headsFirst(rewriter, loc, dOut);
-    auto toBatchHeads = [&](Value x3, OpFoldResult rows) {
-      return createExpand(rewriter, loc, x3, {{0, 1}, {2}, {3}},
-                          {qs[1], qs[2], rows, qs[3]});
-    };
-    auto toRowsFirst = [&](Value x4, Type type) {
-      return castTo(rewriter, loc, createTranspose(rewriter, loc, x4, {2, 0, 1, 3}),
-                    type);
+    Value dO3 = headsMajor(rewriter, loc, dOut);
+    auto toRowsFirst = [&](Value x3, Type type) {
+      return castTo(rewriter, loc,
+                    rowsFromHeadsMajor(rewriter, loc, x3, nHead, batch), type);
     };
 
     // Values and probabilities; dropatt is linear, so its adjoint is the
@@ -381,49 +392,50 @@ struct RelAttentionGradLowering : public OpRewritePattern<RelAttentionGradOp> {
                 : p3;
     Value dV = createMatmulTransposedLhs(rewriter, loc, dropped3, dO3);
     Value dP = createBatchMatmul(rewriter, loc, dO3,
-                                 headsFirst(rewriter, loc, v),
+                                 headsMajor(rewriter, loc, v),
                                  /*transposeRhs=*/true);
     if (dropatt) {
-      Value dP4 = createExpand(rewriter, loc, dP, {{0, 1}, {2}, {3}},
-                               {qs[1], qs[2], qs[0], klenOfr});
+      Value dP4 = splitHeads(rewriter, loc, dP, nHead, batch);
       dP = createCollapse(rewriter, loc, dropProbs(rewriter, loc, dP4, dropatt),
                           {{0, 1}, {2}, {3}});
     }
     Value dS3 = createSoftmaxGrad(rewriter, loc, p3, dP, scale);
     Value dRaw = unshiftScoreGrad(rewriter, loc, dS3);
 
-    // Content term AC = (q + u) kᵀ.
-    Value dQu = toBatchHeads(
-        createBatchMatmul(rewriter, loc, dS3, headsFirst(rewriter, loc, k),
-                          /*transposeRhs=*/false),
-        qs[0]);
+    // Content term AC = (q + u) kᵀ, per (head, batch column).
+    Value dQu = createBatchMatmul(rewriter, loc, dS3, ops.k3,
+                                  /*transposeRhs=*/false);
     Value dK = createMatmulTransposedLhs(rewriter, loc, dS3, ops.qu3);
 
-    // Positional term raw = (q + v) rᵀ, per (batch, head).
-    Value dQv = toBatchHeads(createBatchMatmul(rewriter, loc, dRaw, ops.r3,
-                                               /*transposeRhs=*/false),
-                             qs[0]);
-    Value dR = sumOverBatch(
+    // Positional term raw = (q + v) rᵀ, per head over all batch columns.
+    Value dRawH = perHead(rewriter, loc, dRaw, nHead, batch);
+    Value dQv = fromPerHead(
         rewriter, loc,
-        toBatchHeads(createMatmulTransposedLhs(rewriter, loc, dRaw, ops.qv3),
-                     klenOfr));
+        createBatchMatmul(rewriter, loc, dRawH, ops.rh, /*transposeRhs=*/false),
+        batch, qs[0]);
+    Value dRh = createMatmulTransposedLhs(
+        rewriter, loc, dRawH, perHead(rewriter, loc, ops.qv3, nHead, batch));
+    Value dR = createTranspose(rewriter, loc, dRh, {1, 0, 2});
 
-    AffineMap id4 = identityMap(ctx, 4);
+    AffineMap id3 = identityMap(ctx, 3);
     Value dQ = createPointwise(
-        rewriter, loc, dQu, ValueRange{dQu, dQv}, {id4, id4},
+        rewriter, loc, dQu, ValueRange{dQu, dQv}, {id3, id3},
         [](OpBuilder &b, Location l, ValueRange a) -> Value {
           return arith::AddFOp::create(b, l, a[0], a[1]);
         });
     Value bias = op.getRWBias();
-    rewriter.replaceOp(
-        op, {toRowsFirst(dQ, q.getType()),
-             toRowsFirst(toBatchHeads(dK, klenOfr), k.getType()),
-             toRowsFirst(toBatchHeads(dV, klenOfr), v.getType()),
-             castTo(rewriter, loc, dR, r.getType()),
-             castTo(rewriter, loc, sumOverBatchAndQuery(rewriter, loc, dQu),
-                    bias.getType()),
-             castTo(rewriter, loc, sumOverBatchAndQuery(rewriter, loc, dQv),
-                    bias.getType())});
+    auto biasGrad = [&](Value x3) {
+      return castTo(
+          rewriter, loc,
+          sumOverBatchAndQuery(rewriter, loc,
+                               splitHeads(rewriter, loc, x3, nHead, batch)),
+          bias.getType());
+    };
+    rewriter.replaceOp(op, {toRowsFirst(dQ, q.getType()),
+                            toRowsFirst(dK, k.getType()),
+                            toRowsFirst(dV, v.getType()),
+                            castTo(rewriter, loc, dR, r.getType()),
+                            biasGrad(dQu), biasGrad(dQv)});
     return success();
   }
 };
