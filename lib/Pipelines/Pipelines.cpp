@@ -43,6 +43,7 @@ void mlir::txl::buildTxlToLinalgPipeline(OpPassManager &pm) {
   pm.addPass(createConvertTxlToLinalgPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  pm.addPass(createFuseElementwisePass());
 }
 
 void mlir::txl::buildLinalgToLLVMPipeline(OpPassManager &pm) {

@@ -33,6 +33,43 @@ def ConvertTxlToLinalgPass : Pass<"convert-txl-to-linalg"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def FuseElementwisePass : Pass<"txl-fuse-elementwise"> {
+  let summary = "Fuse single-use elementwise linalg.generic producers into "
+                "their consumers";
+  let description = [{
+    Producer-consumer fusion on tensors (upstream
+    `linalg::fuseElementwiseOps`), restricted so that nothing is recomputed
+    and no destination changes: the producer is an all-parallel
+    `linalg.generic` with one result that has one use, an input (never the
+    init) of a `linalg.generic` consumer in the same block. Named ops
+    (`linalg.matmul`, `linalg.fill`, ...) are neither fused nor generalized,
+    so products still become BLAS calls. Each fusion removes one pass over
+    the producer's result (a write and a read of a full tensor); the
+    arithmetic per element is unchanged, so results are bit-identical.
+
+    Before:
+    ```mlir
+    %s = linalg.generic {... ["parallel", "parallel"]} ins(%a, %b) outs(%e0) {
+      ^bb0(%x: f32, %y: f32, %o: f32):
+        %t = arith.addf %x, %y : f32
+        linalg.yield %t : f32 }
+    %r = linalg.generic {... ["parallel", "reduction"]} ins(%s) outs(%acc) {
+      ^bb0(%x: f32, %o: f32):
+        %t = arith.addf %x, %o : f32
+        linalg.yield %t : f32 }
+    ```
+    After:
+    ```mlir
+    %r = linalg.generic {... ["parallel", "reduction"]} ins(%a, %b) outs(%acc) {
+      ^bb0(%x: f32, %y: f32, %o: f32):
+        %s = arith.addf %x, %y : f32
+        %t = arith.addf %s, %o : f32
+        linalg.yield %t : f32 }
+    ```
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
 def ResultsToDestinationsPass : Pass<"txl-results-to-destinations", "::mlir::ModuleOp"> {
   let summary = "Give entry functions caller-allocated output tensors";
   let description = [{

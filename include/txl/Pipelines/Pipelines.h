@@ -41,7 +41,7 @@ void buildTxlOptPipeline(OpPassManager &pm,
 /// then canonicalization and CSE.
 void buildTxlBackwardPipeline(OpPassManager &pm);
 /// txl -> linalg/tensor/arith/math: --txl-lower-rel-shift, then
-/// --convert-txl-to-linalg.
+/// --convert-txl-to-linalg, canonicalize, CSE, --txl-fuse-elementwise.
 void buildTxlToLinalgPipeline(OpPassManager &pm);
 /// linalg on tensors -> LLVM dialect with `txl_segment_forward` (and
 /// `txl_segment_grad`, `txl_optimizer_step`, `txl_learning_rate` for the
