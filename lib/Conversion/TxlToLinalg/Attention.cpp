@@ -31,29 +31,7 @@ using namespace mlir::txl;
 /// (h·b + c, i, :) = x[i, c, h, :] (+ bias[h, :]). With the heads outermost,
 /// the rows of one head over all batch columns, [b·len, d], are contiguous.
 static Value headsMajor(OpBuilder &b, Location loc, Value x, Value bias = {}) {
-  if (!bias)
-    return createCollapse(b, loc, createTranspose(b, loc, x, {2, 1, 0, 3}),
-                          {{0, 1}, {2}, {3}});
-  MLIRContext *ctx = b.getContext();
-  SmallVector<OpFoldResult> s = getSizes(b, loc, x);
-  Value init =
-      createEmpty(b, loc, {s[2], s[1], s[0], s[3]},
-                  cast<RankedTensorType>(x.getType()).getElementType());
-  AffineExpr dn, db, di, dd;
-  bindDims(ctx, dn, db, di, dd);
-  Value sum =
-      linalg::GenericOp::create(
-          b, loc, TypeRange{init.getType()}, ValueRange{x, bias},
-          ValueRange{init},
-          {AffineMap::get(4, 0, {di, db, dn, dd}, ctx),
-           AffineMap::get(4, 0, {dn, dd}, ctx), identityMap(ctx, 4)},
-          SmallVector<utils::IteratorType>(4, utils::IteratorType::parallel),
-          [](OpBuilder &nb, Location l, ValueRange a) {
-            linalg::YieldOp::create(
-                nb, l, ValueRange{arith::AddFOp::create(nb, l, a[0], a[1])});
-          })
-          .getResult(0);
-  return createCollapse(b, loc, sum, {{0, 1}, {2}, {3}});
+  return headsFirst(b, loc, x, bias, /*headsOutermost=*/true);
 }
 
 /// [n·b, len, d] -> [n, b, len, d] for the given sizes.

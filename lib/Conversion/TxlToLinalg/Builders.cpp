@@ -445,23 +445,30 @@ Value mlir::txl::createScatterAddRows(
   return outer.getResult(0);
 }
 
-Value mlir::txl::headsFirst(OpBuilder &b, Location loc, Value x, Value bias) {
+Value mlir::txl::headsFirst(OpBuilder &b, Location loc, Value x, Value bias,
+                            bool headsOutermost) {
+  // Result dimension i is x's dimension perm[i].
+  SmallVector<int64_t> perm = headsOutermost ? SmallVector<int64_t>{2, 1, 0, 3}
+                                             : SmallVector<int64_t>{1, 2, 0, 3};
   if (!bias)
-    return createCollapse(b, loc, createTranspose(b, loc, x, {1, 2, 0, 3}),
+    return createCollapse(b, loc, createTranspose(b, loc, x, perm),
                           {{0, 1}, {2}, {3}});
   MLIRContext *ctx = b.getContext();
   SmallVector<OpFoldResult> s = getSizes(b, loc, x);
   Value init =
-      createEmpty(b, loc, {s[1], s[2], s[0], s[3]},
+      createEmpty(b, loc, {s[perm[0]], s[perm[1]], s[perm[2]], s[perm[3]]},
                   cast<RankedTensorType>(x.getType()).getElementType());
-  AffineExpr db, dn, di, dd;
-  bindDims(ctx, db, dn, di, dd);
+  // x's dimension perm[i] is read at loop (= result) dimension i.
+  SmallVector<AffineExpr> xIndex(4);
+  for (unsigned i = 0; i < 4; ++i)
+    xIndex[perm[i]] = getAffineDimExpr(i, ctx);
   Value sum =
       linalg::GenericOp::create(
           b, loc, TypeRange{init.getType()}, ValueRange{x, bias},
           ValueRange{init},
-          {AffineMap::get(4, 0, {di, db, dn, dd}, ctx),
-           AffineMap::get(4, 0, {dn, dd}, ctx), identityMap(ctx, 4)},
+          {AffineMap::get(4, 0, xIndex, ctx),
+           AffineMap::get(4, 0, {xIndex[2], xIndex[3]}, ctx),
+           identityMap(ctx, 4)},
           SmallVector<utils::IteratorType>(4, utils::IteratorType::parallel),
           [](OpBuilder &nb, Location l, ValueRange a) {
             linalg::YieldOp::create(

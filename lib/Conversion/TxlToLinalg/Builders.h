@@ -163,8 +163,11 @@ Value createDropout(OpBuilder &b, Location loc, Value x,
 Value castTo(OpBuilder &b, Location loc, Value v, Type type);
 
 /// [len, b, n, d] (+ bias[n, d] when given) -> [b·n, len, d], contiguous:
-/// the per-(batch, head) operand layout of the batched products.
-Value headsFirst(OpBuilder &b, Location loc, Value x, Value bias = {});
+/// the per-(batch, head) operand layout of the batched products. With
+/// `headsOutermost`, [n·b, len, d] instead (the fused attention's layout, in
+/// which one head's rows over all batch columns are contiguous).
+Value headsFirst(OpBuilder &b, Location loc, Value x, Value bias = {},
+                 bool headsOutermost = false);
 
 /// The inverse of headsFirst: [b·n, len, d] -> [len, b, n, d] for the given
 /// batch and n_head.
