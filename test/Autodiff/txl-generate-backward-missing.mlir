@@ -1,9 +1,12 @@
 // RUN: not txl-opt %s --txl-generate-backward 2>&1 | FileCheck %s
 // RUN: txl-opt %s --txl-generate-backward=function=other | FileCheck %s --check-prefix=OTHER
+// RUN: not txl-opt %s --txl-generate-backward=function=external 2>&1 | FileCheck %s --check-prefix=EXTERNAL
 
-// The function to differentiate must exist.
+// The function to differentiate must exist, and have a body.
 // CHECK: error: txl-generate-backward: no function @segment
 // OTHER: func.func @other_grad
+// EXTERNAL: error: txl-generate-backward: @external must have a body of one block
 func.func @other(%w: tensor<4xf32>) -> tensor<4xf32> {
   return %w : tensor<4xf32>
 }
+func.func private @external(tensor<4xf32>) -> tensor<4xf32>
