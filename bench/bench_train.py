@@ -36,6 +36,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -184,7 +185,12 @@ def main():
     rows = []
     for r in range(args.repeat):
         work = tempfile.mkdtemp(dir=args.workdir)
-        t = txlc_run(exe, data, steps + interval, interval, args.threads, work)
+        try:
+            t = txlc_run(exe, data, steps + interval, interval, args.threads,
+                         work)
+        finally:
+            # Its checkpoints: 470 MB each for enwik8-base.
+            shutil.rmtree(work, ignore_errors=True)
         q = torch_run(toml, stream, batch, tgt_len, steps, 2, args.threads)
         q["windows"] = window_means(q["ms_all"], interval)
         rows.append((t, q))
