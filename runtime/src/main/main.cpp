@@ -75,18 +75,25 @@ void addDataOptions(CLI::App *command, std::string &dataDir,
 /// Keeps the per-segment temporaries of the generated code (the logits alone
 /// are qlen x batch x n_token floats, the attention scores of an
 /// enwik8-base layer 64 MiB) on the heap instead of mmap/munmap round trips,
-/// whose page faults otherwise cost as much system time as the compute:
-/// no allocation is served by mmap (glibc caps M_MMAP_THRESHOLD at 32 MiB),
-/// and freed memory is returned to the system only above 1 GiB free at the
-/// top of the heap. The worker threads of batch-parallel slices share that
-/// one heap (M_ARENA_MAX 1): a thread arena of its own grows in mmap'd heaps
-/// of at most 64 MiB that glibc unmaps as soon as they empty, so every
-/// segment call would fault its temporaries in again. The peak resident
-/// size stays about the same (ptb_small eval: 36.7 MiB before, 37.0 after).
+/// whose page faults otherwise cost as much system time as the compute.
+/// - No allocation is served by mmap (glibc caps M_MMAP_THRESHOLD at 32 MiB).
+/// - Freed memory is never returned to the system (M_TRIM_THRESHOLD −1,
+///   mallopt(3)): the heap stays at the peak of one step. A threshold of
+///   1 GiB was not enough. An enwik8-base train step frees more than that,
+///   and whether it ended up at the top of the heap depended on how the
+///   slices' threads interleaved their allocations; in the runs where it
+///   did, every step faulted 1.3 GB in again (2.17 M page faults in 6 steps
+///   instead of 0.82 M; 7.0–7.4 s per step instead of 5.6–5.8 s).
+/// - The worker threads of batch-parallel slices share that one heap
+///   (M_ARENA_MAX 1): a thread arena of its own grows in mmap'd heaps of at
+///   most 64 MiB that glibc unmaps as soon as they empty, so every segment
+///   call would fault its temporaries in again.
+/// The peak resident size stays about the same (ptb_small eval: 36.7 MiB
+/// before these settings, 37.0 after).
 static void tuneAllocator() {
   mallopt(M_ARENA_MAX, 1);
   mallopt(M_MMAP_MAX, 0);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, -1);
 }
 
 int main(int argc, char **argv) {
