@@ -114,6 +114,11 @@ void MappedFile::reset() noexcept {
   size_ = 0;
 }
 
+/// Appended to every failure after the temporary file exists: the
+/// destination is only ever replaced by a complete, fsync'ed file.
+static constexpr const char *kLeftAsItWas =
+    "the file at that path, if any, is left as it was";
+
 AtomicFileWriter::AtomicFileWriter(std::string path) : path_(std::move(path)) {
   size_t slash = path_.rfind('/');
   std::string dir =
@@ -150,7 +155,8 @@ void AtomicFileWriter::write(const void *data, size_t size) {
     if (n < 0) {
       if (errno == EINTR)
         continue;
-      fail(TXL_IO_ERROR, "{}: write failed: {}", path_, std::strerror(errno));
+      fail(TXL_IO_ERROR, "{}: write failed: {}; {}", path_, std::strerror(errno),
+           kLeftAsItWas);
     }
     bytes += n;
     size -= static_cast<size_t>(n);
@@ -159,19 +165,22 @@ void AtomicFileWriter::write(const void *data, size_t size) {
 
 void AtomicFileWriter::commit() {
   if (::fsync(fd_) != 0)
-    fail(TXL_IO_ERROR, "{}: fsync failed: {}", path_, std::strerror(errno));
+    fail(TXL_IO_ERROR, "{}: fsync failed: {}; {}", path_, std::strerror(errno),
+         kLeftAsItWas);
   int fd = fd_;
   fd_ = -1;
   if (::close(fd) != 0) {
     int err = errno;
     ::unlink(tempPath_.c_str());
-    fail(TXL_IO_ERROR, "{}: close failed: {}", path_, std::strerror(err));
+    fail(TXL_IO_ERROR, "{}: close failed: {}; {}", path_, std::strerror(err),
+         kLeftAsItWas);
   }
   if (::rename(tempPath_.c_str(), path_.c_str()) != 0) {
     int err = errno;
     ::unlink(tempPath_.c_str());
-    fail(TXL_IO_ERROR, "{}: cannot rename the temporary file into place: {}",
-         path_, std::strerror(err));
+    fail(TXL_IO_ERROR,
+         "{}: cannot rename the temporary file into place: {}; {}", path_,
+         std::strerror(err), kLeftAsItWas);
   }
   // Make the rename itself durable; failure here is not worth reporting.
   size_t slash = path_.rfind('/');

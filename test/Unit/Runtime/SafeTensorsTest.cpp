@@ -8,7 +8,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <csignal>
 #include <cstring>
+
+#include <sys/resource.h>
 
 namespace txl::rt {
 namespace {
@@ -73,6 +76,35 @@ TEST(SafeTensorsTest, WriteIsAtomicAndLeavesNoTemporary) {
   EXPECT_THAT(SafeTensorsFile::open(path).readF32("x"), ElementsAre(1.0f));
   writeSafeTensors(path, {});
   EXPECT_TRUE(SafeTensorsFile::open(path).tensors().empty());
+  EXPECT_THAT(dir.list(), ElementsAre("w.safetensors"));
+}
+
+// A write that fails part way (here: beyond a 64 KiB file size limit, EFBIG;
+// a full disk behaves the same) is an I/O error naming the destination and
+// saying it is unchanged; the old file is intact and no temporary is left.
+TEST(SafeTensorsTest, FailedWriteKeepsTheOldFile) {
+  TempDir dir;
+  std::string path = dir.file("w.safetensors");
+  float one = 1.0f;
+  writeSafeTensors(path, {{"x", TensorBlob::f32({1}, &one)}});
+  std::vector<float> big(1 << 16, 2.0f); // 256 KiB of data
+
+  struct rlimit saved;
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
+  struct rlimit limited = saved;
+  limited.rlim_cur = 64 * 1024;
+  // Beyond the limit write() fails with EFBIG once SIGXFSZ is ignored.
+  auto oldHandler = std::signal(SIGXFSZ, SIG_IGN);
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &limited), 0);
+  expectError(
+      [&] {
+        writeSafeTensors(path, {{"x", TensorBlob::f32({1 << 16}, big.data())}});
+      },
+      TXL_IO_ERROR, {path, "write failed", "left as it was"});
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &saved), 0);
+  std::signal(SIGXFSZ, oldHandler);
+
+  EXPECT_THAT(SafeTensorsFile::open(path).readF32("x"), ElementsAre(1.0f));
   EXPECT_THAT(dir.list(), ElementsAre("w.safetensors"));
 }
 
