@@ -155,8 +155,8 @@ void AtomicFileWriter::write(const void *data, size_t size) {
     if (n < 0) {
       if (errno == EINTR)
         continue;
-      fail(TXL_IO_ERROR, "{}: write failed: {}; {}", path_, std::strerror(errno),
-           kLeftAsItWas);
+      fail(TXL_IO_ERROR, "{}: write failed: {}; {}", path_,
+           std::strerror(errno), kLeftAsItWas);
     }
     bytes += n;
     size -= static_cast<size_t>(n);

@@ -3,8 +3,9 @@
 // The command line of a compiled model: `train` (official train.py), `eval`
 // (official eval.py over a corpus split) and `run-segments` (reference-style
 // segment runs with NLL and memory dumps). It only parses options with CLI11;
-// the work is in txl/rt/Train.h and txl/rt/Commands.h. The model comes from the linked `txl_model_info` and
-// `txl_segment_forward` of the txlc-generated object.
+// the work is in txl/rt/Train.h and txl/rt/Commands.h. The model comes from the
+// linked `txl_model_info` and `txl_segment_forward` of the txlc-generated
+// object.
 //
 // Exit status: 0 on success (and for --help), 1 on any error, printed as
 // "<prog>: error: <message>" on stderr.
