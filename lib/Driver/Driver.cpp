@@ -10,6 +10,7 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/Timing.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
@@ -36,18 +37,31 @@ LogicalResult writeText(const DriverOptions &options, Printable &&print) {
   return success();
 }
 
-/// Runs `pm` and reports a failure as txlc's.
-LogicalResult runStage(PassManager &pm, ModuleOp module, llvm::StringRef what) {
+/// Builds one stage's pass manager with `build`, applies mlir-opt's
+/// command-line options to it (--mlir-print-ir-*, the crash reproducer,
+/// --mlir-pass-statistics), times it under `timing` (one report for the
+/// whole compilation with --mlir-timing), runs it on `module`, and reports a
+/// failure as txlc's.
+template <typename BuildFn>
+LogicalResult runStage(ModuleOp module, TimingScope &timing,
+                       llvm::StringRef what, BuildFn &&build) {
+  PassManager pm(module->getName());
+  build(pm);
+  if (failed(applyPassManagerCLOptions(pm)))
+    return failure();
+  TimingScope stage = timing.nest(what);
+  pm.enableTiming(stage);
   if (succeeded(pm.run(module)))
     return success();
   llvm::errs() << "txlc: error: " << what << " failed\n";
   return failure();
 }
 
-/// Compiles the generated model descriptor and links the executable.
+/// Compiles the generated model descriptor and links it with the objects of
+/// the compiled segment into the executable.
 LogicalResult linkExecutable(const DriverOptions &options,
                              const ModelConfig &config,
-                             llvm::StringRef objectPath) {
+                             llvm::ArrayRef<std::string> objectPaths) {
   llvm::SmallString<128> infoPath;
   int fd;
   if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
@@ -92,10 +106,10 @@ LogicalResult linkExecutable(const DriverOptions &options,
       linker,  "-O2",
       "-I" + options.runtimeIncludeDir,
       "-x",    "c",
-      std::string(infoPath), "-x", "none",
-      std::string(objectPath),
-      "-L" + runtimeLib, "-ltxl_runtime_main", "-ltxl_runtime",
-      "-lopenblas", "-lm", "-lpthread", "-o", out};
+      std::string(infoPath), "-x", "none"};
+  args.append(objectPaths.begin(), objectPaths.end());
+  args.append({"-L" + runtimeLib, "-ltxl_runtime_main", "-ltxl_runtime",
+               "-lopenblas", "-lm", "-lpthread", "-o", out});
   SmallVector<llvm::StringRef> argRefs(args.begin(), args.end());
   std::string error;
   int rc = llvm::sys::ExecuteAndWait(linker, argRefs, std::nullopt, {}, 0, 0,
@@ -124,21 +138,30 @@ int mlir::txl::runDriver(const DriverOptions &options) {
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
 
+  // One timing report for the whole compilation (--mlir-timing): every
+  // pass of every stage, then LLVM's optimization and code generation.
+  DefaultTimingManager timingManager;
+  applyDefaultTimingManagerCLOptions(timingManager);
+  TimingScope root = timingManager.getRootScope();
+
+  TimingScope frontendTiming = root.nest("building the segment (frontend)");
   FailureOr<OwningOpRef<ModuleOp>> built = buildSegmentModule(context, *config);
   if (failed(built))
     return 1;
   ModuleOp module = built->get();
   if (failed(buildTrainingFunctions(module, *config)) || failed(verify(module)))
     return 1;
+  frontendTiming.stop();
   auto print = [&](llvm::raw_ostream &os) { module.print(os); };
   if (options.emit == EmitAction::Txl)
     return failed(writeText(options, print));
 
   TxlCpuPipelineOptions pipeline;
   pipeline.fuseAttention = options.fuseAttention;
-  PassManager optPm(&context);
-  buildTxlOptPipeline(optPm, pipeline);
-  if (failed(runStage(optPm, module, "txl-level optimization")))
+  if (failed(runStage(module, root, "txl-level optimization",
+                      [&](OpPassManager &pm) {
+                        buildTxlOptPipeline(pm, pipeline);
+                      })))
     return 1;
   if (options.emit == EmitAction::TxlOpt)
     return failed(writeText(options, print));
@@ -148,60 +171,59 @@ int mlir::txl::runDriver(const DriverOptions &options) {
     llvm::errs() << "txlc: error: --emit=txl-grad needs --backward\n";
     return 1;
   }
-  if (backward) {
-    PassManager gradPm(&context);
-    buildTxlBackwardPipeline(gradPm);
-    if (failed(runStage(gradPm, module, "generating the backward segment")))
-      return 1;
-  }
+  if (backward && failed(runStage(module, root,
+                                  "generating the backward segment",
+                                  buildTxlBackwardPipeline)))
+    return 1;
   if (options.emit == EmitAction::TxlGrad)
     return failed(writeText(options, print));
 
-  PassManager linalgPm(&context);
-  buildTxlToLinalgPipeline(linalgPm);
-  if (failed(runStage(linalgPm, module, "lowering to linalg")))
+  if (failed(runStage(module, root, "lowering to linalg",
+                      buildTxlToLinalgPipeline)))
     return 1;
   if (options.emit == EmitAction::Linalg)
     return failed(writeText(options, print));
 
-  PassManager llvmPm(&context);
-  buildLinalgToLLVMPipeline(llvmPm);
-  if (failed(runStage(llvmPm, module, "lowering to the LLVM dialect")))
+  if (failed(runStage(module, root, "lowering to the LLVM dialect",
+                      buildLinalgToLLVMPipeline)))
     return 1;
   if (options.emit == EmitAction::LLVMMLIR)
     return failed(writeText(options, print));
 
+  if (options.emit == EmitAction::Executable) {
+    TimingScope codegenTiming = root.nest("LLVM: optimization and code "
+                                          "generation (parallel parts)");
+    SmallVector<std::string> objectPaths;
+    LogicalResult emitted = emitObjectFilesInParallel(
+        module, options.codegen, objectPaths, codegenTiming);
+    codegenTiming.stop();
+    LogicalResult linked = failure();
+    if (succeeded(emitted)) {
+      TimingScope linkTiming = root.nest("linking");
+      linked = linkExecutable(options, *config, objectPaths);
+    }
+    if (!options.keepTemps)
+      for (const std::string &path : objectPaths)
+        llvm::sys::fs::remove(path);
+    return failed(linked) ? 1 : 0;
+  }
+
   llvm::LLVMContext llvmContext;
+  TimingScope optTiming = root.nest("LLVM: translation and optimization");
   std::unique_ptr<llvm::Module> llvmModule =
       translateAndOptimize(module, llvmContext, options.codegen);
+  optTiming.stop();
   if (!llvmModule)
     return 1;
   if (options.emit == EmitAction::LLVMIR)
     return failed(writeText(
         options, [&](llvm::raw_ostream &os) { llvmModule->print(os, nullptr); }));
 
-  if (options.emit == EmitAction::Object) {
-    if (llvm::Error err =
-            emitObjectFile(*llvmModule, options.outputPath, options.codegen)) {
-      llvm::errs() << "txlc: error: " << llvm::toString(std::move(err)) << "\n";
-      return 1;
-    }
-    return 0;
-  }
-
-  llvm::SmallString<128> objectPath;
-  if (std::error_code ec =
-          llvm::sys::fs::createTemporaryFile("txl_segment", "o", objectPath)) {
-    llvm::errs() << "txlc: error: cannot create a temporary file: "
-                 << ec.message() << "\n";
-    return 1;
-  }
-  if (llvm::Error err = emitObjectFile(*llvmModule, objectPath, options.codegen)) {
+  TimingScope codegenTiming = root.nest("LLVM: code generation");
+  if (llvm::Error err =
+          emitObjectFile(*llvmModule, options.outputPath, options.codegen)) {
     llvm::errs() << "txlc: error: " << llvm::toString(std::move(err)) << "\n";
     return 1;
   }
-  LogicalResult linked = linkExecutable(options, *config, objectPath);
-  if (!options.keepTemps)
-    llvm::sys::fs::remove(objectPath);
-  return failed(linked) ? 1 : 0;
+  return 0;
 }

@@ -18,32 +18,43 @@
 using namespace mlir;
 using namespace mlir::txl;
 
+// Passes that rewrite one function at a time run in a nested
+// func.func pass manager, so that MLIR's threading compiles @segment,
+// @segment_grad, the per-layer functions and the training functions in
+// parallel; only the passes that add or change functions, their
+// signatures or module-level symbols run on the module.
+
 void mlir::txl::buildTxlOptPipeline(OpPassManager &pm,
                                     const TxlCpuPipelineOptions &options) {
+  OpPassManager &fn = pm.nest<func::FuncOp>();
   if (options.fuseAttention)
-    pm.addPass(createFuseRelAttentionPass());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createNarrowLinearSlicesPass());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
+    fn.addPass(createFuseRelAttentionPass());
+  fn.addPass(createCanonicalizerPass());
+  fn.addPass(createNarrowLinearSlicesPass());
+  fn.addPass(createCanonicalizerPass());
+  fn.addPass(createCSEPass());
 }
 
 void mlir::txl::buildTxlBackwardPipeline(OpPassManager &pm) {
+  // Module: it adds @segment_grad and the per-layer _fwd/_grad functions.
   pm.addPass(createGenerateBackwardPass());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createNarrowLinearSlicesPass());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
+  OpPassManager &fn = pm.nest<func::FuncOp>();
+  fn.addPass(createAccumulateEmbeddingGradPass());
+  fn.addPass(createCanonicalizerPass());
+  fn.addPass(createNarrowLinearSlicesPass());
+  fn.addPass(createCanonicalizerPass());
+  fn.addPass(createCSEPass());
 }
 
 void mlir::txl::buildTxlToLinalgPipeline(OpPassManager &pm) {
+  OpPassManager &fn = pm.nest<func::FuncOp>();
   // After the backward: the decomposed form's rel_shift is differentiated
   // as a txl op.
-  pm.addPass(createLowerRelShiftPass());
-  pm.addPass(createConvertTxlToLinalgPass());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
-  pm.addPass(createFuseElementwisePass());
+  fn.addPass(createLowerRelShiftPass());
+  fn.addPass(createConvertTxlToLinalgPass());
+  fn.addPass(createCanonicalizerPass());
+  fn.addPass(createCSEPass());
+  fn.addPass(createFuseElementwisePass());
 }
 
 void mlir::txl::buildLinalgToLLVMPipeline(OpPassManager &pm) {
@@ -51,6 +62,7 @@ void mlir::txl::buildLinalgToLLVMPipeline(OpPassManager &pm) {
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
+  // Module: they change function signatures across call sites.
   pm.addPass(createResultsToDestinationsPass());
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   pm.addPass(createDropDestinationResultsPass());
@@ -59,16 +71,22 @@ void mlir::txl::buildLinalgToLLVMPipeline(OpPassManager &pm) {
   // (e.g. an eval-mode dropout returning its input next to that input);
   // clones become alloc + copy.
   pm.addPass(createConvertBufferizationToMemRefPass());
+  // Module: declares cblas_sgemm.
   pm.addPass(createConvertLinalgToBlasPass());
-  pm.addPass(createExpandStridedCopiesPass());
-  pm.addPass(createConvertLinalgToLoopsPass());
-  pm.addPass(createPolynomialExpPass());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createLowerAffinePass());
-  pm.addPass(createSCFToControlFlowPass());
-  pm.addPass(createLowerContiguousReshapesPass());
-  pm.addPass(memref::createExpandStridedMetadataPass());
-  pm.addPass(createLowerAffinePass());
+  {
+    OpPassManager &fn = pm.nest<func::FuncOp>();
+    fn.addPass(createExpandStridedCopiesPass());
+    fn.addPass(createConvertLinalgToLoopsPass());
+    fn.addPass(createPolynomialExpPass());
+    fn.addPass(createCanonicalizerPass());
+    fn.addPass(createLowerAffinePass());
+    fn.addPass(createSCFToControlFlowPass());
+    fn.addPass(createLowerContiguousReshapesPass());
+    fn.addPass(memref::createExpandStridedMetadataPass());
+    fn.addPass(createLowerAffinePass());
+  }
+  // Module: the conversion to the LLVM dialect rewrites every function and
+  // declares the runtime functions it calls (malloc, free, ...).
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createArithToLLVMConversionPass());

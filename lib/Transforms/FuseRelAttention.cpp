@@ -2,9 +2,9 @@
 //
 // The frontend writes the relative attention score of Transformer-XL
 // (paper §3.3) as its four terms. This pass recognizes that DAG and folds it
-// into one txl.rel_attention so that lowering can compute AC and the
-// already-shifted BD in one place without materializing the unshifted
-// positional scores.
+// into one txl.rel_attention so that lowering can compute AC and BD in one
+// buffer: (q + v) rᵀ written once into a zero-padded buffer whose shifted
+// view is BD, AC accumulated onto that view, with no rel_shift gather.
 //
 //===----------------------------------------------------------------------===//
 

@@ -27,8 +27,8 @@
 // CHECK: %[[MM:.+]] = linalg.matmul indexing_maps = [#[[$A]], #[[$BT]], #[[$C]]] ins(%[[X2]], %[[W]] : tensor<?x32xf32>, tensor<64x32xf32>) outs(%[[INIT]] : tensor<?x64xf32>)
 // CHECK-NOT: linalg.generic
 // CHECK: %[[E:.+]] = tensor.expand_shape %[[MM]] {{\[\[}}0, 1], [2]] output_shape [%{{.+}}, %{{.+}}, 64] : tensor<?x64xf32> into tensor<?x?x64xf32>
-// CHECK: return %[[E]] : tensor<?x?x64xf32>
 // CHECK-NOT: txl.
+// CHECK: return %[[E]] : tensor<?x?x64xf32>
 func.func @linear_bias(%x: tensor<?x?x32xf32>, %w: tensor<64x32xf32>, %b: tensor<64xf32>) -> tensor<?x?x64xf32> {
   %y = txl.linear %x, %w, %b : tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32> -> tensor<?x?x64xf32>
   return %y : tensor<?x?x64xf32>
@@ -428,6 +428,56 @@ func.func @rel_attention_pos_key_one_product(%q: tensor<?x?x2x16xf32>, %k: tenso
 
 // -----
 
+// The positional product reads r row qlen - 1 - i + j for every key j, so
+// pos_key must have klen rows. With klen dynamic, the verifier cannot see a
+// mismatch: the lowering checks it at run time, before any product, and the
+// grad's lowering does the same.
+// CHECK-LABEL: func.func @rel_attention_pos_key_rows_checked
+// CHECK-SAME: (%{{[^:]+}}: tensor<?x?x2x16xf32>, %[[K:[^:]+]]: tensor<?x?x2x16xf32>, %{{[^:]+}}: tensor<?x?x2x16xf32>, %[[R:[^:]+]]: tensor<?x2x16xf32>
+// CHECK: %[[KL:.+]] = tensor.dim %[[K]], %{{.+}} : tensor<?x?x2x16xf32>
+// CHECK: %[[RL:.+]] = tensor.dim %[[R]], %{{.+}} : tensor<?x2x16xf32>
+// CHECK: %[[EQ:.+]] = arith.cmpi eq, %[[KL]], %[[RL]] : index
+// CHECK: cf.assert %[[EQ]], "txl.rel_attention: pos_key must have as many rows as key (klen)"
+// CHECK-NOT: linalg.batch_matmul
+// CHECK: linalg.generic
+// CHECK-LABEL: func.func @rel_attention_grad_pos_key_rows_checked
+// CHECK: cf.assert %{{.+}}, "txl.rel_attention_grad: pos_key must have as many rows as key (klen)"
+// CHECK-NOT: linalg.batch_matmul
+// CHECK: linalg.generic
+// CHECK: return
+func.func @rel_attention_pos_key_rows_checked(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x2x16xf32>, %v: tensor<?x?x2x16xf32>,
+                         %r: tensor<?x2x16xf32>, %u: tensor<2x16xf32>, %vb: tensor<2x16xf32>,
+                         %mem_len: index, %same_length: i1) -> tensor<?x?x2x16xf32> {
+  %o = txl.rel_attention %q, %k, %v, %r, %u, %vb, %mem_len, %same_length {scale = 0.25 : f32}
+      : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x2x16xf32>,
+        tensor<2x16xf32>, tensor<2x16xf32> -> tensor<?x?x2x16xf32>
+  return %o : tensor<?x?x2x16xf32>
+}
+func.func @rel_attention_grad_pos_key_rows_checked(%q: tensor<?x?x2x16xf32>, %r: tensor<?x2x16xf32>, %u: tensor<2x16xf32>,
+                         %m: index, %s: i1) -> tensor<?x2x16xf32> {
+  %g:6 = txl.rel_attention_grad %q, %q, %q, %q, %r, %u, %u, %m, %s {scale = 0.25 : f32}
+      : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x2x16xf32>, tensor<2x16xf32>, tensor<2x16xf32>
+  return %g#3 : tensor<?x2x16xf32>
+}
+
+// -----
+
+// With klen static on both sides the verifier has checked it: no run-time
+// check.
+// CHECK-LABEL: func.func @rel_attention_static_klen
+// CHECK-NOT: cf.assert
+// CHECK: return
+func.func @rel_attention_static_klen(%q: tensor<?x?x2x16xf32>, %k: tensor<12x?x2x16xf32>, %v: tensor<12x?x2x16xf32>,
+                         %r: tensor<12x2x16xf32>, %u: tensor<2x16xf32>, %vb: tensor<2x16xf32>,
+                         %mem_len: index, %same_length: i1) -> tensor<?x?x2x16xf32> {
+  %o = txl.rel_attention %q, %k, %v, %r, %u, %vb, %mem_len, %same_length {scale = 0.25 : f32}
+      : tensor<?x?x2x16xf32>, tensor<12x?x2x16xf32>, tensor<12x?x2x16xf32>, tensor<12x2x16xf32>,
+        tensor<2x16xf32>, tensor<2x16xf32> -> tensor<?x?x2x16xf32>
+  return %o : tensor<?x?x2x16xf32>
+}
+
+// -----
+
 // embedding: a parallel generic over [qlen, batch, d_embed] reading the token
 // id and gathering table[token, e] with tensor.extract.
 // CHECK-DAG: #[[$TOK:.+]] = affine_map<(d0, d1, d2) -> (d0, d1)>
@@ -512,17 +562,20 @@ func.func @stop_gradient(%x: tensor<?x?x32xf32>) -> tensor<?x?x32xf32> {
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<?x?x32xf32>, %[[Y:[^:]+]]: tensor<?x?x32xf32>, %[[U:[^:]+]]: tensor<2x16xf32>, %[[Q:[^:]+]]: tensor<?x?x2x16xf32>)
 // CHECK: %[[A:.+]] = linalg.generic {indexing_maps = [#[[$ID]], #[[$ID]], #[[$ID]]], iterator_types = ["parallel", "parallel", "parallel"]} ins(%[[X]], %[[Y]] : tensor<?x?x32xf32>, tensor<?x?x32xf32>)
 // CHECK: arith.addf
+// CHECK-NOT: txl.
 // CHECK: %[[M:.+]] = linalg.generic {indexing_maps = [#[[$ID]], #[[$ID]]], iterator_types = ["parallel", "parallel", "parallel"]} ins(%[[A]] : tensor<?x?x32xf32>)
 // CHECK: %[[F:.+]] = arith.constant 5.65685415 : f32
 // CHECK: arith.mulf %{{.+}}, %[[F]] : f32
+// CHECK-NOT: txl.
 // CHECK: %[[R:.+]] = linalg.generic {indexing_maps = [#[[$ID]], #[[$ID]]], iterator_types = ["parallel", "parallel", "parallel"]} ins(%[[M]] : tensor<?x?x32xf32>)
 // CHECK: %[[Z:.+]] = arith.constant 0.000000e+00 : f32
 // CHECK: arith.maxnumf %{{.+}}, %[[Z]] : f32
+// CHECK-NOT: txl.
 // CHECK: %[[B:.+]] = linalg.generic {indexing_maps = [#[[$HEAD]], #[[$ID4]]], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%[[U]] : tensor<2x16xf32>) outs(%{{.+}} : tensor<?x?x2x16xf32>)
 // CHECK-NEXT: ^bb0(%[[IN:.+]]: f32, %{{.+}}: f32):
 // CHECK-NEXT: linalg.yield %[[IN]] : f32
-// CHECK: return %[[R]], %[[B]]
 // CHECK-NOT: txl.
+// CHECK: return %[[R]], %[[B]]
 func.func @elementwise(%x: tensor<?x?x32xf32>, %y: tensor<?x?x32xf32>, %u: tensor<2x16xf32>, %q: tensor<?x?x2x16xf32>)
     -> (tensor<?x?x32xf32>, tensor<?x?x2x16xf32>) {
   %a = txl.add %x, %y : tensor<?x?x32xf32>

@@ -19,13 +19,15 @@
 // (accumulated onto their shifted view) + attention-weighted values = 10. The new
 // memory (a strided slice) is copied by generated loops, never by memrefCopy,
 // and the results have become caller-provided buffers (void functions).
+// @segment and its C-interface wrapper are internal and always-inline: the
+// packed entry is the one symbol left.
 // CHECK-LABEL: llvm.func @cblas_sgemm(i32, i32, i32, i32, i32, i32, f32, !llvm.ptr, i32, !llvm.ptr, i32, f32, !llvm.ptr, i32)
-// CHECK-LABEL: llvm.func @segment(
-// CHECK-SAME: ) attributes {llvm.emit_c_interface} {
+// CHECK-LABEL: llvm.func internal @segment(
+// CHECK-SAME: ) attributes {always_inline, llvm.emit_c_interface} {
 // CHECK-COUNT-10: llvm.call @cblas_sgemm(
 // CHECK-NOT: llvm.call @cblas_sgemm(
-// CHECK-LABEL: llvm.func @_mlir_ciface_segment(
-// CHECK-SAME: %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: !llvm.ptr, %{{[^:]+}}: !llvm.ptr, %{{[^:]+}}: !llvm.ptr) attributes {llvm.emit_c_interface} {
+// CHECK-LABEL: llvm.func internal @_mlir_ciface_segment(
+// CHECK-SAME: %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: !llvm.ptr, %{{[^:]+}}: !llvm.ptr, %{{[^:]+}}: !llvm.ptr) attributes {always_inline, llvm.emit_c_interface} {
 // CHECK: llvm.call @segment(
 // CHECK-LABEL: llvm.func @txl_segment_forward(
 // CHECK-SAME: %{{[^:]+}}: !llvm.ptr) {
@@ -34,7 +36,7 @@
 
 // Without fusion the four-term score is lowered as written: 4 score products
 // and one value product, 12 sgemm calls in all.
-// UNFUSED-LABEL: llvm.func @segment(
+// UNFUSED-LABEL: llvm.func internal @segment(
 // UNFUSED-COUNT-12: llvm.call @cblas_sgemm(
 // UNFUSED-NOT: llvm.call @cblas_sgemm(
 // UNFUSED: llvm.func @txl_segment_forward(

@@ -1,11 +1,16 @@
 // RUN: txl-opt %s --split-input-file --txl-emit-packed-entry --verify-diagnostics | FileCheck %s
-// RUN: txl-opt %S/Inputs/ciface-model.mlir --txl-emit-packed-entry="function=model entry=txl_model_forward" | FileCheck %s --check-prefix=CUSTOM
+// RUN: txl-opt %S/Inputs/ciface-model.mlir --txl-emit-packed-entry="function=model entry=txl_model_forward" \
+// RUN:   | FileCheck %s --check-prefix=CUSTOM --implicit-check-not=txl_segment_forward \
+// RUN:       --implicit-check-not=txl_optimizer_step --implicit-check-not=txl_learning_rate
 // RUN: not txl-opt %S/Inputs/ciface-model.mlir --txl-emit-packed-entry 2>&1 | FileCheck %s --check-prefix=MISSING
 
 // The packed entry `void txl_segment_forward(void **args)` loads args[i] for
 // each argument of _mlir_ciface_segment: a memref descriptor is passed as the
 // pointer itself, a scalar (i64, f32) is loaded from the pointer's target.
-// CHECK-LABEL: llvm.func @_mlir_ciface_segment
+// The wrapper, whose one use is now the entry's call, becomes internal and
+// always-inline, so that the entry is the only symbol left.
+// CHECK-LABEL: llvm.func internal @_mlir_ciface_segment
+// CHECK-SAME: attributes {always_inline}
 // CHECK-LABEL: llvm.func @txl_segment_forward
 // CHECK-SAME: (%[[ARGS:[^:]+]]: !llvm.ptr) {
 // CHECK-NEXT: %[[S0:.+]] = llvm.getelementptr %[[ARGS]][0] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
@@ -83,13 +88,12 @@ module {
 }
 
 // The `function` and `entry` options name the wrapped function and the entry.
+// No txl_segment_forward is emitted, and without their functions neither are
+// the optional entries: the CUSTOM run's --implicit-check-not options hold
+// over the whole output.
 // CUSTOM-LABEL: llvm.func @txl_model_forward
 // CUSTOM-SAME: (%[[ARGS:[^:]+]]: !llvm.ptr)
 // CUSTOM: llvm.call @_mlir_ciface_model(%{{.+}}, %{{.+}}) : (!llvm.ptr, i64) -> ()
-// CUSTOM-NOT: txl_segment_forward
-// Without their functions the optional entries are not emitted.
-// CUSTOM-NOT: txl_optimizer_step
-// CUSTOM-NOT: txl_learning_rate
 
 // Without a C-interface wrapper for the function there is nothing to call.
 // MISSING: error: txl-emit-packed-entry: no function '_mlir_ciface_segment' (is 'segment' marked llvm.emit_c_interface and lowered to LLVM?)
@@ -114,6 +118,54 @@ module {
     llvm.return
   }
   llvm.func @txl_segment_forward(%arg0: !llvm.ptr) {
+    llvm.return
+  }
+}
+
+// -----
+
+// The function a wrapper calls is inlined the same way when the wrapper is
+// its only user: @segment_grad and its wrapper become internal and
+// always-inline, the entry stays external. A function with another user
+// (@segment, also called by @other) and the wrapper of a function without a
+// body keep their linkage.
+// CHECK-LABEL: llvm.func @segment(
+// CHECK-NOT: always_inline
+// CHECK-LABEL: llvm.func @other(
+// CHECK-LABEL: llvm.func internal @_mlir_ciface_segment(
+// CHECK-SAME: attributes {always_inline}
+// CHECK-LABEL: llvm.func internal @segment_grad(
+// CHECK-SAME: attributes {always_inline}
+// CHECK-LABEL: llvm.func internal @_mlir_ciface_segment_grad(
+// CHECK-SAME: attributes {always_inline}
+// CHECK-LABEL: llvm.func @learning_rate(i64)
+// CHECK-LABEL: llvm.func internal @_mlir_ciface_learning_rate(
+// CHECK-SAME: attributes {always_inline}
+// CHECK-LABEL: llvm.func @txl_segment_forward(
+// CHECK-LABEL: llvm.func @txl_segment_grad(
+// CHECK-LABEL: llvm.func @txl_learning_rate(
+module {
+  llvm.func @segment(%x: i64) {
+    llvm.return
+  }
+  llvm.func @other(%x: i64) {
+    llvm.call @segment(%x) : (i64) -> ()
+    llvm.return
+  }
+  llvm.func @_mlir_ciface_segment(%x: i64) {
+    llvm.call @segment(%x) : (i64) -> ()
+    llvm.return
+  }
+  llvm.func @segment_grad(%x: i64) {
+    llvm.return
+  }
+  llvm.func @_mlir_ciface_segment_grad(%x: i64) {
+    llvm.call @segment_grad(%x) : (i64) -> ()
+    llvm.return
+  }
+  llvm.func @learning_rate(i64)
+  llvm.func @_mlir_ciface_learning_rate(%x: i64) {
+    llvm.call @learning_rate(%x) : (i64) -> ()
     llvm.return
   }
 }

@@ -45,9 +45,12 @@ func.func @exp_in_generic(%x: tensor<?xf32>) -> tensor<?xf32> {
 // f64 exp (the gradient checks' precision) keeps libm; other math ops are
 // not approximated.
 // CHECK-LABEL: func.func @exp_f64_and_log_kept
+// CHECK-NOT: math.fma
 // CHECK: math.exp %{{.+}} : f64
+// CHECK-NOT: math.fma
 // CHECK: math.log %{{.+}} : f32
 // CHECK-NOT: math.fma
+// CHECK: return
 func.func @exp_f64_and_log_kept(%x: f64, %y: f32) -> (f64, f32) {
   %e = math.exp %x : f64
   %l = math.log %y : f32

@@ -121,7 +121,8 @@ func.func @no_fuse_score_reused(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x2x16xf3
 // -----
 
 // The unshifted positional sum with a second user is not fused either (the
-// fused op never materializes it).
+// fused op has no result for it: its lowering writes (q + v) rᵀ only into a
+// padded buffer internal to the op).
 // CHECK-LABEL: func.func @no_fuse_shift_input_reused
 // CHECK-NOT: txl.rel_attention
 // CHECK: %[[BD:.+]] = txl.add

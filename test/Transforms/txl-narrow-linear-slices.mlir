@@ -138,6 +138,7 @@ func.func @strided_or_dynamic_columns(%x: tensor<?x8xf32>, %w: tensor<16x8xf32>,
 // CHECK-LABEL: func.func @input_grad_kept
 // CHECK-COUNT-2: txl.linear_input_grad %{{.+}}, %{{.+}} : tensor<?x16xf32>, tensor<16x8xf32> -> tensor<?x8xf32>
 // CHECK-NOT: txl.linear_input_grad
+// CHECK: return %{{.+}}, %{{.+}}, %{{.+}} : tensor<?x4xf32>, tensor<?x8xf32>, tensor<?x8xf32>
 func.func @input_grad_kept(%dy: tensor<?x16xf32>, %w: tensor<16x8xf32>, %n: index)
     -> (tensor<?x4xf32>, tensor<?x8xf32>, tensor<?x8xf32>) {
   %g = txl.linear_input_grad %dy, %w : tensor<?x16xf32>, tensor<16x8xf32> -> tensor<?x8xf32>

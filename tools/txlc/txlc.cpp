@@ -1,8 +1,11 @@
-//===- txlc.cpp - Transformer-XL model file -> executable --------*- C++
-//-*-===//
+//===- txlc.cpp - Transformer-XL model file -> executable ---------*- C++ -*-===//
 
 #include "txl/Driver/Driver.h"
 
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
@@ -67,15 +70,38 @@ static cl::opt<std::string> linker(cl::cat(txlcCategory), "linker",
                                    cl::desc("C++ compiler driver used to link "
                                             "(default clang++-22)"),
                                    cl::init(""));
+static cl::opt<unsigned> jobs(
+    cl::cat(txlcCategory), "j",
+    cl::desc("Threads for LLVM optimization and code generation of an "
+             "executable (0 = one per core)"),
+    cl::Prefix, cl::init(0));
 static cl::opt<bool> keepTemps(cl::cat(txlcCategory), "keep-temps",
                                cl::desc("Keep the intermediate object and C "
                                         "files"),
                                cl::init(false));
 
+/// mlir-opt's debugging options, shown in txlc's --help next to its own.
+static cl::OptionCategory mlirCategory("MLIR options (as in mlir-opt)");
+
+/// Registers mlir-opt's pass-manager, timing, printing and context options
+/// (--mlir-print-ir-after-all, --mlir-timing, the crash reproducer,
+/// --mlir-disable-threading, ...) and files them under `mlirCategory`.
+static void registerMlirOptions() {
+  mlir::registerPassManagerCLOptions();
+  mlir::registerDefaultTimingManagerCLOptions();
+  mlir::registerAsmPrinterCLOptions();
+  mlir::registerMLIRContextCLOptions();
+  for (auto &[name, option] : cl::getRegisteredOptions())
+    if (name.starts_with("mlir-"))
+      option->addCategory(mlirCategory);
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
-  // libLLVM registers its own options globally; show only txlc's.
-  cl::HideUnrelatedOptions(txlcCategory);
+  registerMlirOptions();
+  // libLLVM registers its own options globally; show only txlc's and
+  // mlir-opt's.
+  cl::HideUnrelatedOptions({&txlcCategory, &mlirCategory});
   cl::ParseCommandLineOptions(
       argc, argv,
       "txlc: compile a Transformer-XL model file into a standalone "
@@ -91,6 +117,7 @@ int main(int argc, char **argv) {
   options.backward = backward;
   options.codegen.cpu = mcpu;
   options.codegen.optLevel = optLevel;
+  options.codegen.threads = jobs;
   options.runtimeIncludeDir = runtimeInclude;
   options.linker = linker;
   options.keepTemps = keepTemps;

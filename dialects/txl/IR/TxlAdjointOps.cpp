@@ -85,36 +85,6 @@ LogicalResult EmbeddingGradOp::verify() {
   return success();
 }
 
-namespace {
-/// txl.add %g, (txl.embedding_grad %dy, %tokens)
-///   => txl.embedding_grad %dy, %tokens into %g
-/// when the embedding_grad has no `into` and no other use: a tied table's two
-/// gradients (tie_weight) become one scatter-add onto the output layer's.
-struct FoldAddIntoEmbeddingGrad : public OpRewritePattern<AddOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(AddOp op,
-                                PatternRewriter &rewriter) const override {
-    for (auto [grad, other] : {std::pair(op.getRhs(), op.getLhs()),
-                               std::pair(op.getLhs(), op.getRhs())}) {
-      auto scatter = grad.getDefiningOp<EmbeddingGradOp>();
-      if (!scatter || scatter.getInit() || !scatter->hasOneUse())
-        continue;
-      rewriter.replaceOpWithNewOp<EmbeddingGradOp>(
-          op, scatter.getType(), scatter.getDResult(), scatter.getTokens(),
-          other);
-      rewriter.eraseOp(scatter);
-      return success();
-    }
-    return failure();
-  }
-};
-} // namespace
-
-void AddOp::getCanonicalizationPatterns(RewritePatternSet &results,
-                                        MLIRContext *context) {
-  results.add<FoldAddIntoEmbeddingGrad>(context);
-}
-
 LogicalResult AdaptiveEmbeddingGradOp::inferReturnTypes(
     MLIRContext *, std::optional<Location>, Adaptor adaptor,
     SmallVectorImpl<Type> &types) {

@@ -277,9 +277,12 @@ def Txl_RelAttentionGradOp : Txl_Op<"rel_attention_grad", [Pure,
     `d_query = dS k + dS ⋆ r` where `(dS ⋆ r)[i] = sum_j dS[i, j] r[j + qlen - 1 - i]`,
     `d_pos_key[m] = sum_{i, b} dS[i, m - qlen + 1 + i] (q_i + v)`,
     `d_r_w_bias` and `d_r_r_bias` the sums of the two query terms over
-    positions and batch. The positional term is scattered by index
-    arithmetic: like the forward lowering, it never materializes the
-    unshifted positional scores. With `dropatt`, P is dropped as in the
+    positions and batch. The CPU lowering recomputes the forward's padded
+    score buffer and probabilities, writes dP and dS ([n_head·batch, qlen,
+    klen] each) and shifts dS back to the unshifted positional columns
+    once, into a third such tensor dRaw (the adjoint of the forward's
+    shifted view), from which the positional parts of `d_query` and
+    `d_pos_key` are batched products. With `dropatt`, P is dropped as in the
     forward op (mask M/(1 - rate) recomputed from the same counters):
     `d_value = (P ⊙ M)ᵀ d_result` and `dP = (d_result · Vᵀ) ⊙ M`.
 

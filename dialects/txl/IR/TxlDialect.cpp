@@ -2,6 +2,9 @@
 #include "txl/IR/TxlDialect.h"
 #include "txl/IR/TxlOps.h"
 
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/SmallSet.h"
+
 using namespace mlir;
 using namespace mlir::txl;
 
@@ -12,4 +15,87 @@ void TxlDialect::initialize() {
 #define GET_OP_LIST
 #include "txl/IR/TxlOps.cpp.inc"
       >();
+}
+
+//===----------------------------------------------------------------------===//
+// Discardable attributes
+//===----------------------------------------------------------------------===//
+
+/// Argument attributes whose value names the parameter the argument holds,
+/// in the role of the attribute's name: the parameter itself, its gradient,
+/// or one of torch.optim's state tensors of it (TrainingBuilder.cpp).
+static constexpr llvm::StringLiteral kNamingArgAttrs[] = {
+    "txl.param", "txl.grad",          "txl.exp_avg",
+    "txl.exp_avg_sq", "txl.momentum_buffer", "txl.sum"};
+
+LogicalResult TxlDialect::verifyRegionArgAttribute(Operation *op,
+                                                   unsigned regionIndex,
+                                                   unsigned argIndex,
+                                                   NamedAttribute attr) {
+  StringRef name = attr.getName().strref();
+  if (llvm::is_contained(kNamingArgAttrs, name)) {
+    auto value = dyn_cast<StringAttr>(attr.getValue());
+    if (!value || value.empty())
+      return op->emitError("'")
+             << name << "' of argument " << argIndex
+             << " must be a non-empty string (the parameter's state_dict "
+                "name)";
+    return success();
+  }
+  if (name == "txl.buffer") {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitError("'txl.buffer' of argument ")
+             << argIndex << " must be a unit attribute";
+    auto fn = dyn_cast<FunctionOpInterface>(op);
+    if (fn && !fn.getArgAttr(argIndex, "txl.param"))
+      return op->emitError("'txl.buffer' of argument ")
+             << argIndex << " needs 'txl.param' on the same argument";
+    return success();
+  }
+  return op->emitError("unknown txl argument attribute '") << name << "'";
+}
+
+/// `attr` as a dense i64 array, each element in [0, bound) and none twice;
+/// else an error on `op` that says what it indexes.
+static LogicalResult verifyIndexArray(Operation *op, NamedAttribute attr,
+                                      int64_t bound, StringRef what) {
+  auto array = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+  if (!array)
+    return op->emitError("'") << attr.getName().strref()
+                              << "' must be an array<i64> of " << what
+                              << " indices";
+  llvm::SmallSet<int64_t, 8> seen;
+  for (int64_t index : array.asArrayRef()) {
+    if (index < 0 || index >= bound)
+      return op->emitError("'") << attr.getName().strref() << "' index "
+                                << index << " is not a valid " << what
+                                << " index (the function has " << bound
+                                << ")";
+    if (!seen.insert(index).second)
+      return op->emitError("'") << attr.getName().strref() << "' names "
+                                << what << " " << index << " twice";
+  }
+  return success();
+}
+
+LogicalResult TxlDialect::verifyOperationAttribute(Operation *op,
+                                                   NamedAttribute attr) {
+  StringRef name = attr.getName().strref();
+  if (name != "txl.result_destinations" && name != "txl.built_in_destination")
+    return op->emitError("unknown txl attribute '") << name << "'";
+  auto fn = dyn_cast<FunctionOpInterface>(op);
+  if (!fn)
+    return op->emitError("'") << name << "' is an attribute of functions";
+  int64_t numResults = fn.getNumResults();
+  if (name == "txl.built_in_destination")
+    return verifyIndexArray(op, attr, numResults, "result");
+  // One destination argument per result (txl-results-to-destinations).
+  if (failed(verifyIndexArray(op, attr, fn.getNumArguments(), "argument")))
+    return failure();
+  int64_t size = cast<DenseI64ArrayAttr>(attr.getValue()).size();
+  if (size != numResults)
+    return op->emitError("'txl.result_destinations' must name one argument "
+                         "per result (")
+           << numResults << "), got " << size;
+  return success();
 }

@@ -32,6 +32,13 @@ def Txl_Dialect : Dialect {
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::tensor::TensorDialect"];
+  // The discardable attributes the pipeline relies on (TxlDialect.cpp):
+  // function arguments name the parameter they hold (`txl.param`,
+  // `txl.buffer`, `txl.grad`, `txl.<optimizer state>`), and entry functions
+  // record where their results are written (`txl.result_destinations`,
+  // `txl.built_in_destination`).
+  let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
 }
 
 // All float tensor operands and results of one op share their element type

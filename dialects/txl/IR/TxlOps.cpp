@@ -199,6 +199,25 @@ LogicalResult AttnApplyOp::verify() {
                            "result");
 }
 
+/// The softmax scale of the official attention, 1 / sqrt(d_head): positive
+/// and finite.
+static LogicalResult verifyScale(Operation *op, const llvm::APFloat &scale) {
+  if (!scale.isFiniteNonZero() || scale.isNegative())
+    return op->emitOpError("scale must be a positive finite number");
+  return success();
+}
+
+LogicalResult MaskedSoftmaxOp::verify() {
+  ArrayRef<int64_t> s = shapeOf(getScores());
+  // klen = mlen + qlen: the memory's keys, then the segment's.
+  if (!ShapedType::isDynamic(s[0]) && !ShapedType::isDynamic(s[1]) &&
+      s[0] > s[1])
+    return emitOpError("scores must be [qlen, klen, batch, n_head] with "
+                       "qlen <= klen, got qlen ")
+           << s[0] << " > klen " << s[1];
+  return verifyScale(*this, getScale());
+}
+
 LogicalResult RelAttentionOp::verify() {
   ArrayRef<int64_t> q = shapeOf(getQuery());
   ArrayRef<int64_t> k = shapeOf(getKey());
@@ -218,6 +237,8 @@ LogicalResult RelAttentionOp::verify() {
   }
   if (getResult().getType() != getQuery().getType())
     return emitOpError("result type must be the query type");
+  if (failed(verifyScale(*this, getScale())))
+    return failure();
   return verifyDropattGroup(*this, getDropattOperands(), getDropatt(),
                             getDropattStream());
 }

@@ -142,8 +142,6 @@ def Txl_AddOp : Txl_Op<"add", [Pure, Commutative, SameOperandsAndResultType]> {
   let arguments = (ins FloatTensor:$lhs, FloatTensor:$rhs);
   let results = (outs FloatTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs)";
-  // Folds a sum with a fresh txl.embedding_grad into its `into` form.
-  let hasCanonicalizer = 1;
 }
 
 def Txl_ScaleOp : Txl_Op<"scale", [Pure, SameOperandsAndResultType]> {
@@ -380,6 +378,7 @@ def Txl_MaskedSoftmaxOp : Txl_Op<"masked_softmax",
   let assemblyFormat = [{
     $scores `,` $mem_len `,` $same_length attr-dict `:` type($scores)
   }];
+  let hasVerifier = 1;
 }
 
 def Txl_AttnApplyOp : Txl_Op<"attn_apply", [Pure]> {
@@ -415,9 +414,16 @@ def Txl_RelAttentionOp : Txl_Op<"rel_attention",
 
     Shapes: `query` [qlen, batch, n_head, d_head], `key` and `value`
     [klen, batch, n_head, d_head], `pos_key` (W_{k,R}R) [klen, n_head, d_head],
-    biases [n_head, d_head]; result [qlen, batch, n_head, d_head]. Lowering
-    writes BD once, already shifted: the unshifted positional scores are
-    never materialized.
+    biases [n_head, d_head]; result [qlen, batch, n_head, d_head]. The CPU
+    lowering writes the unshifted positional scores `(q + v) rᵀ` once, into
+    a zero-padded [n_head·batch, qlen, klen + 1] buffer, reads BD through a
+    strided view of that buffer (the official `_rel_shift` without its
+    copy) and accumulates AC onto the view; the masked softmax then writes
+    one more [n_head, batch, qlen, klen] buffer (docs/design.md lists what
+    is materialised on each target). `pos_key` must have klen rows: the
+    verifier rejects a static mismatch, and with klen dynamic the lowering
+    checks it at run time (a `cf.assert` that aborts with "pos_key must
+    have as many rows as key (klen)") before reading r.
 
     With a `dropatt(seed, offset, training, stream_base)` group and the
     `dropatt` (rate) and `dropatt_stream` attributes, the probabilities go

@@ -30,8 +30,14 @@ def GenerateBackwardPass : Pass<"txl-generate-backward", "::mlir::ModuleOp"> {
     `@<callee>_grad` recomputes the callee (layer-level checkpointing: only
     each layer's input stays alive). A parameter no gradient reaches gets
     zeros. An op on a gradient path without an adjoint is an error naming
-    it; the decomposed attention ops have none, so fuse first
-    (`--txl-fuse-rel-attention`).
+    it. `txl.rel_attention` gets the fused `txl.rel_attention_grad`, which
+    recomputes the probabilities from q, k, v and r. The decomposed
+    attention (`--fuse-attention=false`) is differentiated op by op:
+    `txl.attn_score`, `txl.rel_shift`, `txl.masked_softmax` and
+    `txl.attn_apply` get `txl.attn_score_grad`, `txl.rel_shift_grad`,
+    `txl.softmax_grad` and `txl.attn_apply_grad`, `txl.broadcast_head_bias`
+    a `txl.sum_leading`; with `save-activations` the probabilities (and
+    their dropatt) are then saved activations.
   }];
   let options = [
     Option<"function", "function", "std::string", "\"segment\"",

@@ -3,6 +3,7 @@
 #define TXL_TARGET_OBJECTEMITTER_H
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/Timing.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 
@@ -11,10 +12,13 @@
 namespace mlir {
 namespace txl {
 
-/// Native code generation settings (`txlc -mcpu=`, `-O`).
+/// Native code generation settings (`txlc -mcpu=`, `-O`, `-j`).
 struct CodegenOptions {
   std::string cpu = "x86-64-v3"; ///< LLVM CPU name; "native" = this host
   unsigned optLevel = 3;         ///< 0..3
+  /// Threads for LLVM optimization and code generation of an executable;
+  /// 0 = one per core. The module is split into this many parts.
+  unsigned threads = 0;
 };
 
 /// Translates an LLVM-dialect module to LLVM IR for the host triple, with
@@ -28,6 +32,19 @@ translateAndOptimize(ModuleOp module, llvm::LLVMContext &llvmContext,
 /// TargetMachine. Returns an error message on failure.
 llvm::Error emitObjectFile(llvm::Module &llvmModule, llvm::StringRef path,
                            const CodegenOptions &options);
+
+/// Translates `module` to LLVM IR, splits it into `options.threads` parts
+/// (whole functions, balanced by size; llvm::SplitModule), and optimizes
+/// and emits each part on its own thread, in its own LLVMContext, into a
+/// temporary ELF object whose path is appended to `objectPaths` (the
+/// caller links and removes them). The parts are the same code the
+/// single-module route emits, less inlining across parts (only the small
+/// `_mlir_ciface_`/packed wrappers call across). Emits a diagnostic on
+/// `module` and returns failure on any error. Each step is timed under
+/// `timing` (txlc --mlir-timing).
+LogicalResult emitObjectFilesInParallel(
+    ModuleOp module, const CodegenOptions &options,
+    llvm::SmallVectorImpl<std::string> &objectPaths, TimingScope &timing);
 
 } // namespace txl
 } // namespace mlir

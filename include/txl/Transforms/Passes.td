@@ -4,7 +4,7 @@
 
 include "mlir/Pass/PassBase.td"
 
-def FuseRelAttentionPass : Pass<"txl-fuse-rel-attention"> {
+def FuseRelAttentionPass : Pass<"txl-fuse-rel-attention", "::mlir::func::FuncOp"> {
   let summary = "Fuse the four-term relative attention into txl.rel_attention";
   let description = [{
     Recognizes the paper's score written literally (§3.3),
@@ -40,7 +40,7 @@ def FuseRelAttentionPass : Pass<"txl-fuse-rel-attention"> {
   let dependentDialects = ["::mlir::txl::TxlDialect"];
 }
 
-def LowerRelShiftPass : Pass<"txl-lower-rel-shift"> {
+def LowerRelShiftPass : Pass<"txl-lower-rel-shift", "::mlir::func::FuncOp"> {
   let summary = "Lower txl.rel_shift and txl.rel_shift_grad to index arithmetic";
   let description = [{
     Runs after --txl-generate-backward (so that the backward sees the
@@ -71,7 +71,7 @@ def LowerRelShiftPass : Pass<"txl-lower-rel-shift"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
-def NarrowLinearSlicesPass : Pass<"txl-narrow-linear-slices"> {
+def NarrowLinearSlicesPass : Pass<"txl-narrow-linear-slices", "::mlir::func::FuncOp"> {
   let summary = "Compute only the rows and columns of a txl.linear (and of "
                 "its input gradient) that slices read";
   let description = [{
@@ -115,6 +115,40 @@ def NarrowLinearSlicesPass : Pass<"txl-narrow-linear-slices"> {
     ```
   }];
   let dependentDialects = ["::mlir::tensor::TensorDialect"];
+}
+
+def AccumulateEmbeddingGradPass : Pass<"txl-accumulate-embedding-grad",
+                                       "::mlir::func::FuncOp"> {
+  let summary = "Scatter-add a tied table's embedding gradient onto the other "
+                "gradient of that table";
+  let description = [{
+    With `tie_weight`, the word embedding table is also the output layer's
+    weight, so the generated backward sums two gradients of it: the output
+    layer's dense `dW` and the embedding's scatter of `d_result` rows
+    (`txl.embedding_grad`). This pass turns that sum into one scatter-add
+    onto `dW` (`txl.embedding_grad ... into`), so that no second
+    `[n_token, d]` tensor is written and added.
+
+    It is a pass and not a canonicalization because it changes results in
+    the last bits: the sum `dW[t] + Σ rows` becomes `(…(dW[t] + row₀) + …)`,
+    another order of float additions (torch's order is the former). Runs in
+    the backward pipeline after `--txl-generate-backward`.
+
+    Only an `embedding_grad` without `into` whose one use is the add is
+    rewritten; one read elsewhere (whose value would change) or one that
+    already accumulates is left alone.
+
+    Before:
+    ```mlir
+    %e = txl.embedding_grad %dy, %tokens : ... -> tensor<50x4xf32>
+    %s = txl.add %dw, %e : tensor<50x4xf32>
+    ```
+    After:
+    ```mlir
+    %s = txl.embedding_grad %dy, %tokens into %dw : ... -> tensor<50x4xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::txl::TxlDialect"];
 }
 
 #endif // TXL_TRANSFORMS_PASSES

@@ -153,8 +153,9 @@ struct DropoutSite {
 /// counter, else `x` unchanged. The counters number the elements row-major
 /// in the layout whose dimensions, outermost first, are the dimensions
 /// `logicalDims` of `x` (identity for txl.dropout; the fused attention's
-/// [batch, n_head, qlen, klen] probabilities pass {2, 3, 0, 1} so that they
-/// draw the mask of the decomposed [qlen, klen, batch, n_head] form).
+/// heads-major [n_head, batch, qlen, klen] probabilities pass {2, 3, 1, 0}
+/// so that they draw the mask of the decomposed [qlen, klen, batch, n_head]
+/// form).
 Value createDropout(OpBuilder &b, Location loc, Value x,
                     const DropoutSite &site, ArrayRef<int64_t> logicalDims);
 

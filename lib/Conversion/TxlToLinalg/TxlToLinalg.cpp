@@ -22,9 +22,9 @@ struct ConvertTxlToLinalgPass
     MLIRContext *ctx = &getContext();
     ConversionTarget target(*ctx);
     target.addIllegalDialect<TxlDialect>();
-    target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
-                           math::MathDialect, scf::SCFDialect,
-                           tensor::TensorDialect>();
+    target.addLegalDialect<arith::ArithDialect, cf::ControlFlowDialect,
+                           linalg::LinalgDialect, math::MathDialect,
+                           scf::SCFDialect, tensor::TensorDialect>();
     RewritePatternSet patterns(ctx);
     populateTxlElementwiseToLinalgPatterns(patterns);
     populateTxlDropoutToLinalgPatterns(patterns);

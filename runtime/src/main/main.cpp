@@ -99,6 +99,9 @@ static void tuneAllocator() {
 
 int main(int argc, char **argv) {
   tuneAllocator();
+  // Line-buffered even into a pipe: a run-time check in generated code
+  // prints its message with puts and aborts, which would lose a buffer.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   const std::string prog = programName(argc > 0 ? argv[0] : nullptr);
   const txl_model_info_t &info = txl_model_info;
   auto reportError = [&](const std::string &message) {

@@ -505,6 +505,46 @@ func.func @layer_norm_missing_epsilon(%x: tensor<?x?x32xf32>, %g: tensor<32xf32>
 
 // -----
 
+// The keys are the memory's then the segment's: never fewer than the
+// queries.
+func.func @masked_softmax_qlen_gt_klen(%s: tensor<8x4x?x2xf32>, %ml: index, %sl: i1) -> tensor<8x4x?x2xf32> {
+  // expected-error @+1 {{'txl.masked_softmax' op scores must be [qlen, klen, batch, n_head] with qlen <= klen, got qlen 8 > klen 4}}
+  %p = txl.masked_softmax %s, %ml, %sl {scale = 0.25 : f32} : tensor<8x4x?x2xf32>
+  return %p : tensor<8x4x?x2xf32>
+}
+
+// -----
+
+// The softmax scale is 1 / sqrt(d_head): positive and finite.
+func.func @masked_softmax_scale_negative(%s: tensor<?x?x?x2xf32>, %ml: index, %sl: i1) -> tensor<?x?x?x2xf32> {
+  // expected-error @+1 {{'txl.masked_softmax' op scale must be a positive finite number}}
+  %p = txl.masked_softmax %s, %ml, %sl {scale = -0.25 : f32} : tensor<?x?x?x2xf32>
+  return %p : tensor<?x?x?x2xf32>
+}
+
+// -----
+
+func.func @masked_softmax_scale_zero(%s: tensor<?x?x?x2xf32>, %ml: index, %sl: i1) -> tensor<?x?x?x2xf32> {
+  // expected-error @+1 {{'txl.masked_softmax' op scale must be a positive finite number}}
+  %p = txl.masked_softmax %s, %ml, %sl {scale = 0.0 : f32} : tensor<?x?x?x2xf32>
+  return %p : tensor<?x?x?x2xf32>
+}
+
+// -----
+
+// The fused op's scale is checked the same way.
+func.func @rel_attention_scale(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x2x16xf32>, %v: tensor<?x?x2x16xf32>,
+                               %r: tensor<?x2x16xf32>, %u: tensor<2x16xf32>, %vb: tensor<2x16xf32>,
+                               %ml: index, %sl: i1) -> tensor<?x?x2x16xf32> {
+  // expected-error @+1 {{'txl.rel_attention' op scale must be a positive finite number}}
+  %o = txl.rel_attention %q, %k, %v, %r, %u, %vb, %ml, %sl {scale = 0x7F800000 : f32}
+      : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x2x16xf32>,
+        tensor<2x16xf32>, tensor<2x16xf32> -> tensor<?x?x2x16xf32>
+  return %o : tensor<?x?x2x16xf32>
+}
+
+// -----
+
 // masked_softmax's scale must be an f32 attribute.
 func.func @masked_softmax_scale_type(%s: tensor<?x?x?x2xf32>, %ml: index, %sl: i1) -> tensor<?x?x?x2xf32> {
   // expected-error @+1 {{'txl.masked_softmax' op attribute 'scale' failed to satisfy constraint: 32-bit float attribute}}

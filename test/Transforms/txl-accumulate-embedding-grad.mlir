@@ -1,4 +1,5 @@
-// RUN: txl-opt %s --canonicalize --split-input-file | FileCheck %s
+// RUN: txl-opt %s --txl-accumulate-embedding-grad --split-input-file | FileCheck %s
+// RUN: txl-opt %s --canonicalize --split-input-file | FileCheck %s --check-prefix=CANON
 
 // A tied table's gradient: the sum of the output layer's gradient and a
 // fresh embedding_grad becomes one scatter-add onto the former, whichever
@@ -51,7 +52,23 @@ func.func @already_into(%dy: tensor<?x?x4xf32>, %t: tensor<?x?xi64>, %g: tensor<
 
 // CHECK-LABEL: func.func @plain_add
 // CHECK: txl.add
+// CHECK: return
 func.func @plain_add(%a: tensor<50x4xf32>, %b: tensor<50x4xf32>) -> tensor<50x4xf32> {
   %s = txl.add %a, %b : tensor<50x4xf32>
+  return %s : tensor<50x4xf32>
+}
+
+// -----
+
+// The canonicalizer leaves the sum alone: the rewrite changes the order of
+// float additions, so it is this named pass's, never a canonicalization's.
+
+// CANON-LABEL: func.func @not_a_canonicalization
+// CANON: %[[E:.+]] = txl.embedding_grad %{{.+}}, %{{.+}} : tensor
+// CANON-NEXT: %[[S:.+]] = txl.add %{{.+}}, %[[E]]
+// CANON-NEXT: return %[[S]]
+func.func @not_a_canonicalization(%dy: tensor<?x?x4xf32>, %t: tensor<?x?xi64>, %g: tensor<50x4xf32>) -> tensor<50x4xf32> {
+  %e = txl.embedding_grad %dy, %t : tensor<?x?x4xf32>, tensor<?x?xi64> -> tensor<50x4xf32>
+  %s = txl.add %g, %e : tensor<50x4xf32>
   return %s : tensor<50x4xf32>
 }

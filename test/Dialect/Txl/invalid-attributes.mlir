@@ -1,0 +1,127 @@
+// RUN: txl-opt %s --split-input-file --verify-diagnostics
+
+// The discardable attributes of the txl dialect (TxlDialect.cpp): one case
+// per verifier message, then the valid forms.
+
+// A parameter's name is its state_dict key: a non-empty string.
+// expected-error @+1 {{'txl.param' of argument 0 must be a non-empty string (the parameter's state_dict name)}}
+func.func @param_not_a_string(%w: tensor<4xf32> {txl.param = 1 : i64}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'txl.grad' of argument 1 must be a non-empty string (the parameter's state_dict name)}}
+func.func @grad_empty(%w: tensor<4xf32>, %g: tensor<4xf32> {txl.grad = ""}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'txl.exp_avg_sq' of argument 0 must be a non-empty string (the parameter's state_dict name)}}
+func.func @state_not_a_string(%s: tensor<4xf32> {txl.exp_avg_sq}) {
+  return
+}
+
+// -----
+
+// A buffer (e.g. the adaptive softmax's cluster columns) is a unit flag on
+// a named parameter.
+// expected-error @+1 {{'txl.buffer' of argument 0 must be a unit attribute}}
+func.func @buffer_not_unit(%w: tensor<4xf32> {txl.param = "crit.buf", txl.buffer = true}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'txl.buffer' of argument 0 needs 'txl.param' on the same argument}}
+func.func @buffer_without_param(%w: tensor<4xf32> {txl.buffer}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{unknown txl argument attribute 'txl.params'}}
+func.func @unknown_arg_attr(%w: tensor<4xf32> {txl.params = "w"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{unknown txl attribute 'txl.destinations'}}
+func.func @unknown_op_attr() attributes {txl.destinations = array<i64: 0>} {
+  return
+}
+
+// -----
+
+// The destinations are function attributes.
+func.func @destinations_not_on_function() {
+  // expected-error @+1 {{'txl.result_destinations' is an attribute of functions}}
+  %c = arith.constant {txl.result_destinations = array<i64: 0>} 0 : index
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'txl.result_destinations' must be an array<i64> of argument indices}}
+func.func @destinations_not_an_array(%a: tensor<4xf32>) -> tensor<4xf32>
+    attributes {txl.result_destinations = [0]} {
+  return %a : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'txl.result_destinations' index 2 is not a valid argument index (the function has 2)}}
+func.func @destination_out_of_range(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32>
+    attributes {txl.result_destinations = array<i64: 2>} {
+  return %a : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'txl.result_destinations' names argument 1 twice}}
+func.func @destination_twice(%a: tensor<4xf32>, %b: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+    attributes {txl.result_destinations = array<i64: 1, 1>} {
+  return %a, %a : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'txl.result_destinations' must name one argument per result (2), got 1}}
+func.func @destinations_count(%a: tensor<4xf32>, %b: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+    attributes {txl.result_destinations = array<i64: 1>} {
+  return %a, %a : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'txl.built_in_destination' index 1 is not a valid result index (the function has 1)}}
+func.func @built_in_out_of_range(%a: tensor<4xf32>) -> tensor<4xf32>
+    attributes {txl.built_in_destination = array<i64: 1>} {
+  return %a : tensor<4xf32>
+}
+
+// -----
+
+// Parameter names are argument attributes, never attributes of an op.
+func.func @param_on_an_op(%n: index) {
+  // expected-error @+1 {{unknown txl attribute 'txl.param'}}
+  %c = arith.constant {txl.param = "w"} 0 : index
+  return
+}
+
+// -----
+
+// The valid forms verify.
+func.func @valid(%w: tensor<4xf32> {txl.param = "word_emb.emb_layers.0.weight"},
+                 %buf: tensor<4xf32> {txl.param = "crit.cluster_weight", txl.buffer},
+                 %g: tensor<4xf32> {txl.grad = "word_emb.emb_layers.0.weight"},
+                 %m: tensor<4xf32> {txl.exp_avg = "word_emb.emb_layers.0.weight"},
+                 %v: tensor<4xf32> {txl.exp_avg_sq = "word_emb.emb_layers.0.weight"},
+                 %mb: tensor<4xf32> {txl.momentum_buffer = "w"},
+                 %s: tensor<4xf32> {txl.sum = "w"},
+                 %out: tensor<4xf32>) -> tensor<4xf32>
+    attributes {txl.result_destinations = array<i64: 7>, txl.built_in_destination = array<i64: 0>} {
+  return %w : tensor<4xf32>
+}
