@@ -1,4 +1,8 @@
 // RUN: txl-opt %s --split-input-file --txl-fuse-elementwise | FileCheck %s
+// Why not upstream's elementwise fusion (the pass, or its pattern set with a
+// control function): on the cases below it recomputes a broadcast producer
+// and gives an in-place generic a fresh destination.
+// RUN: txl-opt %s --split-input-file --linalg-fuse-elementwise-ops | FileCheck %s --check-prefix=UPSTREAM
 
 // A single-use elementwise producer is computed inside its consumer (here a
 // row reduction): one generic, reading the producer's inputs.
@@ -158,4 +162,54 @@ func.func @not_fused(%a: tensor<8x8xf32>, %w: tensor<8x8xf32>, %acc: tensor<8xf3
   } -> tensor<8x8xf32>
   %mm = linalg.matmul ins(%lhs, %w : tensor<8x8xf32>, tensor<8x8xf32>) outs(%init : tensor<8x8xf32>) -> tensor<8x8xf32>
   return %twice, %use1, %centered, %scaled, %upd, %mm : tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>
+}
+
+// -----
+
+// An in-place generic (txl.dropout writes its result into its input's
+// buffer, outs(%x)) keeps its destination, and a producer read through a
+// broadcast stays apart. Upstream's pattern set rewrites an `outs` the
+// payload does not read to a tensor.empty (its RemoveOutsDependency), which
+// would allocate a second buffer; and it fuses the broadcast producer,
+// computing exp(acc[i]) once per column instead of once per row.
+// CHECK-LABEL: func.func @upstream_differs
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<8x8xf32>, %[[ACC:[^:]+]]: tensor<8xf32>, %[[Y:[^:]+]]: tensor<8x8xf32>)
+// CHECK: %[[INPLACE:.+]] = linalg.generic {{.+}} ins(%[[X]] : tensor<8x8xf32>) outs(%[[X]] : tensor<8x8xf32>)
+// CHECK: %[[ROW:.+]] = linalg.generic {{.+}} ins(%[[ACC]] : tensor<8xf32>)
+// CHECK: math.exp
+// CHECK: %[[SC:.+]] = linalg.generic {{.+}} ins(%[[Y]], %[[ROW]] : tensor<8x8xf32>, tensor<8xf32>)
+// CHECK-NOT: math.exp
+// CHECK: return %[[INPLACE]], %[[SC]]
+// UPSTREAM-LABEL: func.func @upstream_differs
+// UPSTREAM-SAME: (%[[X:[^:]+]]: tensor<8x8xf32>, %[[ACC:[^:]+]]: tensor<8xf32>, %[[Y:[^:]+]]: tensor<8x8xf32>)
+// UPSTREAM: %[[E:.+]] = tensor.empty() : tensor<8x8xf32>
+// UPSTREAM: linalg.generic {{.+}} ins(%[[X]] : tensor<8x8xf32>) outs(%[[E]] : tensor<8x8xf32>)
+// UPSTREAM: linalg.generic {{.+}} ins(%[[Y]], %[[ACC]] : tensor<8x8xf32>, tensor<8xf32>)
+// UPSTREAM: math.exp
+// UPSTREAM: return
+#im = affine_map<(d0, d1) -> (d0, d1)>
+#ir = affine_map<(d0, d1) -> (d0)>
+#iv = affine_map<(d0) -> (d0)>
+func.func @upstream_differs(%x: tensor<8x8xf32>, %acc: tensor<8xf32>, %y: tensor<8x8xf32>) -> (tensor<8x8xf32>, tensor<8x8xf32>) {
+  %inplace = linalg.generic {indexing_maps = [#im, #im], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<8x8xf32>) outs(%x : tensor<8x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %t = arith.mulf %a, %a : f32
+    linalg.yield %t : f32
+  } -> tensor<8x8xf32>
+  %e1 = tensor.empty() : tensor<8xf32>
+  %row = linalg.generic {indexing_maps = [#iv, #iv], iterator_types = ["parallel"]}
+      ins(%acc : tensor<8xf32>) outs(%e1 : tensor<8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %t = math.exp %a : f32
+    linalg.yield %t : f32
+  } -> tensor<8xf32>
+  %e = tensor.empty() : tensor<8x8xf32>
+  %scaled = linalg.generic {indexing_maps = [#im, #ir, #im], iterator_types = ["parallel", "parallel"]}
+      ins(%y, %row : tensor<8x8xf32>, tensor<8xf32>) outs(%e : tensor<8x8xf32>) {
+  ^bb0(%a: f32, %s: f32, %o: f32):
+    %t = arith.mulf %a, %s : f32
+    linalg.yield %t : f32
+  } -> tensor<8x8xf32>
+  return %inplace, %scaled : tensor<8x8xf32>, tensor<8x8xf32>
 }
