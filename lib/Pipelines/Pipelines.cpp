@@ -48,8 +48,9 @@ void mlir::txl::buildTxlBackwardPipeline(OpPassManager &pm) {
 
 void mlir::txl::buildTxlToLinalgPipeline(OpPassManager &pm) {
   OpPassManager &fn = pm.nest<func::FuncOp>();
-  // After the backward: the decomposed form's rel_shift is differentiated
-  // as a txl op.
+  // After the backward, which differentiates txl.nll and txl.linear and
+  // (for the decomposed form) txl.rel_shift as txl ops.
+  fn.addPass(createFuseLinearNllPass());
   fn.addPass(createLowerRelShiftPass());
   fn.addPass(createConvertTxlToLinalgPass());
   fn.addPass(createCanonicalizerPass());

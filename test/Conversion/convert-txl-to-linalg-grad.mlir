@@ -146,8 +146,8 @@ func.func @adaptive_nll_grad(%dn: tensor<?x?xf32>, %h: tensor<?x?x4xf32>, %t: te
   return %g#0 : tensor<?x?x4xf32>
 }
 
-// An output layer with its backward (logits read by txl.nll and txl.nll_grad
-// only, d_logits by the linear's three adjoints only): a forward sweep over
+// An output layer with its backward, as txl-fuse-linear-nll makes it
+// (txl.linear_nll_fwd + txl.linear_nll_grad): a forward sweep over
 // blocks of 512 of the 1000 columns that also writes each block of logits
 // into its own contiguous [rows, 512] slab of a block-major [2, rows, 512]
 // tensor, and a backward sweep, last block first (column 512, then 0),
@@ -186,17 +186,18 @@ func.func @adaptive_nll_grad(%dn: tensor<?x?xf32>, %h: tensor<?x?x4xf32>, %t: te
 func.func @output_layer_sweeps(%h: tensor<?x?x32xf32>, %w: tensor<1000x32xf32>, %b: tensor<1000xf32>,
                                %t: tensor<?x?xi64>, %g: tensor<?x?xf32>)
     -> (tensor<?x?xf32>, tensor<?x?x32xf32>, tensor<1000x32xf32>, tensor<1000xf32>) {
-  %l = txl.linear %h, %w, %b : tensor<?x?x32xf32>, tensor<1000x32xf32>, tensor<1000xf32> -> tensor<?x?x1000xf32>
-  %n = txl.nll %l, %t : tensor<?x?x1000xf32>, tensor<?x?xi64> -> tensor<?x?xf32>
-  %dl = txl.nll_grad %g, %l, %t : tensor<?x?xf32>, tensor<?x?x1000xf32>, tensor<?x?xi64>
-  %dh = txl.linear_input_grad %dl, %w : tensor<?x?x1000xf32>, tensor<1000x32xf32> -> tensor<?x?x32xf32>
-  %dw = txl.linear_weight_grad %dl, %h : tensor<?x?x1000xf32>, tensor<?x?x32xf32> -> tensor<1000x32xf32>
-  %db = txl.sum_leading %dl : tensor<?x?x1000xf32> -> tensor<1000xf32>
+  %n, %lse, %blocks = txl.linear_nll_fwd %h, %w, %t, %b {block = 512 : i64}
+      : tensor<?x?x32xf32>, tensor<1000x32xf32>, tensor<?x?xi64>, tensor<1000xf32>
+      -> tensor<?x?xf32>, tensor<?xf32>, tensor<2x?x512xf32>
+  %dh, %dw, %db = txl.linear_nll_grad %g, %h, %w, %t, %lse, %blocks {block = 512 : i64}
+      : tensor<?x?xf32>, tensor<?x?x32xf32>, tensor<1000x32xf32>, tensor<?x?xi64>, tensor<?xf32>, tensor<2x?x512xf32>
+      -> tensor<?x?x32xf32>, tensor<1000x32xf32>, tensor<1000xf32>
   return %n, %dh, %dw, %db : tensor<?x?xf32>, tensor<?x?x32xf32>, tensor<1000x32xf32>, tensor<1000xf32>
 }
 
-// d_logits used by anything else (here returned) keep the separate
-// lowerings: the full-width product and nll_grad over [rows, 1000].
+// The unfused ops (txl-fuse-linear-nll leaves them when d_logits has another
+// reader, here returned) lower one at a time: the full-width product and
+// nll_grad over [rows, 1000].
 // CHECK-LABEL: func.func @output_layer_dlogits_kept
 // CHECK-NOT: scf.for
 // CHECK: linalg.matmul {{.+}} -> tensor<?x1000xf32>

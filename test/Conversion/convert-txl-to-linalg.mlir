@@ -186,7 +186,8 @@ func.func @nll(%logits: tensor<?x?x50xf32>, %target: tensor<?x?xi64>) -> tensor<
 
 // -----
 
-// txl.nll of a txl.linear used by nothing else: one loop over blocks of 512
+// txl.linear_nll (made by txl-fuse-linear-nll from a txl.nll of a
+// txl.linear used by nothing else): one loop over blocks of 512
 // of the 1000 output columns; each block's logits are a matmul of the rows
 // with a slice of w onto the broadcast bias slice, then an online
 // log-sum-exp update of the running max and sum, both carried in place. The
@@ -223,8 +224,7 @@ func.func @nll(%logits: tensor<?x?x50xf32>, %target: tensor<?x?xi64>) -> tensor<
 // CHECK: %[[OUT:.+]] = tensor.expand_shape %[[NLL]] {{\[}}[0, 1]]
 // CHECK: return %[[OUT]] : tensor<?x?xf32>
 func.func @linear_nll(%h: tensor<?x?x32xf32>, %w: tensor<1000x32xf32>, %b: tensor<1000xf32>, %t: tensor<?x?xi64>) -> tensor<?x?xf32> {
-  %l = txl.linear %h, %w, %b : tensor<?x?x32xf32>, tensor<1000x32xf32>, tensor<1000xf32> -> tensor<?x?x1000xf32>
-  %n = txl.nll %l, %t : tensor<?x?x1000xf32>, tensor<?x?xi64> -> tensor<?x?xf32>
+  %n = txl.linear_nll %h, %w, %t, %b : tensor<?x?x32xf32>, tensor<1000x32xf32>, tensor<?x?xi64>, tensor<1000xf32> -> tensor<?x?xf32>
   return %n : tensor<?x?xf32>
 }
 
@@ -242,16 +242,15 @@ func.func @linear_nll(%h: tensor<?x?x32xf32>, %w: tensor<1000x32xf32>, %b: tenso
 // CHECK-NOT: tensor.extract
 // CHECK: return
 func.func @linear_nll_no_bias(%h: tensor<?x?x32xf32>, %w: tensor<1000x32xf32>, %t: tensor<?x?xi64>) -> tensor<?x?xf32> {
-  %l = txl.linear %h, %w : tensor<?x?x32xf32>, tensor<1000x32xf32> -> tensor<?x?x1000xf32>
-  %n = txl.nll %l, %t : tensor<?x?x1000xf32>, tensor<?x?xi64> -> tensor<?x?xf32>
+  %n = txl.linear_nll %h, %w, %t : tensor<?x?x32xf32>, tensor<1000x32xf32>, tensor<?x?xi64> -> tensor<?x?xf32>
   return %n : tensor<?x?xf32>
 }
 
 // -----
 
-// Logits used elsewhere too (here returned; in a backward segment by
-// txl.nll_grad) are materialized: one matmul over all 1000 columns, then
-// the separate nll lowering, and no loop over column blocks.
+// A txl.linear and a txl.nll (not fused: here the logits are also
+// returned) lower one op at a time: one matmul over all 1000 columns, then
+// the nll's own lowering, and no loop over column blocks.
 // CHECK-LABEL: func.func @linear_nll_logits_kept
 // CHECK-NOT: scf.for
 // CHECK: %[[LOGITS:.+]] = linalg.matmul {{.+}} -> tensor<?x1000xf32>

@@ -31,6 +31,17 @@ inline ArrayRef<int64_t> shapeOf(Value v) {
 /// Checks a dropout site: `rate` in [0, 1) (1 would drop everything and
 /// scale by infinity) and `stream` in [0, 2^32) (one Philox counter word).
 /// `rateName`/`streamName` are the attribute names used in the messages.
+/// The output layer's operands (txl.linear_nll and its forms): `input`
+/// [qlen, batch, d], `weight` [n_token, d], optional `bias` [n_token] and
+/// `target` [qlen, batch].
+LogicalResult verifyOutputLayer(Operation *op, Value input, Value weight,
+                                Value bias, Value target);
+
+/// The logits the output layer keeps for its adjoint: `logits`
+/// [ceil(n_token / block), rows, block] and `lse` [rows], `block` > 0.
+LogicalResult verifySavedLogits(Operation *op, Value weight, Value lse,
+                                Value logits, int64_t block);
+
 LogicalResult verifyDropoutSite(Operation *op, StringRef rateName, double rate,
                                 StringRef streamName, int64_t stream);
 

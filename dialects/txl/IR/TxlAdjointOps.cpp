@@ -114,6 +114,24 @@ LogicalResult AdaptiveEmbeddingGradOp::verify() {
   return success();
 }
 
+LogicalResult LinearNllGradOp::verify() {
+  if (failed(verifyOutputLayer(*this, getInput(), getWeight(), Value(),
+                               getTarget())) ||
+      failed(verifySavedLogits(*this, getWeight(), getLse(), getLogits(),
+                               getBlock())))
+    return failure();
+  ArrayRef<int64_t> g = shapeOf(getDResult()), h = shapeOf(getInput());
+  if (!compatible(g[0], h[0]) || !compatible(g[1], h[1]))
+    return emitOpError("d_result must be the input's [qlen, batch]");
+  if (getDInput().getType() != getInput().getType())
+    return emitOpError("d_input must have the input's type");
+  if (getDWeight().getType() != getWeight().getType())
+    return emitOpError("d_weight must have the weight's type");
+  if (!compatible(shapeOf(getDBias())[0], shapeOf(getWeight())[0]))
+    return emitOpError("d_bias must be [n_token]");
+  return success();
+}
+
 LogicalResult NllGradOp::verify() {
   ArrayRef<int64_t> dy = shapeOf(getDResult()), logits = shapeOf(getLogits());
   ArrayRef<int64_t> target = shapeOf(getTarget());

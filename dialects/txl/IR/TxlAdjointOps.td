@@ -261,6 +261,40 @@ def Txl_AdaptiveNllGradOp : Txl_Op<"adaptive_nll_grad",
 // Attention
 //===----------------------------------------------------------------------===//
 
+def Txl_LinearNllGradOp : Txl_Op<"linear_nll_grad", [Pure]> {
+  let summary = "adjoint of the fused output layer and NLL";
+  let description = [{
+    With `d_logits = (softmax(logits) − onehot(target)) · d_result` (rows of
+    `logits` from `txl.linear_nll_fwd`'s block-major `logits` and `lse`):
+    `d_input = d_logits · weight` [qlen, batch, d], `d_weight =
+    d_logitsᵀ · input` [n_token, d], `d_bias = Σ_rows d_logits` [n_token].
+    Made by `--txl-fuse-linear-nll` from the generated backward's
+    `txl.nll_grad` and the linear's adjoints; the CPU lowering sweeps the
+    blocks last first, one [qlen·batch, block] block of `d_logits` at a
+    time, so no [qlen·batch, n_token] tensor is written.
+
+    ```mlir
+    %dh, %dw, %db = txl.linear_nll_grad %g, %h, %w, %t, %lse, %logits {block = 512 : i64}
+        : tensor<?x?xf32>, tensor<?x?x32xf32>, tensor<1000x32xf32>, tensor<?x?xi64>,
+          tensor<?xf32>, tensor<2x?x512xf32>
+        -> tensor<?x?x32xf32>, tensor<1000x32xf32>, tensor<1000xf32>
+    ```
+  }];
+  let arguments = (ins FloatTensor2D:$d_result, FloatTensor3D:$input,
+                       FloatTensor2D:$weight, I64Tensor2D:$target,
+                       FloatTensor1D:$lse, FloatTensor3D:$logits,
+                       I64Attr:$block);
+  let results = (outs FloatTensor3D:$d_input, FloatTensor2D:$d_weight,
+                      FloatTensor1D:$d_bias);
+  let assemblyFormat = [{
+    $d_result `,` $input `,` $weight `,` $target `,` $lse `,` $logits attr-dict
+    `:` type($d_result) `,` type($input) `,` type($weight) `,` type($target)
+    `,` type($lse) `,` type($logits) `->` type($d_input) `,` type($d_weight)
+    `,` type($d_bias)
+  }];
+  let hasVerifier = 1;
+}
+
 def Txl_RelAttentionGradOp : Txl_Op<"rel_attention_grad", [Pure,
     AttrSizedOperandSegments,
     AllTypesMatch<["d_result", "query", "d_query"]>,

@@ -247,6 +247,61 @@ SmallVector<Value> RelAttentionOp::getDropattOperands() {
   return dropattOperandsOf(*this);
 }
 
+LogicalResult mlir::txl::verifyOutputLayer(Operation *op, Value input,
+                                           Value weight, Value bias,
+                                           Value target) {
+  ArrayRef<int64_t> h = shapeOf(input), w = shapeOf(weight),
+                    t = shapeOf(target);
+  if (!compatible(w[1], h[2]))
+    return op->emitOpError("weight must be [n_token, d] with d the input's "
+                           "last dimension");
+  if (bias && !compatible(shapeOf(bias)[0], w[0]))
+    return op->emitOpError("bias must be [n_token]");
+  if (!compatible(t[0], h[0]) || !compatible(t[1], h[1]))
+    return op->emitOpError("target must be the input's [qlen, batch]");
+  return success();
+}
+
+LogicalResult mlir::txl::verifySavedLogits(Operation *op, Value weight,
+                                           Value lse, Value logits,
+                                           int64_t block) {
+  if (block <= 0)
+    return op->emitOpError("block must be positive");
+  int64_t vocab = shapeOf(weight)[0];
+  ArrayRef<int64_t> l = shapeOf(logits);
+  bool blocksOk = ShapedType::isDynamic(vocab) ||
+                  compatible(l[0], llvm::divideCeil(vocab, block));
+  if (!blocksOk || !compatible(l[1], shapeOf(lse)[0]) || l[2] != block)
+    return op->emitOpError("logits must be [ceil(n_token / block), rows, "
+                           "block] and lse [rows]");
+  return success();
+}
+
+/// A [qlen, batch] value of the output layer (its NLL or their gradient).
+static LogicalResult verifyRowsOfInput(Operation *op, Value v, Value input,
+                                       StringRef name) {
+  ArrayRef<int64_t> r = shapeOf(v), h = shapeOf(input);
+  if (!compatible(r[0], h[0]) || !compatible(r[1], h[1]))
+    return op->emitOpError() << name << " must be the input's [qlen, batch]";
+  return success();
+}
+
+LogicalResult LinearNllOp::verify() {
+  if (failed(verifyOutputLayer(*this, getInput(), getWeight(), getBias(),
+                               getTarget())))
+    return failure();
+  return verifyRowsOfInput(*this, getResult(), getInput(), "result");
+}
+
+LogicalResult LinearNllFwdOp::verify() {
+  if (failed(verifyOutputLayer(*this, getInput(), getWeight(), getBias(),
+                               getTarget())) ||
+      failed(verifyRowsOfInput(*this, getResult(), getInput(), "result")))
+    return failure();
+  return verifySavedLogits(*this, getWeight(), getLse(), getLogits(),
+                           getBlock());
+}
+
 LogicalResult NllOp::verify() {
   ArrayRef<int64_t> logits = shapeOf(getLogits());
   ArrayRef<int64_t> target = shapeOf(getTarget());

@@ -498,6 +498,63 @@ def Txl_NllOp : Txl_Op<"nll", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Txl_LinearNllOp : Txl_Op<"linear_nll", [Pure]> {
+  let summary = "output layer and per-token NLL in one op, no logits kept";
+  let description = [{
+    `txl.nll(txl.linear(input, weight, bias), target)` as one op, made by
+    `--txl-fuse-linear-nll` when nothing else reads the logits (the output
+    layer of a forward-only segment; official `ProjectedAdaptiveLogSoftmax`
+    with no cutoffs): `input` [qlen, batch, d], `weight` [n_token, d],
+    optional `bias` [n_token], `target` [qlen, batch] give nats
+    [qlen, batch]. The CPU lowering sweeps blocks of output columns with an
+    online log-sum-exp (docs/design.md), so the [qlen·batch, n_token]
+    logits never exist whole.
+
+    ```mlir
+    %nll = txl.linear_nll %h, %w, %t, %b
+        : tensor<?x?x32xf32>, tensor<1000x32xf32>, tensor<?x?xi64>, tensor<1000xf32> -> tensor<?x?xf32>
+    ```
+  }];
+  let arguments = (ins FloatTensor3D:$input, FloatTensor2D:$weight,
+                       I64Tensor2D:$target, Optional<FloatTensor1D>:$bias);
+  let results = (outs FloatTensor2D:$result);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $target (`,` $bias^)? attr-dict `:` type($input) `,`
+    type($weight) `,` type($target) (`,` type($bias)^)? `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Txl_LinearNllFwdOp : Txl_Op<"linear_nll_fwd", [Pure]> {
+  let summary = "txl.linear_nll that also keeps what its adjoint reads";
+  let description = [{
+    The output layer of a backward segment, made by `--txl-fuse-linear-nll`
+    together with its adjoint `txl.linear_nll_grad`: the NLL as
+    `txl.linear_nll`, plus the row log-sum-exp `lse` [qlen·batch] and the
+    logits kept block-major, `logits` [⌈n_token / block⌉, qlen·batch,
+    block]: block k holds columns [k·block, (k+1)·block) of the [qlen·batch,
+    n_token] logits as one contiguous slab (the last partly used), so that
+    the adjoint's sweep over the same blocks reads each slab once.
+
+    ```mlir
+    %nll, %lse, %logits = txl.linear_nll_fwd %h, %w, %t, %b {block = 512 : i64}
+        : tensor<?x?x32xf32>, tensor<1000x32xf32>, tensor<?x?xi64>, tensor<1000xf32>
+        -> tensor<?x?xf32>, tensor<?xf32>, tensor<2x?x512xf32>
+    ```
+  }];
+  let arguments = (ins FloatTensor3D:$input, FloatTensor2D:$weight,
+                       I64Tensor2D:$target, Optional<FloatTensor1D>:$bias,
+                       I64Attr:$block);
+  let results = (outs FloatTensor2D:$result, FloatTensor1D:$lse,
+                      FloatTensor3D:$logits);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $target (`,` $bias^)? attr-dict `:` type($input) `,`
+    type($weight) `,` type($target) (`,` type($bias)^)? `->` type($result) `,`
+    type($lse) `,` type($logits)
+  }];
+  let hasVerifier = 1;
+}
+
 def Txl_AdaptiveNllOp : Txl_Op<"adaptive_nll",
     [Pure, AttrSizedOperandSegments]> {
   let summary = "projected adaptive log-softmax loss of the targets";

@@ -151,4 +151,44 @@ def AccumulateEmbeddingGradPass : Pass<"txl-accumulate-embedding-grad",
   let dependentDialects = ["::mlir::txl::TxlDialect"];
 }
 
+def FuseLinearNllPass : Pass<"txl-fuse-linear-nll", "::mlir::func::FuncOp"> {
+  let summary = "Fuse the output layer and its NLL (and their adjoints) into "
+                "txl.linear_nll ops";
+  let description = [{
+    The output layer `txl.linear(h, w, bias)` whose logits only `txl.nll`
+    reads becomes `txl.linear_nll`; in a backward segment, where the logits
+    also feed the generated `txl.nll_grad` and its result only the linear's
+    adjoints (`txl.linear_input_grad` by `w`, `txl.linear_weight_grad` of
+    `h`, the bias gradient `txl.sum_leading`), the group becomes
+    `txl.linear_nll_fwd` (at the nll, also keeping the row log-sum-exp and
+    the logits in `block`-column slabs) and `txl.linear_nll_grad` (at the
+    nll_grad). The lowering then computes the logits in column blocks with
+    an online log-sum-exp and never writes [tokens, n_token] whole
+    (docs/design.md). Runs after `--txl-generate-backward`, before
+    `--convert-txl-to-linalg`. Logits with any other reader are left alone.
+
+    Before:
+    ```mlir
+    %logits = txl.linear %h, %w, %b
+    %nll = txl.nll %logits, %t
+    %dl = txl.nll_grad %g, %logits, %t
+    %dh = txl.linear_input_grad %dl, %w
+    %dw = txl.linear_weight_grad %dl, %h
+    %db = txl.sum_leading %dl
+    ```
+    After:
+    ```mlir
+    %nll, %lse, %blocks = txl.linear_nll_fwd %h, %w, %t, %b {block = 512}
+    %dh, %dw, %db = txl.linear_nll_grad %g, %h, %w, %t, %lse, %blocks {block = 512}
+    ```
+  }];
+  let options = [
+    Option<"block", "block", "int64_t", "512",
+           "Output columns per block of the kept logits (a [rows, block] "
+           "f32 block is 1 MiB at 512 rows, within a core's L2)">
+  ];
+  let dependentDialects = ["::mlir::txl::TxlDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 #endif // TXL_TRANSFORMS_PASSES

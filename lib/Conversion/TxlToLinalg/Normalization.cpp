@@ -161,10 +161,12 @@ static OutputRows collapseRows(OpBuilder &b, Location loc, Value h,
 /// The loop over blocks of kNllColumnBlock output columns of w [V, in]
 /// shared by the forward and backward sweeps, and the slices of a block.
 struct ColumnBlocks {
-  ColumnBlocks(OpBuilder &b, Location loc, Value w) {
+  ColumnBlocks(OpBuilder &b, Location loc, Value w,
+               int64_t blockSize = kNllColumnBlock)
+      : blockSize(blockSize) {
     zero = arith::ConstantIndexOp::create(b, loc, 0);
     one = arith::ConstantIndexOp::create(b, loc, 1);
-    block = arith::ConstantIndexOp::create(b, loc, kNllColumnBlock);
+    block = arith::ConstantIndexOp::create(b, loc, blockSize);
     SmallVector<OpFoldResult> sizes = getSizes(b, loc, w);
     vocabSize = sizes[0];
     features = sizes[1];
@@ -226,10 +228,10 @@ struct ColumnBlocks {
                                             OpFoldResult rowCount) const {
     OpFoldResult blockCount;
     if (std::optional<int64_t> v = getConstantIntValue(vocabSize))
-      blockCount = b.getIndexAttr(llvm::divideCeil(*v, kNllColumnBlock));
+      blockCount = b.getIndexAttr(llvm::divideCeil(*v, blockSize));
     else
       blockCount = arith::CeilDivSIOp::create(b, loc, vocab, block).getResult();
-    return {blockCount, rowCount, b.getIndexAttr(kNllColumnBlock)};
+    return {blockCount, rowCount, b.getIndexAttr(blockSize)};
   }
   /// Rank-reducing extract of a block-major block as [rows, cols].
   static Value extractBlock(OpBuilder &b, Location loc, Value t,
@@ -249,6 +251,7 @@ struct ColumnBlocks {
                                          s.sizes, s.strides);
   }
 
+  int64_t blockSize;
   Value zero, one, block, vocab;
   OpFoldResult vocabSize, features;
 };
@@ -262,11 +265,12 @@ struct ColumnBlocks {
 /// tensor returned there (for the backward sweep): each block is one
 /// contiguous slab, which the backward sweep streams through page by page.
 static Value buildBlockedLogSumExp(OpBuilder &b, Location loc, Value h2,
-                                   Value w, Value bias, Value *logits) {
+                                   Value w, Value bias, Value *logits,
+                                   int64_t blockSize = kNllColumnBlock) {
   MLIRContext *ctx = b.getContext();
   Type et = cast<RankedTensorType>(h2.getType()).getElementType();
   OpFoldResult rows = getSizes(b, loc, h2)[0];
-  ColumnBlocks blocks(b, loc, w);
+  ColumnBlocks blocks(b, loc, w, blockSize);
   const double negInf = -std::numeric_limits<double>::infinity();
   SmallVector<Value> inits = {createFilled(b, loc, {rows}, et, negInf),
                               createFilled(b, loc, {rows}, et, 0.0)};
@@ -385,113 +389,69 @@ static Value expandRows(OpBuilder &b, Location loc, Value v,
   return createExpand(b, loc, v, reassoc, sizes);
 }
 
-// txl.nll(txl.linear(h[..., in], w[V, in], bias), target), the linear's only
-// use (the output layer of a forward-only segment) => the forward sweep
-// over column blocks (buildBlockedLogSumExp) without keeping any logits,
-// then the NLL from the gathered target logit. Rooted at the linear
-// (visited first) with a higher benefit than the separate lowerings.
-struct LinearNllLowering : public OpRewritePattern<LinearOp> {
-  LinearNllLowering(MLIRContext *ctx)
-      : OpRewritePattern<LinearOp>(ctx, /*benefit=*/2) {}
-  LogicalResult matchAndRewrite(LinearOp linear,
+// txl.linear_nll(h, w, target, bias) => the forward sweep over column
+// blocks (buildBlockedLogSumExp) without keeping any logits, then the NLL
+// from the gathered target logit.
+struct LinearNllLowering : public OpRewritePattern<LinearNllOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(LinearNllOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!linear->hasOneUse())
-      return rewriter.notifyMatchFailure(linear, "logits have other uses");
-    auto op = dyn_cast<NllOp>(*linear->getUsers().begin());
-    if (!op)
-      return rewriter.notifyMatchFailure(linear, "not the logits of txl.nll");
     Location loc = op.getLoc();
-    rewriter.setInsertionPoint(op);
-    Value w = linear.getWeight(), bias = linear.getBias();
-    OutputRows rows =
-        collapseRows(rewriter, loc, linear.getInput(), op.getTarget());
+    Value w = op.getWeight(), bias = op.getBias();
+    OutputRows rows = collapseRows(rewriter, loc, op.getInput(), op.getTarget());
     Value lse =
         buildBlockedLogSumExp(rewriter, loc, rows.h2, w, bias, nullptr);
     Value nll = buildNllFromLse(rewriter, loc, lse, rows, w, bias);
     nll = expandRows(rewriter, loc, nll, rows, op.getTarget(), 0);
     rewriter.replaceOp(op, castTo(rewriter, loc, nll, op.getType()));
-    rewriter.eraseOp(linear);
     return success();
   }
 };
 
-// The output layer of a backward segment: logits = txl.linear(h, w, bias)
-// read only by txl.nll and by txl.nll_grad, whose d_logits feed only
-// txl.linear_input_grad (by w), txl.linear_weight_grad (of h) and the bias
-// gradient txl.sum_leading =>
-//   forward sweep (at the nll): buildBlockedLogSumExp, also writing each
-//     block of logits into a block-major [⌈V / block⌉, R, block] tensor,
-//     then the NLL;
-//   backward sweep (at the nll_grad), last block first (still in cache),
-//     per block of columns j, with the block's d_logits in a [R, block]
-//     tensor that stays in L2:
-//       dl_j = (exp(x_j − lse) − onehot(t)) · g
-//       dh  += dl_j · w_j       dW[j] = dl_jᵀ · h       db[j] = Σ_rows dl_j
-// so the [R, V] logits are written once and read once, and no [R, V]
-// d_logits exist (the separate lowerings pass over [R, V] about ten times).
-struct LinearNllGradLowering : public OpRewritePattern<LinearOp> {
-  LinearNllGradLowering(MLIRContext *ctx)
-      : OpRewritePattern<LinearOp>(ctx, /*benefit=*/3) {}
-  LogicalResult matchAndRewrite(LinearOp linear,
+// txl.linear_nll_fwd => the same forward sweep, also writing each block of
+// logits into the block-major [⌈V / block⌉, R, block] result, then the NLL.
+struct LinearNllFwdLowering : public OpRewritePattern<LinearNllFwdOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(LinearNllFwdOp op,
                                 PatternRewriter &rewriter) const override {
-    NllOp nll;
-    NllGradOp nllGrad;
-    for (Operation *user : linear->getUsers()) {
-      if (auto n = dyn_cast<NllOp>(user); n && !nll)
-        nll = n;
-      else if (auto g = dyn_cast<NllGradOp>(user);
-               g && !nllGrad && g.getLogits() == linear.getResult())
-        nllGrad = g;
-      else
-        return rewriter.notifyMatchFailure(linear, "logits have other uses");
-    }
-    if (!nll || !nllGrad || nll.getTarget() != nllGrad.getTarget() ||
-        nll->getBlock() != nllGrad->getBlock() ||
-        !nll->isBeforeInBlock(nllGrad))
-      return rewriter.notifyMatchFailure(linear, "not an nll + nll_grad pair");
-    Value h = linear.getInput(), w = linear.getWeight(),
-          bias = linear.getBias();
-    LinearInputGradOp inputGrad;
-    LinearWeightGradOp weightGrad;
-    SumLeadingOp biasGrad;
-    Value dLogits = nllGrad.getResult();
-    for (Operation *user : nllGrad->getUsers()) {
-      if (auto u = dyn_cast<LinearInputGradOp>(user);
-          u && !inputGrad && u.getDResult() == dLogits && u.getWeight() == w)
-        inputGrad = u;
-      else if (auto u = dyn_cast<LinearWeightGradOp>(user);
-               u && !weightGrad && u.getDResult() == dLogits &&
-               u.getInput() == h)
-        weightGrad = u;
-      else if (auto u = dyn_cast<SumLeadingOp>(user);
-               u && !biasGrad && u.getType().getRank() == 1)
-        biasGrad = u;
-      else
-        return rewriter.notifyMatchFailure(
-            linear, "d_logits feed something other than the linear's adjoint");
-    }
-    MLIRContext *ctx = getContext();
-    Location loc = nll.getLoc();
-    Value target = nll.getTarget();
-
-    // Forward sweep, at the nll.
-    rewriter.setInsertionPoint(nll);
-    OutputRows rows = collapseRows(rewriter, loc, h, target);
+    Location loc = op.getLoc();
+    Value w = op.getWeight(), bias = op.getBias();
+    OutputRows rows = collapseRows(rewriter, loc, op.getInput(), op.getTarget());
     Value logits;
-    Value lse = buildBlockedLogSumExp(rewriter, loc, rows.h2, w, bias, &logits);
-    Value loss = buildNllFromLse(rewriter, loc, lse, rows, w, bias);
-    loss = expandRows(rewriter, loc, loss, rows, target, 0);
-    rewriter.replaceOp(nll, castTo(rewriter, loc, loss, nll.getType()));
+    Value lse = buildBlockedLogSumExp(rewriter, loc, rows.h2, w, bias, &logits,
+                                      op.getBlock());
+    Value nll = buildNllFromLse(rewriter, loc, lse, rows, w, bias);
+    nll = expandRows(rewriter, loc, nll, rows, op.getTarget(), 0);
+    rewriter.replaceOp(
+        op, {castTo(rewriter, loc, nll, op.getResult().getType()),
+             castTo(rewriter, loc, lse, op.getLse().getType()),
+             castTo(rewriter, loc, logits, op.getLogits().getType())});
+    return success();
+  }
+};
 
-    // Backward sweep, at the nll_grad (its cotangent g is defined by then).
-    rewriter.setInsertionPoint(nllGrad);
-    loc = nllGrad.getLoc();
+// txl.linear_nll_grad => the backward sweep over the blocks, last block
+// first (still in cache), per block of columns j, with the block's d_logits
+// in a [R, block] tensor that stays in L2:
+//   dl_j = (exp(x_j − lse) − onehot(t)) · g
+//   dh  += dl_j · w_j       dW[j] = dl_jᵀ · h       db[j] = Σ_rows dl_j
+// so the [R, V] logits are read once and no [R, V] d_logits exist (the
+// op-by-op lowerings pass over [R, V] about ten times).
+struct LinearNllGradLowering : public OpRewritePattern<LinearNllGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(LinearNllGradOp op,
+                                PatternRewriter &rewriter) const override {
+    MLIRContext *ctx = getContext();
+    Location loc = op.getLoc();
+    Value h = op.getInput(), w = op.getWeight(), lse = op.getLse();
+    Value logits = op.getLogits();
+    OutputRows rows = collapseRows(rewriter, loc, h, op.getTarget());
     Type et = cast<RankedTensorType>(rows.h2.getType()).getElementType();
-    Value g = nllGrad.getDResult();
+    Value g = op.getDResult();
     if (!rows.leading.empty())
       g = createCollapse(rewriter, loc, g, {rows.leading});
     OpFoldResult nRows = getSizes(rewriter, loc, rows.h2)[0];
-    ColumnBlocks blocks(rewriter, loc, w);
+    ColumnBlocks blocks(rewriter, loc, w, op.getBlock());
     SmallVector<Value> inits = {
         createFilled(rewriter, loc, {nRows, blocks.features}, et, 0.0),
         createEmpty(rewriter, loc, {blocks.vocabSize, blocks.features}, et),
@@ -569,18 +529,11 @@ struct LinearNllGradLowering : public OpRewritePattern<LinearOp> {
           return {dh, dw, db};
         },
         /*reverse=*/true);
-    if (inputGrad) {
-      Value dh = expandRows(rewriter, loc, loop.getResult(0), rows, h, 1);
-      rewriter.replaceOp(inputGrad, castTo(rewriter, loc, dh, inputGrad.getType()));
-    }
-    if (weightGrad)
-      rewriter.replaceOp(weightGrad, castTo(rewriter, loc, loop.getResult(1),
-                                            weightGrad.getType()));
-    if (biasGrad)
-      rewriter.replaceOp(biasGrad, castTo(rewriter, loc, loop.getResult(2),
-                                          biasGrad.getType()));
-    rewriter.eraseOp(nllGrad);
-    rewriter.eraseOp(linear);
+    Value dh = expandRows(rewriter, loc, loop.getResult(0), rows, h, 1);
+    rewriter.replaceOp(
+        op, {castTo(rewriter, loc, dh, op.getDInput().getType()),
+             castTo(rewriter, loc, loop.getResult(1), op.getDWeight().getType()),
+             castTo(rewriter, loc, loop.getResult(2), op.getDBias().getType())});
     return success();
   }
 };
@@ -590,5 +543,6 @@ struct LinearNllGradLowering : public OpRewritePattern<LinearOp> {
 void mlir::txl::populateTxlNormalizationToLinalgPatterns(
     RewritePatternSet &patterns) {
   patterns.add<LayerNormLowering, NllLowering, LinearNllLowering,
-               LinearNllGradLowering>(patterns.getContext());
+               LinearNllFwdLowering, LinearNllGradLowering>(
+      patterns.getContext());
 }

@@ -320,3 +320,43 @@ func.func @rel_shift_grad_rank(%ds: tensor<?x?x2xf32>) {
   %d = txl.rel_shift_grad %ds : tensor<?x?x2xf32>
   return
 }
+
+// -----
+
+func.func @linear_nll_grad_d_result(%g: tensor<?x3xf32>, %h: tensor<?x2x32xf32>, %w: tensor<1000x32xf32>, %t: tensor<?x?xi64>, %lse: tensor<?xf32>, %l: tensor<2x?x512xf32>) {
+  // expected-error @+1 {{'txl.linear_nll_grad' op d_result must be the input's [qlen, batch]}}
+  %d:3 = txl.linear_nll_grad %g, %h, %w, %t, %lse, %l {block = 512 : i64} : tensor<?x3xf32>, tensor<?x2x32xf32>, tensor<1000x32xf32>, tensor<?x?xi64>, tensor<?xf32>, tensor<2x?x512xf32> -> tensor<?x2x32xf32>, tensor<1000x32xf32>, tensor<1000xf32>
+  return
+}
+
+// -----
+
+func.func @linear_nll_grad_d_input(%g: tensor<?x?xf32>, %h: tensor<?x?x32xf32>, %w: tensor<1000x32xf32>, %t: tensor<?x?xi64>, %lse: tensor<?xf32>, %l: tensor<2x?x512xf32>) {
+  // expected-error @+1 {{'txl.linear_nll_grad' op d_input must have the input's type}}
+  %d:3 = txl.linear_nll_grad %g, %h, %w, %t, %lse, %l {block = 512 : i64} : tensor<?x?xf32>, tensor<?x?x32xf32>, tensor<1000x32xf32>, tensor<?x?xi64>, tensor<?xf32>, tensor<2x?x512xf32> -> tensor<?x?x16xf32>, tensor<1000x32xf32>, tensor<1000xf32>
+  return
+}
+
+// -----
+
+func.func @linear_nll_grad_d_weight(%g: tensor<?x?xf32>, %h: tensor<?x?x32xf32>, %w: tensor<1000x32xf32>, %t: tensor<?x?xi64>, %lse: tensor<?xf32>, %l: tensor<2x?x512xf32>) {
+  // expected-error @+1 {{'txl.linear_nll_grad' op d_weight must have the weight's type}}
+  %d:3 = txl.linear_nll_grad %g, %h, %w, %t, %lse, %l {block = 512 : i64} : tensor<?x?xf32>, tensor<?x?x32xf32>, tensor<1000x32xf32>, tensor<?x?xi64>, tensor<?xf32>, tensor<2x?x512xf32> -> tensor<?x?x32xf32>, tensor<?x32xf32>, tensor<1000xf32>
+  return
+}
+
+// -----
+
+func.func @linear_nll_grad_d_bias(%g: tensor<?x?xf32>, %h: tensor<?x?x32xf32>, %w: tensor<1000x32xf32>, %t: tensor<?x?xi64>, %lse: tensor<?xf32>, %l: tensor<2x?x512xf32>) {
+  // expected-error @+1 {{'txl.linear_nll_grad' op d_bias must be [n_token]}}
+  %d:3 = txl.linear_nll_grad %g, %h, %w, %t, %lse, %l {block = 512 : i64} : tensor<?x?xf32>, tensor<?x?x32xf32>, tensor<1000x32xf32>, tensor<?x?xi64>, tensor<?xf32>, tensor<2x?x512xf32> -> tensor<?x?x32xf32>, tensor<1000x32xf32>, tensor<999xf32>
+  return
+}
+
+// -----
+
+func.func @linear_nll_grad_logits(%g: tensor<?x?xf32>, %h: tensor<?x?x32xf32>, %w: tensor<1000x32xf32>, %t: tensor<?x?xi64>, %lse: tensor<?xf32>, %l: tensor<2x?x256xf32>) {
+  // expected-error @+1 {{'txl.linear_nll_grad' op logits must be [ceil(n_token / block), rows, block] and lse [rows]}}
+  %d:3 = txl.linear_nll_grad %g, %h, %w, %t, %lse, %l {block = 512 : i64} : tensor<?x?xf32>, tensor<?x?x32xf32>, tensor<1000x32xf32>, tensor<?x?xi64>, tensor<?xf32>, tensor<2x?x256xf32> -> tensor<?x?x32xf32>, tensor<1000x32xf32>, tensor<1000xf32>
+  return
+}

@@ -793,3 +793,59 @@ func.func @rel_attention_dropatt_stream(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?
         tensor<2x16xf32>, tensor<2x16xf32> -> tensor<?x?x2x16xf32>
   return %o : tensor<?x?x2x16xf32>
 }
+
+// -----
+
+func.func @linear_nll_weight(%h: tensor<?x?x32xf32>, %w: tensor<1000x16xf32>, %t: tensor<?x?xi64>) {
+  // expected-error @+1 {{'txl.linear_nll' op weight must be [n_token, d] with d the input's last dimension}}
+  %n = txl.linear_nll %h, %w, %t : tensor<?x?x32xf32>, tensor<1000x16xf32>, tensor<?x?xi64> -> tensor<?x?xf32>
+  return
+}
+
+// -----
+
+func.func @linear_nll_bias(%h: tensor<?x?x32xf32>, %w: tensor<1000x32xf32>, %t: tensor<?x?xi64>, %b: tensor<999xf32>) {
+  // expected-error @+1 {{'txl.linear_nll' op bias must be [n_token]}}
+  %n = txl.linear_nll %h, %w, %t, %b : tensor<?x?x32xf32>, tensor<1000x32xf32>, tensor<?x?xi64>, tensor<999xf32> -> tensor<?x?xf32>
+  return
+}
+
+// -----
+
+func.func @linear_nll_target(%h: tensor<4x?x32xf32>, %w: tensor<1000x32xf32>, %t: tensor<5x?xi64>) {
+  // expected-error @+1 {{'txl.linear_nll' op target must be the input's [qlen, batch]}}
+  %n = txl.linear_nll %h, %w, %t : tensor<4x?x32xf32>, tensor<1000x32xf32>, tensor<5x?xi64> -> tensor<?x?xf32>
+  return
+}
+
+// -----
+
+func.func @linear_nll_result(%h: tensor<4x?x32xf32>, %w: tensor<1000x32xf32>, %t: tensor<4x?xi64>) {
+  // expected-error @+1 {{'txl.linear_nll' op result must be the input's [qlen, batch]}}
+  %n = txl.linear_nll %h, %w, %t : tensor<4x?x32xf32>, tensor<1000x32xf32>, tensor<4x?xi64> -> tensor<5x?xf32>
+  return
+}
+
+// -----
+
+func.func @linear_nll_fwd_block(%h: tensor<?x?x32xf32>, %w: tensor<1000x32xf32>, %t: tensor<?x?xi64>) {
+  // expected-error @+1 {{'txl.linear_nll_fwd' op block must be positive}}
+  %n:3 = txl.linear_nll_fwd %h, %w, %t {block = 0 : i64} : tensor<?x?x32xf32>, tensor<1000x32xf32>, tensor<?x?xi64> -> tensor<?x?xf32>, tensor<?xf32>, tensor<2x?x0xf32>
+  return
+}
+
+// -----
+
+func.func @linear_nll_fwd_blocks(%h: tensor<?x?x32xf32>, %w: tensor<1000x32xf32>, %t: tensor<?x?xi64>) {
+  // expected-error @+1 {{'txl.linear_nll_fwd' op logits must be [ceil(n_token / block), rows, block] and lse [rows]}}
+  %n:3 = txl.linear_nll_fwd %h, %w, %t {block = 512 : i64} : tensor<?x?x32xf32>, tensor<1000x32xf32>, tensor<?x?xi64> -> tensor<?x?xf32>, tensor<?xf32>, tensor<3x?x512xf32>
+  return
+}
+
+// -----
+
+func.func @linear_nll_fwd_result(%h: tensor<4x?x32xf32>, %w: tensor<1000x32xf32>, %t: tensor<4x?xi64>) {
+  // expected-error @+1 {{'txl.linear_nll_fwd' op result must be the input's [qlen, batch]}}
+  %n:3 = txl.linear_nll_fwd %h, %w, %t {block = 512 : i64} : tensor<4x?x32xf32>, tensor<1000x32xf32>, tensor<4x?xi64> -> tensor<3x?xf32>, tensor<?xf32>, tensor<2x?x512xf32>
+  return
+}

@@ -93,3 +93,14 @@ func.func @optimizer(%p: tensor<4x2xf32>, %g: tensor<4x2xf32>, %m: tensor<4x2xf3
   %p3, %s3 = txl.adagrad_update %p, %g, %m, %lr, %scale {eps = 1.0e-10 : f64} : tensor<4x2xf32>
   return
 }
+
+// CHECK-LABEL: func.func @linear_nll_grad
+// CHECK: txl.linear_nll_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} {block = 512 : i64} : tensor<?x?xf32>, tensor<?x?x32xf32>, tensor<1000x32xf32>, tensor<?x?xi64>, tensor<?xf32>, tensor<2x?x512xf32> -> tensor<?x?x32xf32>, tensor<1000x32xf32>, tensor<1000xf32>
+// CHECK: return
+func.func @linear_nll_grad(%g: tensor<?x?xf32>, %h: tensor<?x?x32xf32>, %w: tensor<1000x32xf32>, %t: tensor<?x?xi64>,
+                           %lse: tensor<?xf32>, %l: tensor<2x?x512xf32>) -> tensor<1000x32xf32> {
+  %d:3 = txl.linear_nll_grad %g, %h, %w, %t, %lse, %l {block = 512 : i64}
+      : tensor<?x?xf32>, tensor<?x?x32xf32>, tensor<1000x32xf32>, tensor<?x?xi64>, tensor<?xf32>, tensor<2x?x512xf32>
+      -> tensor<?x?x32xf32>, tensor<1000x32xf32>, tensor<1000xf32>
+  return %d#1 : tensor<1000x32xf32>
+}

@@ -218,3 +218,18 @@ func.func @float64(%x: tensor<?x?x32xf64>, %w: tensor<64x32xf64>, %b: tensor<64x
   %p = txl.masked_softmax %s, %ml, %sl {scale = 0.25 : f32} : tensor<?x?x?x2xf64>
   return %n, %p : tensor<?x?x64xf64>, tensor<?x?x?x2xf64>
 }
+
+// The fused output layer (txl-fuse-linear-nll), with and without a bias.
+// CHECK-LABEL: func.func @linear_nll
+// CHECK: txl.linear_nll %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} : tensor<?x?x32xf32>, tensor<1000x32xf32>, tensor<?x?xi64>, tensor<1000xf32> -> tensor<?x?xf32>
+// CHECK: txl.linear_nll %{{.+}}, %{{.+}}, %{{[^,]+}} : tensor<?x?x32xf32>, tensor<1000x32xf32>, tensor<?x?xi64> -> tensor<?x?xf32>
+// CHECK: txl.linear_nll_fwd %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} {block = 512 : i64} : tensor<?x?x32xf32>, tensor<1000x32xf32>, tensor<?x?xi64>, tensor<1000xf32> -> tensor<?x?xf32>, tensor<?xf32>, tensor<2x?x512xf32>
+// CHECK: return
+func.func @linear_nll(%h: tensor<?x?x32xf32>, %w: tensor<1000x32xf32>, %t: tensor<?x?xi64>, %b: tensor<1000xf32>)
+    -> (tensor<?x?xf32>, tensor<?x?xf32>, tensor<2x?x512xf32>) {
+  %n = txl.linear_nll %h, %w, %t, %b : tensor<?x?x32xf32>, tensor<1000x32xf32>, tensor<?x?xi64>, tensor<1000xf32> -> tensor<?x?xf32>
+  %m = txl.linear_nll %h, %w, %t : tensor<?x?x32xf32>, tensor<1000x32xf32>, tensor<?x?xi64> -> tensor<?x?xf32>
+  %f:3 = txl.linear_nll_fwd %h, %w, %t, %b {block = 512 : i64}
+      : tensor<?x?x32xf32>, tensor<1000x32xf32>, tensor<?x?xi64>, tensor<1000xf32> -> tensor<?x?xf32>, tensor<?xf32>, tensor<2x?x512xf32>
+  return %n, %m, %f#2 : tensor<?x?xf32>, tensor<?x?xf32>, tensor<2x?x512xf32>
+}
