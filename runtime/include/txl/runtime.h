@@ -172,6 +172,9 @@ typedef enum txl_status_code {
   TXL_NOT_FOUND = 2,
   TXL_IO_ERROR = 3,
   TXL_DATA_ERROR = 4,
+  /// A device, its driver or a device library is missing or failed (the
+  /// message names which, with the driver's error name).
+  TXL_UNAVAILABLE = 5,
 } txl_status_code_t;
 
 /// NULL means success; otherwise an owned error object.

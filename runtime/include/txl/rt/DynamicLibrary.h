@@ -1,0 +1,39 @@
+//===- DynamicLibrary.h - A shared library opened at run time ---*- C++ -*-===//
+//
+// The device backends (CUDA driver, OpenCL ICD loader) reach their
+// libraries only through dlopen/dlsym, so that an executable builds and
+// starts on a machine without them and says what is missing.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TXL_RT_DYNAMICLIBRARY_H
+#define TXL_RT_DYNAMICLIBRARY_H
+
+#include <string>
+
+namespace txl::rt {
+
+/// An open shared library; closes it when destroyed.
+class DynamicLibrary {
+public:
+  /// dlopen()s `path`. Throws Error(TXL_UNAVAILABLE) "no <what>:
+  /// dlopen(<path>) failed: <dlerror>" when it cannot be loaded.
+  DynamicLibrary(const std::string &path, const std::string &what);
+  ~DynamicLibrary();
+  DynamicLibrary(const DynamicLibrary &) = delete;
+  DynamicLibrary &operator=(const DynamicLibrary &) = delete;
+
+  /// The address of `name`. Throws Error(TXL_UNAVAILABLE) "no usable
+  /// <what>: <path> has no symbol <name> (<requirement>)" when absent.
+  void *symbol(const char *name, const char *requirement) const;
+
+  const std::string &path() const { return path_; }
+
+private:
+  std::string path_, what_;
+  void *handle_ = nullptr;
+};
+
+} // namespace txl::rt
+
+#endif // TXL_RT_DYNAMICLIBRARY_H

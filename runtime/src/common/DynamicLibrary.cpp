@@ -1,0 +1,31 @@
+//===- DynamicLibrary.cpp - A shared library opened at run time -----------===//
+
+#include "txl/rt/DynamicLibrary.h"
+
+#include "txl/rt/Status.h"
+
+#include <dlfcn.h>
+
+namespace txl::rt {
+
+DynamicLibrary::DynamicLibrary(const std::string &path, const std::string &what)
+    : path_(path), what_(what) {
+  handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle_) {
+    const char *why = dlerror();
+    fail(TXL_UNAVAILABLE, "no {}: dlopen({}) failed: {}", what, path,
+         why ? why : "unknown error");
+  }
+}
+
+DynamicLibrary::~DynamicLibrary() { dlclose(handle_); }
+
+void *DynamicLibrary::symbol(const char *name, const char *requirement) const {
+  void *address = dlsym(handle_, name);
+  if (!address)
+    fail(TXL_UNAVAILABLE, "no usable {}: {} has no symbol {} ({})", what_,
+         path_, name, requirement);
+  return address;
+}
+
+} // namespace txl::rt

@@ -1,0 +1,82 @@
+//===- OpenCLTest.cpp - The dlopen'ed OpenCL table ----------------*- C++ -*-===//
+//
+// What a user of an OpenCL executable sees without a loader, with a library
+// that is not one, and with a loader that finds no platform; and the
+// cl_int -> message boundary. The ICD loader comes from
+// scripts/install-deps.sh (ocl-icd-libopencl1).
+//
+//===----------------------------------------------------------------------===//
+
+#include "txl/rt/OpenCL.h"
+#include "txl/rt/Status.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+namespace txl::rt {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+template <typename Fn> std::pair<std::string, txl_status_code_t> errorOf(Fn fn) {
+  try {
+    fn();
+  } catch (const Error &e) {
+    return {e.what(), e.code()};
+  }
+  ADD_FAILURE() << "no Error thrown";
+  return {"", TXL_OK};
+}
+
+TEST(OpenCLTest, MissingLoaderNamesIt) {
+  auto [message, code] =
+      errorOf([] { OpenCL cl("libtxl-no-such-opencl.so.1"); });
+  EXPECT_EQ(code, TXL_UNAVAILABLE);
+  EXPECT_THAT(message, StartsWith("no OpenCL ICD loader: "
+                                  "dlopen(libtxl-no-such-opencl.so.1) failed: "));
+  EXPECT_THAT(message, HasSubstr("cannot open shared object file"));
+}
+
+TEST(OpenCLTest, LibraryWithoutTheSymbols) {
+  auto [message, code] = errorOf([] { OpenCL cl("libm.so.6"); });
+  EXPECT_EQ(code, TXL_UNAVAILABLE);
+  EXPECT_EQ(message, "no usable OpenCL ICD loader: libm.so.6 has no symbol "
+                     "clGetPlatformIDs (the runtime needs OpenCL 2.1 or newer)");
+}
+
+// The loader with no ICD to load (OCL_ICD_VENDORS names an empty folder):
+// one line saying so, before anything else is tried.
+TEST(OpenCLTest, NoPlatform) {
+  std::filesystem::path empty =
+      std::filesystem::temp_directory_path() / "txl-opencl-no-vendors";
+  std::filesystem::create_directories(empty);
+  ::setenv("OCL_ICD_VENDORS", empty.c_str(), 1);
+  OpenCL cl;
+  EXPECT_EQ(cl.library(), "libOpenCL.so.1");
+  auto [message, code] = errorOf([&] { cl.platforms(); });
+  EXPECT_EQ(code, TXL_UNAVAILABLE);
+  EXPECT_EQ(message,
+            "no OpenCL platform: clGetPlatformIDs: CL_PLATFORM_NOT_FOUND_KHR "
+            "(the ICD loader found no OpenCL implementation in "
+            "/etc/OpenCL/vendors or in the folder OCL_ICD_VENDORS names)");
+}
+
+TEST(OpenCLTest, ErrorNames) {
+  EXPECT_EQ(OpenCL::errorName(-30), "CL_INVALID_VALUE");
+  EXPECT_EQ(OpenCL::errorName(-11), "CL_BUILD_PROGRAM_FAILURE");
+  EXPECT_EQ(OpenCL::errorName(-9999), "cl_int -9999");
+  OpenCL cl;
+  cl.check(0, "clFinish");
+  auto [message, code] = errorOf([&] { cl.check(-54, "clEnqueueNDRangeKernel"); });
+  EXPECT_EQ(message, "clEnqueueNDRangeKernel: CL_INVALID_WORK_GROUP_SIZE "
+                     "(work-group size not supported)");
+  auto [unknown, unknownCode] = errorOf([&] { cl.check(-9999, "clFinish"); });
+  EXPECT_EQ(unknown, "clFinish: cl_int -9999");
+}
+
+} // namespace
+} // namespace txl::rt
