@@ -26,8 +26,12 @@ using namespace mlir::txl;
 
 static llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
 createTargetMachine(const CodegenOptions &options) {
-  llvm::InitializeNativeTarget();
-  llvm::InitializeNativeTargetAsmPrinter();
+  // Once per process: the parts' threads create target machines too.
+  static std::once_flag initialized;
+  std::call_once(initialized, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
   llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
   std::string error;
   const llvm::Target *target =
@@ -152,8 +156,11 @@ static SmallVector<SmallString<0>> splitIntoParts(llvm::Module &whole,
   for (llvm::Function &fn : whole)
     if (!fn.isDeclaration())
       functions.push_back({fn.getInstructionCount(), &fn});
-  llvm::stable_sort(functions, [](const auto &a, const auto &b) {
-    return a.first > b.first;
+  // Largest first, ties by name: the same module always splits the same way.
+  llvm::sort(functions, [](const auto &a, const auto &b) {
+    if (a.first != b.first)
+      return a.first > b.first;
+    return a.second->getName() < b.second->getName();
   });
   count = std::max<unsigned>(1, std::min<size_t>(count, functions.size()));
   SmallVector<size_t> load(count, 0);
@@ -163,11 +170,15 @@ static SmallVector<SmallString<0>> splitIntoParts(llvm::Module &whole,
     load[lightest] += size;
     partOf[fn] = lightest;
   }
-  for (llvm::GlobalValue &gv : whole.global_values())
-    if (gv.hasLocalLinkage()) {
-      gv.setLinkage(llvm::GlobalValue::ExternalLinkage);
-      gv.setVisibility(llvm::GlobalValue::HiddenVisibility);
-    }
+  for (llvm::GlobalValue &gv : whole.global_values()) {
+    if (!gv.hasLocalLinkage())
+      continue;
+    // A declaration in another part refers to it by name.
+    if (!gv.hasName())
+      gv.setName("txl.part.unnamed");
+    gv.setLinkage(llvm::GlobalValue::ExternalLinkage);
+    gv.setVisibility(llvm::GlobalValue::HiddenVisibility);
+  }
   SmallVector<SmallString<0>> parts(count);
   for (unsigned i = 0; i < count; ++i) {
     llvm::ValueToValueMapTy map;
