@@ -28,4 +28,11 @@ void *DynamicLibrary::symbol(const char *name, const char *requirement) const {
   return address;
 }
 
+void failDeviceCall(const char *what, const std::string &name,
+                    const char *description) {
+  if (description)
+    fail(TXL_UNAVAILABLE, "{}: {} ({})", what, name, description);
+  fail(TXL_UNAVAILABLE, "{}: {}", what, name);
+}
+
 } // namespace txl::rt

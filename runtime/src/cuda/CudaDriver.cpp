@@ -8,15 +8,9 @@ namespace txl::rt {
 
 namespace {
 
-/// Names and descriptions of the CUresult codes a user is likely to meet
-/// (cuda.h's CUresult enum), for when the driver cannot name them itself.
-struct KnownResult {
-  CUresult code;
-  const char *name;
-  const char *description;
-};
-
-constexpr KnownResult kKnownResults[] = {
+/// The CUresult codes a user is likely to meet (cuda.h's CUresult enum),
+/// for when the driver cannot name them itself.
+constexpr KnownCode kKnownResults[] = {
     {1, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
     {2, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
     {3, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
@@ -38,13 +32,6 @@ constexpr KnownResult kKnownResults[] = {
     {719, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
 };
 
-const KnownResult *findKnown(CUresult result) {
-  for (const KnownResult &k : kKnownResults)
-    if (k.code == result)
-      return &k;
-  return nullptr;
-}
-
 } // namespace
 
 CudaDriver::CudaDriver(const std::string &library)
@@ -58,9 +45,9 @@ CudaDriver::CudaDriver(const std::string &library)
 
 std::string CudaDriver::errorName(CUresult result) const {
   const char *name = nullptr;
-  if (cuGetErrorName && cuGetErrorName(result, &name) == 0 && name)
+  if (cuGetErrorName(result, &name) == 0 && name)
     return name;
-  if (const KnownResult *known = findKnown(result))
+  if (const KnownCode *known = findKnownCode(kKnownResults, result))
     return known->name;
   return fmt::format("CUresult {}", result);
 }
@@ -69,13 +56,11 @@ void CudaDriver::check(CUresult result, const char *what) const {
   if (result == 0)
     return;
   const char *description = nullptr;
-  if (!(cuGetErrorString && cuGetErrorString(result, &description) == 0 &&
-        description))
-    if (const KnownResult *known = findKnown(result))
-      description = known->description;
-  if (description)
-    fail(TXL_UNAVAILABLE, "{}: {} ({})", what, errorName(result), description);
-  fail(TXL_UNAVAILABLE, "{}: {}", what, errorName(result));
+  if (cuGetErrorString(result, &description) != 0 || !description) {
+    const KnownCode *known = findKnownCode(kKnownResults, result);
+    description = known ? known->description : nullptr;
+  }
+  failDeviceCall(what, errorName(result), description);
 }
 
 } // namespace txl::rt

@@ -8,19 +8,17 @@ namespace txl::rt {
 
 namespace {
 
+/// CL_PLATFORM_NOT_FOUND_KHR (cl_ext.h): the ICD loader found no platform.
+constexpr cl_int kPlatformNotFound = -1001;
+
 /// The cl_int codes a user is likely to meet (cl.h, cl_ext.h); OpenCL has
 /// no call that names them.
-struct KnownCode {
-  cl_int code;
-  const char *name;
-  const char *description;
-};
-
 constexpr KnownCode kKnownCodes[] = {
     {-1, "CL_DEVICE_NOT_FOUND", "no device of the requested type"},
     {-4, "CL_MEM_OBJECT_ALLOCATION_FAILURE", "device memory exhausted"},
     {-5, "CL_OUT_OF_RESOURCES", "the device ran out of resources"},
-    {-6, "CL_OUT_OF_HOST_MEMORY", "the OpenCL implementation ran out of host memory"},
+    {-6, "CL_OUT_OF_HOST_MEMORY",
+     "the OpenCL implementation ran out of host memory"},
     {-11, "CL_BUILD_PROGRAM_FAILURE", "the kernel program did not build"},
     {-30, "CL_INVALID_VALUE", "invalid argument"},
     {-32, "CL_INVALID_PLATFORM", "invalid platform"},
@@ -31,17 +29,10 @@ constexpr KnownCode kKnownCodes[] = {
     {-52, "CL_INVALID_KERNEL_ARGS", "kernel arguments not all set"},
     {-54, "CL_INVALID_WORK_GROUP_SIZE", "work-group size not supported"},
     {-61, "CL_INVALID_BUFFER_SIZE", "invalid buffer size"},
-    {-1001, "CL_PLATFORM_NOT_FOUND_KHR",
+    {kPlatformNotFound, "CL_PLATFORM_NOT_FOUND_KHR",
      "the ICD loader found no OpenCL implementation in /etc/OpenCL/vendors "
      "or in the folder OCL_ICD_VENDORS names"},
 };
-
-const KnownCode *findKnown(cl_int code) {
-  for (const KnownCode &k : kKnownCodes)
-    if (k.code == code)
-      return &k;
-  return nullptr;
-}
 
 } // namespace
 
@@ -55,7 +46,7 @@ OpenCL::OpenCL(const std::string &library)
 }
 
 std::string OpenCL::errorName(cl_int result) {
-  if (const KnownCode *known = findKnown(result))
+  if (const KnownCode *known = findKnownCode(kKnownCodes, result))
     return known->name;
   return fmt::format("cl_int {}", result);
 }
@@ -63,22 +54,17 @@ std::string OpenCL::errorName(cl_int result) {
 void OpenCL::check(cl_int result, const char *what) const {
   if (result == 0)
     return;
-  if (const KnownCode *known = findKnown(result))
-    fail(TXL_UNAVAILABLE, "{}: {} ({})", what, known->name,
-         known->description);
-  fail(TXL_UNAVAILABLE, "{}: {}", what, errorName(result));
+  const KnownCode *known = findKnownCode(kKnownCodes, result);
+  failDeviceCall(what, errorName(result), known ? known->description : nullptr);
 }
 
 std::vector<cl_platform_id> OpenCL::platforms() const {
   cl_uint count = 0;
   cl_int result = clGetPlatformIDs(0, nullptr, &count);
+  // Some loaders answer "none" with success and a count of 0.
   if (result == 0 && count == 0)
-    result = -1001;
-  try {
-    check(result, "clGetPlatformIDs");
-  } catch (const Error &e) {
-    fail(TXL_UNAVAILABLE, "no OpenCL platform: {}", e.what());
-  }
+    result = kPlatformNotFound;
+  check(result, "no OpenCL platform: clGetPlatformIDs");
   std::vector<cl_platform_id> ids(count);
   check(clGetPlatformIDs(count, ids.data(), nullptr), "clGetPlatformIDs");
   return ids;

@@ -9,6 +9,8 @@
 #include "txl/rt/CudaDriver.h"
 #include "txl/rt/Status.h"
 
+#include "TestUtil.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -20,24 +22,13 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-/// The message and code of the Error `fn` throws (fails the test if none).
-template <typename Fn> std::pair<std::string, txl_status_code_t> errorOf(Fn fn) {
-  try {
-    fn();
-  } catch (const Error &e) {
-    return {e.what(), e.code()};
-  }
-  ADD_FAILURE() << "no Error thrown";
-  return {"", TXL_OK};
-}
-
 constexpr const char *kStub = "/usr/local/cuda/lib64/stubs/libcuda.so";
 
 // No libcuda: one line naming the library and dlopen's reason.
 TEST(CudaDriverTest, MissingLibraryNamesIt) {
-  auto [message, code] =
-      errorOf([] { CudaDriver driver("libtxl-no-such-cuda.so.1"); });
-  EXPECT_EQ(code, TXL_UNAVAILABLE);
+  std::string message =
+      test::expectError([] { CudaDriver driver("libtxl-no-such-cuda.so.1"); },
+                        TXL_UNAVAILABLE, {});
   EXPECT_THAT(message,
               StartsWith("no CUDA driver: dlopen(libtxl-no-such-cuda.so.1) "
                          "failed: "));
@@ -46,8 +37,8 @@ TEST(CudaDriverTest, MissingLibraryNamesIt) {
 
 // A library that is not a driver: the first symbol it lacks is named.
 TEST(CudaDriverTest, LibraryWithoutTheSymbols) {
-  auto [message, code] = errorOf([] { CudaDriver driver("libm.so.6"); });
-  EXPECT_EQ(code, TXL_UNAVAILABLE);
+  std::string message = test::expectError(
+      [] { CudaDriver driver("libm.so.6"); }, TXL_UNAVAILABLE, {});
   EXPECT_EQ(message, "no usable CUDA driver: libm.so.6 has no symbol "
                      "cuGetErrorName (the runtime needs the CUDA 11 driver "
                      "API or newer)");
@@ -66,8 +57,8 @@ TEST(CudaDriverTest, StubLibraryResolvesAndIsNamed) {
 #undef TXL_CUDA_SYMBOL
   CUresult init = driver.cuInit(0);
   EXPECT_EQ(init, 34);
-  auto [message, code] = errorOf([&] { driver.check(init, "cuInit"); });
-  EXPECT_EQ(code, TXL_UNAVAILABLE);
+  std::string message = test::expectError([&] { driver.check(init, "cuInit"); },
+                                          TXL_UNAVAILABLE, {});
   EXPECT_EQ(message, "cuInit: CUDA_ERROR_STUB_LIBRARY (the CUDA toolkit's "
                      "stub libcuda was loaded, not a driver)");
   EXPECT_EQ(driver.library(), kStub);
@@ -82,9 +73,11 @@ TEST(CudaDriverTest, ErrorNames) {
   EXPECT_EQ(driver.errorName(100), "CUDA_ERROR_NO_DEVICE");
   EXPECT_EQ(driver.errorName(2), "CUDA_ERROR_OUT_OF_MEMORY");
   EXPECT_EQ(driver.errorName(12345), "CUresult 12345");
-  auto [message, code] = errorOf([&] { driver.check(12345, "cuLaunchKernel"); });
+  std::string message = test::expectError(
+      [&] { driver.check(12345, "cuLaunchKernel"); }, TXL_UNAVAILABLE, {});
   EXPECT_EQ(message, "cuLaunchKernel: CUresult 12345");
-  auto [oom, oomCode] = errorOf([&] { driver.check(2, "cuMemAlloc"); });
+  std::string oom = test::expectError([&] { driver.check(2, "cuMemAlloc"); },
+                                      TXL_UNAVAILABLE, {});
   EXPECT_EQ(oom, "cuMemAlloc: CUDA_ERROR_OUT_OF_MEMORY (out of memory)");
 }
 

@@ -1,4 +1,5 @@
-//===- OpenCLTest.cpp - The dlopen'ed OpenCL table ----------------*- C++ -*-===//
+//===- OpenCLTest.cpp - The dlopen'ed OpenCL table ----------------*- C++
+//-*-===//
 //
 // What a user of an OpenCL executable sees without a loader, with a library
 // that is not one, and with a loader that finds no platform; and the
@@ -9,6 +10,8 @@
 
 #include "txl/rt/OpenCL.h"
 #include "txl/rt/Status.h"
+
+#include "TestUtil.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -22,30 +25,21 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-template <typename Fn> std::pair<std::string, txl_status_code_t> errorOf(Fn fn) {
-  try {
-    fn();
-  } catch (const Error &e) {
-    return {e.what(), e.code()};
-  }
-  ADD_FAILURE() << "no Error thrown";
-  return {"", TXL_OK};
-}
-
 TEST(OpenCLTest, MissingLoaderNamesIt) {
-  auto [message, code] =
-      errorOf([] { OpenCL cl("libtxl-no-such-opencl.so.1"); });
-  EXPECT_EQ(code, TXL_UNAVAILABLE);
-  EXPECT_THAT(message, StartsWith("no OpenCL ICD loader: "
-                                  "dlopen(libtxl-no-such-opencl.so.1) failed: "));
+  std::string message = test::expectError(
+      [] { OpenCL cl("libtxl-no-such-opencl.so.1"); }, TXL_UNAVAILABLE, {});
+  EXPECT_THAT(message,
+              StartsWith("no OpenCL ICD loader: "
+                         "dlopen(libtxl-no-such-opencl.so.1) failed: "));
   EXPECT_THAT(message, HasSubstr("cannot open shared object file"));
 }
 
 TEST(OpenCLTest, LibraryWithoutTheSymbols) {
-  auto [message, code] = errorOf([] { OpenCL cl("libm.so.6"); });
-  EXPECT_EQ(code, TXL_UNAVAILABLE);
-  EXPECT_EQ(message, "no usable OpenCL ICD loader: libm.so.6 has no symbol "
-                     "clGetPlatformIDs (the runtime needs OpenCL 2.1 or newer)");
+  std::string message =
+      test::expectError([] { OpenCL cl("libm.so.6"); }, TXL_UNAVAILABLE, {});
+  EXPECT_EQ(message,
+            "no usable OpenCL ICD loader: libm.so.6 has no symbol "
+            "clGetPlatformIDs (the runtime needs OpenCL 2.1 or newer)");
 }
 
 // The loader with no ICD to load (OCL_ICD_VENDORS names an empty folder):
@@ -57,8 +51,8 @@ TEST(OpenCLTest, NoPlatform) {
   ::setenv("OCL_ICD_VENDORS", empty.c_str(), 1);
   OpenCL cl;
   EXPECT_EQ(cl.library(), "libOpenCL.so.1");
-  auto [message, code] = errorOf([&] { cl.platforms(); });
-  EXPECT_EQ(code, TXL_UNAVAILABLE);
+  std::string message =
+      test::expectError([&] { cl.platforms(); }, TXL_UNAVAILABLE, {});
   EXPECT_EQ(message,
             "no OpenCL platform: clGetPlatformIDs: CL_PLATFORM_NOT_FOUND_KHR "
             "(the ICD loader found no OpenCL implementation in "
@@ -71,10 +65,12 @@ TEST(OpenCLTest, ErrorNames) {
   EXPECT_EQ(OpenCL::errorName(-9999), "cl_int -9999");
   OpenCL cl;
   cl.check(0, "clFinish");
-  auto [message, code] = errorOf([&] { cl.check(-54, "clEnqueueNDRangeKernel"); });
+  std::string message = test::expectError(
+      [&] { cl.check(-54, "clEnqueueNDRangeKernel"); }, TXL_UNAVAILABLE, {});
   EXPECT_EQ(message, "clEnqueueNDRangeKernel: CL_INVALID_WORK_GROUP_SIZE "
                      "(work-group size not supported)");
-  auto [unknown, unknownCode] = errorOf([&] { cl.check(-9999, "clFinish"); });
+  std::string unknown = test::expectError([&] { cl.check(-9999, "clFinish"); },
+                                          TXL_UNAVAILABLE, {});
   EXPECT_EQ(unknown, "clFinish: cl_int -9999");
 }
 

@@ -9,9 +9,33 @@
 #ifndef TXL_RT_DYNAMICLIBRARY_H
 #define TXL_RT_DYNAMICLIBRARY_H
 
+#include <cstddef>
 #include <string>
 
 namespace txl::rt {
+
+/// A result code of a device API, with its name and a one-line
+/// description, for the codes a user is likely to meet.
+struct KnownCode {
+  int code;
+  const char *name;
+  const char *description;
+};
+
+/// The entry of `code` in `table`, or null.
+template <size_t N>
+const KnownCode *findKnownCode(const KnownCode (&table)[N], int code) {
+  for (const KnownCode &known : table)
+    if (known.code == code)
+      return &known;
+  return nullptr;
+}
+
+/// Throws Error(TXL_UNAVAILABLE) "<what>: <name> (<description>)", or
+/// "<what>: <name>" when `description` is null: the one message shape of a
+/// failed device call.
+[[noreturn]] void failDeviceCall(const char *what, const std::string &name,
+                                 const char *description);
 
 /// An open shared library; closes it when destroyed.
 class DynamicLibrary {
