@@ -51,30 +51,40 @@ createTargetMachine(const CodegenOptions &options) {
   return tm;
 }
 
-/// Runs LLVM's default per-module pipeline at `options.optLevel` (with loop
-/// and SLP vectorization) on `llvmModule`, for the target of `tm`.
-static void optimizeModule(llvm::Module &llvmModule, llvm::TargetMachine &tm,
-                           const CodegenOptions &options) {
-  if (options.optLevel == 0)
-    return;
+/// Runs the module pipeline `build` makes, with every analysis registered,
+/// on `llvmModule` for the target of `tm`.
+static void runModulePipeline(
+    llvm::Module &llvmModule, llvm::TargetMachine &tm,
+    llvm::PipelineTuningOptions tuning,
+    llvm::function_ref<llvm::ModulePassManager(llvm::PassBuilder &)> build) {
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
   llvm::ModuleAnalysisManager mam;
-  llvm::PipelineTuningOptions tuning;
-  tuning.LoopVectorization = true;
-  tuning.SLPVectorization = true;
   llvm::PassBuilder pb(&tm, tuning);
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);
   pb.registerFunctionAnalyses(fam);
   pb.registerLoopAnalyses(lam);
   pb.crossRegisterProxies(lam, fam, cgam, mam);
+  build(pb).run(llvmModule, mam);
+}
+
+/// Runs LLVM's default per-module pipeline at `options.optLevel` (with loop
+/// and SLP vectorization) on `llvmModule`, for the target of `tm`.
+static void optimizeModule(llvm::Module &llvmModule, llvm::TargetMachine &tm,
+                           const CodegenOptions &options) {
+  if (options.optLevel == 0)
+    return;
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopVectorization = true;
+  tuning.SLPVectorization = true;
   llvm::OptimizationLevel level = options.optLevel == 1   ? llvm::OptimizationLevel::O1
                                   : options.optLevel == 2 ? llvm::OptimizationLevel::O2
                                                           : llvm::OptimizationLevel::O3;
-  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(level);
-  mpm.run(llvmModule, mam);
+  runModulePipeline(llvmModule, tm, tuning, [&](llvm::PassBuilder &pb) {
+    return pb.buildPerModuleDefaultPipeline(level);
+  });
 }
 
 /// Translates `module` to LLVM IR with the target's triple and data layout.
@@ -212,21 +222,14 @@ LogicalResult mlir::txl::emitObjectFilesInParallel(
   // inlining them first leaves only external functions that parts can
   // share by name.
   TimingScope splitTiming = timing.nest("inlining the entry wrappers, split");
-  {
-    llvm::LoopAnalysisManager lam;
-    llvm::FunctionAnalysisManager fam;
-    llvm::CGSCCAnalysisManager cgam;
-    llvm::ModuleAnalysisManager mam;
-    llvm::PassBuilder pb(tm->get());
-    pb.registerModuleAnalyses(mam);
-    pb.registerCGSCCAnalyses(cgam);
-    pb.registerFunctionAnalyses(fam);
-    pb.registerLoopAnalyses(lam);
-    pb.crossRegisterProxies(lam, fam, cgam, mam);
-    llvm::AlwaysInlinerPass(/*InsertLifetimeIntrinsics=*/false).run(*whole, mam);
-  }
-  unsigned threads = options.threads ? options.threads
-                                     : llvm::hardware_concurrency().compute_thread_count();
+  runModulePipeline(*whole, **tm, {}, [](llvm::PassBuilder &) {
+    llvm::ModulePassManager mpm;
+    mpm.addPass(llvm::AlwaysInlinerPass(/*InsertLifetimeIntrinsics=*/false));
+    return mpm;
+  });
+  unsigned threads =
+      options.threads ? options.threads
+                      : llvm::hardware_concurrency().compute_thread_count();
   SmallVector<SmallString<0>> parts =
       splitIntoParts(*whole, std::max(threads, 1u));
   whole.reset();
@@ -252,7 +255,7 @@ LogicalResult mlir::txl::emitObjectFilesInParallel(
       pool.async([&, i] {
         auto fail = [&](llvm::Error err) {
           std::lock_guard<std::mutex> lock(errorMutex);
-          errors += llvm::toString(std::move(err));
+          errors += (errors.empty() ? "" : "; ") + llvm::toString(std::move(err));
         };
         auto partTm = createTargetMachine(options);
         if (!partTm)
