@@ -10,7 +10,7 @@ PKGS=(
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools clang-22
   libtomlplusplus-dev libfmt-dev libgtest-dev libgmock-dev libopenblas-dev libcli11-dev nlohmann-json3-dev
   cmake ninja-build python3 python3-pip python3-numpy gnuplot-nox
-  ocl-icd-libopencl1
+  ocl-icd-libopencl1 spirv-tools
 )
 
 SUDO=""
@@ -34,5 +34,25 @@ if ! python3 -c "import lit" 2>/dev/null; then
 fi
 if ! python3 -c "import numpy" 2>/dev/null; then
   python3 -m pip install -q numpy
+fi
+
+# The OpenCL execution engine of the tests: the `opencl` target's kernels run
+# on this CPU through SPIR-V. Debian's PoCL 3.1 has no SPIR-V, so it is
+# Intel's CPU runtime from PyPI (intel-opencl-rt; its libimf/libsvml come in
+# intel-cmplr-lib-rt, which it does not declare). Installed once under
+# TXL_OPENCL_PREFIX; pip keeps the downloaded wheels in its cache. The
+# wheel's own .icd names a placeholder path, so the ICD file the tests use
+# (OCL_ICD_VENDORS=$prefix/vendors) names the library by its absolute path.
+ocl_prefix=${TXL_OPENCL_PREFIX:-/opt/txlc/intel-opencl}
+if [ ! -f "$ocl_prefix/lib/libintelocl.so" ]; then
+  echo "install-deps: installing Intel's OpenCL CPU runtime into $ocl_prefix"
+  $SUDO python3 -m pip install -q --root-user-action=ignore --prefix "$ocl_prefix" \
+    intel-opencl-rt intel-cmplr-lib-rt
+fi
+$SUDO mkdir -p "$ocl_prefix/vendors"
+echo "$ocl_prefix/lib/libintelocl.so" | $SUDO tee "$ocl_prefix/vendors/intel-cpu.icd" >/dev/null
+# pyopencl drives the kernel-level OpenCL tests (test/Integration/gpu).
+if ! python3 -c "import pyopencl" 2>/dev/null; then
+  python3 -m pip install -q --root-user-action=ignore pyopencl
 fi
 echo "install-deps: ok"

@@ -29,3 +29,20 @@ llvm_config.use_default_substitutions()
 # substitution, which would also rewrite `--emit=txl-opt`.
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.txl_tools_dir, append_path=True)
+
+# The GPU kernels' numerics run on this CPU through SPIR-V and Intel's OpenCL
+# CPU runtime, which scripts/install-deps.sh installs with an ICD file in
+# this folder. Missing, the tests must fail, never skip.
+config.opencl_vendors = os.environ.get(
+    "TXL_OPENCL_VENDORS", "/opt/txlc/intel-opencl/vendors")
+if not os.path.isfile(os.path.join(config.opencl_vendors, "intel-cpu.icd")):
+    lit_config.fatal("no OpenCL CPU runtime in %s: run scripts/install-deps.sh"
+                     % config.opencl_vendors)
+config.environment["OCL_ICD_VENDORS"] = config.opencl_vendors
+config.substitutions.append(("%models", os.path.join(config.txl_src_root, "models")))
+
+# ptxas of the CUDA toolkit checks the CUDA target's PTX (no GPU needed).
+config.ptxas = os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "ptxas")
+if not os.access(config.ptxas, os.X_OK):
+    lit_config.fatal("no ptxas at %s (set CUDA_HOME)" % config.ptxas)
+config.substitutions.append(("%ptxas", config.ptxas))

@@ -1,10 +1,12 @@
-//===- Driver.cpp - The txlc compiler driver ---------------------*- C++ -*-===//
+//===- Driver.cpp - The txlc compiler driver ---------------------*- C++
+//-*-===//
 
 #include "txl/Driver/Driver.h"
 
 #include "txl/Frontend/TrainingBuilder.h"
 #include "txl/InitAll.h"
 #include "txl/Pipelines/Pipelines.h"
+#include "txl/Target/GpuKernels.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
@@ -14,6 +16,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
+#include "llvm/Support/Regex.h"
 #include "llvm/Support/ToolOutputFile.h"
 
 using namespace mlir;
@@ -25,9 +28,8 @@ namespace {
 template <typename Printable>
 LogicalResult writeText(const DriverOptions &options, Printable &&print) {
   std::string error;
-  std::unique_ptr<llvm::ToolOutputFile> out =
-      openOutputFile(options.outputPath.empty() ? "-" : options.outputPath,
-                     &error);
+  std::unique_ptr<llvm::ToolOutputFile> out = openOutputFile(
+      options.outputPath.empty() ? "-" : options.outputPath, &error);
   if (!out) {
     llvm::errs() << "txlc: error: " << error << "\n";
     return failure();
@@ -77,7 +79,8 @@ LogicalResult linkExecutable(const DriverOptions &options,
 
   std::string linker = options.linker;
   if (linker.empty()) {
-    for (const char *candidate : {"clang++-22", "/usr/lib/llvm-22/bin/clang++"}) {
+    for (const char *candidate :
+         {"clang++-22", "/usr/lib/llvm-22/bin/clang++"}) {
       if (auto found = llvm::sys::findProgramByName(candidate)) {
         linker = *found;
         break;
@@ -85,7 +88,8 @@ LogicalResult linkExecutable(const DriverOptions &options,
     }
   }
   if (linker.empty()) {
-    llvm::errs() << "txlc: error: no linker found (clang++-22); pass --linker\n";
+    llvm::errs()
+        << "txlc: error: no linker found (clang++-22); pass --linker\n";
     return failure();
   }
   std::string runtimeLib = options.runtimeLibDir;
@@ -103,10 +107,9 @@ LogicalResult linkExecutable(const DriverOptions &options,
     llvm::sys::fs::create_directories(parent);
 
   SmallVector<std::string> args = {
-      linker,  "-O2",
-      "-I" + options.runtimeIncludeDir,
-      "-x",    "c",
-      std::string(infoPath), "-x", "none"};
+      linker, "-O2", "-I" + options.runtimeIncludeDir,
+      "-x",   "c",   std::string(infoPath),
+      "-x",   "none"};
   args.append(objectPaths.begin(), objectPaths.end());
   args.append({"-L" + runtimeLib, "-ltxl_runtime_main", "-ltxl_runtime",
                "-lopenblas", "-lm", "-lpthread", "-o", out});
@@ -124,9 +127,82 @@ LogicalResult linkExecutable(const DriverOptions &options,
   return success();
 }
 
+/// --emit=ptx / --emit=spirv: lowers a copy of the kernels' gpu.module for
+/// the GPU target and writes the PTX of the one --gpu-arch, or the SPIR-V
+/// module (binary; LLVM's SPIR-V assembly when the output ends in
+/// .spvasm).
+LogicalResult emitKernels(const DriverOptions &options, ModuleOp module,
+                          TimingScope &timing) {
+  OwningOpRef<ModuleOp> kernels = cloneKernelModule(module);
+  if (!kernels)
+    return failure();
+  if (options.emit == EmitAction::Ptx) {
+    const std::string &chip = options.gpuArchs.front();
+    if (failed(runStage(*kernels, timing,
+                        "lowering the kernels to PTX (" + chip + ")",
+                        [&](OpPassManager &pm) {
+                          buildKernelsToPtxPipeline(pm, chip, kPtxFeatures,
+                                                    options.cudaPath);
+                        })))
+      return failure();
+    FailureOr<std::string> ptx = getPtx(*kernels);
+    if (failed(ptx))
+      return failure();
+    return writeText(options, [&](llvm::raw_ostream &os) { os << *ptx; });
+  }
+  setOpenCLSubgroupSize(*kernels);
+  if (failed(runStage(*kernels, timing,
+                      "lowering the kernels to LLVM (SPIR-V flavour)",
+                      buildKernelsToLlvmSpvPipeline)))
+    return failure();
+  TimingScope codegen = timing.nest("LLVM: SPIR-V code generation");
+  bool assembly = llvm::StringRef(options.outputPath).ends_with(".spvasm");
+  FailureOr<std::string> spirv = emitSpirv(*kernels, assembly);
+  if (failed(spirv))
+    return failure();
+  return writeText(options, [&](llvm::raw_ostream &os) { os << *spirv; });
+}
+
+/// Checks that --emit fits --target. The GPU targets build their kernels so
+/// far (--emit=ptx, --emit=spirv) and the txl-level stages; their host side
+/// (executables) is not built yet.
+LogicalResult checkTarget(const DriverOptions &options) {
+  bool gpu = options.target != Target::Cpu;
+  auto fail = [](const llvm::Twine &message) {
+    llvm::errs() << "txlc: error: " << message << "\n";
+    return failure();
+  };
+  if (options.emit == EmitAction::Ptx && options.target != Target::Cuda)
+    return fail("--emit=ptx needs --target=cuda");
+  if (options.emit == EmitAction::Spirv && options.target != Target::OpenCL)
+    return fail("--emit=spirv needs --target=opencl");
+  if (options.emit == EmitAction::Ptx && options.gpuArchs.size() != 1)
+    return fail("--emit=ptx needs exactly one --gpu-arch");
+  // sm_<major><minor>[a|f], as ptxas -arch takes it; sm_80 is the oldest
+  // the kernels are built for (PTX ISA 8.0 reaches back to sm_50, but the
+  // budgets are set for sm_80 and newer).
+  static const llvm::Regex archPattern("^sm_(8[0-9]|9[0-9]|1[0-9][0-9])[af]?$");
+  for (const std::string &arch : options.gpuArchs)
+    if (options.target == Target::Cuda && !archPattern.match(arch))
+      return fail("--gpu-arch: '" + arch +
+                  "' is not a CUDA architecture the kernels are built for "
+                  "(sm_80, sm_86, sm_89, sm_90, sm_90a, ...)");
+  if (gpu && options.emit != EmitAction::Txl &&
+      options.emit != EmitAction::TxlOpt && options.emit != EmitAction::Ptx &&
+      options.emit != EmitAction::Spirv)
+    return fail(llvm::Twine("--target=") +
+                (options.target == Target::Cuda ? "cuda" : "opencl") +
+                " builds its kernels only so far (--emit=" +
+                (options.target == Target::Cuda ? "ptx" : "spirv") +
+                "); its executables are not built yet");
+  return success();
+}
+
 } // namespace
 
 int mlir::txl::runDriver(const DriverOptions &options) {
+  if (failed(checkTarget(options)))
+    return 1;
   llvm::Expected<ModelConfig> config = loadModelConfig(options.inputPath);
   if (!config) {
     llvm::errs() << llvm::toString(config.takeError()) << "\n";
@@ -158,22 +234,28 @@ int mlir::txl::runDriver(const DriverOptions &options) {
 
   TxlCpuPipelineOptions pipeline;
   pipeline.fuseAttention = options.fuseAttention;
-  if (failed(runStage(module, root, "txl-level optimization",
-                      [&](OpPassManager &pm) {
-                        buildTxlOptPipeline(pm, pipeline);
-                      })))
+  if (failed(runStage(
+          module, root, "txl-level optimization",
+          [&](OpPassManager &pm) { buildTxlOptPipeline(pm, pipeline); })))
     return 1;
   if (options.emit == EmitAction::TxlOpt)
     return failed(writeText(options, print));
+
+  if (options.target != Target::Cpu) {
+    if (failed(runStage(module, root, "outlining the GPU kernels",
+                        buildTxlToGpuPipeline)))
+      return 1;
+    return failed(emitKernels(options, module, root));
+  }
 
   bool backward = options.backward;
   if (options.emit == EmitAction::TxlGrad && !backward) {
     llvm::errs() << "txlc: error: --emit=txl-grad needs --backward\n";
     return 1;
   }
-  if (backward && failed(runStage(module, root,
-                                  "generating the backward segment",
-                                  buildTxlBackwardPipeline)))
+  if (backward &&
+      failed(runStage(module, root, "generating the backward segment",
+                      buildTxlBackwardPipeline)))
     return 1;
   if (options.emit == EmitAction::TxlGrad)
     return failed(writeText(options, print));
@@ -216,8 +298,9 @@ int mlir::txl::runDriver(const DriverOptions &options) {
   if (!llvmModule)
     return 1;
   if (options.emit == EmitAction::LLVMIR)
-    return failed(writeText(
-        options, [&](llvm::raw_ostream &os) { llvmModule->print(os, nullptr); }));
+    return failed(writeText(options, [&](llvm::raw_ostream &os) {
+      llvmModule->print(os, nullptr);
+    }));
 
   TimingScope codegenTiming = root.nest("LLVM: code generation");
   if (llvm::Error err =

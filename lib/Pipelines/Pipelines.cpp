@@ -1,4 +1,5 @@
-//===- Pipelines.cpp - txlc pass pipelines -----------------------*- C++ -*-===//
+//===- Pipelines.cpp - txlc pass pipelines -----------------------*- C++
+//-*-===//
 
 #include "txl/Pipelines/Pipelines.h"
 
@@ -97,6 +98,44 @@ void mlir::txl::buildLinalgToLLVMPipeline(OpPassManager &pm) {
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createEmitPackedEntryPass());
   pm.addPass(createCanonicalizerPass());
+}
+
+void mlir::txl::buildTxlToGpuPipeline(OpPassManager &pm) {
+  // Module: it adds the gpu.module of kernels.
+  pm.addPass(createConvertRelAttentionToGpuPass());
+}
+
+/// Adds the passes of `pipeline` (textual, as mlir-opt takes it) to `pm`;
+/// used for the kernels' fixed pipelines of upstream passes.
+static void addPipeline(OpPassManager &pm, const std::string &pipeline) {
+  if (failed(parsePassPipeline(pipeline, pm, llvm::errs())))
+    llvm::report_fatal_error("txlc: bad built-in pass pipeline: " +
+                             llvm::Twine(pipeline));
+}
+
+void mlir::txl::buildKernelsToPtxPipeline(OpPassManager &pm,
+                                          llvm::StringRef chip,
+                                          llvm::StringRef ptxFeatures,
+                                          llvm::StringRef cudaPath) {
+  addPipeline(pm,
+              "convert-scf-to-cf,expand-strided-metadata,"
+              "nvvm-attach-target{O=3 chip=" +
+                  chip.str() + " features=" + ptxFeatures.str() +
+                  "},lower-affine,convert-arith-to-llvm,convert-index-to-llvm,"
+                  "canonicalize,cse,"
+                  "gpu.module(strip-debuginfo,convert-gpu-to-nvvm,"
+                  "llvm.func(llvm-optimize-for-nvvm-target),canonicalize,cse,"
+                  "reconcile-unrealized-casts),"
+                  "gpu-module-to-binary{format=isa toolkit=" +
+                  cudaPath.str() + "}");
+}
+
+void mlir::txl::buildKernelsToLlvmSpvPipeline(OpPassManager &pm) {
+  addPipeline(pm, "canonicalize,arith-expand,canonicalize,"
+                  "gpu.module(convert-gpu-to-llvm-spv{use-64bit-index=true}),"
+                  "convert-scf-to-cf,convert-cf-to-llvm,convert-arith-to-llvm,"
+                  "convert-math-to-llvm,convert-index-to-llvm,"
+                  "finalize-memref-to-llvm,reconcile-unrealized-casts");
 }
 
 void mlir::txl::buildTxlCpuPipeline(OpPassManager &pm,

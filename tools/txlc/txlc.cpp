@@ -1,6 +1,8 @@
-//===- txlc.cpp - Transformer-XL model file -> executable ---------*- C++ -*-===//
+//===- txlc.cpp - Transformer-XL model file -> executable ---------*- C++
+//-*-===//
 
 #include "txl/Driver/Driver.h"
+#include "txl/InitAll.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
@@ -40,7 +42,32 @@ static cl::opt<EmitAction> emitAction(
         clEnumValN(EmitAction::LLVMIR, "llvm", "optimized LLVM IR"),
         clEnumValN(EmitAction::Object, "obj", "an object file (needs -o)"),
         clEnumValN(EmitAction::Executable, "exe",
-                   "a standalone executable (default; needs -o)")));
+                   "a standalone executable (default; needs -o)"),
+        clEnumValN(EmitAction::Ptx, "ptx",
+                   "the GPU kernels as PTX (--target=cuda, one --gpu-arch)"),
+        clEnumValN(EmitAction::Spirv, "spirv",
+                   "the GPU kernels as a SPIR-V module (--target=opencl; "
+                   "binary, or LLVM's SPIR-V assembly for -o *.spvasm)")));
+static cl::opt<Target> target(
+    cl::cat(txlcCategory), "target", cl::desc("What to compile for"),
+    cl::init(Target::Cpu),
+    cl::values(clEnumValN(Target::Cpu, "cpu",
+                          "native code and OpenBLAS (default)"),
+               clEnumValN(Target::Cuda, "cuda",
+                          "NVIDIA GPUs: kernels as PTX through NVVM (so far "
+                          "--emit=ptx only)"),
+               clEnumValN(Target::OpenCL, "opencl",
+                          "OpenCL 3.0 devices with SPIR-V: the same kernels "
+                          "as SPIR-V (so far --emit=spirv only)")));
+static cl::list<std::string> gpuArchs(
+    cl::cat(txlcCategory), "gpu-arch",
+    cl::desc("--target=cuda: CUDA architectures, comma separated (default "
+             "sm_80,sm_90; sm_90a for wgmma)"),
+    cl::CommaSeparated);
+static cl::opt<std::string>
+    cudaPath(cl::cat(txlcCategory), "cuda-path",
+             cl::desc("CUDA toolkit (libdevice, ptxas)"),
+             cl::init("/usr/local/cuda"));
 static cl::opt<bool> backward(
     cl::cat(txlcCategory), "backward",
     cl::desc("Generate the backward segment for training and --grad-segment "
@@ -70,11 +97,11 @@ static cl::opt<std::string> linker(cl::cat(txlcCategory), "linker",
                                    cl::desc("C++ compiler driver used to link "
                                             "(default clang++-22)"),
                                    cl::init(""));
-static cl::opt<unsigned> jobs(
-    cl::cat(txlcCategory), "j",
-    cl::desc("Threads for LLVM optimization and code generation of an "
-             "executable (0 = one per core)"),
-    cl::Prefix, cl::init(0));
+static cl::opt<unsigned>
+    jobs(cl::cat(txlcCategory), "j",
+         cl::desc("Threads for LLVM optimization and code generation of an "
+                  "executable (0 = one per core)"),
+         cl::Prefix, cl::init(0));
 static cl::opt<bool> keepTemps(cl::cat(txlcCategory), "keep-temps",
                                cl::desc("Keep the intermediate object and C "
                                         "files"),
@@ -99,6 +126,8 @@ static void registerMlirOptions() {
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   registerMlirOptions();
+  // The GPU kernels' pipelines name upstream passes (Pipelines.cpp).
+  registerAllTxlPasses();
   // libLLVM registers its own options globally; show only txlc's and
   // mlir-opt's.
   cl::HideUnrelatedOptions({&txlcCategory, &mlirCategory});
@@ -107,12 +136,18 @@ int main(int argc, char **argv) {
       "txlc: compile a Transformer-XL model file into a standalone "
       "executable\n\n"
       "  txlc models/ptb_small.toml -o build/ptb_small\n"
-      "  txlc models/ptb_small.toml --emit=txl\n");
+      "  txlc models/ptb_small.toml --emit=txl\n"
+      "  txlc models/ptb_small.toml --target=cuda --gpu-arch=sm_90 "
+      "--emit=ptx\n");
 
   DriverOptions options;
   options.inputPath = inputFile;
   options.outputPath = outputFile;
   options.emit = emitAction;
+  options.target = target;
+  if (!gpuArchs.empty())
+    options.gpuArchs.assign(gpuArchs.begin(), gpuArchs.end());
+  options.cudaPath = cudaPath;
   options.fuseAttention = fuseAttention;
   options.backward = backward;
   options.codegen.cpu = mcpu;

@@ -149,6 +149,67 @@ def DropDestinationResultsPass : Pass<"txl-drop-destination-results", "::mlir::M
                            "::mlir::memref::MemRefDialect"];
 }
 
+def ConvertRelAttentionToGpuPass : Pass<"txl-rel-attention-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "Turn txl.rel_attention into one flash-style GPU kernel launch";
+  let description = [{
+    Rewrites every f32 `txl.rel_attention` into one
+    `gpu.launch_func` of a kernel in `gpu.module @txl_kernels` (created on
+    first use; one kernel per d_head, shared by every layer):
+    `rel_attention_d<d_head>(q, k, v, r, u, v_bias, out, mem_len,
+    same_length: i32, scale: f32)`, where q, k, v and out are
+    [len, batch, n_head, d_head], r (pos_key) [klen, n_head, d_head] and the
+    biases [n_head, d_head], every one a strided memref of any layout. The
+    operands reach it through `bufferization.to_buffer` (read only), the
+    output is a `memref.alloc` returned through `bufferization.to_tensor`.
+
+    The launch is a grid of ceil(qlen / Bq) × (batch · n_head) workgroups
+    of 128 work-items (4 subgroups of 32). A workgroup keeps tiles of q + u,
+    q + v (Bq rows), k (32 rows) and the Bq + 31 rows of r that a (query
+    tile, key tile) pair reads in workgroup memory (numeric address space 3,
+    rows padded to d_head + 1); Bq is 16, or 8 or 4 when d_head is too wide
+    for 48 KiB. Lane l of a subgroup scores key j0 + l against the
+    subgroup's query rows: AC + BD with BD read at r row qlen - 1 - i + j
+    (the rel-shift as index arithmetic), masked as `txl.masked_softmax`
+    (causal with memory, same_length), then an online softmax (running max
+    and sum per row across key tiles) and P·V accumulated in registers. Key
+    tiles that no row of the tile can see are not visited. The scores and
+    the unshifted positional matrix never reach global memory: the kernel's
+    only global buffers are its operands.
+
+    The kernel evaluates: an op with dropatt gets a `cf.assert` that its
+    `training` operand is false (dropatt is then the identity); training on
+    the GPU targets is not built yet. Ops the kernel does not cover (other
+    element types, dynamic or over-wide d_head) are left unchanged.
+
+    Before:
+    ```mlir
+    %o = txl.rel_attention %q, %k, %v, %r, %u, %vb, %mem_len, %same
+        {scale = 0.125 : f32} : ... -> tensor<?x?x8x64xf32>
+    ```
+    After:
+    ```mlir
+    %out = memref.alloc(%qlen, %batch) : memref<?x?x8x64xf32>
+    gpu.launch_func @txl_kernels::@rel_attention_d64
+        blocks in (%tiles, %columns, %c1) threads in (%c128, %c1, %c1)
+        args(%qb, %kb, %vb, %rb, %ub, %vbb, %outb, %mem_len, %same32, %scale)
+    %o = bufferization.to_tensor %out restrict writable
+    ```
+  }];
+  let options = [
+    Option<"relShiftOffset", "test-rel-shift-offset", "int64_t", /*default=*/"0",
+           "Negative-control tests only: read BD from r row "
+           "qlen - 1 - i + j + offset (any offset but 0 is wrong)">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::bufferization::BufferizationDialect",
+                           "::mlir::cf::ControlFlowDialect",
+                           "::mlir::gpu::GPUDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def ConvertLinalgToBlasPass : Pass<"txl-linalg-to-blas", "::mlir::ModuleOp"> {
   let summary = "Turn bufferized matrix products into cblas_sgemm/dgemm calls";
   let description = [{

@@ -1,4 +1,5 @@
-//===- Driver.h - The txlc compiler driver -----------------------*- C++ -*-===//
+//===- Driver.h - The txlc compiler driver -----------------------*- C++
+//-*-===//
 //
 // Model file -> txl IR -> txl-opt -> linalg -> LLVM dialect -> LLVM IR ->
 // object -> executable (Toy's toyc staging: each --emit level stops there).
@@ -14,6 +15,9 @@
 
 #include "llvm/Support/raw_ostream.h"
 
+#include <string>
+#include <vector>
+
 namespace mlir {
 namespace txl {
 
@@ -26,21 +30,31 @@ enum class EmitAction {
   LLVMMLIR,
   LLVMIR,
   Object,
-  Executable
+  Executable,
+  Ptx,
+  Spirv
 };
+
+/// What `txlc` compiles for.
+enum class Target { Cpu, Cuda, OpenCL };
 
 struct DriverOptions {
   std::string inputPath;
-  std::string outputPath;       ///< "-" = stdout for textual stages
+  std::string outputPath; ///< "-" = stdout for textual stages
   EmitAction emit = EmitAction::Executable;
+  Target target = Target::Cpu;
+  /// --target=cuda: the architectures to build for (`sm_90a`, ...).
+  std::vector<std::string> gpuArchs = {"sm_80", "sm_90"};
+  /// The CUDA toolkit (libdevice, ptxas).
+  std::string cudaPath = "/usr/local/cuda";
   bool fuseAttention = true;
   /// Add @segment_grad (txl-generate-backward) and its txl_segment_grad
   /// entry (fused or decomposed attention).
   bool backward = true;
   CodegenOptions codegen;
-  std::string runtimeLibDir;    ///< libtxl_runtime*.a
-  std::string runtimeIncludeDir;///< txl/runtime.h
-  std::string linker;           ///< C/C++ compiler driver used to link
+  std::string runtimeLibDir;     ///< libtxl_runtime*.a
+  std::string runtimeIncludeDir; ///< txl/runtime.h
+  std::string linker;            ///< C/C++ compiler driver used to link
   bool keepTemps = false;
 };
 

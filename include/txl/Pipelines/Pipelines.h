@@ -1,4 +1,5 @@
-//===- Pipelines.h - txlc pass pipelines -------------------------*- C++ -*-===//
+//===- Pipelines.h - txlc pass pipelines -------------------------*- C++
+//-*-===//
 //
 // The CPU pipeline, in stages that `txlc --emit=...` stops after:
 //   txl-opt : fuse the relative attention (optional)
@@ -50,6 +51,24 @@ void buildLinalgToLLVMPipeline(OpPassManager &pm);
 /// All of the above.
 void buildTxlCpuPipeline(OpPassManager &pm,
                          const TxlCpuPipelineOptions &options);
+
+/// The GPU targets, so far: txl -> txl + gpu: --txl-rel-attention-to-gpu
+/// (one flash-style kernel launch per attention layer, kernels in
+/// gpu.module @txl_kernels).
+void buildTxlToGpuPipeline(OpPassManager &pm);
+/// The kernels' module (a module holding gpu.module @txl_kernels: gpu, scf,
+/// memref, arith, math) -> gpu.binary with the PTX of `chip` (ptx ISA
+/// `ptxFeatures`, e.g. "+ptx80"), gpu-module-to-binary in format isa;
+/// libdevice (math.exp is __nv_expf) from the CUDA toolkit at `cudaPath`.
+void buildKernelsToPtxPipeline(OpPassManager &pm, llvm::StringRef chip,
+                               llvm::StringRef ptxFeatures,
+                               llvm::StringRef cudaPath);
+/// The kernels' module -> gpu.module of LLVM dialect functions in the
+/// OpenCL (SPIR-V) flavour: convert-gpu-to-llvm-spv with 64-bit indices,
+/// then the usual conversions to LLVM. Kernels must carry
+/// `intel_reqd_sub_group_size = 32` (setOpenCLSubgroupSize in
+/// GpuKernels.h) for gpu.shuffle to legalize.
+void buildKernelsToLlvmSpvPipeline(OpPassManager &pm);
 
 /// Registers `txl-cpu-pipeline`, `txl-opt-pipeline`, `txl-to-linalg-pipeline`
 /// and `txl-linalg-to-llvm-pipeline`.

@@ -1,0 +1,52 @@
+//===- GpuKernels.h - The kernels' gpu.module as PTX or SPIR-V ---*- C++
+//-*-===//
+//
+// The GPU targets compile one gpu.module (`@txl_kernels`, written by the
+// txl-*-to-gpu passes) twice: through NVVM and LLVM's NVPTX backend to PTX
+// (`cuda`), and through convert-gpu-to-llvm-spv and LLVM's SPIR-V backend
+// to a SPIR-V module (`opencl`). Both start from the same gpu.func ops.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TXL_TARGET_GPUKERNELS_H
+#define TXL_TARGET_GPUKERNELS_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LLVM.h"
+
+#include <string>
+
+namespace mlir {
+namespace txl {
+
+/// The name of the gpu.module holding the generated kernels.
+inline constexpr llvm::StringLiteral kKernelModuleName = "txl_kernels";
+
+/// The PTX ISA the kernels are emitted as: 8.0, the oldest that covers
+/// sm_90a (and sm_80, sm_90).
+inline constexpr llvm::StringLiteral kPtxFeatures = "+ptx80";
+
+/// A new module holding a copy of `module`'s @txl_kernels gpu.module, or
+/// null (with an error on `module`) when it has none.
+OwningOpRef<ModuleOp> cloneKernelModule(ModuleOp module);
+
+/// Marks every kernel of `module`'s gpu.modules as requiring subgroups of
+/// 32 work-items (`intel_reqd_sub_group_size`), the CUDA warp size the
+/// kernels' shuffles assume.
+void setOpenCLSubgroupSize(ModuleOp module);
+
+/// The PTX text of the (single) gpu.binary object in `module`, after
+/// buildKernelsToPtxPipeline (Pipelines.h).
+FailureOr<std::string> getPtx(ModuleOp module);
+
+/// The gpu.module of `module`, after buildKernelsToLlvmSpvPipeline
+/// (Pipelines.h), translated to LLVM IR for spirv64-unknown-unknown,
+/// optimized at -O2 (without it spirv-val rejects LLVM's SPIR-V) and
+/// emitted by LLVM's SPIR-V backend as a binary SPIR-V module, or as LLVM's
+/// SPIR-V assembly when `assembly`.
+FailureOr<std::string> emitSpirv(ModuleOp module, bool assembly = false);
+
+} // namespace txl
+} // namespace mlir
+
+#endif // TXL_TARGET_GPUKERNELS_H

@@ -1,0 +1,536 @@
+//===- RelAttentionToGpu.cpp - txl.rel_attention as one GPU kernel -*- C++
+//-*-===//
+//
+// The GPU form of the fused relative attention (paper §3.3): one kernel
+// launch per op, flash-attention style. A workgroup of kWarps subgroups of
+// 32 work-items owns a tile of Bq query rows of one (batch, head) column and
+// walks the visible keys in tiles of Bk = 32: lane l of a subgroup scores
+// key j0 + l against each of its query rows,
+//   s = (q_i + u) · k_j + (q_i + v) · r[qlen - 1 - i + j]   (AC + BD),
+// from tiles of q + u, q + v, k and the window of Bq + Bk - 1 rows of r that
+// the tile needs, all in workgroup memory; the causal-with-memory and
+// same_length masks come from the indices, the softmax is online (running
+// max and sum per row, carried across key tiles), and P·V accumulates in
+// registers (lane l owns output columns l, l + 32, ...). Neither the
+// qlen × klen scores nor the unshifted positional scores exist anywhere:
+// the kernel's only global buffers are its operands and its output.
+//
+// The kernel is written once in the gpu dialect (gpu.func, workgroup
+// attributions in numeric address space 3, gpu.barrier, gpu.shuffle with
+// width 32), which both the NVVM and the SPIR-V (OpenCL) lowerings accept.
+//
+//===----------------------------------------------------------------------===//
+
+#include "txl/Conversion/Passes.h"
+#include "txl/IR/TxlOps.h"
+
+#include "mlir/AsmParser/AsmParser.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir::txl {
+#define GEN_PASS_DEF_CONVERTRELATTENTIONTOGPUPASS
+#include "txl/Conversion/Passes.h.inc"
+} // namespace mlir::txl
+
+using namespace mlir;
+using namespace mlir::txl;
+
+namespace {
+
+/// Work-items per subgroup (CUDA warp); the kernel's shuffles assume it and
+/// the OpenCL lowering requires it (intel_reqd_sub_group_size).
+constexpr int64_t kSubgroup = 32;
+/// Subgroups per workgroup.
+constexpr int64_t kWarps = 4;
+/// Keys per tile: one per lane.
+constexpr int64_t kKeyTile = kSubgroup;
+/// Registers per work-item on CUDA (PTX .maxnreg).
+constexpr int32_t kMaxRegisters = 128;
+/// Workgroup memory per workgroup: at most CUDA's static limit of 48 KiB;
+/// the query tile shrinks for wide heads.
+constexpr int64_t kWorkgroupBytes = 48 * 1024;
+
+/// The static shape of one rel_attention kernel.
+struct KernelShape {
+  int64_t dHead;
+  /// Query rows per workgroup (a multiple of kWarps).
+  int64_t queryTile;
+  /// Row stride of the workgroup tiles: d_head + 1, so that the 32 lanes
+  /// reading one column of 32 different rows hit 32 different banks.
+  int64_t rowStride() const { return dHead + 1; }
+  int64_t rowsPerWarp() const { return queryTile / kWarps; }
+  /// Rows of r one (query tile, key tile) pair reads.
+  int64_t posRows() const { return queryTile + kKeyTile - 1; }
+  /// Output columns per lane.
+  int64_t colsPerLane() const { return (dHead + kSubgroup - 1) / kSubgroup; }
+  int64_t workgroupBytes() const {
+    return (2 * queryTile + kKeyTile + posRows()) * rowStride() * 4;
+  }
+};
+
+/// The widest query tile (16, 8 or 4 rows) whose workgroup tiles fit.
+std::optional<KernelShape> chooseShape(int64_t dHead) {
+  for (int64_t queryTile : {16, 8, 4}) {
+    KernelShape shape{dHead, queryTile};
+    if (shape.workgroupBytes() <= kWorkgroupBytes)
+      return shape;
+  }
+  return std::nullopt;
+}
+
+/// The memref type the kernel takes for an operand of `rank` dimensions
+/// whose last one is d_head: any strides and offset, so that every
+/// bufferized layout (views of a fused qkv projection included) is passed
+/// without a copy.
+MemRefType operandType(MLIRContext *ctx, int64_t rank, int64_t dHead) {
+  SmallVector<int64_t> shape(rank, ShapedType::kDynamic);
+  shape.back() = dHead;
+  SmallVector<int64_t> strides(rank, ShapedType::kDynamic);
+  auto layout = StridedLayoutAttr::get(ctx, ShapedType::kDynamic, strides);
+  return MemRefType::get(shape, Float32Type::get(ctx), layout);
+}
+
+/// The workgroup tile [rows, d_head + 1] in address space 3.
+MemRefType tileType(MLIRContext *ctx, int64_t rows, const KernelShape &s) {
+  return MemRefType::get({rows, s.rowStride()}, Float32Type::get(ctx),
+                         MemRefLayoutAttrInterface{},
+                         IntegerAttr::get(IntegerType::get(ctx, 64), 3));
+}
+
+/// Builds the body of the kernel into `func`. Arguments (see
+/// ConvertRelAttentionToGpuPass's description): q, k, v [len, batch,
+/// n_head, d_head], r [klen, n_head, d_head], u, v_bias [n_head, d_head],
+/// out [qlen, batch, n_head, d_head], mem_len (index), same_length (i32),
+/// scale (f32); workgroup tiles q + u, q + v, k, r.
+class KernelBuilder {
+public:
+  KernelBuilder(gpu::GPUFuncOp func, const KernelShape &shape,
+                int64_t relShiftOffset)
+      : b(func.getLoc(), func.getContext()), s(shape),
+        relShiftOffset(relShiftOffset), func(func) {}
+
+  void build();
+
+private:
+  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
+  Value i32(int64_t v) { return arith::ConstantIntOp::create(b, v, 32); }
+  Value f32(double v) {
+    return arith::ConstantFloatOp::create(b, b.getF32Type(), APFloat(float(v)));
+  }
+  Value negInf() { return f32(-std::numeric_limits<float>::infinity()); }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, x, y); }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, x, y); }
+  Value mul(Value x, Value y) { return arith::MulIOp::create(b, x, y); }
+  Value cmp(arith::CmpIPredicate p, Value x, Value y) {
+    return arith::CmpIOp::create(b, p, x, y);
+  }
+  Value select(Value c, Value x, Value y) {
+    return arith::SelectOp::create(b, c, x, y);
+  }
+
+  /// `body(row, col)` for every element of a [rows, d_head] tile, the
+  /// workgroup's work-items striding over the elements (consecutive
+  /// work-items take consecutive columns, so global reads coalesce).
+  void forTileElements(int64_t rows,
+                       function_ref<void(Value row, Value col)> body);
+  /// The LLVM loop annotation of the d_head and key loops: unrolled 4
+  /// times. Fully unrolled (LLVM's default for 32 iterations), ptxas keeps
+  /// too many workgroup-memory loads in flight and spills under
+  /// kMaxRegisters.
+  Attribute unrollAttr() {
+    return parseAttribute("#llvm.loop_annotation<unroll = <count = 4 : i32>>",
+                          b.getContext());
+  }
+  /// A butterfly reduction over the 32 lanes of a subgroup.
+  Value subgroupReduce(Value v, bool isMax);
+
+  ImplicitLocOpBuilder b;
+  KernelShape s;
+  int64_t relShiftOffset;
+  gpu::GPUFuncOp func;
+};
+
+void KernelBuilder::forTileElements(int64_t rows,
+                                    function_ref<void(Value, Value)> body) {
+  Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  Value d = idx(s.dHead);
+  scf::ForOp::create(
+      b, tid, idx(rows * s.dHead), idx(kWarps * kSubgroup), ValueRange{},
+      [&](OpBuilder &nested, Location loc, Value e, ValueRange) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(nested.getInsertionBlock(),
+                            nested.getInsertionPoint());
+        body(arith::DivUIOp::create(b, e, d), arith::RemUIOp::create(b, e, d));
+        scf::YieldOp::create(b);
+      });
+}
+
+Value KernelBuilder::subgroupReduce(Value v, bool isMax) {
+  for (int64_t offset = kSubgroup / 2; offset > 0; offset /= 2) {
+    Value other =
+        gpu::ShuffleOp::create(b, v, offset, kSubgroup, gpu::ShuffleMode::XOR)
+            .getShuffleResult();
+    v = isMax ? Value(arith::MaximumFOp::create(b, v, other))
+              : Value(arith::AddFOp::create(b, v, other));
+  }
+  return v;
+}
+
+void KernelBuilder::build() {
+  Block &entry = func.getBody().front();
+  b.setInsertionPointToStart(&entry);
+  Value q = entry.getArgument(0), k = entry.getArgument(1),
+        v = entry.getArgument(2), r = entry.getArgument(3),
+        u = entry.getArgument(4), vb = entry.getArgument(5),
+        out = entry.getArgument(6), memLen = entry.getArgument(7),
+        sameLength = entry.getArgument(8), scale = entry.getArgument(9);
+  ArrayRef<BlockArgument> tiles = func.getWorkgroupAttributions();
+  Value quTile = tiles[0], qvTile = tiles[1], kTile = tiles[2],
+        rTile = tiles[3];
+
+  using P = arith::CmpIPredicate;
+  Value zero = idx(0), one = idx(1), fzero = f32(0.0);
+  Value qlen = memref::DimOp::create(b, q, 0);
+  Value nHead = memref::DimOp::create(b, q, 2);
+  Value klen = memref::DimOp::create(b, k, 0);
+  Value column = gpu::BlockIdOp::create(b, gpu::Dimension::y);
+  Value batchIdx = arith::DivUIOp::create(b, column, nHead);
+  Value head = arith::RemUIOp::create(b, column, nHead);
+  Value i0 =
+      mul(gpu::BlockIdOp::create(b, gpu::Dimension::x), idx(s.queryTile));
+  Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  Value warp = arith::DivUIOp::create(b, tid, idx(kSubgroup));
+  Value lane = gpu::LaneIdOp::create(b, /*upper_bound=*/IntegerAttr());
+
+  // The decoder mask (txl.masked_softmax): key j is visible to query i iff
+  // j <= i + mlen, and with same_length also iff j > i - shift, where
+  // shift = qlen - (klen - mem_len) if klen > mem_len else qlen.
+  Value mlen = sub(klen, qlen);
+  Value maskLen = sub(klen, memLen);
+  Value shift = select(cmp(P::sgt, maskLen, zero), sub(qlen, maskLen), qlen);
+  Value same = cmp(P::ne, sameLength, i32(0));
+  // Keys visible to some row of the tile: [jBegin, jEnd).
+  Value firstSame = arith::MaxSIOp::create(b, zero, add(sub(i0, shift), one));
+  Value jBegin = select(same, firstSame, zero);
+  Value jEnd =
+      arith::MinSIOp::create(b, klen, add(add(i0, idx(s.queryTile)), mlen));
+
+  // q + u and q + v, rows past qlen zero.
+  forTileElements(s.queryTile, [&](Value row, Value col) {
+    Value i = add(i0, row);
+    Value inRange = cmp(P::ult, i, qlen);
+    Value iSafe = select(inRange, i, zero);
+    Value x =
+        memref::LoadOp::create(b, q, ValueRange{iSafe, batchIdx, head, col});
+    x = select(inRange, x, fzero);
+    Value ub = memref::LoadOp::create(b, u, ValueRange{head, col});
+    Value vbb = memref::LoadOp::create(b, vb, ValueRange{head, col});
+    memref::StoreOp::create(b, arith::AddFOp::create(b, x, ub), quTile,
+                            ValueRange{row, col});
+    memref::StoreOp::create(b, arith::AddFOp::create(b, x, vbb), qvTile,
+                            ValueRange{row, col});
+  });
+
+  // Per row of this subgroup: running max, running sum, output columns.
+  int64_t perRow = 2 + s.colsPerLane();
+  SmallVector<Value> init;
+  for (int64_t t = 0; t < s.rowsPerWarp(); ++t) {
+    init.push_back(negInf());
+    init.push_back(fzero);
+    for (int64_t c = 0; c < s.colsPerLane(); ++c)
+      init.push_back(fzero);
+  }
+  Value rowBase = mul(warp, idx(s.rowsPerWarp()));
+
+  auto keyLoop = scf::ForOp::create(b, jBegin, jEnd, idx(kKeyTile), init);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(keyLoop.getBody());
+    Value j0 = keyLoop.getInductionVar();
+    ValueRange state = keyLoop.getRegionIterArgs();
+
+    // Every subgroup is done reading the previous tiles.
+    gpu::BarrierOp::create(b);
+    forTileElements(kKeyTile, [&](Value row, Value col) {
+      Value j = add(j0, row);
+      Value inRange = cmp(P::ult, j, jEnd);
+      Value x = memref::LoadOp::create(
+          b, k, ValueRange{select(inRange, j, zero), batchIdx, head, col});
+      memref::StoreOp::create(b, select(inRange, x, fzero), kTile,
+                              ValueRange{row, col});
+    });
+    // Rows qlen - 1 - i + j of r for i in [i0, i0 + Bq), j in [j0, j0 +
+    // Bk): window row w holds r row rBase + w, rBase = qlen - i0 - Bq + j0.
+    // Rows outside [0, klen) only serve masked pairs and read as zero.
+    Value rBase =
+        add(sub(add(sub(qlen, i0), j0), idx(s.queryTile)), idx(relShiftOffset));
+    forTileElements(s.posRows(), [&](Value row, Value col) {
+      Value p = add(rBase, row);
+      Value inRange =
+          arith::AndIOp::create(b, cmp(P::sge, p, zero), cmp(P::slt, p, klen));
+      Value x = memref::LoadOp::create(
+          b, r, ValueRange{select(inRange, p, zero), head, col});
+      memref::StoreOp::create(b, select(inRange, x, fzero), rTile,
+                              ValueRange{row, col});
+    });
+    // The tiles are complete before any subgroup reads them.
+    gpu::BarrierOp::create(b);
+
+    Value j = add(j0, lane);
+    Value keyInRange = cmp(P::ult, j, jEnd);
+    SmallVector<Value> next;
+    for (int64_t t = 0; t < s.rowsPerWarp(); ++t) {
+      ValueRange row = state.slice(t * perRow, perRow);
+      Value ri = add(rowBase, idx(t));
+      Value i = add(i0, ri);
+      // AC + BD for (i, j): lane's k row, window row Bq - 1 - ri + lane.
+      Value wRow = add(sub(idx(s.queryTile - 1), ri), lane);
+      auto dot = scf::ForOp::create(
+          b, zero, idx(s.dHead), one, ValueRange{fzero},
+          [&](OpBuilder &nb, Location loc, Value d, ValueRange acc) {
+            ImplicitLocOpBuilder ib(loc, nb);
+            auto ld = [&](Value tile, Value rr) {
+              return memref::LoadOp::create(ib, tile, ValueRange{rr, d});
+            };
+            Value ac =
+                arith::MulFOp::create(ib, ld(quTile, ri), ld(kTile, lane));
+            Value bd =
+                arith::MulFOp::create(ib, ld(qvTile, ri), ld(rTile, wRow));
+            Value sum = arith::AddFOp::create(
+                ib, acc[0], arith::AddFOp::create(ib, ac, bd));
+            scf::YieldOp::create(ib, sum);
+          });
+      dot->setAttr("loop_annotation", unrollAttr());
+      Value visible =
+          arith::AndIOp::create(b, keyInRange, cmp(P::sle, j, add(i, mlen)));
+      Value sameOk = arith::OrIOp::create(
+          b,
+          arith::XOrIOp::create(b, same, arith::ConstantIntOp::create(b, 1, 1)),
+          cmp(P::sgt, j, sub(i, shift)));
+      visible = arith::AndIOp::create(b, visible, sameOk);
+      Value score = select(
+          visible, arith::MulFOp::create(b, dot.getResult(0), scale), negInf());
+
+      // Online softmax: m' = max(m, max_j s), l' = l e^{m - m'} + sum_j
+      // e^{s - m'}, o' = o e^{m - m'} + sum_j e^{s - m'} v_j.
+      Value m = row[0], l = row[1];
+      Value mNew = arith::MaximumFOp::create(b, m, subgroupReduce(score, true));
+      Value mWasEmpty =
+          arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m, negInf());
+      Value alpha =
+          select(mWasEmpty, fzero,
+                 math::ExpOp::create(b, arith::SubFOp::create(b, m, mNew)));
+      Value p = select(
+          visible,
+          math::ExpOp::create(b, arith::SubFOp::create(b, score, mNew)), fzero);
+      Value lNew = arith::AddFOp::create(b, arith::MulFOp::create(b, l, alpha),
+                                         subgroupReduce(p, false));
+      SmallVector<Value> acc;
+      for (int64_t c = 0; c < s.colsPerLane(); ++c)
+        acc.push_back(arith::MulFOp::create(b, row[2 + c], alpha));
+      auto pv = scf::ForOp::create(
+          b, zero, idx(kKeyTile), one, acc,
+          [&](OpBuilder &nb, Location loc, Value jj, ValueRange o) {
+            ImplicitLocOpBuilder ib(loc, nb);
+            Value jj32 = arith::IndexCastOp::create(ib, ib.getI32Type(), jj);
+            Value pj = gpu::ShuffleOp::create(
+                           ib, p, jj32,
+                           arith::ConstantIntOp::create(ib, kSubgroup, 32),
+                           gpu::ShuffleMode::IDX)
+                           .getShuffleResult();
+            Value key = arith::AddIOp::create(ib, j0, jj);
+            Value keyOk = arith::CmpIOp::create(ib, P::ult, key, jEnd);
+            key = arith::SelectOp::create(
+                ib, keyOk, key, arith::ConstantIndexOp::create(ib, 0));
+            SmallVector<Value> updated;
+            for (int64_t c = 0; c < s.colsPerLane(); ++c) {
+              Value d = arith::AddIOp::create(
+                  ib, lane, arith::ConstantIndexOp::create(ib, c * kSubgroup));
+              d = arith::MinUIOp::create(
+                  ib, d, arith::ConstantIndexOp::create(ib, s.dHead - 1));
+              Value vj = memref::LoadOp::create(
+                  ib, v, ValueRange{key, batchIdx, head, d});
+              updated.push_back(arith::AddFOp::create(
+                  ib, o[c], arith::MulFOp::create(ib, pj, vj)));
+            }
+            scf::YieldOp::create(ib, updated);
+          });
+      pv->setAttr("loop_annotation", unrollAttr());
+      next.push_back(mNew);
+      next.push_back(lNew);
+      llvm::append_range(next, pv.getResults());
+    }
+    scf::YieldOp::create(b, next);
+  }
+
+  // out[i, batch, head, :] = o / l for the rows of this subgroup.
+  for (int64_t t = 0; t < s.rowsPerWarp(); ++t) {
+    Value i = add(i0, add(rowBase, idx(t)));
+    Value l = keyLoop.getResult(t * perRow + 1);
+    auto ifRow = scf::IfOp::create(b, cmp(P::ult, i, qlen), false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifRow.thenBlock());
+    for (int64_t c = 0; c < s.colsPerLane(); ++c) {
+      Value d = add(lane, idx(c * kSubgroup));
+      auto ifCol = scf::IfOp::create(b, cmp(P::ult, d, idx(s.dHead)), false);
+      OpBuilder::InsertionGuard colGuard(b);
+      b.setInsertionPointToStart(ifCol.thenBlock());
+      Value o =
+          arith::DivFOp::create(b, keyLoop.getResult(t * perRow + 2 + c), l);
+      memref::StoreOp::create(b, o, out, ValueRange{i, batchIdx, head, d});
+    }
+  }
+  gpu::ReturnOp::create(b);
+}
+
+/// The kernels' gpu.module, created on first use.
+gpu::GPUModuleOp getOrCreateKernelModule(ModuleOp module) {
+  StringRef name = "txl_kernels";
+  if (auto existing = module.lookupSymbol<gpu::GPUModuleOp>(name))
+    return existing;
+  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                  b.getUnitAttr());
+  return gpu::GPUModuleOp::create(b, module.getLoc(), name);
+}
+
+/// The kernel for `shape` in `module`'s @txl_kernels, both created on first
+/// use: one kernel per d_head.
+gpu::GPUFuncOp getOrCreateKernel(ModuleOp module, const KernelShape &shape,
+                                 int64_t relShiftOffset) {
+  std::string name = "rel_attention_d" + std::to_string(shape.dHead);
+  gpu::GPUModuleOp kernels = getOrCreateKernelModule(module);
+  if (auto existing = kernels.lookupSymbol<gpu::GPUFuncOp>(name))
+    return existing;
+  MLIRContext *ctx = kernels.getContext();
+  OpBuilder b = OpBuilder::atBlockEnd(kernels.getBody());
+  MemRefType t4 = operandType(ctx, 4, shape.dHead);
+  MemRefType t3 = operandType(ctx, 3, shape.dHead);
+  MemRefType t2 = operandType(ctx, 2, shape.dHead);
+  auto type = b.getFunctionType({t4, t4, t4, t3, t2, t2, t4, b.getIndexType(),
+                                 b.getI32Type(), b.getF32Type()},
+                                {});
+  SmallVector<Type> tiles = {tileType(ctx, shape.queryTile, shape),
+                             tileType(ctx, shape.queryTile, shape),
+                             tileType(ctx, kKeyTile, shape),
+                             tileType(ctx, shape.posRows(), shape)};
+  auto func = gpu::GPUFuncOp::create(b, kernels.getLoc(), name, type, tiles);
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  func.setKnownBlockSizeAttr(
+      b.getDenseI32ArrayAttr({int32_t(kWarps * kSubgroup), 1, 1}));
+  // CUDA: at most kMaxRegisters per work-item, so that 4 workgroups fit on
+  // an SM (65536 registers); without a bound ptxas caps d_head 64 at 96
+  // registers and spills.
+  func->setAttr("nvvm.maxnreg", b.getI32IntegerAttr(kMaxRegisters));
+  KernelBuilder(func, shape, relShiftOffset).build();
+  return func;
+}
+
+// txl.rel_attention (f32) => bufferization.to_buffer of the operands,
+// memref.alloc of the output, one gpu.launch_func, to_tensor; with dropatt,
+// a cf.assert that it is not training.
+struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
+  RelAttentionToLaunch(MLIRContext *ctx, ModuleOp module,
+                       int64_t relShiftOffset)
+      : OpRewritePattern(ctx), module(module), relShiftOffset(relShiftOffset) {}
+
+  LogicalResult matchAndRewrite(RelAttentionOp op,
+                                PatternRewriter &rewriter) const override {
+    auto resultType = cast<RankedTensorType>(op.getType());
+    if (!resultType.getElementType().isF32())
+      return rewriter.notifyMatchFailure(op, "only f32 has a GPU kernel");
+    int64_t dHead = resultType.getDimSize(3);
+    if (ShapedType::isDynamic(dHead))
+      return rewriter.notifyMatchFailure(op, "d_head must be static");
+    std::optional<KernelShape> shape = chooseShape(dHead);
+    if (!shape)
+      return rewriter.notifyMatchFailure(op, "d_head too wide for one tile");
+    gpu::GPUFuncOp kernel = getOrCreateKernel(module, *shape, relShiftOffset);
+
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    MLIRContext *ctx = op.getContext();
+    // The kernel evaluates: dropatt is the identity unless training.
+    if (Value training = op.getDropattTraining()) {
+      Value evaluating = arith::XOrIOp::create(
+          b, training, arith::ConstantIntOp::create(b, 1, 1));
+      cf::AssertOp::create(b, evaluating,
+                           "txl.rel_attention: the GPU kernel evaluates "
+                           "only (no dropatt in training yet)");
+    }
+    auto toBuffer = [&](Value tensor) -> Value {
+      auto type = cast<RankedTensorType>(tensor.getType());
+      auto memType = operandType(ctx, type.getRank(), dHead);
+      // Static dimensions stay static in the view; the kernel takes them
+      // dynamic.
+      auto buffer = bufferization::ToBufferOp::create(
+          b,
+          MemRefType::get(type.getShape(), type.getElementType(),
+                          memType.getLayout()),
+          tensor, /*read_only=*/b.getUnitAttr());
+      return memref::CastOp::create(b, memType, buffer);
+    };
+    Value q = op.getQuery();
+    SmallVector<Value> dynamicDims;
+    for (int64_t dim = 0; dim < 3; ++dim)
+      if (resultType.isDynamicDim(dim))
+        dynamicDims.push_back(tensor::DimOp::create(b, q, dim));
+    auto outType =
+        MemRefType::get(resultType.getShape(), resultType.getElementType());
+    Value out = memref::AllocOp::create(b, outType, dynamicDims);
+
+    Value qlen = tensor::DimOp::create(b, q, 0);
+    Value batch = tensor::DimOp::create(b, q, 1);
+    Value nHead = tensor::DimOp::create(b, q, 2);
+    Value c1 = arith::ConstantIndexOp::create(b, 1);
+    Value gridX = arith::CeilDivUIOp::create(
+        b, qlen, arith::ConstantIndexOp::create(b, shape->queryTile));
+    Value gridY = arith::MulIOp::create(b, batch, nHead);
+    Value threads = arith::ConstantIndexOp::create(b, kWarps * kSubgroup);
+    Value same = arith::ExtUIOp::create(b, b.getI32Type(), op.getSameLength());
+    Value scale =
+        arith::ConstantFloatOp::create(b, b.getF32Type(), op.getScale());
+    SmallVector<Value> args = {
+        toBuffer(q),
+        toBuffer(op.getKey()),
+        toBuffer(op.getValue()),
+        toBuffer(op.getPosKey()),
+        toBuffer(op.getRWBias()),
+        toBuffer(op.getRRBias()),
+        memref::CastOp::create(b, operandType(ctx, 4, dHead), out),
+        op.getMemLen(),
+        same,
+        scale};
+    gpu::LaunchFuncOp::create(b, kernel, gpu::KernelDim3{gridX, gridY, c1},
+                              gpu::KernelDim3{threads, c1, c1},
+                              /*dynamicSharedMemorySize=*/Value(), args);
+    Value result = bufferization::ToTensorOp::create(
+        b, resultType, out, /*restrict=*/b.getUnitAttr(),
+        /*writable=*/b.getUnitAttr());
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+
+  ModuleOp module;
+  int64_t relShiftOffset;
+};
+
+struct ConvertRelAttentionToGpuPass
+    : public txl::impl::ConvertRelAttentionToGpuPassBase<
+          ConvertRelAttentionToGpuPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    RewritePatternSet patterns(&getContext());
+    patterns.add<RelAttentionToLaunch>(&getContext(), module, relShiftOffset);
+    if (failed(applyPatternsGreedily(module, std::move(patterns))))
+      return signalPassFailure();
+  }
+};
+
+} // namespace

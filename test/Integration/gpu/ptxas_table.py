@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""Assembles every GPU kernel of every model file for every CUDA architecture
+with ptxas and checks it against its budget.
+
+usage: ptxas_table.py --models DIR --ptxas PTXAS --table OUT.md [--arch A ...]
+
+For each models/*.toml and architecture: `txlc --target=cuda --gpu-arch=A
+--emit=ptx`, then `ptxas -arch=A -v -warn-spills -Werror` (spills are
+errors; without -c an unresolved libdevice function fails). Per kernel it
+records registers, workgroup (shared) memory, spills and barriers, and the
+workgroups of 128 work-items an SM can hold from those (the occupancy), and
+asserts the budgets below. Writes a Markdown table to OUT.md and prints it;
+exits 1 when a kernel misses its budget or fails to assemble.
+"""
+
+import argparse
+import pathlib
+import re
+import subprocess
+import sys
+import tempfile
+
+# Per SM: registers, shared memory usable by workgroups (bytes), resident
+# workgroups (CUDA's occupancy limits for compute capability 8.0 and 9.0).
+SM_LIMITS = {
+    "sm_80": (65536, 164 * 1024, 32),
+    "sm_90": (65536, 228 * 1024, 32),
+    "sm_90a": (65536, 228 * 1024, 32),
+}
+REGISTER_GRANULE = 8          # registers are allocated per thread in 8s
+SHARED_RESERVED = 1024        # the driver's shared memory per workgroup
+
+# Budgets per kernel: max registers (the kernel's nvvm.maxnreg), max static
+# shared memory (CUDA's 48 KiB), and the workgroups per SM it must keep.
+BUDGETS = {
+    "rel_attention_d32": {"registers": 128, "smem": 48 * 1024, "occupancy": 4},
+    "rel_attention_d41": {"registers": 128, "smem": 48 * 1024, "occupancy": 4},
+    "rel_attention_d64": {"registers": 128, "smem": 48 * 1024, "occupancy": 4},
+    "rel_attention_d80": {"registers": 128, "smem": 48 * 1024, "occupancy": 4},
+    # 44.9 KB of tiles: 3 workgroups in sm_80's 164 KB, 4 on sm_90.
+    "rel_attention_d128": {"registers": 128, "smem": 48 * 1024, "occupancy": 3},
+}
+THREADS = 128
+
+
+def occupancy(arch, registers, smem):
+    regs_per_sm, smem_per_sm, max_blocks = SM_LIMITS[arch]
+    regs = -(-max(registers, 1) // REGISTER_GRANULE) * REGISTER_GRANULE
+    by_regs = regs_per_sm // (regs * THREADS)
+    by_smem = smem_per_sm // (smem + SHARED_RESERVED) if smem else max_blocks
+    return min(by_regs, by_smem, max_blocks)
+
+
+def parse_ptxas(output):
+    """{kernel: {registers, smem, spill_stores, spill_loads, barriers}}."""
+    kernels, current = {}, None
+    for line in output.splitlines():
+        m = re.search(r"Compiling entry function '(\w+)'", line)
+        if m:
+            current = kernels.setdefault(m.group(1), {})
+            continue
+        if current is None:
+            continue
+        m = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", line)
+        if m:
+            current["spill_stores"], current["spill_loads"] = map(int, m.groups())
+        m = re.search(r"Used (\d+) registers", line)
+        if m:
+            current["registers"] = int(m.group(1))
+            b = re.search(r"used (\d+) barriers", line)
+            current["barriers"] = int(b.group(1)) if b else 0
+            s = re.search(r"(\d+) bytes smem", line)
+            current["smem"] = int(s.group(1)) if s else 0
+    return kernels
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--models", required=True)
+    parser.add_argument("--ptxas", required=True)
+    parser.add_argument("--table", required=True)
+    parser.add_argument("--txlc", default="txlc")
+    parser.add_argument("--arch", action="append")
+    args = parser.parse_args()
+    archs = args.arch or ["sm_80", "sm_90", "sm_90a"]
+    models = sorted(pathlib.Path(args.models).glob("*.toml"))
+    rows, problems = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for model in models:
+            for arch in archs:
+                ptx = pathlib.Path(tmp) / f"{model.stem}.{arch}.ptx"
+                subprocess.run([args.txlc, str(model), "--target=cuda",
+                                f"--gpu-arch={arch}", "--emit=ptx", "-o", str(ptx)],
+                               check=True)
+                run = subprocess.run(
+                    [args.ptxas, f"-arch={arch}", "-v", "-warn-spills", "-Werror",
+                     str(ptx), "-o", str(ptx.with_suffix(".cubin"))],
+                    capture_output=True, text=True)
+                if run.returncode != 0:
+                    problems.append(f"{model.stem} {arch}: ptxas failed:\n{run.stderr}")
+                kernels = parse_ptxas(run.stderr + run.stdout)
+                if not kernels:
+                    problems.append(f"{model.stem} {arch}: no kernel")
+                for name, k in sorted(kernels.items()):
+                    occ = occupancy(arch, k["registers"], k["smem"])
+                    rows.append((model.stem, arch, name, k["registers"], k["smem"],
+                                 k["spill_stores"] + k["spill_loads"], k["barriers"], occ))
+                    budget = BUDGETS.get(name)
+                    if budget is None:
+                        problems.append(f"{name}: no budget")
+                        continue
+                    if k["spill_stores"] or k["spill_loads"]:
+                        problems.append(f"{model.stem} {arch} {name}: spills")
+                    if k["registers"] > budget["registers"]:
+                        problems.append(f"{model.stem} {arch} {name}: {k['registers']} "
+                                        f"registers > {budget['registers']}")
+                    if k["smem"] > budget["smem"]:
+                        problems.append(f"{model.stem} {arch} {name}: {k['smem']} B "
+                                        f"shared > {budget['smem']}")
+                    if occ < budget["occupancy"]:
+                        problems.append(f"{model.stem} {arch} {name}: {occ} workgroups/SM "
+                                        f"< {budget['occupancy']}")
+    lines = ["| model | arch | kernel | registers | shared memory (B) | spill bytes "
+             "| barrier ids | workgroups/SM |",
+             "|---|---|---|---|---|---|---|---|"]
+    lines += ["| " + " | ".join(str(x) for x in row) + " |" for row in rows]
+    table = "\n".join(lines) + "\n"
+    pathlib.Path(args.table).write_text(table)
+    print(table, end="")
+    for p in problems:
+        print("BUDGET:", p)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+//===- txl-translate.cpp - mlir-translate with the GPU kernel emitters ----===//
+//
+// mlir-translate's translations plus the GPU targets' kernel emitters, on a
+// module holding gpu.module @txl_kernels (e.g. after
+// txl-opt --txl-rel-attention-to-gpu):
+//   --kernels-to-ptx --ptx-chip=sm_90   the kernels' PTX (as txlc --emit=ptx)
+//   --kernels-to-spirv                  a binary SPIR-V module (as txlc
+//                                       --emit=spirv)
+//
+//===----------------------------------------------------------------------===//
+
+#include "txl/InitAll.h"
+#include "txl/Pipelines/Pipelines.h"
+#include "txl/Target/GpuKernels.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Tools/mlir-translate/MlirTranslateMain.h"
+#include "mlir/Tools/mlir-translate/Translation.h"
+#include "llvm/Support/CommandLine.h"
+
+using namespace mlir;
+using namespace mlir::txl;
+
+static llvm::cl::opt<std::string>
+    ptxChip("ptx-chip", llvm::cl::desc("--kernels-to-ptx: CUDA architecture"),
+            llvm::cl::init("sm_90"));
+static llvm::cl::opt<std::string>
+    cudaPath("cuda-path", llvm::cl::desc("CUDA toolkit (libdevice)"),
+             llvm::cl::init("/usr/local/cuda"));
+
+/// Lowers a copy of `op`'s kernels with `build` and writes `emit`'s result.
+template <typename BuildFn, typename EmitFn>
+static LogicalResult translateKernels(Operation *op, llvm::raw_ostream &os,
+                                      BuildFn &&build, EmitFn &&emit) {
+  OwningOpRef<ModuleOp> kernels = cloneKernelModule(cast<ModuleOp>(op));
+  if (!kernels)
+    return failure();
+  PassManager pm(op->getContext());
+  build(*kernels, pm);
+  if (failed(pm.run(*kernels)))
+    return failure();
+  FailureOr<std::string> text = emit(*kernels);
+  if (failed(text))
+    return failure();
+  os << *text;
+  return success();
+}
+
+int main(int argc, char **argv) {
+  registerAllTxlPasses();
+  auto dialects = [](DialectRegistry &registry) {
+    registerAllTxlDialects(registry);
+  };
+  TranslateFromMLIRRegistration toPtx(
+      "kernels-to-ptx", "the GPU kernels as PTX (--ptx-chip)",
+      [](Operation *op, llvm::raw_ostream &os) {
+        return translateKernels(
+            op, os,
+            [](ModuleOp, OpPassManager &pm) {
+              buildKernelsToPtxPipeline(pm, ptxChip, kPtxFeatures, cudaPath);
+            },
+            [](ModuleOp m) { return getPtx(m); });
+      },
+      dialects);
+  TranslateFromMLIRRegistration toSpirv(
+      "kernels-to-spirv", "the GPU kernels as a binary SPIR-V module",
+      [](Operation *op, llvm::raw_ostream &os) {
+        return translateKernels(
+            op, os,
+            [](ModuleOp m, OpPassManager &pm) {
+              setOpenCLSubgroupSize(m);
+              buildKernelsToLlvmSpvPipeline(pm);
+            },
+            [](ModuleOp m) { return emitSpirv(m); });
+      },
+      dialects);
+  return failed(mlirTranslateMain(argc, argv, "txl translation driver\n"));
+}
