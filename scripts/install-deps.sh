@@ -51,8 +51,4 @@ if [ ! -f "$ocl_prefix/lib/libintelocl.so" ]; then
 fi
 $SUDO mkdir -p "$ocl_prefix/vendors"
 echo "$ocl_prefix/lib/libintelocl.so" | $SUDO tee "$ocl_prefix/vendors/intel-cpu.icd" >/dev/null
-# pyopencl drives the kernel-level OpenCL tests (test/Integration/gpu).
-if ! python3 -c "import pyopencl" 2>/dev/null; then
-  python3 -m pip install -q --root-user-action=ignore pyopencl
-fi
 echo "install-deps: ok"

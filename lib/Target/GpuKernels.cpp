@@ -58,6 +58,88 @@ void mlir::txl::setOpenCLSubgroupSize(ModuleOp module) {
   });
 }
 
+namespace {
+
+/// Argument kinds of an OpenCL kernel image (txl/device.h).
+enum class ArgKind : uint8_t {
+  Buffer = 0,
+  I64 = 1,
+  I32 = 2,
+  F32 = 3,
+  Local = 4
+};
+
+template <typename T> void append(std::string &out, T value) {
+  static_assert(std::is_integral_v<T>);
+  for (size_t i = 0; i < sizeof(T); ++i)
+    out.push_back(char((uint64_t(value) >> (8 * i)) & 0xff));
+}
+
+void appendArg(std::string &out, ArgKind kind, uint32_t bytes) {
+  append(out, uint8_t(kind));
+  append(out, bytes);
+}
+
+} // namespace
+
+FailureOr<std::string> mlir::txl::buildOpenCLImageHead(ModuleOp module) {
+  auto kernels = module.lookupSymbol<gpu::GPUModuleOp>(kKernelModuleName);
+  if (!kernels) {
+    module.emitError("no gpu.module @") << kKernelModuleName;
+    return failure();
+  }
+  std::string head = "TXLCLIMG";
+  append(head, uint32_t(1));
+  SmallVector<gpu::GPUFuncOp> funcs;
+  for (auto func : kernels.getOps<gpu::GPUFuncOp>())
+    if (func.isKernel())
+      funcs.push_back(func);
+  append(head, uint32_t(funcs.size()));
+  for (gpu::GPUFuncOp func : funcs) {
+    StringRef name = func.getName();
+    append(head, uint32_t(name.size()));
+    head += name.str();
+    std::string args;
+    uint32_t count = 0;
+    auto add = [&](ArgKind kind, uint32_t bytes) {
+      appendArg(args, kind, bytes);
+      ++count;
+    };
+    for (Type type : func.getArgumentTypes()) {
+      if (auto memref = dyn_cast<MemRefType>(type)) {
+        add(ArgKind::Buffer, 8);
+        add(ArgKind::Buffer, 8);
+        for (int64_t i = 0, e = 1 + 2 * memref.getRank(); i < e; ++i)
+          add(ArgKind::I64, 8);
+      } else if (type.isIndex() || type.isInteger(64)) {
+        add(ArgKind::I64, 8);
+      } else if (type.isInteger(32)) {
+        add(ArgKind::I32, 4);
+      } else if (type.isF32()) {
+        add(ArgKind::F32, 4);
+      } else {
+        return func.emitError("no OpenCL kernel argument for type ") << type;
+      }
+    }
+    for (BlockArgument tile : func.getWorkgroupAttributions()) {
+      auto memref = cast<MemRefType>(tile.getType());
+      add(ArgKind::Local, uint32_t(memref.getNumElements() *
+                                   memref.getElementTypeBitWidth() / 8));
+    }
+    append(head, count);
+    head += args;
+  }
+  return head;
+}
+
+std::string mlir::txl::buildOpenCLImage(llvm::StringRef head,
+                                        llvm::StringRef spirv) {
+  std::string image = head.str();
+  append(image, uint64_t(spirv.size()));
+  image += spirv.str();
+  return image;
+}
+
 FailureOr<std::string> mlir::txl::getPtx(ModuleOp module) {
   std::optional<std::string> ptx;
   WalkResult walk = module.walk([&](gpu::BinaryOp binary) {

@@ -6,6 +6,8 @@
 //   --kernels-to-ptx --ptx-chip=sm_90   the kernels' PTX (as txlc --emit=ptx)
 //   --kernels-to-spirv                  a binary SPIR-V module (as txlc
 //                                       --emit=spirv)
+//   --kernels-to-opencl-image           the image the runtime's OpenCL
+//                                       backend loads (txl/device.h)
 //
 //===----------------------------------------------------------------------===//
 
@@ -73,6 +75,31 @@ int main(int argc, char **argv) {
               buildKernelsToLlvmSpvPipeline(pm);
             },
             [](ModuleOp m) { return emitSpirv(m); });
+      },
+      dialects);
+  TranslateFromMLIRRegistration toImage(
+      "kernels-to-opencl-image",
+      "the GPU kernels as the OpenCL kernel image the runtime loads "
+      "(txl/device.h: argument table + SPIR-V)",
+      [](Operation *op, llvm::raw_ostream &os) {
+        std::string head;
+        return translateKernels(
+            op, os,
+            [&](ModuleOp m, OpPassManager &pm) {
+              FailureOr<std::string> built = buildOpenCLImageHead(m);
+              if (succeeded(built))
+                head = *built;
+              setOpenCLSubgroupSize(m);
+              buildKernelsToLlvmSpvPipeline(pm);
+            },
+            [&](ModuleOp m) -> FailureOr<std::string> {
+              if (head.empty())
+                return failure();
+              FailureOr<std::string> spirv = emitSpirv(m);
+              if (failed(spirv))
+                return failure();
+              return buildOpenCLImage(head, *spirv);
+            });
       },
       dialects);
   return failed(mlirTranslateMain(argc, argv, "txl translation driver\n"));

@@ -46,6 +46,20 @@ FailureOr<std::string> getPtx(ModuleOp module);
 /// SPIR-V assembly when `assembly`.
 FailureOr<std::string> emitSpirv(ModuleOp module, bool assembly = false);
 
+/// The head of an OpenCL kernel image (txl/device.h): "TXLCLIMG", version
+/// 1, and per kernel of `module`'s @txl_kernels its name and the kind and
+/// size of each argument as the SPIR-V kernel takes them: expanded memref
+/// descriptors (two buffers, then i64 offset, sizes and strides), index as
+/// i64, i32, f32, then the workgroup attributions as workgroup memory of
+/// their size. Call it on the gpu dialect form, before
+/// buildKernelsToLlvmSpvPipeline. Fails (with an error on the kernel) for
+/// an argument type the OpenCL runtime cannot set.
+FailureOr<std::string> buildOpenCLImageHead(ModuleOp module);
+
+/// `head` followed by the SPIR-V module with its u64 size: the image
+/// mgpuModuleLoad takes on the OpenCL backend.
+std::string buildOpenCLImage(llvm::StringRef head, llvm::StringRef spirv);
+
 } // namespace txl
 } // namespace mlir
 

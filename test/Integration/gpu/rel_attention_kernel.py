@@ -1,30 +1,29 @@
 #!/usr/bin/env python3
 """Runs the rel_attention GPU kernels of txl-rel-attention-to-gpu, compiled
-to SPIR-V, on an OpenCL device (this machine's CPU in CI) and compares them
+to SPIR-V, through the runtime's device layer (libtxl_device.so, the ABI
+compiled host code calls) on an OpenCL device (this machine's CPU in CI),
+and compares them
 with the official Transformer-XL attention math in numpy: the four terms
 (AC + BD), BD rel-shifted with the official pad + reshape + slice, the
 official dec_attn_mask (causal with memory, same_length), softmax over keys,
 then P·V.
 
-usage: rel_attention_kernel.py [--tol T] KERNELS.mlir KERNELS.spv [...]
+usage: rel_attention_kernel.py --device-lib LIB [--tol T] KERNELS.mlir KERNELS.img [...]
 
 Each KERNELS.mlir is IR after txl-rel-attention-to-gpu (it gives each
-kernel's workgroup tiles and block size, so that the harness launches what
-the host code does), KERNELS.spv the same gpu.module as SPIR-V
-(txl-translate --kernels-to-spirv). Runs every case whose d_head has a
+kernel's query tile and block size, so that the harness launches the grid
+the host code does), KERNELS.img the same gpu.module as the OpenCL kernel
+image the runtime loads (txl-translate --kernels-to-opencl-image). Runs every case whose d_head has a
 kernel in a pair, prints one line per case with its max abs error, and
 exits 1 if any case exceeds the tolerance or no case ran.
 """
 
 import argparse
-import os
+import ctypes
 import re
 import sys
 
 import numpy as np
-
-os.environ.setdefault("PYOPENCL_NO_CACHE", "1")
-import pyopencl as cl  # noqa: E402
 
 
 def rel_shift(x):
@@ -73,33 +72,71 @@ def kernel_layouts(mlir_text):
 
 
 class Device:
-    def __init__(self, spirv):
-        platform = cl.get_platforms()[0]
-        self.device = platform.get_devices()[0]
-        self.ctx = cl.Context([self.device])
-        self.queue = cl.CommandQueue(self.ctx)
-        self.program = cl.Program(self.ctx, spirv).build()
-        self.kernels = {}
-        print(f"device: {self.device.name} ({platform.name}, {platform.version})")
+    """The runtime's device layer (libtxl_device.so, txl/device.h), driven
+    through the ABI that compiled host code uses: mgpuModuleLoad,
+    mgpuModuleGetFunction, mgpuMemAlloc, mgpuLaunchKernel with one pointer
+    per argument of the expanded memref descriptors."""
+
+    def __init__(self, library, image):
+        lib = ctypes.CDLL(library)
+        lib.txl_device_open.argtypes = [ctypes.c_char_p, ctypes.c_int,
+                                        ctypes.c_char_p, ctypes.c_size_t]
+        lib.txl_device_description.restype = ctypes.c_char_p
+        lib.mgpuModuleLoad.restype = ctypes.c_void_p
+        lib.mgpuModuleLoad.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+        lib.mgpuModuleGetFunction.restype = ctypes.c_void_p
+        lib.mgpuModuleGetFunction.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+        lib.mgpuMemAlloc.restype = ctypes.c_void_p
+        lib.mgpuMemAlloc.argtypes = [ctypes.c_uint64, ctypes.c_void_p, ctypes.c_bool]
+        lib.mgpuMemFree.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        lib.txl_device_write.argtypes = [ctypes.c_void_p, ctypes.c_size_t,
+                                         ctypes.c_void_p, ctypes.c_size_t]
+        lib.txl_device_read.argtypes = [ctypes.c_void_p, ctypes.c_void_p,
+                                        ctypes.c_size_t, ctypes.c_size_t]
+        lib.mgpuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_ssize_t] * 6 + [
+            ctypes.c_int32, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p),
+            ctypes.c_void_p, ctypes.c_size_t]
+        error = ctypes.create_string_buffer(512)
+        if lib.txl_device_open(b"opencl", 0, error, len(error)) != 0:
+            raise SystemExit("txl_device_open: " + error.value.decode())
+        print("device:", lib.txl_device_description().decode())
+        self.lib = lib
+        self.image = ctypes.create_string_buffer(image, len(image))
+        self.module = lib.mgpuModuleLoad(self.image, len(image))
+        self.buffers = []
 
     def kernel(self, name):
-        if name not in self.kernels:
-            self.kernels[name] = cl.Kernel(self.program, name)
-        return self.kernels[name]
+        return self.lib.mgpuModuleGetFunction(self.module, name.encode())
 
     def memref(self, array, base=None):
-        """The expanded memref descriptor of `array` (a view of `base`, a
-        contiguous float32 array, or itself): buffer, buffer, offset, sizes,
-        strides, all in elements."""
+        """A device copy of `base` (a contiguous float32 array, or `array`
+        itself) and the expanded descriptor of `array` as a view of it:
+        buffer, buffer, offset, sizes, strides (in elements)."""
         base = array if base is None else base
-        buf = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
-                        hostbuf=np.ascontiguousarray(base))
+        host = np.ascontiguousarray(base)
+        buf = self.lib.mgpuMemAlloc(host.nbytes, None, False)
+        self.lib.txl_device_write(buf, 0, host.ctypes.data, host.nbytes)
+        self.buffers.append(buf)
         item = array.itemsize
         offset = (array.__array_interface__["data"][0]
                   - base.__array_interface__["data"][0]) // item
-        return buf, [buf, buf, np.int64(offset)] + \
-            [np.int64(s) for s in array.shape] + \
-            [np.int64(s // item) for s in array.strides]
+        return buf, [ctypes.c_void_p(buf), ctypes.c_void_p(buf), ctypes.c_int64(offset)] + \
+            [ctypes.c_int64(s) for s in array.shape] + \
+            [ctypes.c_int64(s // item) for s in array.strides]
+
+    def launch(self, kernel, grid, block, args):
+        params = (ctypes.c_void_p * len(args))(
+            *[ctypes.cast(ctypes.pointer(a), ctypes.c_void_p) for a in args])
+        self.lib.mgpuLaunchKernel(kernel, *grid, *block, 0, None, params, None, len(args))
+
+    def read(self, out, buf):
+        self.lib.txl_device_sync()
+        self.lib.txl_device_read(out.ctypes.data, buf, 0, out.nbytes)
+
+    def free(self):
+        for buf in self.buffers:
+            self.lib.mgpuMemFree(buf, None)
+        self.buffers = []
 
 
 def run_case(dev, layouts, case, rng, tol):
@@ -128,14 +165,13 @@ def run_case(dev, layouts, case, rng, tol):
         args += desc
     out_buf, desc = dev.memref(out)
     args += desc
-    args += [np.int64(mem_len), np.int32(same_length), scale]
-    args += [cl.LocalMemory(rows * cols * 4) for rows, cols in tiles]
-    kernel = dev.kernel(name)
+    args += [ctypes.c_int64(mem_len), ctypes.c_int32(same_length),
+             ctypes.c_float(scale)]
     query_tile = tiles[0][0]
-    grid = (-(-qlen // query_tile) * block, batch * n_head)
-    kernel(dev.queue, grid, (block, 1), *args)
-    cl.enqueue_copy(dev.queue, out, out_buf)
-    dev.queue.finish()
+    dev.launch(dev.kernel(name), (-(-qlen // query_tile), batch * n_head, 1),
+               (block, 1, 1), args)
+    dev.read(out, out_buf)
+    dev.free()
 
     want = reference(q, k, v, r, u, vb, mem_len, same_length, float(scale))
     err = float(np.max(np.abs(out - want)))
@@ -164,18 +200,20 @@ CASES = [
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("pairs", nargs="+", help="KERNELS.mlir KERNELS.spv ...")
+    parser.add_argument("pairs", nargs="+", help="KERNELS.mlir KERNELS.img ...")
+    parser.add_argument("--device-lib", required=True, help="libtxl_device.so")
     parser.add_argument("--tol", type=float, default=1e-5)
     args = parser.parse_args()
     if len(args.pairs) % 2:
-        parser.error("expected KERNELS.mlir KERNELS.spv pairs")
+        parser.error("expected KERNELS.mlir KERNELS.img pairs")
     rng = np.random.default_rng(0)
     results = []
-    for mlir, spirv in zip(args.pairs[::2], args.pairs[1::2]):
+    for mlir, image in zip(args.pairs[::2], args.pairs[1::2]):
         layouts = kernel_layouts(open(mlir).read())
-        dev = Device(open(spirv, "rb").read())
+        dev = Device(args.device_lib, open(image, "rb").read())
         results += [run_case(dev, layouts, case, rng, args.tol)
                     for case in CASES if f"rel_attention_d{case[4]}" in layouts]
+        dev.lib.txl_device_close()
     if not results:
         print("no kernel to run")
         return 1

@@ -1,0 +1,86 @@
+/*===- device.h - The device ABI of txlc's GPU targets -------------*- C -*-===*
+ *
+ * What code compiled for --target=cuda or --target=opencl calls, and what a
+ * host program (a session, a test) calls to choose the device first. The
+ * mgpu* functions keep the names and signatures of MLIR's GPU runtime ABI
+ * (what gpu-to-llvm and gpu.binary's translation emit), implemented here
+ * over the runtime's device layer (txl/rt/Device.h) for both backends.
+ *
+ * Semantics shared by both backends:
+ * - One device and one in-order queue per process: every "stream" is that
+ *   queue. mgpuStreamSynchronize does not wait: nothing on the host reads
+ *   device memory inside a segment, and the queue keeps the order; the
+ *   runtime waits once, when it copies results back (txl_device_sync).
+ * - Buffers are opaque handles (CUdeviceptr, cl_mem); compiled code keeps
+ *   element offsets beside them (memref descriptors).
+ * - Module images: a CUDA fatbin, cubin or PTX (loaded with
+ *   cuModuleLoadDataEx), or an OpenCL kernel image:
+ *     "TXLCLIMG", u32 version (1), u32 kernel count, per kernel: u32 name
+ *     length, the name, u32 argument count, per argument: u8 kind
+ *     (0 buffer, 1 i64, 2 i32, 3 f32, 4 workgroup memory), u32 bytes;
+ *     then u64 SPIR-V size and the SPIR-V module (all little endian).
+ *   OpenCL needs each argument's size, which the host code does not pass;
+ *   workgroup-memory arguments (the kernels' workgroup attributions) are
+ *   set by the runtime, after the host's arguments.
+ * - Modules load lazily: mgpuModuleLoad (called from a global constructor,
+ *   before main) only records the image; the first mgpuModuleGetFunction
+ *   loads it on the open device.
+ * - A failure inside an mgpu* call (which returns no status) prints one
+ *   line "error: <what failed>" to stderr and exits with status 2.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef TXL_DEVICE_H
+#define TXL_DEVICE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Opens device `ordinal` of `backend` ("cuda" or "opencl") for the mgpu*
+ * calls. Returns 0, or TXL_UNAVAILABLE (5) / TXL_INVALID_ARGUMENT with the
+ * one-line reason in `error` (e.g. "no CUDA driver: dlopen(libcuda.so.1)
+ * failed: ..."). */
+int txl_device_open(const char *backend, int ordinal, char *error,
+                    size_t error_size);
+/* The open device, e.g. "AMD EPYC (Intel(R) OpenCL, OpenCL 3.0, 23.4 GiB)",
+ * or "" when none is open. */
+const char *txl_device_description(void);
+/* Waits until the device's queue is empty. */
+void txl_device_sync(void);
+/* Copies between host memory and a buffer (`offset` in bytes). */
+void txl_device_write(void *buffer, size_t offset, const void *host,
+                      size_t bytes);
+void txl_device_read(void *host, const void *buffer, size_t offset,
+                     size_t bytes);
+/* Frees every module and closes the device. */
+void txl_device_close(void);
+
+/* MLIR's GPU runtime ABI. */
+void *mgpuModuleLoad(void *data, size_t size);
+void *mgpuModuleLoadJIT(void *data, int opt_level);
+void mgpuModuleUnload(void *module);
+void *mgpuModuleGetFunction(void *module, const char *name);
+void mgpuLaunchKernel(void *function, intptr_t grid_x, intptr_t grid_y,
+                      intptr_t grid_z, intptr_t block_x, intptr_t block_y,
+                      intptr_t block_z, int32_t shared_bytes, void *stream,
+                      void **params, void **extra, size_t param_count);
+void *mgpuStreamCreate(void);
+void mgpuStreamDestroy(void *stream);
+void mgpuStreamSynchronize(void *stream);
+void *mgpuMemAlloc(uint64_t bytes, void *stream, bool host_shared);
+void mgpuMemFree(void *buffer, void *stream);
+/* Host-to-device, device-to-host or device-to-device, by which of the two
+ * pointers are buffers of the open device. */
+void mgpuMemcpy(void *dst, void *src, size_t bytes, void *stream);
+void mgpuMemset32(void *dst, unsigned int value, size_t count, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TXL_DEVICE_H */

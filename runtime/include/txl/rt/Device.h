@@ -1,0 +1,101 @@
+//===- Device.h - One GPU (or OpenCL device) and its queue ------*- C++ -*-===//
+//
+// The device layer of the GPU targets: one device, one in-order queue,
+// buffers, kernel modules and launches, behind one interface with a CUDA
+// and an OpenCL backend (no MLIR in it). The code txlc generates reaches it
+// through the C functions of txl/device.h, which keep the names and
+// signatures of MLIR's GPU runtime ABI (mgpu*); the runtime's sessions use
+// it directly.
+//
+// Buffers are opaque handles (`void *`): a CUdeviceptr on CUDA, a cl_mem on
+// OpenCL. Compiled code only copies them and adds element offsets beside
+// them (memref descriptors), never dereferences or offsets the handle.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TXL_RT_DEVICE_H
+#define TXL_RT_DEVICE_H
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace txl::rt {
+
+/// A kernel of a loaded module.
+class Kernel {
+public:
+  virtual ~Kernel() = default;
+};
+
+/// A loaded kernel module.
+class Module {
+public:
+  virtual ~Module() = default;
+  /// The kernel `name`. Throws Error(TXL_UNAVAILABLE) naming the kernel when
+  /// the module has none of that name.
+  virtual Kernel &kernel(const std::string &name) = 0;
+};
+
+/// One device and its in-order queue. Every operation is enqueued and
+/// returns without waiting, except the copies to the host and
+/// `synchronize`; every failure throws Error(TXL_UNAVAILABLE) with the
+/// API's error name.
+class Device {
+public:
+  virtual ~Device() = default;
+
+  /// "NVIDIA H100 80GB HBM3 (CUDA, sm_90, 79.1 GiB)" and the like.
+  virtual std::string description() const = 0;
+  /// Total and free device memory in bytes.
+  virtual size_t totalMemory() const = 0;
+
+  virtual void *allocate(size_t bytes) = 0;
+  /// Frees after the work enqueued so far (stream order).
+  virtual void free(void *buffer) = 0;
+  virtual void copyToDevice(void *buffer, size_t offsetBytes, const void *host,
+                            size_t bytes) = 0;
+  /// Waits for the queue, then copies.
+  virtual void copyToHost(void *host, const void *buffer, size_t offsetBytes,
+                          size_t bytes) = 0;
+  virtual void copyOnDevice(void *dst, size_t dstOffsetBytes, const void *src,
+                            size_t srcOffsetBytes, size_t bytes) = 0;
+  /// Sets `count` 32-bit words from `offsetBytes` to `value`.
+  virtual void fill32(void *buffer, size_t offsetBytes, uint32_t value,
+                      size_t count) = 0;
+
+  /// Loads a module image as txlc embeds it: a CUDA fatbin, cubin or PTX,
+  /// or an OpenCL kernel image (txl/device.h).
+  virtual std::unique_ptr<Module> loadModule(std::string_view image) = 0;
+  /// Launches `kernel` on a grid of `grid` workgroups of `block`
+  /// work-items; `params[i]` points at argument i as the generated host
+  /// code lays them out (expanded memref descriptors, then scalars).
+  virtual void launch(Kernel &kernel, const size_t grid[3],
+                      const size_t block[3], size_t sharedBytes, void **params,
+                      size_t paramCount) = 0;
+
+  /// Waits until the queue is empty.
+  virtual void synchronize() = 0;
+};
+
+/// The backends a GPU executable can run on.
+enum class Backend { Cuda, OpenCL };
+
+/// Opens device `ordinal` of `backend` with its queue. Throws
+/// Error(TXL_UNAVAILABLE) with one line naming what is missing: "no CUDA
+/// driver: dlopen(libcuda.so.1) failed: ...", "no OpenCL platform: ...",
+/// "no OpenCL device with SPIR-V ...".
+std::unique_ptr<Device> openDevice(Backend backend, int ordinal = 0);
+
+/// The backends (OpenCLDevice.cpp, CudaDevice.cpp).
+std::unique_ptr<Device> openOpenCLDevice(int ordinal);
+std::unique_ptr<Device> openCudaDevice(int ordinal);
+
+/// The magic that starts an OpenCL kernel image (txl/device.h).
+inline constexpr std::string_view kOpenCLImageMagic = "TXLCLIMG";
+
+} // namespace txl::rt
+
+#endif // TXL_RT_DEVICE_H

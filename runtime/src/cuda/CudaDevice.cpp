@@ -1,0 +1,200 @@
+//===- CudaDevice.cpp - The CUDA backend of the device layer --------------===//
+//
+// One CUDA device through the driver API (CudaDriver: libcuda.so.1 loaded
+// with dlopen), its primary context, one non-blocking stream; buffers are
+// CUdeviceptr values from the stream-ordered allocator (cuMemAllocAsync,
+// cuMemFreeAsync), so that allocation and release keep the queue's order
+// without synchronizing. Module images are what txlc embeds for
+// --target=cuda: a fatbin (a cubin per --gpu-arch plus PTX for newer GPUs),
+// a cubin or PTX, all loaded by cuModuleLoadDataEx.
+//
+//===----------------------------------------------------------------------===//
+
+#include "txl/rt/CudaDriver.h"
+#include "txl/rt/Device.h"
+#include "txl/rt/Status.h"
+
+#include <map>
+
+namespace txl::rt {
+
+namespace {
+
+// cuda.h values the backend uses.
+constexpr int kAttributeComputeCapabilityMajor = 75;
+constexpr int kAttributeComputeCapabilityMinor = 76;
+constexpr unsigned kStreamNonBlocking = 1;
+
+CUdeviceptr asDevicePointer(const void *buffer) {
+  return reinterpret_cast<CUdeviceptr>(buffer);
+}
+
+class CudaKernel : public Kernel {
+public:
+  explicit CudaKernel(CUfunction function) : function_(function) {}
+  CUfunction function_;
+};
+
+class CudaModule : public Module {
+public:
+  CudaModule(const CudaDriver &cuda, CUmodule module)
+      : cuda_(cuda), module_(module) {}
+  ~CudaModule() override { cuda_.cuModuleUnload(module_); }
+
+  Kernel &kernel(const std::string &name) override {
+    auto found = kernels_.find(name);
+    if (found != kernels_.end())
+      return found->second;
+    CUfunction function = nullptr;
+    cuda_.check(cuda_.cuModuleGetFunction(&function, module_, name.c_str()),
+                fmt::format("cuModuleGetFunction({})", name).c_str());
+    return kernels_.emplace(name, CudaKernel(function)).first->second;
+  }
+
+private:
+  const CudaDriver &cuda_;
+  CUmodule module_;
+  std::map<std::string, CudaKernel> kernels_;
+};
+
+class CudaDevice : public Device {
+public:
+  explicit CudaDevice(int ordinal) {
+    cuda_.check(cuda_.cuInit(0), "no usable CUDA driver: cuInit");
+    int count = 0;
+    cuda_.check(cuda_.cuDeviceGetCount(&count), "cuDeviceGetCount");
+    if (ordinal < 0 || ordinal >= count)
+      fail(TXL_UNAVAILABLE, "no CUDA device {} ({} found)", ordinal, count);
+    cuda_.check(cuda_.cuDeviceGet(&device_, ordinal), "cuDeviceGet");
+    cuda_.check(cuda_.cuDevicePrimaryCtxRetain(&context_, device_),
+                "cuDevicePrimaryCtxRetain");
+    cuda_.check(cuda_.cuCtxSetCurrent(context_), "cuCtxSetCurrent");
+    cuda_.check(cuda_.cuStreamCreate(&stream_, kStreamNonBlocking),
+                "cuStreamCreate");
+  }
+
+  ~CudaDevice() override {
+    cuda_.cuStreamSynchronize(stream_);
+    cuda_.cuStreamDestroy_v2(stream_);
+    cuda_.cuDevicePrimaryCtxRelease_v2(device_);
+  }
+
+  std::string description() const override {
+    char name[256] = {};
+    cuda_.check(cuda_.cuDeviceGetName(name, sizeof(name), device_),
+                "cuDeviceGetName");
+    int major = 0, minor = 0;
+    cuda_.check(cuda_.cuDeviceGetAttribute(
+                    &major, kAttributeComputeCapabilityMajor, device_),
+                "cuDeviceGetAttribute");
+    cuda_.check(cuda_.cuDeviceGetAttribute(
+                    &minor, kAttributeComputeCapabilityMinor, device_),
+                "cuDeviceGetAttribute");
+    return fmt::format("{} (CUDA, sm_{}{}, {:.1f} GiB)", name, major, minor,
+                       totalMemory() / double(1ull << 30));
+  }
+
+  size_t totalMemory() const override {
+    size_t bytes = 0;
+    cuda_.check(cuda_.cuDeviceTotalMem_v2(&bytes, device_), "cuDeviceTotalMem");
+    return bytes;
+  }
+
+  void *allocate(size_t bytes) override {
+    CUdeviceptr buffer = 0;
+    // A zero-byte allocation still gets a distinct handle.
+    cuda_.check(
+        cuda_.cuMemAllocAsync(&buffer, std::max<size_t>(bytes, 4), stream_),
+        fmt::format("cuMemAllocAsync({} bytes)", bytes).c_str());
+    return reinterpret_cast<void *>(buffer);
+  }
+
+  void free(void *buffer) override {
+    cuda_.check(cuda_.cuMemFreeAsync(asDevicePointer(buffer), stream_),
+                "cuMemFreeAsync");
+  }
+
+  void copyToDevice(void *buffer, size_t offsetBytes, const void *host,
+                    size_t bytes) override {
+    if (bytes == 0)
+      return;
+    cuda_.check(
+        cuda_.cuMemcpyHtoDAsync_v2(asDevicePointer(buffer) + offsetBytes, host,
+                                   bytes, stream_),
+        "cuMemcpyHtoDAsync");
+    // The host buffer may go away when this returns (pageable memory).
+    synchronize();
+  }
+
+  void copyToHost(void *host, const void *buffer, size_t offsetBytes,
+                  size_t bytes) override {
+    if (bytes == 0)
+      return;
+    cuda_.check(
+        cuda_.cuMemcpyDtoHAsync_v2(host, asDevicePointer(buffer) + offsetBytes,
+                                   bytes, stream_),
+        "cuMemcpyDtoHAsync");
+    synchronize();
+  }
+
+  void copyOnDevice(void *dst, size_t dstOffsetBytes, const void *src,
+                    size_t srcOffsetBytes, size_t bytes) override {
+    if (bytes == 0)
+      return;
+    cuda_.check(cuda_.cuMemcpyDtoDAsync_v2(
+                    asDevicePointer(dst) + dstOffsetBytes,
+                    asDevicePointer(src) + srcOffsetBytes, bytes, stream_),
+                "cuMemcpyDtoDAsync");
+  }
+
+  void fill32(void *buffer, size_t offsetBytes, uint32_t value,
+              size_t count) override {
+    if (count == 0)
+      return;
+    cuda_.check(cuda_.cuMemsetD32Async(asDevicePointer(buffer) + offsetBytes,
+                                       value, count, stream_),
+                "cuMemsetD32Async");
+  }
+
+  std::unique_ptr<Module> loadModule(std::string_view image) override {
+    if (image.substr(0, kOpenCLImageMagic.size()) == kOpenCLImageMagic)
+      fail(TXL_INVALID_ARGUMENT,
+           "an OpenCL kernel image cannot load on CUDA (a module built for "
+           "--target=opencl?)");
+    CUmodule module = nullptr;
+    cuda_.check(
+        cuda_.cuModuleLoadDataEx(&module, image.data(), 0, nullptr, nullptr),
+        "cuModuleLoadDataEx");
+    return std::make_unique<CudaModule>(cuda_, module);
+  }
+
+  void launch(Kernel &kernel, const size_t grid[3], const size_t block[3],
+              size_t sharedBytes, void **params, size_t) override {
+    if (grid[0] * grid[1] * grid[2] == 0)
+      return;
+    cuda_.check(cuda_.cuLaunchKernel(
+                    static_cast<CudaKernel &>(kernel).function_,
+                    unsigned(grid[0]), unsigned(grid[1]), unsigned(grid[2]),
+                    unsigned(block[0]), unsigned(block[1]), unsigned(block[2]),
+                    unsigned(sharedBytes), stream_, params, nullptr),
+                "cuLaunchKernel");
+  }
+
+  void synchronize() override {
+    cuda_.check(cuda_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
+  }
+
+private:
+  CudaDriver cuda_;
+  CUdevice device_ = 0;
+  CUcontext context_ = nullptr;
+  CUstream stream_ = nullptr;
+};
+
+} // namespace
+
+std::unique_ptr<Device> openCudaDevice(int ordinal) {
+  return std::make_unique<CudaDevice>(ordinal);
+}
+
+} // namespace txl::rt

@@ -1,0 +1,238 @@
+//===- DeviceAbi.cpp - txl/device.h over the device layer -----------------===//
+//
+// The process's one open device, the lazily loaded modules, and the
+// buffers allocated through the ABI (so that mgpuMemcpy can tell a buffer
+// handle from a host pointer). The mgpu* functions return no status: a
+// failure prints one line and exits with status 2 (txl/device.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "txl/device.h"
+
+#include "txl/rt/Device.h"
+#include "txl/rt/Status.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+using namespace txl::rt;
+
+namespace {
+
+/// A module image recorded by mgpuModuleLoad, loaded on first use.
+struct LazyModule {
+  std::string_view image;
+  std::unique_ptr<Module> loaded;
+};
+
+struct State {
+  std::mutex mutex;
+  std::unique_ptr<Device> device;
+  std::string description;
+  std::vector<std::unique_ptr<LazyModule>> modules;
+  /// Buffer handle -> size in bytes, for the buffers of the open device.
+  std::unordered_map<const void *, size_t> buffers;
+};
+
+/// Never destroyed: device libraries tear themselves down at exit in an
+/// order of their own, so nothing is released then (txl_device_close
+/// releases everything before exit).
+State &state() {
+  static State *s = new State;
+  return *s;
+}
+
+/// Runs `body`; on an Error (or any exception), prints "error: <message>"
+/// and exits with status 2: the mgpu* calls have no way to report one.
+template <typename Body> auto orExit(const char *what, Body &&body) {
+  try {
+    return body();
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "error: %s: %s\n", what, e.what());
+    std::fflush(stderr);
+    std::exit(2);
+  }
+}
+
+/// Frees every module and buffer and closes the device; `s.mutex` held.
+void closeLocked(State &s) {
+  if (s.device)
+    orExit("txl_device_close", [&] { s.device->synchronize(); });
+  for (auto &module : s.modules)
+    module->loaded.reset();
+  for (auto &[buffer, size] : s.buffers)
+    s.device->free(const_cast<void *>(buffer));
+  s.buffers.clear();
+  s.device.reset();
+  s.description.clear();
+}
+
+Device &device() {
+  State &s = state();
+  if (!s.device)
+    fail(TXL_UNAVAILABLE, "no device is open (txl_device_open was not called)");
+  return *s.device;
+}
+
+bool isBuffer(const void *p) { return state().buffers.count(p) != 0; }
+
+} // namespace
+
+extern "C" {
+
+int txl_device_open(const char *backend, int ordinal, char *error,
+                    size_t errorSize) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  closeLocked(s);
+  try {
+    std::string name = backend ? backend : "";
+    Backend which;
+    if (name == "cuda")
+      which = Backend::Cuda;
+    else if (name == "opencl")
+      which = Backend::OpenCL;
+    else
+      fail(TXL_INVALID_ARGUMENT, "unknown device backend '{}' (cuda, opencl)",
+           name);
+    s.device = openDevice(which, ordinal);
+    s.description = s.device->description();
+    return TXL_OK;
+  } catch (const Error &e) {
+    if (error && errorSize)
+      std::snprintf(error, errorSize, "%s", e.what());
+    return e.code();
+  }
+}
+
+const char *txl_device_description(void) { return state().description.c_str(); }
+
+void txl_device_sync(void) {
+  orExit("txl_device_sync", [] { device().synchronize(); });
+}
+
+void txl_device_write(void *buffer, size_t offset, const void *host,
+                      size_t bytes) {
+  orExit("txl_device_write",
+         [&] { device().copyToDevice(buffer, offset, host, bytes); });
+}
+
+void txl_device_read(void *host, const void *buffer, size_t offset,
+                     size_t bytes) {
+  orExit("txl_device_read",
+         [&] { device().copyToHost(host, buffer, offset, bytes); });
+}
+
+void txl_device_close(void) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  closeLocked(s);
+}
+
+void *mgpuModuleLoad(void *data, size_t size) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.modules.push_back(std::make_unique<LazyModule>(
+      LazyModule{std::string_view(static_cast<const char *>(data), size), {}}));
+  return s.modules.back().get();
+}
+
+void *mgpuModuleLoadJIT(void *data, int) {
+  // PTX text, NUL-terminated; the CUDA driver compiles it on load.
+  return mgpuModuleLoad(data, std::strlen(static_cast<const char *>(data)) + 1);
+}
+
+void mgpuModuleUnload(void *module) {
+  // At exit (a global destructor): the device may be closed already.
+  static_cast<LazyModule *>(module)->loaded.reset();
+}
+
+void *mgpuModuleGetFunction(void *module, const char *name) {
+  return orExit("mgpuModuleGetFunction", [&] {
+    auto *lazy = static_cast<LazyModule *>(module);
+    if (!lazy->loaded)
+      lazy->loaded = device().loadModule(lazy->image);
+    return static_cast<void *>(&lazy->loaded->kernel(name));
+  });
+}
+
+void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
+                      intptr_t gridZ, intptr_t blockX, intptr_t blockY,
+                      intptr_t blockZ, int32_t sharedBytes, void *,
+                      void **params, void **, size_t paramCount) {
+  orExit("mgpuLaunchKernel", [&] {
+    size_t grid[3] = {size_t(gridX), size_t(gridY), size_t(gridZ)};
+    size_t block[3] = {size_t(blockX), size_t(blockY), size_t(blockZ)};
+    device().launch(*static_cast<Kernel *>(function), grid, block,
+                    size_t(sharedBytes), params, paramCount);
+  });
+}
+
+void *mgpuStreamCreate(void) {
+  // Every stream is the device's one queue; a non-null token.
+  static char queue;
+  return &queue;
+}
+
+void mgpuStreamDestroy(void *) {}
+
+void mgpuStreamSynchronize(void *) {}
+
+void *mgpuMemAlloc(uint64_t bytes, void *, bool hostShared) {
+  return orExit("mgpuMemAlloc", [&] {
+    if (hostShared)
+      fail(TXL_INVALID_ARGUMENT, "host-shared device memory is not supported");
+    void *buffer = device().allocate(bytes);
+    std::lock_guard<std::mutex> lock(state().mutex);
+    state().buffers.emplace(buffer, bytes);
+    return buffer;
+  });
+}
+
+void mgpuMemFree(void *buffer, void *) {
+  orExit("mgpuMemFree", [&] {
+    {
+      std::lock_guard<std::mutex> lock(state().mutex);
+      if (state().buffers.erase(buffer) == 0)
+        fail(TXL_INVALID_ARGUMENT, "freeing {} which is no device buffer",
+             buffer);
+    }
+    device().free(buffer);
+  });
+}
+
+void mgpuMemcpy(void *dst, void *src, size_t bytes, void *) {
+  orExit("mgpuMemcpy", [&] {
+    bool toDevice = isBuffer(dst), fromDevice = isBuffer(src);
+    if (toDevice && fromDevice)
+      device().copyOnDevice(dst, 0, src, 0, bytes);
+    else if (toDevice)
+      device().copyToDevice(dst, 0, src, bytes);
+    else if (fromDevice)
+      device().copyToHost(dst, src, 0, bytes);
+    else
+      std::memcpy(dst, src, bytes);
+  });
+}
+
+void mgpuMemset32(void *dst, unsigned int value, size_t count, void *) {
+  orExit("mgpuMemset32", [&] { device().fill32(dst, 0, value, count); });
+}
+
+} // extern "C"
+
+namespace txl::rt {
+
+std::unique_ptr<Device> openDevice(Backend backend, int ordinal) {
+  if (backend == Backend::Cuda)
+    return openCudaDevice(ordinal);
+  return openOpenCLDevice(ordinal);
+}
+
+} // namespace txl::rt

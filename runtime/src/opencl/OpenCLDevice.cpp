@@ -1,0 +1,367 @@
+//===- OpenCLDevice.cpp - The OpenCL backend of the device layer ----------===//
+//
+// One OpenCL 2.1+ device that takes SPIR-V (clCreateProgramWithIL), one
+// in-order command queue, buffers as cl_mem handles. Kernel images are the
+// ones txlc embeds for --target=opencl (txl/device.h): a table of each
+// kernel's argument kinds, which OpenCL needs to set arguments and the
+// generated host code does not pass, then the SPIR-V module.
+//
+//===----------------------------------------------------------------------===//
+
+#include "txl/rt/Device.h"
+#include "txl/rt/OpenCL.h"
+#include "txl/rt/Status.h"
+
+#include <cstring>
+#include <map>
+#include <vector>
+
+namespace txl::rt {
+
+namespace {
+
+// cl.h values the backend uses.
+constexpr cl_ulong kDeviceTypeAll = 0xFFFFFFFF;
+constexpr cl_uint kPlatformName = 0x0902;
+constexpr cl_uint kDeviceName = 0x102B;
+constexpr cl_uint kDeviceVersion = 0x102F;
+constexpr cl_uint kDeviceGlobalMemSize = 0x101F;
+constexpr cl_uint kDeviceIlVersion = 0x105B;
+constexpr cl_uint kProgramBuildLog = 0x1183;
+constexpr cl_ulong kMemReadWrite = 1;
+constexpr cl_uint kBlocking = 1;
+
+/// The kinds of kernel arguments in an OpenCL kernel image.
+enum class ArgKind : uint8_t {
+  Buffer = 0,
+  I64 = 1,
+  I32 = 2,
+  F32 = 3,
+  Local = 4
+};
+
+struct ArgSpec {
+  ArgKind kind;
+  uint32_t bytes; ///< the value's size; for Local, the workgroup memory
+};
+
+/// Reads the little-endian fields of an OpenCL kernel image.
+class ImageReader {
+public:
+  explicit ImageReader(std::string_view image) : rest_(image) {}
+  std::string_view bytes(size_t n) {
+    if (rest_.size() < n)
+      fail(TXL_INVALID_ARGUMENT,
+           "OpenCL kernel image: truncated ({} bytes missing)",
+           n - rest_.size());
+    std::string_view out = rest_.substr(0, n);
+    rest_.remove_prefix(n);
+    return out;
+  }
+  template <typename T> T scalar() {
+    T value;
+    std::memcpy(&value, bytes(sizeof(T)).data(), sizeof(T));
+    return value;
+  }
+  std::string_view rest() const { return rest_; }
+
+private:
+  std::string_view rest_;
+};
+
+std::string deviceString(const OpenCL &cl, cl_device_id device, cl_uint what) {
+  size_t size = 0;
+  cl.check(cl.clGetDeviceInfo(device, what, 0, nullptr, &size),
+           "clGetDeviceInfo");
+  std::string value(size, '\0');
+  cl.check(cl.clGetDeviceInfo(device, what, size, value.data(), nullptr),
+           "clGetDeviceInfo");
+  while (!value.empty() && value.back() == '\0')
+    value.pop_back();
+  return value;
+}
+
+class OpenCLKernel : public Kernel {
+public:
+  OpenCLKernel(const OpenCL &cl, cl_kernel kernel, std::vector<ArgSpec> args)
+      : cl_(cl), kernel_(kernel), args_(std::move(args)) {}
+  ~OpenCLKernel() override { cl_.clReleaseKernel(kernel_); }
+
+  const OpenCL &cl_;
+  cl_kernel kernel_;
+  std::vector<ArgSpec> args_;
+};
+
+class OpenCLModule : public Module {
+public:
+  OpenCLModule(const OpenCL &cl, cl_program program,
+               std::map<std::string, std::vector<ArgSpec>> signatures)
+      : cl_(cl), program_(program), signatures_(std::move(signatures)) {}
+  ~OpenCLModule() override {
+    kernels_.clear();
+    cl_.clReleaseProgram(program_);
+  }
+
+  Kernel &kernel(const std::string &name) override {
+    auto found = kernels_.find(name);
+    if (found != kernels_.end())
+      return *found->second;
+    auto signature = signatures_.find(name);
+    if (signature == signatures_.end())
+      fail(TXL_UNAVAILABLE, "OpenCL kernel image has no kernel '{}'", name);
+    cl_int status = 0;
+    cl_kernel kernel = cl_.clCreateKernel(program_, name.c_str(), &status);
+    cl_.check(status, fmt::format("clCreateKernel({})", name).c_str());
+    auto created =
+        std::make_unique<OpenCLKernel>(cl_, kernel, signature->second);
+    Kernel &ref = *created;
+    kernels_.emplace(name, std::move(created));
+    return ref;
+  }
+
+private:
+  const OpenCL &cl_;
+  cl_program program_;
+  std::map<std::string, std::vector<ArgSpec>> signatures_;
+  std::map<std::string, std::unique_ptr<OpenCLKernel>> kernels_;
+};
+
+class OpenCLDevice : public Device {
+public:
+  explicit OpenCLDevice(int ordinal) {
+    // The ordinal-th device, over all platforms, that takes SPIR-V.
+    int seen = 0;
+    std::string skipped;
+    for (cl_platform_id platform : cl_.platforms()) {
+      cl_uint count = 0;
+      if (cl_.clGetDeviceIDs(platform, kDeviceTypeAll, 0, nullptr, &count) !=
+              0 ||
+          count == 0)
+        continue;
+      std::vector<cl_device_id> devices(count);
+      cl_.check(cl_.clGetDeviceIDs(platform, kDeviceTypeAll, count,
+                                   devices.data(), nullptr),
+                "clGetDeviceIDs");
+      for (cl_device_id device : devices) {
+        size_t ilSize = 0;
+        cl_.clGetDeviceInfo(device, kDeviceIlVersion, 0, nullptr, &ilSize);
+        std::string il = ilSize > 1
+                             ? deviceString(cl_, device, kDeviceIlVersion)
+                             : std::string();
+        if (il.find("SPIR-V") == std::string::npos) {
+          skipped +=
+              fmt::format(" {};", deviceString(cl_, device, kDeviceName));
+          continue;
+        }
+        if (seen++ != ordinal)
+          continue;
+        platform_ = platform;
+        device_ = device;
+      }
+      if (device_)
+        break;
+    }
+    if (!device_)
+      fail(TXL_UNAVAILABLE,
+           "no OpenCL device with SPIR-V (device {} requested, {} found{}{})",
+           ordinal, seen, skipped.empty() ? "" : "; without SPIR-V:", skipped);
+    cl_int status = 0;
+    context_ =
+        cl_.clCreateContext(nullptr, 1, &device_, nullptr, nullptr, &status);
+    cl_.check(status, "clCreateContext");
+    queue_ = cl_.clCreateCommandQueueWithProperties(context_, device_, nullptr,
+                                                    &status);
+    cl_.check(status, "clCreateCommandQueueWithProperties");
+  }
+
+  ~OpenCLDevice() override {
+    cl_.clFinish(queue_);
+    cl_.clReleaseCommandQueue(queue_);
+    cl_.clReleaseContext(context_);
+  }
+
+  std::string description() const override {
+    size_t size = 0;
+    cl_.check(
+        cl_.clGetPlatformInfo(platform_, kPlatformName, 0, nullptr, &size),
+        "clGetPlatformInfo");
+    std::string platform(size, '\0');
+    cl_.check(cl_.clGetPlatformInfo(platform_, kPlatformName, size,
+                                    platform.data(), nullptr),
+              "clGetPlatformInfo");
+    while (!platform.empty() && platform.back() == '\0')
+      platform.pop_back();
+    return fmt::format("{} ({}, {}, {:.1f} GiB)",
+                       deviceString(cl_, device_, kDeviceName), platform,
+                       deviceString(cl_, device_, kDeviceVersion),
+                       totalMemory() / double(1ull << 30));
+  }
+
+  size_t totalMemory() const override {
+    cl_ulong bytes = 0;
+    cl_.check(cl_.clGetDeviceInfo(device_, kDeviceGlobalMemSize, sizeof(bytes),
+                                  &bytes, nullptr),
+              "clGetDeviceInfo(CL_DEVICE_GLOBAL_MEM_SIZE)");
+    return bytes;
+  }
+
+  void *allocate(size_t bytes) override {
+    cl_int status = 0;
+    // OpenCL has no empty buffers; an empty memref (memory of length 0)
+    // still gets a handle.
+    cl_mem buffer = cl_.clCreateBuffer(
+        context_, kMemReadWrite, std::max<size_t>(bytes, 4), nullptr, &status);
+    cl_.check(status, fmt::format("clCreateBuffer({} bytes)", bytes).c_str());
+    return buffer;
+  }
+
+  void free(void *buffer) override {
+    // Released once the commands that use it are done (OpenCL defers it).
+    cl_.check(cl_.clReleaseMemObject(static_cast<cl_mem>(buffer)),
+              "clReleaseMemObject");
+  }
+
+  void copyToDevice(void *buffer, size_t offsetBytes, const void *host,
+                    size_t bytes) override {
+    if (bytes == 0)
+      return;
+    // Blocking: the host buffer may go away when this returns.
+    cl_.check(cl_.clEnqueueWriteBuffer(queue_, static_cast<cl_mem>(buffer),
+                                       kBlocking, offsetBytes, bytes, host, 0,
+                                       nullptr, nullptr),
+              "clEnqueueWriteBuffer");
+  }
+
+  void copyToHost(void *host, const void *buffer, size_t offsetBytes,
+                  size_t bytes) override {
+    if (bytes == 0)
+      return;
+    cl_.check(cl_.clEnqueueReadBuffer(
+                  queue_, static_cast<cl_mem>(const_cast<void *>(buffer)),
+                  kBlocking, offsetBytes, bytes, host, 0, nullptr, nullptr),
+              "clEnqueueReadBuffer");
+  }
+
+  void copyOnDevice(void *dst, size_t dstOffsetBytes, const void *src,
+                    size_t srcOffsetBytes, size_t bytes) override {
+    if (bytes == 0)
+      return;
+    cl_.check(cl_.clEnqueueCopyBuffer(
+                  queue_, static_cast<cl_mem>(const_cast<void *>(src)),
+                  static_cast<cl_mem>(dst), srcOffsetBytes, dstOffsetBytes,
+                  bytes, 0, nullptr, nullptr),
+              "clEnqueueCopyBuffer");
+  }
+
+  void fill32(void *buffer, size_t offsetBytes, uint32_t value,
+              size_t count) override {
+    if (count == 0)
+      return;
+    cl_.check(cl_.clEnqueueFillBuffer(
+                  queue_, static_cast<cl_mem>(buffer), &value, sizeof(value),
+                  offsetBytes, count * sizeof(value), 0, nullptr, nullptr),
+              "clEnqueueFillBuffer");
+  }
+
+  std::unique_ptr<Module> loadModule(std::string_view image) override {
+    ImageReader reader(image);
+    if (reader.bytes(kOpenCLImageMagic.size()) != kOpenCLImageMagic)
+      fail(TXL_INVALID_ARGUMENT,
+           "not an OpenCL kernel image (a module built for --target=cuda?)");
+    if (uint32_t version = reader.scalar<uint32_t>(); version != 1)
+      fail(TXL_INVALID_ARGUMENT, "OpenCL kernel image version {} (expected 1)",
+           version);
+    std::map<std::string, std::vector<ArgSpec>> signatures;
+    for (uint32_t k = 0, n = reader.scalar<uint32_t>(); k < n; ++k) {
+      std::string name(reader.bytes(reader.scalar<uint32_t>()));
+      std::vector<ArgSpec> &args = signatures[name];
+      for (uint32_t a = 0, m = reader.scalar<uint32_t>(); a < m; ++a) {
+        auto kind = static_cast<ArgKind>(reader.scalar<uint8_t>());
+        if (kind > ArgKind::Local)
+          fail(TXL_INVALID_ARGUMENT,
+               "OpenCL kernel image: kernel '{}' argument {} has kind {}", name,
+               a, int(kind));
+        args.push_back({kind, reader.scalar<uint32_t>()});
+      }
+    }
+    std::string_view spirv = reader.bytes(reader.scalar<uint64_t>());
+
+    cl_int status = 0;
+    cl_program program = cl_.clCreateProgramWithIL(context_, spirv.data(),
+                                                   spirv.size(), &status);
+    cl_.check(status, "clCreateProgramWithIL");
+    cl_int built =
+        cl_.clBuildProgram(program, 1, &device_, "", nullptr, nullptr);
+    if (built != 0) {
+      size_t size = 0;
+      cl_.clGetProgramBuildInfo(program, device_, kProgramBuildLog, 0, nullptr,
+                                &size);
+      std::string log(size, '\0');
+      cl_.clGetProgramBuildInfo(program, device_, kProgramBuildLog, size,
+                                log.data(), nullptr);
+      cl_.clReleaseProgram(program);
+      fail(TXL_UNAVAILABLE, "clBuildProgram: {}: {}", OpenCL::errorName(built),
+           log.c_str());
+    }
+    return std::make_unique<OpenCLModule>(cl_, program, std::move(signatures));
+  }
+
+  void launch(Kernel &base, const size_t grid[3], const size_t block[3],
+              size_t sharedBytes, void **params, size_t paramCount) override {
+    auto &kernel = static_cast<OpenCLKernel &>(base);
+    if (sharedBytes != 0)
+      fail(TXL_INVALID_ARGUMENT,
+           "OpenCL launch with {} bytes of dynamic workgroup memory (the "
+           "kernels declare theirs)",
+           sharedBytes);
+    size_t expected = 0;
+    for (const ArgSpec &arg : kernel.args_)
+      expected += arg.kind != ArgKind::Local;
+    if (expected != paramCount)
+      fail(TXL_INVALID_ARGUMENT,
+           "OpenCL launch with {} arguments, the kernel takes {}", paramCount,
+           expected);
+    size_t param = 0;
+    for (size_t i = 0; i < kernel.args_.size(); ++i) {
+      const ArgSpec &arg = kernel.args_[i];
+      cl_int status = 0;
+      if (arg.kind == ArgKind::Local) {
+        status = cl_.clSetKernelArg(kernel.kernel_, i, arg.bytes, nullptr);
+      } else {
+        const void *value = params[param++];
+        status =
+            arg.kind == ArgKind::Buffer
+                ? cl_.clSetKernelArg(kernel.kernel_, i, sizeof(cl_mem), value)
+                : cl_.clSetKernelArg(kernel.kernel_, i, arg.bytes, value);
+      }
+      cl_.check(status, fmt::format("clSetKernelArg({})", i).c_str());
+    }
+    size_t global[3], local[3];
+    for (int d = 0; d < 3; ++d) {
+      global[d] = grid[d] * block[d];
+      local[d] = block[d];
+    }
+    if (global[0] * global[1] * global[2] == 0)
+      return;
+    cl_.check(cl_.clEnqueueNDRangeKernel(queue_, kernel.kernel_, 3, nullptr,
+                                         global, local, 0, nullptr, nullptr),
+              "clEnqueueNDRangeKernel");
+  }
+
+  void synchronize() override { cl_.check(cl_.clFinish(queue_), "clFinish"); }
+
+private:
+  OpenCL cl_;
+  cl_platform_id platform_ = nullptr;
+  cl_device_id device_ = nullptr;
+  cl_context context_ = nullptr;
+  cl_command_queue queue_ = nullptr;
+};
+
+} // namespace
+
+std::unique_ptr<Device> openOpenCLDevice(int ordinal) {
+  return std::make_unique<OpenCLDevice>(ordinal);
+}
+
+} // namespace txl::rt

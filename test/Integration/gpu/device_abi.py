@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""What the device ABI (libtxl_device.so, txl/device.h) tells a user when
+something is wrong: each case runs in its own process (a failing mgpu* call
+exits the process with status 2) and prints its exit status and the last
+line of its output.
+
+usage: device_abi.py LIBTXL_DEVICE IMAGE EMPTY_VENDORS_DIR
+"""
+
+import subprocess
+import sys
+import textwrap
+
+PRELUDE = textwrap.dedent("""
+    import ctypes, sys
+    lib = ctypes.CDLL(sys.argv[1])
+    image = open(sys.argv[2], "rb").read()
+    lib.txl_device_open.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
+    lib.mgpuModuleLoad.restype = ctypes.c_void_p
+    lib.mgpuModuleLoad.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    lib.mgpuModuleGetFunction.restype = ctypes.c_void_p
+    lib.mgpuModuleGetFunction.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+    lib.mgpuMemAlloc.restype = ctypes.c_void_p
+    lib.mgpuMemAlloc.argtypes = [ctypes.c_uint64, ctypes.c_void_p, ctypes.c_bool]
+    lib.mgpuMemFree.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+    lib.mgpuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_ssize_t] * 6 + [
+        ctypes.c_int32, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p),
+        ctypes.c_void_p, ctypes.c_size_t]
+    error = ctypes.create_string_buffer(512)
+    def open_device(backend=b"opencl", ordinal=0):
+        status = lib.txl_device_open(backend, ordinal, error, len(error))
+        print("txl_device_open:", status, error.value.decode())
+        return status
+    def load(data):
+        buf = ctypes.create_string_buffer(data, len(data))
+        load.keep.append(buf)
+        return lib.mgpuModuleLoad(buf, len(data))
+    load.keep = []
+""")
+
+CASES = {
+    # No OpenCL implementation: txl_device_open returns TXL_UNAVAILABLE (5)
+    # with one line; nothing exits.
+    "no-platform": "open_device()",
+    "unknown-backend": "open_device(b'vulkan')",
+    "no-such-device": "open_device(ordinal=7)",
+    # No GPU here: the CUDA backend says which library is missing.
+    "no-cuda-driver": "open_device(b'cuda')",
+    # A module is only loaded on first use, so a bad image fails there.
+    "bad-magic": """
+        open_device()
+        m = load(b"NOTANIMG" + bytes(16))
+        print("loaded lazily")
+        lib.mgpuModuleGetFunction(m, b"rel_attention_d32")
+    """,
+    "truncated": """
+        open_device()
+        lib.mgpuModuleGetFunction(load(image[:40]), b"rel_attention_d32")
+    """,
+    "no-such-kernel": """
+        open_device()
+        lib.mgpuModuleGetFunction(load(image), b"softmax")
+    """,
+    "wrong-argument-count": """
+        open_device()
+        f = lib.mgpuModuleGetFunction(load(image), b"rel_attention_d32")
+        params = (ctypes.c_void_p * 3)()
+        lib.mgpuLaunchKernel(f, 1, 1, 1, 128, 1, 1, 0, None, params, None, 3)
+    """,
+    "free-unknown": """
+        open_device()
+        lib.mgpuMemFree(ctypes.c_void_p(12345), None)
+    """,
+    "no-device-open": """
+        lib.mgpuMemAlloc(16, None, False)
+    """,
+    "alloc-free": """
+        open_device()
+        b = lib.mgpuMemAlloc(0, None, False)
+        lib.mgpuMemFree(b, None)
+        print("empty buffer allocated and freed")
+    """,
+}
+
+
+def main():
+    library, image, empty_vendors = sys.argv[1:4]
+    for name, body in CASES.items():
+        env = None
+        if name == "no-platform":
+            import os
+            env = dict(os.environ, OCL_ICD_VENDORS=empty_vendors)
+        run = subprocess.run(
+            [sys.executable, "-u", "-c", PRELUDE + textwrap.dedent(body), library, image],
+            capture_output=True, text=True, env=env)
+        lines = (run.stdout + run.stderr).strip().splitlines()
+        print(f"{name}: exit {run.returncode}: {lines[-1] if lines else ''}")
+        if name == "bad-magic":  # the line printed before the failing call
+            print(f"{name}: {lines[-2] if len(lines) > 1 else ''}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
