@@ -74,7 +74,11 @@ LogicalResult linkExecutable(const DriverOptions &options,
   }
   {
     llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
-    emitModelInfoSource(config, os);
+    emitModelInfoSource(config,
+                        options.target == Target::Cuda     ? "cuda"
+                        : options.target == Target::OpenCL ? "opencl"
+                                                           : "",
+                        os);
   }
 
   std::string linker = options.linker;
@@ -127,28 +131,21 @@ LogicalResult linkExecutable(const DriverOptions &options,
   return success();
 }
 
-/// --emit=ptx / --emit=spirv: lowers a copy of the kernels' gpu.module for
-/// the GPU target and writes the PTX of the one --gpu-arch, or the SPIR-V
-/// module (binary; LLVM's SPIR-V assembly when the output ends in
-/// .spvasm).
-LogicalResult emitKernels(const DriverOptions &options, ModuleOp module,
-                          TimingScope &timing) {
+/// The kernels of `module`'s @txl_kernels (a copy, lowered for OpenCL) as
+/// a SPIR-V module, or as the OpenCL kernel image the runtime loads (the
+/// argument table, then the SPIR-V) when `image`.
+FailureOr<std::string> compileOpenCLKernels(ModuleOp module,
+                                            TimingScope &timing, bool image,
+                                            bool assembly) {
   OwningOpRef<ModuleOp> kernels = cloneKernelModule(module);
   if (!kernels)
     return failure();
-  if (options.emit == EmitAction::Ptx) {
-    const std::string &chip = options.gpuArchs.front();
-    if (failed(runStage(*kernels, timing,
-                        "lowering the kernels to PTX (" + chip + ")",
-                        [&](OpPassManager &pm) {
-                          buildKernelsToPtxPipeline(pm, chip, kPtxFeatures,
-                                                    options.cudaPath);
-                        })))
+  std::string head;
+  if (image) {
+    FailureOr<std::string> built = buildOpenCLImageHead(*kernels);
+    if (failed(built))
       return failure();
-    FailureOr<std::string> ptx = getPtx(*kernels);
-    if (failed(ptx))
-      return failure();
-    return writeText(options, [&](llvm::raw_ostream &os) { os << *ptx; });
+    head = std::move(*built);
   }
   setOpenCLSubgroupSize(*kernels);
   if (failed(runStage(*kernels, timing,
@@ -156,16 +153,34 @@ LogicalResult emitKernels(const DriverOptions &options, ModuleOp module,
                       buildKernelsToLlvmSpvPipeline)))
     return failure();
   TimingScope codegen = timing.nest("LLVM: SPIR-V code generation");
-  bool assembly = llvm::StringRef(options.outputPath).ends_with(".spvasm");
   FailureOr<std::string> spirv = emitSpirv(*kernels, assembly);
-  if (failed(spirv))
-    return failure();
-  return writeText(options, [&](llvm::raw_ostream &os) { os << *spirv; });
+  if (failed(spirv) || !image)
+    return spirv;
+  return buildOpenCLImage(head, *spirv);
 }
 
-/// Checks that --emit fits --target. The GPU targets build their kernels so
-/// far (--emit=ptx, --emit=spirv) and the txl-level stages; their host side
-/// (executables) is not built yet.
+/// --emit=ptx: the PTX of `module`'s kernels for the one --gpu-arch.
+LogicalResult emitPtx(const DriverOptions &options, ModuleOp module,
+                      TimingScope &timing) {
+  OwningOpRef<ModuleOp> kernels = cloneKernelModule(module);
+  if (!kernels)
+    return failure();
+  const std::string &chip = options.gpuArchs.front();
+  if (failed(runStage(
+          *kernels, timing, "lowering the kernels to PTX (" + chip + ")",
+          [&](OpPassManager &pm) {
+            buildKernelsToPtxPipeline(pm, chip, kPtxFeatures, options.cudaPath);
+          })))
+    return failure();
+  FailureOr<std::string> ptx = getPtx(*kernels);
+  if (failed(ptx))
+    return failure();
+  return writeText(options, [&](llvm::raw_ostream &os) { os << *ptx; });
+}
+
+/// Checks that --emit fits --target. The CUDA target builds its kernels so
+/// far (--emit=ptx) and the txl-level stages; its executables are not built
+/// yet.
 LogicalResult checkTarget(const DriverOptions &options) {
   bool gpu = options.target != Target::Cpu;
   auto fail = [](const llvm::Twine &message) {
@@ -187,15 +202,71 @@ LogicalResult checkTarget(const DriverOptions &options) {
       return fail("--gpu-arch: '" + arch +
                   "' is not a CUDA architecture the kernels are built for "
                   "(sm_80, sm_86, sm_89, sm_90, sm_90a, ...)");
-  if (gpu && options.emit != EmitAction::Txl &&
-      options.emit != EmitAction::TxlOpt && options.emit != EmitAction::Ptx &&
-      options.emit != EmitAction::Spirv)
-    return fail(llvm::Twine("--target=") +
-                (options.target == Target::Cuda ? "cuda" : "opencl") +
-                " builds its kernels only so far (--emit=" +
-                (options.target == Target::Cuda ? "ptx" : "spirv") +
-                "); its executables are not built yet");
+  if (options.target == Target::Cuda && options.emit != EmitAction::Txl &&
+      options.emit != EmitAction::TxlOpt && options.emit != EmitAction::Ptx)
+    return fail("--target=cuda builds its kernels only so far (--emit=ptx); "
+                "its executables are not built yet");
+  if (gpu && (options.emit == EmitAction::TxlGrad ||
+              options.emit == EmitAction::LLVMIR ||
+              options.emit == EmitAction::Object))
+    return fail(llvm::Twine("--emit=") +
+                (options.emit == EmitAction::TxlGrad  ? "txl-grad"
+                 : options.emit == EmitAction::LLVMIR ? "llvm"
+                                                      : "obj") +
+                " is not available for the GPU targets yet");
   return success();
+}
+
+/// The GPU targets after the txl-level passes: the attention kernels, the
+/// lowering to linalg, bufferization and a kernel for every other loop
+/// nest, then the kernels compiled (--emit=ptx / --emit=spirv stop there)
+/// and embedded, the host code to LLVM, and the executable.
+LogicalResult runGpuTarget(const DriverOptions &options,
+                           const ModelConfig &config, ModuleOp module,
+                           TimingScope &root) {
+  auto print = [&](llvm::raw_ostream &os) { module.print(os); };
+  if (failed(runStage(module, root, "the attention kernels",
+                      buildTxlToGpuPipeline)) ||
+      failed(runStage(module, root, "lowering to linalg",
+                      buildTxlToLinalgPipeline)))
+    return failure();
+  if (options.emit == EmitAction::Linalg)
+    return writeText(options, print);
+  if (failed(runStage(module, root, "bufferizing; a kernel per loop nest",
+                      buildGpuLinalgToKernelsPipeline)))
+    return failure();
+  if (options.emit == EmitAction::Ptx)
+    return emitPtx(options, module, root);
+  bool spirvOnly = options.emit == EmitAction::Spirv;
+  FailureOr<std::string> kernels = compileOpenCLKernels(
+      module, root, /*image=*/!spirvOnly,
+      llvm::StringRef(options.outputPath).ends_with(".spvasm"));
+  if (failed(kernels))
+    return failure();
+  if (spirvOnly)
+    return writeText(options, [&](llvm::raw_ostream &os) { os << *kernels; });
+  replaceKernelsWithOpenCLImage(module, *kernels);
+  if (failed(runStage(module, root, "lowering the host code to LLVM",
+                      buildGpuHostToLLVMPipeline)))
+    return failure();
+  if (options.emit == EmitAction::LLVMMLIR)
+    return writeText(options, print);
+
+  TimingScope codegenTiming =
+      root.nest("LLVM: optimization and code generation (parallel parts)");
+  SmallVector<std::string> objectPaths;
+  LogicalResult emitted = emitObjectFilesInParallel(module, options.codegen,
+                                                    objectPaths, codegenTiming);
+  codegenTiming.stop();
+  LogicalResult linked = failure();
+  if (succeeded(emitted)) {
+    TimingScope linkTiming = root.nest("linking");
+    linked = linkExecutable(options, config, objectPaths);
+  }
+  if (!options.keepTemps)
+    for (const std::string &path : objectPaths)
+      llvm::sys::fs::remove(path);
+  return linked;
 }
 
 } // namespace
@@ -225,7 +296,10 @@ int mlir::txl::runDriver(const DriverOptions &options) {
   if (failed(built))
     return 1;
   ModuleOp module = built->get();
-  if (failed(buildTrainingFunctions(module, *config)) || failed(verify(module)))
+  // The GPU targets evaluate only so far: no training functions.
+  if ((options.target == Target::Cpu &&
+       failed(buildTrainingFunctions(module, *config))) ||
+      failed(verify(module)))
     return 1;
   frontendTiming.stop();
   auto print = [&](llvm::raw_ostream &os) { module.print(os); };
@@ -241,12 +315,8 @@ int mlir::txl::runDriver(const DriverOptions &options) {
   if (options.emit == EmitAction::TxlOpt)
     return failed(writeText(options, print));
 
-  if (options.target != Target::Cpu) {
-    if (failed(runStage(module, root, "outlining the GPU kernels",
-                        buildTxlToGpuPipeline)))
-      return 1;
-    return failed(emitKernels(options, module, root));
-  }
+  if (options.target != Target::Cpu)
+    return failed(runGpuTarget(options, *config, module, root));
 
   bool backward = options.backward;
   if (options.emit == EmitAction::TxlGrad && !backward) {

@@ -17,6 +17,7 @@
 void mlir::txl::registerAllTxlDialects(DialectRegistry &registry) {
   registry.insert<TxlDialect>();
   registerAdjointInterfaceExternalModels(registry);
+  registerGpuLaunchEffectsExternalModel(registry);
   registerAllDialects(registry);
   // Includes the bufferization external models one-shot-bufferize needs.
   registerAllExtensions(registry);

@@ -1,4 +1,5 @@
-//===- ModelInfo.cpp - Emit the txl_model_info C definition ------*- C++ -*-===//
+//===- ModelInfo.cpp - Emit the txl_model_info C definition ------*- C++
+//-*-===//
 //
 // The runtime is model-agnostic; everything it needs to know about a model
 // (sizes, defaults, the parameter table in argument order) is this one
@@ -33,6 +34,7 @@ static std::string formatDouble(double value) {
 }
 
 void mlir::txl::emitModelInfoSource(const ModelConfig &config,
+                                    llvm::StringRef deviceBackend,
                                     llvm::raw_ostream &os) {
   const ModelSection &m = config.model;
   const TrainSection &t = config.train;
@@ -50,8 +52,7 @@ void mlir::txl::emitModelInfoSource(const ModelConfig &config,
     os << "  {" << cString(p.name) << ", " << p.shape.size() << ", {";
     for (size_t i = 0; i < 4; ++i)
       os << (i ? ", " : "") << (i < p.shape.size() ? p.shape[i] : 0);
-    os << "}, " << (p.trainable ? 1 : 0) << ", txl_aliases_" << index
-       << "},\n";
+    os << "}, " << (p.trainable ? 1 : 0) << ", txl_aliases_" << index << "},\n";
   }
   os << "};\n\n";
   os << "const txl_model_info_t txl_model_info = {\n"
@@ -90,8 +91,8 @@ void mlir::txl::emitModelInfoSource(const ModelConfig &config,
      << ", .lr_min = " << formatDouble(t.lrMin)
      << ", .patience = " << t.patience << ",\n"
      << "  .clip = " << formatDouble(t.clip) << ",\n"
-     << "  .init = " << cString(t.init) << ", .emb_init = " << cString(t.embInit)
-     << ",\n"
+     << "  .init = " << cString(t.init)
+     << ", .emb_init = " << cString(t.embInit) << ",\n"
      << "  .init_range = " << formatDouble(t.initRange)
      << ", .emb_init_range = " << formatDouble(t.embInitRange)
      << ", .init_std = " << formatDouble(t.initStd)
@@ -101,5 +102,6 @@ void mlir::txl::emitModelInfoSource(const ModelConfig &config,
      << ", .max_eval_steps = " << t.maxEvalSteps << ",\n"
      << "  .varlen = " << (t.varlen ? 1 : 0) << ",\n"
      << "  .n_params = " << params.size() << ", .params = txl_params,\n"
+     << "  .device_backend = " << cString(deviceBackend) << ",\n"
      << "};\n";
 }

@@ -25,6 +25,23 @@ using namespace mlir::txl;
 // parallel; only the passes that add or change functions, their
 // signatures or module-level symbols run on the module.
 
+/// Bufferization as on the CPU: caller-allocated outputs, identity layouts
+/// at function boundaries, ownership-based deallocation.
+static void addBufferization(OpPassManager &pm) {
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  // Module: they change function signatures across call sites.
+  pm.addPass(createResultsToDestinationsPass());
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  pm.addPass(createDropDestinationResultsPass());
+  bufferization::buildBufferDeallocationPipeline(pm);
+  // Deallocation clones a returned buffer whose ownership is ambiguous;
+  // clones become alloc + copy.
+  pm.addPass(createConvertBufferizationToMemRefPass());
+}
+
 void mlir::txl::buildTxlOptPipeline(OpPassManager &pm,
                                     const TxlCpuPipelineOptions &options) {
   OpPassManager &fn = pm.nest<func::FuncOp>();
@@ -60,19 +77,7 @@ void mlir::txl::buildTxlToLinalgPipeline(OpPassManager &pm) {
 }
 
 void mlir::txl::buildLinalgToLLVMPipeline(OpPassManager &pm) {
-  bufferization::OneShotBufferizePassOptions bufferize;
-  bufferize.bufferizeFunctionBoundaries = true;
-  bufferize.functionBoundaryTypeConversion =
-      bufferization::LayoutMapOption::IdentityLayoutMap;
-  // Module: they change function signatures across call sites.
-  pm.addPass(createResultsToDestinationsPass());
-  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
-  pm.addPass(createDropDestinationResultsPass());
-  bufferization::buildBufferDeallocationPipeline(pm);
-  // Deallocation clones a returned buffer whose ownership is ambiguous
-  // (e.g. an eval-mode dropout returning its input next to that input);
-  // clones become alloc + copy.
-  pm.addPass(createConvertBufferizationToMemRefPass());
+  addBufferization(pm);
   // Module: declares cblas_sgemm.
   pm.addPass(createConvertLinalgToBlasPass());
   {
@@ -105,6 +110,46 @@ void mlir::txl::buildTxlToGpuPipeline(OpPassManager &pm) {
   pm.addPass(createConvertRelAttentionToGpuPass());
 }
 
+void mlir::txl::buildGpuLinalgToKernelsPipeline(OpPassManager &pm) {
+  addBufferization(pm);
+  pm.addPass(createPrepareGpuHostPass());
+  pm.nest<func::FuncOp>().addPass(createConvertLinalgToParallelLoopsPass());
+  pm.addPass(createParallelLoopsToGpuPass());
+  pm.nest<func::FuncOp>().addPass(createCanonicalizerPass());
+}
+
+void mlir::txl::buildGpuHostToLLVMPipeline(OpPassManager &pm) {
+  {
+    OpPassManager &fn = pm.nest<func::FuncOp>();
+    fn.addPass(createLowerAffinePass());
+    fn.addPass(createSCFToControlFlowPass());
+    // As on the CPU: expand_shape of strided buffers first (upstream
+    // expand-strided-metadata cannot take them).
+    fn.addPass(createLowerContiguousReshapesPass());
+    fn.addPass(memref::createExpandStridedMetadataPass());
+    fn.addPass(createLowerAffinePass());
+  }
+  // Every host allocation is device memory: the generic allocation
+  // functions, which the runtime implements with the device's allocator
+  // (txl/device.h); aligned_alloc, so that the host never offsets a buffer
+  // handle to align it.
+  FinalizeMemRefToLLVMConversionPassOptions memrefOptions;
+  memrefOptions.useGenericFunctions = true;
+  memrefOptions.useAlignedAlloc = true;
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefOptions));
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  // gpu.launch_func on LLVM values; gpu.binary and the launches become
+  // mgpu* calls when translated to LLVM IR.
+  pm.addPass(createGpuToLLVMConversionPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createEmitPackedEntryPass());
+  pm.addPass(createCanonicalizerPass());
+}
+
 /// Adds the passes of `pipeline` (textual, as mlir-opt takes it) to `pm`;
 /// used for the kernels' fixed pipelines of upstream passes.
 static void addPipeline(OpPassManager &pm, const std::string &pipeline) {
@@ -131,7 +176,8 @@ void mlir::txl::buildKernelsToPtxPipeline(OpPassManager &pm,
 }
 
 void mlir::txl::buildKernelsToLlvmSpvPipeline(OpPassManager &pm) {
-  addPipeline(pm, "canonicalize,arith-expand,canonicalize,"
+  addPipeline(pm, "canonicalize,arith-expand,expand-strided-metadata,"
+                  "lower-affine,canonicalize,"
                   "gpu.module(convert-gpu-to-llvm-spv{use-64bit-index=true}),"
                   "convert-scf-to-cf,convert-cf-to-llvm,convert-arith-to-llvm,"
                   "convert-math-to-llvm,convert-index-to-llvm,"

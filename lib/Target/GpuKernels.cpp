@@ -2,8 +2,10 @@
 
 #include "txl/Target/GpuKernels.h"
 
+#include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SPIRV/IR/SPIRVAttributes.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/IR/LegacyPassManager.h"
@@ -230,4 +232,23 @@ FailureOr<std::string> mlir::txl::emitSpirv(ModuleOp module, bool assembly) {
     codegen.run(*llvmModule);
   }
   return spirv;
+}
+
+void mlir::txl::replaceKernelsWithOpenCLImage(ModuleOp module,
+                                              llvm::StringRef image) {
+  auto kernels = module.lookupSymbol<gpu::GPUModuleOp>(kKernelModuleName);
+  MLIRContext *ctx = module.getContext();
+  // The object's target only has to be a GPU target attribute: the runtime
+  // reads the image's own header. SPIR-V 1.4 kernels, as LLVM emits them.
+  Attribute target = parseAttribute(
+      "#spirv.target_env<#spirv.vce<v1.4, [Kernel, Addresses, Int64], []>, "
+      "#spirv.resource_limits<>>",
+      ctx);
+  auto object = gpu::ObjectAttr::get(
+      ctx, target, gpu::CompilationTarget::Binary, StringAttr::get(ctx, image),
+      DictionaryAttr(), nullptr);
+  OpBuilder b(kernels);
+  gpu::BinaryOp::create(b, kernels.getLoc(), kKernelModuleName, Attribute(),
+                        b.getArrayAttr({object}));
+  kernels.erase();
 }

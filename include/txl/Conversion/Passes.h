@@ -37,6 +37,11 @@ void populateTxlAdaptiveToLinalgPatterns(RewritePatternSet &patterns);
 void populateTxlGradientToLinalgPatterns(RewritePatternSet &patterns);
 void populateTxlOptimizerToLinalgPatterns(RewritePatternSet &patterns);
 
+/// Declares that gpu.launch_func may read and write each memref operand
+/// (MemoryEffectOpInterface), so that buffer deallocation accepts the
+/// launches txl-rel-attention-to-gpu adds before bufferization.
+void registerGpuLaunchEffectsExternalModel(DialectRegistry &registry);
+
 #define GEN_PASS_REGISTRATION
 #include "txl/Conversion/Passes.h.inc"
 

@@ -210,6 +210,78 @@ def ConvertRelAttentionToGpuPass : Pass<"txl-rel-attention-to-gpu", "::mlir::Mod
                            "::mlir::tensor::TensorDialect"];
 }
 
+def PrepareGpuHostPass : Pass<"txl-prepare-gpu-host", "::mlir::ModuleOp"> {
+  let summary = "Bring bufferized host code to the GPU targets' form";
+  let description = [{
+    On the GPU targets every `memref.alloc` of host code becomes device
+    memory, and the host never reads or writes device memory. Outside
+    `gpu.module`s this pass rewrites `memref.copy` into `linalg.copy` (so
+    that copies run as kernels, through convert-linalg-to-parallel-loops and
+    txl-parallel-loops-to-gpu), and turns the small statically shaped index
+    and i1 arrays of the buffer-deallocation lowering, which only the host
+    reads (memref.load/store, calls, memref.cast), into `memref.alloca`,
+    dropping their deallocations.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
+def ParallelLoopsToGpuPass : Pass<"txl-parallel-loops-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "Run each outermost scf.parallel of host code as one GPU kernel";
+  let description = [{
+    The GPU targets' generic kernels: after bufferization and
+    `convert-linalg-to-parallel-loops`, every outermost `scf.parallel`
+    outside `gpu.module`s becomes a kernel `@txl_kernels::@<func>_loop<N>`
+    with one work-item per point of the iteration space, launched by one
+    `gpu.launch_func` on ceil(points / block-size) workgroups of
+    `block-size` work-items. Points are numbered with the innermost
+    dimension fastest, so consecutive work-items access consecutive
+    elements; loops nested in the body (a linalg.generic's reduction
+    dimensions) run sequentially in each work-item.
+
+    Values the body uses from outside reach the kernel as arguments:
+    memrefs, index, i32, i64 and f32 as they are, narrower integers (i1:
+    OpenCL kernels take no bool) zero-extended to i32 and truncated back;
+    constants are cloned into the kernel. The kernel's arguments end with
+    the loop's lower bounds, steps, trip counts and the point count.
+    Before that, every outermost `scf.for` of host code that itself reads or
+    writes device memory (outside the parallel loops it holds: the adaptive
+    softmax's compaction of a cluster's tokens) becomes a kernel
+    `@<func>_serial<N>` of one work-item, with its parallel loops inside;
+    its integer results come back through a small device buffer the host
+    reads with `mgpuMemcpy`. Device memory is every memref but a
+    `memref.alloca` (and arguments of private functions that only get
+    those: the deallocation lowering's helper). Afterwards, a host
+    `memref.load`/`store` of device memory is an error, as are a parallel
+    loop with reductions (`scf.reduce` operands), a sequential loop with a
+    non-integer result, and a value of another type used by a kernel.
+
+    Before:
+    ```mlir
+    scf.parallel (%i, %j) = (%c0, %c0) to (%m, %n) step (%c1, %c1) {
+      %x = memref.load %a[%i, %j] : memref<?x?xf32>
+      memref.store %x, %b[%i, %j] : memref<?x?xf32>
+    }
+    ```
+    After:
+    ```mlir
+    gpu.launch_func @txl_kernels::@f_loop0 blocks in (%blocks, %c1, %c1)
+        threads in (%c256, %c1, %c1)
+        args(%a : memref<?x?xf32>, %b : memref<?x?xf32>, %c0 : index, ...)
+    ```
+  }];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
+           "Work-items per workgroup">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::gpu::GPUDialect",
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 def ConvertLinalgToBlasPass : Pass<"txl-linalg-to-blas", "::mlir::ModuleOp"> {
   let summary = "Turn bufferized matrix products into cblas_sgemm/dgemm calls";
   let description = [{

@@ -58,8 +58,10 @@ struct DriverOptions {
   bool keepTemps = false;
 };
 
-/// Writes the C definition of `txl_model_info` (runtime.h) for `config`.
-void emitModelInfoSource(const ModelConfig &config, llvm::raw_ostream &os);
+/// Writes the C definition of `txl_model_info` (runtime.h) for `config`,
+/// compiled for `deviceBackend` ("" for the CPU, "cuda", "opencl").
+void emitModelInfoSource(const ModelConfig &config,
+                         llvm::StringRef deviceBackend, llvm::raw_ostream &os);
 
 /// Runs the driver; diagnostics go to stderr. Returns the process exit code.
 int runDriver(const DriverOptions &options);

@@ -56,6 +56,15 @@ void buildTxlCpuPipeline(OpPassManager &pm,
 /// (one flash-style kernel launch per attention layer, kernels in
 /// gpu.module @txl_kernels).
 void buildTxlToGpuPipeline(OpPassManager &pm);
+/// The GPU targets, linalg on tensors -> host code on memrefs whose every
+/// computation is a gpu.launch_func of a kernel in @txl_kernels:
+/// bufferization as on the CPU, --txl-prepare-gpu-host,
+/// --convert-linalg-to-parallel-loops, --txl-parallel-loops-to-gpu.
+void buildGpuLinalgToKernelsPipeline(OpPassManager &pm);
+/// The GPU targets' host code, once @txl_kernels is a gpu.binary -> LLVM
+/// dialect: every host allocation through the generic allocation functions
+/// (device memory, txl/device.h), gpu-to-llvm, and the packed entry points.
+void buildGpuHostToLLVMPipeline(OpPassManager &pm);
 /// The kernels' module (a module holding gpu.module @txl_kernels: gpu, scf,
 /// memref, arith, math) -> gpu.binary with the PTX of `chip` (ptx ISA
 /// `ptxFeatures`, e.g. "+ptx80"), gpu-module-to-binary in format isa;

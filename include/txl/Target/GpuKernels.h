@@ -60,6 +60,11 @@ FailureOr<std::string> buildOpenCLImageHead(ModuleOp module);
 /// mgpuModuleLoad takes on the OpenCL backend.
 std::string buildOpenCLImage(llvm::StringRef head, llvm::StringRef spirv);
 
+/// Replaces `module`'s gpu.module @txl_kernels by a gpu.binary of the same
+/// name holding `image` (format bin) for the OpenCL target: what the
+/// translation to LLVM IR embeds and loads with mgpuModuleLoad.
+void replaceKernelsWithOpenCLImage(ModuleOp module, llvm::StringRef image);
+
 } // namespace txl
 } // namespace mlir
 

@@ -21,6 +21,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "KernelModule.h"
 #include "txl/Conversion/Passes.h"
 #include "txl/IR/TxlOps.h"
 
@@ -387,17 +388,6 @@ void KernelBuilder::build() {
     }
   }
   gpu::ReturnOp::create(b);
-}
-
-/// The kernels' gpu.module, created on first use.
-gpu::GPUModuleOp getOrCreateKernelModule(ModuleOp module) {
-  StringRef name = "txl_kernels";
-  if (auto existing = module.lookupSymbol<gpu::GPUModuleOp>(name))
-    return existing;
-  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
-  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
-                  b.getUnitAttr());
-  return gpu::GPUModuleOp::create(b, module.getLoc(), name);
 }
 
 /// The kernel for `shape` in `module`'s @txl_kernels, both created on first

@@ -79,6 +79,12 @@ void mgpuMemFree(void *buffer, void *stream);
 void mgpuMemcpy(void *dst, void *src, size_t bytes, void *stream);
 void mgpuMemset32(void *dst, unsigned int value, size_t count, void *stream);
 
+/* finalize-memref-to-llvm's generic allocation functions (use-generic-
+ * functions): every allocation of GPU-target host code is a device buffer. */
+void *_mlir_memref_to_llvm_alloc(size_t bytes);
+void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t bytes);
+void _mlir_memref_to_llvm_free(void *buffer);
+
 #ifdef __cplusplus
 }
 #endif

@@ -25,7 +25,7 @@ extern "C" {
 
 /// Bumped whenever the layout below or the segment calling convention changes;
 /// the runtime refuses a generated object with another version.
-#define TXL_ABI_VERSION 4
+#define TXL_ABI_VERSION 5
 
 /// Maximum rank of a parameter tensor.
 #define TXL_MAX_RANK 4
@@ -78,6 +78,8 @@ typedef struct txl_model_info {
   /* parameters in the order the segment function takes them */
   int32_t n_params;
   const txl_param_info_t *params;
+  /* the device the compiled code runs on: "" (the CPU), "cuda", "opencl" */
+  const char *device_backend;
 } txl_model_info_t;
 
 /// A memref argument is passed as a pointer to MLIR's descriptor for its

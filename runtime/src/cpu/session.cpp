@@ -1,15 +1,20 @@
-//===- session.cpp - Run generated segments on the CPU -----------*- C++ -*-===//
+//===- session.cpp - Run generated segments on the CPU or a device -*- C++
+//-*-===//
 //
 // A session owns the parameters (float32, in the generated function's
 // argument order), the memory of every layer, and calls the generated
-// `txl_segment_forward` (and `txl_segment_grad`) through its packed convention: args[i] points at
-// argument i — an MLIR memref descriptor {allocated, aligned, offset,
-// sizes[rank], strides[rank]} or an int64 scalar.
+// `txl_segment_forward` (and `txl_segment_grad`) through its packed convention:
+// args[i] points at argument i — an MLIR memref descriptor {allocated, aligned,
+// offset, sizes[rank], strides[rank]} or an int64 scalar. For the GPU targets
+// (txl_model_info.device_backend) the session opens the device when it is
+// created, keeps the parameters and the memory there, and passes device
+// buffer handles in the same descriptors.
 //
 //===----------------------------------------------------------------------===//
 
 #include "txl/runtime.h"
 
+#include "txl/device.h"
 #include "txl/rt/MemRef.h"
 #include "txl/rt/ParamInit.h"
 #include "txl/rt/SafeTensors.h"
@@ -31,7 +36,7 @@ extern "C" int openblas_get_num_threads(void);
 struct txl_session {
   const txl_model_info_t *info = nullptr;
   txl_segment_fn segment = nullptr;
-  txl_segment_fn segmentGrad = nullptr; ///< null: no backward entry linked
+  txl_segment_fn segmentGrad = nullptr;   ///< null: no backward entry linked
   std::vector<std::vector<float>> params; ///< by txl_param_info_t order
   bool loaded = false;
   /// mems[l]: [mlen, batch, d_model] row-major, l = 0..n_layer.
@@ -44,7 +49,55 @@ struct txl_session {
   /// sliceGrads[s][i]: slice s's gradient of parameter i (batch-parallel
   /// backward only).
   std::vector<std::vector<std::vector<float>>> sliceGrads;
+
+  /// GPU targets (info->device_backend set): the parameters and the memory
+  /// live on the device for the whole run (`params` and `mems` above are
+  /// host copies: the parameters as loaded, the memory as last read back).
+  bool onDevice = false;
+  std::vector<void *> deviceParams;
+  std::vector<void *> deviceMems; ///< [mlen, batch, d_model] per layer
+  bool memsOnHostCurrent = true;
+
+  ~txl_session() {
+    if (onDevice)
+      txl_device_close();
+  }
 };
+
+/// Device buffers through the ABI the compiled code uses (txl/device.h).
+static void *deviceCopy(const void *host, size_t bytes) {
+  void *buffer = mgpuMemAlloc(bytes, nullptr, false);
+  txl_device_write(buffer, 0, host, bytes);
+  return buffer;
+}
+
+static void freeDevice(std::vector<void *> &buffers) {
+  for (void *b : buffers)
+    if (b)
+      mgpuMemFree(b, nullptr);
+  buffers.clear();
+}
+
+/// Uploads the session's parameters (after a load or an initialization).
+static void uploadParameters(txl_session &session) {
+  if (!session.onDevice)
+    return;
+  freeDevice(session.deviceParams);
+  for (const auto &p : session.params)
+    session.deviceParams.push_back(
+        deviceCopy(p.data(), p.size() * sizeof(float)));
+}
+
+/// Uploads the host memory (txl_session_set_memory, reset).
+static void uploadMemory(txl_session &session) {
+  if (!session.onDevice)
+    return;
+  freeDevice(session.deviceMems);
+  for (const auto &m : session.mems)
+    session.deviceMems.push_back(
+        deviceCopy(m.data(), m.size() * sizeof(float)));
+  session.memsOnHostCurrent = true;
+}
 
 static void requireSession(txl_session_t *session) {
   if (!session)
@@ -69,6 +122,16 @@ extern "C" txl_status_t txl_session_create(const txl_model_info_t *info,
     session->segmentGrad = segment_fn ? nullptr : &txl_segment_grad;
     session->mems.resize(info->n_layer + 1);
     session->threads = openblas_get_num_threads();
+    if (info->device_backend && *info->device_backend) {
+      char error[512] = {};
+      int status =
+          txl_device_open(info->device_backend, 0, error, sizeof(error));
+      if (status != TXL_OK)
+        throw Error(static_cast<txl_status_code_t>(status), error);
+      session->onDevice = true;
+      session->segmentGrad = nullptr;
+      std::fprintf(stderr, "device: %s\n", txl_device_description());
+    }
     *out_session = session.release();
   });
 }
@@ -116,6 +179,7 @@ extern "C" txl_status_t txl_session_load_checkpoint(txl_session_t *session,
     }
     session->params = std::move(params);
     session->loaded = true;
+    uploadParameters(*session);
   });
 }
 
@@ -134,6 +198,7 @@ extern "C" txl_status_t txl_session_init_parameters(txl_session_t *session,
     }
     session->params = std::move(params);
     session->loaded = true;
+    uploadParameters(*session);
   });
 }
 
@@ -173,6 +238,7 @@ extern "C" txl_status_t txl_session_set_memory(txl_session_t *session,
     session->mems = std::move(mems);
     session->mlen = mlen;
     session->batch = batch;
+    uploadMemory(*session);
   });
 }
 
@@ -186,6 +252,7 @@ extern "C" txl_status_t txl_session_reset_memory(txl_session_t *session,
       m.clear();
     session->mlen = 0;
     session->batch = batch;
+    uploadMemory(*session);
   });
 }
 
@@ -213,11 +280,11 @@ static void scatterColumns(const float *src, int64_t rows, int64_t batch,
 struct SliceCall {
   const int64_t *data, *target;
   int64_t batch;
-  std::vector<const float *> mems;     ///< [mlen, batch, d_model] per layer
+  std::vector<const float *> mems; ///< [mlen, batch, d_model] per layer
   int64_t dropoutOffset;
-  float *nll;                          ///< [qlen, batch]
-  std::vector<float *> newMems;        ///< [newMlen, batch, d_model]
-  std::vector<float *> grads;          ///< per parameter; empty: forward
+  float *nll;                   ///< [qlen, batch]
+  std::vector<float *> newMems; ///< [newMlen, batch, d_model]
+  std::vector<float *> grads;   ///< per parameter; empty: forward
 };
 
 static void callEntry(const txl_session &session, txl_segment_fn entry,
@@ -261,6 +328,53 @@ static void setBlasThreads(int threads) {
     openblas_set_num_threads(threads);
     current = threads;
   }
+}
+
+/// One forward segment on the device: tokens in, per-token NLL out; the
+/// parameters and the memory stay on the device.
+static void runSegmentOnDevice(txl_session &session, const int64_t *data,
+                               const int64_t *target, int64_t qlen,
+                               int64_t newMlen,
+                               const txl_run_options_t &options,
+                               float *outNll) {
+  const txl_model_info_t &info = *session.info;
+  const int64_t batch = session.batch, dModel = info.d_model;
+  const size_t tokens = size_t(qlen * batch);
+  std::vector<void *> inputs = {deviceCopy(data, tokens * sizeof(int64_t)),
+                                deviceCopy(target, tokens * sizeof(int64_t))};
+  void *nll = mgpuMemAlloc(tokens * sizeof(float), nullptr, false);
+  std::vector<void *> newMems;
+  for (int64_t l = 0; l <= info.n_layer; ++l)
+    newMems.push_back(mgpuMemAlloc(
+        size_t(newMlen * batch * dModel) * sizeof(float), nullptr, false));
+
+  PackedArgs args;
+  for (int32_t i = 0; i < info.n_params; ++i) {
+    const txl_param_info_t &p = info.params[i];
+    args.memref(session.deviceParams[i],
+                std::vector<int64_t>(p.shape, p.shape + p.rank));
+  }
+  args.memref(inputs[0], {qlen, batch});
+  args.memref(inputs[1], {qlen, batch});
+  for (void *m : session.deviceMems)
+    args.memref(m, {session.mlen, batch, dModel});
+  for (int64_t scalar :
+       {options.mem_len, options.clamp_len,
+        int64_t(options.same_length ? 1 : 0), options.dropout_seed,
+        options.dropout_offset, int64_t(options.training ? 1 : 0)})
+    args.i64(scalar);
+  args.memref(nll, {qlen, batch});
+  for (void *m : newMems)
+    args.memref(m, {newMlen, batch, dModel});
+  session.segment(args.data());
+
+  txl_device_read(outNll, nll, 0, tokens * sizeof(float));
+  mgpuMemFree(nll, nullptr);
+  freeDevice(inputs);
+  freeDevice(session.deviceMems);
+  session.deviceMems = std::move(newMems);
+  session.mlen = newMlen;
+  session.memsOnHostCurrent = false;
 }
 
 /// One segment through the forward entry, or through the backward entry
@@ -318,12 +432,20 @@ static void runSegment(txl_session_t *session, const int64_t *data,
   for (auto &m : newMems)
     m.resize(std::max<int64_t>(newMlen * batch * dModel, 1));
 
-  const int slices = static_cast<int>(
-      std::min<int64_t>(std::max(session->threads, 1), batch));
+  if (session->onDevice) {
+    if (outGrads)
+      fail(TXL_INVALID_ARGUMENT,
+           "training on the GPU targets is not built yet (issue #19)");
+    runSegmentOnDevice(*session, data, target, qlen, newMlen, *options,
+                       out_nll);
+    return;
+  }
+  const int slices =
+      static_cast<int>(std::min<int64_t>(std::max(session->threads, 1), batch));
   if (slices == 1) {
     setBlasThreads(session->threads);
-    SliceCall call{data, target, batch, {}, options->dropout_offset,
-                   out_nll, {}, {}};
+    SliceCall call{data,    target, batch, {}, options->dropout_offset,
+                   out_nll, {},     {}};
     for (auto &m : session->mems)
       call.mems.push_back(m.empty() ? &emptyMemory : m.data());
     for (auto &m : newMems)
@@ -360,8 +482,14 @@ static void runSegment(txl_session_t *session, const int64_t *data,
       std::vector<float> nll(qlen * nb);
       // The counter part of the dropout key is unique per (call, slice):
       // offset · S + s (with S = 1 that is the caller's offset, as above).
-      SliceCall call{sliceData.data(), sliceTarget.data(), nb, {},
-                     options->dropout_offset * slices + s, nll.data(), {}, {}};
+      SliceCall call{sliceData.data(),
+                     sliceTarget.data(),
+                     nb,
+                     {},
+                     options->dropout_offset * slices + s,
+                     nll.data(),
+                     {},
+                     {}};
       for (int64_t l = 0; l < layers; ++l) {
         mems[l].resize(std::max<int64_t>(mlen * nb * dModel, 1));
         if (mlen)
@@ -426,10 +554,11 @@ txl_session_run_segment(txl_session_t *session, const int64_t *data,
   });
 }
 
-extern "C" txl_status_t txl_session_run_segment_grad(
-    txl_session_t *session, const int64_t *data, const int64_t *target,
-    int64_t qlen, int64_t batch, const txl_run_options_t *options,
-    float *out_nll, float *const *out_grads) {
+extern "C" txl_status_t
+txl_session_run_segment_grad(txl_session_t *session, const int64_t *data,
+                             const int64_t *target, int64_t qlen, int64_t batch,
+                             const txl_run_options_t *options, float *out_nll,
+                             float *const *out_grads) {
   return guardStatus([&] {
     if (!out_grads)
       fail(TXL_INVALID_ARGUMENT, "txl_session_run_segment_grad: null "
@@ -449,6 +578,16 @@ extern "C" txl_status_t txl_session_memory(txl_session_t *session,
     if (layer < 0 || layer > session->info->n_layer)
       fail(TXL_INVALID_ARGUMENT, "memory layer {} out of range [0, {}]", layer,
            session->info->n_layer);
+    if (session->onDevice && !session->memsOnHostCurrent) {
+      const size_t count =
+          size_t(session->mlen * session->batch * session->info->d_model);
+      for (size_t l = 0; l < session->deviceMems.size(); ++l) {
+        session->mems[l].resize(count);
+        txl_device_read(session->mems[l].data(), session->deviceMems[l], 0,
+                        count * sizeof(float));
+      }
+      session->memsOnHostCurrent = true;
+    }
     *out_data = session->mems[layer].data();
     *out_mlen = session->mlen;
   });

@@ -225,6 +225,23 @@ void mgpuMemset32(void *dst, unsigned int value, size_t count, void *) {
   orExit("mgpuMemset32", [&] { device().fill32(dst, 0, value, count); });
 }
 
+// finalize-memref-to-llvm's generic allocation functions: on the GPU
+// targets every allocation of host code is a device buffer.
+void *_mlir_memref_to_llvm_alloc(size_t bytes) {
+  return mgpuMemAlloc(bytes, nullptr, false);
+}
+
+void *_mlir_memref_to_llvm_aligned_alloc(size_t, size_t bytes) {
+  // Device allocations are aligned far beyond what memrefs ask (256 bytes
+  // on CUDA, CL_DEVICE_MEM_BASE_ADDR_ALIGN on OpenCL).
+  return mgpuMemAlloc(bytes, nullptr, false);
+}
+
+void _mlir_memref_to_llvm_free(void *buffer) {
+  if (buffer)
+    mgpuMemFree(buffer, nullptr);
+}
+
 } // extern "C"
 
 namespace txl::rt {

@@ -213,8 +213,7 @@ int main(int argc, char **argv) {
       fmt::format("Official same_length attention mask, true|false; needs "
                   "mem-len > 0 (default: {})",
                   boolText(info.same_length)));
-  runSegments
-      ->add_option("--threads", segOptions.threads, kThreadsHelp)
+  runSegments->add_option("--threads", segOptions.threads, kThreadsHelp)
       ->default_str("0");
 
   // train
@@ -313,6 +312,11 @@ int main(int argc, char **argv) {
       trainOptions.progress = !noProgress;
       txl::rt::runTrainCommand(info, trainOptions, stdout);
     }
+  } catch (const txl::rt::Error &error) {
+    reportError(error.what());
+    // A missing device, driver or device library: status 2, as documented
+    // for the GPU targets' executables.
+    return error.code() == TXL_UNAVAILABLE ? 2 : 1;
   } catch (const std::exception &error) {
     return reportError(error.what());
   }

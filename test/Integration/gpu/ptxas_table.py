@@ -30,23 +30,33 @@ SM_LIMITS = {
 REGISTER_GRANULE = 8          # registers are allocated per thread in 8s
 SHARED_RESERVED = 1024        # the driver's shared memory per workgroup
 
-# Budgets per kernel: max registers (the kernel's nvvm.maxnreg), max static
-# shared memory (CUDA's 48 KiB), and the workgroups per SM it must keep.
-BUDGETS = {
-    "rel_attention_d32": {"registers": 128, "smem": 48 * 1024, "occupancy": 4},
-    "rel_attention_d41": {"registers": 128, "smem": 48 * 1024, "occupancy": 4},
-    "rel_attention_d64": {"registers": 128, "smem": 48 * 1024, "occupancy": 4},
-    "rel_attention_d80": {"registers": 128, "smem": 48 * 1024, "occupancy": 4},
-    # 44.9 KB of tiles: 3 workgroups in sm_80's 164 KB, 4 on sm_90.
-    "rel_attention_d128": {"registers": 128, "smem": 48 * 1024, "occupancy": 3},
-}
-THREADS = 128
+# Budgets per kernel, by name: (pattern, work-items per workgroup, max
+# registers, max static shared memory, min workgroups per SM). The
+# attention kernels: the kernel's nvvm.maxnreg, CUDA's 48 KiB, 4 workgroups
+# of 128 (d_head 128: its 44.9 KB of tiles fit 3 times in sm_80's 164 KB).
+# The loop kernels (txl-parallel-loops-to-gpu): 64 registers and no shared
+# memory keep 4 workgroups of 256 work-items on an SM; the one-work-item
+# serial kernels: 64 registers.
+BUDGETS = [
+    (r"rel_attention_d128", 128, 128, 48 * 1024, 3),
+    (r"rel_attention_d\d+", 128, 128, 48 * 1024, 4),
+    (r"\w+_loop\d+", 256, 64, 0, 4),
+    (r"\w+_serial\d+", 1, 64, 0, 1),
+]
 
 
-def occupancy(arch, registers, smem):
+def budget_for(name):
+    for pattern, threads, registers, smem, occ in BUDGETS:
+        if re.fullmatch(pattern, name):
+            return {"threads": threads, "registers": registers, "smem": smem,
+                    "occupancy": occ}
+    return None
+
+
+def occupancy(arch, registers, smem, threads):
     regs_per_sm, smem_per_sm, max_blocks = SM_LIMITS[arch]
     regs = -(-max(registers, 1) // REGISTER_GRANULE) * REGISTER_GRANULE
-    by_regs = regs_per_sm // (regs * THREADS)
+    by_regs = regs_per_sm // (regs * max(threads, 32))
     by_smem = smem_per_sm // (smem + SHARED_RESERVED) if smem else max_blocks
     return min(by_regs, by_smem, max_blocks)
 
@@ -102,13 +112,13 @@ def main():
                 if not kernels:
                     problems.append(f"{model.stem} {arch}: no kernel")
                 for name, k in sorted(kernels.items()):
-                    occ = occupancy(arch, k["registers"], k["smem"])
-                    rows.append((model.stem, arch, name, k["registers"], k["smem"],
-                                 k["spill_stores"] + k["spill_loads"], k["barriers"], occ))
-                    budget = BUDGETS.get(name)
+                    budget = budget_for(name)
                     if budget is None:
                         problems.append(f"{name}: no budget")
                         continue
+                    occ = occupancy(arch, k["registers"], k["smem"], budget["threads"])
+                    rows.append((model.stem, arch, name, k["registers"], k["smem"],
+                                 k["spill_stores"] + k["spill_loads"], k["barriers"], occ))
                     if k["spill_stores"] or k["spill_loads"]:
                         problems.append(f"{model.stem} {arch} {name}: spills")
                     if k["registers"] > budget["registers"]:

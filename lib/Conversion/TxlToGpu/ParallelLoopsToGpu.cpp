@@ -1,0 +1,415 @@
+//===- ParallelLoopsToGpu.cpp - scf.parallel nests as GPU kernels -*- C++
+//-*-===//
+//
+// Everything the GPU targets do not have a dedicated kernel or a library
+// call for reaches the device through this pass: after bufferization and
+// convert-linalg-to-parallel-loops, each outermost scf.parallel of a host
+// function becomes one kernel of @txl_kernels, one work-item per point of
+// its iteration space, launched with gpu.launch_func. The iteration space is
+// linearized with the innermost dimension fastest, so that consecutive
+// work-items touch consecutive elements of row-major buffers (coalesced).
+// Loops nested in the body (the reduction dimensions of a linalg.generic)
+// run sequentially in each work-item.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelModule.h"
+#include "txl/Conversion/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/Transforms/RegionUtils.h"
+
+namespace mlir::txl {
+#define GEN_PASS_DEF_PARALLELLOOPSTOGPUPASS
+#include "txl/Conversion/Passes.h.inc"
+} // namespace mlir::txl
+
+using namespace mlir;
+using namespace mlir::txl;
+
+namespace {
+
+/// How a value defined outside the loop reaches the kernel.
+enum class Capture {
+  /// Cloned into the kernel (a constant).
+  Clone,
+  /// Passed as is (memref, index, i32, i64, f32).
+  Pass,
+  /// Passed zero-extended to i32, truncated back in the kernel (i1, i8,
+  /// i16: OpenCL kernels take no bool arguments).
+  Widen,
+};
+
+FailureOr<Capture> classify(Value value) {
+  if (Operation *def = value.getDefiningOp())
+    if (def->hasTrait<OpTrait::ConstantLike>() && def->getNumOperands() == 0)
+      return Capture::Clone;
+  Type type = value.getType();
+  if (isa<MemRefType>(type) || type.isIndex() || type.isInteger(32) ||
+      type.isInteger(64) || type.isF32())
+    return Capture::Pass;
+  if (auto integer = dyn_cast<IntegerType>(type);
+      integer && integer.getWidth() < 32)
+    return Capture::Widen;
+  return failure();
+}
+
+/// A kernel of @txl_kernels for the region of `op` (a loop of host code):
+/// its arguments are the values the region uses from above (and `op`'s
+/// operands when `withOperands`; by `classify`), then `extraTypes`; `mapping`
+/// maps those values to the kernel's (clones of the constants included) and
+/// `hostArgs` holds what the host passes for them (the caller appends the extra
+/// arguments).
+struct Kernel {
+  gpu::GPUFuncOp func;
+  IRMapping mapping;
+  SmallVector<Value> hostArgs;
+  /// Index of the first extra argument.
+  unsigned extraStart = 0;
+  /// At the start of the kernel's body, after the captured values.
+  OpBuilder::InsertPoint bodyStart;
+};
+
+FailureOr<Kernel> makeKernel(ModuleOp module, Operation *op, StringRef name,
+                             TypeRange extraTypes, int64_t blockSize,
+                             ImplicitLocOpBuilder &hb, bool withOperands) {
+  SetVector<Value> captured;
+  // The operands too when the kernel clones `op` itself.
+  if (withOperands)
+    captured.insert(op->operand_begin(), op->operand_end());
+  for (Region &region : op->getRegions())
+    getUsedValuesDefinedAbove(region, captured);
+  SmallVector<Capture> how;
+  for (Value value : captured) {
+    FailureOr<Capture> capture = classify(value);
+    if (failed(capture))
+      return op->emitError("txl-parallel-loops-to-gpu: cannot pass a ")
+             << value.getType() << " to a kernel";
+    how.push_back(*capture);
+  }
+  MLIRContext *ctx = module.getContext();
+  Type i32 = IntegerType::get(ctx, 32);
+  Kernel k;
+  SmallVector<Type> argTypes;
+  for (auto [value, capture] : llvm::zip(captured, how)) {
+    if (capture == Capture::Pass) {
+      argTypes.push_back(value.getType());
+      k.hostArgs.push_back(value);
+    } else if (capture == Capture::Widen) {
+      argTypes.push_back(i32);
+      k.hostArgs.push_back(arith::ExtUIOp::create(hb, i32, value));
+    }
+  }
+  k.extraStart = argTypes.size();
+  llvm::append_range(argTypes, extraTypes);
+
+  gpu::GPUModuleOp kernels = getOrCreateKernelModule(module);
+  OpBuilder mb(ctx); // the kernel is inserted by the symbol table
+  k.func = gpu::GPUFuncOp::create(mb, op->getLoc(), name,
+                                  FunctionType::get(ctx, argTypes, {}));
+  k.func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), mb.getUnitAttr());
+  k.func.setKnownBlockSizeAttr(
+      mb.getDenseI32ArrayAttr({int32_t(blockSize), 1, 1}));
+  SymbolTable(kernels).insert(k.func); // renames on a clash
+
+  Block &entry = k.func.getBody().front();
+  OpBuilder kb = OpBuilder::atBlockBegin(&entry);
+  unsigned arg = 0;
+  for (auto [value, capture] : llvm::zip(captured, how)) {
+    if (capture == Capture::Clone)
+      k.mapping.map(value, kb.clone(*value.getDefiningOp())->getResult(0));
+    else if (capture == Capture::Pass)
+      k.mapping.map(value, entry.getArgument(arg++));
+    else
+      k.mapping.map(value,
+                    arith::TruncIOp::create(kb, op->getLoc(), value.getType(),
+                                            entry.getArgument(arg++)));
+  }
+  gpu::ReturnOp::create(kb, op->getLoc());
+  kb.setInsertionPoint(entry.getTerminator());
+  k.bodyStart = kb.saveInsertionPoint();
+  return k;
+}
+
+/// True when `memref` is host memory: a memref.alloca (the deallocation
+/// lowering's bookkeeping, the read-back results of serial kernels), or an
+/// argument of a private function that every caller passes such memory
+/// (the deallocation lowering's helper).
+bool isHostMemory(Value memref) {
+  while (auto cast = memref.getDefiningOp<memref::CastOp>())
+    memref = cast.getSource();
+  if (memref.getDefiningOp<memref::AllocaOp>())
+    return true;
+  auto arg = dyn_cast<BlockArgument>(memref);
+  if (!arg)
+    return false;
+  auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+  if (!func || !func.isPrivate() || arg.getOwner() != &func.front())
+    return false;
+  auto module = func->getParentOfType<ModuleOp>();
+  std::optional<SymbolTable::UseRange> uses = func.getSymbolUses(module);
+  if (!uses || uses->empty())
+    return false;
+  for (const SymbolTable::SymbolUse &use : *uses) {
+    auto call = dyn_cast<func::CallOp>(use.getUser());
+    if (!call || !isHostMemory(call.getOperand(arg.getArgNumber())))
+      return false;
+  }
+  return true;
+}
+
+/// True when `op` reads or writes device memory (anything that is not
+/// host memory, by isHostMemory), outside the bodies of nested
+/// scf.parallel loops when `outsideParallel`.
+bool touchesDeviceMemory(Operation *op, bool outsideParallel = false) {
+  WalkResult walk = op->walk<WalkOrder::PreOrder>([&](Operation *inner) {
+    if (outsideParallel && inner != op && isa<scf::ParallelOp>(inner))
+      return WalkResult::skip();
+    if (auto load = dyn_cast<memref::LoadOp>(inner))
+      if (!isHostMemory(load.getMemRef()))
+        return WalkResult::interrupt();
+    if (auto store = dyn_cast<memref::StoreOp>(inner))
+      if (!isHostMemory(store.getMemRef()))
+        return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return walk.wasInterrupted();
+}
+
+/// Declares `mgpuMemcpy` (txl/device.h) once.
+func::FuncOp getOrDeclareMemcpy(ModuleOp module) {
+  StringRef name = "mgpuMemcpy";
+  if (auto fn = module.lookupSymbol<func::FuncOp>(name))
+    return fn;
+  MLIRContext *ctx = module.getContext();
+  Type ptr = LLVM::LLVMPointerType::get(ctx);
+  OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+  auto fn = func::FuncOp::create(
+      b, module.getLoc(), name,
+      FunctionType::get(ctx, {ptr, ptr, IntegerType::get(ctx, 64), ptr}, {}));
+  fn.setPrivate();
+  return fn;
+}
+
+/// An !llvm.ptr to the buffer of `memref` (its handle, for mgpuMemcpy).
+Value bufferPointer(ImplicitLocOpBuilder &b, Value memref) {
+  Value index = memref::ExtractAlignedPointerAsIndexOp::create(b, memref);
+  Value i64 = arith::IndexCastOp::create(b, b.getI64Type(), index);
+  return LLVM::IntToPtrOp::create(b, LLVM::LLVMPointerType::get(b.getContext()),
+                                  i64);
+}
+
+struct ParallelLoopsToGpuPass
+    : public txl::impl::ParallelLoopsToGpuPassBase<ParallelLoopsToGpuPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    llvm::StringMap<int> counters;
+    auto nameFor = [&](Operation *op, StringRef kind) {
+      auto func = op->getParentOfType<FunctionOpInterface>();
+      StringRef base = func ? func.getName() : StringRef("host");
+      return (base + "_" + kind + std::to_string(counters[base]++)).str();
+    };
+    // Host loops that themselves read or write device memory are
+    // sequential (the adaptive softmax's compaction of each cluster's
+    // tokens, and the per-token copies that use it): each outermost such
+    // scf.for runs, with the parallel loops it holds, as a kernel of one
+    // work-item.
+    SmallVector<scf::ForOp> serial;
+    module.walk([&](scf::ForOp loop) {
+      if (loop->getParentOfType<gpu::GPUModuleOp>() ||
+          loop->getParentOfType<scf::ForOp>() ||
+          loop->getParentOfType<scf::ParallelOp>() ||
+          !touchesDeviceMemory(loop, /*outsideParallel=*/true))
+        return;
+      serial.push_back(loop);
+    });
+    for (scf::ForOp loop : serial)
+      if (failed(convertSerial(module, loop, nameFor(loop, "serial"))))
+        return signalPassFailure();
+
+    SmallVector<scf::ParallelOp> loops;
+    module.walk([&](scf::ParallelOp loop) {
+      if (!loop->getParentOfType<gpu::GPUModuleOp>() &&
+          !loop->getParentOfType<scf::ParallelOp>())
+        loops.push_back(loop);
+    });
+    for (scf::ParallelOp loop : loops)
+      if (failed(convertParallel(module, loop, nameFor(loop, "loop"))))
+        return signalPassFailure();
+
+    // Nothing else of host code may read or write device memory.
+    WalkResult check = module.walk([&](Operation *op) {
+      if (op->getParentOfType<gpu::GPUModuleOp>() ||
+          !isa<memref::LoadOp, memref::StoreOp>(op) || !touchesDeviceMemory(op))
+        return WalkResult::advance();
+      op->emitError("txl-parallel-loops-to-gpu: host code accesses device "
+                    "memory outside a loop");
+      return WalkResult::interrupt();
+    });
+    if (check.wasInterrupted())
+      signalPassFailure();
+  }
+
+  LogicalResult convertParallel(ModuleOp module, scf::ParallelOp loop,
+                                const std::string &name) {
+    if (!loop.getInitVals().empty())
+      return loop.emitError("txl-parallel-loops-to-gpu: a parallel loop with "
+                            "reductions has no GPU kernel");
+    if (loop->getParentOfType<gpu::LaunchOp>())
+      return success();
+    MLIRContext *ctx = module.getContext();
+    Type index = IndexType::get(ctx);
+    size_t rank = loop.getNumLoops();
+    ImplicitLocOpBuilder hb(loop.getLoc(), loop);
+    // Extra arguments: lower bounds, steps, trip counts, point count.
+    SmallVector<Type> extra(3 * rank + 1, index);
+    FailureOr<Kernel> k = makeKernel(module, loop, name, extra, blockSize, hb,
+                                     /*withOperands=*/false);
+    if (failed(k))
+      return failure();
+
+    SmallVector<Value> trips;
+    Value total = arith::ConstantIndexOp::create(hb, 1);
+    for (size_t d = 0; d < rank; ++d) {
+      Value span = arith::SubIOp::create(hb, loop.getUpperBound()[d],
+                                         loop.getLowerBound()[d]);
+      Value trip = arith::CeilDivSIOp::create(hb, span, loop.getStep()[d]);
+      trip = arith::MaxSIOp::create(hb, trip,
+                                    arith::ConstantIndexOp::create(hb, 0));
+      trips.push_back(trip);
+      total = arith::MulIOp::create(hb, total, trip);
+    }
+    SmallVector<Value> hostArgs = k->hostArgs;
+    llvm::append_range(hostArgs, loop.getLowerBound());
+    llvm::append_range(hostArgs, loop.getStep());
+    llvm::append_range(hostArgs, trips);
+    hostArgs.push_back(total);
+    Value threads = arith::ConstantIndexOp::create(hb, blockSize);
+    Value blocks = arith::CeilDivUIOp::create(hb, total, threads);
+    Value one = arith::ConstantIndexOp::create(hb, 1);
+    gpu::LaunchFuncOp::create(hb, k->func, gpu::KernelDim3{blocks, one, one},
+                              gpu::KernelDim3{threads, one, one},
+                              /*dynamicSharedMemorySize=*/Value(), hostArgs);
+
+    // Kernel body: linear index, guard, multi-index (innermost fastest),
+    // the loop's body.
+    Block &entry = k->func.getBody().front();
+    auto arg = [&](size_t group, size_t d) {
+      return entry.getArgument(k->extraStart + group * rank + d);
+    };
+    ImplicitLocOpBuilder kb(loop.getLoc(), ctx);
+    kb.restoreInsertionPoint(k->bodyStart);
+    Value linear = arith::AddIOp::create(
+        kb,
+        arith::MulIOp::create(kb, gpu::BlockIdOp::create(kb, gpu::Dimension::x),
+                              arith::ConstantIndexOp::create(kb, blockSize)),
+        gpu::ThreadIdOp::create(kb, gpu::Dimension::x));
+    Value inRange =
+        arith::CmpIOp::create(kb, arith::CmpIPredicate::ult, linear,
+                              entry.getArgument(k->extraStart + 3 * rank));
+    auto guard = scf::IfOp::create(kb, inRange, /*withElseRegion=*/false);
+    kb.setInsertionPointToStart(guard.thenBlock());
+    Value rest = linear;
+    SmallVector<Value> ivs(rank);
+    for (size_t d = rank; d-- > 0;) {
+      Value i = arith::RemUIOp::create(kb, rest, arg(2, d));
+      rest = arith::DivUIOp::create(kb, rest, arg(2, d));
+      ivs[d] = arith::AddIOp::create(kb, arg(0, d),
+                                     arith::MulIOp::create(kb, i, arg(1, d)));
+    }
+    for (size_t d = 0; d < rank; ++d)
+      k->mapping.map(loop.getInductionVars()[d], ivs[d]);
+    for (Operation &op : loop.getBody()->without_terminator())
+      kb.clone(op, k->mapping);
+    loop.erase();
+    return success();
+  }
+
+  /// `loop` (sequential, touching device memory) as a kernel of one
+  /// work-item. Its integer results come back through a small device
+  /// buffer the host reads (mgpuMemcpy waits for the queue).
+  LogicalResult convertSerial(ModuleOp module, scf::ForOp loop,
+                              const std::string &name) {
+    MLIRContext *ctx = module.getContext();
+    for (Type type : loop.getResultTypes())
+      if (!type.isIndex() && !type.isInteger(64) && !type.isInteger(32))
+        return loop.emitError("txl-parallel-loops-to-gpu: a sequential loop "
+                              "over device memory with a ")
+               << type << " result has no GPU kernel";
+    int64_t results = loop.getNumResults();
+    ImplicitLocOpBuilder hb(loop.getLoc(), loop);
+    auto resultType = MemRefType::get({std::max<int64_t>(results, 1)},
+                                      IntegerType::get(ctx, 64));
+    Value deviceResults;
+    SmallVector<Type> extra;
+    if (results) {
+      deviceResults = memref::AllocOp::create(hb, resultType);
+      extra.push_back(resultType);
+    }
+    FailureOr<Kernel> k = makeKernel(module, loop, name, extra, 1, hb,
+                                     /*withOperands=*/true);
+    if (failed(k))
+      return failure();
+    SmallVector<Value> hostArgs = k->hostArgs;
+    if (results)
+      hostArgs.push_back(deviceResults);
+    Value one = arith::ConstantIndexOp::create(hb, 1);
+    gpu::LaunchFuncOp::create(hb, k->func, gpu::KernelDim3{one, one, one},
+                              gpu::KernelDim3{one, one, one},
+                              /*dynamicSharedMemorySize=*/Value(), hostArgs);
+
+    ImplicitLocOpBuilder kb(loop.getLoc(), ctx);
+    kb.restoreInsertionPoint(k->bodyStart);
+    Operation *clone = kb.clone(*loop, k->mapping);
+    if (!results) {
+      loop.erase();
+      return success();
+    }
+    Block &entry = k->func.getBody().front();
+    Value out = entry.getArgument(k->extraStart);
+    for (int64_t r = 0; r < results; ++r) {
+      Value v = clone->getResult(r);
+      if (!v.getType().isInteger(64))
+        v = v.getType().isIndex()
+                ? Value(arith::IndexCastOp::create(kb, kb.getI64Type(), v))
+                : Value(arith::ExtSIOp::create(kb, kb.getI64Type(), v));
+      memref::StoreOp::create(
+          kb, v, out, ValueRange{arith::ConstantIndexOp::create(kb, r)});
+    }
+
+    // Host: read the results back, then use them.
+    Value hostResults = memref::AllocaOp::create(hb, resultType);
+    func::CallOp::create(
+        hb, getOrDeclareMemcpy(module),
+        ValueRange{bufferPointer(hb, hostResults),
+                   bufferPointer(hb, deviceResults),
+                   arith::ConstantIntOp::create(hb, 8 * results, 64),
+                   LLVM::ZeroOp::create(hb, LLVM::LLVMPointerType::get(ctx))});
+    SmallVector<Value> values;
+    for (int64_t r = 0; r < results; ++r) {
+      Value v = memref::LoadOp::create(
+          hb, hostResults, ValueRange{arith::ConstantIndexOp::create(hb, r)});
+      Type type = loop.getResult(r).getType();
+      if (type.isIndex())
+        v = arith::IndexCastOp::create(hb, type, v);
+      else if (!type.isInteger(64))
+        v = arith::TruncIOp::create(hb, type, v);
+      values.push_back(v);
+    }
+    memref::DeallocOp::create(hb, deviceResults);
+    loop.replaceAllUsesWith(values);
+    loop.erase();
+    return success();
+  }
+};
+
+} // namespace
