@@ -2,6 +2,8 @@
 
 #include "txl/Target/GpuKernels.h"
 
+#include "txl/device.h"
+
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -62,22 +64,13 @@ void mlir::txl::setOpenCLSubgroupSize(ModuleOp module) {
 
 namespace {
 
-/// Argument kinds of an OpenCL kernel image (txl/device.h).
-enum class ArgKind : uint8_t {
-  Buffer = 0,
-  I64 = 1,
-  I32 = 2,
-  F32 = 3,
-  Local = 4
-};
-
 template <typename T> void append(std::string &out, T value) {
   static_assert(std::is_integral_v<T>);
   for (size_t i = 0; i < sizeof(T); ++i)
     out.push_back(char((uint64_t(value) >> (8 * i)) & 0xff));
 }
 
-void appendArg(std::string &out, ArgKind kind, uint32_t bytes) {
+void appendArg(std::string &out, txl_kernel_arg_kind_t kind, uint32_t bytes) {
   append(out, uint8_t(kind));
   append(out, bytes);
 }
@@ -90,8 +83,8 @@ FailureOr<std::string> mlir::txl::buildOpenCLImageHead(ModuleOp module) {
     module.emitError("no gpu.module @") << kKernelModuleName;
     return failure();
   }
-  std::string head = "TXLCLIMG";
-  append(head, uint32_t(1));
+  std::string head = TXL_OPENCL_IMAGE_MAGIC;
+  append(head, uint32_t(TXL_OPENCL_IMAGE_VERSION));
   SmallVector<gpu::GPUFuncOp> funcs;
   for (auto func : kernels.getOps<gpu::GPUFuncOp>())
     if (func.isKernel())
@@ -103,30 +96,30 @@ FailureOr<std::string> mlir::txl::buildOpenCLImageHead(ModuleOp module) {
     head += name.str();
     std::string args;
     uint32_t count = 0;
-    auto add = [&](ArgKind kind, uint32_t bytes) {
+    auto add = [&](txl_kernel_arg_kind_t kind, uint32_t bytes) {
       appendArg(args, kind, bytes);
       ++count;
     };
     for (Type type : func.getArgumentTypes()) {
       if (auto memref = dyn_cast<MemRefType>(type)) {
-        add(ArgKind::Buffer, 8);
-        add(ArgKind::Buffer, 8);
+        add(TXL_KERNEL_ARG_BUFFER, 8);
+        add(TXL_KERNEL_ARG_BUFFER, 8);
         for (int64_t i = 0, e = 1 + 2 * memref.getRank(); i < e; ++i)
-          add(ArgKind::I64, 8);
+          add(TXL_KERNEL_ARG_I64, 8);
       } else if (type.isIndex() || type.isInteger(64)) {
-        add(ArgKind::I64, 8);
+        add(TXL_KERNEL_ARG_I64, 8);
       } else if (type.isInteger(32)) {
-        add(ArgKind::I32, 4);
+        add(TXL_KERNEL_ARG_I32, 4);
       } else if (type.isF32()) {
-        add(ArgKind::F32, 4);
+        add(TXL_KERNEL_ARG_F32, 4);
       } else {
         return func.emitError("no OpenCL kernel argument for type ") << type;
       }
     }
     for (BlockArgument tile : func.getWorkgroupAttributions()) {
       auto memref = cast<MemRefType>(tile.getType());
-      add(ArgKind::Local, uint32_t(memref.getNumElements() *
-                                   memref.getElementTypeBitWidth() / 8));
+      add(TXL_KERNEL_ARG_LOCAL, uint32_t(memref.getNumElements() *
+                                         memref.getElementTypeBitWidth() / 8));
     }
     append(head, count);
     head += args;

@@ -41,6 +41,18 @@
 extern "C" {
 #endif
 
+/* The OpenCL kernel image (above): its magic, version and argument kinds,
+ * shared by the compiler that writes it and the runtime that reads it. */
+#define TXL_OPENCL_IMAGE_MAGIC "TXLCLIMG"
+#define TXL_OPENCL_IMAGE_VERSION 1
+typedef enum txl_kernel_arg_kind {
+  TXL_KERNEL_ARG_BUFFER = 0, /* a cl_mem */
+  TXL_KERNEL_ARG_I64 = 1,
+  TXL_KERNEL_ARG_I32 = 2,
+  TXL_KERNEL_ARG_F32 = 3,
+  TXL_KERNEL_ARG_LOCAL = 4, /* workgroup memory of the given size */
+} txl_kernel_arg_kind_t;
+
 /* Opens device `ordinal` of `backend` ("cuda" or "opencl") for the mgpu*
  * calls. Returns 0, or TXL_UNAVAILABLE (5) / TXL_INVALID_ARGUMENT with the
  * one-line reason in `error` (e.g. "no CUDA driver: dlopen(libcuda.so.1)

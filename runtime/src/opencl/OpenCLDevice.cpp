@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "txl/device.h"
 #include "txl/rt/Device.h"
 #include "txl/rt/OpenCL.h"
 #include "txl/rt/Status.h"
@@ -31,18 +32,10 @@ constexpr cl_uint kProgramBuildLog = 0x1183;
 constexpr cl_ulong kMemReadWrite = 1;
 constexpr cl_uint kBlocking = 1;
 
-/// The kinds of kernel arguments in an OpenCL kernel image.
-enum class ArgKind : uint8_t {
-  Buffer = 0,
-  I64 = 1,
-  I32 = 2,
-  F32 = 3,
-  Local = 4
-};
-
+/// One argument of a kernel, from the image's table.
 struct ArgSpec {
-  ArgKind kind;
-  uint32_t bytes; ///< the value's size; for Local, the workgroup memory
+  txl_kernel_arg_kind_t kind;
+  uint32_t bytes; ///< the value's size; for workgroup memory, its size
 };
 
 /// Reads the little-endian fields of an OpenCL kernel image.
@@ -268,16 +261,18 @@ public:
     if (reader.bytes(kOpenCLImageMagic.size()) != kOpenCLImageMagic)
       fail(TXL_INVALID_ARGUMENT,
            "not an OpenCL kernel image (a module built for --target=cuda?)");
-    if (uint32_t version = reader.scalar<uint32_t>(); version != 1)
-      fail(TXL_INVALID_ARGUMENT, "OpenCL kernel image version {} (expected 1)",
-           version);
+    if (uint32_t version = reader.scalar<uint32_t>();
+        version != TXL_OPENCL_IMAGE_VERSION)
+      fail(TXL_INVALID_ARGUMENT, "OpenCL kernel image version {} (expected {})",
+           version, TXL_OPENCL_IMAGE_VERSION);
     std::map<std::string, std::vector<ArgSpec>> signatures;
     for (uint32_t k = 0, n = reader.scalar<uint32_t>(); k < n; ++k) {
       std::string name(reader.bytes(reader.scalar<uint32_t>()));
       std::vector<ArgSpec> &args = signatures[name];
       for (uint32_t a = 0, m = reader.scalar<uint32_t>(); a < m; ++a) {
-        auto kind = static_cast<ArgKind>(reader.scalar<uint8_t>());
-        if (kind > ArgKind::Local)
+        auto kind =
+            static_cast<txl_kernel_arg_kind_t>(reader.scalar<uint8_t>());
+        if (kind > TXL_KERNEL_ARG_LOCAL)
           fail(TXL_INVALID_ARGUMENT,
                "OpenCL kernel image: kernel '{}' argument {} has kind {}", name,
                a, int(kind));
@@ -316,7 +311,7 @@ public:
            sharedBytes);
     size_t expected = 0;
     for (const ArgSpec &arg : kernel.args_)
-      expected += arg.kind != ArgKind::Local;
+      expected += arg.kind != TXL_KERNEL_ARG_LOCAL;
     if (expected != paramCount)
       fail(TXL_INVALID_ARGUMENT,
            "OpenCL launch with {} arguments, the kernel takes {}", paramCount,
@@ -325,12 +320,12 @@ public:
     for (size_t i = 0; i < kernel.args_.size(); ++i) {
       const ArgSpec &arg = kernel.args_[i];
       cl_int status = 0;
-      if (arg.kind == ArgKind::Local) {
+      if (arg.kind == TXL_KERNEL_ARG_LOCAL) {
         status = cl_.clSetKernelArg(kernel.kernel_, i, arg.bytes, nullptr);
       } else {
         const void *value = params[param++];
         status =
-            arg.kind == ArgKind::Buffer
+            arg.kind == TXL_KERNEL_ARG_BUFFER
                 ? cl_.clSetKernelArg(kernel.kernel_, i, sizeof(cl_mem), value)
                 : cl_.clSetKernelArg(kernel.kernel_, i, arg.bytes, value);
       }

@@ -7,25 +7,17 @@ line of its output.
 usage: device_abi.py LIBTXL_DEVICE IMAGE EMPTY_VENDORS_DIR
 """
 
+import os
 import subprocess
 import sys
 import textwrap
 
 PRELUDE = textwrap.dedent("""
     import ctypes, sys
-    lib = ctypes.CDLL(sys.argv[1])
+    sys.path.insert(0, sys.argv[3])
+    import txl_device
+    lib = txl_device.load(sys.argv[1])
     image = open(sys.argv[2], "rb").read()
-    lib.txl_device_open.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
-    lib.mgpuModuleLoad.restype = ctypes.c_void_p
-    lib.mgpuModuleLoad.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-    lib.mgpuModuleGetFunction.restype = ctypes.c_void_p
-    lib.mgpuModuleGetFunction.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
-    lib.mgpuMemAlloc.restype = ctypes.c_void_p
-    lib.mgpuMemAlloc.argtypes = [ctypes.c_uint64, ctypes.c_void_p, ctypes.c_bool]
-    lib.mgpuMemFree.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
-    lib.mgpuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_ssize_t] * 6 + [
-        ctypes.c_int32, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p),
-        ctypes.c_void_p, ctypes.c_size_t]
     error = ctypes.create_string_buffer(512)
     def open_device(backend=b"opencl", ordinal=0):
         status = lib.txl_device_open(backend, ordinal, error, len(error))
@@ -88,10 +80,10 @@ def main():
     for name, body in CASES.items():
         env = None
         if name == "no-platform":
-            import os
             env = dict(os.environ, OCL_ICD_VENDORS=empty_vendors)
         run = subprocess.run(
-            [sys.executable, "-u", "-c", PRELUDE + textwrap.dedent(body), library, image],
+            [sys.executable, "-u", "-c", PRELUDE + textwrap.dedent(body), library, image,
+             os.path.dirname(os.path.abspath(__file__))],
             capture_output=True, text=True, env=env)
         lines = (run.stdout + run.stderr).strip().splitlines()
         print(f"{name}: exit {run.returncode}: {lines[-1] if lines else ''}")

@@ -25,6 +25,8 @@ import sys
 
 import numpy as np
 
+import txl_device
+
 
 def rel_shift(x):
     """The official _rel_shift of x [qlen, klen, ...]."""
@@ -78,24 +80,7 @@ class Device:
     per argument of the expanded memref descriptors."""
 
     def __init__(self, library, image):
-        lib = ctypes.CDLL(library)
-        lib.txl_device_open.argtypes = [ctypes.c_char_p, ctypes.c_int,
-                                        ctypes.c_char_p, ctypes.c_size_t]
-        lib.txl_device_description.restype = ctypes.c_char_p
-        lib.mgpuModuleLoad.restype = ctypes.c_void_p
-        lib.mgpuModuleLoad.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-        lib.mgpuModuleGetFunction.restype = ctypes.c_void_p
-        lib.mgpuModuleGetFunction.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
-        lib.mgpuMemAlloc.restype = ctypes.c_void_p
-        lib.mgpuMemAlloc.argtypes = [ctypes.c_uint64, ctypes.c_void_p, ctypes.c_bool]
-        lib.mgpuMemFree.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
-        lib.txl_device_write.argtypes = [ctypes.c_void_p, ctypes.c_size_t,
-                                         ctypes.c_void_p, ctypes.c_size_t]
-        lib.txl_device_read.argtypes = [ctypes.c_void_p, ctypes.c_void_p,
-                                        ctypes.c_size_t, ctypes.c_size_t]
-        lib.mgpuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_ssize_t] * 6 + [
-            ctypes.c_int32, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p),
-            ctypes.c_void_p, ctypes.c_size_t]
+        lib = txl_device.load(library)
         error = ctypes.create_string_buffer(512)
         if lib.txl_device_open(b"opencl", 0, error, len(error)) != 0:
             raise SystemExit("txl_device_open: " + error.value.decode())

@@ -16,6 +16,8 @@
 #ifndef TXL_RT_DEVICE_H
 #define TXL_RT_DEVICE_H
 
+#include "txl/device.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -94,7 +96,7 @@ std::unique_ptr<Device> openOpenCLDevice(int ordinal);
 std::unique_ptr<Device> openCudaDevice(int ordinal);
 
 /// The magic that starts an OpenCL kernel image (txl/device.h).
-inline constexpr std::string_view kOpenCLImageMagic = "TXLCLIMG";
+inline constexpr std::string_view kOpenCLImageMagic = TXL_OPENCL_IMAGE_MAGIC;
 
 } // namespace txl::rt
 

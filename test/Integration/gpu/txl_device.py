@@ -1,0 +1,25 @@
+"""ctypes prototypes of the runtime's device ABI (runtime/include/txl/
+device.h) in libtxl_device.so, shared by the tests that drive compiled
+kernels from Python."""
+
+import ctypes
+
+
+def load(path):
+    """libtxl_device.so at `path`, with the prototypes the tests use."""
+    lib = ctypes.CDLL(path)
+    ptr, size = ctypes.c_void_p, ctypes.c_size_t
+    lib.txl_device_open.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, size]
+    lib.txl_device_description.restype = ctypes.c_char_p
+    lib.txl_device_write.argtypes = [ptr, size, ptr, size]
+    lib.txl_device_read.argtypes = [ptr, ptr, size, size]
+    lib.mgpuModuleLoad.restype = ptr
+    lib.mgpuModuleLoad.argtypes = [ptr, size]
+    lib.mgpuModuleGetFunction.restype = ptr
+    lib.mgpuModuleGetFunction.argtypes = [ptr, ctypes.c_char_p]
+    lib.mgpuMemAlloc.restype = ptr
+    lib.mgpuMemAlloc.argtypes = [ctypes.c_uint64, ptr, ctypes.c_bool]
+    lib.mgpuMemFree.argtypes = [ptr, ptr]
+    lib.mgpuLaunchKernel.argtypes = [ptr] + [ctypes.c_ssize_t] * 6 + [
+        ctypes.c_int32, ptr, ctypes.POINTER(ptr), ptr, size]
+    return lib
