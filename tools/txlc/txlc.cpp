@@ -58,11 +58,12 @@ static cl::opt<Target> target(
                           "--emit=ptx only)"),
                clEnumValN(Target::OpenCL, "opencl",
                           "OpenCL 3.0 devices with SPIR-V: the same kernels "
-                          "as SPIR-V (so far --emit=spirv only)")));
+                          "as SPIR-V; evaluation executables (training "
+                          "later)")));
 static cl::list<std::string> gpuArchs(
     cl::cat(txlcCategory), "gpu-arch",
     cl::desc("--target=cuda: CUDA architectures, comma separated (default "
-             "sm_80,sm_90; sm_90a for wgmma)"),
+             "sm_80,sm_90; --emit=ptx takes one)"),
     cl::CommaSeparated);
 static cl::opt<std::string>
     cudaPath(cl::cat(txlcCategory), "cuda-path",
@@ -137,6 +138,7 @@ int main(int argc, char **argv) {
       "executable\n\n"
       "  txlc models/ptb_small.toml -o build/ptb_small\n"
       "  txlc models/ptb_small.toml --emit=txl\n"
+      "  txlc models/ptb_small.toml --target=opencl -o build/ptb_small_ocl\n"
       "  txlc models/ptb_small.toml --target=cuda --gpu-arch=sm_90 "
       "--emit=ptx\n");
 
