@@ -685,6 +685,12 @@ std::string formatValidLine(int64_t evalIndex, int64_t step, double seconds,
 void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
                      std::FILE *out) {
   Settings settings = resolveSettings(info, options);
+  if (info.device_backend && *info.device_backend)
+    fail(TXL_INVALID_ARGUMENT,
+         "training on the GPU targets is not built yet (issue #19); this "
+         "executable was compiled for --target={}; compile the model for the "
+         "CPU target (the default) to train",
+         info.device_backend);
   if (!txl_segment_grad)
     fail(TXL_INVALID_ARGUMENT,
          "this executable has no backward segment (txl_segment_grad); "

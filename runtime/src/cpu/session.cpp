@@ -1,5 +1,4 @@
-//===- session.cpp - Run generated segments on the CPU or a device -*- C++
-//-*-===//
+//===- session.cpp - Run generated segments on the CPU or a device -------===//
 //
 // A session owns the parameters (float32, in the generated function's
 // argument order), the memory of every layer, and calls the generated
@@ -410,6 +409,10 @@ static void runSegment(txl_session_t *session, const int64_t *data,
            info.n_token, i);
   }
   txl_segment_fn entry = session->segment;
+  if (outGrads && session->onDevice)
+    fail(TXL_INVALID_ARGUMENT,
+         "training on the GPU targets is not built yet (issue #19); use the "
+         "CPU target (the default) for --grad-segment and train");
   if (outGrads) {
     entry = session->segmentGrad;
     if (!entry)
@@ -433,9 +436,6 @@ static void runSegment(txl_session_t *session, const int64_t *data,
     m.resize(std::max<int64_t>(newMlen * batch * dModel, 1));
 
   if (session->onDevice) {
-    if (outGrads)
-      fail(TXL_INVALID_ARGUMENT,
-           "training on the GPU targets is not built yet (issue #19)");
     runSegmentOnDevice(*session, data, target, qlen, newMlen, *options,
                        out_nll);
     return;
