@@ -77,24 +77,25 @@ static void freeDevice(std::vector<void *> &buffers) {
   buffers.clear();
 }
 
+/// Replaces `device` by copies of the host arrays `host`.
+static void upload(const std::vector<std::vector<float>> &host,
+                   std::vector<void *> &device) {
+  freeDevice(device);
+  for (const auto &array : host)
+    device.push_back(deviceCopy(array.data(), array.size() * sizeof(float)));
+}
+
 /// Uploads the session's parameters (after a load or an initialization).
 static void uploadParameters(txl_session &session) {
-  if (!session.onDevice)
-    return;
-  freeDevice(session.deviceParams);
-  for (const auto &p : session.params)
-    session.deviceParams.push_back(
-        deviceCopy(p.data(), p.size() * sizeof(float)));
+  if (session.onDevice)
+    upload(session.params, session.deviceParams);
 }
 
 /// Uploads the host memory (txl_session_set_memory, reset).
 static void uploadMemory(txl_session &session) {
   if (!session.onDevice)
     return;
-  freeDevice(session.deviceMems);
-  for (const auto &m : session.mems)
-    session.deviceMems.push_back(
-        deviceCopy(m.data(), m.size() * sizeof(float)));
+  upload(session.mems, session.deviceMems);
   session.memsOnHostCurrent = true;
 }
 
