@@ -155,11 +155,12 @@ private:
   KernelShape s;
   int64_t relShiftOffset;
   gpu::GPUFuncOp func;
+  /// The work-item's index in the workgroup (set first by build()).
+  Value tid;
 };
 
 void KernelBuilder::forTileElements(int64_t rows,
                                     function_ref<void(Value, Value)> body) {
-  Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   Value d = idx(s.dHead);
   scf::ForOp::create(
       b, tid, idx(rows * s.dHead), idx(kWarps * kSubgroup), ValueRange{},
@@ -205,7 +206,7 @@ void KernelBuilder::build() {
   Value head = arith::RemUIOp::create(b, column, nHead);
   Value i0 =
       mul(gpu::BlockIdOp::create(b, gpu::Dimension::x), idx(s.queryTile));
-  Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   Value warp = arith::DivUIOp::create(b, tid, idx(kSubgroup));
   Value lane = gpu::LaneIdOp::create(b, /*upper_bound=*/IntegerAttr());
 

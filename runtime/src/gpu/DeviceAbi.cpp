@@ -80,7 +80,10 @@ Device &device() {
   return *s.device;
 }
 
-bool isBuffer(const void *p) { return state().buffers.count(p) != 0; }
+bool isBuffer(const void *p) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  return state().buffers.count(p) != 0;
+}
 
 } // namespace
 
