@@ -10,7 +10,7 @@ PKGS=(
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools clang-22
   libtomlplusplus-dev libfmt-dev libgtest-dev libgmock-dev libopenblas-dev libcli11-dev nlohmann-json3-dev
   cmake ninja-build python3 python3-pip python3-numpy gnuplot-nox
-  ocl-icd-libopencl1 spirv-tools
+  ocl-icd-libopencl1 spirv-tools libclblast1
 )
 
 SUDO=""
@@ -51,4 +51,22 @@ if [ ! -f "$ocl_prefix/lib/libintelocl.so" ]; then
 fi
 $SUDO mkdir -p "$ocl_prefix/vendors"
 echo "$ocl_prefix/lib/libintelocl.so" | $SUDO tee "$ocl_prefix/vendors/intel-cpu.icd" >/dev/null
+# cuobjdump (PyPI's nvidia-cuda-cuobjdump; the toolkit here has ptxas and
+# fatbinary but not it): the tests list the cubins and PTX a --target=cuda
+# executable embeds. Installed once under TXL_CUDA_TOOLS_PREFIX, with a
+# stable link to the binary.
+cuda_tools=${TXL_CUDA_TOOLS_PREFIX:-/opt/txlc/cuda-tools}
+if [ ! -x "$cuda_tools/bin/cuobjdump" ]; then
+  echo "install-deps: installing cuobjdump into $cuda_tools"
+  $SUDO python3 -m pip install -q --root-user-action=ignore --prefix "$cuda_tools" \
+    nvidia-cuda-cuobjdump
+  found=$(find "$cuda_tools" -type f -name cuobjdump | head -n 1)
+  if [ -z "$found" ]; then
+    echo "install-deps: nvidia-cuda-cuobjdump installed no cuobjdump" >&2
+    exit 1
+  fi
+  $SUDO chmod +x "$found"
+  $SUDO mkdir -p "$cuda_tools/bin"
+  $SUDO ln -sf "$found" "$cuda_tools/bin/cuobjdump"
+fi
 echo "install-deps: ok"

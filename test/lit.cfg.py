@@ -46,3 +46,33 @@ config.ptxas = os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin
 if not os.access(config.ptxas, os.X_OK):
     lit_config.fatal("no ptxas at %s (set CUDA_HOME)" % config.ptxas)
 config.substitutions.append(("%ptxas", config.ptxas))
+config.cuda_home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+config.substitutions.append(("%cuda_home", config.cuda_home))
+
+# cuobjdump lists what a --target=cuda executable embeds (scripts/
+# install-deps.sh installs it from PyPI).
+config.cuobjdump = os.environ.get(
+    "TXL_CUOBJDUMP", "/opt/txlc/cuda-tools/bin/cuobjdump")
+if not os.access(config.cuobjdump, os.X_OK):
+    lit_config.fatal("no cuobjdump at %s (run scripts/install-deps.sh or set "
+                     "TXL_CUOBJDUMP)" % config.cuobjdump)
+config.substitutions.append(("%cuobjdump", config.cuobjdump))
+
+
+def _has_cuda_device():
+    """True when a CUDA driver loads, initializes and sees a device: the
+    tests marked `REQUIRES: cuda-device` then run; without one lit reports
+    them as unsupported."""
+    import ctypes
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    count = ctypes.c_int(0)
+    return (cuda.cuInit(0) == 0 and
+            cuda.cuDeviceGetCount(ctypes.byref(count)) == 0 and
+            count.value > 0)
+
+
+if _has_cuda_device():
+    config.available_features.add("cuda-device")

@@ -169,7 +169,8 @@ LogicalResult emitPtx(const DriverOptions &options, ModuleOp module,
   if (failed(runStage(
           *kernels, timing, "lowering the kernels to PTX (" + chip + ")",
           [&](OpPassManager &pm) {
-            buildKernelsToPtxPipeline(pm, chip, kPtxFeatures, options.cudaPath);
+            buildKernelsToPtxPipeline(pm, chip, ptxFeatures(chip),
+                                      options.cudaPath);
           })))
     return failure();
   FailureOr<std::string> ptx = getPtx(*kernels);
@@ -178,9 +179,32 @@ LogicalResult emitPtx(const DriverOptions &options, ModuleOp module,
   return writeText(options, [&](llvm::raw_ostream &os) { os << *ptx; });
 }
 
-/// Checks that --emit fits --target. The CUDA target builds its kernels so
-/// far (--emit=ptx) and the txl-level stages; its executables are not built
-/// yet.
+/// --target=cuda executables: the kernels lowered to PTX once per
+/// --gpu-arch, assembled and bundled into one fatbin (buildCudaFatbin).
+FailureOr<std::string> compileCudaFatbin(const DriverOptions &options,
+                                         ModuleOp module, TimingScope &timing) {
+  std::vector<CudaArchPtx> archs;
+  for (const std::string &chip : options.gpuArchs) {
+    OwningOpRef<ModuleOp> kernels = cloneKernelModule(module);
+    if (!kernels)
+      return failure();
+    if (failed(runStage(*kernels, timing,
+                        "lowering the kernels to PTX (" + chip + ")",
+                        [&](OpPassManager &pm) {
+                          buildKernelsToPtxPipeline(pm, chip, ptxFeatures(chip),
+                                                    options.cudaPath);
+                        })))
+      return failure();
+    FailureOr<std::string> ptx = getPtx(*kernels);
+    if (failed(ptx))
+      return failure();
+    archs.push_back({chip, std::move(*ptx)});
+  }
+  TimingScope tools = timing.nest("ptxas and fatbinary");
+  return buildCudaFatbin(module.getLoc(), archs, options.cudaPath);
+}
+
+/// Checks that --emit fits --target and --gpu-arch.
 LogicalResult checkTarget(const DriverOptions &options) {
   bool gpu = options.target != Target::Cpu;
   auto fail = [](const llvm::Twine &message) {
@@ -193,19 +217,36 @@ LogicalResult checkTarget(const DriverOptions &options) {
     return fail("--emit=spirv needs --target=opencl");
   if (options.emit == EmitAction::Ptx && options.gpuArchs.size() != 1)
     return fail("--emit=ptx needs exactly one --gpu-arch");
-  // sm_<major><minor>[a|f], as ptxas -arch takes it; sm_80 is the oldest
-  // the kernels are built for (PTX ISA 8.0 reaches back to sm_50, but the
-  // budgets are set for sm_80 and newer).
-  static const llvm::Regex archPattern("^sm_(8[0-9]|9[0-9]|1[0-9][0-9])[af]?$");
+  // The architectures both LLVM 22's NVPTX backend and CUDA 13's ptxas
+  // take, from sm_80 (the kernels' budgets are set for sm_80 and newer);
+  // a/f: the arch- and family-specific variants of Hopper and Blackwell.
+  static const llvm::Regex archPattern(
+      "^sm_(80|86|87|89|90a?|(100|103|110|120|121)[af]?)$");
   for (const std::string &arch : options.gpuArchs)
     if (options.target == Target::Cuda && !archPattern.match(arch))
       return fail("--gpu-arch: '" + arch +
                   "' is not a CUDA architecture the kernels are built for "
-                  "(sm_80, sm_86, sm_89, sm_90, sm_90a, ...)");
-  if (options.target == Target::Cuda && options.emit != EmitAction::Txl &&
-      options.emit != EmitAction::TxlOpt && options.emit != EmitAction::Ptx)
-    return fail("--target=cuda builds its kernels only so far (--emit=ptx); "
-                "its executables are not built yet");
+                  "(sm_80, sm_86, sm_87, sm_89, sm_90, sm_90a, sm_100, "
+                  "sm_103, sm_110, sm_120, sm_121; the last five also with "
+                  "an a or f suffix)");
+  // The toolkit's files the CUDA target needs, checked before compiling:
+  // libdevice (linked into the PTX), then ptxas and fatbinary.
+  if (options.target == Target::Cuda &&
+      (options.emit == EmitAction::Ptx ||
+       options.emit == EmitAction::Executable)) {
+    std::vector<std::pair<const char *, bool>> needed = {
+        {"nvvm/libdevice/libdevice.10.bc", false}};
+    if (options.emit == EmitAction::Executable)
+      needed.insert(needed.end(), {{"bin/ptxas", true}, {"bin/fatbinary", true}});
+    for (auto [relative, executable] : needed) {
+      llvm::SmallString<128> path(options.cudaPath);
+      llvm::sys::path::append(path, relative);
+      if (executable ? !llvm::sys::fs::can_execute(path)
+                     : !llvm::sys::fs::exists(path))
+        return fail("--target=cuda needs " + path +
+                    " (from the CUDA toolkit; --cuda-path names its root)");
+    }
+  }
   if (gpu && (options.emit == EmitAction::TxlGrad ||
               options.emit == EmitAction::LLVMIR ||
               options.emit == EmitAction::Object))
@@ -219,8 +260,9 @@ LogicalResult checkTarget(const DriverOptions &options) {
 
 /// The GPU targets after the txl-level passes: the attention kernels, the
 /// lowering to linalg, bufferization and a kernel for every other loop
-/// nest, then the kernels compiled (--emit=ptx / --emit=spirv stop there)
-/// and embedded, the host code to LLVM, and the executable.
+/// nest, then the kernels compiled (--emit=ptx / --emit=spirv stop there;
+/// a CUDA executable embeds a fatbin, an OpenCL one a kernel image), the
+/// host code to LLVM, and the executable.
 LogicalResult runGpuTarget(const DriverOptions &options,
                            const ModelConfig &config, ModuleOp module,
                            TimingScope &root) {
@@ -237,15 +279,23 @@ LogicalResult runGpuTarget(const DriverOptions &options,
     return failure();
   if (options.emit == EmitAction::Ptx)
     return emitPtx(options, module, root);
-  bool spirvOnly = options.emit == EmitAction::Spirv;
-  FailureOr<std::string> kernels = compileOpenCLKernels(
-      module, root, /*image=*/!spirvOnly,
-      llvm::StringRef(options.outputPath).ends_with(".spvasm"));
-  if (failed(kernels))
-    return failure();
-  if (spirvOnly)
-    return writeText(options, [&](llvm::raw_ostream &os) { os << *kernels; });
-  replaceKernelsWithOpenCLImage(module, *kernels);
+  if (options.target == Target::Cuda) {
+    FailureOr<std::string> fatbin = compileCudaFatbin(options, module, root);
+    if (failed(fatbin))
+      return failure();
+    replaceKernelsWithCudaFatbin(module, *fatbin, options.gpuArchs.front());
+  } else {
+    bool spirvOnly = options.emit == EmitAction::Spirv;
+    FailureOr<std::string> kernels = compileOpenCLKernels(
+        module, root, /*image=*/!spirvOnly,
+        llvm::StringRef(options.outputPath).ends_with(".spvasm"));
+    if (failed(kernels))
+      return failure();
+    if (spirvOnly)
+      return writeText(options,
+                       [&](llvm::raw_ostream &os) { os << *kernels; });
+    replaceKernelsWithOpenCLImage(module, *kernels);
+  }
   if (failed(runStage(module, root, "lowering the host code to LLVM",
                       buildGpuHostToLLVMPipeline)))
     return failure();

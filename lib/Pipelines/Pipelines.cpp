@@ -112,6 +112,10 @@ void mlir::txl::buildTxlToGpuPipeline(OpPassManager &pm) {
 
 void mlir::txl::buildGpuLinalgToKernelsPipeline(OpPassManager &pm) {
   addBufferization(pm);
+  // Matrix products: cuBLAS / CLBlast calls on the device's queue.
+  ConvertLinalgToBlasPassOptions blas;
+  blas.device = true;
+  pm.addPass(createConvertLinalgToBlasPass(blas));
   pm.addPass(createPrepareGpuHostPass());
   pm.nest<func::FuncOp>().addPass(createConvertLinalgToParallelLoopsPass());
   pm.addPass(createParallelLoopsToGpuPass());

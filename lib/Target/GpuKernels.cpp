@@ -7,6 +7,7 @@
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SPIRV/IR/SPIRVAttributes.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Target/LLVMIR/Export.h"
@@ -14,6 +15,10 @@
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 
@@ -135,6 +140,10 @@ std::string mlir::txl::buildOpenCLImage(llvm::StringRef head,
   return image;
 }
 
+llvm::StringRef mlir::txl::ptxFeatures(llvm::StringRef chip) {
+  return chip.starts_with("sm_8") || chip.starts_with("sm_9") ? "+ptx80" : "";
+}
+
 FailureOr<std::string> mlir::txl::getPtx(ModuleOp module) {
   std::optional<std::string> ptx;
   WalkResult walk = module.walk([&](gpu::BinaryOp binary) {
@@ -227,21 +236,172 @@ FailureOr<std::string> mlir::txl::emitSpirv(ModuleOp module, bool assembly) {
   return spirv;
 }
 
-void mlir::txl::replaceKernelsWithOpenCLImage(ModuleOp module,
-                                              llvm::StringRef image) {
+/// Replaces @txl_kernels by a gpu.binary of one object: `image` in
+/// `format` for `target`.
+static void replaceKernelsWithObject(ModuleOp module, Attribute target,
+                                     gpu::CompilationTarget format,
+                                     llvm::StringRef image,
+                                     DictionaryAttr properties = {}) {
   auto kernels = module.lookupSymbol<gpu::GPUModuleOp>(kKernelModuleName);
   MLIRContext *ctx = module.getContext();
+  auto object = gpu::ObjectAttr::get(ctx, target, format,
+                                     StringAttr::get(ctx, image), properties,
+                                     nullptr);
+  OpBuilder b(kernels);
+  gpu::BinaryOp::create(b, kernels.getLoc(), kKernelModuleName, Attribute(),
+                        b.getArrayAttr({object}));
+  kernels.erase();
+}
+
+void mlir::txl::replaceKernelsWithOpenCLImage(ModuleOp module,
+                                              llvm::StringRef image) {
   // The object's target only has to be a GPU target attribute: the runtime
   // reads the image's own header. SPIR-V 1.4 kernels, as LLVM emits them.
   Attribute target = parseAttribute(
       "#spirv.target_env<#spirv.vce<v1.4, [Kernel, Addresses, Int64], []>, "
       "#spirv.resource_limits<>>",
-      ctx);
-  auto object = gpu::ObjectAttr::get(
-      ctx, target, gpu::CompilationTarget::Binary, StringAttr::get(ctx, image),
-      DictionaryAttr(), nullptr);
-  OpBuilder b(kernels);
-  gpu::BinaryOp::create(b, kernels.getLoc(), kKernelModuleName, Attribute(),
-                        b.getArrayAttr({object}));
-  kernels.erase();
+      module.getContext());
+  replaceKernelsWithObject(module, target, gpu::CompilationTarget::Binary,
+                           image);
+}
+
+void mlir::txl::replaceKernelsWithCudaFatbin(ModuleOp module,
+                                             llvm::StringRef fatbin,
+                                             llvm::StringRef chip) {
+  Attribute target = NVVM::NVVMTargetAttr::get(
+      module.getContext(), /*optLevel=*/3, "nvptx64-nvidia-cuda", chip);
+  // In the ELF section where nvcc puts fatbins, so that the toolkit's
+  // cuobjdump lists the executable's cubins and PTX.
+  MLIRContext *ctx = module.getContext();
+  auto properties = DictionaryAttr::get(
+      ctx, {NamedAttribute(StringAttr::get(ctx, gpu::elfSectionName),
+                           StringAttr::get(ctx, ".nv_fatbin"))});
+  replaceKernelsWithObject(module, target, gpu::CompilationTarget::Fatbin,
+                           fatbin, properties);
+}
+
+namespace {
+
+/// Temporary files of one fatbin build, removed when it is done.
+class TempFiles {
+public:
+  ~TempFiles() {
+    for (const std::string &path : paths_)
+      llvm::sys::fs::remove(path);
+  }
+
+  /// A new empty temporary file "txlc-<stem>-%%%%%%.<ext>".
+  FailureOr<std::string> create(Location loc, llvm::StringRef stem,
+                                llvm::StringRef ext) {
+    llvm::SmallString<128> path;
+    if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+            "txlc-" + stem.str(), ext, path)) {
+      emitError(loc) << "cannot create a temporary file: " << ec.message();
+      return failure();
+    }
+    paths_.push_back(path.str().str());
+    return paths_.back();
+  }
+
+private:
+  std::vector<std::string> paths_;
+};
+
+/// Runs `tool` (a path) with `args`; on failure, an error on `loc` with
+/// the command's diagnostics (its stderr, kept in a temporary file).
+LogicalResult runTool(Location loc, TempFiles &temps, llvm::StringRef tool,
+                      ArrayRef<std::string> args) {
+  if (!llvm::sys::fs::can_execute(tool))
+    return emitError(loc) << "--target=cuda needs " << tool
+                          << " (from the CUDA toolkit; --cuda-path names "
+                             "its root)";
+  FailureOr<std::string> log = temps.create(loc, "tool", "log");
+  if (failed(log))
+    return failure();
+  SmallVector<llvm::StringRef> argv = {tool};
+  argv.append(args.begin(), args.end());
+  std::optional<llvm::StringRef> redirects[] = {std::nullopt, std::nullopt,
+                                                llvm::StringRef(*log)};
+  std::string error;
+  int rc = llvm::sys::ExecuteAndWait(tool, argv, std::nullopt, redirects, 0, 0,
+                                     &error);
+  if (rc == 0)
+    return success();
+  auto output = llvm::MemoryBuffer::getFile(*log);
+  InFlightDiagnostic diag = emitError(loc)
+                            << llvm::sys::path::filename(tool) << " failed";
+  if (!error.empty())
+    diag << ": " << error;
+  if (output && !(*output)->getBuffer().empty())
+    diag << ":\n" << (*output)->getBuffer().rtrim();
+  return failure();
+}
+
+/// The numeric part of "sm_90a" (90), for choosing the newest architecture.
+unsigned archNumber(llvm::StringRef arch) {
+  unsigned number = 0;
+  arch.drop_front(3).take_while(llvm::isDigit).getAsInteger(10, number);
+  return number;
+}
+
+/// True for an architecture whose PTX runs only on its own GPU ("sm_90a",
+/// "sm_100f"): its PTX is no use for JIT compilation on newer GPUs.
+bool isArchSpecific(llvm::StringRef arch) {
+  return arch.ends_with("a") || arch.ends_with("f");
+}
+
+} // namespace
+
+FailureOr<std::string>
+mlir::txl::buildCudaFatbin(Location loc, ArrayRef<CudaArchPtx> archs,
+                           llvm::StringRef cudaPath) {
+  llvm::SmallString<128> ptxas(cudaPath), fatbinary(cudaPath);
+  llvm::sys::path::append(ptxas, "bin", "ptxas");
+  llvm::sys::path::append(fatbinary, "bin", "fatbinary");
+  TempFiles temps;
+  std::vector<std::string> fatbinArgs = {"-64"};
+  // The newest architecture whose PTX other GPUs can JIT, and its file.
+  std::string jitArch, jitPtxPath;
+  for (const CudaArchPtx &arch : archs) {
+    FailureOr<std::string> ptxPath = temps.create(loc, arch.arch, "ptx");
+    FailureOr<std::string> cubinPath = temps.create(loc, arch.arch, "cubin");
+    if (failed(ptxPath) || failed(cubinPath))
+      return failure();
+    std::error_code ec;
+    {
+      llvm::raw_fd_ostream os(*ptxPath, ec);
+      os << arch.ptx;
+    }
+    if (ec)
+      return emitError(loc) << "cannot write " << *ptxPath << ": "
+                            << ec.message();
+    if (failed(runTool(loc, temps, ptxas,
+                       {"-arch=" + arch.arch, "-O3", *ptxPath, "-o",
+                        *cubinPath})))
+      return failure();
+    llvm::StringRef sm = llvm::StringRef(arch.arch).drop_front(3);
+    fatbinArgs.push_back(("--image3=kind=elf,sm=" + sm + ",file=" + *cubinPath)
+                             .str());
+    if (!isArchSpecific(arch.arch) &&
+        (jitArch.empty() || archNumber(arch.arch) > archNumber(jitArch))) {
+      jitArch = arch.arch;
+      jitPtxPath = *ptxPath;
+    }
+  }
+  if (!jitArch.empty())
+    fatbinArgs.push_back(("--image3=kind=ptx,sm=" +
+                          llvm::StringRef(jitArch).drop_front(3) +
+                          ",file=" + jitPtxPath)
+                             .str());
+  FailureOr<std::string> fatbinPath = temps.create(loc, "kernels", "fatbin");
+  if (failed(fatbinPath))
+    return failure();
+  fatbinArgs.push_back("--create=" + *fatbinPath);
+  if (failed(runTool(loc, temps, fatbinary, fatbinArgs)))
+    return failure();
+  auto fatbin = llvm::MemoryBuffer::getFile(*fatbinPath);
+  if (!fatbin)
+    return emitError(loc) << "cannot read " << *fatbinPath << ": "
+                          << fatbin.getError().message();
+  return (*fatbin)->getBuffer().str();
 }

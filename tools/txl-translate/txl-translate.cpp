@@ -60,7 +60,8 @@ int main(int argc, char **argv) {
         return translateKernels(
             op, os,
             [](ModuleOp, OpPassManager &pm) {
-              buildKernelsToPtxPipeline(pm, ptxChip, kPtxFeatures, cudaPath);
+              buildKernelsToPtxPipeline(pm, ptxChip, ptxFeatures(ptxChip),
+                                        cudaPath);
             },
             [](ModuleOp m) { return getPtx(m); });
       },

@@ -54,8 +54,9 @@ static cl::opt<Target> target(
     cl::values(clEnumValN(Target::Cpu, "cpu",
                           "native code and OpenBLAS (default)"),
                clEnumValN(Target::Cuda, "cuda",
-                          "NVIDIA GPUs: kernels as PTX through NVVM (so far "
-                          "--emit=ptx only)"),
+                          "NVIDIA GPUs: kernels through NVVM and ptxas, "
+                          "one fatbin (a cubin per --gpu-arch + PTX); "
+                          "evaluation executables (training later)"),
                clEnumValN(Target::OpenCL, "opencl",
                           "OpenCL 3.0 devices with SPIR-V: the same kernels "
                           "as SPIR-V; evaluation executables (training "
@@ -67,7 +68,7 @@ static cl::list<std::string> gpuArchs(
     cl::CommaSeparated);
 static cl::opt<std::string>
     cudaPath(cl::cat(txlcCategory), "cuda-path",
-             cl::desc("CUDA toolkit (libdevice, ptxas)"),
+             cl::desc("CUDA toolkit (libdevice, ptxas, fatbinary)"),
              cl::init("/usr/local/cuda"));
 static cl::opt<bool> backward(
     cl::cat(txlcCategory), "backward",
@@ -139,6 +140,7 @@ int main(int argc, char **argv) {
       "  txlc models/ptb_small.toml -o build/ptb_small\n"
       "  txlc models/ptb_small.toml --emit=txl\n"
       "  txlc models/ptb_small.toml --target=opencl -o build/ptb_small_ocl\n"
+      "  txlc models/ptb_small.toml --target=cuda -o build/ptb_small_cuda\n"
       "  txlc models/ptb_small.toml --target=cuda --gpu-arch=sm_90 "
       "--emit=ptx\n");
 

@@ -303,7 +303,22 @@ def ConvertLinalgToBlasPass : Pass<"txl-linalg-to-blas", "::mlir::ModuleOp"> {
     func.call @cblas_sgemm(%row_major, %no_trans, %no_trans, %m, %n, %k, %one,
                            %pa, %lda, %pb, %ldb, %one, %pc, %ldc)
     ```
+
+    With `device=true` (the GPU targets, whose buffers are device memory)
+    every f32 product, batched or not, becomes one call of the runtime's
+    `txl_device_sgemm` (txl/device.h), enqueued on the device's queue
+    through cuBLAS or CLBlast: each operand is passed as its buffer handle
+    (the aligned pointer, which host code never offsets) plus its element
+    offset, row stride and batch stride (0 for a plain matmul). The call is
+    row-major like cblas; the runtime turns it into the column-major
+    descriptor both libraries take. Other element types are an error there:
+    the GPU targets are f32.
   }];
+  let options = [
+    Option<"device", "device", "bool", /*default=*/"false",
+           "Call txl_device_sgemm on device buffers (GPU targets) instead of "
+           "cblas_sgemm/dgemm on host memory">,
+  ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::func::FuncDialect",
                            "::mlir::LLVM::LLVMDialect",

@@ -22,9 +22,11 @@ namespace txl {
 /// The name of the gpu.module holding the generated kernels.
 inline constexpr llvm::StringLiteral kKernelModuleName = "txl_kernels";
 
-/// The PTX ISA the kernels are emitted as: 8.0, the oldest that covers
-/// sm_90a (and sm_80, sm_90).
-inline constexpr llvm::StringLiteral kPtxFeatures = "+ptx80";
+/// The PTX ISA the kernels for `chip` are emitted as (NVPTX target
+/// features): 8.0 for sm_8x and sm_9x, the oldest that covers sm_90a;
+/// nothing for newer architectures, for which LLVM's NVPTX backend then
+/// picks the oldest PTX ISA that has them (8.6 for sm_100, 8.7 for sm_120).
+llvm::StringRef ptxFeatures(llvm::StringRef chip);
 
 /// A new module holding a copy of `module`'s @txl_kernels gpu.module, or
 /// null (with an error on `module`) when it has none.
@@ -64,6 +66,29 @@ std::string buildOpenCLImage(llvm::StringRef head, llvm::StringRef spirv);
 /// name holding `image` (format bin) for the OpenCL target: what the
 /// translation to LLVM IR embeds and loads with mgpuModuleLoad.
 void replaceKernelsWithOpenCLImage(ModuleOp module, llvm::StringRef image);
+
+/// The PTX of the kernels for one CUDA architecture ("sm_90a").
+struct CudaArchPtx {
+  std::string arch;
+  std::string ptx;
+};
+
+/// The fatbin of a --target=cuda executable: `ptxas -arch=<arch>` of each
+/// PTX (without -c, so that an unresolved libdevice function fails) as that
+/// architecture's cubin, plus the PTX of the newest architecture without an
+/// `a`/`f` suffix (those PTX only run on their own GPU), which the driver
+/// compiles for GPUs newer than every cubin; bundled by the toolkit's
+/// `fatbinary`. `cudaPath` is the toolkit's root. Fails with an error on
+/// `loc` naming the tool and its output when a tool is missing or fails.
+FailureOr<std::string> buildCudaFatbin(Location loc,
+                                       ArrayRef<CudaArchPtx> archs,
+                                       llvm::StringRef cudaPath);
+
+/// Replaces `module`'s gpu.module @txl_kernels by a gpu.binary of the same
+/// name holding `fatbin` (format fatbin, NVVM target of `chip`): embedded
+/// and loaded with mgpuModuleLoad (cuModuleLoadDataEx takes a fatbin).
+void replaceKernelsWithCudaFatbin(ModuleOp module, llvm::StringRef fatbin,
+                                  llvm::StringRef chip);
 
 } // namespace txl
 } // namespace mlir

@@ -13,6 +13,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -275,10 +276,119 @@ static LogicalResult lowerToBlas(linalg::LinalgOp op, unsigned batchDims,
   return success();
 }
 
+constexpr llvm::StringLiteral kDeviceSgemm = "txl_device_sgemm";
+
+/// Declares the runtime's `txl_device_sgemm` (txl/device.h) in `module`
+/// once: transpose flags (i32), m, n, k (i64), alpha (f32), then per
+/// operand A, B (and C after beta) the buffer handle and its element
+/// offset, row stride and batch stride (i64), then the batch count.
+static func::FuncOp getOrDeclareDeviceGemm(OpBuilder &b, ModuleOp module) {
+  if (auto fn = module.lookupSymbol<func::FuncOp>(kDeviceSgemm))
+    return fn;
+  Type i32 = b.getI32Type(), i64 = b.getI64Type(), f32 = b.getF32Type();
+  Type ptr = LLVM::LLVMPointerType::get(b.getContext());
+  SmallVector<Type> inputs = {i32, i32, i64, i64, i64, f32};
+  auto matrix = [&] { inputs.append({ptr, i64, i64, i64}); };
+  matrix();
+  matrix();
+  inputs.push_back(f32);
+  matrix();
+  inputs.push_back(i64);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(module.getBody());
+  auto fn = func::FuncOp::create(b, module.getLoc(), kDeviceSgemm,
+                                 b.getFunctionType(inputs, {}));
+  fn.setPrivate();
+  return fn;
+}
+
+/// Rewrites `op` (matmul: batchDims 0, batch_matmul: 1) on device buffers
+/// into one `txl_device_sgemm` call. Empty products and k = 0 are the
+/// runtime's to skip (txl/rt/Gemm.h), so the call is unconditional.
+static LogicalResult lowerToDeviceGemm(linalg::LinalgOp op, unsigned batchDims,
+                                       func::FuncOp gemm) {
+  if (!op.hasPureBufferSemantics())
+    return op->emitOpError("txl-linalg-to-blas expects bufferized operands");
+  FailureOr<std::pair<bool, bool>> trans =
+      classify(op.getIndexingMapsArray(), batchDims);
+  if (failed(trans))
+    return op->emitOpError("unsupported indexing maps for a BLAS product");
+  auto [transA, transB] = *trans;
+  linalg::FillOp zeroFill = findZeroFill(op);
+  IRRewriter b(op->getContext());
+  b.setInsertionPoint(op);
+  Location loc = op.getLoc();
+  Type i64 = b.getI64Type();
+  Type ptrType = LLVM::LLVMPointerType::get(b.getContext());
+  auto toI64 = [&](Value index) -> Value {
+    return arith::IndexCastOp::create(b, loc, i64, index);
+  };
+  SmallVector<Value> args;
+  auto i32c = [&](int32_t v) {
+    return arith::ConstantIntOp::create(b, loc, v, 32).getResult();
+  };
+  auto f32c = [&](double v) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v)).getResult();
+  };
+  // Buffer handle, offset, row stride, batch stride; sizes into `sizes`.
+  SmallVector<SmallVector<Value>> sizes;
+  auto matrix = [&](Value memref) -> LogicalResult {
+    auto type = dyn_cast<MemRefType>(memref.getType());
+    SmallVector<int64_t> staticStrides;
+    int64_t staticOffset;
+    if (!type || !type.getElementType().isF32() ||
+        failed(type.getStridesAndOffset(staticStrides, staticOffset)) ||
+        staticStrides.back() != 1)
+      return op->emitOpError(
+          "device products need f32 memrefs with a unit inner stride");
+    auto meta = memref::ExtractStridedMetadataOp::create(b, loc, memref);
+    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+    args.push_back(LLVM::IntToPtrOp::create(b, loc, ptrType, toI64(base)));
+    args.push_back(toI64(meta.getOffset()));
+    auto strides = meta.getStrides();
+    args.push_back(toI64(atLeastOne(b, loc, strides[batchDims])));
+    args.push_back(batchDims ? toI64(strides[0])
+                             : arith::ConstantIntOp::create(b, loc, 0, 64)
+                                   .getResult());
+    sizes.emplace_back(meta.getSizes().begin(), meta.getSizes().end());
+    return success();
+  };
+  args.append({i32c(transA), i32c(transB)});
+  // m, n, k and alpha are filled in once the sizes are known.
+  size_t sizeSlot = args.size();
+  args.append(4, Value());
+  if (failed(matrix(op.getDpsInputOperand(0)->get())) ||
+      failed(matrix(op.getDpsInputOperand(1)->get())))
+    return failure();
+  size_t betaSlot = args.size();
+  args.push_back(Value());
+  if (failed(matrix(op.getDpsInitOperand(0)->get())))
+    return failure();
+  unsigned r = batchDims;
+  const SmallVector<Value> &aSizes = sizes[0], &cSizes = sizes[2];
+  args[sizeSlot] = toI64(cSizes[r]);
+  args[sizeSlot + 1] = toI64(cSizes[r + 1]);
+  args[sizeSlot + 2] = toI64(transA ? aSizes[r] : aSizes[r + 1]);
+  args[sizeSlot + 3] = f32c(1.0);
+  args[betaSlot] = f32c(zeroFill ? 0.0 : 1.0);
+  args.push_back(batchDims ? toI64(cSizes[0])
+                           : arith::ConstantIntOp::create(b, loc, 1, 64)
+                                 .getResult());
+  if (zeroFill)
+    b.eraseOp(zeroFill);
+  func::CallOp::create(b, loc, gemm, args);
+  b.eraseOp(op);
+  return success();
+}
+
 struct ConvertLinalgToBlasPass
     : public txl::impl::ConvertLinalgToBlasPassBase<ConvertLinalgToBlasPass> {
+  using ConvertLinalgToBlasPassBase::ConvertLinalgToBlasPassBase;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (device)
+      return runOnDevice(module);
     SmallVector<std::pair<linalg::LinalgOp, unsigned>> work;
     module.walk([&](linalg::LinalgOp op) {
       Type elem = getElementTypeOrSelf(op.getDpsInitOperand(0)->get().getType());
@@ -300,6 +410,27 @@ struct ConvertLinalgToBlasPass
       if (failed(lowerToBlas(op, batchDims, gemm, elem)))
         return signalPassFailure();
     }
+  }
+
+  /// device=true: every matmul and batch_matmul (host code only: kernels
+  /// have no library to call) becomes a txl_device_sgemm call.
+  void runOnDevice(ModuleOp module) {
+    SmallVector<std::pair<linalg::LinalgOp, unsigned>> work;
+    module.walk([&](linalg::LinalgOp op) {
+      if (op->getParentOfType<gpu::GPUModuleOp>())
+        return;
+      if (isa<linalg::MatmulOp>(op))
+        work.push_back({op, 0});
+      else if (isa<linalg::BatchMatmulOp>(op))
+        work.push_back({op, 1});
+    });
+    if (work.empty())
+      return;
+    OpBuilder b(&getContext());
+    func::FuncOp gemm = getOrDeclareDeviceGemm(b, module);
+    for (auto [op, batchDims] : work)
+      if (failed(lowerToDeviceGemm(op, batchDims, gemm)))
+        return signalPassFailure();
   }
 };
 

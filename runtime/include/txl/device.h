@@ -72,6 +72,22 @@ void txl_device_read(void *host, const void *buffer, size_t offset,
 /* Frees every module and closes the device. */
 void txl_device_close(void);
 
+/* One strided-batched f32 matrix product, row-major (as
+ * `txl-linalg-to-blas{device=true}` emits it): for each b < batch,
+ * C_b = alpha op(A_b) op(B_b) + beta C_b, with op(A_b) m x k, op(B_b)
+ * k x n and C_b m x n, op a transpose when trans_a / trans_b is nonzero.
+ * Each matrix is a buffer handle with, in elements, the offset of the
+ * first matrix, the row stride (ld) and the batch stride. Enqueued on the
+ * queue through cuBLAS or CLBlast (txl/rt/Gemm.h); an empty C is skipped.
+ * A failure prints one line and exits with status 2, like the mgpu*
+ * calls. */
+void txl_device_sgemm(int32_t trans_a, int32_t trans_b, int64_t m, int64_t n,
+                      int64_t k, float alpha, void *a, int64_t a_offset,
+                      int64_t lda, int64_t a_stride, void *b, int64_t b_offset,
+                      int64_t ldb, int64_t b_stride, float beta, void *c,
+                      int64_t c_offset, int64_t ldc, int64_t c_stride,
+                      int64_t batch);
+
 /* MLIR's GPU runtime ABI. */
 void *mgpuModuleLoad(void *data, size_t size);
 void *mgpuModuleLoadJIT(void *data, int opt_level);

@@ -2,6 +2,7 @@
 
 #include "txl/rt/DynamicLibrary.h"
 
+#include "txl/rt/BlasLibraries.h"
 #include "txl/rt/Status.h"
 
 #include <dlfcn.h>
@@ -26,6 +27,25 @@ void *DynamicLibrary::symbol(const char *name, const char *requirement) const {
     fail(TXL_UNAVAILABLE, "no usable {}: {} has no symbol {} ({})", what_,
          path_, name, requirement);
   return address;
+}
+
+std::unique_ptr<DynamicLibrary>
+openFirstLibrary(const std::vector<std::string> &candidates,
+                 const std::string &what) {
+  std::string firstError, others;
+  for (const std::string &path : candidates) {
+    try {
+      return std::make_unique<DynamicLibrary>(path, what);
+    } catch (const Error &e) {
+      if (firstError.empty())
+        firstError = e.what();
+      else
+        others += (others.empty() ? "" : ", ") + path;
+    }
+  }
+  if (others.empty())
+    fail(TXL_UNAVAILABLE, "{}", firstError);
+  fail(TXL_UNAVAILABLE, "{} (also tried: {})", firstError, others);
 }
 
 void failDeviceCall(const char *what, const std::string &name,

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "txl/rt/BlasLibraries.h"
 #include "txl/rt/CudaDriver.h"
 #include "txl/rt/Device.h"
 #include "txl/rt/Status.h"
@@ -24,6 +25,9 @@ namespace {
 constexpr int kAttributeComputeCapabilityMajor = 75;
 constexpr int kAttributeComputeCapabilityMinor = 76;
 constexpr unsigned kStreamNonBlocking = 1;
+// cublas_api.h values.
+constexpr cublasOperation_t kOpN = 0, kOpT = 1;
+constexpr cublasMath_t kDefaultMath = 0;
 
 CUdeviceptr asDevicePointer(const void *buffer) {
   return reinterpret_cast<CUdeviceptr>(buffer);
@@ -75,6 +79,8 @@ public:
 
   ~CudaDevice() override {
     cuda_.cuStreamSynchronize(stream_);
+    if (cublas_)
+      cublas_->cublasDestroy_v2(handle_);
     cuda_.cuStreamDestroy_v2(stream_);
     cuda_.cuDevicePrimaryCtxRelease_v2(device_);
   }
@@ -180,12 +186,40 @@ public:
                 "cuLaunchKernel");
   }
 
+  void gemm(const GemmDesc &desc) override {
+    if (!cublas_) {
+      auto cublas = std::make_unique<Cublas>();
+      cublas->check(cublas->cublasCreate_v2(&handle_), "cublasCreate");
+      // f32 is the exactness mode: plain f32 arithmetic, no TF32 tensor
+      // cores (which CUBLAS_TF32_TENSOR_OP_MATH would allow).
+      cublas->check(cublas->cublasSetMathMode(handle_, kDefaultMath),
+                    "cublasSetMathMode");
+      cublas->check(cublas->cublasSetStream_v2(
+                        handle_, stream_),
+                    "cublasSetStream");
+      cublas_ = std::move(cublas);
+    }
+    auto at = [](const GemmMatrix &matrix) {
+      return reinterpret_cast<float *>(matrix.buffer) + matrix.offset;
+    };
+    cublas_->check(cublas_->cublasSgemmStridedBatched_64(
+                       handle_, desc.transA ? kOpT : kOpN,
+                       desc.transB ? kOpT : kOpN, desc.m, desc.n, desc.k,
+                       &desc.alpha, at(desc.a), desc.a.ld, desc.a.stride,
+                       at(desc.b), desc.b.ld, desc.b.stride, &desc.beta,
+                       at(desc.c), desc.c.ld, desc.c.stride, desc.batch),
+                   describe(desc).c_str());
+  }
+
   void synchronize() override {
     cuda_.check(cuda_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
   }
 
 private:
   CudaDriver cuda_;
+  /// Loaded by the first product, with its handle bound to `stream_`.
+  std::unique_ptr<Cublas> cublas_;
+  cublasHandle_t handle_ = nullptr;
   CUdevice device_ = 0;
   CUcontext context_ = nullptr;
   CUstream stream_ = nullptr;

@@ -138,6 +138,27 @@ void txl_device_close(void) {
   closeLocked(s);
 }
 
+void txl_device_sgemm(int32_t transA, int32_t transB, int64_t m, int64_t n,
+                      int64_t k, float alpha, void *a, int64_t aOffset,
+                      int64_t lda, int64_t aStride, void *b, int64_t bOffset,
+                      int64_t ldb, int64_t bStride, float beta, void *c,
+                      int64_t cOffset, int64_t ldc, int64_t cStride,
+                      int64_t batch) {
+  GemmDesc desc;
+  desc.transA = transA != 0;
+  desc.transB = transB != 0;
+  desc.m = m;
+  desc.n = n;
+  desc.k = k;
+  desc.alpha = alpha;
+  desc.beta = beta;
+  desc.a = {a, aOffset, lda, aStride};
+  desc.b = {b, bOffset, ldb, bStride};
+  desc.c = {c, cOffset, ldc, cStride};
+  desc.batch = batch;
+  orExit("txl_device_sgemm", [&] { enqueueGemm(device(), desc); });
+}
+
 void *mgpuModuleLoad(void *data, size_t size) {
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);

@@ -51,7 +51,7 @@ std::string OpenCL::errorName(cl_int result) {
   return fmt::format("cl_int {}", result);
 }
 
-void OpenCL::check(cl_int result, const char *what) const {
+void OpenCL::check(cl_int result, const char *what) {
   if (result == 0)
     return;
   const KnownCode *known = findKnownCode(kKnownCodes, result);

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "txl/device.h"
+#include "txl/rt/BlasLibraries.h"
 #include "txl/rt/Device.h"
 #include "txl/rt/OpenCL.h"
 #include "txl/rt/Status.h"
@@ -345,8 +346,50 @@ public:
 
   void synchronize() override { cl_.check(cl_.clFinish(queue_), "clFinish"); }
 
+  void gemm(const GemmDesc &desc) override {
+    if (!clblast_)
+      clblast_ = std::make_unique<CLBlast>();
+    constexpr int kColMajor = 102, kNoTrans = 111, kTrans = 112;
+    auto buffer = [](const GemmMatrix &matrix) {
+      return static_cast<cl_mem>(matrix.buffer);
+    };
+    // CLBlast computes beta * C even for beta = 0, so that NaN or Inf in C
+    // (a fresh buffer holds whatever was there) would survive; BLAS
+    // semantics, which cuBLAS keeps, are that C is not read then.
+    if (desc.beta == 0.0f)
+      zeroMatrices(desc);
+    clblast_->check(
+        clblast_->CLBlastSgemmStridedBatched(
+            kColMajor, desc.transA ? kTrans : kNoTrans,
+            desc.transB ? kTrans : kNoTrans, size_t(desc.m), size_t(desc.n),
+            size_t(desc.k), desc.alpha, buffer(desc.a), size_t(desc.a.offset),
+            size_t(desc.a.ld), size_t(desc.a.stride), buffer(desc.b),
+            size_t(desc.b.offset), size_t(desc.b.ld), size_t(desc.b.stride),
+            desc.beta, buffer(desc.c), size_t(desc.c.offset),
+            size_t(desc.c.ld), size_t(desc.c.stride), size_t(desc.batch),
+            &queue_, nullptr),
+        describe(desc).c_str());
+  }
+
 private:
+  /// Zeroes C_b for every b of `desc` (column-major, m x n, columns ld
+  /// apart): one fill when the batch is one contiguous block.
+  void zeroMatrices(const GemmDesc &desc) {
+    const GemmMatrix &c = desc.c;
+    auto at = [&](int64_t element) { return size_t(element) * sizeof(float); };
+    if (c.ld == desc.m && (desc.batch == 1 || c.stride == desc.m * desc.n)) {
+      fill32(c.buffer, at(c.offset), 0, size_t(desc.m * desc.n * desc.batch));
+      return;
+    }
+    for (int64_t b = 0; b < desc.batch; ++b)
+      for (int64_t j = 0; j < desc.n; ++j)
+        fill32(c.buffer, at(c.offset + b * c.stride + j * c.ld), 0,
+               size_t(desc.m));
+  }
+
   OpenCL cl_;
+  /// Loaded by the first product.
+  std::unique_ptr<CLBlast> clblast_;
   cl_platform_id platform_ = nullptr;
   cl_device_id device_ = nullptr;
   cl_context context_ = nullptr;

@@ -66,6 +66,13 @@ CASES = {
     "no-device-open": """
         lib.mgpuMemAlloc(16, None, False)
     """,
+    # A malformed product: the descriptor as the libraries would get it.
+    "gemm-bad-ld": """
+        open_device()
+        b = lib.mgpuMemAlloc(64, None, False)
+        lib.txl_device_sgemm(0, 0, 2, 3, 4, 1.0, b, 0, 2, 0, b, 0, 3, 0,
+                             0.0, b, 0, 3, 0, 1)
+    """,
     "alloc-free": """
         open_device()
         b = lib.mgpuMemAlloc(0, None, False)

@@ -22,4 +22,9 @@ def load(path):
     lib.mgpuMemFree.argtypes = [ptr, ptr]
     lib.mgpuLaunchKernel.argtypes = [ptr] + [ctypes.c_ssize_t] * 6 + [
         ctypes.c_int32, ptr, ctypes.POINTER(ptr), ptr, size]
+    i64 = ctypes.c_int64
+    matrix = [ptr, i64, i64, i64]  # buffer, offset, ld, batch stride
+    lib.txl_device_sgemm.argtypes = (
+        [ctypes.c_int32, ctypes.c_int32, i64, i64, i64, ctypes.c_float]
+        + matrix + matrix + [ctypes.c_float] + matrix + [i64])
     return lib

@@ -17,6 +17,7 @@
 #define TXL_RT_DEVICE_H
 
 #include "txl/device.h"
+#include "txl/rt/Gemm.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -77,6 +78,12 @@ public:
   virtual void launch(Kernel &kernel, const size_t grid[3],
                       const size_t block[3], size_t sharedBytes, void **params,
                       size_t paramCount) = 0;
+
+  /// Enqueues `columnMajor` (checked, m, n, k and batch all positive) on
+  /// the queue through the backend's BLAS library (cuBLAS, CLBlast), loaded
+  /// on first use. Throws Error(TXL_UNAVAILABLE) "no cuBLAS: ..." / "no
+  /// CLBlast: ..." when the library is missing, or with its status name.
+  virtual void gemm(const GemmDesc &columnMajor) = 0;
 
   /// Waits until the queue is empty.
   virtual void synchronize() = 0;

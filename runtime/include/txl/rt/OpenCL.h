@@ -43,7 +43,7 @@ public:
   /// Returns when `result` is CL_SUCCESS (0); otherwise throws
   /// Error(TXL_UNAVAILABLE) "<what>: CL_X (<explanation>)", or
   /// "<what>: cl_int <n>" for a code the runtime does not name.
-  void check(cl_int result, const char *what) const;
+  static void check(cl_int result, const char *what);
 
   /// The name of `result` ("CL_INVALID_VALUE"), or "cl_int <n>".
   static std::string errorName(cl_int result);
