@@ -267,8 +267,13 @@ LogicalResult runGpuTarget(const DriverOptions &options,
                            const ModelConfig &config, ModuleOp module,
                            TimingScope &root) {
   auto print = [&](llvm::raw_ostream &os) { module.print(os); };
+  ConvertRelAttentionToGpuPassOptions attention;
+  attention.relShiftOffset = options.testRelShiftOffset;
+  attention.dropBarrier = options.testDropBarrier;
   if (failed(runStage(module, root, "the attention kernels",
-                      buildTxlToGpuPipeline)) ||
+                      [&](OpPassManager &pm) {
+                        buildTxlToGpuPipeline(pm, attention);
+                      })) ||
       failed(runStage(module, root, "lowering to linalg",
                       buildTxlToLinalgPipeline)))
     return failure();

@@ -105,9 +105,10 @@ void mlir::txl::buildLinalgToLLVMPipeline(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
 }
 
-void mlir::txl::buildTxlToGpuPipeline(OpPassManager &pm) {
+void mlir::txl::buildTxlToGpuPipeline(
+    OpPassManager &pm, const ConvertRelAttentionToGpuPassOptions &attention) {
   // Module: it adds the gpu.module of kernels.
-  pm.addPass(createConvertRelAttentionToGpuPass());
+  pm.addPass(createConvertRelAttentionToGpuPass(attention));
 }
 
 void mlir::txl::buildGpuLinalgToKernelsPipeline(OpPassManager &pm) {

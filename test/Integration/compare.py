@@ -4,6 +4,8 @@
   compare.py nll   OURS.npy REF.npy [--atol 1e-5]
   compare.py mems  OURS.safetensors REF.safetensors [--atol 1e-5 --rtol 1e-5]
   compare.py eval  OURS.json EVAL.json LABEL [--rtol 1e-4]
+  compare.py ppl   OURS.json THEIRS.json [--rtol 1e-4]
+      two executables' `eval --json` outputs (the last line of each)
   compare.py grads OURS.safetensors REF.safetensors --rtol RTOL
       per tensor ||g - g_ref||_2 <= rtol * ||g_ref||_2, same tensor names;
       prints the worst ratio and its tensor, passing or not, so the margin
@@ -55,7 +57,7 @@ def check(name, ours, ref, atol, rtol):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("kind", choices=["nll", "mems", "eval", "grads"])
+    p.add_argument("kind", choices=["nll", "mems", "eval", "ppl", "grads"])
     p.add_argument("ours")
     p.add_argument("ref")
     p.add_argument("label", nargs="?")
@@ -96,6 +98,13 @@ def main():
             fail(f"{worst_name}: ||g - g_ref|| / ||g_ref|| = {worst:.3g} > {a.rtol} "
                  f"({len(over)} of {len(rels)} tensors over)")
         print(f"grads ok ({len(ref)} tensors), worst relative norm error {worst:.3g} ({worst_name})")
+    elif a.kind == "ppl":
+        ours, theirs = (json.loads(open(f).read().strip().splitlines()[-1])
+                        for f in (a.ours, a.ref))
+        rel = abs(ours["ppl"] - theirs["ppl"]) / theirs["ppl"]
+        if not rel <= a.rtol:
+            fail(f"ppl {ours['ppl']} vs {theirs['ppl']} (rel {rel:.3g} > {a.rtol})")
+        print(f"ppl ok: {ours['ppl']:.4f} vs {theirs['ppl']:.4f}, rel {rel:.2g}")
     else:
         ours = json.loads(open(a.ours).read().strip().splitlines()[-1])
         runs = {r["label"]: r for r in json.load(open(a.ref))["runs"]}

@@ -75,6 +75,15 @@ static cl::opt<bool> backward(
     cl::desc("Generate the backward segment for training and --grad-segment "
              "(default true)"),
     cl::init(true));
+// Negative-control tests only (hidden): a GPU executable whose attention
+// kernel is broken on purpose, to show the reference tests catch it.
+static cl::opt<int64_t> testRelShiftOffset(
+    cl::cat(txlcCategory), "test-rel-shift-offset", cl::Hidden, cl::init(0),
+    cl::desc("GPU targets, tests only: read BD one r row off by this much"));
+static cl::opt<int64_t> testDropBarrier(
+    cl::cat(txlcCategory), "test-drop-barrier", cl::Hidden, cl::init(0),
+    cl::desc("GPU targets, tests only: leave out the attention kernel's "
+             "barrier 1 or 2"));
 static cl::opt<bool> fuseAttention(
     cl::cat(txlcCategory), "fuse-attention",
     cl::desc("Fuse the four-term relative attention (default true; false "
@@ -153,6 +162,8 @@ int main(int argc, char **argv) {
     options.gpuArchs.assign(gpuArchs.begin(), gpuArchs.end());
   options.cudaPath = cudaPath;
   options.fuseAttention = fuseAttention;
+  options.testRelShiftOffset = testRelShiftOffset;
+  options.testDropBarrier = testDropBarrier;
   options.backward = backward;
   options.codegen.cpu = mcpu;
   options.codegen.optLevel = optLevel;

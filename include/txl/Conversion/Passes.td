@@ -199,6 +199,11 @@ def ConvertRelAttentionToGpuPass : Pass<"txl-rel-attention-to-gpu", "::mlir::Mod
     Option<"relShiftOffset", "test-rel-shift-offset", "int64_t", /*default=*/"0",
            "Negative-control tests only: read BD from r row "
            "qlen - 1 - i + j + offset (any offset but 0 is wrong)">,
+    Option<"dropBarrier", "test-drop-barrier", "int64_t", /*default=*/"0",
+           "Negative-control tests only: leave out the kernel's first (1: "
+           "tiles still being read by other subgroups get overwritten) or "
+           "second (2: tiles read before every subgroup stored its part) "
+           "barrier">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::bufferization::BufferizationDialect",

@@ -48,6 +48,10 @@ struct DriverOptions {
   /// The CUDA toolkit (libdevice, ptxas).
   std::string cudaPath = "/usr/local/cuda";
   bool fuseAttention = true;
+  /// GPU targets, negative-control tests only: an attention kernel broken
+  /// on purpose (txl-rel-attention-to-gpu's test-* options).
+  int64_t testRelShiftOffset = 0;
+  int64_t testDropBarrier = 0;
   /// Add @segment_grad (txl-generate-backward) and its txl_segment_grad
   /// entry (fused or decomposed attention).
   bool backward = true;

@@ -14,6 +14,8 @@
 #ifndef TXL_PIPELINES_PIPELINES_H
 #define TXL_PIPELINES_PIPELINES_H
 
+#include "txl/Conversion/Passes.h"
+
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 
@@ -54,8 +56,10 @@ void buildTxlCpuPipeline(OpPassManager &pm,
 
 /// The GPU targets, so far: txl -> txl + gpu: --txl-rel-attention-to-gpu
 /// (one flash-style kernel launch per attention layer, kernels in
-/// gpu.module @txl_kernels).
-void buildTxlToGpuPipeline(OpPassManager &pm);
+/// gpu.module @txl_kernels); `attention` carries its options (the
+/// negative-control tests' test-* hooks).
+void buildTxlToGpuPipeline(
+    OpPassManager &pm, const ConvertRelAttentionToGpuPassOptions &attention = {});
 /// The GPU targets, linalg on tensors -> host code on memrefs whose every
 /// computation is a gpu.launch_func of a kernel in @txl_kernels:
 /// bufferization as on the CPU, --txl-prepare-gpu-host,

@@ -104,6 +104,15 @@ MemRefType tileType(MLIRContext *ctx, int64_t rows, const KernelShape &s) {
                          IntegerAttr::get(IntegerType::get(ctx, 64), 3));
 }
 
+/// Ways to break the kernel on purpose, for the negative-control tests
+/// only (the pass's test-* options): both default to a correct kernel.
+struct KernelTestHooks {
+  /// Added to the r row of every BD term (any value but 0 is wrong).
+  int64_t relShiftOffset = 0;
+  /// 1 or 2: the kernel's first or second barrier is left out; 0: none.
+  int64_t dropBarrier = 0;
+};
+
 /// Builds the body of the kernel into `func`. Arguments (see
 /// ConvertRelAttentionToGpuPass's description): q, k, v [len, batch,
 /// n_head, d_head], r [klen, n_head, d_head], u, v_bias [n_head, d_head],
@@ -112,9 +121,9 @@ MemRefType tileType(MLIRContext *ctx, int64_t rows, const KernelShape &s) {
 class KernelBuilder {
 public:
   KernelBuilder(gpu::GPUFuncOp func, const KernelShape &shape,
-                int64_t relShiftOffset)
-      : b(func.getLoc(), func.getContext()), s(shape),
-        relShiftOffset(relShiftOffset), func(func) {}
+                const KernelTestHooks &hooks)
+      : b(func.getLoc(), func.getContext()), s(shape), hooks(hooks),
+        func(func) {}
 
   void build();
 
@@ -153,7 +162,7 @@ private:
 
   ImplicitLocOpBuilder b;
   KernelShape s;
-  int64_t relShiftOffset;
+  KernelTestHooks hooks;
   gpu::GPUFuncOp func;
   /// The work-item's index in the workgroup (set first by build()).
   Value tid;
@@ -258,7 +267,8 @@ void KernelBuilder::build() {
     ValueRange state = keyLoop.getRegionIterArgs();
 
     // Every subgroup is done reading the previous tiles.
-    gpu::BarrierOp::create(b);
+    if (hooks.dropBarrier != 1)
+      gpu::BarrierOp::create(b);
     forTileElements(kKeyTile, [&](Value row, Value col) {
       Value j = add(j0, row);
       Value inRange = cmp(P::ult, j, jEnd);
@@ -271,7 +281,8 @@ void KernelBuilder::build() {
     // Bk): window row w holds r row rBase + w, rBase = qlen - i0 - Bq + j0.
     // Rows outside [0, klen) only serve masked pairs and read as zero.
     Value rBase =
-        add(sub(add(sub(qlen, i0), j0), idx(s.queryTile)), idx(relShiftOffset));
+        add(sub(add(sub(qlen, i0), j0), idx(s.queryTile)),
+            idx(hooks.relShiftOffset));
     forTileElements(s.posRows(), [&](Value row, Value col) {
       Value p = add(rBase, row);
       Value inRange =
@@ -282,7 +293,8 @@ void KernelBuilder::build() {
                               ValueRange{row, col});
     });
     // The tiles are complete before any subgroup reads them.
-    gpu::BarrierOp::create(b);
+    if (hooks.dropBarrier != 2)
+      gpu::BarrierOp::create(b);
 
     Value j = add(j0, lane);
     Value keyInRange = cmp(P::ult, j, jEnd);
@@ -394,7 +406,7 @@ void KernelBuilder::build() {
 /// The kernel for `shape` in `module`'s @txl_kernels, both created on first
 /// use: one kernel per d_head.
 gpu::GPUFuncOp getOrCreateKernel(ModuleOp module, const KernelShape &shape,
-                                 int64_t relShiftOffset) {
+                                 const KernelTestHooks &hooks) {
   std::string name = "rel_attention_d" + std::to_string(shape.dHead);
   gpu::GPUModuleOp kernels = getOrCreateKernelModule(module);
   if (auto existing = kernels.lookupSymbol<gpu::GPUFuncOp>(name))
@@ -419,7 +431,7 @@ gpu::GPUFuncOp getOrCreateKernel(ModuleOp module, const KernelShape &shape,
   // an SM (65536 registers); without a bound ptxas caps d_head 64 at 96
   // registers and spills.
   func->setAttr("nvvm.maxnreg", b.getI32IntegerAttr(kMaxRegisters));
-  KernelBuilder(func, shape, relShiftOffset).build();
+  KernelBuilder(func, shape, hooks).build();
   return func;
 }
 
@@ -428,8 +440,8 @@ gpu::GPUFuncOp getOrCreateKernel(ModuleOp module, const KernelShape &shape,
 // a cf.assert that it is not training.
 struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
   RelAttentionToLaunch(MLIRContext *ctx, ModuleOp module,
-                       int64_t relShiftOffset)
-      : OpRewritePattern(ctx), module(module), relShiftOffset(relShiftOffset) {}
+                       const KernelTestHooks &hooks)
+      : OpRewritePattern(ctx), module(module), hooks(hooks) {}
 
   LogicalResult matchAndRewrite(RelAttentionOp op,
                                 PatternRewriter &rewriter) const override {
@@ -442,7 +454,7 @@ struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
     std::optional<KernelShape> shape = chooseShape(dHead);
     if (!shape)
       return rewriter.notifyMatchFailure(op, "d_head too wide for one tile");
-    gpu::GPUFuncOp kernel = getOrCreateKernel(module, *shape, relShiftOffset);
+    gpu::GPUFuncOp kernel = getOrCreateKernel(module, *shape, hooks);
 
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     MLIRContext *ctx = op.getContext();
@@ -508,7 +520,7 @@ struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
   }
 
   ModuleOp module;
-  int64_t relShiftOffset;
+  KernelTestHooks hooks;
 };
 
 struct ConvertRelAttentionToGpuPass
@@ -518,7 +530,12 @@ struct ConvertRelAttentionToGpuPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     RewritePatternSet patterns(&getContext());
-    patterns.add<RelAttentionToLaunch>(&getContext(), module, relShiftOffset);
+    if (dropBarrier < 0 || dropBarrier > 2) {
+      module.emitError("test-drop-barrier must be 0, 1 or 2");
+      return signalPassFailure();
+    }
+    patterns.add<RelAttentionToLaunch>(
+        &getContext(), module, KernelTestHooks{relShiftOffset, dropBarrier});
     if (failed(applyPatternsGreedily(module, std::move(patterns))))
       return signalPassFailure();
   }
