@@ -69,6 +69,13 @@ void txl_device_write(void *buffer, size_t offset, const void *host,
                       size_t bytes);
 void txl_device_read(void *host, const void *buffer, size_t offset,
                      size_t bytes);
+/* Device memory in bytes: `total`; `free`, as the driver reports it
+ * (CUDA), or total minus what this process holds through the ABI where
+ * the API cannot tell (OpenCL); `in_use`, what the ABI's allocations hold
+ * now; `peak`, the most they held at once since the device was opened.
+ * All 0 when no device is open. Any pointer may be NULL. */
+void txl_device_memory(size_t *total, size_t *free, size_t *in_use,
+                       size_t *peak);
 /* Frees every module and closes the device. */
 void txl_device_close(void);
 

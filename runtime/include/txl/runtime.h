@@ -250,6 +250,23 @@ txl_status_t txl_session_parameter(txl_session_t *session, int32_t index,
 txl_status_t txl_session_set_memory(txl_session_t *session, int64_t mlen,
                                     int64_t batch, const float *const *layers);
 
+/// GPU targets, before the checkpoint is loaded: checks that the
+/// parameters and a memory state of `mem_len` rows for `batch` columns
+/// ((n_layer + 1) x mem_len x batch x d_model float32, what the memory grows
+/// to) fit in the device's free memory, before anything is allocated, and
+/// prints "device memory: ..." with both figures to stderr. Each segment's
+/// workspace (activations, the new memory) comes on top and is not in the
+/// check; txl_session_report_device_memory prints the measured peak.
+/// Errors: TXL_UNAVAILABLE "the run needs X MiB of device memory ... but
+/// the device has Y MiB free". Does nothing on the CPU target.
+txl_status_t txl_session_check_device_memory(txl_session_t *session,
+                                             int64_t mem_len, int64_t batch);
+
+/// GPU targets: prints "device memory: peak X MiB in use ..." (parameters,
+/// memory state and the largest segment workspace so far) to stderr. Does
+/// nothing on the CPU target.
+txl_status_t txl_session_report_device_memory(txl_session_t *session);
+
 /// Drops the memory (mlen = 0) for a stream of `batch` columns.
 txl_status_t txl_session_reset_memory(txl_session_t *session, int64_t batch);
 

@@ -32,13 +32,16 @@ struct SessionDeleter {
 using SessionPtr = std::unique_ptr<txl_session_t, SessionDeleter>;
 
 /// Creates a session over `info` with `threads` (0 = the default) and loads
-/// `checkpoint` into it.
+/// `checkpoint` into it; on a GPU target, first checks that the parameters
+/// and a memory of `memLen` rows for `batch` columns fit on the device.
 SessionPtr openSession(const txl_model_info_t &info, txl_segment_fn segmentFn,
-                       const std::string &checkpoint, int threads) {
+                       const std::string &checkpoint, int threads,
+                       int64_t memLen, int64_t batch) {
   txl_session_t *raw = nullptr;
   checkStatus(txl_session_create(&info, segmentFn, &raw));
   SessionPtr session(raw);
   checkStatus(txl_session_set_threads(session.get(), threads));
+  checkStatus(txl_session_check_device_memory(session.get(), memLen, batch));
   checkStatus(txl_session_load_checkpoint(session.get(), checkpoint.c_str()));
   return session;
 }
@@ -79,7 +82,8 @@ EvalResult runEval(const txl_model_info_t &info, const EvalSettings &settings,
                    txl_segment_fn segmentFn, bool progress) {
   // The checkpoint first: it is cheap to check and the likelier mistake.
   SessionPtr session =
-      openSession(info, segmentFn, settings.checkpoint, settings.threads);
+      openSession(info, segmentFn, settings.checkpoint, settings.threads,
+                  settings.memLen, settings.batchSize);
 
   Corpus corpus =
       loadCorpus(settings.dataset, settings.dataDir, {settings.split});
@@ -140,6 +144,7 @@ EvalResult runEval(const txl_model_info_t &info, const EvalSettings &settings,
   }
   result.seconds = secondsSince(start);
   bar.finish();
+  checkStatus(txl_session_report_device_memory(session.get()));
   if (result.tokens == 0)
     fail(TXL_DATA_ERROR, "the {} split yielded no segment at batch size {}",
          splitName(settings.split), settings.batchSize);
@@ -179,8 +184,8 @@ void runSegmentsCommand(const txl_model_info_t &info,
     fail(TXL_DATA_ERROR, "{}: tgt_len and batch must be positive, got {}",
          options.inputs, formatShape(inputs.shape));
 
-  SessionPtr session =
-      openSession(info, segmentFn, options.checkpoint, options.threads);
+  SessionPtr session = openSession(info, segmentFn, options.checkpoint,
+                                   options.threads, memLen, batch);
   checkStatus(txl_session_reset_memory(session.get(), batch));
   txl_run_options_t runOptions{}; // eval mode: no dropout
   runOptions.mem_len = memLen;
@@ -240,6 +245,7 @@ void runSegmentsCommand(const txl_model_info_t &info,
   fmt::print(out, "| segments {} | loss {:.6f} | tokens {} |\n", numSegments,
              tokens ? totalNll / static_cast<double>(tokens) : 0.0, tokens);
   std::fflush(out);
+  checkStatus(txl_session_report_device_memory(session.get()));
 
   if (!options.dumpNll.empty())
     writeNpy(options.dumpNll, {numSegments, tgtLen, batch}, nll.data());

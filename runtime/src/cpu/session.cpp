@@ -242,6 +242,67 @@ extern "C" txl_status_t txl_session_set_memory(txl_session_t *session,
   });
 }
 
+/// Bytes as MiB with one decimal, for the device-memory lines.
+static std::string mebibytes(size_t bytes) {
+  return fmt::format("{:.1f} MiB", bytes / double(1 << 20));
+}
+
+extern "C" txl_status_t txl_session_check_device_memory(txl_session_t *session,
+                                                        int64_t mem_len,
+                                                        int64_t batch) {
+  return guardStatus([&] {
+    requireSession(session);
+    if (!session->onDevice)
+      return;
+    if (mem_len < 0 || batch <= 0)
+      fail(TXL_INVALID_ARGUMENT,
+           "memory of {} rows and batch size {}: need rows >= 0, batch > 0",
+           mem_len, batch);
+    const txl_model_info_t &info = *session->info;
+    size_t params = 0;
+    for (int32_t i = 0; i < info.n_params; ++i) {
+      size_t count = 1;
+      for (int32_t d = 0; d < info.params[i].rank; ++d)
+        count *= static_cast<size_t>(info.params[i].shape[d]);
+      params += count * sizeof(float);
+    }
+    size_t memory = static_cast<size_t>(info.n_layer + 1) *
+                    static_cast<size_t>(mem_len) * static_cast<size_t>(batch) *
+                    static_cast<size_t>(info.d_model) * sizeof(float);
+    size_t total = 0, free = 0;
+    txl_device_memory(&total, &free, nullptr, nullptr);
+    std::string needs = fmt::format(
+        "{} (parameters {}, memory state {}: {} x {} rows x batch {} x {})",
+        mebibytes(params + memory), mebibytes(params), mebibytes(memory),
+        info.n_layer + 1, mem_len, batch, info.d_model);
+    if (params + memory > free)
+      fail(TXL_UNAVAILABLE,
+           "the run needs {} of device memory before its first segment, but "
+           "the device has {} free of {}",
+           needs, mebibytes(free), mebibytes(total));
+    std::fprintf(stderr,
+                 "device memory: needs %s before the segments' workspace; %s "
+                 "free of %s\n",
+                 needs.c_str(), mebibytes(free).c_str(),
+                 mebibytes(total).c_str());
+  });
+}
+
+extern "C" txl_status_t
+txl_session_report_device_memory(txl_session_t *session) {
+  return guardStatus([&] {
+    requireSession(session);
+    if (!session->onDevice)
+      return;
+    size_t peak = 0;
+    txl_device_memory(nullptr, nullptr, nullptr, &peak);
+    std::fprintf(stderr,
+                 "device memory: peak %s in use (parameters, memory state and "
+                 "segment workspace)\n",
+                 mebibytes(peak).c_str());
+  });
+}
+
 extern "C" txl_status_t txl_session_reset_memory(txl_session_t *session,
                                                  int64_t batch) {
   return guardStatus([&] {

@@ -106,6 +106,12 @@ public:
     return bytes;
   }
 
+  std::optional<size_t> freeMemory() const override {
+    size_t free = 0, total = 0;
+    cuda_.check(cuda_.cuMemGetInfo_v2(&free, &total), "cuMemGetInfo");
+    return free;
+  }
+
   void *allocate(size_t bytes) override {
     CUdeviceptr buffer = 0;
     // A zero-byte allocation still gets a distinct handle.

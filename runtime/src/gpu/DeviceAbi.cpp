@@ -14,6 +14,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -38,6 +39,8 @@ struct State {
   std::vector<std::unique_ptr<LazyModule>> modules;
   /// Buffer handle -> size in bytes, for the buffers of the open device.
   std::unordered_map<const void *, size_t> buffers;
+  /// Sum of `buffers`' sizes, and its high-water mark since the open.
+  size_t inUse = 0, peak = 0;
 };
 
 /// Never destroyed: device libraries tear themselves down at exit in an
@@ -69,6 +72,7 @@ void closeLocked(State &s) {
   for (auto &[buffer, size] : s.buffers)
     s.device->free(const_cast<void *>(buffer));
   s.buffers.clear();
+  s.inUse = s.peak = 0;
   s.device.reset();
   s.description.clear();
 }
@@ -130,6 +134,26 @@ void txl_device_read(void *host, const void *buffer, size_t offset,
                      size_t bytes) {
   orExit("txl_device_read",
          [&] { device().copyToHost(host, buffer, offset, bytes); });
+}
+
+void txl_device_memory(size_t *total, size_t *free, size_t *inUse,
+                       size_t *peak) {
+  State &s = state();
+  size_t values[4] = {};
+  orExit("txl_device_memory", [&] {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (!s.device)
+      return;
+    values[0] = s.device->totalMemory();
+    std::optional<size_t> reported = s.device->freeMemory();
+    values[1] = reported ? *reported : values[0] - std::min(values[0], s.inUse);
+    values[2] = s.inUse;
+    values[3] = s.peak;
+  });
+  size_t *out[4] = {total, free, inUse, peak};
+  for (int i = 0; i < 4; ++i)
+    if (out[i])
+      *out[i] = values[i];
 }
 
 void txl_device_close(void) {
@@ -213,8 +237,11 @@ void *mgpuMemAlloc(uint64_t bytes, void *, bool hostShared) {
     if (hostShared)
       fail(TXL_INVALID_ARGUMENT, "host-shared device memory is not supported");
     void *buffer = device().allocate(bytes);
-    std::lock_guard<std::mutex> lock(state().mutex);
-    state().buffers.emplace(buffer, bytes);
+    State &s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.buffers.emplace(buffer, bytes);
+    s.inUse += bytes;
+    s.peak = std::max(s.peak, s.inUse);
     return buffer;
   });
 }
@@ -222,10 +249,14 @@ void *mgpuMemAlloc(uint64_t bytes, void *, bool hostShared) {
 void mgpuMemFree(void *buffer, void *) {
   orExit("mgpuMemFree", [&] {
     {
-      std::lock_guard<std::mutex> lock(state().mutex);
-      if (state().buffers.erase(buffer) == 0)
+      State &s = state();
+      std::lock_guard<std::mutex> lock(s.mutex);
+      auto found = s.buffers.find(buffer);
+      if (found == s.buffers.end())
         fail(TXL_INVALID_ARGUMENT, "freeing {} which is no device buffer",
              buffer);
+      s.inUse -= found->second;
+      s.buffers.erase(found);
     }
     device().free(buffer);
   });

@@ -199,6 +199,11 @@ public:
     return bytes;
   }
 
+  std::optional<size_t> freeMemory() const override {
+    // OpenCL has no free-memory query.
+    return std::nullopt;
+  }
+
   void *allocate(size_t bytes) override {
     cl_int status = 0;
     // OpenCL has no empty buffers; an empty memref (memory of length 0)

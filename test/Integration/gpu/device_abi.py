@@ -79,6 +79,20 @@ CASES = {
         lib.mgpuMemFree(b, None)
         print("empty buffer allocated and freed")
     """,
+    # What the ABI holds: in use now, and the high-water mark.
+    "memory-accounting": """
+        open_device()
+        size = ctypes.c_size_t
+        def memory():
+            v = [size(0) for _ in range(4)]
+            lib.txl_device_memory(*[ctypes.byref(x) for x in v])
+            return [x.value for x in v]
+        a = lib.mgpuMemAlloc(1000, None, False)
+        b = lib.mgpuMemAlloc(3000, None, False)
+        lib.mgpuMemFree(a, None)
+        total, free, in_use, peak = memory()
+        print(f"in use {in_use}, peak {peak}, free <= total: {free <= total}")
+    """,
 }
 
 

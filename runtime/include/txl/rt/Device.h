@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -52,8 +53,11 @@ public:
 
   /// "NVIDIA H100 80GB HBM3 (CUDA, sm_90, 79.1 GiB)" and the like.
   virtual std::string description() const = 0;
-  /// Total and free device memory in bytes.
+  /// Total device memory in bytes.
   virtual size_t totalMemory() const = 0;
+  /// Free device memory in bytes as the driver reports it, or nullopt
+  /// when the API has no such query (OpenCL).
+  virtual std::optional<size_t> freeMemory() const = 0;
 
   virtual void *allocate(size_t bytes) = 0;
   /// Frees after the work enqueued so far (stream order).
