@@ -109,6 +109,7 @@ void mlir::txl::buildTxlToGpuPipeline(
     OpPassManager &pm, const ConvertRelAttentionToGpuPassOptions &attention) {
   // Module: it adds the gpu.module of kernels.
   pm.addPass(createConvertRelAttentionToGpuPass(attention));
+  pm.addPass(createConvertLayerNormToGpuPass());
 }
 
 void mlir::txl::buildGpuLinalgToKernelsPipeline(OpPassManager &pm) {

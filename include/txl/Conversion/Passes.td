@@ -149,6 +149,46 @@ def DropDestinationResultsPass : Pass<"txl-drop-destination-results", "::mlir::M
                            "::mlir::memref::MemRefDialect"];
 }
 
+def ConvertLayerNormToGpuPass : Pass<"txl-layer-norm-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "Turn txl.layer_norm into a row-per-subgroup GPU kernel launch";
+  let description = [{
+    Rewrites every f32 `txl.layer_norm` with a static last dimension d into
+    one `gpu.launch_func` of `layer_norm_d<d>(x, weight, bias, y, eps: f32)`
+    in `gpu.module @txl_kernels` (created on first use; one kernel per d,
+    shared by every layer), x and y [rows, d] (the input's leading
+    dimensions collapsed), weight and bias [d], all strided memrefs. The
+    grid has ceil(rows / 8) workgroups of 256 work-items: one subgroup of
+    32 per row, lane l reading columns l, l + 32, ... (coalesced). The mean
+    and the biased variance (`torch.nn.LayerNorm`) come from two passes
+    over the row, each closed by a 32-lane shuffle reduction; then
+    y = (x - mean) * rsqrt(var + eps) * weight + bias is written once.
+    Other element types (f64, for gradient checks) are left to the generic
+    lowering.
+
+    Before:
+    ```mlir
+    %y = txl.layer_norm %x, %g, %b {epsilon = 1.0e-05 : f32}
+        : tensor<?x?x128xf32>, tensor<128xf32>, tensor<128xf32>
+    ```
+    After:
+    ```mlir
+    %x2 = tensor.collapse_shape %x [[0, 1], [2]] : ... into tensor<?x128xf32>
+    %out = memref.alloc(%rows) : memref<?x128xf32>
+    gpu.launch_func @txl_kernels::@layer_norm_d128
+        blocks in (%groups, %c1, %c1) threads in (%c256, %c1, %c1)
+        args(%xb, %gb, %bb, %outb, %eps)
+    %y = tensor.expand_shape (bufferization.to_tensor %out) ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::bufferization::BufferizationDialect",
+                           "::mlir::gpu::GPUDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def ConvertRelAttentionToGpuPass : Pass<"txl-rel-attention-to-gpu", "::mlir::ModuleOp"> {
   let summary = "Turn txl.rel_attention into one flash-style GPU kernel launch";
   let description = [{

@@ -9,10 +9,29 @@
 #ifndef TXL_LIB_CONVERSION_TXLTOGPU_KERNELMODULE_H
 #define TXL_LIB_CONVERSION_TXLTOGPU_KERNELMODULE_H
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
 
 namespace mlir::txl {
+
+/// The subgroup (warp) size every kernel assumes: 32, the CUDA warp, and
+/// what the OpenCL kernels require (`intel_reqd_sub_group_size`).
+inline constexpr int64_t kSubgroupSize = 32;
+
+/// `v` summed (or maxed, `isMax`) over the 32 lanes of the subgroup: a
+/// butterfly of xor shuffles, so that every lane gets the result.
+inline Value subgroupReduce(ImplicitLocOpBuilder &b, Value v, bool isMax) {
+  for (int64_t offset = kSubgroupSize / 2; offset > 0; offset /= 2) {
+    Value other = gpu::ShuffleOp::create(b, v, offset, kSubgroupSize,
+                                         gpu::ShuffleMode::XOR)
+                      .getShuffleResult();
+    v = isMax ? Value(arith::MaximumFOp::create(b, v, other))
+              : Value(arith::AddFOp::create(b, v, other));
+  }
+  return v;
+}
 
 /// `module`'s gpu.module @txl_kernels, created (and `module` marked as a
 /// gpu.container_module) on first use.

@@ -46,7 +46,7 @@ namespace {
 
 /// Work-items per subgroup (CUDA warp); the kernel's shuffles assume it and
 /// the OpenCL lowering requires it (intel_reqd_sub_group_size).
-constexpr int64_t kSubgroup = 32;
+constexpr int64_t kSubgroup = kSubgroupSize;
 /// Subgroups per workgroup.
 constexpr int64_t kWarps = 4;
 /// Keys per tile: one per lane.
@@ -183,14 +183,7 @@ void KernelBuilder::forTileElements(int64_t rows,
 }
 
 Value KernelBuilder::subgroupReduce(Value v, bool isMax) {
-  for (int64_t offset = kSubgroup / 2; offset > 0; offset /= 2) {
-    Value other =
-        gpu::ShuffleOp::create(b, v, offset, kSubgroup, gpu::ShuffleMode::XOR)
-            .getShuffleResult();
-    v = isMax ? Value(arith::MaximumFOp::create(b, v, other))
-              : Value(arith::AddFOp::create(b, v, other));
-  }
-  return v;
+  return txl::subgroupReduce(b, v, isMax);
 }
 
 void KernelBuilder::build() {

@@ -36,10 +36,12 @@ SHARED_RESERVED = 1024        # the driver's shared memory per workgroup
 # of 128 (d_head 128: its 44.9 KB of tiles fit 3 times in sm_80's 164 KB).
 # The loop kernels (txl-parallel-loops-to-gpu): 64 registers and no shared
 # memory keep 4 workgroups of 256 work-items on an SM; the one-work-item
-# serial kernels: 64 registers.
+# serial kernels: 64 registers. The layer norm kernels (a subgroup per
+# row, 256 work-items): 32 registers and no shared memory, 8 workgroups.
 BUDGETS = [
     (r"rel_attention_d128", 128, 128, 48 * 1024, 3),
     (r"rel_attention_d\d+", 128, 128, 48 * 1024, 4),
+    (r"layer_norm_d\d+", 256, 32, 0, 8),
     (r"\w+_loop\d+", 256, 64, 0, 4),
     (r"\w+_serial\d+", 1, 64, 0, 1),
 ]

@@ -79,10 +79,10 @@ class Device:
     mgpuModuleGetFunction, mgpuMemAlloc, mgpuLaunchKernel with one pointer
     per argument of the expanded memref descriptors."""
 
-    def __init__(self, library, image):
+    def __init__(self, library, image, backend="opencl"):
         lib = txl_device.load(library)
         error = ctypes.create_string_buffer(512)
-        if lib.txl_device_open(b"opencl", 0, error, len(error)) != 0:
+        if lib.txl_device_open(backend.encode(), 0, error, len(error)) != 0:
             raise SystemExit("txl_device_open: " + error.value.decode())
         print("device:", lib.txl_device_description().decode())
         self.lib = lib

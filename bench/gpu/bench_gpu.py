@@ -1,0 +1,393 @@
+#!/usr/bin/env python3
+"""GPU speed: txlc's --target=cuda executables and attention kernel against
+the official PyTorch model on the same GPU (a benchmark, not a test).
+
+Three benchmarks (bench/gpu/README.md has the details):
+
+  ptb        the trained ptb_small model on PTB valid as the official
+             eval.py runs it (batch 10, tgt_len 64, mem_len 64): `EXE eval`
+             tokens/s against reference_txl.py (the official formulation) in
+             eager mode and under torch.compile; perplexities printed side
+             by side (equal = same computation).
+  enwik8     an enwik8-base-sized model (12 x 512, 8 heads x 64, random
+             weights and tokens) at two settings: tgt_len = mem_len = 512,
+             and the paper's evaluation setting tgt_len 80, mem_len 2100,
+             clamp_len 820, same_length. `EXE run-segments` (each segment
+             timed by its output line) against eager and torch.compile;
+             steady state = segments with a full memory.
+  attention  the rel_attention kernel alone at enwik8-base shapes (qlen 512,
+             klen 1024, 8 heads x 64, batch 4), launched through the
+             runtime's device ABI, against the official attention math in
+             PyTorch (einsum AC + BD, pad/view/slice rel-shift, mask,
+             softmax) and PyTorch SDPA (flash attention where available)
+             on plain causal attention of the same shape.
+
+    bench/gpu/bench_gpu.py all                     # on a GPU: --target cuda
+    bench/gpu/bench_gpu.py all --target opencl --torch-device cpu --smoke
+                                                   # a run-through on a CPU
+
+Run it with a Python that has torch (and, on a GPU, CUDA); the executables
+come from build/bin/txlc.
+"""
+
+import argparse
+import ctypes
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BENCH = os.path.dirname(HERE)
+ROOT = os.path.dirname(BENCH)
+SHARED = os.path.normpath(os.path.join(ROOT, "..", "shared"))
+sys.path.insert(0, BENCH)
+sys.path.insert(0, os.path.join(ROOT, "test", "Integration", "gpu"))
+
+import bench  # noqa: E402  (ptb_stream, ENWIK8_TOML)
+
+
+def sync(device):
+    import torch
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+# --------------------------------------------------------------------------
+# txlc side
+# --------------------------------------------------------------------------
+def compile_model(a, toml, name):
+    exe = os.path.join(a.workdir, f"{name}_{a.target}")
+    cmd = [a.txlc, toml, f"--target={a.target}", "-o", exe]
+    if a.target == "cuda":
+        cmd.append(f"--gpu-arch={a.gpu_arch}")
+    print("  compile: " + " ".join(cmd), flush=True)
+    subprocess.run(cmd, check=True)
+    return exe
+
+
+def run_exe(cmd):
+    """Runs `cmd`, timestamping each stdout line; returns (lines with their
+    arrival time in seconds, stderr)."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(["stdbuf", "-oL"] + cmd, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    lines = [(time.perf_counter() - t0, line) for line in p.stdout]
+    err = p.stderr.read()
+    if p.wait() != 0:
+        raise SystemExit(f"{cmd[0]} failed:\n{err}")
+    return lines, err
+
+
+# --------------------------------------------------------------------------
+# PyTorch side
+# --------------------------------------------------------------------------
+def torch_models(a, toml, weights, **overrides):
+    """{'eager': model, 'compile': torch.compile(model)} on the device."""
+    import torch
+    import reference_txl as ref
+
+    model = ref.load_model(toml, weights, **overrides).to(a.torch_device)
+    models = {"eager": model}
+    if not a.no_compile:
+        models["compile"] = torch.compile(model, dynamic=True)
+    return models
+
+
+def torch_segments(model, data, target, device):
+    """Runs data/target [S, tgt_len, bsz] with memory carried; returns the
+    seconds of each segment and the NLL sum."""
+    import torch
+    times, total = [], 0.0
+    with torch.inference_mode():
+        mems = tuple()
+        for s in range(data.shape[0]):
+            sync(device)
+            t0 = time.perf_counter()
+            ret = model(data[s], target[s], *mems)
+            mems = tuple(ret[1:])
+            total += ret[0].double().sum().item()  # waits for the device
+            times.append(time.perf_counter() - t0)
+    return times, total
+
+
+# --------------------------------------------------------------------------
+# benchmarks
+# --------------------------------------------------------------------------
+def bench_ptb(a):
+    import torch
+    ref_dir = os.path.join(SHARED, "reference", "ptb_small")
+    toml = os.path.join(ROOT, "models", "ptb_small.toml")
+    weights = os.path.join(ref_dir, "model.safetensors")
+    exe = compile_model(a, toml, "ptb_small")
+    print("# ptb_small / PTB valid, batch 10, tgt_len 64, mem_len 64")
+    rows = []
+    for _ in range(a.repeat):
+        lines, err = run_exe([exe, "eval", "--data", os.path.join(SHARED, "data", "ptb"),
+                              "--split", "valid", "--checkpoint", weights,
+                              "--batch-size", "10", "--tgt-len", "64",
+                              "--mem-len", "64", "--json"])
+        result = json.loads(lines[-1][1])
+        rows.append(("txlc", result["tokens_per_s"], result["ppl"]))
+    ids, n_vocab = bench.ptb_stream(os.path.join(SHARED, "data", "ptb"), "valid")
+    data = torch.tensor(ids, dtype=torch.long)
+    n_step = data.size(0) // 10
+    data = data[:n_step * 10].view(10, -1).t().contiguous().to(a.torch_device)
+    if a.smoke:
+        data = data[:64 * 4 + 1]
+    segs = [(data[i:i + min(64, data.size(0) - 1 - i)],
+             data[i + 1:i + 1 + min(64, data.size(0) - 1 - i)])
+            for i in range(0, data.size(0) - 1, 64)]
+    for label, model in torch_models(a, toml, weights, mem_len=64,
+                                     tgt_len=64).items():
+        # One pass to warm up (compile, allocator), then the timed ones.
+        for run in range(1 + a.repeat):
+            total, tokens = 0.0, 0
+            with torch.inference_mode():
+                mems = tuple()
+                sync(a.torch_device)
+                t0 = time.perf_counter()
+                for inp, tgt in segs:
+                    ret = model(inp, tgt, *mems)
+                    mems = tuple(ret[1:])
+                    total += ret[0].double().sum().item()
+                    tokens += inp.numel()
+                seconds = time.perf_counter() - t0
+            if run:
+                rows.append((f"pytorch {label}", tokens / seconds,
+                             float(torch.tensor(total / tokens).exp())))
+    for name, tps, ppl in rows:
+        print(f"  {name:18s} {tps:10.0f} tok/s   ppl {ppl:.4f}")
+    return rows
+
+
+ENWIK8_SETTINGS = {
+    # name: (tgt_len, mem_len, clamp_len, same_length, batch)
+    "512/512": (512, 512, -1, False, 4),
+    "paper eval 80/2100": (80, 2100, 820, True, 4),
+}
+
+
+def enwik8_weights(a, toml):
+    """Random weights (official init shape, std 0.1) for the model file."""
+    import torch
+    import reference_txl as ref
+    from safetensors.torch import save_file
+
+    path = os.path.join(a.workdir, "enwik8_weights.safetensors")
+    if os.path.exists(path):
+        return path
+    g = torch.Generator().manual_seed(1234)
+    _, kw = ref.read_model_file(toml)
+    state = {}
+    for name, t in ref.MemTransformerLM(**kw).state_dict().items():
+        if name == "pos_emb.inv_freq":
+            state[name] = t.clone()
+        elif "layer_norm.weight" in name:
+            state[name] = 1 + 0.1 * torch.randn(t.shape, generator=g)
+        elif "layer_norm.bias" in name or name.startswith("crit"):
+            state[name] = torch.zeros(t.shape)
+        else:
+            state[name] = 0.1 * torch.randn(t.shape, generator=g)
+    state["crit.out_layers.0.weight"] = state["word_emb.emb_layers.0.weight"]
+    save_file({k: v.contiguous().clone() for k, v in state.items()}, path)
+    return path
+
+
+def bench_enwik8(a):
+    import numpy as np
+    import torch
+
+    toml = os.path.join(a.workdir, "enwik8_base.toml")
+    with open(toml, "w") as f:
+        f.write(bench.ENWIK8_TOML)
+    exe = compile_model(a, toml, "enwik8_base")
+    weights = enwik8_weights(a, toml)
+    rows = []
+    for name, (tgt, mem, clamp, same, bsz) in ENWIK8_SETTINGS.items():
+        if a.smoke:
+            tgt, mem, bsz = min(tgt, 32), min(mem, 64), 2
+        # Enough segments for the memory to fill, then `segments` more.
+        warm = -(-mem // tgt)
+        S = warm + a.segments
+        rng = np.random.default_rng(5678)
+        stream = rng.integers(0, 204, size=(S * tgt + 1, bsz), dtype=np.int64)
+        inputs = os.path.join(a.workdir, f"enwik8_{tgt}_{mem}_in.npy")
+        targets = os.path.join(a.workdir, f"enwik8_{tgt}_{mem}_tgt.npy")
+        np.save(inputs, stream[:-1].reshape(S, tgt, bsz))
+        np.save(targets, stream[1:].reshape(S, tgt, bsz))
+        print(f"# enwik8-base sized, {name}: tgt_len {tgt}, mem_len {mem}, "
+              f"clamp_len {clamp}, same_length {same}, batch {bsz}; "
+              f"{warm} segments to fill the memory, {a.segments} timed")
+        tokens = tgt * bsz
+        for _ in range(a.repeat):
+            lines, _ = run_exe([exe, "run-segments", "--checkpoint", weights,
+                                "--inputs", inputs, "--targets", targets,
+                                "--mem-len", str(mem), "--clamp-len", str(clamp),
+                                "--same-length", "true" if same else "false"])
+            stamps = [t for t, line in lines if line.startswith("| segment ")]
+            steady = [t1 - t0 for t0, t1 in zip(stamps[warm - 1:], stamps[warm:])]
+            rows.append((name, "txlc", tokens * len(steady) / sum(steady)))
+        data = torch.from_numpy(np.load(inputs)).to(a.torch_device)
+        target = torch.from_numpy(np.load(targets)).to(a.torch_device)
+        for label, model in torch_models(a, toml, weights, tgt_len=tgt,
+                                         mem_len=mem, clamp_len=clamp,
+                                         same_length=same).items():
+            torch_segments(model, data, target, a.torch_device)  # warm-up
+            for _ in range(a.repeat):
+                times, _ = torch_segments(model, data, target, a.torch_device)
+                steady = times[warm:]
+                rows.append((name, f"pytorch {label}",
+                             tokens * len(steady) / sum(steady)))
+    for setting, who, tps in rows:
+        print(f"  {setting:20s} {who:18s} {tps:10.0f} tok/s")
+    return rows
+
+
+def bench_attention(a):
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+    import rel_attention_kernel as rak
+
+    qlen, mlen, bsz, n_head, d_head = (512, 512, 4, 8, 64)
+    if a.smoke:
+        qlen, mlen, bsz = 64, 64, 2
+    klen = qlen + mlen
+    work = a.workdir
+    toml = os.path.join(ROOT, "models", "enwik8_base.toml")
+    txl = os.path.join(work, "enwik8_base.txl")
+    mlir = os.path.join(work, "enwik8_base_attention.mlir")
+    bin_dir = os.path.dirname(a.txlc)
+    subprocess.run([a.txlc, toml, "--emit=txl-opt", "-o", txl], check=True)
+    subprocess.run([os.path.join(bin_dir, "txl-opt"), txl,
+                    "--txl-rel-attention-to-gpu", "-o", mlir], check=True)
+    if a.target == "cuda":
+        image = subprocess.run(
+            [os.path.join(bin_dir, "txl-translate"), "--kernels-to-ptx",
+             f"--ptx-chip={a.gpu_arch}", mlir], check=True,
+            capture_output=True).stdout + b"\0"  # PTX: NUL-terminated
+    else:
+        image = subprocess.run(
+            [os.path.join(bin_dir, "txl-translate"), "--kernels-to-opencl-image",
+             mlir], check=True, capture_output=True).stdout
+    tiles, block = rak.kernel_layouts(open(mlir).read())[f"rel_attention_d{d_head}"]
+    dev = rak.Device(a.device_lib, image, backend=a.target)
+    rng = np.random.default_rng(0)
+    heads = rng.standard_normal((klen, bsz, n_head, 3 * d_head)).astype(np.float32)
+    q, k, v = (heads[mlen:, :, :, :d_head], heads[:, :, :, d_head:2 * d_head],
+               heads[:, :, :, 2 * d_head:])
+    r = rng.standard_normal((klen, n_head, d_head)).astype(np.float32)
+    u = rng.standard_normal((n_head, d_head)).astype(np.float32)
+    vb = rng.standard_normal((n_head, d_head)).astype(np.float32)
+    out = np.zeros((qlen, bsz, n_head, d_head), np.float32)
+    args = []
+    for x in (q, k, v):
+        args += dev.memref(x, heads)[1]
+    for x in (r, u, vb):
+        args += dev.memref(x)[1]
+    out_buf, desc = dev.memref(out)
+    args += desc + [ctypes.c_int64(mlen), ctypes.c_int32(0),
+                    ctypes.c_float(1 / d_head ** 0.5)]
+    kernel = dev.kernel(f"rel_attention_d{d_head}")
+    grid = (-(-qlen // tiles[0][0]), bsz * n_head, 1)
+
+    def ours():
+        dev.launch(kernel, grid, (block, 1, 1), args)
+
+    def timed(fn, wait):
+        fn()
+        wait()
+        t0 = time.perf_counter()
+        for _ in range(a.iters):
+            fn()
+        wait()
+        return (time.perf_counter() - t0) / a.iters
+
+    rows = [("txlc rel_attention kernel", timed(ours, dev.lib.txl_device_sync))]
+    dev.read(out, out_buf)
+    want = rak.reference(q, k, v, r, u, vb, mlen, False, 1 / d_head ** 0.5)
+    err = float(np.abs(out - want).max())
+    dev.free()
+    dev.lib.txl_device_close()
+
+    t = lambda x: torch.from_numpy(np.ascontiguousarray(x)).to(a.torch_device)
+    tq, tk, tv, tr, tu, tvb = map(t, (q, k, v, r, u, vb))
+    mask = torch.triu(torch.ones(qlen, klen, device=a.torch_device),
+                      diagonal=1 + mlen).bool()[:, :, None, None]
+
+    def official():
+        # mem_transformer.py RelPartialLearnableMultiHeadAttn, op for op.
+        ac = torch.einsum("ibnd,jbnd->ijbn", tq + tu, tk)
+        bd = torch.einsum("ibnd,jnd->ijbn", tq + tvb, tr)
+        zero = torch.zeros((bd.size(0), 1, *bd.size()[2:]), device=bd.device)
+        padded = torch.cat([zero, bd], dim=1).view(bd.size(1) + 1, bd.size(0),
+                                                   *bd.size()[2:])
+        bd = padded[1:].view_as(bd)
+        score = (ac + bd) * (1 / d_head ** 0.5)
+        prob = F.softmax(score.masked_fill(mask, -float("inf")), dim=1)
+        return torch.einsum("ijbn,jbnd->ibnd", prob, tv)
+
+    sq = tq.permute(1, 2, 0, 3).contiguous()
+    sk = tk.permute(1, 2, 0, 3).contiguous()
+    sv = tv.permute(1, 2, 0, 3).contiguous()
+
+    def sdpa():
+        return F.scaled_dot_product_attention(sq, sk, sv, is_causal=True)
+
+    with torch.inference_mode():
+        rows.append(("pytorch official math", timed(official, lambda: sync(a.torch_device))))
+        rows.append(("pytorch SDPA causal", timed(sdpa, lambda: sync(a.torch_device))))
+    # Useful FLOPs of the relative attention: AC, BD and P.V over the
+    # visible (causal) pairs, 2 flops per multiply-add.
+    pairs = sum(min(klen, mlen + i + 1) for i in range(qlen))
+    flops = 3 * 2 * pairs * d_head * bsz * n_head
+    print(f"# attention alone: qlen {qlen}, klen {klen}, batch {bsz}, "
+          f"{n_head} heads x {d_head}; our kernel vs the official math: max "
+          f"abs err {err:.2g}")
+    for name, seconds in rows:
+        print(f"  {name:28s} {seconds * 1e3:9.3f} ms   "
+              f"{flops / seconds / 1e12:7.3f} TFLOP/s (relative attention's)")
+    return [(name, seconds) for name, seconds in rows]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("what", choices=["ptb", "enwik8", "attention", "all"])
+    p.add_argument("--target", choices=["cuda", "opencl"], default="cuda")
+    p.add_argument("--gpu-arch", default="sm_90")
+    p.add_argument("--torch-device", default="cuda")
+    p.add_argument("--txlc", default=os.path.join(ROOT, "build", "bin", "txlc"))
+    p.add_argument("--device-lib",
+                   default=os.path.join(ROOT, "build", "lib", "libtxl_device.so"))
+    p.add_argument("--workdir", default=os.path.join(ROOT, "..", "bench-scratch", "gpu"))
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--segments", type=int, default=8,
+                   help="enwik8: timed segments after the memory is full")
+    p.add_argument("--iters", type=int, default=20, help="attention: launches timed")
+    p.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    p.add_argument("--smoke", action="store_true",
+                   help="small shapes and data: checks the script runs")
+    p.add_argument("--json", help="write the results here")
+    a = p.parse_args()
+    if a.smoke:
+        a.repeat, a.segments, a.iters = 1, 2, 2
+    os.makedirs(a.workdir, exist_ok=True)
+    import torch
+    print(f"# torch {torch.__version__} on {a.torch_device}"
+          + (f" ({torch.cuda.get_device_name()})" if a.torch_device == "cuda" else "")
+          + f"; txlc --target={a.target}")
+    results = {}
+    for what in (["ptb", "enwik8", "attention"] if a.what == "all" else [a.what]):
+        results[what] = {"ptb": bench_ptb, "enwik8": bench_enwik8,
+                         "attention": bench_attention}[what](a)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(results, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
