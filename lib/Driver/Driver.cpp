@@ -159,21 +159,29 @@ FailureOr<std::string> compileOpenCLKernels(ModuleOp module,
   return buildOpenCLImage(head, *spirv);
 }
 
-/// --emit=ptx: the PTX of `module`'s kernels for the one --gpu-arch.
-LogicalResult emitPtx(const DriverOptions &options, ModuleOp module,
-                      TimingScope &timing) {
+/// The PTX of `module`'s kernels (a copy of them, lowered) for `chip`.
+FailureOr<std::string> lowerKernelsToPtx(const DriverOptions &options,
+                                         ModuleOp module,
+                                         const std::string &chip,
+                                         TimingScope &timing) {
   OwningOpRef<ModuleOp> kernels = cloneKernelModule(module);
   if (!kernels)
     return failure();
-  const std::string &chip = options.gpuArchs.front();
-  if (failed(runStage(
-          *kernels, timing, "lowering the kernels to PTX (" + chip + ")",
-          [&](OpPassManager &pm) {
-            buildKernelsToPtxPipeline(pm, chip, ptxFeatures(chip),
-                                      options.cudaPath);
-          })))
+  if (failed(runStage(*kernels, timing,
+                      "lowering the kernels to PTX (" + chip + ")",
+                      [&](OpPassManager &pm) {
+                        buildKernelsToPtxPipeline(pm, chip, ptxFeatures(chip),
+                                                  options.cudaPath);
+                      })))
     return failure();
-  FailureOr<std::string> ptx = getPtx(*kernels);
+  return getPtx(*kernels);
+}
+
+/// --emit=ptx: the PTX of `module`'s kernels for the one --gpu-arch.
+LogicalResult emitPtx(const DriverOptions &options, ModuleOp module,
+                      TimingScope &timing) {
+  FailureOr<std::string> ptx =
+      lowerKernelsToPtx(options, module, options.gpuArchs.front(), timing);
   if (failed(ptx))
     return failure();
   return writeText(options, [&](llvm::raw_ostream &os) { os << *ptx; });
@@ -185,17 +193,7 @@ FailureOr<std::string> compileCudaFatbin(const DriverOptions &options,
                                          ModuleOp module, TimingScope &timing) {
   std::vector<CudaArchPtx> archs;
   for (const std::string &chip : options.gpuArchs) {
-    OwningOpRef<ModuleOp> kernels = cloneKernelModule(module);
-    if (!kernels)
-      return failure();
-    if (failed(runStage(*kernels, timing,
-                        "lowering the kernels to PTX (" + chip + ")",
-                        [&](OpPassManager &pm) {
-                          buildKernelsToPtxPipeline(pm, chip, ptxFeatures(chip),
-                                                    options.cudaPath);
-                        })))
-      return failure();
-    FailureOr<std::string> ptx = getPtx(*kernels);
+    FailureOr<std::string> ptx = lowerKernelsToPtx(options, module, chip, timing);
     if (failed(ptx))
       return failure();
     archs.push_back({chip, std::move(*ptx)});

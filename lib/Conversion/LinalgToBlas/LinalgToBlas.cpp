@@ -209,14 +209,24 @@ static Value atLeastOne(OpBuilder &b, Location loc, Value x) {
 
 /// Rewrites `op` (matmul with batchDims = 0, batch_matmul with 1) into calls
 /// of `gemm`, whose element type is the one of `op`'s output.
-static LogicalResult lowerToBlas(linalg::LinalgOp op, unsigned batchDims,
-                                 func::FuncOp gemm, Type elementType) {
+/// The transpose flags of bufferized product `op`, or failure with an
+/// error on it (operands on tensors, or maps that are no BLAS layout).
+static FailureOr<std::pair<bool, bool>> classifyProduct(linalg::LinalgOp op,
+                                                        unsigned batchDims) {
   if (!op.hasPureBufferSemantics())
     return op->emitOpError("txl-linalg-to-blas expects bufferized operands");
   FailureOr<std::pair<bool, bool>> trans =
       classify(op.getIndexingMapsArray(), batchDims);
   if (failed(trans))
     return op->emitOpError("unsupported indexing maps for a BLAS product");
+  return trans;
+}
+
+static LogicalResult lowerToBlas(linalg::LinalgOp op, unsigned batchDims,
+                                 func::FuncOp gemm, Type elementType) {
+  FailureOr<std::pair<bool, bool>> trans = classifyProduct(op, batchDims);
+  if (failed(trans))
+    return failure();
   auto [transA, transB] = *trans;
 
   // Looked up before anything is inserted next to `op`.
@@ -307,12 +317,9 @@ static func::FuncOp getOrDeclareDeviceGemm(OpBuilder &b, ModuleOp module) {
 /// runtime's to skip (txl/rt/Gemm.h), so the call is unconditional.
 static LogicalResult lowerToDeviceGemm(linalg::LinalgOp op, unsigned batchDims,
                                        func::FuncOp gemm) {
-  if (!op.hasPureBufferSemantics())
-    return op->emitOpError("txl-linalg-to-blas expects bufferized operands");
-  FailureOr<std::pair<bool, bool>> trans =
-      classify(op.getIndexingMapsArray(), batchDims);
+  FailureOr<std::pair<bool, bool>> trans = classifyProduct(op, batchDims);
   if (failed(trans))
-    return op->emitOpError("unsupported indexing maps for a BLAS product");
+    return failure();
   auto [transA, transB] = *trans;
   linalg::FillOp zeroFill = findZeroFill(op);
   IRRewriter b(op->getContext());
