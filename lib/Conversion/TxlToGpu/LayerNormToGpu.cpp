@@ -38,10 +38,9 @@ constexpr int64_t kRowsPerWorkgroup = 8;
 /// memref<?x d x f32, strided<[?, 1], offset: ?>>: the kernel's view of
 /// the input and output rows.
 MemRefType rowsType(MLIRContext *ctx, int64_t d) {
-  return MemRefType::get(
-      {ShapedType::kDynamic, d}, Float32Type::get(ctx),
-      StridedLayoutAttr::get(ctx, ShapedType::kDynamic,
-                             {ShapedType::kDynamic, 1}));
+  return MemRefType::get({ShapedType::kDynamic, d}, Float32Type::get(ctx),
+                         StridedLayoutAttr::get(ctx, ShapedType::kDynamic,
+                                                {ShapedType::kDynamic, 1}));
 }
 
 /// memref<d x f32, strided<[?], offset: ?>>: weight and bias.
@@ -77,8 +76,8 @@ void buildKernel(gpu::GPUFuncOp func, int64_t d) {
   auto guard = scf::IfOp::create(b, inRange, /*withElseRegion=*/false);
   b.setInsertionPointToStart(guard.thenBlock());
 
-  Value fzero = arith::ConstantFloatOp::create(b, b.getF32Type(),
-                                               APFloat(0.0f));
+  Value fzero =
+      arith::ConstantFloatOp::create(b, b.getF32Type(), APFloat(0.0f));
   Value step = idx(kSubgroupSize), end = idx(d);
   // Sum over the lane's columns lane, lane + 32, ... of f(column, x).
   auto laneSum = [&](function_ref<Value(Value, Value)> term) {
@@ -87,8 +86,8 @@ void buildKernel(gpu::GPUFuncOp func, int64_t d) {
     b.setInsertionPointToStart(loop.getBody());
     Value col = loop.getInductionVar();
     Value v = memref::LoadOp::create(b, x, ValueRange{row, col});
-    Value sum = arith::AddFOp::create(b, loop.getRegionIterArgs()[0],
-                                      term(col, v));
+    Value sum =
+        arith::AddFOp::create(b, loop.getRegionIterArgs()[0], term(col, v));
     scf::YieldOp::create(b, sum);
     return loop.getResult(0);
   };
@@ -99,8 +98,7 @@ void buildKernel(gpu::GPUFuncOp func, int64_t d) {
       count);
   Value var = arith::DivFOp::create(
       b,
-      subgroupReduce(b,
-                     laneSum([&](Value, Value v) {
+      subgroupReduce(b, laneSum([&](Value, Value v) {
                        Value c = arith::SubFOp::create(b, v, mean);
                        return arith::MulFOp::create(b, c, c).getResult();
                      }),
@@ -131,10 +129,10 @@ gpu::GPUFuncOp getOrCreateKernel(ModuleOp module, int64_t d) {
     return existing;
   MLIRContext *ctx = kernels.getContext();
   OpBuilder b = OpBuilder::atBlockEnd(kernels.getBody());
-  auto type = b.getFunctionType({rowsType(ctx, d), vectorType(ctx, d),
-                                 vectorType(ctx, d), rowsType(ctx, d),
-                                 b.getF32Type()},
-                                {});
+  auto type =
+      b.getFunctionType({rowsType(ctx, d), vectorType(ctx, d),
+                         vectorType(ctx, d), rowsType(ctx, d), b.getF32Type()},
+                        {});
   auto func = gpu::GPUFuncOp::create(b, kernels.getLoc(), name, type);
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
@@ -171,7 +169,8 @@ struct LayerNormToLaunch : public OpRewritePattern<LayerNormOp> {
     auto toBuffer = [&](Value tensor, MemRefType view) -> Value {
       auto t = cast<RankedTensorType>(tensor.getType());
       Value buffer = bufferization::ToBufferOp::create(
-          b, MemRefType::get(t.getShape(), t.getElementType(), view.getLayout()),
+          b,
+          MemRefType::get(t.getShape(), t.getElementType(), view.getLayout()),
           tensor, /*read_only=*/b.getUnitAttr());
       return memref::CastOp::create(b, view, buffer);
     };

@@ -200,8 +200,7 @@ public:
       // cores (which CUBLAS_TF32_TENSOR_OP_MATH would allow).
       cublas->check(cublas->cublasSetMathMode(handle_, kDefaultMath),
                     "cublasSetMathMode");
-      cublas->check(cublas->cublasSetStream_v2(
-                        handle_, stream_),
+      cublas->check(cublas->cublasSetStream_v2(handle_, stream_),
                     "cublasSetStream");
       cublas_ = std::move(cublas);
     }

@@ -12,9 +12,9 @@
 #include "txl/rt/Device.h"
 #include "txl/rt/Status.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <mutex>

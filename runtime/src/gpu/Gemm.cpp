@@ -5,6 +5,7 @@
 #include "txl/rt/Device.h"
 #include "txl/rt/Status.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace txl::rt {
@@ -65,11 +66,11 @@ void enqueueGemm(Device &device, const GemmDesc &rowMajor) {
            describe(desc), desc.beta);
     for (int64_t b = 0; b < desc.batch; ++b)
       for (int64_t j = 0; j < desc.n; ++j)
-        device.fill32(desc.c.buffer,
-                      size_t(desc.c.offset + b * desc.c.stride +
-                             j * desc.c.ld) *
-                          sizeof(float),
-                      0, size_t(desc.m));
+        device.fill32(
+            desc.c.buffer,
+            size_t(desc.c.offset + b * desc.c.stride + j * desc.c.ld) *
+                sizeof(float),
+            0, size_t(desc.m));
     return;
   }
   device.gemm(desc);

@@ -1,4 +1,5 @@
-//===- BlasLibrariesTest.cpp - cuBLAS and CLBlast tables, Gemm.h -*- C++ -*-===//
+//===- BlasLibrariesTest.cpp - cuBLAS and CLBlast tables, Gemm.h -*- C++
+//-*-===//
 //
 // The BLAS libraries of the GPU targets as a user meets them: loaded by
 // dlopen (cuBLAS from the toolkit here: no GPU, so nothing runs on it),
@@ -41,13 +42,16 @@ TEST(BlasLibrariesTest, CublasFromTheToolkit) {
   // Named by the library itself (cublasGetStatusName/String).
   std::string message = test::expectError(
       [&] { cublas.check(3, "cublasCreate"); }, TXL_UNAVAILABLE, {});
-  EXPECT_THAT(message, StartsWith("cublasCreate: CUBLAS_STATUS_ALLOC_FAILED ("));
+  EXPECT_THAT(message,
+              StartsWith("cublasCreate: CUBLAS_STATUS_ALLOC_FAILED ("));
 }
 
 // None of the candidates loads: the first one's reason and the others.
 TEST(BlasLibrariesTest, MissingCublasNamesEveryCandidate) {
   std::string message = test::expectError(
-      [] { Cublas cublas({"libtxl-no-cublas.so.13", "/nowhere/libcublas.so"}); },
+      [] {
+        Cublas cublas({"libtxl-no-cublas.so.13", "/nowhere/libcublas.so"});
+      },
       TXL_UNAVAILABLE, {});
   EXPECT_THAT(message, StartsWith("no cuBLAS: dlopen(libtxl-no-cublas.so.13) "
                                   "failed: "));
@@ -56,8 +60,8 @@ TEST(BlasLibrariesTest, MissingCublasNamesEveryCandidate) {
 
 // A library that is not cuBLAS: the first missing symbol is named.
 TEST(BlasLibrariesTest, CublasWithoutTheSymbols) {
-  std::string message = test::expectError(
-      [] { Cublas cublas({"libm.so.6"}); }, TXL_UNAVAILABLE, {});
+  std::string message = test::expectError([] { Cublas cublas({"libm.so.6"}); },
+                                          TXL_UNAVAILABLE, {});
   EXPECT_EQ(message, "no usable cuBLAS: libm.so.6 has no symbol "
                      "cublasGetStatusName (the runtime needs cuBLAS from CUDA "
                      "12 or newer)");
@@ -116,14 +120,14 @@ TEST(BlasLibrariesTest, ToColumnMajorSwapsOperands) {
   EXPECT_EQ(col.batch, 2);
   checkGemm(col);
   col.c.ld = 4; // < m = 5
-  EXPECT_THAT(test::expectError([&] { checkGemm(col); }, TXL_INVALID_ARGUMENT,
-                                {}),
-              HasSubstr("a leading dimension is smaller"));
+  EXPECT_THAT(
+      test::expectError([&] { checkGemm(col); }, TXL_INVALID_ARGUMENT, {}),
+      HasSubstr("a leading dimension is smaller"));
   col.c.ld = 6;
   col.c.stride = 0;
-  EXPECT_THAT(test::expectError([&] { checkGemm(col); }, TXL_INVALID_ARGUMENT,
-                                {}),
-              HasSubstr("every product of the batch would write the same C"));
+  EXPECT_THAT(
+      test::expectError([&] { checkGemm(col); }, TXL_INVALID_ARGUMENT, {}),
+      HasSubstr("every product of the batch would write the same C"));
 }
 
 } // namespace
