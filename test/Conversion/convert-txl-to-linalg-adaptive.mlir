@@ -2,28 +2,37 @@
 // RUN: txl-opt %s --split-input-file --convert-txl-to-linalg | FileCheck %s --check-prefix=NOFULL
 
 // txl.adaptive_nll with a sliced output layer (div_val = 1, cutoffs [4],
-// n_token 10), projections and one tail cluster. The head is the projected
-// hidden state times rows [0, 4) of the layer plus the cluster row; the
-// log-sum-exp runs over both parts without concatenating them; the cluster
-// column of a tail token is found by comparing with the cluster starts. The
-// tail is scored only for the compacted positions of its tokens (scf.for +
-// tensor.insert), gathered, projected, multiplied by rows [4, 10), and
-// scatter-added into the head's NLL.
+// n_token 10), projections and one tail cluster. The head's log-sum-exp
+// over the shortlist (the projected hidden state times rows [0, 4) of the
+// layer) is swept over blocks of 512 columns with an online log-sum-exp
+// (scf.for carrying max and sum), the target's shortlist logit is a
+// gathered dot product (row t of the layer), and the cluster row is one
+// small product; the head's total log-sum-exp joins the two without
+// concatenating. The cluster column of a tail token is found by comparing
+// with the cluster starts. The tail is scored only for the compacted
+// positions of its tokens (scf.for + tensor.insert), gathered, projected,
+// swept over rows [4, 10) of the layer in blocks, its target logit
+// gathered, and scatter-added into the head's NLL.
 // CHECK-LABEL: func.func @adaptive_nll_sliced
 // CHECK-SAME: (%[[H:[^:]+]]: tensor<?x?x8xf32>, %[[T:[^:]+]]: tensor<?x?xi64>, %[[W:[^:]+]]: tensor<10x4xf32>, %[[B:[^:]+]]: tensor<10xf32>, %[[P:[^:]+]]: tensor<8x4xf32>, %[[CW:[^:]+]]: tensor<1x4xf32>, %[[CB:[^:]+]]: tensor<1xf32>)
 // CHECK-DAG: %[[HF:.+]] = tensor.collapse_shape %[[H]] {{\[\[}}0, 1], [2]]
 // CHECK-DAG: %[[TF:.+]] = tensor.collapse_shape %[[T]] {{\[\[}}0, 1]]
 // CHECK: %[[HP:.+]] = linalg.matmul ins(%[[HF]], %[[P]] : tensor<?x8xf32>, tensor<8x4xf32>)
 // CHECK: %[[W0:.+]] = tensor.extract_slice %[[W]][0, 0] [4, 4] [1, 1]
-// CHECK: linalg.generic {{.+}} ins(%{{.+}} : tensor<4xf32>)
-// CHECK: %[[HEAD:.+]] = linalg.matmul indexing_maps = [#{{.+}}, #{{.+}}, #{{.+}}] ins(%[[HP]], %[[W0]] : tensor<?x4xf32>, tensor<4x4xf32>)
-// CHECK: linalg.generic {{.+}} ins(%[[CB]] : tensor<1xf32>)
+// CHECK: %[[SWEEP:.+]]:2 = scf.for %{{.+}} = %{{.+}} to %{{.+}} step %{{.+}} iter_args({{.+}}) -> (tensor<?xf32>, tensor<?xf32>)
+// CHECK: %[[BLOCK:.+]] = tensor.extract_slice %[[W0]]
+// CHECK: linalg.matmul indexing_maps = [#{{.+}}, #{{.+}}, #{{.+}}] ins(%[[HP]], %[[BLOCK]] : tensor<?x4xf32>, tensor<?x4xf32>) outs(%{{.+}} : tensor<?x?xf32>)
+// CHECK: math.log
+// CHECK: %[[COLS:.+]] = linalg.generic {{.+}} ins(%[[TF]] : tensor<?xi64>) outs(%{{.+}} : tensor<?xindex>)
+// CHECK: %[[W0B:.+]] = tensor.extract_slice %[[W]][0, 0] [4, 4] [1, 1]
+// CHECK: linalg.generic {{.+}} ins(%[[HP]], %[[COLS]] : tensor<?x4xf32>, tensor<?xindex>)
+// CHECK: tensor.extract %[[W0B]]
+// CHECK: %[[SHORT:.+]] = linalg.generic {{.+}} ins(%{{.+}}, %[[COLS]] : tensor<?xf32>, tensor<?xindex>)
 // CHECK: %[[CLUSTER:.+]] = linalg.matmul indexing_maps = [#{{.+}}, #{{.+}}, #{{.+}}] ins(%[[HP]], %[[CW]] : tensor<?x4xf32>, tensor<1x4xf32>)
 // CHECK: arith.maximumf
 // CHECK: math.exp
 // CHECK: math.log
-// CHECK: %[[HEADNLL:.+]] = linalg.generic {{.+}} ins(%{{.+}}, %[[TF]] : tensor<?xf32>, tensor<?xi64>)
-// CHECK: tensor.extract %[[HEAD]]
+// CHECK: %[[HEADNLL:.+]] = linalg.generic {{.+}} ins(%{{.+}}, %[[TF]], %[[SHORT]] : tensor<?xf32>, tensor<?xi64>, tensor<?xf32>)
 // CHECK: arith.cmpi sge, %{{.+}}, %[[C4:.+]] : index
 // CHECK: tensor.extract %[[CLUSTER]]
 // CHECK: %[[ROWS:.+]]:2 = scf.for {{.+}} -> (tensor<?xindex>, index)
@@ -34,8 +43,14 @@
 // CHECK: tensor.extract %[[HF]]
 // CHECK: %[[TP:.+]] = linalg.matmul ins(%[[G]], %[[P]] : tensor<?x8xf32>, tensor<8x4xf32>)
 // CHECK: %[[W1:.+]] = tensor.extract_slice %[[W]][4, 0] [6, 4] [1, 1]
-// CHECK: linalg.matmul indexing_maps = [#{{.+}}, #{{.+}}, #{{.+}}] ins(%[[TP]], %[[W1]] : tensor<?x4xf32>, tensor<6x4xf32>)
-// CHECK: %[[TAIL:.+]] = linalg.generic {{.+}} ins(%{{.+}}, %[[IDX]] : tensor<?xf32>, tensor<?xindex>)
+// CHECK: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %{{.+}} iter_args({{.+}}) -> (tensor<?xf32>, tensor<?xf32>)
+// CHECK: %[[BLOCK1:.+]] = tensor.extract_slice %[[W1]]
+// CHECK: linalg.matmul indexing_maps = [#{{.+}}, #{{.+}}, #{{.+}}] ins(%[[TP]], %[[BLOCK1]] : tensor<?x4xf32>, tensor<?x4xf32>)
+// CHECK: %[[TCOLS:.+]] = linalg.generic {{.+}} ins(%[[IDX]] : tensor<?xindex>) outs(%{{.+}} : tensor<?xindex>)
+// CHECK: tensor.extract %[[TF]]
+// CHECK: linalg.generic {{.+}} ins(%[[TP]], %[[TCOLS]] : tensor<?x4xf32>, tensor<?xindex>)
+// CHECK: %[[TAIL:.+]] = linalg.generic {{.+}} ins(%{{.+}}, %{{.+}} : tensor<?xf32>, tensor<?xf32>)
+// CHECK: arith.subf
 // CHECK: %[[SUM:.+]] = scf.for {{.+}} iter_args(%{{.+}} = %[[HEADNLL]]) -> (tensor<?xf32>)
 // CHECK: tensor.insert
 // CHECK: %[[E:.+]] = tensor.expand_shape %[[SUM]] {{\[\[}}0, 1]]
@@ -51,15 +66,22 @@ func.func @adaptive_nll_sliced(%h: tensor<?x?x8xf32>, %t: tensor<?x?xi64>, %w: t
 
 // -----
 
-// Without clusters or projections only the head remains: one product, the
-// log-sum-exp, and the target's logit; no loop.
+// Without clusters or projections only the head remains (here 2000
+// columns): the blocked sweep (one loop, a product per block of 512
+// columns) and the target's gathered logit; no other loop, no second
+// product, and no [tokens, 2000] logits.
 // CHECK-LABEL: func.func @adaptive_nll_head_only
-// CHECK: linalg.matmul
+// CHECK: scf.for
+// CHECK: linalg.matmul {{.+}} outs(%{{.+}} : tensor<?x?xf32>)
+// CHECK: scf.yield
 // CHECK-NOT: linalg.matmul
 // CHECK-NOT: scf.for
 // CHECK: return
-func.func @adaptive_nll_head_only(%h: tensor<?x?x8xf32>, %t: tensor<?x?xi64>, %w: tensor<10x8xf32>, %b: tensor<10xf32>) -> tensor<?x?xf32> {
-  %0 = txl.adaptive_nll %h, %t weights(%w : tensor<10x8xf32>) biases(%b : tensor<10xf32>) projs() {cutoff_ends = array<i64: 0, 10>} : tensor<?x?x8xf32>, tensor<?x?xi64> -> tensor<?x?xf32>
+// NOFULL-LABEL: func.func @adaptive_nll_head_only
+// NOFULL-NOT: x2000xf32>
+// NOFULL: return
+func.func @adaptive_nll_head_only(%h: tensor<?x?x8xf32>, %t: tensor<?x?xi64>, %w: tensor<2000x8xf32>, %b: tensor<2000xf32>) -> tensor<?x?xf32> {
+  %0 = txl.adaptive_nll %h, %t weights(%w : tensor<2000x8xf32>) biases(%b : tensor<2000xf32>) projs() {cutoff_ends = array<i64: 0, 2000>} : tensor<?x?x8xf32>, tensor<?x?xi64> -> tensor<?x?xf32>
   return %0 : tensor<?x?xf32>
 }
 

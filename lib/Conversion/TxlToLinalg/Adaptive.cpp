@@ -5,8 +5,10 @@
 // the positions whose id falls in the cluster are compacted into an index
 // list (an scf.for), their rows are gathered, projected and, for the loss,
 // scored against that cluster's tail only. No [tokens, n_token] logit matrix
-// exists; the head is the only full-width product. Products are txl.linear or
-// linalg.matmul so that --txl-linalg-to-blas hands them to cblas_sgemm.
+// exists; the forward sweeps the head's shortlist and each tail in column
+// blocks (online log-sum-exp), and only the backward computes the head's
+// logits whole. Products are txl.linear or linalg.matmul so that
+// --txl-linalg-to-blas hands them to cblas_sgemm (or the GPU libraries).
 //
 //===----------------------------------------------------------------------===//
 
@@ -292,9 +294,29 @@ struct AdaptiveEmbeddingLowering
   }
 };
 
-// txl.adaptive_nll => head logits for every token (shortlist + cluster
-// columns, log-sum-exp over both), then per tail cluster: compact, gather,
-// project, tail log-sum-exp, scatter-add.
+/// An index tensor [n] from the i64 tensor `source` [n]: col(b, loc, n,
+/// source[n]) per position n.
+static Value createColumns(
+    OpBuilder &b, Location loc, Value source,
+    function_ref<Value(OpBuilder &, Location, Value, Value)> col) {
+  AffineMap id = identityMap(b.getContext(), 1);
+  Value init = createEmpty(b, loc, getSizes(b, loc, source), b.getIndexType());
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{init.getType()}, ValueRange{source},
+             ValueRange{init}, {id, id}, {utils::IteratorType::parallel},
+             [&](OpBuilder &nb, Location l, ValueRange a) {
+               Value n = linalg::IndexOp::create(nb, l, 0);
+               linalg::YieldOp::create(nb, l, ValueRange{col(nb, l, n, a[0])});
+             })
+      .getResult(0);
+}
+
+// txl.adaptive_nll => the head's log-sum-exp over the shortlist swept in
+// column blocks (no [tokens, shortlist] logits) and the few cluster
+// columns, the target's head logit as a gathered dot product; then per
+// tail cluster: compact, gather, project, the tail's blocked log-sum-exp
+// and gathered target logit, scatter-add. No logit matrix wider than the
+// cluster columns or a column block exists.
 struct AdaptiveNllLowering : public OpRewritePattern<AdaptiveNllOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(AdaptiveNllOp op,
@@ -310,18 +332,33 @@ struct AdaptiveNllLowering : public OpRewritePattern<AdaptiveNllOp> {
     SmallVector<OpFoldResult> tokenSizes =
         getSizes(rewriter, loc, op.getTarget());
 
-    // Head: shortlist logits and, separately, the cluster logits.
+    // Head: the shortlist in column blocks, the cluster columns whole.
     Value headIn = layers.project(hidden, 0);
-    Value shortlist =
-        linearRows(rewriter, loc, headIn, layers.weight(0), layers.bias(0));
-    SmallVector<Value> headParts = {shortlist};
+    Value lse = createBlockedLogSumExp(rewriter, loc, headIn, layers.weight(0),
+                                       layers.bias(0));
+    // The target's shortlist column (0 for tail tokens: read, not used).
+    Value headCols = createColumns(
+        rewriter, loc, target,
+        [&](OpBuilder &b, Location l, Value, Value t) -> Value {
+          Value ti = arith::IndexCastOp::create(b, l, b.getIndexType(), t);
+          Value inHead = arith::CmpIOp::create(
+              b, l, arith::CmpIPredicate::slt, ti, indexConst(b, l, ends[1]));
+          return arith::SelectOp::create(b, l, inHead, ti,
+                                         indexConst(b, l, 0));
+        });
+    Value shortLogit =
+        createGatheredLogit(rewriter, loc, headIn, layers.weight(0),
+                            layers.bias(0), headCols);
     Value clusterLogits;
     if (tails > 0) {
       clusterLogits = linearRows(rewriter, loc, headIn, op.getClusterWeight(),
                                  op.getClusterBias());
-      headParts.push_back(clusterLogits);
+      // log(exp(lse_shortlist) + Σ exp(cluster logits)).
+      SmallVector<OpFoldResult> rows = getSizes(rewriter, loc, lse);
+      Value lse2 = createExpand(rewriter, loc, lse, {{0, 1}},
+                                {rows[0], rewriter.getIndexAttr(1)});
+      lse = createLogSumExp(rewriter, loc, ValueRange{lse2, clusterLogits});
     }
-    Value lse = createLogSumExp(rewriter, loc, headParts);
 
     // nll = lse - head logit of the target (shortlist) or of its cluster
     // column: tail cluster c reads cluster row tails - c (head column -c).
@@ -329,20 +366,21 @@ struct AdaptiveNllLowering : public OpRewritePattern<AdaptiveNllOp> {
     AffineMap id = identityMap(ctx, 1);
     Value nll =
         linalg::GenericOp::create(
-            rewriter, loc, TypeRange{nllType}, ValueRange{lse, target},
+            rewriter, loc, TypeRange{nllType},
+            ValueRange{lse, target, shortLogit},
             ValueRange{createEmpty(rewriter, loc, getSizes(rewriter, loc, lse),
                                    nllType.getElementType())},
-            {id, id, id}, {utils::IteratorType::parallel},
+            {id, id, id, id}, {utils::IteratorType::parallel},
             [&](OpBuilder &b, Location l, ValueRange a) {
-              Value n = linalg::IndexOp::create(b, l, 0);
-              Value t = arith::IndexCastOp::create(b, l, b.getIndexType(), a[1]);
-              Value zero = indexConst(b, l, 0);
-              Value inHead = arith::CmpIOp::create(
-                  b, l, arith::CmpIPredicate::slt, t, indexConst(b, l, ends[1]));
-              Value col = arith::SelectOp::create(b, l, inHead, t, zero);
-              Value logit =
-                  tensor::ExtractOp::create(b, l, shortlist, ValueRange{n, col});
+              Value logit = a[2];
               if (tails > 0) {
+                Value n = linalg::IndexOp::create(b, l, 0);
+                Value t =
+                    arith::IndexCastOp::create(b, l, b.getIndexType(), a[1]);
+                Value zero = indexConst(b, l, 0);
+                Value inHead =
+                    arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, t,
+                                          indexConst(b, l, ends[1]));
                 // c = number of cluster starts at or below t.
                 Value cluster = zero;
                 for (int64_t c = 1; c <= tails; ++c) {
@@ -374,28 +412,31 @@ struct AdaptiveNllLowering : public OpRewritePattern<AdaptiveNllOp> {
       Value rows = createClusterRows(rewriter, loc, target, lo, ends[c + 1]);
       Value h = gatherRows(rewriter, loc, hidden, rows,
                            [](OpBuilder &, Location, Value pos) { return pos; });
-      Value logits = linearRows(rewriter, loc, layers.project(h, c),
-                                layers.weight(c), layers.bias(c));
-      Value tailLse = createLogSumExp(rewriter, loc, ValueRange{logits});
-      Value loV = indexConst(rewriter, loc, lo);
-      Value tailNll =
+      Value hp = layers.project(h, c);
+      Value tailLse = createBlockedLogSumExp(rewriter, loc, hp,
+                                             layers.weight(c), layers.bias(c));
+      // The target's column in the tail: target[rows[m]] - lo.
+      AffineMap id1 = identityMap(ctx, 1);
+      Value initCols = createEmpty(rewriter, loc, getSizes(rewriter, loc, rows),
+                                   rewriter.getIndexType());
+      Value tailCols =
           linalg::GenericOp::create(
-              rewriter, loc, TypeRange{tailLse.getType()},
-              ValueRange{tailLse, rows},
-              ValueRange{createEmpty(rewriter, loc,
-                                     getSizes(rewriter, loc, tailLse),
-                                     nllType.getElementType())},
-              {id, id, id}, {utils::IteratorType::parallel},
+              rewriter, loc, TypeRange{initCols.getType()}, ValueRange{rows},
+              ValueRange{initCols}, {id1, id1},
+              {utils::IteratorType::parallel},
               [&](OpBuilder &b, Location l, ValueRange a) {
-                Value m = linalg::IndexOp::create(b, l, 0);
-                Value col =
-                    arith::SubIOp::create(b, l, loadId(b, l, target, a[1]), loV);
-                Value logit =
-                    tensor::ExtractOp::create(b, l, logits, ValueRange{m, col});
-                linalg::YieldOp::create(
-                    b, l, ValueRange{arith::SubFOp::create(b, l, a[0], logit)});
+                Value col = arith::SubIOp::create(
+                    b, l, loadId(b, l, target, a[0]), indexConst(b, l, lo));
+                linalg::YieldOp::create(b, l, ValueRange{col});
               })
               .getResult(0);
+      Value tailLogit = createGatheredLogit(rewriter, loc, hp, layers.weight(c),
+                                            layers.bias(c), tailCols);
+      Value tailNll = createPointwise(
+          rewriter, loc, tailLse, ValueRange{tailLse, tailLogit}, {id1, id1},
+          [](OpBuilder &b, Location l, ValueRange a) -> Value {
+            return arith::SubFOp::create(b, l, a[0], a[1]);
+          });
       nll = scatterAdd(rewriter, loc, nll, rows, tailNll);
     }
 

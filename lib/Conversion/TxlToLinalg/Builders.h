@@ -95,6 +95,19 @@ Value reduceLastDimInto(
 /// parts are never concatenated.
 Value createLogSumExp(OpBuilder &b, Location loc, ValueRange parts);
 
+/// Row-wise log-sum-exp [R] of the logits h2 · wᵀ + bias (h2 [R, in], w
+/// [V, in], bias [V] or null) swept over blocks of output columns with an
+/// online log-sum-exp, so that the [R, V] logits never exist whole
+/// (Normalization.cpp; the output layer's txl.linear_nll lowering).
+Value createBlockedLogSumExp(OpBuilder &b, Location loc, Value h2, Value w,
+                             Value bias);
+
+/// Row-wise logit [R] of one column per row: h2[n] · w[cols[n]] +
+/// bias[cols[n]] (h2 [R, in], w [V, in], bias [V] or null, cols an index
+/// tensor [R] of valid columns): a gathered dot product, no logit matrix.
+Value createGatheredLogit(OpBuilder &b, Location loc, Value h2, Value w,
+                          Value bias, Value cols);
+
 /// Which dimensions of a 4-D score tensor hold the query position i and the
 /// key position j (the other two are batch and head).
 struct ScoreLayout {

@@ -546,3 +546,30 @@ void mlir::txl::populateTxlNormalizationToLinalgPatterns(
                LinearNllFwdLowering, LinearNllGradLowering>(
       patterns.getContext());
 }
+
+Value mlir::txl::createBlockedLogSumExp(OpBuilder &b, Location loc, Value h2,
+                                       Value w, Value bias) {
+  return buildBlockedLogSumExp(b, loc, h2, w, bias, nullptr);
+}
+
+Value mlir::txl::createGatheredLogit(OpBuilder &b, Location loc, Value h2,
+                                     Value w, Value bias, Value cols) {
+  AffineMap id1 = identityMap(b.getContext(), 1);
+  Value dot = reduceLastDim(
+      b, loc, ValueRange{h2, cols}, 0.0,
+      [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+        Value k = linalg::IndexOp::create(nb, l, 1);
+        Value wv = tensor::ExtractOp::create(nb, l, w, ValueRange{a[1], k});
+        return arith::AddFOp::create(
+            nb, l, arith::MulFOp::create(nb, l, a[0], wv), a[2]);
+      });
+  if (!bias)
+    return dot;
+  return createPointwise(
+      b, loc, dot, ValueRange{dot, cols}, {id1, id1},
+      [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+        return arith::AddFOp::create(
+            nb, l, a[0],
+            tensor::ExtractOp::create(nb, l, bias, ValueRange{a[1]}));
+      });
+}
