@@ -388,6 +388,22 @@ static LogicalResult lowerToDeviceGemm(linalg::LinalgOp op, unsigned batchDims,
   return success();
 }
 
+/// The matmuls (batch dims 0) and batch_matmuls (1) of `module` that
+/// `keep` accepts, in walk order.
+static SmallVector<std::pair<linalg::LinalgOp, unsigned>>
+collectProducts(ModuleOp module, function_ref<bool(linalg::LinalgOp)> keep) {
+  SmallVector<std::pair<linalg::LinalgOp, unsigned>> work;
+  module.walk([&](linalg::LinalgOp op) {
+    if (!keep(op))
+      return;
+    if (isa<linalg::MatmulOp>(op))
+      work.push_back({op, 0});
+    else if (isa<linalg::BatchMatmulOp>(op))
+      work.push_back({op, 1});
+  });
+  return work;
+}
+
 struct ConvertLinalgToBlasPass
     : public txl::impl::ConvertLinalgToBlasPassBase<ConvertLinalgToBlasPass> {
   using ConvertLinalgToBlasPassBase::ConvertLinalgToBlasPassBase;
@@ -396,15 +412,9 @@ struct ConvertLinalgToBlasPass
     ModuleOp module = getOperation();
     if (device)
       return runOnDevice(module);
-    SmallVector<std::pair<linalg::LinalgOp, unsigned>> work;
-    module.walk([&](linalg::LinalgOp op) {
-      Type elem = getElementTypeOrSelf(op.getDpsInitOperand(0)->get().getType());
-      if (!hasGemm(elem))
-        return;
-      if (isa<linalg::MatmulOp>(op))
-        work.push_back({op, 0});
-      else if (isa<linalg::BatchMatmulOp>(op))
-        work.push_back({op, 1});
+    auto work = collectProducts(module, [](linalg::LinalgOp op) {
+      return hasGemm(
+          getElementTypeOrSelf(op.getDpsInitOperand(0)->get().getType()));
     });
     if (work.empty())
       return;
@@ -422,14 +432,8 @@ struct ConvertLinalgToBlasPass
   /// device=true: every matmul and batch_matmul (host code only: kernels
   /// have no library to call) becomes a txl_device_sgemm call.
   void runOnDevice(ModuleOp module) {
-    SmallVector<std::pair<linalg::LinalgOp, unsigned>> work;
-    module.walk([&](linalg::LinalgOp op) {
-      if (op->getParentOfType<gpu::GPUModuleOp>())
-        return;
-      if (isa<linalg::MatmulOp>(op))
-        work.push_back({op, 0});
-      else if (isa<linalg::BatchMatmulOp>(op))
-        work.push_back({op, 1});
+    auto work = collectProducts(module, [](linalg::LinalgOp op) {
+      return !op->getParentOfType<gpu::GPUModuleOp>();
     });
     if (work.empty())
       return;
