@@ -207,30 +207,36 @@ static Value atLeastOne(OpBuilder &b, Location loc, Value x) {
                                 arith::ConstantIndexOp::create(b, loc, 1));
 }
 
-/// Rewrites `op` (matmul with batchDims = 0, batch_matmul with 1) into calls
-/// of `gemm`, whose element type is the one of `op`'s output.
-/// The transpose flags of bufferized product `op`, or failure with an
-/// error on it (operands on tensors, or maps that are no BLAS layout).
-static FailureOr<std::pair<bool, bool>> classifyProduct(linalg::LinalgOp op,
-                                                        unsigned batchDims) {
+/// What both lowerings need to know of a product before rewriting it.
+struct ProductPlan {
+  bool transA, transB;
+  /// The zero fill the product absorbs as beta = 0 (findZeroFill), or null.
+  linalg::FillOp zeroFill;
+};
+
+/// The plan of bufferized product `op`, or failure with an error on it
+/// (operands on tensors, or maps that are no BLAS layout). Call it before
+/// inserting anything next to `op` (findZeroFill walks its predecessors).
+static FailureOr<ProductPlan> planProduct(linalg::LinalgOp op,
+                                          unsigned batchDims) {
   if (!op.hasPureBufferSemantics())
     return op->emitOpError("txl-linalg-to-blas expects bufferized operands");
   FailureOr<std::pair<bool, bool>> trans =
       classify(op.getIndexingMapsArray(), batchDims);
   if (failed(trans))
     return op->emitOpError("unsupported indexing maps for a BLAS product");
-  return trans;
+  return ProductPlan{trans->first, trans->second, findZeroFill(op)};
 }
 
+/// Rewrites `op` (matmul with batchDims = 0, batch_matmul with 1) into calls
+/// of `gemm`, whose element type is the one of `op`'s output.
 static LogicalResult lowerToBlas(linalg::LinalgOp op, unsigned batchDims,
                                  func::FuncOp gemm, Type elementType) {
-  FailureOr<std::pair<bool, bool>> trans = classifyProduct(op, batchDims);
-  if (failed(trans))
+  FailureOr<ProductPlan> plan = planProduct(op, batchDims);
+  if (failed(plan))
     return failure();
-  auto [transA, transB] = *trans;
-
-  // Looked up before anything is inserted next to `op`.
-  linalg::FillOp zeroFill = findZeroFill(op);
+  bool transA = plan->transA, transB = plan->transB;
+  linalg::FillOp zeroFill = plan->zeroFill;
   IRRewriter b(op->getContext());
   b.setInsertionPoint(op);
   Location loc = op.getLoc();
@@ -317,29 +323,30 @@ static func::FuncOp getOrDeclareDeviceGemm(OpBuilder &b, ModuleOp module) {
 /// runtime's to skip (txl/rt/Gemm.h), so the call is unconditional.
 static LogicalResult lowerToDeviceGemm(linalg::LinalgOp op, unsigned batchDims,
                                        func::FuncOp gemm) {
-  FailureOr<std::pair<bool, bool>> trans = classifyProduct(op, batchDims);
-  if (failed(trans))
+  FailureOr<ProductPlan> plan = planProduct(op, batchDims);
+  if (failed(plan))
     return failure();
-  auto [transA, transB] = *trans;
-  linalg::FillOp zeroFill = findZeroFill(op);
   IRRewriter b(op->getContext());
   b.setInsertionPoint(op);
   Location loc = op.getLoc();
-  Type i64 = b.getI64Type();
-  Type ptrType = LLVM::LLVMPointerType::get(b.getContext());
+  auto i64c = [&](int64_t v) -> Value {
+    return arith::ConstantIntOp::create(b, loc, v, 64);
+  };
   auto toI64 = [&](Value index) -> Value {
-    return arith::IndexCastOp::create(b, loc, i64, index);
+    return arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
   };
-  SmallVector<Value> args;
-  auto i32c = [&](int32_t v) {
-    return arith::ConstantIntOp::create(b, loc, v, 32).getResult();
+  auto f32c = [&](double v) -> Value {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
   };
-  auto f32c = [&](double v) {
-    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v)).getResult();
+  Value transA = arith::ConstantIntOp::create(b, loc, plan->transA, 32);
+  Value transB = arith::ConstantIntOp::create(b, loc, plan->transB, 32);
+
+  /// A matrix operand: its four call arguments and its sizes.
+  struct Matrix {
+    SmallVector<Value> args; ///< handle, offset, row stride, batch stride
+    SmallVector<Value> sizes;
   };
-  // Buffer handle, offset, row stride, batch stride; sizes into `sizes`.
-  SmallVector<SmallVector<Value>> sizes;
-  auto matrix = [&](Value memref) -> LogicalResult {
+  auto matrix = [&](Value memref) -> FailureOr<Matrix> {
     auto type = dyn_cast<MemRefType>(memref.getType());
     SmallVector<int64_t> staticStrides;
     int64_t staticOffset;
@@ -350,39 +357,36 @@ static LogicalResult lowerToDeviceGemm(linalg::LinalgOp op, unsigned batchDims,
           "device products need f32 memrefs with a unit inner stride");
     auto meta = memref::ExtractStridedMetadataOp::create(b, loc, memref);
     Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
-    args.push_back(LLVM::IntToPtrOp::create(b, loc, ptrType, toI64(base)));
-    args.push_back(toI64(meta.getOffset()));
+    Value handle = LLVM::IntToPtrOp::create(
+        b, loc, LLVM::LLVMPointerType::get(b.getContext()), toI64(base));
     auto strides = meta.getStrides();
-    args.push_back(toI64(atLeastOne(b, loc, strides[batchDims])));
-    args.push_back(batchDims ? toI64(strides[0])
-                             : arith::ConstantIntOp::create(b, loc, 0, 64)
-                                   .getResult());
-    sizes.emplace_back(meta.getSizes().begin(), meta.getSizes().end());
-    return success();
+    Matrix m;
+    m.args = {handle, toI64(meta.getOffset()),
+              toI64(atLeastOne(b, loc, strides[batchDims])),
+              batchDims ? toI64(strides[0]) : i64c(0)};
+    m.sizes.assign(meta.getSizes().begin(), meta.getSizes().end());
+    return m;
   };
-  args.append({i32c(transA), i32c(transB)});
-  // m, n, k and alpha are filled in once the sizes are known.
-  size_t sizeSlot = args.size();
-  args.append(4, Value());
-  if (failed(matrix(op.getDpsInputOperand(0)->get())) ||
-      failed(matrix(op.getDpsInputOperand(1)->get())))
+  FailureOr<Matrix> a = matrix(op.getDpsInputOperand(0)->get());
+  if (failed(a))
     return failure();
-  size_t betaSlot = args.size();
-  args.push_back(Value());
-  if (failed(matrix(op.getDpsInitOperand(0)->get())))
+  FailureOr<Matrix> bm = matrix(op.getDpsInputOperand(1)->get());
+  if (failed(bm))
+    return failure();
+  FailureOr<Matrix> c = matrix(op.getDpsInitOperand(0)->get());
+  if (failed(c))
     return failure();
   unsigned r = batchDims;
-  const SmallVector<Value> &aSizes = sizes[0], &cSizes = sizes[2];
-  args[sizeSlot] = toI64(cSizes[r]);
-  args[sizeSlot + 1] = toI64(cSizes[r + 1]);
-  args[sizeSlot + 2] = toI64(transA ? aSizes[r] : aSizes[r + 1]);
-  args[sizeSlot + 3] = f32c(1.0);
-  args[betaSlot] = f32c(zeroFill ? 0.0 : 1.0);
-  args.push_back(batchDims ? toI64(cSizes[0])
-                           : arith::ConstantIntOp::create(b, loc, 1, 64)
-                                 .getResult());
-  if (zeroFill)
-    b.eraseOp(zeroFill);
+  SmallVector<Value> args = {
+      transA, transB, toI64(c->sizes[r]), toI64(c->sizes[r + 1]),
+      toI64(plan->transA ? a->sizes[r] : a->sizes[r + 1]), f32c(1.0)};
+  args.append(a->args);
+  args.append(bm->args);
+  args.push_back(f32c(plan->zeroFill ? 0.0 : 1.0));
+  args.append(c->args);
+  args.push_back(batchDims ? toI64(c->sizes[0]) : i64c(1));
+  if (plan->zeroFill)
+    b.eraseOp(plan->zeroFill);
   func::CallOp::create(b, loc, gemm, args);
   b.eraseOp(op);
   return success();
