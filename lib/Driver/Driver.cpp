@@ -213,6 +213,9 @@ LogicalResult checkTarget(const DriverOptions &options) {
     return fail("--emit=ptx needs --target=cuda");
   if (options.emit == EmitAction::Spirv && options.target != Target::OpenCL)
     return fail("--emit=spirv needs --target=opencl");
+  if (options.bf16 && !gpu)
+    return fail("--precision=bf16 needs --target=cuda or --target=opencl "
+                "(the CPU target is f32)");
   if (options.emit == EmitAction::Ptx && options.gpuArchs.size() != 1)
     return fail("--emit=ptx needs exactly one --gpu-arch");
   // The architectures both LLVM 22's NVPTX backend and CUDA 13's ptxas
@@ -268,6 +271,7 @@ LogicalResult runGpuTarget(const DriverOptions &options,
   ConvertRelAttentionToGpuPassOptions attention;
   attention.relShiftOffset = options.testRelShiftOffset;
   attention.dropBarrier = options.testDropBarrier;
+  attention.precision = options.bf16 ? "bf16" : "f32";
   if (failed(runStage(module, root, "the attention kernels",
                       [&](OpPassManager &pm) {
                         buildTxlToGpuPipeline(pm, attention);
@@ -278,7 +282,9 @@ LogicalResult runGpuTarget(const DriverOptions &options,
   if (options.emit == EmitAction::Linalg)
     return writeText(options, print);
   if (failed(runStage(module, root, "bufferizing; a kernel per loop nest",
-                      buildGpuLinalgToKernelsPipeline)))
+                      [&](OpPassManager &pm) {
+                        buildGpuLinalgToKernelsPipeline(pm, options.bf16);
+                      })))
     return failure();
   if (options.emit == EmitAction::Ptx)
     return emitPtx(options, module, root);

@@ -112,11 +112,13 @@ void mlir::txl::buildTxlToGpuPipeline(
   pm.addPass(createConvertLayerNormToGpuPass());
 }
 
-void mlir::txl::buildGpuLinalgToKernelsPipeline(OpPassManager &pm) {
+void mlir::txl::buildGpuLinalgToKernelsPipeline(OpPassManager &pm,
+                                                bool bf16Products) {
   addBufferization(pm);
   // Matrix products: cuBLAS / CLBlast calls on the device's queue.
   ConvertLinalgToBlasPassOptions blas;
   blas.device = true;
+  blas.bf16 = bf16Products;
   pm.addPass(createConvertLinalgToBlasPass(blas));
   pm.addPass(createPrepareGpuHostPass());
   pm.nest<func::FuncOp>().addPass(createConvertLinalgToParallelLoopsPass());
@@ -168,6 +170,8 @@ void mlir::txl::buildKernelsToPtxPipeline(OpPassManager &pm,
                                           llvm::StringRef chip,
                                           llvm::StringRef ptxFeatures,
                                           llvm::StringRef cudaPath) {
+  // The bf16 kernels' warp-level products (no-op without them).
+  pm.nest<gpu::GPUModuleOp>().addPass(createMmaToNvvmPass());
   addPipeline(pm,
               "convert-scf-to-cf,expand-strided-metadata,"
               "nvvm-attach-target{O=3 chip=" +
@@ -182,6 +186,8 @@ void mlir::txl::buildKernelsToPtxPipeline(OpPassManager &pm,
 }
 
 void mlir::txl::buildKernelsToLlvmSpvPipeline(OpPassManager &pm) {
+  // The bf16 kernels' warp-level products as shuffles (no-op without them).
+  pm.nest<gpu::GPUModuleOp>().addPass(createEmulateMmaPass());
   addPipeline(pm, "canonicalize,arith-expand,expand-strided-metadata,"
                   "lower-affine,canonicalize,"
                   "gpu.module(convert-gpu-to-llvm-spv{use-64bit-index=true}),"

@@ -70,6 +70,18 @@ static cl::opt<std::string>
     cudaPath(cl::cat(txlcCategory), "cuda-path",
              cl::desc("CUDA toolkit (libdevice, ptxas, fatbinary)"),
              cl::init("/usr/local/cuda"));
+enum class Precision { F32, Bf16 };
+static cl::opt<Precision> precision(
+    cl::cat(txlcCategory), "precision",
+    cl::desc("Arithmetic of the GPU targets' products"), cl::init(Precision::F32),
+    cl::values(clEnumValN(Precision::F32, "f32",
+                          "f32 throughout, the exactness mode (default)"),
+               clEnumValN(Precision::Bf16, "bf16",
+                          "bf16 operands, f32 accumulation: the attention "
+                          "kernel on tensor cores (mma.sync m16n8k16) and "
+                          "cuBLAS products with CUBLAS_COMPUTE_32F_FAST_16BF; "
+                          "on opencl the kernel's mma is emulated with "
+                          "shuffles and the products stay f32")));
 static cl::opt<bool> backward(
     cl::cat(txlcCategory), "backward",
     cl::desc("Generate the backward segment for training and --grad-segment "
@@ -164,6 +176,7 @@ int main(int argc, char **argv) {
   options.fuseAttention = fuseAttention;
   options.testRelShiftOffset = testRelShiftOffset;
   options.testDropBarrier = testDropBarrier;
+  options.bf16 = precision == Precision::Bf16;
   options.backward = backward;
   options.codegen.cpu = mcpu;
   options.codegen.optLevel = optLevel;

@@ -236,6 +236,10 @@ def ConvertRelAttentionToGpuPass : Pass<"txl-rel-attention-to-gpu", "::mlir::Mod
     ```
   }];
   let options = [
+    Option<"precision", "precision", "std::string", /*default=*/"\"f32\"",
+           "f32: the f32 kernel (exact); bf16: the tensor-core kernel "
+           "rel_attention_bf16_d<d_head> (nvgpu.mma.sync m16n8k16, bf16 "
+           "operands, f32 accumulation)">,
     Option<"relShiftOffset", "test-rel-shift-offset", "int64_t", /*default=*/"0",
            "Negative-control tests only: read BD from r row "
            "qlen - 1 - i + j + offset (any offset but 0 is wrong)">,
@@ -251,8 +255,51 @@ def ConvertRelAttentionToGpuPass : Pass<"txl-rel-attention-to-gpu", "::mlir::Mod
                            "::mlir::gpu::GPUDialect",
                            "::mlir::math::MathDialect",
                            "::mlir::memref::MemRefDialect",
+                           "::mlir::nvgpu::NVGPUDialect",
                            "::mlir::scf::SCFDialect",
-                           "::mlir::tensor::TensorDialect"];
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
+def MmaToNvvmPass : Pass<"txl-mma-to-nvvm", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Lower the bf16 kernels' nvgpu.mma.sync to nvvm.mma.sync";
+  let description = [{
+    The CUDA target's lowering of the warp-level products of txlc's bf16
+    kernels (txl-rel-attention-to-gpu{precision=bf16}): each
+    `nvgpu.mma.sync` with `mmaShape = [16, 8, 16]`, A `vector<4x2xbf16>`,
+    B `vector<2x2xbf16>` and f32 accumulators `vector<2x2xf32>` becomes one
+    `nvvm.mma.sync` (PTX `mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32`)
+    whose A and B registers are i32 holding fragment elements [r][0] in the
+    low and [r][1] in the high half. Upstream `convert-nvgpu-to-nvvm` cannot
+    deduce the PTX types of bf16 operands. Any other `nvgpu.mma.sync` is an
+    error.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::NVVM::NVVMDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
+def EmulateMmaPass : Pass<"txl-emulate-mma", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Compute the bf16 kernels' nvgpu.mma.sync with subgroup shuffles";
+  let description = [{
+    The OpenCL target's lowering of the same products as txl-mma-to-nvvm,
+    so that the bf16 kernels that run on tensor cores run, with their
+    register layout, on an OpenCL device: lane 4 g + t gathers, with
+    `gpu.shuffle idx`, the row of A and the column of B behind each of its
+    accumulator entries D[g + 8 r][2 t + e] from the lanes that hold them in
+    the PTX m16n8k16 layout (A[row][k]: lane 4 (row % 8) + (k % 8) / 2,
+    register (row >= 8) + 2 (k >= 8); B[k][n]: lane 4 n + (k % 8) / 2,
+    register k >= 8; element k % 2), and sums the 16 products in f32. The
+    operands' rounding to bf16 (`arith.extf` of an `arith.truncf` to bf16)
+    becomes round-to-nearest-even on the f32 bits, as PTX's
+    `cvt.rn.bf16.f32`. Products match tensor cores up to the order of the
+    f32 sums. An `nvgpu.mma.sync` of another form, or a bf16 value left
+    over, is an error.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::gpu::GPUDialect",
+                           "::mlir::vector::VectorDialect"];
 }
 
 def PrepareGpuHostPass : Pass<"txl-prepare-gpu-host", "::mlir::ModuleOp"> {
@@ -357,12 +404,17 @@ def ConvertLinalgToBlasPass : Pass<"txl-linalg-to-blas", "::mlir::ModuleOp"> {
     offset, row stride and batch stride (0 for a plain matmul). The call is
     row-major like cblas; the runtime turns it into the column-major
     descriptor both libraries take. Other element types are an error there:
-    the GPU targets are f32.
+    the GPU targets are f32. With `bf16=true` as well (`--precision=bf16`)
+    the calls are to `txl_device_sgemm_bf16`, same arguments: cuBLAS rounds
+    A and B to bf16 for tensor cores and accumulates in f32.
   }];
   let options = [
     Option<"device", "device", "bool", /*default=*/"false",
            "Call txl_device_sgemm on device buffers (GPU targets) instead of "
            "cblas_sgemm/dgemm on host memory">,
+    Option<"bf16", "bf16", "bool", /*default=*/"false",
+           "With device=true: call txl_device_sgemm_bf16 (bf16 tensor-core "
+           "products, f32 accumulation) instead of txl_device_sgemm">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::func::FuncDialect",

@@ -63,21 +63,26 @@ void buildTxlToGpuPipeline(
 /// The GPU targets, linalg on tensors -> host code on memrefs whose every
 /// computation is a gpu.launch_func of a kernel in @txl_kernels:
 /// bufferization as on the CPU, --txl-prepare-gpu-host,
-/// --convert-linalg-to-parallel-loops, --txl-parallel-loops-to-gpu.
-void buildGpuLinalgToKernelsPipeline(OpPassManager &pm);
+/// --convert-linalg-to-parallel-loops, --txl-parallel-loops-to-gpu;
+/// `bf16Products`: the products' calls are txl_device_sgemm_bf16
+/// (`--precision=bf16`).
+void buildGpuLinalgToKernelsPipeline(OpPassManager &pm,
+                                     bool bf16Products = false);
 /// The GPU targets' host code, once @txl_kernels is a gpu.binary -> LLVM
 /// dialect: every host allocation through the generic allocation functions
 /// (device memory, txl/device.h), gpu-to-llvm, and the packed entry points.
 void buildGpuHostToLLVMPipeline(OpPassManager &pm);
 /// The kernels' module (a module holding gpu.module @txl_kernels: gpu, scf,
-/// memref, arith, math) -> gpu.binary with the PTX of `chip` (ptx ISA
+/// memref, arith, math, and the bf16 kernels' nvgpu.mma.sync, lowered by
+/// --txl-mma-to-nvvm) -> gpu.binary with the PTX of `chip` (ptx ISA
 /// `ptxFeatures`, e.g. "+ptx80"), gpu-module-to-binary in format isa;
 /// libdevice (math.exp is __nv_expf) from the CUDA toolkit at `cudaPath`.
 void buildKernelsToPtxPipeline(OpPassManager &pm, llvm::StringRef chip,
                                llvm::StringRef ptxFeatures,
                                llvm::StringRef cudaPath);
 /// The kernels' module -> gpu.module of LLVM dialect functions in the
-/// OpenCL (SPIR-V) flavour: convert-gpu-to-llvm-spv with 64-bit indices,
+/// OpenCL (SPIR-V) flavour: --txl-emulate-mma (the bf16 kernels' products
+/// as shuffles), convert-gpu-to-llvm-spv with 64-bit indices,
 /// then the usual conversions to LLVM. Kernels must carry
 /// `intel_reqd_sub_group_size = 32` (setOpenCLSubgroupSize in
 /// GpuKernels.h) for gpu.shuffle to legalize.

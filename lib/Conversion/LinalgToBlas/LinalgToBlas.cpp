@@ -292,14 +292,15 @@ static LogicalResult lowerToBlas(linalg::LinalgOp op, unsigned batchDims,
   return success();
 }
 
-constexpr llvm::StringLiteral kDeviceSgemm = "txl_device_sgemm";
-
-/// Declares the runtime's `txl_device_sgemm` (txl/device.h) in `module`
-/// once: transpose flags (i32), m, n, k (i64), alpha (f32), then per
-/// operand A, B (and C after beta) the buffer handle and its element
-/// offset, row stride and batch stride (i64), then the batch count.
-static func::FuncOp getOrDeclareDeviceGemm(OpBuilder &b, ModuleOp module) {
-  if (auto fn = module.lookupSymbol<func::FuncOp>(kDeviceSgemm))
+/// Declares the runtime's `txl_device_sgemm` (txl/device.h; with `bf16`,
+/// `txl_device_sgemm_bf16`, same arguments) in `module` once: transpose
+/// flags (i32), m, n, k (i64), alpha (f32), then per operand A, B (and C
+/// after beta) the buffer handle and its element offset, row stride and
+/// batch stride (i64), then the batch count.
+static func::FuncOp getOrDeclareDeviceGemm(OpBuilder &b, ModuleOp module,
+                                           bool bf16) {
+  StringRef name = bf16 ? "txl_device_sgemm_bf16" : "txl_device_sgemm";
+  if (auto fn = module.lookupSymbol<func::FuncOp>(name))
     return fn;
   Type i32 = b.getI32Type(), i64 = b.getI64Type(), f32 = b.getF32Type();
   Type ptr = LLVM::LLVMPointerType::get(b.getContext());
@@ -312,7 +313,7 @@ static func::FuncOp getOrDeclareDeviceGemm(OpBuilder &b, ModuleOp module) {
   inputs.push_back(i64);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(module.getBody());
-  auto fn = func::FuncOp::create(b, module.getLoc(), kDeviceSgemm,
+  auto fn = func::FuncOp::create(b, module.getLoc(), name,
                                  b.getFunctionType(inputs, {}));
   fn.setPrivate();
   return fn;
@@ -442,7 +443,7 @@ struct ConvertLinalgToBlasPass
     if (work.empty())
       return;
     OpBuilder b(&getContext());
-    func::FuncOp gemm = getOrDeclareDeviceGemm(b, module);
+    func::FuncOp gemm = getOrDeclareDeviceGemm(b, module, bf16);
     for (auto [op, batchDims] : work)
       if (failed(lowerToDeviceGemm(op, batchDims, gemm)))
         return signalPassFailure();

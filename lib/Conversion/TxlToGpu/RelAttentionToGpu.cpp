@@ -22,6 +22,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelModule.h"
+#include "RelAttention.h"
 #include "txl/Conversion/Passes.h"
 #include "txl/IR/TxlOps.h"
 
@@ -85,33 +86,12 @@ std::optional<KernelShape> chooseShape(int64_t dHead) {
   return std::nullopt;
 }
 
-/// The memref type the kernel takes for an operand of `rank` dimensions
-/// whose last one is d_head: any strides and offset, so that every
-/// bufferized layout (views of a fused qkv projection included) is passed
-/// without a copy.
-MemRefType operandType(MLIRContext *ctx, int64_t rank, int64_t dHead) {
-  SmallVector<int64_t> shape(rank, ShapedType::kDynamic);
-  shape.back() = dHead;
-  SmallVector<int64_t> strides(rank, ShapedType::kDynamic);
-  auto layout = StridedLayoutAttr::get(ctx, ShapedType::kDynamic, strides);
-  return MemRefType::get(shape, Float32Type::get(ctx), layout);
-}
-
 /// The workgroup tile [rows, d_head + 1] in address space 3.
 MemRefType tileType(MLIRContext *ctx, int64_t rows, const KernelShape &s) {
   return MemRefType::get({rows, s.rowStride()}, Float32Type::get(ctx),
                          MemRefLayoutAttrInterface{},
                          IntegerAttr::get(IntegerType::get(ctx, 64), 3));
 }
-
-/// Ways to break the kernel on purpose, for the negative-control tests
-/// only (the pass's test-* options): both default to a correct kernel.
-struct KernelTestHooks {
-  /// Added to the r row of every BD term (any value but 0 is wrong).
-  int64_t relShiftOffset = 0;
-  /// 1 or 2: the kernel's first or second barrier is left out; 0: none.
-  int64_t dropBarrier = 0;
-};
 
 /// Builds the body of the kernel into `func`. Arguments (see
 /// ConvertRelAttentionToGpuPass's description): q, k, v [len, batch,
@@ -396,45 +376,44 @@ void KernelBuilder::build() {
   gpu::ReturnOp::create(b);
 }
 
-/// The kernel for `shape` in `module`'s @txl_kernels, both created on first
-/// use: one kernel per d_head.
-gpu::GPUFuncOp getOrCreateKernel(ModuleOp module, const KernelShape &shape,
-                                 const KernelTestHooks &hooks) {
+/// The f32 kernel for `shape` in `module`'s @txl_kernels, both created on
+/// first use: one kernel per d_head.
+AttentionKernel getOrCreateKernel(ModuleOp module, const KernelShape &shape,
+                                  const KernelTestHooks &hooks) {
+  AttentionKernel kernel{nullptr, shape.queryTile, kWarps * kSubgroup};
   std::string name = "rel_attention_d" + std::to_string(shape.dHead);
   gpu::GPUModuleOp kernels = getOrCreateKernelModule(module);
-  if (auto existing = kernels.lookupSymbol<gpu::GPUFuncOp>(name))
-    return existing;
+  if ((kernel.func = kernels.lookupSymbol<gpu::GPUFuncOp>(name)))
+    return kernel;
   MLIRContext *ctx = kernels.getContext();
   OpBuilder b = OpBuilder::atBlockEnd(kernels.getBody());
-  MemRefType t4 = operandType(ctx, 4, shape.dHead);
-  MemRefType t3 = operandType(ctx, 3, shape.dHead);
-  MemRefType t2 = operandType(ctx, 2, shape.dHead);
-  auto type = b.getFunctionType({t4, t4, t4, t3, t2, t2, t4, b.getIndexType(),
-                                 b.getI32Type(), b.getF32Type()},
-                                {});
   SmallVector<Type> tiles = {tileType(ctx, shape.queryTile, shape),
                              tileType(ctx, shape.queryTile, shape),
                              tileType(ctx, kKeyTile, shape),
                              tileType(ctx, shape.posRows(), shape)};
-  auto func = gpu::GPUFuncOp::create(b, kernels.getLoc(), name, type, tiles);
+  auto func = gpu::GPUFuncOp::create(b, kernels.getLoc(), name,
+                                     attentionKernelType(ctx, shape.dHead,
+                                                         /*unitInnerStride=*/getenv("TXL_UNIT") != nullptr),
+                                     tiles);
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   func.setKnownBlockSizeAttr(
-      b.getDenseI32ArrayAttr({int32_t(kWarps * kSubgroup), 1, 1}));
+      b.getDenseI32ArrayAttr({int32_t(kernel.threads), 1, 1}));
   // CUDA: at most kMaxRegisters per work-item, so that 4 workgroups fit on
   // an SM (65536 registers); without a bound ptxas caps d_head 64 at 96
   // registers and spills.
   func->setAttr("nvvm.maxnreg", b.getI32IntegerAttr(kMaxRegisters));
   KernelBuilder(func, shape, hooks).build();
-  return func;
+  kernel.func = func;
+  return kernel;
 }
 
 // txl.rel_attention (f32) => bufferization.to_buffer of the operands,
 // memref.alloc of the output, one gpu.launch_func, to_tensor; with dropatt,
 // a cf.assert that it is not training.
 struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
-  RelAttentionToLaunch(MLIRContext *ctx, ModuleOp module,
+  RelAttentionToLaunch(MLIRContext *ctx, ModuleOp module, bool bf16,
                        const KernelTestHooks &hooks)
-      : OpRewritePattern(ctx), module(module), hooks(hooks) {}
+      : OpRewritePattern(ctx), module(module), bf16(bf16), hooks(hooks) {}
 
   LogicalResult matchAndRewrite(RelAttentionOp op,
                                 PatternRewriter &rewriter) const override {
@@ -444,13 +423,17 @@ struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
     int64_t dHead = resultType.getDimSize(3);
     if (ShapedType::isDynamic(dHead))
       return rewriter.notifyMatchFailure(op, "d_head must be static");
-    std::optional<KernelShape> shape = chooseShape(dHead);
-    if (!shape)
-      return rewriter.notifyMatchFailure(op, "d_head too wide for one tile");
-    gpu::GPUFuncOp kernel = getOrCreateKernel(module, *shape, hooks);
+    AttentionKernel kernel;
+    if (bf16) {
+      kernel = getOrCreateMmaAttentionKernel(module, dHead, hooks);
+    } else {
+      std::optional<KernelShape> shape = chooseShape(dHead);
+      if (!shape)
+        return rewriter.notifyMatchFailure(op, "d_head too wide for one tile");
+      kernel = getOrCreateKernel(module, *shape, hooks);
+    }
 
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    MLIRContext *ctx = op.getContext();
     // The kernel evaluates: dropatt is the identity unless training.
     if (Value training = op.getDropattTraining()) {
       Value evaluating = arith::XOrIOp::create(
@@ -459,11 +442,12 @@ struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
                            "txl.rel_attention: the GPU kernel evaluates "
                            "only (no dropatt in training yet)");
     }
-    auto toBuffer = [&](Value tensor) -> Value {
+    // Operand n as the kernel's argument n takes it; static dimensions stay
+    // static in the view.
+    auto toBuffer = [&](Value tensor, unsigned n) -> Value {
       auto type = cast<RankedTensorType>(tensor.getType());
-      auto memType = operandType(ctx, type.getRank(), dHead);
-      // Static dimensions stay static in the view; the kernel takes them
-      // dynamic.
+      auto memType =
+          cast<MemRefType>(kernel.func.getArgumentTypes()[n]);
       auto buffer = bufferization::ToBufferOp::create(
           b,
           MemRefType::get(type.getShape(), type.getElementType(),
@@ -485,24 +469,24 @@ struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
     Value nHead = tensor::DimOp::create(b, q, 2);
     Value c1 = arith::ConstantIndexOp::create(b, 1);
     Value gridX = arith::CeilDivUIOp::create(
-        b, qlen, arith::ConstantIndexOp::create(b, shape->queryTile));
+        b, qlen, arith::ConstantIndexOp::create(b, kernel.queryTile));
     Value gridY = arith::MulIOp::create(b, batch, nHead);
-    Value threads = arith::ConstantIndexOp::create(b, kWarps * kSubgroup);
+    Value threads = arith::ConstantIndexOp::create(b, kernel.threads);
     Value same = arith::ExtUIOp::create(b, b.getI32Type(), op.getSameLength());
     Value scale =
         arith::ConstantFloatOp::create(b, b.getF32Type(), op.getScale());
     SmallVector<Value> args = {
-        toBuffer(q),
-        toBuffer(op.getKey()),
-        toBuffer(op.getValue()),
-        toBuffer(op.getPosKey()),
-        toBuffer(op.getRWBias()),
-        toBuffer(op.getRRBias()),
-        memref::CastOp::create(b, operandType(ctx, 4, dHead), out),
+        toBuffer(q, 0),
+        toBuffer(op.getKey(), 1),
+        toBuffer(op.getValue(), 2),
+        toBuffer(op.getPosKey(), 3),
+        toBuffer(op.getRWBias(), 4),
+        toBuffer(op.getRRBias(), 5),
+        memref::CastOp::create(b, kernel.func.getArgumentTypes()[6], out),
         op.getMemLen(),
         same,
         scale};
-    gpu::LaunchFuncOp::create(b, kernel, gpu::KernelDim3{gridX, gridY, c1},
+    gpu::LaunchFuncOp::create(b, kernel.func, gpu::KernelDim3{gridX, gridY, c1},
                               gpu::KernelDim3{threads, c1, c1},
                               /*dynamicSharedMemorySize=*/Value(), args);
     Value result = bufferization::ToTensorOp::create(
@@ -513,6 +497,8 @@ struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
   }
 
   ModuleOp module;
+  /// The bf16 tensor-core kernel instead of the f32 one.
+  bool bf16;
   KernelTestHooks hooks;
 };
 
@@ -527,8 +513,14 @@ struct ConvertRelAttentionToGpuPass
       module.emitError("test-drop-barrier must be 0, 1 or 2");
       return signalPassFailure();
     }
+    if (precision != "f32" && precision != "bf16") {
+      module.emitError("precision must be f32 or bf16, not '")
+          << precision << "'";
+      return signalPassFailure();
+    }
     patterns.add<RelAttentionToLaunch>(
-        &getContext(), module, KernelTestHooks{relShiftOffset, dropBarrier});
+        &getContext(), module, precision == "bf16",
+        KernelTestHooks{relShiftOffset, dropBarrier});
     if (failed(applyPatternsGreedily(module, std::move(patterns))))
       return signalPassFailure();
   }

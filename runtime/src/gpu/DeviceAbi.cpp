@@ -162,13 +162,16 @@ void txl_device_close(void) {
   closeLocked(s);
 }
 
-void txl_device_sgemm(int32_t transA, int32_t transB, int64_t m, int64_t n,
-                      int64_t k, float alpha, void *a, int64_t aOffset,
-                      int64_t lda, int64_t aStride, void *b, int64_t bOffset,
-                      int64_t ldb, int64_t bStride, float beta, void *c,
-                      int64_t cOffset, int64_t ldc, int64_t cStride,
-                      int64_t batch) {
+namespace {
+
+void deviceGemm(const char *name, bool bf16Inputs, int32_t transA,
+                int32_t transB, int64_t m, int64_t n, int64_t k, float alpha,
+                void *a, int64_t aOffset, int64_t lda, int64_t aStride,
+                void *b, int64_t bOffset, int64_t ldb, int64_t bStride,
+                float beta, void *c, int64_t cOffset, int64_t ldc,
+                int64_t cStride, int64_t batch) {
   GemmDesc desc;
+  desc.bf16Inputs = bf16Inputs;
   desc.transA = transA != 0;
   desc.transB = transB != 0;
   desc.m = m;
@@ -180,7 +183,32 @@ void txl_device_sgemm(int32_t transA, int32_t transB, int64_t m, int64_t n,
   desc.b = {b, bOffset, ldb, bStride};
   desc.c = {c, cOffset, ldc, cStride};
   desc.batch = batch;
-  orExit("txl_device_sgemm", [&] { enqueueGemm(device(), desc); });
+  orExit(name, [&] { enqueueGemm(device(), desc); });
+}
+
+} // namespace
+
+void txl_device_sgemm(int32_t transA, int32_t transB, int64_t m, int64_t n,
+                      int64_t k, float alpha, void *a, int64_t aOffset,
+                      int64_t lda, int64_t aStride, void *b, int64_t bOffset,
+                      int64_t ldb, int64_t bStride, float beta, void *c,
+                      int64_t cOffset, int64_t ldc, int64_t cStride,
+                      int64_t batch) {
+  deviceGemm("txl_device_sgemm", false, transA, transB, m, n, k, alpha, a,
+             aOffset, lda, aStride, b, bOffset, ldb, bStride, beta, c, cOffset,
+             ldc, cStride, batch);
+}
+
+void txl_device_sgemm_bf16(int32_t transA, int32_t transB, int64_t m,
+                           int64_t n, int64_t k, float alpha, void *a,
+                           int64_t aOffset, int64_t lda, int64_t aStride,
+                           void *b, int64_t bOffset, int64_t ldb,
+                           int64_t bStride, float beta, void *c,
+                           int64_t cOffset, int64_t ldc, int64_t cStride,
+                           int64_t batch) {
+  deviceGemm("txl_device_sgemm_bf16", true, transA, transB, m, n, k, alpha, a,
+             aOffset, lda, aStride, b, bOffset, ldb, bStride, beta, c, cOffset,
+             ldc, cStride, batch);
 }
 
 void *mgpuModuleLoad(void *data, size_t size) {

@@ -19,9 +19,9 @@ GemmDesc toColumnMajor(const GemmDesc &rowMajor) {
 }
 
 std::string describe(const GemmDesc &desc) {
-  return fmt::format("sgemm({},{} m={} n={} k={} lda={} ldb={} ldc={} "
+  return fmt::format("{}({},{} m={} n={} k={} lda={} ldb={} ldc={} "
                      "batch={})",
-                     desc.transA ? 'T' : 'N', desc.transB ? 'T' : 'N', desc.m,
+                     desc.bf16Inputs ? "sgemm_bf16" : "sgemm", desc.transA ? 'T' : 'N', desc.transB ? 'T' : 'N', desc.m,
                      desc.n, desc.k, desc.a.ld, desc.b.ld, desc.c.ld,
                      desc.batch);
 }

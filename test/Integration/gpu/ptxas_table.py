@@ -3,6 +3,7 @@
 with ptxas and checks it against its budget.
 
 usage: ptxas_table.py --models DIR --ptxas PTXAS --table OUT.md [--arch A ...]
+                      [--precision f32|bf16]
 
 For each models/*.toml and architecture: `txlc --target=cuda --gpu-arch=A
 --emit=ptx`, then `ptxas -arch=A -v -warn-spills -Werror` (spills are
@@ -38,7 +39,13 @@ SHARED_RESERVED = 1024        # the driver's shared memory per workgroup
 # memory keep 4 workgroups of 256 work-items on an SM; the one-work-item
 # serial kernels: 64 registers. The layer norm kernels (a subgroup per
 # row, 256 work-items): 32 registers and no shared memory, 8 workgroups.
+# The bf16 tensor-core attention kernels (--precision=bf16): 128 work-items,
+# the P·V accumulators and held query fragments in registers (d_head 128:
+# up to the 255 of nvvm.maxnreg), 2 workgroups per SM; 21 KB of AC and X
+# tiles.
 BUDGETS = [
+    (r"rel_attention_bf16_d128", 128, 255, 21 * 1024, 2),
+    (r"rel_attention_bf16_d\d+", 128, 192, 21 * 1024, 2),
     (r"rel_attention_d128", 128, 128, 48 * 1024, 3),
     (r"rel_attention_d\d+", 128, 128, 48 * 1024, 4),
     (r"layer_norm_d\d+", 256, 32, 0, 8),
@@ -93,6 +100,7 @@ def main():
     parser.add_argument("--table", required=True)
     parser.add_argument("--txlc", default="txlc")
     parser.add_argument("--arch", action="append")
+    parser.add_argument("--precision", default="f32")
     args = parser.parse_args()
     archs = args.arch or ["sm_80", "sm_90", "sm_90a"]
     models = sorted(pathlib.Path(args.models).glob("*.toml"))
@@ -102,7 +110,8 @@ def main():
             for arch in archs:
                 ptx = pathlib.Path(tmp) / f"{model.stem}.{arch}.ptx"
                 subprocess.run([args.txlc, str(model), "--target=cuda",
-                                f"--gpu-arch={arch}", "--emit=ptx", "-o", str(ptx)],
+                                f"--gpu-arch={arch}", f"--precision={args.precision}",
+                                "--emit=ptx", "-o", str(ptx)],
                                check=True)
                 run = subprocess.run(
                     [args.ptxas, f"-arch={arch}", "-v", "-warn-spills", "-Werror",

@@ -34,6 +34,9 @@ using cublasStatus_t = int;
 using cublasHandle_t = struct cublasContext *;
 using cublasOperation_t = int;
 using cublasMath_t = int;
+using cublasComputeType_t = int;
+using cublasGemmAlgo_t = int;
+using cudaDataType_t = int;
 using CUstream = struct CUstream_st *;
 
 /// cuBLAS (CublasSymbols.def) from the CUDA 13 or 12 library: the

@@ -1,0 +1,273 @@
+//===- MmaLowering.cpp - nvgpu.mma.sync for the two GPU targets -----------===//
+//
+// The bf16 kernels' warp-level products (nvgpu.mma.sync m16n8k16, bf16
+// operands, f32 accumulators) lowered for each target:
+//   txl-mma-to-nvvm   CUDA: nvvm.mma.sync on packed bf16x2 registers
+//                     (upstream convert-nvgpu-to-nvvm cannot deduce the PTX
+//                     types of bf16 operands);
+//   txl-emulate-mma   OpenCL: the same product computed by the subgroup from
+//                     the same register layout with shuffles, and bf16
+//                     rounding emulated on f32 bits, so that the kernels that
+//                     run on tensor cores are checked numerically on the CPU.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelModule.h"
+#include "txl/Conversion/Passes.h"
+
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir::txl {
+#define GEN_PASS_DEF_MMATONVVMPASS
+#define GEN_PASS_DEF_EMULATEMMAPASS
+#include "txl/Conversion/Passes.h.inc"
+} // namespace mlir::txl
+
+using namespace mlir;
+using namespace mlir::txl;
+
+namespace {
+
+/// Whether `op` is the one form the bf16 kernels use: m16n8k16, A
+/// vector<4x2xbf16>, B vector<2x2xbf16>, C and D vector<2x2xf32>.
+bool isBf16M16N8K16(nvgpu::MmaSyncOp op) {
+  auto is = [](Value v, int64_t rows, Type element) {
+    auto type = cast<VectorType>(v.getType());
+    return type.getShape() == ArrayRef<int64_t>{rows, 2} &&
+           type.getElementType() == element;
+  };
+  Builder b(op.getContext());
+  SmallVector<int64_t> shape = llvm::to_vector(llvm::map_range(
+      op.getMmaShape(), [](Attribute a) { return cast<IntegerAttr>(a).getInt(); }));
+  return shape == ArrayRef<int64_t>{16, 8, 16} &&
+         is(op.getMatrixA(), 4, b.getBF16Type()) &&
+         is(op.getMatrixB(), 2, b.getBF16Type()) &&
+         is(op.getMatrixC(), 2, b.getF32Type()) &&
+         is(op.getRes(), 2, b.getF32Type());
+}
+
+/// The scalars of a [rows, 2] fragment in [register][element] order.
+SmallVector<Value> elements(ImplicitLocOpBuilder &b, Value fragment) {
+  int64_t rows = cast<VectorType>(fragment.getType()).getDimSize(0);
+  SmallVector<Value> result;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t e = 0; e < 2; ++e)
+      result.push_back(
+          vector::ExtractOp::create(b, fragment, ArrayRef<int64_t>{r, e}));
+  return result;
+}
+
+/// Fails the pass on every nvgpu.mma.sync left in `module`.
+LogicalResult checkNoneLeft(gpu::GPUModuleOp module) {
+  WalkResult walk = module.walk([](nvgpu::MmaSyncOp op) {
+    op.emitOpError("is not lowered: txlc's kernels use m16n8k16 with "
+                   "vector<4x2xbf16> A, vector<2x2xbf16> B and "
+                   "vector<2x2xf32> accumulators only");
+    return WalkResult::interrupt();
+  });
+  return failure(walk.wasInterrupted());
+}
+
+// nvgpu.mma.sync (bf16) => nvvm.mma.sync: each register of A and B is the
+// i32 holding elements [r][0] (low half) and [r][1] (high half), as PTX's
+// .bf16x2 operands.
+struct MmaSyncToNvvm : public OpRewritePattern<nvgpu::MmaSyncOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(nvgpu::MmaSyncOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!isBf16M16N8K16(op))
+      return rewriter.notifyMatchFailure(op, "not bf16 m16n8k16");
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    Type i16 = b.getI16Type(), i32 = b.getI32Type();
+    auto pack = [&](Value fragment) {
+      SmallVector<Value> scalars = elements(b, fragment);
+      SmallVector<Value> registers;
+      for (size_t r = 0; r < scalars.size(); r += 2) {
+        auto half = [&](Value x) {
+          return arith::ExtUIOp::create(
+              b, i32, arith::BitcastOp::create(b, i16, x));
+        };
+        Value high = arith::ShLIOp::create(
+            b, half(scalars[r + 1]), arith::ConstantIntOp::create(b, 16, 32));
+        registers.push_back(
+            arith::OrIOp::create(b, half(scalars[r]), high));
+      }
+      return registers;
+    };
+    SmallVector<Value> a = pack(op.getMatrixA()), bReg = pack(op.getMatrixB());
+    SmallVector<Value> c = elements(b, op.getMatrixC());
+    Type f32 = b.getF32Type();
+    auto resultType =
+        LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
+    Value d = NVVM::MmaOp::create(
+        b, resultType, a, bReg, c, ArrayRef<int64_t>{16, 8, 16},
+        /*b1Op=*/std::nullopt, /*intOverflow=*/std::nullopt,
+        std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16,
+                                      NVVM::MMATypes::bf16},
+        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                       NVVM::MMALayout::col});
+    SmallVector<Value> scalars;
+    for (int64_t n = 0; n < 4; ++n)
+      scalars.push_back(LLVM::ExtractValueOp::create(b, d, n));
+    rewriter.replaceOpWithNewOp<vector::FromElementsOp>(op, op.getRes().getType(),
+                                                        scalars);
+    return success();
+  }
+};
+
+// nvgpu.mma.sync (bf16) => shuffles. Lane 4 g + t holds D[g + 8 r][2 t + e]
+// in [r][e]; A[row][k] sits in lane 4 (row % 8) + (k % 8) / 2, register
+// (row >= 8) + 2 (k >= 8), element k % 2; B[k][n] in lane 4 n + (k % 8) / 2,
+// register k >= 8, element k % 2. Each lane fetches the row of A and the
+// column of B it needs and sums the 16 products in f32 (bf16 products are
+// exact in f32).
+struct MmaSyncEmulation : public OpRewritePattern<nvgpu::MmaSyncOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(nvgpu::MmaSyncOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!isBf16M16N8K16(op))
+      return rewriter.notifyMatchFailure(op, "not bf16 m16n8k16");
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    Type f32 = b.getF32Type(), i32 = b.getI32Type();
+    auto widen = [&](SmallVector<Value> scalars) {
+      for (Value &x : scalars)
+        x = arith::ExtFOp::create(b, f32, x);
+      return scalars;
+    };
+    SmallVector<Value> a = widen(elements(b, op.getMatrixA()));
+    SmallVector<Value> bs = widen(elements(b, op.getMatrixB()));
+    SmallVector<Value> d = elements(b, op.getMatrixC());
+    auto c32 = [&](int64_t v) { return arith::ConstantIntOp::create(b, v, 32); };
+    Value lane = arith::IndexCastOp::create(
+        b, i32, gpu::LaneIdOp::create(b, /*upper_bound=*/IntegerAttr()));
+    Value g = arith::DivUIOp::create(b, lane, c32(4));
+    Value t = arith::RemUIOp::create(b, lane, c32(4));
+    auto fetch = [&](Value x, Value srcLane) {
+      return gpu::ShuffleOp::create(b, x, srcLane, c32(kSubgroupSize),
+                                    gpu::ShuffleMode::IDX)
+          .getShuffleResult();
+    };
+    for (int64_t k = 0; k < 16; ++k) {
+      Value pair = c32((k % 8) / 2);
+      // A[g + 8 r][k] for r = 0, 1.
+      Value aSrc = arith::AddIOp::create(
+          b, arith::MulIOp::create(b, g, c32(4)), pair);
+      Value aRow[2];
+      for (int64_t r = 0; r < 2; ++r)
+        aRow[r] = fetch(a[2 * (r + 2 * (k >= 8)) + k % 2], aSrc);
+      // B[k][2 t + e] for e = 0, 1.
+      for (int64_t e = 0; e < 2; ++e) {
+        Value n = arith::AddIOp::create(
+            b, arith::MulIOp::create(b, t, c32(2)), c32(e));
+        Value bSrc = arith::AddIOp::create(
+            b, arith::MulIOp::create(b, n, c32(4)), pair);
+        Value bCol = fetch(bs[2 * (k >= 8) + k % 2], bSrc);
+        for (int64_t r = 0; r < 2; ++r)
+          d[2 * r + e] = arith::AddFOp::create(
+              b, d[2 * r + e], arith::MulFOp::create(b, aRow[r], bCol));
+      }
+    }
+    rewriter.replaceOpWithNewOp<vector::FromElementsOp>(op, op.getRes().getType(),
+                                                        d);
+    return success();
+  }
+};
+
+// extf(truncf(x : f32 to bf16) to f32) => x rounded to bf16 on its bits,
+// round to nearest even like PTX's cvt.rn.bf16.f32 (NaN kept).
+struct RoundThroughBf16 : public OpRewritePattern<arith::ExtFOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(arith::ExtFOp op,
+                                PatternRewriter &rewriter) const override {
+    auto trunc = op.getIn().getDefiningOp<arith::TruncFOp>();
+    if (!trunc || !trunc.getType().isBF16() || !op.getType().isF32() ||
+        !trunc.getIn().getType().isF32())
+      return rewriter.notifyMatchFailure(op, "not f32 -> bf16 -> f32");
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    Value x = trunc.getIn();
+    auto c32 = [&](int64_t v) { return arith::ConstantIntOp::create(b, v, 32); };
+    Value bits = arith::BitcastOp::create(b, b.getI32Type(), x);
+    Value lsb = arith::AndIOp::create(
+        b, arith::ShRUIOp::create(b, bits, c32(16)), c32(1));
+    Value rounded = arith::AndIOp::create(
+        b,
+        arith::AddIOp::create(b, arith::AddIOp::create(b, bits, c32(0x7fff)),
+                              lsb),
+        c32(int64_t(0xffff0000u)));
+    Value isNan =
+        arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, x, x);
+    rewriter.replaceOpWithNewOp<arith::SelectOp>(
+        op, isNan, x, arith::BitcastOp::create(b, b.getF32Type(), rounded));
+    return success();
+  }
+};
+
+struct MmaToNvvmPass
+    : public txl::impl::MmaToNvvmPassBase<MmaToNvvmPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<MmaSyncToNvvm>(&getContext());
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))) ||
+        failed(checkNoneLeft(getOperation())))
+      return signalPassFailure();
+  }
+};
+
+struct EmulateMmaPass
+    : public txl::impl::EmulateMmaPassBase<EmulateMmaPass> {
+  void runOnOperation() override {
+    gpu::GPUModuleOp module = getOperation();
+    // Intel's OpenCL CPU compiler miscompiles (out-of-bounds workgroup
+    // stores) the emulated products inside rolled loops: loops around
+    // nvgpu.mma.sync with a constant trip count of at most 8 (the bf16
+    // kernels' block loops) are unrolled first, innermost first.
+    SmallVector<scf::ForOp> loops;
+    module.walk([&](scf::ForOp loop) {
+      std::optional<int64_t> trips = loop.getStaticTripCount()
+                                         ? std::optional<int64_t>(
+                                               loop.getStaticTripCount()
+                                                   ->getSExtValue())
+                                         : std::nullopt;
+      bool hasMma = loop.getBody()
+                        ->walk([](nvgpu::MmaSyncOp) {
+                          return WalkResult::interrupt();
+                        })
+                        .wasInterrupted();
+      if (hasMma && trips && *trips <= 8)
+        loops.push_back(loop);
+    });
+    for (scf::ForOp loop : loops)
+      if (failed(loopUnrollFull(loop)))
+        return signalPassFailure();
+    RewritePatternSet patterns(&getContext());
+    patterns.add<MmaSyncEmulation, RoundThroughBf16>(&getContext());
+    if (failed(applyPatternsGreedily(module, std::move(patterns))) ||
+        failed(checkNoneLeft(module)))
+      return signalPassFailure();
+    // OpenCL's SPIR-V has no bf16: every bf16 value must be gone.
+    WalkResult walk = module.walk([](Operation *op) {
+      for (Type type : op->getResultTypes())
+        if (getElementTypeOrSelf(type).isBF16()) {
+          op->emitOpError("keeps a bf16 value that txl-emulate-mma cannot "
+                          "express on OpenCL (only f32 -> bf16 -> f32 "
+                          "roundings and mma.sync operands are)");
+          return WalkResult::interrupt();
+        }
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,479 @@
+//===- RelAttentionMma.cpp - the bf16 tensor-core attention kernel ---------===//
+//
+// `--precision=bf16`'s form of the fused relative attention (paper §3.3):
+// the same flash-style walk as the f32 kernel (RelAttentionToGpu.cpp), with
+// its three products on tensor cores: warp-level nvgpu.mma.sync m16n8k16,
+// bf16 operands, f32 accumulators (FlashAttention-2's register layout, Dao
+// 2023 §3.1).
+//
+// A workgroup has 4 subgroups of 32; subgroup w owns 16 query rows, iw =
+// i0 + 16 w, and walks the keys in tiles of Bk = 32. Per key tile it forms
+//   AC = (q + u) k^T            16 × 32, 4 n-blocks of 8 keys
+//   X  = (q + v) r_window^T     16 × 48, the 16 + 32 - 1 rows of r that the
+//                               (16 rows, 32 keys) block reads, row w of the
+//                               window being r row qlen - iw - 16 + j0 + w
+// over d_head in k-steps of 16 (d_head padded with zeros to a multiple of
+// 16). BD(i, j) = X(i - iw, 15 - (i - iw) + (j - j0)) is the rel-shift as
+// index arithmetic: X goes through the subgroup's own 16 × 48 slice of
+// workgroup memory and every lane reads back the skewed entries of its own
+// accumulator positions. Masks, online softmax and P·V then follow the f32
+// kernel, P entering the P·V product as the A operand straight from the
+// score accumulators' registers.
+//
+// Register layout of m16n8k16 (PTX ISA, "Matrix Fragments for mma.m16n8k16
+// with floating point type"), lane = 4 g + t:
+//   A (16 × 16, vector<4x2xbf16>): [r][e] holds (g + 8 (r & 1), 2 t + e +
+//     8 (r >> 1)),
+//   B (16 × 8,  vector<2x2xbf16>): [r][e] holds (2 t + e + 8 r, g),
+//   C (16 × 8,  vector<2x2xf32>):  [r][e] holds (g + 8 r, 2 t + e).
+// txl-mma-to-nvvm lowers the op to mma.sync on the CUDA target;
+// txl-emulate-mma rewrites it into subgroup shuffles with exactly this
+// layout on the OpenCL target, which is how the kernel is tested without a
+// GPU.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelModule.h"
+#include "RelAttention.h"
+
+#include "mlir/AsmParser/AsmParser.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+using namespace mlir;
+using namespace mlir::txl;
+
+namespace {
+
+constexpr int64_t kWarps = 4;
+/// Query rows per subgroup: the mma's M.
+constexpr int64_t kRows = 16;
+/// Keys per tile.
+constexpr int64_t kKeyTile = 32;
+/// Columns of X: the 16 + 32 - 1 window rows, rounded up to n-blocks of 8.
+constexpr int64_t kWindow = kRows + kKeyTile;
+/// Registers per work-item on CUDA (PTX .maxnreg): 2 workgroups of 128 per
+/// SM at least.
+constexpr int32_t kMaxRegisters = 255;
+/// Up to this padded d_head the query fragments stay in registers for the
+/// whole key walk; wider heads reload them per key tile.
+constexpr int64_t kHeldQueryWidth = 64;
+
+/// A fragment: the scalars of one mma operand in [register][element]
+/// order (8 for A, 4 for B and C).
+using Fragment = SmallVector<Value, 8>;
+
+class MmaKernelBuilder {
+public:
+  MmaKernelBuilder(gpu::GPUFuncOp func, int64_t dHead,
+                   const KernelTestHooks &hooks)
+      : b(func.getLoc(), func.getContext()), dHead(dHead),
+        dPad(llvm::alignTo(dHead, 16)), hooks(hooks), func(func) {}
+
+  void build();
+
+private:
+  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
+  Value i32(int64_t v) { return arith::ConstantIntOp::create(b, v, 32); }
+  Value f32(double v) {
+    return arith::ConstantFloatOp::create(b, b.getF32Type(), APFloat(float(v)));
+  }
+  Value negInf() { return f32(-std::numeric_limits<float>::infinity()); }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, x, y); }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, x, y); }
+  Value mul(Value x, Value y) { return arith::MulIOp::create(b, x, y); }
+  Value cmp(arith::CmpIPredicate p, Value x, Value y) {
+    return arith::CmpIOp::create(b, p, x, y);
+  }
+  Value select(Value c, Value x, Value y) {
+    return arith::SelectOp::create(b, c, x, y);
+  }
+  Value both(Value x, Value y) { return arith::AndIOp::create(b, x, y); }
+  Value bf16(Value x) { return arith::TruncFOp::create(b, b.getBF16Type(), x); }
+
+  /// `memref[rowIndices..., d]` if `rowOk` and d < d_head, else 0, never
+  /// reading out of bounds: the row indices are replaced by 0 when !rowOk
+  /// and d is clamped to d_head - 1, a check only d_head not a multiple of
+  /// 16 needs; so the column offsets stay immediates of the loads.
+  Value loadOrZero(Value memref, SmallVector<Value> rowIndices, Value rowOk,
+                   Value d);
+  /// D = A B + C for one m16n8k16 block.
+  Fragment mma(const Fragment &a, const Fragment &bOp, const Fragment &c);
+  /// The A fragment of (q + bias) for the subgroup's rows, d_head k-step
+  /// `ks`.
+  Fragment queryFragment(int64_t ks, Value bias);
+  /// A zero accumulator.
+  Fragment zeros() { return Fragment(4, f32(0.0)); }
+  /// `v` reduced over the 4 lanes of a quad (the lanes holding one row).
+  Value quadReduce(Value v, bool isMax);
+  /// A loop over [0, n) that LLVM keeps rolled: fully unrolled, the key
+  /// tile's global loads are all hoisted ahead of their products and ptxas
+  /// runs out of registers.
+  scf::ForOp loopOver(int64_t n, ValueRange init = {});
+  /// `body(iv)` in a loopOver(n) without loop-carried values.
+  void forRange(int64_t n, function_ref<void(Value)> body);
+
+  ImplicitLocOpBuilder b;
+  int64_t dHead, dPad;
+  KernelTestHooks hooks;
+  gpu::GPUFuncOp func;
+  // Set first by build().
+  Value q, batchIdx, head, qlen, iw, g, t;
+};
+
+Value MmaKernelBuilder::loadOrZero(Value memref, SmallVector<Value> rowIndices,
+                                   Value rowOk, Value d) {
+  Value ok = rowOk;
+  if (dPad != dHead) {
+    ok = both(ok, cmp(arith::CmpIPredicate::ult, d, idx(dHead)));
+    d = arith::MinUIOp::create(b, d, idx(dHead - 1));
+  }
+  Value zero = idx(0);
+  for (Value &index : rowIndices)
+    index = select(rowOk, index, zero);
+  rowIndices.push_back(d);
+  Value x = memref::LoadOp::create(b, memref, rowIndices);
+  return select(ok, x, f32(0.0));
+}
+
+Fragment MmaKernelBuilder::mma(const Fragment &a, const Fragment &bOp,
+                               const Fragment &c) {
+  Type bf16Type = b.getBF16Type();
+  Value va = vector::FromElementsOp::create(
+      b, VectorType::get({4, 2}, bf16Type), a);
+  Value vb = vector::FromElementsOp::create(
+      b, VectorType::get({2, 2}, bf16Type), bOp);
+  Value vc = vector::FromElementsOp::create(
+      b, VectorType::get({2, 2}, b.getF32Type()), c);
+  Value d = nvgpu::MmaSyncOp::create(b, va, vb, vc,
+                                     ArrayRef<int64_t>{16, 8, 16});
+  Fragment result;
+  for (int64_t r = 0; r < 2; ++r)
+    for (int64_t e = 0; e < 2; ++e)
+      result.push_back(vector::ExtractOp::create(b, d, ArrayRef<int64_t>{r, e}));
+  return result;
+}
+
+Fragment MmaKernelBuilder::queryFragment(int64_t ks, Value bias) {
+  using P = arith::CmpIPredicate;
+  Fragment frag;
+  for (int64_t r = 0; r < 4; ++r) {
+    Value i = add(iw, add(g, idx(8 * (r & 1))));
+    for (int64_t e = 0; e < 2; ++e) {
+      Value d = add(mul(t, idx(2)), idx(ks * 16 + e + 8 * (r >> 1)));
+      Value x = loadOrZero(q, {i, batchIdx, head}, cmp(P::ult, i, qlen), d);
+      Value bi = loadOrZero(bias, {head}, arith::ConstantIntOp::create(b, 1, 1), d);
+      frag.push_back(bf16(arith::AddFOp::create(b, x, bi)));
+    }
+  }
+  return frag;
+}
+
+scf::ForOp MmaKernelBuilder::loopOver(int64_t n, ValueRange init) {
+  auto loop = scf::ForOp::create(b, idx(0), idx(n), idx(1), init);
+  loop->setAttr("loop_annotation",
+                parseAttribute("#llvm.loop_annotation<unroll = <disable = "
+                               "true>>",
+                               b.getContext()));
+  return loop;
+}
+
+void MmaKernelBuilder::forRange(int64_t n, function_ref<void(Value)> body) {
+  scf::ForOp loop = loopOver(n);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(loop.getBody()->getTerminator());
+  body(loop.getInductionVar());
+}
+
+Value MmaKernelBuilder::quadReduce(Value v, bool isMax) {
+  for (int64_t offset : {1, 2}) {
+    Value other = gpu::ShuffleOp::create(b, v, offset, kSubgroupSize,
+                                         gpu::ShuffleMode::XOR)
+                      .getShuffleResult();
+    v = isMax ? Value(arith::MaximumFOp::create(b, v, other))
+              : Value(arith::AddFOp::create(b, v, other));
+  }
+  return v;
+}
+
+void MmaKernelBuilder::build() {
+  Block &entry = func.getBody().front();
+  b.setInsertionPointToStart(&entry);
+  q = entry.getArgument(0);
+  Value k = entry.getArgument(1), v = entry.getArgument(2),
+        r = entry.getArgument(3), u = entry.getArgument(4),
+        vb = entry.getArgument(5), out = entry.getArgument(6),
+        memLen = entry.getArgument(7), sameLength = entry.getArgument(8),
+        scale = entry.getArgument(9);
+  Value acTile = func.getWorkgroupAttributions()[0];
+  Value xTile = func.getWorkgroupAttributions()[1];
+
+  using P = arith::CmpIPredicate;
+  Value zero = idx(0), one = idx(1);
+  qlen = memref::DimOp::create(b, q, 0);
+  Value nHead = memref::DimOp::create(b, q, 2);
+  Value klen = memref::DimOp::create(b, k, 0);
+  Value column = gpu::BlockIdOp::create(b, gpu::Dimension::y);
+  batchIdx = arith::DivUIOp::create(b, column, nHead);
+  head = arith::RemUIOp::create(b, column, nHead);
+  int64_t queryTile = kWarps * kRows;
+  Value i0 = mul(gpu::BlockIdOp::create(b, gpu::Dimension::x), idx(queryTile));
+  Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  Value warp = arith::DivUIOp::create(b, tid, idx(kSubgroupSize));
+  Value lane = gpu::LaneIdOp::create(b, /*upper_bound=*/IntegerAttr());
+  g = arith::DivUIOp::create(b, lane, idx(4));
+  t = arith::RemUIOp::create(b, lane, idx(4));
+  Value warpRow0 = mul(warp, idx(kRows));
+  iw = add(i0, warpRow0);
+
+  // The decoder mask, as in the f32 kernel (txl.masked_softmax).
+  Value mlen = sub(klen, qlen);
+  Value maskLen = sub(klen, memLen);
+  Value shift = select(cmp(P::sgt, maskLen, zero), sub(qlen, maskLen), qlen);
+  Value same = cmp(P::ne, sameLength, i32(0));
+  Value notSame = arith::XOrIOp::create(b, same,
+                                        arith::ConstantIntOp::create(b, 1, 1));
+  Value firstSame = arith::MaxSIOp::create(b, zero, add(sub(i0, shift), one));
+  Value jBegin = select(same, firstSame, zero);
+  Value jEnd =
+      arith::MinSIOp::create(b, klen, add(add(i0, idx(queryTile)), mlen));
+
+  int64_t kSteps = dPad / 16;
+  int64_t dBlocks = dPad / 8;
+  bool holdQuery = dPad <= kHeldQueryWidth;
+  SmallVector<Fragment> heldQu, heldQv;
+  if (holdQuery)
+    for (int64_t ks = 0; ks < kSteps; ++ks) {
+      heldQu.push_back(queryFragment(ks, u));
+      heldQv.push_back(queryFragment(ks, vb));
+    }
+
+  // Loop state: running max and sum of rows g and g + 8, then the P·V
+  // accumulators, dBlocks fragments of 4.
+  SmallVector<Value> init = {negInf(), negInf(), f32(0.0), f32(0.0)};
+  for (int64_t n = 0; n < dBlocks * 4; ++n)
+    init.push_back(f32(0.0));
+  auto keyLoop = scf::ForOp::create(b, jBegin, jEnd, idx(kKeyTile), init);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(keyLoop.getBody());
+    Value j0 = keyLoop.getInductionVar();
+    ValueRange state = keyLoop.getRegionIterArgs();
+
+    // Every lane is done reading the previous tile's AC and X.
+    if (hooks.dropBarrier != 1)
+      gpu::BarrierOp::create(b);
+    SmallVector<Fragment> qus, qvs;
+    for (int64_t ks = 0; ks < kSteps; ++ks) {
+      qus.push_back(holdQuery ? heldQu[ks] : queryFragment(ks, u));
+      qvs.push_back(holdQuery ? heldQv[ks] : queryFragment(ks, vb));
+    }
+    // Stores accumulator `acc` of block column `col0` (8 columns) into the
+    // subgroup's rows of `tile`.
+    auto storeBlock = [&](const Fragment &acc, Value tile, Value col0) {
+      for (int64_t rr = 0; rr < 2; ++rr)
+        for (int64_t e = 0; e < 2; ++e)
+          memref::StoreOp::create(
+              b, acc[2 * rr + e], tile,
+              ValueRange{add(warpRow0, add(g, idx(8 * rr))),
+                         add(col0, add(mul(t, idx(2)), idx(e)))});
+    };
+    // AC: 4 blocks of 8 keys, lane's B entries are key j0 + 8 nb + g.
+    forRange(kKeyTile / 8, [&](Value nb) {
+      Value col0 = mul(nb, idx(8));
+      Value j = add(j0, add(g, col0));
+      Value jOk = cmp(P::ult, j, jEnd);
+      Fragment acc = zeros();
+      for (int64_t ks = 0; ks < kSteps; ++ks) {
+        Fragment kf;
+        for (int64_t rr = 0; rr < 2; ++rr)
+          for (int64_t e = 0; e < 2; ++e) {
+            Value d = add(mul(t, idx(2)), idx(ks * 16 + e + 8 * rr));
+            kf.push_back(bf16(loadOrZero(k, {j, batchIdx, head}, jOk, d)));
+          }
+        acc = mma(qus[ks], kf, acc);
+      }
+      storeBlock(acc, acTile, col0);
+    });
+    // X: 6 blocks of 8 window rows; window row w is r row rBase + w, rows
+    // outside [0, klen) only serve masked pairs and read as zero.
+    Value rBase = add(sub(add(sub(qlen, iw), j0), idx(kRows)),
+                      idx(hooks.relShiftOffset));
+    forRange(kWindow / 8, [&](Value xb) {
+      Value col0 = mul(xb, idx(8));
+      Value p = add(rBase, add(g, col0));
+      Value pOk = both(cmp(P::sge, p, zero), cmp(P::slt, p, klen));
+      Fragment acc = zeros();
+      for (int64_t ks = 0; ks < kSteps; ++ks) {
+        Fragment rf;
+        for (int64_t rr = 0; rr < 2; ++rr)
+          for (int64_t e = 0; e < 2; ++e) {
+            Value d = add(mul(t, idx(2)), idx(ks * 16 + e + 8 * rr));
+            rf.push_back(bf16(loadOrZero(r, {p, head}, pOk, d)));
+          }
+        acc = mma(qvs[ks], rf, acc);
+      }
+      storeBlock(acc, xTile, col0);
+    });
+    // The subgroup's AC and X are complete before its lanes read each
+    // other's entries.
+    if (hooks.dropBarrier != 2)
+      gpu::BarrierOp::create(b);
+
+    // Scores of the lane's 16 positions: rows g + 8 rr, keys j0 + 8 nb +
+    // 2 t + e.
+    SmallVector<Value> score(16), visible(16);
+    for (int64_t nb = 0; nb < 4; ++nb)
+      for (int64_t rr = 0; rr < 2; ++rr)
+        for (int64_t e = 0; e < 2; ++e) {
+          int64_t n = 4 * nb + 2 * rr + e;
+          Value row = add(g, idx(8 * rr));
+          Value col = add(mul(t, idx(2)), idx(8 * nb + e));
+          Value ac = memref::LoadOp::create(
+              b, acTile, ValueRange{add(warpRow0, row), col});
+          Value bd = memref::LoadOp::create(
+              b, xTile,
+              ValueRange{add(warpRow0, row), add(sub(idx(kRows - 1), row),
+                                                 col)});
+          Value s = arith::MulFOp::create(b, arith::AddFOp::create(b, ac, bd),
+                                          scale);
+          Value i = add(iw, row), j = add(j0, col);
+          Value ok = both(cmp(P::ult, j, jEnd), cmp(P::sle, j, add(i, mlen)));
+          ok = both(ok, arith::OrIOp::create(b, notSame,
+                                             cmp(P::sgt, j, sub(i, shift))));
+          visible[n] = ok;
+          score[n] = select(ok, s, negInf());
+        }
+
+    // Online softmax per row, as in the f32 kernel.
+    SmallVector<Value> next(4), alpha(2), prob(16);
+    for (int64_t rr = 0; rr < 2; ++rr) {
+      Value m = state[rr], l = state[2 + rr];
+      Value tileMax = negInf();
+      for (int64_t nb = 0; nb < 4; ++nb)
+        for (int64_t e = 0; e < 2; ++e)
+          tileMax =
+              arith::MaximumFOp::create(b, tileMax, score[4 * nb + 2 * rr + e]);
+      Value mNew = arith::MaximumFOp::create(b, m, quadReduce(tileMax, true));
+      Value mWasEmpty =
+          arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m, negInf());
+      alpha[rr] =
+          select(mWasEmpty, f32(0.0),
+                 math::ExpOp::create(b, arith::SubFOp::create(b, m, mNew)));
+      Value rowSum = f32(0.0);
+      for (int64_t nb = 0; nb < 4; ++nb)
+        for (int64_t e = 0; e < 2; ++e) {
+          int64_t n = 4 * nb + 2 * rr + e;
+          prob[n] = select(visible[n],
+                           math::ExpOp::create(
+                               b, arith::SubFOp::create(b, score[n], mNew)),
+                           f32(0.0));
+          rowSum = arith::AddFOp::create(b, rowSum, prob[n]);
+        }
+      next[rr] = mNew;
+      next[2 + rr] = arith::AddFOp::create(
+          b, arith::MulFOp::create(b, l, alpha[rr]), quadReduce(rowSum, false));
+    }
+
+    // O = O alpha + P V: P's A fragment for keys 16 kk.. is the score
+    // blocks 2 kk and 2 kk + 1 as they sit in the lane's registers.
+    SmallVector<Fragment> o(dBlocks);
+    for (int64_t db = 0; db < dBlocks; ++db)
+      for (int64_t n = 0; n < 4; ++n)
+        o[db].push_back(arith::MulFOp::create(b, state[4 + 4 * db + n],
+                                              alpha[n / 2]));
+    // Keys 16 kk .. 16 kk + 15 for kk = 0, 1, one iteration each: the A
+    // fragment is selected from the two sets of registers (in f32, then
+    // rounded).
+    SmallVector<Fragment> pas(2);
+    for (int64_t kk = 0; kk < 2; ++kk)
+      for (int64_t half = 0; half < 2; ++half)
+        for (int64_t rr = 0; rr < 2; ++rr)
+          for (int64_t e = 0; e < 2; ++e)
+            pas[kk].push_back(prob[4 * (2 * kk + half) + 2 * rr + e]);
+    SmallVector<Value> oInit;
+    for (const Fragment &frag : o)
+      llvm::append_range(oInit, frag);
+    scf::ForOp pv = loopOver(kKeyTile / 16, oInit);
+    {
+      OpBuilder::InsertionGuard pvGuard(b);
+      b.setInsertionPointToStart(pv.getBody());
+      Value kk = pv.getInductionVar();
+      Value first = cmp(P::eq, kk, zero);
+      Fragment pa;
+      for (int64_t n = 0; n < 8; ++n)
+        pa.push_back(bf16(select(first, pas[0][n], pas[1][n])));
+      SmallVector<Value> updated;
+      for (int64_t db = 0; db < dBlocks; ++db) {
+        Value d = add(g, idx(8 * db));
+        Fragment vf;
+        for (int64_t rr = 0; rr < 2; ++rr)
+          for (int64_t e = 0; e < 2; ++e) {
+            Value j = add(add(j0, mul(kk, idx(16))),
+                          add(mul(t, idx(2)), idx(e + 8 * rr)));
+            vf.push_back(bf16(loadOrZero(v, {j, batchIdx, head},
+                                         cmp(P::ult, j, jEnd), d)));
+          }
+        Fragment acc(pv.getRegionIterArgs().slice(4 * db, 4));
+        llvm::append_range(updated, mma(pa, vf, acc));
+      }
+      scf::YieldOp::create(b, updated);
+    }
+    o.assign(dBlocks, Fragment());
+    for (int64_t db = 0; db < dBlocks; ++db)
+      o[db].assign(pv.getResults().begin() + 4 * db,
+                   pv.getResults().begin() + 4 * db + 4);
+    for (const Fragment &frag : o)
+      llvm::append_range(next, frag);
+    scf::YieldOp::create(b, next);
+  }
+
+  // out[i, batch, head, d] = o / l for the lane's rows and columns.
+  for (int64_t db = 0; db < dBlocks; ++db)
+    for (int64_t rr = 0; rr < 2; ++rr)
+      for (int64_t e = 0; e < 2; ++e) {
+        Value i = add(iw, add(g, idx(8 * rr)));
+        Value d = add(mul(t, idx(2)), idx(8 * db + e));
+        auto ifIn = scf::IfOp::create(
+            b, both(cmp(P::ult, i, qlen), cmp(P::ult, d, idx(dHead))), false);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(ifIn.thenBlock());
+        Value o = arith::DivFOp::create(b,
+                                        keyLoop.getResult(4 + 4 * db + 2 * rr + e),
+                                        keyLoop.getResult(2 + rr));
+        memref::StoreOp::create(b, o, out, ValueRange{i, batchIdx, head, d});
+      }
+  gpu::ReturnOp::create(b);
+}
+
+} // namespace
+
+AttentionKernel mlir::txl::getOrCreateMmaAttentionKernel(
+    ModuleOp module, int64_t dHead, const KernelTestHooks &hooks) {
+  AttentionKernel kernel{nullptr, kWarps * kRows, kWarps * kSubgroupSize};
+  std::string name = "rel_attention_bf16_d" + std::to_string(dHead);
+  gpu::GPUModuleOp kernels = getOrCreateKernelModule(module);
+  if ((kernel.func = kernels.lookupSymbol<gpu::GPUFuncOp>(name)))
+    return kernel;
+  MLIRContext *ctx = kernels.getContext();
+  OpBuilder b = OpBuilder::atBlockEnd(kernels.getBody());
+  auto tile = [&](int64_t columns) {
+    return MemRefType::get({kWarps * kRows, columns + 1}, b.getF32Type(),
+                           MemRefLayoutAttrInterface{},
+                           b.getI64IntegerAttr(3));
+  };
+  kernel.func = gpu::GPUFuncOp::create(b, kernels.getLoc(), name,
+                                       attentionKernelType(ctx, dHead, /*unitInnerStride=*/true),
+                                       TypeRange{tile(kKeyTile), tile(kWindow)});
+  kernel.func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
+                       b.getUnitAttr());
+  kernel.func.setKnownBlockSizeAttr(
+      b.getDenseI32ArrayAttr({int32_t(kernel.threads), 1, 1}));
+  kernel.func->setAttr("nvvm.maxnreg", b.getI32IntegerAttr(kMaxRegisters));
+  MmaKernelBuilder(kernel.func, dHead, hooks).build();
+  return kernel;
+}
