@@ -1,4 +1,10 @@
 // RUN: txl-opt %s --split-input-file --txl-linalg-to-blas=device=true --verify-diagnostics | FileCheck %s --implicit-check-not=cblas_
+// RUN: txl-opt %s --split-input-file --txl-linalg-to-blas="device=true bf16=true" --verify-diagnostics \
+// RUN:   | FileCheck %s --check-prefix=BF16 '--implicit-check-not=@txl_device_sgemm('
+
+// bf16=true (--precision=bf16): the same calls, to txl_device_sgemm_bf16.
+// BF16: func.func private @txl_device_sgemm_bf16(i32, i32, i64, i64, i64, f32, !llvm.ptr, i64, i64, i64, !llvm.ptr, i64, i64, i64, f32, !llvm.ptr, i64, i64, i64, i64)
+// BF16: call @txl_device_sgemm_bf16(
 
 // The GPU targets: a product on device buffers becomes one call of the
 // runtime's txl_device_sgemm (txl/device.h), row-major like cblas. Each

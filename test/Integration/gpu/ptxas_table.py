@@ -40,11 +40,11 @@ SHARED_RESERVED = 1024        # the driver's shared memory per workgroup
 # serial kernels: 64 registers. The layer norm kernels (a subgroup per
 # row, 256 work-items): 32 registers and no shared memory, 8 workgroups.
 # The bf16 tensor-core attention kernels (--precision=bf16): 128 work-items,
-# the P·V accumulators and held query fragments in registers (d_head 128:
-# up to the 255 of nvvm.maxnreg), 2 workgroups per SM; 21 KB of AC and X
-# tiles.
+# the P·V accumulators (and, up to d_head 64, the query fragments) in
+# registers: 192 registers, d_head 80 and 128 up to the 255 of
+# nvvm.maxnreg; 2 workgroups per SM; 21 KB of AC and X tiles.
 BUDGETS = [
-    (r"rel_attention_bf16_d128", 128, 255, 21 * 1024, 2),
+    (r"rel_attention_bf16_d(80|128)", 128, 255, 21 * 1024, 2),
     (r"rel_attention_bf16_d\d+", 128, 192, 21 * 1024, 2),
     (r"rel_attention_d128", 128, 128, 48 * 1024, 3),
     (r"rel_attention_d\d+", 128, 128, 48 * 1024, 4),

@@ -1,0 +1,134 @@
+// RUN: txl-opt %s --split-input-file --verify-diagnostics \
+// RUN:   --pass-pipeline='builtin.module(gpu.module(txl-emulate-mma,cse))' | FileCheck %s
+
+// bf16 m16n8k16 => shuffles. Every f32 -> bf16 -> f32 round trip becomes
+// round-to-nearest-even on the bits (x + 0x7fff + lsb, low half cleared;
+// NaN kept). Lane 4 g + t fetches, for k = 0, A[g][0] (register 0, element
+// 0) and A[g + 8][0] (register 1) from lane 4 g, and B[0][2 t + e]
+// (register 0, element 0) from lane 4 (2 t + e); for k = 1 element 1 of the
+// same registers and lanes; for k = 2 the next lane. 16 k x (2 + 2)
+// shuffles; no bf16 value is left.
+
+// CHECK-LABEL: gpu.func @bf16
+// CHECK-SAME: (%[[A0:[^:]+]]: f32, %[[A1:[^:]+]]: f32, %[[A2:[^:]+]]: f32, %[[A3:[^:]+]]: f32
+// CHECK-SAME: %[[B0:arg8]]: f32, %[[B1:arg9]]: f32
+// CHECK: %[[BITS:.+]] = arith.bitcast %[[A0]] : f32 to i32
+// CHECK: %[[LSB0:.+]] = arith.shrui %[[BITS]], %c16_i32 : i32
+// CHECK: %[[LSB:.+]] = arith.andi %[[LSB0]], %c1_i32 : i32
+// CHECK: %[[UP:.+]] = arith.addi %[[BITS]], %c32767_i32 : i32
+// CHECK: %[[UP2:.+]] = arith.addi %[[UP]], %[[LSB]] : i32
+// CHECK: %[[RND:.+]] = arith.andi %[[UP2]], %c-65536_i32 : i32
+// CHECK: %[[NAN:.+]] = arith.cmpf uno, %[[A0]], %[[A0]] : f32
+// CHECK: %[[RF:.+]] = arith.bitcast %[[RND]] : i32 to f32
+// CHECK: %[[RA0:.+]] = arith.select %[[NAN]], %[[A0]], %[[RF]] : f32
+// CHECK: %[[RA1:.+]] = arith.select %{{.+}}, %[[A1]], %{{.+}} : f32
+// CHECK: %[[RA2:.+]] = arith.select %{{.+}}, %[[A2]], %{{.+}} : f32
+// CHECK: %[[RA3:.+]] = arith.select %{{.+}}, %[[A3]], %{{.+}} : f32
+// CHECK: %[[RB0:.+]] = arith.select %{{.+}}, %[[B0]], %{{.+}} : f32
+// CHECK: %[[RB1:.+]] = arith.select %{{.+}}, %[[B1]], %{{.+}} : f32
+// CHECK: %[[LANEIDX:.+]] = gpu.lane_id
+// CHECK: %[[LANE:.+]] = arith.index_cast %[[LANEIDX]] : index to i32
+// CHECK: %[[G:.+]] = arith.divui %[[LANE]], %c4_i32 : i32
+// CHECK: %[[T:.+]] = arith.remui %[[LANE]], %c4_i32 : i32
+// CHECK: %[[ASRC:.+]] = arith.muli %[[G]], %c4_i32 : i32
+// CHECK: gpu.shuffle  idx %[[RA0]], %[[ASRC]], %c32_i32 : f32
+// CHECK: gpu.shuffle  idx %[[RA2]], %[[ASRC]], %c32_i32 : f32
+// CHECK: %[[T2:.+]] = arith.muli %[[T]], %c2_i32 : i32
+// CHECK: %[[BSRC:.+]] = arith.muli %[[T2]], %c4_i32 : i32
+// CHECK: gpu.shuffle  idx %[[RB0]], %[[BSRC]], %c32_i32 : f32
+// CHECK: %[[N1:.+]] = arith.addi %[[T2]], %c1_i32 : i32
+// CHECK: %[[BSRC1:.+]] = arith.muli %[[N1]], %c4_i32 : i32
+// CHECK: gpu.shuffle  idx %[[RB0]], %[[BSRC1]], %c32_i32 : f32
+// CHECK: gpu.shuffle  idx %[[RA1]], %[[ASRC]], %c32_i32 : f32
+// CHECK: gpu.shuffle  idx %[[RA3]], %[[ASRC]], %c32_i32 : f32
+// CHECK: gpu.shuffle  idx %[[RB1]], %[[BSRC]], %c32_i32 : f32
+// CHECK: %[[ASRC2:.+]] = arith.addi %[[ASRC]], %c1_i32 : i32
+// CHECK: gpu.shuffle  idx %[[RA0]], %[[ASRC2]], %c32_i32 : f32
+// CHECK-COUNT-55: gpu.shuffle
+// CHECK-NOT: gpu.shuffle
+// CHECK: vector.from_elements {{.+}} : vector<2x2xf32>
+// CHECK-NOT: bf16
+// CHECK: gpu.return
+gpu.module @k {
+  gpu.func @bf16(%a0: f32, %a1: f32, %a2: f32, %a3: f32, %a4: f32, %a5: f32, %a6: f32, %a7: f32,
+                 %b0: f32, %b1: f32, %b2: f32, %b3: f32, %c: vector<2x2xf32>,
+                 %o: memref<2x2xf32>) kernel {
+    %ta0 = arith.truncf %a0 : f32 to bf16
+    %ta1 = arith.truncf %a1 : f32 to bf16
+    %ta2 = arith.truncf %a2 : f32 to bf16
+    %ta3 = arith.truncf %a3 : f32 to bf16
+    %ta4 = arith.truncf %a4 : f32 to bf16
+    %ta5 = arith.truncf %a5 : f32 to bf16
+    %ta6 = arith.truncf %a6 : f32 to bf16
+    %ta7 = arith.truncf %a7 : f32 to bf16
+    %tb0 = arith.truncf %b0 : f32 to bf16
+    %tb1 = arith.truncf %b1 : f32 to bf16
+    %tb2 = arith.truncf %b2 : f32 to bf16
+    %tb3 = arith.truncf %b3 : f32 to bf16
+    %a = vector.from_elements %ta0, %ta1, %ta2, %ta3, %ta4, %ta5, %ta6, %ta7 : vector<4x2xbf16>
+    %b = vector.from_elements %tb0, %tb1, %tb2, %tb3 : vector<2x2xbf16>
+    %d = nvgpu.mma.sync (%a, %b, %c) {mmaShape = [16, 8, 16]}
+        : (vector<4x2xbf16>, vector<2x2xbf16>, vector<2x2xf32>) -> vector<2x2xf32>
+    %c0 = arith.constant 0 : index
+    vector.store %d, %o[%c0, %c0] : memref<2x2xf32>, vector<2x2xf32>
+    gpu.return
+  }
+}
+
+// -----
+
+// The rolled loops of the bf16 kernels (constant trip count <= 8) around
+// an mma are unrolled first, so no scf.for is left here: one store per
+// iteration.
+// CHECK-LABEL: gpu.func @rolled
+// CHECK-NOT: scf.for
+// CHECK: gpu.shuffle  idx
+// CHECK: vector.store %{{.+}}, %{{.+}}[%c0, %c0]
+// CHECK: vector.store %{{.+}}, %{{.+}}[%c1, %c0]
+// CHECK-NOT: scf.for
+// CHECK: gpu.return
+gpu.module @k {
+  gpu.func @rolled(%x: f32, %c: vector<2x2xf32>, %o: memref<2x2xf32>) kernel {
+    %h = arith.truncf %x : f32 to bf16
+    %a = vector.broadcast %h : bf16 to vector<4x2xbf16>
+    %b = vector.broadcast %h : bf16 to vector<2x2xbf16>
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    scf.for %i = %c0 to %c2 step %c1 {
+      %d = nvgpu.mma.sync (%a, %b, %c) {mmaShape = [16, 8, 16]}
+          : (vector<4x2xbf16>, vector<2x2xbf16>, vector<2x2xf32>) -> vector<2x2xf32>
+      vector.store %d, %o[%i, %c0] : memref<2x2xf32>, vector<2x2xf32>
+    }
+    gpu.return
+  }
+}
+
+// -----
+
+// Negative: another element type is not emulated.
+gpu.module @k {
+  gpu.func @f16(%a: vector<4x2xf16>, %b: vector<2x2xf16>, %c: vector<2x2xf32>,
+                %o: memref<2x2xf32>) kernel {
+    // expected-error @below {{'nvgpu.mma.sync' op is not lowered: txlc's kernels use m16n8k16 with vector<4x2xbf16> A, vector<2x2xbf16> B and vector<2x2xf32> accumulators only}}
+    %d = nvgpu.mma.sync (%a, %b, %c) {mmaShape = [16, 8, 16]}
+        : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
+    %c0 = arith.constant 0 : index
+    vector.store %d, %o[%c0, %c0] : memref<2x2xf32>, vector<2x2xf32>
+    gpu.return
+  }
+}
+
+// -----
+
+// Negative: a bf16 value other than an operand's rounding has no OpenCL
+// form.
+gpu.module @k {
+  gpu.func @stored(%x: f32, %o: memref<4xbf16>) kernel {
+    // expected-error @below {{'arith.truncf' op keeps a bf16 value that txl-emulate-mma cannot express on OpenCL (only f32 -> bf16 -> f32 roundings and mma.sync operands are)}}
+    %h = arith.truncf %x : f32 to bf16
+    %c0 = arith.constant 0 : index
+    memref.store %h, %o[%c0] : memref<4xbf16>
+    gpu.return
+  }
+}

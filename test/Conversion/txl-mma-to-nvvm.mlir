@@ -1,0 +1,54 @@
+// RUN: txl-opt %s --split-input-file --verify-diagnostics \
+// RUN:   --pass-pipeline='builtin.module(gpu.module(txl-mma-to-nvvm))' | FileCheck %s
+
+// bf16 m16n8k16 => nvvm.mma.sync: A's registers r = 0..3 and B's r = 0, 1
+// are i32 with element [r][0] in the low and [r][1] in the high 16 bits;
+// the four f32 accumulators pass through in [r][e] order.
+
+// CHECK-LABEL: gpu.func @bf16
+// CHECK-SAME: (%[[A:[^:]+]]: vector<4x2xbf16>, %[[B:[^:]+]]: vector<2x2xbf16>, %[[C:[^:]+]]: vector<2x2xf32>
+// CHECK-DAG: %[[C16:.+]] = arith.constant 16 : i32
+// CHECK: %[[A00:.+]] = vector.extract %[[A]][0, 0]
+// CHECK: %[[A01:.+]] = vector.extract %[[A]][0, 1]
+// CHECK: %[[HI:.+]] = arith.bitcast %[[A01]] : bf16 to i16
+// CHECK: %[[HI32:.+]] = arith.extui %[[HI]] : i16 to i32
+// CHECK: %[[HISH:.+]] = arith.shli %[[HI32]], %[[C16]] : i32
+// CHECK: %[[LO:.+]] = arith.bitcast %[[A00]] : bf16 to i16
+// CHECK: %[[LO32:.+]] = arith.extui %[[LO]] : i16 to i32
+// CHECK: %[[R0:.+]] = arith.ori %[[LO32]], %[[HISH]] : i32
+// CHECK: %[[C00:.+]] = vector.extract %[[C]][0, 0] : f32
+// CHECK: %[[C01:.+]] = vector.extract %[[C]][0, 1] : f32
+// CHECK: %[[C10:.+]] = vector.extract %[[C]][1, 0] : f32
+// CHECK: %[[C11:.+]] = vector.extract %[[C]][1, 1] : f32
+// CHECK: %[[D:.+]] = nvvm.mma.sync A[%[[R0]], %{{.+}}, %{{.+}}, %{{.+}}] B[%{{.+}}, %{{.+}}] C[%[[C00]], %[[C01]], %[[C10]], %[[C11]]]
+// CHECK-SAME: layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>
+// CHECK-SAME: (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+// CHECK: %[[D0:.+]] = llvm.extractvalue %[[D]][0]
+// CHECK: %[[D3:.+]] = llvm.extractvalue %[[D]][3]
+// CHECK: vector.from_elements %[[D0]], %{{.+}}, %{{.+}}, %[[D3]] : vector<2x2xf32>
+// CHECK-NOT: nvgpu.mma.sync
+gpu.module @k {
+  gpu.func @bf16(%a: vector<4x2xbf16>, %b: vector<2x2xbf16>, %c: vector<2x2xf32>,
+                 %o: memref<2x2xf32>) kernel {
+    %d = nvgpu.mma.sync (%a, %b, %c) {mmaShape = [16, 8, 16]}
+        : (vector<4x2xbf16>, vector<2x2xbf16>, vector<2x2xf32>) -> vector<2x2xf32>
+    %c0 = arith.constant 0 : index
+    vector.store %d, %o[%c0, %c0] : memref<2x2xf32>, vector<2x2xf32>
+    gpu.return
+  }
+}
+
+// -----
+
+// Negative: another element type (f16) is not a form the kernels use.
+gpu.module @k {
+  gpu.func @f16(%a: vector<4x2xf16>, %b: vector<2x2xf16>, %c: vector<2x2xf32>,
+                %o: memref<2x2xf32>) kernel {
+    // expected-error @below {{'nvgpu.mma.sync' op is not lowered: txlc's kernels use m16n8k16 with vector<4x2xbf16> A, vector<2x2xbf16> B and vector<2x2xf32> accumulators only}}
+    %d = nvgpu.mma.sync (%a, %b, %c) {mmaShape = [16, 8, 16]}
+        : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
+    %c0 = arith.constant 0 : index
+    vector.store %d, %o[%c0, %c0] : memref<2x2xf32>, vector<2x2xf32>
+    gpu.return
+  }
+}
