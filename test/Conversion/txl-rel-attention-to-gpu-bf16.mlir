@@ -44,8 +44,8 @@
 // CHECK-NOT: gpu.barrier
 // CHECK: memref.load %[[AC]]
 // CHECK: memref.load %[[X]]
-// CHECK: gpu.shuffle  xor %{{.+}}, %c1_i32, %c32_i32 : f32
 // CHECK: gpu.shuffle  xor %{{.+}}, %c2_i32, %c32_i32 : f32
+// CHECK: gpu.shuffle  xor %{{.+}}, %c1_i32, %c32_i32 : f32
 // CHECK: scf.for %{{.+}} = %c0 to %c2 step %c1 iter_args(
 // CHECK-COUNT-4: nvgpu.mma.sync
 // CHECK-NOT: nvgpu.mma.sync

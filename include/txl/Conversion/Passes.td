@@ -216,6 +216,16 @@ def ConvertRelAttentionToGpuPass : Pass<"txl-rel-attention-to-gpu", "::mlir::Mod
     the unshifted positional matrix never reach global memory: the kernel's
     only global buffers are its operands.
 
+    With `precision=bf16` the kernel is `rel_attention_bf16_d<d_head>`
+    (same arguments and result): grid ceil(qlen / 64) × (batch · n_head),
+    4 subgroups of 16 query rows, keys in tiles of 32, and AC, the window
+    product X = (q + v) r_windowᵀ and P·V as `nvgpu.mma.sync` m16n8k16 with
+    bf16 operands and f32 accumulators; AC and X pass through two
+    workgroup tiles (64 × 33 and 64 × 49 f32) so that each lane reads
+    AC(i, j) + X(i, 15 − i + j). Its operands have a unit stride along
+    d_head. txl-mma-to-nvvm (CUDA) or txl-emulate-mma (OpenCL) lower the
+    products.
+
     The kernel evaluates: an op with dropatt gets a `cf.assert` that its
     `training` operand is false (dropatt is then the identity); training on
     the GPU targets is not built yet. Ops the kernel does not cover (other

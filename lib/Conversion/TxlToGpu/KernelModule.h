@@ -20,10 +20,13 @@ namespace mlir::txl {
 /// what the OpenCL kernels require (`intel_reqd_sub_group_size`).
 inline constexpr int64_t kSubgroupSize = 32;
 
-/// `v` summed (or maxed, `isMax`) over the 32 lanes of the subgroup: a
-/// butterfly of xor shuffles, so that every lane gets the result.
-inline Value subgroupReduce(ImplicitLocOpBuilder &b, Value v, bool isMax) {
-  for (int64_t offset = kSubgroupSize / 2; offset > 0; offset /= 2) {
+/// `v` summed (or maxed, `isMax`) over groups of `lanes` consecutive lanes
+/// of the subgroup (a power of two up to 32; 4: the quads of an mma
+/// fragment's rows): a butterfly of xor shuffles, so that every lane of a
+/// group gets its group's result.
+inline Value subgroupReduce(ImplicitLocOpBuilder &b, Value v, bool isMax,
+                            int64_t lanes = kSubgroupSize) {
+  for (int64_t offset = lanes / 2; offset > 0; offset /= 2) {
     Value other = gpu::ShuffleOp::create(b, v, offset, kSubgroupSize,
                                          gpu::ShuffleMode::XOR)
                       .getShuffleResult();

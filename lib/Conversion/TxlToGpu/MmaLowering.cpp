@@ -44,8 +44,10 @@ bool isBf16M16N8K16(nvgpu::MmaSyncOp op) {
            type.getElementType() == element;
   };
   Builder b(op.getContext());
-  SmallVector<int64_t> shape = llvm::to_vector(llvm::map_range(
-      op.getMmaShape(), [](Attribute a) { return cast<IntegerAttr>(a).getInt(); }));
+  SmallVector<int64_t> shape =
+      llvm::to_vector(llvm::map_range(op.getMmaShape(), [](Attribute a) {
+        return cast<IntegerAttr>(a).getInt();
+      }));
   return shape == ArrayRef<int64_t>{16, 8, 16} &&
          is(op.getMatrixA(), 4, b.getBF16Type()) &&
          is(op.getMatrixB(), 2, b.getBF16Type()) &&
@@ -92,13 +94,12 @@ struct MmaSyncToNvvm : public OpRewritePattern<nvgpu::MmaSyncOp> {
       SmallVector<Value> registers;
       for (size_t r = 0; r < scalars.size(); r += 2) {
         auto half = [&](Value x) {
-          return arith::ExtUIOp::create(
-              b, i32, arith::BitcastOp::create(b, i16, x));
+          return arith::ExtUIOp::create(b, i32,
+                                        arith::BitcastOp::create(b, i16, x));
         };
         Value high = arith::ShLIOp::create(
             b, half(scalars[r + 1]), arith::ConstantIntOp::create(b, 16, 32));
-        registers.push_back(
-            arith::OrIOp::create(b, half(scalars[r]), high));
+        registers.push_back(arith::OrIOp::create(b, half(scalars[r]), high));
       }
       return registers;
     };
@@ -117,8 +118,8 @@ struct MmaSyncToNvvm : public OpRewritePattern<nvgpu::MmaSyncOp> {
     SmallVector<Value> scalars;
     for (int64_t n = 0; n < 4; ++n)
       scalars.push_back(LLVM::ExtractValueOp::create(b, d, n));
-    rewriter.replaceOpWithNewOp<vector::FromElementsOp>(op, op.getRes().getType(),
-                                                        scalars);
+    rewriter.replaceOpWithNewOp<vector::FromElementsOp>(
+        op, op.getRes().getType(), scalars);
     return success();
   }
 };
@@ -146,7 +147,9 @@ struct MmaSyncEmulation : public OpRewritePattern<nvgpu::MmaSyncOp> {
     SmallVector<Value> a = widen(elements(b, op.getMatrixA()));
     SmallVector<Value> bs = widen(elements(b, op.getMatrixB()));
     SmallVector<Value> d = elements(b, op.getMatrixC());
-    auto c32 = [&](int64_t v) { return arith::ConstantIntOp::create(b, v, 32); };
+    auto c32 = [&](int64_t v) {
+      return arith::ConstantIntOp::create(b, v, 32);
+    };
     Value lane = arith::IndexCastOp::create(
         b, i32, gpu::LaneIdOp::create(b, /*upper_bound=*/IntegerAttr()));
     Value g = arith::DivUIOp::create(b, lane, c32(4));
@@ -159,25 +162,25 @@ struct MmaSyncEmulation : public OpRewritePattern<nvgpu::MmaSyncOp> {
     for (int64_t k = 0; k < 16; ++k) {
       Value pair = c32((k % 8) / 2);
       // A[g + 8 r][k] for r = 0, 1.
-      Value aSrc = arith::AddIOp::create(
-          b, arith::MulIOp::create(b, g, c32(4)), pair);
+      Value aSrc =
+          arith::AddIOp::create(b, arith::MulIOp::create(b, g, c32(4)), pair);
       Value aRow[2];
       for (int64_t r = 0; r < 2; ++r)
         aRow[r] = fetch(a[2 * (r + 2 * (k >= 8)) + k % 2], aSrc);
       // B[k][2 t + e] for e = 0, 1.
       for (int64_t e = 0; e < 2; ++e) {
-        Value n = arith::AddIOp::create(
-            b, arith::MulIOp::create(b, t, c32(2)), c32(e));
-        Value bSrc = arith::AddIOp::create(
-            b, arith::MulIOp::create(b, n, c32(4)), pair);
+        Value n = arith::AddIOp::create(b, arith::MulIOp::create(b, t, c32(2)),
+                                        c32(e));
+        Value bSrc =
+            arith::AddIOp::create(b, arith::MulIOp::create(b, n, c32(4)), pair);
         Value bCol = fetch(bs[2 * (k >= 8) + k % 2], bSrc);
         for (int64_t r = 0; r < 2; ++r)
           d[2 * r + e] = arith::AddFOp::create(
               b, d[2 * r + e], arith::MulFOp::create(b, aRow[r], bCol));
       }
     }
-    rewriter.replaceOpWithNewOp<vector::FromElementsOp>(op, op.getRes().getType(),
-                                                        d);
+    rewriter.replaceOpWithNewOp<vector::FromElementsOp>(
+        op, op.getRes().getType(), d);
     return success();
   }
 };
@@ -195,7 +198,9 @@ struct RoundThroughBf16 : public OpRewritePattern<arith::ExtFOp> {
       return rewriter.notifyMatchFailure(op, "not f32 -> bf16 -> f32");
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     Value x = trunc.getIn();
-    auto c32 = [&](int64_t v) { return arith::ConstantIntOp::create(b, v, 32); };
+    auto c32 = [&](int64_t v) {
+      return arith::ConstantIntOp::create(b, v, 32);
+    };
     Value bits = arith::BitcastOp::create(b, b.getI32Type(), x);
     Value lsb = arith::AndIOp::create(
         b, arith::ShRUIOp::create(b, bits, c32(16)), c32(1));
@@ -204,16 +209,14 @@ struct RoundThroughBf16 : public OpRewritePattern<arith::ExtFOp> {
         arith::AddIOp::create(b, arith::AddIOp::create(b, bits, c32(0x7fff)),
                               lsb),
         c32(int64_t(0xffff0000u)));
-    Value isNan =
-        arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, x, x);
+    Value isNan = arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, x, x);
     rewriter.replaceOpWithNewOp<arith::SelectOp>(
         op, isNan, x, arith::BitcastOp::create(b, b.getF32Type(), rounded));
     return success();
   }
 };
 
-struct MmaToNvvmPass
-    : public txl::impl::MmaToNvvmPassBase<MmaToNvvmPass> {
+struct MmaToNvvmPass : public txl::impl::MmaToNvvmPassBase<MmaToNvvmPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<MmaSyncToNvvm>(&getContext());
@@ -223,8 +226,7 @@ struct MmaToNvvmPass
   }
 };
 
-struct EmulateMmaPass
-    : public txl::impl::EmulateMmaPassBase<EmulateMmaPass> {
+struct EmulateMmaPass : public txl::impl::EmulateMmaPassBase<EmulateMmaPass> {
   void runOnOperation() override {
     gpu::GPUModuleOp module = getOperation();
     // Intel's OpenCL CPU compiler miscompiles (out-of-bounds workgroup
@@ -233,16 +235,15 @@ struct EmulateMmaPass
     // kernels' block loops) are unrolled first, innermost first.
     SmallVector<scf::ForOp> loops;
     module.walk([&](scf::ForOp loop) {
-      std::optional<int64_t> trips = loop.getStaticTripCount()
-                                         ? std::optional<int64_t>(
-                                               loop.getStaticTripCount()
-                                                   ->getSExtValue())
-                                         : std::nullopt;
-      bool hasMma = loop.getBody()
-                        ->walk([](nvgpu::MmaSyncOp) {
-                          return WalkResult::interrupt();
-                        })
-                        .wasInterrupted();
+      std::optional<int64_t> trips =
+          loop.getStaticTripCount()
+              ? std::optional<int64_t>(
+                    loop.getStaticTripCount()->getSExtValue())
+              : std::nullopt;
+      bool hasMma =
+          loop.getBody()
+              ->walk([](nvgpu::MmaSyncOp) { return WalkResult::interrupt(); })
+              .wasInterrupted();
       if (hasMma && trips && *trips <= 8)
         loops.push_back(loop);
     });

@@ -1,4 +1,5 @@
-//===- RelAttention.h - The rel_attention kernels' shared parts ---*- C++ -*-===//
+//===- RelAttention.h - The rel_attention kernels' shared parts ---*- C++
+//-*-===//
 //
 // What the f32 (RelAttentionToGpu.cpp) and the bf16 tensor-core
 // (RelAttentionMma.cpp) forms of the relative-attention kernel share: the
@@ -9,9 +10,13 @@
 #ifndef TXL_LIB_CONVERSION_TXLTOGPU_RELATTENTION_H
 #define TXL_LIB_CONVERSION_TXLTOGPU_RELATTENTION_H
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+#include <limits>
 
 namespace mlir::txl {
 
@@ -23,6 +28,32 @@ struct KernelTestHooks {
   int64_t relShiftOffset = 0;
   /// 1 or 2: the kernel's first or second barrier is left out; 0: none.
   int64_t dropBarrier = 0;
+};
+
+/// What both kernel builders write kernel bodies with: a builder at the
+/// kernel's location and the index, i32 and f32 arithmetic they use.
+class KernelBodyBuilder {
+protected:
+  explicit KernelBodyBuilder(gpu::GPUFuncOp func)
+      : b(func.getLoc(), func.getContext()) {}
+
+  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
+  Value i32(int64_t v) { return arith::ConstantIntOp::create(b, v, 32); }
+  Value f32(double v) {
+    return arith::ConstantFloatOp::create(b, b.getF32Type(), APFloat(float(v)));
+  }
+  Value negInf() { return f32(-std::numeric_limits<float>::infinity()); }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, x, y); }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, x, y); }
+  Value mul(Value x, Value y) { return arith::MulIOp::create(b, x, y); }
+  Value cmp(arith::CmpIPredicate p, Value x, Value y) {
+    return arith::CmpIOp::create(b, p, x, y);
+  }
+  Value select(Value c, Value x, Value y) {
+    return arith::SelectOp::create(b, c, x, y);
+  }
+
+  ImplicitLocOpBuilder b;
 };
 
 /// A rel_attention kernel and how it is launched: a grid of ceil(qlen /

@@ -1,4 +1,5 @@
-//===- RelAttentionMma.cpp - the bf16 tensor-core attention kernel ---------===//
+//===- RelAttentionMma.cpp - the bf16 tensor-core attention kernel
+//---------===//
 //
 // `--precision=bf16`'s form of the fused relative attention (paper §3.3):
 // the same flash-style walk as the f32 kernel (RelAttentionToGpu.cpp), with
@@ -14,11 +15,11 @@
 //                               window being r row qlen - iw - 16 + j0 + w
 // over d_head in k-steps of 16 (d_head padded with zeros to a multiple of
 // 16). BD(i, j) = X(i - iw, 15 - (i - iw) + (j - j0)) is the rel-shift as
-// index arithmetic: X goes through the subgroup's own 16 × 48 slice of
-// workgroup memory and every lane reads back the skewed entries of its own
-// accumulator positions. Masks, online softmax and P·V then follow the f32
-// kernel, P entering the P·V product as the A operand straight from the
-// score accumulators' registers.
+// index arithmetic: AC and X go through the subgroup's own rows of two
+// workgroup tiles (16 × 32 and 16 × 48) and, after a barrier, every lane
+// reads back AC and the skewed X entries of its own accumulator positions.
+// Masks, online softmax and P·V then follow the f32 kernel, P entering the P·V
+// product as the A operand straight from the score accumulators' registers.
 //
 // Register layout of m16n8k16 (PTX ISA, "Matrix Fragments for mma.m16n8k16
 // with floating point type"), lane = 4 g + t:
@@ -67,31 +68,16 @@ constexpr int64_t kHeldQueryWidth = 64;
 /// order (8 for A, 4 for B and C).
 using Fragment = SmallVector<Value, 8>;
 
-class MmaKernelBuilder {
+class MmaKernelBuilder : public KernelBodyBuilder {
 public:
   MmaKernelBuilder(gpu::GPUFuncOp func, int64_t dHead,
                    const KernelTestHooks &hooks)
-      : b(func.getLoc(), func.getContext()), dHead(dHead),
-        dPad(llvm::alignTo(dHead, 16)), hooks(hooks), func(func) {}
+      : KernelBodyBuilder(func), dHead(dHead), dPad(llvm::alignTo(dHead, 16)),
+        hooks(hooks), func(func) {}
 
   void build();
 
 private:
-  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
-  Value i32(int64_t v) { return arith::ConstantIntOp::create(b, v, 32); }
-  Value f32(double v) {
-    return arith::ConstantFloatOp::create(b, b.getF32Type(), APFloat(float(v)));
-  }
-  Value negInf() { return f32(-std::numeric_limits<float>::infinity()); }
-  Value add(Value x, Value y) { return arith::AddIOp::create(b, x, y); }
-  Value sub(Value x, Value y) { return arith::SubIOp::create(b, x, y); }
-  Value mul(Value x, Value y) { return arith::MulIOp::create(b, x, y); }
-  Value cmp(arith::CmpIPredicate p, Value x, Value y) {
-    return arith::CmpIOp::create(b, p, x, y);
-  }
-  Value select(Value c, Value x, Value y) {
-    return arith::SelectOp::create(b, c, x, y);
-  }
   Value both(Value x, Value y) { return arith::AndIOp::create(b, x, y); }
   Value bf16(Value x) { return arith::TruncFOp::create(b, b.getBF16Type(), x); }
 
@@ -117,7 +103,6 @@ private:
   /// `body(iv)` in a loopOver(n) without loop-carried values.
   void forRange(int64_t n, function_ref<void(Value)> body);
 
-  ImplicitLocOpBuilder b;
   int64_t dHead, dPad;
   KernelTestHooks hooks;
   gpu::GPUFuncOp func;
@@ -143,18 +128,19 @@ Value MmaKernelBuilder::loadOrZero(Value memref, SmallVector<Value> rowIndices,
 Fragment MmaKernelBuilder::mma(const Fragment &a, const Fragment &bOp,
                                const Fragment &c) {
   Type bf16Type = b.getBF16Type();
-  Value va = vector::FromElementsOp::create(
-      b, VectorType::get({4, 2}, bf16Type), a);
-  Value vb = vector::FromElementsOp::create(
-      b, VectorType::get({2, 2}, bf16Type), bOp);
+  Value va =
+      vector::FromElementsOp::create(b, VectorType::get({4, 2}, bf16Type), a);
+  Value vb =
+      vector::FromElementsOp::create(b, VectorType::get({2, 2}, bf16Type), bOp);
   Value vc = vector::FromElementsOp::create(
       b, VectorType::get({2, 2}, b.getF32Type()), c);
-  Value d = nvgpu::MmaSyncOp::create(b, va, vb, vc,
-                                     ArrayRef<int64_t>{16, 8, 16});
+  Value d =
+      nvgpu::MmaSyncOp::create(b, va, vb, vc, ArrayRef<int64_t>{16, 8, 16});
   Fragment result;
   for (int64_t r = 0; r < 2; ++r)
     for (int64_t e = 0; e < 2; ++e)
-      result.push_back(vector::ExtractOp::create(b, d, ArrayRef<int64_t>{r, e}));
+      result.push_back(
+          vector::ExtractOp::create(b, d, ArrayRef<int64_t>{r, e}));
   return result;
 }
 
@@ -166,7 +152,8 @@ Fragment MmaKernelBuilder::queryFragment(int64_t ks, Value bias) {
     for (int64_t e = 0; e < 2; ++e) {
       Value d = add(mul(t, idx(2)), idx(ks * 16 + e + 8 * (r >> 1)));
       Value x = loadOrZero(q, {i, batchIdx, head}, cmp(P::ult, i, qlen), d);
-      Value bi = loadOrZero(bias, {head}, arith::ConstantIntOp::create(b, 1, 1), d);
+      Value bi =
+          loadOrZero(bias, {head}, arith::ConstantIntOp::create(b, 1, 1), d);
       frag.push_back(bf16(arith::AddFOp::create(b, x, bi)));
     }
   }
@@ -190,14 +177,7 @@ void MmaKernelBuilder::forRange(int64_t n, function_ref<void(Value)> body) {
 }
 
 Value MmaKernelBuilder::quadReduce(Value v, bool isMax) {
-  for (int64_t offset : {1, 2}) {
-    Value other = gpu::ShuffleOp::create(b, v, offset, kSubgroupSize,
-                                         gpu::ShuffleMode::XOR)
-                      .getShuffleResult();
-    v = isMax ? Value(arith::MaximumFOp::create(b, v, other))
-              : Value(arith::AddFOp::create(b, v, other));
-  }
-  return v;
+  return subgroupReduce(b, v, isMax, /*lanes=*/4);
 }
 
 void MmaKernelBuilder::build() {
@@ -235,8 +215,8 @@ void MmaKernelBuilder::build() {
   Value maskLen = sub(klen, memLen);
   Value shift = select(cmp(P::sgt, maskLen, zero), sub(qlen, maskLen), qlen);
   Value same = cmp(P::ne, sameLength, i32(0));
-  Value notSame = arith::XOrIOp::create(b, same,
-                                        arith::ConstantIntOp::create(b, 1, 1));
+  Value notSame =
+      arith::XOrIOp::create(b, same, arith::ConstantIntOp::create(b, 1, 1));
   Value firstSame = arith::MaxSIOp::create(b, zero, add(sub(i0, shift), one));
   Value jBegin = select(same, firstSame, zero);
   Value jEnd =
@@ -301,8 +281,8 @@ void MmaKernelBuilder::build() {
     });
     // X: 6 blocks of 8 window rows; window row w is r row rBase + w, rows
     // outside [0, klen) only serve masked pairs and read as zero.
-    Value rBase = add(sub(add(sub(qlen, iw), j0), idx(kRows)),
-                      idx(hooks.relShiftOffset));
+    Value rBase =
+        add(sub(add(sub(qlen, iw), j0), idx(kRows)), idx(hooks.relShiftOffset));
     forRange(kWindow / 8, [&](Value xb) {
       Value col0 = mul(xb, idx(8));
       Value p = add(rBase, add(g, col0));
@@ -337,10 +317,10 @@ void MmaKernelBuilder::build() {
               b, acTile, ValueRange{add(warpRow0, row), col});
           Value bd = memref::LoadOp::create(
               b, xTile,
-              ValueRange{add(warpRow0, row), add(sub(idx(kRows - 1), row),
-                                                 col)});
-          Value s = arith::MulFOp::create(b, arith::AddFOp::create(b, ac, bd),
-                                          scale);
+              ValueRange{add(warpRow0, row),
+                         add(sub(idx(kRows - 1), row), col)});
+          Value s =
+              arith::MulFOp::create(b, arith::AddFOp::create(b, ac, bd), scale);
           Value i = add(iw, row), j = add(j0, col);
           Value ok = both(cmp(P::ult, j, jEnd), cmp(P::sle, j, add(i, mlen)));
           ok = both(ok, arith::OrIOp::create(b, notSame,
@@ -368,10 +348,10 @@ void MmaKernelBuilder::build() {
       for (int64_t nb = 0; nb < 4; ++nb)
         for (int64_t e = 0; e < 2; ++e) {
           int64_t n = 4 * nb + 2 * rr + e;
-          prob[n] = select(visible[n],
-                           math::ExpOp::create(
-                               b, arith::SubFOp::create(b, score[n], mNew)),
-                           f32(0.0));
+          prob[n] = select(
+              visible[n],
+              math::ExpOp::create(b, arith::SubFOp::create(b, score[n], mNew)),
+              f32(0.0));
           rowSum = arith::AddFOp::create(b, rowSum, prob[n]);
         }
       next[rr] = mNew;
@@ -384,8 +364,8 @@ void MmaKernelBuilder::build() {
     SmallVector<Fragment> o(dBlocks);
     for (int64_t db = 0; db < dBlocks; ++db)
       for (int64_t n = 0; n < 4; ++n)
-        o[db].push_back(arith::MulFOp::create(b, state[4 + 4 * db + n],
-                                              alpha[n / 2]));
+        o[db].push_back(
+            arith::MulFOp::create(b, state[4 + 4 * db + n], alpha[n / 2]));
     // Keys 16 kk .. 16 kk + 15 for kk = 0, 1, one iteration each: the A
     // fragment is selected from the two sets of registers (in f32, then
     // rounded).
@@ -415,8 +395,8 @@ void MmaKernelBuilder::build() {
           for (int64_t e = 0; e < 2; ++e) {
             Value j = add(add(j0, mul(kk, idx(16))),
                           add(mul(t, idx(2)), idx(e + 8 * rr)));
-            vf.push_back(bf16(loadOrZero(v, {j, batchIdx, head},
-                                         cmp(P::ult, j, jEnd), d)));
+            vf.push_back(bf16(
+                loadOrZero(v, {j, batchIdx, head}, cmp(P::ult, j, jEnd), d)));
           }
         Fragment acc(pv.getRegionIterArgs().slice(4 * db, 4));
         llvm::append_range(updated, mma(pa, vf, acc));
@@ -442,9 +422,9 @@ void MmaKernelBuilder::build() {
             b, both(cmp(P::ult, i, qlen), cmp(P::ult, d, idx(dHead))), false);
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(ifIn.thenBlock());
-        Value o = arith::DivFOp::create(b,
-                                        keyLoop.getResult(4 + 4 * db + 2 * rr + e),
-                                        keyLoop.getResult(2 + rr));
+        Value o =
+            arith::DivFOp::create(b, keyLoop.getResult(4 + 4 * db + 2 * rr + e),
+                                  keyLoop.getResult(2 + rr));
         memref::StoreOp::create(b, o, out, ValueRange{i, batchIdx, head, d});
       }
   gpu::ReturnOp::create(b);
@@ -452,8 +432,9 @@ void MmaKernelBuilder::build() {
 
 } // namespace
 
-AttentionKernel mlir::txl::getOrCreateMmaAttentionKernel(
-    ModuleOp module, int64_t dHead, const KernelTestHooks &hooks) {
+AttentionKernel
+mlir::txl::getOrCreateMmaAttentionKernel(ModuleOp module, int64_t dHead,
+                                         const KernelTestHooks &hooks) {
   AttentionKernel kernel{nullptr, kWarps * kRows, kWarps * kSubgroupSize};
   std::string name = "rel_attention_bf16_d" + std::to_string(dHead);
   gpu::GPUModuleOp kernels = getOrCreateKernelModule(module);
@@ -463,12 +444,12 @@ AttentionKernel mlir::txl::getOrCreateMmaAttentionKernel(
   OpBuilder b = OpBuilder::atBlockEnd(kernels.getBody());
   auto tile = [&](int64_t columns) {
     return MemRefType::get({kWarps * kRows, columns + 1}, b.getF32Type(),
-                           MemRefLayoutAttrInterface{},
-                           b.getI64IntegerAttr(3));
+                           MemRefLayoutAttrInterface{}, b.getI64IntegerAttr(3));
   };
-  kernel.func = gpu::GPUFuncOp::create(b, kernels.getLoc(), name,
-                                       attentionKernelType(ctx, dHead, /*unitInnerStride=*/true),
-                                       TypeRange{tile(kKeyTile), tile(kWindow)});
+  kernel.func = gpu::GPUFuncOp::create(
+      b, kernels.getLoc(), name,
+      attentionKernelType(ctx, dHead, /*unitInnerStride=*/true),
+      TypeRange{tile(kKeyTile), tile(kWindow)});
   kernel.func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
                        b.getUnitAttr());
   kernel.func.setKnownBlockSizeAttr(

@@ -98,31 +98,15 @@ MemRefType tileType(MLIRContext *ctx, int64_t rows, const KernelShape &s) {
 /// n_head, d_head], r [klen, n_head, d_head], u, v_bias [n_head, d_head],
 /// out [qlen, batch, n_head, d_head], mem_len (index), same_length (i32),
 /// scale (f32); workgroup tiles q + u, q + v, k, r.
-class KernelBuilder {
+class KernelBuilder : public KernelBodyBuilder {
 public:
   KernelBuilder(gpu::GPUFuncOp func, const KernelShape &shape,
                 const KernelTestHooks &hooks)
-      : b(func.getLoc(), func.getContext()), s(shape), hooks(hooks),
-        func(func) {}
+      : KernelBodyBuilder(func), s(shape), hooks(hooks), func(func) {}
 
   void build();
 
 private:
-  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
-  Value i32(int64_t v) { return arith::ConstantIntOp::create(b, v, 32); }
-  Value f32(double v) {
-    return arith::ConstantFloatOp::create(b, b.getF32Type(), APFloat(float(v)));
-  }
-  Value negInf() { return f32(-std::numeric_limits<float>::infinity()); }
-  Value add(Value x, Value y) { return arith::AddIOp::create(b, x, y); }
-  Value sub(Value x, Value y) { return arith::SubIOp::create(b, x, y); }
-  Value mul(Value x, Value y) { return arith::MulIOp::create(b, x, y); }
-  Value cmp(arith::CmpIPredicate p, Value x, Value y) {
-    return arith::CmpIOp::create(b, p, x, y);
-  }
-  Value select(Value c, Value x, Value y) {
-    return arith::SelectOp::create(b, c, x, y);
-  }
 
   /// `body(row, col)` for every element of a [rows, d_head] tile, the
   /// workgroup's work-items striding over the elements (consecutive
@@ -140,7 +124,6 @@ private:
   /// A butterfly reduction over the 32 lanes of a subgroup.
   Value subgroupReduce(Value v, bool isMax);
 
-  ImplicitLocOpBuilder b;
   KernelShape s;
   KernelTestHooks hooks;
   gpu::GPUFuncOp func;
