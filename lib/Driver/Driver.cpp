@@ -248,13 +248,10 @@ LogicalResult checkTarget(const DriverOptions &options) {
                     " (from the CUDA toolkit; --cuda-path names its root)");
     }
   }
-  if (gpu && (options.emit == EmitAction::TxlGrad ||
-              options.emit == EmitAction::LLVMIR ||
+  if (gpu && (options.emit == EmitAction::LLVMIR ||
               options.emit == EmitAction::Object))
     return fail(llvm::Twine("--emit=") +
-                (options.emit == EmitAction::TxlGrad  ? "txl-grad"
-                 : options.emit == EmitAction::LLVMIR ? "llvm"
-                                                      : "obj") +
+                (options.emit == EmitAction::LLVMIR ? "llvm" : "obj") +
                 " is not available for the GPU targets yet");
   return success();
 }
@@ -355,7 +352,8 @@ int mlir::txl::runDriver(const DriverOptions &options) {
   if (failed(built))
     return 1;
   ModuleOp module = built->get();
-  // The GPU targets evaluate only so far: no training functions.
+  // The GPU targets evaluate and compute gradients (the backward segment
+  // below) so far: no optimizer and schedule functions yet (issue #19).
   if ((options.target == Target::Cpu &&
        failed(buildTrainingFunctions(module, *config))) ||
       failed(verify(module)))
@@ -374,9 +372,6 @@ int mlir::txl::runDriver(const DriverOptions &options) {
   if (options.emit == EmitAction::TxlOpt)
     return failed(writeText(options, print));
 
-  if (options.target != Target::Cpu)
-    return failed(runGpuTarget(options, *config, module, root));
-
   bool backward = options.backward;
   if (options.emit == EmitAction::TxlGrad && !backward) {
     llvm::errs() << "txlc: error: --emit=txl-grad needs --backward\n";
@@ -388,6 +383,9 @@ int mlir::txl::runDriver(const DriverOptions &options) {
     return 1;
   if (options.emit == EmitAction::TxlGrad)
     return failed(writeText(options, print));
+
+  if (options.target != Target::Cpu)
+    return failed(runGpuTarget(options, *config, module, root));
 
   if (failed(runStage(module, root, "lowering to linalg",
                       buildTxlToLinalgPipeline)))

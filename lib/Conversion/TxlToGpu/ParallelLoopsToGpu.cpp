@@ -222,14 +222,25 @@ struct ParallelLoopsToGpuPass
     // sequential (the adaptive softmax's compaction of each cluster's
     // tokens, and the per-token copies that use it): each outermost such
     // scf.for runs, with the parallel loops it holds, as a kernel of one
-    // work-item.
+    // work-item. A loop that calls a function (a library product: the
+    // output layer's column blocks) stays on the host, and its nested
+    // loops are candidates instead.
     SmallVector<scf::ForOp> serial;
-    module.walk([&](scf::ForOp loop) {
+    llvm::SmallPtrSet<Operation *, 8> selected;
+    module.walk<WalkOrder::PreOrder>([&](scf::ForOp loop) {
       if (loop->getParentOfType<gpu::GPUModuleOp>() ||
-          loop->getParentOfType<scf::ForOp>() ||
-          loop->getParentOfType<scf::ParallelOp>() ||
-          !touchesDeviceMemory(loop, /*outsideParallel=*/true))
+          loop->getParentOfType<scf::ParallelOp>())
         return;
+      for (Operation *p = loop->getParentOp(); p; p = p->getParentOp())
+        if (selected.contains(p))
+          return;
+      bool calls =
+          loop.getBody()
+              ->walk([](func::CallOp) { return WalkResult::interrupt(); })
+              .wasInterrupted();
+      if (calls || !touchesDeviceMemory(loop, /*outsideParallel=*/true))
+        return;
+      selected.insert(loop);
       serial.push_back(loop);
     });
     for (scf::ForOp loop : serial)

@@ -129,7 +129,6 @@ extern "C" txl_status_t txl_session_create(const txl_model_info_t *info,
       if (status != TXL_OK)
         throw Error(static_cast<txl_status_code_t>(status), error);
       session->onDevice = true;
-      session->segmentGrad = nullptr;
       std::fprintf(stderr, "device: %s\n", txl_device_description());
     }
     *out_session = session.release();
@@ -391,13 +390,15 @@ static void setBlasThreads(int threads) {
   }
 }
 
-/// One forward segment on the device: tokens in, per-token NLL out; the
+/// One segment on the device through `entry` (the forward, or with
+/// `outGrads` the backward entry): tokens in, per-token NLL (and the
+/// gradient of every trainable parameter, into `outGrads[i]`) out; the
 /// parameters and the memory stay on the device.
-static void runSegmentOnDevice(txl_session &session, const int64_t *data,
-                               const int64_t *target, int64_t qlen,
-                               int64_t newMlen,
+static void runSegmentOnDevice(txl_session &session, txl_segment_fn entry,
+                               const int64_t *data, const int64_t *target,
+                               int64_t qlen, int64_t newMlen,
                                const txl_run_options_t &options,
-                               float *outNll) {
+                               float *outNll, float *const *outGrads) {
   const txl_model_info_t &info = *session.info;
   const int64_t batch = session.batch, dModel = info.d_model;
   const size_t tokens = size_t(qlen * batch);
@@ -427,9 +428,27 @@ static void runSegmentOnDevice(txl_session &session, const int64_t *data,
   args.memref(nll, {qlen, batch});
   for (void *m : newMems)
     args.memref(m, {newMlen, batch, dModel});
-  session.segment(args.data());
+  // The gradients: zeroed device buffers, one per trainable parameter.
+  std::vector<void *> grads(info.n_params, nullptr);
+  if (outGrads)
+    for (int32_t i = 0; i < info.n_params; ++i) {
+      const txl_param_info_t &p = info.params[i];
+      if (!p.trainable)
+        continue;
+      std::vector<int64_t> shape(p.shape, p.shape + p.rank);
+      const std::vector<float> zeros(session.params[i].size(), 0.0f);
+      grads[i] = deviceCopy(zeros.data(), zeros.size() * sizeof(float));
+      args.memref(grads[i], shape);
+    }
+  entry(args.data());
 
   txl_device_read(outNll, nll, 0, tokens * sizeof(float));
+  for (int32_t i = 0; i < info.n_params; ++i)
+    if (grads[i]) {
+      txl_device_read(outGrads[i], grads[i], 0,
+                      session.params[i].size() * sizeof(float));
+      mgpuMemFree(grads[i], nullptr);
+    }
   mgpuMemFree(nll, nullptr);
   freeDevice(inputs);
   freeDevice(session.deviceMems);
@@ -471,10 +490,6 @@ static void runSegment(txl_session_t *session, const int64_t *data,
            info.n_token, i);
   }
   txl_segment_fn entry = session->segment;
-  if (outGrads && session->onDevice)
-    fail(TXL_INVALID_ARGUMENT,
-         "training on the GPU targets is not built yet (issue #19); use the "
-         "CPU target (the default) for --grad-segment and train");
   if (outGrads) {
     entry = session->segmentGrad;
     if (!entry)
@@ -498,8 +513,8 @@ static void runSegment(txl_session_t *session, const int64_t *data,
     m.resize(std::max<int64_t>(newMlen * batch * dModel, 1));
 
   if (session->onDevice) {
-    runSegmentOnDevice(*session, data, target, qlen, newMlen, *options,
-                       out_nll);
+    runSegmentOnDevice(*session, entry, data, target, qlen, newMlen,
+                       *options, out_nll, outGrads);
     return;
   }
   const int slices =

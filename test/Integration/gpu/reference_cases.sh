@@ -1,8 +1,10 @@
 #!/bin/sh
 # Builds every attn_type-0 reference case of ../shared/reference for one GPU
 # target and runs it from an empty memory (run-segments), then compares the
-# per-token NLL (1e-5 absolute) and every memory tensor (1e-5 absolute +
-# 1e-5 relative) with the official implementation's. Prints, per case, its
+# per-token NLL (1e-5 absolute), every memory tensor (1e-5 absolute +
+# 1e-5 relative) and the gradient of segment 1's mean NLL (the generated
+# backward segment, --grad-segment 1: 1e-5 relative norm per parameter)
+# with the official implementation's. Prints, per case, its
 # name, the executable's stderr (the device line) and compare.py's verdicts;
 # stops at the first failure.
 #
@@ -16,10 +18,13 @@ for c in rel_basic rel_basic_smallinit rel_grow_same_length_clamp_prelnorm \
   "$out/$c" run-segments --checkpoint "$R/weights.safetensors" \
     --inputs "$R/data.npy" --targets "$R/target.npy" \
     --dump-nll "$out/$c.nll.npy" --dump-mems "$out/$c.mems.safetensors" \
+    --grad-segment 1 --dump-grads "$out/$c.grads.safetensors" \
     > "$out/$c.out" 2> "$out/$c.err"
   echo "$c"
   cat "$out/$c.err"
   python3 "$compare" nll "$out/$c.nll.npy" "$R/nll.npy" --atol 1e-5
   python3 "$compare" mems "$out/$c.mems.safetensors" "$R/mems.safetensors" \
     --atol 1e-5 --rtol 1e-5
+  python3 "$compare" grads "$out/$c.grads.safetensors" "$R/grads.safetensors" \
+    --rtol 1e-5
 done
