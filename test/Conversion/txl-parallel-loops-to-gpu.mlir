@@ -101,6 +101,36 @@ func.func @count(%ids: memref<?xi64>, %out: memref<?xindex>) -> index {
 
 // -----
 
+// A host loop that calls a function (a library product: the output layer's
+// column blocks in the backward) stays on the host; the sequential loop
+// nested in it, which touches device memory, is the one-work-item kernel.
+
+// CHECK-LABEL: func.func @column_blocks
+// CHECK: scf.for
+// CHECK-NEXT: func.call @product(%{{.+}}) : (memref<?xf32>) -> ()
+// CHECK: gpu.launch_func @txl_kernels::@column_blocks_serial0 blocks in (%{{.+}}, %{{.+}}, %{{.+}}) threads in
+// CHECK: gpu.func @column_blocks_serial0(
+// CHECK: scf.for
+// CHECK: memref.load
+// CHECK: memref.store
+func.func private @product(memref<?xf32>)
+func.func @column_blocks(%buf: memref<?xf32>, %nblocks: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = memref.dim %buf, %c0 : memref<?xf32>
+  scf.for %b = %c0 to %nblocks step %c1 {
+    func.call @product(%buf) : (memref<?xf32>) -> ()
+    scf.for %i = %c1 to %n step %c1 {
+      %prev = arith.subi %i, %c1 : index
+      %x = memref.load %buf[%prev] : memref<?xf32>
+      memref.store %x, %buf[%i] : memref<?xf32>
+    }
+  }
+  return
+}
+
+// -----
+
 // Negative cases that stay on the host: a loop over host (stack) memory
 // only, and a loop that only launches (the output layer's column blocks).
 
