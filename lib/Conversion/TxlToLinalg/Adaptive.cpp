@@ -516,31 +516,43 @@ struct AdaptiveNllGradLowering : public OpRewritePattern<AdaptiveNllGradOp> {
     Type et = cast<RankedTensorType>(hidden.getType()).getElementType();
     SmallVector<Value> dWeights, dBiases, dProjs;
 
-    // Head.
+    // Head: the shortlist's softmax gradient in column blocks, recomputed
+    // from headIn (the [tokens, shortlist] logits never exist whole); the
+    // cluster columns whole.
     Value headIn = layers.project(hidden, 0);
-    Value shortlist =
-        linearRows(rewriter, loc, headIn, layers.weight(0), layers.bias(0));
-    SmallVector<Value> headParts = {shortlist};
+    Value lse = createBlockedLogSumExp(rewriter, loc, headIn, layers.weight(0),
+                                       layers.bias(0));
     Value clusterLogits;
     if (tails > 0) {
       clusterLogits = linearRows(rewriter, loc, headIn, op.getClusterWeight(),
                                  op.getClusterBias());
-      headParts.push_back(clusterLogits);
+      // log(exp(lse_shortlist) + Σ exp(cluster logits)).
+      SmallVector<OpFoldResult> rows = getSizes(rewriter, loc, lse);
+      Value lse2 = createExpand(rewriter, loc, lse, {{0, 1}},
+                                {rows[0], rewriter.getIndexAttr(1)});
+      lse = createLogSumExp(rewriter, loc, ValueRange{lse2, clusterLogits});
     }
-    Value lse = createLogSumExp(rewriter, loc, headParts);
     auto targetAt = [&](OpBuilder &b, Location l, Value m) {
       return loadId(b, l, target, m);
     };
-    Value dShort = softmaxMinusOneHot(
-        rewriter, loc, shortlist, lse, dNll,
-        [&](OpBuilder &b, Location l, Value m) -> Value {
-          // Tail tokens (t >= ends[1]) match no shortlist column.
-          return targetAt(b, l, m);
+    // The target's shortlist column; tail tokens (t >= ends[1]) get -1,
+    // which matches no column.
+    AffineMap id1 = identityMap(getContext(), 1);
+    Value shortTarget = createPointwise(
+        rewriter, loc, target, ValueRange{target}, {id1},
+        [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+          Value inHead = arith::CmpIOp::create(
+              b, l, arith::CmpIPredicate::slt, a[0],
+              arith::ConstantIntOp::create(b, l, ends[1], 64));
+          return arith::SelectOp::create(
+              b, l, inHead, a[0], arith::ConstantIntOp::create(b, l, -1, 64));
         });
-    Value dHeadIn = createMatmul(rewriter, loc, dShort, layers.weight(0),
-                                 /*transposeRhs=*/false);
-    Value dW0 = createMatmulTransposedLhs(rewriter, loc, dShort, headIn);
-    Value dB0 = createSumLeading(rewriter, loc, dShort, 1);
+    std::array<Value, 3> headGrads =
+        createBlockedSoftmaxGrad(rewriter, loc, headIn, layers.weight(0),
+                                 layers.bias(0), lse, dNll, shortTarget);
+    Value dHeadIn = headGrads[0];
+    Value dW0 = headGrads[1];
+    Value dB0 = headGrads[2];
     Value dClusterWeight, dClusterBias;
     if (tails > 0) {
       // Tail cluster c is head column -c, i.e. cluster row tails - c; head

@@ -12,6 +12,8 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/Builders.h"
 
+#include <array>
+
 namespace mlir {
 namespace txl {
 
@@ -101,6 +103,18 @@ Value createLogSumExp(OpBuilder &b, Location loc, ValueRange parts);
 /// (Normalization.cpp; the output layer's txl.linear_nll lowering).
 Value createBlockedLogSumExp(OpBuilder &b, Location loc, Value h2, Value w,
                              Value bias);
+
+/// The gradients {dh [R, in], dW [V, in], db [V]} of Σ_rows g · (lse −
+/// x[target]) for the logits x = h2 · wᵀ + bias (bias [V] or null), swept
+/// over blocks of output columns that are recomputed, so that neither the
+/// [R, V] logits nor their gradient exist whole (Normalization.cpp). lse
+/// [R] is the log-sum-exp of each row's full softmax (it may include
+/// columns outside w, as the adaptive head's cluster columns); a row whose
+/// target1 [R] (i64) is outside [0, V) gets no one-hot.
+std::array<Value, 3> createBlockedSoftmaxGrad(OpBuilder &b, Location loc,
+                                              Value h2, Value w, Value bias,
+                                              Value lse, Value g,
+                                              Value target1);
 
 /// Row-wise logit [R] of one column per row: h2[n] · w[cols[n]] +
 /// bias[cols[n]] (h2 [R, in], w [V, in], bias [V] or null, cols an index

@@ -430,110 +430,135 @@ struct LinearNllFwdLowering : public OpRewritePattern<LinearNllFwdOp> {
   }
 };
 
-// txl.linear_nll_grad => the backward sweep over the blocks, last block
-// first (still in cache), per block of columns j, with the block's d_logits
-// in a [R, block] tensor that stays in L2:
-//   dl_j = (exp(x_j − lse) − onehot(t)) · g
-//   dh  += dl_j · w_j       dW[j] = dl_jᵀ · h       db[j] = Σ_rows dl_j
-// so the [R, V] logits are read once and no [R, V] d_logits exist (the
-// op-by-op lowerings pass over [R, V] about ten times).
+/// The backward sweep of a softmax cross-entropy over column blocks, last
+/// block first, per block of columns j with the block's d_logits in a
+/// [R, block] tensor that stays in L2:
+///   dl_j = (exp(x_j − lse) − onehot(t)) · g
+///   dh  += dl_j · w_j       dW[j] = dl_jᵀ · h       db[j] = Σ_rows dl_j
+/// for h2 [R, in], w [V, in], lse and g [R], target1 [R] (i64; a row whose
+/// target is outside [0, V) gets no one-hot). x_j is read from the
+/// block-major `logits` the forward sweep stored, or, when `logits` is
+/// null, recomputed as h2 · w_jᵀ + bias_j. No [R, V] d_logits exist.
+/// Returns {dh [R, in], dW [V, in], db [V]}.
+static std::array<Value, 3>
+buildBlockedSoftmaxGrad(OpBuilder &rewriter, Location loc, Value h2, Value w,
+                        Value bias, Value lse, Value g, Value target1,
+                        Value logits, int64_t blockSize) {
+  MLIRContext *ctx = rewriter.getContext();
+  Type et = cast<RankedTensorType>(h2.getType()).getElementType();
+  OpFoldResult nRows = getSizes(rewriter, loc, h2)[0];
+  ColumnBlocks blocks(rewriter, loc, w, blockSize);
+  SmallVector<Value> inits = {
+      createFilled(rewriter, loc, {nRows, blocks.features}, et, 0.0),
+      createEmpty(rewriter, loc, {blocks.vocabSize, blocks.features}, et),
+      createEmpty(rewriter, loc, {blocks.vocabSize}, et)};
+  AffineMap id2 = identityMap(ctx, 2);
+  AffineMap rowMap = dropDimMap(ctx, 2, 1);
+  Value zero = blocks.zero, one = blocks.one;
+  auto loop = blocks.build(
+      rewriter, loc, inits,
+      [&](OpBuilder &b, Location l, Value j, Value cols,
+          ValueRange acc) -> SmallVector<Value> {
+        Value wBlock =
+            ColumnBlocks::extract(b, l, w, blocks.rows(j, cols, true));
+        Value x;
+        if (logits) {
+          x = ColumnBlocks::extractBlock(
+              b, l, logits, blocks.blockOf(b, l, nRows, j, cols));
+        } else {
+          Value biasBlock;
+          if (bias)
+            biasBlock =
+                ColumnBlocks::extract(b, l, bias, blocks.rows(j, cols, false));
+          x = createLinear2d(b, l, h2, wBlock, biasBlock, Value());
+        }
+        // softmax · g for every column (no index in the loop, so it
+        // vectorizes at the width of f32), then − g at each row's target
+        // when it falls in this block.
+        Value dl = createPointwise(
+            b, l, x, ValueRange{x, lse, g}, {id2, rowMap, rowMap},
+            [&](OpBuilder &ob, Location ol, ValueRange a) -> Value {
+              Value p = math::ExpOp::create(
+                  ob, ol, arith::SubFOp::create(ob, ol, a[0], a[1]));
+              return arith::MulFOp::create(ob, ol, p, a[2]);
+            },
+            /*dest=*/createEmpty(b, l, {nRows, OpFoldResult(cols)}, et));
+        Value rowCount = getValueOrCreateConstantIndexOp(b, l, nRows);
+        dl = scf::ForOp::create(
+                 b, l, zero, rowCount, one, ValueRange{dl},
+                 [&](OpBuilder &rb, Location rl, Value r, ValueRange d) {
+                   Value t = arith::IndexCastOp::create(
+                       rb, rl, rb.getIndexType(),
+                       tensor::ExtractOp::create(rb, rl, target1,
+                                                 ValueRange{r}));
+                   Value c = arith::SubIOp::create(rb, rl, t, j);
+                   Value inBlock = arith::AndIOp::create(
+                       rb, rl,
+                       arith::CmpIOp::create(rb, rl, arith::CmpIPredicate::sge,
+                                             t, j),
+                       arith::CmpIOp::create(rb, rl, arith::CmpIPredicate::slt,
+                                             c, cols));
+                   auto fix = scf::IfOp::create(
+                       rb, rl, inBlock,
+                       [&](OpBuilder &tb, Location tl) {
+                         Value old = tensor::ExtractOp::create(
+                             tb, tl, d[0], ValueRange{r, c});
+                         Value gr =
+                             tensor::ExtractOp::create(tb, tl, g, ValueRange{r});
+                         Value next = tensor::InsertOp::create(
+                             tb, tl, arith::SubFOp::create(tb, tl, old, gr),
+                             d[0], ValueRange{r, c});
+                         scf::YieldOp::create(tb, tl, ValueRange{next});
+                       },
+                       [&](OpBuilder &eb, Location el) {
+                         scf::YieldOp::create(eb, el, ValueRange{d[0]});
+                       });
+                   scf::YieldOp::create(rb, rl, fix.getResults());
+                 })
+                 .getResult(0);
+        // dh += dl_j · w_j (accumulates onto the carried dh: beta = 1).
+        Value dh = createMatmulOnto(b, l, dl, wBlock, acc[0],
+                                    /*transposeLhs=*/false,
+                                    /*transposeRhs=*/false);
+        // dw_j and db_j are computed into their slices of the carried
+        // gradients (extract → fill → product → insert of the same slice
+        // bufferizes in place: no block temporary, no copy).
+        ColumnBlocks::Slice wRows = blocks.rows(j, cols, true);
+        ColumnBlocks::Slice bRows = blocks.rows(j, cols, false);
+        Value dwBlock = createMatmulTransposedLhs(
+            b, l, dl, h2, ColumnBlocks::extract(b, l, acc[1], wRows));
+        Value dw = ColumnBlocks::insert(b, l, dwBlock, acc[1], wRows);
+        Value dbBlock = createSumLeading(
+            b, l, dl, 1, ColumnBlocks::extract(b, l, acc[2], bRows));
+        Value db = ColumnBlocks::insert(b, l, dbBlock, acc[2], bRows);
+        return {dh, dw, db};
+      },
+      /*reverse=*/true);
+  return {loop.getResult(0), loop.getResult(1), loop.getResult(2)};
+}
+
+// txl.linear_nll_grad => the backward sweep over the blocks
+// (buildBlockedSoftmaxGrad) from the logits the forward sweep stored: the
+// [R, V] logits are read once (the op-by-op lowerings pass over [R, V]
+// about ten times).
 struct LinearNllGradLowering : public OpRewritePattern<LinearNllGradOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(LinearNllGradOp op,
                                 PatternRewriter &rewriter) const override {
-    MLIRContext *ctx = getContext();
     Location loc = op.getLoc();
-    Value h = op.getInput(), w = op.getWeight(), lse = op.getLse();
-    Value logits = op.getLogits();
+    Value h = op.getInput();
     OutputRows rows = collapseRows(rewriter, loc, h, op.getTarget());
-    Type et = cast<RankedTensorType>(rows.h2.getType()).getElementType();
     Value g = op.getDResult();
     if (!rows.leading.empty())
       g = createCollapse(rewriter, loc, g, {rows.leading});
-    OpFoldResult nRows = getSizes(rewriter, loc, rows.h2)[0];
-    ColumnBlocks blocks(rewriter, loc, w, op.getBlock());
-    SmallVector<Value> inits = {
-        createFilled(rewriter, loc, {nRows, blocks.features}, et, 0.0),
-        createEmpty(rewriter, loc, {blocks.vocabSize, blocks.features}, et),
-        createEmpty(rewriter, loc, {blocks.vocabSize}, et)};
-    AffineMap id2 = identityMap(ctx, 2);
-    AffineMap rowMap = dropDimMap(ctx, 2, 1);
-    Value zero = blocks.zero, one = blocks.one;
-    auto loop = blocks.build(
-        rewriter, loc, inits,
-        [&](OpBuilder &b, Location l, Value j, Value cols,
-            ValueRange acc) -> SmallVector<Value> {
-          Value x = ColumnBlocks::extractBlock(
-              b, l, logits, blocks.blockOf(b, l, nRows, j, cols));
-          // softmax · g for every column (no index in the loop, so it
-          // vectorizes at the width of f32), then − g at each row's target
-          // when it falls in this block.
-          Value dl = createPointwise(
-              b, l, x, ValueRange{x, lse, g}, {id2, rowMap, rowMap},
-              [&](OpBuilder &ob, Location ol, ValueRange a) -> Value {
-                Value p = math::ExpOp::create(
-                    ob, ol, arith::SubFOp::create(ob, ol, a[0], a[1]));
-                return arith::MulFOp::create(ob, ol, p, a[2]);
-              },
-              /*dest=*/createEmpty(b, l, {nRows, OpFoldResult(cols)}, et));
-          Value rowCount = getValueOrCreateConstantIndexOp(b, l, nRows);
-          dl = scf::ForOp::create(
-                   b, l, zero, rowCount, one, ValueRange{dl},
-                   [&](OpBuilder &rb, Location rl, Value r, ValueRange d) {
-                     Value t = arith::IndexCastOp::create(
-                         rb, rl, rb.getIndexType(),
-                         tensor::ExtractOp::create(rb, rl, rows.target1,
-                                                   ValueRange{r}));
-                     Value c = arith::SubIOp::create(rb, rl, t, j);
-                     Value inBlock = arith::AndIOp::create(
-                         rb, rl,
-                         arith::CmpIOp::create(rb, rl, arith::CmpIPredicate::sge,
-                                               t, j),
-                         arith::CmpIOp::create(rb, rl, arith::CmpIPredicate::slt,
-                                               c, cols));
-                     auto fix = scf::IfOp::create(
-                         rb, rl, inBlock,
-                         [&](OpBuilder &tb, Location tl) {
-                           Value old = tensor::ExtractOp::create(
-                               tb, tl, d[0], ValueRange{r, c});
-                           Value gr = tensor::ExtractOp::create(
-                               tb, tl, g, ValueRange{r});
-                           Value next = tensor::InsertOp::create(
-                               tb, tl, arith::SubFOp::create(tb, tl, old, gr),
-                               d[0], ValueRange{r, c});
-                           scf::YieldOp::create(tb, tl, ValueRange{next});
-                         },
-                         [&](OpBuilder &eb, Location el) {
-                           scf::YieldOp::create(eb, el, ValueRange{d[0]});
-                         });
-                     scf::YieldOp::create(rb, rl, fix.getResults());
-                   })
-                   .getResult(0);
-          Value wBlock =
-              ColumnBlocks::extract(b, l, w, blocks.rows(j, cols, true));
-          // dh += dl_j · w_j (accumulates onto the carried dh: beta = 1).
-          Value dh = createMatmulOnto(b, l, dl, wBlock, acc[0],
-                                      /*transposeLhs=*/false,
-                                      /*transposeRhs=*/false);
-          // dw_j and db_j are computed into their slices of the carried
-          // gradients (extract → fill → product → insert of the same slice
-          // bufferizes in place: no block temporary, no copy).
-          ColumnBlocks::Slice wRows = blocks.rows(j, cols, true);
-          ColumnBlocks::Slice bRows = blocks.rows(j, cols, false);
-          Value dwBlock = createMatmulTransposedLhs(
-              b, l, dl, rows.h2, ColumnBlocks::extract(b, l, acc[1], wRows));
-          Value dw = ColumnBlocks::insert(b, l, dwBlock, acc[1], wRows);
-          Value dbBlock = createSumLeading(
-              b, l, dl, 1, ColumnBlocks::extract(b, l, acc[2], bRows));
-          Value db = ColumnBlocks::insert(b, l, dbBlock, acc[2], bRows);
-          return {dh, dw, db};
-        },
-        /*reverse=*/true);
-    Value dh = expandRows(rewriter, loc, loop.getResult(0), rows, h, 1);
+    std::array<Value, 3> grads = buildBlockedSoftmaxGrad(
+        rewriter, loc, rows.h2, op.getWeight(), Value(), op.getLse(), g,
+        rows.target1, op.getLogits(), op.getBlock());
+    Value dh = expandRows(rewriter, loc, grads[0], rows, h, 1);
     rewriter.replaceOp(
         op, {castTo(rewriter, loc, dh, op.getDInput().getType()),
-             castTo(rewriter, loc, loop.getResult(1), op.getDWeight().getType()),
-             castTo(rewriter, loc, loop.getResult(2), op.getDBias().getType())});
+             castTo(rewriter, loc, grads[1], op.getDWeight().getType()),
+             castTo(rewriter, loc, grads[2], op.getDBias().getType())});
     return success();
   }
 };
@@ -545,6 +570,14 @@ void mlir::txl::populateTxlNormalizationToLinalgPatterns(
   patterns.add<LayerNormLowering, NllLowering, LinearNllLowering,
                LinearNllFwdLowering, LinearNllGradLowering>(
       patterns.getContext());
+}
+
+std::array<Value, 3>
+mlir::txl::createBlockedSoftmaxGrad(OpBuilder &b, Location loc, Value h2,
+                                    Value w, Value bias, Value lse, Value g,
+                                    Value target1) {
+  return buildBlockedSoftmaxGrad(b, loc, h2, w, bias, lse, g, target1,
+                                 /*logits=*/Value(), kNllColumnBlock);
 }
 
 Value mlir::txl::createBlockedLogSumExp(OpBuilder &b, Location loc, Value h2,
