@@ -146,6 +146,39 @@ func.func @adaptive_nll_grad(%dn: tensor<?x?xf32>, %h: tensor<?x?x4xf32>, %t: te
   return %g#0 : tensor<?x?x4xf32>
 }
 
+// The head's shortlist (here 2000 columns) is swept in blocks of 512
+// columns twice, each block's logits recomputed from the head input: the
+// log-sum-exp sweep, then the gradient sweep (softmax minus one-hot, dh
+// accumulated with a product per block, dW and db written per block).
+// No [tokens, 2000] logits or gradient exist.
+// CHECK-LABEL: func.func @adaptive_nll_grad_head_blocks
+// CHECK-NOT: x2000xf32>
+// CHECK: scf.for
+// CHECK-NOT: x2000xf32>
+// CHECK: linalg.matmul
+// CHECK-NOT: x2000xf32>
+// CHECK: scf.yield
+// CHECK-NOT: x2000xf32>
+// CHECK: scf.for
+// CHECK-NOT: x2000xf32>
+// CHECK: linalg.matmul
+// CHECK-NOT: x2000xf32>
+// CHECK: linalg.matmul
+// CHECK-NOT: x2000xf32>
+// CHECK: linalg.matmul
+// CHECK-NOT: x2000xf32>
+// CHECK: scf.yield
+// CHECK-NOT: x2000xf32>
+// CHECK: return
+func.func @adaptive_nll_grad_head_blocks(%dn: tensor<?x?xf32>, %h: tensor<?x?x8xf32>, %t: tensor<?x?xi64>,
+                                         %w0: tensor<2000x8xf32>, %b0: tensor<2000xf32>)
+    -> (tensor<?x?x8xf32>, tensor<2000x8xf32>, tensor<2000xf32>) {
+  %g:3 = txl.adaptive_nll_grad %dn, %h, %t weights(%w0 : tensor<2000x8xf32>)
+      biases(%b0 : tensor<2000xf32>) projs() {cutoff_ends = array<i64: 0, 2000>}
+      : tensor<?x?xf32>, tensor<?x?x8xf32>, tensor<?x?xi64>
+  return %g#0, %g#1, %g#2 : tensor<?x?x8xf32>, tensor<2000x8xf32>, tensor<2000xf32>
+}
+
 // An output layer with its backward, as txl-fuse-linear-nll makes it
 // (txl.linear_nll_fwd + txl.linear_nll_grad): a forward sweep over
 // blocks of 512 of the 1000 columns that also writes each block of logits
