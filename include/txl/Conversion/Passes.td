@@ -304,8 +304,11 @@ def EmulateMmaPass : Pass<"txl-emulate-mma", "::mlir::gpu::GPUModuleOp"> {
     operands' rounding to bf16 (`arith.extf` of an `arith.truncf` to bf16)
     becomes round-to-nearest-even on the f32 bits, as PTX's
     `cvt.rn.bf16.f32`. Products match tensor cores up to the order of the
-    f32 sums. An `nvgpu.mma.sync` of another form, or a bf16 value left
-    over, is an error.
+    f32 sums. Loops around the products with a constant trip count of at
+    most 8 (the bf16 kernels' block loops) are fully unrolled first: Intel's
+    OpenCL CPU compiler miscompiles the emulated products inside rolled
+    loops. An `nvgpu.mma.sync` of another form, or a bf16 value left over,
+    is an error.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::gpu::GPUDialect",
