@@ -57,9 +57,10 @@ def sync(device):
 # --------------------------------------------------------------------------
 # txlc side
 # --------------------------------------------------------------------------
-def compile_model(a, toml, name):
-    exe = os.path.join(a.workdir, f"{name}_{a.target}")
-    cmd = [a.txlc, toml, f"--target={a.target}", "-o", exe]
+def compile_model(a, toml, name, precision="f32"):
+    exe = os.path.join(a.workdir, f"{name}_{a.target}_{precision}")
+    cmd = [a.txlc, toml, f"--target={a.target}", f"--precision={precision}",
+           "--backward=false", "-o", exe]
     if a.target == "cuda":
         cmd.append(f"--gpu-arch={a.gpu_arch}")
     print("  compile: " + " ".join(cmd), flush=True)
@@ -120,16 +121,19 @@ def bench_ptb(a):
     ref_dir = os.path.join(SHARED, "reference", "ptb_small")
     toml = os.path.join(ROOT, "models", "ptb_small.toml")
     weights = os.path.join(ref_dir, "model.safetensors")
-    exe = compile_model(a, toml, "ptb_small")
     print("# ptb_small / PTB valid, batch 10, tgt_len 64, mem_len 64")
     rows = []
-    for _ in range(a.repeat):
-        lines, err = run_exe([exe, "eval", "--data", os.path.join(SHARED, "data", "ptb"),
-                              "--split", "valid", "--checkpoint", weights,
-                              "--batch-size", "10", "--tgt-len", "64",
-                              "--mem-len", "64", "--json"])
-        result = json.loads(lines[-1][1])
-        rows.append(("txlc", result["tokens_per_s"], result["ppl"]))
+    for precision in a.precision:
+        exe = compile_model(a, toml, "ptb_small", precision)
+        for _ in range(a.repeat):
+            lines, err = run_exe([exe, "eval", "--data",
+                                  os.path.join(SHARED, "data", "ptb"),
+                                  "--split", "valid", "--checkpoint", weights,
+                                  "--batch-size", "10", "--tgt-len", "64",
+                                  "--mem-len", "64", "--json"])
+            result = json.loads(lines[-1][1])
+            rows.append((f"txlc {precision}", result["tokens_per_s"],
+                         result["ppl"]))
     ids, n_vocab = bench.ptb_stream(os.path.join(SHARED, "data", "ptb"), "valid")
     data = torch.tensor(ids, dtype=torch.long)
     n_step = data.size(0) // 10
@@ -202,7 +206,7 @@ def bench_enwik8(a):
     toml = os.path.join(a.workdir, "enwik8_base.toml")
     with open(toml, "w") as f:
         f.write(bench.ENWIK8_TOML)
-    exe = compile_model(a, toml, "enwik8_base")
+    exes = {p: compile_model(a, toml, "enwik8_base", p) for p in a.precision}
     weights = enwik8_weights(a, toml)
     rows = []
     for name, (tgt, mem, clamp, same, bsz) in ENWIK8_SETTINGS.items():
@@ -221,14 +225,17 @@ def bench_enwik8(a):
               f"clamp_len {clamp}, same_length {same}, batch {bsz}; "
               f"{warm} segments to fill the memory, {a.segments} timed")
         tokens = tgt * bsz
-        for _ in range(a.repeat):
-            lines, _ = run_exe([exe, "run-segments", "--checkpoint", weights,
-                                "--inputs", inputs, "--targets", targets,
-                                "--mem-len", str(mem), "--clamp-len", str(clamp),
-                                "--same-length", "true" if same else "false"])
-            stamps = [t for t, line in lines if line.startswith("| segment ")]
-            steady = [t1 - t0 for t0, t1 in zip(stamps[warm - 1:], stamps[warm:])]
-            rows.append((name, "txlc", tokens * len(steady) / sum(steady)))
+        for precision, exe in exes.items():
+            for _ in range(a.repeat):
+                lines, _ = run_exe([exe, "run-segments", "--checkpoint", weights,
+                                    "--inputs", inputs, "--targets", targets,
+                                    "--mem-len", str(mem), "--clamp-len", str(clamp),
+                                    "--same-length", "true" if same else "false"])
+                stamps = [t for t, line in lines if line.startswith("| segment ")]
+                steady = [t1 - t0
+                          for t0, t1 in zip(stamps[warm - 1:], stamps[warm:])]
+                rows.append((name, f"txlc {precision}",
+                             tokens * len(steady) / sum(steady)))
         data = torch.from_numpy(np.load(inputs)).to(a.torch_device)
         target = torch.from_numpy(np.load(targets)).to(a.torch_device)
         for label, model in torch_models(a, toml, weights, tgt_len=tgt,
@@ -358,6 +365,11 @@ def main():
     p.add_argument("what", choices=["ptb", "enwik8", "attention", "all"])
     p.add_argument("--target", choices=["cuda", "opencl"], default="cuda")
     p.add_argument("--gpu-arch", default="sm_90")
+    p.add_argument("--precision", default="f32,bf16",
+                   type=lambda v: v.split(","),
+                   help="txlc --precision values to compile and time, comma "
+                        "separated (bf16: tensor-core attention and cuBLAS "
+                        "products; on opencl the kernel's mma is emulated)")
     p.add_argument("--torch-device", default="cuda")
     p.add_argument("--txlc", default=os.path.join(ROOT, "build", "bin", "txlc"))
     p.add_argument("--device-lib",
