@@ -262,52 +262,43 @@ void MmaKernelBuilder::build() {
               ValueRange{add(warpRow0, add(g, idx(8 * rr))),
                          add(col0, add(mul(t, idx(2)), idx(e)))});
     };
-    // Products of the subgroup's query fragments `qs` with `blocks` blocks
-    // of 8 rows of `operand` (B entries: row `rowOf(col0) + g` of the block
-    // at column col0, valid when `rowOk`), each block's accumulator stored
-    // into `tile` at its columns.
-    auto blockProducts =
-        [&](int64_t blocks, ArrayRef<Fragment> qs, Value operand, Value tile,
-            function_ref<Value(Value)> rowOf, function_ref<Value(Value)> rowOk,
-            function_ref<SmallVector<Value>(Value)> rowIndices) {
-          forRange(blocks, [&](Value blk) {
-            Value col0 = mul(blk, idx(8));
-            Value row = add(rowOf(col0), g);
-            Value ok = rowOk(row);
-            Fragment acc = zeros();
-            for (int64_t ks = 0; ks < kSteps; ++ks) {
-              Fragment bf;
-              for (int64_t rr = 0; rr < 2; ++rr)
-                for (int64_t e = 0; e < 2; ++e) {
-                  Value d = add(mul(t, idx(2)), idx(ks * 16 + e + 8 * rr));
-                  bf.push_back(
-                      bf16(loadOrZero(operand, rowIndices(row), ok, d)));
-                }
-              acc = mma(qs[ks], bf, acc);
-            }
-            storeBlock(acc, tile, col0);
-          });
-        };
-    // AC: 4 blocks of 8 keys, key j0 + col0 + g.
-    blockProducts(
-        kKeyTile / 8, qus, k, acTile, [&](Value col0) { return add(j0, col0); },
-        [&](Value j) { return cmp(P::ult, j, jEnd); },
-        [&](Value j) {
-          return SmallVector<Value>{j, batchIdx, head};
-        });
+    // AC: 4 blocks of 8 keys, lane's B entries are key j0 + 8 nb + g.
+    forRange(kKeyTile / 8, [&](Value nb) {
+      Value col0 = mul(nb, idx(8));
+      Value j = add(j0, add(g, col0));
+      Value jOk = cmp(P::ult, j, jEnd);
+      Fragment acc = zeros();
+      for (int64_t ks = 0; ks < kSteps; ++ks) {
+        Fragment kf;
+        for (int64_t rr = 0; rr < 2; ++rr)
+          for (int64_t e = 0; e < 2; ++e) {
+            Value d = add(mul(t, idx(2)), idx(ks * 16 + e + 8 * rr));
+            kf.push_back(bf16(loadOrZero(k, {j, batchIdx, head}, jOk, d)));
+          }
+        acc = mma(qus[ks], kf, acc);
+      }
+      storeBlock(acc, acTile, col0);
+    });
     // X: 6 blocks of 8 window rows; window row w is r row rBase + w, rows
     // outside [0, klen) only serve masked pairs and read as zero.
     Value rBase =
         add(sub(add(sub(qlen, iw), j0), idx(kRows)), idx(hooks.relShiftOffset));
-    blockProducts(
-        kWindow / 8, qvs, r, xTile,
-        [&](Value col0) { return add(rBase, col0); },
-        [&](Value p) {
-          return both(cmp(P::sge, p, zero), cmp(P::slt, p, klen));
-        },
-        [&](Value p) {
-          return SmallVector<Value>{p, head};
-        });
+    forRange(kWindow / 8, [&](Value xb) {
+      Value col0 = mul(xb, idx(8));
+      Value p = add(rBase, add(g, col0));
+      Value pOk = both(cmp(P::sge, p, zero), cmp(P::slt, p, klen));
+      Fragment acc = zeros();
+      for (int64_t ks = 0; ks < kSteps; ++ks) {
+        Fragment rf;
+        for (int64_t rr = 0; rr < 2; ++rr)
+          for (int64_t e = 0; e < 2; ++e) {
+            Value d = add(mul(t, idx(2)), idx(ks * 16 + e + 8 * rr));
+            rf.push_back(bf16(loadOrZero(r, {p, head}, pOk, d)));
+          }
+        acc = mma(qvs[ks], rf, acc);
+      }
+      storeBlock(acc, xTile, col0);
+    });
     // The subgroup's AC and X are complete before its lanes read each
     // other's entries.
     if (hooks.dropBarrier != 2)
