@@ -53,6 +53,31 @@ protected:
     return arith::SelectOp::create(b, c, x, y);
   }
 
+  /// The decoder mask (txl.masked_softmax) of a workgroup whose query rows
+  /// start at `i0`, `queryTile` of them: key j is visible to query i iff
+  /// j <= i + mlen, and with same_length also iff j > i - shift, where
+  /// shift = qlen - (klen - mem_len) if klen > mem_len else qlen. [jBegin,
+  /// jEnd) are the keys visible to some row of the tile.
+  struct DecoderMask {
+    Value mlen, shift, same, jBegin, jEnd;
+  };
+  DecoderMask decoderMask(Value qlen, Value klen, Value memLen,
+                          Value sameLength, Value i0, int64_t queryTile) {
+    using P = arith::CmpIPredicate;
+    Value zero = idx(0);
+    DecoderMask m;
+    m.mlen = sub(klen, qlen);
+    Value maskLen = sub(klen, memLen);
+    m.shift = select(cmp(P::sgt, maskLen, zero), sub(qlen, maskLen), qlen);
+    m.same = cmp(P::ne, sameLength, i32(0));
+    Value firstSame =
+        arith::MaxSIOp::create(b, zero, add(sub(i0, m.shift), idx(1)));
+    m.jBegin = select(m.same, firstSame, zero);
+    m.jEnd =
+        arith::MinSIOp::create(b, klen, add(add(i0, idx(queryTile)), m.mlen));
+    return m;
+  }
+
   ImplicitLocOpBuilder b;
 };
 

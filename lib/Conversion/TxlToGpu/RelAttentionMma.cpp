@@ -193,7 +193,7 @@ void MmaKernelBuilder::build() {
   Value xTile = func.getWorkgroupAttributions()[1];
 
   using P = arith::CmpIPredicate;
-  Value zero = idx(0), one = idx(1);
+  Value zero = idx(0);
   qlen = memref::DimOp::create(b, q, 0);
   Value nHead = memref::DimOp::create(b, q, 2);
   Value klen = memref::DimOp::create(b, k, 0);
@@ -211,16 +211,11 @@ void MmaKernelBuilder::build() {
   iw = add(i0, warpRow0);
 
   // The decoder mask, as in the f32 kernel (txl.masked_softmax).
-  Value mlen = sub(klen, qlen);
-  Value maskLen = sub(klen, memLen);
-  Value shift = select(cmp(P::sgt, maskLen, zero), sub(qlen, maskLen), qlen);
-  Value same = cmp(P::ne, sameLength, i32(0));
+  DecoderMask mask = decoderMask(qlen, klen, memLen, sameLength, i0, queryTile);
+  Value mlen = mask.mlen, shift = mask.shift, same = mask.same;
   Value notSame =
       arith::XOrIOp::create(b, same, arith::ConstantIntOp::create(b, 1, 1));
-  Value firstSame = arith::MaxSIOp::create(b, zero, add(sub(i0, shift), one));
-  Value jBegin = select(same, firstSame, zero);
-  Value jEnd =
-      arith::MinSIOp::create(b, klen, add(add(i0, idx(queryTile)), mlen));
+  Value jBegin = mask.jBegin, jEnd = mask.jEnd;
 
   int64_t kSteps = dPad / 16;
   int64_t dBlocks = dPad / 8;

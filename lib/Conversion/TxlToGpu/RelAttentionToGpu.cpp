@@ -175,18 +175,11 @@ void KernelBuilder::build() {
   Value warp = arith::DivUIOp::create(b, tid, idx(kSubgroup));
   Value lane = gpu::LaneIdOp::create(b, /*upper_bound=*/IntegerAttr());
 
-  // The decoder mask (txl.masked_softmax): key j is visible to query i iff
-  // j <= i + mlen, and with same_length also iff j > i - shift, where
-  // shift = qlen - (klen - mem_len) if klen > mem_len else qlen.
-  Value mlen = sub(klen, qlen);
-  Value maskLen = sub(klen, memLen);
-  Value shift = select(cmp(P::sgt, maskLen, zero), sub(qlen, maskLen), qlen);
-  Value same = cmp(P::ne, sameLength, i32(0));
-  // Keys visible to some row of the tile: [jBegin, jEnd).
-  Value firstSame = arith::MaxSIOp::create(b, zero, add(sub(i0, shift), one));
-  Value jBegin = select(same, firstSame, zero);
-  Value jEnd =
-      arith::MinSIOp::create(b, klen, add(add(i0, idx(s.queryTile)), mlen));
+  // The decoder mask (txl.masked_softmax; KernelBodyBuilder::decoderMask).
+  DecoderMask mask =
+      decoderMask(qlen, klen, memLen, sameLength, i0, s.queryTile);
+  Value mlen = mask.mlen, shift = mask.shift, same = mask.same;
+  Value jBegin = mask.jBegin, jEnd = mask.jEnd;
 
   // q + u and q + v, rows past qlen zero.
   forTileElements(s.queryTile, [&](Value row, Value col) {
