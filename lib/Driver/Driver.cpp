@@ -352,10 +352,9 @@ int mlir::txl::runDriver(const DriverOptions &options) {
   if (failed(built))
     return 1;
   ModuleOp module = built->get();
-  // The GPU targets evaluate and compute gradients (the backward segment
-  // below) so far: no optimizer and schedule functions yet (issue #19).
-  if ((options.target == Target::Cpu &&
-       failed(buildTrainingFunctions(module, *config))) ||
+  if (failed(buildTrainingFunctions(module, *config,
+                                    /*forDevice=*/options.target !=
+                                        Target::Cpu)) ||
       failed(verify(module)))
     return 1;
   frontendTiming.stop();

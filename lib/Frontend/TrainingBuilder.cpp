@@ -61,6 +61,7 @@ public:
       : b(b), loc(loc), config(config), train(config.train) {}
 
   void emitGradSquaredNorm(ModuleOp module);
+  void emitDeviceGradSquaredNorm(ModuleOp module);
   void emitOptimizerStep(ModuleOp module);
   void emitLearningRate(ModuleOp module);
 
@@ -224,6 +225,73 @@ void TrainingEmitter::emitGradSquaredNorm(ModuleOp module) {
       b, loc,
       ValueRange{tensor::FromElementsOp::create(b, loc, resultType,
                                                 ValueRange{sum})});
+}
+
+void TrainingEmitter::emitDeviceGradSquaredNorm(ModuleOp module) {
+  SmallVector<ParamSpec> trained = trainedParams();
+  SmallVector<Type> inputs = flatTypes(trained);
+  auto partialsType =
+      RankedTensorType::get({ShapedType::kDynamic}, b.getF32Type());
+  inputs.push_back(partialsType);
+
+  b.setInsertionPointToEnd(module.getBody());
+  auto fn = func::FuncOp::create(b, loc, kGradSquaredNormFunctionName,
+                                 b.getFunctionType(inputs, {partialsType}));
+  fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+  for (auto [i, p] : llvm::enumerate(trained))
+    nameArgument(fn, i, "txl.grad", p.name);
+  Block *entry = fn.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  Value partials = entry->getArgument(trained.size());
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value parts = tensor::DimOp::create(b, loc, partials, zero);
+  // One work-item per part: part p sums the squares of elements p,
+  // p + parts, ... of each gradient (neighbouring work-items read
+  // neighbouring elements), each gradient's sum from 0 and then added to
+  // the part's total in parameter order, as the CPU form adds its parts.
+  auto forall = scf::ForallOp::create(
+      b, loc, ArrayRef<OpFoldResult>{OpFoldResult(parts)},
+      ValueRange{partials}, /*mapping=*/std::nullopt);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(forall.getBody());
+    Value p = forall.getInductionVar(0);
+    Value sum;
+    for (size_t i = 0; i < trained.size(); ++i) {
+      Value g = entry->getArgument(i);
+      Value count = arith::ConstantIndexOp::create(
+          b, loc, cast<RankedTensorType>(g.getType()).getDimSize(0));
+      Value sq =
+          scf::ForOp::create(
+              b, loc, p, count, parts, ValueRange{f32(0.0)},
+              [&](OpBuilder &lb, Location l, Value k, ValueRange acc) {
+                Value x = tensor::ExtractOp::create(lb, l, g, ValueRange{k});
+                Value x2 = arith::MulFOp::create(lb, l, x, x);
+                scf::YieldOp::create(
+                    lb, l, ValueRange{arith::AddFOp::create(lb, l, acc[0], x2)});
+              })
+              .getResult(0);
+      sum = sum ? arith::AddFOp::create(b, loc, sum, sq).getResult() : sq;
+    }
+    // Written through a slice of the output, so that it bufferizes to a
+    // store into the partials (no allocation in the kernel).
+    Value out = forall.getRegionIterArgs()[0];
+    Value slot = tensor::ExtractSliceOp::create(
+        b, loc, out, ArrayRef<OpFoldResult>{p},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+    Value one = tensor::InsertOp::create(b, loc, sum, slot, ValueRange{zero});
+    b.setInsertionPointToStart(forall.getTerminator().getBody());
+    tensor::ParallelInsertSliceOp::create(
+        b, loc, one, out, ArrayRef<OpFoldResult>{p},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+  }
+  func::ReturnOp::create(
+      b, loc,
+      ValueRange{bufferization::MaterializeInDestinationOp::create(
+                     b, loc, forall.getResult(0), partials)
+                     .getResult()});
 }
 
 void TrainingEmitter::emitOptimizerStep(ModuleOp module) {
@@ -404,7 +472,8 @@ void TrainingEmitter::emitLearningRate(ModuleOp module) {
 }
 
 LogicalResult mlir::txl::buildTrainingFunctions(ModuleOp module,
-                                                const ModelConfig &config) {
+                                                const ModelConfig &config,
+                                                bool forDevice) {
   MLIRContext *ctx = module.getContext();
   ctx->loadDialect<TxlDialect, func::FuncDialect, arith::ArithDialect,
                    math::MathDialect, scf::SCFDialect, tensor::TensorDialect,
@@ -415,7 +484,10 @@ LogicalResult mlir::txl::buildTrainingFunctions(ModuleOp module,
                           << "' has no compiled update";
   OpBuilder b(ctx);
   TrainingEmitter emitter(b, loc, config);
-  emitter.emitGradSquaredNorm(module);
+  if (forDevice)
+    emitter.emitDeviceGradSquaredNorm(module);
+  else
+    emitter.emitGradSquaredNorm(module);
   emitter.emitOptimizerStep(module);
   emitter.emitLearningRate(module);
   return success();

@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -122,6 +123,8 @@ void mlir::txl::buildGpuLinalgToKernelsPipeline(OpPassManager &pm,
   pm.addPass(createConvertLinalgToBlasPass(blas));
   pm.addPass(createPrepareGpuHostPass());
   pm.nest<func::FuncOp>().addPass(createConvertLinalgToParallelLoopsPass());
+  // The training functions' scf.forall (one work-item per part).
+  pm.nest<func::FuncOp>().addPass(createForallToParallelLoopPass());
   pm.addPass(createParallelLoopsToGpuPass());
   pm.nest<func::FuncOp>().addPass(createCanonicalizerPass());
 }

@@ -101,6 +101,65 @@ func.func @count(%ids: memref<?xi64>, %out: memref<?xindex>) -> index {
 
 // -----
 
+// A float result (the clipping norm's sum of the partial sums) travels as
+// its bits, zero-extended to i64, and is truncated and bitcast back on the
+// host.
+
+// CHECK-LABEL: func.func @sum
+// CHECK: gpu.launch_func @txl_kernels::@sum_serial0
+// CHECK: call @mgpuMemcpy
+// CHECK: %[[V:.+]] = memref.load
+// CHECK: %[[I:.+]] = arith.trunci %[[V]] : i64 to i32
+// CHECK: %[[F:.+]] = arith.bitcast %[[I]] : i32 to f32
+// CHECK: return %[[F]] : f32
+// CHECK: gpu.func @sum_serial0(
+// CHECK: %[[S:.+]] = scf.for
+// CHECK: %[[B:.+]] = arith.bitcast %[[S]] : f32 to i32
+// CHECK: %[[E:.+]] = arith.extui %[[B]] : i32 to i64
+// CHECK: memref.store %[[E]]
+func.func @sum(%a: memref<8xf32>) -> f32 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %zero = arith.constant 0.0 : f32
+  %s = scf.for %i = %c0 to %c8 step %c1 iter_args(%acc = %zero) -> f32 {
+    %x = memref.load %a[%i] : memref<8xf32>
+    %t = arith.addf %acc, %x : f32
+    scf.yield %t : f32
+  }
+  return %s : f32
+}
+
+// -----
+
+// A host store of a host scalar into device memory (the training
+// functions' norm and lr results) is a kernel of one work-item that takes
+// the scalar; an f64 crosses as its i64 bits. A store into host memory
+// (an alloca) stays on the host.
+
+// CHECK-LABEL: func.func @store_scalars
+// CHECK: gpu.launch_func @txl_kernels::@store_scalars_serial0 {{.*}}args(%{{.+}} : f32, %{{.+}} : memref<1xf32>)
+// CHECK: %[[BITS:.+]] = arith.bitcast %{{.+}} : f64 to i64
+// CHECK: gpu.launch_func @txl_kernels::@store_scalars_serial1 {{.*}}args(%[[BITS]] : i64, %{{.+}} : memref<1xf64>)
+// CHECK: memref.store %{{.+}}, %{{.+}}[%{{.+}}] : memref<1xf32>
+// CHECK: return
+// CHECK: gpu.func @store_scalars_serial0(%[[X:[^:]+]]: f32, %[[A:[^:]+]]: memref<1xf32>)
+// CHECK: memref.store %[[X]], %[[A]]
+// CHECK: gpu.func @store_scalars_serial1(%[[Y:[^:]+]]: i64, %[[B:[^:]+]]: memref<1xf64>)
+// CHECK: %[[D:.+]] = arith.bitcast %[[Y]] : i64 to f64
+// CHECK: memref.store %[[D]], %[[B]]
+func.func @store_scalars(%a: memref<1xf32>, %b: memref<1xf64>, %x: f32,
+                         %y: f64) {
+  %c0 = arith.constant 0 : index
+  memref.store %x, %a[%c0] : memref<1xf32>
+  memref.store %y, %b[%c0] : memref<1xf64>
+  %h = memref.alloca() : memref<1xf32>
+  memref.store %x, %h[%c0] : memref<1xf32>
+  return
+}
+
+// -----
+
 // A host loop that calls a function (a library product: the output layer's
 // column blocks in the backward) stays on the host; the sequential loop
 // nested in it, which touches device memory, is the one-work-item kernel.

@@ -78,8 +78,19 @@ SmallVector<StringRef, 2> getOptimizerStateNames(StringRef optim);
 ///
 /// Fails with a diagnostic for an optimizer without a compiled update (the
 /// model file parser rejects those before).
+///
+/// With `forDevice` (the GPU targets) @grad_squared_norm computes every part
+/// in one call, one work-item per part, and part p of a tensor is its
+/// elements p, p + parts, p + 2·parts, ... (neighbouring work-items read
+/// neighbouring elements):
+///
+///   func.func @grad_squared_norm(%g_0..%g_{T-1}, %partials: tensor<?xf32>)
+///       -> tensor<?xf32>   // materialized in %partials, parts = its size
+///
+/// and the runtime runs @optimizer_step as part 0 of 1 with those partials.
 LogicalResult buildTrainingFunctions(ModuleOp module,
-                                     const ModelConfig &config);
+                                     const ModelConfig &config,
+                                     bool forDevice = false);
 
 } // namespace txl
 } // namespace mlir

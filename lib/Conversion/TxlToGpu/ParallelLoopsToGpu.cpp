@@ -218,6 +218,36 @@ struct ParallelLoopsToGpuPass
       StringRef base = func ? func.getName() : StringRef("host");
       return (base + "_" + kind + std::to_string(counters[base]++)).str();
     };
+    // A host store of a host-computed scalar into device memory (the
+    // training functions' scalar results: the gradient norm, the lr) becomes
+    // a loop of one iteration, which runs below as a kernel of one
+    // work-item with the scalar as its argument; an f64 crosses as its
+    // bits (kernels take no f64 arguments).
+    SmallVector<memref::StoreOp> scalarStores;
+    module.walk([&](memref::StoreOp store) {
+      if (!store->getParentOfType<gpu::GPUModuleOp>() &&
+          !store->getParentOfType<scf::ForOp>() &&
+          !store->getParentOfType<scf::ParallelOp>() &&
+          touchesDeviceMemory(store))
+        scalarStores.push_back(store);
+    });
+    for (memref::StoreOp store : scalarStores) {
+      ImplicitLocOpBuilder b(store.getLoc(), store);
+      Value value = store.getValue();
+      Type type = value.getType();
+      if (type.isF64())
+        value = arith::BitcastOp::create(b, b.getI64Type(), value);
+      Value zero = arith::ConstantIndexOp::create(b, 0);
+      Value one = arith::ConstantIndexOp::create(b, 1);
+      auto loop = scf::ForOp::create(b, zero, one, one);
+      b.setInsertionPoint(loop.getBody()->getTerminator());
+      if (type.isF64())
+        value = arith::BitcastOp::create(b, type, value);
+      memref::StoreOp::create(b, value, store.getMemRef(),
+                              store.getIndices());
+      store.erase();
+    }
+
     // Host loops that themselves read or write device memory are
     // sequential (the adaptive softmax's compaction of each cluster's
     // tokens, and the per-token copies that use it): each outermost such
@@ -346,13 +376,14 @@ struct ParallelLoopsToGpuPass
   }
 
   /// `loop` (sequential, touching device memory) as a kernel of one
-  /// work-item. Its integer results come back through a small device
+  /// work-item. Its integer and float results (as bits) come back through a small device
   /// buffer the host reads (mgpuMemcpy waits for the queue).
   LogicalResult convertSerial(ModuleOp module, scf::ForOp loop,
                               const std::string &name) {
     MLIRContext *ctx = module.getContext();
     for (Type type : loop.getResultTypes())
-      if (!type.isIndex() && !type.isInteger(64) && !type.isInteger(32))
+      if (!type.isIndex() && !type.isInteger(64) && !type.isInteger(32) &&
+          !type.isF32() && !type.isF64())
         return loop.emitError("txl-parallel-loops-to-gpu: a sequential loop "
                               "over device memory with a ")
                << type << " result has no GPU kernel";
@@ -389,10 +420,13 @@ struct ParallelLoopsToGpuPass
     Value out = entry.getArgument(k->extraStart);
     for (int64_t r = 0; r < results; ++r) {
       Value v = clone->getResult(r);
+      // A float travels as its bits (zero-extended from f32).
+      if (auto f = dyn_cast<FloatType>(v.getType()))
+        v = arith::BitcastOp::create(kb, kb.getIntegerType(f.getWidth()), v);
       if (!v.getType().isInteger(64))
         v = v.getType().isIndex()
                 ? Value(arith::IndexCastOp::create(kb, kb.getI64Type(), v))
-                : Value(arith::ExtSIOp::create(kb, kb.getI64Type(), v));
+                : Value(arith::ExtUIOp::create(kb, kb.getI64Type(), v));
       memref::StoreOp::create(
           kb, v, out, ValueRange{arith::ConstantIndexOp::create(kb, r)});
     }
@@ -412,6 +446,13 @@ struct ParallelLoopsToGpuPass
       Type type = loop.getResult(r).getType();
       if (type.isIndex())
         v = arith::IndexCastOp::create(hb, type, v);
+      else if (auto f = dyn_cast<FloatType>(type))
+        v = arith::BitcastOp::create(
+            hb, type,
+            f.getWidth() == 64
+                ? v
+                : Value(arith::TruncIOp::create(
+                      hb, hb.getIntegerType(f.getWidth()), v)));
       else if (!type.isInteger(64))
         v = arith::TruncIOp::create(hb, type, v);
       values.push_back(v);

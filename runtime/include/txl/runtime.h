@@ -239,8 +239,9 @@ txl_status_t txl_session_init_parameters(txl_session_t *session,
                                          uint64_t seed);
 
 /// Parameter `index` (txl_param_info_t order), float32 row-major with the
-/// parameter's shape, owned by the session and writable (the optimizer
-/// updates it in place). Errors: no parameters loaded; index out of range.
+/// parameter's shape, owned by the session (on the GPU targets a host copy,
+/// read back after device updates; writing to it does not reach the
+/// device). Errors: no parameters loaded; index out of range.
 txl_status_t txl_session_parameter(txl_session_t *session, int32_t index,
                                    float **out_data);
 
@@ -256,11 +257,14 @@ txl_status_t txl_session_set_memory(txl_session_t *session, int64_t mlen,
 /// to) fit in the device's free memory, before anything is allocated, and
 /// prints "device memory: ..." with both figures to stderr. Each segment's
 /// workspace (activations, the new memory) comes on top and is not in the
-/// check; txl_session_report_device_memory prints the measured peak.
+/// check; txl_session_report_device_memory prints the measured peak. With
+/// `training` nonzero the training state is added: a gradient and the
+/// optimizer's state tensors per trainable parameter.
 /// Errors: TXL_UNAVAILABLE "the run needs X MiB of device memory ... but
 /// the device has Y MiB free". Does nothing on the CPU target.
 txl_status_t txl_session_check_device_memory(txl_session_t *session,
-                                             int64_t mem_len, int64_t batch);
+                                             int64_t mem_len, int64_t batch,
+                                             int32_t training);
 
 /// GPU targets: prints "device memory: peak X MiB in use ..." (parameters,
 /// memory state and the largest segment workspace so far) to stderr. Does
@@ -293,6 +297,57 @@ txl_status_t txl_session_run_segment_grad(txl_session_t *session,
                                           const txl_run_options_t *options,
                                           float *out_nll,
                                           float *const *out_grads);
+
+/// Training. The session keeps the update's gradients and the optimizer
+/// states (zero until set), on the device for the GPU targets, where the
+/// parameters, gradients and states then never leave it during training.
+
+/// One chunk's backward for the next update (train.py: torch.chunk of the
+/// batch into `chunks` column chunks, the backward of loss / chunks per
+/// chunk, the gradients accumulating): txl_session_run_segment_grad into
+/// the session's gradients, chunk 0 replacing them, chunk c > 0 adding to
+/// them. `data`, `target`, `qlen`, `batch` (the chunk's columns) and
+/// `out_nll` as in txl_session_run_segment. Errors: those of
+/// txl_session_run_segment_grad; no compiled optimizer; chunk not in [0,
+/// chunks); chunks > 1 on the GPU targets (not built yet).
+txl_status_t txl_session_train_segment(txl_session_t *session,
+                                       const int64_t *data,
+                                       const int64_t *target, int64_t qlen,
+                                       int64_t batch,
+                                       const txl_run_options_t *options,
+                                       int64_t chunk, int64_t chunks,
+                                       float *out_nll);
+
+/// One update with the session's gradients (the generated
+/// @grad_squared_norm and @optimizer_step: clip_grad_norm_ then the
+/// optimizer's step at `lr`, `step` counting updates from 1); writes the
+/// gradient norm before clipping to `out_grad_norm`. On the CPU the update
+/// runs as `parts` element ranges, one per thread, and the norm depends on
+/// `parts` through the order of its partial sums; the GPU targets use
+/// their own fixed split (one work-item per part) and ignore `parts`.
+txl_status_t txl_session_optimizer_step(txl_session_t *session, double lr,
+                                        int64_t step, int32_t parts,
+                                        float *out_grad_norm);
+
+/// The generated schedule (@learning_rate): the lr train.py sets after
+/// update `step` when `lr` was in effect (step 0: the first update's lr).
+txl_status_t txl_session_learning_rate(txl_session_t *session, int64_t step,
+                                       double lr, double *out_lr);
+
+/// Optimizer state `state` (adam: 0 exp_avg, 1 exp_avg_sq; sgd: the
+/// momentum buffer; adagrad: the sum) of parameter `index`, float32 with
+/// the parameter's shape: a host copy owned by the session (read back from
+/// the device), valid until the next update. Errors: state out of range;
+/// a parameter that is out of range or not trainable.
+txl_status_t txl_session_optimizer_state(txl_session_t *session,
+                                         int32_t state, int32_t index,
+                                         const float **out_data);
+
+/// Replaces optimizer state `state` of parameter `index` (a resumed run);
+/// `data` as txl_session_optimizer_state returns it. Errors as there.
+txl_status_t txl_session_set_optimizer_state(txl_session_t *session,
+                                             int32_t state, int32_t index,
+                                             const float *data);
 
 /// The current memory of layer `layer` (0 = embedding output, l = output of
 /// layer l), row-major float32 [*out_mlen, batch, d_model]; owned by the

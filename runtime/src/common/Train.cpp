@@ -2,7 +2,9 @@
 //
 // The loop is train.py's `train()` over an LMOrderedIterator; the numerics
 // are generated code (txl_segment_grad, txl_optimizer_step,
-// txl_learning_rate); this file only sequences them, logs, and saves / restores
+// txl_learning_rate), which the session runs on the CPU or, for the GPU
+// targets, on the device, where the parameters, gradients and optimizer
+// states stay; this file only sequences them, logs, and saves / restores
 // the state. Everything a later update depends on is in the checkpoint, and
 // every quantity is computed in a fixed order, so a resumed run reproduces
 // the uninterrupted one bit for bit (with the same OpenBLAS thread count).
@@ -13,11 +15,9 @@
 
 #include "txl/rt/Corpus.h"
 #include "txl/rt/LMIterator.h"
-#include "txl/rt/MemRef.h"
 #include "txl/rt/Progress.h"
 #include "txl/rt/SafeTensors.h"
 #include "txl/rt/Status.h"
-#include "txl/rt/WorkerPool.h"
 
 #include <nlohmann/json.hpp>
 
@@ -108,22 +108,14 @@ struct LoopState {
   int64_t plateauBad = 0;
 };
 
-/// The compiled optimizer (`txl_optimizer_step`) and its state tensors.
+/// The optimizer state tensors the session keeps (txl_session_optimizer_state)
+/// and their checkpoint names.
 class Optimizer {
 public:
   explicit Optimizer(const txl_model_info_t &info) : info_(info) {
-    if (!txl_optimizer_step || !txl_grad_squared_norm || !txl_learning_rate)
-      fail(TXL_INVALID_ARGUMENT,
-           "this executable has no compiled optimizer (txl_optimizer_step, "
-           "txl_grad_squared_norm); recompile the model with this txlc");
     for (int32_t i = 0; i < info.n_params; ++i)
       if (info.params[i].trainable)
         trainable_.push_back(i);
-    size_t count = trainable_.size() * static_cast<size_t>(numStates());
-    states_.resize(count);
-    for (size_t s = 0; s < count; ++s)
-      states_[s].assign(
-          numElements(info.params[trainable_[s % trainable_.size()]]), 0.0f);
   }
 
   int numStates() const { return info_.n_optim_states; }
@@ -138,77 +130,18 @@ public:
                                : (optim == "sgd" ? "momentum_buffer" : "sum");
     return fmt::format("optim.{}.{}", key, info_.params[trainable_[t]].name);
   }
-  std::vector<float> &state(int s, size_t t) {
-    return states_[s * trainable_.size() + t];
-  }
-
-  /// One update of every trainable parameter of `session` with `grads`
-  /// (indexed like the parameters); returns the gradient norm before
-  /// clipping. The compiled functions split the update into `parts` element
-  /// ranges (runtime.h), one per thread: first each range's sum of squared
-  /// gradients, then, given them all, each range's update, written in
-  /// place. The result depends on `parts` (the order of the partial sums),
-  /// which the trainer sets to its recorded thread count.
-  float step(txl_session_t *session, std::vector<std::vector<float>> &grads,
-             double lr, int64_t step, int parts) {
-    parts = std::max(parts, 1);
-    size_t T = trainable_.size();
-    std::vector<float *> params(T);
-    for (size_t t = 0; t < T; ++t)
-      checkStatus(txl_session_parameter(session, trainable_[t], &params[t]));
-    // The training functions take every tensor flat (runtime.h).
-    auto shape = [&](size_t t) {
-      return std::vector<int64_t>{
-          static_cast<int64_t>(numElements(info_.params[trainable_[t]]))};
-    };
-    auto addGrads = [&](PackedArgs &args) {
-      for (size_t t = 0; t < T; ++t)
-        args.memref(grads[trainable_[t]].data(), shape(t));
-    };
-    std::vector<float> partials(parts), norms(parts);
-    pool_.run(parts, [&](int part) {
-      PackedArgs args;
-      addGrads(args);
-      args.i64(part);
-      args.i64(parts);
-      args.memref(&partials[part], {1});
-      txl_grad_squared_norm(args.data());
-    });
-    pool_.run(parts, [&](int part) {
-      PackedArgs args;
-      for (size_t t = 0; t < T; ++t)
-        args.memref(params[t], shape(t));
-      addGrads(args);
-      for (size_t s = 0; s < states_.size(); ++s)
-        args.memref(states_[s].data(), shape(s % T));
-      args.f64(lr);
-      args.i64(step);
-      args.memref(partials.data(), {parts});
-      args.i64(part);
-      args.i64(parts);
-      args.memref(&norms[part], {1});
-      txl_optimizer_step(args.data());
-    });
-    return norms[0];
-  }
 
 private:
   const txl_model_info_t &info_;
   std::vector<int32_t> trainable_;
-  std::vector<std::vector<float>> states_;
-  WorkerPool pool_; ///< the update's parts, one per thread
 };
 
 /// The compiled schedule: the lr train.py sets after `step` updates when
 /// `lr` was in effect (step 0: the first update's lr).
-double scheduledLr(int64_t step, double lr) {
-  PackedArgs args;
-  args.i64(step);
-  args.f64(lr);
-  double out[1] = {0};
-  args.memref(out, {1});
-  txl_learning_rate(args.data());
-  return out[0];
+double scheduledLr(txl_session_t *session, int64_t step, double lr) {
+  double out = 0;
+  checkStatus(txl_session_learning_rate(session, step, lr, &out));
+  return out;
 }
 
 /// ReduceLROnPlateau(mode 'min', factor decay_rate, patience, min_lr lr_min,
@@ -482,10 +415,13 @@ void saveTrainingCheckpoint(const std::string &path,
   TensorMap tensors;
   addModelTensors(info, session, tensors);
   for (int s = 0; s < optimizer.numStates(); ++s)
-    for (size_t t = 0; t < optimizer.trainable().size(); ++t)
+    for (size_t t = 0; t < optimizer.trainable().size(); ++t) {
+      const float *state = nullptr;
+      checkStatus(txl_session_optimizer_state(
+          session, s, optimizer.trainable()[t], &state));
       tensors[optimizer.stateName(s, t)] = TensorBlob::f32(
-          shapeOf(info.params[optimizer.trainable()[t]]),
-          optimizer.state(s, t).data());
+          shapeOf(info.params[optimizer.trainable()[t]]), state);
+    }
   int64_t mlen = 0;
   for (int64_t c = 0; c < data.chunks(); ++c) {
     MemorySnapshot memory = data.memory(session, c);
@@ -561,10 +497,13 @@ LoopState loadTrainingCheckpoint(const std::string &path,
 
   checkStatus(txl_session_load_checkpoint(session, path.c_str()));
   for (int s = 0; s < optimizer.numStates(); ++s)
-    for (size_t t = 0; t < optimizer.trainable().size(); ++t)
-      file.readF32(optimizer.stateName(s, t),
-                   shapeOf(info.params[optimizer.trainable()[t]]),
-                   optimizer.state(s, t).data());
+    for (size_t t = 0; t < optimizer.trainable().size(); ++t) {
+      const txl_param_info_t &p = info.params[optimizer.trainable()[t]];
+      std::vector<float> state(static_cast<size_t>(numElements(p)));
+      file.readF32(optimizer.stateName(s, t), shapeOf(p), state.data());
+      checkStatus(txl_session_set_optimizer_state(
+          session, s, optimizer.trainable()[t], state.data()));
+    }
   int64_t mlen = integer("mem_rows");
   for (int64_t c = 0; c < data.chunks(); ++c) {
     MemorySnapshot memory;
@@ -685,12 +624,6 @@ std::string formatValidLine(int64_t evalIndex, int64_t step, double seconds,
 void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
                      std::FILE *out) {
   Settings settings = resolveSettings(info, options);
-  if (info.device_backend && *info.device_backend)
-    fail(TXL_INVALID_ARGUMENT,
-         "training on the GPU targets is not built yet (issue #19); this "
-         "executable was compiled for --target={}; compile the model for the "
-         "CPU target (the default) to train",
-         info.device_backend);
   if (!txl_segment_grad)
     fail(TXL_INVALID_ARGUMENT,
          "this executable has no backward segment (txl_segment_grad); "
@@ -717,6 +650,9 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
   Optimizer optimizer(info);
   // A resumed run restores the numpy generator's state from the checkpoint.
   TrainingData data(info, corpus.train, settings.seed);
+  // GPU targets: the training state must fit before anything is allocated.
+  checkStatus(txl_session_check_device_memory(
+      session.get(), info.mem_len, data.chunkBatch(), /*training=*/1));
   LoopState state;
   if (options.resume) {
     checkStatus(txl_session_reset_memory(session.get(), data.chunkBatch()));
@@ -727,7 +663,7 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
   } else {
     checkStatus(txl_session_init_parameters(session.get(), settings.seed));
     data.startEpoch(session.get());
-    state.lr = scheduledLr(0, info.lr);
+    state.lr = scheduledLr(session.get(), 0, info.lr);
     std::remove(paths.metrics.c_str());
   }
   checkStatus(txl_session_set_threads(session.get(), settings.threads));
@@ -768,19 +704,7 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
                   settings.maxStep, batch, info.tgt_len, info.mem_len,
                   settings.seed, settings.threads));
 
-  // grads: the update's gradient; chunkGrads: one chunk's, accumulated
-  // into grads as train.py's backward of loss / batch_chunk does.
   const int64_t chunks = data.chunks();
-  std::vector<std::vector<float>> grads(info.n_params), chunkGrads;
-  std::vector<float *> gradPtrs(info.n_params, nullptr);
-  for (int32_t i = 0; i < info.n_params; ++i)
-    if (info.params[i].trainable)
-      grads[i].resize(numElements(info.params[i]));
-  if (chunks > 1)
-    chunkGrads = grads;
-  for (int32_t i = 0; i < info.n_params; ++i)
-    if (info.params[i].trainable)
-      gradPtrs[i] = chunks > 1 ? chunkGrads[i].data() : grads[i].data();
   txl_run_options_t runOptions{};
   runOptions.mem_len = info.mem_len;
   runOptions.clamp_len = info.clamp_len;
@@ -807,7 +731,6 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
     // train.py: per chunk, loss.float().mean() / batch_chunk, backward
     // (gradients accumulate) and train_loss += its float value.
     double loss = 0;
-    const float chunkScale = 1.0f / static_cast<float>(chunks);
     for (int64_t c = 0; c < chunks; ++c) {
       std::vector<int64_t> chunkData, chunkTarget;
       if (chunks > 1) {
@@ -817,33 +740,27 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
       runOptions.dropout_offset = state.step * chunks + c;
       data.enterChunk(session.get(), c);
       nll.resize(static_cast<size_t>(segment.seqLen * data.chunkBatch()));
-      checkStatus(txl_session_run_segment_grad(
+      checkStatus(txl_session_train_segment(
           session.get(),
           chunks > 1 ? chunkData.data() : segment.data.data(),
           chunks > 1 ? chunkTarget.data() : segment.target.data(),
-          segment.seqLen, data.chunkBatch(), &runOptions, nll.data(),
-          gradPtrs.data()));
+          segment.seqLen, data.chunkBatch(), &runOptions, c, chunks,
+          nll.data()));
       data.leaveChunk(session.get(), c);
       double sum = 0;
       for (float value : nll)
         sum += value;
       float mean = static_cast<float>(sum / static_cast<double>(nll.size()));
       loss += static_cast<float>(mean / static_cast<float>(chunks));
-      if (chunks == 1)
-        continue;
-      for (int32_t i = 0; i < info.n_params; ++i) {
-        std::vector<float> &total = grads[i], &part = chunkGrads[i];
-        for (size_t k = 0; k < total.size(); ++k)
-          total[k] = c == 0 ? part[k] * chunkScale
-                            : total[k] + part[k] * chunkScale;
-      }
     }
-    float gradNorm = optimizer.step(session.get(), grads, state.lr,
-                                    state.step + 1, settings.threads);
+    float gradNorm = 0;
+    checkStatus(txl_session_optimizer_step(session.get(), state.lr,
+                                           state.step + 1, settings.threads,
+                                           &gradNorm));
     ++state.step;
     ++state.batchInEpoch;
     state.iteratorRow = data.position();
-    state.lr = scheduledLr(state.step, state.lr);
+    state.lr = scheduledLr(session.get(), state.step, state.lr);
     state.intervalLoss += loss;
     ++state.intervalSteps;
     ++stepsThisInterval;
@@ -912,6 +829,7 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
                              settings, data);
   }
   bar.finish();
+  checkStatus(txl_session_report_device_memory(session.get()));
   log(std::string(100, '-'));
   log("End of training");
 

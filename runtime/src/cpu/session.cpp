@@ -32,6 +32,12 @@ using namespace txl::rt;
 extern "C" void openblas_set_num_threads(int numThreads);
 extern "C" int openblas_get_num_threads(void);
 
+/// The parts of the clipping norm's sum of squares on the GPU targets, one
+/// work-item each (buildTrainingFunctions with forDevice): enough
+/// work-items to stream the gradients at full bandwidth, few enough that
+/// @optimizer_step adds their sums quickly in one work-item.
+static constexpr int64_t kDeviceNormParts = 16384;
+
 struct txl_session {
   const txl_model_info_t *info = nullptr;
   txl_segment_fn segment = nullptr;
@@ -56,6 +62,19 @@ struct txl_session {
   std::vector<void *> deviceParams;
   std::vector<void *> deviceMems; ///< [mlen, batch, d_model] per layer
   bool memsOnHostCurrent = true;
+
+  /// Training (txl_session_train_segment, txl_session_optimizer_step),
+  /// allocated on first use: the update's gradient per parameter (empty for
+  /// buffers), one chunk's gradient (batch_chunk > 1), and the optimizer
+  /// states, states[s * T + t] for trainable parameter trainable[t]. On the
+  /// GPU targets they live in the device buffers below, and the host arrays
+  /// hold the last copy read back.
+  std::vector<int32_t> trainable;
+  std::vector<std::vector<float>> grads, chunkGrads, states;
+  std::vector<void *> deviceGrads, deviceStates;
+  void *devicePartials = nullptr; ///< kDeviceNormParts floats
+  void *deviceScalar = nullptr;   ///< 8 bytes: the norm, the lr
+  bool paramsOnHostCurrent = true, statesOnHostCurrent = true;
 
   ~txl_session() {
     if (onDevice)
@@ -89,6 +108,18 @@ static void upload(const std::vector<std::vector<float>> &host,
 static void uploadParameters(txl_session &session) {
   if (session.onDevice)
     upload(session.params, session.deviceParams);
+  session.paramsOnHostCurrent = true;
+}
+
+/// Brings the host copies of the parameters up to date after device
+/// updates.
+static void readBackParameters(txl_session &session) {
+  if (session.paramsOnHostCurrent)
+    return;
+  for (size_t i = 0; i < session.params.size(); ++i)
+    txl_device_read(session.params[i].data(), session.deviceParams[i], 0,
+                    session.params[i].size() * sizeof(float));
+  session.paramsOnHostCurrent = true;
 }
 
 /// Uploads the host memory (txl_session_set_memory, reset).
@@ -212,6 +243,7 @@ extern "C" txl_status_t txl_session_parameter(txl_session_t *session,
     if (index < 0 || index >= session->info->n_params)
       fail(TXL_INVALID_ARGUMENT, "parameter index {} out of range [0, {})",
            index, session->info->n_params);
+    readBackParameters(*session);
     *out_data = session->params[index].data();
   });
 }
@@ -248,7 +280,8 @@ static std::string mebibytes(size_t bytes) {
 
 extern "C" txl_status_t txl_session_check_device_memory(txl_session_t *session,
                                                         int64_t mem_len,
-                                                        int64_t batch) {
+                                                        int64_t batch,
+                                                        int32_t training) {
   return guardStatus([&] {
     requireSession(session);
     if (!session->onDevice)
@@ -258,23 +291,34 @@ extern "C" txl_status_t txl_session_check_device_memory(txl_session_t *session,
            "memory of {} rows and batch size {}: need rows >= 0, batch > 0",
            mem_len, batch);
     const txl_model_info_t &info = *session->info;
-    size_t params = 0;
+    size_t params = 0, trainable = 0;
     for (int32_t i = 0; i < info.n_params; ++i) {
       size_t count = 1;
       for (int32_t d = 0; d < info.params[i].rank; ++d)
         count *= static_cast<size_t>(info.params[i].shape[d]);
       params += count * sizeof(float);
+      if (info.params[i].trainable)
+        trainable += count * sizeof(float);
     }
+    // Training: a gradient and n_optim_states states per trainable
+    // parameter, the clipping norm's partial sums and a scalar.
+    size_t optimizer =
+        training ? trainable * size_t(1 + info.n_optim_states) +
+                       kDeviceNormParts * sizeof(float) + sizeof(double)
+                 : 0;
     size_t memory = static_cast<size_t>(info.n_layer + 1) *
                     static_cast<size_t>(mem_len) * static_cast<size_t>(batch) *
                     static_cast<size_t>(info.d_model) * sizeof(float);
     size_t total = 0, free = 0;
     txl_device_memory(&total, &free, nullptr, nullptr);
     std::string needs = fmt::format(
-        "{} (parameters {}, memory state {}: {} x {} rows x batch {} x {})",
-        mebibytes(params + memory), mebibytes(params), mebibytes(memory),
-        info.n_layer + 1, mem_len, batch, info.d_model);
-    if (params + memory > free)
+        "{} (parameters {}, memory state {}: {} x {} rows x batch {} x {}{})",
+        mebibytes(params + memory + optimizer), mebibytes(params),
+        mebibytes(memory), info.n_layer + 1, mem_len, batch, info.d_model,
+        training ? fmt::format(", gradients and optimizer state {}",
+                               mebibytes(optimizer))
+                 : std::string());
+    if (params + memory + optimizer > free)
       fail(TXL_UNAVAILABLE,
            "the run needs {} of device memory before its first segment, but "
            "the device has {} free of {}",
@@ -391,14 +435,15 @@ static void setBlasThreads(int threads) {
 }
 
 /// One segment on the device through `entry` (the forward, or with
-/// `outGrads` the backward entry): tokens in, per-token NLL (and the
-/// gradient of every trainable parameter, into `outGrads[i]`) out; the
-/// parameters and the memory stay on the device.
+/// `grads` the backward entry): tokens in, per-token NLL out, and the
+/// gradient of every trainable parameter i into the device buffer
+/// `(*grads)[i]`; the parameters and the memory stay on the device.
 static void runSegmentOnDevice(txl_session &session, txl_segment_fn entry,
                                const int64_t *data, const int64_t *target,
                                int64_t qlen, int64_t newMlen,
                                const txl_run_options_t &options,
-                               float *outNll, float *const *outGrads) {
+                               float *outNll,
+                               const std::vector<void *> *grads) {
   const txl_model_info_t &info = *session.info;
   const int64_t batch = session.batch, dModel = info.d_model;
   const size_t tokens = size_t(qlen * batch);
@@ -428,27 +473,16 @@ static void runSegmentOnDevice(txl_session &session, txl_segment_fn entry,
   args.memref(nll, {qlen, batch});
   for (void *m : newMems)
     args.memref(m, {newMlen, batch, dModel});
-  // The gradients: zeroed device buffers, one per trainable parameter.
-  std::vector<void *> grads(info.n_params, nullptr);
-  if (outGrads)
+  if (grads)
     for (int32_t i = 0; i < info.n_params; ++i) {
       const txl_param_info_t &p = info.params[i];
-      if (!p.trainable)
-        continue;
-      std::vector<int64_t> shape(p.shape, p.shape + p.rank);
-      const std::vector<float> zeros(session.params[i].size(), 0.0f);
-      grads[i] = deviceCopy(zeros.data(), zeros.size() * sizeof(float));
-      args.memref(grads[i], shape);
+      if (p.trainable)
+        args.memref((*grads)[i],
+                    std::vector<int64_t>(p.shape, p.shape + p.rank));
     }
   entry(args.data());
 
   txl_device_read(outNll, nll, 0, tokens * sizeof(float));
-  for (int32_t i = 0; i < info.n_params; ++i)
-    if (grads[i]) {
-      txl_device_read(outGrads[i], grads[i], 0,
-                      session.params[i].size() * sizeof(float));
-      mgpuMemFree(grads[i], nullptr);
-    }
   mgpuMemFree(nll, nullptr);
   freeDevice(inputs);
   freeDevice(session.deviceMems);
@@ -457,13 +491,28 @@ static void runSegmentOnDevice(txl_session &session, txl_segment_fn entry,
   session.memsOnHostCurrent = false;
 }
 
+/// Device buffers for the gradient of every trainable parameter (null for
+/// buffers), zeroed.
+static std::vector<void *> allocateDeviceGrads(const txl_session &session) {
+  const txl_model_info_t &info = *session.info;
+  std::vector<void *> grads(info.n_params, nullptr);
+  for (int32_t i = 0; i < info.n_params; ++i)
+    if (info.params[i].trainable) {
+      size_t count = session.params[i].size();
+      grads[i] = mgpuMemAlloc(count * sizeof(float), nullptr, false);
+      mgpuMemset32(grads[i], 0, count, nullptr);
+    }
+  return grads;
+}
+
 /// One segment through the forward entry, or through the backward entry
 /// when `outGrads` is not null (one float32 buffer per trainable parameter,
-/// in parameter order; entries for buffers are ignored).
+/// in parameter order; entries for buffers are ignored), or, with
+/// `intoDeviceGrads`, into the session's device gradient buffers.
 static void runSegment(txl_session_t *session, const int64_t *data,
                        const int64_t *target, int64_t qlen, int64_t batch,
                        const txl_run_options_t *options, float *out_nll,
-                       float *const *outGrads) {
+                       float *const *outGrads, bool intoDeviceGrads = false) {
   requireSession(session);
   const txl_model_info_t &info = *session->info;
   if (!session->loaded)
@@ -490,13 +539,13 @@ static void runSegment(txl_session_t *session, const int64_t *data,
            info.n_token, i);
   }
   txl_segment_fn entry = session->segment;
-  if (outGrads) {
+  if (outGrads || intoDeviceGrads) {
     entry = session->segmentGrad;
     if (!entry)
       fail(TXL_INVALID_ARGUMENT,
            "this executable has no backward segment (txl_segment_grad); "
            "compile the model with --backward (the default)");
-    for (int32_t i = 0; i < info.n_params; ++i)
+    for (int32_t i = 0; outGrads && i < info.n_params; ++i)
       if (info.params[i].trainable && !outGrads[i])
         fail(TXL_INVALID_ARGUMENT, "no gradient buffer for parameter '{}'",
              info.params[i].name);
@@ -513,8 +562,22 @@ static void runSegment(txl_session_t *session, const int64_t *data,
     m.resize(std::max<int64_t>(newMlen * batch * dModel, 1));
 
   if (session->onDevice) {
+    if (intoDeviceGrads) {
+      runSegmentOnDevice(*session, entry, data, target, qlen, newMlen,
+                         *options, out_nll, &session->deviceGrads);
+      return;
+    }
+    // Host gradients: through temporary device buffers, read back.
+    std::vector<void *> grads;
+    if (outGrads)
+      grads = allocateDeviceGrads(*session);
     runSegmentOnDevice(*session, entry, data, target, qlen, newMlen,
-                       *options, out_nll, outGrads);
+                       *options, out_nll, outGrads ? &grads : nullptr);
+    for (int32_t i = 0; outGrads && i < info.n_params; ++i)
+      if (grads[i])
+        txl_device_read(outGrads[i], grads[i], 0,
+                        session->params[i].size() * sizeof(float));
+    freeDevice(grads);
     return;
   }
   const int slices =
@@ -667,5 +730,266 @@ extern "C" txl_status_t txl_session_memory(txl_session_t *session,
     }
     *out_data = session->mems[layer].data();
     *out_mlen = session->mlen;
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Training
+//===----------------------------------------------------------------------===//
+
+static int64_t elementCount(const txl_param_info_t &p) {
+  int64_t count = 1;
+  for (int32_t d = 0; d < p.rank; ++d)
+    count *= p.shape[d];
+  return count;
+}
+
+/// Allocates the training state on first use: the gradients and the
+/// optimizer states (zero, as torch.optim starts them).
+static void ensureTrainingState(txl_session &session) {
+  if (!session.trainable.empty())
+    return;
+  if (!txl_optimizer_step || !txl_grad_squared_norm || !txl_learning_rate)
+    fail(TXL_INVALID_ARGUMENT,
+         "this executable has no compiled optimizer (txl_optimizer_step, "
+         "txl_grad_squared_norm); recompile the model with this txlc");
+  if (!session.loaded)
+    fail(TXL_INVALID_ARGUMENT, "no checkpoint loaded");
+  const txl_model_info_t &info = *session.info;
+  for (int32_t i = 0; i < info.n_params; ++i)
+    if (info.params[i].trainable)
+      session.trainable.push_back(i);
+  const size_t T = session.trainable.size();
+  session.states.resize(T * size_t(info.n_optim_states));
+  for (size_t s = 0; s < session.states.size(); ++s)
+    session.states[s].assign(
+        size_t(elementCount(info.params[session.trainable[s % T]])), 0.0f);
+  if (!session.onDevice) {
+    session.grads.resize(info.n_params);
+    for (int32_t i : session.trainable)
+      session.grads[i].resize(session.params[i].size());
+    return;
+  }
+  session.deviceGrads = allocateDeviceGrads(session);
+  for (const std::vector<float> &state : session.states) {
+    void *buffer = mgpuMemAlloc(state.size() * sizeof(float), nullptr, false);
+    mgpuMemset32(buffer, 0, state.size(), nullptr);
+    session.deviceStates.push_back(buffer);
+  }
+  session.devicePartials =
+      mgpuMemAlloc(kDeviceNormParts * sizeof(float), nullptr, false);
+  session.deviceScalar = mgpuMemAlloc(sizeof(double), nullptr, false);
+}
+
+/// The flat shape the training functions take each tensor in (runtime.h).
+static std::vector<int64_t> flatShape(const txl_session &session, size_t t) {
+  return {elementCount(session.info->params[session.trainable[t]])};
+}
+
+extern "C" txl_status_t
+txl_session_train_segment(txl_session_t *session, const int64_t *data,
+                          const int64_t *target, int64_t qlen, int64_t batch,
+                          const txl_run_options_t *options, int64_t chunk,
+                          int64_t chunks, float *out_nll) {
+  return guardStatus([&] {
+    requireSession(session);
+    ensureTrainingState(*session);
+    if (chunks < 1 || chunk < 0 || chunk >= chunks)
+      fail(TXL_INVALID_ARGUMENT, "chunk {} of {}: need 0 <= chunk < chunks",
+           chunk, chunks);
+    if (session->onDevice) {
+      if (chunks > 1)
+        fail(TXL_INVALID_ARGUMENT,
+             "batch_chunk > 1 on the GPU targets is not built yet (issue "
+             "#19); train with batch_chunk = 1 or on the CPU target");
+      runSegment(session, data, target, qlen, batch, options, out_nll,
+                 nullptr, /*intoDeviceGrads=*/true);
+      return;
+    }
+    const txl_model_info_t &info = *session->info;
+    if (chunks > 1 && session->chunkGrads.empty())
+      session->chunkGrads = session->grads;
+    std::vector<std::vector<float>> &into =
+        chunks > 1 ? session->chunkGrads : session->grads;
+    std::vector<float *> pointers(info.n_params, nullptr);
+    for (int32_t i : session->trainable)
+      pointers[i] = into[i].data();
+    runSegment(session, data, target, qlen, batch, options, out_nll,
+               pointers.data());
+    if (chunks == 1)
+      return;
+    // train.py: each chunk's backward of loss / batch_chunk accumulates.
+    const float scale = 1.0f / static_cast<float>(chunks);
+    for (int32_t i : session->trainable) {
+      std::vector<float> &total = session->grads[i];
+      const std::vector<float> &part = session->chunkGrads[i];
+      for (size_t k = 0; k < total.size(); ++k)
+        total[k] = chunk == 0 ? part[k] * scale : total[k] + part[k] * scale;
+    }
+  });
+}
+
+/// The update on the device: every part of the clipping norm in one call,
+/// then the whole update as part 0 of 1.
+static float deviceOptimizerStep(txl_session &session, double lr,
+                                 int64_t step) {
+  const size_t T = session.trainable.size();
+  auto addGrads = [&](PackedArgs &args) {
+    for (size_t t = 0; t < T; ++t)
+      args.memref(session.deviceGrads[session.trainable[t]],
+                  flatShape(session, t));
+  };
+  PackedArgs norm;
+  addGrads(norm);
+  norm.memref(session.devicePartials, {kDeviceNormParts});
+  txl_grad_squared_norm(norm.data());
+
+  PackedArgs args;
+  for (size_t t = 0; t < T; ++t)
+    args.memref(session.deviceParams[session.trainable[t]],
+                flatShape(session, t));
+  addGrads(args);
+  for (size_t s = 0; s < session.deviceStates.size(); ++s)
+    args.memref(session.deviceStates[s], flatShape(session, s % T));
+  args.f64(lr);
+  args.i64(step);
+  args.memref(session.devicePartials, {kDeviceNormParts});
+  args.i64(0);
+  args.i64(1);
+  args.memref(session.deviceScalar, {1});
+  txl_optimizer_step(args.data());
+  session.paramsOnHostCurrent = false;
+  session.statesOnHostCurrent = false;
+  float gradNorm = 0;
+  txl_device_read(&gradNorm, session.deviceScalar, 0, sizeof(float));
+  return gradNorm;
+}
+
+/// The update on the CPU: `parts` element ranges, one per thread; first
+/// each range's sum of squared gradients, then, given them all, each
+/// range's update in place.
+static float hostOptimizerStep(txl_session &session, double lr, int64_t step,
+                               int parts) {
+  const size_t T = session.trainable.size();
+  auto addGrads = [&](PackedArgs &args) {
+    for (size_t t = 0; t < T; ++t)
+      args.memref(session.grads[session.trainable[t]].data(),
+                  flatShape(session, t));
+  };
+  std::vector<float> partials(parts), norms(parts);
+  session.pool.run(parts, [&](int part) {
+    PackedArgs args;
+    addGrads(args);
+    args.i64(part);
+    args.i64(parts);
+    args.memref(&partials[part], {1});
+    txl_grad_squared_norm(args.data());
+  });
+  session.pool.run(parts, [&](int part) {
+    PackedArgs args;
+    for (size_t t = 0; t < T; ++t)
+      args.memref(session.params[session.trainable[t]].data(),
+                  flatShape(session, t));
+    addGrads(args);
+    for (size_t s = 0; s < session.states.size(); ++s)
+      args.memref(session.states[s].data(), flatShape(session, s % T));
+    args.f64(lr);
+    args.i64(step);
+    args.memref(partials.data(), {parts});
+    args.i64(part);
+    args.i64(parts);
+    args.memref(&norms[part], {1});
+    txl_optimizer_step(args.data());
+  });
+  return norms[0];
+}
+
+extern "C" txl_status_t txl_session_optimizer_step(txl_session_t *session,
+                                                   double lr, int64_t step,
+                                                   int32_t parts,
+                                                   float *out_grad_norm) {
+  return guardStatus([&] {
+    requireSession(session);
+    ensureTrainingState(*session);
+    if (!out_grad_norm)
+      fail(TXL_INVALID_ARGUMENT, "txl_session_optimizer_step: null argument");
+    *out_grad_norm =
+        session->onDevice
+            ? deviceOptimizerStep(*session, lr, step)
+            : hostOptimizerStep(*session, lr, step, std::max(parts, 1));
+  });
+}
+
+extern "C" txl_status_t txl_session_learning_rate(txl_session_t *session,
+                                                  int64_t step, double lr,
+                                                  double *out_lr) {
+  return guardStatus([&] {
+    requireSession(session);
+    ensureTrainingState(*session);
+    if (!out_lr)
+      fail(TXL_INVALID_ARGUMENT, "txl_session_learning_rate: null argument");
+    PackedArgs args;
+    args.i64(step);
+    args.f64(lr);
+    args.memref(session->onDevice ? session->deviceScalar : out_lr, {1});
+    txl_learning_rate(args.data());
+    if (session->onDevice)
+      txl_device_read(out_lr, session->deviceScalar, 0, sizeof(double));
+  });
+}
+
+/// The host array of optimizer state `state` of parameter `index`, read
+/// back from the device when it is behind.
+static std::vector<float> &optimizerState(txl_session &session,
+                                          int32_t state, int32_t index) {
+  ensureTrainingState(session);
+  const txl_model_info_t &info = *session.info;
+  if (state < 0 || state >= info.n_optim_states)
+    fail(TXL_INVALID_ARGUMENT, "optimizer state {} out of range [0, {})",
+         state, info.n_optim_states);
+  auto it = std::find(session.trainable.begin(), session.trainable.end(),
+                      index);
+  if (it == session.trainable.end())
+    fail(TXL_INVALID_ARGUMENT,
+         "parameter index {} has no optimizer state (out of range or not "
+         "trainable)",
+         index);
+  if (session.onDevice && !session.statesOnHostCurrent) {
+    for (size_t s = 0; s < session.states.size(); ++s)
+      txl_device_read(session.states[s].data(), session.deviceStates[s], 0,
+                      session.states[s].size() * sizeof(float));
+    session.statesOnHostCurrent = true;
+  }
+  return session.states[size_t(state) * session.trainable.size() +
+                        size_t(it - session.trainable.begin())];
+}
+
+extern "C" txl_status_t txl_session_optimizer_state(txl_session_t *session,
+                                                    int32_t state,
+                                                    int32_t index,
+                                                    const float **out_data) {
+  return guardStatus([&] {
+    requireSession(session);
+    if (!out_data)
+      fail(TXL_INVALID_ARGUMENT, "txl_session_optimizer_state: null argument");
+    *out_data = optimizerState(*session, state, index).data();
+  });
+}
+
+extern "C" txl_status_t
+txl_session_set_optimizer_state(txl_session_t *session, int32_t state,
+                                int32_t index, const float *data) {
+  return guardStatus([&] {
+    requireSession(session);
+    if (!data)
+      fail(TXL_INVALID_ARGUMENT,
+           "txl_session_set_optimizer_state: null argument");
+    std::vector<float> &host = optimizerState(*session, state, index);
+    std::copy_n(data, host.size(), host.begin());
+    if (session->onDevice) {
+      size_t s = size_t(&host - session->states.data());
+      txl_device_write(session->deviceStates[s], 0, host.data(),
+                       host.size() * sizeof(float));
+    }
   });
 }

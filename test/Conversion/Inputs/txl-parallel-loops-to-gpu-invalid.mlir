@@ -28,18 +28,18 @@ func.func @host_access(%a: memref<8xf32>) -> f32 {
 
 // -----
 
-func.func @float_result(%a: memref<8xf32>) -> f32 {
+func.func @half_result(%a: memref<8xf16>) -> f16 {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c8 = arith.constant 8 : index
-  %zero = arith.constant 0.0 : f32
-  // expected-error @+1 {{txl-parallel-loops-to-gpu: a sequential loop over device memory with a 'f32' result has no GPU kernel}}
-  %s = scf.for %i = %c0 to %c8 step %c1 iter_args(%acc = %zero) -> f32 {
-    %x = memref.load %a[%i] : memref<8xf32>
-    %t = arith.addf %acc, %x : f32
-    scf.yield %t : f32
+  %zero = arith.constant 0.0 : f16
+  // expected-error @+1 {{txl-parallel-loops-to-gpu: a sequential loop over device memory with a 'f16' result has no GPU kernel}}
+  %s = scf.for %i = %c0 to %c8 step %c1 iter_args(%acc = %zero) -> f16 {
+    %x = memref.load %a[%i] : memref<8xf16>
+    %t = arith.addf %acc, %x : f16
+    scf.yield %t : f16
   }
-  return %s : f32
+  return %s : f16
 }
 
 // -----

@@ -1,0 +1,81 @@
+"""Compares `train` runs of the same model across targets.
+
+usage:
+  train_targets.py equal WORK_A WORK_B
+      the two runs logged the same records and wrote bit-equal
+      last.safetensors tensors (and the same step)
+  train_targets.py close WORK_A WORK_B STEP RTOL
+      the train losses both runs logged at update STEP (metrics.jsonl's
+      last_loss, the loss of that update) agree within RTOL relative
+
+Prints one line per check; exits 1 with FAIL on a mismatch.
+"""
+
+import json
+import os
+import struct
+import sys
+
+
+def fail(message):
+    print("FAIL:", message)
+    sys.exit(1)
+
+
+def tensors(path):
+    """name -> (dtype, shape, raw bytes), and the metadata."""
+    with open(path, "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(n))
+        data = f.read()
+    meta = header.pop("__metadata__", {})
+    return ({k: (v["dtype"], v["shape"],
+                 data[v["data_offsets"][0]:v["data_offsets"][1]])
+             for k, v in header.items()}, meta)
+
+
+def records(work):
+    with open(os.path.join(work, "metrics.jsonl")) as f:
+        return [json.loads(line) for line in f]
+
+
+def train_loss(work, step):
+    for r in records(work):
+        if r["kind"] == "train" and r["step"] == step:
+            return r["last_loss"]
+    fail(f"{work}: no train record at step {step}")
+
+
+def main():
+    mode = sys.argv[1]
+    a, b = sys.argv[2:4]
+    if mode == "equal":
+        ra = [(r["kind"], r["step"], r["loss"]) for r in records(a)]
+        rb = [(r["kind"], r["step"], r["loss"]) for r in records(b)]
+        if ra != rb:
+            fail(f"records differ: {ra[:3]}... vs {rb[:3]}...")
+        ta, ma = tensors(os.path.join(a, "last.safetensors"))
+        tb, mb = tensors(os.path.join(b, "last.safetensors"))
+        if ta.keys() != tb.keys():
+            fail("the checkpoints hold different tensors")
+        bad = sorted(k for k in ta if ta[k] != tb[k])
+        if bad:
+            fail(f"{len(bad)} tensors differ, e.g. {bad[:3]}")
+        if ma.get("step") != mb.get("step"):
+            fail(f"step {ma.get('step')} vs {mb.get('step')}")
+        print(f"equal: {len(ra)} records, {len(ta)} tensors bit-equal at "
+              f"step {ma.get('step')}")
+    elif mode == "close":
+        step, rtol = int(sys.argv[4]), float(sys.argv[5])
+        la, lb = train_loss(a, step), train_loss(b, step)
+        rel = abs(la - lb) / abs(lb)
+        if not rel <= rtol:
+            fail(f"step {step}: loss {la!r} vs {lb!r}, relative {rel:.3g} > "
+                 f"{rtol}")
+        print(f"close: step {step} loss {la:.6f} vs {lb:.6f}, relative "
+              f"{rel:.2g} <= {rtol}")
+    else:
+        fail(f"unknown mode {mode}")
+
+
+main()
