@@ -103,4 +103,5 @@ def main():
           f"{interrupted} kill(s) mid-run, {resumed} resume(s)")
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -148,6 +148,12 @@ typedef void (*txl_segment_fn)(void **args);
 /// (so each result) depends on `parts` only through the order of the
 /// partial sums.
 ///
+/// GPU targets (txl_model_info.device_backend set): every memref is a
+/// device buffer, and `@grad_squared_norm` takes grads[T] then `partials`
+/// (memref<?xf32>, out): all parts at once, part p being elements p,
+/// p + parts, ... of each tensor with parts = the size of `partials`; the
+/// session then runs `@optimizer_step` as part 0 of 1 with those partials.
+///
 /// The generated schedule (`@learning_rate`), packed: step (int64_t*, the
 /// number of updates done), lr (double*, the lr in effect for update `step`),
 /// out memref<1xf64>: the lr train.py sets after update `step` (step 0: the

@@ -13,25 +13,11 @@ Prints one line per check; exits 1 with FAIL on a mismatch.
 
 import json
 import os
-import struct
 import sys
 
-
-def fail(message):
-    print("FAIL:", message)
-    sys.exit(1)
-
-
-def tensors(path):
-    """name -> (dtype, shape, raw bytes), and the metadata."""
-    with open(path, "rb") as f:
-        (n,) = struct.unpack("<Q", f.read(8))
-        header = json.loads(f.read(n))
-        data = f.read()
-    meta = header.pop("__metadata__", {})
-    return ({k: (v["dtype"], v["shape"],
-                 data[v["data_offsets"][0]:v["data_offsets"][1]])
-             for k, v in header.items()}, meta)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                ".."))
+from train_resume import fail, tensors  # noqa: E402
 
 
 def records(work):
