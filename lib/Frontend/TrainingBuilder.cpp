@@ -19,6 +19,7 @@
 
 #include "txl/Frontend/SegmentBuilder.h"
 #include "txl/IR/TxlOps.h"
+#include "txl/device.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -244,28 +245,37 @@ void TrainingEmitter::emitDeviceGradSquaredNorm(ModuleOp module) {
   b.setInsertionPointToStart(entry);
   Value partials = entry->getArgument(trained.size());
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-  Value parts = tensor::DimOp::create(b, loc, partials, zero);
+  const size_t perKernel = TXL_NORM_TENSORS_PER_KERNEL;
+  const size_t groups = (trained.size() + perKernel - 1) / perKernel;
+  Value parts = arith::DivUIOp::create(
+      b, loc, tensor::DimOp::create(b, loc, partials, zero),
+      arith::ConstantIndexOp::create(b, loc, groups));
   // One work-item per part: part p sums the squares of elements p,
   // p + parts, ... of each gradient (neighbouring work-items read
   // neighbouring elements), each gradient's sum from 0 and then added to
   // the part's total in parameter order, as the CPU form adds its parts.
-  auto forall = scf::ForallOp::create(
-      b, loc, ArrayRef<OpFoldResult>{OpFoldResult(parts)},
-      ValueRange{partials}, /*mapping=*/std::nullopt);
-  {
+  // Gradients go in groups of TXL_NORM_TENSORS_PER_KERNEL, one scf.forall
+  // (one kernel) each, group g writing partials[g * parts + p].
+  Value result = partials;
+  for (size_t g = 0; g < groups; ++g) {
+    auto forall = scf::ForallOp::create(
+        b, loc, ArrayRef<OpFoldResult>{OpFoldResult(parts)},
+        ValueRange{result}, /*mapping=*/std::nullopt);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(forall.getBody());
     Value p = forall.getInductionVar(0);
     Value sum;
-    for (size_t i = 0; i < trained.size(); ++i) {
-      Value g = entry->getArgument(i);
+    for (size_t i = g * perKernel;
+         i < std::min(trained.size(), (g + 1) * perKernel); ++i) {
+      Value grad = entry->getArgument(i);
       Value count = arith::ConstantIndexOp::create(
-          b, loc, cast<RankedTensorType>(g.getType()).getDimSize(0));
+          b, loc, cast<RankedTensorType>(grad.getType()).getDimSize(0));
       Value sq =
           scf::ForOp::create(
               b, loc, p, count, parts, ValueRange{f32(0.0)},
               [&](OpBuilder &lb, Location l, Value k, ValueRange acc) {
-                Value x = tensor::ExtractOp::create(lb, l, g, ValueRange{k});
+                Value x =
+                    tensor::ExtractOp::create(lb, l, grad, ValueRange{k});
                 Value x2 = arith::MulFOp::create(lb, l, x, x);
                 scf::YieldOp::create(
                     lb, l, ValueRange{arith::AddFOp::create(lb, l, acc[0], x2)});
@@ -275,22 +285,28 @@ void TrainingEmitter::emitDeviceGradSquaredNorm(ModuleOp module) {
     }
     // Written through a slice of the output, so that it bufferizes to a
     // store into the partials (no allocation in the kernel).
+    Value slotIndex = arith::AddIOp::create(
+        b, loc,
+        arith::MulIOp::create(b, loc, arith::ConstantIndexOp::create(b, loc, g),
+                              parts),
+        p);
     Value out = forall.getRegionIterArgs()[0];
     Value slot = tensor::ExtractSliceOp::create(
-        b, loc, out, ArrayRef<OpFoldResult>{p},
+        b, loc, out, ArrayRef<OpFoldResult>{slotIndex},
         ArrayRef<OpFoldResult>{b.getIndexAttr(1)},
         ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
     Value one = tensor::InsertOp::create(b, loc, sum, slot, ValueRange{zero});
     b.setInsertionPointToStart(forall.getTerminator().getBody());
     tensor::ParallelInsertSliceOp::create(
-        b, loc, one, out, ArrayRef<OpFoldResult>{p},
+        b, loc, one, out, ArrayRef<OpFoldResult>{slotIndex},
         ArrayRef<OpFoldResult>{b.getIndexAttr(1)},
         ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+    result = forall.getResult(0);
   }
   func::ReturnOp::create(
       b, loc,
       ValueRange{bufferization::MaterializeInDestinationOp::create(
-                     b, loc, forall.getResult(0), partials)
+                     b, loc, result, partials)
                      .getResult()});
 }
 

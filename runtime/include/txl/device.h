@@ -45,6 +45,12 @@ extern "C" {
  * shared by the compiler that writes it and the runtime that reads it. */
 #define TXL_OPENCL_IMAGE_MAGIC "TXLCLIMG"
 #define TXL_OPENCL_IMAGE_VERSION 1
+
+/* The GPU form of @grad_squared_norm (TrainingBuilder.h) sums the squares of
+ * at most this many gradients per kernel, so that a kernel's parameters stay
+ * within sm_80's 4352 bytes (a 1-D memref descriptor is 40 bytes); group g
+ * of ceil(T / this) writes its parts to partials[g * parts + p]. */
+#define TXL_NORM_TENSORS_PER_KERNEL 64
 typedef enum txl_kernel_arg_kind {
   TXL_KERNEL_ARG_BUFFER = 0, /* a cl_mem */
   TXL_KERNEL_ARG_I64 = 1,

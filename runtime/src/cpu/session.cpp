@@ -38,6 +38,14 @@ extern "C" int openblas_get_num_threads(void);
 /// @optimizer_step adds their sums quickly in one work-item.
 static constexpr int64_t kDeviceNormParts = 16384;
 
+/// The size of the GPU form's partials: kDeviceNormParts per group of
+/// TXL_NORM_TENSORS_PER_KERNEL of the `trainable` gradients (txl/device.h).
+static int64_t normPartials(size_t trainable) {
+  return kDeviceNormParts *
+         int64_t((trainable + TXL_NORM_TENSORS_PER_KERNEL - 1) /
+                 TXL_NORM_TENSORS_PER_KERNEL);
+}
+
 struct txl_session {
   const txl_model_info_t *info = nullptr;
   txl_segment_fn segment = nullptr;
@@ -72,7 +80,7 @@ struct txl_session {
   std::vector<int32_t> trainable;
   std::vector<std::vector<float>> grads, chunkGrads, states;
   std::vector<void *> deviceGrads, deviceStates;
-  void *devicePartials = nullptr; ///< kDeviceNormParts floats
+  void *devicePartials = nullptr; ///< normPartials(T) floats
   void *deviceScalar = nullptr;   ///< 8 bytes: the norm, the lr
   bool paramsOnHostCurrent = true, statesOnHostCurrent = true;
 
@@ -291,20 +299,23 @@ extern "C" txl_status_t txl_session_check_device_memory(txl_session_t *session,
            "memory of {} rows and batch size {}: need rows >= 0, batch > 0",
            mem_len, batch);
     const txl_model_info_t &info = *session->info;
-    size_t params = 0, trainable = 0;
+    size_t params = 0, trainable = 0, trainableCount = 0;
     for (int32_t i = 0; i < info.n_params; ++i) {
       size_t count = 1;
       for (int32_t d = 0; d < info.params[i].rank; ++d)
         count *= static_cast<size_t>(info.params[i].shape[d]);
       params += count * sizeof(float);
-      if (info.params[i].trainable)
+      if (info.params[i].trainable) {
         trainable += count * sizeof(float);
+        ++trainableCount;
+      }
     }
     // Training: a gradient and n_optim_states states per trainable
     // parameter, the clipping norm's partial sums and a scalar.
     size_t optimizer =
         training ? trainable * size_t(1 + info.n_optim_states) +
-                       kDeviceNormParts * sizeof(float) + sizeof(double)
+                       size_t(normPartials(trainableCount)) * sizeof(float) +
+                       sizeof(double)
                  : 0;
     size_t memory = static_cast<size_t>(info.n_layer + 1) *
                     static_cast<size_t>(mem_len) * static_cast<size_t>(batch) *
@@ -777,7 +788,7 @@ static void ensureTrainingState(txl_session &session) {
     session.deviceStates.push_back(buffer);
   }
   session.devicePartials =
-      mgpuMemAlloc(kDeviceNormParts * sizeof(float), nullptr, false);
+      mgpuMemAlloc(size_t(normPartials(T)) * sizeof(float), nullptr, false);
   session.deviceScalar = mgpuMemAlloc(sizeof(double), nullptr, false);
 }
 
@@ -841,7 +852,7 @@ static float deviceOptimizerStep(txl_session &session, double lr,
   };
   PackedArgs norm;
   addGrads(norm);
-  norm.memref(session.devicePartials, {kDeviceNormParts});
+  norm.memref(session.devicePartials, {normPartials(T)});
   txl_grad_squared_norm(norm.data());
 
   PackedArgs args;
@@ -853,7 +864,7 @@ static float deviceOptimizerStep(txl_session &session, double lr,
     args.memref(session.deviceStates[s], flatShape(session, s % T));
   args.f64(lr);
   args.i64(step);
-  args.memref(session.devicePartials, {kDeviceNormParts});
+  args.memref(session.devicePartials, {normPartials(T)});
   args.i64(0);
   args.i64(1);
   args.memref(session.deviceScalar, {1});
