@@ -100,18 +100,26 @@ func.func @two_layers(%q: tensor<?x?x4x32xf32>, %k: tensor<?x?x4x32xf32>, %v: te
 
 // -----
 
-// With dropatt the kernel runs only when not training (dropatt is then the
-// identity); training asserts. Wide heads get a narrower query tile (d_head
-// 128: 8 rows, so the four tiles fit in 48 KiB).
+// With dropatt the kernel is its dropatt form, which takes seed, offset,
+// the stream (stream_base + dropatt_stream), the keep threshold
+// ceil(rate 2^24) and 1 / (1 - rate) when training, 0 and 1 (the identity)
+// when not (here stream_base is 0 and stream 3). Wide heads get a narrower query tile (d_head 128: 8 rows, so
+// the four tiles fit in 48 KiB).
 
 // CHECK-LABEL: func.func @dropatt_eval
-// CHECK-SAME: %[[TRAINING:[^:]+]]: i1) -> tensor<?x?x2x128xf32>
-// CHECK: %[[EVAL:.+]] = arith.xori %[[TRAINING]], %true : i1
-// CHECK: cf.assert %[[EVAL]], "txl.rel_attention: the GPU kernel evaluates only (no dropatt in training yet)"
+// CHECK-SAME: %[[SEED:[^:]+]]: i64, %[[OFFSET:[^:]+]]: i64, %[[TRAINING:[^:]+]]: i1) -> tensor<?x?x2x128xf32>
+// CHECK-NOT: cf.assert
+// CHECK-DAG: %[[KEPT:.+]] = arith.constant 1.11111116 : f32
+// CHECK-DAG: %[[ONE:.+]] = arith.constant 1.000000e+00 : f32
 // CHECK: arith.ceildivui %{{.+}}, %c8 : index
-// CHECK: gpu.launch_func @txl_kernels::@rel_attention_d128
-// KERNEL: gpu.func @rel_attention_d128(
+// CHECK: %[[MIN:.+]] = arith.select %[[TRAINING]], %c1677722_i32, %c0_i32 : i32
+// CHECK: %[[SCALE:.+]] = arith.select %[[TRAINING]], %[[KEPT]], %[[ONE]] : f32
+// CHECK: gpu.launch_func @txl_kernels::@rel_attention_dropatt_d128
+// CHECK-SAME: %[[SEED]] : i64, %[[OFFSET]] : i64, %c3_i64 : i64, %[[MIN]] : i32, %[[SCALE]] : f32)
+// KERNEL: gpu.func @rel_attention_dropatt_d128(
+// KERNEL-SAME: %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i32, %{{.+}}: f32)
 // KERNEL-SAME: workgroup(%{{.+}} : memref<8x129xf32, 3>, %{{.+}} : memref<8x129xf32, 3>, %{{.+}} : memref<32x129xf32, 3>, %{{.+}} : memref<39x129xf32, 3>)
+// KERNEL: arith.mului_extended
 func.func @dropatt_eval(%q: tensor<?x?x2x128xf32>, %k: tensor<?x?x2x128xf32>, %v: tensor<?x?x2x128xf32>,
                         %r: tensor<?x2x128xf32>, %u: tensor<2x128xf32>, %vb: tensor<2x128xf32>,
                         %mem_len: index, %same: i1, %seed: i64, %offset: i64, %training: i1)

@@ -190,7 +190,7 @@ def ConvertLayerNormToGpuPass : Pass<"txl-layer-norm-to-gpu", "::mlir::ModuleOp"
 }
 
 def ConvertRelAttentionToGpuPass : Pass<"txl-rel-attention-to-gpu", "::mlir::ModuleOp"> {
-  let summary = "Turn txl.rel_attention into one flash-style GPU kernel launch";
+  let summary = "Turn txl.rel_attention and its backward into flash-style GPU kernel launches";
   let description = [{
     Rewrites every f32 `txl.rel_attention` into one
     `gpu.launch_func` of a kernel in `gpu.module @txl_kernels` (created on
@@ -226,10 +226,37 @@ def ConvertRelAttentionToGpuPass : Pass<"txl-rel-attention-to-gpu", "::mlir::Mod
     d_head. txl-mma-to-nvvm (CUDA) or txl-emulate-mma (OpenCL) lower the
     products.
 
-    The kernel evaluates: an op with dropatt gets a `cf.assert` that its
-    `training` operand is false (dropatt is then the identity); training on
-    the GPU targets is not built yet. Ops the kernel does not cover (other
-    element types, dynamic or over-wide d_head) are left unchanged.
+    An op with dropatt gets the kernel's dropatt form
+    `rel_attention_dropatt_d<d_head>`, with five more arguments: seed,
+    offset, stream (stream_base + dropatt_stream; i64), the keep threshold
+    ceil(rate 2^24) (i32) and 1 / (1 - rate) (f32) when `training`, 0 and 1
+    (no Philox computed: the identity) when not. Each probability's counter
+    is its row-major index in [qlen, klen, batch, n_head], as the CPU
+    lowering draws dropatt (txl-to-linalg), so both targets drop the same
+    elements; P·V takes the dropped probabilities, the softmax sum the
+    undropped ones. The bf16 kernel has no dropatt form: there, an op with
+    dropatt gets a `cf.assert` that it is not training.
+
+    `txl.rel_attention_grad` (f32) becomes three launches,
+    flash-attention-2 style (docs/design.md, *The fused attention backward
+    kernels*): `rel_attention_grad_q_d<d_head>` (a workgroup per 16 query
+    rows and (batch, head) column: the online softmax over the key tiles
+    gives each row's log-sum-exp and D_i = dO_i · O_i, written to two
+    [batch · n_head, qlen] buffers, then a second pass over the keys
+    accumulates d(q + u) and d(q + v)), `rel_attention_grad_kv_d<d_head>`
+    (per 16 key rows and column, over the query tiles: dk and dv) and
+    `rel_attention_grad_r_d<d_head>` (per 16 r rows and head, over the
+    batch and the query tiles: dr), with arguments (dO, q, k, v, r, u,
+    v_bias, lse, delta, outputs..., mem_len, same_length, scale) and, with
+    dropatt, the same five as the forward (`_dropatt_d<d_head>` forms).
+    Each gradient element is summed by one work-item in a fixed order (no
+    atomics: two runs are bit-equal). dq = d(q + u) + d(q + v), and du and
+    dv_bias, their sums over positions and batch, are `txl.add` and
+    `txl.sum_leading`. Row tiles narrow to 8 or 4 for wide heads; an op
+    whose tiles exceed 48 KiB even then (d_head 128) is left unchanged.
+
+    Ops the kernels do not cover (other element types, dynamic or
+    over-wide d_head) are left unchanged, for the loop lowering.
 
     Before:
     ```mlir
@@ -252,12 +279,13 @@ def ConvertRelAttentionToGpuPass : Pass<"txl-rel-attention-to-gpu", "::mlir::Mod
            "operands, f32 accumulation)">,
     Option<"relShiftOffset", "test-rel-shift-offset", "int64_t", /*default=*/"0",
            "Negative-control tests only: read BD from r row "
-           "qlen - 1 - i + j + offset (any offset but 0 is wrong)">,
+           "qlen - 1 - i + j + offset, in the forward and the backward "
+           "kernels (any offset but 0 is wrong)">,
     Option<"dropBarrier", "test-drop-barrier", "int64_t", /*default=*/"0",
-           "Negative-control tests only: leave out the kernel's first (1: "
-           "tiles still being read by other subgroups get overwritten) or "
-           "second (2: tiles read before every subgroup stored its part) "
-           "barrier">,
+           "Negative-control tests only: leave out the forward f32 or bf16 "
+           "kernel's first (1: tiles still being read by other subgroups "
+           "get overwritten) or second (2: tiles read before every "
+           "subgroup stored its part) barrier">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::bufferization::BufferizationDialect",

@@ -11,10 +11,15 @@
 #define TXL_LIB_CONVERSION_TXLTOGPU_RELATTENTION_H
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "txl/Conversion/Philox.h"
+
+#include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/PatternMatch.h"
 
 #include <limits>
 
@@ -78,6 +83,103 @@ protected:
     return m;
   }
 
+  /// Whether key j is visible to query i under `m` (both index values,
+  /// j possibly negative): j <= i + mlen, and with same_length j > i - shift.
+  Value visible(const DecoderMask &m, Value i, Value j) {
+    using P = arith::CmpIPredicate;
+    Value causal = cmp(P::sle, j, add(i, m.mlen));
+    Value notSame =
+        arith::XOrIOp::create(b, m.same, arith::ConstantIntOp::create(b, 1, 1));
+    Value sameOk =
+        arith::OrIOp::create(b, notSame, cmp(P::sgt, j, sub(i, m.shift)));
+    return arith::AndIOp::create(b, causal, sameOk);
+  }
+
+  /// `body(row, col)` for every element of a [rows, dHead] tile, the
+  /// `threads` work-items of the workgroup (`tid` the work-item's index)
+  /// striding over the elements: consecutive work-items take consecutive
+  /// columns, so that global reads coalesce.
+  void forTileElements(Value tid, int64_t threads, int64_t rows, int64_t dHead,
+                       function_ref<void(Value row, Value col)> body) {
+    Value d = idx(dHead);
+    scf::ForOp::create(
+        b, tid, idx(rows * dHead), idx(threads), ValueRange{},
+        [&](OpBuilder &nested, Location loc, Value e, ValueRange) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(nested.getInsertionBlock(),
+                              nested.getInsertionPoint());
+          body(arith::DivUIOp::create(b, e, d),
+               arith::RemUIOp::create(b, e, d));
+          scf::YieldOp::create(b);
+        });
+  }
+
+  /// The LLVM loop annotation of the kernels' d_head and lane loops:
+  /// unrolled 4 times. Fully unrolled (LLVM's default for 32 iterations),
+  /// ptxas keeps too many workgroup-memory loads in flight and spills.
+  Attribute unrollAttr() {
+    return parseAttribute("#llvm.loop_annotation<unroll = <count = 4 : i32>>",
+                          b.getContext());
+  }
+
+  /// The dropatt operands of a kernel that draws the attention's dropout:
+  /// seed, offset and stream (i64; stream = dropatt_stream_base +
+  /// dropatt_stream), minKept (i32, philox::keepThreshold(rate); 0 when not
+  /// training) and scale (f32, 1 / (1 - rate); 1 when not training).
+  struct Dropatt {
+    Value seed, offset, stream, minKept, scale;
+  };
+  /// The multiplier of the probability of pair (query i, key j) in column
+  /// (batchIdx, head): scale if dropatt keeps it, else 0; 1 when `d.minKept`
+  /// is 0 (then no Philox is computed). The element's counter is its
+  /// row-major index in the [qlen, klen, batch, n_head] layout of the
+  /// decomposed scores, as txl-to-linalg's dropatt draws it, so that both
+  /// targets see the same masks.
+  Value dropattMultiplier(const Dropatt &d, Value klen, Value batch,
+                          Value nHead, Value i, Value j, Value batchIdx,
+                          Value head) {
+    Value enabled = cmp(arith::CmpIPredicate::ne, d.minKept, i32(0));
+    auto ifOp = scf::IfOp::create(
+        b, enabled,
+        [&](OpBuilder &nb, Location loc) {
+          ImplicitLocOpBuilder ib(loc, nb);
+          auto add = [&](Value x, Value y) {
+            return arith::AddIOp::create(ib, x, y);
+          };
+          auto mul = [&](Value x, Value y) {
+            return arith::MulIOp::create(ib, x, y);
+          };
+          Value e =
+              add(mul(add(mul(add(mul(i, klen), j), batch), batchIdx), nHead),
+                  head);
+          Value e64 = arith::IndexCastUIOp::create(ib, ib.getI64Type(), e);
+          auto word32 = [&](Value v) {
+            return arith::TruncIOp::create(ib, ib.getI32Type(), v);
+          };
+          Value block = word32(arith::ShRUIOp::create(
+              ib, e64, arith::ConstantIntOp::create(ib, 2, 64)));
+          Value word = word32(arith::AndIOp::create(
+              ib, e64, arith::ConstantIntOp::create(ib, 3, 64)));
+          std::pair<Value, Value> offset =
+              philox::splitWords(ib, loc, d.offset);
+          std::array<Value, 4> words = philox::philox4x32(
+              ib, loc, {block, word32(d.stream), offset.first, offset.second},
+              philox::roundKeys(ib, loc, philox::splitWords(ib, loc, d.seed)));
+          Value keep = philox::isKept(
+              ib, loc, philox::selectWord(ib, loc, words, word), d.minKept);
+          Value zero = arith::ConstantFloatOp::create(ib, ib.getF32Type(),
+                                                      APFloat(0.0f));
+          scf::YieldOp::create(
+              ib, ValueRange{arith::SelectOp::create(ib, keep, d.scale, zero)});
+        },
+        [&](OpBuilder &nb, Location loc) {
+          scf::YieldOp::create(nb, loc,
+                               ValueRange{arith::ConstantFloatOp::create(
+                                   nb, loc, nb.getF32Type(), APFloat(1.0f))});
+        });
+    return ifOp.getResult(0);
+  }
+
   ImplicitLocOpBuilder b;
 };
 
@@ -107,19 +209,60 @@ inline MemRefType attentionOperandType(MLIRContext *ctx, int64_t rank,
   return MemRefType::get(shape, Float32Type::get(ctx), layout);
 }
 
+/// The trailing arguments of a kernel that draws dropatt
+/// (KernelBodyBuilder::Dropatt): seed, offset, stream (i64), minKept (i32),
+/// scale (f32).
+inline SmallVector<Type> dropattArgumentTypes(MLIRContext *ctx) {
+  Type i64 = IntegerType::get(ctx, 64);
+  return {i64, i64, i64, IntegerType::get(ctx, 32), Float32Type::get(ctx)};
+}
+
+/// The values of those arguments for a fused attention op with dropatt
+/// `rate` and `stream` and operands seed, offset, training (i1) and
+/// stream_base: when not training, minKept 0 and scale 1 (the identity).
+inline SmallVector<Value> dropattLaunchArguments(ImplicitLocOpBuilder &b,
+                                                 Value seed, Value offset,
+                                                 Value training,
+                                                 Value streamBase, double rate,
+                                                 int64_t stream) {
+  Value streamValue = arith::AddIOp::create(
+      b, streamBase, arith::ConstantIntOp::create(b, stream, 64));
+  Value minKept = arith::SelectOp::create(
+      b, training,
+      philox::constantI32(b, b.getLoc(), philox::keepThreshold(rate)),
+      arith::ConstantIntOp::create(b, 0, 32));
+  auto f32 = [&](double v) {
+    return arith::ConstantFloatOp::create(b, b.getF32Type(), APFloat(float(v)));
+  };
+  Value scale =
+      arith::SelectOp::create(b, training, f32(1.0 / (1.0 - rate)), f32(1.0));
+  return {seed, offset, streamValue, minKept, scale};
+}
+
 /// The kernel's function type: (q, k, v [len, batch, n_head, d_head],
 /// r [klen, n_head, d_head], u, v_bias [n_head, d_head], out [qlen, batch,
 /// n_head, d_head], mem_len: index, same_length: i32, scale: f32), the
-/// memrefs attentionOperandType(..., `unitInnerStride`).
+/// memrefs attentionOperandType(..., `unitInnerStride`); with `dropatt`,
+/// then dropattArgumentTypes.
 inline FunctionType attentionKernelType(MLIRContext *ctx, int64_t dHead,
-                                        bool unitInnerStride) {
+                                        bool unitInnerStride,
+                                        bool dropatt = false) {
   MemRefType t4 = attentionOperandType(ctx, 4, dHead, unitInnerStride);
   MemRefType t3 = attentionOperandType(ctx, 3, dHead, unitInnerStride);
   MemRefType t2 = attentionOperandType(ctx, 2, dHead, unitInnerStride);
-  return FunctionType::get(ctx,
-                           {t4, t4, t4, t3, t2, t2, t4, IndexType::get(ctx),
-                            IntegerType::get(ctx, 32), Float32Type::get(ctx)},
-                           {});
+  SmallVector<Type> inputs = {t4,
+                              t4,
+                              t4,
+                              t3,
+                              t2,
+                              t2,
+                              t4,
+                              IndexType::get(ctx),
+                              IntegerType::get(ctx, 32),
+                              Float32Type::get(ctx)};
+  if (dropatt)
+    llvm::append_range(inputs, dropattArgumentTypes(ctx));
+  return FunctionType::get(ctx, inputs, {});
 }
 
 /// The bf16 tensor-core kernel `rel_attention_bf16_d<d_head>` in `module`'s
@@ -128,6 +271,14 @@ inline FunctionType attentionKernelType(MLIRContext *ctx, int64_t dHead,
 /// f32 accumulation (nvgpu.mma.sync m16n8k16).
 AttentionKernel getOrCreateMmaAttentionKernel(ModuleOp module, int64_t dHead,
                                               const KernelTestHooks &hooks);
+
+/// Adds the pattern that rewrites an f32 `txl.rel_attention_grad` into the
+/// three launches of the fused backward kernels
+/// (RelAttentionGradToGpu.cpp), created in `module`'s @txl_kernels on first
+/// use, with `hooks` applied to their r rows.
+void populateRelAttentionGradToGpuPatterns(RewritePatternSet &patterns,
+                                           ModuleOp module,
+                                           const KernelTestHooks &hooks);
 
 } // namespace mlir::txl
 

@@ -63,6 +63,8 @@ struct KernelShape {
   int64_t dHead;
   /// Query rows per workgroup (a multiple of kWarps).
   int64_t queryTile;
+  /// The kernel draws dropatt (its trailing Dropatt arguments).
+  bool dropatt = false;
   /// Row stride of the workgroup tiles: d_head + 1, so that the 32 lanes
   /// reading one column of 32 different rows hit 32 different banks.
   int64_t rowStride() const { return dHead + 1; }
@@ -77,9 +79,9 @@ struct KernelShape {
 };
 
 /// The widest query tile (16, 8 or 4 rows) whose workgroup tiles fit.
-std::optional<KernelShape> chooseShape(int64_t dHead) {
+std::optional<KernelShape> chooseShape(int64_t dHead, bool dropatt) {
   for (int64_t queryTile : {16, 8, 4}) {
-    KernelShape shape{dHead, queryTile};
+    KernelShape shape{dHead, queryTile, dropatt};
     if (shape.workgroupBytes() <= kWorkgroupBytes)
       return shape;
   }
@@ -107,19 +109,11 @@ public:
   void build();
 
 private:
-
-  /// `body(row, col)` for every element of a [rows, d_head] tile, the
-  /// workgroup's work-items striding over the elements (consecutive
-  /// work-items take consecutive columns, so global reads coalesce).
+  /// `body(row, col)` for every element of a [rows, d_head] tile.
   void forTileElements(int64_t rows,
-                       function_ref<void(Value row, Value col)> body);
-  /// The LLVM loop annotation of the d_head and key loops: unrolled 4
-  /// times. Fully unrolled (LLVM's default for 32 iterations), ptxas keeps
-  /// too many workgroup-memory loads in flight and spills under
-  /// kMaxRegisters.
-  Attribute unrollAttr() {
-    return parseAttribute("#llvm.loop_annotation<unroll = <count = 4 : i32>>",
-                          b.getContext());
+                       function_ref<void(Value row, Value col)> body) {
+    KernelBodyBuilder::forTileElements(tid, kWarps * kSubgroup, rows, s.dHead,
+                                       body);
   }
   /// A butterfly reduction over the 32 lanes of a subgroup.
   Value subgroupReduce(Value v, bool isMax);
@@ -130,20 +124,6 @@ private:
   /// The work-item's index in the workgroup (set first by build()).
   Value tid;
 };
-
-void KernelBuilder::forTileElements(int64_t rows,
-                                    function_ref<void(Value, Value)> body) {
-  Value d = idx(s.dHead);
-  scf::ForOp::create(
-      b, tid, idx(rows * s.dHead), idx(kWarps * kSubgroup), ValueRange{},
-      [&](OpBuilder &nested, Location loc, Value e, ValueRange) {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPoint(nested.getInsertionBlock(),
-                            nested.getInsertionPoint());
-        body(arith::DivUIOp::create(b, e, d), arith::RemUIOp::create(b, e, d));
-        scf::YieldOp::create(b);
-      });
-}
 
 Value KernelBuilder::subgroupReduce(Value v, bool isMax) {
   return txl::subgroupReduce(b, v, isMax);
@@ -157,6 +137,11 @@ void KernelBuilder::build() {
         u = entry.getArgument(4), vb = entry.getArgument(5),
         out = entry.getArgument(6), memLen = entry.getArgument(7),
         sameLength = entry.getArgument(8), scale = entry.getArgument(9);
+  Dropatt dropatt{};
+  if (s.dropatt)
+    dropatt = {entry.getArgument(10), entry.getArgument(11),
+               entry.getArgument(12), entry.getArgument(13),
+               entry.getArgument(14)};
   ArrayRef<BlockArgument> tiles = func.getWorkgroupAttributions();
   Value quTile = tiles[0], qvTile = tiles[1], kTile = tiles[2],
         rTile = tiles[3];
@@ -178,7 +163,6 @@ void KernelBuilder::build() {
   // The decoder mask (txl.masked_softmax; KernelBodyBuilder::decoderMask).
   DecoderMask mask =
       decoderMask(qlen, klen, memLen, sameLength, i0, s.queryTile);
-  Value mlen = mask.mlen, shift = mask.shift, same = mask.same;
   Value jBegin = mask.jBegin, jEnd = mask.jEnd;
 
   // q + u and q + v, rows past qlen zero.
@@ -229,9 +213,8 @@ void KernelBuilder::build() {
     // Rows qlen - 1 - i + j of r for i in [i0, i0 + Bq), j in [j0, j0 +
     // Bk): window row w holds r row rBase + w, rBase = qlen - i0 - Bq + j0.
     // Rows outside [0, klen) only serve masked pairs and read as zero.
-    Value rBase =
-        add(sub(add(sub(qlen, i0), j0), idx(s.queryTile)),
-            idx(hooks.relShiftOffset));
+    Value rBase = add(sub(add(sub(qlen, i0), j0), idx(s.queryTile)),
+                      idx(hooks.relShiftOffset));
     forTileElements(s.posRows(), [&](Value row, Value col) {
       Value p = add(rBase, row);
       Value inRange =
@@ -271,12 +254,7 @@ void KernelBuilder::build() {
           });
       dot->setAttr("loop_annotation", unrollAttr());
       Value visible =
-          arith::AndIOp::create(b, keyInRange, cmp(P::sle, j, add(i, mlen)));
-      Value sameOk = arith::OrIOp::create(
-          b,
-          arith::XOrIOp::create(b, same, arith::ConstantIntOp::create(b, 1, 1)),
-          cmp(P::sgt, j, sub(i, shift)));
-      visible = arith::AndIOp::create(b, visible, sameOk);
+          arith::AndIOp::create(b, keyInRange, this->visible(mask, i, j));
       Value score = select(
           visible, arith::MulFOp::create(b, dot.getResult(0), scale), negInf());
 
@@ -294,6 +272,13 @@ void KernelBuilder::build() {
           math::ExpOp::create(b, arith::SubFOp::create(b, score, mNew)), fzero);
       Value lNew = arith::AddFOp::create(b, arith::MulFOp::create(b, l, alpha),
                                          subgroupReduce(p, false));
+      // P·V takes the probabilities through dropatt (l does not).
+      Value pDropped = p;
+      if (s.dropatt)
+        pDropped = arith::MulFOp::create(
+            b, p,
+            dropattMultiplier(dropatt, klen, memref::DimOp::create(b, q, 1),
+                              nHead, i, j, batchIdx, head));
       SmallVector<Value> acc;
       for (int64_t c = 0; c < s.colsPerLane(); ++c)
         acc.push_back(arith::MulFOp::create(b, row[2 + c], alpha));
@@ -303,7 +288,7 @@ void KernelBuilder::build() {
             ImplicitLocOpBuilder ib(loc, nb);
             Value jj32 = arith::IndexCastOp::create(ib, ib.getI32Type(), jj);
             Value pj = gpu::ShuffleOp::create(
-                           ib, p, jj32,
+                           ib, pDropped, jj32,
                            arith::ConstantIntOp::create(ib, kSubgroup, 32),
                            gpu::ShuffleMode::IDX)
                            .getShuffleResult();
@@ -357,7 +342,9 @@ void KernelBuilder::build() {
 AttentionKernel getOrCreateKernel(ModuleOp module, const KernelShape &shape,
                                   const KernelTestHooks &hooks) {
   AttentionKernel kernel{nullptr, shape.queryTile, kWarps * kSubgroup};
-  std::string name = "rel_attention_d" + std::to_string(shape.dHead);
+  std::string name = std::string(shape.dropatt ? "rel_attention_dropatt_d"
+                                               : "rel_attention_d") +
+                     std::to_string(shape.dHead);
   gpu::GPUModuleOp kernels = getOrCreateKernelModule(module);
   if ((kernel.func = kernels.lookupSymbol<gpu::GPUFuncOp>(name)))
     return kernel;
@@ -367,10 +354,11 @@ AttentionKernel getOrCreateKernel(ModuleOp module, const KernelShape &shape,
                              tileType(ctx, shape.queryTile, shape),
                              tileType(ctx, kKeyTile, shape),
                              tileType(ctx, shape.posRows(), shape)};
-  auto func = gpu::GPUFuncOp::create(b, kernels.getLoc(), name,
-                                     attentionKernelType(ctx, shape.dHead,
-                                                         /*unitInnerStride=*/getenv("TXL_UNIT") != nullptr),
-                                     tiles);
+  auto func = gpu::GPUFuncOp::create(
+      b, kernels.getLoc(), name,
+      attentionKernelType(ctx, shape.dHead,
+                          /*unitInnerStride=*/false, shape.dropatt),
+      tiles);
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   func.setKnownBlockSizeAttr(
       b.getDenseI32ArrayAttr({int32_t(kernel.threads), 1, 1}));
@@ -384,8 +372,9 @@ AttentionKernel getOrCreateKernel(ModuleOp module, const KernelShape &shape,
 }
 
 // txl.rel_attention (f32) => bufferization.to_buffer of the operands,
-// memref.alloc of the output, one gpu.launch_func, to_tensor; with dropatt,
-// a cf.assert that it is not training.
+// memref.alloc of the output, one gpu.launch_func, to_tensor. With dropatt,
+// the f32 kernel draws the masks (rel_attention_dropatt_d<d_head>); the
+// bf16 kernel gets a cf.assert that it is not training.
 struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
   RelAttentionToLaunch(MLIRContext *ctx, ModuleOp module, bool bf16,
                        const KernelTestHooks &hooks)
@@ -400,30 +389,30 @@ struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
     if (ShapedType::isDynamic(dHead))
       return rewriter.notifyMatchFailure(op, "d_head must be static");
     AttentionKernel kernel;
+    bool dropatt = op.getDropattSeed() != nullptr;
     if (bf16) {
       kernel = getOrCreateMmaAttentionKernel(module, dHead, hooks);
     } else {
-      std::optional<KernelShape> shape = chooseShape(dHead);
+      std::optional<KernelShape> shape = chooseShape(dHead, dropatt);
       if (!shape)
         return rewriter.notifyMatchFailure(op, "d_head too wide for one tile");
       kernel = getOrCreateKernel(module, *shape, hooks);
     }
 
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    // The kernel evaluates: dropatt is the identity unless training.
-    if (Value training = op.getDropattTraining()) {
+    // The bf16 kernel evaluates: dropatt is the identity unless training.
+    if (Value training = op.getDropattTraining(); training && bf16) {
       Value evaluating = arith::XOrIOp::create(
           b, training, arith::ConstantIntOp::create(b, 1, 1));
       cf::AssertOp::create(b, evaluating,
-                           "txl.rel_attention: the GPU kernel evaluates "
-                           "only (no dropatt in training yet)");
+                           "txl.rel_attention: the bf16 GPU kernel evaluates "
+                           "only (no dropatt in training)");
     }
     // Operand n as the kernel's argument n takes it; static dimensions stay
     // static in the view.
     auto toBuffer = [&](Value tensor, unsigned n) -> Value {
       auto type = cast<RankedTensorType>(tensor.getType());
-      auto memType =
-          cast<MemRefType>(kernel.func.getArgumentTypes()[n]);
+      auto memType = cast<MemRefType>(kernel.func.getArgumentTypes()[n]);
       auto buffer = bufferization::ToBufferOp::create(
           b,
           MemRefType::get(type.getShape(), type.getElementType(),
@@ -462,6 +451,13 @@ struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
         op.getMemLen(),
         same,
         scale};
+    if (dropatt && !bf16)
+      llvm::append_range(args,
+                         dropattLaunchArguments(
+                             b, op.getDropattSeed(), op.getDropattOffset(),
+                             op.getDropattTraining(), op.getDropattStreamBase(),
+                             op.getDropatt()->convertToDouble(),
+                             *op.getDropattStream()));
     gpu::LaunchFuncOp::create(b, kernel.func, gpu::KernelDim3{gridX, gridY, c1},
                               gpu::KernelDim3{threads, c1, c1},
                               /*dynamicSharedMemorySize=*/Value(), args);
@@ -494,9 +490,10 @@ struct ConvertRelAttentionToGpuPass
           << precision << "'";
       return signalPassFailure();
     }
-    patterns.add<RelAttentionToLaunch>(
-        &getContext(), module, precision == "bf16",
-        KernelTestHooks{relShiftOffset, dropBarrier});
+    KernelTestHooks hooks{relShiftOffset, dropBarrier};
+    patterns.add<RelAttentionToLaunch>(&getContext(), module,
+                                       precision == "bf16", hooks);
+    populateRelAttentionGradToGpuPatterns(patterns, module, hooks);
     if (failed(applyPatternsGreedily(module, std::move(patterns))))
       return signalPassFailure();
   }

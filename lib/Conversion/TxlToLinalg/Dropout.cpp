@@ -1,4 +1,5 @@
-//===- Dropout.cpp - Lower txl.dropout to Philox4x32-10 bits -----*- C++ -*-===//
+//===- Dropout.cpp - Lower txl.dropout to Philox4x32-10 bits -----*- C++
+//-*-===//
 //
 // Counter-based dropout: the random word of every element is Philox4x32-10
 // (Salmon, Moraes, Dror, Shaw, "Parallel Random Numbers: As Easy as 1, 2,
@@ -12,6 +13,7 @@
 
 #include "Builders.h"
 #include "txl/Conversion/Passes.h"
+#include "txl/Conversion/Philox.h"
 #include "txl/IR/TxlOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -26,66 +28,14 @@
 using namespace mlir;
 using namespace mlir::txl;
 
-// Philox4x32 round multipliers and Weyl key increments (the paper's
-// M_{4x32} and the golden-ratio / sqrt(3) - 1 bumps).
-static constexpr uint32_t kPhiloxM0 = 0xD2511F53, kPhiloxM1 = 0xCD9E8D57;
-static constexpr uint32_t kPhiloxW0 = 0x9E3779B9, kPhiloxW1 = 0xBB67AE85;
-static constexpr int kPhiloxRounds = 10;
-/// Uniforms in [0, 1) are the top 24 bits of a word times 2^-24: exact in
-/// f32 and f64, so `keep = u >= rate` is the integer test
-/// `bits >> 8 >= ceil(rate * 2^24)`.
-static constexpr int kUniformBits = 24;
+using namespace mlir::txl::philox;
 
-static Value constantI32(OpBuilder &b, Location loc, uint32_t value) {
-  return arith::ConstantOp::create(
-      b, loc, b.getI32IntegerAttr(static_cast<int32_t>(value)));
-}
-
-/// The low and high 32-bit words of the i64 `v`.
-static std::pair<Value, Value> splitWords(OpBuilder &b, Location loc, Value v) {
-  Type i32 = b.getI32Type();
-  Value shift = arith::ConstantIntOp::create(b, loc, 32, 64);
-  return {arith::TruncIOp::create(b, loc, i32, v),
-          arith::TruncIOp::create(b, loc, i32,
-                                  arith::ShRUIOp::create(b, loc, v, shift))};
-}
-
-/// Philox4x32 with one (k0, k1) pair per round, already bumped: each round
-/// is (hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0) with (hi0, lo0) = M0 * c0 and
-/// (hi1, lo1) = M1 * c2 as 32x32 -> 64-bit products.
-static std::array<Value, 4>
-philox4x32(OpBuilder &b, Location loc, std::array<Value, 4> ctr,
-           ArrayRef<std::pair<Value, Value>> roundKeys) {
-  Value m0 = constantI32(b, loc, kPhiloxM0);
-  Value m1 = constantI32(b, loc, kPhiloxM1);
-  for (auto [k0, k1] : roundKeys) {
-    auto p0 = arith::MulUIExtendedOp::create(b, loc, m0, ctr[0]);
-    auto p1 = arith::MulUIExtendedOp::create(b, loc, m1, ctr[2]);
-    Value x0 = arith::XOrIOp::create(
-        b, loc, arith::XOrIOp::create(b, loc, p1.getHigh(), ctr[1]), k0);
-    Value x2 = arith::XOrIOp::create(
-        b, loc, arith::XOrIOp::create(b, loc, p0.getHigh(), ctr[3]), k1);
-    ctr = {x0, p1.getLow(), x2, p0.getLow()};
-  }
-  return ctr;
-}
-
-/// Word `word` (i32 in [0, 4)) of the block `words`, and the element `x`
-/// kept and scaled or zeroed by it: kept iff its top 24 bits, as an integer,
-/// are at least `minKept`.
+/// The element `x` kept and scaled, or zeroed, by word `word` (i32 in
+/// [0, 4)) of the block `words`.
 static Value applyWord(OpBuilder &b, Location loc, std::array<Value, 4> words,
                        Value word, Value x, Value minKept, Value scale,
                        Value zero) {
-  Value bits = words[3];
-  for (int k = 2; k >= 0; --k) {
-    Value isK = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, word,
-                                      constantI32(b, loc, k));
-    bits = arith::SelectOp::create(b, loc, isK, words[k], bits);
-  }
-  Value top = arith::ShRUIOp::create(b, loc, bits,
-                                     constantI32(b, loc, 32 - kUniformBits));
-  Value keep =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, top, minKept);
+  Value keep = isKept(b, loc, selectWord(b, loc, words, word), minKept);
   Value scaled = arith::MulFOp::create(b, loc, x, scale);
   return arith::SelectOp::create(b, loc, keep, scaled, zero);
 }
@@ -129,14 +79,8 @@ Value mlir::txl::createDropout(OpBuilder &b, Location loc, Value x,
 
   auto dropped = [&](OpBuilder &tb, Location l) -> Value {
     // Loop-invariant parts of the key and counter, hoisted out of the body.
-    std::pair<Value, Value> key = splitWords(tb, l, site.seed);
-    SmallVector<std::pair<Value, Value>> roundKeys;
-    for (uint32_t r = 0; r < kPhiloxRounds; ++r)
-      roundKeys.push_back(
-          {arith::AddIOp::create(tb, l, key.first,
-                                 constantI32(tb, l, r * kPhiloxW0)),
-           arith::AddIOp::create(tb, l, key.second,
-                                 constantI32(tb, l, r * kPhiloxW1))});
+    SmallVector<std::pair<Value, Value>> keys =
+        roundKeys(tb, l, splitWords(tb, l, site.seed));
     Value stream = arith::ConstantIntOp::create(tb, l, site.stream, 64);
     if (site.streamBase)
       stream = arith::AddIOp::create(tb, l, site.streamBase, stream);
@@ -144,17 +88,14 @@ Value mlir::txl::createDropout(OpBuilder &b, Location loc, Value x,
     std::pair<Value, Value> offset = splitWords(tb, l, site.offset);
     SmallVector<OpFoldResult> sizeOfrs = getSizes(tb, l, x);
     SmallVector<Value> sizes = getValueOrCreateConstantIndexOp(tb, l, sizeOfrs);
-    // ceil(rate * 2^24) is exact: the product only shifts the exponent.
-    double threshold = std::ceil(std::ldexp(site.rate, kUniformBits));
-    Value minKept = constantI32(tb, l, static_cast<uint32_t>(threshold));
+    Value minKept = constantI32(tb, l, keepThreshold(site.rate));
     Value scale = arith::ConstantOp::create(
         tb, l, tb.getFloatAttr(et, 1.0 / (1.0 - site.rate)));
     Value zero = arith::ConstantOp::create(tb, l, tb.getFloatAttr(et, 0.0));
     auto philoxAt = [&](OpBuilder &nb, Location bl, Value block) {
       Value c0 = arith::TruncIOp::create(
           nb, bl, i32, arith::IndexCastUIOp::create(nb, bl, i64, block));
-      return philox4x32(nb, bl, {c0, c1, offset.first, offset.second},
-                        roundKeys);
+      return philox4x32(nb, bl, {c0, c1, offset.first, offset.second}, keys);
     };
     SmallVector<int64_t> sameDims =
         llvm::to_vector(llvm::seq<int64_t>(0, rank));

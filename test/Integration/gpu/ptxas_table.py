@@ -33,21 +33,26 @@ SHARED_RESERVED = 1024        # the driver's shared memory per workgroup
 
 # Budgets per kernel, by name: (pattern, work-items per workgroup, max
 # registers, max static shared memory, min workgroups per SM). The
-# attention kernels: the kernel's nvvm.maxnreg, CUDA's 48 KiB, 4 workgroups
-# of 128 (d_head 128: its 44.9 KB of tiles fit 3 times in sm_80's 164 KB).
-# The loop kernels (txl-parallel-loops-to-gpu): 64 registers and no shared
-# memory keep 4 workgroups of 256 work-items on an SM; the one-work-item
-# serial kernels: 64 registers. The layer norm kernels (a subgroup per
-# row, 256 work-items): 32 registers and no shared memory, 8 workgroups.
-# The bf16 tensor-core attention kernels (--precision=bf16): 128 work-items,
-# the P·V accumulators (and, up to d_head 64, the query fragments) in
-# registers: 192 registers, d_head 80 and 128 up to the 255 of
-# nvvm.maxnreg; 2 workgroups per SM; 21 KB of AC and X tiles.
+# attention kernels (with or without dropatt): the kernel's nvvm.maxnreg,
+# CUDA's 48 KiB, 4 workgroups of 128 (d_head 128: its 44.9 KB of tiles fit
+# 3 times in sm_80's 164 KB). The fused attention backward kernels (`_q`,
+# `_kv`, `_r`, with or without dropatt): their nvvm.maxnreg, up to 48 KiB
+# of tiles, 3 workgroups of 128 per SM (sm_80's 164 KB hold three of the
+# widest, 48.9 KB). The loop kernels (txl-parallel-loops-to-gpu): 64
+# registers and no shared memory keep 4 workgroups of 256 work-items on an
+# SM; the one-work-item serial kernels: 64 registers. The layer norm
+# kernels (a subgroup per row, 256 work-items): 32 registers and no shared
+# memory, 8 workgroups. The bf16 tensor-core attention kernels
+# (--precision=bf16): 128 work-items, the P·V accumulators (and, up to
+# d_head 64, the query fragments) in registers: 192 registers, d_head 80
+# and 128 up to the 255 of nvvm.maxnreg; 2 workgroups per SM; 21 KB of AC
+# and X tiles.
 BUDGETS = [
+    (r"rel_attention_grad_(q|kv|r)(_dropatt)?_d\d+", 128, 128, 48 * 1024, 3),
     (r"rel_attention_bf16_d(80|128)", 128, 255, 21 * 1024, 2),
     (r"rel_attention_bf16_d\d+", 128, 192, 21 * 1024, 2),
-    (r"rel_attention_d128", 128, 128, 48 * 1024, 3),
-    (r"rel_attention_d\d+", 128, 128, 48 * 1024, 4),
+    (r"rel_attention(_dropatt)?_d128", 128, 128, 48 * 1024, 3),
+    (r"rel_attention(_dropatt)?_d\d+", 128, 128, 48 * 1024, 4),
     (r"layer_norm_d\d+", 256, 32, 0, 8),
     (r"\w+_loop\d+", 256, 64, 0, 4),
     (r"\w+_serial\d+", 1, 64, 0, 1),

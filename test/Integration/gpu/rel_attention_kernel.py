@@ -10,6 +10,10 @@ then P·V.
 
 usage: rel_attention_kernel.py --device-lib LIB [--tol T] KERNELS.mlir KERNELS.img [...]
 
+A kernel's dropatt form (rel_attention_dropatt_d<d_head>) runs evaluating
+(the identity) and training, against masks from the numpy Philox of
+dropout.py (txl.dropout's layout, over [qlen, klen, batch, n_head]).
+
 Each KERNELS.mlir is IR after txl-rel-attention-to-gpu (it gives each
 kernel's query tile and block size, so that the harness launches the grid
 the host code does), KERNELS.img the same gpu.module as the OpenCL kernel
@@ -20,12 +24,18 @@ exits 1 if any case exceeds the tolerance or no case ran.
 
 import argparse
 import ctypes
+import math
+import os
 import re
 import sys
 
 import numpy as np
 
 import txl_device
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "lib"))
+from dropout import keep_mask  # noqa: E402
 
 
 def rel_shift(x):
@@ -47,7 +57,28 @@ def dec_attn_mask(qlen, klen, mem_len, same_length):
     return np.triu(ones, 1 + mlen)
 
 
-def reference(q, k, v, r, u, vb, mem_len, same_length, scale):
+def dropatt_multiplier(shape, dropatt):
+    """The dropatt multiplier M [qlen, klen, batch, n_head] (1 / (1 - rate)
+    where kept, else 0) of the txl.dropout Philox layout (dropout.py), or 1
+    without `dropatt` (rate, seed, offset, stream)."""
+    if dropatt is None:
+        return 1.0
+    rate, seed, offset, stream = dropatt
+    keep = keep_mask(shape, seed, offset, stream, rate)
+    return np.where(keep, np.float64(np.float32(1.0 / (1.0 - rate))), 0.0)
+
+
+def dropatt_args(dropatt, training):
+    """The trailing arguments of a dropatt kernel: seed, offset, stream,
+    minKept (0 when evaluating), scale (1 when evaluating)."""
+    rate, seed, offset, stream = dropatt
+    min_kept = math.ceil(math.ldexp(rate, 24)) if training else 0
+    scale = np.float32(1.0 / (1.0 - rate)) if training else np.float32(1.0)
+    return [ctypes.c_int64(seed), ctypes.c_int64(offset), ctypes.c_int64(stream),
+            ctypes.c_int32(min_kept), ctypes.c_float(scale)]
+
+
+def reference(q, k, v, r, u, vb, mem_len, same_length, scale, dropatt=None):
     qlen, klen = q.shape[0], k.shape[0]
     q, k, v, r = (x.astype(np.float64) for x in (q, k, v, r))
     ac = np.einsum("ibnd,jbnd->ijbn", q + u, k)
@@ -58,6 +89,7 @@ def reference(q, k, v, r, u, vb, mem_len, same_length, scale):
     score -= score.max(axis=1, keepdims=True)
     prob = np.exp(score)
     prob /= prob.sum(axis=1, keepdims=True)
+    prob = prob * dropatt_multiplier(prob.shape, dropatt)
     return np.einsum("ijbn,jbnd->ibnd", prob, v)
 
 
@@ -124,10 +156,13 @@ class Device:
         self.buffers = []
 
 
-def run_case(dev, layouts, case, rng, tol):
+def run_case(dev, layouts, case, rng, tol, dropatt=None, training=False):
+    """One launch of the kernel for `case`; with `dropatt` (rate, seed,
+    offset, stream), of its dropatt form, training (the masks drawn) or
+    not (the identity)."""
     qlen, mlen, batch, n_head, d_head, same_length, mem_len = case
     klen = qlen + mlen
-    name = f"rel_attention_d{d_head}"
+    name = f"rel_attention{'_dropatt' if dropatt else ''}_d{d_head}"
     tiles, block = layouts[name]
     scale = np.float32(1.0 / np.sqrt(d_head))
     # q, k, v as views of one [klen, batch, n_head, 3 * d_head] projection
@@ -152,17 +187,21 @@ def run_case(dev, layouts, case, rng, tol):
     args += desc
     args += [ctypes.c_int64(mem_len), ctypes.c_int32(same_length),
              ctypes.c_float(scale)]
+    if dropatt:
+        args += dropatt_args(dropatt, training)
     query_tile = tiles[0][0]
     dev.launch(dev.kernel(name), (-(-qlen // query_tile), batch * n_head, 1),
                (block, 1, 1), args)
     dev.read(out, out_buf)
     dev.free()
 
-    want = reference(q, k, v, r, u, vb, mem_len, same_length, float(scale))
+    want = reference(q, k, v, r, u, vb, mem_len, same_length, float(scale),
+                     dropatt if training else None)
     err = float(np.max(np.abs(out - want)))
     ok = err <= tol
+    mode = f" dropatt={dropatt[0]} training={int(training)}" if dropatt else ""
     print(f"{'ok  ' if ok else 'FAIL'} {name} qlen={qlen} mlen={mlen} batch={batch} "
-          f"n_head={n_head} same_length={int(same_length)} mem_len={mem_len}: "
+          f"n_head={n_head} same_length={int(same_length)} mem_len={mem_len}{mode}: "
           f"max abs err {err:.3g}")
     return ok
 
@@ -183,6 +222,11 @@ CASES = [
 ]
 
 
+# (rate, seed, offset, stream) of the dropatt cases: a seed and offset
+# using both 32-bit words of each.
+DROPATT = (0.15, 0x1234_5678_9ABC_DEF0, (7 << 32) + 11, 40)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("pairs", nargs="+", help="KERNELS.mlir KERNELS.img ...")
@@ -198,6 +242,13 @@ def main():
         dev = Device(args.device_lib, open(image, "rb").read())
         results += [run_case(dev, layouts, case, rng, args.tol)
                     for case in CASES if f"rel_attention_d{case[4]}" in layouts]
+        # The dropatt kernels: evaluating (the identity) and training (the
+        # masks of txl.dropout's Philox layout).
+        for case in CASES:
+            if f"rel_attention_dropatt_d{case[4]}" in layouts:
+                for training in (False, True):
+                    results.append(run_case(dev, layouts, case, rng, args.tol,
+                                            DROPATT, training))
         dev.lib.txl_device_close()
     if not results:
         print("no kernel to run")

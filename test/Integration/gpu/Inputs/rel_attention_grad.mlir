@@ -1,0 +1,57 @@
+// One txl.rel_attention_grad per d_head of the model files whose backward
+// has GPU kernels (ptb_small 32, wt103_base 41, enwik8_base 64, lm1b_large
+// 80), and one with dropatt for d_head 32 and 80: the input of
+// rel-attention-grad-opencl.test, whose harness launches the kernels
+// txl-rel-attention-to-gpu makes of them.
+
+func.func @grad_d32(%do: tensor<?x?x?x32xf32>, %q: tensor<?x?x?x32xf32>, %k: tensor<?x?x?x32xf32>, %v: tensor<?x?x?x32xf32>,
+    %r: tensor<?x?x32xf32>, %u: tensor<?x32xf32>, %vb: tensor<?x32xf32>, %m: index, %s: i1)
+    -> (tensor<?x?x?x32xf32>, tensor<?x?x?x32xf32>, tensor<?x?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x32xf32>, tensor<?x32xf32>) {
+  %g:6 = txl.rel_attention_grad %do, %q, %k, %v, %r, %u, %vb, %m, %s {scale = 0.125 : f32}
+      : tensor<?x?x?x32xf32>, tensor<?x?x?x32xf32>, tensor<?x?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x32xf32>, tensor<?x32xf32>
+  return %g#0, %g#1, %g#2, %g#3, %g#4, %g#5 : tensor<?x?x?x32xf32>, tensor<?x?x?x32xf32>, tensor<?x?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x32xf32>, tensor<?x32xf32>
+}
+
+func.func @grad_d41(%do: tensor<?x?x?x41xf32>, %q: tensor<?x?x?x41xf32>, %k: tensor<?x?x?x41xf32>, %v: tensor<?x?x?x41xf32>,
+    %r: tensor<?x?x41xf32>, %u: tensor<?x41xf32>, %vb: tensor<?x41xf32>, %m: index, %s: i1)
+    -> (tensor<?x?x?x41xf32>, tensor<?x?x?x41xf32>, tensor<?x?x?x41xf32>, tensor<?x?x41xf32>, tensor<?x41xf32>, tensor<?x41xf32>) {
+  %g:6 = txl.rel_attention_grad %do, %q, %k, %v, %r, %u, %vb, %m, %s {scale = 0.125 : f32}
+      : tensor<?x?x?x41xf32>, tensor<?x?x?x41xf32>, tensor<?x?x?x41xf32>, tensor<?x?x41xf32>, tensor<?x41xf32>, tensor<?x41xf32>
+  return %g#0, %g#1, %g#2, %g#3, %g#4, %g#5 : tensor<?x?x?x41xf32>, tensor<?x?x?x41xf32>, tensor<?x?x?x41xf32>, tensor<?x?x41xf32>, tensor<?x41xf32>, tensor<?x41xf32>
+}
+
+func.func @grad_d64(%do: tensor<?x?x?x64xf32>, %q: tensor<?x?x?x64xf32>, %k: tensor<?x?x?x64xf32>, %v: tensor<?x?x?x64xf32>,
+    %r: tensor<?x?x64xf32>, %u: tensor<?x64xf32>, %vb: tensor<?x64xf32>, %m: index, %s: i1)
+    -> (tensor<?x?x?x64xf32>, tensor<?x?x?x64xf32>, tensor<?x?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>) {
+  %g:6 = txl.rel_attention_grad %do, %q, %k, %v, %r, %u, %vb, %m, %s {scale = 0.125 : f32}
+      : tensor<?x?x?x64xf32>, tensor<?x?x?x64xf32>, tensor<?x?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>
+  return %g#0, %g#1, %g#2, %g#3, %g#4, %g#5 : tensor<?x?x?x64xf32>, tensor<?x?x?x64xf32>, tensor<?x?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>
+}
+
+func.func @grad_d80(%do: tensor<?x?x?x80xf32>, %q: tensor<?x?x?x80xf32>, %k: tensor<?x?x?x80xf32>, %v: tensor<?x?x?x80xf32>,
+    %r: tensor<?x?x80xf32>, %u: tensor<?x80xf32>, %vb: tensor<?x80xf32>, %m: index, %s: i1)
+    -> (tensor<?x?x?x80xf32>, tensor<?x?x?x80xf32>, tensor<?x?x?x80xf32>, tensor<?x?x80xf32>, tensor<?x80xf32>, tensor<?x80xf32>) {
+  %g:6 = txl.rel_attention_grad %do, %q, %k, %v, %r, %u, %vb, %m, %s {scale = 0.125 : f32}
+      : tensor<?x?x?x80xf32>, tensor<?x?x?x80xf32>, tensor<?x?x?x80xf32>, tensor<?x?x80xf32>, tensor<?x80xf32>, tensor<?x80xf32>
+  return %g#0, %g#1, %g#2, %g#3, %g#4, %g#5 : tensor<?x?x?x80xf32>, tensor<?x?x?x80xf32>, tensor<?x?x?x80xf32>, tensor<?x?x80xf32>, tensor<?x80xf32>, tensor<?x80xf32>
+}
+
+func.func @grad_dropatt_d32(%do: tensor<?x?x?x32xf32>, %q: tensor<?x?x?x32xf32>, %k: tensor<?x?x?x32xf32>, %v: tensor<?x?x?x32xf32>,
+    %r: tensor<?x?x32xf32>, %u: tensor<?x32xf32>, %vb: tensor<?x32xf32>, %m: index, %s: i1, %seed: i64, %off: i64,
+    %training: i1, %base: i64)
+    -> (tensor<?x?x?x32xf32>, tensor<?x?x?x32xf32>, tensor<?x?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x32xf32>, tensor<?x32xf32>) {
+  %g:6 = txl.rel_attention_grad %do, %q, %k, %v, %r, %u, %vb, %m, %s dropatt(%seed, %off, %training, %base)
+      {dropatt = 0.15 : f64, dropatt_stream = 40 : i64, scale = 0.125 : f32}
+      : tensor<?x?x?x32xf32>, tensor<?x?x?x32xf32>, tensor<?x?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x32xf32>, tensor<?x32xf32>
+  return %g#0, %g#1, %g#2, %g#3, %g#4, %g#5 : tensor<?x?x?x32xf32>, tensor<?x?x?x32xf32>, tensor<?x?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x32xf32>, tensor<?x32xf32>
+}
+
+func.func @grad_dropatt_d80(%do: tensor<?x?x?x80xf32>, %q: tensor<?x?x?x80xf32>, %k: tensor<?x?x?x80xf32>, %v: tensor<?x?x?x80xf32>,
+    %r: tensor<?x?x80xf32>, %u: tensor<?x80xf32>, %vb: tensor<?x80xf32>, %m: index, %s: i1, %seed: i64, %off: i64,
+    %training: i1, %base: i64)
+    -> (tensor<?x?x?x80xf32>, tensor<?x?x?x80xf32>, tensor<?x?x?x80xf32>, tensor<?x?x80xf32>, tensor<?x80xf32>, tensor<?x80xf32>) {
+  %g:6 = txl.rel_attention_grad %do, %q, %k, %v, %r, %u, %vb, %m, %s dropatt(%seed, %off, %training, %base)
+      {dropatt = 0.15 : f64, dropatt_stream = 40 : i64, scale = 0.125 : f32}
+      : tensor<?x?x?x80xf32>, tensor<?x?x?x80xf32>, tensor<?x?x?x80xf32>, tensor<?x?x80xf32>, tensor<?x80xf32>, tensor<?x80xf32>
+  return %g#0, %g#1, %g#2, %g#3, %g#4, %g#5 : tensor<?x?x?x80xf32>, tensor<?x?x?x80xf32>, tensor<?x?x?x80xf32>, tensor<?x?x80xf32>, tensor<?x80xf32>, tensor<?x80xf32>
+}
