@@ -171,6 +171,22 @@ private:
   SmallVector<Value> sumOverHead(
       ValueRange init,
       function_ref<SmallVector<Value>(ImplicitLocOpBuilder &, Value d)> terms);
+  /// A row of a workgroup tile: (tile, row index).
+  using TileRow = std::pair<Value, Value>;
+  /// The pair's score scale ((q + u) · k + (q + v) · r) and, when `vAt` is
+  /// given, dP = dO · v, each a sum over d_head of workgroup-tile rows (v
+  /// at d: `vAt(d)`, a tile row or global memory).
+  SmallVector<Value>
+  scoreAndDp(TileRow qu, TileRow k, TileRow qv, TileRow r, TileRow dO,
+             function_ref<Value(ImplicitLocOpBuilder &, Value d)> vAt);
+  /// Row `row` of the global [len, batch, n_head, d_head] `mem` of this
+  /// work-item's column, at d.
+  auto globalRow(Value mem, Value row) {
+    return [this, mem, row](ImplicitLocOpBuilder &ib, Value d) -> Value {
+      return memref::LoadOp::create(ib, mem,
+                                    ValueRange{row, batchIdx, head, d});
+    };
+  }
   /// Output columns of this lane: lane + 32 c, clamped to d_head - 1 (the
   /// stores check the bound).
   Value laneColumn(ImplicitLocOpBuilder &ib, int64_t c) {
@@ -274,6 +290,28 @@ SmallVector<Value> GradKernelBuilder::accumulateOverLanes(
       });
   loop->setAttr("loop_annotation", unrollAttr());
   return SmallVector<Value>(loop.getResults());
+}
+
+SmallVector<Value> GradKernelBuilder::scoreAndDp(
+    TileRow qu, TileRow k, TileRow qv, TileRow r, TileRow dO,
+    function_ref<Value(ImplicitLocOpBuilder &, Value)> vAt) {
+  SmallVector<Value> init = {f32(0.0)};
+  if (vAt)
+    init.push_back(f32(0.0));
+  SmallVector<Value> sums =
+      sumOverHead(init, [&](ImplicitLocOpBuilder &ib, Value d) {
+        auto ld = [&](TileRow x) -> Value {
+          return memref::LoadOp::create(ib, x.first, ValueRange{x.second, d});
+        };
+        SmallVector<Value> terms = {
+            arith::AddFOp::create(ib, arith::MulFOp::create(ib, ld(qu), ld(k)),
+                                  arith::MulFOp::create(ib, ld(qv), ld(r)))};
+        if (vAt)
+          terms.push_back(arith::MulFOp::create(ib, ld(dO), vAt(ib, d)));
+        return terms;
+      });
+  sums[0] = arith::MulFOp::create(b, sums[0], scale);
+  return sums;
 }
 
 void GradKernelBuilder::storeColumns(Value mem, Value row, ValueRange rest,
@@ -402,29 +440,16 @@ void GradKernelBuilder::buildQuery() {
   };
   // The score of (i, j0 + lane) for subgroup row `ri` and, when `doRow`,
   // dP = dO_i · v_j with v read from global memory.
-  auto scoreAndDp = [&](Value ri, Value j, bool withDp) {
+  // The score of (i, j0 + lane) for subgroup row `ri` and, `withDp`,
+  // dP = dO_i · v_j with v read from global memory.
+  auto scoreAndDpAt = [&](Value ri, Value j, bool withDp) {
     Value wRow = add(sub(idx(s.rowTile - 1), ri), lane);
     Value jSafe = select(cmp(P::ult, j, klen), j, idx(0));
-    SmallVector<Value> init = {f32(0.0)};
-    if (withDp)
-      init.push_back(f32(0.0));
-    SmallVector<Value> sums =
-        sumOverHead(init, [&](ImplicitLocOpBuilder &ib, Value d) {
-          auto ld = [&](Value tile, Value row) -> Value {
-            return memref::LoadOp::create(ib, tile, ValueRange{row, d});
-          };
-          SmallVector<Value> terms = {arith::AddFOp::create(
-              ib, arith::MulFOp::create(ib, ld(quTile, ri), ld(kTile, lane)),
-              arith::MulFOp::create(ib, ld(qvTile, ri), ld(rTile, wRow)))};
-          if (withDp)
-            terms.push_back(arith::MulFOp::create(
-                ib, ld(doTile, ri),
-                memref::LoadOp::create(ib, v,
-                                       ValueRange{jSafe, batchIdx, head, d})));
-          return terms;
-        });
-    sums[0] = arith::MulFOp::create(b, sums[0], scale);
-    return sums;
+    auto vAt = globalRow(v, jSafe);
+    return scoreAndDp(
+        {quTile, ri}, {kTile, lane}, {qvTile, ri}, {rTile, wRow}, {doTile, ri},
+        withDp ? function_ref<Value(ImplicitLocOpBuilder &, Value)>(vAt)
+               : nullptr);
   };
 
   // Pass 1 (the forward's online softmax): per row, the running max m and
@@ -443,7 +468,7 @@ void GradKernelBuilder::buildQuery() {
       ValueRange row = state.slice(t * perRow, perRow);
       Value ri = add(rowBase, idx(t));
       Value i = add(i0, ri);
-      Value score = scoreAndDp(ri, j, /*withDp=*/false)[0];
+      Value score = scoreAndDpAt(ri, j, /*withDp=*/false)[0];
       Value vis = arith::AndIOp::create(b, cmp(P::ult, j, mask.jEnd),
                                         visible(mask, i, j));
       score = select(vis, score, negInf());
@@ -521,7 +546,7 @@ void GradKernelBuilder::buildQuery() {
     for (int64_t t = 0; t < s.rowsPerWarp(); ++t) {
       Value ri = add(rowBase, idx(t));
       Value i = add(i0, ri);
-      SmallVector<Value> sums = scoreAndDp(ri, j, /*withDp=*/true);
+      SmallVector<Value> sums = scoreAndDpAt(ri, j, /*withDp=*/true);
       Value vis = arith::AndIOp::create(b, cmp(P::ult, j, mask.jEnd),
                                         visible(mask, i, j));
       Value ds = probabilityAndGrad(sums[0], vis, rowLse[t], rowDelta[t],
@@ -596,20 +621,12 @@ void GradKernelBuilder::buildKeyValue() {
       Value jr = add(rowBase, idx(t));
       Value j = add(j0, jr);
       Value wRow = add(sub(idx(kLaneTile - 1), lane), jr);
-      SmallVector<Value> sums = sumOverHead(
-          {f32(0.0), f32(0.0)}, [&](ImplicitLocOpBuilder &ib, Value d) {
-            auto ld = [&](Value tile, Value row) -> Value {
-              return memref::LoadOp::create(ib, tile, ValueRange{row, d});
-            };
-            return SmallVector<Value>{
-                arith::AddFOp::create(
-                    ib,
-                    arith::MulFOp::create(ib, ld(quTile, lane), ld(kTile, jr)),
-                    arith::MulFOp::create(ib, ld(qvTile, lane),
-                                          ld(rTile, wRow))),
-                arith::MulFOp::create(ib, ld(doTile, lane), ld(vTile, jr))};
+      SmallVector<Value> sums = scoreAndDp(
+          {quTile, lane}, {kTile, jr}, {qvTile, lane}, {rTile, wRow},
+          {doTile, lane}, [&](ImplicitLocOpBuilder &ib, Value d) -> Value {
+            return memref::LoadOp::create(ib, vTile, ValueRange{jr, d});
           });
-      Value score = arith::MulFOp::create(b, sums[0], scale);
+      Value score = sums[0];
       Value vis = arith::AndIOp::create(
           b, arith::AndIOp::create(b, iOk, cmp(P::ult, j, klen)),
           visible(mask, i, j));
@@ -693,23 +710,10 @@ void GradKernelBuilder::buildPosKey() {
         Value jOk = arith::AndIOp::create(b, cmp(P::sge, j, idx(0)),
                                           cmp(P::slt, j, klen));
         Value jSafe = select(jOk, j, idx(0));
-        SmallVector<Value> sums = sumOverHead(
-            {f32(0.0), f32(0.0)}, [&](ImplicitLocOpBuilder &ib, Value d) {
-              auto ld = [&](Value tile, Value row) -> Value {
-                return memref::LoadOp::create(ib, tile, ValueRange{row, d});
-              };
-              return SmallVector<Value>{
-                  arith::AddFOp::create(
-                      ib,
-                      arith::MulFOp::create(ib, ld(quTile, lane), ld(kWin, w)),
-                      arith::MulFOp::create(ib, ld(qvTile, lane),
-                                            ld(rTile, mr))),
-                  arith::MulFOp::create(
-                      ib, ld(doTile, lane),
-                      memref::LoadOp::create(
-                          ib, v, ValueRange{jSafe, batchIdx, head, d}))};
-            });
-        Value score = arith::MulFOp::create(b, sums[0], scale);
+        SmallVector<Value> sums =
+            scoreAndDp({quTile, lane}, {kWin, w}, {qvTile, lane}, {rTile, mr},
+                       {doTile, lane}, globalRow(v, jSafe));
+        Value score = sums[0];
         Value vis = arith::AndIOp::create(
             b,
             arith::AndIOp::create(b, arith::AndIOp::create(b, iOk, jOk),
