@@ -156,6 +156,8 @@ void mlir::txl::buildGpuHostToLLVMPipeline(OpPassManager &pm) {
   // gpu.launch_func on LLVM values; gpu.binary and the launches become
   // mgpu* calls when translated to LLVM IR.
   pm.addPass(createGpuToLLVMConversionPass());
+  // Launches in host loops: one stack scope each.
+  pm.addPass(createScopeLaunchStackPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createEmitPackedEntryPass());
   pm.addPass(createCanonicalizerPass());

@@ -359,6 +359,23 @@ def PrepareGpuHostPass : Pass<"txl-prepare-gpu-host", "::mlir::ModuleOp"> {
                            "::mlir::memref::MemRefDialect"];
 }
 
+def ScopeLaunchStackPass : Pass<"txl-scope-launch-stack", "::mlir::ModuleOp"> {
+  let summary = "Give each gpu.launch_func outside an entry block its own stack scope";
+  let description = [{
+    The LLVM translation of a `gpu.launch_func` builds the kernel's argument
+    array with `alloca`s at the launch. Outside a function's entry block
+    LLVM keeps them dynamic, so a launch inside a host loop (the per-block
+    loops that stay on the host around library calls or one-work-item
+    kernels) grows the stack by the array on every iteration, and a long
+    enough loop overflows it. On host code in the LLVM dialect (after
+    gpu-to-llvm), this pass brackets every such launch with
+    `llvm.intr.stacksave` before and `llvm.intr.stackrestore` after, which
+    frees the array once the launch has copied it. Launches in an entry
+    block, whose allocas LLVM gives a fixed frame slot, are left unchanged.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def ParallelLoopsToGpuPass : Pass<"txl-parallel-loops-to-gpu", "::mlir::ModuleOp"> {
   let summary = "Run each outermost scf.parallel of host code as one GPU kernel";
   let description = [{
