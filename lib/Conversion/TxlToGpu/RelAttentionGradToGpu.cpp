@@ -23,6 +23,9 @@
 // writes ([batch · n_head, qlen] floats each) for `_kv` and `_r`; a second
 // pass accumulates d(q + u) and d(q + v). u's and v's gradients are the
 // sums of those over positions and batch (txl.sum_leading), q's their sum.
+// With dropatt, each pair's multiplier M_ij (0 or 1 / (1 - rate), from the
+// Philox counter the CPU lowering gives the same probability) scales P_ij
+// in O and dv and dP_ij in dS; the softmax statistics stay undropped.
 //
 // Layout, as in the forward kernel: workgroups of 4 subgroups of 32
 // work-items; the workgroup owns `rowTile` rows (queries, keys or r rows),
@@ -129,8 +132,8 @@ std::optional<GradShape> chooseShape(GradKind kind, int64_t dHead,
 /// [n_head, d_head], lse, delta [batch · n_head, qlen], then the outputs
 /// (`_q`: d(q + u), d(q + v) [qlen, batch, n_head, d_head]; `_kv`: dk, dv
 /// [klen, batch, n_head, d_head]; `_r`: dr [klen, n_head, d_head]), mem_len
-/// (index), same_length (i32), scale (f32). `_q` writes lse and delta; the
-/// others read them.
+/// (index), same_length (i32), scale (f32), and in the dropatt forms the
+/// five Dropatt arguments. `_q` writes lse and delta; the others read them.
 class GradKernelBuilder : public KernelBodyBuilder {
 public:
   GradKernelBuilder(gpu::GPUFuncOp func, const GradShape &shape,
