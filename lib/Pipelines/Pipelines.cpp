@@ -122,6 +122,8 @@ void mlir::txl::buildGpuLinalgToKernelsPipeline(OpPassManager &pm,
   blas.bf16 = bf16Products;
   pm.addPass(createConvertLinalgToBlasPass(blas));
   pm.addPass(createPrepareGpuHostPass());
+  // Reductions inside the kernels, not host loops of launches.
+  pm.nest<func::FuncOp>().addPass(createParallelDimsOuterPass());
   pm.nest<func::FuncOp>().addPass(createConvertLinalgToParallelLoopsPass());
   // The training functions' scf.forall (one work-item per part).
   pm.nest<func::FuncOp>().addPass(createForallToParallelLoopPass());

@@ -359,6 +359,25 @@ def PrepareGpuHostPass : Pass<"txl-prepare-gpu-host", "::mlir::ModuleOp"> {
                            "::mlir::memref::MemRefDialect"];
 }
 
+def ParallelDimsOuterPass : Pass<"txl-parallel-dims-outer", "::mlir::func::FuncOp"> {
+  let summary = "Put a linalg.generic's parallel loops outside its reductions";
+  let description = [{
+    The GPU targets' generic kernels come from the outermost `scf.parallel`
+    of each loop nest (convert-linalg-to-parallel-loops, then
+    txl-parallel-loops-to-gpu); the loops outside it stay on the host. A
+    generic whose reduction loops come first (txl.sum_leading: the bias,
+    u and v gradients over [positions, batch, ...]) would thus run as a
+    host loop over the reduced elements launching one kernel each: 1024
+    launches per sum for ptb_small. This pass interchanges every
+    `linalg.generic` so that its parallel loops come first, in their
+    order, then its reductions, in theirs: one kernel with a work-item
+    per result element, which sums its terms in the same order as before
+    (the results are bit-equal to the CPU target's).
+  }];
+  let dependentDialects = ["::mlir::affine::AffineDialect",
+                           "::mlir::linalg::LinalgDialect"];
+}
+
 def ScopeLaunchStackPass : Pass<"txl-scope-launch-stack", "::mlir::ModuleOp"> {
   let summary = "Give each gpu.launch_func outside an entry block its own stack scope";
   let description = [{
