@@ -111,6 +111,7 @@ void mlir::txl::buildTxlToGpuPipeline(
   // Module: it adds the gpu.module of kernels.
   pm.addPass(createConvertRelAttentionToGpuPass(attention));
   pm.addPass(createConvertLayerNormToGpuPass());
+  pm.addPass(createConvertEmbeddingGradToGpuPass());
 }
 
 void mlir::txl::buildGpuLinalgToKernelsPipeline(OpPassManager &pm,

@@ -189,6 +189,56 @@ def ConvertLayerNormToGpuPass : Pass<"txl-layer-norm-to-gpu", "::mlir::ModuleOp"
                            "::mlir::tensor::TensorDialect"];
 }
 
+def ConvertEmbeddingGradToGpuPass : Pass<"txl-embedding-grad-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "Turn txl.embedding_grad into a deterministic sort and segmented sum on the GPU";
+  let description = [{
+    Rewrites every f32 `txl.embedding_grad` (the scatter-add of d_result's
+    rows onto the rows of their tokens) into two launches of kernels in
+    `gpu.module @txl_kernels` on the N = qlen · batch positions, numbered
+    row-major (the CPU lowering's order):
+    `embedding_grad_sort(tokens, order, sorted)` gives each position its
+    rank by (token, position), a stable counting sort over tiles of 256
+    tokens in workgroup memory (O(N²) comparisons), and writes the sorted
+    positions and tokens ([N] i64 each); `embedding_grad_rows(d_result,
+    order, sorted, table)` gives each sorted index a subgroup, and the
+    subgroup that starts a run of equal tokens adds the run's rows of
+    d_result, in position order, onto its token's row of the table (a copy
+    of `init`, or zeros), lane l taking columns l, l + 32, .... Each
+    element is summed by one work-item in the CPU lowering's order, without
+    atomics: bit-equal to the CPU target and from run to run. Without this
+    pass the generic lowering runs the scatter as one work-item. Tokens
+    outside [0, n_token) are skipped. Other element types are left to the
+    generic lowering. `test-reverse-ties` (negative controls only) orders
+    equal tokens by descending position: still a permutation, but each
+    row then sums in reverse order.
+
+    Before:
+    ```mlir
+    %dw = txl.embedding_grad %de, %tokens into %dout
+        : tensor<?x?x128xf32>, tensor<?x?xi64> -> tensor<10000x128xf32>
+    ```
+    After:
+    ```mlir
+    %table = memref.alloc() : memref<10000x128xf32>
+    memref.copy %dout_buffer, %table
+    gpu.launch_func @txl_kernels::@embedding_grad_sort ... args(%ids, %order, %sorted)
+    gpu.launch_func @txl_kernels::@embedding_grad_rows ... args(%de_rows, %order, %sorted, %table)
+    %dw = bufferization.to_tensor %table
+    ```
+  }];
+  let options = [
+    Option<"testReverseTies", "test-reverse-ties", "bool", "false",
+           "Negative controls: order equal tokens by descending position">
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::bufferization::BufferizationDialect",
+                           "::mlir::gpu::GPUDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def ConvertRelAttentionToGpuPass : Pass<"txl-rel-attention-to-gpu", "::mlir::ModuleOp"> {
   let summary = "Turn txl.rel_attention and its backward into flash-style GPU kernel launches";
   let description = [{

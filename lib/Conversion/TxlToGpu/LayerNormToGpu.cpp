@@ -166,14 +166,6 @@ struct LayerNormToLaunch : public OpRewritePattern<LayerNormOp> {
     groups[1].push_back(type.getRank() - 1);
     Value x2 = tensor::CollapseShapeOp::create(b, op.getInput(), groups);
     auto x2Type = cast<RankedTensorType>(x2.getType());
-    auto toBuffer = [&](Value tensor, MemRefType view) -> Value {
-      auto t = cast<RankedTensorType>(tensor.getType());
-      Value buffer = bufferization::ToBufferOp::create(
-          b,
-          MemRefType::get(t.getShape(), t.getElementType(), view.getLayout()),
-          tensor, /*read_only=*/b.getUnitAttr());
-      return memref::CastOp::create(b, view, buffer);
-    };
     SmallVector<Value> dynamicRows;
     if (x2Type.isDynamicDim(0))
       dynamicRows.push_back(tensor::DimOp::create(b, x2, 0));
@@ -187,11 +179,11 @@ struct LayerNormToLaunch : public OpRewritePattern<LayerNormOp> {
     Value threads =
         arith::ConstantIndexOp::create(b, kRowsPerWorkgroup * kSubgroupSize);
     Value eps = arith::ConstantOp::create(b, op.getEpsilonAttr());
-    SmallVector<Value> args = {toBuffer(x2, rowsType(ctx, d)),
-                               toBuffer(op.getWeight(), vectorType(ctx, d)),
-                               toBuffer(op.getBias(), vectorType(ctx, d)),
-                               memref::CastOp::create(b, rowsType(ctx, d), out),
-                               eps};
+    SmallVector<Value> args = {
+        toKernelBuffer(b, x2, rowsType(ctx, d)),
+        toKernelBuffer(b, op.getWeight(), vectorType(ctx, d)),
+        toKernelBuffer(b, op.getBias(), vectorType(ctx, d)),
+        memref::CastOp::create(b, rowsType(ctx, d), out), eps};
     gpu::LaunchFuncOp::create(b, kernel, gpu::KernelDim3{grid, c1, c1},
                               gpu::KernelDim3{threads, c1, c1},
                               /*dynamicSharedMemorySize=*/Value(), args);

@@ -34,8 +34,7 @@ struct ParallelDimsOuterPass
     for (linalg::GenericOp op : generics) {
       SmallVector<unsigned> parallel, reduction;
       for (auto [i, type] : llvm::enumerate(op.getIteratorTypesArray()))
-        (linalg::isParallelIterator(type) ? parallel : reduction)
-            .push_back(i);
+        (linalg::isParallelIterator(type) ? parallel : reduction).push_back(i);
       SmallVector<unsigned> order = parallel;
       llvm::append_range(order, reduction);
       if (llvm::equal(order, llvm::seq<unsigned>(0, order.size())))

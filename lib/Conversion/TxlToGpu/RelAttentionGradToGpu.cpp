@@ -835,14 +835,8 @@ struct RelAttentionGradToLaunch : public OpRewritePattern<RelAttentionGradOp> {
     // Operand `tensor` as argument n of `func` takes it.
     auto toBuffer = [&](gpu::GPUFuncOp func, Value tensor,
                         unsigned n) -> Value {
-      auto type = cast<RankedTensorType>(tensor.getType());
-      auto memType = cast<MemRefType>(func.getArgumentTypes()[n]);
-      auto buffer = bufferization::ToBufferOp::create(
-          b,
-          MemRefType::get(type.getShape(), type.getElementType(),
-                          memType.getLayout()),
-          tensor, /*read_only=*/b.getUnitAttr());
-      return memref::CastOp::create(b, memType, buffer);
+      return toKernelBuffer(b, tensor,
+                            cast<MemRefType>(func.getArgumentTypes()[n]));
     };
     // A new buffer of `type`'s shape with leading sizes `sizes`.
     auto alloc = [&](RankedTensorType type, ArrayRef<Value> sizes) {

@@ -411,14 +411,8 @@ struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
     // Operand n as the kernel's argument n takes it; static dimensions stay
     // static in the view.
     auto toBuffer = [&](Value tensor, unsigned n) -> Value {
-      auto type = cast<RankedTensorType>(tensor.getType());
-      auto memType = cast<MemRefType>(kernel.func.getArgumentTypes()[n]);
-      auto buffer = bufferization::ToBufferOp::create(
-          b,
-          MemRefType::get(type.getShape(), type.getElementType(),
-                          memType.getLayout()),
-          tensor, /*read_only=*/b.getUnitAttr());
-      return memref::CastOp::create(b, memType, buffer);
+      return toKernelBuffer(
+          b, tensor, cast<MemRefType>(kernel.func.getArgumentTypes()[n]));
     };
     Value q = op.getQuery();
     SmallVector<Value> dynamicDims;

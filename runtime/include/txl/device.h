@@ -82,7 +82,10 @@ void txl_device_read(void *host, const void *buffer, size_t offset,
  * All 0 when no device is open. Any pointer may be NULL. */
 void txl_device_memory(size_t *total, size_t *free, size_t *in_use,
                        size_t *peak);
-/* Frees every module and closes the device. */
+/* Frees every module and closes the device. With TXL_PROFILE=1 in the
+ * environment (each launch and matrix product then waits for the queue
+ * before and after it), first prints to stderr the wall time, launches
+ * and time per launch of each kernel, longest total first. */
 void txl_device_close(void);
 
 /* One strided-batched f32 matrix product, row-major (as

@@ -5,6 +5,10 @@
 // handle from a host pointer). The mgpu* functions return no status: a
 // failure prints one line and exits with status 2 (txl/device.h).
 //
+// With TXL_PROFILE=1 in the environment, every kernel launch and matrix
+// product waits for the queue before and after it and adds the wall time
+// to its kernel's total; txl_device_close prints the totals to stderr.
+//
 //===----------------------------------------------------------------------===//
 
 #include "txl/device.h"
@@ -13,6 +17,7 @@
 #include "txl/rt/Status.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -41,7 +46,23 @@ struct State {
   std::unordered_map<const void *, size_t> buffers;
   /// Sum of `buffers`' sizes, and its high-water mark since the open.
   size_t inUse = 0, peak = 0;
+  /// TXL_PROFILE: the kernels' names, and launches and seconds per name.
+  std::unordered_map<const Kernel *, std::string> kernelNames;
+  struct Timing {
+    size_t launches = 0;
+    double seconds = 0;
+  };
+  std::unordered_map<std::string, Timing> timings;
 };
+
+/// TXL_PROFILE is set to something other than "0".
+bool profiling() {
+  static const bool enabled = [] {
+    const char *value = std::getenv("TXL_PROFILE");
+    return value && *value && std::string(value) != "0";
+  }();
+  return enabled;
+}
 
 /// Never destroyed: device libraries tear themselves down at exit in an
 /// order of their own, so nothing is released then (txl_device_close
@@ -63,10 +84,14 @@ template <typename Body> auto orExit(const char *what, Body &&body) {
   }
 }
 
+void printProfileLocked(State &s);
+
 /// Frees every module and buffer and closes the device; `s.mutex` held.
 void closeLocked(State &s) {
   if (s.device)
     orExit("txl_device_close", [&] { s.device->synchronize(); });
+  printProfileLocked(s);
+  s.kernelNames.clear();
   for (auto &module : s.modules)
     module->loaded.reset();
   for (auto &[buffer, size] : s.buffers)
@@ -82,6 +107,47 @@ Device &device() {
   if (!s.device)
     fail(TXL_UNAVAILABLE, "no device is open (txl_device_open was not called)");
   return *s.device;
+}
+
+/// Runs `enqueue` (which enqueues work on the device); when profiling,
+/// waits for the queue before and after it and adds the time to `name`.
+template <typename Enqueue>
+void timed(const std::string &name, Enqueue &&enqueue) {
+  if (!profiling())
+    return enqueue();
+  device().synchronize();
+  auto start = std::chrono::steady_clock::now();
+  enqueue();
+  device().synchronize();
+  std::chrono::duration<double> elapsed =
+      std::chrono::steady_clock::now() - start;
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  State::Timing &t = s.timings[name];
+  ++t.launches;
+  t.seconds += elapsed.count();
+}
+
+/// Prints TXL_PROFILE's table, longest total first; `s.mutex` held.
+void printProfileLocked(State &s) {
+  if (s.timings.empty())
+    return;
+  std::vector<std::pair<std::string, State::Timing>> rows(s.timings.begin(),
+                                                          s.timings.end());
+  std::sort(rows.begin(), rows.end(), [](const auto &a, const auto &b) {
+    return a.second.seconds > b.second.seconds;
+  });
+  double total = 0;
+  for (const auto &row : rows)
+    total += row.second.seconds;
+  std::fprintf(stderr, "TXL_PROFILE: %.3f s on the device\n", total);
+  std::fprintf(stderr, "%10s %6s %10s %12s  %s\n", "seconds", "%", "launches",
+               "ms/launch", "kernel");
+  for (const auto &[name, t] : rows)
+    std::fprintf(stderr, "%10.3f %6.1f %10zu %12.4f  %s\n", t.seconds,
+                 total > 0 ? 100 * t.seconds / total : 0.0, t.launches,
+                 1e3 * t.seconds / double(t.launches), name.c_str());
+  s.timings.clear();
 }
 
 bool isBuffer(const void *p) {
@@ -166,10 +232,10 @@ namespace {
 
 void deviceGemm(const char *name, bool bf16Inputs, int32_t transA,
                 int32_t transB, int64_t m, int64_t n, int64_t k, float alpha,
-                void *a, int64_t aOffset, int64_t lda, int64_t aStride,
-                void *b, int64_t bOffset, int64_t ldb, int64_t bStride,
-                float beta, void *c, int64_t cOffset, int64_t ldc,
-                int64_t cStride, int64_t batch) {
+                void *a, int64_t aOffset, int64_t lda, int64_t aStride, void *b,
+                int64_t bOffset, int64_t ldb, int64_t bStride, float beta,
+                void *c, int64_t cOffset, int64_t ldc, int64_t cStride,
+                int64_t batch) {
   GemmDesc desc;
   desc.bf16Inputs = bf16Inputs;
   desc.transA = transA != 0;
@@ -183,7 +249,10 @@ void deviceGemm(const char *name, bool bf16Inputs, int32_t transA,
   desc.b = {b, bOffset, ldb, bStride};
   desc.c = {c, cOffset, ldc, cStride};
   desc.batch = batch;
-  orExit(name, [&] { enqueueGemm(device(), desc); });
+  orExit(name, [&] {
+    timed(bf16Inputs ? "gemm (bf16 inputs)" : "gemm",
+          [&] { enqueueGemm(device(), desc); });
+  });
 }
 
 } // namespace
@@ -199,13 +268,12 @@ void txl_device_sgemm(int32_t transA, int32_t transB, int64_t m, int64_t n,
              ldc, cStride, batch);
 }
 
-void txl_device_sgemm_bf16(int32_t transA, int32_t transB, int64_t m,
-                           int64_t n, int64_t k, float alpha, void *a,
-                           int64_t aOffset, int64_t lda, int64_t aStride,
-                           void *b, int64_t bOffset, int64_t ldb,
-                           int64_t bStride, float beta, void *c,
-                           int64_t cOffset, int64_t ldc, int64_t cStride,
-                           int64_t batch) {
+void txl_device_sgemm_bf16(int32_t transA, int32_t transB, int64_t m, int64_t n,
+                           int64_t k, float alpha, void *a, int64_t aOffset,
+                           int64_t lda, int64_t aStride, void *b,
+                           int64_t bOffset, int64_t ldb, int64_t bStride,
+                           float beta, void *c, int64_t cOffset, int64_t ldc,
+                           int64_t cStride, int64_t batch) {
   deviceGemm("txl_device_sgemm_bf16", true, transA, transB, m, n, k, alpha, a,
              aOffset, lda, aStride, b, bOffset, ldb, bStride, beta, c, cOffset,
              ldc, cStride, batch);
@@ -234,7 +302,13 @@ void *mgpuModuleGetFunction(void *module, const char *name) {
     auto *lazy = static_cast<LazyModule *>(module);
     if (!lazy->loaded)
       lazy->loaded = device().loadModule(lazy->image);
-    return static_cast<void *>(&lazy->loaded->kernel(name));
+    Kernel &kernel = lazy->loaded->kernel(name);
+    if (profiling()) {
+      State &s = state();
+      std::lock_guard<std::mutex> lock(s.mutex);
+      s.kernelNames[&kernel] = name;
+    }
+    return static_cast<void *>(&kernel);
   });
 }
 
@@ -245,8 +319,20 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
   orExit("mgpuLaunchKernel", [&] {
     size_t grid[3] = {size_t(gridX), size_t(gridY), size_t(gridZ)};
     size_t block[3] = {size_t(blockX), size_t(blockY), size_t(blockZ)};
-    device().launch(*static_cast<Kernel *>(function), grid, block,
-                    size_t(sharedBytes), params, paramCount);
+    auto &kernel = *static_cast<Kernel *>(function);
+    auto launch = [&] {
+      device().launch(kernel, grid, block, size_t(sharedBytes), params,
+                      paramCount);
+    };
+    if (!profiling())
+      return launch();
+    std::string name;
+    {
+      State &s = state();
+      std::lock_guard<std::mutex> lock(s.mutex);
+      name = s.kernelNames[&kernel];
+    }
+    timed(name, launch);
   });
 }
 

@@ -46,8 +46,12 @@ SHARED_RESERVED = 1024        # the driver's shared memory per workgroup
 # (--precision=bf16): 128 work-items, the P·V accumulators (and, up to
 # d_head 64, the query fragments) in registers: 192 registers, d_head 80
 # and 128 up to the 255 of nvvm.maxnreg; 2 workgroups per SM; 21 KB of AC
-# and X tiles.
+# and X tiles. The embedding gradient's sort (256 work-items, a 2 KiB tile
+# of token ids): 32 registers, 8 workgroups; its rows kernel (a subgroup
+# per sorted position): 48 registers and no shared memory, 5 workgroups.
 BUDGETS = [
+    (r"embedding_grad_sort", 256, 32, 2048, 8),
+    (r"embedding_grad_rows", 256, 48, 0, 5),
     (r"rel_attention_grad_(q|kv|r)(_dropatt)?_d\d+", 128, 128, 48 * 1024, 3),
     (r"rel_attention_bf16_d(80|128)", 128, 255, 21 * 1024, 2),
     (r"rel_attention_bf16_d\d+", 128, 192, 21 * 1024, 2),
