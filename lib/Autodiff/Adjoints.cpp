@@ -264,7 +264,10 @@ struct RelAttentionAdjoint : Adjoint<RelAttentionAdjoint, RelAttentionOp> {
         b, op.getLoc(), g[0], op.getQuery(), op.getKey(), op.getValue(),
         op.getPosKey(), op.getRWBias(), op.getRRBias(), op.getMemLen(),
         op.getSameLength(), op.getDropattSeed(), op.getDropattOffset(),
-        op.getDropattTraining(), op.getDropattStreamBase(), op.getScaleAttr(),
+        op.getDropattTraining(), op.getDropattStreamBase(),
+        // The forward's statistics, when it saves them
+        // (txl-save-attention-stats).
+        op.getLse(), op.getLse() ? op.getResult() : Value(), op.getScaleAttr(),
         op.getDropattAttr(), op.getDropattStreamAttr());
     // mem_len, same_length and the dropatt operands get none.
     SmallVector<Value> grads(op->getNumOperands());

@@ -387,8 +387,11 @@ void Differentiator::saveActivationsOf(func::FuncOp callee, CalleeGrad &result,
     v.replaceAllUsesWith(arg);
   }
   SmallVector<Type> inputs(fn.getBody().front().getArgumentTypes());
-  SmallVector<Attribute> argAttrs(fn.getAllArgAttrs().begin(),
-                                  fn.getAllArgAttrs().end());
+  // A function whose arguments all have empty attributes has none.
+  SmallVector<Attribute> argAttrs;
+  if (ArrayAttr attrs = fn.getAllArgAttrs())
+    argAttrs.assign(attrs.begin(), attrs.end());
+  argAttrs.resize(inputs.size() - ordered.size(), b.getDictionaryAttr({}));
   argAttrs.insert(argAttrs.begin() + at, ordered.size(),
                   b.getDictionaryAttr({}));
   fn.setFunctionType(b.getFunctionType(inputs, fn.getResultTypes()));

@@ -376,9 +376,14 @@ int mlir::txl::runDriver(const DriverOptions &options) {
     llvm::errs() << "txlc: error: --emit=txl-grad needs --backward\n";
     return 1;
   }
+  // The f32 GPU attention kernels save each row's log-sum-exp for the
+  // backward (the bf16 kernel evaluates only; the CPU keeps P whole).
+  bool saveAttentionStats = options.target != Target::Cpu && !options.bf16;
   if (backward &&
       failed(runStage(module, root, "generating the backward segment",
-                      buildTxlBackwardPipeline)))
+                      [&](OpPassManager &pm) {
+                        buildTxlBackwardPipeline(pm, saveAttentionStats);
+                      })))
     return 1;
   if (options.emit == EmitAction::TxlGrad)
     return failed(writeText(options, print));

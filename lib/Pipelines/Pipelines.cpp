@@ -54,7 +54,10 @@ void mlir::txl::buildTxlOptPipeline(OpPassManager &pm,
   fn.addPass(createCSEPass());
 }
 
-void mlir::txl::buildTxlBackwardPipeline(OpPassManager &pm) {
+void mlir::txl::buildTxlBackwardPipeline(OpPassManager &pm,
+                                         bool saveAttentionStats) {
+  if (saveAttentionStats)
+    pm.nest<func::FuncOp>().addPass(createSaveAttentionStatsPass());
   // Module: it adds @segment_grad and the per-layer _fwd/_grad functions.
   pm.addPass(createGenerateBackwardPass());
   OpPassManager &fn = pm.nest<func::FuncOp>();

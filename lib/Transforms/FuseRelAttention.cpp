@@ -144,10 +144,10 @@ struct FuseRelAttentionPattern : public OpRewritePattern<AttnApplyOp> {
       stream = dropatt.getStreamAttr();
     }
     rewriter.replaceOpWithNewOp<RelAttentionOp>(
-        apply, apply.getType(), content->query, content->key, apply.getValue(),
-        positional->key, content->bias, positional->bias, softmax.getMemLen(),
-        softmax.getSameLength(), seed, offset, training, streamBase,
-        softmax.getScaleAttr(), rate, stream);
+        apply, apply.getType(), /*lse=*/Type(), content->query, content->key,
+        apply.getValue(), positional->key, content->bias, positional->bias,
+        softmax.getMemLen(), softmax.getSameLength(), seed, offset, training,
+        streamBase, softmax.getScaleAttr(), rate, stream);
     return success();
   }
 };

@@ -427,6 +427,40 @@ func.func @rel_attention_pos_key_one_product(%q: tensor<?x?x2x16xf32>, %k: tenso
 
 // -----
 
+// With its lse result, the softmax's row max and row sum also give each
+// row's max + log(sum) over the masked scores ([n_head, batch, qlen]),
+// transposed to [batch, n_head, qlen]. The backward with a saved group
+// lowers as without one: P is recomputed whole, the saved values unread.
+// CHECK-LABEL: func.func @rel_attention_lse
+// CHECK: %[[LOGSUM:.+]] = linalg.generic {{.+}} iterator_types = ["parallel", "parallel", "parallel"]} ins({{.+}}) outs(%{{.+}} : tensor<2x3x?xf32>)
+// CHECK: math.log
+// CHECK: arith.addf
+// CHECK: %[[LSE:.+]] = linalg.transpose ins(%[[LOGSUM]] : tensor<2x3x?xf32>) outs(%{{.+}} : tensor<3x2x?xf32>) permutation = [1, 0, 2]
+// CHECK: return %{{.+}}, %[[LSE]]
+// CHECK-LABEL: func.func @rel_attention_grad_saved
+// CHECK-SAME: %[[SLSE:[^:]+]]: tensor<3x2x?xf32>, %[[SO:[^:]+]]: tensor<?x3x2x16xf32>)
+// CHECK-NOT: %[[SLSE]]
+// CHECK-NOT: %[[SO]]
+// CHECK: return
+func.func @rel_attention_lse(%q: tensor<?x3x2x16xf32>, %k: tensor<?x3x2x16xf32>, %v: tensor<?x3x2x16xf32>,
+                             %r: tensor<?x2x16xf32>, %u: tensor<2x16xf32>, %vb: tensor<2x16xf32>,
+                             %mem_len: index, %same_length: i1) -> (tensor<?x3x2x16xf32>, tensor<3x2x?xf32>) {
+  %o, %lse = txl.rel_attention %q, %k, %v, %r, %u, %vb, %mem_len, %same_length {scale = 0.25 : f32}
+      : tensor<?x3x2x16xf32>, tensor<?x3x2x16xf32>, tensor<?x3x2x16xf32>, tensor<?x2x16xf32>,
+        tensor<2x16xf32>, tensor<2x16xf32> -> tensor<?x3x2x16xf32>, tensor<3x2x?xf32>
+  return %o, %lse : tensor<?x3x2x16xf32>, tensor<3x2x?xf32>
+}
+func.func @rel_attention_grad_saved(%q: tensor<?x3x2x16xf32>, %r: tensor<?x2x16xf32>, %u: tensor<2x16xf32>,
+                                    %m: index, %s: i1, %lse: tensor<3x2x?xf32>, %o: tensor<?x3x2x16xf32>)
+    -> tensor<?x2x16xf32> {
+  %g:6 = txl.rel_attention_grad %q, %q, %q, %q, %r, %u, %u, %m, %s saved(%lse, %o : tensor<3x2x?xf32>, tensor<?x3x2x16xf32>)
+      {scale = 0.25 : f32}
+      : tensor<?x3x2x16xf32>, tensor<?x3x2x16xf32>, tensor<?x3x2x16xf32>, tensor<?x2x16xf32>, tensor<2x16xf32>, tensor<2x16xf32>
+  return %g#3 : tensor<?x2x16xf32>
+}
+
+// -----
+
 // The positional product reads r row qlen - 1 - i + j for every key j, so
 // pos_key must have klen rows. With klen dynamic, the verifier cannot see a
 // mismatch: the lowering checks it at run time, before any product, and the

@@ -5,7 +5,7 @@
 // txl.rel_attention_grad (f32, no dropatt): three launches on one set of
 // read-only operand views, in the order _q (query tiles of 16 x every
 // batch, head column; it writes the row statistics lse and delta,
-// [batch * n_head, qlen]), _kv (key tiles of 16 x columns) and _r (tiles of
+// [batch, n_head, qlen]), _kv (key tiles of 16 x columns) and _r (tiles of
 // 16 r rows x heads, the batch walked inside), 128 work-items each; then
 // dq = d(q + u) + d(q + v) and du, dv_bias their sums over positions and
 // batch.
@@ -20,8 +20,8 @@
 // CHECK: %[[BATCH:.+]] = tensor.dim %arg1, %[[C1]]
 // CHECK: %[[KLEN:.+]] = tensor.dim %arg2, %c0
 // CHECK: %[[COLUMNS:.+]] = arith.muli %[[BATCH]], %[[C4]]
-// CHECK: %[[LSE:.+]] = memref.alloc(%[[COLUMNS]], %[[QLEN]]) : memref<?x?xf32>
-// CHECK: %[[DELTA:.+]] = memref.alloc(%[[COLUMNS]], %[[QLEN]]) : memref<?x?xf32>
+// CHECK: %[[LSE:.+]] = memref.alloc(%[[BATCH]], %[[C4]], %[[QLEN]]) : memref<?x?x?xf32>
+// CHECK: %[[DELTA:.+]] = memref.alloc(%[[BATCH]], %[[C4]], %[[QLEN]]) : memref<?x?x?xf32>
 // CHECK: %[[DQU:.+]] = memref.alloc(%[[QLEN]], %[[BATCH]]) : memref<?x?x4x32xf32>
 // CHECK: %[[DQV:.+]] = memref.alloc(%[[QLEN]], %[[BATCH]]) : memref<?x?x4x32xf32>
 // CHECK: %[[DK:.+]] = memref.alloc(%[[KLEN]], %[[BATCH]]) : memref<?x?x4x32xf32>
@@ -31,13 +31,13 @@
 // CHECK-NOT: bufferization.to_buffer
 // CHECK: %[[QTILES:.+]] = arith.ceildivui %[[QLEN]], %[[C16]]
 // CHECK: gpu.launch_func @txl_kernels::@rel_attention_grad_q_d32 blocks in (%[[QTILES]], %[[COLUMNS]], %[[C1]]) threads in (%[[C128]], %[[C1]], %[[C1]])
-// CHECK-SAME: %[[LSE]] : memref<?x?xf32>, %[[DELTA]] : memref<?x?xf32>
+// CHECK-SAME: %[[LSE]] : memref<?x?x?xf32>, %[[DELTA]] : memref<?x?x?xf32>
 // CHECK: %[[KTILES:.+]] = arith.ceildivui %[[KLEN]], %[[C16]]
 // CHECK: gpu.launch_func @txl_kernels::@rel_attention_grad_kv_d32 blocks in (%[[KTILES]], %[[COLUMNS]], %[[C1]]) threads in (%[[C128]], %[[C1]], %[[C1]])
-// CHECK-SAME: %[[LSE]] : memref<?x?xf32>, %[[DELTA]] : memref<?x?xf32>
+// CHECK-SAME: %[[LSE]] : memref<?x?x?xf32>, %[[DELTA]] : memref<?x?x?xf32>
 // CHECK: %[[RTILES:.+]] = arith.ceildivui %[[KLEN]], %[[C16]]
 // CHECK: gpu.launch_func @txl_kernels::@rel_attention_grad_r_d32 blocks in (%[[RTILES]], %[[C4]], %[[C1]]) threads in (%[[C128]], %[[C1]], %[[C1]])
-// CHECK-SAME: %[[LSE]] : memref<?x?xf32>, %[[DELTA]] : memref<?x?xf32>
+// CHECK-SAME: %[[LSE]] : memref<?x?x?xf32>, %[[DELTA]] : memref<?x?x?xf32>
 // CHECK: %[[GQU:.+]] = bufferization.to_tensor %[[DQU]] restrict writable
 // CHECK: %[[GQV:.+]] = bufferization.to_tensor %[[DQV]] restrict writable
 // CHECK: %[[DQ:.+]] = txl.add %[[GQU]], %[[GQV]] : tensor<?x?x4x32xf32>
@@ -58,7 +58,7 @@
 
 // KERNEL: gpu.module @txl_kernels
 // KERNEL: gpu.func @rel_attention_grad_q_d32(
-// KERNEL-SAME: %[[LSE:arg7]]: memref<?x?xf32>, %[[DELTA:arg8]]: memref<?x?xf32>
+// KERNEL-SAME: %[[LSE:arg7]]: memref<?x?x?xf32>, %[[DELTA:arg8]]: memref<?x?x?xf32>
 // KERNEL-SAME: %[[DQU:arg9]]: memref<?x?x?x32xf32, strided<[?, ?, ?, ?], offset: ?>>, %[[DQV:arg10]]: memref<?x?x?x32xf32, strided<[?, ?, ?, ?], offset: ?>>
 // KERNEL-SAME: %{{.+}}: index, %{{.+}}: i32, %{{.+}}: f32)
 // KERNEL-SAME: workgroup(%{{.+}} : memref<16x33xf32, 3>, %{{.+}} : memref<16x33xf32, 3>, %{{.+}} : memref<16x33xf32, 3>, %{{.+}} : memref<32x33xf32, 3>, %{{.+}} : memref<47x33xf32, 3>)
@@ -171,6 +171,67 @@ func.func @dropatt(%do: tensor<?x?x2x32xf32>, %q: tensor<?x?x2x32xf32>, %r: tens
       : tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>, tensor<?x2x32xf32>,
         tensor<2x32xf32>, tensor<2x32xf32>
   return %g#0 : tensor<?x?x2x32xf32>
+}
+
+// -----
+
+// The forward's saved statistics (txl-save-attention-stats): the forward
+// launches rel_attention_lse_d32, which also writes each row's log-sum-exp
+// into a [batch, n_head, qlen] buffer; the backward's first launch is
+// _q_saved, which reads that buffer and the forward's output instead of
+// recomputing them (one pass over the key tiles, not two: one barrier
+// before it reads the dO tile for D, then two per key tile); _kv and _r
+// read the same lse buffer.
+
+// CHECK-LABEL: func.func @saved
+// CHECK: %[[FLSE:.+]] = memref.alloc(%{{.+}}, %{{.+}}) : memref<?x2x?xf32>
+// CHECK: %[[FLSEV:.+]] = memref.cast %[[FLSE]] : memref<?x2x?xf32> to memref<?x?x?xf32>
+// CHECK: gpu.launch_func @txl_kernels::@rel_attention_lse_d32
+// CHECK-SAME: %[[FLSEV]] : memref<?x?x?xf32>)
+// CHECK: %[[OUT:.+]] = bufferization.to_tensor %{{.+}} restrict writable : memref<?x?x2x32xf32>
+// CHECK: %[[LSEB:.+]] = memref.cast %[[FLSE]] : memref<?x2x?xf32> to memref<?x?x?xf32>
+// CHECK: %[[DELTA:.+]] = memref.alloc(%{{.+}}, %{{.+}}, %{{.+}}) : memref<?x?x?xf32>
+// CHECK: %[[OUTB:.+]] = bufferization.to_buffer %[[OUT]] read_only
+// CHECK: %[[OUTV:.+]] = memref.cast %[[OUTB]]
+// CHECK: gpu.launch_func @txl_kernels::@rel_attention_grad_q_saved_d32
+// CHECK-SAME: %[[LSEB]] : memref<?x?x?xf32>, %[[DELTA]] : memref<?x?x?xf32>, %[[OUTV]] : memref<?x?x?x32xf32, strided<[?, ?, ?, ?], offset: ?>>
+// CHECK: gpu.launch_func @txl_kernels::@rel_attention_grad_kv_d32
+// CHECK-SAME: %[[LSEB]] : memref<?x?x?xf32>, %[[DELTA]] : memref<?x?x?xf32>
+// CHECK: gpu.launch_func @txl_kernels::@rel_attention_grad_r_d32
+// CHECK-SAME: %[[LSEB]] : memref<?x?x?xf32>, %[[DELTA]] : memref<?x?x?xf32>
+// KERNEL-LABEL: gpu.func @rel_attention_grad_q_saved_d32(
+// KERNEL-SAME: %[[SLSE:arg7]]: memref<?x?x?xf32>, %[[SDELTA:arg8]]: memref<?x?x?xf32>, %[[SOUT:arg9]]: memref<?x?x?x32xf32, strided<[?, ?, ?, ?], offset: ?>>, %[[SDQU:arg10]]: memref<?x?x?x32xf32, strided<[?, ?, ?, ?], offset: ?>>, %[[SDQV:arg11]]: memref<?x?x?x32xf32, strided<[?, ?, ?, ?], offset: ?>>
+// KERNEL-NOT: math.log
+// KERNEL: gpu.barrier
+// KERNEL: memref.load %[[SOUT]]
+// KERNEL: memref.load %[[SLSE]]
+// KERNEL-NOT: memref.store %{{.+}}, %[[SLSE]]
+// KERNEL: memref.store %{{.+}}, %[[SDELTA]]
+// KERNEL: scf.for
+// KERNEL: gpu.barrier
+// KERNEL: gpu.barrier
+// KERNEL-NOT: gpu.barrier
+// KERNEL: memref.store %{{.+}}, %[[SDQU]]
+// KERNEL: memref.store %{{.+}}, %[[SDQV]]
+// KERNEL: gpu.return
+// KERNEL-LABEL: gpu.func @rel_attention_lse_d32(
+// KERNEL-SAME: %[[FWDLSE:arg10]]: memref<?x?x?xf32>)
+// KERNEL: scf.for
+// KERNEL: gpu.barrier
+// KERNEL: gpu.barrier
+// KERNEL: math.log
+// KERNEL: memref.store %{{.+}}, %[[FWDLSE]]
+// KERNEL: gpu.return
+func.func @saved(%do: tensor<?x?x2x32xf32>, %q: tensor<?x?x2x32xf32>, %r: tensor<?x2x32xf32>,
+                 %u: tensor<2x32xf32>, %m: index, %s: i1) -> (tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>) {
+  %o, %lse = txl.rel_attention %q, %q, %q, %r, %u, %u, %m, %s {scale = 0.5 : f32}
+      : tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>, tensor<?x2x32xf32>,
+        tensor<2x32xf32>, tensor<2x32xf32> -> tensor<?x?x2x32xf32>, tensor<?x2x?xf32>
+  %g:6 = txl.rel_attention_grad %do, %q, %q, %q, %r, %u, %u, %m, %s saved(%lse, %o : tensor<?x2x?xf32>, tensor<?x?x2x32xf32>)
+      {scale = 0.5 : f32}
+      : tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>, tensor<?x2x32xf32>,
+        tensor<2x32xf32>, tensor<2x32xf32>
+  return %o, %g#0 : tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>
 }
 
 // -----

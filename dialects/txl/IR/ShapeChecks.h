@@ -77,6 +77,10 @@ LogicalResult verifyScoreShapes(Operation *op, Value query, Value key,
 LogicalResult verifyApplyShapes(Operation *op, Value probs, Value value,
                                 Value out, StringRef outName);
 
+/// Checks a fused attention's saved row statistic: `lse` [batch, n_head,
+/// qlen] of `query`'s ([qlen, batch, n_head, d_head]) element type.
+LogicalResult verifyRowLogSumExp(Operation *op, Value lse, Value query);
+
 } // namespace txl
 } // namespace mlir
 

@@ -197,6 +197,14 @@ LogicalResult RelAttentionGradOp::verify() {
       !compatible(vb[0], q[2]) || !compatible(vb[1], q[3]))
     return emitOpError("pos_key and the biases must be [n_head, d_head] per "
                        "row");
+  if (static_cast<bool>(getLse()) != static_cast<bool>(getOutput()))
+    return emitOpError("lse and output are saved together or not at all");
+  if (Value lse = getLse()) {
+    if (failed(verifyRowLogSumExp(*this, lse, getQuery())))
+      return failure();
+    if (getOutput().getType() != getQuery().getType())
+      return emitOpError("the saved output must have the query type");
+  }
   return verifyDropattGroup(*this, getDropattOperands(), getDropatt(),
                             getDropattStream());
 }

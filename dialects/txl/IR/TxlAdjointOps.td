@@ -320,9 +320,24 @@ def Txl_RelAttentionGradOp : Txl_Op<"rel_attention_grad", [Pure,
     forward op (mask M/(1 - rate) recomputed from the same counters):
     `d_value = (P ⊙ M)ᵀ d_result` and `dP = (d_result · Vᵀ) ⊙ M`.
 
+    The optional `saved(lse, output)` group passes the forward's statistics:
+    `lse` [batch, n_head, qlen], the forward op's second result, and
+    `output`, its first (the query's type). The GPU kernels then read each
+    row's log-sum-exp instead of recomputing it and take
+    `rowsum(P ⊙ dP) = d_result_i · output_i` (flash-attention-2's D); the
+    CPU lowering, which keeps P whole, does not need them and ignores them.
+    The values must be the matching forward's: the adjoint of a
+    `txl.rel_attention` with an lse result passes its two results.
+
     ```mlir
     %dq, %dk, %dv, %dr, %du, %dvb = txl.rel_attention_grad %do, %q, %k, %v, %r,
         %u, %vb, %mem_len, %same_length {scale = 0.25 : f32}
+        : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>,
+          tensor<?x2x16xf32>, tensor<2x16xf32>, tensor<2x16xf32>
+    %dq2, %dk2, %dv2, %dr2, %du2, %dvb2 = txl.rel_attention_grad %do, %q, %k,
+        %v, %r, %u, %vb, %mem_len, %same_length
+        saved(%lse, %o : tensor<?x2x?xf32>, tensor<?x?x2x16xf32>)
+        {scale = 0.25 : f32}
         : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>,
           tensor<?x2x16xf32>, tensor<2x16xf32>, tensor<2x16xf32>
     ```
@@ -334,7 +349,9 @@ def Txl_RelAttentionGradOp : Txl_Op<"rel_attention_grad", [Pure,
                        Optional<I64>:$dropatt_seed,
                        Optional<I64>:$dropatt_offset,
                        Optional<I1>:$dropatt_training,
-                       Optional<I64>:$dropatt_stream_base, F32Attr:$scale,
+                       Optional<I64>:$dropatt_stream_base,
+                       Optional<FloatTensor3D>:$lse,
+                       Optional<FloatTensor4D>:$output, F32Attr:$scale,
                        OptionalAttr<F64Attr>:$dropatt,
                        OptionalAttr<I64Attr>:$dropatt_stream);
   let results = (outs FloatTensor4D:$d_query, FloatTensor4D:$d_key,
@@ -345,6 +362,7 @@ def Txl_RelAttentionGradOp : Txl_Op<"rel_attention_grad", [Pure,
     $r_r_bias `,` $mem_len `,` $same_length
     (`dropatt` `(` $dropatt_seed^ `,` $dropatt_offset `,` $dropatt_training `,`
        $dropatt_stream_base `)`)?
+    (`saved` `(` $lse^ `,` $output `:` type($lse) `,` type($output) `)`)?
     attr-dict `:` type($query) `,`
     type($key) `,` type($value) `,` type($pos_key) `,` type($r_w_bias) `,`
     type($r_r_bias)

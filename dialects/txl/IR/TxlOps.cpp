@@ -13,6 +13,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/PatternMatch.h"
 
 using namespace mlir;
 using namespace mlir::txl;
@@ -218,6 +219,18 @@ LogicalResult MaskedSoftmaxOp::verify() {
   return verifyScale(*this, getScale());
 }
 
+LogicalResult mlir::txl::verifyRowLogSumExp(Operation *op, Value lse,
+                                            Value query) {
+  auto q = cast<RankedTensorType>(query.getType());
+  auto l = cast<RankedTensorType>(lse.getType());
+  ArrayRef<int64_t> qs = q.getShape(), ls = l.getShape();
+  if (l.getElementType() != q.getElementType() || !compatible(ls[0], qs[1]) ||
+      !compatible(ls[1], qs[2]) || !compatible(ls[2], qs[0]))
+    return op->emitOpError("lse must be [batch, n_head, qlen] of the "
+                           "query's element type");
+  return success();
+}
+
 LogicalResult RelAttentionOp::verify() {
   ArrayRef<int64_t> q = shapeOf(getQuery());
   ArrayRef<int64_t> k = shapeOf(getKey());
@@ -237,6 +250,9 @@ LogicalResult RelAttentionOp::verify() {
   }
   if (getResult().getType() != getQuery().getType())
     return emitOpError("result type must be the query type");
+  if (Value lse = getLse();
+      lse && failed(verifyRowLogSumExp(*this, lse, getQuery())))
+    return failure();
   if (failed(verifyScale(*this, getScale())))
     return failure();
   return verifyDropattGroup(*this, getDropattOperands(), getDropatt(),
@@ -245,6 +261,34 @@ LogicalResult RelAttentionOp::verify() {
 
 SmallVector<Value> RelAttentionOp::getDropattOperands() {
   return dropattOperandsOf(*this);
+}
+
+namespace {
+// txl.rel_attention with an lse result nothing reads => the op without it.
+struct DropUnusedLse : public OpRewritePattern<RelAttentionOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(RelAttentionOp op,
+                                PatternRewriter &rewriter) const override {
+    Value lse = op.getLse();
+    if (!lse || !lse.use_empty())
+      return failure();
+    auto replacement = RelAttentionOp::create(
+        rewriter, op.getLoc(), op.getResult().getType(), /*lse=*/Type(),
+        op.getQuery(), op.getKey(), op.getValue(), op.getPosKey(),
+        op.getRWBias(), op.getRRBias(), op.getMemLen(), op.getSameLength(),
+        op.getDropattSeed(), op.getDropattOffset(), op.getDropattTraining(),
+        op.getDropattStreamBase(), op.getScaleAttr(), op.getDropattAttr(),
+        op.getDropattStreamAttr());
+    rewriter.replaceAllUsesWith(op.getResult(), replacement.getResult());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+} // namespace
+
+void RelAttentionOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                                 MLIRContext *context) {
+  results.add<DropUnusedLse>(context);
 }
 
 LogicalResult mlir::txl::verifyOutputLayer(Operation *op, Value input,

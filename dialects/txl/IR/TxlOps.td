@@ -432,6 +432,15 @@ def Txl_RelAttentionOp : Txl_Op<"rel_attention",
     probabilities' [qlen, klen, batch, n_head] layout, so fused and decomposed
     forms draw the same mask.
 
+    The optional second result `lse` [batch, n_head, qlen] (the query's
+    element type) is each query row's log-sum-exp of its scaled, masked
+    scores, `log sum_j exp(scale * (AC + BD)[i, j])` over the visible keys
+    (before dropatt): the softmax statistic the flash-style backward reads
+    instead of recomputing it. `--txl-save-attention-stats` adds it before
+    the backward is generated; the adjoint of an op with it passes it to
+    `txl.rel_attention_grad`, and the canonicalizer drops an lse nothing
+    reads.
+
     ```mlir
     %o = txl.rel_attention %q, %k, %v, %r, %u, %vb, %mem_len, %same_length
         {scale = 0.25 : f32}
@@ -444,6 +453,11 @@ def Txl_RelAttentionOp : Txl_Op<"rel_attention",
         : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>,
           tensor<?x2x16xf32>, tensor<2x16xf32>, tensor<2x16xf32>
           -> tensor<?x?x2x16xf32>
+    %o2, %lse = txl.rel_attention %q, %k, %v, %r, %u, %vb, %mem_len, %same_length
+        {scale = 0.25 : f32}
+        : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>,
+          tensor<?x2x16xf32>, tensor<2x16xf32>, tensor<2x16xf32>
+          -> tensor<?x?x2x16xf32>, tensor<?x2x?xf32>
     ```
   }];
   let arguments = (ins FloatTensor4D:$query, FloatTensor4D:$key,
@@ -456,7 +470,7 @@ def Txl_RelAttentionOp : Txl_Op<"rel_attention",
                        Optional<I64>:$dropatt_stream_base, F32Attr:$scale,
                        OptionalAttr<F64Attr>:$dropatt,
                        OptionalAttr<I64Attr>:$dropatt_stream);
-  let results = (outs FloatTensor4D:$result);
+  let results = (outs FloatTensor4D:$result, Optional<FloatTensor3D>:$lse);
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $pos_key `,` $r_w_bias `,` $r_r_bias `,`
     $mem_len `,` $same_length
@@ -464,9 +478,11 @@ def Txl_RelAttentionOp : Txl_Op<"rel_attention",
        $dropatt_stream_base `)`)?
     attr-dict `:` type($query) `,` type($key) `,`
     type($value) `,` type($pos_key) `,` type($r_w_bias) `,` type($r_r_bias)
-    `->` type($result)
+    `->` type($result) (`,` type($lse)^)?
   }];
   let hasVerifier = 1;
+  // An lse result nothing reads is dropped.
+  let hasCanonicalizer = 1;
   let extraClassDeclaration = [{
     /// The operands of the dropatt group present (seed, offset, training,
     /// stream_base): all four, or none without dropatt.

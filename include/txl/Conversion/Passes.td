@@ -287,13 +287,25 @@ def ConvertRelAttentionToGpuPass : Pass<"txl-rel-attention-to-gpu", "::mlir::Mod
     undropped ones. The bf16 kernel has no dropatt form: there, an op with
     dropatt gets a `cf.assert` that it is not training.
 
+    An op with an `lse` result (txl-save-attention-stats) gets the f32
+    kernel's lse form, `rel_attention_lse_d<d_head>` (or
+    `rel_attention_dropatt_lse_d<d_head>`), with one more argument after
+    the others: a [batch, n_head, qlen] buffer (`memref<?x?x?xf32>`, a new
+    allocation returned as the lse tensor) into which lane 0 of each
+    subgroup stores its rows' m + log l. The bf16 kernel has no lse form:
+    with `precision=bf16`, an op with an lse result is an error.
+
     `txl.rel_attention_grad` (f32) becomes three launches,
     flash-attention-2 style (docs/design.md, *The fused attention backward
     kernels*): `rel_attention_grad_q_d<d_head>` (a workgroup per 16 query
     rows and (batch, head) column: the online softmax over the key tiles
     gives each row's log-sum-exp and D_i = dO_i · O_i, written to two
-    [batch · n_head, qlen] buffers, then a second pass over the keys
-    accumulates d(q + u) and d(q + v)), `rel_attention_grad_kv_d<d_head>`
+    [batch, n_head, qlen] buffers, then a second pass over the keys
+    accumulates d(q + u) and d(q + v); with a `saved(lse, output)` group,
+    `rel_attention_grad_q_saved_d<d_head>` instead reads the saved lse,
+    takes D_i from the saved output and makes the second pass only, with
+    the output after the two row statistics in its arguments),
+    `rel_attention_grad_kv_d<d_head>`
     (per 16 key rows and column, over the query tiles: dk and dv) and
     `rel_attention_grad_r_d<d_head>` (per 16 r rows and head, over the
     batch and the query tiles: dr), with arguments (dO, q, k, v, r, u,

@@ -41,8 +41,11 @@ struct TxlCpuPipelineOptions
 void buildTxlOptPipeline(OpPassManager &pm,
                          const TxlCpuPipelineOptions &options);
 /// txl -> txl: --txl-generate-backward on @segment (adds @segment_grad),
-/// then canonicalization and CSE.
-void buildTxlBackwardPipeline(OpPassManager &pm);
+/// then canonicalization and CSE. With `saveAttentionStats` (the f32 GPU
+/// targets), --txl-save-attention-stats first: the fused attention's
+/// backward reads the forward's row log-sum-exp and output.
+void buildTxlBackwardPipeline(OpPassManager &pm,
+                              bool saveAttentionStats = false);
 /// txl -> linalg/tensor/arith/math: --txl-lower-rel-shift, then
 /// --convert-txl-to-linalg, canonicalize, CSE, --txl-fuse-elementwise.
 void buildTxlToLinalgPipeline(OpPassManager &pm);

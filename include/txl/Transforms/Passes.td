@@ -40,6 +40,37 @@ def FuseRelAttentionPass : Pass<"txl-fuse-rel-attention", "::mlir::func::FuncOp"
   let dependentDialects = ["::mlir::txl::TxlDialect"];
 }
 
+def SaveAttentionStatsPass : Pass<"txl-save-attention-stats",
+                                  "::mlir::func::FuncOp"> {
+  let summary = "Give every txl.rel_attention its lse result, for the "
+                "backward to save";
+  let description = [{
+    Runs before --txl-generate-backward on the GPU targets, whose backward
+    kernels recompute the probabilities tile by tile (flash-attention-2
+    style) and so need each query row's softmax statistic. Every
+    `txl.rel_attention` without one gains its `lse` result ([batch, n_head,
+    qlen] of the query's element type: n·b·qlen floats, not a qlen × klen
+    tensor). The adjoint of an op with an lse result passes it and the
+    op's output to `txl.rel_attention_grad` as its `saved(...)` group, and
+    the backward generation keeps both as activations of the layer's
+    forward (its `_fwd` function returns them, as it returns the other
+    values its adjoints read). The canonicalizer removes the lse results
+    nothing reads (the evaluation segment's).
+
+    Before:
+    ```mlir
+    %o = txl.rel_attention %q, %k, %v, %r, %u, %vb, %mlen, %same {scale = 0.25 : f32}
+        : ... -> tensor<?x?x8x64xf32>
+    ```
+    After:
+    ```mlir
+    %o, %lse = txl.rel_attention %q, %k, %v, %r, %u, %vb, %mlen, %same {scale = 0.25 : f32}
+        : ... -> tensor<?x?x8x64xf32>, tensor<?x8x?xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::txl::TxlDialect"];
+}
+
 def LowerRelShiftPass : Pass<"txl-lower-rel-shift", "::mlir::func::FuncOp"> {
   let summary = "Lower txl.rel_shift and txl.rel_shift_grad to index arithmetic";
   let description = [{

@@ -209,6 +209,15 @@ inline MemRefType attentionOperandType(MLIRContext *ctx, int64_t rank,
   return MemRefType::get(shape, Float32Type::get(ctx), layout);
 }
 
+/// A per-row softmax statistic of the attention kernels (the forward's
+/// saved log-sum-exp, the backward's lse and D): [batch, n_head, qlen] f32,
+/// contiguous (txl.rel_attention's `lse` result).
+inline MemRefType rowStatsType(MLIRContext *ctx) {
+  return MemRefType::get(
+      {ShapedType::kDynamic, ShapedType::kDynamic, ShapedType::kDynamic},
+      Float32Type::get(ctx));
+}
+
 /// The trailing arguments of a kernel that draws dropatt
 /// (KernelBodyBuilder::Dropatt): seed, offset, stream (i64), minKept (i32),
 /// scale (f32).
@@ -243,10 +252,12 @@ inline SmallVector<Value> dropattLaunchArguments(ImplicitLocOpBuilder &b,
 /// r [klen, n_head, d_head], u, v_bias [n_head, d_head], out [qlen, batch,
 /// n_head, d_head], mem_len: index, same_length: i32, scale: f32), the
 /// memrefs attentionOperandType(..., `unitInnerStride`); with `dropatt`,
-/// then dropattArgumentTypes.
+/// then dropattArgumentTypes; with `lse`, then the rows' log-sum-exp
+/// (rowStatsType).
 inline FunctionType attentionKernelType(MLIRContext *ctx, int64_t dHead,
                                         bool unitInnerStride,
-                                        bool dropatt = false) {
+                                        bool dropatt = false,
+                                        bool lse = false) {
   MemRefType t4 = attentionOperandType(ctx, 4, dHead, unitInnerStride);
   MemRefType t3 = attentionOperandType(ctx, 3, dHead, unitInnerStride);
   MemRefType t2 = attentionOperandType(ctx, 2, dHead, unitInnerStride);
@@ -262,6 +273,8 @@ inline FunctionType attentionKernelType(MLIRContext *ctx, int64_t dHead,
                               Float32Type::get(ctx)};
   if (dropatt)
     llvm::append_range(inputs, dropattArgumentTypes(ctx));
+  if (lse)
+    inputs.push_back(rowStatsType(ctx));
   return FunctionType::get(ctx, inputs, {});
 }
 

@@ -18,10 +18,12 @@
 //     head, kernel `_r`).
 // Each output element is owned by one work-item that sums its terms in a
 // fixed order, so there are no atomics and two runs give bit-equal
-// gradients. `_q` runs first: an online-softmax pass over the keys (the
-// forward's) gives each row's log-sum-exp and, through O_i, D_i, which it
-// writes ([batch · n_head, qlen] floats each) for `_kv` and `_r`; a second
-// pass accumulates d(q + u) and d(q + v). u's and v's gradients are the
+// gradients. `_q` runs first and writes each row's log-sum-exp and D_i
+// ([batch, n_head, qlen] floats each) for `_kv` and `_r`: from the
+// forward's saved lse and output O when the op has them (`_q_saved`, see
+// txl-save-attention-stats), else from an online-softmax pass over the
+// keys (the forward's, recomputing O); a second pass accumulates d(q + u)
+// and d(q + v). u's and v's gradients are the
 // sums of those over positions and batch (txl.sum_leading), q's their sum.
 // With dropatt, each pair's multiplier M_ij (0 or 1 / (1 - rate), from the
 // Philox counter the CPU lowering gives the same probability) scales P_ij
@@ -76,6 +78,9 @@ struct GradShape {
   int64_t rowTile;
   /// The kernel draws dropatt (its trailing Dropatt arguments).
   bool dropatt;
+  /// `_q` reads the forward's lse and output instead of its first pass
+  /// (txl.rel_attention_grad's saved group).
+  bool saved = false;
 
   int64_t rowStride() const { return dHead + 1; }
   int64_t rowsPerWarp() const { return rowTile / kWarps; }
@@ -106,7 +111,7 @@ struct GradShape {
   StringRef suffix() const {
     switch (kind) {
     case GradKind::Query:
-      return "q";
+      return saved ? "q_saved" : "q";
     case GradKind::KeyValue:
       return "kv";
     case GradKind::PosKey:
@@ -117,10 +122,11 @@ struct GradShape {
 };
 
 /// The widest row tile (16, 8 or 4) whose tiles fit in kWorkgroupBytes.
-std::optional<GradShape> chooseShape(GradKind kind, int64_t dHead,
-                                     bool dropatt) {
+std::optional<GradShape> chooseShape(GradKind kind, int64_t dHead, bool dropatt,
+                                     bool saved) {
   for (int64_t rowTile : {16, 8, 4}) {
-    GradShape shape{kind, dHead, rowTile, dropatt};
+    GradShape shape{kind, dHead, rowTile, dropatt,
+                    saved && kind == GradKind::Query};
     if (shape.workgroupBytes() <= kWorkgroupBytes)
       return shape;
   }
@@ -129,11 +135,13 @@ std::optional<GradShape> chooseShape(GradKind kind, int64_t dHead,
 
 /// Builds one backward kernel's body. Arguments (all three kernels): dO, q,
 /// k, v [len, batch, n_head, d_head], r [klen, n_head, d_head], u, v_bias
-/// [n_head, d_head], lse, delta [batch · n_head, qlen], then the outputs
+/// [n_head, d_head], lse, delta [batch, n_head, qlen], in `_q_saved` the
+/// forward's output O [qlen, batch, n_head, d_head], then the outputs
 /// (`_q`: d(q + u), d(q + v) [qlen, batch, n_head, d_head]; `_kv`: dk, dv
 /// [klen, batch, n_head, d_head]; `_r`: dr [klen, n_head, d_head]), mem_len
 /// (index), same_length (i32), scale (f32), and in the dropatt forms the
-/// five Dropatt arguments. `_q` writes lse and delta; the others read them.
+/// five Dropatt arguments. `_q` writes lse and delta, `_q_saved` reads lse
+/// and writes delta; the others read them.
 class GradKernelBuilder : public KernelBodyBuilder {
 public:
   GradKernelBuilder(gpu::GPUFuncOp func, const GradShape &shape,
@@ -229,6 +237,8 @@ private:
   gpu::GPUFuncOp func;
   // Set by build(): operands, sizes and the work-item's coordinates.
   Value dO, q, k, v, r, u, vb, lse, delta, memLen, sameLength, scale;
+  /// The forward's output (`_q_saved` only).
+  Value out;
   Value qlen, klen, nHead, batch, tid, warp, lane, rowBase;
   Value batchIdx, head, column;
   Dropatt dropatt{};
@@ -364,6 +374,8 @@ void GradKernelBuilder::build() {
   vb = entry.getArgument(6);
   lse = entry.getArgument(7);
   delta = entry.getArgument(8);
+  if (s.saved)
+    out = entry.getArgument(9);
   unsigned tail = func.getFunctionType().getNumInputs() - 3;
   if (s.dropatt) {
     tail -= 5;
@@ -409,7 +421,9 @@ void GradKernelBuilder::buildQuery() {
   ArrayRef<BlockArgument> tiles = func.getWorkgroupAttributions();
   Value quTile = tiles[0], qvTile = tiles[1], doTile = tiles[2],
         kTile = tiles[3], rTile = tiles[4];
-  Value dqu = func.getArgument(9), dqv = func.getArgument(10);
+  unsigned firstOutput = s.saved ? 10 : 9;
+  Value dqu = func.getArgument(firstOutput),
+        dqv = func.getArgument(firstOutput + 1);
   Value i0 = mul(gpu::BlockIdOp::create(b, gpu::Dimension::x), idx(s.rowTile));
   DecoderMask mask = decoderMask(qlen, klen, memLen, sameLength, i0, s.rowTile);
   fillQueryTiles(quTile, qvTile, doTile, s.rowTile, i0);
@@ -441,8 +455,6 @@ void GradKernelBuilder::buildQuery() {
     scf::YieldOp::create(b, step(j0, loop.getRegionIterArgs()));
     return SmallVector<Value>(loop.getResults());
   };
-  // The score of (i, j0 + lane) for subgroup row `ri` and, when `doRow`,
-  // dP = dO_i · v_j with v read from global memory.
   // The score of (i, j0 + lane) for subgroup row `ri` and, `withDp`,
   // dP = dO_i · v_j with v read from global memory.
   auto scoreAndDpAt = [&](Value ri, Value j, bool withDp) {
@@ -455,80 +467,10 @@ void GradKernelBuilder::buildQuery() {
                : nullptr);
   };
 
-  // Pass 1 (the forward's online softmax): per row, the running max m and
-  // sum l and O = sum_j e^{s - m} v_j in this lane's columns.
-  int64_t perRow = 2 + cols;
-  SmallVector<Value> init;
-  for (int64_t t = 0; t < s.rowsPerWarp(); ++t) {
-    init.push_back(negInf());
-    init.push_back(f32(0.0));
-    init.append(cols, f32(0.0));
-  }
-  SmallVector<Value> stats = keyLoop(init, [&](Value j0, ValueRange state) {
-    SmallVector<Value> next;
-    Value j = add(j0, lane);
-    for (int64_t t = 0; t < s.rowsPerWarp(); ++t) {
-      ValueRange row = state.slice(t * perRow, perRow);
-      Value ri = add(rowBase, idx(t));
-      Value i = add(i0, ri);
-      Value score = scoreAndDpAt(ri, j, /*withDp=*/false)[0];
-      Value vis = arith::AndIOp::create(b, cmp(P::ult, j, mask.jEnd),
-                                        visible(mask, i, j));
-      score = select(vis, score, negInf());
-      Value mNew = arith::MaximumFOp::create(
-          b, row[0], txl::subgroupReduce(b, score, /*isMax=*/true));
-      Value wasEmpty =
-          arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, row[0], negInf());
-      Value alpha = select(
-          wasEmpty, f32(0.0),
-          math::ExpOp::create(b, arith::SubFOp::create(b, row[0], mNew)));
-      Value p = select(
-          vis, math::ExpOp::create(b, arith::SubFOp::create(b, score, mNew)),
-          f32(0.0));
-      Value lNew =
-          arith::AddFOp::create(b, arith::MulFOp::create(b, row[1], alpha),
-                                txl::subgroupReduce(b, p, /*isMax=*/false));
-      // O takes the probabilities through dropatt (l does not).
-      if (Value mult = dropattAt(i, j))
-        p = arith::MulFOp::create(b, p, mult);
-      SmallVector<Value> acc;
-      for (int64_t c = 0; c < cols; ++c)
-        acc.push_back(arith::MulFOp::create(b, row[2 + c], alpha));
-      SmallVector<Value> o = accumulateOverLanes(
-          acc, {p}, [&](ImplicitLocOpBuilder &ib, unsigned, Value jj, Value d) {
-            Value key = arith::AddIOp::create(ib, j0, jj);
-            Value ok = arith::CmpIOp::create(ib, P::ult, key, mask.jEnd);
-            key = arith::SelectOp::create(
-                ib, ok, key, arith::ConstantIndexOp::create(ib, 0));
-            return memref::LoadOp::create(ib, v,
-                                          ValueRange{key, batchIdx, head, d});
-          });
-      next.push_back(mNew);
-      next.push_back(lNew);
-      llvm::append_range(next, o);
-    }
-    return next;
-  });
-
-  // lse = m + log l and D = dO · O / l per row, written for `_kv` and `_r`.
+  // Each row's lse and D_i = dO_i · O_i, which lane 0 writes for `_kv`
+  // and `_r` (lse only when this kernel computed it).
   SmallVector<Value> rowLse, rowDelta;
-  for (int64_t t = 0; t < s.rowsPerWarp(); ++t) {
-    Value ri = add(rowBase, idx(t));
-    Value i = add(i0, ri);
-    Value m = stats[t * perRow], l = stats[t * perRow + 1];
-    Value partial = f32(0.0);
-    for (int64_t c = 0; c < cols; ++c) {
-      Value d = add(lane, idx(c * kSubgroup));
-      Value ok = cmp(P::ult, d, idx(s.dHead));
-      Value dSafe = select(ok, d, idx(0));
-      Value x = arith::MulFOp::create(
-          b, memref::LoadOp::create(b, doTile, ValueRange{ri, dSafe}),
-          stats[t * perRow + 2 + c]);
-      partial = arith::AddFOp::create(b, partial, select(ok, x, f32(0.0)));
-    }
-    Value dI = arith::DivFOp::create(
-        b, txl::subgroupReduce(b, partial, /*isMax=*/false), l);
-    Value lseI = arith::AddFOp::create(b, m, math::LogOp::create(b, l));
+  auto storeRowStats = [&](Value i, Value lseI, Value dI) {
     rowLse.push_back(lseI);
     rowDelta.push_back(dI);
     Value first = arith::AndIOp::create(b, cmp(P::eq, lane, idx(0)),
@@ -536,8 +478,110 @@ void GradKernelBuilder::buildQuery() {
     auto ifFirst = scf::IfOp::create(b, first, false);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifFirst.thenBlock());
-    memref::StoreOp::create(b, lseI, lse, ValueRange{column, i});
-    memref::StoreOp::create(b, dI, delta, ValueRange{column, i});
+    if (!s.saved)
+      memref::StoreOp::create(b, lseI, lse, ValueRange{batchIdx, head, i});
+    memref::StoreOp::create(b, dI, delta, ValueRange{batchIdx, head, i});
+  };
+  if (s.saved) {
+    // The forward's lse, and D from its output O in this lane's columns of
+    // the dO tile, which every subgroup must have stored first.
+    gpu::BarrierOp::create(b);
+    for (int64_t t = 0; t < s.rowsPerWarp(); ++t) {
+      Value ri = add(rowBase, idx(t));
+      Value i = add(i0, ri);
+      Value iSafe = select(cmp(P::ult, i, qlen), i, idx(0));
+      Value partial = f32(0.0);
+      for (int64_t c = 0; c < cols; ++c) {
+        Value d = add(lane, idx(c * kSubgroup));
+        Value ok = cmp(P::ult, d, idx(s.dHead));
+        Value dSafe = select(ok, d, idx(0));
+        Value x = arith::MulFOp::create(
+            b, memref::LoadOp::create(b, doTile, ValueRange{ri, dSafe}),
+            memref::LoadOp::create(b, out,
+                                   ValueRange{iSafe, batchIdx, head, dSafe}));
+        partial = arith::AddFOp::create(b, partial, select(ok, x, f32(0.0)));
+      }
+      storeRowStats(
+          i, memref::LoadOp::create(b, lse, ValueRange{batchIdx, head, iSafe}),
+          txl::subgroupReduce(b, partial, /*isMax=*/false));
+    }
+  } else {
+    // Pass 1 (the forward's online softmax): per row, the running max m and
+    // sum l and O = sum_j e^{s - m} v_j in this lane's columns.
+    int64_t perRow = 2 + cols;
+    SmallVector<Value> init;
+    for (int64_t t = 0; t < s.rowsPerWarp(); ++t) {
+      init.push_back(negInf());
+      init.push_back(f32(0.0));
+      init.append(cols, f32(0.0));
+    }
+    SmallVector<Value> stats = keyLoop(init, [&](Value j0, ValueRange state) {
+      SmallVector<Value> next;
+      Value j = add(j0, lane);
+      for (int64_t t = 0; t < s.rowsPerWarp(); ++t) {
+        ValueRange row = state.slice(t * perRow, perRow);
+        Value ri = add(rowBase, idx(t));
+        Value i = add(i0, ri);
+        Value score = scoreAndDpAt(ri, j, /*withDp=*/false)[0];
+        Value vis = arith::AndIOp::create(b, cmp(P::ult, j, mask.jEnd),
+                                          visible(mask, i, j));
+        score = select(vis, score, negInf());
+        Value mNew = arith::MaximumFOp::create(
+            b, row[0], txl::subgroupReduce(b, score, /*isMax=*/true));
+        Value wasEmpty = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ,
+                                               row[0], negInf());
+        Value alpha = select(
+            wasEmpty, f32(0.0),
+            math::ExpOp::create(b, arith::SubFOp::create(b, row[0], mNew)));
+        Value p = select(
+            vis, math::ExpOp::create(b, arith::SubFOp::create(b, score, mNew)),
+            f32(0.0));
+        Value lNew =
+            arith::AddFOp::create(b, arith::MulFOp::create(b, row[1], alpha),
+                                  txl::subgroupReduce(b, p, /*isMax=*/false));
+        // O takes the probabilities through dropatt (l does not).
+        if (Value mult = dropattAt(i, j))
+          p = arith::MulFOp::create(b, p, mult);
+        SmallVector<Value> acc;
+        for (int64_t c = 0; c < cols; ++c)
+          acc.push_back(arith::MulFOp::create(b, row[2 + c], alpha));
+        SmallVector<Value> o = accumulateOverLanes(
+            acc, {p},
+            [&](ImplicitLocOpBuilder &ib, unsigned, Value jj, Value d) {
+              Value key = arith::AddIOp::create(ib, j0, jj);
+              Value ok = arith::CmpIOp::create(ib, P::ult, key, mask.jEnd);
+              key = arith::SelectOp::create(
+                  ib, ok, key, arith::ConstantIndexOp::create(ib, 0));
+              return memref::LoadOp::create(ib, v,
+                                            ValueRange{key, batchIdx, head, d});
+            });
+        next.push_back(mNew);
+        next.push_back(lNew);
+        llvm::append_range(next, o);
+      }
+      return next;
+    });
+
+    // lse = m + log l and D = dO · O / l per row.
+    for (int64_t t = 0; t < s.rowsPerWarp(); ++t) {
+      Value ri = add(rowBase, idx(t));
+      Value i = add(i0, ri);
+      Value m = stats[t * perRow], l = stats[t * perRow + 1];
+      Value partial = f32(0.0);
+      for (int64_t c = 0; c < cols; ++c) {
+        Value d = add(lane, idx(c * kSubgroup));
+        Value ok = cmp(P::ult, d, idx(s.dHead));
+        Value dSafe = select(ok, d, idx(0));
+        Value x = arith::MulFOp::create(
+            b, memref::LoadOp::create(b, doTile, ValueRange{ri, dSafe}),
+            stats[t * perRow + 2 + c]);
+        partial = arith::AddFOp::create(b, partial, select(ok, x, f32(0.0)));
+      }
+      Value dI = arith::DivFOp::create(
+          b, txl::subgroupReduce(b, partial, /*isMax=*/false), l);
+      Value lseI = arith::AddFOp::create(b, m, math::LogOp::create(b, l));
+      storeRowStats(i, lseI, dI);
+    }
   }
 
   // Pass 2: d(q + u)_i = sum_j dS_ij k_j and d(q + v)_i = sum_j dS_ij
@@ -617,8 +661,10 @@ void GradKernelBuilder::buildKeyValue() {
     Value i = add(i0, lane);
     Value iOk = cmp(P::ult, i, qlen);
     Value iSafe = select(iOk, i, idx(0));
-    Value lseI = memref::LoadOp::create(b, lse, ValueRange{column, iSafe});
-    Value deltaI = memref::LoadOp::create(b, delta, ValueRange{column, iSafe});
+    Value lseI =
+        memref::LoadOp::create(b, lse, ValueRange{batchIdx, head, iSafe});
+    Value deltaI =
+        memref::LoadOp::create(b, delta, ValueRange{batchIdx, head, iSafe});
     SmallVector<Value> next;
     for (int64_t t = 0; t < s.rowsPerWarp(); ++t) {
       Value jr = add(rowBase, idx(t));
@@ -678,7 +724,6 @@ void GradKernelBuilder::buildPosKey() {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(batchLoop.getBody());
     batchIdx = batchLoop.getInductionVar();
-    column = add(mul(batchIdx, nHead), head);
     auto loop = scf::ForOp::create(b, iBegin, qlen, idx(kLaneTile),
                                    batchLoop.getRegionIterArgs());
     {
@@ -701,9 +746,10 @@ void GradKernelBuilder::buildPosKey() {
       Value i = add(i0, lane);
       Value iOk = cmp(P::ult, i, qlen);
       Value iSafe = select(iOk, i, idx(0));
-      Value lseI = memref::LoadOp::create(b, lse, ValueRange{column, iSafe});
+      Value lseI =
+          memref::LoadOp::create(b, lse, ValueRange{batchIdx, head, iSafe});
       Value deltaI =
-          memref::LoadOp::create(b, delta, ValueRange{column, iSafe});
+          memref::LoadOp::create(b, delta, ValueRange{batchIdx, head, iSafe});
       SmallVector<Value> next;
       for (int64_t t = 0; t < s.rowsPerWarp(); ++t) {
         Value mr = add(rowBase, idx(t));
@@ -751,9 +797,10 @@ FunctionType gradKernelType(MLIRContext *ctx, const GradShape &s) {
   MemRefType t4 = attentionOperandType(ctx, 4, s.dHead);
   MemRefType t3 = attentionOperandType(ctx, 3, s.dHead);
   MemRefType t2 = attentionOperandType(ctx, 2, s.dHead);
-  auto rowStats = MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic},
-                                  Float32Type::get(ctx));
+  MemRefType rowStats = rowStatsType(ctx);
   SmallVector<Type> inputs = {t4, t4, t4, t4, t3, t2, t2, rowStats, rowStats};
+  if (s.saved)
+    inputs.push_back(t4);
   if (s.kind == GradKind::PosKey)
     inputs.push_back(t3);
   else
@@ -793,8 +840,9 @@ gpu::GPUFuncOp getOrCreateGradKernel(ModuleOp module, const GradShape &shape,
   return func;
 }
 
-// txl.rel_attention_grad (f32) => the `_q`, `_kv` and `_r`
-// launches in that order on allocated outputs and row statistics, then
+// txl.rel_attention_grad (f32) => the `_q` (with a saved group: `_q_saved`),
+// `_kv` and `_r` launches in that order on allocated outputs and row
+// statistics (lse: the saved one, or allocated for `_q`), then
 // dq = d(q + u) + d(q + v), du and dv_bias their sums over positions and
 // batch (txl.add, txl.sum_leading).
 struct RelAttentionGradToLaunch : public OpRewritePattern<RelAttentionGradOp> {
@@ -809,13 +857,14 @@ struct RelAttentionGradToLaunch : public OpRewritePattern<RelAttentionGradOp> {
     if (!qType.getElementType().isF32())
       return rewriter.notifyMatchFailure(op, "only f32 has GPU kernels");
     bool dropatt = op.getDropattSeed() != nullptr;
+    bool saved = op.getLse() != nullptr;
     int64_t dHead = qType.getDimSize(3);
     if (ShapedType::isDynamic(dHead))
       return rewriter.notifyMatchFailure(op, "d_head must be static");
     SmallVector<GradShape> shapes;
     for (GradKind kind :
          {GradKind::Query, GradKind::KeyValue, GradKind::PosKey}) {
-      std::optional<GradShape> shape = chooseShape(kind, dHead, dropatt);
+      std::optional<GradShape> shape = chooseShape(kind, dHead, dropatt, saved);
       if (!shape)
         return rewriter.notifyMatchFailure(op, "d_head too wide for a tile");
       shapes.push_back(*shape);
@@ -847,12 +896,13 @@ struct RelAttentionGradToLaunch : public OpRewritePattern<RelAttentionGradOp> {
       return memref::AllocOp::create(
           b, MemRefType::get(type.getShape(), type.getElementType()), dynamic);
     };
-    auto statsType = MemRefType::get(
-        {ShapedType::kDynamic, ShapedType::kDynamic}, b.getF32Type());
-    Value lse =
-        memref::AllocOp::create(b, statsType, ValueRange{columns, qlen});
+    MemRefType statsType = rowStatsType(b.getContext());
+    // The forward's lse (read only), or a buffer `_q` fills.
+    Value lse = saved ? toKernelBuffer(b, op.getLse(), statsType)
+                      : memref::AllocOp::create(b, statsType,
+                                                ValueRange{batch, nHead, qlen});
     Value delta =
-        memref::AllocOp::create(b, statsType, ValueRange{columns, qlen});
+        memref::AllocOp::create(b, statsType, ValueRange{batch, nHead, qlen});
     auto kType = cast<RankedTensorType>(key.getType());
     Value dqu = alloc(qType, {qlen, batch, nHead});
     Value dqv = alloc(qType, {qlen, batch, nHead});
@@ -884,6 +934,8 @@ struct RelAttentionGradToLaunch : public OpRewritePattern<RelAttentionGradOp> {
       gpu::GPUFuncOp func = funcs[n];
       SmallVector<Value> args = buffers;
       args.append({lse, delta});
+      if (shapes[n].saved)
+        args.push_back(toBuffer(func, op.getOutput(), args.size()));
       for (Value out : outputs)
         args.push_back(memref::CastOp::create(
             b, func.getArgumentTypes()[args.size()], out));

@@ -65,6 +65,8 @@ struct KernelShape {
   int64_t queryTile;
   /// The kernel draws dropatt (its trailing Dropatt arguments).
   bool dropatt = false;
+  /// The kernel also writes each row's log-sum-exp (its last argument).
+  bool lse = false;
   /// Row stride of the workgroup tiles: d_head + 1, so that the 32 lanes
   /// reading one column of 32 different rows hit 32 different banks.
   int64_t rowStride() const { return dHead + 1; }
@@ -79,9 +81,9 @@ struct KernelShape {
 };
 
 /// The widest query tile (16, 8 or 4 rows) whose workgroup tiles fit.
-std::optional<KernelShape> chooseShape(int64_t dHead, bool dropatt) {
+std::optional<KernelShape> chooseShape(int64_t dHead, bool dropatt, bool lse) {
   for (int64_t queryTile : {16, 8, 4}) {
-    KernelShape shape{dHead, queryTile, dropatt};
+    KernelShape shape{dHead, queryTile, dropatt, lse};
     if (shape.workgroupBytes() <= kWorkgroupBytes)
       return shape;
   }
@@ -99,7 +101,9 @@ MemRefType tileType(MLIRContext *ctx, int64_t rows, const KernelShape &s) {
 /// ConvertRelAttentionToGpuPass's description): q, k, v [len, batch,
 /// n_head, d_head], r [klen, n_head, d_head], u, v_bias [n_head, d_head],
 /// out [qlen, batch, n_head, d_head], mem_len (index), same_length (i32),
-/// scale (f32); workgroup tiles q + u, q + v, k, r.
+/// scale (f32), the Dropatt arguments with dropatt, the rows' log-sum-exp
+/// [batch, n_head, qlen] (written) with lse; workgroup tiles q + u, q + v,
+/// k, r.
 class KernelBuilder : public KernelBodyBuilder {
 public:
   KernelBuilder(gpu::GPUFuncOp func, const KernelShape &shape,
@@ -142,6 +146,11 @@ void KernelBuilder::build() {
     dropatt = {entry.getArgument(10), entry.getArgument(11),
                entry.getArgument(12), entry.getArgument(13),
                entry.getArgument(14)};
+  // The last function argument (the block's arguments continue with the
+  // workgroup attributions).
+  Value lseOut =
+      s.lse ? entry.getArgument(func.getFunctionType().getNumInputs() - 1)
+            : Value();
   ArrayRef<BlockArgument> tiles = func.getWorkgroupAttributions();
   Value quTile = tiles[0], qvTile = tiles[1], kTile = tiles[2],
         rTile = tiles[3];
@@ -317,13 +326,23 @@ void KernelBuilder::build() {
     scf::YieldOp::create(b, next);
   }
 
-  // out[i, batch, head, :] = o / l for the rows of this subgroup.
+  // out[i, batch, head, :] = o / l for the rows of this subgroup; with
+  // lse, lane 0 writes lse[batch, head, i] = m + log l.
   for (int64_t t = 0; t < s.rowsPerWarp(); ++t) {
     Value i = add(i0, add(rowBase, idx(t)));
     Value l = keyLoop.getResult(t * perRow + 1);
     auto ifRow = scf::IfOp::create(b, cmp(P::ult, i, qlen), false);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifRow.thenBlock());
+    if (lseOut) {
+      auto ifFirst = scf::IfOp::create(b, cmp(P::eq, lane, zero), false);
+      OpBuilder::InsertionGuard lseGuard(b);
+      b.setInsertionPointToStart(ifFirst.thenBlock());
+      Value m = keyLoop.getResult(t * perRow);
+      memref::StoreOp::create(
+          b, arith::AddFOp::create(b, m, math::LogOp::create(b, l)), lseOut,
+          ValueRange{batchIdx, head, i});
+    }
     for (int64_t c = 0; c < s.colsPerLane(); ++c) {
       Value d = add(lane, idx(c * kSubgroup));
       auto ifCol = scf::IfOp::create(b, cmp(P::ult, d, idx(s.dHead)), false);
@@ -342,9 +361,9 @@ void KernelBuilder::build() {
 AttentionKernel getOrCreateKernel(ModuleOp module, const KernelShape &shape,
                                   const KernelTestHooks &hooks) {
   AttentionKernel kernel{nullptr, shape.queryTile, kWarps * kSubgroup};
-  std::string name = std::string(shape.dropatt ? "rel_attention_dropatt_d"
-                                               : "rel_attention_d") +
-                     std::to_string(shape.dHead);
+  std::string name =
+      std::string(shape.dropatt ? "rel_attention_dropatt_" : "rel_attention_") +
+      (shape.lse ? "lse_d" : "d") + std::to_string(shape.dHead);
   gpu::GPUModuleOp kernels = getOrCreateKernelModule(module);
   if ((kernel.func = kernels.lookupSymbol<gpu::GPUFuncOp>(name)))
     return kernel;
@@ -357,7 +376,7 @@ AttentionKernel getOrCreateKernel(ModuleOp module, const KernelShape &shape,
   auto func = gpu::GPUFuncOp::create(
       b, kernels.getLoc(), name,
       attentionKernelType(ctx, shape.dHead,
-                          /*unitInnerStride=*/false, shape.dropatt),
+                          /*unitInnerStride=*/false, shape.dropatt, shape.lse),
       tiles);
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   func.setKnownBlockSizeAttr(
@@ -382,9 +401,12 @@ struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
 
   LogicalResult matchAndRewrite(RelAttentionOp op,
                                 PatternRewriter &rewriter) const override {
-    auto resultType = cast<RankedTensorType>(op.getType());
+    auto resultType = cast<RankedTensorType>(op.getResult().getType());
     if (!resultType.getElementType().isF32())
       return rewriter.notifyMatchFailure(op, "only f32 has a GPU kernel");
+    Value lse = op.getLse();
+    if (lse && bf16)
+      return rewriter.notifyMatchFailure(op, "the bf16 kernel writes no lse");
     int64_t dHead = resultType.getDimSize(3);
     if (ShapedType::isDynamic(dHead))
       return rewriter.notifyMatchFailure(op, "d_head must be static");
@@ -393,7 +415,7 @@ struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
     if (bf16) {
       kernel = getOrCreateMmaAttentionKernel(module, dHead, hooks);
     } else {
-      std::optional<KernelShape> shape = chooseShape(dHead, dropatt);
+      std::optional<KernelShape> shape = chooseShape(dHead, dropatt, !!lse);
       if (!shape)
         return rewriter.notifyMatchFailure(op, "d_head too wide for one tile");
       kernel = getOrCreateKernel(module, *shape, hooks);
@@ -452,13 +474,32 @@ struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
                              op.getDropattTraining(), op.getDropattStreamBase(),
                              op.getDropatt()->convertToDouble(),
                              *op.getDropattStream()));
+    Value lseBuffer;
+    if (lse) {
+      auto lseType = cast<RankedTensorType>(lse.getType());
+      SmallVector<Value> lseDims;
+      SmallVector<Value, 3> sizes = {batch, nHead, qlen};
+      for (auto [dim, size] : llvm::enumerate(sizes))
+        if (lseType.isDynamicDim(dim))
+          lseDims.push_back(size);
+      lseBuffer = memref::AllocOp::create(
+          b, MemRefType::get(lseType.getShape(), lseType.getElementType()),
+          lseDims);
+      args.push_back(
+          memref::CastOp::create(b, rowStatsType(getContext()), lseBuffer));
+    }
     gpu::LaunchFuncOp::create(b, kernel.func, gpu::KernelDim3{gridX, gridY, c1},
                               gpu::KernelDim3{threads, c1, c1},
                               /*dynamicSharedMemorySize=*/Value(), args);
-    Value result = bufferization::ToTensorOp::create(
-        b, resultType, out, /*restrict=*/b.getUnitAttr(),
-        /*writable=*/b.getUnitAttr());
-    rewriter.replaceOp(op, result);
+    auto toTensor = [&](Type type, Value buffer) -> Value {
+      return bufferization::ToTensorOp::create(b, type, buffer,
+                                               /*restrict=*/b.getUnitAttr(),
+                                               /*writable=*/b.getUnitAttr());
+    };
+    SmallVector<Value> results = {toTensor(resultType, out)};
+    if (lse)
+      results.push_back(toTensor(lse.getType(), lseBuffer));
+    rewriter.replaceOp(op, results);
     return success();
   }
 
@@ -483,6 +524,17 @@ struct ConvertRelAttentionToGpuPass
       module.emitError("precision must be f32 or bf16, not '")
           << precision << "'";
       return signalPassFailure();
+    }
+    if (precision == "bf16") {
+      WalkResult walk = module.walk([](RelAttentionOp op) {
+        if (!op.getLse())
+          return WalkResult::advance();
+        op.emitOpError("has an lse result, which the bf16 GPU kernel does "
+                       "not write (it evaluates only; train at f32)");
+        return WalkResult::interrupt();
+      });
+      if (walk.wasInterrupted())
+        return signalPassFailure();
     }
     KernelTestHooks hooks{relShiftOffset, dropBarrier};
     patterns.add<RelAttentionToLaunch>(&getContext(), module,

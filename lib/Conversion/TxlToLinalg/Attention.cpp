@@ -168,17 +168,18 @@ static HeadsMajorOperands getHeadsMajorOperands(OpBuilder &b, Location loc,
 /// The attention probabilities of txl.rel_attention, [n, b, i, j]: the
 /// scores of createRelAttentionScores, then the scaled, masked softmax over
 /// j (which hides the entries the shifted view aliases).
+/// With `logSumExp`, also sets it to each row's log-sum-exp, [n, b, i].
 static Value createRelAttentionProbs(OpBuilder &b, Location loc,
                                      const HeadsMajorOperands &ops,
                                      OpFoldResult batch, OpFoldResult nHead,
                                      Value memLen, Value sameLength,
-                                     double scale) {
+                                     double scale, Value *logSumExp = nullptr) {
   Value scores = createRelAttentionScores(b, loc, ops.qu3, ops.qv3, ops.k3,
                                           ops.rh, nHead, batch);
   scores = splitHeads(b, loc, scores, nHead, batch);
   return createMaskedSoftmax(b, loc, scores,
                              ScoreLayout{/*queryDim=*/2, /*keyDim=*/3}, memLen,
-                             sameLength, scale);
+                             sameLength, scale, logSumExp);
 }
 
 /// The dropatt of a fused attention op (txl.rel_attention or its backward),
@@ -316,15 +317,23 @@ struct RelAttentionLowering : public OpRewritePattern<RelAttentionOp> {
     HeadsMajorOperands ops =
         getHeadsMajorOperands(rewriter, loc, q, op.getRWBias(), op.getRRBias(),
                               op.getKey(), op.getPosKey());
-    Value probs = createRelAttentionProbs(rewriter, loc, ops, qs[1], qs[2],
-                                          op.getMemLen(), op.getSameLength(),
-                                          op.getScale().convertToDouble());
+    Value lse;
+    Value probs = createRelAttentionProbs(
+        rewriter, loc, ops, qs[1], qs[2], op.getMemLen(), op.getSameLength(),
+        op.getScale().convertToDouble(), op.getLse() ? &lse : nullptr);
     probs = dropProbs(rewriter, loc, probs, getDropattSite(op));
     Value out = createBatchMatmul(
         rewriter, loc, createCollapse(rewriter, loc, probs, {{0, 1}, {2}, {3}}),
         headsMajor(rewriter, loc, op.getValue()), /*transposeRhs=*/false);
     out = rowsFromHeadsMajor(rewriter, loc, out, qs[2], qs[1]);
-    rewriter.replaceOp(op, castTo(rewriter, loc, out, op.getType()));
+    SmallVector<Value> results = {
+        castTo(rewriter, loc, out, op.getResult().getType())};
+    // [n, b, i] -> [b, n, i].
+    if (Value saved = op.getLse())
+      results.push_back(castTo(rewriter, loc,
+                               createTranspose(rewriter, loc, lse, {1, 0, 2}),
+                               saved.getType()));
+    rewriter.replaceOp(op, results);
     return success();
   }
 };
@@ -351,7 +360,8 @@ static Value sumOverBatchAndQuery(OpBuilder &b, Location loc, Value x) {
       .getResult(0);
 }
 
-// txl.rel_attention_grad => recompute P; dV = (P ⊙ M)ᵀ dO; dP = (dO Vᵀ) ⊙ M
+// txl.rel_attention_grad => (the saved lse and output, if any, unused:
+// P is recomputed whole) recompute P; dV = (P ⊙ M)ᵀ dO; dP = (dO Vᵀ) ⊙ M
 // (M: the dropatt mask / (1 - rate), 1 without dropatt);
 // dS = scale P (dP - rowsum(P dP)); dRaw = dS shifted back to the unshifted
 // positional columns; dQu = dS K, dK = dSᵀ (q + u), dQv = dRaw r,

@@ -247,7 +247,8 @@ Value mlir::txl::createLogSumExp(OpBuilder &b, Location loc, ValueRange parts) {
 
 Value mlir::txl::createMaskedSoftmax(OpBuilder &b, Location loc, Value scores,
                                      ScoreLayout layout, Value memLen,
-                                     Value sameLength, double scale) {
+                                     Value sameLength, double scale,
+                                     Value *logSumExp) {
   MLIRContext *ctx = b.getContext();
   auto type = cast<RankedTensorType>(scores.getType());
   Type elementType = type.getElementType();
@@ -330,6 +331,24 @@ Value mlir::txl::createMaskedSoftmax(OpBuilder &b, Location loc, Value scores,
         linalg::YieldOp::create(
             nb, l, ValueRange{arith::AddFOp::create(nb, l, args[0], args[1])});
       }));
+
+  if (logSumExp) {
+    AffineMap rowId = identityMap(ctx, rank - 1);
+    *logSumExp =
+        linalg::GenericOp::create(
+            b, loc, TypeRange{rowMax.getType()}, ValueRange{rowMax, rowSum},
+            ValueRange{createEmpty(b, loc, rowSizes, elementType)},
+            {rowId, rowId, rowId},
+            SmallVector<utils::IteratorType>(rank - 1,
+                                             utils::IteratorType::parallel),
+            [&](OpBuilder &nb, Location l, ValueRange args) {
+              Value log = math::LogOp::create(nb, l, args[1]);
+              linalg::YieldOp::create(
+                  nb, l,
+                  ValueRange{arith::AddFOp::create(nb, l, args[0], log)});
+            })
+            .getResult(0);
+  }
 
   return linalg::GenericOp::create(
              b, loc, TypeRange{type}, ValueRange{exps, rowSum},

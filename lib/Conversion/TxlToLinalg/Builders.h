@@ -133,10 +133,12 @@ struct ScoreLayout {
 /// visible to query i iff j <= i + mlen, and with same_length also iff
 /// j > i - s) over a 4-D tensor whose layout is given by `layout`.
 /// `mlen = klen - qlen`; `s` follows the official `dec_attn_mask`. `scale`
-/// becomes a constant of the scores' element type.
+/// becomes a constant of the scores' element type. With `logSumExp`, also
+/// sets it to each row's `max + log(sum exp(x - max))` of the scaled, masked
+/// scores (the scores' shape without the key dimension).
 Value createMaskedSoftmax(OpBuilder &b, Location loc, Value scores,
                           ScoreLayout layout, Value memLen, Value sameLength,
-                          double scale);
+                          double scale, Value *logSumExp = nullptr);
 
 /// `attr` (an f32 hyper-parameter such as a scale or an epsilon) as an
 /// attribute of the float type `elementType`, widened exactly for f64.

@@ -203,6 +203,43 @@ func.func @rel_attention_grad_dropatt_rate(%q: tensor<?x?x2x4xf32>, %r: tensor<?
 
 // -----
 
+func.func @rel_attention_grad_saved_half(%q: tensor<?x?x2x4xf32>, %r: tensor<?x2x4xf32>, %u: tensor<2x4xf32>, %m: index, %s: i1,
+                                         %lse: tensor<?x2x?xf32>) {
+  // The generic form can give lse without the output.
+  // expected-error @+1 {{'txl.rel_attention_grad' op lse and output are saved together or not at all}}
+  %g:6 = "txl.rel_attention_grad"(%q, %q, %q, %q, %r, %u, %u, %m, %s, %lse)
+      <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0>, scale = 0.5 : f32}>
+      : (tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x2x4xf32>,
+         tensor<2x4xf32>, tensor<2x4xf32>, index, i1, tensor<?x2x?xf32>)
+      -> (tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>)
+  return
+}
+
+// -----
+
+func.func @rel_attention_grad_saved_lse(%q: tensor<?x3x2x4xf32>, %r: tensor<?x2x4xf32>, %u: tensor<2x4xf32>, %m: index, %s: i1,
+                                        %lse: tensor<2x3x?xf32>) {
+  // lse is [batch, n_head, qlen], not [n_head, batch, qlen].
+  // expected-error @+1 {{'txl.rel_attention_grad' op lse must be [batch, n_head, qlen] of the query's element type}}
+  %g:6 = txl.rel_attention_grad %q, %q, %q, %q, %r, %u, %u, %m, %s saved(%lse, %q : tensor<2x3x?xf32>, tensor<?x3x2x4xf32>)
+      {scale = 0.5 : f32}
+      : tensor<?x3x2x4xf32>, tensor<?x3x2x4xf32>, tensor<?x3x2x4xf32>, tensor<?x2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @rel_attention_grad_saved_output(%q: tensor<?x?x2x4xf32>, %r: tensor<?x2x4xf32>, %u: tensor<2x4xf32>, %m: index, %s: i1,
+                                           %lse: tensor<?x2x?xf32>, %o: tensor<?x?x2x5xf32>) {
+  // expected-error @+1 {{'txl.rel_attention_grad' op the saved output must have the query type}}
+  %g:6 = txl.rel_attention_grad %q, %q, %q, %q, %r, %u, %u, %m, %s saved(%lse, %o : tensor<?x2x?xf32>, tensor<?x?x2x5xf32>)
+      {scale = 0.5 : f32}
+      : tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>
+  return
+}
+
+// -----
+
 func.func @rel_attention_grad_heads(%q: tensor<?x?x2x4xf32>, %k: tensor<?x?x3x4xf32>, %v: tensor<?x?x3x4xf32>,
                                     %r: tensor<?x2x4xf32>, %u: tensor<2x4xf32>, %vb: tensor<2x4xf32>, %m: index, %s: i1) {
   // expected-error @+1 {{'txl.rel_attention_grad' op query, key and value must agree on batch, n_head and d_head}}

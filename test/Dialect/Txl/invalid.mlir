@@ -343,6 +343,19 @@ func.func @rel_attention_query_key(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x4x16
 
 // -----
 
+// lse is [batch, n_head, qlen] of the query's element type.
+func.func @rel_attention_lse(%q: tensor<5x3x2x16xf32>, %k: tensor<?x3x2x16xf32>, %v: tensor<?x3x2x16xf32>,
+                             %r: tensor<?x2x16xf32>, %u: tensor<2x16xf32>, %vb: tensor<2x16xf32>,
+                             %ml: index, %sl: i1) -> tensor<3x2x4xf32> {
+  // expected-error @+1 {{'txl.rel_attention' op lse must be [batch, n_head, qlen] of the query's element type}}
+  %o, %lse = txl.rel_attention %q, %k, %v, %r, %u, %vb, %ml, %sl {scale = 0.25 : f32}
+      : tensor<5x3x2x16xf32>, tensor<?x3x2x16xf32>, tensor<?x3x2x16xf32>, tensor<?x2x16xf32>,
+        tensor<2x16xf32>, tensor<2x16xf32> -> tensor<5x3x2x16xf32>, tensor<3x2x4xf32>
+  return %lse : tensor<3x2x4xf32>
+}
+
+// -----
+
 // There is one projected position per key (klen), with the keys' heads.
 func.func @rel_attention_pos_key(%q: tensor<?x?x2x16xf32>, %k: tensor<12x?x2x16xf32>, %v: tensor<12x?x2x16xf32>,
                                  %r: tensor<8x2x16xf32>, %u: tensor<2x16xf32>, %vb: tensor<2x16xf32>,

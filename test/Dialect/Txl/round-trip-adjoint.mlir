@@ -60,6 +60,17 @@ func.func @attention_dropatt(%q: tensor<?x?x2x4xf32>, %r: tensor<?x2x4xf32>, %u:
   return %g#3 : tensor<?x2x4xf32>
 }
 
+// The forward's saved statistics: lse [batch, n_head, qlen] and output.
+// CHECK-LABEL: func.func @attention_saved
+func.func @attention_saved(%q: tensor<?x?x2x4xf32>, %r: tensor<?x2x4xf32>, %u: tensor<2x4xf32>, %m: index, %s: i1,
+                           %lse: tensor<?x2x?xf32>) -> tensor<?x2x4xf32> {
+  // CHECK: txl.rel_attention_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} saved(%{{.+}}, %{{.+}} : tensor<?x2x?xf32>, tensor<?x?x2x4xf32>) {scale = 5.000000e-01 : f32}
+  %g:6 = txl.rel_attention_grad %q, %q, %q, %q, %r, %u, %u, %m, %s saved(%lse, %q : tensor<?x2x?xf32>, tensor<?x?x2x4xf32>)
+      {scale = 0.5 : f32}
+      : tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>
+  return %g#3 : tensor<?x2x4xf32>
+}
+
 // The backward ops of the decomposed (four-term) attention.
 // CHECK-LABEL: func.func @decomposed_attention
 func.func @decomposed_attention(%ds: tensor<?x?x?x2xf32>, %q: tensor<?x?x2x4xf32>, %k: tensor<?x?x2x4xf32>,

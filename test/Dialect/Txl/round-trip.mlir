@@ -162,6 +162,20 @@ func.func @rel_attention_dropatt(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x2x16xf
   return %o : tensor<?x?x2x16xf32>
 }
 
+// The fused rel_attention with its lse result, [batch, n_head, qlen].
+// CHECK-LABEL: func.func @rel_attention_lse
+// CHECK: %{{.+}}, %[[LSE:.+]] = txl.rel_attention
+// CHECK-SAME: -> tensor<?x3x2x16xf32>, tensor<3x2x?xf32>
+// CHECK: return %[[LSE]]
+func.func @rel_attention_lse(%q: tensor<?x3x2x16xf32>, %k: tensor<?x3x2x16xf32>, %v: tensor<?x3x2x16xf32>,
+                             %r: tensor<?x2x16xf32>, %u: tensor<2x16xf32>, %vb: tensor<2x16xf32>,
+                             %mem_len: index, %same_length: i1) -> tensor<3x2x?xf32> {
+  %o, %lse = txl.rel_attention %q, %k, %v, %r, %u, %vb, %mem_len, %same_length {scale = 0.25 : f32}
+      : tensor<?x3x2x16xf32>, tensor<?x3x2x16xf32>, tensor<?x3x2x16xf32>, tensor<?x2x16xf32>,
+        tensor<2x16xf32>, tensor<2x16xf32> -> tensor<?x3x2x16xf32>, tensor<3x2x?xf32>
+  return %lse : tensor<3x2x?xf32>
+}
+
 // The per-token negative log-likelihood.
 // CHECK-LABEL: func.func @nll
 // CHECK-SAME: (%[[L:[^:]+]]: tensor<?x?x50xf32>, %[[T:[^:]+]]: tensor<?x?xi64>)

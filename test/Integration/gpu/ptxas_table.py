@@ -33,10 +33,11 @@ SHARED_RESERVED = 1024        # the driver's shared memory per workgroup
 
 # Budgets per kernel, by name: (pattern, work-items per workgroup, max
 # registers, max static shared memory, min workgroups per SM). The
-# attention kernels (with or without dropatt): the kernel's nvvm.maxnreg,
+# attention kernels (with or without dropatt, with or without the lse
+# output of training): the kernel's nvvm.maxnreg,
 # CUDA's 48 KiB, 4 workgroups of 128 (d_head 128: its 44.9 KB of tiles fit
 # 3 times in sm_80's 164 KB). The fused attention backward kernels (`_q`,
-# `_kv`, `_r`, with or without dropatt): their nvvm.maxnreg, up to 48 KiB
+# `_q_saved`, `_kv`, `_r`, with or without dropatt): their nvvm.maxnreg, up to 48 KiB
 # of tiles, 3 workgroups of 128 per SM (sm_80's 164 KB hold three of the
 # widest, 48.9 KB). The loop kernels (txl-parallel-loops-to-gpu): 64
 # registers and no shared memory keep 4 workgroups of 256 work-items on an
@@ -52,11 +53,11 @@ SHARED_RESERVED = 1024        # the driver's shared memory per workgroup
 BUDGETS = [
     (r"embedding_grad_sort", 256, 32, 2048, 8),
     (r"embedding_grad_rows", 256, 48, 0, 5),
-    (r"rel_attention_grad_(q|kv|r)(_dropatt)?_d\d+", 128, 128, 48 * 1024, 3),
+    (r"rel_attention_grad_(q|q_saved|kv|r)(_dropatt)?_d\d+", 128, 128, 48 * 1024, 3),
     (r"rel_attention_bf16_d(80|128)", 128, 255, 21 * 1024, 2),
     (r"rel_attention_bf16_d\d+", 128, 192, 21 * 1024, 2),
-    (r"rel_attention(_dropatt)?_d128", 128, 128, 48 * 1024, 3),
-    (r"rel_attention(_dropatt)?_d\d+", 128, 128, 48 * 1024, 4),
+    (r"rel_attention(_dropatt)?(_lse)?_d128", 128, 128, 48 * 1024, 3),
+    (r"rel_attention(_dropatt)?(_lse)?_d\d+", 128, 128, 48 * 1024, 4),
     (r"layer_norm_d\d+", 256, 32, 0, 8),
     (r"\w+_loop\d+", 256, 64, 0, 4),
     (r"\w+_serial\d+", 1, 64, 0, 1),

@@ -5,6 +5,11 @@ code does) through the runtime's device layer on an OpenCL device (this
 machine's CPU in CI), and compares their gradients with the official
 attention math's, differentiated in numpy (float64): the four terms, the
 decoder mask (causal with memory, same_length), softmax over keys, P·V.
+Where the image also has the saved-statistics kernels (from a forward with
+an lse result and a backward with a saved group), each case runs a second
+time through them: the forward rel_attention_lse_d<d_head> (its output and
+each row's log-sum-exp, the latter checked against numpy's), then
+rel_attention_grad_q_saved_d<d_head> on those, _kv and _r.
 
 usage: rel_attention_grad_kernel.py --device-lib LIB [--tol T] KERNELS.mlir KERNELS.img
 
@@ -59,14 +64,38 @@ def reference_grads(do, q, k, v, r, u, vb, mem_len, same_length, scale,
             "du": dqu.sum(axis=(0, 1)), "dvb": dqv.sum(axis=(0, 1))}
 
 
-def run_case(dev, layouts, case, rng, tol, dropatt=None, training=False):
+def reference_lse(q, k, r, u, vb, mem_len, same_length, scale):
+    """Each row's log-sum-exp of the scaled, masked scores: [batch, n_head,
+    qlen]."""
+    qlen, klen = q.shape[0], k.shape[0]
+    q, k, r, u, vb = (x.astype(np.float64) for x in (q, k, r, u, vb))
+    m = np.clip(qlen - 1 - np.arange(qlen)[:, None] + np.arange(klen)[None, :],
+                0, klen - 1)
+    score = (np.einsum("ibnd,jbnd->ijbn", q + u, k)
+             + np.einsum("ibnd,ijnd->ijbn", q + vb, r[m])) * scale
+    score[dec_attn_mask(qlen, klen, mem_len, same_length)] = -np.inf
+    top = score.max(axis=1)
+    lse = top + np.log(np.exp(score - top[:, None]).sum(axis=1))
+    return lse.transpose(1, 2, 0)
+
+
+def saved_forms(layouts, d_head, form):
+    """Whether the image has the saved-statistics kernels of `d_head`."""
+    return (f"rel_attention_grad_q_saved{form}_d{d_head}" in layouts
+            and f"rel_attention{form}_lse_d{d_head}" in layouts)
+
+
+def run_case(dev, layouts, case, rng, tol, dropatt=None, training=False,
+             saved=False):
     """The three launches for `case`; with `dropatt` (rate, seed, offset,
     stream), of the kernels' dropatt forms, training (the masks drawn) or
-    not."""
+    not; `saved`, after the forward's lse kernel, with `_q_saved` first."""
     qlen, mlen, batch, n_head, d_head, same_length, mem_len = case
     klen = qlen + mlen
     form = "_dropatt" if dropatt else ""
-    names = [f"rel_attention_grad_{kind}{form}_d{d_head}" for kind in ("q", "kv", "r")]
+    first = "q_saved" if saved else "q"
+    names = [f"rel_attention_grad_{kind}{form}_d{d_head}"
+             for kind in (first, "kv", "r")]
     scale = np.float32(0.125)
     # q, k, v as views of one [klen, batch, n_head, 3 * d_head] projection,
     # like the model's qkv split.
@@ -79,15 +108,32 @@ def run_case(dev, layouts, case, rng, tol, dropatt=None, training=False):
     u = rng.standard_normal((n_head, d_head)).astype(np.float32)
     vb = rng.standard_normal((n_head, d_head)).astype(np.float32)
 
-    inputs = []
-    inputs += dev.memref(do)[1]
+    tail = [ctypes.c_int64(mem_len), ctypes.c_int32(same_length), ctypes.c_float(scale)]
+    if dropatt:
+        tail += dropatt_args(dropatt, training)
+    operands = []
     for x in (q, k, v):
-        inputs += dev.memref(x, heads)[1]
+        operands += dev.memref(x, heads)[1]
     for x in (r, u, vb):
-        inputs += dev.memref(x)[1]
-    stats = [np.full((batch * n_head, qlen), np.nan, np.float32) for _ in range(2)]
-    for x in stats:
-        inputs += dev.memref(x)[1]
+        operands += dev.memref(x)[1]
+    stats = [np.full((batch, n_head, qlen), np.nan, np.float32) for _ in range(2)]
+    stat_bufs = [dev.memref(x) for x in stats]
+    lse_err = None
+    if saved:
+        # The forward: out and lse (into the buffer the backward reads).
+        fwd = f"rel_attention{form}_lse_d{d_head}"
+        out = np.full(q.shape, np.nan, np.float32)
+        out_buf = dev.memref(out)
+        tiles, block = layouts[fwd]
+        dev.launch(dev.kernel(fwd), (-(-qlen // tiles[0][0]), batch * n_head, 1),
+                   (block, 1, 1), operands + out_buf[1] + tail + stat_bufs[0][1])
+        lse = np.empty_like(stats[0])
+        dev.read(lse, stat_bufs[0][0])
+        lse_ref = reference_lse(q, k, r, u, vb, mem_len, same_length, float(scale))
+        lse_err = float(np.max(np.abs(lse - lse_ref) / np.maximum(1.0, np.abs(lse_ref))))
+    inputs = dev.memref(do)[1] + operands
+    for _, desc in stat_bufs:
+        inputs += desc
     outs = {
         "dqu": np.full(q.shape, np.nan, np.float32),
         "dqv": np.full(q.shape, np.nan, np.float32),
@@ -96,15 +142,14 @@ def run_case(dev, layouts, case, rng, tol, dropatt=None, training=False):
         "dr": np.full(r.shape, np.nan, np.float32),
     }
     bufs = {name: dev.memref(x) for name, x in outs.items()}
-    tail = [ctypes.c_int64(mem_len), ctypes.c_int32(same_length), ctypes.c_float(scale)]
-    if dropatt:
-        tail += dropatt_args(dropatt, training)
     plan = [(names[0], qlen, batch * n_head, ["dqu", "dqv"]),
             (names[1], klen, batch * n_head, ["dk", "dv"]),
             (names[2], klen, n_head, ["dr"])]
     for name, rows, grid_y, out_names in plan:
         tiles, block = layouts[name]
         args = list(inputs)
+        if name == names[0] and saved:
+            args += out_buf[1]
         for o in out_names:
             args += bufs[o][1]
         args += tail
@@ -124,10 +169,13 @@ def run_case(dev, layouts, case, rng, tol, dropatt=None, training=False):
         g = got[name].astype(np.float64)
         errs[name] = (float(np.linalg.norm(g - ref) / np.linalg.norm(ref))
                       if np.all(np.isfinite(g)) else float("inf"))
+    if lse_err is not None:
+        errs["lse"] = lse_err
     worst = max(errs, key=errs.get)
     ok = errs[worst] <= tol
     mode = f" dropatt={dropatt[0]} training={int(training)}" if dropatt else ""
-    print(f"{'ok  ' if ok else 'FAIL'} rel_attention_grad{form}_d{d_head} qlen={qlen} "
+    kind = "_saved" if saved else ""
+    print(f"{'ok  ' if ok else 'FAIL'} rel_attention_grad{kind}{form}_d{d_head} qlen={qlen} "
           f"mlen={mlen} batch={batch} n_head={n_head} same_length={int(same_length)} "
           f"mem_len={mem_len}{mode}: "
           f"worst relative error {errs[worst]:.3g} ({worst})")
@@ -170,6 +218,13 @@ def main():
             for training in (False, True):
                 results.append(run_case(dev, layouts, case, rng, args.tol,
                                         DROPATT, training))
+    # The saved-statistics chain, without and with dropatt (training).
+    for case in CASES:
+        if saved_forms(layouts, case[4], ""):
+            results.append(run_case(dev, layouts, case, rng, args.tol, saved=True))
+        if saved_forms(layouts, case[4], "_dropatt"):
+            results.append(run_case(dev, layouts, case, rng, args.tol, DROPATT,
+                                    True, saved=True))
     dev.lib.txl_device_close()
     if not results:
         print("no kernel to run")
