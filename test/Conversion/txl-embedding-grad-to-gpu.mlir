@@ -46,7 +46,62 @@ func.func @grad_f64(%dy: tensor<?x?x16xf64>, %tokens: tensor<?x?xi64>) -> tensor
   return %0 : tensor<50x16xf64>
 }
 
-// The kernels, created once for both f32 ops. The sort: a 256-token tile
+// The adaptive embedding's gradient (div_val > 1), per cluster over every
+// position: the local ids (t - lo inside [lo, hi), else -1), d_emb =
+// d_result · proj (one product), the table's gradient through the sort
+// kernels (which skip the -1s), and the projection's from the gathered
+// table rows (zero for -1).
+// CHECK-LABEL: func.func @adaptive(
+// CHECK-SAME: %[[ADY:[^:]+]]: tensor<?x?x32xf32>, %[[ATOK:[^:]+]]: tensor<?x?xi64>, %[[T0:[^:]+]]: tensor<10x32xf32>, %[[T1:[^:]+]]: tensor<40x8xf32>, %[[P0:[^:]+]]: tensor<32x32xf32>, %[[P1:[^:]+]]: tensor<32x8xf32>
+// CHECK-NOT: txl.adaptive_embedding_grad
+// CHECK: %[[IDS0:.+]] = linalg.generic {{.+}} ins(%[[ATOK]] : tensor<?x?xi64>)
+// CHECK: arith.cmpi sge, %{{.+}}, %c0_i64
+// CHECK: arith.cmpi slt, %{{.+}}, %c10_i64
+// CHECK: arith.select %{{.+}}, %{{.+}}, %c-1_i64
+// CHECK: %[[DEMB0:.+]] = txl.linear_input_grad %[[ADY]], %[[P0]] : tensor<?x?x32xf32>, tensor<32x32xf32> -> tensor<?x?x32xf32>
+// CHECK: gpu.launch_func @txl_kernels::@embedding_grad_sort
+// CHECK: gpu.launch_func @txl_kernels::@embedding_grad_rows
+// CHECK: %[[DT0:.+]] = bufferization.to_tensor %{{.+}} : memref<10x32xf32>
+// CHECK: %[[EMB0:.+]] = linalg.generic {{.+}} ins(%[[IDS0]] : tensor<?x?xi64>)
+// CHECK: tensor.extract %[[T0]]
+// CHECK: %[[DP0:.+]] = txl.linear_weight_grad %[[ADY]], %[[EMB0]] : tensor<?x?x32xf32>, tensor<?x?x32xf32> -> tensor<32x32xf32>
+// CHECK: %[[IDS1:.+]] = linalg.generic {{.+}} ins(%[[ATOK]] : tensor<?x?xi64>)
+// CHECK: arith.cmpi sge, %{{.+}}, %c10_i64
+// CHECK: arith.cmpi slt, %{{.+}}, %c50_i64
+// CHECK: arith.subi %{{.+}}, %c10_i64
+// CHECK: arith.select %{{.+}}, %{{.+}}, %c-1_i64
+// CHECK: %[[DEMB1:.+]] = txl.linear_input_grad %[[ADY]], %[[P1]] : tensor<?x?x32xf32>, tensor<32x8xf32> -> tensor<?x?x8xf32>
+// CHECK: gpu.launch_func @txl_kernels::@embedding_grad_sort
+// CHECK: gpu.launch_func @txl_kernels::@embedding_grad_rows
+// CHECK: %[[DT1:.+]] = bufferization.to_tensor %{{.+}} : memref<40x8xf32>
+// CHECK: %[[EMB1:.+]] = linalg.generic {{.+}} ins(%[[IDS1]] : tensor<?x?xi64>)
+// CHECK: tensor.extract %[[T1]]
+// CHECK: %[[DP1:.+]] = txl.linear_weight_grad %[[ADY]], %[[EMB1]] : tensor<?x?x32xf32>, tensor<?x?x8xf32> -> tensor<32x8xf32>
+// CHECK: return %[[DT0]], %[[DT1]], %[[DP0]], %[[DP1]]
+func.func @adaptive(%dy: tensor<?x?x32xf32>, %tokens: tensor<?x?xi64>, %t0: tensor<10x32xf32>, %t1: tensor<40x8xf32>,
+                    %p0: tensor<32x32xf32>, %p1: tensor<32x8xf32>)
+    -> (tensor<10x32xf32>, tensor<40x8xf32>, tensor<32x32xf32>, tensor<32x8xf32>) {
+  %dt0, %dt1, %dp0, %dp1 = txl.adaptive_embedding_grad %dy, %tokens
+      tables(%t0, %t1 : tensor<10x32xf32>, tensor<40x8xf32>)
+      projs(%p0, %p1 : tensor<32x32xf32>, tensor<32x8xf32>)
+      {cutoff_ends = array<i64: 0, 10, 50>} : tensor<?x?x32xf32>, tensor<?x?xi64>
+  return %dt0, %dt1, %dp0, %dp1 : tensor<10x32xf32>, tensor<40x8xf32>, tensor<32x32xf32>, tensor<32x8xf32>
+}
+
+// f64 stays for the generic lowering.
+// CHECK-LABEL: func.func @adaptive_f64(
+// CHECK: txl.adaptive_embedding_grad
+func.func @adaptive_f64(%dy: tensor<?x?x8xf64>, %tokens: tensor<?x?xi64>, %t0: tensor<10x8xf64>, %t1: tensor<40x4xf64>,
+                        %p0: tensor<8x8xf64>, %p1: tensor<8x4xf64>)
+    -> (tensor<10x8xf64>, tensor<40x4xf64>, tensor<8x8xf64>, tensor<8x4xf64>) {
+  %dt0, %dt1, %dp0, %dp1 = txl.adaptive_embedding_grad %dy, %tokens
+      tables(%t0, %t1 : tensor<10x8xf64>, tensor<40x4xf64>)
+      projs(%p0, %p1 : tensor<8x8xf64>, tensor<8x4xf64>)
+      {cutoff_ends = array<i64: 0, 10, 50>} : tensor<?x?x8xf64>, tensor<?x?xi64>
+  return %dt0, %dt1, %dp0, %dp1 : tensor<10x8xf64>, tensor<40x4xf64>, tensor<8x8xf64>, tensor<8x4xf64>
+}
+
+// The kernels, created once for every f32 op. The sort: a 256-token tile
 // in workgroup memory; a position's rank counts the smaller tokens and the
 // equal ones at earlier positions (`ult` on the position: stable), with a
 // barrier after the tile's load and one before the next tile overwrites
@@ -98,3 +153,4 @@ func.func @grad_f64(%dy: tensor<?x?x16xf64>, %tokens: tensor<?x?xi64>) -> tensor
 // CHECK: %[[TERM:.+]] = memref.load %[[DY2]][%[[PI]], %[[COL]]]
 // CHECK: arith.addf %[[ACC]], %[[TERM]] : f32
 // CHECK: memref.store %[[SUM]], %[[TAB]][%[[ROW]], %[[COL]]]
+

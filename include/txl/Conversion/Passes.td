@@ -212,6 +212,14 @@ def ConvertEmbeddingGradToGpuPass : Pass<"txl-embedding-grad-to-gpu", "::mlir::M
     equal tokens by descending position: still a permutation, but each
     row then sums in reverse order.
 
+    An f32 `txl.adaptive_embedding_grad` with static tables becomes, per
+    cluster [lo, hi), over every position: the local ids (t - lo inside
+    the cluster, -1 outside; a `linalg.generic`), `txl.linear_input_grad`
+    of d_result and the cluster's projection, a `txl.embedding_grad` of
+    that on the local ids (then the two launches above, which skip the
+    -1s), and `txl.linear_weight_grad` of d_result and the table rows the
+    ids gather (zero for -1) for the projection's gradient.
+
     Before:
     ```mlir
     %dw = txl.embedding_grad %de, %tokens into %dout

@@ -362,6 +362,112 @@ struct EmbeddingGradToLaunch : public OpRewritePattern<EmbeddingGradOp> {
   bool reverseTies;
 };
 
+// txl.adaptive_embedding_grad (f32, static tables) => per cluster i, over
+// every position: the cluster's local ids (t - lo for lo <= t < hi, else
+// -1), d_emb = d_result · proj_i (txl.linear_input_grad, one product),
+// d_table_i = txl.embedding_grad(d_emb, ids) (the sort kernels above, which
+// skip the -1s) and d_proj_i = txl.linear_weight_grad(d_result, the table
+// rows of the ids, zero for -1). The products cover every position, where
+// the CPU lowering first compacts each cluster's: on a GPU a product over
+// all positions costs less than the compaction's serial scan.
+struct AdaptiveEmbeddingGradToClusters
+    : public OpRewritePattern<AdaptiveEmbeddingGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(AdaptiveEmbeddingGradOp op,
+                                PatternRewriter &rewriter) const override {
+    auto dyType = cast<RankedTensorType>(op.getDResult().getType());
+    if (!dyType.getElementType().isF32())
+      return rewriter.notifyMatchFailure(op, "only f32 has GPU kernels");
+    if (llvm::any_of(op.getTables().getTypes(), [](Type t) {
+          return !cast<RankedTensorType>(t).hasStaticShape();
+        }))
+      return rewriter.notifyMatchFailure(op, "dynamic tables");
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    MLIRContext *ctx = op.getContext();
+    Value tokens = op.getTokens(), dy = op.getDResult();
+    auto tokenType = cast<RankedTensorType>(tokens.getType());
+    SmallVector<Value> positions;
+    for (int64_t dim = 0; dim < 2; ++dim)
+      if (tokenType.isDynamicDim(dim))
+        positions.push_back(tensor::DimOp::create(b, tokens, dim));
+    AffineMap id2 = AffineMap::getMultiDimIdentityMap(2, ctx);
+    AffineMap id3 = AffineMap::getMultiDimIdentityMap(3, ctx);
+    AffineMap leading2 = AffineMap::get(
+        3, 0, {getAffineDimExpr(0, ctx), getAffineDimExpr(1, ctx)}, ctx);
+    SmallVector<utils::IteratorType> parallel3(3,
+                                               utils::IteratorType::parallel);
+    ArrayRef<int64_t> ends = op.getCutoffEnds();
+    SmallVector<Value> dTables, dProjs;
+    for (auto [i, table, proj] :
+         llvm::enumerate(op.getTables(), op.getProjs())) {
+      int64_t lo = ends[i], hi = ends[i + 1];
+      // ids[p] = t - lo in the cluster, else -1.
+      Value ids = linalg::GenericOp::create(
+                      b, TypeRange{tokenType}, ValueRange{tokens},
+                      ValueRange{tensor::EmptyOp::create(
+                          b, tokenType.getShape(), b.getI64Type(), positions)},
+                      ArrayRef<AffineMap>{id2, id2},
+                      SmallVector<utils::IteratorType>(
+                          2, utils::IteratorType::parallel),
+                      [&](OpBuilder &nb, Location l, ValueRange a) {
+                        ImplicitLocOpBuilder ib(l, nb);
+                        Value loC = arith::ConstantIntOp::create(ib, lo, 64);
+                        Value hiC = arith::ConstantIntOp::create(ib, hi, 64);
+                        Value in = arith::AndIOp::create(
+                            ib,
+                            arith::CmpIOp::create(ib, arith::CmpIPredicate::sge,
+                                                  a[0], loC),
+                            arith::CmpIOp::create(ib, arith::CmpIPredicate::slt,
+                                                  a[0], hiC));
+                        Value local = arith::SelectOp::create(
+                            ib, in, arith::SubIOp::create(ib, a[0], loC),
+                            arith::ConstantIntOp::create(ib, -1, 64));
+                        linalg::YieldOp::create(ib, local);
+                      })
+                      .getResult(0);
+      auto tableType = cast<RankedTensorType>(table.getType());
+      int64_t dEmbed = tableType.getDimSize(1);
+      auto rowsType = RankedTensorType::get(
+          {dyType.getDimSize(0), dyType.getDimSize(1), dEmbed}, b.getF32Type());
+      Value dEmb = LinearInputGradOp::create(b, rowsType, dy, proj);
+      dTables.push_back(EmbeddingGradOp::create(b, tableType, dEmb, ids,
+                                                /*init=*/Value()));
+      // The table rows of the ids: emb[p, c] = table[ids[p], c], 0 for -1.
+      Value emb =
+          linalg::GenericOp::create(
+              b, TypeRange{rowsType}, ValueRange{ids},
+              ValueRange{tensor::EmptyOp::create(b, rowsType.getShape(),
+                                                 b.getF32Type(), positions)},
+              ArrayRef<AffineMap>{leading2, id3}, parallel3,
+              [&](OpBuilder &nb, Location l, ValueRange a) {
+                ImplicitLocOpBuilder ib(l, nb);
+                Value valid = arith::CmpIOp::create(
+                    ib, arith::CmpIPredicate::sge, a[0],
+                    arith::ConstantIntOp::create(ib, 0, 64));
+                Value row = arith::IndexCastOp::create(
+                    ib, ib.getIndexType(),
+                    arith::SelectOp::create(
+                        ib, valid, a[0],
+                        arith::ConstantIntOp::create(ib, 0, 64)));
+                Value x = tensor::ExtractOp::create(
+                    ib, table, ValueRange{row, linalg::IndexOp::create(ib, 2)});
+                linalg::YieldOp::create(
+                    ib, ValueRange{arith::SelectOp::create(
+                            ib, valid, x,
+                            arith::ConstantFloatOp::create(ib, ib.getF32Type(),
+                                                           APFloat(0.0f)))});
+              })
+              .getResult(0);
+      dProjs.push_back(LinearWeightGradOp::create(b, proj.getType(), dy, emb));
+    }
+    SmallVector<Value> results(dTables);
+    llvm::append_range(results, dProjs);
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
 struct ConvertEmbeddingGradToGpuPass
     : public txl::impl::ConvertEmbeddingGradToGpuPassBase<
           ConvertEmbeddingGradToGpuPass> {
@@ -370,6 +476,7 @@ struct ConvertEmbeddingGradToGpuPass
     ModuleOp module = getOperation();
     RewritePatternSet patterns(&getContext());
     patterns.add<EmbeddingGradToLaunch>(&getContext(), module, testReverseTies);
+    patterns.add<AdaptiveEmbeddingGradToClusters>(&getContext());
     if (failed(applyPatternsGreedily(module, std::move(patterns))))
       return signalPassFailure();
   }

@@ -482,28 +482,36 @@ void GradKernelBuilder::buildQuery() {
       memref::StoreOp::create(b, lseI, lse, ValueRange{batchIdx, head, i});
     memref::StoreOp::create(b, dI, delta, ValueRange{batchIdx, head, i});
   };
+  // dO_ri · o over d_head: this lane's columns c (column d, clamped) of
+  // the dO tile times o(c, d), summed over the subgroup.
+  auto dotDo = [&](Value ri, function_ref<Value(int64_t c, Value d)> o) {
+    Value partial = f32(0.0);
+    for (int64_t c = 0; c < cols; ++c) {
+      Value d = add(lane, idx(c * kSubgroup));
+      Value ok = cmp(P::ult, d, idx(s.dHead));
+      Value dSafe = select(ok, d, idx(0));
+      Value x = arith::MulFOp::create(
+          b, memref::LoadOp::create(b, doTile, ValueRange{ri, dSafe}),
+          o(c, dSafe));
+      partial = arith::AddFOp::create(b, partial, select(ok, x, f32(0.0)));
+    }
+    return txl::subgroupReduce(b, partial, /*isMax=*/false);
+  };
   if (s.saved) {
-    // The forward's lse, and D from its output O in this lane's columns of
-    // the dO tile, which every subgroup must have stored first.
+    // The forward's lse, and D from its output O, read against the dO
+    // tile, which every subgroup must have stored first.
     gpu::BarrierOp::create(b);
     for (int64_t t = 0; t < s.rowsPerWarp(); ++t) {
       Value ri = add(rowBase, idx(t));
       Value i = add(i0, ri);
       Value iSafe = select(cmp(P::ult, i, qlen), i, idx(0));
-      Value partial = f32(0.0);
-      for (int64_t c = 0; c < cols; ++c) {
-        Value d = add(lane, idx(c * kSubgroup));
-        Value ok = cmp(P::ult, d, idx(s.dHead));
-        Value dSafe = select(ok, d, idx(0));
-        Value x = arith::MulFOp::create(
-            b, memref::LoadOp::create(b, doTile, ValueRange{ri, dSafe}),
-            memref::LoadOp::create(b, out,
-                                   ValueRange{iSafe, batchIdx, head, dSafe}));
-        partial = arith::AddFOp::create(b, partial, select(ok, x, f32(0.0)));
-      }
+      Value dI = dotDo(ri, [&](int64_t, Value d) -> Value {
+        return memref::LoadOp::create(b, out,
+                                      ValueRange{iSafe, batchIdx, head, d});
+      });
       storeRowStats(
           i, memref::LoadOp::create(b, lse, ValueRange{batchIdx, head, iSafe}),
-          txl::subgroupReduce(b, partial, /*isMax=*/false));
+          dI);
     }
   } else {
     // Pass 1 (the forward's online softmax): per row, the running max m and
@@ -567,18 +575,11 @@ void GradKernelBuilder::buildQuery() {
       Value ri = add(rowBase, idx(t));
       Value i = add(i0, ri);
       Value m = stats[t * perRow], l = stats[t * perRow + 1];
-      Value partial = f32(0.0);
-      for (int64_t c = 0; c < cols; ++c) {
-        Value d = add(lane, idx(c * kSubgroup));
-        Value ok = cmp(P::ult, d, idx(s.dHead));
-        Value dSafe = select(ok, d, idx(0));
-        Value x = arith::MulFOp::create(
-            b, memref::LoadOp::create(b, doTile, ValueRange{ri, dSafe}),
-            stats[t * perRow + 2 + c]);
-        partial = arith::AddFOp::create(b, partial, select(ok, x, f32(0.0)));
-      }
       Value dI = arith::DivFOp::create(
-          b, txl::subgroupReduce(b, partial, /*isMax=*/false), l);
+          b,
+          dotDo(ri,
+                [&](int64_t c, Value) { return stats[t * perRow + 2 + c]; }),
+          l);
       Value lseI = arith::AddFOp::create(b, m, math::LogOp::create(b, l));
       storeRowStats(i, lseI, dI);
     }
