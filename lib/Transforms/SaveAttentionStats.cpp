@@ -33,23 +33,8 @@ struct SaveAttentionStatsPass
       if (!op.getLse())
         ops.push_back(op);
     });
-    for (RelAttentionOp op : ops) {
-      // [batch, n_head, qlen] of the query's element type.
-      auto q = cast<RankedTensorType>(op.getQuery().getType());
-      auto lseType = RankedTensorType::get(
-          {q.getDimSize(1), q.getDimSize(2), q.getDimSize(0)},
-          q.getElementType());
-      rewriter.setInsertionPoint(op);
-      auto withLse = RelAttentionOp::create(
-          rewriter, op.getLoc(), op.getResult().getType(), lseType,
-          op.getQuery(), op.getKey(), op.getValue(), op.getPosKey(),
-          op.getRWBias(), op.getRRBias(), op.getMemLen(), op.getSameLength(),
-          op.getDropattSeed(), op.getDropattOffset(), op.getDropattTraining(),
-          op.getDropattStreamBase(), op.getScaleAttr(), op.getDropattAttr(),
-          op.getDropattStreamAttr());
-      rewriter.replaceAllUsesWith(op.getResult(), withLse.getResult());
-      rewriter.eraseOp(op);
-    }
+    for (RelAttentionOp op : ops)
+      op.replaceWithLse(rewriter, /*withLse=*/true);
   }
 };
 

@@ -263,6 +263,28 @@ SmallVector<Value> RelAttentionOp::getDropattOperands() {
   return dropattOperandsOf(*this);
 }
 
+RankedTensorType RelAttentionOp::getLseTypeForQuery() {
+  auto q = cast<RankedTensorType>(getQuery().getType());
+  return RankedTensorType::get(
+      {q.getDimSize(1), q.getDimSize(2), q.getDimSize(0)}, q.getElementType());
+}
+
+RelAttentionOp RelAttentionOp::replaceWithLse(RewriterBase &rewriter,
+                                              bool withLse) {
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(*this);
+  auto copy = RelAttentionOp::create(
+      rewriter, getLoc(), getResult().getType(),
+      withLse ? Type(getLseTypeForQuery()) : Type(), getQuery(), getKey(),
+      getValue(), getPosKey(), getRWBias(), getRRBias(), getMemLen(),
+      getSameLength(), getDropattSeed(), getDropattOffset(),
+      getDropattTraining(), getDropattStreamBase(), getScaleAttr(),
+      getDropattAttr(), getDropattStreamAttr());
+  rewriter.replaceAllUsesWith(getResult(), copy.getResult());
+  rewriter.eraseOp(*this);
+  return copy;
+}
+
 namespace {
 // txl.rel_attention with an lse result nothing reads => the op without it.
 struct DropUnusedLse : public OpRewritePattern<RelAttentionOp> {
@@ -272,15 +294,7 @@ struct DropUnusedLse : public OpRewritePattern<RelAttentionOp> {
     Value lse = op.getLse();
     if (!lse || !lse.use_empty())
       return failure();
-    auto replacement = RelAttentionOp::create(
-        rewriter, op.getLoc(), op.getResult().getType(), /*lse=*/Type(),
-        op.getQuery(), op.getKey(), op.getValue(), op.getPosKey(),
-        op.getRWBias(), op.getRRBias(), op.getMemLen(), op.getSameLength(),
-        op.getDropattSeed(), op.getDropattOffset(), op.getDropattTraining(),
-        op.getDropattStreamBase(), op.getScaleAttr(), op.getDropattAttr(),
-        op.getDropattStreamAttr());
-    rewriter.replaceAllUsesWith(op.getResult(), replacement.getResult());
-    rewriter.eraseOp(op);
+    op.replaceWithLse(rewriter, /*withLse=*/false);
     return success();
   }
 };

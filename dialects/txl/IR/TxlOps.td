@@ -487,6 +487,13 @@ def Txl_RelAttentionOp : Txl_Op<"rel_attention",
     /// The operands of the dropatt group present (seed, offset, training,
     /// stream_base): all four, or none without dropatt.
     ::llvm::SmallVector<::mlir::Value> getDropattOperands();
+    /// The type of the lse result for this op's query: [batch, n_head,
+    /// qlen] of its element type.
+    ::mlir::RankedTensorType getLseTypeForQuery();
+    /// Replaces this op by a copy with (`withLse`) or without an lse
+    /// result; the result's uses move to the copy's. Returns the copy.
+    RelAttentionOp replaceWithLse(::mlir::RewriterBase &rewriter,
+                                  bool withLse);
   }];
 }
 
