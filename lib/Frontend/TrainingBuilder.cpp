@@ -63,6 +63,7 @@ public:
 
   void emitGradSquaredNorm(ModuleOp module);
   void emitDeviceGradSquaredNorm(ModuleOp module);
+  void emitAccumulateGrads(ModuleOp module);
   void emitOptimizerStep(ModuleOp module);
   void emitLearningRate(ModuleOp module);
 
@@ -310,6 +311,73 @@ void TrainingEmitter::emitDeviceGradSquaredNorm(ModuleOp module) {
                      .getResult()});
 }
 
+/// train.py's accumulation over batch chunks: chunk c's backward of
+/// loss / batch_chunk adds into .grad, so each gradient becomes
+/// part * scale for the first chunk and total + part * scale after (the
+/// CPU session's loop, in the same order of operations). One scf.forall
+/// per gradient, one work-item per element, written in place.
+void TrainingEmitter::emitAccumulateGrads(ModuleOp module) {
+  SmallVector<ParamSpec> trained = trainedParams();
+  SmallVector<Type> flat = flatTypes(trained);
+  size_t numParams = trained.size();
+  // totals, parts, scale, first
+  SmallVector<Type> inputs(flat);
+  inputs.append(flat);
+  inputs.append({b.getF32Type(), b.getI64Type()});
+
+  b.setInsertionPointToEnd(module.getBody());
+  auto fn = func::FuncOp::create(b, loc, kAccumulateGradsFunctionName,
+                                 b.getFunctionType(inputs, flat));
+  fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+  for (auto [i, p] : llvm::enumerate(trained)) {
+    nameArgument(fn, i, "txl.grad", p.name);
+    nameArgument(fn, numParams + i, "txl.chunk_grad", p.name);
+  }
+  Block *entry = fn.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  Value scale = entry->getArgument(2 * numParams);
+  Value first =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                            entry->getArgument(2 * numParams + 1), i64(0));
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  SmallVector<Value> returned;
+  for (size_t i = 0; i < numParams; ++i) {
+    Value total = entry->getArgument(i),
+          part = entry->getArgument(numParams + i);
+    int64_t count = cast<RankedTensorType>(flat[i]).getDimSize(0);
+    auto forall = scf::ForallOp::create(
+        b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(count)},
+        ValueRange{total}, /*mapping=*/std::nullopt);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(forall.getBody());
+    Value k = forall.getInductionVar(0);
+    Value scaled = arith::MulFOp::create(
+        b, loc, tensor::ExtractOp::create(b, loc, part, ValueRange{k}), scale);
+    Value sum = arith::AddFOp::create(
+        b, loc, tensor::ExtractOp::create(b, loc, total, ValueRange{k}),
+        scaled);
+    Value value = arith::SelectOp::create(b, loc, first, scaled, sum);
+    // Through a one-element slice of the output, as @grad_squared_norm's
+    // partials: a store into the argument, no allocation.
+    Value out = forall.getRegionIterArgs()[0];
+    Value slot = tensor::ExtractSliceOp::create(
+        b, loc, out, ArrayRef<OpFoldResult>{k},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+    Value one = tensor::InsertOp::create(b, loc, value, slot, ValueRange{zero});
+    b.setInsertionPointToStart(forall.getTerminator().getBody());
+    tensor::ParallelInsertSliceOp::create(
+        b, loc, one, out, ArrayRef<OpFoldResult>{k},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+    b.setInsertionPointAfter(forall);
+    returned.push_back(bufferization::MaterializeInDestinationOp::create(
+                           b, loc, forall.getResult(0), total)
+                           .getResult());
+  }
+  func::ReturnOp::create(b, loc, returned);
+}
+
 void TrainingEmitter::emitOptimizerStep(ModuleOp module) {
   SmallVector<ParamSpec> trained = trainedParams();
   SmallVector<StringRef, 2> stateNames = getOptimizerStateNames(train.optim);
@@ -506,5 +574,7 @@ LogicalResult mlir::txl::buildTrainingFunctions(ModuleOp module,
     emitter.emitGradSquaredNorm(module);
   emitter.emitOptimizerStep(module);
   emitter.emitLearningRate(module);
+  if (forDevice && config.train.batchChunk > 1)
+    emitter.emitAccumulateGrads(module);
   return success();
 }

@@ -23,10 +23,12 @@ void TxlDialect::initialize() {
 
 /// Argument attributes whose value names the parameter the argument holds,
 /// in the role of the attribute's name: the parameter itself, its gradient,
-/// or one of torch.optim's state tensors of it (TrainingBuilder.cpp).
+/// one batch chunk's gradient, or one of torch.optim's state tensors of it
+/// (TrainingBuilder.cpp).
 static constexpr llvm::StringLiteral kNamingArgAttrs[] = {
-    "txl.param", "txl.grad",          "txl.exp_avg",
-    "txl.exp_avg_sq", "txl.momentum_buffer", "txl.sum"};
+    "txl.param",   "txl.grad",       "txl.chunk_grad",
+    "txl.exp_avg", "txl.exp_avg_sq", "txl.momentum_buffer",
+    "txl.sum"};
 
 LogicalResult TxlDialect::verifyRegionArgAttribute(Operation *op,
                                                    unsigned regionIndex,

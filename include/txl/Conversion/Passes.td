@@ -677,8 +677,8 @@ def EmitPackedEntryPass : Pass<"txl-emit-packed-entry", "::mlir::ModuleOp"> {
     required; the other functions of the runtime ABI are wrapped when the
     module has their `_mlir_ciface_` wrapper: `segment_grad` as
     `txl_segment_grad`, `grad_squared_norm` as `txl_grad_squared_norm`,
-    `optimizer_step` as `txl_optimizer_step` and `learning_rate` as
-    `txl_learning_rate`.
+    `optimizer_step` as `txl_optimizer_step`, `learning_rate` as
+    `txl_learning_rate` and `accumulate_grads` as `txl_accumulate_grads`.
 
     The `_mlir_ciface_` wrapper, whose one caller is then the entry, becomes
     `internal` and `always_inline`, and so does the function it wraps when

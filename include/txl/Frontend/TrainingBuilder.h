@@ -47,6 +47,11 @@ inline constexpr llvm::StringLiteral kGradSquaredNormFunctionName =
 inline constexpr llvm::StringLiteral kLearningRateFunctionName =
     "learning_rate";
 
+/// Name of the generated accumulation of a batch chunk's gradients (GPU
+/// targets with batch_chunk > 1).
+inline constexpr llvm::StringLiteral kAccumulateGradsFunctionName =
+    "accumulate_grads";
+
 /// The state tensors `optim` keeps per trainable parameter, in the order
 /// @optimizer_step takes and returns their lists, named by torch.optim's
 /// state keys: adam {exp_avg, exp_avg_sq}, sgd {momentum_buffer}, adagrad
@@ -88,6 +93,15 @@ SmallVector<StringRef, 2> getOptimizerStateNames(StringRef optim);
 ///       -> tensor<?xf32>   // materialized in %partials, parts = its size
 ///
 /// and the runtime runs @optimizer_step as part 0 of 1 with those partials.
+/// With `forDevice` and [train] batch_chunk > 1 the module also gets
+///
+///   func.func @accumulate_grads(%g_0..%g_{T-1}, %c_0..%c_{T-1},
+///                               %scale: f32, %first: i64)
+///       -> (tensor<n_i x f32>...)   // materialized in %g_i
+///
+/// train.py's accumulation of chunk gradients (each chunk's backward of
+/// loss / batch_chunk adds into .grad): g_i = c_i * scale when `first` is
+/// not 0, else g_i + c_i * scale, one work-item per element.
 LogicalResult buildTrainingFunctions(ModuleOp module,
                                      const ModelConfig &config,
                                      bool forDevice = false);

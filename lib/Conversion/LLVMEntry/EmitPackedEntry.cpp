@@ -33,13 +33,14 @@ struct PackedEntry {
 };
 
 /// The entries after the segment's (which the pass options name): the
-/// backward segment, the clipping norm's partial sums, the optimizer update
-/// and the lr schedule.
+/// backward segment, the clipping norm's partial sums, the optimizer update,
+/// the lr schedule and the batch chunks' gradient accumulation.
 constexpr PackedEntry kOptionalEntries[] = {
     {"segment_grad", "txl_segment_grad", false},
     {"grad_squared_norm", "txl_grad_squared_norm", false},
     {"optimizer_step", "txl_optimizer_step", false},
     {"learning_rate", "txl_learning_rate", false},
+    {"accumulate_grads", "txl_accumulate_grads", false},
 };
 
 struct EmitPackedEntryPass

@@ -159,7 +159,8 @@ typedef void (*txl_segment_fn)(void **args);
 /// out memref<1xf64>: the lr train.py sets after update `step` (step 0: the
 /// lr of the first update).
 
-/* Symbols a txlc-generated object defines: all five by default;
+/* Symbols a txlc-generated object defines: the first five by default
+   (txl_accumulate_grads only for a GPU target with batch_chunk > 1);
    txl_segment_grad is absent when the model was compiled with
    --backward=false, and the runtime then refuses
    `train` and --grad-segment. */
@@ -169,6 +170,11 @@ void txl_segment_grad(void **args) TXL_WEAK;
 void txl_grad_squared_norm(void **args) TXL_WEAK;
 void txl_optimizer_step(void **args) TXL_WEAK;
 void txl_learning_rate(void **args) TXL_WEAK;
+/* GPU targets with [train] batch_chunk > 1: grads[T], chunk_grads[T]
+   (device memref<n x f32> each, T = the trainable parameters in order),
+   scale (float*), first (int64_t*); grads[i] = chunk_grads[i] * scale when
+   first != 0, else grads[i] + chunk_grads[i] * scale, in place. */
+void txl_accumulate_grads(void **args) TXL_WEAK;
 
 /*===----------------------------------------------------------------------===*
  * Status
@@ -265,7 +271,9 @@ txl_status_t txl_session_set_memory(txl_session_t *session, int64_t mlen,
 /// workspace (activations, the new memory) comes on top and is not in the
 /// check; txl_session_report_device_memory prints the measured peak. With
 /// `training` nonzero the training state is added: a gradient and the
-/// optimizer's state tensors per trainable parameter.
+/// optimizer's state tensors per trainable parameter, and with batch_chunk
+/// > 1 a second gradient (one chunk's). `batch` counts every memory slot's
+/// columns (train: batch_size, all the chunks).
 /// Errors: TXL_UNAVAILABLE "the run needs X MiB of device memory ... but
 /// the device has Y MiB free". Does nothing on the CPU target.
 txl_status_t txl_session_check_device_memory(txl_session_t *session,
@@ -279,6 +287,17 @@ txl_status_t txl_session_report_device_memory(txl_session_t *session);
 
 /// Drops the memory (mlen = 0) for a stream of `batch` columns.
 txl_status_t txl_session_reset_memory(txl_session_t *session, int64_t batch);
+
+/// The most memories a session keeps (txl_session_select_memory).
+#define TXL_MAX_MEMORY_SLOTS 1024
+
+/// Makes memory slot `slot` the session's memory, the one every run, reset,
+/// set and read uses, and keeps the current one under its own slot (slot 0
+/// at creation): official train.py keeps one `mems` per batch chunk. On the
+/// GPU targets every slot's memory stays on the device, and selecting one
+/// moves nothing. A slot not selected before holds no memory: reset or set
+/// it before a run. Errors: slot outside [0, TXL_MAX_MEMORY_SLOTS).
+txl_status_t txl_session_select_memory(txl_session_t *session, int64_t slot);
 
 /// Runs one segment: `data`/`target` are row-major int64 [qlen, batch];
 /// `out_nll` receives row-major float32 [qlen, batch] per-token NLL in nats.

@@ -198,7 +198,9 @@ struct MemorySnapshot {
 /// The data side of train.py's loop: the train iterator (fixed-length, or
 /// varlen drawing from the numpy generator train.py seeds with `seed`) and
 /// the memory of each of the batch_chunk column chunks (train.py keeps one
-/// `mems` per chunk). The session holds the memory of the chunk being run.
+/// `mems` per chunk): chunk c's is the session's memory slot c
+/// (txl_session_select_memory), so that on the GPU targets every chunk's
+/// memory stays on the device.
 class TrainingData {
 public:
   TrainingData(const txl_model_info_t &info, const std::vector<int64_t> &stream,
@@ -213,9 +215,6 @@ public:
     const LMOrderedIterator &rows = varlen_ ? varlen_->rows() : *fixed_;
     if (rows.numSegments() == 0)
       fail(TXL_DATA_ERROR, "the train split is too short for one segment");
-    mems_.resize(chunks_);
-    for (MemorySnapshot &m : mems_)
-      m.batch = chunkBatch_;
   }
 
   int64_t chunks() const { return chunks_; }
@@ -237,33 +236,32 @@ public:
   /// A new epoch: the iterator from row 0, every chunk's memory empty.
   void startEpoch(txl_session_t *session) {
     seek(0);
-    for (MemorySnapshot &m : mems_) {
-      m.mlen = 0;
-      m.layers.assign(info_.n_layer + 1, {});
+    for (int64_t c = chunks_ - 1; c >= 0; --c) {
+      enterChunk(session, c);
+      checkStatus(txl_session_reset_memory(session, chunkBatch_));
     }
-    checkStatus(txl_session_reset_memory(session, chunkBatch_));
   }
 
-  /// Makes chunk `c`'s memory the session's (a no-op with one chunk).
+  /// Makes chunk `c`'s memory the session's.
   void enterChunk(txl_session_t *session, int64_t c) {
-    if (chunks_ > 1)
-      mems_[c].restore(session);
+    checkStatus(txl_session_select_memory(session, c));
+    current_ = c;
   }
-  /// Keeps the session's memory as chunk `c`'s.
-  void leaveChunk(txl_session_t *session, int64_t c) {
-    if (chunks_ > 1)
-      mems_[c] = MemorySnapshot::take(info_, session, chunkBatch_);
+  /// A copy of chunk `c`'s memory.
+  MemorySnapshot memory(txl_session_t *session, int64_t c) {
+    int64_t current = current_;
+    enterChunk(session, c);
+    MemorySnapshot snapshot = MemorySnapshot::take(info_, session, chunkBatch_);
+    enterChunk(session, current);
+    return snapshot;
   }
-  /// Chunk `c`'s memory (the session's with one chunk).
-  MemorySnapshot memory(txl_session_t *session, int64_t c) const {
-    return chunks_ > 1 ? mems_[c]
-                       : MemorySnapshot::take(info_, session, chunkBatch_);
-  }
-  void setMemory(txl_session_t *session, int64_t c, MemorySnapshot memory) {
-    if (chunks_ > 1)
-      mems_[c] = std::move(memory);
-    else
-      memory.restore(session);
+  /// Replaces chunk `c`'s memory.
+  void setMemory(txl_session_t *session, int64_t c,
+                 const MemorySnapshot &memory) {
+    int64_t current = current_;
+    enterChunk(session, c);
+    memory.restore(session);
+    enterChunk(session, current);
   }
 
   /// Columns [c * chunkBatch, (c + 1) * chunkBatch) of a [rows, batch]
@@ -283,7 +281,7 @@ private:
   NumpyRandomState rng_;
   std::optional<LMOrderedIterator> fixed_;
   std::optional<LMVarlenIterator> varlen_;
-  std::vector<MemorySnapshot> mems_;
+  int64_t current_ = 0; ///< the chunk whose memory slot is selected
 };
 
 /// Mean NLL (nats) of an ordered split as train.py's evaluate(): memory
@@ -516,7 +514,7 @@ LoopState loadTrainingCheckpoint(const std::string &path,
                    {mlen, memory.batch, info.d_model},
                    memory.layers[l].data());
     }
-    data.setMemory(session, c, std::move(memory));
+    data.setMemory(session, c, memory);
   }
   data.rng().restore(get("numpy_rng"));
 
@@ -650,9 +648,10 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
   Optimizer optimizer(info);
   // A resumed run restores the numpy generator's state from the checkpoint.
   TrainingData data(info, corpus.train, settings.seed);
-  // GPU targets: the training state must fit before anything is allocated.
-  checkStatus(txl_session_check_device_memory(
-      session.get(), info.mem_len, data.chunkBatch(), /*training=*/1));
+  // GPU targets: the training state must fit before anything is allocated
+  // (the memory of every chunk: all the batch's columns).
+  checkStatus(txl_session_check_device_memory(session.get(), info.mem_len,
+                                              batch, /*training=*/1));
   LoopState state;
   if (options.resume) {
     checkStatus(txl_session_reset_memory(session.get(), data.chunkBatch()));
@@ -741,12 +740,10 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
       data.enterChunk(session.get(), c);
       nll.resize(static_cast<size_t>(segment.seqLen * data.chunkBatch()));
       checkStatus(txl_session_train_segment(
-          session.get(),
-          chunks > 1 ? chunkData.data() : segment.data.data(),
+          session.get(), chunks > 1 ? chunkData.data() : segment.data.data(),
           chunks > 1 ? chunkTarget.data() : segment.target.data(),
           segment.seqLen, data.chunkBatch(), &runOptions, c, chunks,
           nll.data()));
-      data.leaveChunk(session.get(), c);
       double sum = 0;
       for (float value : nll)
         sum += value;

@@ -71,6 +71,18 @@ struct txl_session {
   std::vector<void *> deviceMems; ///< [mlen, batch, d_model] per layer
   bool memsOnHostCurrent = true;
 
+  /// The memories not in use (txl_session_select_memory: train.py's one
+  /// `mems` per batch chunk), by slot; the fields above are slot
+  /// `memorySlot`'s. On the GPU targets a parked memory stays on the device.
+  struct ParkedMemory {
+    std::vector<std::vector<float>> mems;
+    int64_t mlen = 0, batch = 0;
+    std::vector<void *> deviceMems;
+    bool memsOnHostCurrent = true;
+  };
+  std::vector<ParkedMemory> parkedMemory;
+  int64_t memorySlot = 0;
+
   /// Training (txl_session_train_segment, txl_session_optimizer_step),
   /// allocated on first use: the update's gradient per parameter (empty for
   /// buffers), one chunk's gradient (batch_chunk > 1), and the optimizer
@@ -80,6 +92,7 @@ struct txl_session {
   std::vector<int32_t> trainable;
   std::vector<std::vector<float>> grads, chunkGrads, states;
   std::vector<void *> deviceGrads, deviceStates;
+  std::vector<void *> deviceChunkGrads; ///< batch_chunk > 1: one chunk's
   void *devicePartials = nullptr; ///< normPartials(T) floats
   void *deviceScalar = nullptr;   ///< 8 bytes: the norm, the lr
   bool paramsOnHostCurrent = true, statesOnHostCurrent = true;
@@ -311,9 +324,11 @@ extern "C" txl_status_t txl_session_check_device_memory(txl_session_t *session,
       }
     }
     // Training: a gradient and n_optim_states states per trainable
-    // parameter, the clipping norm's partial sums and a scalar.
+    // parameter (and a chunk's gradient with batch_chunk > 1), the
+    // clipping norm's partial sums and a scalar.
+    size_t gradientSets = info.batch_chunk > 1 ? 2 : 1;
     size_t optimizer =
-        training ? trainable * size_t(1 + info.n_optim_states) +
+        training ? trainable * size_t(gradientSets + info.n_optim_states) +
                        size_t(normPartials(trainableCount)) * sizeof(float) +
                        sizeof(double)
                  : 0;
@@ -368,6 +383,38 @@ extern "C" txl_status_t txl_session_reset_memory(txl_session_t *session,
     session->mlen = 0;
     session->batch = batch;
     uploadMemory(*session);
+  });
+}
+
+extern "C" txl_status_t txl_session_select_memory(txl_session_t *session,
+                                                  int64_t slot) {
+  return guardStatus([&] {
+    requireSession(session);
+    if (slot < 0 || slot >= TXL_MAX_MEMORY_SLOTS)
+      fail(TXL_INVALID_ARGUMENT, "memory slot {} out of range [0, {})", slot,
+           TXL_MAX_MEMORY_SLOTS);
+    txl_session &s = *session;
+    if (slot == s.memorySlot)
+      return;
+    if (s.parkedMemory.size() <= size_t(std::max(slot, s.memorySlot)))
+      s.parkedMemory.resize(size_t(std::max(slot, s.memorySlot)) + 1);
+    auto &from = s.parkedMemory[size_t(s.memorySlot)];
+    from.mems = std::move(s.mems);
+    from.mlen = s.mlen;
+    from.batch = s.batch;
+    from.deviceMems = std::move(s.deviceMems);
+    from.memsOnHostCurrent = s.memsOnHostCurrent;
+    auto &to = s.parkedMemory[size_t(slot)];
+    s.mems = std::move(to.mems);
+    // A slot never used holds no memory and no batch size: runs refuse it
+    // until txl_session_reset_memory or txl_session_set_memory.
+    s.mems.resize(size_t(s.info->n_layer + 1));
+    s.mlen = to.mlen;
+    s.batch = to.batch;
+    s.deviceMems = std::move(to.deviceMems);
+    s.memsOnHostCurrent = to.memsOnHostCurrent;
+    to = {};
+    s.memorySlot = slot;
   });
 }
 
@@ -519,11 +566,13 @@ static std::vector<void *> allocateDeviceGrads(const txl_session &session) {
 /// One segment through the forward entry, or through the backward entry
 /// when `outGrads` is not null (one float32 buffer per trainable parameter,
 /// in parameter order; entries for buffers are ignored), or, with
-/// `intoDeviceGrads`, into the session's device gradient buffers.
+/// `intoDeviceGrads`, into those device gradient buffers (one per
+/// parameter, null for buffers).
 static void runSegment(txl_session_t *session, const int64_t *data,
                        const int64_t *target, int64_t qlen, int64_t batch,
                        const txl_run_options_t *options, float *out_nll,
-                       float *const *outGrads, bool intoDeviceGrads = false) {
+                       float *const *outGrads,
+                       const std::vector<void *> *intoDeviceGrads = nullptr) {
   requireSession(session);
   const txl_model_info_t &info = *session->info;
   if (!session->loaded)
@@ -574,8 +623,8 @@ static void runSegment(txl_session_t *session, const int64_t *data,
 
   if (session->onDevice) {
     if (intoDeviceGrads) {
-      runSegmentOnDevice(*session, entry, data, target, qlen, newMlen,
-                         *options, out_nll, &session->deviceGrads);
+      runSegmentOnDevice(*session, entry, data, target, qlen, newMlen, *options,
+                         out_nll, intoDeviceGrads);
       return;
     }
     // Host gradients: through temporary device buffers, read back.
@@ -809,12 +858,31 @@ txl_session_train_segment(txl_session_t *session, const int64_t *data,
       fail(TXL_INVALID_ARGUMENT, "chunk {} of {}: need 0 <= chunk < chunks",
            chunk, chunks);
     if (session->onDevice) {
-      if (chunks > 1)
+      if (chunks == 1) {
+        runSegment(session, data, target, qlen, batch, options, out_nll,
+                   nullptr, &session->deviceGrads);
+        return;
+      }
+      // train.py: each chunk's backward of loss / batch_chunk accumulates;
+      // the chunk's gradient and the sum stay on the device.
+      if (!txl_accumulate_grads)
         fail(TXL_INVALID_ARGUMENT,
-             "batch_chunk > 1 on the GPU targets is not built yet (issue "
-             "#19); train with batch_chunk = 1 or on the CPU target");
-      runSegment(session, data, target, qlen, batch, options, out_nll,
-                 nullptr, /*intoDeviceGrads=*/true);
+             "batch_chunk {} on a GPU target needs txl_accumulate_grads, "
+             "which this executable lacks; recompile the model with this "
+             "txlc",
+             chunks);
+      if (session->deviceChunkGrads.empty())
+        session->deviceChunkGrads = allocateDeviceGrads(*session);
+      runSegment(session, data, target, qlen, batch, options, out_nll, nullptr,
+                 &session->deviceChunkGrads);
+      PackedArgs args;
+      for (const std::vector<void *> *list :
+           {&session->deviceGrads, &session->deviceChunkGrads})
+        for (size_t t = 0; t < session->trainable.size(); ++t)
+          args.memref((*list)[session->trainable[t]], flatShape(*session, t));
+      args.f32(1.0f / static_cast<float>(chunks));
+      args.i64(chunk == 0 ? 1 : 0);
+      txl_accumulate_grads(args.data());
       return;
     }
     const txl_model_info_t &info = *session->info;

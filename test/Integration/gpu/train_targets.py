@@ -4,9 +4,11 @@ usage:
   train_targets.py equal WORK_A WORK_B
       the two runs logged the same records and wrote bit-equal
       last.safetensors tensors (and the same step)
-  train_targets.py close WORK_A WORK_B STEP RTOL
+  train_targets.py close WORK_A WORK_B STEP RTOL [NORM_RTOL]
       the train losses both runs logged at update STEP (metrics.jsonl's
-      last_loss, the loss of that update) agree within RTOL relative
+      last_loss, the loss of that update) agree within RTOL relative, and
+      the gradients' norms before clipping (grad_norm) within NORM_RTOL
+      (default RTOL)
 
 Prints one line per check; exits 1 with FAIL on a mismatch.
 """
@@ -25,10 +27,10 @@ def records(work):
         return [json.loads(line) for line in f]
 
 
-def train_loss(work, step):
+def train_record(work, step):
     for r in records(work):
         if r["kind"] == "train" and r["step"] == step:
-            return r["last_loss"]
+            return r
     fail(f"{work}: no train record at step {step}")
 
 
@@ -53,13 +55,19 @@ def main():
               f"step {ma.get('step')}")
     elif mode == "close":
         step, rtol = int(sys.argv[4]), float(sys.argv[5])
-        la, lb = train_loss(a, step), train_loss(b, step)
-        rel = abs(la - lb) / abs(lb)
-        if not rel <= rtol:
-            fail(f"step {step}: loss {la!r} vs {lb!r}, relative {rel:.3g} > "
-                 f"{rtol}")
-        print(f"close: step {step} loss {la:.6f} vs {lb:.6f}, relative "
-              f"{rel:.2g} <= {rtol}")
+        norm_rtol = float(sys.argv[6]) if len(sys.argv) > 6 else rtol
+        ra, rb = train_record(a, step), train_record(b, step)
+        parts = []
+        for key, label, tol in (("last_loss", "loss", rtol),
+                                ("grad_norm", "grad_norm", norm_rtol)):
+            va, vb = ra[key], rb[key]
+            rel = abs(va - vb) / abs(vb)
+            if not rel <= tol:
+                fail(f"step {step}: {label} {va!r} vs {vb!r}, relative "
+                     f"{rel:.3g} > {tol}")
+            parts.append(f"{label} {va:.6f} vs {vb:.6f}, relative "
+                         f"{rel:.2g} <= {tol}")
+        print(f"close: step {step} " + "; ".join(parts))
     else:
         fail(f"unknown mode {mode}")
 

@@ -59,6 +59,12 @@ public:
     scalars_.push_back(bits);
     args_.push_back(&scalars_.back());
   }
+  void f32(float value) {
+    int64_t bits = 0; // the float in the slot's first four bytes
+    std::memcpy(&bits, &value, sizeof value);
+    scalars_.push_back(bits);
+    args_.push_back(&scalars_.back());
+  }
   void **data() { return args_.data(); }
 
 private:
