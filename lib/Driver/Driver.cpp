@@ -213,9 +213,11 @@ LogicalResult checkTarget(const DriverOptions &options) {
     return fail("--emit=ptx needs --target=cuda");
   if (options.emit == EmitAction::Spirv && options.target != Target::OpenCL)
     return fail("--emit=spirv needs --target=opencl");
-  if (options.bf16 && !gpu)
-    return fail("--precision=bf16 needs --target=cuda or --target=opencl "
-                "(the CPU target is f32)");
+  if (options.precision != "f32" && !gpu)
+    return fail("--precision=" +
+                llvm::Twine(options.precision == "f16" ? "fp16" : "bf16") +
+                " needs --target=cuda or --target=opencl (the CPU target is "
+                "f32)");
   if (options.emit == EmitAction::Ptx && options.gpuArchs.size() != 1)
     return fail("--emit=ptx needs exactly one --gpu-arch");
   // The architectures both LLVM 22's NVPTX backend and CUDA 13's ptxas
@@ -268,7 +270,7 @@ LogicalResult runGpuTarget(const DriverOptions &options,
   ConvertRelAttentionToGpuPassOptions attention;
   attention.relShiftOffset = options.testRelShiftOffset;
   attention.dropBarrier = options.testDropBarrier;
-  attention.precision = options.bf16 ? "bf16" : "f32";
+  attention.precision = options.precision;
   if (failed(runStage(module, root, "the attention kernels",
                       [&](OpPassManager &pm) {
                         buildTxlToGpuPipeline(pm, attention);
@@ -280,7 +282,7 @@ LogicalResult runGpuTarget(const DriverOptions &options,
     return writeText(options, print);
   if (failed(runStage(module, root, "bufferizing; a kernel per loop nest",
                       [&](OpPassManager &pm) {
-                        buildGpuLinalgToKernelsPipeline(pm, options.bf16);
+                        buildGpuLinalgToKernelsPipeline(pm, options.precision);
                       })))
     return failure();
   if (options.emit == EmitAction::Ptx)
@@ -377,8 +379,9 @@ int mlir::txl::runDriver(const DriverOptions &options) {
     return 1;
   }
   // The f32 GPU attention kernels save each row's log-sum-exp for the
-  // backward (the bf16 kernel evaluates only; the CPU keeps P whole).
-  bool saveAttentionStats = options.target != Target::Cpu && !options.bf16;
+  // backward (the tensor-core kernel evaluates only; the CPU keeps P whole).
+  bool saveAttentionStats =
+      options.target != Target::Cpu && options.precision == "f32";
   if (backward &&
       failed(runStage(module, root, "generating the backward segment",
                       [&](OpPassManager &pm) {

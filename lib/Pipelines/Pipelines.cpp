@@ -118,12 +118,13 @@ void mlir::txl::buildTxlToGpuPipeline(
 }
 
 void mlir::txl::buildGpuLinalgToKernelsPipeline(OpPassManager &pm,
-                                                bool bf16Products) {
+                                                StringRef products) {
   addBufferization(pm);
   // Matrix products: cuBLAS / CLBlast calls on the device's queue.
   ConvertLinalgToBlasPassOptions blas;
   blas.device = true;
-  blas.bf16 = bf16Products;
+  blas.bf16 = products == "bf16";
+  blas.f16 = products == "f16";
   pm.addPass(createConvertLinalgToBlasPass(blas));
   pm.addPass(createPrepareGpuHostPass());
   // Reductions inside the kernels, not host loops of launches.
@@ -181,7 +182,7 @@ void mlir::txl::buildKernelsToPtxPipeline(OpPassManager &pm,
                                           llvm::StringRef chip,
                                           llvm::StringRef ptxFeatures,
                                           llvm::StringRef cudaPath) {
-  // The bf16 kernels' warp-level products (no-op without them).
+  // The tensor-core kernels' warp-level products (no-op without them).
   pm.nest<gpu::GPUModuleOp>().addPass(createMmaToNvvmPass());
   addPipeline(pm,
               "convert-scf-to-cf,expand-strided-metadata,"
@@ -197,7 +198,8 @@ void mlir::txl::buildKernelsToPtxPipeline(OpPassManager &pm,
 }
 
 void mlir::txl::buildKernelsToLlvmSpvPipeline(OpPassManager &pm) {
-  // The bf16 kernels' warp-level products as shuffles (no-op without them).
+  // The tensor-core kernels' warp-level products as shuffles (no-op without
+  // them).
   pm.nest<gpu::GPUModuleOp>().addPass(createEmulateMmaPass());
   addPipeline(pm, "canonicalize,arith-expand,expand-strided-metadata,"
                   "lower-affine,canonicalize,"

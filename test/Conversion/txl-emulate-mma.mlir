@@ -106,11 +106,42 @@ gpu.module @k {
 
 // -----
 
-// Negative: another element type is not emulated.
+// f16 (--precision=fp16): the same shuffles (as in @bf16; here every
+// operand is one value, so CSE keeps fewer) on f16 operands, rounded like
+// cvt.rn.f16.f32 on the magnitude's bits: the low 13 bits to nearest even
+// (+ 0xfff + lsb), infinity from 65520 (0x477ff000) up, below 2^-14
+// (0x38800000) a multiple of 2^-24 as (|x| + 0.5) - 0.5; the sign and NaN
+// kept.
+// CHECK-LABEL: gpu.func @f16
+// CHECK-SAME: (%[[X:[^:]+]]: f32
+// CHECK: %[[BITS:.+]] = arith.bitcast %[[X]] : f32 to i32
+// CHECK: %[[MAG:.+]] = arith.andi %[[BITS]], %c2147483647_i32 : i32
+// CHECK: %[[OVER:.+]] = arith.cmpi uge, %[[MAG]], %c1199566848_i32 : i32
+// CHECK: %[[SUB:.+]] = arith.cmpi ult, %[[MAG]], %c947912704_i32 : i32
+// CHECK: %[[MAGF:.+]] = arith.bitcast %[[MAG]] : i32 to f32
+// CHECK: %[[UP:.+]] = arith.addf %[[MAGF]], %cst : f32
+// CHECK: %[[Q:.+]] = arith.subf %[[UP]], %cst : f32
+// CHECK: %[[QBITS:.+]] = arith.bitcast %[[Q]] : f32 to i32
+// CHECK: %[[LSB0:.+]] = arith.shrui %[[MAG]], %c13_i32 : i32
+// CHECK: %[[LSB:.+]] = arith.andi %[[LSB0]], %c1_i32 : i32
+// CHECK: %[[R0:.+]] = arith.addi %[[MAG]], %c4095_i32 : i32
+// CHECK: %[[R1:.+]] = arith.addi %[[R0]], %[[LSB]] : i32
+// CHECK: %[[NORMAL:.+]] = arith.andi %[[R1]], %c-8192_i32 : i32
+// CHECK: %[[S1:.+]] = arith.select %[[SUB]], %[[QBITS]], %[[NORMAL]] : i32
+// CHECK: %[[S2:.+]] = arith.select %[[OVER]], %c2139095040_i32, %[[S1]] : i32
+// CHECK: %[[SIGN:.+]] = arith.andi %[[BITS]], %c-2147483648_i32 : i32
+// CHECK: %[[ALL:.+]] = arith.ori %[[S2]], %[[SIGN]] : i32
+// CHECK: %[[NAN:.+]] = arith.cmpf uno, %[[X]], %[[X]] : f32
+// CHECK: %[[RF:.+]] = arith.bitcast %[[ALL]] : i32 to f32
+// CHECK: %[[RX:.+]] = arith.select %[[NAN]], %[[X]], %[[RF]] : f32
+// CHECK: gpu.shuffle  idx %[[RX]]
+// CHECK-NOT: f16
+// CHECK: gpu.return
 gpu.module @k {
-  gpu.func @f16(%a: vector<4x2xf16>, %b: vector<2x2xf16>, %c: vector<2x2xf32>,
-                %o: memref<2x2xf32>) kernel {
-    // expected-error @below {{'nvgpu.mma.sync' op is not lowered: txlc's kernels use m16n8k16 with vector<4x2xbf16> A, vector<2x2xbf16> B and vector<2x2xf32> accumulators only}}
+  gpu.func @f16(%x: f32, %c: vector<2x2xf32>, %o: memref<2x2xf32>) kernel {
+    %h = arith.truncf %x : f32 to f16
+    %a = vector.broadcast %h : f16 to vector<4x2xf16>
+    %b = vector.broadcast %h : f16 to vector<2x2xf16>
     %d = nvgpu.mma.sync (%a, %b, %c) {mmaShape = [16, 8, 16]}
         : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
     %c0 = arith.constant 0 : index
@@ -121,11 +152,26 @@ gpu.module @k {
 
 // -----
 
+// Negative: f16 accumulators are not a form the kernels use.
+gpu.module @k {
+  gpu.func @f16acc(%a: vector<4x2xf16>, %b: vector<2x2xf16>, %c: vector<2x2xf16>,
+                   %o: memref<2x2xf16>) kernel {
+    // expected-error @below {{'nvgpu.mma.sync' op is not lowered: txlc's kernels use m16n8k16 with vector<4x2xbf16> A and vector<2x2xbf16> B, or vector<4x2xf16> A and vector<2x2xf16> B, and vector<2x2xf32> accumulators only}}
+    %d = nvgpu.mma.sync (%a, %b, %c) {mmaShape = [16, 8, 16]}
+        : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf16>) -> vector<2x2xf16>
+    %c0 = arith.constant 0 : index
+    vector.store %d, %o[%c0, %c0] : memref<2x2xf16>, vector<2x2xf16>
+    gpu.return
+  }
+}
+
+// -----
+
 // Negative: a bf16 value other than an operand's rounding has no OpenCL
 // form.
 gpu.module @k {
   gpu.func @stored(%x: f32, %o: memref<4xbf16>) kernel {
-    // expected-error @below {{'arith.truncf' op keeps a bf16 value that txl-emulate-mma cannot express on OpenCL (only f32 -> bf16 -> f32 roundings and mma.sync operands are)}}
+    // expected-error @below {{'arith.truncf' op keeps a bf16 value that txl-emulate-mma cannot express on OpenCL (only f32 -> bf16/f16 -> f32 roundings and mma.sync operands are)}}
     %h = arith.truncf %x : f32 to bf16
     %c0 = arith.constant 0 : index
     memref.store %h, %o[%c0] : memref<4xbf16>

@@ -40,15 +40,38 @@ gpu.module @k {
 
 // -----
 
-// Negative: another element type (f16) is not a form the kernels use.
+// f16 m16n8k16 (--precision=fp16) => nvvm.mma.sync on vector<2xf16>
+// registers, element [r][0] first (the f16 PTX types follow from them and
+// are not printed).
+// CHECK-LABEL: gpu.func @f16
+// CHECK-SAME: (%[[A:[^:]+]]: vector<4x2xf16>
+// CHECK: %[[A00:.+]] = vector.extract %[[A]][0, 0]
+// CHECK: %[[A01:.+]] = vector.extract %[[A]][0, 1]
+// CHECK: %[[R0:.+]] = vector.from_elements %[[A00]], %[[A01]] : vector<2xf16>
+// CHECK: nvvm.mma.sync A[%[[R0]], %{{.+}}, %{{.+}}, %{{.+}}] B[%{{.+}}, %{{.+}}] C[%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}]
+// CHECK-SAME: {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (vector<2xf16>, vector<2xf16>, f32) -> !llvm.struct<(f32, f32, f32, f32)>
 gpu.module @k {
   gpu.func @f16(%a: vector<4x2xf16>, %b: vector<2x2xf16>, %c: vector<2x2xf32>,
                 %o: memref<2x2xf32>) kernel {
-    // expected-error @below {{'nvgpu.mma.sync' op is not lowered: txlc's kernels use m16n8k16 with vector<4x2xbf16> A, vector<2x2xbf16> B and vector<2x2xf32> accumulators only}}
     %d = nvgpu.mma.sync (%a, %b, %c) {mmaShape = [16, 8, 16]}
         : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
     %c0 = arith.constant 0 : index
     vector.store %d, %o[%c0, %c0] : memref<2x2xf32>, vector<2x2xf32>
+    gpu.return
+  }
+}
+
+// -----
+
+// Negative: f16 accumulators are not a form the kernels use.
+gpu.module @k {
+  gpu.func @f16acc(%a: vector<4x2xf16>, %b: vector<2x2xf16>, %c: vector<2x2xf16>,
+                   %o: memref<2x2xf16>) kernel {
+    // expected-error @below {{'nvgpu.mma.sync' op is not lowered: txlc's kernels use m16n8k16 with vector<4x2xbf16> A and vector<2x2xbf16> B, or vector<4x2xf16> A and vector<2x2xf16> B, and vector<2x2xf32> accumulators only}}
+    %d = nvgpu.mma.sync (%a, %b, %c) {mmaShape = [16, 8, 16]}
+        : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf16>) -> vector<2x2xf16>
+    %c0 = arith.constant 0 : index
+    vector.store %d, %o[%c0, %c0] : memref<2x2xf16>, vector<2x2xf16>
     gpu.return
   }
 }

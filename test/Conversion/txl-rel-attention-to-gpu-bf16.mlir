@@ -1,5 +1,6 @@
 // RUN: txl-opt %s --txl-rel-attention-to-gpu=precision=bf16 | FileCheck %s
-// RUN: not txl-opt %s --txl-rel-attention-to-gpu=precision=f16 2>&1 \
+// RUN: txl-opt %s --txl-rel-attention-to-gpu=precision=f16 | FileCheck %s --check-prefix=F16
+// RUN: not txl-opt %s --txl-rel-attention-to-gpu=precision=fp16 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BAD
 
 // precision=bf16: the tensor-core kernel. Its operands are views with a
@@ -54,7 +55,13 @@
 // CHECK: memref.store %{{.+}}, %[[O]]
 // CHECK: gpu.return
 
-// BAD: error: precision must be f32 or bf16, not 'f16'
+// precision=f16 (--precision=fp16): the same kernel with f16 operands.
+// F16: gpu.launch_func @txl_kernels::@rel_attention_f16_d32
+// F16: gpu.func @rel_attention_f16_d32(
+// F16-COUNT-4: arith.truncf %{{.+}} : f32 to f16
+// F16: nvgpu.mma.sync({{.+}}) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
+
+// BAD: error: precision must be f32, bf16 or f16, not 'fp16'
 
 func.func @eval(%q: tensor<?x?x4x32xf32>, %k: tensor<?x?x4x32xf32>, %v: tensor<?x?x4x32xf32>,
                 %r: tensor<?x4x32xf32>, %u: tensor<4x32xf32>, %vb: tensor<4x32xf32>,

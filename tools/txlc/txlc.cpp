@@ -71,10 +71,11 @@ static cl::opt<std::string>
     cudaPath(cl::cat(txlcCategory), "cuda-path",
              cl::desc("CUDA toolkit (libdevice, ptxas, fatbinary)"),
              cl::init("/usr/local/cuda"));
-enum class Precision { F32, Bf16 };
+enum class Precision { F32, Bf16, Fp16 };
 static cl::opt<Precision> precision(
     cl::cat(txlcCategory), "precision",
-    cl::desc("Arithmetic of the GPU targets' products"), cl::init(Precision::F32),
+    cl::desc("Arithmetic of the GPU targets' products"),
+    cl::init(Precision::F32),
     cl::values(clEnumValN(Precision::F32, "f32",
                           "f32 throughout, the exactness mode (default)"),
                clEnumValN(Precision::Bf16, "bf16",
@@ -82,7 +83,10 @@ static cl::opt<Precision> precision(
                           "kernel on tensor cores (mma.sync m16n8k16) and "
                           "cuBLAS products with CUBLAS_COMPUTE_32F_FAST_16BF; "
                           "on opencl the kernel's mma is emulated with "
-                          "shuffles and the products stay f32")));
+                          "shuffles and the products stay f32"),
+               clEnumValN(Precision::Fp16, "fp16",
+                          "f16 operands, f32 accumulation, as bf16 (cuBLAS: "
+                          "CUBLAS_COMPUTE_32F_FAST_16F)")));
 static cl::opt<bool> backward(
     cl::cat(txlcCategory), "backward",
     cl::desc("Generate the backward segment for training and --grad-segment "
@@ -177,7 +181,9 @@ int main(int argc, char **argv) {
   options.fuseAttention = fuseAttention;
   options.testRelShiftOffset = testRelShiftOffset;
   options.testDropBarrier = testDropBarrier;
-  options.bf16 = precision == Precision::Bf16;
+  options.precision = precision == Precision::Bf16   ? "bf16"
+                      : precision == Precision::Fp16 ? "f16"
+                                                     : "f32";
   options.backward = backward;
   options.codegen.cpu = mcpu;
   options.codegen.optLevel = optLevel;

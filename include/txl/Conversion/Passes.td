@@ -553,7 +553,9 @@ def ConvertLinalgToBlasPass : Pass<"txl-linalg-to-blas", "::mlir::ModuleOp"> {
     descriptor both libraries take. Other element types are an error there:
     the GPU targets are f32. With `bf16=true` as well (`--precision=bf16`)
     the calls are to `txl_device_sgemm_bf16`, same arguments: cuBLAS rounds
-    A and B to bf16 for tensor cores and accumulates in f32.
+    A and B to bf16 for tensor cores and accumulates in f32; with `f16=true`
+    (`--precision=fp16`) to `txl_device_sgemm_f16`, A and B rounded to f16.
+    The two options exclude each other.
   }];
   let options = [
     Option<"device", "device", "bool", /*default=*/"false",
@@ -561,6 +563,9 @@ def ConvertLinalgToBlasPass : Pass<"txl-linalg-to-blas", "::mlir::ModuleOp"> {
            "cblas_sgemm/dgemm on host memory">,
     Option<"bf16", "bf16", "bool", /*default=*/"false",
            "With device=true: call txl_device_sgemm_bf16 (bf16 tensor-core "
+           "products, f32 accumulation) instead of txl_device_sgemm">,
+    Option<"f16", "f16", "bool", /*default=*/"false",
+           "With device=true: call txl_device_sgemm_f16 (f16 tensor-core "
            "products, f32 accumulation) instead of txl_device_sgemm">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",

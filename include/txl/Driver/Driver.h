@@ -52,9 +52,10 @@ struct DriverOptions {
   /// on purpose (txl-rel-attention-to-gpu's test-* options).
   int64_t testRelShiftOffset = 0;
   int64_t testDropBarrier = 0;
-  /// GPU targets: bf16 tensor-core products with f32 accumulation (the
-  /// attention kernel's and cuBLAS's) instead of f32.
-  bool bf16 = false;
+  /// The products' operand type: "f32"; on the GPU targets also "bf16" or
+  /// "f16", tensor-core products with f32 accumulation (the attention
+  /// kernel's and cuBLAS's).
+  std::string precision = "f32";
   /// Add @segment_grad (txl-generate-backward) and its txl_segment_grad
   /// entry (fused or decomposed attention).
   bool backward = true;

@@ -67,10 +67,11 @@ void buildTxlToGpuPipeline(
 /// computation is a gpu.launch_func of a kernel in @txl_kernels:
 /// bufferization as on the CPU, --txl-prepare-gpu-host,
 /// --convert-linalg-to-parallel-loops, --txl-parallel-loops-to-gpu;
-/// `bf16Products`: the products' calls are txl_device_sgemm_bf16
-/// (`--precision=bf16`).
+/// `products` "bf16" or "f16": the products' calls are
+/// txl_device_sgemm_bf16 or txl_device_sgemm_f16 (`--precision=bf16`,
+/// `--precision=fp16`); "f32": txl_device_sgemm.
 void buildGpuLinalgToKernelsPipeline(OpPassManager &pm,
-                                     bool bf16Products = false);
+                                     StringRef products = "f32");
 /// The GPU targets' host code, once @txl_kernels is a gpu.binary -> LLVM
 /// dialect: every host allocation through the generic allocation functions
 /// (device memory, txl/device.h), gpu-to-llvm, and the packed entry points.

@@ -292,14 +292,17 @@ static LogicalResult lowerToBlas(linalg::LinalgOp op, unsigned batchDims,
   return success();
 }
 
-/// Declares the runtime's `txl_device_sgemm` (txl/device.h; with `bf16`,
-/// `txl_device_sgemm_bf16`, same arguments) in `module` once: transpose
+/// Declares the runtime's `txl_device_sgemm` (txl/device.h; with
+/// `operands` "bf16" or "f16", `txl_device_sgemm_bf16` or
+/// `txl_device_sgemm_f16`, same arguments) in `module` once: transpose
 /// flags (i32), m, n, k (i64), alpha (f32), then per operand A, B (and C
 /// after beta) the buffer handle and its element offset, row stride and
 /// batch stride (i64), then the batch count.
 static func::FuncOp getOrDeclareDeviceGemm(OpBuilder &b, ModuleOp module,
-                                           bool bf16) {
-  StringRef name = bf16 ? "txl_device_sgemm_bf16" : "txl_device_sgemm";
+                                           StringRef operands) {
+  std::string name = "txl_device_sgemm";
+  if (!operands.empty())
+    name += ("_" + operands).str();
   if (auto fn = module.lookupSymbol<func::FuncOp>(name))
     return fn;
   Type i32 = b.getI32Type(), i64 = b.getI64Type(), f32 = b.getF32Type();
@@ -442,8 +445,15 @@ struct ConvertLinalgToBlasPass
     });
     if (work.empty())
       return;
+    if (bf16 && f16) {
+      module.emitError("txl-linalg-to-blas: bf16 and f16 exclude each other");
+      return signalPassFailure();
+    }
     OpBuilder b(&getContext());
-    func::FuncOp gemm = getOrDeclareDeviceGemm(b, module, bf16);
+    func::FuncOp gemm = getOrDeclareDeviceGemm(b, module,
+                                               bf16  ? "bf16"
+                                               : f16 ? "f16"
+                                                     : "");
     for (auto [op, batchDims] : work)
       if (failed(lowerToDeviceGemm(op, batchDims, gemm)))
         return signalPassFailure();

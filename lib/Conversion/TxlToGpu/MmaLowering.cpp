@@ -1,14 +1,15 @@
 //===- MmaLowering.cpp - nvgpu.mma.sync for the two GPU targets -----------===//
 //
-// The bf16 kernels' warp-level products (nvgpu.mma.sync m16n8k16, bf16
-// operands, f32 accumulators) lowered for each target:
-//   txl-mma-to-nvvm   CUDA: nvvm.mma.sync on packed bf16x2 registers
-//                     (upstream convert-nvgpu-to-nvvm cannot deduce the PTX
-//                     types of bf16 operands);
+// The tensor-core kernels' warp-level products (nvgpu.mma.sync m16n8k16,
+// bf16 or f16 operands, f32 accumulators) lowered for each target:
+//   txl-mma-to-nvvm   CUDA: nvvm.mma.sync on bf16x2 registers (packed in
+//                     i32) or f16x2 vectors (upstream convert-nvgpu-to-nvvm
+//                     cannot deduce the PTX types of bf16 operands);
 //   txl-emulate-mma   OpenCL: the same product computed by the subgroup from
-//                     the same register layout with shuffles, and bf16
-//                     rounding emulated on f32 bits, so that the kernels that
-//                     run on tensor cores are checked numerically on the CPU.
+//                     the same register layout with shuffles, and the
+//                     rounding to bf16 or f16 emulated on f32 bits, so that
+//                     the kernels that run on tensor cores are checked
+//                     numerically on the CPU.
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,9 +36,10 @@ using namespace mlir::txl;
 
 namespace {
 
-/// Whether `op` is the one form the bf16 kernels use: m16n8k16, A
-/// vector<4x2xbf16>, B vector<2x2xbf16>, C and D vector<2x2xf32>.
-bool isBf16M16N8K16(nvgpu::MmaSyncOp op) {
+/// The operand type (bf16 or f16) when `op` is one of the two forms the
+/// tensor-core kernels use: m16n8k16, A vector<4x2xT>, B vector<2x2xT>, C
+/// and D vector<2x2xf32>; else null.
+FloatType getM16N8K16OperandType(nvgpu::MmaSyncOp op) {
   auto is = [](Value v, int64_t rows, Type element) {
     auto type = cast<VectorType>(v.getType());
     return type.getShape() == ArrayRef<int64_t>{rows, 2} &&
@@ -48,11 +50,13 @@ bool isBf16M16N8K16(nvgpu::MmaSyncOp op) {
       llvm::to_vector(llvm::map_range(op.getMmaShape(), [](Attribute a) {
         return cast<IntegerAttr>(a).getInt();
       }));
-  return shape == ArrayRef<int64_t>{16, 8, 16} &&
-         is(op.getMatrixA(), 4, b.getBF16Type()) &&
-         is(op.getMatrixB(), 2, b.getBF16Type()) &&
-         is(op.getMatrixC(), 2, b.getF32Type()) &&
-         is(op.getRes(), 2, b.getF32Type());
+  for (FloatType operand : {FloatType(b.getBF16Type()), b.getF16Type()})
+    if (shape == ArrayRef<int64_t>{16, 8, 16} &&
+        is(op.getMatrixA(), 4, operand) && is(op.getMatrixB(), 2, operand) &&
+        is(op.getMatrixC(), 2, b.getF32Type()) &&
+        is(op.getRes(), 2, b.getF32Type()))
+      return operand;
+  return {};
 }
 
 /// The scalars of a [rows, 2] fragment in [register][element] order.
@@ -70,29 +74,37 @@ SmallVector<Value> elements(ImplicitLocOpBuilder &b, Value fragment) {
 LogicalResult checkNoneLeft(gpu::GPUModuleOp module) {
   WalkResult walk = module.walk([](nvgpu::MmaSyncOp op) {
     op.emitOpError("is not lowered: txlc's kernels use m16n8k16 with "
-                   "vector<4x2xbf16> A, vector<2x2xbf16> B and "
+                   "vector<4x2xbf16> A and vector<2x2xbf16> B, or "
+                   "vector<4x2xf16> A and vector<2x2xf16> B, and "
                    "vector<2x2xf32> accumulators only");
     return WalkResult::interrupt();
   });
   return failure(walk.wasInterrupted());
 }
 
-// nvgpu.mma.sync (bf16) => nvvm.mma.sync: each register of A and B is the
-// i32 holding elements [r][0] (low half) and [r][1] (high half), as PTX's
-// .bf16x2 operands.
+// nvgpu.mma.sync (bf16 or f16) => nvvm.mma.sync: each register of A and B
+// holds elements [r][0] (low half) and [r][1] (high half): for bf16 an i32,
+// as PTX's .bf16x2 operands, for f16 a vector<2xf16>, as NVVM's f16x2.
 struct MmaSyncToNvvm : public OpRewritePattern<nvgpu::MmaSyncOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(nvgpu::MmaSyncOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!isBf16M16N8K16(op))
-      return rewriter.notifyMatchFailure(op, "not bf16 m16n8k16");
+    FloatType operandType = getM16N8K16OperandType(op);
+    if (!operandType)
+      return rewriter.notifyMatchFailure(op, "not bf16 or f16 m16n8k16");
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     Type i16 = b.getI16Type(), i32 = b.getI32Type();
     auto pack = [&](Value fragment) {
       SmallVector<Value> scalars = elements(b, fragment);
       SmallVector<Value> registers;
       for (size_t r = 0; r < scalars.size(); r += 2) {
+        if (operandType.isF16()) {
+          registers.push_back(vector::FromElementsOp::create(
+              b, VectorType::get({2}, operandType),
+              ValueRange{scalars[r], scalars[r + 1]}));
+          continue;
+        }
         auto half = [&](Value x) {
           return arith::ExtUIOp::create(b, i32,
                                         arith::BitcastOp::create(b, i16, x));
@@ -106,13 +118,14 @@ struct MmaSyncToNvvm : public OpRewritePattern<nvgpu::MmaSyncOp> {
     SmallVector<Value> a = pack(op.getMatrixA()), bReg = pack(op.getMatrixB());
     SmallVector<Value> c = elements(b, op.getMatrixC());
     Type f32 = b.getF32Type();
+    NVVM::MMATypes ptxType =
+        operandType.isF16() ? NVVM::MMATypes::f16 : NVVM::MMATypes::bf16;
     auto resultType =
         LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
     Value d = NVVM::MmaOp::create(
         b, resultType, a, bReg, c, ArrayRef<int64_t>{16, 8, 16},
         /*b1Op=*/std::nullopt, /*intOverflow=*/std::nullopt,
-        std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16,
-                                      NVVM::MMATypes::bf16},
+        std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
         std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
                                        NVVM::MMALayout::col});
     SmallVector<Value> scalars;
@@ -124,19 +137,19 @@ struct MmaSyncToNvvm : public OpRewritePattern<nvgpu::MmaSyncOp> {
   }
 };
 
-// nvgpu.mma.sync (bf16) => shuffles. Lane 4 g + t holds D[g + 8 r][2 t + e]
-// in [r][e]; A[row][k] sits in lane 4 (row % 8) + (k % 8) / 2, register
-// (row >= 8) + 2 (k >= 8), element k % 2; B[k][n] in lane 4 n + (k % 8) / 2,
+// nvgpu.mma.sync (bf16 or f16) => shuffles. Lane 4 g + t holds D[g + 8 r][2 t +
+// e] in [r][e]; A[row][k] sits in lane 4 (row % 8) + (k % 8) / 2, register (row
+// >= 8) + 2 (k >= 8), element k % 2; B[k][n] in lane 4 n + (k % 8) / 2,
 // register k >= 8, element k % 2. Each lane fetches the row of A and the
-// column of B it needs and sums the 16 products in f32 (bf16 products are
-// exact in f32).
+// column of B it needs and sums the 16 products in f32 (products of bf16
+// or f16 values are exact in f32).
 struct MmaSyncEmulation : public OpRewritePattern<nvgpu::MmaSyncOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(nvgpu::MmaSyncOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!isBf16M16N8K16(op))
-      return rewriter.notifyMatchFailure(op, "not bf16 m16n8k16");
+    if (!getM16N8K16OperandType(op))
+      return rewriter.notifyMatchFailure(op, "not bf16 or f16 m16n8k16");
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     Type f32 = b.getF32Type(), i32 = b.getI32Type();
     auto widen = [&](SmallVector<Value> scalars) {
@@ -185,33 +198,69 @@ struct MmaSyncEmulation : public OpRewritePattern<nvgpu::MmaSyncOp> {
   }
 };
 
-// extf(truncf(x : f32 to bf16) to f32) => x rounded to bf16 on its bits,
-// round to nearest even like PTX's cvt.rn.bf16.f32 (NaN kept).
-struct RoundThroughBf16 : public OpRewritePattern<arith::ExtFOp> {
+// extf(truncf(x : f32 to bf16 or f16) to f32) => x rounded on its bits to
+// nearest even, like PTX's cvt.rn.bf16.f32 and cvt.rn.f16.f32 (NaN kept).
+// bf16 keeps f32's exponent: the low 16 bits round away. f16 keeps 10
+// fraction bits (the low 13 round away) and 5 exponent bits: magnitudes of
+// 65520 and more (the tie above 65504, the largest f16) become infinity,
+// and below 2^-14 (the subnormals) x rounds to a multiple of 2^-24, as
+// (|x| + 0.5) - 0.5 does in f32, whose spacing on [0.5, 1) is 2^-24.
+struct RoundThroughHalf : public OpRewritePattern<arith::ExtFOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(arith::ExtFOp op,
                                 PatternRewriter &rewriter) const override {
     auto trunc = op.getIn().getDefiningOp<arith::TruncFOp>();
-    if (!trunc || !trunc.getType().isBF16() || !op.getType().isF32() ||
-        !trunc.getIn().getType().isF32())
-      return rewriter.notifyMatchFailure(op, "not f32 -> bf16 -> f32");
+    if (!trunc || !(trunc.getType().isBF16() || trunc.getType().isF16()) ||
+        !op.getType().isF32() || !trunc.getIn().getType().isF32())
+      return rewriter.notifyMatchFailure(op, "not f32 -> bf16/f16 -> f32");
+    bool f16 = trunc.getType().isF16();
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    Type f32 = b.getF32Type(), i32 = b.getI32Type();
     Value x = trunc.getIn();
     auto c32 = [&](int64_t v) {
       return arith::ConstantIntOp::create(b, v, 32);
     };
-    Value bits = arith::BitcastOp::create(b, b.getI32Type(), x);
-    Value lsb = arith::AndIOp::create(
-        b, arith::ShRUIOp::create(b, bits, c32(16)), c32(1));
-    Value rounded = arith::AndIOp::create(
-        b,
-        arith::AddIOp::create(b, arith::AddIOp::create(b, bits, c32(0x7fff)),
-                              lsb),
-        c32(int64_t(0xffff0000u)));
+    auto bitsOf = [&](Value v) { return arith::BitcastOp::create(b, i32, v); };
+    // Round to nearest even at bit `drop` of `bits`.
+    auto roundAt = [&](Value bits, int64_t drop) -> Value {
+      Value lsb = arith::AndIOp::create(
+          b, arith::ShRUIOp::create(b, bits, c32(drop)), c32(1));
+      return arith::AndIOp::create(
+          b,
+          arith::AddIOp::create(
+              b, arith::AddIOp::create(b, bits, c32((1 << (drop - 1)) - 1)),
+              lsb),
+          c32(int64_t(uint32_t(-1) << drop)));
+    };
+    Value bits = bitsOf(x);
+    Value roundedBits;
+    if (!f16) {
+      roundedBits = roundAt(bits, 16);
+    } else {
+      using P = arith::CmpIPredicate;
+      Value magnitude = arith::AndIOp::create(b, bits, c32(0x7fffffff));
+      Value overflow = arith::CmpIOp::create(b, P::uge, magnitude,
+                                             c32(0x477ff000)); // 65520
+      Value subnormal = arith::CmpIOp::create(b, P::ult, magnitude,
+                                              c32(0x38800000)); // 2^-14
+      Value half = arith::ConstantFloatOp::create(b, b.getF32Type(),
+                                                  llvm::APFloat(0.5f));
+      Value quantized = arith::SubFOp::create(
+          b,
+          arith::AddFOp::create(b, arith::BitcastOp::create(b, f32, magnitude),
+                                half),
+          half);
+      Value rounded = arith::SelectOp::create(
+          b, overflow, c32(0x7f800000),
+          arith::SelectOp::create(b, subnormal, bitsOf(quantized),
+                                  roundAt(magnitude, 13)));
+      Value sign = arith::AndIOp::create(b, bits, c32(int64_t(0x80000000u)));
+      roundedBits = arith::OrIOp::create(b, rounded, sign);
+    }
     Value isNan = arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, x, x);
     rewriter.replaceOpWithNewOp<arith::SelectOp>(
-        op, isNan, x, arith::BitcastOp::create(b, b.getF32Type(), rounded));
+        op, isNan, x, arith::BitcastOp::create(b, f32, roundedBits));
     return success();
   }
 };
@@ -251,19 +300,23 @@ struct EmulateMmaPass : public txl::impl::EmulateMmaPassBase<EmulateMmaPass> {
       if (failed(loopUnrollFull(loop)))
         return signalPassFailure();
     RewritePatternSet patterns(&getContext());
-    patterns.add<MmaSyncEmulation, RoundThroughBf16>(&getContext());
+    patterns.add<MmaSyncEmulation, RoundThroughHalf>(&getContext());
     if (failed(applyPatternsGreedily(module, std::move(patterns))) ||
         failed(checkNoneLeft(module)))
       return signalPassFailure();
-    // OpenCL's SPIR-V has no bf16: every bf16 value must be gone.
+    // The kernels' OpenCL SPIR-V has no bf16 or f16: every such value must
+    // be gone.
     WalkResult walk = module.walk([](Operation *op) {
-      for (Type type : op->getResultTypes())
-        if (getElementTypeOrSelf(type).isBF16()) {
-          op->emitOpError("keeps a bf16 value that txl-emulate-mma cannot "
-                          "express on OpenCL (only f32 -> bf16 -> f32 "
-                          "roundings and mma.sync operands are)");
+      for (Type type : op->getResultTypes()) {
+        Type element = getElementTypeOrSelf(type);
+        if (element.isBF16() || element.isF16()) {
+          op->emitOpError("keeps a ")
+              << (element.isBF16() ? "bf16" : "f16")
+              << " value that txl-emulate-mma cannot express on OpenCL (only "
+                 "f32 -> bf16/f16 -> f32 roundings and mma.sync operands are)";
           return WalkResult::interrupt();
         }
+      }
       return WalkResult::advance();
     });
     if (walk.wasInterrupted())

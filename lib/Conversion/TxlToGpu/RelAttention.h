@@ -278,11 +278,13 @@ inline FunctionType attentionKernelType(MLIRContext *ctx, int64_t dHead,
   return FunctionType::get(ctx, inputs, {});
 }
 
-/// The bf16 tensor-core kernel `rel_attention_bf16_d<d_head>` in `module`'s
-/// @txl_kernels, created on first use (RelAttentionMma.cpp): same
-/// signature and result as the f32 kernel, products with bf16 operands and
-/// f32 accumulation (nvgpu.mma.sync m16n8k16).
+/// The tensor-core kernel `rel_attention_<bf16|f16>_d<d_head>` in
+/// `module`'s @txl_kernels, created on first use (RelAttentionMma.cpp):
+/// same signature and result as the f32 kernel, products with
+/// `operandType` (bf16 or f16) operands and f32 accumulation
+/// (nvgpu.mma.sync m16n8k16).
 AttentionKernel getOrCreateMmaAttentionKernel(ModuleOp module, int64_t dHead,
+                                              FloatType operandType,
                                               const KernelTestHooks &hooks);
 
 /// Adds the pattern that rewrites an f32 `txl.rel_attention_grad` into the

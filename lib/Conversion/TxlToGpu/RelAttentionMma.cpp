@@ -1,11 +1,10 @@
-//===- RelAttentionMma.cpp - the bf16 tensor-core attention kernel
-//---------===//
+//===- RelAttentionMma.cpp - the tensor-core attention kernel -------------===//
 //
-// `--precision=bf16`'s form of the fused relative attention (paper §3.3):
-// the same flash-style walk as the f32 kernel (RelAttentionToGpu.cpp), with
-// its three products on tensor cores: warp-level nvgpu.mma.sync m16n8k16,
-// bf16 operands, f32 accumulators (FlashAttention-2's register layout, Dao
-// 2023 §3.1).
+// `--precision=bf16`'s and `--precision=fp16`'s form of the fused relative
+// attention (paper §3.3): the same flash-style walk as the f32 kernel
+// (RelAttentionToGpu.cpp), with its three products on tensor cores:
+// warp-level nvgpu.mma.sync m16n8k16, bf16 or f16 operands, f32 accumulators
+// (FlashAttention-2's register layout, Dao 2023 §3.1).
 //
 // A workgroup has 4 subgroups of 32; subgroup w owns 16 query rows, iw =
 // i0 + 16 w, and walks the keys in tiles of Bk = 32. Per key tile it forms
@@ -23,9 +22,9 @@
 //
 // Register layout of m16n8k16 (PTX ISA, "Matrix Fragments for mma.m16n8k16
 // with floating point type"), lane = 4 g + t:
-//   A (16 × 16, vector<4x2xbf16>): [r][e] holds (g + 8 (r & 1), 2 t + e +
-//     8 (r >> 1)),
-//   B (16 × 8,  vector<2x2xbf16>): [r][e] holds (2 t + e + 8 r, g),
+//   A (16 × 16, vector<4x2xbf16> or f16): [r][e] holds (g + 8 (r & 1),
+//     2 t + e + 8 (r >> 1)),
+//   B (16 × 8,  vector<2x2xbf16> or f16): [r][e] holds (2 t + e + 8 r, g),
 //   C (16 × 8,  vector<2x2xf32>):  [r][e] holds (g + 8 r, 2 t + e).
 // txl-mma-to-nvvm lowers the op to mma.sync on the CUDA target;
 // txl-emulate-mma rewrites it into subgroup shuffles with exactly this
@@ -70,16 +69,17 @@ using Fragment = SmallVector<Value, 8>;
 
 class MmaKernelBuilder : public KernelBodyBuilder {
 public:
-  MmaKernelBuilder(gpu::GPUFuncOp func, int64_t dHead,
+  MmaKernelBuilder(gpu::GPUFuncOp func, int64_t dHead, FloatType operandType,
                    const KernelTestHooks &hooks)
       : KernelBodyBuilder(func), dHead(dHead), dPad(llvm::alignTo(dHead, 16)),
-        hooks(hooks), func(func) {}
+        operandType(operandType), hooks(hooks), func(func) {}
 
   void build();
 
 private:
   Value both(Value x, Value y) { return arith::AndIOp::create(b, x, y); }
-  Value bf16(Value x) { return arith::TruncFOp::create(b, b.getBF16Type(), x); }
+  /// `x` rounded to the products' operand type.
+  Value operand(Value x) { return arith::TruncFOp::create(b, operandType, x); }
 
   /// `memref[rowIndices..., d]` if `rowOk` and d < d_head, else 0, never
   /// reading out of bounds: the row indices are replaced by 0 when !rowOk
@@ -104,6 +104,8 @@ private:
   void forRange(int64_t n, function_ref<void(Value)> body);
 
   int64_t dHead, dPad;
+  /// bf16 or f16: the A and B operands of every product.
+  FloatType operandType;
   KernelTestHooks hooks;
   gpu::GPUFuncOp func;
   // Set first by build().
@@ -127,11 +129,10 @@ Value MmaKernelBuilder::loadOrZero(Value memref, SmallVector<Value> rowIndices,
 
 Fragment MmaKernelBuilder::mma(const Fragment &a, const Fragment &bOp,
                                const Fragment &c) {
-  Type bf16Type = b.getBF16Type();
-  Value va =
-      vector::FromElementsOp::create(b, VectorType::get({4, 2}, bf16Type), a);
-  Value vb =
-      vector::FromElementsOp::create(b, VectorType::get({2, 2}, bf16Type), bOp);
+  Value va = vector::FromElementsOp::create(
+      b, VectorType::get({4, 2}, operandType), a);
+  Value vb = vector::FromElementsOp::create(
+      b, VectorType::get({2, 2}, operandType), bOp);
   Value vc = vector::FromElementsOp::create(
       b, VectorType::get({2, 2}, b.getF32Type()), c);
   Value d =
@@ -154,7 +155,7 @@ Fragment MmaKernelBuilder::queryFragment(int64_t ks, Value bias) {
       Value x = loadOrZero(q, {i, batchIdx, head}, cmp(P::ult, i, qlen), d);
       Value bi =
           loadOrZero(bias, {head}, arith::ConstantIntOp::create(b, 1, 1), d);
-      frag.push_back(bf16(arith::AddFOp::create(b, x, bi)));
+      frag.push_back(operand(arith::AddFOp::create(b, x, bi)));
     }
   }
   return frag;
@@ -268,7 +269,7 @@ void MmaKernelBuilder::build() {
         for (int64_t rr = 0; rr < 2; ++rr)
           for (int64_t e = 0; e < 2; ++e) {
             Value d = add(mul(t, idx(2)), idx(ks * 16 + e + 8 * rr));
-            kf.push_back(bf16(loadOrZero(k, {j, batchIdx, head}, jOk, d)));
+            kf.push_back(operand(loadOrZero(k, {j, batchIdx, head}, jOk, d)));
           }
         acc = mma(qus[ks], kf, acc);
       }
@@ -288,7 +289,7 @@ void MmaKernelBuilder::build() {
         for (int64_t rr = 0; rr < 2; ++rr)
           for (int64_t e = 0; e < 2; ++e) {
             Value d = add(mul(t, idx(2)), idx(ks * 16 + e + 8 * rr));
-            rf.push_back(bf16(loadOrZero(r, {p, head}, pOk, d)));
+            rf.push_back(operand(loadOrZero(r, {p, head}, pOk, d)));
           }
         acc = mma(qvs[ks], rf, acc);
       }
@@ -381,7 +382,7 @@ void MmaKernelBuilder::build() {
       Value first = cmp(P::eq, kk, zero);
       Fragment pa;
       for (int64_t n = 0; n < 8; ++n)
-        pa.push_back(bf16(select(first, pas[0][n], pas[1][n])));
+        pa.push_back(operand(select(first, pas[0][n], pas[1][n])));
       SmallVector<Value> updated;
       for (int64_t db = 0; db < dBlocks; ++db) {
         Value d = add(g, idx(8 * db));
@@ -390,7 +391,7 @@ void MmaKernelBuilder::build() {
           for (int64_t e = 0; e < 2; ++e) {
             Value j = add(add(j0, mul(kk, idx(16))),
                           add(mul(t, idx(2)), idx(e + 8 * rr)));
-            vf.push_back(bf16(
+            vf.push_back(operand(
                 loadOrZero(v, {j, batchIdx, head}, cmp(P::ult, j, jEnd), d)));
           }
         Fragment acc(pv.getRegionIterArgs().slice(4 * db, 4));
@@ -429,9 +430,14 @@ void MmaKernelBuilder::build() {
 
 AttentionKernel
 mlir::txl::getOrCreateMmaAttentionKernel(ModuleOp module, int64_t dHead,
+                                         FloatType operandType,
                                          const KernelTestHooks &hooks) {
+  assert((operandType.isBF16() || operandType.isF16()) &&
+         "mma.sync m16n8k16 takes bf16 or f16 operands");
   AttentionKernel kernel{nullptr, kWarps * kRows, kWarps * kSubgroupSize};
-  std::string name = "rel_attention_bf16_d" + std::to_string(dHead);
+  std::string name = std::string("rel_attention_") +
+                     (operandType.isBF16() ? "bf16" : "f16") + "_d" +
+                     std::to_string(dHead);
   gpu::GPUModuleOp kernels = getOrCreateKernelModule(module);
   if ((kernel.func = kernels.lookupSymbol<gpu::GPUFuncOp>(name)))
     return kernel;
@@ -450,6 +456,6 @@ mlir::txl::getOrCreateMmaAttentionKernel(ModuleOp module, int64_t dHead,
   kernel.func.setKnownBlockSizeAttr(
       b.getDenseI32ArrayAttr({int32_t(kernel.threads), 1, 1}));
   kernel.func->setAttr("nvvm.maxnreg", b.getI32IntegerAttr(kMaxRegisters));
-  MmaKernelBuilder(kernel.func, dHead, hooks).build();
+  MmaKernelBuilder(kernel.func, dHead, operandType, hooks).build();
   return kernel;
 }

@@ -393,11 +393,12 @@ AttentionKernel getOrCreateKernel(ModuleOp module, const KernelShape &shape,
 // txl.rel_attention (f32) => bufferization.to_buffer of the operands,
 // memref.alloc of the output, one gpu.launch_func, to_tensor. With dropatt,
 // the f32 kernel draws the masks (rel_attention_dropatt_d<d_head>); the
-// bf16 kernel gets a cf.assert that it is not training.
+// tensor-core kernel gets a cf.assert that it is not training.
 struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
-  RelAttentionToLaunch(MLIRContext *ctx, ModuleOp module, bool bf16,
-                       const KernelTestHooks &hooks)
-      : OpRewritePattern(ctx), module(module), bf16(bf16), hooks(hooks) {}
+  RelAttentionToLaunch(MLIRContext *ctx, ModuleOp module,
+                       FloatType mmaOperandType, const KernelTestHooks &hooks)
+      : OpRewritePattern(ctx), module(module), mmaOperandType(mmaOperandType),
+        hooks(hooks) {}
 
   LogicalResult matchAndRewrite(RelAttentionOp op,
                                 PatternRewriter &rewriter) const override {
@@ -405,15 +406,18 @@ struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
     if (!resultType.getElementType().isF32())
       return rewriter.notifyMatchFailure(op, "only f32 has a GPU kernel");
     Value lse = op.getLse();
-    if (lse && bf16)
-      return rewriter.notifyMatchFailure(op, "the bf16 kernel writes no lse");
+    bool mma = static_cast<bool>(mmaOperandType);
+    if (lse && mma)
+      return rewriter.notifyMatchFailure(
+          op, "the tensor-core kernel writes no lse");
     int64_t dHead = resultType.getDimSize(3);
     if (ShapedType::isDynamic(dHead))
       return rewriter.notifyMatchFailure(op, "d_head must be static");
     AttentionKernel kernel;
     bool dropatt = op.getDropattSeed() != nullptr;
-    if (bf16) {
-      kernel = getOrCreateMmaAttentionKernel(module, dHead, hooks);
+    if (mma) {
+      kernel =
+          getOrCreateMmaAttentionKernel(module, dHead, mmaOperandType, hooks);
     } else {
       std::optional<KernelShape> shape = chooseShape(dHead, dropatt, !!lse);
       if (!shape)
@@ -422,13 +426,14 @@ struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
     }
 
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    // The bf16 kernel evaluates: dropatt is the identity unless training.
-    if (Value training = op.getDropattTraining(); training && bf16) {
+    // The tensor-core kernel evaluates: dropatt is the identity unless
+    // training.
+    if (Value training = op.getDropattTraining(); training && mma) {
       Value evaluating = arith::XOrIOp::create(
           b, training, arith::ConstantIntOp::create(b, 1, 1));
       cf::AssertOp::create(b, evaluating,
-                           "txl.rel_attention: the bf16 GPU kernel evaluates "
-                           "only (no dropatt in training)");
+                           "txl.rel_attention: the tensor-core GPU kernel "
+                           "evaluates only (no dropatt in training)");
     }
     // Operand n as the kernel's argument n takes it; static dimensions stay
     // static in the view.
@@ -467,7 +472,7 @@ struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
         op.getMemLen(),
         same,
         scale};
-    if (dropatt && !bf16)
+    if (dropatt && !mma)
       llvm::append_range(args,
                          dropattLaunchArguments(
                              b, op.getDropattSeed(), op.getDropattOffset(),
@@ -504,8 +509,9 @@ struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
   }
 
   ModuleOp module;
-  /// The bf16 tensor-core kernel instead of the f32 one.
-  bool bf16;
+  /// bf16 or f16: the tensor-core kernel with these operands instead of
+  /// the f32 one; null: the f32 kernel.
+  FloatType mmaOperandType;
   KernelTestHooks hooks;
 };
 
@@ -520,25 +526,32 @@ struct ConvertRelAttentionToGpuPass
       module.emitError("test-drop-barrier must be 0, 1 or 2");
       return signalPassFailure();
     }
-    if (precision != "f32" && precision != "bf16") {
-      module.emitError("precision must be f32 or bf16, not '")
+    if (precision != "f32" && precision != "bf16" && precision != "f16") {
+      module.emitError("precision must be f32, bf16 or f16, not '")
           << precision << "'";
       return signalPassFailure();
     }
-    if (precision == "bf16") {
-      WalkResult walk = module.walk([](RelAttentionOp op) {
+    FloatType mmaOperandType;
+    if (precision == "bf16")
+      mmaOperandType = BFloat16Type::get(&getContext());
+    else if (precision == "f16")
+      mmaOperandType = Float16Type::get(&getContext());
+    if (mmaOperandType) {
+      WalkResult walk = module.walk([&](RelAttentionOp op) {
         if (!op.getLse())
           return WalkResult::advance();
-        op.emitOpError("has an lse result, which the bf16 GPU kernel does "
-                       "not write (it evaluates only; train at f32)");
+        op.emitOpError("has an lse result, which the ")
+            << precision
+            << " tensor-core GPU kernel does not write (it evaluates only; "
+               "train at f32)";
         return WalkResult::interrupt();
       });
       if (walk.wasInterrupted())
         return signalPassFailure();
     }
     KernelTestHooks hooks{relShiftOffset, dropBarrier};
-    patterns.add<RelAttentionToLaunch>(&getContext(), module,
-                                       precision == "bf16", hooks);
+    patterns.add<RelAttentionToLaunch>(&getContext(), module, mmaOperandType,
+                                       hooks);
     populateRelAttentionGradToGpuPatterns(patterns, module, hooks);
     if (failed(applyPatternsGreedily(module, std::move(patterns))))
       return signalPassFailure();

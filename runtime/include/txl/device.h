@@ -116,6 +116,17 @@ void txl_device_sgemm_bf16(int32_t trans_a, int32_t trans_b, int64_t m,
                            int64_t c_offset, int64_t ldc, int64_t c_stride,
                            int64_t batch);
 
+/* txl_device_sgemm for `--precision=fp16`: as txl_device_sgemm_bf16 with A
+ * and B rounded to f16 (cuBLAS CUBLAS_COMPUTE_32F_FAST_16F); on OpenCL it
+ * is txl_device_sgemm. */
+void txl_device_sgemm_f16(int32_t trans_a, int32_t trans_b, int64_t m,
+                          int64_t n, int64_t k, float alpha, void *a,
+                          int64_t a_offset, int64_t lda, int64_t a_stride,
+                          void *b, int64_t b_offset, int64_t ldb,
+                          int64_t b_stride, float beta, void *c,
+                          int64_t c_offset, int64_t ldc, int64_t c_stride,
+                          int64_t batch);
+
 /* MLIR's GPU runtime ABI. */
 void *mgpuModuleLoad(void *data, size_t size);
 void *mgpuModuleLoadJIT(void *data, int opt_level);

@@ -29,6 +29,8 @@ constexpr unsigned kStreamNonBlocking = 1;
 constexpr cublasOperation_t kOpN = 0, kOpT = 1;
 constexpr cublasMath_t kDefaultMath = 0;
 constexpr cudaDataType_t kR32F = 0;                   // CUDA_R_32F
+constexpr cublasComputeType_t kCompute32FFast16F =
+    74; // CUBLAS_COMPUTE_32F_FAST_16F
 constexpr cublasComputeType_t kCompute32FFast16BF = 75; // CUBLAS_COMPUTE_32F_FAST_16BF
 constexpr cublasGemmAlgo_t kGemmDefault = -1;          // CUBLAS_GEMM_DEFAULT
 
@@ -210,17 +212,20 @@ public:
     auto at = [](const GemmMatrix &matrix) {
       return reinterpret_cast<float *>(matrix.buffer) + matrix.offset;
     };
-    if (desc.bf16Inputs) {
-      // f32 buffers, bf16 tensor-core products with f32 accumulation.
-      cublas_->check(cublas_->cublasGemmStridedBatchedEx_64(
-                         handle_, desc.transA ? kOpT : kOpN,
-                         desc.transB ? kOpT : kOpN, desc.m, desc.n, desc.k,
-                         &desc.alpha, at(desc.a), kR32F, desc.a.ld,
-                         desc.a.stride, at(desc.b), kR32F, desc.b.ld,
-                         desc.b.stride, &desc.beta, at(desc.c), kR32F,
-                         desc.c.ld, desc.c.stride, desc.batch,
-                         kCompute32FFast16BF, kGemmDefault),
-                     describe(desc).c_str());
+    if (desc.inputs != GemmDesc::Inputs::F32) {
+      // f32 buffers, bf16 or f16 tensor-core products with f32
+      // accumulation.
+      cublas_->check(
+          cublas_->cublasGemmStridedBatchedEx_64(
+              handle_, desc.transA ? kOpT : kOpN, desc.transB ? kOpT : kOpN,
+              desc.m, desc.n, desc.k, &desc.alpha, at(desc.a), kR32F, desc.a.ld,
+              desc.a.stride, at(desc.b), kR32F, desc.b.ld, desc.b.stride,
+              &desc.beta, at(desc.c), kR32F, desc.c.ld, desc.c.stride,
+              desc.batch,
+              desc.inputs == GemmDesc::Inputs::Bf16 ? kCompute32FFast16BF
+                                                    : kCompute32FFast16F,
+              kGemmDefault),
+          describe(desc).c_str());
       return;
     }
     cublas_->check(cublas_->cublasSgemmStridedBatched_64(

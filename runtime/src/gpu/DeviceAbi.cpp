@@ -230,14 +230,14 @@ void txl_device_close(void) {
 
 namespace {
 
-void deviceGemm(const char *name, bool bf16Inputs, int32_t transA,
+void deviceGemm(const char *name, GemmDesc::Inputs inputs, int32_t transA,
                 int32_t transB, int64_t m, int64_t n, int64_t k, float alpha,
                 void *a, int64_t aOffset, int64_t lda, int64_t aStride, void *b,
                 int64_t bOffset, int64_t ldb, int64_t bStride, float beta,
                 void *c, int64_t cOffset, int64_t ldc, int64_t cStride,
                 int64_t batch) {
   GemmDesc desc;
-  desc.bf16Inputs = bf16Inputs;
+  desc.inputs = inputs;
   desc.transA = transA != 0;
   desc.transB = transB != 0;
   desc.m = m;
@@ -250,7 +250,9 @@ void deviceGemm(const char *name, bool bf16Inputs, int32_t transA,
   desc.c = {c, cOffset, ldc, cStride};
   desc.batch = batch;
   orExit(name, [&] {
-    timed(bf16Inputs ? "gemm (bf16 inputs)" : "gemm",
+    timed(inputs == GemmDesc::Inputs::Bf16  ? "gemm (bf16 inputs)"
+          : inputs == GemmDesc::Inputs::F16 ? "gemm (f16 inputs)"
+                                            : "gemm",
           [&] { enqueueGemm(device(), desc); });
   });
 }
@@ -263,9 +265,9 @@ void txl_device_sgemm(int32_t transA, int32_t transB, int64_t m, int64_t n,
                       int64_t ldb, int64_t bStride, float beta, void *c,
                       int64_t cOffset, int64_t ldc, int64_t cStride,
                       int64_t batch) {
-  deviceGemm("txl_device_sgemm", false, transA, transB, m, n, k, alpha, a,
-             aOffset, lda, aStride, b, bOffset, ldb, bStride, beta, c, cOffset,
-             ldc, cStride, batch);
+  deviceGemm("txl_device_sgemm", GemmDesc::Inputs::F32, transA, transB, m, n, k,
+             alpha, a, aOffset, lda, aStride, b, bOffset, ldb, bStride, beta, c,
+             cOffset, ldc, cStride, batch);
 }
 
 void txl_device_sgemm_bf16(int32_t transA, int32_t transB, int64_t m, int64_t n,
@@ -274,9 +276,20 @@ void txl_device_sgemm_bf16(int32_t transA, int32_t transB, int64_t m, int64_t n,
                            int64_t bOffset, int64_t ldb, int64_t bStride,
                            float beta, void *c, int64_t cOffset, int64_t ldc,
                            int64_t cStride, int64_t batch) {
-  deviceGemm("txl_device_sgemm_bf16", true, transA, transB, m, n, k, alpha, a,
-             aOffset, lda, aStride, b, bOffset, ldb, bStride, beta, c, cOffset,
-             ldc, cStride, batch);
+  deviceGemm("txl_device_sgemm_bf16", GemmDesc::Inputs::Bf16, transA, transB, m,
+             n, k, alpha, a, aOffset, lda, aStride, b, bOffset, ldb, bStride,
+             beta, c, cOffset, ldc, cStride, batch);
+}
+
+void txl_device_sgemm_f16(int32_t transA, int32_t transB, int64_t m, int64_t n,
+                          int64_t k, float alpha, void *a, int64_t aOffset,
+                          int64_t lda, int64_t aStride, void *b,
+                          int64_t bOffset, int64_t ldb, int64_t bStride,
+                          float beta, void *c, int64_t cOffset, int64_t ldc,
+                          int64_t cStride, int64_t batch) {
+  deviceGemm("txl_device_sgemm_f16", GemmDesc::Inputs::F16, transA, transB, m,
+             n, k, alpha, a, aOffset, lda, aStride, b, bOffset, ldb, bStride,
+             beta, c, cOffset, ldc, cStride, batch);
 }
 
 void *mgpuModuleLoad(void *data, size_t size) {

@@ -21,7 +21,10 @@ GemmDesc toColumnMajor(const GemmDesc &rowMajor) {
 std::string describe(const GemmDesc &desc) {
   return fmt::format("{}({},{} m={} n={} k={} lda={} ldb={} ldc={} "
                      "batch={})",
-                     desc.bf16Inputs ? "sgemm_bf16" : "sgemm", desc.transA ? 'T' : 'N', desc.transB ? 'T' : 'N', desc.m,
+                     desc.inputs == GemmDesc::Inputs::Bf16  ? "sgemm_bf16"
+                     : desc.inputs == GemmDesc::Inputs::F16 ? "sgemm_f16"
+                                                            : "sgemm",
+                     desc.transA ? 'T' : 'N', desc.transB ? 'T' : 'N', desc.m,
                      desc.n, desc.k, desc.a.ld, desc.b.ld, desc.c.ld,
                      desc.batch);
 }

@@ -68,10 +68,11 @@ class Matrices:
 
 
 def case(name, trans_a, trans_b, m, n, k, batch=1, pad=0, offset=0,
-         beta=0.0, a_stride=None, c_init=np.nan, plain=False, bf16=False):
+         beta=0.0, a_stride=None, c_init=np.nan, plain=False, entry=""):
     """plain: batch 1 with every batch stride 0, as generated code passes
-    a linalg.matmul. bf16: through txl_device_sgemm_bf16 (--precision=bf16),
-    which on OpenCL is the f32 product (CLBlast has no bf16 mode)."""
+    a linalg.matmul. entry "_bf16" / "_f16": through txl_device_sgemm_bf16 /
+    txl_device_sgemm_f16 (--precision=bf16 / fp16), which on OpenCL are the
+    f32 product (CLBlast has no such modes)."""
     shape_a = (k, m) if trans_a else (m, k)
     shape_b = (n, k) if trans_b else (k, n)
 
@@ -89,7 +90,7 @@ def case(name, trans_a, trans_b, m, n, k, batch=1, pad=0, offset=0,
                  0 if plain else m * (n + pad) + 5,
                  values=np.full((m, n), c_init, np.float32))
     before = c.values.copy()
-    gemm = lib.txl_device_sgemm_bf16 if bf16 else lib.txl_device_sgemm
+    gemm = getattr(lib, "txl_device_sgemm" + entry)
     gemm(trans_a, trans_b, m, n, k, 1.0, *a.args(), *b.args(), beta,
          *c.args(), batch)
     flat, got = c.read()
@@ -130,7 +131,10 @@ results = [
     case("k0-beta1-keeps", 0, 0, 6, 7, 0, beta=1.0, c_init=2.0),
     case("empty-m", 0, 0, 0, 7, 5),
     case("large", 0, 1, 256, 384, 200),
-    case("bf16-entry-batched-NT", 0, 1, 20, 12, 8, batch=3, pad=2, bf16=True),
+    case("bf16-entry-batched-NT", 0, 1, 20, 12, 8, batch=3, pad=2,
+         entry="_bf16"),
+    case("f16-entry-batched-TN", 1, 0, 20, 12, 8, batch=3, pad=2,
+         entry="_f16"),
 ]
 lib.txl_device_close()
 print("all ok" if all(results) else "FAILED")

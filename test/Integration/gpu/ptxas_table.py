@@ -3,7 +3,7 @@
 with ptxas and checks it against its budget.
 
 usage: ptxas_table.py --models DIR --ptxas PTXAS --table OUT.md [--arch A ...]
-                      [--precision f32|bf16]
+                      [--precision f32|bf16|fp16]
 
 For each models/*.toml and architecture: `txlc --target=cuda --gpu-arch=A
 --emit=ptx`, then `ptxas -arch=A -v -warn-spills -Werror` (spills are
@@ -43,8 +43,8 @@ SHARED_RESERVED = 1024        # the driver's shared memory per workgroup
 # registers and no shared memory keep 4 workgroups of 256 work-items on an
 # SM; the one-work-item serial kernels: 64 registers. The layer norm
 # kernels (a subgroup per row, 256 work-items): 32 registers and no shared
-# memory, 8 workgroups. The bf16 tensor-core attention kernels
-# (--precision=bf16): 128 work-items, the P·V accumulators (and, up to
+# memory, 8 workgroups. The tensor-core attention kernels
+# (--precision=bf16 and fp16): 128 work-items, the P·V accumulators (and, up to
 # d_head 64, the query fragments) in registers: 192 registers, d_head 80
 # and 128 up to the 255 of nvvm.maxnreg; 2 workgroups per SM; 21 KB of AC
 # and X tiles. The embedding gradient's sort (256 work-items, a 2 KiB tile
@@ -54,8 +54,8 @@ BUDGETS = [
     (r"embedding_grad_sort", 256, 32, 2048, 8),
     (r"embedding_grad_rows", 256, 48, 0, 5),
     (r"rel_attention_grad_(q|q_saved|kv|r)(_dropatt)?_d\d+", 128, 128, 48 * 1024, 3),
-    (r"rel_attention_bf16_d(80|128)", 128, 255, 21 * 1024, 2),
-    (r"rel_attention_bf16_d\d+", 128, 192, 21 * 1024, 2),
+    (r"rel_attention_(bf16|f16)_d(80|128)", 128, 255, 21 * 1024, 2),
+    (r"rel_attention_(bf16|f16)_d\d+", 128, 192, 21 * 1024, 2),
     (r"rel_attention(_dropatt)?(_lse)?_d128", 128, 128, 48 * 1024, 3),
     (r"rel_attention(_dropatt)?(_lse)?_d\d+", 128, 128, 48 * 1024, 4),
     (r"layer_norm_d\d+", 256, 32, 0, 8),

@@ -24,7 +24,8 @@ def load(path):
         ctypes.c_int32, ptr, ctypes.POINTER(ptr), ptr, size]
     i64 = ctypes.c_int64
     matrix = [ptr, i64, i64, i64]  # buffer, offset, ld, batch stride
-    for gemm in (lib.txl_device_sgemm, lib.txl_device_sgemm_bf16):
+    for gemm in (lib.txl_device_sgemm, lib.txl_device_sgemm_bf16,
+                 lib.txl_device_sgemm_f16):
         gemm.argtypes = (
             [ctypes.c_int32, ctypes.c_int32, i64, i64, i64, ctypes.c_float]
             + matrix + matrix + [ctypes.c_float] + matrix + [i64])

@@ -39,10 +39,11 @@ struct GemmDesc {
   float alpha = 1, beta = 0;
   GemmMatrix a, b, c;
   int64_t batch = 1;
-  /// `--precision=bf16`: A and B may be rounded to bf16 for tensor cores,
-  /// products accumulated in f32 (cuBLAS CUBLAS_COMPUTE_32F_FAST_16BF on f32
-  /// buffers). CLBlast has no such mode: OpenCL computes the f32 product.
-  bool bf16Inputs = false;
+  /// `--precision=bf16` / `fp16`: A and B may be rounded to bf16 / f16 for
+  /// tensor cores, products accumulated in f32 (cuBLAS
+  /// CUBLAS_COMPUTE_32F_FAST_16BF / _16F on f32 buffers). CLBlast has no
+  /// such mode: OpenCL computes the f32 product.
+  enum class Inputs { F32, Bf16, F16 } inputs = Inputs::F32;
 };
 
 /// The column-major descriptor of the row-major product C = op(A) op(B)
@@ -51,8 +52,8 @@ struct GemmDesc {
 /// stays as it is.
 GemmDesc toColumnMajor(const GemmDesc &rowMajor);
 
-/// "sgemm(N,T m=.. n=.. k=.. lda=.. ldb=.. ldc=.. batch=..)" (sgemm_bf16
-/// with bf16Inputs): names a product in error messages.
+/// "sgemm(N,T m=.. n=.. k=.. lda=.. ldb=.. ldc=.. batch=..)" (sgemm_bf16,
+/// sgemm_f16 with bf16 or f16 inputs): names a product in error messages.
 std::string describe(const GemmDesc &desc);
 
 /// Checks what both libraries require (non-negative sizes, leading
