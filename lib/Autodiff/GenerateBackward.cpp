@@ -51,8 +51,9 @@ bool isFloatTensor(Type type) {
   return tensor && isa<FloatType>(tensor.getElementType());
 }
 
-/// d mean(x) / dx = 1 / numel(x) everywhere.
-Value meanSeed(OpBuilder &b, Location loc, Value x) {
+/// d mean(x) / dx = 1 / numel(x) everywhere; times `scale` (an f32
+/// scalar) when given.
+Value meanSeed(OpBuilder &b, Location loc, Value x, Value scale = {}) {
   auto type = cast<RankedTensorType>(x.getType());
   Value count = arith::ConstantIndexOp::create(b, loc, 1);
   for (int64_t d = 0; d < type.getRank(); ++d)
@@ -63,7 +64,15 @@ Value meanSeed(OpBuilder &b, Location loc, Value x) {
   Value countF = arith::SIToFPOp::create(b, loc, elementType, count64);
   Value one =
       arith::ConstantOp::create(b, loc, b.getFloatAttr(elementType, 1.0));
-  return createFilledLike(b, loc, x, arith::DivFOp::create(b, loc, one, countF));
+  Value seed = arith::DivFOp::create(b, loc, one, countF);
+  if (scale) {
+    if (elementType.getIntOrFloatBitWidth() > 32)
+      scale = arith::ExtFOp::create(b, loc, elementType, scale);
+    else if (!elementType.isF32())
+      scale = arith::TruncFOp::create(b, loc, elementType, scale);
+    seed = arith::MulFOp::create(b, loc, seed, scale);
+  }
+  return createFilledLike(b, loc, x, seed);
 }
 
 /// The float tensors of `body` computed (transitively) from `roots`.
@@ -171,12 +180,14 @@ struct CalleeGrad {
 
 class Differentiator {
 public:
-  Differentiator(ModuleOp module, bool saveActivations)
-      : module(module), symbols(module), saveActivations(saveActivations) {}
+  Differentiator(ModuleOp module, bool saveActivations, bool scaleLoss)
+      : module(module), symbols(module), saveActivations(saveActivations),
+        scaleLoss(scaleLoss) {}
 
-  /// Adds `@<name>_grad` next to `forward`: its arguments, returning its
-  /// results then the gradient of the mean of result 0 with respect to
-  /// each of `params`' argument numbers.
+  /// Adds `@<name>_grad` next to `forward`: its arguments (and, with
+  /// `scaleLoss`, a trailing f32 loss scale), returning its results then the
+  /// gradient of the (scaled) mean of result 0 with respect to each of
+  /// `params`' argument numbers.
   LogicalResult differentiateSegment(func::FuncOp forward,
                                      ArrayRef<unsigned> params);
 
@@ -208,6 +219,8 @@ private:
   ModuleOp module;
   SymbolTable symbols;
   bool saveActivations;
+  /// Give @<function>_grad the trailing loss-scale argument.
+  bool scaleLoss;
   std::map<std::pair<Operation *, std::vector<bool>>, CalleeGrad> calleeGrads;
 
 public:
@@ -501,8 +514,19 @@ Differentiator::differentiateSegment(func::FuncOp forward,
   b.setInsertionPoint(ret);
   DenseMap<Value, Value> grads;
   Value loss = ret.getOperand(0);
+  // loss-scale: the seed times a trailing f32 argument.
+  Value lossScale;
+  if (scaleLoss) {
+    unsigned index = grad.getNumArguments();
+    if (failed(grad.insertArgument(index, b.getF32Type(),
+                                   b.getDictionaryAttr(b.getNamedAttr(
+                                       "txl.loss_scale", b.getUnitAttr())),
+                                   loc)))
+      return failure();
+    lossScale = grad.getArgument(index);
+  }
   if (active.contains(loss))
-    grads[loss] = meanSeed(b, loc, loss);
+    grads[loss] = meanSeed(b, loc, loss, lossScale);
 
   SmallVector<Operation *> ops;
   for (Operation &op : body.without_terminator())
@@ -564,7 +588,7 @@ struct GenerateBackwardPass
         if (isFloatTensor(forward.getArgument(i).getType()))
           params.push_back(i);
 
-    Differentiator differentiator(module, saveActivations);
+    Differentiator differentiator(module, saveActivations, lossScale);
     if (failed(differentiator.differentiateSegment(forward, params)))
       return signalPassFailure();
     for (Operation *call : differentiator.replacedCalls)

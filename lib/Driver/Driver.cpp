@@ -78,7 +78,7 @@ LogicalResult linkExecutable(const DriverOptions &options,
                         options.target == Target::Cuda     ? "cuda"
                         : options.target == Target::OpenCL ? "opencl"
                                                            : "",
-                        os);
+                        options.precision, os);
   }
 
   std::string linker = options.linker;

@@ -35,6 +35,7 @@ static std::string formatDouble(double value) {
 
 void mlir::txl::emitModelInfoSource(const ModelConfig &config,
                                     llvm::StringRef deviceBackend,
+                                    llvm::StringRef precision,
                                     llvm::raw_ostream &os) {
   const ModelSection &m = config.model;
   const TrainSection &t = config.train;
@@ -103,5 +104,6 @@ void mlir::txl::emitModelInfoSource(const ModelConfig &config,
      << "  .varlen = " << (t.varlen ? 1 : 0) << ",\n"
      << "  .n_params = " << params.size() << ", .params = txl_params,\n"
      << "  .device_backend = " << cString(deviceBackend) << ",\n"
+     << "  .precision = " << cString(precision) << ",\n"
      << "};\n";
 }

@@ -196,6 +196,22 @@ static std::pair<Value, Value> partIndices(OpBuilder &b, Location loc,
           arith::IndexCastOp::create(b, loc, b.getIndexType(), parts)};
 }
 
+/// Writes `value` to element `index` of the one shared output of `forall`
+/// (built at `b`, inside its body), through a one-element slice, so that it
+/// bufferizes to a store into the output's buffer: no allocation in the
+/// kernel. Leaves `b` in the forall's terminator.
+static void storeElement(OpBuilder &b, Location loc, scf::ForallOp forall,
+                         Value index, Value value) {
+  Value out = forall.getRegionIterArgs()[0];
+  SmallVector<OpFoldResult> offsets = {index}, ones = {b.getIndexAttr(1)};
+  Value slot = tensor::ExtractSliceOp::create(b, loc, out, offsets, ones, ones);
+  Value one = tensor::InsertOp::create(
+      b, loc, value, slot,
+      ValueRange{arith::ConstantIndexOp::create(b, loc, 0)});
+  b.setInsertionPointToStart(forall.getTerminator().getBody());
+  tensor::ParallelInsertSliceOp::create(b, loc, one, out, offsets, ones, ones);
+}
+
 void TrainingEmitter::emitGradSquaredNorm(ModuleOp module) {
   SmallVector<ParamSpec> trained = trainedParams();
   SmallVector<Type> inputs = flatTypes(trained);
@@ -284,24 +300,12 @@ void TrainingEmitter::emitDeviceGradSquaredNorm(ModuleOp module) {
               .getResult(0);
       sum = sum ? arith::AddFOp::create(b, loc, sum, sq).getResult() : sq;
     }
-    // Written through a slice of the output, so that it bufferizes to a
-    // store into the partials (no allocation in the kernel).
     Value slotIndex = arith::AddIOp::create(
         b, loc,
         arith::MulIOp::create(b, loc, arith::ConstantIndexOp::create(b, loc, g),
                               parts),
         p);
-    Value out = forall.getRegionIterArgs()[0];
-    Value slot = tensor::ExtractSliceOp::create(
-        b, loc, out, ArrayRef<OpFoldResult>{slotIndex},
-        ArrayRef<OpFoldResult>{b.getIndexAttr(1)},
-        ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
-    Value one = tensor::InsertOp::create(b, loc, sum, slot, ValueRange{zero});
-    b.setInsertionPointToStart(forall.getTerminator().getBody());
-    tensor::ParallelInsertSliceOp::create(
-        b, loc, one, out, ArrayRef<OpFoldResult>{slotIndex},
-        ArrayRef<OpFoldResult>{b.getIndexAttr(1)},
-        ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+    storeElement(b, loc, forall, slotIndex, sum);
     result = forall.getResult(0);
   }
   func::ReturnOp::create(
@@ -339,7 +343,6 @@ void TrainingEmitter::emitAccumulateGrads(ModuleOp module) {
   Value first =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
                             entry->getArgument(2 * numParams + 1), i64(0));
-  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   SmallVector<Value> returned;
   for (size_t i = 0; i < numParams; ++i) {
     Value total = entry->getArgument(i),
@@ -356,20 +359,8 @@ void TrainingEmitter::emitAccumulateGrads(ModuleOp module) {
     Value sum = arith::AddFOp::create(
         b, loc, tensor::ExtractOp::create(b, loc, total, ValueRange{k}),
         scaled);
-    Value value = arith::SelectOp::create(b, loc, first, scaled, sum);
-    // Through a one-element slice of the output, as @grad_squared_norm's
-    // partials: a store into the argument, no allocation.
-    Value out = forall.getRegionIterArgs()[0];
-    Value slot = tensor::ExtractSliceOp::create(
-        b, loc, out, ArrayRef<OpFoldResult>{k},
-        ArrayRef<OpFoldResult>{b.getIndexAttr(1)},
-        ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
-    Value one = tensor::InsertOp::create(b, loc, value, slot, ValueRange{zero});
-    b.setInsertionPointToStart(forall.getTerminator().getBody());
-    tensor::ParallelInsertSliceOp::create(
-        b, loc, one, out, ArrayRef<OpFoldResult>{k},
-        ArrayRef<OpFoldResult>{b.getIndexAttr(1)},
-        ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+    storeElement(b, loc, forall, k,
+                 arith::SelectOp::create(b, loc, first, scaled, sum));
     b.setInsertionPointAfter(forall);
     returned.push_back(bufferization::MaterializeInDestinationOp::create(
                            b, loc, forall.getResult(0), total)
@@ -388,8 +379,8 @@ void TrainingEmitter::emitOptimizerStep(ModuleOp module) {
   SmallVector<Type> inputs;
   for (size_t list = 0; list < 2 + numStates; ++list)
     inputs.append(paramTypes);
-  // lr, step, the parts' sums of squares, part, parts
-  inputs.append({b.getF64Type(), b.getI64Type(),
+  // lr, step, inv_loss_scale, the parts' sums of squares, part, parts
+  inputs.append({b.getF64Type(), b.getI64Type(), b.getF32Type(),
                  RankedTensorType::get({ShapedType::kDynamic}, b.getF32Type()),
                  b.getI64Type(), b.getI64Type()});
   SmallVector<Type> results;
@@ -418,9 +409,10 @@ void TrainingEmitter::emitOptimizerStep(ModuleOp module) {
   size_t scalars = (2 + numStates) * numParams;
   Value lr = entry->getArgument(scalars);
   Value step = entry->getArgument(scalars + 1);
-  Value partials = entry->getArgument(scalars + 2);
-  auto [part, parts] = partIndices(b, loc, entry->getArgument(scalars + 3),
-                                   entry->getArgument(scalars + 4));
+  Value invLossScale = entry->getArgument(scalars + 2);
+  Value partials = entry->getArgument(scalars + 3);
+  auto [part, parts] = partIndices(b, loc, entry->getArgument(scalars + 4),
+                                   entry->getArgument(scalars + 5));
 
   // clip_grad_norm_'s total norm: sqrt of the parts' sums, added in order.
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
@@ -435,8 +427,13 @@ void TrainingEmitter::emitOptimizerStep(ModuleOp module) {
                 nb, l, ValueRange{arith::AddFOp::create(nb, l, acc[0], x)});
           })
           .getResult(0);
-  Value totalNorm = math::SqrtOp::create(b, loc, sumSquares);
-  Value scale = gradScale(totalNorm);
+  // The gradients arrive multiplied by the loss scale (1 unless dynamic
+  // loss scaling runs): the norm and every gradient read are unscaled by
+  // its inverse, a power of two, so exactly.
+  Value totalNorm = arith::MulFOp::create(
+      b, loc, math::SqrtOp::create(b, loc, sumSquares), invLossScale);
+  Value scale =
+      arith::MulFOp::create(b, loc, gradScale(totalNorm), invLossScale);
 
   // This part of every parameter and state, updated and written back in
   // place: each new tensor is materialized into the argument it replaces,

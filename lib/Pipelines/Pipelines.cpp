@@ -58,8 +58,11 @@ void mlir::txl::buildTxlBackwardPipeline(OpPassManager &pm,
                                          bool saveAttentionStats) {
   if (saveAttentionStats)
     pm.nest<func::FuncOp>().addPass(createSaveAttentionStatsPass());
-  // Module: it adds @segment_grad and the per-layer _fwd/_grad functions.
-  pm.addPass(createGenerateBackwardPass());
+  // Module: it adds @segment_grad (with the runtime's loss scale argument)
+  // and the per-layer _fwd/_grad functions.
+  GenerateBackwardPassOptions backward;
+  backward.lossScale = true;
+  pm.addPass(createGenerateBackwardPass(backward));
   OpPassManager &fn = pm.nest<func::FuncOp>();
   fn.addPass(createAccumulateEmbeddingGradPass());
   fn.addPass(createCanonicalizerPass());

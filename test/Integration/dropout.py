@@ -406,7 +406,8 @@ def check_gradient(report, name, model, seed, offset, rng, h=1e-5):
     grad = txlrun.Segment(model.so, entry="txl_segment_grad")
     trained = [(n, s) for n, s, buf in model.args if n is not None and not buf]
     shapes = model.shapes() + [s for _, s in trained]
-    outs = grad(model.inputs(seed, offset, 1), shapes, [np.float64] * len(shapes))
+    outs = grad(model.inputs(seed, offset, 1) + [np.float32(1.0)], shapes,
+                [np.float64] * len(shapes))
     grads = dict(zip([n for n, _ in trained], outs[len(model.shapes()):]))
 
     def loss():

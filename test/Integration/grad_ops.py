@@ -198,7 +198,15 @@ def check(name, body, args, rows, options="", *, rng, work):
             values.append(rng.randint(0, kind, size=shape).astype(np.int64))
     params = [i for i, a in enumerate(args) if a[2] == "p"]
     shapes = [(rows, B)] + [args[i][1] for i in params]
-    outs = grad(values, shapes, [np.float64] * len(shapes))
+    # The last argument of the backward is the loss scale (1: the plain
+    # gradient); 2^5 scales every gradient exactly.
+    outs = grad(values + [np.float32(1.0)], shapes, [np.float64] * len(shapes))
+    scaled = grad(values + [np.float32(32.0)], shapes,
+                  [np.float64] * len(shapes))
+    if not all(np.array_equal(s, 32.0 * g)
+               for s, g in zip(scaled[1:], outs[1:])):
+        print(f"FAIL: {name}: loss scale 32 does not scale the gradients by 32")
+        return 1.0
 
     def loss(vals):
         return fwd(vals, [(rows, B)], [np.float64])[0].mean()

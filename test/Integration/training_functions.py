@@ -122,15 +122,18 @@ def part_range(n, part, parts):
     return n * part // parts, n * (part + 1) // parts
 
 
-def run_update(step_fn, norm_fn, params, grads, states, lr, step, parts):
+def run_update(step_fn, norm_fn, params, grads, states, lr, step, parts,
+               inv_loss_scale=1.0):
     """One update as the trainer runs it, its parts one after the other:
     every part's sum of squares, then every part's update in place. Returns
-    the norm of each part's call."""
+    the norm of each part's call. The gradients carry a loss scale of
+    1 / inv_loss_scale."""
     partials = np.array([norm_fn(grads + [p, parts], [(1,)])[0][0]
                          for p in range(parts)], f32)
     flat_states = [a for lst in states for a in lst]
     return [step_fn(params + grads + flat_states +
-                    [lr, step, partials, p, parts], [(1,)])[0][0]
+                    [lr, step, f32(inv_loss_scale), partials, p, parts],
+                    [(1,)])[0][0]
             for p in range(parts)]
 
 
@@ -144,8 +147,8 @@ def check_part_alone(step_fn, norm_fn, params, grads, states, lr, step):
     after = [a.copy() for a in params] + [a.copy() for lst in states
                                           for a in lst]
     flat = after[len(params):]
-    step_fn(after[:len(params)] + grads + flat + [lr, step, partials, 0, 2],
-            [(1,)])
+    step_fn(after[:len(params)] + grads + flat +
+            [lr, step, f32(1.0), partials, 0, 2], [(1,)])
     for k, (a, b) in enumerate(zip(after, before)):
         lo, hi = part_range(a.size, 0, 2)
         if not np.array_equal(a.reshape(-1)[hi:], b.reshape(-1)[hi:]):
@@ -197,6 +200,20 @@ def check_optimizer(lib, shapes, optim, clip, rng):
                     not abs(got_norm - norm) <= 1e-6 * norm:
                 sys.exit(f"FAIL: {optim} clip {clip} step {step} parts "
                          f"{parts}: grad_norm {norms} vs {norm}")
+            # Dynamic loss scaling: gradients 2^12 times larger with
+            # inv_loss_scale 2^-12 give the same norm and the same update,
+            # bit for bit (powers of two scale exactly).
+            scaled_params = [a.copy() for a in ours[0]]
+            scaled_states = [[a.copy() for a in lst] for lst in ours[1]]
+            scaled_norms = run_update(
+                step_fn, norm_fn, scaled_params, [g * f32(4096) for g in grads],
+                scaled_states, lr, step, parts, inv_loss_scale=2.0 ** -12)
+            if scaled_norms != norms or not all(
+                    np.array_equal(a, b) for a, b in
+                    zip(scaled_params + sum(scaled_states, []),
+                        new_params + sum(new_states, []))):
+                sys.exit(f"FAIL: {optim} clip {clip} step {step} parts "
+                         f"{parts}: the loss-scaled update differs")
             # The reference clips with the compiled norm: a last-bit
             # difference of the summation order would otherwise be
             # amplified where a state nearly cancels.

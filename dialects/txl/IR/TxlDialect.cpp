@@ -44,6 +44,16 @@ LogicalResult TxlDialect::verifyRegionArgAttribute(Operation *op,
                 "name)";
     return success();
   }
+  if (name == "txl.loss_scale") {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitError("'txl.loss_scale' of argument ")
+             << argIndex << " must be a unit attribute";
+    auto fn = dyn_cast<FunctionOpInterface>(op);
+    if (fn && !fn.getArgumentTypes()[argIndex].isF32())
+      return op->emitError("'txl.loss_scale' of argument ")
+             << argIndex << " must be on an f32 argument";
+    return success();
+  }
   if (name == "txl.buffer") {
     if (!isa<UnitAttr>(attr.getValue()))
       return op->emitError("'txl.buffer' of argument ")

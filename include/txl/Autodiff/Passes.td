@@ -38,6 +38,13 @@ def GenerateBackwardPass : Pass<"txl-generate-backward", "::mlir::ModuleOp"> {
     `txl.softmax_grad` and `txl.attn_apply_grad`, `txl.broadcast_head_bias`
     a `txl.sum_leading`; with `save-activations` the probabilities (and
     their dropatt) are then saved activations.
+
+    With `loss-scale`, `@<function>_grad` takes one more argument, last:
+    `%loss_scale: f32` (named by the argument attribute `txl.loss_scale`),
+    and returns the gradient of `loss_scale` × the mean: the seed 1 / numel
+    is multiplied by it, so every gradient is scaled from the start of the
+    backward (dynamic loss scaling keeps small f16 gradients from flushing
+    to zero; a power of two scales every value exactly).
   }];
   let options = [
     Option<"function", "function", "std::string", "\"segment\"",
@@ -45,6 +52,9 @@ def GenerateBackwardPass : Pass<"txl-generate-backward", "::mlir::ModuleOp"> {
     Option<"saveActivations", "save-activations", "bool", "true",
            "Keep the activations a called layer's adjoints read (returned "
            "by @<callee>_fwd) instead of recomputing the layer">,
+    Option<"lossScale", "loss-scale", "bool", "false",
+           "Add a trailing f32 argument `loss_scale` to @<function>_grad "
+           "that multiplies the gradient seed">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::linalg::LinalgDialect",

@@ -67,9 +67,11 @@ struct DriverOptions {
 };
 
 /// Writes the C definition of `txl_model_info` (runtime.h) for `config`,
-/// compiled for `deviceBackend` ("" for the CPU, "cuda", "opencl").
+/// compiled for `deviceBackend` ("" for the CPU, "cuda", "opencl") with
+/// products at `precision` ("f32", "bf16", "f16").
 void emitModelInfoSource(const ModelConfig &config,
-                         llvm::StringRef deviceBackend, llvm::raw_ostream &os);
+                         llvm::StringRef deviceBackend,
+                         llvm::StringRef precision, llvm::raw_ostream &os);
 
 /// Runs the driver; diagnostics go to stderr. Returns the process exit code.
 int runDriver(const DriverOptions &options);

@@ -11,7 +11,7 @@
 //       -> tensor<1xf32>
 //   func.func @optimizer_step(%p_0..%p_{T-1}, %g_0..%g_{T-1},
 //                             %state_0_0..%state_{S-1}_{T-1},
-//                             %lr: f64, %step: i64,
+//                             %lr: f64, %step: i64, %inv_loss_scale: f32,
 //                             %partials: tensor<?xf32>, %part: i64,
 //                             %parts: i64)
 //       -> (new params..., new states..., tensor<1xf32> grad_norm)
@@ -72,7 +72,10 @@ SmallVector<StringRef, 2> getOptimizerStateNames(StringRef optim);
 /// 1e-6) clamped to 1, applied to every gradient as it is read), then
 /// torch.optim.Adam (betas (0.9, 0.999), eps 1e-8), SGD (momentum [train]
 /// mom) or Adagrad (eps 1e-10) at `lr` (f64), `step` counting updates from
-/// 1. The new parameters and states (f32, the parameters' shapes) are
+/// 1. The gradients (and the partial sums of their squares) are taken as
+/// the loss scale times the true ones: the norm and every gradient read are
+/// multiplied by `inv_loss_scale` (a power of two; 1 without loss
+/// scaling). The new parameters and states (f32, the parameters' shapes) are
 /// written over that part of the arguments, in place; the result is the
 /// norm before clipping. clip = 0 disables clipping (torch would zero every
 /// gradient instead).

@@ -40,8 +40,9 @@ struct TxlCpuPipelineOptions
 /// txl -> txl: --txl-fuse-rel-attention (if enabled), canonicalize, CSE.
 void buildTxlOptPipeline(OpPassManager &pm,
                          const TxlCpuPipelineOptions &options);
-/// txl -> txl: --txl-generate-backward on @segment (adds @segment_grad),
-/// then canonicalization and CSE. With `saveAttentionStats` (the f32 GPU
+/// txl -> txl: --txl-generate-backward{loss-scale} on @segment (adds
+/// @segment_grad, whose last argument is the runtime's loss scale), then
+/// canonicalization and CSE. With `saveAttentionStats` (the f32 GPU
 /// targets), --txl-save-attention-stats first: the fused attention's
 /// backward reads the forward's row log-sum-exp and output.
 void buildTxlBackwardPipeline(OpPassManager &pm,

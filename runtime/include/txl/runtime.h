@@ -25,7 +25,7 @@ extern "C" {
 
 /// Bumped whenever the layout below or the segment calling convention changes;
 /// the runtime refuses a generated object with another version.
-#define TXL_ABI_VERSION 5
+#define TXL_ABI_VERSION 6
 
 /// Maximum rank of a parameter tensor.
 #define TXL_MAX_RANK 4
@@ -80,6 +80,9 @@ typedef struct txl_model_info {
   const txl_param_info_t *params;
   /* the device the compiled code runs on: "" (the CPU), "cuda", "opencl" */
   const char *device_backend;
+  /* the products' operand type (txlc --precision): "f32", "bf16" or "f16";
+     "f16" trains with dynamic loss scaling */
+  const char *precision;
 } txl_model_info_t;
 
 /// A memref argument is passed as a pointer to MLIR's descriptor for its
@@ -108,10 +111,11 @@ typedef struct txl_model_info {
 typedef void (*txl_segment_fn)(void **args);
 
 /// The generated backward segment (`@segment_grad`, paper §3.2: the memory
-/// is a constant), packed like txl_segment_forward: the same arguments and
-/// outputs, then one more output per *trainable* parameter, in parameter
-/// order: float32 with the parameter's shape, the gradient of the mean NLL of
-/// the segment.
+/// is a constant), packed like txl_segment_forward: the same arguments, one
+/// more after `training`, loss_scale (float*: a power of two, 1 without
+/// dynamic loss scaling), the same outputs, then one more output per
+/// *trainable* parameter, in parameter order: float32 with the parameter's
+/// shape, the gradient of loss_scale times the mean NLL of the segment.
 #ifdef __GNUC__
 #define TXL_WEAK __attribute__((weak))
 #else
@@ -136,6 +140,10 @@ typedef void (*txl_segment_fn)(void **args);
 ///                               momentum buffer; adagrad: the sum
 ///   lr                          double* (the lr of this update)
 ///   step                        int64_t* (1 for the first update)
+///   inv_loss_scale              float*: 1 / the loss scale the gradients
+///                               carry (a power of two; 1 without scaling):
+///                               the norm and every gradient read are
+///                               multiplied by it
 ///   partials                    memref<?xf32>: the `parts` sums above, in
 ///                               part order
 ///   part, parts                 int64_t*
@@ -214,6 +222,9 @@ typedef struct txl_run_options {
   int64_t dropout_seed; ///< Philox key of the dropout masks
   int64_t dropout_offset; ///< per-call counter part: a new value per call
   int32_t training;       ///< nonzero: apply dropout/dropatt (train mode)
+  /// Backward runs only: the gradients are those of 2^loss_scale_log2 times
+  /// the mean NLL (dynamic loss scaling; 0: the plain gradient).
+  int32_t loss_scale_log2;
 } txl_run_options_t;
 
 /// Creates a session over a generated model. `segment_fn` may be NULL to use
@@ -334,7 +345,8 @@ txl_status_t txl_session_run_segment_grad(txl_session_t *session,
 /// them. `data`, `target`, `qlen`, `batch` (the chunk's columns) and
 /// `out_nll` as in txl_session_run_segment. Errors: those of
 /// txl_session_run_segment_grad; no compiled optimizer; chunk not in [0,
-/// chunks); chunks > 1 on the GPU targets (not built yet).
+/// chunks). On the GPU targets the chunk's gradient and the sum stay on
+/// the device (txl_accumulate_grads adds them).
 txl_status_t txl_session_train_segment(txl_session_t *session,
                                        const int64_t *data,
                                        const int64_t *target, int64_t qlen,
@@ -346,13 +358,20 @@ txl_status_t txl_session_train_segment(txl_session_t *session,
 /// One update with the session's gradients (the generated
 /// @grad_squared_norm and @optimizer_step: clip_grad_norm_ then the
 /// optimizer's step at `lr`, `step` counting updates from 1); writes the
-/// gradient norm before clipping to `out_grad_norm`. On the CPU the update
-/// runs as `parts` element ranges, one per thread, and the norm depends on
-/// `parts` through the order of its partial sums; the GPU targets use
-/// their own fixed split (one work-item per part) and ignore `parts`.
+/// gradient norm before clipping to `out_grad_norm`. The gradients carry a
+/// loss scale of 2^loss_scale_log2 (the txl_run_options_t value of the
+/// backward runs; 0 without loss scaling), which the norm and the update
+/// divide out. When the norm is not finite (an Inf or NaN gradient, as an
+/// f16 product's overflow gives) nothing is updated: `*out_grad_norm` is
+/// that Inf or NaN and the status TXL_OK, so the caller decides (skip the
+/// step and lower the scale, or stop). On the CPU the update runs as
+/// `parts` element ranges, one per thread, and the norm depends on `parts`
+/// through the order of its partial sums; the GPU targets use their own
+/// fixed split (one work-item per part) and ignore `parts`. Errors:
+/// loss_scale_log2 outside [0, 120].
 txl_status_t txl_session_optimizer_step(txl_session_t *session, double lr,
-                                        int64_t step, int32_t parts,
-                                        float *out_grad_norm);
+                                        int64_t step, int32_t loss_scale_log2,
+                                        int32_t parts, float *out_grad_norm);
 
 /// The generated schedule (@learning_rate): the lr train.py sets after
 /// update `step` when `lr` was in effect (step 0: the first update's lr).

@@ -89,6 +89,11 @@ struct Settings {
   // Validation as train.py's evaluate(): eval tgt_len, the memory grown by
   // what the segment shrank.
   int64_t evalTgtLen = 0, evalMemLen = 0, evalBatch = 0;
+  // Dynamic loss scaling (--precision=fp16 executables only): the first
+  // scale's log2 and the updates without overflow that double it.
+  bool lossScaling = false;
+  int32_t lossScaleInitLog2 = 16;
+  int64_t lossScaleWindow = 1000;
 };
 
 /// The loop's counters: with the parameters, the optimizer state and the
@@ -106,6 +111,13 @@ struct LoopState {
   // dev_perf: ReduceLROnPlateau's best and bad-epoch count.
   double plateauBest = std::numeric_limits<double>::infinity();
   int64_t plateauBad = 0;
+  // Dynamic loss scaling (apex's DynamicLossScaler, which official train.py
+  // runs with --fp16 --dynamic-loss-scale): the scale's log2, the updates
+  // since the last overflow or growth, and the updates skipped so far
+  // (train_step counts them; the optimizer's own step count does not).
+  int32_t lossScaleLog2 = 0;
+  int64_t cleanSteps = 0;
+  int64_t skippedSteps = 0;
 };
 
 /// The optimizer state tensors the session keeps (txl_session_optimizer_state)
@@ -365,6 +377,25 @@ Settings resolveSettings(const txl_model_info_t &info,
   if (info.mem_len == 0 || s.evalMemLen < 0)
     s.evalMemLen = 0; // train.py grows ext_len instead; ext_len is 0 here
   s.evalBatch = info.eval_batch_size;
+  s.lossScaling = info.precision && std::string_view(info.precision) == "f16";
+  if (!s.lossScaling && (options.lossScaleInit || options.lossScaleWindow))
+    fail(TXL_INVALID_ARGUMENT,
+         "--loss-scale-init and --loss-scale-window apply to executables "
+         "compiled with --precision=fp16; this one is {}",
+         info.precision ? info.precision : "f32");
+  if (options.lossScaleInit) {
+    int exponent = 0;
+    double mantissa = std::frexp(*options.lossScaleInit, &exponent);
+    if (mantissa != 0.5 || exponent - 1 < 0 || exponent - 1 > 120)
+      fail(TXL_INVALID_ARGUMENT,
+           "--loss-scale-init must be a power of two from 1 to 2^120, got {}",
+           *options.lossScaleInit);
+    s.lossScaleInitLog2 = exponent - 1;
+  }
+  s.lossScaleWindow = options.lossScaleWindow.value_or(s.lossScaleWindow);
+  if (s.lossScaleWindow <= 0)
+    fail(TXL_INVALID_ARGUMENT, "--loss-scale-window must be positive, got {}",
+         s.lossScaleWindow);
   return s;
 }
 
@@ -451,6 +482,11 @@ void saveTrainingCheckpoint(const std::string &path,
       {"numpy_rng", data.rng().save()},
       {"seed", std::to_string(settings.seed)},
       {"threads", std::to_string(settings.threads)}};
+  if (settings.lossScaling) {
+    meta["loss_scale_log2"] = std::to_string(state.lossScaleLog2);
+    meta["loss_scale_clean_steps"] = std::to_string(state.cleanSteps);
+    meta["skipped_steps"] = std::to_string(state.skippedSteps);
+  }
   writeSafeTensors(path, tensors, meta);
 }
 
@@ -531,6 +567,13 @@ LoopState loadTrainingCheckpoint(const std::string &path,
   state.evalCount = integer("eval_count");
   state.plateauBest = real("plateau_best");
   state.plateauBad = integer("plateau_bad");
+  // A checkpoint of another precision starts the loss scaling afresh.
+  state.lossScaleLog2 = settings.lossScaleInitLog2;
+  if (settings.lossScaling && meta.count("loss_scale_log2")) {
+    state.lossScaleLog2 = static_cast<int32_t>(integer("loss_scale_log2"));
+    state.cleanSteps = integer("loss_scale_clean_steps");
+    state.skippedSteps = integer("skipped_steps");
+  }
   if (!options.seed)
     settings.seed = static_cast<uint64_t>(integer("seed"));
   if (!options.threads)
@@ -663,6 +706,7 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
     checkStatus(txl_session_init_parameters(session.get(), settings.seed));
     data.startEpoch(session.get());
     state.lr = scheduledLr(session.get(), 0, info.lr);
+    state.lossScaleLog2 = settings.lossScaleInitLog2;
     std::remove(paths.metrics.c_str());
   }
   checkStatus(txl_session_set_threads(session.get(), settings.threads));
@@ -702,6 +746,11 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
                   info.optim, info.lr, info.scheduler, info.warmup_step,
                   settings.maxStep, batch, info.tgt_len, info.mem_len,
                   settings.seed, settings.threads));
+  if (settings.lossScaling)
+    log(fmt::format("| precision fp16 | dynamic loss scale 2^{} (x2 after {} "
+                    "updates without overflow, /2 and the update skipped on "
+                    "an overflow)",
+                    state.lossScaleLog2, settings.lossScaleWindow));
 
   const int64_t chunks = data.chunks();
   txl_run_options_t runOptions{};
@@ -737,6 +786,7 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
         chunkTarget = data.chunkColumns(segment.target, segment.seqLen, c);
       }
       runOptions.dropout_offset = state.step * chunks + c;
+      runOptions.loss_scale_log2 = state.lossScaleLog2;
       data.enterChunk(session.get(), c);
       nll.resize(static_cast<size_t>(segment.seqLen * data.chunkBatch()));
       checkStatus(txl_session_train_segment(
@@ -750,11 +800,46 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
       float mean = static_cast<float>(sum / static_cast<double>(nll.size()));
       loss += static_cast<float>(mean / static_cast<float>(chunks));
     }
+    // The optimizer's step counts the updates made (torch.optim's state
+    // 'step'); train_step below counts skipped ones too.
     float gradNorm = 0;
-    checkStatus(txl_session_optimizer_step(session.get(), state.lr,
-                                           state.step + 1, settings.threads,
-                                           &gradNorm));
+    checkStatus(txl_session_optimizer_step(
+        session.get(), state.lr, state.step + 1 - state.skippedSteps,
+        state.lossScaleLog2, settings.threads, &gradNorm));
+    bool overflow = !std::isfinite(gradNorm);
+    if (overflow && !settings.lossScaling)
+      fail(TXL_DATA_ERROR,
+           "the gradients' norm is {} at step {}: no update was made; {} "
+           "holds the last checkpoint",
+           gradNorm, state.step + 1, paths.last);
     ++state.step;
+    if (settings.lossScaling) {
+      // apex's DynamicLossScaler: on an overflow skip the update and halve
+      // the scale (not below 1); double it after `window` clean updates.
+      int32_t before = state.lossScaleLog2;
+      if (overflow) {
+        ++state.skippedSteps;
+        state.cleanSteps = 0;
+        state.lossScaleLog2 = std::max(before - 1, 0);
+      } else if (++state.cleanSteps == settings.lossScaleWindow) {
+        state.cleanSteps = 0;
+        state.lossScaleLog2 = std::min(before + 1, 120);
+      }
+      if (overflow || state.lossScaleLog2 != before) {
+        log(overflow
+                ? fmt::format("| step {:>8d} | gradient overflow (norm {}): "
+                              "update skipped | loss scale 2^{} -> 2^{}",
+                              state.step, gradNorm, before, state.lossScaleLog2)
+                : fmt::format("| step {:>8d} | loss scale 2^{} -> 2^{} after "
+                              "{} updates without overflow",
+                              state.step, before, state.lossScaleLog2,
+                              settings.lossScaleWindow));
+        record({{"kind", "loss_scale"},
+                {"step", state.step},
+                {"overflow", overflow},
+                {"loss_scale", std::ldexp(1.0, state.lossScaleLog2)}});
+      }
+    }
     ++state.batchInEpoch;
     state.iteratorRow = data.position();
     state.lr = scheduledLr(session.get(), state.step, state.lr);
@@ -775,17 +860,23 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
       double meanLoss = state.intervalLoss / double(state.intervalSteps);
       log(formatTrainLine(state.epoch, state.step, state.batchInEpoch,
                           state.lr, ms, meanLoss, settings.characterLevel));
-      record({{"kind", "train"},
-              {"step", state.step},
-              {"epoch", state.epoch},
-              {"batches", state.batchInEpoch},
-              {"lr", state.lr},
-              {"loss", meanLoss},
-              {"last_loss", loss},
-              {"grad_norm", gradNorm},
-              {"ms_per_batch", ms},
-              {"tokens_per_s", double(stepsThisInterval * batch *
-                                      info.tgt_len) / seconds}});
+      nlohmann::json train = {
+          {"kind", "train"},
+          {"step", state.step},
+          {"epoch", state.epoch},
+          {"batches", state.batchInEpoch},
+          {"lr", state.lr},
+          {"loss", meanLoss},
+          {"last_loss", loss},
+          {"grad_norm", gradNorm},
+          {"ms_per_batch", ms},
+          {"tokens_per_s",
+           double(stepsThisInterval * batch * info.tgt_len) / seconds}};
+      if (settings.lossScaling) {
+        train["loss_scale"] = std::ldexp(1.0, state.lossScaleLog2);
+        train["skipped_steps"] = state.skippedSteps;
+      }
+      record(train);
       state.intervalLoss = 0;
       state.intervalSteps = 0;
       stepsThisInterval = 0;

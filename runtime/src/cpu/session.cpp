@@ -21,6 +21,7 @@
 #include "txl/rt/WorkerPool.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -469,6 +470,8 @@ static void callEntry(const txl_session &session, txl_segment_fn entry,
         int64_t(options.same_length ? 1 : 0), options.dropout_seed,
         call.dropoutOffset, int64_t(options.training ? 1 : 0)})
     args.i64(scalar);
+  if (!call.grads.empty())
+    args.f32(std::ldexp(1.0f, options.loss_scale_log2));
   args.memref(call.nll, {qlen, call.batch});
   for (float *m : call.newMems)
     args.memref(m, {newMlen, call.batch, dModel});
@@ -528,6 +531,8 @@ static void runSegmentOnDevice(txl_session &session, txl_segment_fn entry,
         int64_t(options.same_length ? 1 : 0), options.dropout_seed,
         options.dropout_offset, int64_t(options.training ? 1 : 0)})
     args.i64(scalar);
+  if (grads)
+    args.f32(std::ldexp(1.0f, options.loss_scale_log2));
   args.memref(nll, {qlen, batch});
   for (void *m : newMems)
     args.memref(m, {newMlen, batch, dModel});
@@ -591,6 +596,9 @@ static void runSegment(txl_session_t *session, const int64_t *data,
          options->mem_len);
   if (options->same_length && options->mem_len == 0)
     fail(TXL_INVALID_ARGUMENT, "same_length requires mem_len > 0");
+  if (options->loss_scale_log2 < 0 || options->loss_scale_log2 > 120)
+    fail(TXL_INVALID_ARGUMENT, "loss_scale_log2 must be in [0, 120], got {}",
+         options->loss_scale_log2);
   for (int64_t i = 0; i < qlen * batch; ++i) {
     if (data[i] < 0 || data[i] >= info.n_token || target[i] < 0 ||
         target[i] >= info.n_token)
@@ -908,10 +916,19 @@ txl_session_train_segment(txl_session_t *session, const int64_t *data,
   });
 }
 
+/// The gradients' norm from the partial sums of their squares, added in
+/// order in f32 as @optimizer_step adds them, and unscaled.
+static float normOf(const std::vector<float> &partials, float invLossScale) {
+  float sum = 0;
+  for (float part : partials)
+    sum += part;
+  return std::sqrt(sum) * invLossScale;
+}
+
 /// The update on the device: every part of the clipping norm in one call,
-/// then the whole update as part 0 of 1.
-static float deviceOptimizerStep(txl_session &session, double lr,
-                                 int64_t step) {
+/// then the whole update as part 0 of 1, unless the norm is not finite.
+static float deviceOptimizerStep(txl_session &session, double lr, int64_t step,
+                                 float invLossScale) {
   const size_t T = session.trainable.size();
   auto addGrads = [&](PackedArgs &args) {
     for (size_t t = 0; t < T; ++t)
@@ -922,6 +939,11 @@ static float deviceOptimizerStep(txl_session &session, double lr,
   addGrads(norm);
   norm.memref(session.devicePartials, {normPartials(T)});
   txl_grad_squared_norm(norm.data());
+  std::vector<float> partials(size_t(normPartials(T)));
+  txl_device_read(partials.data(), session.devicePartials, 0,
+                  partials.size() * sizeof(float));
+  if (float total = normOf(partials, invLossScale); !std::isfinite(total))
+    return total;
 
   PackedArgs args;
   for (size_t t = 0; t < T; ++t)
@@ -932,6 +954,7 @@ static float deviceOptimizerStep(txl_session &session, double lr,
     args.memref(session.deviceStates[s], flatShape(session, s % T));
   args.f64(lr);
   args.i64(step);
+  args.f32(invLossScale);
   args.memref(session.devicePartials, {normPartials(T)});
   args.i64(0);
   args.i64(1);
@@ -946,9 +969,9 @@ static float deviceOptimizerStep(txl_session &session, double lr,
 
 /// The update on the CPU: `parts` element ranges, one per thread; first
 /// each range's sum of squared gradients, then, given them all, each
-/// range's update in place.
+/// range's update in place, unless the norm is not finite.
 static float hostOptimizerStep(txl_session &session, double lr, int64_t step,
-                               int parts) {
+                               float invLossScale, int parts) {
   const size_t T = session.trainable.size();
   auto addGrads = [&](PackedArgs &args) {
     for (size_t t = 0; t < T; ++t)
@@ -964,6 +987,8 @@ static float hostOptimizerStep(txl_session &session, double lr, int64_t step,
     args.memref(&partials[part], {1});
     txl_grad_squared_norm(args.data());
   });
+  if (float total = normOf(partials, invLossScale); !std::isfinite(total))
+    return total;
   session.pool.run(parts, [&](int part) {
     PackedArgs args;
     for (size_t t = 0; t < T; ++t)
@@ -974,6 +999,7 @@ static float hostOptimizerStep(txl_session &session, double lr, int64_t step,
       args.memref(session.states[s].data(), flatShape(session, s % T));
     args.f64(lr);
     args.i64(step);
+    args.f32(invLossScale);
     args.memref(partials.data(), {parts});
     args.i64(part);
     args.i64(parts);
@@ -985,6 +1011,7 @@ static float hostOptimizerStep(txl_session &session, double lr, int64_t step,
 
 extern "C" txl_status_t txl_session_optimizer_step(txl_session_t *session,
                                                    double lr, int64_t step,
+                                                   int32_t loss_scale_log2,
                                                    int32_t parts,
                                                    float *out_grad_norm) {
   return guardStatus([&] {
@@ -992,10 +1019,14 @@ extern "C" txl_status_t txl_session_optimizer_step(txl_session_t *session,
     ensureTrainingState(*session);
     if (!out_grad_norm)
       fail(TXL_INVALID_ARGUMENT, "txl_session_optimizer_step: null argument");
-    *out_grad_norm =
-        session->onDevice
-            ? deviceOptimizerStep(*session, lr, step)
-            : hostOptimizerStep(*session, lr, step, std::max(parts, 1));
+    if (loss_scale_log2 < 0 || loss_scale_log2 > 120)
+      fail(TXL_INVALID_ARGUMENT, "loss_scale_log2 must be in [0, 120], got {}",
+           loss_scale_log2);
+    float invLossScale = std::ldexp(1.0f, -loss_scale_log2);
+    *out_grad_norm = session->onDevice
+                         ? deviceOptimizerStep(*session, lr, step, invLossScale)
+                         : hostOptimizerStep(*session, lr, step, invLossScale,
+                                             std::max(parts, 1));
   });
 }
 

@@ -221,6 +221,8 @@ int main(int argc, char **argv) {
   int64_t trainMaxStep = 0, trainLogInterval = 0, trainEvalInterval = 0,
           trainCheckpointInterval = 0, trainMaxEvalSteps = 0, trainSeed = 0;
   int trainThreads = 0;
+  double trainLossScaleInit = 0;
+  int64_t trainLossScaleWindow = 0;
   bool noPlot = false, noProgress = false;
   CLI::App *train = app.add_subcommand(
       "train",
@@ -266,6 +268,14 @@ int main(int argc, char **argv) {
       std::string(kThreadsHelp) +
           "; recorded in the checkpoint, equal threads give bit-equal runs "
           "(default: the checkpoint's on --resume, else all cores)");
+  CLI::Option *lossScaleInitOpt = train->add_option(
+      "--loss-scale-init", trainLossScaleInit,
+      "--precision=fp16 executables: the first dynamic loss scale, a power "
+      "of two (default 65536; on --resume the checkpoint's)");
+  CLI::Option *lossScaleWindowOpt = train->add_option(
+      "--loss-scale-window", trainLossScaleWindow,
+      "--precision=fp16 executables: updates without overflow after which "
+      "the loss scale doubles (default 1000)");
   train->add_flag("--no-plot", noPlot, "Do not draw curves.png");
   train->add_flag("--no-progress", noProgress,
                   "Do not draw the progress bar on a terminal");
@@ -308,6 +318,10 @@ int main(int argc, char **argv) {
       setIfGiven(maxEvalStepsOpt, trainMaxEvalSteps, trainOptions.maxEvalSteps);
       setIfGiven(seedOpt, trainSeed, trainOptions.seed);
       setIfGiven(trainThreadsOpt, trainThreads, trainOptions.threads);
+      setIfGiven(lossScaleInitOpt, trainLossScaleInit,
+                 trainOptions.lossScaleInit);
+      setIfGiven(lossScaleWindowOpt, trainLossScaleWindow,
+                 trainOptions.lossScaleWindow);
       trainOptions.plot = !noPlot;
       trainOptions.progress = !noProgress;
       txl::rt::runTrainCommand(info, trainOptions, stdout);

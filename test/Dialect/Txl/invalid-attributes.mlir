@@ -25,6 +25,13 @@ func.func @state_not_a_string(%s: tensor<4xf32> {txl.exp_avg_sq}) {
 
 // -----
 
+// expected-error @+1 {{'txl.chunk_grad' of argument 0 must be a non-empty string (the parameter's state_dict name)}}
+func.func @chunk_grad_not_a_string(%g: tensor<4xf32> {txl.chunk_grad}) {
+  return
+}
+
+// -----
+
 // A buffer (e.g. the adaptive softmax's cluster columns) is a unit flag on
 // a named parameter.
 // expected-error @+1 {{'txl.buffer' of argument 0 must be a unit attribute}}
@@ -36,6 +43,22 @@ func.func @buffer_not_unit(%w: tensor<4xf32> {txl.param = "crit.buf", txl.buffer
 
 // expected-error @+1 {{'txl.buffer' of argument 0 needs 'txl.param' on the same argument}}
 func.func @buffer_without_param(%w: tensor<4xf32> {txl.buffer}) {
+  return
+}
+
+// -----
+
+// The backward's loss scale (txl-generate-backward{loss-scale}) is a unit
+// flag on an f32 scalar.
+// expected-error @+1 {{'txl.loss_scale' of argument 0 must be a unit attribute}}
+func.func @loss_scale_not_unit(%s: f32 {txl.loss_scale = 2.0 : f32}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'txl.loss_scale' of argument 0 must be on an f32 argument}}
+func.func @loss_scale_not_f32(%s: f64 {txl.loss_scale}) {
   return
 }
 

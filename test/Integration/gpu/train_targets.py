@@ -2,8 +2,13 @@
 
 usage:
   train_targets.py equal WORK_A WORK_B
-      the two runs logged the same records and wrote bit-equal
-      last.safetensors tensors (and the same step)
+      the two runs logged the same records (and loss scales) and wrote
+      bit-equal last.safetensors tensors (and the same step)
+  train_targets.py same-params CKPT_A CKPT_B
+      the two checkpoints hold bit-equal parameters and optimizer states
+      (every tensor but the memory, train.mems.*)
+  train_targets.py other-params CKPT_A CKPT_B
+      ... and at least one of those tensors differs
   train_targets.py close WORK_A WORK_B STEP RTOL [NORM_RTOL]
       the train losses both runs logged at update STEP (metrics.jsonl's
       last_loss, the loss of that update) agree within RTOL relative, and
@@ -38,8 +43,10 @@ def main():
     mode = sys.argv[1]
     a, b = sys.argv[2:4]
     if mode == "equal":
-        ra = [(r["kind"], r["step"], r["loss"]) for r in records(a)]
-        rb = [(r["kind"], r["step"], r["loss"]) for r in records(b)]
+        def key(r):
+            return (r["kind"], r["step"], r.get("loss"), r.get("loss_scale"))
+        ra = [key(r) for r in records(a)]
+        rb = [key(r) for r in records(b)]
         if ra != rb:
             fail(f"records differ: {ra[:3]}... vs {rb[:3]}...")
         ta, ma = tensors(os.path.join(a, "last.safetensors"))
@@ -53,6 +60,19 @@ def main():
             fail(f"step {ma.get('step')} vs {mb.get('step')}")
         print(f"equal: {len(ra)} records, {len(ta)} tensors bit-equal at "
               f"step {ma.get('step')}")
+    elif mode in ("same-params", "other-params"):
+        ta, _ = tensors(a)
+        tb, _ = tensors(b)
+        names = sorted(k for k in ta if not k.startswith("train.mems."))
+        if sorted(k for k in tb if not k.startswith("train.mems.")) != names:
+            fail("the checkpoints hold different tensors")
+        differ = [k for k in names if ta[k] != tb[k]]
+        if mode == "same-params" and differ:
+            fail(f"{len(differ)} tensors differ, e.g. {differ[:3]}")
+        if mode == "other-params" and not differ:
+            fail(f"all {len(names)} tensors are equal")
+        print(f"{mode}: {len(differ)} of {len(names)} parameter and "
+              "optimizer tensors differ")
     elif mode == "close":
         step, rtol = int(sys.argv[4]), float(sys.argv[5])
         norm_rtol = float(sys.argv[6]) if len(sys.argv) > 6 else rtol

@@ -51,6 +51,12 @@ struct TrainOptions {
   std::optional<int> threads;
   bool progress = true; ///< draw the bar (only ever on a terminal)
   bool plot = true;     ///< draw curves.png with gnuplot at the end
+  /// --precision=fp16 executables' dynamic loss scaling: the first scale
+  /// (a power of two; default 2^16, official train.py's apex setting) and
+  /// the updates without overflow after which it doubles (default 1000,
+  /// apex's scale_window).
+  std::optional<double> lossScaleInit;
+  std::optional<int64_t> lossScaleWindow;
 };
 
 /// Runs `train` and prints the log to `out`. Errors (txl::rt::Error): invalid
