@@ -90,9 +90,10 @@ struct Settings {
   // what the segment shrank.
   int64_t evalTgtLen = 0, evalMemLen = 0, evalBatch = 0;
   // Dynamic loss scaling (--precision=fp16 executables only): the first
-  // scale's log2 and the updates without overflow that double it.
+  // scale's log2 (0, no scaling, for the others) and the updates without
+  // overflow that double it.
   bool lossScaling = false;
-  int32_t lossScaleInitLog2 = 16;
+  int32_t lossScaleInitLog2 = 0;
   int64_t lossScaleWindow = 1000;
 };
 
@@ -378,6 +379,8 @@ Settings resolveSettings(const txl_model_info_t &info,
     s.evalMemLen = 0; // train.py grows ext_len instead; ext_len is 0 here
   s.evalBatch = info.eval_batch_size;
   s.lossScaling = info.precision && std::string_view(info.precision) == "f16";
+  if (s.lossScaling)
+    s.lossScaleInitLog2 = 16; // official train.py: apex's init_scale 2^16
   if (!s.lossScaling && (options.lossScaleInit || options.lossScaleWindow))
     fail(TXL_INVALID_ARGUMENT,
          "--loss-scale-init and --loss-scale-window apply to executables "
