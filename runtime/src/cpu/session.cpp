@@ -93,7 +93,9 @@ struct txl_session {
   std::vector<int32_t> trainable;
   std::vector<std::vector<float>> grads, chunkGrads, states;
   std::vector<void *> deviceGrads, deviceStates;
-  std::vector<void *> deviceChunkGrads; ///< batch_chunk > 1: one chunk's
+  /// batch_chunk > 1 on the GPU targets: the gradient of the chunk being
+  /// run, per parameter, before @accumulate_grads adds it into deviceGrads.
+  std::vector<void *> deviceChunkGrads;
   void *devicePartials = nullptr; ///< normPartials(T) floats
   void *deviceScalar = nullptr;   ///< 8 bytes: the norm, the lr
   bool paramsOnHostCurrent = true, statesOnHostCurrent = true;
