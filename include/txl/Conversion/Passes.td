@@ -292,8 +292,10 @@ def ConvertRelAttentionToGpuPass : Pass<"txl-rel-attention-to-gpu", "::mlir::Mod
     is its row-major index in [qlen, klen, batch, n_head], as the CPU
     lowering draws dropatt (txl-to-linalg), so both targets drop the same
     elements; P·V takes the dropped probabilities, the softmax sum the
-    undropped ones. The bf16 kernel has no dropatt form: there, an op with
-    dropatt gets a `cf.assert` that it is not training.
+    undropped ones. The tensor-core kernels have no dropatt form: there, an
+    op with dropatt becomes an `scf.if` on its `training` operand that runs
+    the f32 dropatt kernel in training and the tensor-core kernel in
+    evaluation (where dropatt is the identity).
 
     An op with an `lse` result (txl-save-attention-stats) gets the f32
     kernel's lse form, `rel_attention_lse_d<d_head>` (or

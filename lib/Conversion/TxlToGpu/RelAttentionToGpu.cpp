@@ -28,7 +28,6 @@
 
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
-#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
@@ -393,7 +392,8 @@ AttentionKernel getOrCreateKernel(ModuleOp module, const KernelShape &shape,
 // txl.rel_attention (f32) => bufferization.to_buffer of the operands,
 // memref.alloc of the output, one gpu.launch_func, to_tensor. With dropatt,
 // the f32 kernel draws the masks (rel_attention_dropatt_d<d_head>); the
-// tensor-core kernel gets a cf.assert that it is not training.
+// tensor-core kernel has no dropout, so there an scf.if on `training` runs
+// the f32 dropatt kernel in training and the tensor-core one otherwise.
 struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
   RelAttentionToLaunch(MLIRContext *ctx, ModuleOp module,
                        FloatType mmaOperandType, const KernelTestHooks &hooks)
@@ -413,28 +413,48 @@ struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
     int64_t dHead = resultType.getDimSize(3);
     if (ShapedType::isDynamic(dHead))
       return rewriter.notifyMatchFailure(op, "d_head must be static");
-    AttentionKernel kernel;
     bool dropatt = op.getDropattSeed() != nullptr;
-    if (mma) {
-      kernel =
-          getOrCreateMmaAttentionKernel(module, dHead, mmaOperandType, hooks);
-    } else {
+    std::optional<AttentionKernel> f32Kernel;
+    if (!mma || dropatt) {
       std::optional<KernelShape> shape = chooseShape(dHead, dropatt, !!lse);
       if (!shape)
         return rewriter.notifyMatchFailure(op, "d_head too wide for one tile");
-      kernel = getOrCreateKernel(module, *shape, hooks);
+      f32Kernel = getOrCreateKernel(module, *shape, hooks);
     }
 
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    // The tensor-core kernel evaluates: dropatt is the identity unless
-    // training.
-    if (Value training = op.getDropattTraining(); training && mma) {
-      Value evaluating = arith::XOrIOp::create(
-          b, training, arith::ConstantIntOp::create(b, 1, 1));
-      cf::AssertOp::create(b, evaluating,
-                           "txl.rel_attention: the tensor-core GPU kernel "
-                           "evaluates only (no dropatt in training)");
+    if (!mma) {
+      rewriter.replaceOp(op, launch(b, op, *f32Kernel, dropatt));
+      return success();
     }
+    AttentionKernel mmaKernel =
+        getOrCreateMmaAttentionKernel(module, dHead, mmaOperandType, hooks);
+    Value training = op.getDropattTraining();
+    if (!training) {
+      rewriter.replaceOp(op, launch(b, op, mmaKernel, /*dropatt=*/false));
+      return success();
+    }
+    // Training draws dropatt's masks in the f32 kernel; evaluation (dropatt
+    // the identity) runs on tensor cores.
+    auto branch = scf::IfOp::create(b, TypeRange{resultType}, training,
+                                    /*withElseRegion=*/true);
+    for (auto [block, useMma] : {std::pair(branch.thenBlock(), false),
+                                 std::pair(branch.elseBlock(), true)}) {
+      b.setInsertionPointToStart(block);
+      SmallVector<Value> results =
+          launch(b, op, useMma ? mmaKernel : *f32Kernel, !useMma);
+      scf::YieldOp::create(b, results);
+    }
+    rewriter.replaceOp(op, branch.getResults());
+    return success();
+  }
+
+  /// One launch of `kernel` for `op` at `b` (with dropatt's arguments when
+  /// `dropatt`); returns the output (and the lse) as tensors.
+  SmallVector<Value> launch(ImplicitLocOpBuilder &b, RelAttentionOp op,
+                            AttentionKernel kernel, bool dropatt) const {
+    auto resultType = cast<RankedTensorType>(op.getResult().getType());
+    Value lse = op.getLse();
     // Operand n as the kernel's argument n takes it; static dimensions stay
     // static in the view.
     auto toBuffer = [&](Value tensor, unsigned n) -> Value {
@@ -472,7 +492,7 @@ struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
         op.getMemLen(),
         same,
         scale};
-    if (dropatt && !mma)
+    if (dropatt)
       llvm::append_range(args,
                          dropattLaunchArguments(
                              b, op.getDropattSeed(), op.getDropattOffset(),
@@ -504,8 +524,7 @@ struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
     SmallVector<Value> results = {toTensor(resultType, out)};
     if (lse)
       results.push_back(toTensor(lse.getType(), lseBuffer));
-    rewriter.replaceOp(op, results);
-    return success();
+    return results;
   }
 
   ModuleOp module;
