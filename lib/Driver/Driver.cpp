@@ -184,7 +184,17 @@ LogicalResult emitPtx(const DriverOptions &options, ModuleOp module,
       lowerKernelsToPtx(options, module, options.gpuArchs.front(), timing);
   if (failed(ptx))
     return failure();
-  return writeText(options, [&](llvm::raw_ostream &os) { os << *ptx; });
+  return writeText(options, [&](llvm::raw_ostream &os) {
+    // What a launch of each kernel needs besides its PTX (ptxas reports
+    // static shared memory only).
+    module.walk([&](gpu::GPUFuncOp func) {
+      if (auto bytes =
+              func->getAttrOfType<IntegerAttr>(kDynamicSharedMemoryAttrName))
+        os << "// " << kDynamicSharedMemoryAttrName << " " << func.getName()
+           << " " << bytes.getInt() << "\n";
+    });
+    os << *ptx;
+  });
 }
 
 /// --target=cuda executables: the kernels lowered to PTX once per
@@ -283,6 +293,14 @@ LogicalResult runGpuTarget(const DriverOptions &options,
   if (failed(runStage(module, root, "bufferizing; a kernel per loop nest",
                       [&](OpPassManager &pm) {
                         buildGpuLinalgToKernelsPipeline(pm, options.precision);
+                      })))
+    return failure();
+  // CUDA: kernels with more than 48 KiB of workgroup tiles take them from
+  // dynamic shared memory (OpenCL passes them as __local arguments).
+  if (options.target == Target::Cuda &&
+      failed(runStage(module, root, "dynamic shared memory",
+                      [](OpPassManager &pm) {
+                        pm.addPass(createDynamicSharedMemoryPass());
                       })))
     return failure();
   if (options.emit == EmitAction::Ptx)

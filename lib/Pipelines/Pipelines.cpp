@@ -193,7 +193,8 @@ void mlir::txl::buildKernelsToPtxPipeline(OpPassManager &pm,
                   chip.str() + " features=" + ptxFeatures.str() +
                   "},lower-affine,convert-arith-to-llvm,convert-index-to-llvm,"
                   "canonicalize,cse,"
-                  "gpu.module(strip-debuginfo,convert-gpu-to-nvvm,"
+                  "gpu.module(strip-debuginfo,convert-gpu-to-nvvm,txl-extern-"
+                  "dynamic-shared,"
                   "llvm.func(llvm-optimize-for-nvvm-target),canonicalize,cse,"
                   "reconcile-unrealized-casts),"
                   "gpu-module-to-binary{format=isa toolkit=" +

@@ -236,25 +236,51 @@ func.func @saved(%do: tensor<?x?x2x32xf32>, %q: tensor<?x?x2x32xf32>, %r: tensor
 
 // -----
 
-// Negative cases, left for the loop lowering (txl-to-linalg): d_head 128
-// (the _kv tiles need 70 KB at 4 rows) and f64; a module with only those
-// gets no gpu.module.
+// d_head 128: the tiles of _kv and _r fit 48 KiB at no row tile, so they
+// take the widest within 80 KiB (8 rows: 77,916 and 73,788 bytes, CUDA
+// dynamic shared memory after txl-dynamic-shared-memory); _q fits 48 KiB
+// at 8 rows (49,020 bytes).
+
+// CHECK-LABEL: func.func @d128
+// CHECK-NOT: txl.rel_attention_grad
+// CHECK-COUNT-3: gpu.launch_func
+// CHECK-NOT: txl.rel_attention_grad
+// CHECK: return
+// CHECK-LABEL: gpu.func @rel_attention_grad_q_d128
+// CHECK-SAME: workgroup({{%.+}} : memref<8x129xf32, 3>, {{%.+}} : memref<8x129xf32, 3>, {{%.+}} : memref<8x129xf32, 3>, {{%.+}} : memref<32x129xf32, 3>, {{%.+}} : memref<39x129xf32, 3>) kernel
+// CHECK-LABEL: gpu.func @rel_attention_grad_kv_d128
+// CHECK-SAME: workgroup({{%.+}} : memref<8x129xf32, 3>, {{%.+}} : memref<8x129xf32, 3>, {{%.+}} : memref<32x129xf32, 3>, {{%.+}} : memref<32x129xf32, 3>, {{%.+}} : memref<32x129xf32, 3>, {{%.+}} : memref<39x129xf32, 3>) kernel
+// CHECK-LABEL: gpu.func @rel_attention_grad_r_d128
+// CHECK-SAME: workgroup({{%.+}} : memref<8x129xf32, 3>, {{%.+}} : memref<32x129xf32, 3>, {{%.+}} : memref<32x129xf32, 3>, {{%.+}} : memref<32x129xf32, 3>, {{%.+}} : memref<39x129xf32, 3>) kernel
+func.func @d128(%do: tensor<?x?x2x128xf32>, %q: tensor<?x?x2x128xf32>, %r: tensor<?x2x128xf32>,
+                %u: tensor<2x128xf32>, %m: index, %s: i1) -> tensor<?x?x2x128xf32> {
+  %g:6 = txl.rel_attention_grad %do, %q, %q, %q, %r, %u, %u, %m, %s {scale = 0.5 : f32}
+      : tensor<?x?x2x128xf32>, tensor<?x?x2x128xf32>, tensor<?x?x2x128xf32>, tensor<?x2x128xf32>,
+        tensor<2x128xf32>, tensor<2x128xf32>
+  return %g#0 : tensor<?x?x2x128xf32>
+}
+
+// -----
+
+// Negative cases, left for the loop lowering (txl-to-linalg): d_head 256
+// (the _kv tiles need 140 KB at 4 rows, over 80 KiB) and f64; a module
+// with only those gets no gpu.module.
 
 // CHECK-LABEL: module {
 // CHECK-NOT: gpu.module
-// CHECK-LABEL: func.func @d128_stays
+// CHECK-LABEL: func.func @d256_stays
 // CHECK: txl.rel_attention_grad
 // CHECK-NOT: gpu.launch_func
 // CHECK-LABEL: func.func @f64_stays
 // CHECK: txl.rel_attention_grad
 // CHECK-NOT: gpu.launch_func
 // CHECK: return
-func.func @d128_stays(%do: tensor<?x?x2x128xf32>, %q: tensor<?x?x2x128xf32>, %r: tensor<?x2x128xf32>,
-                      %u: tensor<2x128xf32>, %m: index, %s: i1) -> tensor<?x?x2x128xf32> {
+func.func @d256_stays(%do: tensor<?x?x2x256xf32>, %q: tensor<?x?x2x256xf32>, %r: tensor<?x2x256xf32>,
+                      %u: tensor<2x256xf32>, %m: index, %s: i1) -> tensor<?x?x2x256xf32> {
   %g:6 = txl.rel_attention_grad %do, %q, %q, %q, %r, %u, %u, %m, %s {scale = 0.5 : f32}
-      : tensor<?x?x2x128xf32>, tensor<?x?x2x128xf32>, tensor<?x?x2x128xf32>, tensor<?x2x128xf32>,
-        tensor<2x128xf32>, tensor<2x128xf32>
-  return %g#0 : tensor<?x?x2x128xf32>
+      : tensor<?x?x2x256xf32>, tensor<?x?x2x256xf32>, tensor<?x?x2x256xf32>, tensor<?x2x256xf32>,
+        tensor<2x256xf32>, tensor<2x256xf32>
+  return %g#0 : tensor<?x?x2x256xf32>
 }
 
 func.func @f64_stays(%do: tensor<?x?x2x32xf64>, %q: tensor<?x?x2x32xf64>, %r: tensor<?x2x32xf64>,

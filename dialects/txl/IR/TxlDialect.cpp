@@ -93,6 +93,22 @@ static LogicalResult verifyIndexArray(Operation *op, NamedAttribute attr,
 LogicalResult TxlDialect::verifyOperationAttribute(Operation *op,
                                                    NamedAttribute attr) {
   StringRef name = attr.getName().strref();
+  if (name == "txl.dynamic_shared_memory") {
+    // txl-dynamic-shared-memory's record on a CUDA kernel: a kernel
+    // gpu.func, or the llvm.func convert-gpu-to-nvvm makes of it (named
+    // here so that the dialect depends on neither dialect).
+    StringRef opName = op->getName().getStringRef();
+    bool kernel = opName == "gpu.func" ? op->hasAttr("gpu.kernel")
+                                       : opName == "llvm.func";
+    if (!kernel)
+      return op->emitError("'txl.dynamic_shared_memory' is an attribute of "
+                           "kernel gpu.func ops (or their llvm.func)");
+    auto bytes = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!bytes || !bytes.getType().isInteger(32) || bytes.getInt() <= 0)
+      return op->emitError("'txl.dynamic_shared_memory' must be a positive "
+                           "i32 (bytes)");
+    return success();
+  }
   if (name != "txl.result_destinations" && name != "txl.built_in_destination")
     return op->emitError("unknown txl attribute '") << name << "'";
   auto fn = dyn_cast<FunctionOpInterface>(op);

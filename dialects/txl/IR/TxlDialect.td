@@ -36,7 +36,8 @@ def Txl_Dialect : Dialect {
   // function arguments name the parameter they hold (`txl.param`,
   // `txl.buffer`, `txl.grad`, `txl.<optimizer state>`), and entry functions
   // record where their results are written (`txl.result_destinations`,
-  // `txl.built_in_destination`).
+  // `txl.built_in_destination`); CUDA kernels record their dynamic shared
+  // memory (`txl.dynamic_shared_memory`).
   let hasOperationAttrVerify = 1;
   let hasRegionArgAttrVerify = 1;
 }

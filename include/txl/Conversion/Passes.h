@@ -41,6 +41,11 @@ void populateTxlAdaptiveToLinalgPatterns(RewritePatternSet &patterns);
 void populateTxlGradientToLinalgPatterns(RewritePatternSet &patterns);
 void populateTxlOptimizerToLinalgPatterns(RewritePatternSet &patterns);
 
+/// The i32 attribute txl-dynamic-shared-memory sets on a kernel gpu.func:
+/// the bytes of dynamic shared memory each of its launches passes.
+inline constexpr llvm::StringLiteral kDynamicSharedMemoryAttrName =
+    "txl.dynamic_shared_memory";
+
 /// Declares that gpu.launch_func may read and write each memref operand
 /// (MemoryEffectOpInterface), so that buffer deallocation accepts the
 /// launches txl-rel-attention-to-gpu adds before bufferization.

@@ -450,6 +450,62 @@ def ParallelDimsOuterPass : Pass<"txl-parallel-dims-outer", "::mlir::func::FuncO
                            "::mlir::linalg::LinalgDialect"];
 }
 
+def DynamicSharedMemoryPass : Pass<"txl-dynamic-shared-memory", "::mlir::ModuleOp"> {
+  let summary = "Give kernels with more than 48 KiB of workgroup memory CUDA "
+                "dynamic shared memory";
+  let description = [{
+    PTX limits a kernel's static `.shared` variables to 48 KiB (ptxas:
+    "too much shared data"); a CUDA workgroup gets more only as dynamic
+    shared memory, sized at launch and opted into with
+    `cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)`.
+    For the CUDA target, after the kernels are made: every kernel
+    `gpu.func` of a `gpu.module` whose workgroup attributions add up to
+    more than `static-limit` bytes loses them, and each becomes a
+    `memref.view` of one `gpu.dynamic_shared_memory` buffer at an offset
+    aligned to 16 bytes, in attribution order (same types, so the kernel's
+    body is unchanged). The kernel gets `txl.dynamic_shared_memory = N : i32`
+    (the buffer's bytes) and every `gpu.launch_func` of it launches with
+    `dynamic_shared_memory_size` N. The runtime raises the kernel's limit
+    to N before the launch, and names the kernel and both sizes when the
+    GPU cannot give N.
+
+    The OpenCL target does not run this pass: its workgroup attributions
+    are `__local` kernel arguments, whose size the OpenCL runtime sets at
+    launch (`clSetKernelArg`), up to the device's `CL_DEVICE_LOCAL_MEM_SIZE`.
+
+    Errors: a kernel needing more than `max-bytes` (default 99 KiB, the
+    opt-in limit per workgroup of sm_86, sm_89 and sm_120, the smallest
+    among the architectures txlc builds for), or a launch that already has a
+    dynamic size.
+  }];
+  let options = [
+    Option<"staticLimit", "static-limit", "int64_t", /*default=*/"49152",
+           "Bytes of workgroup memory a kernel may keep static">,
+    Option<"maxBytes", "max-bytes", "int64_t", /*default=*/"101376",
+           "Most bytes of dynamic shared memory a kernel may ask for">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::gpu::GPUDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
+def ExternDynamicSharedPass : Pass<"txl-extern-dynamic-shared", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Declare the dynamic shared memory buffer extern in PTX";
+  let description = [{
+    `convert-gpu-to-nvvm` lowers `gpu.dynamic_shared_memory` to an internal
+    `llvm.mlir.global` of type `!llvm.array<0 x i8>` in address space 3,
+    which LLVM's NVPTX backend prints as a static one-byte `.shared`
+    variable; the kernel then addresses the dynamic region through a static
+    variable's address, which holds only while that variable is the
+    kernel's sole static shared memory. This pass makes each such global a
+    declaration with external linkage, which NVPTX prints as CUDA's
+    `.extern .shared .align 16 .b8 name[];`, the base of the dynamic region
+    whatever else the kernel declares. Other globals (the static workgroup
+    attributions, sized arrays) are left unchanged.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def ScopeLaunchStackPass : Pass<"txl-scope-launch-stack", "::mlir::ModuleOp"> {
   let summary = "Give each gpu.launch_func outside an entry block its own stack scope";
   let description = [{

@@ -61,8 +61,14 @@ constexpr int64_t kWarps = 4;
 constexpr int64_t kThreads = kWarps * kSubgroup;
 /// Rows of the side the lanes walk: one per lane.
 constexpr int64_t kLaneTile = kSubgroup;
-/// Workgroup memory per workgroup: CUDA's static limit.
+/// Workgroup memory per workgroup: CUDA's static limit, which every shape
+/// that fits keeps.
 constexpr int64_t kWorkgroupBytes = 48 * 1024;
+/// Workgroup memory of the shapes that do not fit 48 KiB (d_head 128): on
+/// CUDA, dynamic shared memory (txl-dynamic-shared-memory); 80 KiB keeps
+/// two workgroups per SM on sm_80 (164 KB) and fits the 99 KiB opt-in
+/// limit of sm_86, sm_89 and sm_120.
+constexpr int64_t kWideWorkgroupBytes = 80 * 1024;
 /// Registers per work-item on CUDA (PTX .maxnreg): 4 workgroups per SM.
 constexpr int32_t kMaxRegisters = 128;
 
@@ -121,15 +127,17 @@ struct GradShape {
   }
 };
 
-/// The widest row tile (16, 8 or 4) whose tiles fit in kWorkgroupBytes.
+/// The widest row tile (16, 8 or 4) whose tiles fit in kWorkgroupBytes,
+/// else the widest that fits in kWideWorkgroupBytes.
 std::optional<GradShape> chooseShape(GradKind kind, int64_t dHead, bool dropatt,
                                      bool saved) {
-  for (int64_t rowTile : {16, 8, 4}) {
-    GradShape shape{kind, dHead, rowTile, dropatt,
-                    saved && kind == GradKind::Query};
-    if (shape.workgroupBytes() <= kWorkgroupBytes)
-      return shape;
-  }
+  for (int64_t limit : {kWorkgroupBytes, kWideWorkgroupBytes})
+    for (int64_t rowTile : {16, 8, 4}) {
+      GradShape shape{kind, dHead, rowTile, dropatt,
+                      saved && kind == GradKind::Query};
+      if (shape.workgroupBytes() <= limit)
+        return shape;
+    }
   return std::nullopt;
 }
 

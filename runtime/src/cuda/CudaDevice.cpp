@@ -16,6 +16,7 @@
 #include "txl/rt/Status.h"
 
 #include <map>
+#include <string>
 
 namespace txl::rt {
 
@@ -24,6 +25,10 @@ namespace {
 // cuda.h values the backend uses.
 constexpr int kAttributeComputeCapabilityMajor = 75;
 constexpr int kAttributeComputeCapabilityMinor = 76;
+constexpr int kAttributeMaxSharedMemoryPerBlockOptin = 97;
+constexpr int kFuncAttributeMaxDynamicSharedSizeBytes = 8;
+/// Dynamic shared memory a launch gets without opting in.
+constexpr size_t kDefaultDynamicSharedBytes = 48 * 1024;
 constexpr unsigned kStreamNonBlocking = 1;
 // cublas_api.h values.
 constexpr cublasOperation_t kOpN = 0, kOpT = 1;
@@ -40,8 +45,12 @@ CUdeviceptr asDevicePointer(const void *buffer) {
 
 class CudaKernel : public Kernel {
 public:
-  explicit CudaKernel(CUfunction function) : function_(function) {}
+  CudaKernel(CUfunction function, std::string name)
+      : function_(function), name_(std::move(name)) {}
   CUfunction function_;
+  std::string name_;
+  /// The dynamic shared memory its launches may pass (raised on demand).
+  size_t dynamicSharedLimit_ = kDefaultDynamicSharedBytes;
 };
 
 class CudaModule : public Module {
@@ -57,7 +66,7 @@ public:
     CUfunction function = nullptr;
     cuda_.check(cuda_.cuModuleGetFunction(&function, module_, name.c_str()),
                 fmt::format("cuModuleGetFunction({})", name).c_str());
-    return kernels_.emplace(name, CudaKernel(function)).first->second;
+    return kernels_.emplace(name, CudaKernel(function, name)).first->second;
   }
 
 private:
@@ -189,12 +198,38 @@ public:
               size_t sharedBytes, void **params, size_t) override {
     if (grid[0] * grid[1] * grid[2] == 0)
       return;
-    cuda_.check(cuda_.cuLaunchKernel(
-                    static_cast<CudaKernel &>(kernel).function_,
-                    unsigned(grid[0]), unsigned(grid[1]), unsigned(grid[2]),
-                    unsigned(block[0]), unsigned(block[1]), unsigned(block[2]),
-                    unsigned(sharedBytes), stream_, params, nullptr),
+    auto &cudaKernel = static_cast<CudaKernel &>(kernel);
+    if (sharedBytes > cudaKernel.dynamicSharedLimit_)
+      allowDynamicShared(cudaKernel, sharedBytes);
+    cuda_.check(cuda_.cuLaunchKernel(cudaKernel.function_, unsigned(grid[0]),
+                                     unsigned(grid[1]), unsigned(grid[2]),
+                                     unsigned(block[0]), unsigned(block[1]),
+                                     unsigned(block[2]), unsigned(sharedBytes),
+                                     stream_, params, nullptr),
                 "cuLaunchKernel");
+  }
+
+  /// Opts `kernel` into `bytes` of dynamic shared memory (more than 48 KiB:
+  /// txl-dynamic-shared-memory's kernels); fails naming the kernel when
+  /// this GPU gives a workgroup less.
+  void allowDynamicShared(CudaKernel &kernel, size_t bytes) {
+    int optin = 0;
+    cuda_.check(cuda_.cuDeviceGetAttribute(
+                    &optin, kAttributeMaxSharedMemoryPerBlockOptin, device_),
+                "cuDeviceGetAttribute");
+    if (bytes > size_t(optin))
+      fail(TXL_UNAVAILABLE,
+           "kernel {} needs {} bytes of shared memory per workgroup; this "
+           "GPU gives at most {}",
+           kernel.name_, bytes, optin);
+    cuda_.check(cuda_.cuFuncSetAttribute(
+                    kernel.function_, kFuncAttributeMaxDynamicSharedSizeBytes,
+                    int(bytes)),
+                fmt::format("cuFuncSetAttribute({}, "
+                            "MAX_DYNAMIC_SHARED_SIZE_BYTES, {})",
+                            kernel.name_, bytes)
+                    .c_str());
+    kernel.dynamicSharedLimit_ = bytes;
   }
 
   void gemm(const GemmDesc &desc) override {

@@ -28,6 +28,7 @@ constexpr cl_uint kPlatformName = 0x0902;
 constexpr cl_uint kDeviceName = 0x102B;
 constexpr cl_uint kDeviceVersion = 0x102F;
 constexpr cl_uint kDeviceGlobalMemSize = 0x101F;
+constexpr cl_uint kDeviceLocalMemSize = 0x1023;
 constexpr cl_uint kDeviceIlVersion = 0x105B;
 constexpr cl_uint kProgramBuildLog = 0x1183;
 constexpr cl_ulong kMemReadWrite = 1;
@@ -89,8 +90,10 @@ public:
 class OpenCLModule : public Module {
 public:
   OpenCLModule(const OpenCL &cl, cl_program program,
-               std::map<std::string, std::vector<ArgSpec>> signatures)
-      : cl_(cl), program_(program), signatures_(std::move(signatures)) {}
+               std::map<std::string, std::vector<ArgSpec>> signatures,
+               size_t localMemBytes)
+      : cl_(cl), program_(program), signatures_(std::move(signatures)),
+        localMemBytes_(localMemBytes) {}
   ~OpenCLModule() override {
     kernels_.clear();
     cl_.clReleaseProgram(program_);
@@ -103,6 +106,18 @@ public:
     auto signature = signatures_.find(name);
     if (signature == signatures_.end())
       fail(TXL_UNAVAILABLE, "OpenCL kernel image has no kernel '{}'", name);
+    // The workgroup tiles (__local arguments), checked here so that a
+    // device with less local memory gets a message, not
+    // CL_OUT_OF_RESOURCES at the launch.
+    size_t localBytes = 0;
+    for (const ArgSpec &arg : signature->second)
+      if (arg.kind == TXL_KERNEL_ARG_LOCAL)
+        localBytes += arg.bytes;
+    if (localBytes > localMemBytes_)
+      fail(TXL_UNAVAILABLE,
+           "kernel {} needs {} bytes of local memory per workgroup; this "
+           "OpenCL device gives at most {} (CL_DEVICE_LOCAL_MEM_SIZE)",
+           name, localBytes, localMemBytes_);
     cl_int status = 0;
     cl_kernel kernel = cl_.clCreateKernel(program_, name.c_str(), &status);
     cl_.check(status, fmt::format("clCreateKernel({})", name).c_str());
@@ -117,6 +132,7 @@ private:
   const OpenCL &cl_;
   cl_program program_;
   std::map<std::string, std::vector<ArgSpec>> signatures_;
+  size_t localMemBytes_;
   std::map<std::string, std::unique_ptr<OpenCLKernel>> kernels_;
 };
 
@@ -304,7 +320,12 @@ public:
       fail(TXL_UNAVAILABLE, "clBuildProgram: {}: {}", OpenCL::errorName(built),
            log.c_str());
     }
-    return std::make_unique<OpenCLModule>(cl_, program, std::move(signatures));
+    cl_ulong localMem = 0;
+    cl_.check(cl_.clGetDeviceInfo(device_, kDeviceLocalMemSize,
+                                  sizeof(localMem), &localMem, nullptr),
+              "clGetDeviceInfo(CL_DEVICE_LOCAL_MEM_SIZE)");
+    return std::make_unique<OpenCLModule>(cl_, program, std::move(signatures),
+                                          size_t(localMem));
   }
 
   void launch(Kernel &base, const size_t grid[3], const size_t block[3],

@@ -136,6 +136,41 @@ func.func @param_on_an_op(%n: index) {
 
 // -----
 
+// txl-dynamic-shared-memory's record is for kernels only.
+// expected-error @+1 {{'txl.dynamic_shared_memory' is an attribute of kernel gpu.func ops (or their llvm.func)}}
+func.func @dynamic_shared_not_kernel() attributes {txl.dynamic_shared_memory = 65536 : i32} {
+  return
+}
+
+// -----
+
+gpu.module @kernels {
+  // expected-error @+1 {{'txl.dynamic_shared_memory' is an attribute of kernel gpu.func ops (or their llvm.func)}}
+  gpu.func @device_function() attributes {txl.dynamic_shared_memory = 65536 : i32} {
+    gpu.return
+  }
+}
+
+// -----
+
+gpu.module @kernels {
+  // expected-error @+1 {{'txl.dynamic_shared_memory' must be a positive i32 (bytes)}}
+  gpu.func @k() kernel attributes {txl.dynamic_shared_memory = 65536 : i64} {
+    gpu.return
+  }
+}
+
+// -----
+
+gpu.module @kernels {
+  // expected-error @+1 {{'txl.dynamic_shared_memory' must be a positive i32 (bytes)}}
+  gpu.func @k() kernel attributes {txl.dynamic_shared_memory = 0 : i32} {
+    gpu.return
+  }
+}
+
+// -----
+
 // The valid forms verify.
 func.func @valid(%w: tensor<4xf32> {txl.param = "word_emb.emb_layers.0.weight"},
                  %buf: tensor<4xf32> {txl.param = "crit.cluster_weight", txl.buffer},

@@ -4,7 +4,7 @@ something is wrong: each case runs in its own process (a failing mgpu* call
 exits the process with status 2) and prints its exit status and the last
 line of its output.
 
-usage: device_abi.py LIBTXL_DEVICE IMAGE EMPTY_VENDORS_DIR
+usage: device_abi.py LIBTXL_DEVICE IMAGE EMPTY_VENDORS_DIR WIDE_TILE_IMAGE
 """
 
 import os
@@ -59,6 +59,13 @@ CASES = {
         params = (ctypes.c_void_p * 3)()
         lib.mgpuLaunchKernel(f, 1, 1, 1, 128, 1, 1, 0, None, params, None, 3)
     """,
+    # A kernel with more workgroup memory than the device has: refused when
+    # it is created, naming the kernel and both sizes.
+    "too-much-local": """
+        open_device()
+        wide = open(sys.argv[4], "rb").read()
+        lib.mgpuModuleGetFunction(load(wide), b"wide_tile")
+    """,
     "free-unknown": """
         open_device()
         lib.mgpuMemFree(ctypes.c_void_p(12345), None)
@@ -97,14 +104,14 @@ CASES = {
 
 
 def main():
-    library, image, empty_vendors = sys.argv[1:4]
+    library, image, empty_vendors, wide_image = sys.argv[1:5]
     for name, body in CASES.items():
         env = None
         if name == "no-platform":
             env = dict(os.environ, OCL_ICD_VENDORS=empty_vendors)
         run = subprocess.run(
             [sys.executable, "-u", "-c", PRELUDE + textwrap.dedent(body), library, image,
-             os.path.dirname(os.path.abspath(__file__))],
+             os.path.dirname(os.path.abspath(__file__)), wide_image],
             capture_output=True, text=True, env=env)
         lines = (run.stdout + run.stderr).strip().splitlines()
         print(f"{name}: exit {run.returncode}: {lines[-1] if lines else ''}")

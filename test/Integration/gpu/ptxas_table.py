@@ -8,7 +8,8 @@ usage: ptxas_table.py --models DIR --ptxas PTXAS --table OUT.md [--arch A ...]
 For each models/*.toml and architecture: `txlc --target=cuda --gpu-arch=A
 --emit=ptx`, then `ptxas -arch=A -v -warn-spills -Werror` (spills are
 errors; without -c an unresolved libdevice function fails). Per kernel it
-records registers, workgroup (shared) memory, spills and barriers, and the
+records registers, workgroup (shared) memory (static, or the dynamic
+bytes a launch passes), spills and barriers, and the
 workgroups of 128 work-items an SM can hold from those (the occupancy), and
 asserts the budgets below. Writes a Markdown table to OUT.md and prints it;
 exits 1 when a kernel misses its budget or fails to assemble.
@@ -39,7 +40,8 @@ SHARED_RESERVED = 1024        # the driver's shared memory per workgroup
 # 3 times in sm_80's 164 KB). The fused attention backward kernels (`_q`,
 # `_q_saved`, `_kv`, `_r`, with or without dropatt): their nvvm.maxnreg, up to 48 KiB
 # of tiles, 3 workgroups of 128 per SM (sm_80's 164 KB hold three of the
-# widest, 48.9 KB). The loop kernels (txl-parallel-loops-to-gpu): 64
+# widest, 48.9 KB); d_head 128's `_kv` and `_r`, whose tiles pass 48 KiB:
+# up to 80 KiB of dynamic shared memory, 2 workgroups per SM. The loop kernels (txl-parallel-loops-to-gpu): 64
 # registers and no shared memory keep 4 workgroups of 256 work-items on an
 # SM; the one-work-item serial kernels: 64 registers. The layer norm
 # kernels (a subgroup per row, 256 work-items): 32 registers and no shared
@@ -53,6 +55,7 @@ SHARED_RESERVED = 1024        # the driver's shared memory per workgroup
 BUDGETS = [
     (r"embedding_grad_sort", 256, 32, 2048, 8),
     (r"embedding_grad_rows", 256, 48, 0, 5),
+    (r"rel_attention_grad_(kv|r)(_dropatt)?_d128", 128, 128, 80 * 1024, 2),
     (r"rel_attention_grad_(q|q_saved|kv|r)(_dropatt)?_d\d+", 128, 128, 48 * 1024, 3),
     (r"rel_attention_(bf16|f16)_d(80|128)", 128, 255, 21 * 1024, 2),
     (r"rel_attention_(bf16|f16)_d\d+", 128, 192, 21 * 1024, 2),
@@ -78,6 +81,14 @@ def occupancy(arch, registers, smem, threads):
     by_regs = regs_per_sm // (regs * max(threads, 32))
     by_smem = smem_per_sm // (smem + SHARED_RESERVED) if smem else max_blocks
     return min(by_regs, by_smem, max_blocks)
+
+
+def dynamic_shared(ptx):
+    """{kernel: bytes} from the `// txl.dynamic_shared_memory NAME BYTES`
+    lines txlc writes at the top of --emit=ptx (ptxas reports static shared
+    memory only)."""
+    return {m.group(1): int(m.group(2)) for m in re.finditer(
+        r"^// txl\.dynamic_shared_memory (\w+) (\d+)$", ptx, re.M)}
 
 
 def parse_ptxas(output):
@@ -132,13 +143,17 @@ def main():
                 kernels = parse_ptxas(run.stderr + run.stdout)
                 if not kernels:
                     problems.append(f"{model.stem} {arch}: no kernel")
+                dynamic = dynamic_shared(ptx.read_text())
                 for name, k in sorted(kernels.items()):
+                    k["smem"] += dynamic.get(name, 0)
                     budget = budget_for(name)
                     if budget is None:
                         problems.append(f"{name}: no budget")
                         continue
                     occ = occupancy(arch, k["registers"], k["smem"], budget["threads"])
-                    rows.append((model.stem, arch, name, k["registers"], k["smem"],
+                    smem = (f"{k['smem']} (dynamic)" if name in dynamic
+                            else k["smem"])
+                    rows.append((model.stem, arch, name, k["registers"], smem,
                                  k["spill_stores"] + k["spill_loads"], k["barriers"], occ))
                     if k["spill_stores"] or k["spill_loads"]:
                         problems.append(f"{model.stem} {arch} {name}: spills")

@@ -196,6 +196,7 @@ CASES = [
     (40, 30, 2, 2, 64, True, 30),
     (35, 40, 2, 3, 80, False, 40),    # d_head not a multiple of 32
     (45, 30, 2, 2, 41, True, 30),     # wt103_base's odd d_head
+    (40, 36, 2, 2, 128, True, 36),    # _kv and _r tiles over 48 KiB
 ]
 
 
