@@ -10,9 +10,10 @@
 // small product; the head's total log-sum-exp joins the two without
 // concatenating. The cluster column of a tail token is found by comparing
 // with the cluster starts. The tail is scored only for the compacted
-// positions of its tokens (scf.for + tensor.insert), gathered, projected,
+// positions of its tokens (a blocked compaction), gathered, projected,
 // swept over rows [4, 10) of the layer in blocks, its target logit
-// gathered, and scatter-added into the head's NLL.
+// gathered, and added into the head's NLL at its positions (one scf.forall
+// iteration each).
 // CHECK-LABEL: func.func @adaptive_nll_sliced
 // CHECK-SAME: (%[[H:[^:]+]]: tensor<?x?x8xf32>, %[[T:[^:]+]]: tensor<?x?xi64>, %[[W:[^:]+]]: tensor<10x4xf32>, %[[B:[^:]+]]: tensor<10xf32>, %[[P:[^:]+]]: tensor<8x4xf32>, %[[CW:[^:]+]]: tensor<1x4xf32>, %[[CB:[^:]+]]: tensor<1xf32>)
 // CHECK-DAG: %[[HF:.+]] = tensor.collapse_shape %[[H]] {{\[\[}}0, 1], [2]]
@@ -35,10 +36,10 @@
 // CHECK: %[[HEADNLL:.+]] = linalg.generic {{.+}} ins(%{{.+}}, %[[TF]], %[[SHORT]] : tensor<?xf32>, tensor<?xi64>, tensor<?xf32>)
 // CHECK: arith.cmpi sge, %{{.+}}, %[[C4:.+]] : index
 // CHECK: tensor.extract %[[CLUSTER]]
-// CHECK: %[[ROWS:.+]]:2 = scf.for {{.+}} -> (tensor<?xindex>, index)
-// CHECK: scf.if
-// CHECK: tensor.insert
-// CHECK: %[[IDX:.+]] = tensor.extract_slice %[[ROWS]]#0[0] [%[[ROWS]]#1] [1]
+// CHECK: %[[NCOUNT:.+]] = scf.forall {{.+}} -> (tensor<?xindex>)
+// CHECK: %[[NSCAN:.+]]:2 = scf.for {{.+}} -> (tensor<?xindex>, index)
+// CHECK: %[[NROWS:.+]] = scf.forall {{.+}} -> (tensor<?xindex>)
+// CHECK: %[[IDX:.+]] = tensor.extract_slice %[[NROWS]][0] [%[[NSCAN]]#1] [1]
 // CHECK: %[[G:.+]] = linalg.generic {{.+}} ins(%[[IDX]] : tensor<?xindex>)
 // CHECK: tensor.extract %[[HF]]
 // CHECK: %[[TP:.+]] = linalg.matmul ins(%[[G]], %[[P]] : tensor<?x8xf32>, tensor<8x4xf32>)
@@ -51,8 +52,13 @@
 // CHECK: linalg.generic {{.+}} ins(%[[TP]], %[[TCOLS]] : tensor<?x4xf32>, tensor<?xindex>)
 // CHECK: %[[TAIL:.+]] = linalg.generic {{.+}} ins(%{{.+}}, %{{.+}} : tensor<?xf32>, tensor<?xf32>)
 // CHECK: arith.subf
-// CHECK: %[[SUM:.+]] = scf.for {{.+}} iter_args(%{{.+}} = %[[HEADNLL]]) -> (tensor<?xf32>)
-// CHECK: tensor.insert
+// CHECK: %[[SUM:.+]] = scf.forall (%[[M:.+]]) in (%[[NSCAN]]#1) shared_outs(%[[SO:.+]] = %[[HEADNLL]]) -> (tensor<?xf32>)
+// CHECK: %[[AT:.+]] = tensor.extract %[[IDX]][%[[M]]]
+// CHECK: %[[V:.+]] = tensor.extract %[[TAIL]][%[[M]]]
+// CHECK: %[[SLOT:.+]] = tensor.extract_slice %[[SO]][%[[AT]]] [1] [1]
+// CHECK: %[[OLD:.+]] = tensor.extract %[[SLOT]]
+// CHECK: arith.addf %[[OLD]], %[[V]]
+// CHECK: tensor.parallel_insert_slice %{{.+}} into %[[SO]][%[[AT]]] [1] [1]
 // CHECK: %[[E:.+]] = tensor.expand_shape %[[SUM]] {{\[\[}}0, 1]]
 // CHECK: return %[[E]]
 // No [tokens, n_token] logits: nothing is 10 wide.
@@ -94,17 +100,40 @@ func.func @adaptive_nll_head_only(%h: tensor<?x?x8xf32>, %t: tensor<?x?xi64>, %w
 // CHECK-SAME: (%[[IDS:[^:]+]]: tensor<?x?xi64>, %[[A:[^:]+]]: tensor<5x8xf32>, %[[B:[^:]+]]: tensor<5x4xf32>, %[[P:[^:]+]]: tensor<8x8xf32>, %[[Q:[^:]+]]: tensor<8x4xf32>)
 // CHECK: %[[F:.+]] = tensor.collapse_shape %[[IDS]] {{\[\[}}0, 1]]
 // CHECK: %[[OUT:.+]] = linalg.fill {{.+}} -> tensor<?x8xf32>
-// CHECK: scf.for {{.+}} -> (tensor<?xindex>, index)
-// CHECK: linalg.generic {{.+}} outs(%{{.+}} : tensor<?x8xf32>)
+// The compaction, in blocks of 128 positions: each block's count (one
+// scf.forall iteration per block), the blocks' first output slots (an
+// scf.for, the only sequential part: one step per block), then each block
+// writes its positions, in order, into its own slice of the rows.
+// CHECK: %[[NB:.+]] = arith.ceildivui %{{.+}}, %[[C128:.+]] : index
+// CHECK: %[[COUNTS:.+]] = scf.forall (%{{.+}}) in (%[[NB]]) shared_outs(%{{.+}}) -> (tensor<?xindex>)
+// CHECK: scf.for {{.+}} -> (index)
+// CHECK: arith.select
+// CHECK: tensor.parallel_insert_slice
+// CHECK: %[[SCAN:.+]]:2 = scf.for %{{.+}} = %{{.+}} to %[[NB]] {{.+}} -> (tensor<?xindex>, index)
+// CHECK: tensor.extract %[[COUNTS]]
+// CHECK: %[[ROWS:.+]] = scf.forall (%{{.+}}) in (%[[NB]]) shared_outs(%[[RO:.+]] = %{{.+}}) -> (tensor<?xindex>)
+// CHECK: %[[FIRST:.+]] = tensor.extract %[[SCAN]]#0
+// CHECK: %[[SIZE:.+]] = tensor.extract %[[COUNTS]]
+// CHECK: %[[SLICE:.+]] = tensor.extract_slice %[[RO]][%[[FIRST]]] [%[[SIZE]]] [1]
+// CHECK: %[[WROTE:.+]]:2 = scf.for {{.+}} iter_args(%{{.+}} = %[[SLICE]], {{.+}}) -> (tensor<?xindex>, index)
+// CHECK: scf.if
+// CHECK: tensor.insert
+// CHECK: tensor.parallel_insert_slice %[[WROTE]]#0 into %[[RO]][%[[FIRST]]] [%[[SIZE]]] [1]
+// CHECK: %[[IDX:.+]] = tensor.extract_slice %[[ROWS]][0] [%[[SCAN]]#1] [1]
+// CHECK: linalg.generic {{.+}} ins(%[[IDX]] : tensor<?xindex>) outs(%{{.+}} : tensor<?x8xf32>)
 // CHECK: tensor.extract %[[A]]
-// CHECK: linalg.matmul indexing_maps = [#{{.+}}, #{{.+}}, #{{.+}}] ins(%{{.+}}, %[[P]] : tensor<?x8xf32>, tensor<8x8xf32>)
-// CHECK: %[[OUT0:.+]] = scf.for {{.+}} iter_args(%{{.+}} = %[[OUT]]) -> (tensor<?x8xf32>)
-// CHECK: tensor.insert_slice
-// CHECK: scf.for {{.+}} -> (tensor<?xindex>, index)
+// CHECK: %[[PROJ:.+]] = linalg.matmul indexing_maps = [#{{.+}}, #{{.+}}, #{{.+}}] ins(%{{.+}}, %[[P]] : tensor<?x8xf32>, tensor<8x8xf32>)
+// The rows go back one element per iteration (the compacted positions
+// are distinct).
+// CHECK: %[[OUT0:.+]] = scf.forall (%[[M:.+]], %[[K:.+]]) in (%[[SCAN]]#1, 8) shared_outs(%[[O:.+]] = %[[OUT]]) -> (tensor<?x8xf32>)
+// CHECK: %[[AT:.+]] = tensor.extract %[[IDX]][%[[M]]]
+// CHECK: tensor.extract %[[PROJ]][%[[M]], %[[K]]]
+// CHECK: tensor.parallel_insert_slice %{{.+}} into %[[O]][%[[AT]], %[[K]]] [1, 1] [1, 1]
+// CHECK: scf.forall {{.+}} -> (tensor<?xindex>)
 // CHECK: arith.subi %{{.+}}, %[[C5:.+]] : index
 // CHECK: tensor.extract %[[B]]
 // CHECK: linalg.matmul indexing_maps = [#{{.+}}, #{{.+}}, #{{.+}}] ins(%{{.+}}, %[[Q]] : tensor<?x4xf32>, tensor<8x4xf32>)
-// CHECK: %[[OUT1:.+]] = scf.for {{.+}} iter_args(%{{.+}} = %[[OUT0]]) -> (tensor<?x8xf32>)
+// CHECK: %[[OUT1:.+]] = scf.forall {{.+}} shared_outs(%{{.+}} = %[[OUT0]]) -> (tensor<?x8xf32>)
 // CHECK: tensor.expand_shape %[[OUT1]] {{\[\[}}0, 1], [2]]
 func.func @adaptive_embedding(%t: tensor<?x?xi64>, %a: tensor<5x8xf32>, %b: tensor<5x4xf32>, %p: tensor<8x8xf32>, %q: tensor<8x4xf32>) -> tensor<?x?x8xf32> {
   %e = txl.adaptive_embedding %t tables(%a, %b : tensor<5x8xf32>, tensor<5x4xf32>) projs(%p, %q : tensor<8x8xf32>, tensor<8x4xf32>) {cutoff_ends = array<i64: 0, 5, 10>} : tensor<?x?xi64> -> tensor<?x?x8xf32>

@@ -199,10 +199,16 @@ func.func @adaptive_nll_grad_head_blocks(%dn: tensor<?x?xf32>, %h: tensor<?x?x8x
 // CHECK: %[[BK:.+]] = arith.divsi %[[BJ]], %[[C512]]
 // CHECK: tensor.extract_slice %[[FWD]]#2[%[[BK]], 0, 0]
 // CHECK: math.exp
-// CHECK: scf.for
-// CHECK: scf.if
-// CHECK: arith.subf
-// CHECK: linalg.matmul
+// Each row's target column, one row per iteration of an scf.forall.
+// CHECK: %[[DL:.+]] = scf.forall (%[[R:.+]]) in (%{{.+}}) shared_outs(%[[OUT:.+]] = %{{.+}}) -> (tensor<?x?xf32>)
+// CHECK: %[[INB:.+]] = arith.andi
+// CHECK: %[[COL:.+]] = arith.select %[[INB]], %{{.+}}, %{{.+}} : index
+// CHECK: %[[SLOT:.+]] = tensor.extract_slice %[[OUT]][%[[R]], %[[COL]]] [1, 1] [1, 1]
+// CHECK: %[[OLD:.+]] = tensor.extract %[[SLOT]]
+// CHECK: %[[SUB:.+]] = arith.subf %[[OLD]]
+// CHECK: arith.select %[[INB]], %[[SUB]], %[[OLD]] : f32
+// CHECK: tensor.parallel_insert_slice %{{.+}} into %[[OUT]][%[[R]], %[[COL]]] [1, 1] [1, 1]
+// CHECK: linalg.matmul ins(%[[DL]],
 // dW[j] and db[j] are computed in their slices of the carried gradients
 // (zero-filled there, inserted back), so they bufferize in place.
 // CHECK: %[[DWS:.+]] = tensor.extract_slice %[[DWACC]][%[[BJ]], 0] [%{{.+}}, 32] [1, 1]

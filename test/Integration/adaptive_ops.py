@@ -70,6 +70,13 @@ def main():
     tokens = rng.integers(0, ENDS[-1], size=(qlen, bsz)).astype(np.int64)
     tokens[0, 0], tokens[0, 1], tokens[0, 2] = 4, 5, 15  # cluster edges
     hidden = rng.normal(size=(qlen, bsz, D_MODEL)).astype(np.float32)
+    # 350 positions: the cluster compaction's blocks of 128 (two full, one
+    # partial).
+    long_len, long_bsz = 70, 5
+    long_tokens = rng.integers(0, ENDS[-1], size=(long_len, long_bsz)).astype(np.int64)
+    long_hidden = rng.normal(size=(long_len, long_bsz, D_MODEL)).astype(np.float32)
+    shapes = [("", tokens, hidden),
+              (f" {long_len * long_bsz} positions", long_tokens, long_hidden)]
     tables = [rng.normal(size=(ENDS[i + 1] - ENDS[i], dims[i])).astype(np.float32)
               for i in range(clusters)]
     projs = [rng.normal(size=(D_MODEL, dims[i])).astype(np.float32)
@@ -108,9 +115,10 @@ func.func @segment({targs}, {pargs}, %ids: tensor<?x?xi64>) -> tensor<?x?x{D_MOD
         open(path, "w").write(text)
         os.mkdir(os.path.join(work, "embedding"))
         seg = txlrun.Segment(txlrun.compile_module(path, os.path.join(work, "embedding")))
-        (got,) = seg(tables + projs + [tokens], [(qlen, bsz, D_MODEL)])
-        check("adaptive_embedding", got,
-              reference_embedding(tokens.reshape(-1), tables, projs), failed)
+        for suffix, ids, _ in shapes:
+            (got,) = seg(tables + projs + [ids], [ids.shape + (D_MODEL,)])
+            check("adaptive_embedding" + suffix, got,
+                  reference_embedding(ids.reshape(-1), tables, projs), failed)
 
         for name, (ws, bs, ps, cwv, cbv) in cases.items():
             params = ws + bs + ps + [cwv, cbv]
@@ -134,10 +142,11 @@ func.func @segment({args}, %h: tensor<?x?x{D_MODEL}xf32>, %t: tensor<?x?xi64>) -
             so_dir = os.path.join(work, name)
             os.mkdir(so_dir)
             seg = txlrun.Segment(txlrun.compile_module(path, so_dir))
-            (got,) = seg(params + [hidden, tokens], [(qlen, bsz)])
-            want = reference_nll(hidden.reshape(-1, D_MODEL).astype(np.float64),
-                                 tokens.reshape(-1), ws, bs, ps, cwv, cbv)
-            check("adaptive_nll " + name, got, want, failed)
+            for suffix, ids, h in shapes:
+                (got,) = seg(params + [h, ids], [ids.shape])
+                want = reference_nll(h.reshape(-1, D_MODEL).astype(np.float64),
+                                     ids.reshape(-1), ws, bs, ps, cwv, cbv)
+                check("adaptive_nll " + name + suffix, got, want, failed)
     sys.exit(1 if failed else 0)
 
 

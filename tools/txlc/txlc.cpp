@@ -153,9 +153,10 @@ static void registerMlirOptions() {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
-  registerMlirOptions();
-  // The GPU kernels' pipelines name upstream passes (Pipelines.cpp).
+  // The GPU kernels' pipelines name upstream passes (Pipelines.cpp); first,
+  // so that --mlir-print-ir-before/after=<pass> know every pass.
   registerAllTxlPasses();
+  registerMlirOptions();
   // libLLVM registers its own options globally; show only txlc's and
   // mlir-opt's.
   cl::HideUnrelatedOptions({&txlcCategory, &mlirCategory});

@@ -542,8 +542,9 @@ def ParallelLoopsToGpuPass : Pass<"txl-parallel-loops-to-gpu", "::mlir::ModuleOp
     constants are cloned into the kernel. The kernel's arguments end with
     the loop's lower bounds, steps, trip counts and the point count.
     Before that, every outermost `scf.for` of host code that itself reads or
-    writes device memory (outside the parallel loops it holds: the adaptive
-    softmax's compaction of a cluster's tokens) becomes a kernel
+    writes device memory (outside the parallel loops it holds: the scan
+    over the block counts of the adaptive softmax's compaction of a
+    cluster's tokens) becomes a kernel
     `@<func>_serial<N>` of one work-item, with its parallel loops inside;
     its integer results come back through a small device buffer the host
     reads with `mgpuMemcpy`. Device memory is every memref but a

@@ -249,8 +249,8 @@ struct ParallelLoopsToGpuPass
     }
 
     // Host loops that themselves read or write device memory are
-    // sequential (the adaptive softmax's compaction of each cluster's
-    // tokens, and the per-token copies that use it): each outermost such
+    // sequential (the scan over the block counts of the adaptive
+    // softmax's compaction of each cluster's tokens): each outermost such
     // scf.for runs, with the parallel loops it holds, as a kernel of one
     // work-item. A loop that calls a function (a library product: the
     // output layer's column blocks) stays on the host, and its nested

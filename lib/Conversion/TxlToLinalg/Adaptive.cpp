@@ -3,7 +3,7 @@
 // txl.adaptive_embedding and txl.adaptive_nll visit the tokens one cluster at
 // a time, as the official AdaptiveEmbedding / ProjectedAdaptiveLogSoftmax do:
 // the positions whose id falls in the cluster are compacted into an index
-// list (an scf.for), their rows are gathered, projected and, for the loss,
+// list (a blocked stream compaction), their rows are gathered, projected and, for the loss,
 // scored against that cluster's tail only. No [tokens, n_token] logit matrix
 // exists; the forward sweeps the head's shortlist and each tail in column
 // blocks (online log-sum-exp), and only the backward computes the head's
@@ -37,39 +37,119 @@ Value loadId(OpBuilder &b, Location loc, Value ids, Value pos) {
   return arith::IndexCastOp::create(b, loc, b.getIndexType(), id);
 }
 
+/// Positions per block of createClusterRows' compaction.
+constexpr int64_t kCompactionBlock = 128;
+
 /// The positions n of the 1-D i64 tensor `ids` with lo <= ids[n] < hi, in
 /// increasing order, as a tensor<?xindex> (official `mask_i.nonzero()`).
+/// A blocked stream compaction, so that on the GPU targets only a scan over
+/// ceil(N / 128) block counts is sequential: (1) one scf.forall over the
+/// blocks counts each block's positions in the cluster, (2) an scf.for
+/// turns the counts into each block's first output slot (exclusive prefix
+/// sum) and the total, (3) one scf.forall over the blocks writes each
+/// block's positions, in order, into its contiguous slice of the output.
 Value createClusterRows(OpBuilder &b, Location loc, Value ids, int64_t lo,
                         int64_t hi) {
+  OpBuilder::InsertionGuard guard(b);
   Value zero = indexConst(b, loc, 0), one = indexConst(b, loc, 1);
+  Value block = indexConst(b, loc, kCompactionBlock);
   Value n = tensor::DimOp::create(b, loc, ids, 0);
-  Value init = tensor::EmptyOp::create(b, loc, SmallVector<OpFoldResult>{n},
-                                       b.getIndexType());
+  Value blocks = arith::CeilDivUIOp::create(b, loc, n, block);
   Value loV = indexConst(b, loc, lo), hiV = indexConst(b, loc, hi);
-  auto loop = scf::ForOp::create(
-      b, loc, zero, n, one, ValueRange{init, zero},
-      [&](OpBuilder &lb, Location l, Value pos, ValueRange iter) {
-        Value id = loadId(lb, l, ids, pos);
-        Value inside = arith::AndIOp::create(
+  auto inside = [&](OpBuilder &ib, Location l, Value pos) {
+    Value id = loadId(ib, l, ids, pos);
+    return arith::AndIOp::create(
+        ib, l, arith::CmpIOp::create(ib, l, arith::CmpIPredicate::sge, id, loV),
+        arith::CmpIOp::create(ib, l, arith::CmpIPredicate::slt, id, hiV));
+  };
+  // The positions [begin, end) of block `blk`.
+  auto blockRange = [&](OpBuilder &ib, Value blk) {
+    Value begin = arith::MulIOp::create(ib, loc, blk, block);
+    Value end = arith::MinUIOp::create(
+        ib, loc, arith::AddIOp::create(ib, loc, begin, block), n);
+    return std::make_pair(begin, end);
+  };
+
+  // (1) counts[blk].
+  Value countsInit = tensor::EmptyOp::create(
+      b, loc, SmallVector<OpFoldResult>{blocks}, b.getIndexType());
+  auto count = scf::ForallOp::create(
+      b, loc, SmallVector<OpFoldResult>{blocks}, ValueRange{countsInit},
+      std::nullopt, nullptr);
+  {
+    b.setInsertionPointToStart(count.getBody());
+    Value blk = count.getInductionVar(0);
+    auto [begin, end] = blockRange(b, blk);
+    auto loop = scf::ForOp::create(
+        b, loc, begin, end, one, ValueRange{zero},
+        [&](OpBuilder &lb, Location l, Value pos, ValueRange iter) {
+          Value add = arith::SelectOp::create(lb, l, inside(lb, l, pos), one,
+                                              zero);
+          scf::YieldOp::create(
+              lb, l, ValueRange{arith::AddIOp::create(lb, l, iter[0], add)});
+        });
+    updateForallElement(b, loc, count, {blk},
+                  [&](OpBuilder &, Value) { return loop.getResult(0); });
+  }
+  Value counts = count.getResult(0);
+
+  // (2) offsets[blk] = counts[0] + ... + counts[blk - 1], and the total.
+  b.setInsertionPointAfter(count);
+  Value offsetsInit = tensor::EmptyOp::create(
+      b, loc, SmallVector<OpFoldResult>{blocks}, b.getIndexType());
+  auto scan = scf::ForOp::create(
+      b, loc, zero, blocks, one, ValueRange{offsetsInit, zero},
+      [&](OpBuilder &lb, Location l, Value blk, ValueRange iter) {
+        Value offsets =
+            tensor::InsertOp::create(lb, l, iter[1], iter[0], ValueRange{blk});
+        Value c = tensor::ExtractOp::create(lb, l, counts, ValueRange{blk});
+        scf::YieldOp::create(
             lb, l,
-            arith::CmpIOp::create(lb, l, arith::CmpIPredicate::sge, id, loV),
-            arith::CmpIOp::create(lb, l, arith::CmpIPredicate::slt, id, hiV));
-        auto ifOp = scf::IfOp::create(
-            lb, l, inside,
-            [&](OpBuilder &tb, Location tl) {
-              Value rows = tensor::InsertOp::create(tb, tl, pos, iter[0],
-                                                    ValueRange{iter[1]});
-              Value next = arith::AddIOp::create(tb, tl, iter[1], one);
-              scf::YieldOp::create(tb, tl, ValueRange{rows, next});
-            },
-            [&](OpBuilder &eb, Location el) {
-              scf::YieldOp::create(eb, el, iter);
-            });
-        scf::YieldOp::create(lb, l, ifOp.getResults());
+            ValueRange{offsets, arith::AddIOp::create(lb, l, iter[1], c)});
       });
+  Value offsets = scan.getResult(0), total = scan.getResult(1);
+
+  // (3) each block's positions into rows[offsets[blk], + counts[blk]).
+  Value rowsInit = tensor::EmptyOp::create(
+      b, loc, SmallVector<OpFoldResult>{n}, b.getIndexType());
+  auto write = scf::ForallOp::create(
+      b, loc, SmallVector<OpFoldResult>{blocks}, ValueRange{rowsInit},
+      std::nullopt, nullptr);
+  {
+    b.setInsertionPointToStart(write.getBody());
+    Value blk = write.getInductionVar(0);
+    auto [begin, end] = blockRange(b, blk);
+    Value first = tensor::ExtractOp::create(b, loc, offsets, ValueRange{blk});
+    Value size = tensor::ExtractOp::create(b, loc, counts, ValueRange{blk});
+    Value out = write.getRegionIterArgs()[0];
+    SmallVector<OpFoldResult> offset = {first}, sizes = {size},
+                              strides = {b.getIndexAttr(1)};
+    Value slice =
+        tensor::ExtractSliceOp::create(b, loc, out, offset, sizes, strides);
+    auto loop = scf::ForOp::create(
+        b, loc, begin, end, one, ValueRange{slice, zero},
+        [&](OpBuilder &lb, Location l, Value pos, ValueRange iter) {
+          auto ifOp = scf::IfOp::create(
+              lb, l, inside(lb, l, pos),
+              [&](OpBuilder &tb, Location tl) {
+                Value rows = tensor::InsertOp::create(tb, tl, pos, iter[0],
+                                                      ValueRange{iter[1]});
+                Value next = arith::AddIOp::create(tb, tl, iter[1], one);
+                scf::YieldOp::create(tb, tl, ValueRange{rows, next});
+              },
+              [&](OpBuilder &eb, Location el) {
+                scf::YieldOp::create(eb, el, iter);
+              });
+          scf::YieldOp::create(lb, l, ifOp.getResults());
+        });
+    b.setInsertionPointToStart(write.getTerminator().getBody());
+    tensor::ParallelInsertSliceOp::create(b, loc, loop.getResult(0), out,
+                                          offset, sizes, strides);
+  }
+  b.setInsertionPointAfter(write);
   return tensor::ExtractSliceOp::create(
-      b, loc, loop.getResult(0), SmallVector<OpFoldResult>{b.getIndexAttr(0)},
-      SmallVector<OpFoldResult>{loop.getResult(1)},
+      b, loc, write.getResult(0), SmallVector<OpFoldResult>{b.getIndexAttr(0)},
+      SmallVector<OpFoldResult>{total},
       SmallVector<OpFoldResult>{b.getIndexAttr(1)});
 }
 
@@ -98,46 +178,43 @@ Value gatherRows(OpBuilder &b, Location loc, Value src, Value rows,
       .getResult(0);
 }
 
-/// Writes row m of `rows [M, d]` into row index[m] of `dest [N, d]`.
+/// Writes (or, with `add`, adds) row m of `rows [M, d]` into row index[m]
+/// of `dest [N, d]`. The index rows are distinct (createClusterRows), so
+/// every (m, k) is an independent element: one scf.forall (a kernel on the
+/// GPU targets), where the general createScatterAddRows is sequential.
 Value scatterRows(OpBuilder &b, Location loc, Value dest, Value index,
-                  Value rows) {
-  Value zero = indexConst(b, loc, 0), one = indexConst(b, loc, 1);
-  Value count = tensor::DimOp::create(b, loc, index, 0);
-  OpFoldResult width = getSizes(b, loc, rows)[1];
-  SmallVector<OpFoldResult> unit = {b.getIndexAttr(1), b.getIndexAttr(1)};
-  SmallVector<OpFoldResult> rowSize = {b.getIndexAttr(1), width};
-  auto loop = scf::ForOp::create(
-      b, loc, zero, count, one, ValueRange{dest},
-      [&](OpBuilder &lb, Location l, Value m, ValueRange iter) {
-        Value at = tensor::ExtractOp::create(lb, l, index, ValueRange{m});
-        Value row = tensor::ExtractSliceOp::create(
-            lb, l, rows, SmallVector<OpFoldResult>{m, lb.getIndexAttr(0)},
-            rowSize, unit);
-        Value updated = tensor::InsertSliceOp::create(
-            lb, l, row, iter[0],
-            SmallVector<OpFoldResult>{at, lb.getIndexAttr(0)}, rowSize, unit);
-        scf::YieldOp::create(lb, l, ValueRange{updated});
-      });
-  return loop.getResult(0);
+                  Value rows, bool add = false) {
+  OpBuilder::InsertionGuard guard(b);
+  SmallVector<OpFoldResult> sizes = {getSizes(b, loc, index)[0],
+                                     getSizes(b, loc, rows)[1]};
+  auto forall = scf::ForallOp::create(b, loc, sizes, ValueRange{dest},
+                                      std::nullopt, nullptr);
+  b.setInsertionPointToStart(forall.getBody());
+  Value m = forall.getInductionVar(0), k = forall.getInductionVar(1);
+  Value at = tensor::ExtractOp::create(b, loc, index, ValueRange{m});
+  Value v = tensor::ExtractOp::create(b, loc, rows, ValueRange{m, k});
+  updateForallElement(b, loc, forall, {at, k}, [&](OpBuilder &nb, Value old) {
+    return add ? arith::AddFOp::create(nb, loc, old, v).getResult() : v;
+  });
+  return forall.getResult(0);
 }
 
-/// dest[index[m]] += values[m] for 1-D `dest` and `values`.
+/// dest[index[m]] += values[m] for 1-D `dest` and `values`; the index rows
+/// are distinct (createClusterRows), so one scf.forall.
 Value scatterAdd(OpBuilder &b, Location loc, Value dest, Value index,
                  Value values) {
-  Value zero = indexConst(b, loc, 0), one = indexConst(b, loc, 1);
-  Value count = tensor::DimOp::create(b, loc, index, 0);
-  auto loop = scf::ForOp::create(
-      b, loc, zero, count, one, ValueRange{dest},
-      [&](OpBuilder &lb, Location l, Value m, ValueRange iter) {
-        Value at = tensor::ExtractOp::create(lb, l, index, ValueRange{m});
-        Value v = tensor::ExtractOp::create(lb, l, values, ValueRange{m});
-        Value old = tensor::ExtractOp::create(lb, l, iter[0], ValueRange{at});
-        Value sum = arith::AddFOp::create(lb, l, old, v);
-        Value updated =
-            tensor::InsertOp::create(lb, l, sum, iter[0], ValueRange{at});
-        scf::YieldOp::create(lb, l, ValueRange{updated});
-      });
-  return loop.getResult(0);
+  OpBuilder::InsertionGuard guard(b);
+  SmallVector<OpFoldResult> sizes = {getSizes(b, loc, index)[0]};
+  auto forall = scf::ForallOp::create(b, loc, sizes, ValueRange{dest},
+                                      std::nullopt, nullptr);
+  b.setInsertionPointToStart(forall.getBody());
+  Value m = forall.getInductionVar(0);
+  Value at = tensor::ExtractOp::create(b, loc, index, ValueRange{m});
+  Value v = tensor::ExtractOp::create(b, loc, values, ValueRange{m});
+  updateForallElement(b, loc, forall, {at}, [&](OpBuilder &nb, Value old) {
+    return arith::AddFOp::create(nb, loc, old, v).getResult();
+  });
+  return forall.getResult(0);
 }
 
 /// result[m] = src[index[m]] for 1-D `src` and `index` (tensor<?xindex>).
@@ -614,11 +691,7 @@ struct AdaptiveNllGradLowering : public OpRewritePattern<AdaptiveNllGradOp> {
         dH = createMatmul(rewriter, loc, dHp, op.getProjs()[c],
                           /*transposeRhs=*/true);
       }
-      dHidden = createScatterAddRows(
-          rewriter, loc, dHidden, dH,
-          [&](OpBuilder &b, Location l, Value m) -> Value {
-            return tensor::ExtractOp::create(b, l, rows, ValueRange{m});
-          });
+      dHidden = scatterRows(rewriter, loc, dHidden, rows, dH, /*add=*/true);
     }
 
     // A sliced (div_val = 1) layer gets its clusters' rows back in place.

@@ -437,6 +437,21 @@ Value mlir::txl::createMatmulTransposedLhs(OpBuilder &b, Location loc,
   return mm.getResult(0);
 }
 
+void mlir::txl::updateForallElement(
+    OpBuilder &b, Location loc, scf::ForallOp forall,
+    ArrayRef<OpFoldResult> at, function_ref<Value(OpBuilder &, Value)> update) {
+  Value out = forall.getRegionIterArgs()[0];
+  int64_t rank = cast<RankedTensorType>(out.getType()).getRank();
+  SmallVector<OpFoldResult> ones(rank, b.getIndexAttr(1));
+  Value slot = tensor::ExtractSliceOp::create(b, loc, out, at, ones, ones);
+  SmallVector<Value> origin(rank, arith::ConstantIndexOp::create(b, loc, 0));
+  Value old = tensor::ExtractOp::create(b, loc, slot, origin);
+  Value updated =
+      tensor::InsertOp::create(b, loc, update(b, old), slot, origin);
+  b.setInsertionPointToStart(forall.getTerminator().getBody());
+  tensor::ParallelInsertSliceOp::create(b, loc, updated, out, at, ones, ones);
+}
+
 Value mlir::txl::createScatterAddRows(
     OpBuilder &b, Location loc, Value dest, Value rows,
     function_ref<Value(OpBuilder &, Location, Value)> rowOf) {

@@ -10,6 +10,7 @@
 #define TXL_LIB_CONVERSION_TXLTOLINALG_BUILDERS_H
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 
 #include <array>
@@ -159,6 +160,15 @@ Value createPointwise(
 /// when given.
 Value createSumLeading(OpBuilder &b, Location loc, Value input,
                        unsigned resultRank, Value dest = {});
+
+/// Inside `forall`'s body at `b`: element `at` of its one shared output
+/// becomes `update(old element)`, through a one-element slice that
+/// bufferizes to a load and a store in the output's buffer (no copy, no
+/// allocation in a GPU kernel). Iterations must update distinct elements.
+/// Leaves `b` in the forall's terminator.
+void updateForallElement(OpBuilder &b, Location loc, scf::ForallOp forall,
+                         ArrayRef<OpFoldResult> at,
+                         function_ref<Value(OpBuilder &, Value)> update);
 
 /// dest[rowOf(m), k] += rows[m, k] for every row m of `rows` [M, d], in
 /// order (repeated rows accumulate deterministically): scf.for loops over

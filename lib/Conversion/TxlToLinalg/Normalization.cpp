@@ -454,7 +454,7 @@ buildBlockedSoftmaxGrad(OpBuilder &rewriter, Location loc, Value h2, Value w,
       createEmpty(rewriter, loc, {blocks.vocabSize}, et)};
   AffineMap id2 = identityMap(ctx, 2);
   AffineMap rowMap = dropDimMap(ctx, 2, 1);
-  Value zero = blocks.zero, one = blocks.one;
+  Value zero = blocks.zero;
   auto loop = blocks.build(
       rewriter, loc, inits,
       [&](OpBuilder &b, Location l, Value j, Value cols,
@@ -483,39 +483,32 @@ buildBlockedSoftmaxGrad(OpBuilder &rewriter, Location loc, Value h2, Value w,
               return arith::MulFOp::create(ob, ol, p, a[2]);
             },
             /*dest=*/createEmpty(b, l, {nRows, OpFoldResult(cols)}, et));
-        Value rowCount = getValueOrCreateConstantIndexOp(b, l, nRows);
-        dl = scf::ForOp::create(
-                 b, l, zero, rowCount, one, ValueRange{dl},
-                 [&](OpBuilder &rb, Location rl, Value r, ValueRange d) {
-                   Value t = arith::IndexCastOp::create(
-                       rb, rl, rb.getIndexType(),
-                       tensor::ExtractOp::create(rb, rl, target1,
-                                                 ValueRange{r}));
-                   Value c = arith::SubIOp::create(rb, rl, t, j);
-                   Value inBlock = arith::AndIOp::create(
-                       rb, rl,
-                       arith::CmpIOp::create(rb, rl, arith::CmpIPredicate::sge,
-                                             t, j),
-                       arith::CmpIOp::create(rb, rl, arith::CmpIPredicate::slt,
-                                             c, cols));
-                   auto fix = scf::IfOp::create(
-                       rb, rl, inBlock,
-                       [&](OpBuilder &tb, Location tl) {
-                         Value old = tensor::ExtractOp::create(
-                             tb, tl, d[0], ValueRange{r, c});
-                         Value gr =
-                             tensor::ExtractOp::create(tb, tl, g, ValueRange{r});
-                         Value next = tensor::InsertOp::create(
-                             tb, tl, arith::SubFOp::create(tb, tl, old, gr),
-                             d[0], ValueRange{r, c});
-                         scf::YieldOp::create(tb, tl, ValueRange{next});
-                       },
-                       [&](OpBuilder &eb, Location el) {
-                         scf::YieldOp::create(eb, el, ValueRange{d[0]});
-                       });
-                   scf::YieldOp::create(rb, rl, fix.getResults());
-                 })
-                 .getResult(0);
+        // Each row's own target column: one scf.forall over the rows (a
+        // kernel on the GPU targets). A row whose target is outside the
+        // block rewrites its column 0 unchanged.
+        auto fix = scf::ForallOp::create(b, l, ArrayRef<OpFoldResult>{nRows},
+                                         ValueRange{dl}, std::nullopt, nullptr);
+        {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(fix.getBody());
+          Value r = fix.getInductionVar(0);
+          Value t = arith::IndexCastOp::create(
+              b, l, b.getIndexType(),
+              tensor::ExtractOp::create(b, l, target1, ValueRange{r}));
+          Value c = arith::SubIOp::create(b, l, t, j);
+          Value inBlock = arith::AndIOp::create(
+              b, l, arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, t, j),
+              arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, c, cols));
+          Value col = arith::SelectOp::create(b, l, inBlock, c, zero);
+          Value gr = tensor::ExtractOp::create(b, l, g, ValueRange{r});
+          updateForallElement(b, l, fix, {r, col},
+                              [&](OpBuilder &ub, Value old) -> Value {
+                                return arith::SelectOp::create(
+                                    ub, l, inBlock,
+                                    arith::SubFOp::create(ub, l, old, gr), old);
+                              });
+        }
+        dl = fix.getResult(0);
         // dh += dl_j · w_j (accumulates onto the carried dh: beta = 1).
         Value dh = createMatmulOnto(b, l, dl, wBlock, acc[0],
                                     /*transposeLhs=*/false,
