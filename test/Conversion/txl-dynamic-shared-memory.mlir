@@ -56,6 +56,7 @@ module attributes {gpu.container_module} {
   // CHECK-NOT: dynamic_shared_memory_size
   // CHECK: gpu.launch_func @txl_kernels::@narrow
   // CHECK-NOT: dynamic_shared_memory_size
+  // CHECK: return
   func.func @host(%out: memref<?xf32>) {
     %one = arith.constant 1 : index
     gpu.launch_func @txl_kernels::@wide blocks in (%one, %one, %one)

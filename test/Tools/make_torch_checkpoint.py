@@ -542,6 +542,11 @@ def hf_state_dict(sd, cfg, untie_r, dtype="float32", omit_tied=False, seed=7,
         tied = any(sd[name] is sd[e] for e in sd if e.startswith("word_emb."))
         if tied and omit_tied:
             continue
+        if name in ("crit.cluster_weight", "crit.cluster_bias"):
+            # Hugging Face's order of the tail clusters' head columns: first
+            # to last (the official code reads them last to first).
+            out[name] = tensor(sd[name][::-1].copy(), dtype)
+            continue
         out[name] = T(name, copy=name.startswith("crit.out_layers."))
     for name, array in sd.items():
         if untie_r and name in ("r_w_bias", "r_r_bias"):

@@ -649,6 +649,7 @@ class Source:
         self.attrs = {}          # hyper-parameters recorded in the pickle / config
         self.value_ties = False  # look for ties by value too (state dicts)
         self.dropped = []        # input names not written (with the reason)
+        self.reversed_rows = set()   # names written with their rows reversed
 
 
 def read_source(ckpt):
@@ -698,7 +699,13 @@ def hf_to_official(entries, src, ckpt):
     HF's TransfoXLModel is the official module under `transformer.` (word_emb,
     layers.{l}.dec_attn.{qkv_net,r_net,o_net,layer_norm}, layers.{l}.pos_ff.
     {CoreNet.0,CoreNet.3,layer_norm}, pos_emb.inv_freq) and its crit is the
-    official ProjectedAdaptiveLogSoftmax. With untie_r = false the model-level
+    official ProjectedAdaptiveLogSoftmax, except for the order of the tail
+    clusters' head columns: the official PyTorch code reads tail cluster i
+    (1-based) from head column -i (`head_logprob_i[:, -i]`), Hugging Face
+    (whose pretrained checkpoints come from the official TensorFlow code)
+    from column cutoffs[0] + i - 1. So the rows of crit.cluster_weight and
+    crit.cluster_bias are written reversed (a no-op with one tail cluster).
+    With untie_r = false the model-level
     transformer.r_w_bias / r_r_bias are also registered in every layer's
     dec_attn (same tensor): those per-layer names are dropped. With untie_r =
     true only the per-layer ones exist and they are kept."""
@@ -723,6 +730,8 @@ def hf_to_official(entries, src, ckpt):
                                    f"{m.group(1)}': the file mixes tied and untied biases")
             src.dropped.append((name, "copy of the model-level bias (untie_r = false)"))
             continue
+        if name in ("crit.cluster_weight", "crit.cluster_bias") and tensor.size[0] > 1:
+            src.reversed_rows.add(name)
         out.append((name, tensor))
     return out
 
@@ -1143,6 +1152,9 @@ def convert(args):
         for name in expected:
             if name not in tensors:
                 print(f"tied: {name} absent from the file, tied to {tie_targets(name, tensors)[0]}")
+    for name in sorted(src.reversed_rows):
+        print(f"reversed: {name} rows (Hugging Face orders the tail clusters' head "
+              "columns first to last, the official PyTorch code last to first)")
     for note in notes:
         print(f"note: {note}")
     print(f"tensors: {len(out_entries)}")
@@ -1157,7 +1169,9 @@ def convert(args):
             print(f"{key} = {toml_value(attrs[key])} ({origin[key]})")
 
     if args.output:
-        arrays = [(name, ckpt.array(tensor, name)) for name, tensor in out_entries]
+        arrays = [(name, ckpt.array(tensor, name)[::-1].copy()
+                   if name in src.reversed_rows else ckpt.array(tensor, name))
+                  for name, tensor in out_entries]
         metadata = {"format": "official-pytorch-state-dict", "converter": PROG,
                     "source_format": src.layout}
         write_safetensors(args.output, arrays, metadata)
