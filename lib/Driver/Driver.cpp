@@ -219,6 +219,8 @@ LogicalResult checkTarget(const DriverOptions &options) {
     llvm::errs() << "txlc: error: " << message << "\n";
     return failure();
   };
+  if (llvm::Error err = checkCpuName(options.codegen.cpu))
+    return fail(llvm::toString(std::move(err)));
   if (options.emit == EmitAction::Ptx && options.target != Target::Cuda)
     return fail("--emit=ptx needs --target=cuda");
   if (options.emit == EmitAction::Spirv && options.target != Target::OpenCL)

@@ -16,6 +16,7 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/ErrorHandling.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -33,6 +34,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string_view>
 #include <utility>
 #include <variant>
@@ -218,6 +220,11 @@ Error ModelFileParser::read(const Twine &what, const toml::node &node,
   // As in Python, an integer is a fine value for a float option.
   if (const auto *value = node.as_floating_point()) {
     out = value->get();
+    // TOML allows inf and nan; no option of the official code takes them.
+    if (!std::isfinite(out))
+      return errorAt(startOf(node.source()),
+                     what + ": expected a finite number, got " +
+                         formatDouble(out));
     return Error::success();
   }
   if (const auto *value = node.as_integer()) {
@@ -675,6 +682,22 @@ Expected<ModelConfig> mlir::txl::parseModelConfig(StringRef text,
 }
 
 Expected<ModelConfig> mlir::txl::loadModelConfig(StringRef path) {
+  // A model file is a small regular file: a device (/dev/zero), a pipe or a
+  // directory would be read without end or fail obscurely.
+  llvm::sys::fs::file_status status;
+  if (std::error_code ec = llvm::sys::fs::status(path, status))
+    return llvm::createStringError(
+        ec, path + ": error: cannot read model file: " + ec.message());
+  if (status.type() != llvm::sys::fs::file_type::regular_file)
+    return llvm::createStringError(
+        std::make_error_code(std::errc::invalid_argument),
+        path + ": error: cannot read model file: not a regular file");
+  if (status.getSize() > kMaxModelFileBytes)
+    return llvm::createStringError(
+        std::make_error_code(std::errc::file_too_large),
+        path + ": error: cannot read model file: " + Twine(status.getSize()) +
+            " bytes, more than the " + Twine(kMaxModelFileBytes) +
+            " a model file may have");
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
       llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
   if (std::error_code ec = buffer.getError())

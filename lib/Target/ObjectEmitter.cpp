@@ -7,6 +7,7 @@
 #include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/IR/LegacyPassManager.h"
+#include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/FileSystem.h"
@@ -24,14 +25,39 @@
 using namespace mlir;
 using namespace mlir::txl;
 
-static llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
-createTargetMachine(const CodegenOptions &options) {
-  // Once per process: the parts' threads create target machines too.
+/// Registers the host target once per process (the parts' threads create
+/// target machines too).
+static void initializeNativeTarget() {
   static std::once_flag initialized;
   std::call_once(initialized, [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
   });
+}
+
+llvm::Error mlir::txl::checkCpuName(llvm::StringRef cpu) {
+  if (cpu == "native")
+    return llvm::Error::success();
+  initializeNativeTarget();
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  std::string error;
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return llvm::createStringError(error);
+  std::unique_ptr<llvm::MCSubtargetInfo> info(
+      target->createMCSubtargetInfo(triple, "", ""));
+  if (info && info->isCPUStringValid(cpu))
+    return llvm::Error::success();
+  return llvm::createStringError(
+      "--mcpu: '" + cpu + "' is not a CPU of " + triple.getArchName() +
+      " (for example x86-64, x86-64-v2, x86-64-v3, x86-64-v4, skylake-avx512, "
+      "znver4, or native; `llc -mcpu=help` lists them all)");
+}
+
+static llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
+createTargetMachine(const CodegenOptions &options) {
+  initializeNativeTarget();
   llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
   std::string error;
   const llvm::Target *target =

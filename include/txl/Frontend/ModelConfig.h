@@ -136,7 +136,12 @@ struct ModelConfig {
 llvm::Expected<ModelConfig> parseModelConfig(llvm::StringRef text,
                                              llvm::StringRef fileName);
 
-/// Reads `path` and parses it; an unreadable file is `<path>: error: ...`.
+/// The largest model file loadModelConfig reads (1 MiB; the official
+/// configurations are under 2 KB).
+constexpr uint64_t kMaxModelFileBytes = 1 << 20;
+
+/// Reads `path` and parses it; an unreadable file, one that is not a regular
+/// file or one over kMaxModelFileBytes is `<path>: error: ...`.
 llvm::Expected<ModelConfig> loadModelConfig(llvm::StringRef path);
 
 /// The model name of a model file (ModelConfig::modelName): the file stem with

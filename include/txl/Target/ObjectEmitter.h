@@ -21,6 +21,10 @@ struct CodegenOptions {
   unsigned threads = 0;
 };
 
+/// Checks that `cpu` ("native" or an LLVM CPU name) names a CPU of the host
+/// triple's target; the error names it and a few valid names.
+llvm::Error checkCpuName(llvm::StringRef cpu);
+
 /// Translates an LLVM-dialect module to LLVM IR for the host triple, with
 /// the target's data layout, optimized at `options.optLevel`. Emits a
 /// diagnostic on `module` and returns null on failure.
