@@ -35,18 +35,27 @@ static void initializeNativeTarget() {
   });
 }
 
-llvm::Error mlir::txl::checkCpuName(llvm::StringRef cpu) {
-  if (cpu == "native")
-    return llvm::Error::success();
+/// The registered target of the host triple `triple`.
+static llvm::Expected<const llvm::Target *>
+lookupHostTarget(const llvm::Triple &triple) {
   initializeNativeTarget();
-  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
   std::string error;
   const llvm::Target *target =
       llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target)
     return llvm::createStringError(error);
+  return target;
+}
+
+llvm::Error mlir::txl::checkCpuName(llvm::StringRef cpu) {
+  if (cpu == "native")
+    return llvm::Error::success();
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  llvm::Expected<const llvm::Target *> target = lookupHostTarget(triple);
+  if (!target)
+    return target.takeError();
   std::unique_ptr<llvm::MCSubtargetInfo> info(
-      target->createMCSubtargetInfo(triple, "", ""));
+      (*target)->createMCSubtargetInfo(triple, "", ""));
   if (info && info->isCPUStringValid(cpu))
     return llvm::Error::success();
   return llvm::createStringError(
@@ -57,19 +66,16 @@ llvm::Error mlir::txl::checkCpuName(llvm::StringRef cpu) {
 
 static llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
 createTargetMachine(const CodegenOptions &options) {
-  initializeNativeTarget();
   llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
-  std::string error;
-  const llvm::Target *target =
-      llvm::TargetRegistry::lookupTarget(triple, error);
+  llvm::Expected<const llvm::Target *> target = lookupHostTarget(triple);
   if (!target)
-    return llvm::createStringError(error);
+    return target.takeError();
   std::string cpu = options.cpu == "native"
                         ? llvm::sys::getHostCPUName().str()
                         : options.cpu;
   llvm::TargetOptions targetOptions;
   auto level = static_cast<llvm::CodeGenOptLevel>(std::min(options.optLevel, 3u));
-  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
+  std::unique_ptr<llvm::TargetMachine> tm((*target)->createTargetMachine(
       triple, cpu, "", targetOptions, llvm::Reloc::PIC_, std::nullopt, level));
   if (!tm)
     return llvm::createStringError("cannot create a target machine for CPU '" +

@@ -1,12 +1,13 @@
-//===- Adaptive.cpp - Lower adaptive input and softmax -----------*- C++ -*-===//
+//===- Adaptive.cpp - Lower adaptive input and softmax -----------*- C++
+//-*-===//
 //
 // txl.adaptive_embedding and txl.adaptive_nll visit the tokens one cluster at
 // a time, as the official AdaptiveEmbedding / ProjectedAdaptiveLogSoftmax do:
 // the positions whose id falls in the cluster are compacted into an index
-// list (a blocked stream compaction), their rows are gathered, projected and, for the loss,
-// scored against that cluster's tail only. No [tokens, n_token] logit matrix
-// exists; the forward sweeps the head's shortlist and each tail in column
-// blocks (online log-sum-exp), and only the backward computes the head's
+// list (a blocked stream compaction), their rows are gathered, projected and,
+// for the loss, scored against that cluster's tail only. No [tokens, n_token]
+// logit matrix exists; the forward sweeps the head's shortlist and each tail in
+// column blocks (online log-sum-exp), and only the backward computes the head's
 // logits whole. Products are txl.linear or linalg.matmul so that
 // --txl-linalg-to-blas hands them to cblas_sgemm (or the GPU libraries).
 //
@@ -73,9 +74,9 @@ Value createClusterRows(OpBuilder &b, Location loc, Value ids, int64_t lo,
   // (1) counts[blk].
   Value countsInit = tensor::EmptyOp::create(
       b, loc, SmallVector<OpFoldResult>{blocks}, b.getIndexType());
-  auto count = scf::ForallOp::create(
-      b, loc, SmallVector<OpFoldResult>{blocks}, ValueRange{countsInit},
-      std::nullopt, nullptr);
+  auto count =
+      scf::ForallOp::create(b, loc, SmallVector<OpFoldResult>{blocks},
+                            ValueRange{countsInit}, std::nullopt, nullptr);
   {
     b.setInsertionPointToStart(count.getBody());
     Value blk = count.getInductionVar(0);
@@ -83,13 +84,13 @@ Value createClusterRows(OpBuilder &b, Location loc, Value ids, int64_t lo,
     auto loop = scf::ForOp::create(
         b, loc, begin, end, one, ValueRange{zero},
         [&](OpBuilder &lb, Location l, Value pos, ValueRange iter) {
-          Value add = arith::SelectOp::create(lb, l, inside(lb, l, pos), one,
-                                              zero);
+          Value add =
+              arith::SelectOp::create(lb, l, inside(lb, l, pos), one, zero);
           scf::YieldOp::create(
               lb, l, ValueRange{arith::AddIOp::create(lb, l, iter[0], add)});
         });
     updateForallElement(b, loc, count, {blk},
-                  [&](OpBuilder &, Value) { return loop.getResult(0); });
+                        [&](OpBuilder &, Value) { return loop.getResult(0); });
   }
   Value counts = count.getResult(0);
 
@@ -110,11 +111,11 @@ Value createClusterRows(OpBuilder &b, Location loc, Value ids, int64_t lo,
   Value offsets = scan.getResult(0), total = scan.getResult(1);
 
   // (3) each block's positions into rows[offsets[blk], + counts[blk]).
-  Value rowsInit = tensor::EmptyOp::create(
-      b, loc, SmallVector<OpFoldResult>{n}, b.getIndexType());
-  auto write = scf::ForallOp::create(
-      b, loc, SmallVector<OpFoldResult>{blocks}, ValueRange{rowsInit},
-      std::nullopt, nullptr);
+  Value rowsInit = tensor::EmptyOp::create(b, loc, SmallVector<OpFoldResult>{n},
+                                           b.getIndexType());
+  auto write =
+      scf::ForallOp::create(b, loc, SmallVector<OpFoldResult>{blocks},
+                            ValueRange{rowsInit}, std::nullopt, nullptr);
   {
     b.setInsertionPointToStart(write.getBody());
     Value blk = write.getInductionVar(0);

@@ -438,8 +438,8 @@ Value mlir::txl::createMatmulTransposedLhs(OpBuilder &b, Location loc,
 }
 
 void mlir::txl::updateForallElement(
-    OpBuilder &b, Location loc, scf::ForallOp forall,
-    ArrayRef<OpFoldResult> at, function_ref<Value(OpBuilder &, Value)> update) {
+    OpBuilder &b, Location loc, scf::ForallOp forall, ArrayRef<OpFoldResult> at,
+    function_ref<Value(OpBuilder &, Value)> update) {
   Value out = forall.getRegionIterArgs()[0];
   int64_t rank = cast<RankedTensorType>(out.getType()).getRank();
   SmallVector<OpFoldResult> ones(rank, b.getIndexAttr(1));

@@ -497,16 +497,16 @@ buildBlockedSoftmaxGrad(OpBuilder &rewriter, Location loc, Value h2, Value w,
               tensor::ExtractOp::create(b, l, target1, ValueRange{r}));
           Value c = arith::SubIOp::create(b, l, t, j);
           Value inBlock = arith::AndIOp::create(
-              b, l, arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, t, j),
+              b, l,
+              arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, t, j),
               arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, c, cols));
           Value col = arith::SelectOp::create(b, l, inBlock, c, zero);
           Value gr = tensor::ExtractOp::create(b, l, g, ValueRange{r});
-          updateForallElement(b, l, fix, {r, col},
-                              [&](OpBuilder &ub, Value old) -> Value {
-                                return arith::SelectOp::create(
-                                    ub, l, inBlock,
-                                    arith::SubFOp::create(ub, l, old, gr), old);
-                              });
+          updateForallElement(
+              b, l, fix, {r, col}, [&](OpBuilder &ub, Value old) -> Value {
+                return arith::SelectOp::create(
+                    ub, l, inBlock, arith::SubFOp::create(ub, l, old, gr), old);
+              });
         }
         dl = fix.getResult(0);
         // dh += dl_j · w_j (accumulates onto the carried dh: beta = 1).
