@@ -103,3 +103,17 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// One buffer holds every tile, so they must share one memory space.
+module attributes {gpu.container_module} {
+  gpu.module @txl_kernels {
+    // expected-error @+1 {{workgroup attributions in different memory spaces}}
+    gpu.func @mixed()
+        workgroup(%a: memref<100x128xf32, #gpu.address_space<workgroup>>,
+                  %b: memref<4xf32, 3>) kernel {
+      gpu.return
+    }
+  }
+}

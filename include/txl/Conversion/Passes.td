@@ -475,8 +475,9 @@ def DynamicSharedMemoryPass : Pass<"txl-dynamic-shared-memory", "::mlir::ModuleO
 
     Errors: a kernel needing more than `max-bytes` (default 99 KiB, the
     opt-in limit per workgroup of sm_86, sm_89 and sm_120, the smallest
-    among the architectures txlc builds for), or a launch that already has a
-    dynamic size.
+    among the architectures txlc builds for), one whose attributions to move
+    are in different memory spaces, or a launch that already has a dynamic
+    size.
   }];
   let options = [
     Option<"staticLimit", "static-limit", "int64_t", /*default=*/"49152",

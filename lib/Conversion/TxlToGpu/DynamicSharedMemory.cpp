@@ -57,7 +57,8 @@ int64_t moveToDynamicShared(gpu::GPUFuncOp func) {
   // attention kernels do): the same memory, so the cast lowers to nothing.
   Attribute space = cast<MemRefType>(tiles.front().getType()).getMemorySpace();
   if (space != workgroup)
-    buffer = memref::MemorySpaceCastOp::create(b, loc, bytesType(space), buffer);
+    buffer =
+        memref::MemorySpaceCastOp::create(b, loc, bytesType(space), buffer);
   int64_t offset = 0;
   for (BlockArgument tile : tiles) {
     offset = llvm::alignTo(offset, kViewAlignment);
@@ -71,7 +72,8 @@ int64_t moveToDynamicShared(gpu::GPUFuncOp func) {
   entry.eraseArguments(first, tiles.size());
   func->removeAttr(gpu::GPUFuncOp::getNumWorkgroupAttributionsAttrName());
   func->removeAttr("workgroup_attrib_attrs");
-  func->setAttr(txl::kDynamicSharedMemoryAttrName, b.getI32IntegerAttr(int32_t(offset)));
+  func->setAttr(txl::kDynamicSharedMemoryAttrName,
+                b.getI32IntegerAttr(int32_t(offset)));
   return offset;
 }
 
@@ -88,17 +90,8 @@ struct DynamicSharedMemoryPass
       if (!func.isKernel() || func.getNumWorkgroupAttributions() == 0)
         return;
       int64_t bytes = 0;
-      Attribute space;
-      for (BlockArgument tile : func.getWorkgroupAttributions()) {
+      for (BlockArgument tile : func.getWorkgroupAttributions())
         bytes = llvm::alignTo(bytes, kViewAlignment) + attributionBytes(tile);
-        Attribute tileSpace = cast<MemRefType>(tile.getType()).getMemorySpace();
-        if (space && tileSpace != space) {
-          func.emitError("workgroup attributions in different memory spaces");
-          failedKernel = true;
-          return;
-        }
-        space = tileSpace;
-      }
       if (bytes <= staticLimit)
         return;
       if (bytes > maxBytes) {
@@ -108,6 +101,16 @@ struct DynamicSharedMemoryPass
         failedKernel = true;
         return;
       }
+      // One buffer holds every tile: one memory space.
+      Attribute space =
+          cast<MemRefType>(func.getWorkgroupAttributions().front().getType())
+              .getMemorySpace();
+      for (BlockArgument tile : func.getWorkgroupAttributions())
+        if (cast<MemRefType>(tile.getType()).getMemorySpace() != space) {
+          func.emitError("workgroup attributions in different memory spaces");
+          failedKernel = true;
+          return;
+        }
       auto gpuModule = func->getParentOfType<gpu::GPUModuleOp>();
       moved[SymbolRefAttr::get(gpuModule.getNameAttr(),
                                {FlatSymbolRefAttr::get(func.getNameAttr())})] =
