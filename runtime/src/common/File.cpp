@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <vector>
 
 #include <fcntl.h>
@@ -35,7 +36,9 @@ struct FdCloser {
   }
 };
 
-/// Opens `path` read-only and returns its size; rejects directories.
+/// Opens `path` read-only and returns its size; rejects directories and
+/// anything else that is not a regular file (devices such as /dev/zero,
+/// FIFOs, sockets), whose size says nothing about what a read returns.
 int openForRead(const std::string &path, size_t &size) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
@@ -50,6 +53,10 @@ int openForRead(const std::string &path, size_t &size) {
     ::close(fd);
     fail(TXL_IO_ERROR, "{}: is a directory", path);
   }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    fail(TXL_IO_ERROR, "{}: not a regular file", path);
+  }
   size = static_cast<size_t>(st.st_size);
   return fd;
 }
@@ -60,7 +67,11 @@ std::string readFile(const std::string &path) {
   size_t size = 0;
   FdCloser fd{openForRead(path, size)};
   std::string bytes;
-  bytes.reserve(size);
+  try {
+    bytes.reserve(size);
+  } catch (const std::bad_alloc &) {
+    fail(TXL_IO_ERROR, "{}: out of memory reading its {} bytes", path, size);
+  }
   char buffer[1 << 16];
   while (true) {
     ssize_t n = ::read(fd.fd, buffer, sizeof(buffer));

@@ -5,9 +5,12 @@
 #include "txl/rt/Status.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
-#include <sstream>
+#include <cstdlib>
 #include <numeric>
+#include <sstream>
+#include <vector>
 
 namespace txl::rt {
 
@@ -146,15 +149,47 @@ std::string NumpyRandomState::save() const {
 }
 
 void NumpyRandomState::restore(const std::string &text) {
+  // libstdc++ writes the 624 state words, then the position in them.
+  constexpr size_t kWords = std::mt19937::state_size;
   std::istringstream in(text);
-  std::mt19937 engine;
+  std::vector<unsigned long long> words(kWords + 1);
+  bool degenerate = true;
+  for (size_t i = 0; i < words.size(); ++i) {
+    std::string word;
+    char *end = nullptr;
+    if (!(in >> word) || word[0] == '-' || word[0] == '+')
+      fail(TXL_DATA_ERROR, "malformed random generator state");
+    errno = 0;
+    words[i] = std::strtoull(word.c_str(), &end, 10);
+    if (*end != '\0' || errno == ERANGE ||
+        words[i] > (i < kWords ? 0xffffffffull : kWords))
+      fail(TXL_DATA_ERROR, "malformed random generator state");
+    // Mersenne Twister's one bad state: the top bit of word 0 and all of
+    // the others zero, which then yields zeros for ever.
+    if (i < kWords && (i == 0 ? words[i] >> 31 : words[i]) != 0)
+      degenerate = false;
+  }
   int hasGauss = 0;
   std::string gauss;
-  if (!(in >> engine >> hasGauss >> gauss))
+  if (!(in >> hasGauss >> gauss) || (hasGauss != 0 && hasGauss != 1) ||
+      !(in >> std::ws).eof())
+    fail(TXL_DATA_ERROR, "malformed random generator state");
+  if (degenerate)
+    fail(TXL_DATA_ERROR, "random generator state is all zero");
+  char *end = nullptr;
+  double gaussValue = std::strtod(gauss.c_str(), &end);
+  if (*end != '\0' || !std::isfinite(gaussValue))
+    fail(TXL_DATA_ERROR, "malformed random generator state");
+  std::ostringstream canonical;
+  for (size_t i = 0; i < words.size(); ++i)
+    canonical << (i ? " " : "") << words[i];
+  std::istringstream engineText(canonical.str());
+  std::mt19937 engine;
+  if (!(engineText >> engine))
     fail(TXL_DATA_ERROR, "malformed random generator state");
   engine_ = engine;
   hasGauss_ = hasGauss != 0;
-  gauss_ = std::strtod(gauss.c_str(), nullptr);
+  gauss_ = gaussValue;
 }
 
 LMVarlenIterator::LMVarlenIterator(const std::vector<int64_t> &stream,

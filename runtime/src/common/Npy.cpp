@@ -28,6 +28,11 @@ namespace {
 constexpr char kMagic[] = "\x93NUMPY";
 constexpr size_t kMagicLen = 6;
 
+/// Deepest nesting of tuples/lists the header parser follows. numpy writes
+/// depth 1 (the shape tuple); structured dtypes, which are rejected anyway,
+/// reach 3.
+constexpr int kMaxHeaderDepth = 8;
+
 /// A Python literal value of the npy header.
 struct PyValue {
   enum class Kind { Str, Bool, Int, None, Tuple } kind = Kind::None;
@@ -89,7 +94,7 @@ private:
       error(fmt::format("expected '{}'", c));
   }
 
-  PyValue parseValue() {
+  PyValue parseValue(int depth = 0) {
     skipSpace();
     if (pos_ >= text_.size())
       error("unexpected end");
@@ -111,9 +116,11 @@ private:
     if (c == '(' || c == '[') {
       char close = c == '(' ? ')' : ']';
       value.kind = PyValue::Kind::Tuple;
+      if (depth >= kMaxHeaderDepth)
+        error(fmt::format("tuples nested deeper than {}", kMaxHeaderDepth));
       ++pos_;
       while (!consume(close)) {
-        value.items.push_back(parseValue());
+        value.items.push_back(parseValue(depth + 1));
         if (!consume(',')) {
           expect(close);
           break;
@@ -223,7 +230,10 @@ int64_t NpyArray::numElements() const {
 }
 
 NpyArray readNpy(const std::string &path) {
-  std::string bytes = readFile(path);
+  return parseNpy(readFile(path), path);
+}
+
+NpyArray parseNpy(std::string_view bytes, const std::string &path) {
   if (bytes.size() < kMagicLen + 4 ||
       bytes.compare(0, kMagicLen, kMagic, kMagicLen) != 0)
     fail(TXL_DATA_ERROR, "{}: not a .npy file (bad magic)", path);
@@ -237,6 +247,10 @@ NpyArray readNpy(const std::string &path) {
   if (bytes.size() < prefix)
     fail(TXL_DATA_ERROR, "{}: file truncated inside the .npy header", path);
   uint64_t headerLen = readLittleEndian(bytes.data() + kMagicLen + 2, lenBytes);
+  if (headerLen > kMaxNpyHeaderBytes)
+    fail(TXL_DATA_ERROR,
+         "{}: npy header of {} bytes is longer than the {} bytes accepted",
+         path, headerLen, kMaxNpyHeaderBytes);
   if (headerLen > bytes.size() - prefix)
     fail(TXL_DATA_ERROR,
          "{}: header length {} goes beyond the end of the file ({} bytes)",

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cstring>
 #include <optional>
+#include <tuple>
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "safetensors data is little-endian; big-endian hosts would "
@@ -122,6 +123,11 @@ SafeTensorsFile SafeTensorsFile::open(const std::string &path) {
          path, fileSize);
   uint64_t headerLen = 0;
   std::memcpy(&headerLen, bytes, 8);
+  if (headerLen > kMaxSafeTensorsHeaderBytes)
+    fail(TXL_DATA_ERROR,
+         "{}: safetensors header of {} bytes is longer than the {} bytes "
+         "accepted",
+         path, headerLen, kMaxSafeTensorsHeaderBytes);
   if (headerLen > fileSize - 8)
     fail(TXL_DATA_ERROR,
          "{}: header length {} goes beyond the end of the file ({} bytes)",
@@ -170,6 +176,37 @@ SafeTensorsFile SafeTensorsFile::open(const std::string &path) {
            info.dtype, formatShape(info.shape), expected);
     result.tensors_.push_back(std::move(info));
   }
+  // As the format's reference reader (safetensors' `validate`): in offset
+  // order the tensors tile the data section exactly, no overlap, no gap.
+  std::vector<const SafeTensorInfo *> byOffset;
+  for (const SafeTensorInfo &info : result.tensors_)
+    byOffset.push_back(&info);
+  std::sort(byOffset.begin(), byOffset.end(),
+            [](const SafeTensorInfo *a, const SafeTensorInfo *b) {
+              return std::tie(a->begin, a->end) < std::tie(b->begin, b->end);
+            });
+  size_t covered = 0;
+  const SafeTensorInfo *previous = nullptr;
+  for (const SafeTensorInfo *info : byOffset) {
+    if (info->begin < covered)
+      fail(TXL_DATA_ERROR,
+           "{}: tensor '{}': data_offsets [{}, {}] overlap tensor '{}' [{}, "
+           "{}]",
+           path, info->name, info->begin, info->end, previous->name,
+           previous->begin, previous->end);
+    if (info->begin > covered)
+      fail(TXL_DATA_ERROR,
+           "{}: tensor '{}': data_offsets [{}, {}] leave bytes [{}, {}) of the "
+           "data section to no tensor",
+           path, info->name, info->begin, info->end, covered, info->begin);
+    covered = info->end;
+    previous = info;
+  }
+  if (covered != dataSize)
+    fail(TXL_DATA_ERROR,
+         "{}: the tensors end at byte {} of the {}-byte data section (bytes "
+         "left over)",
+         path, covered, dataSize);
   // nlohmann::json objects iterate in key order already; keep it explicit.
   std::sort(result.tensors_.begin(), result.tensors_.end(),
             [](const SafeTensorInfo &a, const SafeTensorInfo &b) {

@@ -13,6 +13,7 @@
 
 #include "txl/rt/Train.h"
 
+#include "txl/rt/Checkpoint.h"
 #include "txl/rt/Corpus.h"
 #include "txl/rt/LMIterator.h"
 #include "txl/rt/Progress.h"
@@ -39,9 +40,6 @@ namespace txl::rt {
 
 namespace {
 
-/// Tag of a checkpoint written by this trainer (metadata "format").
-constexpr std::string_view kCheckpointFormat = "txlc-train-1";
-
 using Clock = std::chrono::steady_clock;
 
 double secondsSince(Clock::time_point start) {
@@ -57,25 +55,6 @@ int64_t numElements(const txl_param_info_t &p) {
 
 Shape shapeOf(const txl_param_info_t &p) {
   return Shape(p.shape, p.shape + p.rank);
-}
-
-/// A double written so that it reads back exactly ("0x1.47ae147ae147bp-7").
-std::string exactDouble(double value) { return fmt::format("{:a}", value); }
-
-double parseExactDouble(const std::string &text, const std::string &what) {
-  char *end = nullptr;
-  double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0')
-    fail(TXL_DATA_ERROR, "{}: '{}' is not a number", what, text);
-  return value;
-}
-
-int64_t parseInt(const std::string &text, const std::string &what) {
-  char *end = nullptr;
-  long long value = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0')
-    fail(TXL_DATA_ERROR, "{}: '{}' is not an integer", what, text);
-  return value;
 }
 
 /// The resolved settings of one run.
@@ -95,30 +74,6 @@ struct Settings {
   bool lossScaling = false;
   int32_t lossScaleInitLog2 = 0;
   int64_t lossScaleWindow = 1000;
-};
-
-/// The loop's counters: with the parameters, the optimizer state and the
-/// memory, everything a resumed run needs.
-struct LoopState {
-  int64_t step = 0;         ///< updates done (train.py train_step)
-  int64_t epoch = 1;        ///< current epoch, from 1
-  int64_t batchInEpoch = 0; ///< segments consumed in this epoch
-  int64_t iteratorRow = 0;  ///< the train iterator's position
-  double lr = 0;            ///< the lr of the next update
-  std::optional<double> bestValLoss;
-  double intervalLoss = 0;  ///< sum of step losses since the last log line
-  int64_t intervalSteps = 0;
-  int64_t evalCount = 0;
-  // dev_perf: ReduceLROnPlateau's best and bad-epoch count.
-  double plateauBest = std::numeric_limits<double>::infinity();
-  int64_t plateauBad = 0;
-  // Dynamic loss scaling (apex's DynamicLossScaler, which official train.py
-  // runs with --fp16 --dynamic-loss-scale): the scale's log2, the updates
-  // since the last overflow or growth, and the updates skipped so far
-  // (train_step counts them; the optimizer's own step count does not).
-  int32_t lossScaleLog2 = 0;
-  int64_t cleanSteps = 0;
-  int64_t skippedSteps = 0;
 };
 
 /// The optimizer state tensors the session keeps (txl_session_optimizer_state)
@@ -463,34 +418,18 @@ void saveTrainingCheckpoint(const std::string &path,
           TensorBlob::f32({mlen, memory.batch, info.d_model},
                           memory.layers[l].data());
   }
-  std::map<std::string, std::string> meta = {
-      {"format", std::string(kCheckpointFormat)},
-      {"model", info.model_name},
-      {"dataset", settings.dataset},
-      {"step", std::to_string(state.step)},
-      {"epoch", std::to_string(state.epoch)},
-      {"batch_in_epoch", std::to_string(state.batchInEpoch)},
-      {"iterator_row", std::to_string(state.iteratorRow)},
-      {"lr", exactDouble(state.lr)},
-      {"best_val_loss",
-       state.bestValLoss ? exactDouble(*state.bestValLoss) : "none"},
-      {"interval_loss", exactDouble(state.intervalLoss)},
-      {"interval_steps", std::to_string(state.intervalSteps)},
-      {"eval_count", std::to_string(state.evalCount)},
-      {"plateau_best", exactDouble(state.plateauBest)},
-      {"plateau_bad", std::to_string(state.plateauBad)},
-      {"mem_rows", std::to_string(mlen)},
-      {"batch_size", std::to_string(info.batch_size)},
-      {"batch_chunk", std::to_string(data.chunks())},
-      {"numpy_rng", data.rng().save()},
-      {"seed", std::to_string(settings.seed)},
-      {"threads", std::to_string(settings.threads)}};
-  if (settings.lossScaling) {
-    meta["loss_scale_log2"] = std::to_string(state.lossScaleLog2);
-    meta["loss_scale_clean_steps"] = std::to_string(state.cleanSteps);
-    meta["skipped_steps"] = std::to_string(state.skippedSteps);
-  }
-  writeSafeTensors(path, tensors, meta);
+  CheckpointRecord record;
+  record.model = info.model_name;
+  record.dataset = settings.dataset;
+  record.loop = state;
+  record.memRows = mlen;
+  record.batchSize = info.batch_size;
+  record.batchChunk = data.chunks();
+  record.numpyRng = data.rng().save();
+  record.seed = settings.seed;
+  record.threads = settings.threads;
+  record.lossScaling = settings.lossScaling;
+  writeSafeTensors(path, tensors, checkpointMetadata(record));
 }
 
 /// Restores parameters, optimizer state, memory and counters from a
@@ -503,34 +442,29 @@ LoopState loadTrainingCheckpoint(const std::string &path,
                                  const TrainOptions &options,
                                  TrainingData &data) {
   SafeTensorsFile file = SafeTensorsFile::open(path);
-  const auto &meta = file.metadata();
-  auto get = [&](const std::string &key) -> const std::string & {
-    auto it = meta.find(key);
-    if (it == meta.end())
-      fail(TXL_DATA_ERROR,
-           "{}: not a txlc training checkpoint (no '{}' in its metadata)",
-           path, key);
-    return it->second;
-  };
-  if (get("format") != kCheckpointFormat)
-    fail(TXL_DATA_ERROR, "{}: checkpoint format '{}', expected '{}'", path,
-         get("format"), kCheckpointFormat);
-  if (get("model") != info.model_name)
+  // Everything is validated before the session or the data see any of it.
+  CheckpointRecord record = parseCheckpointMetadata(file.metadata(), path);
+  if (record.model != info.model_name)
     fail(TXL_DATA_ERROR, "{}: checkpoint of model '{}', this is '{}'", path,
-         get("model"), info.model_name);
-  auto integer = [&](const std::string &key) {
-    return parseInt(get(key), path + ": metadata '" + key + "'");
-  };
-  auto real = [&](const std::string &key) {
-    return parseExactDouble(get(key), path + ": metadata '" + key + "'");
-  };
-  if (integer("batch_size") != info.batch_size ||
-      integer("batch_chunk") != data.chunks())
+         record.model, info.model_name);
+  if (record.batchSize != info.batch_size || record.batchChunk != data.chunks())
     fail(TXL_DATA_ERROR,
          "{}: checkpoint trained with batch_size {} in {} chunks, the model "
          "file now says {} in {}",
-         path, integer("batch_size"), integer("batch_chunk"), info.batch_size,
+         path, record.batchSize, record.batchChunk, info.batch_size,
          data.chunks());
+  int64_t mlen = record.memRows;
+  if (mlen > info.mem_len)
+    fail(TXL_DATA_ERROR, "{}: metadata 'mem_rows' is {}, more than mem_len {}",
+         path, mlen, info.mem_len);
+  for (int s = 0; s < optimizer.numStates(); ++s)
+    for (size_t t = 0; t < optimizer.trainable().size(); ++t)
+      file.check(file.get(optimizer.stateName(s, t)), DType::F32,
+                 shapeOf(info.params[optimizer.trainable()[t]]));
+  for (int64_t c = 0; c < data.chunks() && mlen > 0; ++c)
+    for (int64_t l = 0; l <= info.n_layer; ++l)
+      file.check(file.get(fmt::format("train.mems.chunk{}.layer{}", c, l)),
+                 DType::F32, {mlen, data.chunkBatch(), info.d_model});
 
   checkStatus(txl_session_load_checkpoint(session, path.c_str()));
   for (int s = 0; s < optimizer.numStates(); ++s)
@@ -541,7 +475,6 @@ LoopState loadTrainingCheckpoint(const std::string &path,
       checkStatus(txl_session_set_optimizer_state(
           session, s, optimizer.trainable()[t], state.data()));
     }
-  int64_t mlen = integer("mem_rows");
   for (int64_t c = 0; c < data.chunks(); ++c) {
     MemorySnapshot memory;
     memory.mlen = mlen;
@@ -555,32 +488,19 @@ LoopState loadTrainingCheckpoint(const std::string &path,
     }
     data.setMemory(session, c, memory);
   }
-  data.rng().restore(get("numpy_rng"));
+  data.rng().restore(record.numpyRng);
 
-  LoopState state;
-  state.step = integer("step");
-  state.epoch = integer("epoch");
-  state.batchInEpoch = integer("batch_in_epoch");
-  state.iteratorRow = integer("iterator_row");
-  state.lr = real("lr");
-  if (get("best_val_loss") != "none")
-    state.bestValLoss = real("best_val_loss");
-  state.intervalLoss = real("interval_loss");
-  state.intervalSteps = integer("interval_steps");
-  state.evalCount = integer("eval_count");
-  state.plateauBest = real("plateau_best");
-  state.plateauBad = integer("plateau_bad");
+  LoopState state = record.loop;
   // A checkpoint of another precision starts the loss scaling afresh.
-  state.lossScaleLog2 = settings.lossScaleInitLog2;
-  if (settings.lossScaling && meta.count("loss_scale_log2")) {
-    state.lossScaleLog2 = static_cast<int32_t>(integer("loss_scale_log2"));
-    state.cleanSteps = integer("loss_scale_clean_steps");
-    state.skippedSteps = integer("skipped_steps");
+  if (!settings.lossScaling || !record.lossScaling) {
+    state.lossScaleLog2 = settings.lossScaleInitLog2;
+    state.cleanSteps = 0;
+    state.skippedSteps = 0;
   }
   if (!options.seed)
-    settings.seed = static_cast<uint64_t>(integer("seed"));
+    settings.seed = record.seed;
   if (!options.threads)
-    settings.threads = static_cast<int>(integer("threads"));
+    settings.threads = static_cast<int>(record.threads);
   return state;
 }
 

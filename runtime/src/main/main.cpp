@@ -22,6 +22,7 @@
 
 #include <cstdio>
 #include <malloc.h>
+#include <new>
 #include <string>
 
 namespace {
@@ -331,6 +332,8 @@ int main(int argc, char **argv) {
     // A missing device, driver or device library: status 2, as documented
     // for the GPU targets' executables.
     return error.code() == TXL_UNAVAILABLE ? 2 : 1;
+  } catch (const std::bad_alloc &) {
+    return reportError("out of memory");
   } catch (const std::exception &error) {
     return reportError(error.what());
   }

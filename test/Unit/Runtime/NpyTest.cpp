@@ -151,6 +151,15 @@ TEST(NpyTest, Errors) {
        "truncated: shape [2] needs 8 data bytes, the file has 7"},
       {"trailing.npy", npyImage(1, ok, std::string(9, '\0')),
        "1 unexpected trailing bytes"},
+      // numpy's own reading limit on the header, and on nesting.
+      {"longheader.npy", npyImage(2, ok + std::string(10000, ' '), ""),
+       "npy header of 10057 bytes is longer than the 10000 bytes accepted"},
+      {"nested.npy",
+       npyImage(1,
+                "{'descr': '<f4', 'fortran_order': False, 'shape': " +
+                    std::string(100, '(') + std::string(100, ')') + "}",
+                ""),
+       "malformed npy header (tuples nested deeper than 8"},
   };
   for (const Case &c : cases) {
     std::string path = dir.write(c.name, c.bytes);
@@ -158,6 +167,23 @@ TEST(NpyTest, Errors) {
   }
   std::string missing = dir.file("missing.npy");
   expectError([&] { readNpy(missing); }, TXL_NOT_FOUND, {missing});
+  // Devices and other non-regular files are refused before any read
+  // (/dev/zero would otherwise be read until memory runs out).
+  expectError([&] { readNpy("/dev/zero"); }, TXL_IO_ERROR,
+              {"/dev/zero: not a regular file"});
+  expectError([&] { readNpy(dir.path()); }, TXL_IO_ERROR,
+              {dir.path() + ": is a directory"});
+}
+
+// The same bytes parse from memory as from the file.
+TEST(NpyTest, ParsesBytesInMemory) {
+  std::string bytes =
+      npyImage(1, "{'descr': '<i8', 'fortran_order': False, 'shape': (1,), }",
+               std::string("\x07\0\0\0\0\0\0\0", 8));
+  NpyArray array = parseNpy(bytes, "memory.npy");
+  EXPECT_THAT(array.i64, ElementsAre(7));
+  expectError([&] { parseNpy(bytes.substr(0, 20), "memory.npy"); },
+              TXL_DATA_ERROR, {"memory.npy: "});
 }
 
 // The writer refuses an array whose values do not fill its shape.

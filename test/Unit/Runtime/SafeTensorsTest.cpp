@@ -160,7 +160,7 @@ TEST(SafeTensorsTest, HeaderLengthBeyondFile) {
               {path, "header length 100", "10 bytes"});
   path = dir.write("huge.safetensors", test::u64le(~uint64_t(0)) + "{}");
   expectError([&] { SafeTensorsFile::open(path); }, TXL_DATA_ERROR,
-              {path, "header length"});
+              {path, "header of 18446744073709551615 bytes is longer"});
 }
 
 TEST(SafeTensorsTest, BadJson) {
@@ -228,6 +228,50 @@ TEST(SafeTensorsTest, TruncatedData) {
   expectError([&] { SafeTensorsFile::open(path); }, TXL_DATA_ERROR,
               {path, "tensor 'r_w_bias'", "64 bytes", "F32 [2, 16]", "128",
                "truncated"});
+}
+
+// As the format's reference reader: in offset order the tensors tile the
+// data section exactly.
+TEST(SafeTensorsTest, OffsetsMustTileTheDataSection) {
+  TempDir dir;
+  struct Case {
+    const char *header;
+    size_t dataBytes;
+    std::vector<std::string> fragments;
+  } cases[] = {
+      {R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},)"
+       R"( "b": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}})",
+       12,
+       {"tensor 'b': data_offsets [4, 12] overlap tensor 'a' [0, 8]"}},
+      {R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]},)"
+       R"( "b": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}})",
+       4,
+       {"overlap tensor"}},
+      {R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})",
+       8,
+       {"tensor 'a': data_offsets [4, 8] leave bytes [0, 4)"}},
+      {R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}})",
+       6,
+       {"the tensors end at byte 4 of the 6-byte data section"}},
+  };
+  for (const Case &c : cases) {
+    std::string path =
+        dir.write("tiles.safetensors", safetensorsImage(c.header, c.dataBytes));
+    std::vector<std::string> fragments = c.fragments;
+    fragments.push_back(path);
+    expectError([&] { SafeTensorsFile::open(path); }, TXL_DATA_ERROR,
+                fragments);
+  }
+}
+
+// A header over the reference implementation's 100 MB limit is refused
+// before it is parsed (or the file is read further).
+TEST(SafeTensorsTest, HeaderOverTheLimit) {
+  TempDir dir;
+  std::string image = test::u64le(kMaxSafeTensorsHeaderBytes + 1) + "{}";
+  std::string path = dir.write("big.safetensors", image);
+  expectError([&] { SafeTensorsFile::open(path); }, TXL_DATA_ERROR,
+              {path, "header of 100000001 bytes", "100000000"});
 }
 
 // Lookups and typed reads name the file, the tensor and the dtype/shape.

@@ -17,7 +17,10 @@
 namespace txl::rt {
 
 /// Reads the whole file at `path` as bytes.
-/// Errors: TXL_NOT_FOUND "<path>: no such file", TXL_IO_ERROR otherwise.
+/// Errors: TXL_NOT_FOUND "<path>: no such file"; TXL_IO_ERROR for one that
+/// cannot be opened or read, a directory ("<path>: is a directory"), anything
+/// else that is not a regular file ("<path>: not a regular file": /dev/zero,
+/// a FIFO), and a file larger than memory allows ("out of memory reading").
 std::string readFile(const std::string &path);
 
 /// A read-only private mapping of a whole file (empty files map to no bytes).

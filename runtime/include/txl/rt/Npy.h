@@ -15,7 +15,9 @@
 
 #include "txl/rt/Tensor.h"
 
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace txl::rt {
@@ -41,6 +43,17 @@ struct NpyArray {
 /// other dtypes ("unsupported dtype '<f8' (expected '<f4' or '<i8')");
 /// `fortran_order: True`; fewer or more data bytes than the shape needs.
 NpyArray readNpy(const std::string &path);
+
+/// The longest header `parseNpy` accepts, in bytes: numpy's own default
+/// limit for reading (`max_header_size` of numpy.lib.format.read_array).
+inline constexpr uint64_t kMaxNpyHeaderBytes = 10000;
+
+/// Parses the bytes of a whole .npy file; `path` names it in messages.
+/// Errors: as `readNpy` (the file-access ones aside), and a header longer
+/// than kMaxNpyHeaderBytes or nesting tuples deeper than 8 ("malformed npy
+/// header (tuples nested deeper than 8 ...)"); nothing is allocated for the
+/// data before its size is checked against the bytes present.
+NpyArray parseNpy(std::string_view bytes, const std::string &path);
 
 /// Writes float32 `data` (numElements(shape) values, C order) to `path` as a
 /// version 1.0 file (2.0 if the header needs it) with the header padded to a

@@ -21,6 +21,7 @@
 #include "txl/rt/Tensor.h"
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>
@@ -42,6 +43,10 @@ struct SafeTensorInfo {
   int64_t numElements = 0;
 };
 
+/// The longest JSON header `SafeTensorsFile::open` accepts, in bytes: the
+/// limit of the format's reference implementation (MAX_HEADER_SIZE).
+inline constexpr uint64_t kMaxSafeTensorsHeaderBytes = 100000000;
+
 /// A validated, memory-mapped safetensors file.
 class SafeTensorsFile {
 public:
@@ -51,7 +56,10 @@ public:
   /// not valid JSON, not an object, or an entry without a string `dtype`, a
   /// `shape` of non-negative integers or two-integer `data_offsets`; unknown
   /// dtype; `__metadata__` not an object of strings; offsets beyond the data
-  /// section or not matching shape x dtype size ("... truncated").
+  /// section or not matching shape x dtype size ("... truncated"); a header
+  /// over kMaxSafeTensorsHeaderBytes; tensors that overlap, leave a gap or
+  /// leave bytes over at the end of the data section (the reference reader's
+  /// rule: in offset order they tile it exactly).
   static SafeTensorsFile open(const std::string &path);
 
   /// The path given to `open`, used as the prefix of every message.
