@@ -1,29 +1,113 @@
 #!/usr/bin/env bash
 #===- test.sh - Install, build and run every txlc test -------------------===#
 #
-# README command 2 (and what .ci/run calls): installs the dependencies,
-# builds, and runs the `check` target: lit tests of the dialect, passes and
-# driver, GoogleTest unit tests, and end-to-end numerics against
-# ../shared/reference; then every libFuzzer target of the readers for a
-# bounded time (scripts/fuzz.sh, TXL_FUZZ_SECONDS each, default 60; 0 skips
-# it). Ends with the line "fuzz: ..." and then "tests: N passed, N failed";
-# a crash found by the fuzzing fails the run.
+# Usage: scripts/test.sh [--sanitize[=address,undefined|thread]] [--fast]
+#        scripts/test.sh --all
+#
+# README command 2 (and what .ci/run calls). Without options: installs the
+# dependencies, builds (build/), and runs the `check` target: lit tests of
+# the dialect, passes and driver, GoogleTest unit tests, and end-to-end
+# numerics against ../shared/reference; then every libFuzzer target of the
+# readers for a bounded time (scripts/fuzz.sh, TXL_FUZZ_SECONDS each,
+# default 60; 0 skips it; a crash fails the run).
+#
+# --sanitize (= address,undefined): the same suite on a build with
+#   AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/: compiler,
+#   runtime, tests and the executables txlc links); --fast runs its fast
+#   half only: every test but the GPU targets' (test/Integration/gpu,
+#   Driver/gpu-targets.test) and the full compiles of the paper's models
+#   (Driver/paper-models.test), which are three quarters of the suite's time.
+# --sanitize=thread: ThreadSanitizer on the runtime (build-tsan/, the
+#   runtime and its unit tests only): the unit tests, then executables
+#   compiled by build/'s txlc against that runtime, run with several
+#   threads (test/sanitizers/tsan_executables.py). Needs build/.
+# --all (what .ci/run runs): the plain run, then --sanitize --fast, then
+#   --sanitize=thread.
+# docs/sanitizers.md. Ends with the line "tests: N passed, N failed".
 set -euo pipefail
 cd "$(dirname "$0")/.."
+sanitize=""
+fast=0
+for arg in "$@"; do
+  case "$arg" in
+    --sanitize) sanitize="address,undefined" ;;
+    --sanitize=*) sanitize="${arg#--sanitize=}" ;;
+    --fast) fast=1 ;;
+    --all)
+      overall=0
+      for mode in "" "--sanitize --fast" "--sanitize=thread"; do
+        # shellcheck disable=SC2086
+        bash "$0" $mode | tee /dev/stderr | tail -1 >> "${TMPDIR:-/tmp}/txl-test-all.$$" ||
+          overall=1
+      done
+      echo "tests (all):"; sed 's/^/  /' "${TMPDIR:-/tmp}/txl-test-all.$$"
+      rm -f "${TMPDIR:-/tmp}/txl-test-all.$$"
+      exit "$overall" ;;
+    -h|--help) sed -n 3,27p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "test.sh: unknown argument $arg" >&2; exit 2 ;;
+  esac
+done
+jobs=${TXL_JOBS:-2}
+# The tests --sanitize --fast leaves out (a lit --filter-out expression).
+fast_skip='Integration/gpu/|Driver/gpu-targets|Driver/paper-models'
+lit=/usr/lib/llvm-22/bin/lit
 bash scripts/install-deps.sh
-bash scripts/build.sh build
+
+# lit's summary ("  Passed: 71 (100.00%)", "  Failed:  3 (4.23%)", ...) to
+# "passed failed" counts.
+count() {
+  local passed failed
+  passed=$(awk -F: '/^ *Passed *:/ {s += $2} END {print s + 0}' "$1")
+  failed=$(awk -F: '/^ *(Failed|Unresolved|Timed Out|Unexpectedly Passed) *:/ {s += $2} END {print s + 0}' "$1")
+  echo "$passed $failed"
+}
+
+configure() { # BUILD_DIR [cmake args...]
+  local dir=$1; shift
+  if [ ! -f "$dir/build.ninja" ]; then
+    cmake -G Ninja -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 "$@"
+  fi
+}
+
 log=$(mktemp)
 set +e
-cmake --build build --target check -j "${TXL_JOBS:-2}" 2>&1 | tee "$log"
-status=${PIPESTATUS[0]}
+case "$sanitize" in
+  "")
+    bash scripts/build.sh build
+    cmake --build build --target check -j "$jobs" 2>&1 | tee "$log"
+    status=${PIPESTATUS[0]}
+    ;;
+  address,undefined)
+    configure build-asan -DTXL_SANITIZE=address,undefined
+    cmake --build build-asan -j "$jobs" && {
+      if [ "$fast" -eq 1 ]; then
+        "$lit" -sv --filter-out "$fast_skip" build-asan/test build-asan/test/Unit
+      else
+        cmake --build build-asan --target check -j "$jobs"
+      fi
+    } 2>&1 | tee "$log"
+    status=${PIPESTATUS[0]}
+    ;;
+  thread)
+    configure build-tsan -DTXL_SANITIZE=thread
+    bash scripts/build.sh build &&
+      cmake --build build-tsan --target txl_runtime txl_runtime_main \
+        TxlRuntimeTests -j "$jobs" &&
+      { "$lit" -sv build-tsan/test/Unit &&
+        python3 test/sanitizers/tsan_executables.py build/bin/txlc \
+          build-tsan/lib; } 2>&1 | tee "$log"
+    status=${PIPESTATUS[0]}
+    ;;
+  *) echo "test.sh: --sanitize must be address,undefined or thread" >&2; exit 2 ;;
+esac
 set -e
-# lit's summary: "  Passed: 71 (100.00%)", "  Failed:  3 (4.23%)", ...
-passed=$(awk -F: '/^ *Passed *:/ {s += $2} END {print s + 0}' "$log")
-failed=$(awk -F: '/^ *(Failed|Unresolved|Timed Out|Unexpectedly Passed) *:/ {s += $2} END {print s + 0}' "$log")
+read -r passed failed < <(count "$log")
 rm -f "$log"
 if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi
+
 fuzz_seconds=${TXL_FUZZ_SECONDS:-60}
-if [ "$fuzz_seconds" -gt 0 ]; then
+if [ -z "$sanitize" ] && [ "$fuzz_seconds" -gt 0 ]; then
   set +e
   # A fresh working corpus: the run starts from the committed seeds only.
   fuzz_work=$(mktemp -d)
@@ -40,5 +124,9 @@ fi
 if [ "$passed" -eq 0 ]; then
   echo "tests: no test ran"; exit 1
 fi
-echo "tests: $passed passed, $failed failed"
+label=""
+if [ -n "$sanitize" ]; then
+  label=" (sanitize=$sanitize$([ "$fast" -eq 1 ] && echo ", fast half"))"
+fi
+echo "tests$label: $passed passed, $failed failed"
 exit "$status"

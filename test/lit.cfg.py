@@ -21,7 +21,13 @@ config.shared_dir = os.path.abspath(os.path.join(config.txl_src_root, "..", "sha
 config.substitutions.append(("%shared", config.shared_dir))
 config.substitutions.append(("%txl_src", config.txl_src_root))
 config.substitutions.append(("%txl_lib", config.txl_lib_dir))
-config.substitutions.append(("%python", "python3"))
+# Sanitizer builds (TXL_SANITIZE): fatal reports, and Python runs with the
+# sanitizer runtime preloaded.
+import sys
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "sanitizers"))
+import lit_sanitizers
+config.substitutions.append(
+    ("%python", lit_sanitizers.configure(config, config.txl_sanitize)))
 
 config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
 llvm_config.use_default_substitutions()

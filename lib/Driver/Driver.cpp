@@ -13,7 +13,9 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/Timing.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/Regex.h"
@@ -110,10 +112,23 @@ LogicalResult linkExecutable(const DriverOptions &options,
   if (auto parent = llvm::sys::path::parent_path(out); !parent.empty())
     llvm::sys::fs::create_directories(parent);
 
-  SmallVector<std::string> args = {
-      linker, "-O2", "-I" + options.runtimeIncludeDir,
-      "-x",   "c",   std::string(infoPath),
-      "-x",   "none"};
+  // A sanitizer build's runtime needs its sanitizer runtime linked in (and
+  // the model descriptor compiled alike): runtime/CMakeLists.txt writes the
+  // flags next to the libraries.
+  SmallVector<std::string> runtimeFlags;
+  llvm::SmallString<128> flagsPath(runtimeLib);
+  llvm::sys::path::append(flagsPath, "txl_runtime.link");
+  if (auto flags = llvm::MemoryBuffer::getFile(flagsPath)) {
+    SmallVector<llvm::StringRef> words;
+    llvm::SplitString((*flags)->getBuffer(), words);
+    for (llvm::StringRef word : words)
+      runtimeFlags.push_back(word.str());
+  }
+
+  SmallVector<std::string> args = {linker, "-O2"};
+  args.append(runtimeFlags.begin(), runtimeFlags.end());
+  args.append({"-I" + options.runtimeIncludeDir, "-x", "c",
+               std::string(infoPath), "-x", "none"});
   args.append(objectPaths.begin(), objectPaths.end());
   args.append({"-L" + runtimeLib, "-ltxl_runtime_main", "-ltxl_runtime",
                "-lopenblas", "-lm", "-lpthread", "-o", out});

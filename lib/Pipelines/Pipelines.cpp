@@ -108,6 +108,8 @@ void mlir::txl::buildLinalgToLLVMPipeline(OpPassManager &pm) {
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
+  // No null pointer from a failed allocation reaches the generated code.
+  pm.addPass(createCheckHostAllocationsPass());
   pm.addPass(createEmitPackedEntryPass());
   pm.addPass(createCanonicalizerPass());
 }

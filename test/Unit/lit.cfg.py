@@ -10,3 +10,9 @@ config.suffixes = []
 config.test_exec_root = os.path.join(config.txl_obj_root, "test", "Unit")
 config.test_source_root = config.test_exec_root
 config.test_format = lit.formats.GoogleTest(".", "Tests")
+
+# Sanitizer builds (TXL_SANITIZE): fatal reports.
+import sys
+sys.path.insert(0, os.path.join(config.txl_src_root, "test", "sanitizers"))
+import lit_sanitizers
+lit_sanitizers.configure(config, config.txl_sanitize)

@@ -16,6 +16,7 @@ Used by lit tests that check lowerings numerically op by op.
 
 import ctypes
 import os
+import shutil
 import subprocess
 import tempfile
 
@@ -50,8 +51,12 @@ def compile_module(mlir_path, workdir, pipeline="txl-cpu-pipeline"):
                    check=True)
     subprocess.run(["mlir-translate-22", "--mlir-to-llvmir", lowered, "-o",
                     llvm_ir], check=True)
+    # The runtime's checked allocator (txl_rt_malloc), from the build's
+    # libtxl_runtime.a beside the txl-opt on PATH.
+    runtime = os.path.join(os.path.dirname(shutil.which("txl-opt")), "..", "lib")
     subprocess.run(["clang-22", "-O1", "-shared", "-fPIC", llvm_ir, "-o", shared,
-                    "-Wno-override-module", "-lopenblas", "-lm"], check=True)
+                    "-Wno-override-module", "-L" + runtime, "-ltxl_runtime",
+                    "-lopenblas", "-lm"], check=True)
     return shared
 
 

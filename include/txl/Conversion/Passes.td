@@ -772,4 +772,33 @@ def EmitPackedEntryPass : Pass<"txl-emit-packed-entry", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def CheckHostAllocationsPass : Pass<"txl-check-host-allocations", "::mlir::ModuleOp"> {
+  let summary = "Route the CPU code's heap allocations through the runtime's "
+                "checked allocator";
+  let description = [{
+    Runs on the LLVM dialect, after `finalize-memref-to-llvm` (CPU target).
+    Every use of the C library's `malloc` and `aligned_alloc` becomes a use
+    of `txl_rt_malloc` and `txl_rt_aligned_alloc` (same signatures,
+    runtime/include/txl/runtime.h). Those return what the C library returns
+    but never the null pointer: a failed allocation prints `error: out of
+    memory (<bytes> bytes for the compiled model's working buffers)` and
+    exits with status 1. Without them a failed allocation of a working
+    buffer (an `eval --tgt-len 100000` of a character model) returned null,
+    which the generated code then wrote through: a segmentation fault with
+    nothing printed. A module that declares neither function is left as it
+    is; one that already declares the runtime's name with another type is an
+    error.
+
+    ```mlir
+    // before
+    llvm.func @malloc(i64) -> !llvm.ptr
+    %p = llvm.call @malloc(%n) : (i64) -> !llvm.ptr
+    // after
+    llvm.func @txl_rt_malloc(i64) -> !llvm.ptr
+    %p = llvm.call @txl_rt_malloc(%n) : (i64) -> !llvm.ptr
+    ```
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 #endif // TXL_CONVERSION_PASSES

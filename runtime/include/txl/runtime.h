@@ -399,6 +399,15 @@ txl_status_t txl_session_set_optimizer_state(txl_session_t *session,
 txl_status_t txl_session_memory(txl_session_t *session, int64_t layer,
                                 const float **out_data, int64_t *out_mlen);
 
+/// The CPU code's heap allocations (txl-check-host-allocations renames the
+/// generated code's malloc / aligned_alloc to these): the C library's
+/// result, except that a failed allocation of a non-zero size prints
+/// "error: out of memory (<size> bytes for the compiled model's working
+/// buffers)" to stderr and exits with status 1 instead of returning NULL,
+/// which the generated code has no path to handle.
+void *txl_rt_malloc(size_t size);
+void *txl_rt_aligned_alloc(size_t alignment, size_t size);
+
 #ifdef __cplusplus
 }
 #endif

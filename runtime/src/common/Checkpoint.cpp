@@ -112,6 +112,8 @@ checkpointMetadata(const CheckpointRecord &record) {
       {"numpy_rng", record.numpyRng},
       {"seed", std::to_string(record.seed)},
       {"threads", std::to_string(record.threads)}};
+  if (loop.firstLoggedLoss)
+    meta["first_logged_loss"] = exactDouble(*loop.firstLoggedLoss);
   if (record.lossScaling) {
     meta["loss_scale_log2"] = std::to_string(loop.lossScaleLog2);
     meta["loss_scale_clean_steps"] = std::to_string(loop.cleanSteps);
@@ -162,6 +164,8 @@ parseCheckpointMetadata(const std::map<std::string, std::string> &metadata,
   }
   record.seed = read.unsignedInteger("seed");
   record.threads = read.integer("threads", 1, std::numeric_limits<int>::max());
+  if (read.has("first_logged_loss"))
+    loop.firstLoggedLoss = read.real("first_logged_loss");
   record.lossScaling = read.has("loss_scale_log2");
   if (record.lossScaling) {
     // The scale 2^k must be a normal float.

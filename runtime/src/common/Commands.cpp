@@ -14,7 +14,9 @@
 #include "txl/rt/SafeTensors.h"
 #include "txl/rt/Status.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -150,6 +152,10 @@ EvalResult runEval(const txl_model_info_t &info, const EvalSettings &settings,
     fail(TXL_DATA_ERROR, "the {} split yielded no segment at batch size {}",
          splitName(settings.split), settings.batchSize);
   result.loss = totalNll / static_cast<double>(result.tokens);
+  if (!std::isfinite(result.loss))
+    fail(TXL_DATA_ERROR,
+         "the {} loss is {}: a non-finite NLL (are the parameters finite?)",
+         splitName(settings.split), result.loss);
   return result;
 }
 
@@ -184,6 +190,13 @@ void runSegmentsCommand(const txl_model_info_t &info,
   if (tgtLen <= 0 || batch <= 0)
     fail(TXL_DATA_ERROR, "{}: tgt_len and batch must be positive, got {}",
          options.inputs, formatShape(inputs.shape));
+  if (numSegments == 0)
+    fail(TXL_DATA_ERROR, "{}: no segment to run (shape {})", options.inputs,
+         formatShape(inputs.shape));
+  if (!options.dumpGrads.empty() && options.gradSegment < 0)
+    fail(TXL_INVALID_ARGUMENT,
+         "--dump-grads needs --grad-segment (the segment whose gradients to "
+         "write)");
 
   SessionPtr session = openSession(info, segmentFn, options.checkpoint,
                                    options.threads, memLen, batch);
@@ -261,6 +274,17 @@ void runSegmentsCommand(const txl_model_info_t &info,
                                       grads[i].data());
     }
     writeSafeTensors(options.dumpGrads, out);
+  }
+  // After the dumps, which show where it went wrong.
+  if (!std::isfinite(totalNll)) {
+    auto bad = std::find_if(nll.begin(), nll.end(),
+                            [](float v) { return !std::isfinite(v); });
+    size_t at = static_cast<size_t>(bad - nll.begin());
+    fail(TXL_DATA_ERROR,
+         "the loss is not finite: token {} of segment {} (column {}) has NLL "
+         "{}",
+         at % block / static_cast<size_t>(batch), at / block,
+         at % static_cast<size_t>(batch), bad == nll.end() ? totalNll : *bad);
   }
 }
 

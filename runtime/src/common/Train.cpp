@@ -34,6 +34,7 @@
 #include <fstream>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace txl::rt {
@@ -619,10 +620,17 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
   checkStatus(txl_session_check_device_memory(session.get(), info.mem_len,
                                               batch, /*training=*/1));
   LoopState state;
+  // The update count of the last complete checkpoint, for the messages of a
+  // run that stops on non-finite numbers.
+  std::optional<int64_t> savedStep;
+  // Whether the last log line warned of divergence (a warning is logged
+  // when the loss starts diverging, not at every line while it does).
+  bool warnedDivergence = false;
   if (options.resume) {
     checkStatus(txl_session_reset_memory(session.get(), data.chunkBatch()));
     state = loadTrainingCheckpoint(paths.last, info, session.get(), optimizer,
                                    settings, options, data);
+    savedStep = state.step;
     data.seek(state.iteratorRow);
     truncateMetrics(paths.metrics, state.step);
   } else {
@@ -729,12 +737,16 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
     checkStatus(txl_session_optimizer_step(
         session.get(), state.lr, state.step + 1 - state.skippedSteps,
         state.lossScaleLog2, settings.threads, &gradNorm));
+    auto lastCheckpoint = [&] {
+      return savedStep ? fmt::format("{} holds the last checkpoint (step {})",
+                                     paths.last, *savedStep)
+                       : std::string("no checkpoint was written yet");
+    };
     bool overflow = !std::isfinite(gradNorm);
     if (overflow && !settings.lossScaling)
       fail(TXL_DATA_ERROR,
-           "the gradients' norm is {} at step {}: no update was made; {} "
-           "holds the last checkpoint",
-           gradNorm, state.step + 1, paths.last);
+           "the gradients' norm is {} at step {}: no update was made; {}",
+           gradNorm, state.step + 1, lastCheckpoint());
     ++state.step;
     if (settings.lossScaling) {
       // apex's DynamicLossScaler: on an overflow skip the update and halve
@@ -772,8 +784,8 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
     tokensDone += segment.seqLen * batch;
     bar.update(tokensDone);
     if (!std::isfinite(loss))
-      fail(TXL_DATA_ERROR, "the training loss is {} at step {}", loss,
-           state.step);
+      fail(TXL_DATA_ERROR, "the training loss is {} at step {}; {}", loss,
+           state.step, lastCheckpoint());
 
     bool saveLast = state.step % settings.checkpointInterval == 0 ||
                     state.step == settings.maxStep;
@@ -783,6 +795,29 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
       double meanLoss = state.intervalLoss / double(state.intervalSteps);
       log(formatTrainLine(state.epoch, state.step, state.batchInEpoch,
                           state.lr, ms, meanLoss, settings.characterLevel));
+      if (!state.firstLoggedLoss)
+        state.firstLoggedLoss = meanLoss;
+      bool overFirst = meanLoss > kDivergenceFactor * *state.firstLoggedLoss;
+      bool pplOverflow = std::isinf(std::exp(meanLoss));
+      bool diverging = overFirst || pplOverflow;
+      if (diverging && !warnedDivergence) {
+        std::string why =
+            overFirst ? fmt::format("more than {}x the first logged loss {}",
+                                    kDivergenceFactor, *state.firstLoggedLoss)
+                      : "";
+        if (pplOverflow)
+          why += std::string(overFirst ? ", and " : "") +
+                 "its perplexity overflows";
+        log(fmt::format("| step {:>8d} | warning: training diverges: loss {} "
+                        "is {}",
+                        state.step, meanLoss, why));
+        record({{"kind", "warning"},
+                {"step", state.step},
+                {"warning", "divergence"},
+                {"loss", meanLoss},
+                {"first_logged_loss", *state.firstLoggedLoss}});
+      }
+      warnedDivergence = diverging;
       nlohmann::json train = {
           {"kind", "train"},
           {"step", state.step},
@@ -835,9 +870,11 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
       saveLast = true;
       evalStart = Clock::now();
     }
-    if (saveLast)
+    if (saveLast) {
       saveTrainingCheckpoint(paths.last, info, session.get(), optimizer, state,
                              settings, data);
+      savedStep = state.step;
+    }
   }
   bar.finish();
   checkStatus(txl_session_report_device_memory(session.get()));

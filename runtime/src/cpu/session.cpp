@@ -230,6 +230,30 @@ extern "C" txl_status_t txl_session_load_checkpoint(txl_session_t *session,
         count *= d;
       params[i].resize(count);
       file.readF32(name, shape, params[i].data());
+      // A NaN or infinity would not stop a run: ReLU maps NaN to 0, and a
+      // loss can stay finite while the model is wrong.
+      for (int64_t k = 0; k < count; ++k)
+        if (!std::isfinite(params[i][k]))
+          fail(TXL_DATA_ERROR,
+               "{}: tensor '{}': element {} is {} (every parameter must be "
+               "finite)",
+               path, name, k, params[i][k]);
+      // Tied copies stored under several names must agree (the official
+      // state_dict holds each alias; a file edited by hand may not).
+      std::vector<float> copy;
+      for (const char *const *alias = p.aliases; *alias; ++alias) {
+        std::string_view other = *alias == name ? p.name : *alias;
+        if (other == name || !file.find(other))
+          continue;
+        copy.resize(count);
+        file.readF32(other, shape, copy.data());
+        if (std::memcmp(copy.data(), params[i].data(), sizeof(float) * count) !=
+            0)
+          fail(TXL_DATA_ERROR,
+               "{}: tensors '{}' and '{}' are one tied parameter of this "
+               "model but hold different values",
+               path, name, other);
+      }
     }
     session->params = std::move(params);
     session->loaded = true;

@@ -47,7 +47,17 @@ struct LoopState {
   int32_t lossScaleLog2 = 0;
   int64_t cleanSteps = 0;
   int64_t skippedSteps = 0;
+  /// The mean loss of the run's first log line: the yardstick of the
+  /// divergence warning (kDivergenceFactor). Metadata "first_logged_loss";
+  /// absent in checkpoints from before it was recorded.
+  std::optional<double> firstLoggedLoss;
 };
+
+/// `train` warns that training diverges when a log line's mean loss is more
+/// than this many times the first logged one (at initialisation the loss is
+/// about ln(n_token), the most a sane run reaches), or when its perplexity
+/// overflows a double.
+inline constexpr double kDivergenceFactor = 2.0;
 
 /// Everything a training checkpoint records outside its tensors.
 struct CheckpointRecord {
