@@ -75,6 +75,118 @@ Loc startOf(const toml::source_region &region) {
   return Loc{region.begin.line, std::max<uint32_t>(region.begin.column, 1)};
 }
 
+/// The first non-ASCII character that toml++ 3.3 would classify with
+/// `is_non_ascii_horizontal_whitespace`, whose table has holes that reach
+/// __builtin_unreachable (undefined behaviour for U+00A1..U+049F, 'é'
+/// included; found by test/Fuzz's model-file target): one outside strings
+/// and comments, where TOML allows no non-ASCII character anyway, or the
+/// first character after a multi-line basic string's line-ending backslash,
+/// which toml++ tests for whitespace. Its position and what it is, or
+/// nullopt. A small lexer of TOML's strings and comments; everything else
+/// is left to toml++.
+std::optional<std::pair<Loc, const char *>> findUnsafeNonAscii(StringRef text) {
+  enum class State {
+    Normal,
+    Comment,
+    Basic,
+    Literal,
+    MultiBasic,
+    MultiLiteral
+  };
+  constexpr StringRef kMultiBasic = "\"\"\"", kMultiLiteral = "'''";
+  State state = State::Normal;
+  Loc loc;
+  // Advances over text[i] (and `extra` more ASCII characters), keeping
+  // `loc` at the next character; columns count code points, as toml++'s.
+  size_t i = 0;
+  auto advance = [&](size_t extra = 0) {
+    for (size_t end = i + 1 + extra; i < end && i < text.size(); ++i) {
+      unsigned char c = text[i];
+      if (c == '\n') {
+        ++loc.line;
+        loc.column = 1;
+      } else if ((c & 0xC0) != 0x80) {
+        ++loc.column;
+      }
+    }
+  };
+  while (i < text.size()) {
+    unsigned char c = text[i];
+    StringRef rest = text.substr(i);
+    switch (state) {
+    case State::Normal:
+      if (c >= 0x80)
+        return std::make_pair(loc, "a non-ASCII character outside a string "
+                                   "or comment (TOML allows them only there)");
+      if (c == '#') {
+        state = State::Comment;
+      } else if (rest.starts_with(kMultiBasic)) {
+        state = State::MultiBasic;
+        advance(2);
+        continue;
+      } else if (rest.starts_with(kMultiLiteral)) {
+        state = State::MultiLiteral;
+        advance(2);
+        continue;
+      } else if (c == '"') {
+        state = State::Basic;
+      } else if (c == '\'') {
+        state = State::Literal;
+      }
+      break;
+    case State::Comment:
+      if (c == '\n')
+        state = State::Normal;
+      break;
+    case State::Basic:
+      if (c == '\\' && rest.size() > 1 && rest[1] != '\n') {
+        advance(1); // the escaped character
+        continue;
+      }
+      if (c == '"' || c == '\n')
+        state = State::Normal;
+      break;
+    case State::Literal:
+      if (c == '\'' || c == '\n')
+        state = State::Normal;
+      break;
+    case State::MultiBasic: {
+      if (rest.starts_with(kMultiBasic)) {
+        state = State::Normal;
+        advance(2);
+        continue;
+      }
+      if (c != '\\')
+        break;
+      // A line-ending backslash: toml++ skips the whitespace and line
+      // breaks after it and tests the first other character.
+      StringRef after = rest.drop_front().ltrim(" \t");
+      if (!after.starts_with("\n") && !after.starts_with("\r\n")) {
+        advance(1); // an escape sequence's first character
+        continue;
+      }
+      StringRef next = after.ltrim(" \t\r\n");
+      if (!next.empty() && static_cast<unsigned char>(next.front()) >= 0x80) {
+        advance(rest.size() - next.size() - 1);
+        return std::make_pair(loc, "a non-ASCII character right after a "
+                                   "line-ending backslash (toml++ 3.3 "
+                                   "misreads it; escape it or move it up)");
+      }
+      break;
+    }
+    case State::MultiLiteral:
+      if (rest.starts_with(kMultiLiteral)) {
+        state = State::Normal;
+        advance(2);
+        continue;
+      }
+      break;
+    }
+    advance();
+  }
+  return std::nullopt;
+}
+
 /// Where a key's value is stored; the reader is picked by the pointee type.
 using FieldRef = std::variant<int64_t *, double *, bool *, std::string *,
                               llvm::SmallVectorImpl<int64_t> *,
@@ -564,6 +676,8 @@ Error ModelFileParser::validateData(const ModelConfig &config) {
 //===----------------------------------------------------------------------===//
 
 Expected<ModelConfig> ModelFileParser::parse(StringRef text) {
+  if (auto unsafe = findUnsafeNonAscii(text))
+    return errorAt(unsafe->first, Twine("invalid TOML: ") + unsafe->second);
   toml::parse_result result =
       toml::parse(std::string_view(text.data(), text.size()),
                   std::string_view(fileName.data(), fileName.size()));

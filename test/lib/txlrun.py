@@ -47,16 +47,20 @@ def compile_module(mlir_path, workdir, pipeline="txl-cpu-pipeline"):
     lowered = os.path.join(workdir, "lowered.mlir")
     llvm_ir = os.path.join(workdir, "module.ll")
     shared = os.path.join(workdir, "module.so")
+    # A sanitizer build runs this Python with the sanitizer's runtime
+    # preloaded (test/sanitizers/lit_sanitizers.py); the tools, which carry
+    # their own, must not inherit it.
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
     subprocess.run(["txl-opt", "--" + pipeline, mlir_path, "-o", lowered],
-                   check=True)
+                   check=True, env=env)
     subprocess.run(["mlir-translate-22", "--mlir-to-llvmir", lowered, "-o",
-                    llvm_ir], check=True)
+                    llvm_ir], check=True, env=env)
     # The runtime's checked allocator (txl_rt_malloc), from the build's
     # libtxl_runtime.a beside the txl-opt on PATH.
     runtime = os.path.join(os.path.dirname(shutil.which("txl-opt")), "..", "lib")
     subprocess.run(["clang-22", "-O1", "-shared", "-fPIC", llvm_ir, "-o", shared,
                     "-Wno-override-module", "-L" + runtime, "-ltxl_runtime",
-                    "-lopenblas", "-lm"], check=True)
+                    "-lopenblas", "-lm"], check=True, env=env)
     return shared
 
 

@@ -187,6 +187,11 @@ int main(int argc, char **argv) {
                                                      : "f32";
   options.backward = backward;
   options.codegen.cpu = mcpu;
+  if (optLevel > 3) {
+    llvm::errs() << "txlc: error: -O" << optLevel
+                 << ": the optimization level is 0, 1, 2 or 3\n";
+    return 1;
+  }
   options.codegen.optLevel = optLevel;
   options.codegen.threads = jobs;
   options.runtimeIncludeDir = runtimeInclude;

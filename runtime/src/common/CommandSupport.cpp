@@ -12,7 +12,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <thread>
 
 namespace txl::rt {
 
@@ -26,12 +28,29 @@ std::string orEmpty(const char *value) { return value ? value : ""; }
 void checkRunSettings(int64_t memLen, bool sameLength, int threads) {
   if (memLen < 0)
     fail(TXL_INVALID_ARGUMENT, "mem_len must not be negative, got {}", memLen);
+  if (memLen > kMaxMemLen)
+    fail(TXL_INVALID_ARGUMENT,
+         "mem_len {} is more than the {} rows a run may keep", memLen,
+         kMaxMemLen);
   if (sameLength && memLen == 0)
     fail(TXL_INVALID_ARGUMENT,
          "same_length requires mem_len > 0 (the official same_length mask is "
          "defined over memory)");
   if (threads < 0)
     fail(TXL_INVALID_ARGUMENT, "threads must not be negative, got {}", threads);
+}
+
+int clampThreads(int threads, int64_t batch, std::FILE *log) {
+  int64_t cores = std::max(1u, std::thread::hardware_concurrency());
+  int64_t bound = std::max(batch, cores);
+  if (threads <= bound)
+    return threads;
+  fmt::print(log,
+             "note: --threads {} is more than the {} batch columns and the {} "
+             "cores: using {}\n",
+             threads, batch, cores, bound);
+  std::fflush(log);
+  return static_cast<int>(bound);
 }
 
 EvalSettings resolveEvalSettings(const txl_model_info_t &info,

@@ -42,7 +42,8 @@ SessionPtr openSession(const txl_model_info_t &info, txl_segment_fn segmentFn,
   txl_session_t *raw = nullptr;
   checkStatus(txl_session_create(&info, segmentFn, &raw));
   SessionPtr session(raw);
-  checkStatus(txl_session_set_threads(session.get(), threads));
+  checkStatus(txl_session_set_threads(session.get(),
+                                      clampThreads(threads, batch, stderr)));
   checkStatus(txl_session_check_device_memory(session.get(), memLen, batch,
                                               /*training=*/0));
   checkStatus(txl_session_load_checkpoint(session.get(), checkpoint.c_str()));

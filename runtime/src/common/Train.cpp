@@ -14,6 +14,7 @@
 #include "txl/rt/Train.h"
 
 #include "txl/rt/Checkpoint.h"
+#include "txl/rt/Commands.h"
 #include "txl/rt/Corpus.h"
 #include "txl/rt/LMIterator.h"
 #include "txl/rt/Progress.h"
@@ -594,11 +595,27 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
          "this executable has no backward segment (txl_segment_grad); "
          "compile the model with --backward (the default)");
   WorkPaths paths(settings.workDir);
-  makeDirectory(settings.workDir);
+  // The work directory is checked before anything is trained: a resume
+  // needs its checkpoint (and creates nothing when it is missing), and
+  // every run must be able to write there, which would otherwise surface at
+  // the first checkpoint, checkpoint_interval updates in.
   if (options.resume) {
     struct stat st;
     if (::stat(paths.last.c_str(), &st) != 0)
       fail(TXL_NOT_FOUND, "{}: nothing to resume (no checkpoint)", paths.last);
+  }
+  makeDirectory(settings.workDir);
+  struct stat dirStat;
+  if (::stat(settings.workDir.c_str(), &dirStat) != 0 ||
+      !S_ISDIR(dirStat.st_mode))
+    fail(TXL_IO_ERROR, "{}: --work-dir is not a directory", settings.workDir);
+  try {
+    std::string probe = settings.workDir + "/.txl-write-check";
+    writeFileAtomic(probe, "");
+    std::remove(probe.c_str());
+  } catch (const Error &error) {
+    fail(TXL_IO_ERROR, "--work-dir {} is not writable: {}", settings.workDir,
+         error.what());
   }
 
   Corpus corpus = loadCorpus(settings.dataset, settings.dataDir);
@@ -640,7 +657,8 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
     state.lossScaleLog2 = settings.lossScaleInitLog2;
     std::remove(paths.metrics.c_str());
   }
-  checkStatus(txl_session_set_threads(session.get(), settings.threads));
+  checkStatus(txl_session_set_threads(
+      session.get(), clampThreads(settings.threads, data.chunkBatch(), out)));
   settings.threads = txl_session_threads(session.get());
 
   std::ofstream logFile(paths.log, std::ios::app);

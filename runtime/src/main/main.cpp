@@ -259,11 +259,22 @@ int main(int argc, char **argv) {
       "--max-eval-steps", trainMaxEvalSteps,
       fmt::format("Segments per validation, <= 0 = all (default: {})",
                   info.max_eval_steps));
-  CLI::Option *seedOpt = train->add_option(
-      "--seed", trainSeed,
-      fmt::format("Seed of the initialisation (default: {}; on --resume the "
+  CLI::Option *seedOpt =
+      train
+          ->add_option(
+              "--seed", trainSeed,
+              fmt::format(
+                  "Seed of the initialisation (default: {}; on --resume the "
                   "checkpoint's)",
-                  info.seed));
+                  info.seed))
+          // "-1" would otherwise wrap to 2^64 - 1.
+          ->check(CLI::Validator(
+              [](std::string &text) {
+                return text.rfind('-', 0) == 0
+                           ? std::string("'" + text + "' is negative")
+                           : std::string();
+              },
+              "NONNEGATIVE"));
   CLI::Option *trainThreadsOpt = train->add_option(
       "--threads", trainThreads,
       std::string(kThreadsHelp) +

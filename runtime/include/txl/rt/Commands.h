@@ -59,10 +59,23 @@ struct EvalSettings {
 EvalSettings resolveEvalSettings(const txl_model_info_t &info,
                                  const EvalOptions &options);
 
+/// The most memory rows a run may keep (--mem-len): far beyond any published
+/// setting (the paper's longest evaluation memory is 3,800), and small
+/// enough that a mistyped value is refused rather than allocated.
+inline constexpr int64_t kMaxMemLen = 1 << 20;
+
 /// Validates the run-time settings of segment calls (TXL_INVALID_ARGUMENT):
-/// mem_len must not be negative; same_length needs mem_len > 0; threads must
-/// not be negative.
+/// mem_len must not be negative or above kMaxMemLen; same_length needs
+/// mem_len > 0; threads must not be negative.
 void checkRunSettings(int64_t memLen, bool sameLength, int threads);
+
+/// The thread count a run of `batch` columns uses for `threads` (0 = the
+/// default): more threads than max(batch, the machine's cores) have nothing
+/// to do (a call runs min(threads, batch) column slices, and one slice's
+/// BLAS gains nothing past the cores), so such a count is lowered to that
+/// bound with one note on `log` ("note: --threads 1000 is more than the 4
+/// batch columns and the 2 cores: using 4").
+int clampThreads(int threads, int64_t batch, std::FILE *log);
 
 /// The outcome of one evaluation.
 struct EvalResult {
