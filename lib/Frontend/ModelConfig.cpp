@@ -46,6 +46,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string_view>
 #include <utility>
 #include <variant>
@@ -491,6 +492,24 @@ Error ModelFileParser::validateModel(ModelConfig &config) {
   for (auto [key, value] : sizes)
     if (Error err = checkPositive("model", key, value))
       return err;
+  // Every width is a dimension of some product, which BLAS takes as a
+  // 32-bit int; the widest is the attention's q, k, v projection.
+  constexpr int64_t kBlasMax = std::numeric_limits<int32_t>::max();
+  const std::pair<StringRef, int64_t> widths[] = {
+      {"n_token", m.nToken},
+      {"d_model", m.dModel},
+      {"d_inner", m.dInner},
+      {"d_embed", m.dEmbed},
+      {"d_head", m.nHead > kBlasMax / 3 / m.dHead ? kBlasMax + int64_t(1)
+                                                  : 3 * m.nHead * m.dHead}};
+  for (auto [key, value] : widths)
+    if (value > kBlasMax)
+      return errorAt(
+          locOf("model", key),
+          "[model] " + key + ": " +
+              (key == "d_head" ? Twine("3 * n_head * d_head") : Twine(value)) +
+              " is more than the " + Twine(kBlasMax) +
+              " rows or columns a BLAS product takes");
 
   if (m.dEmbed != -1 && m.dEmbed <= 0)
     return errorAt(locOf("model", "d_embed"),

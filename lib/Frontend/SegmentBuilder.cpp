@@ -409,10 +409,16 @@ func::FuncOp SegmentEmitter::emitLayerFunction(ModuleOp module) {
   Value outerSeed = dropoutSeed, outerOffset = dropoutOffset,
         outerTraining = training;
   params = {};
+  // All argument attributes at once: one setArgAttr per argument rebuilds
+  // (and uniques) the whole list each time, quadratic in n_layer.
+  SmallVector<DictionaryAttr> layerArgAttrs(fn.getNumArguments(),
+                                            b.getDictionaryAttr({}));
   for (auto [i, name] : llvm::enumerate(layerParamNames(m))) {
-    fn.setArgAttr(firstParam + i, "txl.param", b.getStringAttr(name));
+    layerArgAttrs[firstParam + i] =
+        b.getDictionaryAttr(b.getNamedAttr("txl.param", b.getStringAttr(name)));
     params[name] = entry->getArgument(firstParam + i);
   }
+  fn.setAllArgAttrs(layerArgAttrs);
   memLen = entry->getArgument(3);
   sameLength = entry->getArgument(4);
   if (hasDropout()) {
@@ -476,14 +482,20 @@ void SegmentEmitter::emit(ModuleOp module) {
   b.setInsertionPointToStart(entry);
 
   unsigned arg = 0;
+  // Set at once, as for the layer function.
+  SmallVector<DictionaryAttr> argAttrs(fn.getNumArguments(),
+                                       b.getDictionaryAttr({}));
   for (const ParamSpec &p : table) {
-    fn.setArgAttr(arg, "txl.param", b.getStringAttr(p.name));
+    NamedAttrList attrs;
+    attrs.append("txl.param", b.getStringAttr(p.name));
     if (!p.trainable)
-      fn.setArgAttr(arg, "txl.buffer", b.getUnitAttr());
+      attrs.append("txl.buffer", b.getUnitAttr());
+    argAttrs[arg] = attrs.getDictionary(b.getContext());
     params[p.name] = entry->getArgument(arg++);
     for (const std::string &alias : p.aliases)
       aliases[alias] = p.name;
   }
+  fn.setAllArgAttrs(argAttrs);
   Value data = entry->getArgument(arg++);
   Value target = entry->getArgument(arg++);
   SmallVector<Value> mems;

@@ -7,6 +7,16 @@
 |*                                                                          *|
 |* Conventions (IREE-style): every call returns a txl_status_t, results come *|
 |* back through `out_` parameters, objects come in create/release pairs.    *|
+|*                                                                          *|
+|* Threads: a session is used by one thread at a time (calls on one session *|
+|* from two threads at once are a data race); different sessions may run on *|
+|* different threads. A session's own worker threads (batch-parallel       *|
+|* slices, txl_session_set_threads) are internal to its calls. Shared by   *|
+|* every session of the process, and guarded: OpenBLAS's thread count,      *|
+|* which a CPU call sets to its session's threads (1 per slice when slices  *|
+|* run in parallel), so concurrent sessions should use the same count or    *|
+|* see each other's; and on the GPU targets the one device context, its     *|
+|* kernel cache and allocations (runtime/src/gpu/DeviceAbi.cpp).            *|
 \*===----------------------------------------------------------------------===*/
 
 #ifndef TXL_RUNTIME_H

@@ -889,6 +889,22 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
       evalStart = Clock::now();
     }
     if (saveLast) {
+      // A checkpoint is only ever replaced by one that can be resumed (its
+      // reader refuses non-finite parameters).
+      for (int32_t i = 0; i < info.n_params; ++i) {
+        float *data = nullptr;
+        checkStatus(txl_session_parameter(session.get(), i, &data));
+        const float *values = data;
+        const float *end = values + numElements(info.params[i]);
+        const float *bad = std::find_if(
+            values, end, [](float v) { return !std::isfinite(v); });
+        if (bad != end)
+          fail(TXL_DATA_ERROR,
+               "update {} made parameter '{}' non-finite (element {} is {}): "
+               "its checkpoint is not written; {}",
+               state.step, info.params[i].name, bad - values, *bad,
+               lastCheckpoint());
+      }
       saveTrainingCheckpoint(paths.last, info, session.get(), optimizer, state,
                              settings, data);
       savedStep = state.step;

@@ -23,7 +23,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -512,9 +514,13 @@ static void callEntry(const txl_session &session, txl_segment_fn entry,
 
 /// Sets OpenBLAS's (process-wide) thread count for a call: the session's
 /// threads when the batch runs as one slice, 1 when slices run in parallel.
-/// Called only between calls, never while a product runs.
+/// Called only between a session's calls, never while its products run;
+/// sessions on other threads share the setting (txl/runtime.h, "Threads"),
+/// and the mutex keeps the last value and OpenBLAS's in step.
 static void setBlasThreads(int threads) {
+  static std::mutex mutex;
   static int current = 0; // the last value set
+  std::lock_guard<std::mutex> lock(mutex);
   if (threads > 0 && threads != current) {
     openblas_set_num_threads(threads);
     current = threads;
@@ -612,6 +618,16 @@ static void runSegment(txl_session_t *session, const int64_t *data,
     fail(TXL_INVALID_ARGUMENT, "txl_session_run_segment: null argument");
   if (qlen <= 0)
     fail(TXL_INVALID_ARGUMENT, "segment length must be positive, got {}", qlen);
+  // The products' row counts (qlen or klen positions times the batch) go
+  // to BLAS as 32-bit ints; klen is at most the memory kept plus qlen.
+  constexpr int64_t kBlasMax = std::numeric_limits<int32_t>::max();
+  int64_t mostMemory = std::max<int64_t>(options->mem_len, session->mlen);
+  if (qlen > kBlasMax / std::max<int64_t>(batch, 1) ||
+      mostMemory > kBlasMax / std::max<int64_t>(batch, 1) - qlen)
+    fail(TXL_INVALID_ARGUMENT,
+         "segment of {} positions over {} of memory at batch {}: its "
+         "products would have more than the {} rows BLAS takes",
+         qlen, mostMemory, batch, kBlasMax);
   if (batch != session->batch)
     fail(TXL_INVALID_ARGUMENT,
          "batch size {} differs from the memory's batch size {} (reset the "
