@@ -511,6 +511,13 @@ Error ModelFileParser::validateModel(ModelConfig &config) {
               " is more than the " + Twine(kBlasMax) +
               " rows or columns a BLAS product takes");
 
+  // The official PositionalEmbedding interleaves sin and cos halves.
+  if (m.dModel % 2 != 0)
+    return errorAt(locOf("model", "d_model"),
+                   "[model] d_model must be even for the sinusoid position "
+                   "embedding, got " +
+                       Twine(m.dModel));
+
   if (m.dEmbed != -1 && m.dEmbed <= 0)
     return errorAt(locOf("model", "d_embed"),
                    "[model] d_embed must be -1 (meaning d_model) or a "

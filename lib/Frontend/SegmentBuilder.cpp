@@ -553,6 +553,8 @@ mlir::txl::buildSegmentModule(MLIRContext &context, const ModelConfig &config) {
   context.loadDialect<TxlDialect, func::FuncDialect, arith::ArithDialect,
                       tensor::TensorDialect>();
   Location loc = FileLineColLoc::get(&context, config.fileName, 1, 1);
+  // parseModelConfig reports this at the key; a configuration built by
+  // other means still gets the error.
   if (config.model.dModel % 2 != 0) {
     emitError(loc) << "[model] d_model must be even for the sinusoid "
                       "position embedding";
