@@ -6,7 +6,8 @@
 #
 # Runs each target (default: all of test/Fuzz/CMakeLists.txt's, named
 # without the txl-fuzz- prefix: npy safetensors checkpoint model-file
-# corpus-word corpus-char corpus-lm1b) for SECONDS (default 60) of wall
+# corpus-word corpus-char corpus-lm1b; and converter, txl-convert's readers
+# under atheris, test/Fuzz/converter_fuzzer.py) for SECONDS (default 60) of wall
 # time, one after the other, starting from its seeds (test/Fuzz/corpus/
 # <target>, never written) and a working corpus that grows across runs
 # (WORK/<target>, default <build-dir>/fuzz-work), with its dictionary.
@@ -32,7 +33,7 @@ while [ $# -gt 0 ]; do
 done
 if [ ${#targets[@]} -eq 0 ]; then
   targets=(npy safetensors checkpoint model-file corpus-word corpus-char
-           corpus-lm1b)
+           corpus-lm1b converter)
 fi
 work=${work:-$build/fuzz-work}
 mkdir -p "$work"
@@ -42,10 +43,12 @@ total_runs=0
 crashed=0
 printf '%-12s %12s %9s %8s  %s\n' target executions exec/s corpus result
 for t in "${targets[@]}"; do
-  exe="$build/bin/txl-fuzz-$t"
+  exe=("$build/bin/txl-fuzz-$t")
+  # txl-convert's readers are Python: the atheris target.
+  if [ "$t" = converter ]; then exe=(python3 test/Fuzz/converter_fuzzer.py); fi
   seeds="test/Fuzz/corpus/$t"
-  if [ ! -x "$exe" ] || [ ! -d "$seeds" ]; then
-    echo "fuzz.sh: no target '$t' ($exe, $seeds)" >&2; exit 2
+  if { [ "$t" != converter ] && [ ! -x "${exe[0]}" ]; } || [ ! -d "$seeds" ]; then
+    echo "fuzz.sh: no target '$t' (${exe[*]}, $seeds)" >&2; exit 2
   fi
   mkdir -p "$work/$t" "$work/artifacts/$t"
   dict=()
@@ -53,7 +56,7 @@ for t in "${targets[@]}"; do
   log="$work/$t.log"
   set +e
   # TMPDIR: the targets' scratch files (test/Fuzz/FuzzUtil.h) stay in WORK.
-  TMPDIR="$work" "$exe" -max_total_time="$seconds" -print_final_stats=1 \
+  TMPDIR="$work" "${exe[@]}" -max_total_time="$seconds" -print_final_stats=1 \
     -artifact_prefix="$work/artifacts/$t/" "${dict[@]}" \
     "$work/$t" "$seeds" >"$log" 2>&1
   status=$?

@@ -35,6 +35,11 @@ fi
 if ! python3 -c "import numpy" 2>/dev/null; then
   python3 -m pip install -q numpy
 fi
+# atheris: libFuzzer for Python, the fuzzer of txl-convert's readers
+# (test/Fuzz/converter_fuzzer.py).
+if ! python3 -c "import atheris" 2>/dev/null; then
+  python3 -m pip install -q atheris
+fi
 
 # The OpenCL execution engine of the tests: the `opencl` target's kernels run
 # on this CPU through SPIR-V. Debian's PoCL 3.1 has no SPIR-V, so it is

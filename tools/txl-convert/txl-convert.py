@@ -34,6 +34,7 @@ import re
 import struct
 import sys
 import zipfile
+import zlib
 
 import numpy as np
 
@@ -422,21 +423,39 @@ def _unpickle(data, persistent_load, path):
                            f"{type(err).__name__}: {err}") from None
 
 
-def _zip_member_offset(mm, info):
+# What Python's zipfile raises on a damaged archive (found by fuzzing,
+# test/Fuzz/converter_fuzzer.py): each becomes one ConvertError line.
+_ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError,
+               RuntimeError, ValueError, OSError, UnicodeDecodeError,
+               struct.error, KeyError, IndexError, OverflowError)
+
+
+def _zip_member_offset(mm, info, path):
     """Start of a stored (uncompressed) member's data in the archive."""
     header = mm[info.header_offset:info.header_offset + 30]
     if len(header) != 30 or header[:4] != b"PK\x03\x04":
-        raise ConvertError(f"corrupt zip entry '{info.filename}'")
+        raise ConvertError(f"{path}: corrupt zip entry '{info.filename}'")
     name_len, extra_len = struct.unpack("<HH", header[26:30])
     return info.header_offset + 30 + name_len + extra_len
+
+
+def _read_member(archive, name, path):
+    """The bytes of zip member `name`; a damaged member (bad header, CRC,
+    compressed stream, unsupported method) is a ConvertError naming it."""
+    try:
+        return archive.read(name)
+    except _ZIP_ERRORS as err:
+        raise ConvertError(f"{path}: corrupt zip member '{name}': "
+                           f"{type(err).__name__}: {err}") from None
 
 
 def load_zip(path, f, mm):
     try:
         archive = zipfile.ZipFile(f)
         names = archive.namelist()
-    except zipfile.BadZipFile as err:
-        raise ConvertError(f"{path}: not a PyTorch checkpoint: bad zip archive ({err})") from None
+    except _ZIP_ERRORS as err:   # the central directory is damaged
+        raise ConvertError(f"{path}: not a PyTorch checkpoint: bad zip archive "
+                           f"({type(err).__name__}: {err})") from None
     pickles = [n for n in names if n.count("/") == 1 and n.endswith("/data.pkl")]
     if not pickles:
         raise ConvertError(f"{path}: not a PyTorch checkpoint: a zip archive without "
@@ -447,7 +466,7 @@ def load_zip(path, f, mm):
                            "checkpoint")
     big_endian = False
     if prefix + "byteorder" in names:
-        order = archive.read(prefix + "byteorder")
+        order = _read_member(archive, prefix + "byteorder", path)
         if order not in (b"little", b"big"):
             raise ConvertError(f"{path}: unknown byte order {order!r}")
         big_endian = order == b"big"
@@ -467,7 +486,8 @@ def load_zip(path, f, mm):
             raise pickle.UnpicklingError(f"storage '{key}' is read with two dtypes")
         return known
 
-    obj = _unpickle(io.BytesIO(archive.read(pickles[0])), persistent_load, path)
+    obj = _unpickle(io.BytesIO(_read_member(archive, pickles[0], path)),
+                    persistent_load, path)
 
     def read_storage(ref):
         name = f"{prefix}data/{ref.key}"
@@ -481,9 +501,16 @@ def load_zip(path, f, mm):
                                f"{nbytes} needed")
         dtype = _numpy_dtype(ref.dtype, big_endian)
         if info.compress_type == zipfile.ZIP_STORED:
-            start = _zip_member_offset(mm, info)
+            start = _zip_member_offset(mm, info, path)
+            if start + nbytes > len(mm):
+                raise ConvertError(f"{path}: storage record '{name}' runs past the end "
+                                   "of the file (truncated archive)")
             return np.frombuffer(mm, dtype=dtype, count=ref.numel, offset=start)
-        return np.frombuffer(archive.read(name), dtype=dtype, count=ref.numel)
+        data = _read_member(archive, name, path)
+        if len(data) < nbytes:
+            raise ConvertError(f"{path}: storage record '{name}' holds {len(data)} bytes, "
+                               f"{nbytes} needed")
+        return np.frombuffer(data, dtype=dtype, count=ref.numel)
 
     return Checkpoint(path, "zip", obj, read_storage)
 
@@ -575,7 +602,12 @@ def load_checkpoint(path):
     if size == 0:
         raise ConvertError(f"{path}: not a PyTorch checkpoint (empty file)")
     mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    if zipfile.is_zipfile(f):
+    try:
+        is_zip = zipfile.is_zipfile(f)
+    except _ZIP_ERRORS as err:   # an end record that zipfile refuses
+        raise ConvertError(f"{path}: not a PyTorch checkpoint: bad zip archive "
+                           f"({type(err).__name__}: {err})") from None
+    if is_zip:
         f.seek(0)
         return load_zip(path, f, mm)
     f.seek(0)

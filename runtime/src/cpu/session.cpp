@@ -308,7 +308,14 @@ extern "C" txl_status_t txl_session_set_memory(txl_session_t *session,
            "memory of {} rows and batch size {}: need rows >= 0, batch > 0",
            mlen, batch);
     const txl_model_info_t &info = *session->info;
-    size_t count = static_cast<size_t>(mlen * batch * info.d_model);
+    int64_t elements = 0;
+    if (!checkedNumElements({mlen, batch, info.d_model}, sizeof(float),
+                            elements))
+      fail(TXL_INVALID_ARGUMENT,
+           "memory of {} rows and batch size {}: [{}, {}, {}] floats do not "
+           "fit in memory",
+           mlen, batch, mlen, batch, info.d_model);
+    size_t count = static_cast<size_t>(elements);
     std::vector<std::vector<float>> mems(info.n_layer + 1);
     for (int64_t l = 0; l <= info.n_layer; ++l) {
       if (count && (!layers || !layers[l]))
