@@ -4,7 +4,7 @@
 # Usage: scripts/test.sh [--sanitize[=address,undefined|thread]] [--fast]
 #        scripts/test.sh --all
 #
-# README command 2 (and what .ci/run calls). Without options: installs the
+# README command 2 (.ci/run calls it with --all). Without options: installs the
 # dependencies, builds (build/), and runs the `check` target: lit tests of
 # the dialect, passes and driver, GoogleTest unit tests, and end-to-end
 # numerics against ../shared/reference; then every libFuzzer target of the
