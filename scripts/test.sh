@@ -35,13 +35,20 @@ for arg in "$@"; do
     --fast) fast=1 ;;
     --all)
       overall=0
+      summary=$(mktemp)
       for mode in "" "--sanitize --fast" "--sanitize=thread"; do
+        out=$(mktemp)
+        set +e
         # shellcheck disable=SC2086
-        bash "$0" $mode | tee /dev/stderr | tail -1 >> "${TMPDIR:-/tmp}/txl-test-all.$$" ||
-          overall=1
+        bash "$0" $mode 2>&1 | tee "$out"
+        status=${PIPESTATUS[0]}
+        set -e
+        tail -1 "$out" >> "$summary"
+        rm -f "$out"
+        if [ "$status" -ne 0 ]; then overall=1; fi
       done
-      echo "tests (all):"; sed 's/^/  /' "${TMPDIR:-/tmp}/txl-test-all.$$"
-      rm -f "${TMPDIR:-/tmp}/txl-test-all.$$"
+      echo "tests (all):"; sed 's/^/  /' "$summary"
+      rm -f "$summary"
       exit "$overall" ;;
     -h|--help) sed -n 3,27p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "test.sh: unknown argument $arg" >&2; exit 2 ;;
