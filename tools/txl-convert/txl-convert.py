@@ -278,9 +278,16 @@ OFFICIAL_CLASSES = {
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
-class RestrictedUnpickler(pickle.Unpickler):
-    """pickle.Unpickler whose find_class hands out only the inert objects
-    above; any other global is refused before anything is called."""
+class RestrictedUnpickler(pickle._Unpickler):
+    """The unpickler whose find_class hands out only the inert objects
+    above; any other global is refused before anything is called.
+
+    It is Python's pure-Python unpickler: the C one keeps its memo in an
+    array sized by the largest index a PUT opcode names, so a few bytes
+    (LONG_BINPUT 2^32 - 1) make it allocate tens of gigabytes (found by
+    test/Fuzz/converter_fuzzer.py); this one keeps a dict. Checkpoint
+    pickles are small (the tensors' data is outside them), so its speed
+    does not matter."""
 
     def __init__(self, file, persistent_load=None, allow_globals=True):
         super().__init__(file, encoding="utf-8")
@@ -515,7 +522,37 @@ def load_zip(path, f, mm):
     return Checkpoint(path, "zip", obj, read_storage)
 
 
+class _BoundedReader:
+    """`f` for the unpickler, with reads capped at what is left of the file:
+    an opcode that claims gigabytes (LONG4, BINBYTES8, ...) would otherwise
+    make the file object allocate them before finding the file short (found
+    by test/Fuzz/converter_fuzzer.py: 2.3 GB for a 24 KB file)."""
+
+    def __init__(self, f, size):
+        self._f = f
+        self._size = size
+
+    def _left(self, n):
+        left = max(self._size - self._f.tell(), 0)
+        return left if n is None or n < 0 else min(n, left)
+
+    def read(self, n=-1):
+        return self._f.read(self._left(n))
+
+    def readinto(self, buffer):
+        view = memoryview(buffer)
+        return self._f.readinto(view[:self._left(len(view))])
+
+    def readline(self, limit=-1):
+        return self._f.readline(self._left(limit))
+
+    def tell(self):
+        return self._f.tell()
+
+
 def load_legacy(path, f, mm):
+    f = _BoundedReader(f, len(mm))
+
     def plain(what):
         try:
             return RestrictedUnpickler(f, allow_globals=False).load()
