@@ -155,7 +155,7 @@ EvalResult runEval(const txl_model_info_t &info, const EvalSettings &settings,
   result.loss = totalNll / static_cast<double>(result.tokens);
   if (!std::isfinite(result.loss))
     fail(TXL_DATA_ERROR,
-         "the {} loss is {}: a non-finite NLL (are the parameters finite?)",
+         "the {} loss is {}: some token's NLL is not finite",
          splitName(settings.split), result.loss);
   return result;
 }
