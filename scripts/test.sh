@@ -133,7 +133,9 @@ if [ "$passed" -eq 0 ]; then
 fi
 label=""
 if [ -n "$sanitize" ]; then
-  label=" (sanitize=$sanitize$([ "$fast" -eq 1 ] && echo ", fast half"))"
+  half=""
+  if [ "$fast" -eq 1 ]; then half=", fast half"; fi
+  label=" (sanitize=$sanitize$half)"
 fi
 echo "tests$label: $passed passed, $failed failed"
 exit "$status"
