@@ -106,6 +106,8 @@ void mlir::txl::buildLinalgToLLVMPipeline(OpPassManager &pm) {
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());
+  // A failed run-time check reports an error and exits (no SIGABRT).
+  pm.addPass(createLowerHostAssertsPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   // No null pointer from a failed allocation reaches the generated code.
@@ -164,6 +166,8 @@ void mlir::txl::buildGpuHostToLLVMPipeline(OpPassManager &pm) {
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());
+  // A failed run-time check reports an error and exits (no SIGABRT).
+  pm.addPass(createLowerHostAssertsPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
   // gpu.launch_func on LLVM values; gpu.binary and the launches become
   // mgpu* calls when translated to LLVM IR.

@@ -430,7 +430,8 @@ func.func @rel_attention_pos_key_one_product(%q: tensor<?x?x2x16xf32>, %k: tenso
 // With its lse result, the softmax's row max and row sum also give each
 // row's max + log(sum) over the masked scores ([n_head, batch, qlen]),
 // transposed to [batch, n_head, qlen]. The backward with a saved group
-// lowers as without one: P is recomputed whole, the saved values unread.
+// lowers as without one: P is recomputed whole, the saved values unread
+// (their dynamic sizes are checked against the query's).
 // CHECK-LABEL: func.func @rel_attention_lse
 // CHECK: %[[LOGSUM:.+]] = linalg.generic {{.+}} iterator_types = ["parallel", "parallel", "parallel"]} ins({{.+}}) outs(%{{.+}} : tensor<2x3x?xf32>)
 // CHECK: math.log
@@ -439,6 +440,10 @@ func.func @rel_attention_pos_key_one_product(%q: tensor<?x?x2x16xf32>, %k: tenso
 // CHECK: return %{{.+}}, %[[LSE]]
 // CHECK-LABEL: func.func @rel_attention_grad_saved
 // CHECK-SAME: %[[SLSE:[^:]+]]: tensor<3x2x?xf32>, %[[SO:[^:]+]]: tensor<?x3x2x16xf32>)
+// CHECK: tensor.dim %[[SO]], %{{.+}} : tensor<?x3x2x16xf32>
+// CHECK: cf.assert %{{.+}}, "txl.rel_attention_grad: the saved output must have the query shape"
+// CHECK: tensor.dim %[[SLSE]], %{{.+}} : tensor<3x2x?xf32>
+// CHECK: cf.assert %{{.+}}, "txl.rel_attention_grad: lse must be [batch, n_head, qlen] of the query"
 // CHECK-NOT: %[[SLSE]]
 // CHECK-NOT: %[[SO]]
 // CHECK: return
@@ -496,8 +501,15 @@ func.func @rel_attention_grad_pos_key_rows_checked(%q: tensor<?x?x2x16xf32>, %r:
 // -----
 
 // With klen static on both sides the verifier has checked it: no run-time
-// check.
+// check of pos_key's rows; the dynamic batch columns of query, key and value
+// are checked.
 // CHECK-LABEL: func.func @rel_attention_static_klen
+// CHECK-NOT: pos_key must have
+// CHECK: cf.assert %{{.+}}, "txl.rel_attention: query and key must agree on batch, n_head and d_head"
+// CHECK: cf.assert %{{.+}}, "txl.rel_attention: query and value must agree on batch, n_head and d_head"
+// CHECK-NOT: pos_key must have
+// CHECK: return
+// CHECK-LABEL: func.func @rel_attention_all_static
 // CHECK-NOT: cf.assert
 // CHECK: return
 func.func @rel_attention_static_klen(%q: tensor<?x?x2x16xf32>, %k: tensor<12x?x2x16xf32>, %v: tensor<12x?x2x16xf32>,
@@ -507,6 +519,15 @@ func.func @rel_attention_static_klen(%q: tensor<?x?x2x16xf32>, %k: tensor<12x?x2
       : tensor<?x?x2x16xf32>, tensor<12x?x2x16xf32>, tensor<12x?x2x16xf32>, tensor<12x2x16xf32>,
         tensor<2x16xf32>, tensor<2x16xf32> -> tensor<?x?x2x16xf32>
   return %o : tensor<?x?x2x16xf32>
+}
+
+func.func @rel_attention_all_static(%q: tensor<4x3x2x16xf32>, %k: tensor<12x3x2x16xf32>, %v: tensor<12x3x2x16xf32>,
+                         %r: tensor<12x2x16xf32>, %u: tensor<2x16xf32>, %vb: tensor<2x16xf32>,
+                         %mem_len: index, %same_length: i1) -> tensor<4x3x2x16xf32> {
+  %o = txl.rel_attention %q, %k, %v, %r, %u, %vb, %mem_len, %same_length {scale = 0.25 : f32}
+      : tensor<4x3x2x16xf32>, tensor<12x3x2x16xf32>, tensor<12x3x2x16xf32>, tensor<12x2x16xf32>,
+        tensor<2x16xf32>, tensor<2x16xf32> -> tensor<4x3x2x16xf32>
+  return %o : tensor<4x3x2x16xf32>
 }
 
 // -----

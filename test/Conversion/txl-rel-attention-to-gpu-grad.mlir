@@ -2,7 +2,9 @@
 // RUN: txl-opt %s --txl-rel-attention-to-gpu --split-input-file \
 // RUN:   | FileCheck %s --check-prefix=KERNEL
 
-// txl.rel_attention_grad (f32, no dropatt): three launches on one set of
+// txl.rel_attention_grad (f32, no dropatt): the dynamic sizes the kernels
+// index by checked first (txl-lower-host-asserts makes a failure an error);
+// three launches on one set of
 // read-only operand views, in the order _q (query tiles of 16 x every
 // batch, head column; it writes the row statistics lse and delta,
 // [batch, n_head, qlen]), _kv (key tiles of 16 x columns) and _r (tiles of
@@ -16,6 +18,13 @@
 // CHECK-DAG: %[[C4:.+]] = arith.constant 4 : index
 // CHECK-DAG: %[[C16:.+]] = arith.constant 16 : index
 // CHECK-DAG: %[[C128:.+]] = arith.constant 128 : index
+// CHECK: cf.assert %{{.+}}, "txl.rel_attention_grad: pos_key must have as many rows as key (klen)"
+// CHECK: cf.assert %{{.+}}, "txl.rel_attention_grad: value must have as many rows as key (klen)"
+// CHECK: cf.assert %{{.+}}, "txl.rel_attention_grad: query and key must agree on batch, n_head and d_head"
+// CHECK: cf.assert %{{.+}}, "txl.rel_attention_grad: query and value must agree on batch, n_head and d_head"
+// CHECK: cf.assert %{{.+}}, "txl.rel_attention_grad: d_result must have the query shape"
+// CHECK: cf.assert %{{.+}}, "txl.rel_attention_grad: d_result must have the query shape"
+// CHECK-NOT: cf.assert
 // CHECK: %[[QLEN:.+]] = tensor.dim %arg1, %c0
 // CHECK: %[[BATCH:.+]] = tensor.dim %arg1, %[[C1]]
 // CHECK: %[[KLEN:.+]] = tensor.dim %arg2, %c0
@@ -46,7 +55,7 @@
 // CHECK: %[[GK:.+]] = bufferization.to_tensor %[[DK]] restrict writable
 // CHECK: %[[GV:.+]] = bufferization.to_tensor %[[DV]] restrict writable
 // CHECK: %[[GR:.+]] = bufferization.to_tensor %[[DR]] restrict writable
-// CHECK-NOT: txl.rel_attention_grad
+// CHECK-NOT: = txl.rel_attention_grad
 // CHECK: return %[[DQ]], %[[GK]], %[[GV]], %[[GR]], %[[DU]], %[[DVB]]
 
 // The kernels: workgroup memory only in padded tiles (rows of d_head + 1),
@@ -242,9 +251,9 @@ func.func @saved(%do: tensor<?x?x2x32xf32>, %q: tensor<?x?x2x32xf32>, %r: tensor
 // at 8 rows (49,020 bytes).
 
 // CHECK-LABEL: func.func @d128
-// CHECK-NOT: txl.rel_attention_grad
+// CHECK-NOT: = txl.rel_attention_grad
 // CHECK-COUNT-3: gpu.launch_func
-// CHECK-NOT: txl.rel_attention_grad
+// CHECK-NOT: = txl.rel_attention_grad
 // CHECK: return
 // CHECK-LABEL: gpu.func @rel_attention_grad_q_d128
 // CHECK-SAME: workgroup({{%.+}} : memref<8x129xf32, 3>, {{%.+}} : memref<8x129xf32, 3>, {{%.+}} : memref<8x129xf32, 3>, {{%.+}} : memref<32x129xf32, 3>, {{%.+}} : memref<39x129xf32, 3>) kernel

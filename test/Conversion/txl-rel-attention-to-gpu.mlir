@@ -2,7 +2,9 @@
 // RUN: txl-opt %s --txl-rel-attention-to-gpu --split-input-file \
 // RUN:   | FileCheck %s --check-prefix=KERNEL
 
-// One launch per op; the operands reach the kernel as read-only views of
+// One launch per op, after the checks of the dynamic sizes the kernel
+// indexes by (pos_key's and value's rows against klen, key's and value's
+// batch columns against the query's); the operands reach the kernel as read-only views of
 // any layout, the output is one allocation of the result's shape, and the
 // grid is ceil(qlen / 16) x (batch * n_head) workgroups of 128 work-items.
 
@@ -13,6 +15,11 @@
 // CHECK-DAG: %[[C16:.+]] = arith.constant 16 : index
 // CHECK-DAG: %[[C128:.+]] = arith.constant 128 : index
 // CHECK-DAG: %[[SCALE:.+]] = arith.constant 0.176776692 : f32
+// CHECK: cf.assert %{{.+}}, "txl.rel_attention: pos_key must have as many rows as key (klen)"
+// CHECK: cf.assert %{{.+}}, "txl.rel_attention: value must have as many rows as key (klen)"
+// CHECK: cf.assert %{{.+}}, "txl.rel_attention: query and key must agree on batch, n_head and d_head"
+// CHECK: cf.assert %{{.+}}, "txl.rel_attention: query and value must agree on batch, n_head and d_head"
+// CHECK-NOT: cf.assert
 // CHECK: %[[OUT:.+]] = memref.alloc(%{{.+}}, %{{.+}}) : memref<?x?x4x32xf32>
 // CHECK: %[[TILES:.+]] = arith.ceildivui %{{.+}}, %[[C16]] : index
 // CHECK: %[[COLUMNS:.+]] = arith.muli %{{.+}}, %{{.+}} : index
@@ -28,7 +35,7 @@
 // Two layers of one d_head share one kernel.
 // CHECK-LABEL: func.func @two_layers
 // CHECK-COUNT-2: gpu.launch_func @txl_kernels::@rel_attention_d32
-// CHECK-NOT: txl.rel_attention
+// CHECK-NOT: = txl.rel_attention
 
 // The kernel: its only global buffers are its seven memref operands (q, k,
 // v, r, u, v_bias, out), whose sizes are the operands'; workgroup memory is

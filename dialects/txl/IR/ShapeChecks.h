@@ -28,6 +28,11 @@ inline ArrayRef<int64_t> shapeOf(Value v) {
   return cast<RankedTensorType>(v.getType()).getShape();
 }
 
+/// The most elements of one tensor whose dropout masks are distinct: the
+/// Philox counter's element word (32 bits) counts blocks of 4 elements
+/// (TxlOps.td, txl.dropout). The runtime's kMaxDropoutElements is the same.
+inline constexpr int64_t kMaxDropoutElements = int64_t{1} << 34;
+
 /// Checks a dropout site: `rate` in [0, 1) (1 would drop everything and
 /// scale by infinity) and `stream` in [0, 2^32) (one Philox counter word).
 /// `rateName`/`streamName` are the attribute names used in the messages.

@@ -112,8 +112,19 @@ LogicalResult mlir::txl::verifyDropattGroup(Operation *op, ValueRange operands,
 }
 
 LogicalResult DropoutOp::verify() {
-  return verifyDropoutSite(*this, "rate", getRate().convertToDouble(), "stream",
-                           static_cast<int64_t>(getStream()));
+  if (failed(verifyDropoutSite(*this, "rate", getRate().convertToDouble(),
+                               "stream", static_cast<int64_t>(getStream()))))
+    return failure();
+  // The counter's element word numbers blocks of 4 elements: 2^34 elements
+  // draw distinct masks; past that they would repeat. Dynamic sizes are
+  // checked by the runtime (txl_session_run_segment).
+  auto type = cast<RankedTensorType>(getType());
+  if (type.hasStaticShape() && type.getNumElements() > kMaxDropoutElements)
+    return emitOpError("a tensor of ")
+           << type.getNumElements() << " elements is more than the 2^34 "
+           << "whose dropout masks are distinct (the Philox counter's element "
+              "word counts blocks of 4)";
+  return success();
 }
 
 LogicalResult ConcatMemOp::verify() {

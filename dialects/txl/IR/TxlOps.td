@@ -192,7 +192,9 @@ def Txl_DropoutOp : Txl_Op<"dropout", [Pure, AllTypesMatch<["input", "result"]>]
     decoder layer), `offset` the call (e.g. the training step): every element
     of every site of every call draws from its own counter. The backward
     pass recomputes the mask from the same operands instead of storing it.
-    Tensors are limited to 2^34 elements (the counter's element word).
+    The counter's element word counts blocks of 4, so masks are distinct
+    for 2^34 elements: a static shape with more is rejected; dynamic shapes
+    are checked by the runtime before a training segment runs.
 
     ```mlir
     %y = txl.dropout %x, %seed, %offset, %training {rate = 1.000000e-01 : f64, stream = 0 : i64}
@@ -420,10 +422,12 @@ def Txl_RelAttentionOp : Txl_Op<"rel_attention",
     strided view of that buffer (the official `_rel_shift` without its
     copy) and accumulates AC onto the view; the masked softmax then writes
     one more [n_head, batch, qlen, klen] buffer (docs/design.md lists what
-    is materialised on each target). `pos_key` must have klen rows: the
-    verifier rejects a static mismatch, and with klen dynamic the lowering
-    checks it at run time (a `cf.assert` that aborts with "pos_key must
-    have as many rows as key (klen)") before reading r.
+    is materialised on each target). `pos_key` must have klen rows, and
+    every operand the query's batch, n_head and d_head: the verifier
+    rejects a static mismatch, and both targets' lowerings check dynamic
+    sizes at run time before reading any operand (a `cf.assert` per
+    equality, e.g. "pos_key must have as many rows as key (klen)", which
+    txl-lower-host-asserts turns into an error and exit status 1).
 
     With a `dropatt(seed, offset, training, stream_base)` group and the
     `dropatt` (rate) and `dropatt_stream` attributes, the probabilities go

@@ -801,4 +801,35 @@ def CheckHostAllocationsPass : Pass<"txl-check-host-allocations", "::mlir::Modul
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def LowerHostAssertsPass : Pass<"txl-lower-host-asserts", "::mlir::ModuleOp"> {
+  let summary = "Lower the host code's run-time checks to calls that report "
+                "an error and exit";
+  let description = [{
+    Every `cf.assert` outside a `gpu.module` becomes a conditional branch to
+    a block that calls `txl_rt_assert_failed(message)` and is unreachable
+    after it. The runtime's function (runtime/include/txl/runtime.h) prints
+    `error: run-time check failed: <message>` to stderr and exits with
+    status 1; upstream's lowering of `cf.assert` (convert-cf-to-llvm) would
+    print to stdout and raise SIGABRT. Each distinct message is one internal
+    constant string. Runs before convert-cf-to-llvm; the functions may
+    already be `llvm.func`. A module that declares `txl_rt_assert_failed`
+    with another type is an error.
+
+    ```mlir
+    // before
+    cf.assert %same, "txl.rel_attention: pos_key must have as many rows as key (klen)"
+    // after
+    llvm.mlir.global internal constant @txl_assert_message("txl.rel_attention: ...\00")
+      cf.cond_br %same, ^ok, ^failed
+    ^failed:
+      %m = llvm.mlir.addressof @txl_assert_message : !llvm.ptr
+      llvm.call @txl_rt_assert_failed(%m) : (!llvm.ptr) -> ()
+      llvm.unreachable
+    ^ok:
+    ```
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect",
+                           "::mlir::cf::ControlFlowDialect"];
+}
+
 #endif // TXL_CONVERSION_PASSES

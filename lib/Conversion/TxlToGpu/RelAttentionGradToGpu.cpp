@@ -41,6 +41,7 @@
 
 #include "KernelModule.h"
 #include "RelAttention.h"
+#include "txl/Conversion/SizeChecks.h"
 #include "txl/IR/TxlOps.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -880,6 +881,13 @@ struct RelAttentionGradToLaunch : public OpRewritePattern<RelAttentionGradOp> {
     }
 
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    // The kernels index every operand by the query's sizes and klen:
+    // dynamic sizes are checked before the launches.
+    assertEqualSizes(b, b.getLoc(), op,
+                     relAttentionGradSizeEqualities(
+                         op.getQuery(), op.getKey(), op.getValue(),
+                         op.getPosKey(), op.getRWBias(), op.getRRBias(),
+                         op.getDResult(), op.getLse(), op.getOutput()));
     SmallVector<gpu::GPUFuncOp> funcs;
     for (const GradShape &shape : shapes)
       funcs.push_back(getOrCreateGradKernel(module, shape, hooks));

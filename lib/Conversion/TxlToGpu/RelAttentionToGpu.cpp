@@ -24,6 +24,7 @@
 #include "KernelModule.h"
 #include "RelAttention.h"
 #include "txl/Conversion/Passes.h"
+#include "txl/Conversion/SizeChecks.h"
 #include "txl/IR/TxlOps.h"
 
 #include "mlir/AsmParser/AsmParser.h"
@@ -423,6 +424,12 @@ struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
     }
 
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    // The kernels index key, value, pos_key and the biases by the query's
+    // sizes and klen: dynamic sizes are checked before the launch.
+    assertEqualSizes(b, b.getLoc(), op,
+                     relAttentionSizeEqualities(
+                         op.getQuery(), op.getKey(), op.getValue(),
+                         op.getPosKey(), op.getRWBias(), op.getRRBias()));
     if (!mma) {
       rewriter.replaceOp(op, launch(b, op, *f32Kernel, dropatt));
       return success();

@@ -15,11 +15,11 @@
 #include "Builders.h"
 #include "txl/Conversion/IndexArithmetic.h"
 #include "txl/Conversion/Passes.h"
+#include "txl/Conversion/SizeChecks.h"
 #include "txl/IR/TxlOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
-#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
@@ -284,26 +284,6 @@ struct SoftmaxGradLowering : public OpRewritePattern<SoftmaxGradOp> {
   }
 };
 
-/// Checks at run time that pos_key [rlen, n_head, d_head] has as many rows
-/// as key [klen, ...] when either length is dynamic (the verifier rejects a
-/// static mismatch): the positional product reads r row qlen - 1 - i + j for
-/// every key j, so a shorter r would be read past its end.
-static void assertPosKeyRows(OpBuilder &b, Location loc, Operation *op,
-                             Value key, Value posKey) {
-  int64_t k = cast<RankedTensorType>(key.getType()).getDimSize(0);
-  int64_t r = cast<RankedTensorType>(posKey.getType()).getDimSize(0);
-  if (!ShapedType::isDynamic(k) && !ShapedType::isDynamic(r))
-    return;
-  Value kRows = tensor::DimOp::create(b, loc, key, 0);
-  Value rRows = tensor::DimOp::create(b, loc, posKey, 0);
-  Value same = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, kRows,
-                                     rRows);
-  cf::AssertOp::create(b, loc, same,
-                       (op->getName().getStringRef() +
-                        ": pos_key must have as many rows as key (klen)")
-                           .str());
-}
-
 // txl.rel_attention => BD = shift(bmm(q + v, r)) in a padded buffer, += bmm(q +
 // u, k), softmax, bmm(p, v), all with the heads outermost
 struct RelAttentionLowering : public OpRewritePattern<RelAttentionOp> {
@@ -312,7 +292,10 @@ struct RelAttentionLowering : public OpRewritePattern<RelAttentionOp> {
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Value q = op.getQuery();
-    assertPosKeyRows(rewriter, loc, op, op.getKey(), op.getPosKey());
+    assertEqualSizes(rewriter, loc, op,
+                     relAttentionSizeEqualities(q, op.getKey(), op.getValue(),
+                                                op.getPosKey(), op.getRWBias(),
+                                                op.getRRBias()));
     SmallVector<OpFoldResult> qs = getSizes(rewriter, loc, q);
     HeadsMajorOperands ops =
         getHeadsMajorOperands(rewriter, loc, q, op.getRWBias(), op.getRRBias(),
@@ -377,7 +360,10 @@ struct RelAttentionGradLowering : public OpRewritePattern<RelAttentionGradOp> {
     Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
     Value r = op.getPosKey(), dOut = op.getDResult();
     double scale = op.getScale().convertToDouble();
-    assertPosKeyRows(rewriter, loc, op, k, r);
+    assertEqualSizes(rewriter, loc, op,
+                     relAttentionGradSizeEqualities(
+                         q, k, v, r, op.getRWBias(), op.getRRBias(), dOut,
+                         op.getLse(), op.getOutput()));
     SmallVector<OpFoldResult> qs = getSizes(rewriter, loc, q);
     OpFoldResult batch = qs[1], nHead = qs[2];
 

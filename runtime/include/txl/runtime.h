@@ -418,6 +418,17 @@ txl_status_t txl_session_memory(txl_session_t *session, int64_t layer,
 void *txl_rt_malloc(size_t size);
 void *txl_rt_aligned_alloc(size_t alignment, size_t size);
 
+/// Where a failed run-time check of the host code ends (txl-lower-host-asserts
+/// lowers each `cf.assert` to a call of it): prints "error: run-time check
+/// failed: <message>" to stderr and exits with status 1. The checks are the
+/// dynamic sizes a verifier could not compare, e.g. "txl.rel_attention:
+/// pos_key must have as many rows as key (klen)"; a model compiled by txlc
+/// always passes them.
+#if defined(__cplusplus)
+[[noreturn]]
+#endif
+void txl_rt_assert_failed(const char *message);
+
 #ifdef __cplusplus
 }
 #endif

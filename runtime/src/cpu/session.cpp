@@ -14,6 +14,7 @@
 #include "txl/runtime.h"
 
 #include "txl/device.h"
+#include "txl/rt/Commands.h"
 #include "txl/rt/MemRef.h"
 #include "txl/rt/ParamInit.h"
 #include "txl/rt/SafeTensors.h"
@@ -635,6 +636,8 @@ static void runSegment(txl_session_t *session, const int64_t *data,
          "segment of {} positions over {} of memory at batch {}: its "
          "products would have more than the {} rows BLAS takes",
          qlen, mostMemory, batch, kBlasMax);
+  if (options->training)
+    checkDropoutElements(info, qlen, qlen + mostMemory, batch);
   if (batch != session->batch)
     fail(TXL_INVALID_ARGUMENT,
          "batch size {} differs from the memory's batch size {} (reset the "

@@ -287,6 +287,16 @@ func.func @dropout_rate_one(%x: tensor<?x8xf32>, %seed: i64, %off: i64, %tr: i1)
 
 // -----
 
+// Past 2^34 elements the masks would repeat (the counter's element word counts
+// blocks of 4); round-trip.mlir keeps exactly 2^34.
+func.func @dropout_too_many_elements(%x: tensor<131073x131072xf32>, %seed: i64, %off: i64, %tr: i1) -> tensor<131073x131072xf32> {
+  // expected-error @+1 {{'txl.dropout' op a tensor of 17180000256 elements is more than the 2^34 whose dropout masks are distinct (the Philox counter's element word counts blocks of 4)}}
+  %y = txl.dropout %x, %seed, %off, %tr {rate = 0.1 : f64, stream = 0 : i64} : tensor<131073x131072xf32>
+  return %y : tensor<131073x131072xf32>
+}
+
+// -----
+
 // The stream is one 32-bit Philox counter word.
 func.func @dropout_stream_range(%x: tensor<?x8xf32>, %seed: i64, %off: i64, %tr: i1) -> tensor<?x8xf32> {
   // expected-error @+1 {{'txl.dropout' op stream must be in [0, 2^32) (one Philox counter word), got 4294967296}}

@@ -73,6 +73,16 @@ func.func @dropout(%x: tensor<?x?x32xf32>, %p: tensor<?x?x?x2xf64>, %seed: i64, 
   return %y, %q : tensor<?x?x32xf32>, tensor<?x?x?x2xf64>
 }
 
+// A static tensor of exactly 2^34 elements is the largest whose dropout masks
+// are distinct (invalid.mlir: one more row is rejected).
+// CHECK-LABEL: func.func @dropout_largest
+// CHECK: txl.dropout %{{.+}} : tensor<131072x131072xf32>
+func.func @dropout_largest(%x: tensor<131072x131072xf32>, %seed: i64, %offset: i64, %training: i1)
+    -> tensor<131072x131072xf32> {
+  %y = txl.dropout %x, %seed, %offset, %training {rate = 0.1 : f64, stream = 0 : i64} : tensor<131072x131072xf32>
+  return %y : tensor<131072x131072xf32>
+}
+
 // The segment-memory ops: concat_mem, take_last with a run-time count, and
 // stop_gradient.
 // CHECK-LABEL: func.func @memory

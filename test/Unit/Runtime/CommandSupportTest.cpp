@@ -125,6 +125,41 @@ TEST(CommandSupportTest, ValidationErrors) {
               {"same_length requires mem_len > 0"});
 }
 
+// Dropout masks are distinct for 2^34 elements per tensor: exactly 2^34
+// passes, one more row does not; the largest hidden state counts d_inner,
+// the probabilities n_head; a site with rate 0 draws nothing and is not
+// limited.
+TEST(CommandSupportTest, DropoutElementLimit) {
+  txl_model_info_t info = ptbSmallInfo();
+  info.n_head = 8;
+  info.d_inner = 1024;
+  info.d_embed = 128;
+  info.dropout = 0.1;
+  info.dropatt = 0.1;
+  // Hidden states: qlen * batch * 1024 = 2^34 at qlen = 2^14, batch 2^10
+  // (the probabilities, 2^14 * 1 * 2^10 * 8 = 2^27, are within).
+  EXPECT_NO_THROW(checkDropoutElements(info, 1 << 14, 1, 1 << 10));
+  expectError([&] { checkDropoutElements(info, (1 << 14) + 1, 1, 1 << 10); },
+              TXL_INVALID_ARGUMENT,
+              {"a hidden state of 17180917760 elements",
+               "segment of 16385 positions over up to 1 keys, batch 1024",
+               "more than the 2^34 elements whose dropout masks are distinct"});
+  // Probabilities: qlen * klen * batch * 8 = 2^34 at 2^12 * 2^13 * 2^6.
+  EXPECT_NO_THROW(checkDropoutElements(info, 1 << 12, 1 << 13, 1 << 6));
+  expectError(
+      [&] { checkDropoutElements(info, 1 << 12, (1 << 13) + 1, 1 << 6); },
+      TXL_INVALID_ARGUMENT,
+      {"the attention probabilities of 17181966336 elements"});
+  // Past 2^64 elements the count does not wrap (2^70 hidden elements).
+  expectError([&] { checkDropoutElements(info, 1 << 30, 1 << 30, 1 << 30); },
+              TXL_INVALID_ARGUMENT,
+              {"a hidden state of 1180591620717411303424 elements"});
+  info.dropatt = 0.0;
+  EXPECT_NO_THROW(checkDropoutElements(info, 1 << 12, (1 << 13) + 1, 1 << 6));
+  info.dropout = 0.0;
+  EXPECT_NO_THROW(checkDropoutElements(info, (1 << 14) + 1, 1, 1 << 10));
+}
+
 // The official eval.py line: '| {0} loss {1:5.2f} | {0} ppl {2:9.3f}', and
 // bpc = loss / ln 2 with {2:9.5f} for character datasets.
 TEST(CommandSupportTest, OfficialResultLine) {

@@ -69,6 +69,22 @@ inline constexpr int64_t kMaxMemLen = 1 << 20;
 /// mem_len > 0; threads must not be negative.
 void checkRunSettings(int64_t memLen, bool sameLength, int threads);
 
+/// The most elements of one tensor whose dropout masks are distinct: the
+/// Philox counter's element word (32 bits) counts blocks of 4 elements
+/// (txl.dropout in TxlOps.td; the dialect's verifier checks static shapes
+/// against the same bound).
+inline constexpr int64_t kMaxDropoutElements = int64_t{1} << 34;
+
+/// Checks a train-mode segment of `qlen` positions over at most `klen` keys
+/// at batch `batch`: every tensor that dropout masks (the hidden states
+/// [qlen, batch, max(d_model, d_inner, d_embed)] when info.dropout > 0) and
+/// that dropatt masks (the probabilities [qlen, klen, batch, n_head] when
+/// info.dropatt > 0) must have at most kMaxDropoutElements elements, or the
+/// masks would repeat. Errors (TXL_INVALID_ARGUMENT) name the tensor, its
+/// elements and the limit. Sizes are non-negative (products are exact).
+void checkDropoutElements(const txl_model_info_t &info, int64_t qlen,
+                          int64_t klen, int64_t batch);
+
 /// The thread count a run of `batch` columns uses for `threads` (0 = the
 /// default): more threads than max(batch, the machine's cores) have nothing
 /// to do (a call runs min(threads, batch) column slices, and one slice's

@@ -1,9 +1,12 @@
-//===- Allocation.cpp - Checked heap allocations of generated code -*- C++ -*-===//
+//===- HostChecks.cpp - Where the generated host code's checks end -*- C++
+//-*-===//
 //
-// txl_rt_malloc / txl_rt_aligned_alloc (txl/runtime.h), which the CPU
-// code calls for its working buffers (txl-check-host-allocations). In a
-// file of their own so that test/lib/txlrun.py's shared objects of single
-// ops link them without the rest of the runtime.
+// txl_rt_malloc / txl_rt_aligned_alloc, which the CPU code calls for its
+// working buffers (txl-check-host-allocations), and txl_rt_assert_failed,
+// which a failed run-time check of the host code calls
+// (txl-lower-host-asserts); txl/runtime.h. In a file of their own so that
+// test/lib/txlrun.py's shared objects of single ops link them without the
+// rest of the runtime.
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,4 +39,10 @@ extern "C" void *txl_rt_aligned_alloc(size_t alignment, size_t size) {
   if (!p && size != 0)
     failAllocation(size);
   return p;
+}
+
+extern "C" void txl_rt_assert_failed(const char *message) {
+  std::fprintf(stderr, "error: run-time check failed: %s\n", message);
+  std::fflush(stderr);
+  std::_Exit(1);
 }
