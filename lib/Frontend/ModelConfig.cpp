@@ -415,8 +415,9 @@ Error ModelFileParser::validateModel(ModelConfig &config) {
               " is more than the " + Twine(kBlasMax) +
               " rows or columns a BLAS product takes");
 
-  // The official PositionalEmbedding interleaves sin and cos halves.
-  if (m.dModel % 2 != 0)
+  // The official PositionalEmbedding interleaves sin and cos halves
+  // (attn_type 0 and 2 use it).
+  if ((m.attnType == 0 || m.attnType == 2) && m.dModel % 2 != 0)
     return errorAt(locOf("model", "d_model"),
                    "[model] d_model must be even for the sinusoid position "
                    "embedding, got " +
@@ -434,11 +435,20 @@ Error ModelFileParser::validateModel(ModelConfig &config) {
     return errorAt(locOf("model", "attn_type"),
                    "[model] attn_type must be 0, 1, 2 or 3, got " +
                        Twine(m.attnType));
-  if (m.attnType != 0)
+  if (m.untieR && m.attnType != 0)
+    return errorAt(locOf("model", "untie_r"),
+                   "[model] untie_r applies to attn_type 0 only (attn_type " +
+                       Twine(m.attnType) +
+                       " has no u/v bias pair shared across layers)");
+  // attn_type 3 adds r_emb[l] rows [n_head * d_head] to the hidden states
+  // (the official `self.r_emb[i][-qlen:].view(qlen, 1, -1)`).
+  if (m.attnType == 3 && m.nHead * m.dHead != m.dModel)
     return errorAt(locOf("model", "attn_type"),
-                   "[model] attn_type " + Twine(m.attnType) +
-                       " is not supported yet (only 0, the relative "
-                       "attention of Transformer-XL)");
+                   "[model] attn_type 3 adds per-layer position embeddings of "
+                   "n_head * d_head = " +
+                       Twine(m.nHead * m.dHead) +
+                       " to hidden states of d_model = " + Twine(m.dModel) +
+                       ": they must be equal");
 
   const std::pair<StringRef, double> rates[] = {{"dropout", m.dropout},
                                                 {"dropatt", m.dropatt}};

@@ -46,23 +46,32 @@ static std::string clusterName(StringRef prefix, size_t i, StringRef suffix = ""
   return (prefix + Twine(i) + suffix).str();
 }
 
-/// The parameters of one RelPartialLearnableDecoderLayer, relative to
-/// `layers.<l>.`, in argument order (also the order of @decoder_layer's
-/// parameter arguments).
+/// The parameters of one decoder layer, relative to `layers.<l>.`, in
+/// argument order (also the order of @decoder_layer's parameter arguments):
+/// RelPartialLearnableDecoderLayer (attn_type 0: qkv_net and r_net),
+/// RelLearnableDecoderLayer (1: qkv_net, the positions are model-level
+/// tables) or DecoderLayer with MultiHeadAttn (2 and 3: q_net and kv_net).
 static SmallVector<std::pair<std::string, SmallVector<int64_t>>>
 layerParamSpecs(const ModelSection &m) {
   int64_t hd = m.nHead * m.dHead;
-  return {{"dec_attn.qkv_net.weight", {3 * hd, m.dModel}},
-          {"dec_attn.r_net.weight", {hd, m.dModel}},
-          {"dec_attn.o_net.weight", {m.dModel, hd}},
-          {"dec_attn.layer_norm.weight", {m.dModel}},
-          {"dec_attn.layer_norm.bias", {m.dModel}},
-          {"pos_ff.CoreNet.0.weight", {m.dInner, m.dModel}},
-          {"pos_ff.CoreNet.0.bias", {m.dInner}},
-          {"pos_ff.CoreNet.3.weight", {m.dModel, m.dInner}},
-          {"pos_ff.CoreNet.3.bias", {m.dModel}},
-          {"pos_ff.layer_norm.weight", {m.dModel}},
-          {"pos_ff.layer_norm.bias", {m.dModel}}};
+  SmallVector<std::pair<std::string, SmallVector<int64_t>>> specs;
+  if (m.attnType <= 1)
+    specs.push_back({"dec_attn.qkv_net.weight", {3 * hd, m.dModel}});
+  else
+    specs.append({{"dec_attn.q_net.weight", {hd, m.dModel}},
+                  {"dec_attn.kv_net.weight", {2 * hd, m.dModel}}});
+  if (m.attnType == 0)
+    specs.push_back({"dec_attn.r_net.weight", {hd, m.dModel}});
+  specs.append({{"dec_attn.o_net.weight", {m.dModel, hd}},
+                {"dec_attn.layer_norm.weight", {m.dModel}},
+                {"dec_attn.layer_norm.bias", {m.dModel}},
+                {"pos_ff.CoreNet.0.weight", {m.dInner, m.dModel}},
+                {"pos_ff.CoreNet.0.bias", {m.dInner}},
+                {"pos_ff.CoreNet.3.weight", {m.dModel, m.dInner}},
+                {"pos_ff.CoreNet.3.bias", {m.dModel}},
+                {"pos_ff.layer_norm.weight", {m.dModel}},
+                {"pos_ff.layer_norm.bias", {m.dModel}}});
+  return specs;
 }
 
 SmallVector<ParamSpec> mlir::txl::getParameterTable(const ModelConfig &config) {
@@ -98,10 +107,27 @@ SmallVector<ParamSpec> mlir::txl::getParameterTable(const ModelConfig &config) {
           p.aliases.push_back(clusterName("crit.out_projs.", j));
     }
   }
-  add("pos_emb.inv_freq", {m.dModel / 2}, /*trainable=*/false);
-  if (!m.untieR) {
-    add("r_w_bias", {m.nHead, m.dHead});
-    add("r_r_bias", {m.nHead, m.dHead});
+  // MemTransformerLM._create_params, per attn_type.
+  int64_t maxKlen = config.maxKlen();
+  switch (m.attnType) {
+  case 0:
+    add("pos_emb.inv_freq", {m.dModel / 2}, /*trainable=*/false);
+    if (!m.untieR) {
+      add("r_w_bias", {m.nHead, m.dHead});
+      add("r_r_bias", {m.nHead, m.dHead});
+    }
+    break;
+  case 1:
+    add("r_emb", {m.nLayer, maxKlen, m.nHead, m.dHead});
+    add("r_w_bias", {m.nLayer, m.nHead, m.dHead});
+    add("r_bias", {m.nLayer, maxKlen, m.nHead});
+    break;
+  case 2:
+    add("pos_emb.inv_freq", {m.dModel / 2}, /*trainable=*/false);
+    break;
+  default:
+    add("r_emb", {m.nLayer, maxKlen, m.nHead, m.dHead});
+    break;
   }
   for (int64_t l = 0; l < m.nLayer; ++l) {
     std::string p = "layers." + std::to_string(l) + ".";
@@ -169,7 +195,33 @@ private:
   }
   Value linear(Value x, Value w, Value bias = nullptr);
   Value layerNorm(Value x, StringRef prefix);
+  /// Columns [c·hd, (c+1)·hd) of `heads` [len, batch, k·hd] (the official
+  /// torch.chunk(..., k, -1)[c]), rows [start, start + len), viewed per
+  /// head: [len, batch, n_head, d_head].
+  Value headsChunk(Value heads, int64_t c, OpFoldResult start,
+                   OpFoldResult len);
+  /// The attention's output projection, dropout, residual and LayerNorm
+  /// (post-norm) shared by every attn_type: `attnVec` [qlen, batch, n_head,
+  /// d_head] through o_net and self.drop, added to `h`.
+  Value attentionOutput(Value h, Value attnVec, StringRef attn);
+  /// attn_type 0: RelPartialLearnableMultiHeadAttn.forward plus its
+  /// residual + LayerNorm.
   Value attention(Value h, Value pos, Value mem, StringRef prefix);
+  /// attn_type 1: RelLearnableMultiHeadAttn.forward (Shaw et al.) plus its
+  /// residual + LayerNorm; `clampLen` is the run's clamp_len (i64).
+  Value learnableAttention(Value h, Value clampLen, Value mem);
+  /// attn_type 2 and 3: MultiHeadAttn.forward over `mem` (already carrying
+  /// its positions) and `h`, plus its residual + LayerNorm.
+  Value absoluteAttention(Value h, Value mem);
+  /// An i64 tensor [rows, cols] whose element (p, c) is `rowOf(p)` (index
+  /// in, index out) in every column c: row indices for a txl.embedding,
+  /// which then also broadcasts the gathered rows over the batch columns.
+  Value rowIndices(OpFoldResult rows, OpFoldResult cols,
+                   function_ref<Value(OpBuilder &, Location, Value)> rowOf);
+  /// Rows `rowOf(p)` of `table` [n, d] for p < rows, broadcast over `cols`
+  /// columns: [rows, cols, d] (a gather whose adjoint sums into the table).
+  Value gatherRows(Value table, OpFoldResult rows, OpFoldResult cols,
+                   function_ref<Value(OpBuilder &, Location, Value)> rowOf);
   Value feedForward(Value h, StringRef prefix);
   Value embedding(Value data);
   /// `x` through nn.Dropout(rate) at site `stream` (relative to the current
@@ -182,9 +234,13 @@ private:
   /// parameters are arguments, so every layer calls the same function.
   func::FuncOp emitLayerFunction(ModuleOp module);
   /// The parameter arguments of @decoder_layer for layer `layer` (after h,
-  /// pos, mem, mem_len, same_length and, with dropout, dropout_seed,
-  /// dropout_offset, training and stream_base).
+  /// the positional argument of attn_type 0 and 1, mem, mem_len,
+  /// same_length and, with dropout, dropout_seed, dropout_offset, training
+  /// and stream_base); for attn_type 1, the layer's slices of the
+  /// model-level tables.
   SmallVector<Value> layerParams(int64_t layer);
+  /// Their types, the same for every layer.
+  SmallVector<Type> layerParamTypes();
   Value loss(Value h, Value target);
   /// The parameter under `name` or, when tied, under the name it is tied to.
   Value tiedParam(StringRef name);
@@ -226,10 +282,37 @@ Value SegmentEmitter::layerNorm(Value x, StringRef prefix) {
                              b.getF32FloatAttr(1e-5f));
 }
 
+Value SegmentEmitter::headsChunk(Value heads, int64_t c, OpFoldResult start,
+                                 OpFoldResult len) {
+  int64_t hd = m.nHead * m.dHead;
+  int64_t dyn = ShapedType::kDynamic;
+  OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
+  OpFoldResult bsz = tensor::getMixedSize(b, loc, heads, 1);
+  Value slice = tensor::ExtractSliceOp::create(
+      b, loc, heads,
+      SmallVector<OpFoldResult>{start, zero, b.getIndexAttr(c * hd)},
+      SmallVector<OpFoldResult>{len, bsz, b.getIndexAttr(hd)},
+      SmallVector<OpFoldResult>(3, one));
+  SmallVector<OpFoldResult> outShape = {len, bsz, b.getIndexAttr(m.nHead),
+                                        b.getIndexAttr(m.dHead)};
+  return tensor::ExpandShapeOp::create(
+      b, loc, tensorType({dyn, dyn, m.nHead, m.dHead}), slice,
+      SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}}, outShape);
+}
+
+Value SegmentEmitter::attentionOutput(Value h, Value attnVec, StringRef attn) {
+  Value flat = tensor::CollapseShapeOp::create(
+      b, loc, attnVec, SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
+  // attn_out = self.drop(self.o_net(attn_vec))
+  Value attnOut = dropout(linear(flat, param((attn + "o_net.weight").str())),
+                          m.dropout, kStreamAttnOut);
+  Value sum = AddOp::create(b, loc, h, attnOut);
+  return m.preLnorm ? sum : layerNorm(sum, attn);
+}
+
 /// RelPartialLearnableMultiHeadAttn.forward plus its residual + LayerNorm.
 Value SegmentEmitter::attention(Value h, Value pos, Value mem,
                                 StringRef prefix) {
-  int64_t hd = m.nHead * m.dHead;
   int64_t dyn = ShapedType::kDynamic;
   std::string attn = (prefix + "dec_attn.").str();
 
@@ -242,23 +325,10 @@ Value SegmentEmitter::attention(Value h, Value pos, Value mem,
   OpFoldResult mlen = tensor::getMixedSize(b, loc, mem, 0);
   OpFoldResult qlen = tensor::getMixedSize(b, loc, h, 0);
   OpFoldResult klen = tensor::getMixedSize(b, loc, cat, 0);
-  OpFoldResult bsz = tensor::getMixedSize(b, loc, h, 1);
-  OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
-  SmallVector<OpFoldResult> unit(3, one);
-  auto chunk = [&](int64_t c, OpFoldResult start, OpFoldResult len) -> Value {
-    // torch.chunk(w_heads, 3, -1)[c][start:start+len], viewed per head.
-    Value s = tensor::ExtractSliceOp::create(
-        b, loc, wHeads, SmallVector<OpFoldResult>{start, zero, b.getIndexAttr(c * hd)},
-        SmallVector<OpFoldResult>{len, bsz, b.getIndexAttr(hd)}, unit);
-    SmallVector<OpFoldResult> outShape = {len, bsz, b.getIndexAttr(m.nHead),
-                                          b.getIndexAttr(m.dHead)};
-    return tensor::ExpandShapeOp::create(
-        b, loc, tensorType({dyn, dyn, m.nHead, m.dHead}), s,
-        SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}}, outShape);
-  };
-  Value q = chunk(0, mlen, qlen);
-  Value k = chunk(1, zero, klen);
-  Value v = chunk(2, zero, klen);
+  OpFoldResult zero = b.getIndexAttr(0);
+  Value q = headsChunk(wHeads, 0, mlen, qlen);
+  Value k = headsChunk(wHeads, 1, zero, klen);
+  Value v = headsChunk(wHeads, 2, zero, klen);
   Value r = tensor::ExpandShapeOp::create(
       b, loc, tensorType({dyn, m.nHead, m.dHead}), rHeadK,
       SmallVector<ReassociationIndices>{{0}, {1, 2}},
@@ -282,13 +352,152 @@ Value SegmentEmitter::attention(Value h, Value pos, Value mem,
   // attn_prob = self.dropatt(attn_prob)
   probs = dropout(probs, m.dropatt, kStreamDropatt);
   Value attnVec = AttnApplyOp::create(b, loc, q.getType(), probs, v);
-  Value flat = tensor::CollapseShapeOp::create(
-      b, loc, attnVec, SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
-  // attn_out = self.drop(self.o_net(attn_vec))
-  Value attnOut = dropout(linear(flat, param(attn + "o_net.weight")), m.dropout,
-                          kStreamAttnOut);
-  Value sum = AddOp::create(b, loc, h, attnOut);
-  return m.preLnorm ? sum : layerNorm(sum, attn);
+  return attentionOutput(h, attnVec, attn);
+}
+
+Value SegmentEmitter::rowIndices(
+    OpFoldResult rows, OpFoldResult cols,
+    function_ref<Value(OpBuilder &, Location, Value)> rowOf) {
+  int64_t dyn = ShapedType::kDynamic;
+  SmallVector<Value> extents;
+  SmallVector<int64_t> shape;
+  for (OpFoldResult size : {rows, cols}) {
+    std::optional<int64_t> c = getConstantIntValue(size);
+    shape.push_back(c ? *c : dyn);
+    if (!c)
+      extents.push_back(cast<Value>(size));
+  }
+  auto type = RankedTensorType::get(shape, b.getI64Type());
+  return tensor::GenerateOp::create(
+      b, loc, type, extents, [&](OpBuilder &nb, Location nl, ValueRange ivs) {
+        Value row = rowOf(nb, nl, ivs[0]);
+        tensor::YieldOp::create(
+            nb, nl, arith::IndexCastOp::create(nb, nl, nb.getI64Type(), row));
+      });
+}
+
+Value SegmentEmitter::gatherRows(
+    Value table, OpFoldResult rows, OpFoldResult cols,
+    function_ref<Value(OpBuilder &, Location, Value)> rowOf) {
+  int64_t d = cast<RankedTensorType>(table.getType()).getDimSize(1);
+  Value indices = rowIndices(rows, cols, rowOf);
+  auto shape = cast<RankedTensorType>(indices.getType()).getShape();
+  return EmbeddingOp::create(b, loc, tensorType({shape[0], shape[1], d}), table,
+                             indices);
+}
+
+/// RelLearnableMultiHeadAttn.forward (Shaw et al. 2018, the official
+/// attn_type 1) plus its residual + LayerNorm: AC = (q + r_w_bias)·k and
+/// BD = rel_shift(q·r_emb + r_bias), where r_emb [klen, n_head, d_head] and
+/// r_bias [klen, n_head] are rows of the layer's tables chosen as the
+/// official code does: the last klen rows, the table's first row repeated in
+/// front when klen is longer, and only the last clamp_len rows of the table
+/// counted when clamp_len > 0. Row p of klen holds distance klen - 1 - p, so
+/// after the shift entry (i, j) holds distance mlen + i - j.
+Value SegmentEmitter::learnableAttention(Value h, Value clampLen, Value mem) {
+  int64_t dyn = ShapedType::kDynamic;
+  std::string attn = "dec_attn.";
+  Value cat =
+      ConcatMemOp::create(b, loc, tensorType({dyn, dyn, m.dModel}), mem, h);
+  Value x = m.preLnorm ? layerNorm(cat, attn) : cat;
+  Value wHeads = linear(x, param(attn + "qkv_net.weight"));
+  OpFoldResult mlen = tensor::getMixedSize(b, loc, mem, 0);
+  OpFoldResult qlen = tensor::getMixedSize(b, loc, h, 0);
+  OpFoldResult klen = tensor::getMixedSize(b, loc, cat, 0);
+  Value q = headsChunk(wHeads, 0, mlen, qlen);
+  Value k = headsChunk(wHeads, 1, b.getIndexAttr(0), klen);
+  Value v = headsChunk(wHeads, 2, b.getIndexAttr(0), klen);
+
+  // The rows the table holds for this run: max_klen, or min(clamp_len,
+  // max_klen) when clamp_len > 0 (official `self.r_emb[i][-clamp_len:]`).
+  int64_t maxKlen = config.maxKlen();
+  Value maxRows = arith::ConstantIndexOp::create(b, loc, maxKlen);
+  Value clamp = arith::IndexCastOp::create(b, loc, b.getIndexType(), clampLen);
+  Value zero64 = arith::ConstantIntOp::create(b, loc, 0, 64);
+  Value clamped = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt,
+                                        clampLen, zero64);
+  Value held = arith::SelectOp::create(
+      b, loc, clamped, arith::MinSIOp::create(b, loc, clamp, maxRows), maxRows);
+  Value klenValue = tensor::DimOp::create(b, loc, cat, 0);
+  // Position p of klen reads row max_klen - min(klen - p, held).
+  auto rowOf = [&](OpBuilder &nb, Location nl, Value p) -> Value {
+    Value fromEnd = arith::SubIOp::create(nb, nl, klenValue, p);
+    return arith::SubIOp::create(nb, nl, maxRows,
+                                 arith::MinSIOp::create(nb, nl, fromEnd, held));
+  };
+  OpFoldResult one = b.getIndexAttr(1);
+  // [klen, 1, n_head * d_head] -> [klen, n_head, d_head].
+  Value rEmbFlat = tensor::CollapseShapeOp::create(
+      b, loc, param("r_emb"), SmallVector<ReassociationIndices>{{0}, {1, 2}});
+  Value rows = gatherRows(rEmbFlat, klen, one, rowOf);
+  Value rEmb = tensor::ExpandShapeOp::create(
+      b, loc, tensorType({dyn, m.nHead, m.dHead}),
+      tensor::CollapseShapeOp::create(
+          b, loc, rows, SmallVector<ReassociationIndices>{{0, 1}, {2}}),
+      SmallVector<ReassociationIndices>{{0}, {1, 2}},
+      SmallVector<OpFoldResult>{klen, b.getIndexAttr(m.nHead),
+                                b.getIndexAttr(m.dHead)});
+  // [klen, 1, n_head] -> [klen, n_head, 1]: the bias as a one-wide key.
+  Value biasRows = gatherRows(param("r_bias"), klen, one, rowOf);
+  Value rBias = tensor::ExpandShapeOp::create(
+      b, loc, tensorType({dyn, m.nHead, 1}),
+      tensor::CollapseShapeOp::create(
+          b, loc, biasRows, SmallVector<ReassociationIndices>{{0, 1}, {2}}),
+      SmallVector<ReassociationIndices>{{0}, {1, 2}},
+      SmallVector<OpFoldResult>{klen, b.getIndexAttr(m.nHead), one});
+
+  auto scoreType = tensorType({dyn, dyn, dyn, m.nHead});
+  // AC: (q + r_w_bias)·k, as terms (a) and (c).
+  Value termA = AttnScoreOp::create(b, loc, scoreType, q, k);
+  Value u = BroadcastHeadBiasOp::create(b, loc, param("r_w_bias"), q);
+  Value termC = AttnScoreOp::create(b, loc, scoreType, u, k);
+  // B_ = q·r_emb; D_ = r_bias[j, n], written as the score of a query of
+  // ones [qlen, batch, n_head, 1] against the bias as a one-wide key, so
+  // that it is an ordinary (differentiable) score term.
+  Value termB = AttnScoreOp::create(b, loc, scoreType, q, rEmb);
+  SmallVector<Value> onesSizes = {tensor::DimOp::create(b, loc, h, 0),
+                                  tensor::DimOp::create(b, loc, h, 1)};
+  Value oneF = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0f));
+  Value ones = tensor::SplatOp::create(
+      b, loc, tensorType({dyn, dyn, m.nHead, 1}), oneF, onesSizes);
+  Value termD = AttnScoreOp::create(b, loc, scoreType, ones, rBias);
+  Value bd = RelShiftOp::create(b, loc, AddOp::create(b, loc, termB, termD));
+  Value scores = AddOp::create(b, loc, AddOp::create(b, loc, termA, termC), bd);
+  float scale = 1.0f / std::sqrt(static_cast<float>(m.dHead));
+  Value probs = MaskedSoftmaxOp::create(b, loc, scores, memLen, sameLength,
+                                        b.getF32FloatAttr(scale));
+  probs = dropout(probs, m.dropatt, kStreamDropatt);
+  Value attnVec = AttnApplyOp::create(b, loc, q.getType(), probs, v);
+  return attentionOutput(h, attnVec, attn);
+}
+
+/// MultiHeadAttn.forward (attn_type 2 and 3) plus its residual + LayerNorm:
+/// queries from `h` itself (also with pre_lnorm, as the official code
+/// does), keys and values from [mem; h], layer-normed first with pre_lnorm;
+/// scaled, masked softmax; no positional term (the positions were added to
+/// the inputs).
+Value SegmentEmitter::absoluteAttention(Value h, Value mem) {
+  int64_t dyn = ShapedType::kDynamic;
+  std::string attn = "dec_attn.";
+  Value cat =
+      ConcatMemOp::create(b, loc, tensorType({dyn, dyn, m.dModel}), mem, h);
+  Value c = m.preLnorm ? layerNorm(cat, attn) : cat;
+  Value qHeads = linear(h, param(attn + "q_net.weight"));
+  Value kvHeads = linear(c, param(attn + "kv_net.weight"));
+  OpFoldResult qlen = tensor::getMixedSize(b, loc, h, 0);
+  OpFoldResult klen = tensor::getMixedSize(b, loc, cat, 0);
+  OpFoldResult zero = b.getIndexAttr(0);
+  Value q = headsChunk(qHeads, 0, zero, qlen);
+  Value k = headsChunk(kvHeads, 0, zero, klen);
+  Value v = headsChunk(kvHeads, 1, zero, klen);
+  auto scoreType = tensorType({dyn, dyn, dyn, m.nHead});
+  Value scores = AttnScoreOp::create(b, loc, scoreType, q, k);
+  float scale = 1.0f / std::sqrt(static_cast<float>(m.dHead));
+  Value probs = MaskedSoftmaxOp::create(b, loc, scores, memLen, sameLength,
+                                        b.getF32FloatAttr(scale));
+  probs = dropout(probs, m.dropatt, kStreamDropatt);
+  Value attnVec = AttnApplyOp::create(b, loc, q.getType(), probs, v);
+  return attentionOutput(h, attnVec, attn);
 }
 
 /// PositionwiseFF: CoreNet (Linear, ReLU, Dropout, Linear, Dropout), residual,
@@ -373,28 +582,50 @@ Value SegmentEmitter::loss(Value h, Value target) {
 }
 
 /// @decoder_layer's parameter arguments: the layer's own parameters, then
-/// the u/v biases under their model-level names.
+/// the attention's model-level parameters under their model-level names:
+/// the u/v biases (attn_type 0) or the layer's rows of r_emb, r_w_bias and
+/// r_bias (attn_type 1).
 static SmallVector<std::string> layerParamNames(const ModelSection &m) {
   SmallVector<std::string> names;
   for (auto &[name, shape] : layerParamSpecs(m))
     names.push_back(name);
-  names.append({"r_w_bias", "r_r_bias"});
+  if (m.attnType == 0)
+    names.append({"r_w_bias", "r_r_bias"});
+  else if (m.attnType == 1)
+    names.append({"r_emb", "r_w_bias", "r_bias"});
   return names;
+}
+
+SmallVector<Type> SegmentEmitter::layerParamTypes() {
+  SmallVector<Type> types;
+  for (auto &[name, shape] : layerParamSpecs(m))
+    types.push_back(tensorType(shape));
+  int64_t maxKlen = config.maxKlen();
+  if (m.attnType == 0)
+    types.append(2, tensorType({m.nHead, m.dHead}));
+  else if (m.attnType == 1)
+    types.append({tensorType({maxKlen, m.nHead, m.dHead}),
+                  tensorType({m.nHead, m.dHead}),
+                  tensorType({maxKlen, m.nHead})});
+  return types;
 }
 
 func::FuncOp SegmentEmitter::emitLayerFunction(ModuleOp module) {
   int64_t dyn = ShapedType::kDynamic;
   auto hType = tensorType({dyn, dyn, m.dModel});
   Type i64 = b.getI64Type();
-  SmallVector<Type> inputs = {hType, tensorType({dyn, m.dModel}), hType,
-                              b.getIndexType(), b.getI1Type()};
+  // h, the positional argument (attn_type 0: the sinusoids [klen, d_model];
+  // 1: clamp_len), mem, mem_len, same_length.
+  SmallVector<Type> inputs = {hType};
+  if (m.attnType == 0)
+    inputs.push_back(tensorType({dyn, m.dModel}));
+  else if (m.attnType == 1)
+    inputs.push_back(i64);
+  inputs.append({hType, b.getIndexType(), b.getI1Type()});
   if (hasDropout()) // dropout_seed, dropout_offset, training, stream_base
     inputs.append({i64, i64, b.getI1Type(), i64});
   unsigned firstParam = inputs.size();
-  // Shapes from layer 0 (all layers are alike).
-  SmallVector<Value> layer0 = layerParams(0);
-  for (Value v : layer0)
-    inputs.push_back(v.getType());
+  inputs.append(layerParamTypes());
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToEnd(module.getBody());
   auto fn = func::FuncOp::create(b, loc, kLayerFunctionName,
@@ -419,16 +650,29 @@ func::FuncOp SegmentEmitter::emitLayerFunction(ModuleOp module) {
     params[name] = entry->getArgument(firstParam + i);
   }
   fn.setAllArgAttrs(layerArgAttrs);
-  memLen = entry->getArgument(3);
-  sameLength = entry->getArgument(4);
+  unsigned next = 0;
+  Value h = entry->getArgument(next++);
+  Value positional = m.attnType <= 1 ? entry->getArgument(next++) : Value();
+  Value mem = entry->getArgument(next++);
+  memLen = entry->getArgument(next++);
+  sameLength = entry->getArgument(next++);
   if (hasDropout()) {
-    dropoutSeed = entry->getArgument(5);
-    dropoutOffset = entry->getArgument(6);
-    training = entry->getArgument(7);
-    streamBase = entry->getArgument(8);
+    dropoutSeed = entry->getArgument(next++);
+    dropoutOffset = entry->getArgument(next++);
+    training = entry->getArgument(next++);
+    streamBase = entry->getArgument(next++);
   }
-  Value h = attention(entry->getArgument(0), entry->getArgument(1),
-                      entry->getArgument(2), "");
+  switch (m.attnType) {
+  case 0:
+    h = attention(h, positional, mem, "");
+    break;
+  case 1:
+    h = learnableAttention(h, positional, mem);
+    break;
+  default:
+    h = absoluteAttention(h, mem);
+    break;
+  }
   h = feedForward(h, "");
   func::ReturnOp::create(b, loc, h);
   params = std::move(outer);
@@ -441,11 +685,30 @@ func::FuncOp SegmentEmitter::emitLayerFunction(ModuleOp module) {
   return fn;
 }
 
+/// Row `layer` of a model-level table [n_layer, rest...]: [rest...].
+static Value layerRow(OpBuilder &b, Location loc, Value table, int64_t layer) {
+  auto type = cast<RankedTensorType>(table.getType());
+  int64_t rank = type.getRank();
+  SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
+  offsets[0] = b.getIndexAttr(layer);
+  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1)};
+  for (int64_t d = 1; d < rank; ++d)
+    sizes.push_back(b.getIndexAttr(type.getDimSize(d)));
+  auto rowType = RankedTensorType::get(type.getShape().drop_front(),
+                                       type.getElementType());
+  return tensor::ExtractSliceOp::create(
+      b, loc, rowType, table, offsets, sizes,
+      SmallVector<OpFoldResult>(rank, b.getIndexAttr(1)));
+}
+
 SmallVector<Value> SegmentEmitter::layerParams(int64_t layer) {
   std::string prefix = "layers." + std::to_string(layer) + ".";
   SmallVector<Value> values;
   for (const std::string &name : layerParamNames(m)) {
-    if (name == "r_w_bias" || name == "r_r_bias")
+    if (m.attnType == 1 &&
+        (name == "r_emb" || name == "r_w_bias" || name == "r_bias"))
+      values.push_back(layerRow(b, loc, param(name), layer));
+    else if (name == "r_w_bias" || name == "r_r_bias")
       values.push_back(m.untieR ? param(prefix + "dec_attn." + name)
                                 : param(name));
     else
@@ -512,19 +775,82 @@ void SegmentEmitter::emit(ModuleOp module) {
   training = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
                                    entry->getArgument(arg++), zero64);
 
-  // core_out = self.drop(word_emb), also the memory of layer 0.
-  Value h = dropout(embedding(data), m.dropout, kStreamWordEmb);
   Value qlen = tensor::DimOp::create(b, loc, data, 0);
+  Value bsz = tensor::DimOp::create(b, loc, data, 1);
   Value mlen = tensor::DimOp::create(b, loc, mems[0], 0);
   Value klen = arith::AddIOp::create(b, loc, mlen, qlen);
-  Value pos = PosEmbOp::create(b, loc, tensorType({dyn, m.dModel}),
-                               param("pos_emb.inv_freq"), klen, clampLen);
-  pos = dropout(pos, m.dropout, kStreamPosEmb);
+  Value wordEmb = embedding(data);
+  Value h, pos;
+  switch (m.attnType) {
+  case 0:
+    // core_out = self.drop(word_emb), also the memory of layer 0; the
+    // sinusoids over distances klen-1 ... 0 go to every layer.
+    h = dropout(wordEmb, m.dropout, kStreamWordEmb);
+    pos = PosEmbOp::create(b, loc, tensorType({dyn, m.dModel}),
+                           param("pos_emb.inv_freq"), klen, clampLen);
+    pos = dropout(pos, m.dropout, kStreamPosEmb);
+    break;
+  case 2: {
+    // core_out = self.drop(word_emb + pos_emb[-qlen:]): the sinusoids of
+    // positions klen-1 ... 0 (clamped), the last qlen rows for the segment;
+    // the first mlen rows are added to layer 0's memory below.
+    pos = PosEmbOp::create(b, loc, tensorType({dyn, m.dModel}),
+                           param("pos_emb.inv_freq"), klen, clampLen);
+    Value segmentRows =
+        gatherRows(pos, qlen, bsz, [&](OpBuilder &nb, Location nl, Value i) {
+          return arith::AddIOp::create(nb, nl, mlen, i).getResult();
+        });
+    h = dropout(AddOp::create(b, loc, wordEmb, segmentRows), m.dropout,
+                kStreamWordEmb);
+    break;
+  }
+  default:
+    // attn_type 1 and 3: core_out = self.drop(word_emb).
+    h = dropout(wordEmb, m.dropout, kStreamWordEmb);
+    break;
+  }
 
   SmallVector<Value> hids = {h};
   func::FuncOp layerFn = emitLayerFunction(module);
   for (int64_t l = 0; l < m.nLayer; ++l) {
-    SmallVector<Value> args = {h, pos, mems[l], memLen, sameLength};
+    Value mem = mems[l];
+    if (m.attnType == 2 && l == 0) {
+      // Official `mems_i += pos_emb[:mlen]` on layer 0 (without changing
+      // the memory kept; docs/attention-types.md).
+      mem = AddOp::create(
+          b, loc, mem,
+          gatherRows(pos, mlen, bsz,
+                     [](OpBuilder &, Location, Value p) { return p; }));
+    } else if (m.attnType == 3) {
+      // Official attn_type 3: `core_out += self.r_emb[i][-qlen:]` and
+      // `mems_i += cur_emb`: row max(0, max_klen - klen + p) of r_emb[l]
+      // for position p of [mem; h]. The memory kept for layer l is h with
+      // its rows added, as the official in-place add leaves it.
+      Value table = tensor::CollapseShapeOp::create(
+          b, loc, layerRow(b, loc, param("r_emb"), l),
+          SmallVector<ReassociationIndices>{{0}, {1, 2}});
+      Value maxRows = arith::ConstantIndexOp::create(b, loc, config.maxKlen());
+      Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+      auto rowAt = [&](Value first) {
+        return [&, first](OpBuilder &nb, Location nl, Value p) -> Value {
+          // max(0, max_klen - klen + first + p)
+          Value row = arith::AddIOp::create(
+              nb, nl, arith::SubIOp::create(nb, nl, maxRows, klen).getResult(),
+              arith::AddIOp::create(nb, nl, first, p).getResult());
+          return arith::MaxSIOp::create(nb, nl, row, zero);
+        };
+      };
+      mem =
+          AddOp::create(b, loc, mem, gatherRows(table, mlen, bsz, rowAt(zero)));
+      h = AddOp::create(b, loc, h, gatherRows(table, qlen, bsz, rowAt(mlen)));
+      hids[l] = h;
+    }
+    SmallVector<Value> args = {h};
+    if (m.attnType == 0)
+      args.push_back(pos);
+    else if (m.attnType == 1)
+      args.push_back(clampLen);
+    args.append({mem, memLen, sameLength});
     if (hasDropout())
       args.append(
           {dropoutSeed, dropoutOffset, training,
@@ -555,7 +881,8 @@ mlir::txl::buildSegmentModule(MLIRContext &context, const ModelConfig &config) {
   Location loc = FileLineColLoc::get(&context, config.fileName, 1, 1);
   // parseModelConfig reports this at the key; a configuration built by
   // other means still gets the error.
-  if (config.model.dModel % 2 != 0) {
+  int64_t attnType = config.model.attnType;
+  if ((attnType == 0 || attnType == 2) && config.model.dModel % 2 != 0) {
     emitError(loc) << "[model] d_model must be even for the sinusoid "
                       "position embedding";
     return failure();

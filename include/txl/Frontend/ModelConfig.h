@@ -36,7 +36,10 @@ struct ModelSection {
   int64_t dHead = 0;        ///< d_head
   int64_t dInner = 0;       ///< d_inner
   int64_t dEmbed = -1;      ///< d_embed; -1 in the file means d_model
-  int64_t attnType = 0;     ///< attn_type: 0 = relative (Transformer-XL)
+  /// attn_type: 0 relative (Transformer-XL), 1 Shaw et al. learned
+  /// relative, 2 Vaswani et al. absolute sinusoid, 3 Al-Rfou et al. learned
+  /// absolute per layer (the official MemTransformerLM's four).
+  int64_t attnType = 0;
   bool preLnorm = false;    ///< pre_lnorm
   double dropout = 0.0;     ///< dropout
   double dropatt = 0.0;     ///< dropatt
@@ -117,6 +120,11 @@ struct ModelConfig {
   /// Evaluation defaults after merging `[eval]` over `[segment]`/`[model]`.
   int64_t evalTgtLen() const { return eval.tgtLen.value_or(segment.tgtLen); }
   int64_t evalMemLen() const { return eval.memLen.value_or(segment.memLen); }
+  /// The official `max_klen = tgt_len + ext_len + mem_len`: the rows of the
+  /// learned position tables of attn_type 1 and 3 (`r_emb`, `r_bias`).
+  int64_t maxKlen() const {
+    return segment.tgtLen + segment.extLen + segment.memLen;
+  }
   int64_t evalClampLen() const { return eval.clampLen.value_or(model.clampLen); }
   bool evalSameLength() const { return eval.sameLength.value_or(model.sameLength); }
   int64_t evalBatchSize() const { return eval.batchSize.value_or(10); }
@@ -132,7 +140,8 @@ struct ModelConfig {
 /// cutoffs not strictly increasing inside (0, n_token), tie_projs length not
 /// `len(cutoffs) + 1`, `same_length` with `mem_len = 0`, negative mem_len,
 /// `mom >= 1` with optim sgd).
-/// `attn_type != 0` and `ext_len != 0` are rejected as not yet supported.
+/// `ext_len != 0` is rejected as not yet supported; attn_type 3 needs
+/// n_head * d_head = d_model, untie_r needs attn_type 0.
 llvm::Expected<ModelConfig> parseModelConfig(llvm::StringRef text,
                                              llvm::StringRef fileName);
 

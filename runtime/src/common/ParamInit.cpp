@@ -61,10 +61,14 @@ InitRule initRuleFor(std::string_view name) {
     return InitRule::Projection;
   if (contains(name, "layer_norm."))
     return endsWith(name, ".weight") ? InitRule::NormWeight : InitRule::Zero;
-  if (endsWith(name, ".bias") || name == "crit.cluster_bias")
+  // train.py's weights_init: r_bias (attn_type 1) by init_bias, r_emb
+  // (attn_type 1 and 3) by init_weight.
+  if (endsWith(name, ".bias") || name == "crit.cluster_bias" ||
+      name == "r_bias")
     return InitRule::Zero;
   if (endsWith(name, ".weight") || endsWith(name, "r_w_bias") ||
-      endsWith(name, "r_r_bias") || name == "crit.cluster_weight")
+      endsWith(name, "r_r_bias") || name == "crit.cluster_weight" ||
+      name == "r_emb")
     return InitRule::Weight;
   fail(TXL_INVALID_ARGUMENT, "no initialisation rule for parameter '{}'",
        name);

@@ -47,6 +47,10 @@ TEST(ParamInitTest, RulesFollowWeightsInit) {
   EXPECT_EQ(initRuleFor("crit.cluster_bias"), InitRule::Zero);
   EXPECT_EQ(initRuleFor("crit.out_layers.1.bias"), InitRule::Zero);
   EXPECT_EQ(initRuleFor("pos_emb.inv_freq"), InitRule::InvFreq);
+  // attn_type 1 and 3's tables: init_weight(r_emb), init_bias(r_bias).
+  EXPECT_EQ(initRuleFor("r_emb"), InitRule::Weight);
+  EXPECT_EQ(initRuleFor("r_bias"), InitRule::Zero);
+  EXPECT_EQ(initRuleFor("r_w_bias"), InitRule::Weight);
   expectError([] { initRuleFor("mystery"); }, TXL_INVALID_ARGUMENT,
               {"no initialisation rule for parameter 'mystery'"});
 }
