@@ -109,6 +109,35 @@ EvalSettings resolveEvalSettings(const txl_model_info_t &info,
   if (settings.batchSize <= 0)
     fail(TXL_INVALID_ARGUMENT, "batch size must be positive, got {}",
          settings.batchSize);
+  settings.slidingWindow = options.slidingWindow;
+  settings.maxTokens = options.maxTokens;
+  settings.dumpNll = options.dumpNll;
+  if (options.maxTokens < 0)
+    fail(TXL_INVALID_ARGUMENT, "--max-tokens must not be negative, got {}",
+         options.maxTokens);
+  if (options.maxTokens != 0 && !options.slidingWindow)
+    fail(TXL_INVALID_ARGUMENT,
+         "--max-tokens applies to --sliding-window only (the ordered "
+         "evaluation runs the whole split)");
+  if (options.slidingWindow) {
+    // Every window runs from scratch: no memory, so no same_length mask.
+    if (options.memLen.value_or(0) != 0)
+      fail(TXL_INVALID_ARGUMENT,
+           "--sliding-window runs every window from scratch: --mem-len must "
+           "be 0, got {}",
+           *options.memLen);
+    if (options.sameLength.value_or(false))
+      fail(TXL_INVALID_ARGUMENT,
+           "--sliding-window runs every window without memory: same_length "
+           "needs memory");
+    if (datasetSpec(settings.dataset).sentenceLevel)
+      fail(TXL_INVALID_ARGUMENT,
+           "--sliding-window slides over one token stream; the '{}' dataset "
+           "is read sentence by sentence",
+           settings.dataset);
+    settings.memLen = 0;
+    settings.sameLength = false;
+  }
   checkRunSettings(settings.memLen, settings.sameLength, settings.threads);
   return settings;
 }
@@ -152,6 +181,7 @@ std::string formatEvalJson(const EvalResult &result) {
       {"clamp_len", s.clampLen},
       {"same_length", s.sameLength},
       {"batch_size", s.batchSize},
+      {"sliding_window", s.slidingWindow},
   };
   return json.dump();
 }

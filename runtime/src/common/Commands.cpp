@@ -10,6 +10,7 @@
 
 #include "txl/rt/LMIterator.h"
 #include "txl/rt/Npy.h"
+#include "txl/rt/ParamInit.h"
 #include "txl/rt/Progress.h"
 #include "txl/rt/SafeTensors.h"
 #include "txl/rt/Status.h"
@@ -80,15 +81,10 @@ double secondsSince(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
-} // namespace
-
-EvalResult runEval(const txl_model_info_t &info, const EvalSettings &settings,
-                   txl_segment_fn segmentFn, bool progress) {
-  // The checkpoint first: it is cheap to check and the likelier mistake.
-  SessionPtr session =
-      openSession(info, segmentFn, settings.checkpoint, settings.threads,
-                  settings.memLen, settings.batchSize);
-
+/// The corpus of `settings` with only its split encoded; its vocabulary
+/// must have info.n_token symbols.
+Corpus loadEvalCorpus(const txl_model_info_t &info,
+                      const EvalSettings &settings) {
   Corpus corpus =
       loadCorpus(settings.dataset, settings.dataDir, {settings.split});
   if (corpus.vocab.size() != info.n_token)
@@ -96,6 +92,104 @@ EvalResult runEval(const txl_model_info_t &info, const EvalSettings &settings,
          "the '{}' vocabulary built from {} has {} symbols but the model "
          "has n_token = {}",
          settings.dataset, settings.dataDir, corpus.vocab.size(), info.n_token);
+  return corpus;
+}
+
+/// The mean of `nll` as the result's loss (accumulated in double); a
+/// non-finite mean is an error.
+void finishResult(EvalResult &result, const std::vector<float> &nll,
+                  const EvalSettings &settings) {
+  double total = 0;
+  for (float value : nll)
+    total += value;
+  result.loss = total / static_cast<double>(result.tokens);
+  if (!std::isfinite(result.loss))
+    fail(TXL_DATA_ERROR, "the {} loss is {}: some token's NLL is not finite",
+         splitName(settings.split), result.loss);
+  if (!settings.dumpNll.empty())
+    writeNpy(settings.dumpNll, {static_cast<int64_t>(nll.size())}, nll.data());
+}
+
+/// EvalSettings::slidingWindow: runEval's sliding-window evaluation.
+EvalResult runSlidingWindow(const txl_model_info_t &info,
+                            const EvalSettings &settings,
+                            txl_segment_fn segmentFn, bool progress) {
+  const int64_t window = settings.tgtLen;
+  SessionPtr session =
+      openSession(info, segmentFn, settings.checkpoint, settings.threads,
+                  /*memLen=*/0, settings.batchSize);
+  Corpus corpus = loadEvalCorpus(info, settings);
+  const std::vector<int64_t> &stream = corpus.stream(settings.split);
+  int64_t predictions = static_cast<int64_t>(stream.size()) - 1;
+  if (settings.maxTokens > 0)
+    predictions = std::min(predictions, settings.maxTokens);
+  if (predictions <= 0)
+    fail(TXL_DATA_ERROR,
+         "the {} split has {} tokens: nothing to predict (it needs at least "
+         "2)",
+         splitName(settings.split), stream.size());
+
+  txl_run_options_t options{}; // eval mode, no memory
+  options.clamp_len = settings.clampLen;
+  EvalResult result;
+  result.settings = settings;
+  result.tokens = predictions;
+  ProgressBar bar(std::string(splitName(settings.split)), predictions, stderr);
+  std::vector<float> nll(static_cast<size_t>(predictions));
+  std::vector<int64_t> data, target;
+  std::vector<float> out;
+  // Runs `batch` windows of `len` tokens, window c ending before token
+  // first + c, and keeps the NLL of each window's last position.
+  auto runWindows = [&](int64_t first, int64_t batch, int64_t len) {
+    data.resize(static_cast<size_t>(len * batch));
+    target.resize(data.size());
+    out.resize(data.size());
+    for (int64_t i = 0; i < len; ++i)
+      for (int64_t c = 0; c < batch; ++c) {
+        int64_t at = first + c - len + i; // data[i][c] = x_{t - len + i}
+        data[static_cast<size_t>(i * batch + c)] = stream[at];
+        target[static_cast<size_t>(i * batch + c)] = stream[at + 1];
+      }
+    checkStatus(txl_session_reset_memory(session.get(), batch));
+    checkStatus(txl_session_run_segment(session.get(), data.data(),
+                                        target.data(), len, batch, &options,
+                                        out.data()));
+    for (int64_t c = 0; c < batch; ++c)
+      nll[static_cast<size_t>(first + c - 1)] =
+          out[static_cast<size_t>((len - 1) * batch + c)];
+  };
+  auto start = std::chrono::steady_clock::now();
+  // The start of the split: token t < window sees the t tokens before it.
+  int64_t t = 1;
+  for (; t <= predictions && t < window; ++t) {
+    runWindows(t, 1, t);
+    if (progress)
+      bar.update(t);
+  }
+  for (; t <= predictions; t += settings.batchSize) {
+    int64_t batch = std::min(settings.batchSize, predictions - t + 1);
+    runWindows(t, batch, window);
+    if (progress)
+      bar.update(t + batch - 1);
+  }
+  result.seconds = secondsSince(start);
+  bar.finish();
+  checkStatus(txl_session_report_device_memory(session.get()));
+  finishResult(result, nll, settings);
+  return result;
+}
+
+} // namespace
+
+EvalResult runEval(const txl_model_info_t &info, const EvalSettings &settings,
+                   txl_segment_fn segmentFn, bool progress) {
+  if (settings.slidingWindow)
+    return runSlidingWindow(info, settings, segmentFn, progress);
+  // The checkpoint first: it is cheap to check and the likelier mistake.
+  SessionPtr session =
+      openSession(info, segmentFn, settings.checkpoint, settings.threads,
+                  settings.memLen, settings.batchSize);
+  Corpus corpus = loadEvalCorpus(info, settings);
 
   // Ordered data sets stream the split through LMOrderedIterator; lm1b is
   // read sentence by sentence through LMShuffledIterator without shuffling,
@@ -130,8 +224,7 @@ EvalResult runEval(const txl_model_info_t &info, const EvalSettings &settings,
   result.settings = settings;
   ProgressBar bar(std::string(splitName(settings.split)), expectedTokens,
                   stderr);
-  std::vector<float> nll;
-  double totalNll = 0;
+  std::vector<float> nll, all;
   auto start = std::chrono::steady_clock::now();
   checkStatus(txl_session_reset_memory(session.get(), settings.batchSize));
   LMSegment segment;
@@ -140,8 +233,7 @@ EvalResult runEval(const txl_model_info_t &info, const EvalSettings &settings,
     checkStatus(txl_session_run_segment(session.get(), segment.data.data(),
                                         segment.target.data(), segment.seqLen,
                                         segment.batch, &options, nll.data()));
-    for (float value : nll)
-      totalNll += value;
+    all.insert(all.end(), nll.begin(), nll.end());
     result.tokens += segment.seqLen * segment.batch;
     if (progress)
       bar.update(result.tokens);
@@ -152,11 +244,7 @@ EvalResult runEval(const txl_model_info_t &info, const EvalSettings &settings,
   if (result.tokens == 0)
     fail(TXL_DATA_ERROR, "the {} split yielded no segment at batch size {}",
          splitName(settings.split), settings.batchSize);
-  result.loss = totalNll / static_cast<double>(result.tokens);
-  if (!std::isfinite(result.loss))
-    fail(TXL_DATA_ERROR,
-         "the {} loss is {}: some token's NLL is not finite",
-         splitName(settings.split), result.loss);
+  finishResult(result, all, settings);
   return result;
 }
 
@@ -287,6 +375,33 @@ void runSegmentsCommand(const txl_model_info_t &info,
          at % block / static_cast<size_t>(batch), at / block,
          at % static_cast<size_t>(batch), bad == nll.end() ? totalNll : *bad);
   }
+}
+
+void runInitCommand(const txl_model_info_t &info, int64_t seed,
+                    const std::string &path, std::FILE *out) {
+  if (seed < 0)
+    fail(TXL_INVALID_ARGUMENT, "--seed must not be negative, got {}", seed);
+  TensorMap tensors;
+  int64_t total = 0;
+  std::vector<float> values;
+  for (int32_t i = 0; i < info.n_params; ++i) {
+    const txl_param_info_t &p = info.params[i];
+    Shape shape(p.shape, p.shape + p.rank);
+    int64_t count = 0;
+    if (!checkedNumElements(shape, sizeof(float), count))
+      fail(TXL_INVALID_ARGUMENT, "parameter '{}' of shape {} is too large",
+           p.name, formatShape(shape));
+    values.assign(static_cast<size_t>(count), 0.0f);
+    initParameter(info, i, static_cast<uint64_t>(seed), values.data());
+    tensors[p.name] = TensorBlob::f32(shape, values.data());
+    total += static_cast<int64_t>(values.size());
+  }
+  writeSafeTensors(path, tensors);
+  fmt::print(out,
+             "| wrote {} tensors ({} values) initialised from seed {} "
+             "to {} |\n",
+             tensors.size(), total, seed, path);
+  std::fflush(out);
 }
 
 } // namespace txl::rt

@@ -165,6 +165,18 @@ int main(int argc, char **argv) {
       ->default_str("0");
   eval->add_flag("--json", evalOptions.json,
                  "Also print the result as one line of JSON");
+  eval->add_flag("--sliding-window", evalOptions.slidingWindow,
+                 "The evaluation of Al-Rfou et al. (2018), as in the "
+                 "Transformer-XL paper's Table 9: every token predicted from "
+                 "the tgt-len tokens before it, the model run on that window "
+                 "from scratch (no memory), only its last position kept");
+  eval->add_option("--max-tokens", evalOptions.maxTokens,
+                   "With --sliding-window: predict only the split's first N "
+                   "tokens (0 = all)")
+      ->default_str("0");
+  eval->add_option("--dump-nll", evalOptions.dumpNll,
+                   "Write every predicted token's NLL, float32 .npy [tokens], "
+                   "in evaluation order");
 
   // run-segments
   RunSegmentsOptions segOptions;
@@ -292,6 +304,20 @@ int main(int argc, char **argv) {
   train->add_flag("--no-progress", noProgress,
                   "Do not draw the progress bar on a terminal");
 
+  // init
+  int64_t initSeed = info.seed;
+  std::string initOutput;
+  CLI::App *init = app.add_subcommand(
+      "init", "Write a checkpoint of the parameters initialised as the "
+              "official train.py weights_init does (the parameters train "
+              "--seed starts from), without training");
+  init->add_option(
+          "--seed", initSeed,
+          fmt::format("Seed of the initialisation (default: {})", info.seed))
+      ->check(CLI::NonNegativeNumber);
+  init->add_option("-o,--output", initOutput, "safetensors file to write")
+      ->required();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &help) {
@@ -301,9 +327,10 @@ int main(int argc, char **argv) {
   } catch (const CLI::ParseError &error) {
     // CLI11 reports a mistyped subcommand as a missing one.
     if (argc > 1 && argv[1][0] != '-' && !eval->parsed() &&
-        !runSegments->parsed() && !train->parsed())
+        !runSegments->parsed() && !train->parsed() && !init->parsed())
       return reportError(fmt::format(
-          "unknown subcommand '{}' (expected train, eval or run-segments)",
+          "unknown subcommand '{}' (expected train, eval, run-segments or "
+          "init)",
           argv[1]));
     return reportError(error.what());
   }
@@ -337,6 +364,8 @@ int main(int argc, char **argv) {
       trainOptions.plot = !noPlot;
       trainOptions.progress = !noProgress;
       txl::rt::runTrainCommand(info, trainOptions, stdout);
+    } else if (init->parsed()) {
+      txl::rt::runInitCommand(info, initSeed, initOutput, stdout);
     }
   } catch (const txl::rt::Error &error) {
     reportError(error.what());

@@ -39,6 +39,19 @@ struct EvalOptions {
   int threads = 0; ///< txl_session_set_threads; 0 = all cores
   bool json = false;
   bool progress = true; ///< draw the bar (only ever on a terminal)
+  /// --sliding-window: the evaluation of Al-Rfou et al. (2018) that the
+  /// Transformer-XL paper compares with (§4.3, Table 9): every token is
+  /// predicted from the tgt_len tokens before it (fewer at the start of the
+  /// split), the model run on that window from scratch (no memory) and only
+  /// its last position's prediction kept.
+  bool slidingWindow = false;
+  /// --max-tokens: with --sliding-window, predict only the split's first
+  /// N tokens after its first (0 = all).
+  int64_t maxTokens = 0;
+  /// --dump-nll: float32 .npy [tokens] of every predicted token's NLL in
+  /// evaluation order (the ordered iterator's [segment, position, column],
+  /// or text order for --sliding-window).
+  std::string dumpNll;
 };
 
 /// `eval` settings after defaults and validation.
@@ -48,6 +61,9 @@ struct EvalSettings {
   int64_t tgtLen = 0, memLen = 0, clampLen = 0, batchSize = 0;
   bool sameLength = false;
   int threads = 0;
+  bool slidingWindow = false; ///< tgtLen is then the window length
+  int64_t maxTokens = 0;      ///< sliding window only; 0 = all
+  std::string dumpNll;
 };
 
 /// Fills `options`' gaps from `info` (eval_tgt_len, eval_mem_len,
@@ -55,7 +71,11 @@ struct EvalSettings {
 /// validates. Errors (TXL_INVALID_ARGUMENT): unknown split; no dataset or no
 /// data directory from either source; unsupported dataset; empty checkpoint;
 /// tgt_len or batch size not positive; negative mem_len; same_length with
-/// mem_len 0 (the official mask needs memory); negative threads.
+/// mem_len 0 (the official mask needs memory); negative threads. With
+/// slidingWindow, mem_len is 0 and same_length false (an explicit non-zero
+/// --mem-len or same_length true is an error), the dataset must be a token
+/// stream (not lm1b's sentences), and maxTokens must not be negative;
+/// maxTokens without slidingWindow is an error.
 EvalSettings resolveEvalSettings(const txl_model_info_t &info,
                                  const EvalOptions &options);
 
@@ -120,6 +140,14 @@ std::string formatEvalStats(const EvalResult &result);
 /// batch_size; doubles at full round-trip precision (non-finite ones as null).
 std::string formatEvalJson(const EvalResult &result);
 
+/// With settings.slidingWindow, the evaluation of Al-Rfou et al. instead
+/// (EvalOptions::slidingWindow): the split's stream x_0 ... x_{N-1} gives
+/// the predictions t = 1 ... min(N - 1, maxTokens), each from the window
+/// x_{max(0, t - L)} ... x_{t-1} (L = tgtLen) run with no memory, the NLL
+/// of x_t at its last position; full windows run batchSize at a time,
+/// the L - 1 shorter ones at the start one by one. tokens counts the
+/// predictions and seconds times them.
+///
 /// Official eval.py `evaluate()`: loads the corpus (vocabulary over the files
 /// the dataset counts, only `split` encoded), checks its size against
 /// info.n_token, loads the checkpoint, resets the memory once and runs the
@@ -169,6 +197,19 @@ struct RunSegmentsOptions {
 void runSegmentsCommand(const txl_model_info_t &info,
                         const RunSegmentsOptions &options, std::FILE *out,
                         txl_segment_fn segmentFn = nullptr);
+
+//===----------------------------------------------------------------------===//
+// init
+//===----------------------------------------------------------------------===//
+
+/// `init`: writes to `path` a safetensors checkpoint of every parameter
+/// (official names; buffers included) initialised from `seed` as the
+/// official train.py `weights_init` does (txl/rt/ParamInit.h): the
+/// parameters `train --seed <seed>` starts from. Prints one line to `out`.
+/// Errors: seed negative, an unknown [train] init, write errors naming the
+/// file.
+void runInitCommand(const txl_model_info_t &info, int64_t seed,
+                    const std::string &path, std::FILE *out);
 
 } // namespace txl::rt
 

@@ -3,10 +3,11 @@
 // Training from scratch initialises every parameter as the official train.py
 // `weights_init` does (kimiyoung/transformer-xl, applied to every module):
 //
-//   Linear weights, Embedding tables, r_w_bias / r_r_bias, cluster_weight
+//   Linear weights, Embedding tables, r_w_bias / r_r_bias, cluster_weight,
+//   r_emb (attn_type 1 and 3)
 //       init_weight: N(0, init_std) for init = "normal",
 //                    U(-init_range, init_range) for init = "uniform"
-//   biases of Linear / LayerNorm, cluster_bias        0
+//   biases of Linear / LayerNorm, cluster_bias, r_bias (attn_type 1)   0
 //   LayerNorm weights                                 N(1, init_std)
 //   AdaptiveEmbedding emb_projs, crit.out_projs       N(0, proj_init_std)
 //   pos_emb.inv_freq (a buffer)                       1 / 10000^(2i/d_model)
