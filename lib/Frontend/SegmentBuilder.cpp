@@ -200,10 +200,11 @@ private:
   /// head: [len, batch, n_head, d_head].
   Value headsChunk(Value heads, int64_t c, OpFoldResult start,
                    OpFoldResult len);
-  /// The attention's output projection, dropout, residual and LayerNorm
-  /// (post-norm) shared by every attn_type: `attnVec` [qlen, batch, n_head,
-  /// d_head] through o_net and self.drop, added to `h`.
-  Value attentionOutput(Value h, Value attnVec, StringRef attn);
+  /// The attention's common tail for every attn_type: `scores` [qlen,
+  /// klen, batch, n_head] through the scaled masked softmax and dropatt,
+  /// applied to `v` [klen, batch, n_head, d_head], then o_net, self.drop,
+  /// the residual with `h` [qlen, batch, d_model] and LayerNorm (post-norm).
+  Value attend(Value h, Value scores, Value v, StringRef attn);
   /// attn_type 0: RelPartialLearnableMultiHeadAttn.forward plus its
   /// residual + LayerNorm.
   Value attention(Value h, Value pos, Value mem, StringRef prefix);
@@ -300,7 +301,15 @@ Value SegmentEmitter::headsChunk(Value heads, int64_t c, OpFoldResult start,
       SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}}, outShape);
 }
 
-Value SegmentEmitter::attentionOutput(Value h, Value attnVec, StringRef attn) {
+Value SegmentEmitter::attend(Value h, Value scores, Value v, StringRef attn) {
+  float scale = 1.0f / std::sqrt(static_cast<float>(m.dHead));
+  Value probs = MaskedSoftmaxOp::create(b, loc, scores, memLen, sameLength,
+                                        b.getF32FloatAttr(scale));
+  // attn_prob = self.dropatt(attn_prob)
+  probs = dropout(probs, m.dropatt, kStreamDropatt);
+  int64_t dyn = ShapedType::kDynamic;
+  Value attnVec = AttnApplyOp::create(
+      b, loc, tensorType({dyn, dyn, m.nHead, m.dHead}), probs, v);
   Value flat = tensor::CollapseShapeOp::create(
       b, loc, attnVec, SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
   // attn_out = self.drop(self.o_net(attn_vec))
@@ -346,13 +355,7 @@ Value SegmentEmitter::attention(Value h, Value pos, Value mem,
   Value bd = RelShiftOp::create(b, loc, AddOp::create(b, loc, termB, termD));
   Value ac = AddOp::create(b, loc, termA, termC);
   Value scores = AddOp::create(b, loc, ac, bd);
-  float scale = 1.0f / std::sqrt(static_cast<float>(m.dHead));
-  Value probs = MaskedSoftmaxOp::create(b, loc, scores, memLen, sameLength,
-                                        b.getF32FloatAttr(scale));
-  // attn_prob = self.dropatt(attn_prob)
-  probs = dropout(probs, m.dropatt, kStreamDropatt);
-  Value attnVec = AttnApplyOp::create(b, loc, q.getType(), probs, v);
-  return attentionOutput(h, attnVec, attn);
+  return attend(h, scores, v, attn);
 }
 
 Value SegmentEmitter::rowIndices(
@@ -463,12 +466,7 @@ Value SegmentEmitter::learnableAttention(Value h, Value clampLen, Value mem) {
   Value termD = AttnScoreOp::create(b, loc, scoreType, ones, rBias);
   Value bd = RelShiftOp::create(b, loc, AddOp::create(b, loc, termB, termD));
   Value scores = AddOp::create(b, loc, AddOp::create(b, loc, termA, termC), bd);
-  float scale = 1.0f / std::sqrt(static_cast<float>(m.dHead));
-  Value probs = MaskedSoftmaxOp::create(b, loc, scores, memLen, sameLength,
-                                        b.getF32FloatAttr(scale));
-  probs = dropout(probs, m.dropatt, kStreamDropatt);
-  Value attnVec = AttnApplyOp::create(b, loc, q.getType(), probs, v);
-  return attentionOutput(h, attnVec, attn);
+  return attend(h, scores, v, attn);
 }
 
 /// MultiHeadAttn.forward (attn_type 2 and 3) plus its residual + LayerNorm:
@@ -492,12 +490,7 @@ Value SegmentEmitter::absoluteAttention(Value h, Value mem) {
   Value v = headsChunk(kvHeads, 1, zero, klen);
   auto scoreType = tensorType({dyn, dyn, dyn, m.nHead});
   Value scores = AttnScoreOp::create(b, loc, scoreType, q, k);
-  float scale = 1.0f / std::sqrt(static_cast<float>(m.dHead));
-  Value probs = MaskedSoftmaxOp::create(b, loc, scores, memLen, sameLength,
-                                        b.getF32FloatAttr(scale));
-  probs = dropout(probs, m.dropatt, kStreamDropatt);
-  Value attnVec = AttnApplyOp::create(b, loc, q.getType(), probs, v);
-  return attentionOutput(h, attnVec, attn);
+  return attend(h, scores, v, attn);
 }
 
 /// PositionwiseFF: CoreNet (Linear, ReLU, Dropout, Linear, Dropout), residual,
