@@ -1,11 +1,14 @@
 //===- SegmentBuilder.cpp - Model file -> txl segment function ---*- C++ -*-===//
 //
 // Mirrors the official pytorch/mem_transformer.py (commit 44781ed):
-// AdaptiveEmbedding scaled by sqrt(d_model), PositionalEmbedding over
-// distances klen-1 ... 0, n_layer RelPartialLearnableDecoderLayer, and the
-// output softmax, with nn.Dropout wherever MemTransformerLM puts it (a
+// AdaptiveEmbedding scaled by sqrt(d_model), then per attn_type
+// PositionalEmbedding over distances klen-1 ... 0 and n_layer
+// RelPartialLearnableDecoderLayer (0), RelLearnableDecoderLayer with the
+// learned r_emb / r_bias tables (1), or DecoderLayer with MultiHeadAttn over
+// inputs carrying absolute sinusoids (2) or learned per-layer rows (3), and
+// the output softmax, with nn.Dropout wherever MemTransformerLM puts it (a
 // txl.dropout that is the identity unless the `training` argument is set).
-// The attention score is written as the paper's four terms and a rel_shift;
+// attn_type 0's score is written as the paper's four terms and a rel_shift;
 // fusion is a pass, not a frontend decision. Tied parameters (tie_weight,
 // tie_projs) are one function argument used in both places.
 //

@@ -8,13 +8,18 @@
 //   func.func @segment(params..., %data, %target, %mems..., %mem_len,
 //                      %clamp_len, %same_length, %dropout_seed,
 //                      %dropout_offset, %training) -> (%nll, %new_mems...)
-//   func.func private @decoder_layer(%h, %pos, %mem, %mem_len, %same_length,
+//   func.func private @decoder_layer(%h, [%pos | %clamp_len,] %mem,
+//                                    %mem_len, %same_length,
 //                                    [%dropout_seed, %dropout_offset,
 //                                     %training, %stream_base,]
 //                                    layer params...) -> %h
 //
 // The scalars are i64 (training != 0 selects train mode); @decoder_layer
-// takes the bracketed ones only when the model has dropout or dropatt.
+// takes the sinusoids %pos [klen, d_model] for attn_type 0, the run's
+// %clamp_len for attn_type 1 (Shaw et al.'s tables are cut by it), neither
+// for attn_type 2 and 3 (their positions are added to %h and %mem by
+// @segment), and the dropout arguments only when the model has dropout or
+// dropatt. docs/attention-types.md describes each attn_type.
 //
 //===----------------------------------------------------------------------===//
 
