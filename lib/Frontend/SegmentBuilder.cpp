@@ -203,6 +203,12 @@ private:
   /// head: [len, batch, n_head, d_head].
   Value headsChunk(Value heads, int64_t c, OpFoldResult start,
                    OpFoldResult len);
+  /// [mem; h] along the positions (the official `torch.cat([mems, w], 0)`).
+  Value concatMemory(Value mem, Value h) {
+    int64_t dyn = ShapedType::kDynamic;
+    return ConcatMemOp::create(b, loc, tensorType({dyn, dyn, m.dModel}), mem,
+                               h);
+  }
   /// The attention's common tail for every attn_type: `scores` [qlen,
   /// klen, batch, n_head] through the scaled masked softmax and dropatt,
   /// applied to `v` [klen, batch, n_head, d_head], then o_net, self.drop,
@@ -328,8 +334,7 @@ Value SegmentEmitter::attention(Value h, Value pos, Value mem,
   int64_t dyn = ShapedType::kDynamic;
   std::string attn = (prefix + "dec_attn.").str();
 
-  Value cat = ConcatMemOp::create(b, loc, tensorType({dyn, dyn, m.dModel}),
-                                  mem, h);
+  Value cat = concatMemory(mem, h);
   Value x = m.preLnorm ? layerNorm(cat, attn) : cat;
   Value wHeads = linear(x, param(attn + "qkv_net.weight"));
   Value rHeadK = linear(pos, param(attn + "r_net.weight"));
@@ -403,8 +408,7 @@ Value SegmentEmitter::gatherRows(
 Value SegmentEmitter::learnableAttention(Value h, Value clampLen, Value mem) {
   int64_t dyn = ShapedType::kDynamic;
   std::string attn = "dec_attn.";
-  Value cat =
-      ConcatMemOp::create(b, loc, tensorType({dyn, dyn, m.dModel}), mem, h);
+  Value cat = concatMemory(mem, h);
   Value x = m.preLnorm ? layerNorm(cat, attn) : cat;
   Value wHeads = linear(x, param(attn + "qkv_net.weight"));
   OpFoldResult mlen = tensor::getMixedSize(b, loc, mem, 0);
@@ -480,8 +484,7 @@ Value SegmentEmitter::learnableAttention(Value h, Value clampLen, Value mem) {
 Value SegmentEmitter::absoluteAttention(Value h, Value mem) {
   int64_t dyn = ShapedType::kDynamic;
   std::string attn = "dec_attn.";
-  Value cat =
-      ConcatMemOp::create(b, loc, tensorType({dyn, dyn, m.dModel}), mem, h);
+  Value cat = concatMemory(mem, h);
   Value c = m.preLnorm ? layerNorm(cat, attn) : cat;
   Value qHeads = linear(h, param(attn + "q_net.weight"));
   Value kvHeads = linear(c, param(attn + "kv_net.weight"));

@@ -95,14 +95,12 @@ Corpus loadEvalCorpus(const txl_model_info_t &info,
   return corpus;
 }
 
-/// The mean of `nll` as the result's loss (accumulated in double); a
-/// non-finite mean is an error.
-void finishResult(EvalResult &result, const std::vector<float> &nll,
-                  const EvalSettings &settings) {
-  double total = 0;
-  for (float value : nll)
-    total += value;
-  result.loss = total / static_cast<double>(result.tokens);
+/// `totalNll` (accumulated in double) over result.tokens as the result's
+/// loss; a non-finite mean is an error. Writes `nll`, every predicted
+/// token's NLL, when settings.dumpNll asks.
+void finishResult(EvalResult &result, double totalNll,
+                  const std::vector<float> &nll, const EvalSettings &settings) {
+  result.loss = totalNll / static_cast<double>(result.tokens);
   if (!std::isfinite(result.loss))
     fail(TXL_DATA_ERROR, "the {} loss is {}: some token's NLL is not finite",
          splitName(settings.split), result.loss);
@@ -175,7 +173,10 @@ EvalResult runSlidingWindow(const txl_model_info_t &info,
   result.seconds = secondsSince(start);
   bar.finish();
   checkStatus(txl_session_report_device_memory(session.get()));
-  finishResult(result, nll, settings);
+  double total = 0;
+  for (float value : nll)
+    total += value;
+  finishResult(result, total, nll, settings);
   return result;
 }
 
@@ -224,7 +225,9 @@ EvalResult runEval(const txl_model_info_t &info, const EvalSettings &settings,
   result.settings = settings;
   ProgressBar bar(std::string(splitName(settings.split)), expectedTokens,
                   stderr);
+  // Every token's NLL is kept only for --dump-nll.
   std::vector<float> nll, all;
+  double totalNll = 0;
   auto start = std::chrono::steady_clock::now();
   checkStatus(txl_session_reset_memory(session.get(), settings.batchSize));
   LMSegment segment;
@@ -233,7 +236,10 @@ EvalResult runEval(const txl_model_info_t &info, const EvalSettings &settings,
     checkStatus(txl_session_run_segment(session.get(), segment.data.data(),
                                         segment.target.data(), segment.seqLen,
                                         segment.batch, &options, nll.data()));
-    all.insert(all.end(), nll.begin(), nll.end());
+    for (float value : nll)
+      totalNll += value;
+    if (!settings.dumpNll.empty())
+      all.insert(all.end(), nll.begin(), nll.end());
     result.tokens += segment.seqLen * segment.batch;
     if (progress)
       bar.update(result.tokens);
@@ -244,7 +250,7 @@ EvalResult runEval(const txl_model_info_t &info, const EvalSettings &settings,
   if (result.tokens == 0)
     fail(TXL_DATA_ERROR, "the {} split yielded no segment at batch size {}",
          splitName(settings.split), settings.batchSize);
-  finishResult(result, all, settings);
+  finishResult(result, totalNll, all, settings);
   return result;
 }
 
