@@ -14,6 +14,7 @@
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/Timing.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -39,6 +40,24 @@ LogicalResult writeText(const DriverOptions &options, Printable &&print) {
   print(out->os());
   out->keep();
   return success();
+}
+
+/// Whether any of mlir-opt's IR-printing options (--mlir-print-ir-before=,
+/// --mlir-print-ir-after-all, ...) was given. The passes run per function
+/// on a thread pool, and dumps printed from several threads at once
+/// interleave line by line; txlc then compiles on one thread so that every
+/// dump is whole and in pass order.
+bool irPrintingRequested() {
+  auto &options = llvm::cl::getRegisteredOptions();
+  for (llvm::StringRef name :
+       {"mlir-print-ir-before", "mlir-print-ir-after",
+        "mlir-print-ir-before-all", "mlir-print-ir-after-all",
+        "mlir-print-ir-after-change", "mlir-print-ir-after-failure"}) {
+    auto it = options.find(name);
+    if (it != options.end() && it->second->getNumOccurrences() > 0)
+      return true;
+  }
+  return false;
 }
 
 /// Builds one stage's pass manager with `build`, applies mlir-opt's
@@ -377,6 +396,8 @@ int mlir::txl::runDriver(const DriverOptions &options) {
   registerAllTxlDialects(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
+  if (irPrintingRequested())
+    context.disableMultithreading();
 
   // One timing report for the whole compilation (--mlir-timing): every
   // pass of every stage, then LLVM's optimization and code generation.
