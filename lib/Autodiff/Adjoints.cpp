@@ -67,6 +67,20 @@ struct ScaleAdjoint : Adjoint<ScaleAdjoint, ScaleOp> {
   }
 };
 
+// d(pw_i · Σ_k w_{first+k} x_k) / dx_k = pw_i · w_{first+k}: the same mix
+// of the result's gradient alone; the weights are constants.
+struct LossMixAdjoint : Adjoint<LossMixAdjoint, LossMixOp> {
+  static SmallVector<Value> adjoint(LossMixOp op, OpBuilder &b, ValueRange g) {
+    SmallVector<Value> grads = {Value(), Value()};
+    for (auto [k, input] : llvm::enumerate(op.getInputs()))
+      grads.push_back(LossMixOp::create(
+          b, op.getLoc(), input.getType(), op.getWeights(),
+          op.getPositionWeights(), ValueRange{g[0]},
+          b.getI64IntegerAttr(op.getFirst() + static_cast<int64_t>(k))));
+    return grads;
+  }
+};
+
 // Paper §3.2: the memory is a constant for the backward pass.
 struct StopGradientAdjoint : Adjoint<StopGradientAdjoint, StopGradientOp> {
   static SmallVector<Value> adjoint(StopGradientOp, OpBuilder &, ValueRange) {
@@ -324,6 +338,7 @@ void mlir::txl::registerAdjointInterfaceExternalModels(
     AddOp::attachInterface<AddAdjoint>(*ctx);
     ScaleOp::attachInterface<ScaleAdjoint>(*ctx);
     StopGradientOp::attachInterface<StopGradientAdjoint>(*ctx);
+    LossMixOp::attachInterface<LossMixAdjoint>(*ctx);
     DropoutOp::attachInterface<DropoutAdjoint>(*ctx);
     ReluOp::attachInterface<ReluAdjoint>(*ctx);
     LinearOp::attachInterface<LinearAdjoint>(*ctx);

@@ -189,7 +189,8 @@ public:
   /// gradient of the (scaled) mean of result 0 with respect to each of
   /// `params`' argument numbers.
   LogicalResult differentiateSegment(func::FuncOp forward,
-                                     ArrayRef<unsigned> params);
+                                     ArrayRef<unsigned> params,
+                                     StringRef gradName);
 
 private:
   /// Appends the adjoints of `ops`, last first, at `b`; `grads` holds the
@@ -496,11 +497,14 @@ FailureOr<CalleeGrad> Differentiator::getCalleeGrad(func::FuncOp callee,
 
 LogicalResult
 Differentiator::differentiateSegment(func::FuncOp forward,
-                                     ArrayRef<unsigned> params) {
+                                     ArrayRef<unsigned> params,
+                                     StringRef gradName) {
   OpBuilder b(forward);
   b.setInsertionPointAfter(forward);
   auto grad = cast<func::FuncOp>(b.clone(*forward));
-  grad.setSymName(forward.getSymName().str() + "_grad");
+  grad.setSymName(gradName.empty() ? forward.getSymName().str() + "_grad"
+                                   : gradName.str());
+  grad.setPublic();
   symbols.insert(grad);
   Block &body = grad.getBody().front();
   auto ret = cast<func::ReturnOp>(body.getTerminator());
@@ -589,7 +593,16 @@ struct GenerateBackwardPass
           params.push_back(i);
 
     Differentiator differentiator(module, saveActivations, lossScale);
-    if (failed(differentiator.differentiateSegment(forward, params)))
+    if (module.lookupSymbol(gradFunction.empty() ? function + "_grad"
+                                                 : gradFunction)) {
+      forward.emitError() << "txl-generate-backward: @"
+                          << (gradFunction.empty() ? function + "_grad"
+                                                   : gradFunction)
+                          << " already exists";
+      return signalPassFailure();
+    }
+    if (failed(differentiator.differentiateSegment(forward, params,
+                                                   gradFunction)))
       return signalPassFailure();
     for (Operation *call : differentiator.replacedCalls)
       call->erase();

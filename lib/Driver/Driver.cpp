@@ -3,6 +3,7 @@
 
 #include "txl/Driver/Driver.h"
 
+#include "txl/Frontend/SegmentBuilder.h"
 #include "txl/Frontend/TrainingBuilder.h"
 #include "txl/InitAll.h"
 #include "txl/Pipelines/Pipelines.h"
@@ -391,6 +392,12 @@ int mlir::txl::runDriver(const DriverOptions &options) {
     llvm::errs() << llvm::toString(config.takeError()) << "\n";
     return 1;
   }
+  if (config->train.isAlRfou() && options.target != Target::Cpu) {
+    llvm::errs() << "txlc: error: " << options.inputPath
+                 << ": [train] objective 'alrfou' compiles for --target=cpu "
+                    "only (its GPU lowering is not written yet)\n";
+    return 1;
+  }
 
   DialectRegistry registry;
   registerAllTxlDialects(registry);
@@ -441,7 +448,10 @@ int mlir::txl::runDriver(const DriverOptions &options) {
   if (backward &&
       failed(runStage(module, root, "generating the backward segment",
                       [&](OpPassManager &pm) {
-                        buildTxlBackwardPipeline(pm, saveAttentionStats);
+                        buildTxlBackwardPipeline(
+                            pm, saveAttentionStats,
+                            config->train.isAlRfou() ? kAlRfouTrainFunctionName
+                                                     : kSegmentFunctionName);
                       })))
     return 1;
   if (options.emit == EmitAction::TxlGrad)

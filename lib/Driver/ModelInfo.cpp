@@ -58,7 +58,8 @@ void mlir::txl::emitModelInfoSource(const ModelConfig &config,
     os << "  {" << cString(p.name) << ", " << p.shape.size() << ", {";
     for (size_t i = 0; i < 4; ++i)
       os << (i ? ", " : "") << (i < p.shape.size() ? p.shape[i] : 0);
-    os << "}, " << (p.trainable ? 1 : 0) << ", txl_aliases_" << index << "},\n";
+    os << "}, " << (p.trainable ? 1 : 0) << ", txl_aliases_" << index << ", "
+       << (p.trainingOnly ? 1 : 0) << "},\n";
   }
   os << "};\n\n";
   os << "const txl_model_info_t txl_model_info = {\n"
@@ -107,6 +108,10 @@ void mlir::txl::emitModelInfoSource(const ModelConfig &config,
      << ", .eval_interval = " << t.evalInterval
      << ", .max_eval_steps = " << t.maxEvalSteps << ",\n"
      << "  .varlen = " << (t.varlen ? 1 : 0) << ",\n"
+     << "  .objective = " << cString(t.objective)
+     << ", .multiple_positions = " << (t.multiplePositions ? 1 : 0)
+     << ", .intermediate_layers = " << (t.intermediateLayers ? 1 : 0)
+     << ", .multiple_targets = " << (t.multipleTargets ? 1 : 0) << ",\n"
      << "  .n_params = " << params.size() << ", .params = txl_params,\n"
      << "  .device_backend = " << cString(deviceBackend) << ",\n"
      << "  .precision = " << cString(precision) << ",\n"

@@ -218,6 +218,7 @@ private:
   Error validateSegment(const ModelConfig &config);
   Error validateEval(const ModelConfig &config);
   Error validateTrain(const ModelConfig &config);
+  Error validateObjective(const ModelConfig &config);
   Error validateData(const ModelConfig &config);
 
   StringRef fileName;
@@ -600,7 +601,43 @@ Error ModelFileParser::validateTrain(const ModelConfig &config) {
                        formatDouble(t.mom));
   if (Error err = checkOneOf("train", "init", t.init, {"normal", "uniform"}))
     return err;
-  return checkOneOf("train", "emb_init", t.embInit, {"normal", "uniform"});
+  if (Error err =
+          checkOneOf("train", "emb_init", t.embInit, {"normal", "uniform"}))
+    return err;
+  return validateObjective(config);
+}
+
+Error ModelFileParser::validateObjective(const ModelConfig &config) {
+  const TrainSection &t = config.train;
+  if (Error err = checkOneOf("train", "objective", t.objective, {"lm", "alrfou"}))
+    return err;
+  if (!t.isAlRfou()) {
+    for (StringRef key :
+         {"multiple_positions", "intermediate_layers", "multiple_targets"})
+      if (has("train", key))
+        return errorAt(locOf("train", key),
+                       "[train] " + key +
+                           " switches an auxiliary loss of objective "
+                           "'alrfou'; the objective is '" +
+                           t.objective + "'");
+    return Error::success();
+  }
+  // Independent windows at random positions: no memory carried between
+  // them, no variable length, and one full softmax per head.
+  if (config.segment.memLen != 0)
+    return errorAt(locOf("train", "objective"),
+                   "[train] objective 'alrfou' trains on independent windows "
+                   "and needs [segment] mem_len = 0, got " +
+                       Twine(config.segment.memLen));
+  if (t.varlen)
+    return errorAt(locOf("train", "objective"),
+                   "[train] objective 'alrfou' draws windows of tgt_len "
+                   "characters and cannot be combined with varlen = true");
+  if (!config.model.cutoffs.empty())
+    return errorAt(locOf("train", "objective"),
+                   "[train] objective 'alrfou' needs a full softmax ([model] "
+                   "cutoffs = [])");
+  return Error::success();
 }
 
 Error ModelFileParser::validateData(const ModelConfig &config) {
@@ -681,7 +718,11 @@ Expected<ModelConfig> ModelFileParser::parse(StringRef text) {
                                {"log_interval", &t.logInterval},
                                {"eval_interval", &t.evalInterval},
                                {"max_eval_steps", &t.maxEvalSteps},
-                               {"varlen", &t.varlen}};
+                               {"varlen", &t.varlen},
+                               {"objective", &t.objective},
+                               {"multiple_positions", &t.multiplePositions},
+                               {"intermediate_layers", &t.intermediateLayers},
+                               {"multiple_targets", &t.multipleTargets}};
   const Field dataFields[] = {{"dataset", &d.dataset}, {"path", &d.path}};
   const std::pair<StringRef, ArrayRef<Field>> sections[] = {
       {"model", modelFields},

@@ -159,7 +159,22 @@ SmallVector<ParamSpec> mlir::txl::getParameterTable(const ModelConfig &config) {
       if (!tieProj(i))
         add(clusterName("crit.out_projs.", i),
             {m.dModel, clusterDim(config, sliced ? 0 : i)});
+  // Al-Rfou et al. (2018) §2.2-2.3: objective "alrfou"'s own heads, one
+  // pair per layer (the last layer's next-character head is the crit).
+  if (config.train.isAlRfou())
+    for (int64_t l = 0; l < m.nLayer; ++l)
+      for (StringRef head : {kAuxNextHead, kAuxNext2Head}) {
+        if (head == kAuxNextHead && l == m.nLayer - 1)
+          continue;
+        std::string prefix = auxHeadName(l, head);
+        add(prefix + ".weight", {m.nToken, m.dModel}).trainingOnly = true;
+        add(prefix + ".bias", {m.nToken}).trainingOnly = true;
+      }
   return params;
+}
+
+std::string mlir::txl::auxHeadName(int64_t layer, StringRef head) {
+  return ("aux_heads." + Twine(layer) + "." + head).str();
 }
 
 // Dropout sites, the `stream` of each txl.dropout. @segment's own:
@@ -188,8 +203,9 @@ public:
   SegmentEmitter(OpBuilder &b, Location loc, const ModelConfig &config)
       : b(b), loc(loc), config(config), m(config.model) {}
 
-  /// Emits the function into `module`.
-  void emit(ModuleOp module);
+  /// Emits @segment into `module` or, with `alrfouTraining`, the training
+  /// forward of objective "alrfou" (@segment_train, SegmentBuilder.h).
+  void emit(ModuleOp module, bool alrfouTraining = false);
 
 private:
   Value param(StringRef name) { return params.lookup(name); }
@@ -252,6 +268,9 @@ private:
   /// Their types, the same for every layer.
   SmallVector<Type> layerParamTypes();
   Value loss(Value h, Value target);
+  /// A full-softmax head's per-token NLL [qlen, batch] of `target` from
+  /// `h` [qlen, batch, d_model] through aux_heads.<layer>.<head>.
+  Value auxHeadNll(Value h, Value target, int64_t layer, StringRef head);
   /// The parameter under `name` or, when tied, under the name it is tied to.
   Value tiedParam(StringRef name);
 
@@ -716,7 +735,7 @@ SmallVector<Value> SegmentEmitter::layerParams(int64_t layer) {
   return values;
 }
 
-void SegmentEmitter::emit(ModuleOp module) {
+void SegmentEmitter::emit(ModuleOp module, bool alrfouTraining) {
   int64_t dyn = ShapedType::kDynamic;
   SmallVector<ParamSpec> table = getParameterTable(config);
   auto tokenType = RankedTensorType::get({dyn, dyn}, b.getI64Type());
@@ -732,14 +751,23 @@ void SegmentEmitter::emit(ModuleOp module) {
     inputs.push_back(memType);
   inputs.append({i64, i64, i64}); // mem_len, clamp_len, same_length
   inputs.append({i64, i64, i64}); // dropout_seed, dropout_offset, training
+  if (alrfouTraining) // loss_weights, position_weights
+    inputs.append({tensorType({2 * m.nLayer}), tensorType({dyn})});
   SmallVector<Type> results = {tensorType({dyn, dyn})};
   for (int64_t l = 0; l <= m.nLayer; ++l)
     results.push_back(memType);
+  if (alrfouTraining) // the loss's three parts
+    results.append(3, tensorType({dyn, dyn}));
 
   b.setInsertionPointToEnd(module.getBody());
-  auto fn = func::FuncOp::create(b, loc, kSegmentFunctionName,
-                                 b.getFunctionType(inputs, results));
+  auto fn = func::FuncOp::create(
+      b, loc, alrfouTraining ? kAlRfouTrainFunctionName : kSegmentFunctionName,
+      b.getFunctionType(inputs, results));
+  // The training forward is only differentiated; its @segment_grad keeps
+  // the attribute.
   fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+  if (alrfouTraining)
+    fn.setPrivate();
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
 
@@ -773,9 +801,29 @@ void SegmentEmitter::emit(ModuleOp module) {
   dropoutOffset = entry->getArgument(arg++);
   training = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
                                    entry->getArgument(arg++), zero64);
+  Value lossWeights, positionWeights;
+  if (alrfouTraining) {
+    lossWeights = entry->getArgument(arg++);
+    positionWeights = entry->getArgument(arg++);
+  }
 
   Value qlen = tensor::DimOp::create(b, loc, data, 0);
   Value bsz = tensor::DimOp::create(b, loc, data, 1);
+  // objective "alrfou": target rows [0, qlen) are the next characters,
+  // rows [1, qlen + 1) the ones after them.
+  Value target2;
+  if (alrfouTraining) {
+    auto rowsFrom = [&](int64_t first) {
+      OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
+      return tensor::ExtractSliceOp::create(
+          b, loc, tokenType, target,
+          SmallVector<OpFoldResult>{b.getIndexAttr(first), zero},
+          SmallVector<OpFoldResult>{qlen, bsz},
+          SmallVector<OpFoldResult>{one, one});
+    };
+    target2 = rowsFrom(1);
+    target = rowsFrom(0);
+  }
   Value mlen = tensor::DimOp::create(b, loc, mems[0], 0);
   Value klen = arith::AddIOp::create(b, loc, mlen, qlen);
   Value wordEmb = embedding(data);
@@ -810,7 +858,9 @@ void SegmentEmitter::emit(ModuleOp module) {
   }
 
   SmallVector<Value> hids = {h};
-  func::FuncOp layerFn = emitLayerFunction(module);
+  auto layerFn = module.lookupSymbol<func::FuncOp>(kLayerFunctionName);
+  if (!layerFn)
+    layerFn = emitLayerFunction(module);
   for (int64_t l = 0; l < m.nLayer; ++l) {
     Value mem = mems[l];
     if (m.attnType == 2 && l == 0) {
@@ -861,7 +911,37 @@ void SegmentEmitter::emit(ModuleOp module) {
 
   // core_out = self.drop(core_out) before the softmax; hids keep the
   // undropped output for the memory.
-  Value nll = loss(dropout(h, m.dropout, kStreamOutput), target);
+  Value output = dropout(h, m.dropout, kStreamOutput);
+  Value nll = loss(output, target);
+  SmallVector<Value> parts;
+  if (alrfouTraining) {
+    // Every layer's heads (§2.2, §2.3): the intermediate layers' read the
+    // layer's output, the last layer's the dropped output as the crit.
+    SmallVector<Value> nextNll, next2Nll;
+    for (int64_t l = 0; l < m.nLayer; ++l) {
+      bool last = l == m.nLayer - 1;
+      Value hl = last ? output : hids[l + 1];
+      nextNll.push_back(last ? nll
+                             : auxHeadNll(hl, target, l, kAuxNextHead));
+      next2Nll.push_back(auxHeadNll(hl, target2, l, kAuxNext2Head));
+    }
+    Type nllType = nll.getType();
+    auto mix = [&](ValueRange terms, int64_t first) -> Value {
+      return LossMixOp::create(b, loc, nllType, lossWeights, positionWeights,
+                               terms, b.getI64IntegerAttr(first));
+    };
+    SmallVector<Value> all(nextNll);
+    all.append(next2Nll);
+    Value main = mix(nll, m.nLayer - 1);
+    Value layers = m.nLayer > 1 ? mix(ArrayRef(nextNll).drop_back(), 0)
+                                : ScaleOp::create(b, loc, main,
+                                                  b.getF32FloatAttr(0.0f))
+                                      .getResult();
+    Value targets = mix(next2Nll, m.nLayer);
+    for (Value part : {main, layers, targets})
+      parts.push_back(StopGradientOp::create(b, loc, part));
+    nll = mix(all, 0);
+  }
 
   // Official _update_mems: cat(mems[l], hids[l])[-mem_len:], detached.
   SmallVector<Value> returned = {nll};
@@ -870,7 +950,17 @@ void SegmentEmitter::emit(ModuleOp module) {
     Value last = TakeLastOp::create(b, loc, memType, cat, memLen);
     returned.push_back(StopGradientOp::create(b, loc, last));
   }
+  returned.append(parts);
   func::ReturnOp::create(b, loc, returned);
+}
+
+Value SegmentEmitter::auxHeadNll(Value h, Value target, int64_t layer,
+                                 StringRef head) {
+  int64_t dyn = ShapedType::kDynamic;
+  std::string prefix = auxHeadName(layer, head);
+  Value logits =
+      linear(h, param(prefix + ".weight"), param(prefix + ".bias"));
+  return NllOp::create(b, loc, tensorType({dyn, dyn}), logits, target);
 }
 
 FailureOr<OwningOpRef<ModuleOp>>
@@ -889,5 +979,7 @@ mlir::txl::buildSegmentModule(MLIRContext &context, const ModelConfig &config) {
   OpBuilder b(&context);
   OwningOpRef<ModuleOp> module = ModuleOp::create(b, loc, config.modelName);
   SegmentEmitter(b, loc, config).emit(*module);
+  if (config.train.isAlRfou())
+    SegmentEmitter(b, loc, config).emit(*module, /*alrfouTraining=*/true);
   return module;
 }

@@ -55,14 +55,20 @@ void mlir::txl::buildTxlOptPipeline(OpPassManager &pm,
 }
 
 void mlir::txl::buildTxlBackwardPipeline(OpPassManager &pm,
-                                         bool saveAttentionStats) {
+                                         bool saveAttentionStats,
+                                         StringRef function) {
   if (saveAttentionStats)
     pm.nest<func::FuncOp>().addPass(createSaveAttentionStatsPass());
   // Module: it adds @segment_grad (with the runtime's loss scale argument)
   // and the per-layer _fwd/_grad functions.
   GenerateBackwardPassOptions backward;
   backward.lossScale = true;
+  backward.function = function.str();
+  backward.gradFunction = "segment_grad";
   pm.addPass(createGenerateBackwardPass(backward));
+  // A separate training forward (@segment_train) is dead once differentiated.
+  if (function != "segment")
+    pm.addPass(createSymbolDCEPass());
   OpPassManager &fn = pm.nest<func::FuncOp>();
   fn.addPass(createAccumulateEmbeddingGradPass());
   fn.addPass(createCanonicalizerPass());

@@ -371,6 +371,28 @@ LogicalResult LinearNllFwdOp::verify() {
                            getBlock());
 }
 
+LogicalResult LossMixOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("needs at least one input");
+  for (Value input : getInputs())
+    if (input.getType() != getResult().getType())
+      return emitOpError("inputs must have the result's type ")
+             << getResult().getType() << ", got " << input.getType();
+  int64_t first = getFirst();
+  if (first < 0)
+    return emitOpError("first must be non-negative, got ") << first;
+  int64_t weights = shapeOf(getWeights())[0];
+  int64_t needed = first + static_cast<int64_t>(getInputs().size());
+  if (!ShapedType::isDynamic(weights) && weights < needed)
+    return emitOpError("has ")
+           << getInputs().size() << " inputs from weight " << first
+           << " but only " << weights << " weights";
+  if (!compatible(shapeOf(getPositionWeights())[0], shapeOf(getResult())[0]))
+    return emitOpError("position_weights must have one weight per row of the "
+                       "result");
+  return success();
+}
+
 LogicalResult NllOp::verify() {
   ArrayRef<int64_t> logits = shapeOf(getLogits());
   ArrayRef<int64_t> target = shapeOf(getTarget());

@@ -525,6 +525,35 @@ def Txl_NllOp : Txl_Op<"nll", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Txl_LossMixOp : Txl_Op<"loss_mix", [Pure]> {
+  let summary = "weighted sum of per-token losses, weighted per position";
+  let description = [{
+    `result[i, b] = position_weights[i] * sum_k weights[first + k] * x_k[i, b]`,
+    the terms added in k order. The training objective of Al-Rfou et al.
+    (2018) is one `txl.loss_mix` of the NLLs of every layer's heads (§2.2,
+    §2.3), the weights and position weights set by the runtime at every
+    update (a dropped layer weighs 0; with one position per window only the
+    last position weighs, tgt_len; docs/alrfou.md). The weights are
+    constants to differentiation: the gradient of `x_k` is
+    `txl.loss_mix %weights, %position_weights, %g {first = first + k}`.
+
+    ```mlir
+    %loss = txl.loss_mix %w, %pw, %nll0, %nll1 {first = 0 : i64}
+        : tensor<4xf32>, tensor<?xf32>, tensor<?x?xf32>, tensor<?x?xf32>
+        -> tensor<?x?xf32>
+    ```
+  }];
+  let arguments = (ins FloatTensor1D:$weights, FloatTensor1D:$position_weights,
+                       Variadic<FloatTensor2D>:$inputs,
+                       DefaultValuedAttr<I64Attr, "0">:$first);
+  let results = (outs FloatTensor2D:$result);
+  let assemblyFormat = [{
+    $weights `,` $position_weights `,` $inputs attr-dict `:` type($weights) `,`
+    type($position_weights) `,` type($inputs) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def Txl_LinearNllOp : Txl_Op<"linear_nll", [Pure]> {
   let summary = "output layer and per-token NLL in one op, no logits kept";
   let description = [{

@@ -7,7 +7,8 @@ include "mlir/Pass/PassBase.td"
 def GenerateBackwardPass : Pass<"txl-generate-backward", "::mlir::ModuleOp"> {
   let summary = "Generate the gradient function of a txl segment (reverse mode)";
   let description = [{
-    For the function named by `function`, adds `@<function>_grad` with the
+    For the function named by `function`, adds `@<function>_grad` (or the
+    public function named by `grad-function`) with the
     same arguments, returning the function's results followed by the
     gradient of the **mean** of its first result (the per-token NLL) with
     respect to every trained parameter argument (those marked `txl.param`
@@ -49,6 +50,8 @@ def GenerateBackwardPass : Pass<"txl-generate-backward", "::mlir::ModuleOp"> {
   let options = [
     Option<"function", "function", "std::string", "\"segment\"",
            "The function to differentiate">,
+    Option<"gradFunction", "grad-function", "std::string", "\"\"",
+           "Name of the generated function (default: <function>_grad)">,
     Option<"saveActivations", "save-activations", "bool", "true",
            "Keep the activations a called layer's adjoints read (returned "
            "by @<callee>_fwd) instead of recomputing the layer">,

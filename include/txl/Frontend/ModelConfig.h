@@ -97,6 +97,16 @@ struct TrainSection {
   int64_t evalInterval = 4000;
   int64_t maxEvalSteps = -1;
   bool varlen = false;
+  /// "lm": train.py's objective, the mean next-token NLL of consecutive
+  /// segments with memory. "alrfou": Al-Rfou et al. (2018) §2.1–2.3, the
+  /// vanilla character transformer's objective on windows of tgt_len
+  /// characters at random positions with its three auxiliary losses, each
+  /// switched by one of the keys below (docs/alrfou.md).
+  std::string objective = "lm";
+  bool multiplePositions = true;  ///< every position predicts (§2.1)
+  bool intermediateLayers = true; ///< a head per layer, dropped over time (§2.2)
+  bool multipleTargets = true;    ///< a second head, two positions ahead (§2.3)
+  bool isAlRfou() const { return objective == "alrfou"; }
 };
 
 /// `[data]`.

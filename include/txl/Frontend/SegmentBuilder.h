@@ -46,13 +46,44 @@ struct ParamSpec {
   SmallVector<int64_t> shape;
   bool trainable = true;
   SmallVector<std::string, 2> aliases;
+  /// Read only by the training forward (the auxiliary heads of objective
+  /// "alrfou"): @segment never reads it, and a checkpoint for evaluation
+  /// may leave it out.
+  bool trainingOnly = false;
 };
+
+/// The auxiliary heads of objective "alrfou" (Al-Rfou et al. 2018, §2.2 and
+/// §2.3): `aux_heads.<l>.next` predicts the next character from layer l's
+/// output (l < n_layer - 1; the last layer's is the crit), and
+/// `aux_heads.<l>.next2` the one after it, each a `.weight` [n_token,
+/// d_model] and a `.bias` [n_token].
+inline constexpr llvm::StringLiteral kAuxNextHead = "next";
+inline constexpr llvm::StringLiteral kAuxNext2Head = "next2";
+std::string auxHeadName(int64_t layer, StringRef head);
 
 /// The parameters of `config` in the order the segment function takes them.
 SmallVector<ParamSpec> getParameterTable(const ModelConfig &config);
 
 /// Name of the generated segment function.
 inline constexpr llvm::StringLiteral kSegmentFunctionName = "segment";
+
+/// Name of the training forward of objective "alrfou", private, from which
+/// the backward segment is generated (its gradient function becomes
+/// @segment_grad). It takes @segment's arguments with `target` [qlen + 1,
+/// batch] (row i + 1: the target two positions after data row i) and two
+/// more after `training`:
+///
+///   %loss_weights: tensor<2·n_layer x f32>  (k < n_layer: the next-character
+///       head of layer k; n_layer + k: its two-ahead head)
+///   %position_weights: tensor<qlen x f32>
+///
+/// and returns, after @segment's results, the three parts of its loss, each
+/// [qlen, batch] (no gradient): the last layer's next-character NLL, the
+/// intermediate layers' next-character NLLs and every layer's two-ahead
+/// NLLs, each weighted as in the loss. The loss (first result) is their
+/// sum: txl.loss_mix of all 2·n_layer head NLLs.
+inline constexpr llvm::StringLiteral kAlRfouTrainFunctionName =
+    "segment_train";
 
 /// Name of the private function holding one decoder layer, called once per
 /// layer by @segment (its parameters are arguments): the layer is compiled

@@ -40,13 +40,15 @@ struct TxlCpuPipelineOptions
 /// txl -> txl: --txl-fuse-rel-attention (if enabled), canonicalize, CSE.
 void buildTxlOptPipeline(OpPassManager &pm,
                          const TxlCpuPipelineOptions &options);
-/// txl -> txl: --txl-generate-backward{loss-scale} on @segment (adds
+/// txl -> txl: --txl-generate-backward{loss-scale} on `function` (@segment,
+/// or objective "alrfou"'s @segment_train, which is then erased; adds
 /// @segment_grad, whose last argument is the runtime's loss scale), then
 /// canonicalization and CSE. With `saveAttentionStats` (the f32 GPU
 /// targets), --txl-save-attention-stats first: the fused attention's
 /// backward reads the forward's row log-sum-exp and output.
 void buildTxlBackwardPipeline(OpPassManager &pm,
-                              bool saveAttentionStats = false);
+                              bool saveAttentionStats = false,
+                              StringRef function = "segment");
 /// txl -> linalg/tensor/arith/math: --txl-lower-rel-shift, then
 /// --convert-txl-to-linalg, canonicalize, CSE, --txl-fuse-elementwise.
 void buildTxlToLinalgPipeline(OpPassManager &pm);

@@ -1,6 +1,6 @@
 //===- Elementwise.cpp - Lower elementwise txl ops to linalg -----*- C++ -*-===//
 //
-// txl.add, txl.scale, txl.relu and txl.broadcast_head_bias become parallel
+// txl.add, txl.scale, txl.loss_mix, txl.relu and txl.broadcast_head_bias become parallel
 // linalg.generic ops; txl.stop_gradient is the identity in the forward pass.
 //
 //===----------------------------------------------------------------------===//
@@ -49,6 +49,41 @@ struct ScaleLowering : public OpRewritePattern<ScaleOp> {
                               Value c = arith::ConstantOp::create(b, l, factor);
                               return arith::MulFOp::create(b, l, a[0], c);
                             }));
+    return success();
+  }
+};
+
+// txl.loss_mix(w, pw, x_0..x_{K-1}) {first} => one linalg.generic over
+// [rows, batch] reading pw[i], each x_k and its weight w[first + k] (a
+// constant index map), summing the terms in k order, times pw[i].
+struct LossMixLowering : public OpRewritePattern<LossMixOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(LossMixOp op,
+                                PatternRewriter &rewriter) const override {
+    MLIRContext *ctx = getContext();
+    AffineMap id = identityMap(ctx, 2);
+    SmallVector<Value> inputs = {op.getPositionWeights()};
+    SmallVector<AffineMap> maps = {
+        AffineMap::get(2, 0, getAffineDimExpr(0, ctx))};
+    size_t terms = op.getInputs().size();
+    for (auto [k, input] : llvm::enumerate(op.getInputs())) {
+      inputs.append({op.getWeights(), input});
+      maps.append({AffineMap::get(2, 0,
+                                  getAffineConstantExpr(
+                                      op.getFirst() + int64_t(k), ctx)),
+                   id});
+    }
+    rewriter.replaceOp(
+        op, createPointwise(
+                rewriter, op.getLoc(), op.getInputs().front(), inputs, maps,
+                [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+                  Value sum = arith::MulFOp::create(b, l, a[1], a[2]);
+                  for (size_t k = 1; k < terms; ++k)
+                    sum = arith::AddFOp::create(
+                        b, l, sum,
+                        arith::MulFOp::create(b, l, a[1 + 2 * k], a[2 + 2 * k]));
+                  return arith::MulFOp::create(b, l, a[0], sum);
+                }));
     return success();
   }
 };
@@ -104,6 +139,7 @@ struct BroadcastHeadBiasLowering
 
 void mlir::txl::populateTxlElementwiseToLinalgPatterns(
     RewritePatternSet &patterns) {
-  patterns.add<AddLowering, ScaleLowering, ReluLowering, StopGradientLowering,
+  patterns.add<AddLowering, ScaleLowering, LossMixLowering, ReluLowering,
+               StopGradientLowering,
                BroadcastHeadBiasLowering>(patterns.getContext());
 }

@@ -35,7 +35,7 @@ extern "C" {
 
 /// Bumped whenever the layout below or the segment calling convention changes;
 /// the runtime refuses a generated object with another version.
-#define TXL_ABI_VERSION 6
+#define TXL_ABI_VERSION 7
 
 /// Maximum rank of a parameter tensor.
 #define TXL_MAX_RANK 4
@@ -50,6 +50,9 @@ typedef struct txl_param_info {
   /// Tied names also accepted in checkpoints (e.g. `crit.out_layers.0.weight`
   /// for `word_emb.emb_layers.0.weight`), a NULL-terminated list; never NULL.
   const char *const *aliases;
+  /// 1 for a tensor only the backward segment reads (objective "alrfou"'s
+  /// `aux_heads.*`): evaluation may load a checkpoint without it.
+  int32_t training_only;
 } txl_param_info_t;
 
 /// Model hyper-parameters and run-time defaults as resolved by txlc from the
@@ -85,6 +88,12 @@ typedef struct txl_model_info {
   double init_range, emb_init_range, init_std, proj_init_std;
   int64_t seed, log_interval, eval_interval, max_eval_steps;
   int32_t varlen;
+  /// "lm" (train.py) or "alrfou": Al-Rfou et al. (2018)'s windows at
+  /// random positions with its auxiliary losses, each on when its switch is
+  /// nonzero (docs/alrfou.md); txl_segment_grad then takes the loss weights
+  /// (below).
+  const char *objective;
+  int32_t multiple_positions, intermediate_layers, multiple_targets;
   /* parameters in the order the segment function takes them */
   int32_t n_params;
   const txl_param_info_t *params;
@@ -126,6 +135,11 @@ typedef void (*txl_segment_fn)(void **args);
 /// dynamic loss scaling), the same outputs, then one more output per
 /// *trainable* parameter, in parameter order: float32 with the parameter's
 /// shape, the gradient of loss_scale times the mean NLL of the segment.
+/// Objective "alrfou" (txl_model_info.objective): target is memref<?x?xi64>
+/// [qlen + 1, batch]; loss_weights memref<2·n_layer x f32> and
+/// position_weights memref<?xf32> [qlen] come between `training` and
+/// loss_scale; `nll` is the weighted loss (txl_run_options_t) and three
+/// outputs memref<?x?xf32> [qlen, batch], its parts, follow new_mems.
 #ifdef __GNUC__
 #define TXL_WEAK __attribute__((weak))
 #else
@@ -235,6 +249,19 @@ typedef struct txl_run_options {
   /// Backward runs only: the gradients are those of 2^loss_scale_log2 times
   /// the mean NLL (dynamic loss scaling; 0: the plain gradient).
   int32_t loss_scale_log2;
+  /// Backward runs of objective "alrfou" only (required there, ignored
+  /// otherwise): the target then has qlen + 1 rows, row i + 1 being the
+  /// character two positions after data row i, and the loss of position
+  /// (i, b) is position_weights[i] · Σ_k loss_weights[k] · nll_k(i, b) over
+  /// the 2·n_layer heads (k = l: layer l's next character, the last layer's
+  /// being the crit; k = n_layer + l: its two-ahead head). `out_nll`
+  /// receives that loss, the gradients are those of its mean.
+  const float *loss_weights;     ///< [2·n_layer]
+  const float *position_weights; ///< [qlen]
+  /// When not NULL: [3, qlen, batch], the loss's parts (the crit's NLL, the
+  /// intermediate layers' next-character heads, the two-ahead heads), each
+  /// weighted as in the loss; they sum to `out_nll`.
+  float *out_loss_parts;
 } txl_run_options_t;
 
 /// Creates a session over a generated model. `segment_fn` may be NULL to use

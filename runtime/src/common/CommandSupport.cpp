@@ -186,4 +186,8 @@ std::string formatEvalJson(const EvalResult &result) {
   return json.dump();
 }
 
+bool isAlRfouObjective(const txl_model_info_t &info) {
+  return info.objective && std::string_view(info.objective) == "alrfou";
+}
+
 } // namespace txl::rt

@@ -13,6 +13,7 @@
 
 #include "txl/rt/Train.h"
 
+#include "txl/rt/AlRfou.h"
 #include "txl/rt/Checkpoint.h"
 #include "txl/rt/Commands.h"
 #include "txl/rt/Corpus.h"
@@ -711,13 +712,33 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
   runOptions.training = 1;
   runOptions.dropout_seed = static_cast<int64_t>(settings.seed);
 
+  // Objective "alrfou": windows at random positions, the loss weighted
+  // per update (AlRfou.h), and its three parts logged.
+  const bool alrfou = isAlRfouObjective(info);
+  if (alrfou)
+    log(fmt::format("| objective alrfou | multiple positions {} | "
+                    "intermediate layers {} | multiple targets {}",
+                    info.multiple_positions ? "on" : "off",
+                    info.intermediate_layers ? "on" : "off",
+                    info.multiple_targets ? "on" : "off"));
+  AlRfouWeights weights;
+  std::vector<float> lossParts;
+  double intervalParts[3] = {0, 0, 0};
+
   std::vector<float> nll;
   auto intervalStart = Clock::now();
   auto evalStart = Clock::now();
   int64_t stepsThisInterval = 0, tokensDone = 0;
   LMSegment segment;
   while (state.step < settings.maxStep) {
-    if (!data.next(segment)) {
+    if (alrfou) {
+      sampleAlRfouWindows(corpus.train, info.tgt_len, batch, data.rng(),
+                          segment);
+      weights = alRfouWeights(info, state.step + 1, settings.maxStep,
+                              info.tgt_len);
+      runOptions.loss_weights = weights.loss.data();
+      runOptions.position_weights = weights.position.data();
+    } else if (!data.next(segment)) {
       // train.py: the epoch ends with the iterator; train() starts the next
       // one with an empty memory.
       ++state.epoch;
@@ -728,11 +749,17 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
     // train.py: per chunk, loss.float().mean() / batch_chunk, backward
     // (gradients accumulate) and train_loss += its float value.
     double loss = 0;
+    double stepParts[3] = {0, 0, 0};
+    const int64_t targetRows = segment.seqLen + (alrfou ? 1 : 0);
     for (int64_t c = 0; c < chunks; ++c) {
       std::vector<int64_t> chunkData, chunkTarget;
       if (chunks > 1) {
         chunkData = data.chunkColumns(segment.data, segment.dataRows, c);
-        chunkTarget = data.chunkColumns(segment.target, segment.seqLen, c);
+        chunkTarget = data.chunkColumns(segment.target, targetRows, c);
+      }
+      if (alrfou) {
+        lossParts.resize(size_t(3 * segment.seqLen * data.chunkBatch()));
+        runOptions.out_loss_parts = lossParts.data();
       }
       runOptions.dropout_offset = state.step * chunks + c;
       runOptions.loss_scale_log2 = state.lossScaleLog2;
@@ -748,6 +775,12 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
         sum += value;
       float mean = static_cast<float>(sum / static_cast<double>(nll.size()));
       loss += static_cast<float>(mean / static_cast<float>(chunks));
+      for (size_t part = 0; alrfou && part < 3; ++part) {
+        double partSum = 0;
+        for (size_t i = 0; i < nll.size(); ++i)
+          partSum += lossParts[part * nll.size() + i];
+        stepParts[part] += partSum / double(nll.size()) / double(chunks);
+      }
     }
     // The optimizer's step counts the updates made (torch.optim's state
     // 'step'); train_step below counts skipped ones too.
@@ -797,6 +830,8 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
     state.iteratorRow = data.position();
     state.lr = scheduledLr(session.get(), state.step, state.lr);
     state.intervalLoss += loss;
+    for (int part = 0; part < 3; ++part)
+      intervalParts[part] += stepParts[part];
     ++state.intervalSteps;
     ++stepsThisInterval;
     tokensDone += segment.seqLen * batch;
@@ -811,8 +846,13 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
       double seconds = secondsSince(intervalStart);
       double ms = seconds * 1000.0 / static_cast<double>(stepsThisInterval);
       double meanLoss = state.intervalLoss / double(state.intervalSteps);
-      log(formatTrainLine(state.epoch, state.step, state.batchInEpoch,
-                          state.lr, ms, meanLoss, settings.characterLevel));
+      std::string line =
+          formatTrainLine(state.epoch, state.step, state.batchInEpoch,
+                          state.lr, ms, meanLoss, settings.characterLevel);
+      if (alrfou)
+        line += fmt::format(" | layers {}/{}", weights.contributingLayers,
+                            info.n_layer);
+      log(line);
       if (!state.firstLoggedLoss)
         state.firstLoggedLoss = meanLoss;
       bool overFirst = meanLoss > kDivergenceFactor * *state.firstLoggedLoss;
@@ -852,7 +892,19 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
         train["loss_scale"] = std::ldexp(1.0, state.lossScaleLog2);
         train["skipped_steps"] = state.skippedSteps;
       }
+      if (alrfou) {
+        // The interval means of the loss's parts (they sum to "loss"): the
+        // last layer's next-character NLL, the intermediate layers' and the
+        // two-ahead heads', each weighted as in the loss.
+        double steps = double(state.intervalSteps);
+        train["loss_main"] = intervalParts[0] / steps;
+        train["loss_intermediate_layers"] = intervalParts[1] / steps;
+        train["loss_multiple_targets"] = intervalParts[2] / steps;
+        train["contributing_layers"] = weights.contributingLayers;
+      }
       record(train);
+      for (double &part : intervalParts)
+        part = 0;
       state.intervalLoss = 0;
       state.intervalSteps = 0;
       stepsThisInterval = 0;

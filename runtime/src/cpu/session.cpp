@@ -484,6 +484,8 @@ struct SliceCall {
   float *nll;                   ///< [qlen, batch]
   std::vector<float *> newMems; ///< [newMlen, batch, d_model]
   std::vector<float *> grads;   ///< per parameter; empty: forward
+  /// Objective "alrfou"'s backward: [3, qlen, batch], the loss's parts.
+  float *lossParts = nullptr;
 };
 
 static void callEntry(const txl_session &session, txl_segment_fn entry,
@@ -491,6 +493,8 @@ static void callEntry(const txl_session &session, txl_segment_fn entry,
                       int64_t newMlen, const SliceCall &call) {
   const txl_model_info_t &info = *session.info;
   const int64_t dModel = info.d_model;
+  // Objective "alrfou"'s backward segment (runtime.h).
+  const bool alrfou = !call.grads.empty() && isAlRfouObjective(info);
   PackedArgs args;
   for (int32_t i = 0; i < info.n_params; ++i) {
     const txl_param_info_t &p = info.params[i];
@@ -498,7 +502,7 @@ static void callEntry(const txl_session &session, txl_segment_fn entry,
                 std::vector<int64_t>(p.shape, p.shape + p.rank));
   }
   args.memref(call.data, {qlen, call.batch});
-  args.memref(call.target, {qlen, call.batch});
+  args.memref(call.target, {qlen + (alrfou ? 1 : 0), call.batch});
   for (const float *m : call.mems)
     args.memref(m, {session.mlen, call.batch, dModel});
   for (int64_t scalar :
@@ -506,11 +510,19 @@ static void callEntry(const txl_session &session, txl_segment_fn entry,
         int64_t(options.same_length ? 1 : 0), options.dropout_seed,
         call.dropoutOffset, int64_t(options.training ? 1 : 0)})
     args.i64(scalar);
+  if (alrfou) {
+    args.memref(options.loss_weights, {2 * info.n_layer});
+    args.memref(options.position_weights, {qlen});
+  }
   if (!call.grads.empty())
     args.f32(std::ldexp(1.0f, options.loss_scale_log2));
   args.memref(call.nll, {qlen, call.batch});
   for (float *m : call.newMems)
     args.memref(m, {newMlen, call.batch, dModel});
+  if (alrfou)
+    for (int64_t part = 0; part < 3; ++part)
+      args.memref(call.lossParts + part * qlen * call.batch,
+                  {qlen, call.batch});
   for (int32_t i = 0; i < static_cast<int32_t>(call.grads.size()); ++i) {
     const txl_param_info_t &p = info.params[i];
     if (p.trainable)
@@ -651,12 +663,26 @@ static void runSegment(txl_session_t *session, const int64_t *data,
   if (options->loss_scale_log2 < 0 || options->loss_scale_log2 > 120)
     fail(TXL_INVALID_ARGUMENT, "loss_scale_log2 must be in [0, 120], got {}",
          options->loss_scale_log2);
-  for (int64_t i = 0; i < qlen * batch; ++i) {
-    if (data[i] < 0 || data[i] >= info.n_token || target[i] < 0 ||
-        target[i] >= info.n_token)
+  // Objective "alrfou"'s backward: qlen + 1 target rows and the loss
+  // weights (runtime.h).
+  const bool alrfou = (outGrads || intoDeviceGrads) && isAlRfouObjective(info);
+  const int64_t targetRows = qlen + (alrfou ? 1 : 0);
+  if (alrfou && (!options->loss_weights || !options->position_weights))
+    fail(TXL_INVALID_ARGUMENT,
+         "objective 'alrfou': a backward run needs loss_weights and "
+         "position_weights");
+  for (int64_t i = 0; i < targetRows * batch; ++i) {
+    if ((i < qlen * batch && (data[i] < 0 || data[i] >= info.n_token)) ||
+        target[i] < 0 || target[i] >= info.n_token)
       fail(TXL_INVALID_ARGUMENT,
            "token id out of range [0, {}) at position {} of the segment",
            info.n_token, i);
+  }
+  std::vector<float> scratchParts;
+  float *lossParts = options->out_loss_parts;
+  if (alrfou && !lossParts) {
+    scratchParts.resize(size_t(3 * qlen * batch));
+    lossParts = scratchParts.data();
   }
   txl_segment_fn entry = session->segment;
   if (outGrads || intoDeviceGrads) {
@@ -682,6 +708,9 @@ static void runSegment(txl_session_t *session, const int64_t *data,
     m.resize(std::max<int64_t>(newMlen * batch * dModel, 1));
 
   if (session->onDevice) {
+    if (alrfou)
+      fail(TXL_INVALID_ARGUMENT,
+           "objective 'alrfou' trains on the CPU target only");
     if (intoDeviceGrads) {
       runSegmentOnDevice(*session, entry, data, target, qlen, newMlen, *options,
                          out_nll, intoDeviceGrads);
@@ -712,6 +741,7 @@ static void runSegment(txl_session_t *session, const int64_t *data,
       call.newMems.push_back(m.data());
     if (outGrads)
       call.grads.assign(outGrads, outGrads + info.n_params);
+    call.lossParts = lossParts;
     callEntry(*session, entry, *options, qlen, newMlen, call);
   } else {
     // Batch-parallel: the columns are independent streams (each has its own
@@ -733,11 +763,13 @@ static void runSegment(txl_session_t *session, const int64_t *data,
     }
     session->pool.run(slices, [&](int s) {
       const int64_t b0 = first[s], nb = first[s + 1] - first[s];
-      std::vector<int64_t> sliceData(qlen * nb), sliceTarget(qlen * nb);
-      for (int64_t r = 0; r < qlen; ++r) {
-        std::copy_n(data + r * batch + b0, nb, sliceData.data() + r * nb);
+      std::vector<int64_t> sliceData(qlen * nb), sliceTarget(targetRows * nb);
+      for (int64_t r = 0; r < targetRows; ++r) {
+        if (r < qlen)
+          std::copy_n(data + r * batch + b0, nb, sliceData.data() + r * nb);
         std::copy_n(target + r * batch + b0, nb, sliceTarget.data() + r * nb);
       }
+      std::vector<float> sliceParts(alrfou ? 3 * qlen * nb : 0);
       std::vector<std::vector<float>> mems(layers), outMems(layers);
       std::vector<float> nll(qlen * nb);
       // The counter part of the dropout key is unique per (call, slice):
@@ -762,9 +794,12 @@ static void runSegment(txl_session_t *session, const int64_t *data,
       if (outGrads)
         for (auto &g : session->sliceGrads[s])
           call.grads.push_back(g.data());
+      call.lossParts = sliceParts.data();
       callEntry(*session, entry, *options, qlen, newMlen, call);
       for (int64_t r = 0; r < qlen; ++r)
         std::copy_n(nll.data() + r * nb, nb, out_nll + r * batch + b0);
+      for (int64_t r = 0; alrfou && r < 3 * qlen; ++r)
+        std::copy_n(sliceParts.data() + r * nb, nb, lossParts + r * batch + b0);
       for (int64_t l = 0; l < layers; ++l)
         if (newMlen)
           scatterColumns(outMems[l].data(), newMlen, batch, dModel, b0, nb,

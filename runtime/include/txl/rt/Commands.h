@@ -95,6 +95,11 @@ void checkRunSettings(int64_t memLen, bool sameLength, int threads);
 /// against the same bound).
 inline constexpr int64_t kMaxDropoutElements = int64_t{1} << 34;
 
+/// Whether the model trains with Al-Rfou et al. (2018)'s objective
+/// (txl_model_info.objective "alrfou"): its backward segment takes the loss
+/// weights and a target of qlen + 1 rows (runtime.h).
+bool isAlRfouObjective(const txl_model_info_t &info);
+
 /// Checks a train-mode segment of `qlen` positions over at most `klen` keys
 /// at batch `batch`: every tensor that dropout masks (the hidden states
 /// [qlen, batch, max(d_model, d_inner, d_embed)] when info.dropout > 0) and
