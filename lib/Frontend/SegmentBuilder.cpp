@@ -857,7 +857,9 @@ void SegmentEmitter::emit(ModuleOp module, bool alrfouTraining) {
     break;
   }
 
-  SmallVector<Value> hids = {h};
+  // hids: the memory of every layer; layerOutputs: what each layer
+  // returned (attn_type 3 replaces hids[l] with its input plus positions).
+  SmallVector<Value> hids = {h}, layerOutputs;
   auto layerFn = module.lookupSymbol<func::FuncOp>(kLayerFunctionName);
   if (!layerFn)
     layerFn = emitLayerFunction(module);
@@ -907,6 +909,7 @@ void SegmentEmitter::emit(ModuleOp module, bool alrfouTraining) {
     args.append(layerParams(l));
     h = func::CallOp::create(b, loc, layerFn, args).getResult(0);
     hids.push_back(h);
+    layerOutputs.push_back(h);
   }
 
   // core_out = self.drop(core_out) before the softmax; hids keep the
@@ -920,7 +923,7 @@ void SegmentEmitter::emit(ModuleOp module, bool alrfouTraining) {
     SmallVector<Value> nextNll, next2Nll;
     for (int64_t l = 0; l < m.nLayer; ++l) {
       bool last = l == m.nLayer - 1;
-      Value hl = last ? output : hids[l + 1];
+      Value hl = last ? output : layerOutputs[l];
       nextNll.push_back(last ? nll
                              : auxHeadNll(hl, target, l, kAuxNextHead));
       next2Nll.push_back(auxHeadNll(hl, target2, l, kAuxNext2Head));

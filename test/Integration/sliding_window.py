@@ -27,6 +27,13 @@ def ptb_char(line):
 
 
 def encode(ptb):
+    n, splits = encode_splits(ptb)
+    return n, splits["valid"]
+
+
+def encode_splits(ptb):
+    """The ptb-char vocabulary size and every split as token ids, as the
+    runtime's reader builds them."""
     texts = {}
     counter = Counter()
     for split in ("train", "valid", "test"):
@@ -35,7 +42,8 @@ def encode(ptb):
         counter.update(texts[split])
     vocab = ["<eos>"] + [s for s, _ in counter.most_common() if s != "<eos>"]
     index = {s: i for i, s in enumerate(vocab)}
-    return len(vocab), np.array([index[s] for s in texts["valid"]])
+    return len(vocab), {split: np.array([index[s] for s in text])
+                        for split, text in texts.items()}
 
 
 def run_window(exe, case, out, tokens, predict_at, length):

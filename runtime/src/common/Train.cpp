@@ -658,6 +658,12 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
     state.lossScaleLog2 = settings.lossScaleInitLog2;
     std::remove(paths.metrics.c_str());
   }
+  if (options.stopAfter &&
+      (*options.stopAfter <= state.step || *options.stopAfter > settings.maxStep))
+    fail(TXL_INVALID_ARGUMENT,
+         "--stop-after {} must be after the {} updates done and at most "
+         "max_step {}",
+         *options.stopAfter, state.step, settings.maxStep);
   checkStatus(txl_session_set_threads(
       session.get(), clampThreads(settings.threads, data.chunkBatch(), out)));
   settings.threads = txl_session_threads(session.get());
@@ -840,8 +846,9 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
       fail(TXL_DATA_ERROR, "the training loss is {} at step {}; {}", loss,
            state.step, lastCheckpoint());
 
+    const bool stopNow = options.stopAfter && state.step == *options.stopAfter;
     bool saveLast = state.step % settings.checkpointInterval == 0 ||
-                    state.step == settings.maxStep;
+                    state.step == settings.maxStep || stopNow;
     if (state.step % settings.logInterval == 0) {
       double seconds = secondsSince(intervalStart);
       double ms = seconds * 1000.0 / static_cast<double>(stepsThisInterval);
@@ -960,6 +967,13 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
       saveTrainingCheckpoint(paths.last, info, session.get(), optimizer, state,
                              settings, data);
       savedStep = state.step;
+    }
+    if (stopNow && state.step < settings.maxStep) {
+      bar.finish();
+      log(fmt::format("| stopped after update {} of {} (--stop-after); "
+                      "--resume continues from {}",
+                      state.step, settings.maxStep, paths.last));
+      return;
     }
   }
   bar.finish();

@@ -267,6 +267,11 @@ int main(int argc, char **argv) {
       "--checkpoint-interval", trainCheckpointInterval,
       "Updates per last.safetensors (default: the log interval; also written "
       "at each validation and at the end)");
+  train->add_option("--stop-after", trainOptions.stopAfter,
+                    "End this run after update N with a checkpoint, the lr "
+                    "and loss schedules still those of --max-step: --resume "
+                    "continues the same run (no test evaluation)")
+      ->check(CLI::PositiveNumber);
   CLI::Option *maxEvalStepsOpt = train->add_option(
       "--max-eval-steps", trainMaxEvalSteps,
       fmt::format("Segments per validation, <= 0 = all (default: {})",

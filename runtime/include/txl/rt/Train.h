@@ -45,6 +45,10 @@ struct TrainOptions {
   std::optional<int64_t> maxStep, logInterval, evalInterval, maxEvalSteps;
   /// Updates between `last` checkpoints; default log_interval.
   std::optional<int64_t> checkpointInterval;
+  /// --stop-after: end the run after this update with its checkpoint, the
+  /// schedules still those of max_step (a later --resume continues the same
+  /// run); no test evaluation then.
+  std::optional<int64_t> stopAfter;
   std::optional<int64_t> seed;
   /// txl_session_set_threads; default: the checkpoint's on --resume, else
   /// all cores.
