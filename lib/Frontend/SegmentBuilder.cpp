@@ -959,11 +959,34 @@ void SegmentEmitter::emit(ModuleOp module, bool alrfouTraining) {
 
 Value SegmentEmitter::auxHeadNll(Value h, Value target, int64_t layer,
                                  StringRef head) {
+  // One private function for every head, called 2·n_layer - 1 times, so
+  // that it (and its adjoint) is compiled once, like @decoder_layer.
   int64_t dyn = ShapedType::kDynamic;
+  ModuleOp module = h.getParentRegion()->getParentOfType<ModuleOp>();
+  auto fn = module.lookupSymbol<func::FuncOp>(kAuxHeadFunctionName);
+  if (!fn) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(module.getBody());
+    Type inputs[] = {h.getType(), target.getType(),
+                     tensorType({m.nToken, m.dModel}), tensorType({m.nToken})};
+    fn = func::FuncOp::create(
+        b, loc, kAuxHeadFunctionName,
+        b.getFunctionType(inputs, {tensorType({dyn, dyn})}));
+    fn.setPrivate();
+    Block *entry = fn.addEntryBlock();
+    b.setInsertionPointToStart(entry);
+    Value logits = linear(entry->getArgument(0), entry->getArgument(2),
+                          entry->getArgument(3));
+    func::ReturnOp::create(
+        b, loc,
+        NllOp::create(b, loc, tensorType({dyn, dyn}), logits,
+                      entry->getArgument(1))
+            .getResult());
+  }
   std::string prefix = auxHeadName(layer, head);
-  Value logits =
-      linear(h, param(prefix + ".weight"), param(prefix + ".bias"));
-  return NllOp::create(b, loc, tensorType({dyn, dyn}), logits, target);
+  Value args[] = {h, target, param(prefix + ".weight"),
+                  param(prefix + ".bias")};
+  return func::CallOp::create(b, loc, fn, args).getResult(0);
 }
 
 FailureOr<OwningOpRef<ModuleOp>>

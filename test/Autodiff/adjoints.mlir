@@ -219,3 +219,27 @@ func.func @segment(%q: tensor<?x?x2x4xf32> {txl.param = "q"}, %k: tensor<?x?x2x4
   %l = txl.nll %z, %t : tensor<?x?x3xf32>, tensor<?x?xi64> -> tensor<?x?xf32>
   return %l : tensor<?x?xf32>
 }
+
+// -----
+
+// txl.loss_mix: each term's gradient is the seed mixed with that term's
+// weight alone (first = first + k); the weights, position weights and the
+// stop_gradient part get none.
+// CHECK-LABEL: func.func @segment_grad
+// CHECK: %[[NA:.+]] = txl.nll %[[LA:[^,]+]], %[[T:[^ ]+]] :
+// CHECK: %[[NB:.+]] = txl.nll %[[LB:[^,]+]], %[[T]] :
+// CHECK: %[[MIX:.+]] = txl.loss_mix %[[W:[^,]+]], %[[PW:[^,]+]], %[[NA]], %[[NB]] {first = 1 : i64}
+// CHECK: %[[SEED:.+]] = linalg.fill
+// CHECK-DAG: %[[GA:.+]] = txl.loss_mix %[[W]], %[[PW]], %[[SEED]] {first = 1 : i64}
+// CHECK-DAG: %[[GB:.+]] = txl.loss_mix %[[W]], %[[PW]], %[[SEED]] {first = 2 : i64}
+// CHECK-DAG: txl.nll_grad %[[GA]], %[[LA]], %[[T]]
+// CHECK-DAG: txl.nll_grad %[[GB]], %[[LB]], %[[T]]
+func.func @segment(%a: tensor<?x?x5xf32> {txl.param = "a"}, %b: tensor<?x?x5xf32> {txl.param = "b"},
+                   %t: tensor<?x?xi64>, %w: tensor<3xf32>, %pw: tensor<?xf32>) -> (tensor<?x?xf32>, tensor<?x?xf32>) {
+  %na = txl.nll %a, %t : tensor<?x?x5xf32>, tensor<?x?xi64> -> tensor<?x?xf32>
+  %nb = txl.nll %b, %t : tensor<?x?x5xf32>, tensor<?x?xi64> -> tensor<?x?xf32>
+  %mix = txl.loss_mix %w, %pw, %na, %nb {first = 1} : tensor<3xf32>, tensor<?xf32>, tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+  %part = txl.loss_mix %w, %pw, %na : tensor<3xf32>, tensor<?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+  %sg = txl.stop_gradient %part : tensor<?x?xf32>
+  return %mix, %sg : tensor<?x?xf32>, tensor<?x?xf32>
+}

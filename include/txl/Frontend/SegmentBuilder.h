@@ -61,6 +61,11 @@ inline constexpr llvm::StringLiteral kAuxNextHead = "next";
 inline constexpr llvm::StringLiteral kAuxNext2Head = "next2";
 std::string auxHeadName(int64_t layer, StringRef head);
 
+/// Name of the private function of one auxiliary head, called for every
+/// head by @segment_train: (h [qlen, batch, d_model], target [qlen, batch],
+/// weight, bias) -> per-token NLL [qlen, batch].
+inline constexpr llvm::StringLiteral kAuxHeadFunctionName = "aux_head_nll";
+
 /// The parameters of `config` in the order the segment function takes them.
 SmallVector<ParamSpec> getParameterTable(const ModelConfig &config);
 

@@ -439,6 +439,52 @@ func.func @nll_result(%logits: tensor<?x?x50xf32>, %target: tensor<4x3xi64>) -> 
 }
 
 //===----------------------------------------------------------------------===//
+// txl.loss_mix
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @loss_mix_no_input(%w: tensor<4xf32>, %pw: tensor<?xf32>) -> tensor<?x?xf32> {
+  // expected-error @+1 {{'txl.loss_mix' op needs at least one input}}
+  %l = "txl.loss_mix"(%w, %pw) : (tensor<4xf32>, tensor<?xf32>) -> tensor<?x?xf32>
+  return %l : tensor<?x?xf32>
+}
+
+// -----
+
+// Every term is a per-token loss shaped like the result.
+func.func @loss_mix_input_type(%w: tensor<4xf32>, %pw: tensor<3xf32>, %a: tensor<3x2xf32>, %b: tensor<3x5xf32>) -> tensor<3x2xf32> {
+  // expected-error @+1 {{'txl.loss_mix' op inputs must have the result's type 'tensor<3x2xf32>', got 'tensor<3x5xf32>'}}
+  %l = txl.loss_mix %w, %pw, %a, %b : tensor<4xf32>, tensor<3xf32>, tensor<3x2xf32>, tensor<3x5xf32> -> tensor<3x2xf32>
+  return %l : tensor<3x2xf32>
+}
+
+// -----
+
+func.func @loss_mix_first(%w: tensor<4xf32>, %pw: tensor<?xf32>, %a: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  // expected-error @+1 {{'txl.loss_mix' op first must be non-negative, got -1}}
+  %l = txl.loss_mix %w, %pw, %a {first = -1} : tensor<4xf32>, tensor<?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+  return %l : tensor<?x?xf32>
+}
+
+// -----
+
+// Inputs 3 and 4 from weight 3 need 5 weights.
+func.func @loss_mix_weights(%w: tensor<4xf32>, %pw: tensor<?xf32>, %a: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  // expected-error @+1 {{'txl.loss_mix' op has 2 inputs from weight 3 but only 4 weights}}
+  %l = txl.loss_mix %w, %pw, %a, %a {first = 3} : tensor<4xf32>, tensor<?xf32>, tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+  return %l : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @loss_mix_positions(%w: tensor<4xf32>, %pw: tensor<5xf32>, %a: tensor<6x2xf32>) -> tensor<6x2xf32> {
+  // expected-error @+1 {{'txl.loss_mix' op position_weights must have one weight per row of the result}}
+  %l = txl.loss_mix %w, %pw, %a : tensor<4xf32>, tensor<5xf32>, tensor<6x2xf32> -> tensor<6x2xf32>
+  return %l : tensor<6x2xf32>
+}
+
+//===----------------------------------------------------------------------===//
 // Type constraints (ODS)
 //===----------------------------------------------------------------------===//
 

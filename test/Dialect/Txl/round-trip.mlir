@@ -257,3 +257,12 @@ func.func @linear_nll(%h: tensor<?x?x32xf32>, %w: tensor<1000x32xf32>, %t: tenso
       : tensor<?x?x32xf32>, tensor<1000x32xf32>, tensor<?x?xi64>, tensor<1000xf32> -> tensor<?x?xf32>, tensor<?xf32>, tensor<2x?x512xf32>
   return %n, %m, %f#2 : tensor<?x?xf32>, tensor<?x?xf32>, tensor<2x?x512xf32>
 }
+
+// CHECK-LABEL: func.func @loss_mix
+// CHECK: txl.loss_mix %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} : tensor<4xf32>, tensor<?xf32>, tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+// CHECK: txl.loss_mix %{{.+}}, %{{.+}}, %{{.+}} {first = 3 : i64} : tensor<4xf32>, tensor<?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+func.func @loss_mix(%w: tensor<4xf32>, %pw: tensor<?xf32>, %a: tensor<?x?xf32>, %b: tensor<?x?xf32>) -> (tensor<?x?xf32>, tensor<?x?xf32>) {
+  %l = txl.loss_mix %w, %pw, %a, %b : tensor<4xf32>, tensor<?xf32>, tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+  %m = txl.loss_mix %w, %pw, %b {first = 3} : tensor<4xf32>, tensor<?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+  return %l, %m : tensor<?x?xf32>, tensor<?x?xf32>
+}
