@@ -310,6 +310,12 @@ void runSegmentsCommand(const txl_model_info_t &info,
          options.gradSegment, numSegments - 1);
   if (options.gradSegment >= 0 && options.dumpGrads.empty())
     fail(TXL_INVALID_ARGUMENT, "--grad-segment needs --dump-grads");
+  if (options.gradSegment >= 0 && isAlRfouObjective(info))
+    fail(TXL_INVALID_ARGUMENT,
+         "--grad-segment: objective 'alrfou' differentiates the loss of "
+         "train's windows (tgt_len + 1 targets, an update's loss weights); "
+         "train --stop-after N with SGD at momentum 0 keeps update N's "
+         "gradients as the checkpoint's momentum buffers (docs/alrfou.md)");
   // One buffer per parameter (trainable ones are written).
   std::vector<std::vector<float>> grads(info.n_params);
   std::vector<float *> gradPtrs(info.n_params, nullptr);

@@ -56,6 +56,10 @@ struct txl_session {
   txl_segment_fn segmentGrad = nullptr;   ///< null: no backward entry linked
   std::vector<std::vector<float>> params; ///< by txl_param_info_t order
   bool loaded = false;
+  /// The first training-only tensor (objective "alrfou"'s auxiliary heads)
+  /// the loaded checkpoint left out, now zeros; empty when none. A backward
+  /// run then refuses to start.
+  std::string missingTrainingOnly;
   /// mems[l]: [mlen, batch, d_model] row-major, l = 0..n_layer.
   std::vector<std::vector<float>> mems;
   int64_t mlen = 0, batch = 0;
@@ -219,6 +223,7 @@ extern "C" txl_status_t txl_session_load_checkpoint(txl_session_t *session,
     SafeTensorsFile file = SafeTensorsFile::open(path);
     const txl_model_info_t &info = *session->info;
     std::vector<std::vector<float>> params(info.n_params);
+    std::string missingTrainingOnly;
     for (int32_t i = 0; i < info.n_params; ++i) {
       const txl_param_info_t &p = info.params[i];
       Shape shape(p.shape, p.shape + p.rank);
@@ -232,6 +237,13 @@ extern "C" txl_status_t txl_session_load_checkpoint(txl_session_t *session,
       for (int64_t d : shape)
         count *= d;
       params[i].resize(count);
+      // Evaluation never reads a training-only tensor: a checkpoint for
+      // inference may drop it (zeros stand in).
+      if (p.training_only && !file.find(name)) {
+        if (missingTrainingOnly.empty())
+          missingTrainingOnly = p.name;
+        continue;
+      }
       file.readF32(name, shape, params[i].data());
       // A NaN or infinity would not stop a run: ReLU maps NaN to 0, and a
       // loss can stay finite while the model is wrong.
@@ -260,6 +272,7 @@ extern "C" txl_status_t txl_session_load_checkpoint(txl_session_t *session,
     }
     session->params = std::move(params);
     session->loaded = true;
+    session->missingTrainingOnly = std::move(missingTrainingOnly);
     uploadParameters(*session);
   });
 }
@@ -279,6 +292,7 @@ extern "C" txl_status_t txl_session_init_parameters(txl_session_t *session,
     }
     session->params = std::move(params);
     session->loaded = true;
+    session->missingTrainingOnly.clear();
     uploadParameters(*session);
   });
 }
@@ -666,6 +680,11 @@ static void runSegment(txl_session_t *session, const int64_t *data,
   // Objective "alrfou"'s backward: qlen + 1 target rows and the loss
   // weights (runtime.h).
   const bool alrfou = (outGrads || intoDeviceGrads) && isAlRfouObjective(info);
+  if ((outGrads || intoDeviceGrads) && !session->missingTrainingOnly.empty())
+    fail(TXL_INVALID_ARGUMENT,
+         "the loaded checkpoint has no '{}' (a training-only tensor, "
+         "dropped for inference): a backward run needs it",
+         session->missingTrainingOnly);
   const int64_t targetRows = qlen + (alrfou ? 1 : 0);
   if (alrfou && (!options->loss_weights || !options->position_weights))
     fail(TXL_INVALID_ARGUMENT,
