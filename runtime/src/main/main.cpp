@@ -270,8 +270,7 @@ int main(int argc, char **argv) {
   train->add_option("--stop-after", trainOptions.stopAfter,
                     "End this run after update N with a checkpoint, the lr "
                     "and loss schedules still those of --max-step: --resume "
-                    "continues the same run (no test evaluation)")
-      ->check(CLI::PositiveNumber);
+                    "continues the same run (no test evaluation)");
   CLI::Option *maxEvalStepsOpt = train->add_option(
       "--max-eval-steps", trainMaxEvalSteps,
       fmt::format("Segments per validation, <= 0 = all (default: {})",
