@@ -78,7 +78,15 @@ def main():
 
     def key(line):  # the same step, lr and loss (ms/batch differs)
         return line.split("| ms/batch")[0] + line.split("| loss")[1]
-    print(f"stopped at 30 and resumed ends alike {key(resumed[-1]) == key(lines[-1])}")
+
+    def parts(run_dir):  # each logged step's parts
+        with open(os.path.join(run_dir, "metrics.jsonl")) as f:
+            return [[j[p] for p in PARTS] for j in map(json.loads, f)
+                    if j["kind"] == "train"]
+    # The step-40 line's interval (updates 21-40) spans the stop at 30.
+    same_parts = parts(part) == parts(work)
+    print(f"stopped at 30 and resumed ends alike "
+          f"{key(resumed[-1]) == key(lines[-1])}, same parts {same_parts}")
 
     best = os.path.join(work, "best.safetensors")
     stripped = os.path.join(out, "inference.safetensors")

@@ -114,6 +114,11 @@ checkpointMetadata(const CheckpointRecord &record) {
       {"threads", std::to_string(record.threads)}};
   if (loop.firstLoggedLoss)
     meta["first_logged_loss"] = exactDouble(*loop.firstLoggedLoss);
+  if (loop.intervalParts)
+    meta["interval_loss_parts"] =
+        fmt::format("{} {} {}", exactDouble((*loop.intervalParts)[0]),
+                    exactDouble((*loop.intervalParts)[1]),
+                    exactDouble((*loop.intervalParts)[2]));
   if (record.lossScaling) {
     meta["loss_scale_log2"] = std::to_string(loop.lossScaleLog2);
     meta["loss_scale_clean_steps"] = std::to_string(loop.cleanSteps);
@@ -166,6 +171,24 @@ parseCheckpointMetadata(const std::map<std::string, std::string> &metadata,
   record.threads = read.integer("threads", 1, std::numeric_limits<int>::max());
   if (read.has("first_logged_loss"))
     loop.firstLoggedLoss = read.real("first_logged_loss");
+  if (read.has("interval_loss_parts")) {
+    // Three exactDouble values (hexadecimal floats), space-separated.
+    const std::string &text = read.text("interval_loss_parts");
+    std::array<double, 3> values;
+    const char *cursor = text.c_str();
+    for (double &value : values) {
+      char *end = nullptr;
+      errno = 0;
+      value = std::strtod(cursor, &end);
+      if (end == cursor || errno != 0 || !std::isfinite(value))
+        read.invalid("interval_loss_parts", text,
+                     "is not three finite numbers");
+      cursor = end;
+    }
+    if (*cursor != '\0')
+      read.invalid("interval_loss_parts", text, "is not three finite numbers");
+    loop.intervalParts = values;
+  }
   record.lossScaling = read.has("loss_scale_log2");
   if (record.lossScaling) {
     // The scale 2^k must be a normal float.

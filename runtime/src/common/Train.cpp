@@ -729,7 +729,8 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
                     info.multiple_targets ? "on" : "off"));
   AlRfouWeights weights;
   std::vector<float> lossParts;
-  double intervalParts[3] = {0, 0, 0};
+  if (alrfou && !state.intervalParts)
+    state.intervalParts.emplace(std::array<double, 3>{0, 0, 0});
 
   std::vector<float> nll;
   auto intervalStart = Clock::now();
@@ -836,8 +837,8 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
     state.iteratorRow = data.position();
     state.lr = scheduledLr(session.get(), state.step, state.lr);
     state.intervalLoss += loss;
-    for (int part = 0; part < 3; ++part)
-      intervalParts[part] += stepParts[part];
+    for (int part = 0; alrfou && part < 3; ++part)
+      (*state.intervalParts)[part] += stepParts[part];
     ++state.intervalSteps;
     ++stepsThisInterval;
     tokensDone += segment.seqLen * batch;
@@ -904,14 +905,13 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
         // last layer's next-character NLL, the intermediate layers' and the
         // two-ahead heads', each weighted as in the loss.
         double steps = double(state.intervalSteps);
-        train["loss_main"] = intervalParts[0] / steps;
-        train["loss_intermediate_layers"] = intervalParts[1] / steps;
-        train["loss_multiple_targets"] = intervalParts[2] / steps;
+        train["loss_main"] = (*state.intervalParts)[0] / steps;
+        train["loss_intermediate_layers"] = (*state.intervalParts)[1] / steps;
+        train["loss_multiple_targets"] = (*state.intervalParts)[2] / steps;
         train["contributing_layers"] = weights.contributingLayers;
+        state.intervalParts->fill(0);
       }
       record(train);
-      for (double &part : intervalParts)
-        part = 0;
       state.intervalLoss = 0;
       state.intervalSteps = 0;
       stepsThisInterval = 0;

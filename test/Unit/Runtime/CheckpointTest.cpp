@@ -69,6 +69,14 @@ TEST(CheckpointTest, RoundTrip) {
   EXPECT_EQ(again.loop.cleanSteps, 999);
   EXPECT_EQ(again.loop.skippedSteps, 4);
   EXPECT_FALSE(again.loop.bestValLoss);
+  EXPECT_FALSE(again.loop.intervalParts);
+
+  // Objective "alrfou": the interval's sums of the loss's parts.
+  record.loop.intervalParts = std::array<double, 3>{0.1, 0.0, 1.0 / 3.0};
+  again =
+      parseCheckpointMetadata(checkpointMetadata(record), "last.safetensors");
+  ASSERT_TRUE(again.loop.intervalParts);
+  EXPECT_EQ(*again.loop.intervalParts, *record.loop.intervalParts);
 }
 
 // Each value is checked, never wrapped or taken on trust: the message names
@@ -96,6 +104,10 @@ TEST(CheckpointTest, RejectsImpossibleValues) {
       {"seed", "18446744073709551616", "does not fit in 64 bits"},
       {"loss_scale_log2", "128", "metadata 'loss_scale_log2'"},
       {"numpy_rng", "1 2 3", "metadata 'numpy_rng': malformed random"},
+      {"interval_loss_parts", "0x1p+0 0x1p+1",
+       "metadata 'interval_loss_parts': '0x1p+0 0x1p+1' is not three finite"},
+      {"interval_loss_parts", "1 2 3 4", "is not three finite numbers"},
+      {"interval_loss_parts", "1 inf 3", "is not three finite numbers"},
   };
   for (const Case &c : cases) {
     auto metadata = checkpointMetadata(sampleRecord());

@@ -13,6 +13,7 @@
 #ifndef TXL_RT_CHECKPOINT_H
 #define TXL_RT_CHECKPOINT_H
 
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -35,6 +36,9 @@ struct LoopState {
   double lr = 0;            ///< the lr of the next update
   std::optional<double> bestValLoss;
   double intervalLoss = 0; ///< sum of step losses since the last log line
+  /// Objective "alrfou": the sums of the loss's three parts since the last
+  /// log line (metadata "interval_loss_parts", only for that objective).
+  std::optional<std::array<double, 3>> intervalParts;
   int64_t intervalSteps = 0;
   int64_t evalCount = 0;
   // dev_perf: ReduceLROnPlateau's best and bad-epoch count.
