@@ -8,7 +8,8 @@
 //             same_length clamp_len untie_r
 //   [segment] tgt_len mem_len ext_len
 //   [eval]    tgt_len mem_len clamp_len same_length batch_size
-//   [train]   optimizer / schedule / init settings (parsed, used by training)
+//   [train]   optimizer / schedule / init settings (parsed, used by training),
+//             objective multiple_positions intermediate_layers multiple_targets
 //   [data]    dataset path
 //
 //===----------------------------------------------------------------------===//
@@ -151,7 +152,9 @@ struct ModelConfig {
 /// `len(cutoffs) + 1`, `same_length` with `mem_len = 0`, negative mem_len,
 /// `mom >= 1` with optim sgd).
 /// `ext_len != 0` is rejected as not yet supported; attn_type 3 needs
-/// n_head * d_head = d_model, untie_r needs attn_type 0.
+/// n_head * d_head = d_model, untie_r needs attn_type 0; objective "alrfou"
+/// needs mem_len = 0, no varlen and no cutoffs, and its three switches are
+/// rejected under objective "lm".
 llvm::Expected<ModelConfig> parseModelConfig(llvm::StringRef text,
                                              llvm::StringRef fileName);
 
