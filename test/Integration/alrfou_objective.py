@@ -20,7 +20,9 @@ of a dropped layer must get exactly zero gradient. Updates 1, 3 and 5 of a
 12-update run have 3, 2 and 1 contributing layers; update 1 is also checked
 with each auxiliary loss switched off.
 
-  alrfou_objective.py TXLC PTB_DIR OUT_DIR
+  alrfou_objective.py TXLC PTB_DIR OUT_DIR [TXLC_OPTION...]
+
+(TXLC_OPTION, e.g. --target=opencl: the executables' target.)
 """
 import json
 import os
@@ -206,13 +208,15 @@ def run(exe, work, *args):
                    stdout=subprocess.DEVNULL)
 
 
-def run_case(txlc, ptb, out, name, switches, updates, stream, n_token):
+def run_case(txlc, ptb, out, name, switches, updates, stream, n_token,
+             txlc_options):
     d = os.path.join(out, name)
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, "model.toml"), "w") as f:
         f.write(model_file(n_token, ptb, switches))
     exe = os.path.join(d, "model")
-    subprocess.run([txlc, os.path.join(d, "model.toml"), "-o", exe], check=True)
+    subprocess.run([txlc, os.path.join(d, "model.toml"), "-o", exe,
+                    *txlc_options], check=True)
     subprocess.run([exe, "init", "--seed", str(SEED), "-o",
                     os.path.join(d, "step0.safetensors")], check=True,
                    stdout=subprocess.DEVNULL)
@@ -238,6 +242,7 @@ def run_case(txlc, ptb, out, name, switches, updates, stream, n_token):
 
 def main():
     txlc, ptb, out = sys.argv[1:4]
+    txlc_options = sys.argv[4:]
     n_token, splits = encode_splits(ptb)
     stream = splits["train"]
     on = {"multiple_positions": True, "intermediate_layers": True,
@@ -245,7 +250,8 @@ def main():
     cases = [("all", on, [1, 3, 5])]
     for key in on:
         cases.append((f"no_{key}", {**on, key: False}, [1]))
-    results = [run_case(txlc, ptb, out, name, sw, updates, stream, n_token)
+    results = [run_case(txlc, ptb, out, name, sw, updates, stream, n_token,
+                        txlc_options)
                for name, sw, updates in cases]
     sys.exit(0 if all(results) else 1)
 

@@ -96,7 +96,8 @@ inline constexpr llvm::StringLiteral kAlRfouTrainFunctionName =
 inline constexpr llvm::StringLiteral kLayerFunctionName = "decoder_layer";
 
 /// Builds the segment module in the four-term form (paper §3.3 written
-/// literally). Fails with a diagnostic for configurations the compiler does
+/// literally): @segment and @decoder_layer, and for objective "alrfou"
+/// @segment_train and @aux_head_nll. Fails with a diagnostic for configurations the compiler does
 /// not support (odd d_model).
 FailureOr<OwningOpRef<ModuleOp>> buildSegmentModule(MLIRContext &context,
                                                     const ModelConfig &config);

@@ -564,18 +564,35 @@ static void setBlasThreads(int threads) {
 /// One segment on the device through `entry` (the forward, or with
 /// `grads` the backward entry): tokens in, per-token NLL out, and the
 /// gradient of every trainable parameter i into the device buffer
-/// `(*grads)[i]`; the parameters and the memory stay on the device.
+/// `(*grads)[i]`; the parameters and the memory stay on the device. For
+/// objective "alrfou"'s backward, `lossParts` [3, qlen, batch] receives the
+/// loss's parts.
 static void runSegmentOnDevice(txl_session &session, txl_segment_fn entry,
                                const int64_t *data, const int64_t *target,
                                int64_t qlen, int64_t newMlen,
                                const txl_run_options_t &options,
                                float *outNll,
-                               const std::vector<void *> *grads) {
+                               const std::vector<void *> *grads,
+                               float *lossParts) {
   const txl_model_info_t &info = *session.info;
   const int64_t batch = session.batch, dModel = info.d_model;
   const size_t tokens = size_t(qlen * batch);
-  std::vector<void *> inputs = {deviceCopy(data, tokens * sizeof(int64_t)),
-                                deviceCopy(target, tokens * sizeof(int64_t))};
+  // Objective "alrfou"'s backward (runtime.h): qlen + 1 target rows, the
+  // loss weights in and the loss's three parts out, each its own buffer.
+  const bool alrfou = grads && isAlRfouObjective(info);
+  const size_t targetTokens = tokens + (alrfou ? size_t(batch) : 0);
+  std::vector<void *> inputs = {
+      deviceCopy(data, tokens * sizeof(int64_t)),
+      deviceCopy(target, targetTokens * sizeof(int64_t))};
+  std::vector<void *> parts;
+  if (alrfou) {
+    inputs.push_back(deviceCopy(options.loss_weights,
+                                size_t(2 * info.n_layer) * sizeof(float)));
+    inputs.push_back(
+        deviceCopy(options.position_weights, size_t(qlen) * sizeof(float)));
+    for (int part = 0; part < 3; ++part)
+      parts.push_back(mgpuMemAlloc(tokens * sizeof(float), nullptr, false));
+  }
   void *nll = mgpuMemAlloc(tokens * sizeof(float), nullptr, false);
   std::vector<void *> newMems;
   for (int64_t l = 0; l <= info.n_layer; ++l)
@@ -589,7 +606,7 @@ static void runSegmentOnDevice(txl_session &session, txl_segment_fn entry,
                 std::vector<int64_t>(p.shape, p.shape + p.rank));
   }
   args.memref(inputs[0], {qlen, batch});
-  args.memref(inputs[1], {qlen, batch});
+  args.memref(inputs[1], {qlen + (alrfou ? 1 : 0), batch});
   for (void *m : session.deviceMems)
     args.memref(m, {session.mlen, batch, dModel});
   for (int64_t scalar :
@@ -597,11 +614,17 @@ static void runSegmentOnDevice(txl_session &session, txl_segment_fn entry,
         int64_t(options.same_length ? 1 : 0), options.dropout_seed,
         options.dropout_offset, int64_t(options.training ? 1 : 0)})
     args.i64(scalar);
+  if (alrfou) {
+    args.memref(inputs[2], {2 * info.n_layer});
+    args.memref(inputs[3], {qlen});
+  }
   if (grads)
     args.f32(std::ldexp(1.0f, options.loss_scale_log2));
   args.memref(nll, {qlen, batch});
   for (void *m : newMems)
     args.memref(m, {newMlen, batch, dModel});
+  for (void *part : parts)
+    args.memref(part, {qlen, batch});
   if (grads)
     for (int32_t i = 0; i < info.n_params; ++i) {
       const txl_param_info_t &p = info.params[i];
@@ -612,7 +635,11 @@ static void runSegmentOnDevice(txl_session &session, txl_segment_fn entry,
   entry(args.data());
 
   txl_device_read(outNll, nll, 0, tokens * sizeof(float));
+  for (size_t part = 0; part < parts.size(); ++part)
+    txl_device_read(lossParts + part * tokens, parts[part], 0,
+                    tokens * sizeof(float));
   mgpuMemFree(nll, nullptr);
+  freeDevice(parts);
   freeDevice(inputs);
   freeDevice(session.deviceMems);
   session.deviceMems = std::move(newMems);
@@ -727,12 +754,9 @@ static void runSegment(txl_session_t *session, const int64_t *data,
     m.resize(std::max<int64_t>(newMlen * batch * dModel, 1));
 
   if (session->onDevice) {
-    if (alrfou)
-      fail(TXL_INVALID_ARGUMENT,
-           "objective 'alrfou' trains on the CPU target only");
     if (intoDeviceGrads) {
       runSegmentOnDevice(*session, entry, data, target, qlen, newMlen, *options,
-                         out_nll, intoDeviceGrads);
+                         out_nll, intoDeviceGrads, lossParts);
       return;
     }
     // Host gradients: through temporary device buffers, read back.
@@ -740,7 +764,8 @@ static void runSegment(txl_session_t *session, const int64_t *data,
     if (outGrads)
       grads = allocateDeviceGrads(*session);
     runSegmentOnDevice(*session, entry, data, target, qlen, newMlen,
-                       *options, out_nll, outGrads ? &grads : nullptr);
+                       *options, out_nll, outGrads ? &grads : nullptr,
+                       lossParts);
     for (int32_t i = 0; outGrads && i < info.n_params; ++i)
       if (grads[i])
         txl_device_read(outGrads[i], grads[i], 0,
