@@ -858,8 +858,10 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
           formatTrainLine(state.epoch, state.step, state.batchInEpoch,
                           state.lr, ms, meanLoss, settings.characterLevel);
       if (alrfou)
-        line += fmt::format(" | layers {}/{}", weights.contributingLayers,
-                            info.n_layer);
+        line += fmt::format(" | main loss {:5.2f} | layers {}/{}",
+                            (*state.intervalParts)[0] /
+                                double(state.intervalSteps),
+                            weights.contributingLayers, info.n_layer);
       log(line);
       if (!state.firstLoggedLoss)
         state.firstLoggedLoss = meanLoss;
