@@ -25,18 +25,32 @@ using namespace mlir::txl;
 
 namespace {
 
+/// The most operands a fused generic may have. On the GPU targets every
+/// operand of a generic is a kernel parameter (a memref descriptor of up to
+/// 72 bytes at rank 4), and sm_80 and sm_90 kernels take 4,352 bytes of
+/// parameters: 48 keeps a fused kernel below that (objective "alrfou"'s
+/// chained txl.loss_mix generics would otherwise fuse into one of 128
+/// terms).
+constexpr unsigned kMaxFusedOperands = 48;
+
 /// Whether the producer of `operand` may be fused into its consumer: both
 /// linalg.generic on tensors in one block; the producer all-parallel with
 /// one result used once, and read by the consumer through a permutation of
 /// all its loops (so each producer element is computed exactly once: a
 /// broadcast read would recompute it per broadcast element); the operand an
 /// input of the consumer (never its destination, so in-place updates keep
-/// their buffer); and upstream's conditions hold.
+/// their buffer); at most kMaxFusedOperands operands after fusion; and
+/// upstream's conditions hold.
 static bool isFusableOperand(OpOperand &operand) {
   auto consumer = dyn_cast<linalg::GenericOp>(operand.getOwner());
   auto producer = operand.get().getDefiningOp<linalg::GenericOp>();
   if (!consumer || !producer || !consumer.hasPureTensorSemantics() ||
       !producer.hasPureTensorSemantics())
+    return false;
+  // The fused generic reads the producer's inputs and the consumer's other
+  // operands; on the GPU targets each becomes a kernel parameter.
+  if (producer.getNumDpsInputs() + consumer->getNumOperands() - 1 >
+      kMaxFusedOperands)
     return false;
   if (!consumer.isDpsInput(&operand) || producer->getNumResults() != 1 ||
       !operand.get().hasOneUse() ||
