@@ -203,9 +203,11 @@ public:
   SegmentEmitter(OpBuilder &b, Location loc, const ModelConfig &config)
       : b(b), loc(loc), config(config), m(config.model) {}
 
-  /// Emits @segment into `module` or, with `alrfouTraining`, the training
-  /// forward of objective "alrfou" (@segment_train, SegmentBuilder.h).
-  void emit(ModuleOp module, bool alrfouTraining = false);
+  /// Which forward emit() builds (SegmentBuilder.h): @segment, objective
+  /// "alrfou"'s training forward @segment_train, or @segment_log_probs.
+  enum class Kind { Segment, AlRfouTrain, LogProbs };
+  /// Emits the forward of `kind` into `module`.
+  void emit(ModuleOp module, Kind kind = Kind::Segment);
 
 private:
   Value param(StringRef name) { return params.lookup(name); }
@@ -268,6 +270,9 @@ private:
   /// Their types, the same for every layer.
   SmallVector<Type> layerParamTypes();
   Value loss(Value h, Value target);
+  /// Every token's log-probability at every position of `h` [qlen, batch,
+  /// d_model]: [qlen, batch, n_token] (the crit's distribution).
+  Value logProbabilities(Value h);
   /// A full-softmax head's per-token NLL [qlen, batch] of `target` from
   /// `h` [qlen, batch, d_model] through aux_heads.<layer>.<head>.
   Value auxHeadNll(Value h, Value target, int64_t layer, StringRef head);
@@ -735,7 +740,9 @@ SmallVector<Value> SegmentEmitter::layerParams(int64_t layer) {
   return values;
 }
 
-void SegmentEmitter::emit(ModuleOp module, bool alrfouTraining) {
+void SegmentEmitter::emit(ModuleOp module, Kind kind) {
+  const bool alrfouTraining = kind == Kind::AlRfouTrain;
+  const bool logProbs = kind == Kind::LogProbs;
   int64_t dyn = ShapedType::kDynamic;
   SmallVector<ParamSpec> table = getParameterTable(config);
   auto tokenType = RankedTensorType::get({dyn, dyn}, b.getI64Type());
@@ -746,23 +753,27 @@ void SegmentEmitter::emit(ModuleOp module, bool alrfouTraining) {
   for (const ParamSpec &p : table)
     inputs.push_back(tensorType(p.shape));
   inputs.push_back(tokenType); // data
-  inputs.push_back(tokenType); // target
+  if (!logProbs)
+    inputs.push_back(tokenType); // target
   for (int64_t l = 0; l <= m.nLayer; ++l)
     inputs.push_back(memType);
   inputs.append({i64, i64, i64}); // mem_len, clamp_len, same_length
   inputs.append({i64, i64, i64}); // dropout_seed, dropout_offset, training
   if (alrfouTraining) // loss_weights, position_weights
     inputs.append({tensorType({2 * m.nLayer}), tensorType({dyn})});
-  SmallVector<Type> results = {tensorType({dyn, dyn})};
+  SmallVector<Type> results = {
+      logProbs ? tensorType({dyn, dyn, m.nToken}) : tensorType({dyn, dyn})};
   for (int64_t l = 0; l <= m.nLayer; ++l)
     results.push_back(memType);
   if (alrfouTraining) // the loss's three parts
     results.append(3, tensorType({dyn, dyn}));
 
   b.setInsertionPointToEnd(module.getBody());
-  auto fn = func::FuncOp::create(
-      b, loc, alrfouTraining ? kAlRfouTrainFunctionName : kSegmentFunctionName,
-      b.getFunctionType(inputs, results));
+  StringRef name = alrfouTraining ? kAlRfouTrainFunctionName
+                   : logProbs     ? kLogProbsFunctionName
+                                  : kSegmentFunctionName;
+  auto fn =
+      func::FuncOp::create(b, loc, name, b.getFunctionType(inputs, results));
   // The training forward is only differentiated; its @segment_grad keeps
   // the attribute.
   fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
@@ -787,7 +798,7 @@ void SegmentEmitter::emit(ModuleOp module, bool alrfouTraining) {
   }
   fn.setAllArgAttrs(argAttrs);
   Value data = entry->getArgument(arg++);
-  Value target = entry->getArgument(arg++);
+  Value target = logProbs ? Value() : entry->getArgument(arg++);
   SmallVector<Value> mems;
   for (int64_t l = 0; l <= m.nLayer; ++l)
     mems.push_back(entry->getArgument(arg++));
@@ -915,7 +926,7 @@ void SegmentEmitter::emit(ModuleOp module, bool alrfouTraining) {
   // core_out = self.drop(core_out) before the softmax; hids keep the
   // undropped output for the memory.
   Value output = dropout(h, m.dropout, kStreamOutput);
-  Value nll = loss(output, target);
+  Value nll = logProbs ? logProbabilities(output) : loss(output, target);
   SmallVector<Value> parts;
   if (alrfouTraining) {
     // Every layer's heads (§2.2, §2.3): the intermediate layers' read the
@@ -955,6 +966,21 @@ void SegmentEmitter::emit(ModuleOp module, bool alrfouTraining) {
   }
   returned.append(parts);
   func::ReturnOp::create(b, loc, returned);
+}
+
+Value SegmentEmitter::logProbabilities(Value h) {
+  int64_t dyn = ShapedType::kDynamic;
+  Value logits = linear(h, tiedParam("crit.out_layers.0.weight"),
+                        param("crit.out_layers.0.bias"));
+  return LogSoftmaxOp::create(b, loc, tensorType({dyn, dyn, m.nToken}),
+                              logits);
+}
+
+bool mlir::txl::hasLogProbsFunction(const ModelConfig &config) {
+  // One full softmax over d_model (the crit's unprojected case); the
+  // adaptive softmax's full distribution has no op yet.
+  return config.model.cutoffs.empty() && config.model.divVal == 1 &&
+         config.dEmbed() == config.model.dModel;
 }
 
 Value SegmentEmitter::auxHeadNll(Value h, Value target, int64_t layer,
@@ -1006,6 +1032,8 @@ mlir::txl::buildSegmentModule(MLIRContext &context, const ModelConfig &config) {
   OwningOpRef<ModuleOp> module = ModuleOp::create(b, loc, config.modelName);
   SegmentEmitter(b, loc, config).emit(*module);
   if (config.train.isAlRfou())
-    SegmentEmitter(b, loc, config).emit(*module, /*alrfouTraining=*/true);
+    SegmentEmitter(b, loc, config).emit(*module, SegmentEmitter::Kind::AlRfouTrain);
+  if (hasLogProbsFunction(config))
+    SegmentEmitter(b, loc, config).emit(*module, SegmentEmitter::Kind::LogProbs);
   return module;
 }

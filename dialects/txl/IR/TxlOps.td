@@ -525,6 +525,25 @@ def Txl_NllOp : Txl_Op<"nll", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Txl_LogSoftmaxOp : Txl_Op<"log_softmax",
+    [Pure, AllTypesMatch<["logits", "result"]>]> {
+  let summary = "log-probabilities over the last dimension";
+  let description = [{
+    `logits - logsumexp(logits)` over the vocabulary: logits [qlen, batch,
+    n_token] give log-probabilities of the same shape (official
+    `F.log_softmax(logit, dim=-1)` of ProjectedAdaptiveLogSoftmax with no
+    cutoffs). The distribution a language model samples from; evaluation
+    only (it has no adjoint).
+
+    ```mlir
+    %lp = txl.log_softmax %logits : tensor<?x?x10000xf32>
+    ```
+  }];
+  let arguments = (ins FloatTensor3D:$logits);
+  let results = (outs FloatTensor3D:$result);
+  let assemblyFormat = "$logits attr-dict `:` type($logits)";
+}
+
 def Txl_LossMixOp : Txl_Op<"loss_mix", [Pure]> {
   let summary = "weighted sum of per-token losses, weighted per position";
   let description = [{

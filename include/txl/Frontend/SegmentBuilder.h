@@ -90,6 +90,23 @@ inline constexpr llvm::StringLiteral kSegmentFunctionName = "segment";
 inline constexpr llvm::StringLiteral kAlRfouTrainFunctionName =
     "segment_train";
 
+/// Name of the evaluation forward that returns the model's distribution
+/// instead of the NLL of given targets (generation and scoring): @segment's
+/// arguments without `target`, returning
+///
+///   (%log_probs: tensor<?x?xn_token x f32>  [qlen, batch, n_token],
+///    %new_mems...)
+///
+/// log_softmax of the crit's logits at every position. Emitted when
+/// hasLogProbsFunction(config).
+inline constexpr llvm::StringLiteral kLogProbsFunctionName =
+    "segment_log_probs";
+
+/// Whether the model gets @segment_log_probs: an output layer that is one
+/// full softmax over d_model (no cutoffs, no projection). The adaptive
+/// softmax's distribution is not compiled yet.
+bool hasLogProbsFunction(const ModelConfig &config);
+
 /// Name of the private function holding one decoder layer, called once per
 /// layer by @segment (its parameters are arguments): the layer is compiled
 /// once, whatever n_layer is.

@@ -37,6 +37,7 @@ struct PackedEntry {
 /// the lr schedule and the batch chunks' gradient accumulation.
 constexpr PackedEntry kOptionalEntries[] = {
     {"segment_grad", "txl_segment_grad", false},
+    {"segment_log_probs", "txl_segment_log_probs", false},
     {"grad_squared_norm", "txl_grad_squared_norm", false},
     {"optimizer_step", "txl_optimizer_step", false},
     {"learning_rate", "txl_learning_rate", false},

@@ -130,6 +130,28 @@ struct NllLowering : public OpRewritePattern<NllOp> {
   }
 };
 
+// txl.log_softmax(logits) => logits - logsumexp(logits), the log-sum-exp
+// of each row broadcast over its columns.
+struct LogSoftmaxLowering : public OpRewritePattern<LogSoftmaxOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(LogSoftmaxOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = getContext();
+    Value logits = op.getLogits();
+    Value lse = createLogSumExp(rewriter, loc, ValueRange{logits});
+    AffineMap id = identityMap(ctx, 3);
+    AffineMap rowMap = dropDimMap(ctx, 3, 2);
+    rewriter.replaceOp(
+        op, createPointwise(rewriter, loc, logits, ValueRange{logits, lse},
+                            {id, rowMap},
+                            [](OpBuilder &b, Location l, ValueRange a) -> Value {
+                              return arith::SubFOp::create(b, l, a[0], a[1]);
+                            }));
+    return success();
+  }
+};
+
 /// Output columns per block of the fused output layer: one block's logits,
 /// [rows, kNllColumnBlock] float32, are 1 MiB for 512 rows (a 64-token
 /// segment of batch 8, one training slice of ptb_small), a Zen 4 core's L2.
@@ -560,7 +582,8 @@ struct LinearNllGradLowering : public OpRewritePattern<LinearNllGradOp> {
 
 void mlir::txl::populateTxlNormalizationToLinalgPatterns(
     RewritePatternSet &patterns) {
-  patterns.add<LayerNormLowering, NllLowering, LinearNllLowering,
+  patterns.add<LayerNormLowering, NllLowering, LogSoftmaxLowering,
+               LinearNllLowering,
                LinearNllFwdLowering, LinearNllGradLowering>(
       patterns.getContext());
 }

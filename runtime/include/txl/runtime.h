@@ -191,6 +191,12 @@ typedef void (*txl_segment_fn)(void **args);
 /// out memref<1xf64>: the lr train.py sets after update `step` (step 0: the
 /// lr of the first update).
 
+/// The model's distribution (`@segment_log_probs`, models whose output layer
+/// is one full softmax), packed like txl_segment_forward without `target`:
+/// its `nll` output is memref<?x?x?xf32> [qlen, batch, n_token], every
+/// token's log-probability (log_softmax of the crit's logits) at every
+/// position; the memory is carried as in the forward.
+
 /* Symbols a txlc-generated object defines: the first five by default
    (txl_accumulate_grads only for a GPU target with batch_chunk > 1);
    txl_segment_grad is absent when the model was compiled with
@@ -199,6 +205,7 @@ typedef void (*txl_segment_fn)(void **args);
 extern const txl_model_info_t txl_model_info;
 void txl_segment_forward(void **args);
 void txl_segment_grad(void **args) TXL_WEAK;
+void txl_segment_log_probs(void **args) TXL_WEAK;
 void txl_grad_squared_norm(void **args) TXL_WEAK;
 void txl_optimizer_step(void **args) TXL_WEAK;
 void txl_learning_rate(void **args) TXL_WEAK;
@@ -356,6 +363,18 @@ txl_status_t txl_session_run_segment(txl_session_t *session,
                                      int64_t batch,
                                      const txl_run_options_t *options,
                                      float *out_nll);
+
+/// txl_session_run_segment returning the model's distribution instead of
+/// the NLL of given targets (generation, scoring): `out_log_probs` receives
+/// row-major float32 [qlen, batch, n_token], every token's log-probability
+/// at every position. Memory is carried as in txl_session_run_segment.
+/// Errors: those of txl_session_run_segment; TXL_INVALID_ARGUMENT when the
+/// model has no txl_segment_log_probs (an adaptive softmax).
+txl_status_t txl_session_run_segment_log_probs(txl_session_t *session,
+                                               const int64_t *data,
+                                               int64_t qlen, int64_t batch,
+                                               const txl_run_options_t *options,
+                                               float *out_log_probs);
 
 /// txl_session_run_segment through the backward segment: also writes, for
 /// every trainable parameter i, the gradient of the mean NLL of this segment

@@ -24,19 +24,10 @@
 
 namespace txl::rt {
 
-namespace {
+void SessionDeleter::operator()(txl_session_t *session) const {
+  txl_session_release(session);
+}
 
-/// Owns a session and releases it.
-struct SessionDeleter {
-  void operator()(txl_session_t *session) const {
-    txl_session_release(session);
-  }
-};
-using SessionPtr = std::unique_ptr<txl_session_t, SessionDeleter>;
-
-/// Creates a session over `info` with `threads` (0 = the default) and loads
-/// `checkpoint` into it; on a GPU target, first checks that the parameters
-/// and a memory of `memLen` rows for `batch` columns fit on the device.
 SessionPtr openSession(const txl_model_info_t &info, txl_segment_fn segmentFn,
                        const std::string &checkpoint, int threads,
                        int64_t memLen, int64_t batch) {
@@ -50,6 +41,8 @@ SessionPtr openSession(const txl_model_info_t &info, txl_segment_fn segmentFn,
   checkStatus(txl_session_load_checkpoint(session.get(), checkpoint.c_str()));
   return session;
 }
+
+namespace {
 
 /// Reads an int64 [S, tgt_len, batch] token file with ids in [0, nToken).
 NpyArray readTokenFile(const std::string &path, int64_t nToken) {

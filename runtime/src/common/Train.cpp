@@ -133,13 +133,6 @@ double plateauStep(const txl_model_info_t &info, LoopState &state,
   return state.lr - reduced > 1e-8 ? reduced : state.lr;
 }
 
-struct SessionDeleter {
-  void operator()(txl_session_t *session) const {
-    txl_session_release(session);
-  }
-};
-using SessionPtr = std::unique_ptr<txl_session_t, SessionDeleter>;
-
 /// A copy of a session's memory.
 struct MemorySnapshot {
   int64_t mlen = 0, batch = 0;

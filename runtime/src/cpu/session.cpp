@@ -54,6 +54,8 @@ struct txl_session {
   const txl_model_info_t *info = nullptr;
   txl_segment_fn segment = nullptr;
   txl_segment_fn segmentGrad = nullptr;   ///< null: no backward entry linked
+  /// null: the model has no distribution entry (txl_segment_log_probs).
+  txl_segment_fn segmentLogProbs = nullptr;
   std::vector<std::vector<float>> params; ///< by txl_param_info_t order
   bool loaded = false;
   /// The first training-only tensor (objective "alrfou"'s auxiliary heads)
@@ -182,6 +184,7 @@ extern "C" txl_status_t txl_session_create(const txl_model_info_t *info,
     // Weak: null in executables compiled without the backward segment, and
     // unused when the caller brings its own forward function.
     session->segmentGrad = segment_fn ? nullptr : &txl_segment_grad;
+    session->segmentLogProbs = segment_fn ? nullptr : &txl_segment_log_probs;
     session->mems.resize(info->n_layer + 1);
     session->threads = openblas_get_num_threads();
     if (info->device_backend && *info->device_backend) {
@@ -495,7 +498,8 @@ struct SliceCall {
   int64_t batch;
   std::vector<const float *> mems; ///< [mlen, batch, d_model] per layer
   int64_t dropoutOffset;
-  float *nll;                   ///< [qlen, batch]
+  float *nll;                   ///< [qlen, batch] ([qlen, batch, n_token]
+                                ///< of log-probabilities when target is null)
   std::vector<float *> newMems; ///< [newMlen, batch, d_model]
   std::vector<float *> grads;   ///< per parameter; empty: forward
   /// Objective "alrfou"'s backward: [3, qlen, batch], the loss's parts.
@@ -516,7 +520,9 @@ static void callEntry(const txl_session &session, txl_segment_fn entry,
                 std::vector<int64_t>(p.shape, p.shape + p.rank));
   }
   args.memref(call.data, {qlen, call.batch});
-  args.memref(call.target, {qlen + (alrfou ? 1 : 0), call.batch});
+  const bool logProbs = !call.target; // txl_segment_log_probs (runtime.h)
+  if (!logProbs)
+    args.memref(call.target, {qlen + (alrfou ? 1 : 0), call.batch});
   for (const float *m : call.mems)
     args.memref(m, {session.mlen, call.batch, dModel});
   for (int64_t scalar :
@@ -530,7 +536,10 @@ static void callEntry(const txl_session &session, txl_segment_fn entry,
   }
   if (!call.grads.empty())
     args.f32(std::ldexp(1.0f, options.loss_scale_log2));
-  args.memref(call.nll, {qlen, call.batch});
+  if (logProbs)
+    args.memref(call.nll, {qlen, call.batch, info.n_token});
+  else
+    args.memref(call.nll, {qlen, call.batch});
   for (float *m : call.newMems)
     args.memref(m, {newMlen, call.batch, dModel});
   if (alrfou)
@@ -566,7 +575,8 @@ static void setBlasThreads(int threads) {
 /// gradient of every trainable parameter i into the device buffer
 /// `(*grads)[i]`; the parameters and the memory stay on the device. For
 /// objective "alrfou"'s backward, `lossParts` [3, qlen, batch] receives the
-/// loss's parts.
+/// loss's parts. Without `target`, `entry` is txl_segment_log_probs and
+/// `outNll` receives [qlen, batch, n_token] log-probabilities.
 static void runSegmentOnDevice(txl_session &session, txl_segment_fn entry,
                                const int64_t *data, const int64_t *target,
                                int64_t qlen, int64_t newMlen,
@@ -581,9 +591,10 @@ static void runSegmentOnDevice(txl_session &session, txl_segment_fn entry,
   // loss weights in and the loss's three parts out, each its own buffer.
   const bool alrfou = grads && isAlRfouObjective(info);
   const size_t targetTokens = tokens + (alrfou ? size_t(batch) : 0);
+  const size_t width = target ? 1 : size_t(info.n_token);
   std::vector<void *> inputs = {
       deviceCopy(data, tokens * sizeof(int64_t)),
-      deviceCopy(target, targetTokens * sizeof(int64_t))};
+      target ? deviceCopy(target, targetTokens * sizeof(int64_t)) : nullptr};
   std::vector<void *> parts;
   if (alrfou) {
     inputs.push_back(deviceCopy(options.loss_weights,
@@ -593,7 +604,7 @@ static void runSegmentOnDevice(txl_session &session, txl_segment_fn entry,
     for (int part = 0; part < 3; ++part)
       parts.push_back(mgpuMemAlloc(tokens * sizeof(float), nullptr, false));
   }
-  void *nll = mgpuMemAlloc(tokens * sizeof(float), nullptr, false);
+  void *nll = mgpuMemAlloc(tokens * width * sizeof(float), nullptr, false);
   std::vector<void *> newMems;
   for (int64_t l = 0; l <= info.n_layer; ++l)
     newMems.push_back(mgpuMemAlloc(
@@ -606,7 +617,8 @@ static void runSegmentOnDevice(txl_session &session, txl_segment_fn entry,
                 std::vector<int64_t>(p.shape, p.shape + p.rank));
   }
   args.memref(inputs[0], {qlen, batch});
-  args.memref(inputs[1], {qlen + (alrfou ? 1 : 0), batch});
+  if (target)
+    args.memref(inputs[1], {qlen + (alrfou ? 1 : 0), batch});
   for (void *m : session.deviceMems)
     args.memref(m, {session.mlen, batch, dModel});
   for (int64_t scalar :
@@ -620,7 +632,10 @@ static void runSegmentOnDevice(txl_session &session, txl_segment_fn entry,
   }
   if (grads)
     args.f32(std::ldexp(1.0f, options.loss_scale_log2));
-  args.memref(nll, {qlen, batch});
+  if (target)
+    args.memref(nll, {qlen, batch});
+  else
+    args.memref(nll, {qlen, batch, info.n_token});
   for (void *m : newMems)
     args.memref(m, {newMlen, batch, dModel});
   for (void *part : parts)
@@ -634,7 +649,7 @@ static void runSegmentOnDevice(txl_session &session, txl_segment_fn entry,
     }
   entry(args.data());
 
-  txl_device_read(outNll, nll, 0, tokens * sizeof(float));
+  txl_device_read(outNll, nll, 0, tokens * width * sizeof(float));
   for (size_t part = 0; part < parts.size(); ++part)
     txl_device_read(lossParts + part * tokens, parts[part], 0,
                     tokens * sizeof(float));
@@ -665,18 +680,27 @@ static std::vector<void *> allocateDeviceGrads(const txl_session &session) {
 /// when `outGrads` is not null (one float32 buffer per trainable parameter,
 /// in parameter order; entries for buffers are ignored), or, with
 /// `intoDeviceGrads`, into those device gradient buffers (one per
-/// parameter, null for buffers).
+/// parameter, null for buffers). With `logProbs` (and no target) through
+/// txl_segment_log_probs: `out_nll` receives [qlen, batch, n_token]
+/// log-probabilities.
 static void runSegment(txl_session_t *session, const int64_t *data,
                        const int64_t *target, int64_t qlen, int64_t batch,
                        const txl_run_options_t *options, float *out_nll,
                        float *const *outGrads,
-                       const std::vector<void *> *intoDeviceGrads = nullptr) {
+                       const std::vector<void *> *intoDeviceGrads = nullptr,
+                       bool logProbs = false) {
   requireSession(session);
   const txl_model_info_t &info = *session->info;
   if (!session->loaded)
     fail(TXL_INVALID_ARGUMENT, "no checkpoint loaded");
-  if (!data || !target || !options || !out_nll)
+  if (!data || (!target && !logProbs) || !options || !out_nll)
     fail(TXL_INVALID_ARGUMENT, "txl_session_run_segment: null argument");
+  if (logProbs && !session->segmentLogProbs)
+    fail(TXL_INVALID_ARGUMENT,
+         "this model has no distribution entry (txl_segment_log_probs): it "
+         "is compiled for a single full softmax, not the adaptive one yet");
+  // Per position: one NLL, or every token's log-probability.
+  const int64_t width = logProbs ? info.n_token : 1;
   if (qlen <= 0)
     fail(TXL_INVALID_ARGUMENT, "segment length must be positive, got {}", qlen);
   // The products' row counts (qlen or klen positions times the batch) go
@@ -717,9 +741,9 @@ static void runSegment(txl_session_t *session, const int64_t *data,
     fail(TXL_INVALID_ARGUMENT,
          "objective 'alrfou': a backward run needs loss_weights and "
          "position_weights");
-  for (int64_t i = 0; i < targetRows * batch; ++i) {
+  for (int64_t i = 0; i < (logProbs ? qlen : targetRows) * batch; ++i) {
     if ((i < qlen * batch && (data[i] < 0 || data[i] >= info.n_token)) ||
-        target[i] < 0 || target[i] >= info.n_token)
+        (!logProbs && (target[i] < 0 || target[i] >= info.n_token)))
       fail(TXL_INVALID_ARGUMENT,
            "token id out of range [0, {}) at position {} of the segment",
            info.n_token, i);
@@ -730,7 +754,7 @@ static void runSegment(txl_session_t *session, const int64_t *data,
     scratchParts.resize(size_t(3 * qlen * batch));
     lossParts = scratchParts.data();
   }
-  txl_segment_fn entry = session->segment;
+  txl_segment_fn entry = logProbs ? session->segmentLogProbs : session->segment;
   if (outGrads || intoDeviceGrads) {
     entry = session->segmentGrad;
     if (!entry)
@@ -811,15 +835,17 @@ static void runSegment(txl_session_t *session, const int64_t *data,
       for (int64_t r = 0; r < targetRows; ++r) {
         if (r < qlen)
           std::copy_n(data + r * batch + b0, nb, sliceData.data() + r * nb);
-        std::copy_n(target + r * batch + b0, nb, sliceTarget.data() + r * nb);
+        if (target)
+          std::copy_n(target + r * batch + b0, nb,
+                      sliceTarget.data() + r * nb);
       }
       std::vector<float> sliceParts(alrfou ? 3 * qlen * nb : 0);
       std::vector<std::vector<float>> mems(layers), outMems(layers);
-      std::vector<float> nll(qlen * nb);
+      std::vector<float> nll(qlen * nb * width);
       // The counter part of the dropout key is unique per (call, slice):
       // offset · S + s (with S = 1 that is the caller's offset, as above).
       SliceCall call{sliceData.data(),
-                     sliceTarget.data(),
+                     target ? sliceTarget.data() : nullptr,
                      nb,
                      {},
                      options->dropout_offset * slices + s,
@@ -841,7 +867,8 @@ static void runSegment(txl_session_t *session, const int64_t *data,
       call.lossParts = sliceParts.data();
       callEntry(*session, entry, *options, qlen, newMlen, call);
       for (int64_t r = 0; r < qlen; ++r)
-        std::copy_n(nll.data() + r * nb, nb, out_nll + r * batch + b0);
+        std::copy_n(nll.data() + r * nb * width, nb * width,
+                    out_nll + (r * batch + b0) * width);
       for (int64_t r = 0; alrfou && r < 3 * qlen; ++r)
         std::copy_n(sliceParts.data() + r * nb, nb, lossParts + r * batch + b0);
       for (int64_t l = 0; l < layers; ++l)
@@ -890,6 +917,15 @@ txl_session_run_segment(txl_session_t *session, const int64_t *data,
                         const txl_run_options_t *options, float *out_nll) {
   return guardStatus([&] {
     runSegment(session, data, target, qlen, batch, options, out_nll, nullptr);
+  });
+}
+
+extern "C" txl_status_t txl_session_run_segment_log_probs(
+    txl_session_t *session, const int64_t *data, int64_t qlen, int64_t batch,
+    const txl_run_options_t *options, float *out_log_probs) {
+  return guardStatus([&] {
+    runSegment(session, data, nullptr, qlen, batch, options, out_log_probs,
+               nullptr, nullptr, /*logProbs=*/true);
   });
 }
 

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "txl/rt/Commands.h"
+#include "txl/rt/Generate.h"
 #include "txl/rt/Status.h"
 #include "txl/rt/Train.h"
 #include "txl/runtime.h"
@@ -322,6 +323,61 @@ int main(int argc, char **argv) {
   init->add_option("-o,--output", initOutput, "safetensors file to write")
       ->required();
 
+  // generate
+  txl::rt::GenerateOptions genOptions;
+  std::string genPrompt, genPromptFile;
+  CLI::App *generate = app.add_subcommand(
+      "generate", "Continue a prompt: the prompt runs once in segments of the "
+                  "evaluation tgt_len to fill the memory, then one token at a "
+                  "time with the memory carried; the new text streams out");
+  addDataOptions(generate, genOptions.dataDir, genOptions.dataset, dataPath,
+                 dataset);
+  generate
+      ->add_option("--checkpoint", genOptions.checkpoint,
+                   "safetensors checkpoint (official state_dict names)")
+      ->required();
+  CLI::Option *promptOpt = generate->add_option(
+      "--prompt", genPrompt, "The text to continue (as the dataset reads it)");
+  CLI::Option *promptFileOpt = generate->add_option(
+      "--prompt-file", genPromptFile, "A file holding the text to continue");
+  promptOpt->excludes(promptFileOpt);
+  generate->add_option("--max-new-tokens", genOptions.maxNewTokens,
+                       "Tokens to generate (default: 100)");
+  generate->add_option("--temperature", genOptions.temperature,
+                       "Sampling temperature; 0 = greedy, the most likely "
+                       "token (default: 1)");
+  generate->add_option("--top-k", genOptions.topK,
+                       "Sample among the K most likely tokens; 0 = all "
+                       "(default: 0)");
+  generate->add_option("--top-p", genOptions.topP,
+                       "Sample among the most likely tokens whose "
+                       "probability reaches P (nucleus); 1 = all (default: 1)");
+  generate->add_option("--seed", genOptions.seed,
+                       "Seed of the sampling: equal seeds give equal text "
+                       "(default: 0)");
+  generate->add_flag("--json", genOptions.json,
+                     "Print one JSON object at the end (prompt_tokens, "
+                     "tokens, log_probs, text) instead of streaming");
+  generate->add_option("--threads", genOptions.threads, kThreadsHelp);
+
+  // score
+  txl::rt::ScoreOptions scoreOptions;
+  CLI::App *score = app.add_subcommand(
+      "score", "Score a text file as eval runs a split (memory carried): one "
+               "JSON line per token with its log-probability, its rank and "
+               "the most likely alternatives");
+  addDataOptions(score, scoreOptions.dataDir, scoreOptions.dataset, dataPath,
+                 dataset);
+  score
+      ->add_option("--checkpoint", scoreOptions.checkpoint,
+                   "safetensors checkpoint (official state_dict names)")
+      ->required();
+  score->add_option("--text-file", scoreOptions.textFile, "The text to score")
+      ->required();
+  score->add_option("--top-k", scoreOptions.topK,
+                    "Alternatives listed per token (default: 5)");
+  score->add_option("--threads", scoreOptions.threads, kThreadsHelp);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &help) {
@@ -331,10 +387,11 @@ int main(int argc, char **argv) {
   } catch (const CLI::ParseError &error) {
     // CLI11 reports a mistyped subcommand as a missing one.
     if (argc > 1 && argv[1][0] != '-' && !eval->parsed() &&
-        !runSegments->parsed() && !train->parsed() && !init->parsed())
+        !runSegments->parsed() && !train->parsed() && !init->parsed() &&
+        !generate->parsed() && !score->parsed())
       return reportError(fmt::format(
-          "unknown subcommand '{}' (expected train, eval, run-segments or "
-          "init)",
+          "unknown subcommand '{}' (expected train, eval, run-segments, init, "
+          "generate or score)",
           argv[1]));
     return reportError(error.what());
   }
@@ -370,6 +427,14 @@ int main(int argc, char **argv) {
       txl::rt::runTrainCommand(info, trainOptions, stdout);
     } else if (init->parsed()) {
       txl::rt::runInitCommand(info, initSeed, initOutput, stdout);
+    } else if (generate->parsed()) {
+      if (promptOpt->count())
+        genOptions.prompt = genPrompt;
+      if (promptFileOpt->count())
+        genOptions.promptFile = genPromptFile;
+      txl::rt::runGenerateCommand(info, genOptions, stdout);
+    } else if (score->parsed()) {
+      txl::rt::runScoreCommand(info, scoreOptions, stdout);
     }
   } catch (const txl::rt::Error &error) {
     reportError(error.what());

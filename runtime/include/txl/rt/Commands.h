@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -94,6 +95,21 @@ void checkRunSettings(int64_t memLen, bool sameLength, int threads);
 /// (txl.dropout in TxlOps.td; the dialect's verifier checks static shapes
 /// against the same bound).
 inline constexpr int64_t kMaxDropoutElements = int64_t{1} << 34;
+
+/// Owns a session and releases it.
+struct SessionDeleter {
+  void operator()(txl_session_t *session) const;
+};
+using SessionPtr = std::unique_ptr<txl_session_t, SessionDeleter>;
+
+/// Creates a session over `info` (`segmentFn` NULL: the linked segment)
+/// with `threads` (0 = the default) and loads `checkpoint` into it; on a GPU
+/// target, first checks that the parameters and a memory of `memLen` rows
+/// for `batch` columns fit on the device. Errors: those of the session
+/// calls.
+SessionPtr openSession(const txl_model_info_t &info, txl_segment_fn segmentFn,
+                       const std::string &checkpoint, int threads,
+                       int64_t memLen, int64_t batch);
 
 /// Whether the model trains with Al-Rfou et al. (2018)'s objective
 /// (txl_model_info.objective "alrfou"): its backward segment takes the loss
