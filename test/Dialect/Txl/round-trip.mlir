@@ -266,3 +266,10 @@ func.func @loss_mix(%w: tensor<4xf32>, %pw: tensor<?xf32>, %a: tensor<?x?xf32>, 
   %m = txl.loss_mix %w, %pw, %b {first = 3} : tensor<4xf32>, tensor<?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
   return %l, %m : tensor<?x?xf32>, tensor<?x?xf32>
 }
+
+// CHECK-LABEL: func.func @log_softmax
+// CHECK: txl.log_softmax %{{.+}} : tensor<?x?x50xf32>
+func.func @log_softmax(%x: tensor<?x?x50xf32>) -> tensor<?x?x50xf32> {
+  %y = txl.log_softmax %x : tensor<?x?x50xf32>
+  return %y : tensor<?x?x50xf32>
+}

@@ -1,0 +1,106 @@
+"""`generate` and `score` against run-segments (see generate.test).
+
+  generate_check.py MODEL_EXE CHECKPOINT PTB_DIR OUT_DIR MODE TGT_LEN
+
+MODE "memory" (the model's evaluation memory is longer than every sequence
+here) or "window" (a model without memory: each step runs the last tgt_len
+tokens). For each greedy step k the sequence so far (the prompt and the
+k tokens before) is run again from scratch by run-segments as one segment
+(memory: the whole sequence; window: its last tgt_len tokens), with one
+batch column per candidate next token, so that the last position's NLLs are
+the whole distribution: the greedy token must be its argmax (the lowest id
+among equals) and its log-probability -NLL within 1e-5. `score` is checked
+against run-segments over the same text with the evaluation settings:
+log-probabilities = -NLL within 1e-5, rank 1 exactly where the token is the
+first alternative. Sampling: the same seed gives the same text, top-k 1 the
+greedy text.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+N_TOKEN = 50
+STEPS = 10
+
+
+def run(exe, *args):
+    return subprocess.run([exe, *args], check=True, capture_output=True,
+                          text=True).stdout
+
+
+def distribution(exe, ckpt, out, seq, mem_len):
+    """-log p(v | seq) for every v, from one run-segments call."""
+    data = np.repeat(np.array(seq, np.int64)[None, :, None], N_TOKEN, 2)
+    target = data.copy()
+    target[0, -1, :] = np.arange(N_TOKEN)
+    np.save(os.path.join(out, "d.npy"), data)
+    np.save(os.path.join(out, "t.npy"), target)
+    run(exe, "run-segments", "--checkpoint", ckpt, "--inputs",
+        os.path.join(out, "d.npy"), "--targets", os.path.join(out, "t.npy"),
+        "--mem-len", str(mem_len), "--dump-nll", os.path.join(out, "n.npy"))
+    return np.load(os.path.join(out, "n.npy"))[0, -1, :]
+
+
+def main():
+    exe, ckpt, ptb, out, mode = sys.argv[1:6]
+    tgt_len = int(sys.argv[6])
+    common = ["--data", ptb, "--dataset", "ptb-char", "--checkpoint", ckpt]
+    prompt = "the company said it"
+    greedy = json.loads(run(exe, "generate", *common, "--prompt", prompt,
+                            "--max-new-tokens", str(STEPS), "--temperature",
+                            "0", "--json"))
+    seq = list(greedy["prompt"])
+    argmax_ok, lp_err = True, 0.0
+    for k, token in enumerate(greedy["tokens"]):
+        window = seq if mode == "memory" else seq[-tgt_len:]
+        nll = distribution(exe, ckpt, out, window, 0)
+        argmax_ok &= int(np.argmin(nll)) == token
+        lp_err = max(lp_err, abs(-nll[token] - greedy["log_probs"][k]))
+        seq.append(token)
+    print(f"{mode}: prompt {greedy['prompt_tokens']} tokens, greedy = argmax "
+          f"of the recomputed distribution for {STEPS} steps: {argmax_ok}, "
+          f"log-prob max |diff| {lp_err:.1e}: "
+          f"{'ok' if argmax_ok and lp_err <= 1e-5 else 'FAILED'}")
+
+    # score: the generated text, scored with the evaluation settings.
+    text_path = os.path.join(out, "text.txt")
+    with open(text_path, "w") as f:
+        f.write(prompt + greedy["text"])
+    lines = [json.loads(l) for l in run(exe, "score", *common, "--text-file",
+                                        text_path, "--top-k", "3").splitlines()]
+    ids = seq[:len(lines) + 1]
+    usable = (len(ids) - 1) // tgt_len * tgt_len
+    data = np.array(ids[:usable], np.int64).reshape(-1, tgt_len, 1)
+    target = np.array(ids[1:usable + 1], np.int64).reshape(-1, tgt_len, 1)
+    np.save(os.path.join(out, "d.npy"), data)
+    np.save(os.path.join(out, "t.npy"), target)
+    mem = "64" if mode == "memory" else "0"
+    run(exe, "run-segments", "--checkpoint", ckpt, "--inputs",
+        os.path.join(out, "d.npy"), "--targets", os.path.join(out, "t.npy"),
+        "--mem-len", mem, "--dump-nll", os.path.join(out, "n.npy"))
+    nll = np.load(os.path.join(out, "n.npy")).reshape(-1)
+    score_err = max(abs(-nll[i] - lines[i]["log_prob"]) for i in range(usable))
+    ids_ok = [l["id"] for l in lines] == ids[1:]
+    rank_ok = all((l["rank"] == 1) == (l["top"][0][0] == l["token"])
+                  for l in lines)
+    print(f"{mode}: score of {len(lines)} tokens: ids {ids_ok}, log-prob = "
+          f"-NLL max |diff| {score_err:.1e}, rank 1 = top alternative "
+          f"{rank_ok}: {'ok' if ids_ok and rank_ok and score_err <= 1e-5 else 'FAILED'}")
+
+    def sample(*extra):
+        return json.loads(run(exe, "generate", *common, "--prompt", prompt,
+                              "--max-new-tokens", "20", "--json",
+                              *extra))["tokens"]
+    a, b = sample("--seed", "5"), sample("--seed", "5")
+    c = sample("--seed", "6")
+    top1 = sample("--seed", "7", "--top-k", "1")
+    greedy20 = sample("--temperature", "0")
+    print(f"{mode}: same seed same text {a == b}, another seed differs "
+          f"{a != c}, top-k 1 is greedy {top1 == greedy20}")
+
+
+if __name__ == "__main__":
+    main()
