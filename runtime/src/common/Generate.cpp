@@ -87,6 +87,14 @@ Vocab loadVocabulary(const txl_model_info_t &info, std::string dataDir,
   return std::move(corpus.vocab);
 }
 
+/// Fails unless the executable has txl_segment_log_probs (Generate.h).
+void requireDistribution() {
+  if (!txl_segment_log_probs)
+    fail(TXL_INVALID_ARGUMENT,
+         "this model has no distribution entry (txl_segment_log_probs): it "
+         "is compiled for a single full softmax, not the adaptive one yet");
+}
+
 std::string datasetOf(const txl_model_info_t &info, const std::string &given) {
   return given.empty() ? std::string(info.dataset ? info.dataset : "")
                        : given;
@@ -144,10 +152,7 @@ void runGenerateCommand(const txl_model_info_t &info,
   if (!(options.topP > 0.0 && options.topP <= 1.0))
     fail(TXL_INVALID_ARGUMENT, "--top-p must be in (0, 1], got {}",
          options.topP);
-  if (!txl_segment_log_probs)
-    fail(TXL_INVALID_ARGUMENT,
-         "this model has no distribution entry (txl_segment_log_probs): it "
-         "is compiled for a single full softmax, not the adaptive one yet");
+  requireDistribution();
   const std::string dataset = datasetOf(info, options.dataset);
   Vocab vocab = loadVocabulary(info, options.dataDir, options.dataset);
   std::string text = options.prompt ? *options.prompt
@@ -223,10 +228,7 @@ void runScoreCommand(const txl_model_info_t &info, const ScoreOptions &options,
                      std::FILE *out) {
   if (options.topK < 0)
     fail(TXL_INVALID_ARGUMENT, "--top-k must be >= 0, got {}", options.topK);
-  if (!txl_segment_log_probs)
-    fail(TXL_INVALID_ARGUMENT,
-         "this model has no distribution entry (txl_segment_log_probs): it "
-         "is compiled for a single full softmax, not the adaptive one yet");
+  requireDistribution();
   const std::string dataset = datasetOf(info, options.dataset);
   Vocab vocab = loadVocabulary(info, options.dataDir, options.dataset);
   std::vector<int64_t> ids =
