@@ -197,11 +197,12 @@ typedef void (*txl_segment_fn)(void **args);
 /// token's log-probability (log_softmax of the crit's logits) at every
 /// position; the memory is carried as in the forward.
 
-/* Symbols a txlc-generated object defines: the first five by default
-   (txl_accumulate_grads only for a GPU target with batch_chunk > 1);
+/* Symbols a txlc-generated object defines: all but txl_accumulate_grads
+   by default (that one only for a GPU target with batch_chunk > 1);
    txl_segment_grad is absent when the model was compiled with
-   --backward=false, and the runtime then refuses
-   `train` and --grad-segment. */
+   --backward=false, and the runtime then refuses `train` and
+   --grad-segment; txl_segment_log_probs is absent for an adaptive softmax,
+   and the runtime then refuses `generate` and `score`. */
 extern const txl_model_info_t txl_model_info;
 void txl_segment_forward(void **args);
 void txl_segment_grad(void **args) TXL_WEAK;
