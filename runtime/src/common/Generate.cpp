@@ -29,8 +29,9 @@ int64_t sampleToken(const std::vector<float> &logProbs, double temperature,
   // Token ids by decreasing probability (ties: lower id first).
   std::vector<int64_t> order(static_cast<size_t>(n));
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-    return logProbs[size_t(a)] > logProbs[size_t(b)];
+  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    float pa = logProbs[size_t(a)], pb = logProbs[size_t(b)];
+    return pa > pb || (pa == pb && a < b);
   });
   int64_t keep = topK > 0 ? std::min(topK, n) : n;
   // softmax(logProbs / T) over the kept tokens, in double.

@@ -74,11 +74,11 @@ Moments momentsOf(const std::vector<float> &values) {
 TEST(ParamInitTest, DistributionsAndReproducibility) {
   const char *const noAliases[] = {nullptr};
   txl_param_info_t params[] = {
-      {"layers.0.pos_ff.CoreNet.0.weight", 2, {400, 250}, 1, noAliases},
-      {"layers.0.pos_ff.layer_norm.weight", 1, {100001}, 1, noAliases},
-      {"crit.out_projs.0", 2, {300, 300}, 1, noAliases},
-      {"layers.0.pos_ff.CoreNet.0.bias", 1, {7}, 1, noAliases},
-      {"pos_emb.inv_freq", 1, {4}, 0, noAliases}};
+      {"layers.0.pos_ff.CoreNet.0.weight", 2, {400, 250}, 1, noAliases, 0},
+      {"layers.0.pos_ff.layer_norm.weight", 1, {100001}, 1, noAliases, 0},
+      {"crit.out_projs.0", 2, {300, 300}, 1, noAliases, 0},
+      {"layers.0.pos_ff.CoreNet.0.bias", 1, {7}, 1, noAliases, 0},
+      {"pos_emb.inv_freq", 1, {4}, 0, noAliases, 0}};
   txl_model_info_t info{};
   info.init = "normal";
   info.init_std = 0.02;
