@@ -495,10 +495,9 @@ FailureOr<CalleeGrad> Differentiator::getCalleeGrad(func::FuncOp callee,
   return result;
 }
 
-LogicalResult
-Differentiator::differentiateSegment(func::FuncOp forward,
-                                     ArrayRef<unsigned> params,
-                                     StringRef gradName) {
+LogicalResult Differentiator::differentiateSegment(func::FuncOp forward,
+                                                   ArrayRef<unsigned> params,
+                                                   StringRef gradName) {
   OpBuilder b(forward);
   b.setInsertionPointAfter(forward);
   auto grad = cast<func::FuncOp>(b.clone(*forward));
@@ -601,8 +600,8 @@ struct GenerateBackwardPass
                           << " already exists";
       return signalPassFailure();
     }
-    if (failed(differentiator.differentiateSegment(forward, params,
-                                                   gradFunction)))
+    if (failed(
+            differentiator.differentiateSegment(forward, params, gradFunction)))
       return signalPassFailure();
     for (Operation *call : differentiator.replacedCalls)
       call->erase();

@@ -442,9 +442,9 @@ int mlir::txl::runDriver(const DriverOptions &options) {
   if (backward &&
       failed(runStage(module, root, "generating the backward segment",
                       [&](OpPassManager &pm) {
-                        buildTxlBackwardPipeline(
-                            pm, saveAttentionStats,
-                            config->train.isAlRfou() ? kAlRfouTrainFunctionName
+                        buildTxlBackwardPipeline(pm, saveAttentionStats,
+                                                 config->train.isAlRfou()
+                                                     ? kAlRfouTrainFunctionName
                                                      : kSegmentFunctionName);
                       })))
     return 1;

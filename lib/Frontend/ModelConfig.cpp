@@ -609,7 +609,8 @@ Error ModelFileParser::validateTrain(const ModelConfig &config) {
 
 Error ModelFileParser::validateObjective(const ModelConfig &config) {
   const TrainSection &t = config.train;
-  if (Error err = checkOneOf("train", "objective", t.objective, {"lm", "alrfou"}))
+  if (Error err =
+          checkOneOf("train", "objective", t.objective, {"lm", "alrfou"}))
     return err;
   if (!t.isAlRfou()) {
     for (StringRef key :

@@ -759,10 +759,10 @@ void SegmentEmitter::emit(ModuleOp module, Kind kind) {
     inputs.push_back(memType);
   inputs.append({i64, i64, i64}); // mem_len, clamp_len, same_length
   inputs.append({i64, i64, i64}); // dropout_seed, dropout_offset, training
-  if (alrfouTraining) // loss_weights, position_weights
+  if (alrfouTraining)             // loss_weights, position_weights
     inputs.append({tensorType({2 * m.nLayer}), tensorType({dyn})});
-  SmallVector<Type> results = {
-      logProbs ? tensorType({dyn, dyn, m.nToken}) : tensorType({dyn, dyn})};
+  SmallVector<Type> results = {logProbs ? tensorType({dyn, dyn, m.nToken})
+                                        : tensorType({dyn, dyn})};
   for (int64_t l = 0; l <= m.nLayer; ++l)
     results.push_back(memType);
   if (alrfouTraining) // the loss's three parts
@@ -935,8 +935,7 @@ void SegmentEmitter::emit(ModuleOp module, Kind kind) {
     for (int64_t l = 0; l < m.nLayer; ++l) {
       bool last = l == m.nLayer - 1;
       Value hl = last ? output : layerOutputs[l];
-      nextNll.push_back(last ? nll
-                             : auxHeadNll(hl, target, l, kAuxNextHead));
+      nextNll.push_back(last ? nll : auxHeadNll(hl, target, l, kAuxNextHead));
       next2Nll.push_back(auxHeadNll(hl, target2, l, kAuxNext2Head));
     }
     Type nllType = nll.getType();
@@ -947,10 +946,10 @@ void SegmentEmitter::emit(ModuleOp module, Kind kind) {
     SmallVector<Value> all(nextNll);
     all.append(next2Nll);
     Value main = mix(nll, m.nLayer - 1);
-    Value layers = m.nLayer > 1 ? mix(ArrayRef(nextNll).drop_back(), 0)
-                                : ScaleOp::create(b, loc, main,
-                                                  b.getF32FloatAttr(0.0f))
-                                      .getResult();
+    Value layers = m.nLayer > 1
+                       ? mix(ArrayRef(nextNll).drop_back(), 0)
+                       : ScaleOp::create(b, loc, main, b.getF32FloatAttr(0.0f))
+                             .getResult();
     Value targets = mix(next2Nll, m.nLayer);
     for (Value part : {main, layers, targets})
       parts.push_back(StopGradientOp::create(b, loc, part));
@@ -972,8 +971,7 @@ Value SegmentEmitter::logProbabilities(Value h) {
   int64_t dyn = ShapedType::kDynamic;
   Value logits = linear(h, tiedParam("crit.out_layers.0.weight"),
                         param("crit.out_layers.0.bias"));
-  return LogSoftmaxOp::create(b, loc, tensorType({dyn, dyn, m.nToken}),
-                              logits);
+  return LogSoftmaxOp::create(b, loc, tensorType({dyn, dyn, m.nToken}), logits);
 }
 
 bool mlir::txl::hasLogProbsFunction(const ModelConfig &config) {
@@ -1003,11 +1001,10 @@ Value SegmentEmitter::auxHeadNll(Value h, Value target, int64_t layer,
     b.setInsertionPointToStart(entry);
     Value logits = linear(entry->getArgument(0), entry->getArgument(2),
                           entry->getArgument(3));
-    func::ReturnOp::create(
-        b, loc,
-        NllOp::create(b, loc, tensorType({dyn, dyn}), logits,
-                      entry->getArgument(1))
-            .getResult());
+    func::ReturnOp::create(b, loc,
+                           NllOp::create(b, loc, tensorType({dyn, dyn}), logits,
+                                         entry->getArgument(1))
+                               .getResult());
   }
   std::string prefix = auxHeadName(layer, head);
   Value args[] = {h, target, param(prefix + ".weight"),
@@ -1032,8 +1029,10 @@ mlir::txl::buildSegmentModule(MLIRContext &context, const ModelConfig &config) {
   OwningOpRef<ModuleOp> module = ModuleOp::create(b, loc, config.modelName);
   SegmentEmitter(b, loc, config).emit(*module);
   if (config.train.isAlRfou())
-    SegmentEmitter(b, loc, config).emit(*module, SegmentEmitter::Kind::AlRfouTrain);
+    SegmentEmitter(b, loc, config)
+        .emit(*module, SegmentEmitter::Kind::AlRfouTrain);
   if (hasLogProbsFunction(config))
-    SegmentEmitter(b, loc, config).emit(*module, SegmentEmitter::Kind::LogProbs);
+    SegmentEmitter(b, loc, config)
+        .emit(*module, SegmentEmitter::Kind::LogProbs);
   return module;
 }

@@ -1,4 +1,5 @@
-//===- ModelConfig.h - Transformer-XL model files (TOML) ---------*- C++ -*-===//
+//===- ModelConfig.h - Transformer-XL model files (TOML) ---------*- C++
+//-*-===//
 //
 // A model file is TOML with the official hyper-parameter names of
 // kimiyoung/transformer-xl (train.py / mem_transformer.py):
@@ -104,9 +105,10 @@ struct TrainSection {
   /// characters at random positions with its three auxiliary losses, each
   /// switched by one of the keys below (docs/alrfou.md).
   std::string objective = "lm";
-  bool multiplePositions = true;  ///< every position predicts (§2.1)
-  bool intermediateLayers = true; ///< a head per layer, dropped over time (§2.2)
-  bool multipleTargets = true;    ///< a second head, two positions ahead (§2.3)
+  bool multiplePositions = true; ///< every position predicts (§2.1)
+  bool intermediateLayers =
+      true;                    ///< a head per layer, dropped over time (§2.2)
+  bool multipleTargets = true; ///< a second head, two positions ahead (§2.3)
   bool isAlRfou() const { return objective == "alrfou"; }
 };
 

@@ -87,8 +87,7 @@ inline constexpr llvm::StringLiteral kSegmentFunctionName = "segment";
 /// intermediate layers' next-character NLLs and every layer's two-ahead
 /// NLLs, each weighted as in the loss. The loss (first result) is their
 /// sum: txl.loss_mix of all 2·n_layer head NLLs.
-inline constexpr llvm::StringLiteral kAlRfouTrainFunctionName =
-    "segment_train";
+inline constexpr llvm::StringLiteral kAlRfouTrainFunctionName = "segment_train";
 
 /// Name of the evaluation forward that returns the model's distribution
 /// instead of the NLL of given targets (generation and scoring): @segment's
@@ -114,8 +113,8 @@ inline constexpr llvm::StringLiteral kLayerFunctionName = "decoder_layer";
 
 /// Builds the segment module in the four-term form (paper §3.3 written
 /// literally): @segment and @decoder_layer, and for objective "alrfou"
-/// @segment_train and @aux_head_nll. Fails with a diagnostic for configurations the compiler does
-/// not support (odd d_model).
+/// @segment_train and @aux_head_nll. Fails with a diagnostic for configurations
+/// the compiler does not support (odd d_model).
 FailureOr<OwningOpRef<ModuleOp>> buildSegmentModule(MLIRContext &context,
                                                     const ModelConfig &config);
 

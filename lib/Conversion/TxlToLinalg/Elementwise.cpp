@@ -1,7 +1,9 @@
-//===- Elementwise.cpp - Lower elementwise txl ops to linalg -----*- C++ -*-===//
+//===- Elementwise.cpp - Lower elementwise txl ops to linalg -----*- C++
+//-*-===//
 //
-// txl.add, txl.scale, txl.loss_mix, txl.relu and txl.broadcast_head_bias become parallel
-// linalg.generic ops; txl.stop_gradient is the identity in the forward pass.
+// txl.add, txl.scale, txl.loss_mix, txl.relu and txl.broadcast_head_bias become
+// parallel linalg.generic ops; txl.stop_gradient is the identity in the forward
+// pass.
 //
 //===----------------------------------------------------------------------===//
 
@@ -90,10 +92,10 @@ struct LossMixLowering : public OpRewritePattern<LossMixOp> {
       }
       for (size_t k = begin; k < end; ++k) {
         inputs.append({op.getWeights(), terms[k]});
-        maps.append({AffineMap::get(2, 0,
-                                    getAffineConstantExpr(
-                                        op.getFirst() + int64_t(k), ctx)),
-                     id});
+        maps.append(
+            {AffineMap::get(
+                 2, 0, getAffineConstantExpr(op.getFirst() + int64_t(k), ctx)),
+             id});
       }
       bool carried = static_cast<bool>(sum);
       sum = createPointwise(
@@ -168,6 +170,6 @@ struct BroadcastHeadBiasLowering
 void mlir::txl::populateTxlElementwiseToLinalgPatterns(
     RewritePatternSet &patterns) {
   patterns.add<AddLowering, ScaleLowering, LossMixLowering, ReluLowering,
-               StopGradientLowering,
-               BroadcastHeadBiasLowering>(patterns.getContext());
+               StopGradientLowering, BroadcastHeadBiasLowering>(
+      patterns.getContext());
 }

@@ -143,11 +143,11 @@ struct LogSoftmaxLowering : public OpRewritePattern<LogSoftmaxOp> {
     AffineMap id = identityMap(ctx, 3);
     AffineMap rowMap = dropDimMap(ctx, 3, 2);
     rewriter.replaceOp(
-        op, createPointwise(rewriter, loc, logits, ValueRange{logits, lse},
-                            {id, rowMap},
-                            [](OpBuilder &b, Location l, ValueRange a) -> Value {
-                              return arith::SubFOp::create(b, l, a[0], a[1]);
-                            }));
+        op, createPointwise(
+                rewriter, loc, logits, ValueRange{logits, lse}, {id, rowMap},
+                [](OpBuilder &b, Location l, ValueRange a) -> Value {
+                  return arith::SubFOp::create(b, l, a[0], a[1]);
+                }));
     return success();
   }
 };
@@ -583,8 +583,7 @@ struct LinearNllGradLowering : public OpRewritePattern<LinearNllGradOp> {
 void mlir::txl::populateTxlNormalizationToLinalgPatterns(
     RewritePatternSet &patterns) {
   patterns.add<LayerNormLowering, NllLowering, LogSoftmaxLowering,
-               LinearNllLowering,
-               LinearNllFwdLowering, LinearNllGradLowering>(
+               LinearNllLowering, LinearNllFwdLowering, LinearNllGradLowering>(
       patterns.getContext());
 }
 

@@ -41,8 +41,7 @@ AlRfouWeights alRfouWeights(const txl_model_info_t &info, int64_t update,
 }
 
 void sampleAlRfouWindows(const std::vector<int64_t> &stream, int64_t qlen,
-                         int64_t batch, NumpyRandomState &rng,
-                         LMSegment &out) {
+                         int64_t batch, NumpyRandomState &rng, LMSegment &out) {
   const int64_t size = static_cast<int64_t>(stream.size());
   if (size < qlen + 2)
     fail(TXL_DATA_ERROR,
@@ -56,8 +55,8 @@ void sampleAlRfouWindows(const std::vector<int64_t> &stream, int64_t qlen,
   out.target.resize(static_cast<size_t>((qlen + 1) * batch));
   for (int64_t b = 0; b < batch; ++b) {
     // randint(0, size - qlen - 1): starts 0 .. size - qlen - 2.
-    const int64_t s =
-        static_cast<int64_t>(rng.interval(static_cast<uint64_t>(size - qlen - 2)));
+    const int64_t s = static_cast<int64_t>(
+        rng.interval(static_cast<uint64_t>(size - qlen - 2)));
     for (int64_t r = 0; r < qlen; ++r)
       out.data[static_cast<size_t>(r * batch + b)] = stream[size_t(s + r)];
     for (int64_t r = 0; r <= qlen; ++r)

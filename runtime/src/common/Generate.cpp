@@ -97,8 +97,7 @@ void requireDistribution() {
 }
 
 std::string datasetOf(const txl_model_info_t &info, const std::string &given) {
-  return given.empty() ? std::string(info.dataset ? info.dataset : "")
-                       : given;
+  return given.empty() ? std::string(info.dataset ? info.dataset : "") : given;
 }
 
 /// The evaluation settings (eval.py's) every call of generate/score uses.
@@ -125,8 +124,8 @@ void runTokens(const txl_model_info_t &info, txl_session_t *session,
   for (int64_t start = 0; start < count; start += tgtLen) {
     int64_t qlen = std::min(tgtLen, count - start);
     block.resize(size_t(qlen) * vocab);
-    checkStatus(txl_session_run_segment_log_probs(session, ids + start, qlen,
-                                                  1, &options, block.data()));
+    checkStatus(txl_session_run_segment_log_probs(session, ids + start, qlen, 1,
+                                                  &options, block.data()));
     if (out)
       std::copy(block.begin(), block.end(),
                 out->begin() + std::ptrdiff_t(size_t(start) * vocab));
@@ -156,8 +155,8 @@ void runGenerateCommand(const txl_model_info_t &info,
   requireDistribution();
   const std::string dataset = datasetOf(info, options.dataset);
   Vocab vocab = loadVocabulary(info, options.dataDir, options.dataset);
-  std::string text = options.prompt ? *options.prompt
-                                    : readFile(*options.promptFile);
+  std::string text =
+      options.prompt ? *options.prompt : readFile(*options.promptFile);
   std::vector<int64_t> ids = encodeUserText(dataset, vocab, text);
   if (ids.empty())
     fail(TXL_INVALID_ARGUMENT, "the prompt has no tokens");
@@ -211,12 +210,11 @@ void runGenerateCommand(const txl_model_info_t &info,
   if (options.json) {
     nlohmann::json result = {
         {"prompt_tokens", promptTokens},
-        {"prompt", std::vector<int64_t>(ids.begin(),
-                                        ids.begin() +
-                                            std::ptrdiff_t(promptTokens))},
-        {"tokens", std::vector<int64_t>(ids.begin() +
-                                            std::ptrdiff_t(promptTokens),
-                                        ids.end())},
+        {"prompt",
+         std::vector<int64_t>(ids.begin(),
+                              ids.begin() + std::ptrdiff_t(promptTokens))},
+        {"tokens", std::vector<int64_t>(
+                       ids.begin() + std::ptrdiff_t(promptTokens), ids.end())},
         {"log_probs", chosenLogProbs},
         {"text", generated}};
     fmt::print(out, "{}\n", result.dump());
@@ -265,12 +263,9 @@ void runScoreCommand(const txl_model_info_t &info, const ScoreOptions &options,
     nlohmann::json alternatives = nlohmann::json::array();
     for (size_t k = 0; k < top; ++k)
       alternatives.push_back({vocab.symbol(order[k]), row[order[k]]});
-    nlohmann::json line = {{"position", i + 1},
-                           {"token", vocab.symbol(target)},
-                           {"id", target},
-                           {"log_prob", lp},
-                           {"rank", rank},
-                           {"top", alternatives}};
+    nlohmann::json line = {{"position", i + 1}, {"token", vocab.symbol(target)},
+                           {"id", target},      {"log_prob", lp},
+                           {"rank", rank},      {"top", alternatives}};
     fmt::print(out, "{}\n", line.dump());
   }
 }

@@ -52,11 +52,12 @@ std::vector<int64_t> encodeUserText(std::string_view dataset,
         if (c == ' ')
           ids.push_back(idOf(vocab, "_", lineNumber));
         else if (c != '\t' && c != '\r')
-          ids.push_back(idOf(vocab, std::string(1, vocab.lowerCase() &&
-                                                           c >= 'A' && c <= 'Z'
-                                                       ? char(c - 'A' + 'a')
-                                                       : c),
-                             lineNumber));
+          ids.push_back(
+              idOf(vocab,
+                   std::string(1, vocab.lowerCase() && c >= 'A' && c <= 'Z'
+                                      ? char(c - 'A' + 'a')
+                                      : c),
+                   lineNumber));
       }
       continue;
     }
@@ -67,10 +68,9 @@ std::vector<int64_t> encodeUserText(std::string_view dataset,
       if (!line.empty() && line.back() == '\n')
         line.remove_suffix(1);
     }
-    std::vector<std::string> symbols =
-        vocab.tokenize(line, /*addEos=*/terminated && spec.addEos &&
-                                 !spec.addDoubleEos,
-                       /*addDoubleEos=*/false);
+    std::vector<std::string> symbols = vocab.tokenize(
+        line, /*addEos=*/terminated && spec.addEos && !spec.addDoubleEos,
+        /*addDoubleEos=*/false);
     if (spec.addDoubleEos) { // lm1b: "<S>" before, and after a whole line
       ids.push_back(idOf(vocab, "<S>", lineNumber));
       if (terminated)

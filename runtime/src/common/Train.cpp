@@ -651,8 +651,8 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
     state.lossScaleLog2 = settings.lossScaleInitLog2;
     std::remove(paths.metrics.c_str());
   }
-  if (options.stopAfter &&
-      (*options.stopAfter <= state.step || *options.stopAfter > settings.maxStep))
+  if (options.stopAfter && (*options.stopAfter <= state.step ||
+                            *options.stopAfter > settings.maxStep))
     fail(TXL_INVALID_ARGUMENT,
          "--stop-after {} must be after the {} updates done and at most "
          "max_step {}",
@@ -734,8 +734,8 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
     if (alrfou) {
       sampleAlRfouWindows(corpus.train, info.tgt_len, batch, data.rng(),
                           segment);
-      weights = alRfouWeights(info, state.step + 1, settings.maxStep,
-                              info.tgt_len);
+      weights =
+          alRfouWeights(info, state.step + 1, settings.maxStep, info.tgt_len);
       runOptions.loss_weights = weights.loss.data();
       runOptions.position_weights = weights.position.data();
     } else if (!data.next(segment)) {
@@ -848,13 +848,13 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
       double ms = seconds * 1000.0 / static_cast<double>(stepsThisInterval);
       double meanLoss = state.intervalLoss / double(state.intervalSteps);
       std::string line =
-          formatTrainLine(state.epoch, state.step, state.batchInEpoch,
-                          state.lr, ms, meanLoss, settings.characterLevel);
+          formatTrainLine(state.epoch, state.step, state.batchInEpoch, state.lr,
+                          ms, meanLoss, settings.characterLevel);
       if (alrfou)
-        line += fmt::format(" | main loss {:5.2f} | layers {}/{}",
-                            (*state.intervalParts)[0] /
-                                double(state.intervalSteps),
-                            weights.contributingLayers, info.n_layer);
+        line +=
+            fmt::format(" | main loss {:5.2f} | layers {}/{}",
+                        (*state.intervalParts)[0] / double(state.intervalSteps),
+                        weights.contributingLayers, info.n_layer);
       log(line);
       if (!state.firstLoggedLoss)
         state.firstLoggedLoss = meanLoss;

@@ -580,8 +580,7 @@ static void setBlasThreads(int threads) {
 static void runSegmentOnDevice(txl_session &session, txl_segment_fn entry,
                                const int64_t *data, const int64_t *target,
                                int64_t qlen, int64_t newMlen,
-                               const txl_run_options_t &options,
-                               float *outNll,
+                               const txl_run_options_t &options, float *outNll,
                                const std::vector<void *> *grads,
                                float *lossParts) {
   const txl_model_info_t &info = *session.info;
@@ -787,9 +786,8 @@ static void runSegment(txl_session_t *session, const int64_t *data,
     std::vector<void *> grads;
     if (outGrads)
       grads = allocateDeviceGrads(*session);
-    runSegmentOnDevice(*session, entry, data, target, qlen, newMlen,
-                       *options, out_nll, outGrads ? &grads : nullptr,
-                       lossParts);
+    runSegmentOnDevice(*session, entry, data, target, qlen, newMlen, *options,
+                       out_nll, outGrads ? &grads : nullptr, lossParts);
     for (int32_t i = 0; outGrads && i < info.n_params; ++i)
       if (grads[i])
         txl_device_read(outGrads[i], grads[i], 0,
@@ -836,8 +834,7 @@ static void runSegment(txl_session_t *session, const int64_t *data,
         if (r < qlen)
           std::copy_n(data + r * batch + b0, nb, sliceData.data() + r * nb);
         if (target)
-          std::copy_n(target + r * batch + b0, nb,
-                      sliceTarget.data() + r * nb);
+          std::copy_n(target + r * batch + b0, nb, sliceTarget.data() + r * nb);
       }
       std::vector<float> sliceParts(alrfou ? 3 * qlen * nb : 0);
       std::vector<std::vector<float>> mems(layers), outMems(layers);

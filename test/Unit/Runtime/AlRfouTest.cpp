@@ -1,4 +1,5 @@
-//===- AlRfouTest.cpp - Objective "alrfou": schedule and windows -*- C++ -*-===//
+//===- AlRfouTest.cpp - Objective "alrfou": schedule and windows -*- C++
+//-*-===//
 
 #include "txl/rt/AlRfou.h"
 
@@ -25,13 +26,12 @@ txl_model_info_t alrfouInfo(int64_t nLayer) {
 TEST(AlRfouTest, LayerDropSchedule) {
   EXPECT_EQ(alRfouLastUpdateOfLayer(1, 3, 12), 2);
   EXPECT_EQ(alRfouLastUpdateOfLayer(2, 3, 12), 4);
-  EXPECT_EQ(alRfouLastUpdateOfLayer(1, 3, 5), 0);  // floor(5/6): never
+  EXPECT_EQ(alRfouLastUpdateOfLayer(1, 3, 5), 0); // floor(5/6): never
   EXPECT_EQ(alRfouLastUpdateOfLayer(63, 64, 1000000), 492187);
   txl_model_info_t info = alrfouInfo(3);
   int64_t expected[] = {3, 3, 2, 2, 1, 1, 1};
   for (int64_t u = 1; u <= 7; ++u)
-    EXPECT_EQ(alRfouWeights(info, u, 12, 4).contributingLayers,
-              expected[u - 1])
+    EXPECT_EQ(alRfouWeights(info, u, 12, 4).contributingLayers, expected[u - 1])
         << "update " << u;
 }
 

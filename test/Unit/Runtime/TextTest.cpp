@@ -1,7 +1,8 @@
-//===- TextTest.cpp - User text <-> ids, sampling ----------------*- C++ -*-===//
+//===- TextTest.cpp - User text <-> ids, sampling ----------------*- C++
+//-*-===//
 
-#include "txl/rt/Generate.h"
 #include "txl/rt/Text.h"
+#include "txl/rt/Generate.h"
 
 #include "TestUtil.h"
 

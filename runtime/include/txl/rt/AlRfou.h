@@ -10,8 +10,8 @@
 #ifndef TXL_RT_ALRFOU_H
 #define TXL_RT_ALRFOU_H
 
-#include "txl/runtime.h"
 #include "txl/rt/LMIterator.h"
+#include "txl/runtime.h"
 
 #include <cstdint>
 #include <vector>
@@ -23,8 +23,7 @@ namespace txl::rt {
 /// ⌊layer · max_step / (2 · n_layer)⌋ (§2.2: the lower layers are dropped
 /// first, each at its own point of the first half of training). 0 means
 /// never.
-int64_t alRfouLastUpdateOfLayer(int64_t layer, int64_t nLayer,
-                                int64_t maxStep);
+int64_t alRfouLastUpdateOfLayer(int64_t layer, int64_t nLayer, int64_t maxStep);
 
 /// The weights of update `update` (from 1) of a run of `maxStep` updates
 /// over windows of `qlen` positions, as txl_run_options_t takes them.
@@ -53,8 +52,7 @@ AlRfouWeights alRfouWeights(const txl_model_info_t &info, int64_t update,
 /// = qlen. Errors: TXL_DATA_ERROR when the stream has fewer than qlen + 2
 /// tokens.
 void sampleAlRfouWindows(const std::vector<int64_t> &stream, int64_t qlen,
-                         int64_t batch, NumpyRandomState &rng,
-                         LMSegment &out);
+                         int64_t batch, NumpyRandomState &rng, LMSegment &out);
 
 } // namespace txl::rt
 

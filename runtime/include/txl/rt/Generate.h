@@ -1,4 +1,5 @@
-//===- Generate.h - Text generation and scoring ------------------*- C++ -*-===//
+//===- Generate.h - Text generation and scoring ------------------*- C++
+//-*-===//
 //
 // `<model> generate` and `<model> score`: the model's distribution
 // (txl_session_run_segment_log_probs) over text a user gives, with the

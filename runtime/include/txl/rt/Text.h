@@ -1,4 +1,5 @@
-//===- Text.h - User text to token ids and back, per dataset -----*- C++ -*-===//
+//===- Text.h - User text to token ids and back, per dataset -----*- C++
+//-*-===//
 //
 // `generate` and `score` read text a user writes and print what a model
 // predicts. The ids are those the dataset's reader (Corpus.h) gives the same
@@ -46,10 +47,10 @@ public:
 
 private:
   const Vocab &vocab_;
-  bool words_ = true;      ///< word-level: spaces between symbols
+  bool words_ = true;       ///< word-level: spaces between symbols
   bool underscore_ = false; ///< "_" is a space (ptb-char, text8)
-  bool bytes_ = false;     ///< decimal byte values (enwik8)
-  std::string lineBreak_;  ///< the symbol written as "\n"
+  bool bytes_ = false;      ///< decimal byte values (enwik8)
+  std::string lineBreak_;   ///< the symbol written as "\n"
   bool atLineStart_ = true;
 };
 
