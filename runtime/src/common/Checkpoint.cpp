@@ -112,6 +112,8 @@ checkpointMetadata(const CheckpointRecord &record) {
       {"numpy_rng", record.numpyRng},
       {"seed", std::to_string(record.seed)},
       {"threads", std::to_string(record.threads)}};
+  if (!record.iteratorState.empty())
+    meta["iterator_state"] = record.iteratorState;
   if (loop.firstLoggedLoss)
     meta["first_logged_loss"] = exactDouble(*loop.firstLoggedLoss);
   if (loop.intervalParts)
@@ -169,6 +171,8 @@ parseCheckpointMetadata(const std::map<std::string, std::string> &metadata,
   }
   record.seed = read.unsignedInteger("seed");
   record.threads = read.integer("threads", 1, std::numeric_limits<int>::max());
+  if (read.has("iterator_state"))
+    record.iteratorState = read.text("iterator_state");
   if (read.has("first_logged_loss"))
     loop.firstLoggedLoss = read.real("first_logged_loss");
   if (read.has("interval_loss_parts")) {

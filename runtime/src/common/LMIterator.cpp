@@ -4,11 +4,15 @@
 
 #include "txl/rt/Status.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <map>
 #include <numeric>
+#include <set>
 #include <sstream>
 #include <vector>
 
@@ -326,23 +330,133 @@ bool LMMultiFileIterator::next(LMSegment &out) {
     if (!fileOpen_) {
       if (nextFile_ >= paths_.size())
         return false;
-      // A fresh stream_iterator per file: drop the columns before the
-      // sentences they point into.
-      batcher_.restart();
-      currentPath_ = paths_[nextFile_++];
-      sentences_ = vocab_.encodeSentencesFile(currentPath_, /*addEos=*/true,
-                                              /*addDoubleEos=*/true);
-      order_ = shuffle_ ? rng_.permutation(sentences_.size())
-                        : identityOrder(sentences_.size());
-      cursor_ = 0;
-      fileOpen_ = true;
+      openFile(nextFile_++);
     }
     if (batcher_.next(source, out)) {
       out.start = segments_++;
+      ++segmentsInFile_;
       return true;
     }
     fileOpen_ = false;
   }
+}
+
+void LMMultiFileIterator::openFile(size_t index) {
+  // A fresh stream_iterator per file: drop the columns before the sentences
+  // they point into.
+  batcher_.restart();
+  currentPath_ = paths_[index];
+  sentences_ = vocab_.encodeSentencesFile(currentPath_, /*addEos=*/true,
+                                          /*addDoubleEos=*/true);
+  fileRng_ = rng_.save();
+  order_ = shuffle_ ? rng_.permutation(sentences_.size())
+                    : identityOrder(sentences_.size());
+  cursor_ = 0;
+  segmentsInFile_ = 0;
+  fileOpen_ = true;
+}
+
+namespace {
+
+/// The file name of `path` (what follows its last '/').
+std::string fileName(const std::string &path) {
+  size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+} // namespace
+
+std::string LMMultiFileIterator::saveState() const {
+  nlohmann::json names = nlohmann::json::array();
+  for (const std::string &path : paths_)
+    names.push_back(fileName(path));
+  nlohmann::json state = {{"paths", names},
+                          {"started", started_},
+                          {"file_open", started_ && fileOpen_},
+                          {"next_file", nextFile_},
+                          {"segments", segments_},
+                          {"segments_in_file", segmentsInFile_},
+                          {"file_rng", fileRng_},
+                          {"rng", rng_.save()}};
+  return state.dump();
+}
+
+void LMMultiFileIterator::restoreState(const std::string &text,
+                                       const std::string &source) {
+  nlohmann::json state;
+  std::vector<std::string> names;
+  bool started = false, fileOpen = false;
+  size_t nextFile = 0;
+  int64_t segments = 0, segmentsInFile = 0;
+  std::string fileRng, rng;
+  try {
+    state = nlohmann::json::parse(text);
+    names = state.at("paths").get<std::vector<std::string>>();
+    started = state.at("started").get<bool>();
+    fileOpen = state.at("file_open").get<bool>();
+    nextFile = state.at("next_file").get<size_t>();
+    segments = state.at("segments").get<int64_t>();
+    segmentsInFile = state.at("segments_in_file").get<int64_t>();
+    fileRng = state.at("file_rng").get<std::string>();
+    rng = state.at("rng").get<std::string>();
+  } catch (const nlohmann::json::exception &error) {
+    fail(TXL_DATA_ERROR, "{}: malformed training iterator state ({})", source,
+         error.what());
+  }
+  if (segments < 0 || segmentsInFile < 0 || segmentsInFile > segments ||
+      nextFile > names.size() || (fileOpen && nextFile == 0))
+    fail(TXL_DATA_ERROR,
+         "{}: training iterator state out of range (file {} of {}, segment {} "
+         "of the file, {} of the epoch)",
+         source, nextFile, names.size(), segmentsInFile, segments);
+  // The saved order, by name, of this iterator's files.
+  std::map<std::string, std::string> pathOf;
+  for (const std::string &path : paths_)
+    pathOf[fileName(path)] = path;
+  std::vector<std::string> paths;
+  for (const std::string &name : names) {
+    auto found = pathOf.find(name);
+    if (found == pathOf.end())
+      fail(TXL_DATA_ERROR,
+           "{}: the checkpoint trained on shard '{}', which the data has not",
+           source, name);
+    paths.push_back(found->second);
+  }
+  if (std::set<std::string>(names.begin(), names.end()).size() !=
+          names.size() ||
+      names.size() != paths_.size())
+    fail(TXL_DATA_ERROR,
+         "{}: the checkpoint trained on {} shard files, the data has {}",
+         source, names.size(), paths_.size());
+
+  paths_ = std::move(paths);
+  started_ = started;
+  nextFile_ = nextFile;
+  segments_ = segments;
+  fileOpen_ = false;
+  segmentsInFile_ = 0;
+  if (!fileOpen) {
+    rng_.restore(rng);
+    return;
+  }
+  rng_.restore(fileRng);
+  openFile(nextFile_ - 1);
+  auto sentence = [&](const int64_t *&ids, int64_t &length) {
+    return nextSentence(sentences_, order_, cursor_, ids, length);
+  };
+  LMSegment skipped;
+  for (int64_t i = 0; i < segmentsInFile; ++i)
+    if (!batcher_.next(sentence, skipped))
+      fail(TXL_DATA_ERROR,
+           "{}: {} gives {} segments, the checkpoint had taken {} from it: "
+           "the file changed since",
+           source, currentPath_, i, segmentsInFile);
+  segmentsInFile_ = segmentsInFile;
+  if (rng_.save() != rng)
+    fail(TXL_DATA_ERROR,
+         "{}: reading {} again does not give the checkpoint's random state: "
+         "the file changed since",
+         source, currentPath_);
 }
 
 } // namespace txl::rt

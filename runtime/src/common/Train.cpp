@@ -154,28 +154,37 @@ struct MemorySnapshot {
     std::vector<const float *> pointers;
     for (const auto &layer : layers)
       pointers.push_back(layer.data());
-    checkStatus(
-        txl_session_set_memory(session, mlen, batch, pointers.data()));
+    checkStatus(txl_session_set_memory(session, mlen, batch, pointers.data()));
   }
 };
 
 /// The data side of train.py's loop: the train iterator (fixed-length, or
-/// varlen drawing from the numpy generator train.py seeds with `seed`) and
-/// the memory of each of the batch_chunk column chunks (train.py keeps one
-/// `mems` per chunk): chunk c's is the session's memory slot c
-/// (txl_session_select_memory), so that on the GPU targets every chunk's
-/// memory stays on the device.
+/// varlen drawing from the numpy generator train.py seeds with `seed`; for
+/// lm1b the shuffling LMMultiFileIterator over the training shards, drawing
+/// from that generator too) and the memory of each of the batch_chunk column
+/// chunks (train.py keeps one `mems` per chunk): chunk c's is the session's
+/// memory slot c (txl_session_select_memory), so that on the GPU targets every
+/// chunk's memory stays on the device.
 class TrainingData {
 public:
-  TrainingData(const txl_model_info_t &info, const std::vector<int64_t> &stream,
+  /// Errors: TXL_DATA_ERROR when an ordered train split is too short for
+  /// one segment (lm1b's shards are read lazily: `next` reports theirs).
+  TrainingData(const txl_model_info_t &info, const Corpus &corpus,
                uint64_t seed)
       : info_(info), chunks_(info.batch_chunk),
         chunkBatch_(info.batch_size / info.batch_chunk),
         rng_(static_cast<uint32_t>(seed)) {
+    if (datasetSpec(corpus.dataset).sentenceLevel) {
+      // Official get_iterator('train') for lm1b: shuffle=True, ext_len 0.
+      multiFile_.emplace(corpus.trainPaths, corpus.vocab, info.batch_size,
+                         info.tgt_len, /*extLen=*/0, /*shuffle=*/true,
+                         static_cast<uint32_t>(seed));
+      return;
+    }
     if (info.varlen)
-      varlen_.emplace(stream, info.batch_size, info.tgt_len, rng_);
+      varlen_.emplace(corpus.train, info.batch_size, info.tgt_len, rng_);
     else
-      fixed_.emplace(stream, info.batch_size, info.tgt_len);
+      fixed_.emplace(corpus.train, info.batch_size, info.tgt_len);
     const LMOrderedIterator &rows = varlen_ ? varlen_->rows() : *fixed_;
     if (rows.numSegments() == 0)
       fail(TXL_DATA_ERROR, "the train split is too short for one segment");
@@ -184,22 +193,55 @@ public:
   int64_t chunks() const { return chunks_; }
   int64_t chunkBatch() const { return chunkBatch_; }
   bool next(LMSegment &out) {
+    if (multiFile_) {
+      bool more = multiFile_->next(out);
+      segmentsThisEpoch_ += more ? 1 : 0;
+      return more;
+    }
     return varlen_ ? varlen_->next(out) : fixed_->next(out);
   }
+  /// The ordered iterators' next row; the stream iterator's segments taken
+  /// this epoch (informational: its position is iteratorState()).
   int64_t position() const {
+    if (multiFile_)
+      return segmentsThisEpoch_;
     return varlen_ ? varlen_->position() : fixed_->position();
   }
-  void seek(int64_t row) {
-    if (varlen_)
-      varlen_->seek(row);
-    else
-      fixed_->seek(row);
+  /// The stream iterator's position (LMMultiFileIterator::saveState); empty
+  /// for the ordered iterators, whose position() says it all.
+  std::string iteratorState() const {
+    return multiFile_ ? multiFile_->saveState() : std::string();
   }
-  NumpyRandomState &rng() { return rng_; }
+  /// Continues at a checkpoint's position: `row` for the ordered
+  /// iterators, `state` (iteratorState) for lm1b's. Errors: TXL_DATA_ERROR,
+  /// naming `source`, for an lm1b checkpoint without a state, and as
+  /// LMMultiFileIterator::restoreState.
+  void restorePosition(int64_t row, const std::string &state,
+                       const std::string &source) {
+    if (!multiFile_) {
+      seek(row);
+      return;
+    }
+    if (state.empty())
+      fail(TXL_DATA_ERROR,
+           "{}: no 'iterator_state' in its metadata: not a checkpoint of "
+           "training on sentence shards",
+           source);
+    multiFile_->restoreState(state, source);
+    segmentsThisEpoch_ = row;
+  }
+  /// train.py's global numpy generator.
+  NumpyRandomState &rng() { return multiFile_ ? multiFile_->rng() : rng_; }
 
-  /// A new epoch: the iterator from row 0, every chunk's memory empty.
+  /// A new epoch: the iterator from its start (lm1b: the shards in a new
+  /// order), every chunk's memory empty.
   void startEpoch(txl_session_t *session) {
-    seek(0);
+    if (multiFile_) {
+      multiFile_->reset();
+      segmentsThisEpoch_ = 0;
+    } else {
+      seek(0);
+    }
     for (int64_t c = chunks_ - 1; c >= 0; --c) {
       enterChunk(session, c);
       checkStatus(txl_session_reset_memory(session, chunkBatch_));
@@ -245,30 +287,54 @@ private:
   NumpyRandomState rng_;
   std::optional<LMOrderedIterator> fixed_;
   std::optional<LMVarlenIterator> varlen_;
-  int64_t current_ = 0; ///< the chunk whose memory slot is selected
+  std::optional<LMMultiFileIterator> multiFile_;
+  int64_t segmentsThisEpoch_ = 0; ///< multiFile_'s position()
+  int64_t current_ = 0;           ///< the chunk whose memory slot is selected
+
+  void seek(int64_t row) {
+    if (varlen_)
+      varlen_->seek(row);
+    else
+      fixed_->seek(row);
+  }
 };
 
-/// Mean NLL (nats) of an ordered split as train.py's evaluate(): memory
-/// from empty, carried over the split, at most `maxSteps` segments when > 0.
-double evaluateStream(const txl_model_info_t &info, txl_session_t *session,
-                      const std::vector<int64_t> &stream,
-                      const Settings &settings, std::string_view label,
-                      bool progress) {
-  LMOrderedIterator iterator(stream, settings.evalBatch, settings.evalTgtLen);
-  if (iterator.numSegments() == 0)
-    fail(TXL_DATA_ERROR, "the {} split is too short for one segment", label);
+/// Mean NLL (nats) of a split as train.py's evaluate(): memory from empty,
+/// carried over the split, at most `maxSteps` segments when > 0. The
+/// segments are those of official get_iterator: LMOrderedIterator over an
+/// ordered split, LMShuffledIterator without shuffling over lm1b's
+/// sentences (every segment full: the mean over tokens is evaluate()'s
+/// seq_len-weighted mean).
+double evaluateSplit(const txl_model_info_t &info, txl_session_t *session,
+                     const Corpus &corpus, Split split,
+                     const Settings &settings, bool progress) {
+  std::string_view label = splitName(split);
+  std::optional<LMOrderedIterator> ordered;
+  std::optional<LMShuffledIterator> sentences;
+  int64_t expectedTokens = 0;
+  if (datasetSpec(corpus.dataset).sentenceLevel) {
+    const Sentences &all = corpus.sentences(split);
+    sentences.emplace(all, settings.evalBatch, settings.evalTgtLen);
+    expectedTokens = static_cast<int64_t>(all.ids.size());
+  } else {
+    ordered.emplace(corpus.stream(split), settings.evalBatch,
+                    settings.evalTgtLen);
+    if (ordered->numSegments() == 0)
+      fail(TXL_DATA_ERROR, "the {} split is too short for one segment", label);
+    expectedTokens = ordered->numPredictedTokens();
+  }
   txl_run_options_t options{};
   options.mem_len = settings.evalMemLen;
   options.clamp_len = info.clamp_len;
   options.same_length = info.same_length;
   checkStatus(txl_session_reset_memory(session, settings.evalBatch));
-  ProgressBar bar(std::string(label), iterator.numPredictedTokens(), stderr,
+  ProgressBar bar(std::string(label), expectedTokens, stderr,
                   progress && isatty(fileno(stderr)));
   std::vector<float> nll;
   double total = 0;
   int64_t tokens = 0, segments = 0;
   LMSegment segment;
-  while (iterator.next(segment)) {
+  while (ordered ? ordered->next(segment) : sentences->next(segment)) {
     if (settings.maxEvalSteps > 0 && segments >= settings.maxEvalSteps)
       break;
     nll.resize(static_cast<size_t>(segment.seqLen * segment.batch));
@@ -281,6 +347,11 @@ double evaluateStream(const txl_model_info_t &info, txl_session_t *session,
     ++segments;
     bar.update(tokens);
   }
+  if (tokens == 0)
+    fail(TXL_DATA_ERROR,
+         "the {} split's sentences fill no segment of {} columns of {} "
+         "tokens",
+         label, settings.evalBatch, settings.evalTgtLen);
   return total / static_cast<double>(tokens);
 }
 
@@ -298,10 +369,17 @@ Settings resolveSettings(const txl_model_info_t &info,
   if (s.dataDir.empty())
     fail(TXL_INVALID_ARGUMENT,
          "no data directory: the model file sets no [data] path; pass --data");
-  if (datasetSpec(s.dataset).sentenceLevel)
+  // lm1b's official train iterator (LMMultiFileIterator) has no
+  // get_varlen_iter, and the alrfou objective samples windows of one stream.
+  if (datasetSpec(s.dataset).sentenceLevel && info.varlen)
     fail(TXL_INVALID_ARGUMENT,
-         "training on '{}' (a sentence-level corpus) is not supported yet; "
-         "ordered corpora (ptb, wt2, wt103, enwik8, text8) are",
+         "[train] varlen: '{}' is read as sentence shards, whose official "
+         "iterator has fixed-length segments only",
+         s.dataset);
+  if (datasetSpec(s.dataset).sentenceLevel && isAlRfouObjective(info))
+    fail(TXL_INVALID_ARGUMENT,
+         "[train] objective = \"alrfou\" samples windows of one text "
+         "stream; '{}' is sentence shards",
          s.dataset);
   s.characterLevel = isCharacterDataset(s.dataset);
   s.maxStep = options.maxStep.value_or(info.max_step);
@@ -319,8 +397,9 @@ Settings resolveSettings(const txl_model_info_t &info,
     if (value <= 0)
       fail(TXL_INVALID_ARGUMENT, "--{} must be positive, got {}", name, value);
   if (info.batch_chunk <= 0 || info.batch_size % info.batch_chunk != 0)
-    fail(TXL_INVALID_ARGUMENT, "[train] batch_chunk {} must divide batch_size {}",
-         info.batch_chunk, info.batch_size);
+    fail(TXL_INVALID_ARGUMENT,
+         "[train] batch_chunk {} must divide batch_size {}", info.batch_chunk,
+         info.batch_size);
   if (options.threads && *options.threads < 0)
     fail(TXL_INVALID_ARGUMENT, "--threads must not be negative, got {}",
          *options.threads);
@@ -422,6 +501,7 @@ void saveTrainingCheckpoint(const std::string &path,
   record.batchSize = info.batch_size;
   record.batchChunk = data.chunks();
   record.numpyRng = data.rng().save();
+  record.iteratorState = data.iteratorState();
   record.seed = settings.seed;
   record.threads = settings.threads;
   record.lossScaling = settings.lossScaling;
@@ -443,6 +523,11 @@ LoopState loadTrainingCheckpoint(const std::string &path,
   if (record.model != info.model_name)
     fail(TXL_DATA_ERROR, "{}: checkpoint of model '{}', this is '{}'", path,
          record.model, info.model_name);
+  if (record.dataset != settings.dataset)
+    fail(TXL_DATA_ERROR,
+         "{}: checkpoint of training on '{}', this run reads '{}' (its "
+         "iterator position means nothing there)",
+         path, record.dataset, settings.dataset);
   if (record.batchSize != info.batch_size || record.batchChunk != data.chunks())
     fail(TXL_DATA_ERROR,
          "{}: checkpoint trained with batch_size {} in {} chunks, the model "
@@ -479,12 +564,12 @@ LoopState loadTrainingCheckpoint(const std::string &path,
     for (int64_t l = 0; l <= info.n_layer && mlen > 0; ++l) {
       memory.layers[l].resize(mlen * memory.batch * info.d_model);
       file.readF32(fmt::format("train.mems.chunk{}.layer{}", c, l),
-                   {mlen, memory.batch, info.d_model},
-                   memory.layers[l].data());
+                   {mlen, memory.batch, info.d_model}, memory.layers[l].data());
     }
     data.setMemory(session, c, memory);
   }
   data.rng().restore(record.numpyRng);
+  data.restorePosition(record.loop.iteratorRow, record.iteratorState, path);
 
   LoopState state = record.loop;
   // A checkpoint of another precision starts the loss scaling afresh.
@@ -524,9 +609,8 @@ void plotCurves(const WorkPaths &paths, std::FILE *out) {
     nlohmann::json r = nlohmann::json::parse(line, nullptr, false);
     if (!r.is_object() || !r.contains("loss"))
       continue;
-    std::string row =
-        fmt::format("{} {}\n", r.value("step", int64_t(0)),
-                    r.value("loss", 0.0));
+    std::string row = fmt::format("{} {}\n", r.value("step", int64_t(0)),
+                                  r.value("loss", 0.0));
     if (r.value("kind", "") == "train")
       train += row;
     else if (r.value("kind", "") == "valid")
@@ -537,14 +621,14 @@ void plotCurves(const WorkPaths &paths, std::FILE *out) {
   std::string validData = dir + "/.curves_valid.dat";
   writeFileAtomic(trainData, train);
   writeFileAtomic(validData, valid);
-  std::string script = fmt::format(
-      "set terminal pngcairo size 960,540\n"
-      "set output '{}'\n"
-      "set xlabel 'step'\nset ylabel 'loss (nats per token)'\n"
-      "set grid\nset key top right\n"
-      "plot '{}' using 1:2 with lines title 'train', "
-      "'{}' using 1:2 with linespoints title 'valid'\n",
-      paths.plot, trainData, validData);
+  std::string script =
+      fmt::format("set terminal pngcairo size 960,540\n"
+                  "set output '{}'\n"
+                  "set xlabel 'step'\nset ylabel 'loss (nats per token)'\n"
+                  "set grid\nset key top right\n"
+                  "plot '{}' using 1:2 with lines title 'train', "
+                  "'{}' using 1:2 with linespoints title 'valid'\n",
+                  paths.plot, trainData, validData);
   std::FILE *gnuplot = ::popen("gnuplot 2>&1", "w");
   int status = -1;
   if (gnuplot) {
@@ -625,7 +709,7 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
   SessionPtr session(raw);
   Optimizer optimizer(info);
   // A resumed run restores the numpy generator's state from the checkpoint.
-  TrainingData data(info, corpus.train, settings.seed);
+  TrainingData data(info, corpus, settings.seed);
   // GPU targets: the training state must fit before anything is allocated
   // (the memory of every chunk: all the batch's columns).
   checkStatus(txl_session_check_device_memory(session.get(), info.mem_len,
@@ -642,7 +726,6 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
     state = loadTrainingCheckpoint(paths.last, info, session.get(), optimizer,
                                    settings, options, data);
     savedStep = state.step;
-    data.seek(state.iteratorRow);
     truncateMetrics(paths.metrics, state.step);
   } else {
     checkStatus(txl_session_init_parameters(session.get(), settings.seed));
@@ -663,8 +746,8 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
 
   std::ofstream logFile(paths.log, std::ios::app);
   std::ofstream metrics(paths.metrics, std::ios::app);
-  ProgressBar bar("train", (settings.maxStep - state.step) * batch *
-                               info.tgt_len,
+  ProgressBar bar("train",
+                  (settings.maxStep - state.step) * batch * info.tgt_len,
                   stderr, options.progress && isatty(fileno(stderr)));
   auto log = [&](const std::string &line) {
     bar.finish();
@@ -744,7 +827,10 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
       ++state.epoch;
       state.batchInEpoch = 0;
       data.startEpoch(session.get());
-      data.next(segment);
+      if (!data.next(segment))
+        fail(TXL_DATA_ERROR,
+             "the train split gives no segment of {} columns of {} tokens",
+             batch, info.tgt_len);
     }
     // train.py: per chunk, loss.float().mean() / batch_chunk, backward
     // (gradients accumulate) and train_loss += its float value.
@@ -916,8 +1002,8 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
       // Validation replaces the session's memory; keep the training one.
       MemorySnapshot memory =
           MemorySnapshot::take(info, session.get(), data.chunkBatch());
-      double valLoss = evaluateStream(info, session.get(), corpus.valid,
-                                      settings, "valid", options.progress);
+      double valLoss = evaluateSplit(info, session.get(), corpus, Split::Valid,
+                                     settings, options.progress);
       memory.restore(session.get());
       ++state.evalCount;
       log(std::string(100, '-'));
@@ -980,8 +1066,8 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
   struct stat st;
   if (::stat(paths.best.c_str(), &st) == 0)
     checkStatus(txl_session_load_checkpoint(session.get(), paths.best.c_str()));
-  double testLoss = evaluateStream(info, session.get(), corpus.test, settings,
-                                   "test", options.progress);
+  double testLoss = evaluateSplit(info, session.get(), corpus, Split::Test,
+                                  settings, options.progress);
   log(std::string(100, '='));
   log(settings.characterLevel
           ? fmt::format("| End of training | test loss {:5.2f} | test bpc "

@@ -250,6 +250,7 @@ std::vector<std::string> raggedShards(const TempDir &dir) {
 struct Block {
   int file;
   std::vector<int64_t> data, target;
+  int64_t start = -1; ///< LMSegment::start
 };
 
 /// Every segment of one epoch.
@@ -436,6 +437,104 @@ TEST(LMVarlenIteratorTest, LengthsMatchTrainPy) {
   EXPECT_GE(starts.back() + lengths.back(), 998);
   // Column 1 of row r is token 1000 + r; the target is the next row.
   EXPECT_EQ(segment.target[1], segment.data[1] + 1);
+}
+
+/// Every segment of `it` until `count` epochs have ended (each epoch's
+/// segments, then an empty marker block of file -1).
+std::vector<Block> epochs(LMMultiFileIterator &it, int count) {
+  std::vector<Block> blocks;
+  for (int e = 0; e < count; ++e) {
+    LMSegment s;
+    while (it.next(s)) {
+      std::string name = it.currentPath().substr(it.currentPath().size() - 14);
+      blocks.push_back(
+          {std::stoi(name.substr(0, 5)), s.data, s.target, s.start});
+    }
+    blocks.push_back({-1, {}, {}});
+    it.reset();
+  }
+  return blocks;
+}
+
+// A training checkpoint's position: saved at every segment of two epochs
+// (inside a file, at a file's last segment, at an epoch's last), restored
+// into a fresh iterator over the same shards copied to another directory,
+// the rest of that epoch and two more equal the uninterrupted run's, and
+// the generator is where the uninterrupted one is.
+TEST(LMMultiFileIteratorTest, SaveRestoreContinuesExactly) {
+  TempDir dir, moved;
+  Vocab vocab = lm1bVocab(dir);
+  std::vector<std::string> paths = raggedShards(dir);
+  std::vector<std::string> movedPaths = raggedShards(moved);
+  LMMultiFileIterator reference(paths, vocab, 2, 3, 0, /*shuffle=*/true, 99);
+  std::vector<Block> all = epochs(reference, 4);
+
+  LMMultiFileIterator running(paths, vocab, 2, 3, 0, true, 99);
+  size_t taken = 0;
+  LMSegment s;
+  for (int e = 0; e < 2; ++e) {
+    while (running.next(s)) {
+      ++taken;
+      std::string state = running.saveState();
+      LMMultiFileIterator resumed(movedPaths, vocab, 2, 3, 0, true, 0);
+      resumed.restoreState(state, "ckpt");
+      EXPECT_EQ(resumed.rng().save(), running.rng().save());
+      std::vector<Block> rest = epochs(resumed, 3 - e);
+      ASSERT_GE(all.size(), taken + rest.size());
+      for (size_t i = 0; i < rest.size(); ++i) {
+        EXPECT_EQ(rest[i].file, all[taken + i].file) << taken << " " << i;
+        EXPECT_EQ(rest[i].data, all[taken + i].data) << taken << " " << i;
+        EXPECT_EQ(rest[i].target, all[taken + i].target) << taken << " " << i;
+        EXPECT_EQ(rest[i].start, all[taken + i].start) << taken << " " << i;
+      }
+    }
+    ++taken; // the epoch marker
+    running.reset();
+  }
+  EXPECT_GT(taken, 6u);
+}
+
+// A position that does not fit the data is refused, naming the state's
+// source: a missing shard, an extra one, a changed shard, malformed text.
+TEST(LMMultiFileIteratorTest, RestoreRefusesOtherData) {
+  TempDir dir, changed;
+  Vocab vocab = lm1bVocab(dir);
+  std::vector<std::string> paths = raggedShards(dir);
+  LMMultiFileIterator it(paths, vocab, 2, 3, 0, true, 5);
+  LMSegment s;
+  ASSERT_TRUE(it.next(s));
+  std::string state = it.saveState();
+
+  std::vector<std::string> two(paths.begin(), paths.begin() + 2);
+  LMMultiFileIterator missing(two, vocab, 2, 3, 0, true, 5);
+  expectError([&] { missing.restoreState(state, "last.safetensors"); },
+              TXL_DATA_ERROR,
+              {"last.safetensors: the checkpoint trained on shard "
+               "'news.en-0000"});
+  std::vector<std::string> four = paths;
+  four.push_back(dir.write("news.en-00004-of-00100", "the cat\n"));
+  LMMultiFileIterator extra(four, vocab, 2, 3, 0, true, 5);
+  expectError([&] { extra.restoreState(state, "last.safetensors"); },
+              TXL_DATA_ERROR,
+              {"the checkpoint trained on 3 shard files, the data has 4"});
+
+  // The shard being read, shortened: fewer segments than were taken.
+  std::string current = it.currentPath().substr(dir.path().size() + 1);
+  std::vector<std::string> edited;
+  for (const std::string &path : paths) {
+    std::string name = path.substr(dir.path().size() + 1);
+    edited.push_back(
+        changed.write(name, name == current ? "a\n" : test::slurp(path)));
+  }
+  LMMultiFileIterator shortened(edited, vocab, 2, 3, 0, true, 5);
+  expectError([&] { shortened.restoreState(state, "ckpt"); }, TXL_DATA_ERROR,
+              {"the file changed since"});
+
+  LMMultiFileIterator malformed(paths, vocab, 2, 3, 0, true, 5);
+  expectError([&] { malformed.restoreState("{\"paths\": 3}", "ckpt"); },
+              TXL_DATA_ERROR, {"ckpt: malformed training iterator state"});
+  expectError([&] { malformed.restoreState("not json", "ckpt"); },
+              TXL_DATA_ERROR, {"ckpt: malformed training iterator state"});
 }
 
 } // namespace

@@ -74,8 +74,12 @@ struct CheckpointRecord {
   int64_t batchSize = 0;  ///< [train] batch_size
   int64_t batchChunk = 0; ///< chunks each batch is split into
   std::string numpyRng;   ///< NumpyRandomState::save
-  uint64_t seed = 0;      ///< the run's --seed
-  int64_t threads = 0;    ///< the run's thread count
+  /// lm1b's train iterator position (LMMultiFileIterator::saveState, read
+  /// there); metadata "iterator_state", empty and absent for the ordered
+  /// corpora, whose position is loop.iteratorRow.
+  std::string iteratorState;
+  uint64_t seed = 0;   ///< the run's --seed
+  int64_t threads = 0; ///< the run's thread count
   /// Whether the loss-scaling counters (loop.lossScaleLog2, cleanSteps,
   /// skippedSteps) are recorded: runs of --precision=fp16 executables.
   bool lossScaling = false;

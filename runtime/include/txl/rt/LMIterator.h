@@ -287,7 +287,31 @@ public:
   /// Ends the epoch: the next `next` starts another.
   void reset() { started_ = false; }
 
+  /// The generator the path and sentence orders are drawn from (train.py's
+  /// global numpy generator; a training checkpoint saves its state).
+  NumpyRandomState &rng() { return rng_; }
+
+  /// The iteration's position as text (a training checkpoint's metadata
+  /// "iterator_state"): the path order, whether an epoch is running, the
+  /// file being read, the generator's state before that file's sentences
+  /// were shuffled, the segments taken from the file so far, and the
+  /// generator's state now. Only the paths' file names are kept, so a run
+  /// may resume with the data directory at another path.
+  std::string saveState() const;
+  /// Continues where saveState left off: reopens the file being read,
+  /// draws its sentence order again from the saved generator state and
+  /// skips the segments already taken, so the next segment and every later
+  /// draw equal the saved run's. Errors (`source` names the state's file in
+  /// messages): TXL_DATA_ERROR for text saveState did not write, for a path
+  /// list that is not this iterator's files (by name), and for a file that
+  /// no longer gives the saved segments or draws (it changed since).
+  void restoreState(const std::string &text, const std::string &source);
+
 private:
+  /// Opens paths_[index]: encodes it, draws its sentence order, restarts
+  /// the batcher (a fresh stream_iterator per file).
+  void openFile(size_t index);
+
   std::vector<std::string> paths_;
   const Vocab &vocab_;
   int64_t batch_, bptt_;
@@ -302,6 +326,8 @@ private:
   std::vector<int64_t> order_;
   size_t cursor_ = 0;
   int64_t segments_ = 0;
+  std::string fileRng_;        ///< rng_ before the open file's order was drawn
+  int64_t segmentsInFile_ = 0; ///< segments taken from the open file
 };
 
 } // namespace txl::rt
