@@ -1,9 +1,10 @@
 """Writes a copy of a safetensors checkpoint with one tensor edited.
 
-usage: edit_checkpoint.py SRC DST TENSOR (nan|inf|perturb)
+usage: edit_checkpoint.py SRC DST TENSOR (nan|inf|perturb|huge)
 
 nan / inf put that value into element 3 of TENSOR; perturb adds 1e-3 to
-it (for a tied copy that must then disagree with its twin). Offsets and
+it (for a tied copy that must then disagree with its twin); huge puts the
+finite 3e38 there (a checkpoint that loads but overflows the forward). Offsets and
 the header stay as they were.
 """
 
@@ -24,7 +25,8 @@ def main():
     data = bytearray(raw)
     base = 8 + n + begin
     values = np.frombuffer(bytes(data[base:8 + n + end]), "<f4").copy()
-    values[3] = {"nan": np.nan, "inf": np.inf}.get(how, values[3] + 1e-3)
+    values[3] = {"nan": np.nan, "inf": np.inf, "huge": 3e38}.get(
+        how, values[3] + 1e-3)
     data[base:8 + n + end] = values.tobytes()
     with open(dst, "wb") as f:
         f.write(bytes(data))

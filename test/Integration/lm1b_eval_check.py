@@ -15,6 +15,8 @@ import sys
 
 import numpy as np
 
+from train_lm1b import stream_iterator
+
 
 def make(out, bsz, bptt):
     data_dir = os.path.join(out, "lm1b")
@@ -36,27 +38,9 @@ def make(out, bsz, bptt):
     encoded = [[index["<S>"]] + [index.get(w, index["<UNK>"]) for w in s.split()] +
                [index["<S>"]] for s in sentences]
     # Official stream_iterator (ext_len = 0), sentences in file order.
-    stream = iter(encoded)
-    streams = [None] * bsz
-    blocks_d, blocks_t = [], []
-    while True:
-        data = np.full((bptt, bsz), -1, np.int64)
-        target = np.full((bptt, bsz), -1, np.int64)
-        try:
-            for i in range(bsz):
-                filled = 0
-                while filled < bptt:
-                    if streams[i] is None or len(streams[i]) <= 1:
-                        streams[i] = next(stream)
-                    n = min(len(streams[i]) - 1, bptt - filled)
-                    data[filled:filled + n, i] = streams[i][:n]
-                    target[filled:filled + n, i] = streams[i][1:n + 1]
-                    streams[i] = streams[i][n:]
-                    filled += n
-        except StopIteration:
-            break
-        blocks_d.append(data)
-        blocks_t.append(target)
+    blocks = list(stream_iterator(encoded, bsz, bptt))
+    blocks_d = [d for d, _ in blocks]
+    blocks_t = [t for _, t in blocks]
     np.save(os.path.join(out, "data.npy"), np.stack(blocks_d))
     np.save(os.path.join(out, "target.npy"), np.stack(blocks_t))
     print(f"segments {len(blocks_d)}")
