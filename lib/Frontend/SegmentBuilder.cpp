@@ -269,9 +269,22 @@ private:
   SmallVector<Value> layerParams(int64_t layer);
   /// Their types, the same for every layer.
   SmallVector<Type> layerParamTypes();
+  /// The crit (official ProjectedAdaptiveLogSoftmax) as operands: the
+  /// output layers (one sliced by cluster when div_val = 1), the
+  /// projections when there are any, the cluster parameters when there are
+  /// tail clusters, and cutoff_ends [0, cutoffs..., n_token]. `plain`: one
+  /// cluster and no projection, a single nn.Linear.
+  struct OutputLayer {
+    SmallVector<int64_t> ends;
+    SmallVector<Value> weights, biases, projs;
+    Value clusterWeight, clusterBias;
+    bool plain = false;
+  };
+  OutputLayer outputLayer();
   Value loss(Value h, Value target);
   /// Every token's log-probability at every position of `h` [qlen, batch,
-  /// d_model]: [qlen, batch, n_token] (the crit's distribution).
+  /// d_model]: [qlen, batch, n_token] (the crit's distribution: txl.log_softmax
+  /// of the plain layer's logits, or txl.adaptive_log_softmax).
   Value logProbabilities(Value h);
   /// A full-softmax head's per-token NLL [qlen, batch] of `target` from
   /// `h` [qlen, batch, d_model] through aux_heads.<layer>.<head>.
@@ -572,36 +585,42 @@ Value SegmentEmitter::embedding(Value data) {
       b, loc, emb, b.getF32FloatAttr(std::sqrt(static_cast<float>(m.dModel))));
 }
 
+SegmentEmitter::OutputLayer SegmentEmitter::outputLayer() {
+  OutputLayer out;
+  out.ends = cutoffEnds(m);
+  size_t clusters = out.ends.size() - 1;
+  bool sliced = m.divVal == 1;
+  bool projected = !sliced || config.dEmbed() != m.dModel;
+  out.plain = clusters == 1 && !projected;
+  for (size_t i = 0; i < (sliced ? 1 : clusters); ++i) {
+    out.weights.push_back(
+        tiedParam(clusterName("crit.out_layers.", i, ".weight")));
+    out.biases.push_back(param(clusterName("crit.out_layers.", i, ".bias")));
+  }
+  if (projected)
+    for (size_t i = 0; i < clusters; ++i)
+      out.projs.push_back(tiedParam(clusterName("crit.out_projs.", i)));
+  if (clusters > 1) {
+    out.clusterWeight = param("crit.cluster_weight");
+    out.clusterBias = param("crit.cluster_bias");
+  }
+  return out;
+}
+
 /// Official ProjectedAdaptiveLogSoftmax.forward: a plain linear + NLL when
 /// there are no clusters and no projection, else txl.adaptive_nll.
 Value SegmentEmitter::loss(Value h, Value target) {
   int64_t dyn = ShapedType::kDynamic;
   auto nllType = tensorType({dyn, dyn});
-  SmallVector<int64_t> ends = cutoffEnds(m);
-  size_t clusters = ends.size() - 1;
-  bool sliced = m.divVal == 1;
-  bool projected = !sliced || config.dEmbed() != m.dModel;
-  if (clusters == 1 && !projected) {
-    Value logits = linear(h, tiedParam("crit.out_layers.0.weight"),
-                          param("crit.out_layers.0.bias"));
+  OutputLayer out = outputLayer();
+  if (out.plain) {
+    Value logits = linear(h, out.weights[0], out.biases[0]);
     return NllOp::create(b, loc, nllType, logits, target);
   }
-  SmallVector<Value> weights, biases, projs;
-  for (size_t i = 0; i < (sliced ? 1 : clusters); ++i) {
-    weights.push_back(tiedParam(clusterName("crit.out_layers.", i, ".weight")));
-    biases.push_back(param(clusterName("crit.out_layers.", i, ".bias")));
-  }
-  if (projected)
-    for (size_t i = 0; i < clusters; ++i)
-      projs.push_back(tiedParam(clusterName("crit.out_projs.", i)));
-  Value clusterWeight, clusterBias;
-  if (clusters > 1) {
-    clusterWeight = param("crit.cluster_weight");
-    clusterBias = param("crit.cluster_bias");
-  }
-  return AdaptiveNllOp::create(b, loc, nllType, h, target, weights, biases,
-                               projs, clusterWeight, clusterBias,
-                               b.getDenseI64ArrayAttr(ends));
+  return AdaptiveNllOp::create(b, loc, nllType, h, target, out.weights,
+                               out.biases, out.projs, out.clusterWeight,
+                               out.clusterBias,
+                               b.getDenseI64ArrayAttr(out.ends));
 }
 
 /// @decoder_layer's parameter arguments: the layer's own parameters, then
@@ -969,16 +988,22 @@ void SegmentEmitter::emit(ModuleOp module, Kind kind) {
 
 Value SegmentEmitter::logProbabilities(Value h) {
   int64_t dyn = ShapedType::kDynamic;
-  Value logits = linear(h, tiedParam("crit.out_layers.0.weight"),
-                        param("crit.out_layers.0.bias"));
-  return LogSoftmaxOp::create(b, loc, tensorType({dyn, dyn, m.nToken}), logits);
+  Type resultType = tensorType({dyn, dyn, m.nToken});
+  OutputLayer out = outputLayer();
+  if (out.plain) {
+    Value logits = linear(h, out.weights[0], out.biases[0]);
+    return LogSoftmaxOp::create(b, loc, resultType, logits);
+  }
+  return AdaptiveLogSoftmaxOp::create(
+      b, loc, resultType, h, out.weights, out.biases, out.projs,
+      out.clusterWeight, out.clusterBias, b.getDenseI64ArrayAttr(out.ends));
 }
 
 bool mlir::txl::hasLogProbsFunction(const ModelConfig &config) {
-  // One full softmax over d_model (the crit's unprojected case); the
-  // adaptive softmax's full distribution has no op yet.
-  return config.model.cutoffs.empty() && config.model.divVal == 1 &&
-         config.dEmbed() == config.model.dModel;
+  // Every output layer the frontend builds has its distribution: one
+  // full softmax, or the projected adaptive one.
+  (void)config;
+  return true;
 }
 
 Value SegmentEmitter::auxHeadNll(Value h, Value target, int64_t layer,

@@ -12,8 +12,9 @@ the whole distribution: the greedy token must be its argmax (the lowest id
 among equals) and its log-probability -NLL within 1e-5. `score` is checked
 against run-segments over the same text with the evaluation settings:
 log-probabilities = -NLL within 1e-5, rank 1 exactly where the token is the
-first alternative. Sampling: the same seed gives the same text, top-k 1 the
-greedy text.
+first alternative; every position's distribution (all N_TOKEN
+alternatives) sums to 1 within 1e-5. Sampling: the same seed gives the same
+text, top-k 1 the greedy text.
 """
 import json
 import os
@@ -89,6 +90,17 @@ def main():
     print(f"{mode}: score of {len(lines)} tokens: ids {ids_ok}, log-prob = "
           f"-NLL max |diff| {score_err:.1e}, rank 1 = top alternative "
           f"{rank_ok}: {'ok' if ids_ok and rank_ok and score_err <= 1e-5 else 'FAILED'}")
+
+    # The whole distribution (--top-k n_token lists every token) sums to 1.
+    every = [json.loads(l) for l in run(exe, "score", *common, "--text-file",
+                                        text_path, "--top-k",
+                                        str(N_TOKEN)).splitlines()]
+    sum_err = max(abs(sum(np.exp(lp) for _, lp in l["top"]) - 1.0)
+                  for l in every)
+    complete = all(len(l["top"]) == N_TOKEN for l in every)
+    print(f"{mode}: distribution of every position sums to 1: max |sum - 1| "
+          f"{sum_err:.1e}, {N_TOKEN} tokens listed {complete}: "
+          f"{'ok' if complete and sum_err <= 1e-5 else 'FAILED'}")
 
     def sample(*extra):
         return json.loads(run(exe, "generate", *common, "--prompt", prompt,

@@ -443,18 +443,69 @@ LogicalResult AdaptiveEmbeddingOp::verify() {
   return success();
 }
 
-LogicalResult AdaptiveNllOp::verify() {
-  ArrayRef<int64_t> ends = getCutoffEnds();
-  if (failed(verifyCutoffEnds(*this, ends)))
+/// The checks txl.adaptive_nll and txl.adaptive_log_softmax share: the
+/// cutoffs, the output layers, projections and cluster parameters against
+/// them and against `hidden`'s d_model.
+template <typename OpT>
+static LogicalResult verifyAdaptiveOutputLayer(OpT op) {
+  ArrayRef<int64_t> ends = op.getCutoffEnds();
+  if (failed(verifyCutoffEnds(op, ends)))
     return failure();
   size_t clusters = ends.size() - 1;
-  size_t layers = getWeights().size();
+  size_t layers = op.getWeights().size();
   if (layers != 1 && layers != clusters)
-    return emitOpError("expects one output layer, or one per cluster (")
+    return op.emitOpError("expects one output layer, or one per cluster (")
            << clusters << "), got " << layers;
-  if (getBiases().size() != layers)
-    return emitOpError("expects one bias per output layer");
+  if (op.getBiases().size() != layers)
+    return op.emitOpError("expects one bias per output layer");
   bool sliced = layers == 1;
+  ArrayRef<int64_t> hidden = shapeOf(op.getHidden());
+  size_t projs = op.getProjs().size();
+  if (projs != 0 && projs != clusters)
+    return op.emitOpError("expects no projection, or one per cluster (")
+           << clusters << "), got " << projs;
+  for (size_t l = 0; l < layers; ++l) {
+    int64_t rows = sliced ? ends.back() : ends[l + 1] - ends[l];
+    if (!compatible(shapeOf(op.getWeights()[l])[0], rows) ||
+        !compatible(shapeOf(op.getBiases()[l])[0], rows))
+      return op.emitOpError("output layer ")
+             << l << " must have " << rows << " rows and bias entries";
+  }
+  for (size_t i = 0; i < clusters; ++i) {
+    int64_t features = shapeOf(op.getWeights()[sliced ? 0 : i])[1];
+    if (projs == 0) {
+      if (!compatible(features, hidden[2]))
+        return op.emitOpError("without projections the output layers must "
+                              "take d_model (")
+               << hidden[2] << ") features";
+      continue;
+    }
+    ArrayRef<int64_t> proj = shapeOf(op.getProjs()[i]);
+    if (!compatible(proj[0], hidden[2]) || !compatible(proj[1], features))
+      return op.emitOpError("projection ")
+             << i << " must be [d_model, d_" << i << "] = [" << hidden[2]
+             << ", " << features << "]";
+  }
+  int64_t tails = static_cast<int64_t>(clusters) - 1;
+  if ((tails > 0) != static_cast<bool>(op.getClusterWeight()) ||
+      (tails > 0) != static_cast<bool>(op.getClusterBias()))
+    return op.emitOpError("cluster_weight and cluster_bias are required iff "
+                          "there are tail clusters");
+  if (tails > 0) {
+    ArrayRef<int64_t> cw = shapeOf(op.getClusterWeight());
+    int64_t headFeatures = shapeOf(op.getWeights()[0])[1];
+    if (!compatible(cw[0], tails) || !compatible(cw[1], headFeatures) ||
+        !compatible(shapeOf(op.getClusterBias())[0], tails))
+      return op.emitOpError("cluster_weight must be [n_clusters, d_0] = [")
+             << tails << ", " << headFeatures << "] and cluster_bias ["
+             << tails << "]";
+  }
+  return success();
+}
+
+LogicalResult AdaptiveNllOp::verify() {
+  if (failed(verifyAdaptiveOutputLayer(*this)))
+    return failure();
   ArrayRef<int64_t> hidden = shapeOf(getHidden());
   ArrayRef<int64_t> target = shapeOf(getTarget());
   ArrayRef<int64_t> result = shapeOf(getResult());
@@ -462,46 +513,20 @@ LogicalResult AdaptiveNllOp::verify() {
       !compatible(result[0], target[0]) || !compatible(result[1], target[1]))
     return emitOpError("hidden, target and result must agree on "
                        "[qlen, batch]");
-  size_t projs = getProjs().size();
-  if (projs != 0 && projs != clusters)
-    return emitOpError("expects no projection, or one per cluster (")
-           << clusters << "), got " << projs;
-  for (size_t l = 0; l < layers; ++l) {
-    int64_t rows = sliced ? ends.back() : ends[l + 1] - ends[l];
-    if (!compatible(shapeOf(getWeights()[l])[0], rows) ||
-        !compatible(shapeOf(getBiases()[l])[0], rows))
-      return emitOpError("output layer ") << l << " must have " << rows
-                                          << " rows and bias entries";
-  }
-  for (size_t i = 0; i < clusters; ++i) {
-    int64_t features = shapeOf(getWeights()[sliced ? 0 : i])[1];
-    if (projs == 0) {
-      if (!compatible(features, hidden[2]))
-        return emitOpError("without projections the output layers must "
-                           "take d_model (")
-               << hidden[2] << ") features";
-      continue;
-    }
-    ArrayRef<int64_t> proj = shapeOf(getProjs()[i]);
-    if (!compatible(proj[0], hidden[2]) || !compatible(proj[1], features))
-      return emitOpError("projection ")
-             << i << " must be [d_model, d_" << i << "] = [" << hidden[2]
-             << ", " << features << "]";
-  }
-  int64_t tails = static_cast<int64_t>(clusters) - 1;
-  if ((tails > 0) != static_cast<bool>(getClusterWeight()) ||
-      (tails > 0) != static_cast<bool>(getClusterBias()))
-    return emitOpError("cluster_weight and cluster_bias are required iff "
-                       "there are tail clusters");
-  if (tails > 0) {
-    ArrayRef<int64_t> cw = shapeOf(getClusterWeight());
-    int64_t headFeatures = shapeOf(getWeights()[0])[1];
-    if (!compatible(cw[0], tails) || !compatible(cw[1], headFeatures) ||
-        !compatible(shapeOf(getClusterBias())[0], tails))
-      return emitOpError("cluster_weight must be [n_clusters, d_0] = [")
-             << tails << ", " << headFeatures << "] and cluster_bias ["
-             << tails << "]";
-  }
+  return success();
+}
+
+LogicalResult AdaptiveLogSoftmaxOp::verify() {
+  if (failed(verifyAdaptiveOutputLayer(*this)))
+    return failure();
+  ArrayRef<int64_t> hidden = shapeOf(getHidden());
+  ArrayRef<int64_t> result = shapeOf(getResult());
+  int64_t nToken = getCutoffEnds().back();
+  if (!compatible(hidden[0], result[0]) || !compatible(hidden[1], result[1]) ||
+      !compatible(result[2], nToken))
+    return emitOpError("result must be [qlen, batch, n_token] with "
+                       "hidden's qlen and batch and n_token = ")
+           << nToken;
   return success();
 }
 

@@ -683,6 +683,50 @@ def Txl_AdaptiveNllOp : Txl_Op<"adaptive_nll",
   let hasVerifier = 1;
 }
 
+def Txl_AdaptiveLogSoftmaxOp : Txl_Op<"adaptive_log_softmax",
+    [Pure, AttrSizedOperandSegments]> {
+  let summary = "projected adaptive log-softmax: the whole distribution";
+  let description = [{
+    Log-probabilities [qlen, batch, n_token] of every token at every
+    position of `hidden` [qlen, batch, d_model] under the official
+    `ProjectedAdaptiveLogSoftmax` (the distribution whose entry at the
+    target `txl.adaptive_nll` negates; the operands are that op's, without
+    the target): a head token t gets `log_softmax(head)[t]`, a token t of
+    tail cluster i gets `log_softmax(head)[-i] +
+    log_softmax(tail_i)[t - cutoff_ends[i]]` (official order: tail cluster
+    i is head column `-i`). Every row sums to 1 in probability. Evaluation
+    only (it has no adjoint).
+
+    ```mlir
+    %lp = txl.adaptive_log_softmax %h
+        weights(%w0, %w1 : tensor<100x32xf32>, tensor<900x16xf32>)
+        biases(%b0, %b1 : tensor<100xf32>, tensor<900xf32>)
+        projs(%p0, %p1 : tensor<32x32xf32>, tensor<32x16xf32>)
+        clusters(%cw, %cb : tensor<1x32xf32>, tensor<1xf32>)
+        {cutoff_ends = array<i64: 0, 100, 1000>}
+        : tensor<?x?x32xf32> -> tensor<?x?x1000xf32>
+    ```
+  }];
+  let arguments = (ins FloatTensor3D:$hidden,
+                       Variadic<FloatTensor2D>:$weights,
+                       Variadic<FloatTensor1D>:$biases,
+                       Variadic<FloatTensor2D>:$projs,
+                       Optional<FloatTensor2D>:$cluster_weight,
+                       Optional<FloatTensor1D>:$cluster_bias,
+                       DenseI64ArrayAttr:$cutoff_ends);
+  let results = (outs FloatTensor3D:$result);
+  let assemblyFormat = [{
+    $hidden
+    `weights` `(` ($weights^ `:` type($weights))? `)`
+    `biases` `(` ($biases^ `:` type($biases))? `)`
+    `projs` `(` ($projs^ `:` type($projs))? `)`
+    (`clusters` `(` $cluster_weight^ `,` $cluster_bias `:`
+       type($cluster_weight) `,` type($cluster_bias) `)`)?
+    attr-dict `:` type($hidden) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 include "TxlAdjointOps.td"
 include "TxlOptimizerOps.td"
 

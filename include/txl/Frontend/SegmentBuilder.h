@@ -101,9 +101,9 @@ inline constexpr llvm::StringLiteral kAlRfouTrainFunctionName = "segment_train";
 inline constexpr llvm::StringLiteral kLogProbsFunctionName =
     "segment_log_probs";
 
-/// Whether the model gets @segment_log_probs: an output layer that is one
-/// full softmax over d_model (no cutoffs, no projection). The adaptive
-/// softmax's distribution is not compiled yet.
+/// Whether the model gets @segment_log_probs: every model does now (the
+/// full softmax through txl.log_softmax, the adaptive one through
+/// txl.adaptive_log_softmax); kept as the one place that decides it.
 bool hasLogProbsFunction(const ModelConfig &config);
 
 /// Name of the private function holding one decoder layer, called once per

@@ -8,7 +8,10 @@
 // for the loss, scored against that cluster's tail only. No [tokens, n_token]
 // logit matrix exists; the forward sweeps the head's shortlist and each tail in
 // column blocks (online log-sum-exp), and only the backward computes the head's
-// logits whole. Products are txl.linear or linalg.matmul so that
+// logits whole. txl.adaptive_log_softmax, the distribution `generate`
+// samples from, is the [tokens, n_token] matrix by definition: it computes
+// every cluster over every position. Products are txl.linear or
+// linalg.matmul so that
 // --txl-linalg-to-blas hands them to cblas_sgemm (or the GPU libraries).
 //
 //===----------------------------------------------------------------------===//
@@ -525,6 +528,88 @@ struct AdaptiveNllLowering : public OpRewritePattern<AdaptiveNllOp> {
   }
 };
 
+// txl.adaptive_log_softmax => the head's logits [tokens, shortlist] and
+// cluster logits [tokens, tails] with their joint log-sum-exp; the shortlist
+// columns are the head's log-probabilities, and each tail cluster c adds its
+// head column (cluster row tails - c, official column -c) to the log-softmax
+// of its own logits over every position. Each part is written into its
+// columns of one [tokens, n_token] result, the distribution itself.
+struct AdaptiveLogSoftmaxLowering
+    : public OpRewritePattern<AdaptiveLogSoftmaxOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AdaptiveLogSoftmaxOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = getContext();
+    ArrayRef<int64_t> ends = op.getCutoffEnds();
+    int64_t tails = static_cast<int64_t>(ends.size()) - 2;
+    ClusterLayers<AdaptiveLogSoftmaxOp> layers(op, rewriter, loc);
+
+    Value hidden = createCollapse(rewriter, loc, op.getHidden(), {{0, 1}, {2}});
+    SmallVector<OpFoldResult> sizes = getSizes(rewriter, loc, op.getHidden());
+    OpFoldResult tokens = getSizes(rewriter, loc, hidden)[0];
+    Type elementType = op.getType().getElementType();
+    Value out = createEmpty(rewriter, loc,
+                            {tokens, rewriter.getIndexAttr(ends.back())},
+                            elementType);
+    OpFoldResult zero = rewriter.getIndexAttr(0), one = rewriter.getIndexAttr(1);
+    auto writeColumns = [&](Value part, int64_t lo) {
+      OpFoldResult width = getSizes(rewriter, loc, part)[1];
+      out = tensor::InsertSliceOp::create(
+          rewriter, loc, part, out, {zero, rewriter.getIndexAttr(lo)},
+          {tokens, width}, {one, one});
+    };
+
+    Value headIn = layers.project(hidden, 0);
+    Value head =
+        linearRows(rewriter, loc, headIn, layers.weight(0), layers.bias(0));
+    SmallVector<Value> headParts = {head};
+    Value clusterLogits;
+    if (tails > 0) {
+      clusterLogits = linearRows(rewriter, loc, headIn, op.getClusterWeight(),
+                                 op.getClusterBias());
+      headParts.push_back(clusterLogits);
+    }
+    Value lse = createLogSumExp(rewriter, loc, headParts);
+    AffineMap id = identityMap(ctx, 2);
+    AffineMap row = dropDimMap(ctx, 2, 1);
+    writeColumns(createPointwise(rewriter, loc, head, ValueRange{head, lse},
+                                 {id, row},
+                                 [](OpBuilder &b, Location l, ValueRange a) {
+                                   return arith::SubFOp::create(b, l, a[0],
+                                                                a[1])
+                                       .getResult();
+                                 }),
+                 0);
+    for (int64_t c = 1; c <= tails; ++c) {
+      Value hp = layers.project(hidden, c);
+      Value tail = linearRows(rewriter, loc, hp, layers.weight(c),
+                              layers.bias(c));
+      Value tailLse = createLogSumExp(rewriter, loc, ValueRange{tail});
+      Value column = tensor::ExtractSliceOp::create(
+          rewriter, loc, clusterLogits, {zero, rewriter.getIndexAttr(tails - c)},
+          {tokens, one}, {one, one});
+      column = createCollapse(rewriter, loc, column, {{0, 1}});
+      // (head column - head lse) + (tail logit - tail lse).
+      writeColumns(
+          createPointwise(
+              rewriter, loc, tail, ValueRange{tail, tailLse, column, lse},
+              {id, row, row, row},
+              [](OpBuilder &b, Location l, ValueRange a) {
+                Value headLp = arith::SubFOp::create(b, l, a[2], a[3]);
+                Value tailLp = arith::SubFOp::create(b, l, a[0], a[1]);
+                return arith::AddFOp::create(b, l, headLp, tailLp).getResult();
+              }),
+          ends[c]);
+    }
+    Value result =
+        createExpand(rewriter, loc, out, {{0, 1}, {2}},
+                     {sizes[0], sizes[1], rewriter.getIndexAttr(ends.back())});
+    rewriter.replaceOp(op, castTo(rewriter, loc, result, op.getType()));
+    return success();
+  }
+};
+
 // txl.adaptive_embedding_grad => per cluster: compact, gather the rows of
 // dy and of the table, d_proj = dyᵀ emb, scatter-add dy proj into the table.
 struct AdaptiveEmbeddingGradLowering
@@ -744,6 +829,7 @@ struct AdaptiveNllGradLowering : public OpRewritePattern<AdaptiveNllGradOp> {
 void mlir::txl::populateTxlAdaptiveToLinalgPatterns(
     RewritePatternSet &patterns) {
   patterns.add<AdaptiveEmbeddingLowering, AdaptiveNllLowering,
-               AdaptiveEmbeddingGradLowering, AdaptiveNllGradLowering>(
+               AdaptiveLogSoftmaxLowering, AdaptiveEmbeddingGradLowering,
+               AdaptiveNllGradLowering>(
       patterns.getContext());
 }

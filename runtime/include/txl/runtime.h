@@ -191,18 +191,20 @@ typedef void (*txl_segment_fn)(void **args);
 /// out memref<1xf64>: the lr train.py sets after update `step` (step 0: the
 /// lr of the first update).
 
-/// The model's distribution (`@segment_log_probs`, models whose output layer
-/// is one full softmax), packed like txl_segment_forward without `target`:
-/// its `nll` output is memref<?x?x?xf32> [qlen, batch, n_token], every
-/// token's log-probability (log_softmax of the crit's logits) at every
-/// position; the memory is carried as in the forward.
+/// The model's distribution (`@segment_log_probs`), packed like
+/// txl_segment_forward without `target`: its `nll` output is
+/// memref<?x?x?xf32> [qlen, batch, n_token], every token's log-probability
+/// (log_softmax of the crit's logits, or the adaptive softmax's whole
+/// distribution) at every position; the memory is carried as in the
+/// forward.
 
 /* Symbols a txlc-generated object defines: all but txl_accumulate_grads
    by default (that one only for a GPU target with batch_chunk > 1);
    txl_segment_grad is absent when the model was compiled with
    --backward=false, and the runtime then refuses `train` and
-   --grad-segment; txl_segment_log_probs is absent for an adaptive softmax,
-   and the runtime then refuses `generate` and `score`. */
+   --grad-segment; txl_segment_log_probs is absent from objects of a txlc
+   from before it was emitted for every output layer, and the runtime then
+   refuses `generate` and `score`. */
 extern const txl_model_info_t txl_model_info;
 void txl_segment_forward(void **args);
 void txl_segment_grad(void **args) TXL_WEAK;
@@ -370,7 +372,7 @@ txl_status_t txl_session_run_segment(txl_session_t *session,
 /// row-major float32 [qlen, batch, n_token], every token's log-probability
 /// at every position. Memory is carried as in txl_session_run_segment.
 /// Errors: those of txl_session_run_segment; TXL_INVALID_ARGUMENT when the
-/// model has no txl_segment_log_probs (an adaptive softmax).
+/// executable has no txl_segment_log_probs (built by an older txlc).
 txl_status_t txl_session_run_segment_log_probs(txl_session_t *session,
                                                const int64_t *data,
                                                int64_t qlen, int64_t batch,

@@ -92,8 +92,8 @@ Vocab loadVocabulary(const txl_model_info_t &info, std::string dataDir,
 void requireDistribution() {
   if (!txl_segment_log_probs)
     fail(TXL_INVALID_ARGUMENT,
-         "this model has no distribution entry (txl_segment_log_probs): it "
-         "is compiled for a single full softmax, not the adaptive one yet");
+         "this executable has no distribution entry (txl_segment_log_probs):"
+         " compile the model again with this txlc");
 }
 
 std::string datasetOf(const txl_model_info_t &info, const std::string &given) {

@@ -696,8 +696,8 @@ static void runSegment(txl_session_t *session, const int64_t *data,
     fail(TXL_INVALID_ARGUMENT, "txl_session_run_segment: null argument");
   if (logProbs && !session->segmentLogProbs)
     fail(TXL_INVALID_ARGUMENT,
-         "this model has no distribution entry (txl_segment_log_probs): it "
-         "is compiled for a single full softmax, not the adaptive one yet");
+         "this executable has no distribution entry (txl_segment_log_probs):"
+         " compile the model again with this txlc");
   // Per position: one NLL, or every token's log-probability.
   const int64_t width = logProbs ? info.n_token : 1;
   if (qlen <= 0)

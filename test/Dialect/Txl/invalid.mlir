@@ -918,3 +918,28 @@ func.func @linear_nll_fwd_result(%h: tensor<4x?x32xf32>, %w: tensor<1000x32xf32>
   %n:3 = txl.linear_nll_fwd %h, %w, %t {block = 512 : i64} : tensor<4x?x32xf32>, tensor<1000x32xf32>, tensor<4x?xi64> -> tensor<3x?xf32>, tensor<?xf32>, tensor<2x?x512xf32>
   return
 }
+
+// -----
+
+// txl.adaptive_log_softmax shares txl.adaptive_nll's output-layer checks.
+func.func @adaptive_log_softmax_rows(%h: tensor<?x?x8xf32>, %w: tensor<9x8xf32>, %b: tensor<9xf32>, %cw: tensor<1x8xf32>, %cb: tensor<1xf32>) -> tensor<?x?x10xf32> {
+  // expected-error @+1 {{'txl.adaptive_log_softmax' op output layer 0 must have 10 rows and bias entries}}
+  %lp = txl.adaptive_log_softmax %h weights(%w : tensor<9x8xf32>) biases(%b : tensor<9xf32>) projs() clusters(%cw, %cb : tensor<1x8xf32>, tensor<1xf32>) {cutoff_ends = array<i64: 0, 4, 10>} : tensor<?x?x8xf32> -> tensor<?x?x10xf32>
+  return %lp : tensor<?x?x10xf32>
+}
+
+// -----
+
+func.func @adaptive_log_softmax_width(%h: tensor<?x?x8xf32>, %w: tensor<10x8xf32>, %b: tensor<10xf32>, %cw: tensor<1x8xf32>, %cb: tensor<1xf32>) -> tensor<?x?x9xf32> {
+  // expected-error @+1 {{'txl.adaptive_log_softmax' op result must be [qlen, batch, n_token] with hidden's qlen and batch and n_token = 10}}
+  %lp = txl.adaptive_log_softmax %h weights(%w : tensor<10x8xf32>) biases(%b : tensor<10xf32>) projs() clusters(%cw, %cb : tensor<1x8xf32>, tensor<1xf32>) {cutoff_ends = array<i64: 0, 4, 10>} : tensor<?x?x8xf32> -> tensor<?x?x9xf32>
+  return %lp : tensor<?x?x9xf32>
+}
+
+// -----
+
+func.func @adaptive_log_softmax_positions(%h: tensor<3x2x8xf32>, %w: tensor<10x8xf32>, %b: tensor<10xf32>) -> tensor<4x2x10xf32> {
+  // expected-error @+1 {{'txl.adaptive_log_softmax' op result must be [qlen, batch, n_token] with hidden's qlen and batch and n_token = 10}}
+  %lp = txl.adaptive_log_softmax %h weights(%w : tensor<10x8xf32>) biases(%b : tensor<10xf32>) projs() {cutoff_ends = array<i64: 0, 10>} : tensor<3x2x8xf32> -> tensor<4x2x10xf32>
+  return %lp : tensor<4x2x10xf32>
+}

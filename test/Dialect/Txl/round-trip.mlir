@@ -230,6 +230,17 @@ func.func @adaptive_nll(%h: tensor<?x?x8xf32>, %t: tensor<?x?xi64>, %w: tensor<1
   return %0, %1, %2 : tensor<?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>
 }
 
+// CHECK-LABEL: func.func @adaptive_log_softmax
+// CHECK: txl.adaptive_log_softmax %{{.+}} weights(%{{.+}} : tensor<10x4xf32>) biases(%{{.+}} : tensor<10xf32>) projs(%{{.+}}, %{{.+}} : tensor<8x4xf32>, tensor<8x4xf32>) clusters(%{{.+}}, %{{.+}} : tensor<1x4xf32>, tensor<1xf32>) {cutoff_ends = array<i64: 0, 4, 10>} : tensor<?x?x8xf32> -> tensor<?x?x10xf32>
+// CHECK: txl.adaptive_log_softmax %{{.+}} weights(%{{.+}}, %{{.+}} : tensor<4x8xf32>, tensor<6x8xf32>) biases(%{{.+}}, %{{.+}} : tensor<4xf32>, tensor<6xf32>) projs() clusters(
+func.func @adaptive_log_softmax(%h: tensor<?x?x8xf32>, %w: tensor<10x4xf32>, %b: tensor<10xf32>, %p: tensor<8x4xf32>, %cw: tensor<1x4xf32>, %cb: tensor<1xf32>,
+                                %w0: tensor<4x8xf32>, %w1: tensor<6x8xf32>, %b0: tensor<4xf32>, %b1: tensor<6xf32>, %cw8: tensor<1x8xf32>)
+    -> (tensor<?x?x10xf32>, tensor<?x?x10xf32>) {
+  %0 = txl.adaptive_log_softmax %h weights(%w : tensor<10x4xf32>) biases(%b : tensor<10xf32>) projs(%p, %p : tensor<8x4xf32>, tensor<8x4xf32>) clusters(%cw, %cb : tensor<1x4xf32>, tensor<1xf32>) {cutoff_ends = array<i64: 0, 4, 10>} : tensor<?x?x8xf32> -> tensor<?x?x10xf32>
+  %1 = txl.adaptive_log_softmax %h weights(%w0, %w1 : tensor<4x8xf32>, tensor<6x8xf32>) biases(%b0, %b1 : tensor<4xf32>, tensor<6xf32>) projs() clusters(%cw8, %cb : tensor<1x8xf32>, tensor<1xf32>) {cutoff_ends = array<i64: 0, 4, 10>} : tensor<?x?x8xf32> -> tensor<?x?x10xf32>
+  return %0, %1 : tensor<?x?x10xf32>, tensor<?x?x10xf32>
+}
+
 // float64 (gradient checks): the same ops on f64 tensors; attributes stay f32.
 // CHECK-LABEL: func.func @float64
 // CHECK: txl.linear %{{.+}}, %{{.+}}, %{{.+}} : tensor<?x?x32xf64>, tensor<64x32xf64>, tensor<64xf64> -> tensor<?x?x64xf64>
