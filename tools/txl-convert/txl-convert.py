@@ -295,6 +295,23 @@ class RestrictedUnpickler(pickle._Unpickler):
         self._allow_globals = allow_globals
         self._standins = {}
 
+    # BYTEARRAY8 is the one opcode whose reader allocates the length it is
+    # given before reading (bytearray(n), then readinto): a few bytes that
+    # claim gigabytes made it allocate them (found by
+    # test/Fuzz/converter_fuzzer.py). Read first, bounded by the file, then
+    # copy what was there.
+    dispatch = dict(pickle._Unpickler.dispatch)
+
+    def _load_bytearray8(self):
+        (size,) = struct.unpack("<Q", self.read(8))
+        data = self.read(size)
+        if len(data) != size:
+            raise pickle.UnpicklingError(
+                f"BYTEARRAY8 of {size} bytes runs past the end of the pickle")
+        self.append(bytearray(data))
+
+    dispatch[pickle.BYTEARRAY8[0]] = _load_bytearray8
+
     def persistent_load(self, pid):
         if self._persistent is None:
             raise pickle.UnpicklingError("unexpected persistent id in this pickle")
