@@ -43,6 +43,7 @@ func.func @adaptive_log_softmax(%h: tensor<?x?x8xf32>, %w: tensor<10x8xf32>, %b:
 // CHECK: linalg.matmul
 // CHECK: tensor.insert_slice %{{.+}} into %{{.+}}[0, 0] [%{{.+}}, 10] [1, 1]
 // CHECK-NOT: tensor.insert_slice
+// CHECK: tensor.expand_shape
 func.func @projected_one_cluster(%h: tensor<?x?x8xf32>, %w: tensor<10x4xf32>, %b: tensor<10xf32>, %p: tensor<8x4xf32>) -> tensor<?x?x10xf32> {
   %lp = txl.adaptive_log_softmax %h weights(%w : tensor<10x4xf32>) biases(%b : tensor<10xf32>) projs(%p : tensor<8x4xf32>) {cutoff_ends = array<i64: 0, 10>} : tensor<?x?x8xf32> -> tensor<?x?x10xf32>
   return %lp : tensor<?x?x10xf32>
