@@ -42,8 +42,11 @@ from transformers import TransfoXLConfig, TransfoXLLMHeadModel
 
 PROMPT = "w3 w17 w5 w40 w22 w9"
 NEW_TOKENS = 16
-SCALE = float(os.environ.get("SCALE", "0.5"))
-ROW_NORM = float(os.environ.get("ROW_NORM", "2"))
+# Weight scale and embedding row norm: with these the 16 greedy tokens vary
+# (smaller weights, or larger rows, repeat one or two tokens) and no step is
+# a near-tie (the smallest top-2 log-probability margin is 0.008).
+SCALE = 0.5
+ROW_NORM = 2.0
 
 
 def main():
