@@ -409,6 +409,16 @@ void LMMultiFileIterator::restoreState(const std::string &text,
          "{}: training iterator state out of range (file {} of {}, segment {} "
          "of the file, {} of the epoch)",
          source, nextFile, names.size(), segmentsInFile, segments);
+  for (const std::string *saved : {&fileRng, &rng}) {
+    if (saved->empty() && saved == &fileRng && !fileOpen)
+      continue; // no file was opened yet
+    try {
+      NumpyRandomState(0).restore(*saved);
+    } catch (const Error &error) {
+      fail(TXL_DATA_ERROR, "{}: training iterator state: {}", source,
+           error.what());
+    }
+  }
   // The saved order, by name, of this iterator's files.
   std::map<std::string, std::string> pathOf;
   for (const std::string &path : paths_)

@@ -13,6 +13,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <map>
 #include <numeric>
@@ -535,6 +536,12 @@ TEST(LMMultiFileIteratorTest, RestoreRefusesOtherData) {
               TXL_DATA_ERROR, {"ckpt: malformed training iterator state"});
   expectError([&] { malformed.restoreState("not json", "ckpt"); },
               TXL_DATA_ERROR, {"ckpt: malformed training iterator state"});
+  nlohmann::json badRng = nlohmann::json::parse(state);
+  badRng["file_rng"] = "1 2 3";
+  expectError([&] { malformed.restoreState(badRng.dump(), "ckpt"); },
+              TXL_DATA_ERROR,
+              {"ckpt: training iterator state: malformed random generator "
+               "state"});
 }
 
 } // namespace
