@@ -188,27 +188,9 @@ EvalResult runEval(const txl_model_info_t &info, const EvalSettings &settings,
   // Ordered data sets stream the split through LMOrderedIterator; lm1b is
   // read sentence by sentence through LMShuffledIterator without shuffling,
   // as the official get_iterator gives eval.py.
-  std::optional<LMOrderedIterator> ordered;
-  std::optional<LMShuffledIterator> sentences;
-  int64_t expectedTokens = 0;
-  if (datasetSpec(settings.dataset).sentenceLevel) {
-    const Sentences &split = corpus.sentences(settings.split);
-    sentences.emplace(split, settings.batchSize, settings.tgtLen);
-    expectedTokens = static_cast<int64_t>(split.ids.size());
-  } else {
-    const std::vector<int64_t> &stream = corpus.stream(settings.split);
-    ordered.emplace(stream, settings.batchSize, settings.tgtLen);
-    if (ordered->numSegments() == 0)
-      fail(TXL_DATA_ERROR,
-           "the {} split has {} tokens: too few for one segment at batch "
-           "size {} (each of the {} columns needs at least 2 tokens)",
-           splitName(settings.split), stream.size(), settings.batchSize,
-           settings.batchSize);
-    expectedTokens = ordered->numPredictedTokens();
-  }
-  auto nextSegment = [&](LMSegment &segment) {
-    return ordered ? ordered->next(segment) : sentences->next(segment);
-  };
+  SplitIterator segments(corpus, settings.split, settings.batchSize,
+                         settings.tgtLen);
+  const int64_t expectedTokens = segments.expectedTokens();
 
   txl_run_options_t options{}; // eval mode: no dropout
   options.mem_len = settings.memLen;
@@ -224,7 +206,7 @@ EvalResult runEval(const txl_model_info_t &info, const EvalSettings &settings,
   auto start = std::chrono::steady_clock::now();
   checkStatus(txl_session_reset_memory(session.get(), settings.batchSize));
   LMSegment segment;
-  while (nextSegment(segment)) {
+  while (segments.next(segment)) {
     nll.resize(static_cast<size_t>(segment.seqLen * segment.batch));
     checkStatus(txl_session_run_segment(session.get(), segment.data.data(),
                                         segment.target.data(), segment.seqLen,
@@ -329,10 +311,10 @@ void runSegmentsCommand(const txl_model_info_t &info,
           targets.i64.data() + offset, tgtLen, batch, &runOptions,
           nll.data() + offset, gradPtrs.data()));
     else
-      checkStatus(txl_session_run_segment(
-          session.get(), inputs.i64.data() + offset,
-          targets.i64.data() + offset, tgtLen, batch, &runOptions,
-          nll.data() + offset));
+      checkStatus(
+          txl_session_run_segment(session.get(), inputs.i64.data() + offset,
+                                  targets.i64.data() + offset, tgtLen, batch,
+                                  &runOptions, nll.data() + offset));
     double segmentNll = 0;
     for (size_t i = 0; i < block; ++i)
       segmentNll += nll[offset + i];
@@ -364,8 +346,8 @@ void runSegmentsCommand(const txl_model_info_t &info,
     for (int32_t i = 0; i < info.n_params; ++i) {
       const txl_param_info_t &p = info.params[i];
       if (p.trainable)
-        out[p.name] = TensorBlob::f32(Shape(p.shape, p.shape + p.rank),
-                                      grads[i].data());
+        out[p.name] =
+            TensorBlob::f32(Shape(p.shape, p.shape + p.rank), grads[i].data());
     }
     writeSafeTensors(options.dumpGrads, out);
   }

@@ -469,4 +469,22 @@ void LMMultiFileIterator::restoreState(const std::string &text,
          source, currentPath_);
 }
 
+SplitIterator::SplitIterator(const Corpus &corpus, Split split, int64_t batch,
+                             int64_t bptt) {
+  if (datasetSpec(corpus.dataset).sentenceLevel) {
+    const Sentences &sentences = corpus.sentences(split);
+    sentences_.emplace(sentences, batch, bptt);
+    expectedTokens_ = static_cast<int64_t>(sentences.ids.size());
+    return;
+  }
+  const std::vector<int64_t> &stream = corpus.stream(split);
+  ordered_.emplace(stream, batch, bptt);
+  if (ordered_->numSegments() == 0)
+    fail(TXL_DATA_ERROR,
+         "the {} split has {} tokens: too few for one segment at batch size "
+         "{} (each of the {} columns needs at least 2 tokens)",
+         splitName(split), stream.size(), batch, batch);
+  expectedTokens_ = ordered_->numPredictedTokens();
+}
+
 } // namespace txl::rt

@@ -309,32 +309,20 @@ double evaluateSplit(const txl_model_info_t &info, txl_session_t *session,
                      const Corpus &corpus, Split split,
                      const Settings &settings, bool progress) {
   std::string_view label = splitName(split);
-  std::optional<LMOrderedIterator> ordered;
-  std::optional<LMShuffledIterator> sentences;
-  int64_t expectedTokens = 0;
-  if (datasetSpec(corpus.dataset).sentenceLevel) {
-    const Sentences &all = corpus.sentences(split);
-    sentences.emplace(all, settings.evalBatch, settings.evalTgtLen);
-    expectedTokens = static_cast<int64_t>(all.ids.size());
-  } else {
-    ordered.emplace(corpus.stream(split), settings.evalBatch,
-                    settings.evalTgtLen);
-    if (ordered->numSegments() == 0)
-      fail(TXL_DATA_ERROR, "the {} split is too short for one segment", label);
-    expectedTokens = ordered->numPredictedTokens();
-  }
+  SplitIterator iterator(corpus, split, settings.evalBatch,
+                         settings.evalTgtLen);
   txl_run_options_t options{};
   options.mem_len = settings.evalMemLen;
   options.clamp_len = info.clamp_len;
   options.same_length = info.same_length;
   checkStatus(txl_session_reset_memory(session, settings.evalBatch));
-  ProgressBar bar(std::string(label), expectedTokens, stderr,
+  ProgressBar bar(std::string(label), iterator.expectedTokens(), stderr,
                   progress && isatty(fileno(stderr)));
   std::vector<float> nll;
   double total = 0;
   int64_t tokens = 0, segments = 0;
   LMSegment segment;
-  while (ordered ? ordered->next(segment) : sentences->next(segment)) {
+  while (iterator.next(segment)) {
     if (settings.maxEvalSteps > 0 && segments >= settings.maxEvalSteps)
       break;
     nll.resize(static_cast<size_t>(segment.seqLen * segment.batch));

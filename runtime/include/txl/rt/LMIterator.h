@@ -30,6 +30,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <random>
 #include <string>
 #include <utility>
@@ -328,6 +329,26 @@ private:
   int64_t segments_ = 0;
   std::string fileRng_;        ///< rng_ before the open file's order was drawn
   int64_t segmentsInFile_ = 0; ///< segments taken from the open file
+};
+
+/// The segments official `get_iterator(split, bsz, bptt)` gives evaluation
+/// (eval.py, train.py's evaluate()): LMOrderedIterator over an ordered
+/// split, LMShuffledIterator without shuffling over lm1b's sentences.
+class SplitIterator {
+public:
+  /// `corpus` must outlive the iterator. Errors: TXL_DATA_ERROR when an
+  /// ordered split is too short for one segment; as the iterators.
+  SplitIterator(const Corpus &corpus, Split split, int64_t batch, int64_t bptt);
+  bool next(LMSegment &out) {
+    return ordered_ ? ordered_->next(out) : sentences_->next(out);
+  }
+  /// Tokens the whole iteration predicts at most (a progress bar's total).
+  int64_t expectedTokens() const { return expectedTokens_; }
+
+private:
+  std::optional<LMOrderedIterator> ordered_;
+  std::optional<LMShuffledIterator> sentences_;
+  int64_t expectedTokens_ = 0;
 };
 
 } // namespace txl::rt
