@@ -15,8 +15,11 @@
 #   AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/: compiler,
 #   runtime, tests and the executables txlc links); --fast runs its fast
 #   half only: every test but the GPU targets' (test/Integration/gpu,
-#   Driver/gpu-targets.test) and the full compiles of the paper's models
-#   (Driver/paper-models.test), which are three quarters of the suite's time.
+#   Driver/gpu-targets.test), the full compiles of the paper's models
+#   (Driver/paper-models.test) and ptb_small's long numeric runs
+#   (Integration/train-ptb-small.test, 200 updates, and
+#   Integration/ptb-small-eval.test, whose code paths the short train and
+#   eval tests run), which are three quarters of the suite's time.
 # --sanitize=thread: ThreadSanitizer on the runtime (build-tsan/, the
 #   runtime and its unit tests only): the unit tests, then executables
 #   compiled by build/'s txlc against that runtime, run with several
@@ -50,13 +53,13 @@ for arg in "$@"; do
       echo "tests (all):"; sed 's/^/  /' "$summary"
       rm -f "$summary"
       exit "$overall" ;;
-    -h|--help) sed -n 3,27p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n 3,29p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "test.sh: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
 jobs=${TXL_JOBS:-2}
 # The tests --sanitize --fast leaves out (a lit --filter-out expression).
-fast_skip='Integration/gpu/|Driver/gpu-targets|Driver/paper-models'
+fast_skip='Integration/gpu/|Driver/gpu-targets|Driver/paper-models|Integration/train-ptb-small\.test|Integration/ptb-small-eval\.test'
 lit=/usr/lib/llvm-22/bin/lit
 bash scripts/install-deps.sh
 

@@ -4,6 +4,7 @@
 # (test/Unit) run from the same `check` target.
 
 import os
+import shutil
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -45,6 +46,14 @@ if not os.path.isfile(os.path.join(config.opencl_vendors, "intel-cpu.icd")):
     lit_config.fatal("no OpenCL CPU runtime in %s: run scripts/install-deps.sh"
                      % config.opencl_vendors)
 config.environment["OCL_ICD_VENDORS"] = config.opencl_vendors
+# The tests share one OpenCL program cache (ProgramCache.h), emptied when
+# lit starts: each kernel module is built from SPIR-V by its first run in
+# this lit run and loaded from the cache by the later ones.
+# Integration/gpu/program-cache.test checks both paths on a cache of its
+# own.
+config.opencl_cache = os.path.join(config.test_exec_root, "opencl-cache")
+shutil.rmtree(config.opencl_cache, ignore_errors=True)
+config.environment["TXL_OPENCL_CACHE_DIR"] = config.opencl_cache
 config.substitutions.append(("%models", os.path.join(config.txl_src_root, "models")))
 
 # ptxas of the CUDA toolkit checks the CUDA target's PTX (no GPU needed).

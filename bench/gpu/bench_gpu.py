@@ -41,7 +41,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 BENCH = os.path.dirname(HERE)
 ROOT = os.path.dirname(BENCH)
-SHARED = os.path.normpath(os.path.join(ROOT, "..", "shared"))
+SHARED = os.environ.get("TXL_SHARED",
+                        os.path.normpath(os.path.join(ROOT, "..", "shared")))
 sys.path.insert(0, BENCH)
 sys.path.insert(0, os.path.join(ROOT, "test", "Integration", "gpu"))
 
@@ -59,6 +60,11 @@ def sync(device):
 # --------------------------------------------------------------------------
 def compile_model(a, toml, name, precision="f32"):
     exe = os.path.join(a.workdir, f"{name}_{a.target}_{precision}")
+    if a.prebuilt:
+        if not os.access(exe, os.X_OK):
+            raise SystemExit(f"--prebuilt: no executable {exe}")
+        print(f"  prebuilt: {exe}", flush=True)
+        return exe
     cmd = [a.txlc, toml, f"--target={a.target}", f"--precision={precision}",
            "--backward=false", "-o", exe]
     if a.target == "cuda":
@@ -199,6 +205,11 @@ def enwik8_weights(a, toml):
     return path
 
 
+def print_enwik8_row(setting, who, tokens_per_s):
+    """One row as it is measured (a cut-off run keeps what it measured)."""
+    print(f"  {setting:20s} {who:18s} {tokens_per_s:10.0f} tok/s", flush=True)
+
+
 def bench_enwik8(a):
     import numpy as np
     import torch
@@ -236,6 +247,7 @@ def bench_enwik8(a):
                           for t0, t1 in zip(stamps[warm - 1:], stamps[warm:])]
                 rows.append((name, f"txlc {precision}",
                              tokens * len(steady) / sum(steady)))
+                print_enwik8_row(*rows[-1])
         data = torch.from_numpy(np.load(inputs)).to(a.torch_device)
         target = torch.from_numpy(np.load(targets)).to(a.torch_device)
         for label, model in torch_models(a, toml, weights, tgt_len=tgt,
@@ -247,8 +259,7 @@ def bench_enwik8(a):
                 steady = times[warm:]
                 rows.append((name, f"pytorch {label}",
                              tokens * len(steady) / sum(steady)))
-    for setting, who, tps in rows:
-        print(f"  {setting:20s} {who:18s} {tps:10.0f} tok/s")
+                print_enwik8_row(*rows[-1])
     return rows
 
 
@@ -267,18 +278,25 @@ def bench_attention(a):
     txl = os.path.join(work, "enwik8_base.txl")
     mlir = os.path.join(work, "enwik8_base_attention.mlir")
     bin_dir = os.path.dirname(a.txlc)
-    subprocess.run([a.txlc, toml, "--emit=txl-opt", "-o", txl], check=True)
-    subprocess.run([os.path.join(bin_dir, "txl-opt"), txl,
-                    "--txl-rel-attention-to-gpu", "-o", mlir], check=True)
-    if a.target == "cuda":
-        image = subprocess.run(
-            [os.path.join(bin_dir, "txl-translate"), "--kernels-to-ptx",
-             f"--ptx-chip={a.gpu_arch}", mlir], check=True,
-            capture_output=True).stdout + b"\0"  # PTX: NUL-terminated
+    if a.prebuilt:
+        # device_bundle.sh wrote the kernel's MLIR and PTX (NUL-terminated).
+        with open(os.path.join(work, f"enwik8_base_attention.{a.gpu_arch}.ptx"),
+                  "rb") as f:
+            image = f.read()
     else:
-        image = subprocess.run(
-            [os.path.join(bin_dir, "txl-translate"), "--kernels-to-opencl-image",
-             mlir], check=True, capture_output=True).stdout
+        subprocess.run([a.txlc, toml, "--emit=txl-opt", "-o", txl], check=True)
+        subprocess.run([os.path.join(bin_dir, "txl-opt"), txl,
+                        "--txl-rel-attention-to-gpu", "-o", mlir], check=True)
+        if a.target == "cuda":
+            image = subprocess.run(
+                [os.path.join(bin_dir, "txl-translate"), "--kernels-to-ptx",
+                 f"--ptx-chip={a.gpu_arch}", mlir], check=True,
+                capture_output=True).stdout + b"\0"  # PTX: NUL-terminated
+        else:
+            image = subprocess.run(
+                [os.path.join(bin_dir, "txl-translate"),
+                 "--kernels-to-opencl-image", mlir], check=True,
+                capture_output=True).stdout
     tiles, block = rak.kernel_layouts(open(mlir).read())[f"rel_attention_d{d_head}"]
     dev = rak.Device(a.device_lib, image, backend=a.target)
     rng = np.random.default_rng(0)
@@ -380,6 +398,10 @@ def main():
                    help="enwik8: timed segments after the memory is full")
     p.add_argument("--iters", type=int, default=20, help="attention: launches timed")
     p.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    p.add_argument("--prebuilt", action="store_true",
+                   help="use the executables and kernel image already in "
+                        "--workdir (device_bundle.sh makes them) instead of "
+                        "compiling: for a GPU machine without txlc's LLVM")
     p.add_argument("--smoke", action="store_true",
                    help="small shapes and data: checks the script runs")
     p.add_argument("--json", help="write the results here")

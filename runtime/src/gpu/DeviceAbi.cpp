@@ -313,8 +313,18 @@ void mgpuModuleUnload(void *module) {
 void *mgpuModuleGetFunction(void *module, const char *name) {
   return orExit("mgpuModuleGetFunction", [&] {
     auto *lazy = static_cast<LazyModule *>(module);
-    if (!lazy->loaded)
+    if (!lazy->loaded) {
+      auto start = std::chrono::steady_clock::now();
       lazy->loaded = device().loadModule(lazy->image);
+      if (profiling()) {
+        std::chrono::duration<double> elapsed =
+            std::chrono::steady_clock::now() - start;
+        std::string origin = lazy->loaded->origin();
+        std::fprintf(
+            stderr, "TXL_PROFILE: kernel module loaded in %.3f s%s%s\n",
+            elapsed.count(), origin.empty() ? "" : ": ", origin.c_str());
+      }
+    }
     Kernel &kernel = lazy->loaded->kernel(name);
     if (profiling()) {
       State &s = state();

@@ -12,6 +12,7 @@
 #include "txl/rt/BlasLibraries.h"
 #include "txl/rt/Device.h"
 #include "txl/rt/OpenCL.h"
+#include "txl/rt/ProgramCache.h"
 #include "txl/rt/Status.h"
 
 #include <cstring>
@@ -24,13 +25,19 @@ namespace {
 
 // cl.h values the backend uses.
 constexpr cl_ulong kDeviceTypeAll = 0xFFFFFFFF;
+constexpr cl_uint kPlatformVersion = 0x0901;
 constexpr cl_uint kPlatformName = 0x0902;
 constexpr cl_uint kDeviceName = 0x102B;
+constexpr cl_uint kDriverVersion = 0x102D;
 constexpr cl_uint kDeviceVersion = 0x102F;
 constexpr cl_uint kDeviceGlobalMemSize = 0x101F;
 constexpr cl_uint kDeviceLocalMemSize = 0x1023;
 constexpr cl_uint kDeviceIlVersion = 0x105B;
+constexpr cl_uint kProgramBinarySizes = 0x1165;
+constexpr cl_uint kProgramBinaries = 0x1166;
 constexpr cl_uint kProgramBuildLog = 0x1183;
+/// clBuildProgram's options (none); part of the program cache's key.
+constexpr const char *kBuildOptions = "";
 constexpr cl_ulong kMemReadWrite = 1;
 constexpr cl_uint kBlocking = 1;
 
@@ -91,13 +98,15 @@ class OpenCLModule : public Module {
 public:
   OpenCLModule(const OpenCL &cl, cl_program program,
                std::map<std::string, std::vector<ArgSpec>> signatures,
-               size_t localMemBytes)
+               size_t localMemBytes, std::string origin)
       : cl_(cl), program_(program), signatures_(std::move(signatures)),
-        localMemBytes_(localMemBytes) {}
+        localMemBytes_(localMemBytes), origin_(std::move(origin)) {}
   ~OpenCLModule() override {
     kernels_.clear();
     cl_.clReleaseProgram(program_);
   }
+
+  std::string origin() const override { return origin_; }
 
   Kernel &kernel(const std::string &name) override {
     auto found = kernels_.find(name);
@@ -133,6 +142,7 @@ private:
   cl_program program_;
   std::map<std::string, std::vector<ArgSpec>> signatures_;
   size_t localMemBytes_;
+  std::string origin_;
   std::map<std::string, std::unique_ptr<OpenCLKernel>> kernels_;
 };
 
@@ -191,18 +201,9 @@ public:
   }
 
   std::string description() const override {
-    size_t size = 0;
-    cl_.check(
-        cl_.clGetPlatformInfo(platform_, kPlatformName, 0, nullptr, &size),
-        "clGetPlatformInfo");
-    std::string platform(size, '\0');
-    cl_.check(cl_.clGetPlatformInfo(platform_, kPlatformName, size,
-                                    platform.data(), nullptr),
-              "clGetPlatformInfo");
-    while (!platform.empty() && platform.back() == '\0')
-      platform.pop_back();
     return fmt::format("{} ({}, {}, {:.1f} GiB)",
-                       deviceString(cl_, device_, kDeviceName), platform,
+                       deviceString(cl_, device_, kDeviceName),
+                       platformString(kPlatformName),
                        deviceString(cl_, device_, kDeviceVersion),
                        totalMemory() / double(1ull << 30));
   }
@@ -303,29 +304,14 @@ public:
     }
     std::string_view spirv = reader.bytes(reader.scalar<uint64_t>());
 
-    cl_int status = 0;
-    cl_program program = cl_.clCreateProgramWithIL(context_, spirv.data(),
-                                                   spirv.size(), &status);
-    cl_.check(status, "clCreateProgramWithIL");
-    cl_int built =
-        cl_.clBuildProgram(program, 1, &device_, "", nullptr, nullptr);
-    if (built != 0) {
-      size_t size = 0;
-      cl_.clGetProgramBuildInfo(program, device_, kProgramBuildLog, 0, nullptr,
-                                &size);
-      std::string log(size, '\0');
-      cl_.clGetProgramBuildInfo(program, device_, kProgramBuildLog, size,
-                                log.data(), nullptr);
-      cl_.clReleaseProgram(program);
-      fail(TXL_UNAVAILABLE, "clBuildProgram: {}: {}", OpenCL::errorName(built),
-           log.c_str());
-    }
+    std::string origin;
+    cl_program program = buildProgram(spirv, origin);
     cl_ulong localMem = 0;
     cl_.check(cl_.clGetDeviceInfo(device_, kDeviceLocalMemSize,
                                   sizeof(localMem), &localMem, nullptr),
               "clGetDeviceInfo(CL_DEVICE_LOCAL_MEM_SIZE)");
     return std::make_unique<OpenCLModule>(cl_, program, std::move(signatures),
-                                          size_t(localMem));
+                                          size_t(localMem), std::move(origin));
   }
 
   void launch(Kernel &base, const size_t grid[3], const size_t block[3],
@@ -391,13 +377,116 @@ public:
             size_t(desc.k), desc.alpha, buffer(desc.a), size_t(desc.a.offset),
             size_t(desc.a.ld), size_t(desc.a.stride), buffer(desc.b),
             size_t(desc.b.offset), size_t(desc.b.ld), size_t(desc.b.stride),
-            desc.beta, buffer(desc.c), size_t(desc.c.offset),
-            size_t(desc.c.ld), size_t(desc.c.stride), size_t(desc.batch),
-            &queue_, nullptr),
+            desc.beta, buffer(desc.c), size_t(desc.c.offset), size_t(desc.c.ld),
+            size_t(desc.c.stride), size_t(desc.batch), &queue_, nullptr),
         describe(desc).c_str());
   }
 
 private:
+  std::string platformString(cl_uint what) const {
+    size_t size = 0;
+    cl_.check(cl_.clGetPlatformInfo(platform_, what, 0, nullptr, &size),
+              "clGetPlatformInfo");
+    std::string value(size, '\0');
+    cl_.check(
+        cl_.clGetPlatformInfo(platform_, what, size, value.data(), nullptr),
+        "clGetPlatformInfo");
+    while (!value.empty() && value.back() == '\0')
+      value.pop_back();
+    return value;
+  }
+
+  /// What, beside the SPIR-V, decides what clBuildProgram makes: the
+  /// program cache's device key.
+  std::string cacheKey() const {
+    return fmt::format(
+        "platform {} | {}\ndevice {} | {} | driver {}\noptions {}\n",
+        platformString(kPlatformName), platformString(kPlatformVersion),
+        deviceString(cl_, device_, kDeviceName),
+        deviceString(cl_, device_, kDeviceVersion),
+        deviceString(cl_, device_, kDriverVersion), kBuildOptions);
+  }
+
+  /// The program of `spirv`: the built program from the program cache
+  /// (ProgramCache::fromEnvironment) when it holds one the driver takes
+  /// back, else built from the SPIR-V and then stored. `origin` says which.
+  /// Errors: the build's, with the driver's build log.
+  cl_program buildProgram(std::string_view spirv, std::string &origin) {
+    std::optional<ProgramCache> cache = ProgramCache::fromEnvironment();
+    std::string key = cache ? cacheKey() : std::string();
+    if (cache) {
+      if (std::optional<std::string> binary = cache->lookup(key, spirv)) {
+        if (cl_program program = programFromBinary(*binary)) {
+          origin = "from the program cache " + cache->path(key, spirv);
+          return program;
+        }
+      }
+    }
+    cl_int status = 0;
+    cl_program program = cl_.clCreateProgramWithIL(context_, spirv.data(),
+                                                   spirv.size(), &status);
+    cl_.check(status, "clCreateProgramWithIL");
+    cl_int built = cl_.clBuildProgram(program, 1, &device_, kBuildOptions,
+                                      nullptr, nullptr);
+    if (built != 0) {
+      size_t size = 0;
+      cl_.clGetProgramBuildInfo(program, device_, kProgramBuildLog, 0, nullptr,
+                                &size);
+      std::string log(size, '\0');
+      cl_.clGetProgramBuildInfo(program, device_, kProgramBuildLog, size,
+                                log.data(), nullptr);
+      cl_.clReleaseProgram(program);
+      fail(TXL_UNAVAILABLE, "clBuildProgram: {}: {}", OpenCL::errorName(built),
+           log.c_str());
+    }
+    origin = "built from SPIR-V";
+    if (cache) {
+      std::string binary = programBinary(program);
+      if (!binary.empty() && cache->store(key, spirv, binary))
+        origin += ", cached in " + cache->path(key, spirv);
+      else
+        origin += ", not cached (cannot write " + cache->directory() + ")";
+    }
+    return program;
+  }
+
+  /// A program from a binary clGetProgramInfo gave, built; null when the
+  /// driver rejects it (another driver version, a damaged entry).
+  cl_program programFromBinary(const std::string &binary) {
+    size_t size = binary.size();
+    const auto *bytes = reinterpret_cast<const unsigned char *>(binary.data());
+    cl_int binaryStatus = 0, status = 0;
+    cl_program program = cl_.clCreateProgramWithBinary(
+        context_, 1, &device_, &size, &bytes, &binaryStatus, &status);
+    if (status != 0 || binaryStatus != 0 || !program) {
+      if (program)
+        cl_.clReleaseProgram(program);
+      return nullptr;
+    }
+    if (cl_.clBuildProgram(program, 1, &device_, kBuildOptions, nullptr,
+                           nullptr) != 0) {
+      cl_.clReleaseProgram(program);
+      return nullptr;
+    }
+    return program;
+  }
+
+  /// The device binary of a built program (CL_PROGRAM_BINARIES), or empty
+  /// when the driver gives none.
+  std::string programBinary(cl_program program) {
+    size_t size = 0;
+    if (cl_.clGetProgramInfo(program, kProgramBinarySizes, sizeof size, &size,
+                             nullptr) != 0 ||
+        size == 0)
+      return {};
+    std::string binary(size, '\0');
+    unsigned char *bytes = reinterpret_cast<unsigned char *>(binary.data());
+    if (cl_.clGetProgramInfo(program, kProgramBinaries, sizeof bytes, &bytes,
+                             nullptr) != 0)
+      return {};
+    return binary;
+  }
+
   /// Zeroes C_b for every b of `desc` (column-major, m x n, columns ld
   /// apart): one fill when the batch is one contiguous block.
   void zeroMatrices(const GemmDesc &desc) {

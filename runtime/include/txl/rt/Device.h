@@ -41,6 +41,10 @@ public:
   /// The kernel `name`. Throws Error(TXL_UNAVAILABLE) naming the kernel when
   /// the module has none of that name.
   virtual Kernel &kernel(const std::string &name) = 0;
+  /// How the backend obtained the module, for TXL_PROFILE ("built from
+  /// SPIR-V, cached in <path>", "from the program cache <path>"); empty
+  /// when there is nothing to say.
+  virtual std::string origin() const { return {}; }
 };
 
 /// One device and its in-order queue. Every operation is enqueued and
