@@ -56,12 +56,12 @@ static cl::opt<Target> target(
                clEnumValN(Target::Cuda, "cuda",
                           "NVIDIA GPUs: kernels through NVVM and ptxas, "
                           "one fatbin (a cubin per --gpu-arch + PTX); "
-                          "executables that evaluate and compute gradients "
-                          "(--grad-segment; train later)"),
+                          "executables that evaluate, generate and train on "
+                          "the GPU"),
                clEnumValN(Target::OpenCL, "opencl",
                           "OpenCL 3.0 devices with SPIR-V: the same kernels "
-                          "as SPIR-V; executables that evaluate and compute "
-                          "gradients (--grad-segment; train later)")));
+                          "as SPIR-V; executables that evaluate, generate "
+                          "and train on the device")));
 static cl::list<std::string> gpuArchs(
     cl::cat(txlcCategory), "gpu-arch",
     cl::desc("--target=cuda: CUDA architectures, comma separated (default "

@@ -13,6 +13,14 @@ bytes a launch passes), spills and barriers, and the
 workgroups of 128 work-items an SM can hold from those (the occupancy), and
 asserts the budgets below. Writes a Markdown table to OUT.md and prints it;
 exits 1 when a kernel misses its budget or fails to assemble.
+
+With --precision bf16 or fp16 the f32 PTX of the same model and
+architecture is emitted too, and only the kernels whose PTX differs from
+f32's (the attention kernels) are assembled (`ptxas -e`) and listed: the
+others are kernels of the f32 module, byte for byte but for their names,
+under the same budget, which ptxas-budgets.test assembles. A line "same as f32: N kernels" says how many were left to it,
+and a line per model and architecture names every attention kernel of the
+module, assembled or not.
 """
 
 import argparse
@@ -67,6 +75,14 @@ BUDGETS = [
 ]
 
 
+def budget_key(name):
+    """The index of the budget pattern `name` falls under (None: none)."""
+    for i, (pattern, *_rest) in enumerate(BUDGETS):
+        if re.fullmatch(pattern, name):
+            return i
+    return None
+
+
 def budget_for(name):
     for pattern, threads, registers, smem, occ in BUDGETS:
         if re.fullmatch(pattern, name):
@@ -114,6 +130,27 @@ def parse_ptxas(output):
     return kernels
 
 
+def entry_bodies(ptx):
+    """{kernel name: its PTX text up to the next kernel}."""
+    parts = re.split(r"(?m)^(?=(?:\.visible )?\.entry )", ptx)
+    return {re.match(r"(?:\.visible )?\.entry (\w+)", part).group(1): part
+            for part in parts[1:]}
+
+
+def anonymous(name, body):
+    """A kernel's PTX without what depends on its place in the module: its
+    name (also in its parameters' names) and the function number in its
+    labels ($L__BB<function>_<block>)."""
+    return re.sub(r"\$L__BB\d+_", "$L__BB_", body.replace(name, "@kernel"))
+
+
+def emit_ptx(txlc, model, arch, precision, out):
+    subprocess.run([txlc, str(model), "--target=cuda", f"--gpu-arch={arch}",
+                    f"--precision={precision}", "--emit=ptx", "-o", str(out)],
+                   check=True)
+    return out.read_text()
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--models", required=True)
@@ -126,16 +163,37 @@ def main():
     archs = args.arch or ["sm_80", "sm_90", "sm_90a"]
     models = sorted(pathlib.Path(args.models).glob("*.toml"))
     rows, problems = [], []
+    same_as_f32 = 0
+    attention = {}
     with tempfile.TemporaryDirectory() as tmp:
         for model in models:
             for arch in archs:
                 ptx = pathlib.Path(tmp) / f"{model.stem}.{arch}.ptx"
-                subprocess.run([args.txlc, str(model), "--target=cuda",
-                                f"--gpu-arch={arch}", f"--precision={args.precision}",
-                                "--emit=ptx", "-o", str(ptx)],
-                               check=True)
+                text = emit_ptx(args.txlc, model, arch, args.precision, ptx)
+                entries = []
+                if args.precision != "f32":
+                    f32 = entry_bodies(emit_ptx(
+                        args.txlc, model, arch, "f32", ptx.with_suffix(".f32.ptx")))
+                    bodies = entry_bodies(text)
+                    # A kernel is f32's when its PTX, its own name and
+                    # label numbers aside, is that of an f32 kernel with the
+                    # same budget (loop kernels are numbered, and the
+                    # numbers move when the attention kernels differ).
+                    known = {(anonymous(k, body), budget_key(k))
+                             for k, body in f32.items()}
+                    entries = sorted(
+                        k for k, body in bodies.items()
+                        if (anonymous(k, body), budget_key(k)) not in known)
+                    # Every attention kernel of the module, assembled here
+                    # or not (a test can check which ones exist).
+                    attention[(model.stem, arch)] = sorted(
+                        k for k in bodies if k.startswith("rel_attention"))
+                    same_as_f32 += len(bodies) - len(entries)
+                    if not entries:
+                        continue  # no attention kernel (attn_type 2, 3)
                 run = subprocess.run(
                     [args.ptxas, f"-arch={arch}", "-v", "-warn-spills", "-Werror",
+                     *(["-e", ",".join(entries)] if entries else []),
                      str(ptx), "-o", str(ptx.with_suffix(".cubin"))],
                     capture_output=True, text=True)
                 if run.returncode != 0:
@@ -143,7 +201,7 @@ def main():
                 kernels = parse_ptxas(run.stderr + run.stdout)
                 if not kernels:
                     problems.append(f"{model.stem} {arch}: no kernel")
-                dynamic = dynamic_shared(ptx.read_text())
+                dynamic = dynamic_shared(text)
                 for name, k in sorted(kernels.items()):
                     k["smem"] += dynamic.get(name, 0)
                     budget = budget_for(name)
@@ -173,6 +231,10 @@ def main():
     table = "\n".join(lines) + "\n"
     pathlib.Path(args.table).write_text(table)
     print(table, end="")
+    for (model, arch), names in attention.items():
+        print(f"attention kernels of {model} {arch}: {' '.join(names)}")
+    if args.precision != "f32":
+        print(f"same as f32: {same_as_f32} kernels (ptxas-budgets.test)")
     for p in problems:
         print("BUDGET:", p)
     return 1 if problems else 0
