@@ -12,7 +12,10 @@ records registers, workgroup (shared) memory (static, or the dynamic
 bytes a launch passes), spills and barriers, and the
 workgroups of 128 work-items an SM can hold from those (the occupancy), and
 asserts the budgets below. Writes a Markdown table to OUT.md and prints it;
-exits 1 when a kernel misses its budget or fails to assemble.
+exits 1 when a kernel misses its budget or fails to assemble. A model's
+sm_90 PTX that is its sm_90a PTX but for the `.target` line (every f32
+module) is not assembled again: ptxas makes the same code of it, and a
+line "sm_90 PTX = sm_90a PTX ..." names those models.
 
 With --precision bf16 or fp16 the f32 PTX of the same model and
 architecture is emitted too, and only the kernels whose PTX differs from
@@ -144,6 +147,11 @@ def anonymous(name, body):
     return re.sub(r"\$L__BB\d+_", "$L__BB_", body.replace(name, "@kernel"))
 
 
+def without_target(ptx):
+    """PTX without its `.target` line."""
+    return re.sub(r"(?m)^\.target .*$", "", ptx)
+
+
 def emit_ptx(txlc, model, arch, precision, out):
     subprocess.run([txlc, str(model), "--target=cuda", f"--gpu-arch={arch}",
                     f"--precision={precision}", "--emit=ptx", "-o", str(out)],
@@ -165,11 +173,22 @@ def main():
     rows, problems = [], []
     same_as_f32 = 0
     attention = {}
+    # sm_90a's PTX is assembled before sm_90's, which is then only compared.
+    order = sorted(archs, key=lambda a: (a != "sm_90a", archs.index(a)))
+    same_target = []
     with tempfile.TemporaryDirectory() as tmp:
         for model in models:
-            for arch in archs:
+            texts = {}
+            for arch in order:
                 ptx = pathlib.Path(tmp) / f"{model.stem}.{arch}.ptx"
                 text = emit_ptx(args.txlc, model, arch, args.precision, ptx)
+                texts[arch] = text
+                if arch == "sm_90" and "sm_90a" in texts and (
+                        without_target(text) == without_target(texts["sm_90a"])):
+                    # ptxas makes the same code of the same PTX for sm_90
+                    # and sm_90a (the "a" only admits more instructions).
+                    same_target.append(model.stem)
+                    continue
                 entries = []
                 if args.precision != "f32":
                     f32 = entry_bodies(emit_ptx(
@@ -224,6 +243,7 @@ def main():
                     if occ < budget["occupancy"]:
                         problems.append(f"{model.stem} {arch} {name}: {occ} workgroups/SM "
                                         f"< {budget['occupancy']}")
+    rows.sort(key=lambda row: (row[0], archs.index(row[1])))  # stable
     lines = ["| model | arch | kernel | registers | shared memory (B) | spill bytes "
              "| barrier ids | workgroups/SM |",
              "|---|---|---|---|---|---|---|---|"]
@@ -231,6 +251,9 @@ def main():
     table = "\n".join(lines) + "\n"
     pathlib.Path(args.table).write_text(table)
     print(table, end="")
+    if same_target:
+        print(f"sm_90 PTX = sm_90a PTX but for .target, assembled as sm_90a: "
+              f"{' '.join(same_target)}")
     for (model, arch), names in attention.items():
         print(f"attention kernels of {model} {arch}: {' '.join(names)}")
     if args.precision != "f32":
