@@ -4,7 +4,9 @@
 // in-order command queue, buffers as cl_mem handles. Kernel images are the
 // ones txlc embeds for --target=opencl (txl/device.h): a table of each
 // kernel's argument kinds, which OpenCL needs to set arguments and the
-// generated host code does not pass, then the SPIR-V module.
+// generated host code does not pass, then the SPIR-V module. What the
+// driver builds of a module is kept in the program cache (ProgramCache.h)
+// and loaded from there by later processes.
 //
 //===----------------------------------------------------------------------===//
 
