@@ -411,6 +411,12 @@ int mlir::txl::runDriver(const DriverOptions &options) {
   if (failed(built))
     return 1;
   ModuleOp module = built->get();
+  // The GPU targets evaluate through @segment (their runtime keeps no
+  // key/value cache).
+  if (options.kvCache && options.target == Target::Cpu &&
+      hasKvCacheFunctions(*config) &&
+      failed(buildKvCacheFunctions(module, *config)))
+    return 1;
   if (failed(buildTrainingFunctions(module, *config,
                                     /*forDevice=*/options.target !=
                                         Target::Cpu)) ||

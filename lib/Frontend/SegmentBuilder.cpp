@@ -204,10 +204,13 @@ public:
       : b(b), loc(loc), config(config), m(config.model) {}
 
   /// Which forward emit() builds (SegmentBuilder.h): @segment, objective
-  /// "alrfou"'s training forward @segment_train, or @segment_log_probs.
-  enum class Kind { Segment, AlRfouTrain, LogProbs };
+  /// "alrfou"'s training forward @segment_train, @segment_log_probs, or
+  /// the key/value-cache forms @segment_kv and @segment_log_probs_kv.
+  enum class Kind { Segment, AlRfouTrain, LogProbs, SegmentKv, LogProbsKv };
   /// Emits the forward of `kind` into `module`.
   void emit(ModuleOp module, Kind kind = Kind::Segment);
+  /// Emits @segment_r_head_k (SegmentBuilder.h) into `module`.
+  void emitRHeadK(ModuleOp module);
 
 private:
   Value param(StringRef name) { return params.lookup(name); }
@@ -232,9 +235,20 @@ private:
   /// applied to `v` [klen, batch, n_head, d_head], then o_net, self.drop,
   /// the residual with `h` [qlen, batch, d_model] and LayerNorm (post-norm).
   Value attend(Value h, Value scores, Value v, StringRef attn);
+  /// The key/value cache of one layer in @decoder_layer_kv: the memory
+  /// rows' projected keys and values [mlen, batch, n_head·d_head] and the
+  /// layer's r_head_k [klen, n_head·d_head] in; attention() sets the kept
+  /// keys and values out (the last mem_len rows of [kMem; k of h]).
+  struct KvCache {
+    Value kMem, vMem, rHeadK;
+    Value newK, newV;
+  };
   /// attn_type 0: RelPartialLearnableMultiHeadAttn.forward plus its
-  /// residual + LayerNorm.
-  Value attention(Value h, Value pos, Value mem, StringRef prefix);
+  /// residual + LayerNorm. With `kv`, `pos` and `mem` are unused: the
+  /// memory rows' keys and values and r_head_k come from the cache, and
+  /// only h's rows are projected.
+  Value attention(Value h, Value pos, Value mem, StringRef prefix,
+                  KvCache *kv = nullptr);
   /// attn_type 1: RelLearnableMultiHeadAttn.forward (Shaw et al.) plus its
   /// residual + LayerNorm; `clampLen` is the run's clamp_len (i64).
   Value learnableAttention(Value h, Value clampLen, Value mem);
@@ -261,6 +275,8 @@ private:
   /// Emits `@decoder_layer`: one RelPartialLearnableDecoderLayer whose
   /// parameters are arguments, so every layer calls the same function.
   func::FuncOp emitLayerFunction(ModuleOp module);
+  /// Emits `@decoder_layer_kv` (SegmentBuilder.h), attn_type 0 in eval mode.
+  func::FuncOp emitKvLayerFunction(ModuleOp module);
   /// The parameter arguments of @decoder_layer for layer `layer` (after h,
   /// the positional argument of attn_type 0 and 1, mem, mem_len,
   /// same_length and, with dropout, dropout_seed, dropout_offset, training
@@ -299,6 +315,9 @@ private:
   llvm::StringMap<Value> params;
   llvm::StringMap<std::string> aliases; ///< tied name -> parameter name
   Value memLen, sameLength;
+  /// Set while emitting the key/value-cache functions, which evaluate only:
+  /// dropout() is then the identity.
+  bool evalOnly = false;
   /// The dropout arguments: i64 seed and offset, i1 training, and the i64
   /// stream base of the current layer (null in @segment).
   Value dropoutSeed, dropoutOffset, training, streamBase;
@@ -314,7 +333,7 @@ Value SegmentEmitter::linear(Value x, Value w, Value bias) {
 }
 
 Value SegmentEmitter::dropout(Value x, double rate, int64_t stream) {
-  if (rate == 0.0)
+  if (rate == 0.0 || evalOnly)
     return x;
   return DropoutOp::create(b, loc, x, dropoutSeed, dropoutOffset, training,
                            streamBase, b.getF64FloatAttr(rate),
@@ -367,22 +386,50 @@ Value SegmentEmitter::attend(Value h, Value scores, Value v, StringRef attn) {
 
 /// RelPartialLearnableMultiHeadAttn.forward plus its residual + LayerNorm.
 Value SegmentEmitter::attention(Value h, Value pos, Value mem,
-                                StringRef prefix) {
+                                StringRef prefix, KvCache *kv) {
   int64_t dyn = ShapedType::kDynamic;
   std::string attn = (prefix + "dec_attn.").str();
-
-  Value cat = concatMemory(mem, h);
-  Value x = m.preLnorm ? layerNorm(cat, attn) : cat;
-  Value wHeads = linear(x, param(attn + "qkv_net.weight"));
-  Value rHeadK = linear(pos, param(attn + "r_net.weight"));
-
-  OpFoldResult mlen = tensor::getMixedSize(b, loc, mem, 0);
-  OpFoldResult qlen = tensor::getMixedSize(b, loc, h, 0);
-  OpFoldResult klen = tensor::getMixedSize(b, loc, cat, 0);
   OpFoldResult zero = b.getIndexAttr(0);
-  Value q = headsChunk(wHeads, 0, mlen, qlen);
-  Value k = headsChunk(wHeads, 1, zero, klen);
-  Value v = headsChunk(wHeads, 2, zero, klen);
+  OpFoldResult qlen = tensor::getMixedSize(b, loc, h, 0);
+  Value q, k, v, rHeadK;
+  OpFoldResult klen;
+  if (kv) {
+    // qkv_net of h's rows only (LayerNorm and qkv_net are row-wise, so the
+    // memory rows' keys and values are those the cache holds); K and V are
+    // [k_mem; k of h], the official cat's rows in the same order.
+    int64_t hd = m.nHead * m.dHead;
+    Value x = m.preLnorm ? layerNorm(h, attn) : h;
+    Value wHeads = linear(x, param(attn + "qkv_net.weight"));
+    q = headsChunk(wHeads, 0, zero, qlen);
+    auto cached = [&](Value mem, int64_t c, Value &kept) {
+      OpFoldResult one = b.getIndexAttr(1);
+      Value rows = tensor::ExtractSliceOp::create(
+          b, loc, wHeads,
+          SmallVector<OpFoldResult>{zero, zero, b.getIndexAttr(c * hd)},
+          SmallVector<OpFoldResult>{qlen,
+                                    tensor::getMixedSize(b, loc, wHeads, 1),
+                                    b.getIndexAttr(hd)},
+          SmallVector<OpFoldResult>(3, one));
+      Value cat = ConcatMemOp::create(b, loc, tensorType({dyn, dyn, hd}), mem,
+                                      rows);
+      kept = TakeLastOp::create(b, loc, cat.getType(), cat, memLen);
+      klen = tensor::getMixedSize(b, loc, cat, 0);
+      return headsChunk(cat, 0, zero, klen);
+    };
+    k = cached(kv->kMem, 1, kv->newK);
+    v = cached(kv->vMem, 2, kv->newV);
+    rHeadK = kv->rHeadK;
+  } else {
+    Value cat = concatMemory(mem, h);
+    Value x = m.preLnorm ? layerNorm(cat, attn) : cat;
+    Value wHeads = linear(x, param(attn + "qkv_net.weight"));
+    rHeadK = linear(pos, param(attn + "r_net.weight"));
+    OpFoldResult mlen = tensor::getMixedSize(b, loc, mem, 0);
+    klen = tensor::getMixedSize(b, loc, cat, 0);
+    q = headsChunk(wHeads, 0, mlen, qlen);
+    k = headsChunk(wHeads, 1, zero, klen);
+    v = headsChunk(wHeads, 2, zero, klen);
+  }
   Value r = tensor::ExpandShapeOp::create(
       b, loc, tensorType({dyn, m.nHead, m.dHead}), rHeadK,
       SmallVector<ReassociationIndices>{{0}, {1, 2}},
@@ -727,6 +774,50 @@ func::FuncOp SegmentEmitter::emitLayerFunction(ModuleOp module) {
   return fn;
 }
 
+func::FuncOp SegmentEmitter::emitKvLayerFunction(ModuleOp module) {
+  int64_t dyn = ShapedType::kDynamic, hd = m.nHead * m.dHead;
+  auto hType = tensorType({dyn, dyn, m.dModel});
+  auto kvType = tensorType({dyn, dyn, hd});
+  // h, r_head_k, k_mem, v_mem, mem_len, same_length, the parameters.
+  SmallVector<Type> inputs = {hType, tensorType({dyn, hd}), kvType, kvType,
+                              b.getIndexType(), b.getI1Type()};
+  unsigned firstParam = inputs.size();
+  inputs.append(layerParamTypes());
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToEnd(module.getBody());
+  auto fn = func::FuncOp::create(
+      b, loc, kKvLayerFunctionName,
+      b.getFunctionType(inputs, {hType, kvType, kvType}));
+  fn.setPrivate();
+  Block *entry = fn.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+
+  llvm::StringMap<Value> outer = std::move(params);
+  Value outerMemLen = memLen, outerSameLength = sameLength;
+  params = {};
+  SmallVector<DictionaryAttr> argAttrs(fn.getNumArguments(),
+                                       b.getDictionaryAttr({}));
+  for (auto [i, name] : llvm::enumerate(layerParamNames(m))) {
+    argAttrs[firstParam + i] =
+        b.getDictionaryAttr(b.getNamedAttr("txl.param", b.getStringAttr(name)));
+    params[name] = entry->getArgument(firstParam + i);
+  }
+  fn.setAllArgAttrs(argAttrs);
+  KvCache kv;
+  kv.rHeadK = entry->getArgument(1);
+  kv.kMem = entry->getArgument(2);
+  kv.vMem = entry->getArgument(3);
+  memLen = entry->getArgument(4);
+  sameLength = entry->getArgument(5);
+  Value h = attention(entry->getArgument(0), Value(), Value(), "", &kv);
+  h = feedForward(h, "");
+  func::ReturnOp::create(b, loc, ValueRange{h, kv.newK, kv.newV});
+  params = std::move(outer);
+  memLen = outerMemLen;
+  sameLength = outerSameLength;
+  return fn;
+}
+
 /// Row `layer` of a model-level table [n_layer, rest...]: [rest...].
 static Value layerRow(OpBuilder &b, Location loc, Value table, int64_t layer) {
   auto type = cast<RankedTensorType>(table.getType());
@@ -761,11 +852,14 @@ SmallVector<Value> SegmentEmitter::layerParams(int64_t layer) {
 
 void SegmentEmitter::emit(ModuleOp module, Kind kind) {
   const bool alrfouTraining = kind == Kind::AlRfouTrain;
-  const bool logProbs = kind == Kind::LogProbs;
-  int64_t dyn = ShapedType::kDynamic;
+  const bool logProbs = kind == Kind::LogProbs || kind == Kind::LogProbsKv;
+  const bool withKv = kind == Kind::SegmentKv || kind == Kind::LogProbsKv;
+  evalOnly = withKv;
+  int64_t dyn = ShapedType::kDynamic, hd = m.nHead * m.dHead;
   SmallVector<ParamSpec> table = getParameterTable(config);
   auto tokenType = RankedTensorType::get({dyn, dyn}, b.getI64Type());
   auto memType = tensorType({dyn, dyn, m.dModel});
+  auto kvType = tensorType({dyn, dyn, hd});
   Type i64 = b.getI64Type();
 
   SmallVector<Type> inputs;
@@ -776,21 +870,31 @@ void SegmentEmitter::emit(ModuleOp module, Kind kind) {
     inputs.push_back(tokenType); // target
   for (int64_t l = 0; l <= m.nLayer; ++l)
     inputs.push_back(memType);
-  inputs.append({i64, i64, i64}); // mem_len, clamp_len, same_length
-  inputs.append({i64, i64, i64}); // dropout_seed, dropout_offset, training
-  if (alrfouTraining)             // loss_weights, position_weights
+  if (withKv) { // k_mem, v_mem, r_head_k of every layer; mem_len, same_length
+    inputs.append(2 * m.nLayer, kvType);
+    inputs.append(m.nLayer, tensorType({dyn, hd}));
+    inputs.append({i64, i64});
+  } else {
+    inputs.append({i64, i64, i64}); // mem_len, clamp_len, same_length
+    inputs.append({i64, i64, i64}); // dropout_seed, dropout_offset, training
+  }
+  if (alrfouTraining) // loss_weights, position_weights
     inputs.append({tensorType({2 * m.nLayer}), tensorType({dyn})});
   SmallVector<Type> results = {logProbs ? tensorType({dyn, dyn, m.nToken})
                                         : tensorType({dyn, dyn})};
   for (int64_t l = 0; l <= m.nLayer; ++l)
     results.push_back(memType);
+  if (withKv) // the kept k and v of every layer
+    results.append(2 * m.nLayer, kvType);
   if (alrfouTraining) // the loss's three parts
     results.append(3, tensorType({dyn, dyn}));
 
   b.setInsertionPointToEnd(module.getBody());
-  StringRef name = alrfouTraining ? kAlRfouTrainFunctionName
-                   : logProbs     ? kLogProbsFunctionName
-                                  : kSegmentFunctionName;
+  StringRef name = alrfouTraining             ? kAlRfouTrainFunctionName
+                   : kind == Kind::LogProbs   ? kLogProbsFunctionName
+                   : kind == Kind::SegmentKv  ? kKvSegmentFunctionName
+                   : kind == Kind::LogProbsKv ? kKvLogProbsFunctionName
+                                              : kSegmentFunctionName;
   auto fn =
       func::FuncOp::create(b, loc, name, b.getFunctionType(inputs, results));
   // The training forward is only differentiated; its @segment_grad keeps
@@ -821,16 +925,23 @@ void SegmentEmitter::emit(ModuleOp module, Kind kind) {
   SmallVector<Value> mems;
   for (int64_t l = 0; l <= m.nLayer; ++l)
     mems.push_back(entry->getArgument(arg++));
+  SmallVector<Value> kMems, vMems, rHeadKs;
+  if (withKv)
+    for (SmallVector<Value> *list : {&kMems, &vMems, &rHeadKs})
+      for (int64_t l = 0; l < m.nLayer; ++l)
+        list->push_back(entry->getArgument(arg++));
   memLen = arith::IndexCastOp::create(b, loc, b.getIndexType(),
                                       entry->getArgument(arg++));
-  Value clampLen = entry->getArgument(arg++);
+  Value clampLen = withKv ? Value() : entry->getArgument(arg++);
   Value zero64 = arith::ConstantIntOp::create(b, loc, 0, 64);
   sameLength = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
                                      entry->getArgument(arg++), zero64);
-  dropoutSeed = entry->getArgument(arg++);
-  dropoutOffset = entry->getArgument(arg++);
-  training = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
-                                   entry->getArgument(arg++), zero64);
+  if (!withKv) {
+    dropoutSeed = entry->getArgument(arg++);
+    dropoutOffset = entry->getArgument(arg++);
+    training = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                     entry->getArgument(arg++), zero64);
+  }
   Value lossWeights, positionWeights;
   if (alrfouTraining) {
     lossWeights = entry->getArgument(arg++);
@@ -861,8 +972,11 @@ void SegmentEmitter::emit(ModuleOp module, Kind kind) {
   switch (m.attnType) {
   case 0:
     // core_out = self.drop(word_emb), also the memory of layer 0; the
-    // sinusoids over distances klen-1 ... 0 go to every layer.
+    // sinusoids over distances klen-1 ... 0 go to every layer (through
+    // r_head_k, from the caller, in the key/value-cache forms).
     h = dropout(wordEmb, m.dropout, kStreamWordEmb);
+    if (withKv)
+      break;
     pos = PosEmbOp::create(b, loc, tensorType({dyn, m.dModel}),
                            param("pos_emb.inv_freq"), klen, clampLen);
     pos = dropout(pos, m.dropout, kStreamPosEmb);
@@ -889,11 +1003,24 @@ void SegmentEmitter::emit(ModuleOp module, Kind kind) {
 
   // hids: the memory of every layer; layerOutputs: what each layer
   // returned (attn_type 3 replaces hids[l] with its input plus positions).
-  SmallVector<Value> hids = {h}, layerOutputs;
-  auto layerFn = module.lookupSymbol<func::FuncOp>(kLayerFunctionName);
+  SmallVector<Value> hids = {h}, layerOutputs, keptK, keptV;
+  StringRef layerName = withKv ? kKvLayerFunctionName : kLayerFunctionName;
+  auto layerFn = module.lookupSymbol<func::FuncOp>(layerName);
   if (!layerFn)
-    layerFn = emitLayerFunction(module);
+    layerFn = withKv ? emitKvLayerFunction(module) : emitLayerFunction(module);
   for (int64_t l = 0; l < m.nLayer; ++l) {
+    if (withKv) {
+      SmallVector<Value> args = {h,      rHeadKs[l], kMems[l],
+                                 vMems[l], memLen,   sameLength};
+      args.append(layerParams(l));
+      auto call = func::CallOp::create(b, loc, layerFn, args);
+      h = call.getResult(0);
+      keptK.push_back(call.getResult(1));
+      keptV.push_back(call.getResult(2));
+      hids.push_back(h);
+      layerOutputs.push_back(h);
+      continue;
+    }
     Value mem = mems[l];
     if (m.attnType == 2 && l == 0) {
       // Official `mems_i += pos_emb[:mlen]` on layer 0 (without changing
@@ -982,8 +1109,50 @@ void SegmentEmitter::emit(ModuleOp module, Kind kind) {
     Value last = TakeLastOp::create(b, loc, memType, cat, memLen);
     returned.push_back(StopGradientOp::create(b, loc, last));
   }
+  returned.append(keptK);
+  returned.append(keptV);
   returned.append(parts);
   func::ReturnOp::create(b, loc, returned);
+}
+
+void SegmentEmitter::emitRHeadK(ModuleOp module) {
+  int64_t dyn = ShapedType::kDynamic, hd = m.nHead * m.dHead;
+  SmallVector<ParamSpec> table = getParameterTable(config);
+  Type i64 = b.getI64Type();
+  SmallVector<Type> inputs;
+  for (const ParamSpec &p : table)
+    inputs.push_back(tensorType(p.shape));
+  inputs.append({i64, i64}); // klen, clamp_len
+  SmallVector<Type> results(m.nLayer, tensorType({dyn, hd}));
+  b.setInsertionPointToEnd(module.getBody());
+  auto fn = func::FuncOp::create(b, loc, kRHeadKFunctionName,
+                                 b.getFunctionType(inputs, results));
+  fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+  Block *entry = fn.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  SmallVector<DictionaryAttr> argAttrs(fn.getNumArguments(),
+                                       b.getDictionaryAttr({}));
+  for (auto [i, p] : llvm::enumerate(table)) {
+    NamedAttrList attrs;
+    attrs.append("txl.param", b.getStringAttr(p.name));
+    if (!p.trainable)
+      attrs.append("txl.buffer", b.getUnitAttr());
+    argAttrs[i] = attrs.getDictionary(b.getContext());
+    params[p.name] = entry->getArgument(i);
+  }
+  fn.setAllArgAttrs(argAttrs);
+  Value klen = arith::IndexCastOp::create(b, loc, b.getIndexType(),
+                                          entry->getArgument(table.size()));
+  Value clampLen = entry->getArgument(table.size() + 1);
+  // The official pos_emb over distances klen-1 ... 0 (clamped), through
+  // every layer's r_net: r_head_k, which depends on klen and clamp_len only.
+  Value pos = PosEmbOp::create(b, loc, tensorType({dyn, m.dModel}),
+                               param("pos_emb.inv_freq"), klen, clampLen);
+  SmallVector<Value> rHeadKs;
+  for (int64_t l = 0; l < m.nLayer; ++l)
+    rHeadKs.push_back(linear(
+        pos, param("layers." + std::to_string(l) + ".dec_attn.r_net.weight")));
+  func::ReturnOp::create(b, loc, rHeadKs);
 }
 
 Value SegmentEmitter::logProbabilities(Value h) {
@@ -1060,4 +1229,25 @@ mlir::txl::buildSegmentModule(MLIRContext &context, const ModelConfig &config) {
     SegmentEmitter(b, loc, config)
         .emit(*module, SegmentEmitter::Kind::LogProbs);
   return module;
+}
+
+bool mlir::txl::hasKvCacheFunctions(const ModelConfig &config) {
+  return config.model.attnType == 0;
+}
+
+LogicalResult mlir::txl::buildKvCacheFunctions(ModuleOp module,
+                                               const ModelConfig &config) {
+  if (!hasKvCacheFunctions(config))
+    return emitError(module.getLoc())
+           << "the key/value cache needs attn_type 0, the model has attn_type "
+           << config.model.attnType;
+  OpBuilder b(module.getContext());
+  Location loc = module.getLoc();
+  SegmentEmitter(b, loc, config).emitRHeadK(module);
+  SegmentEmitter(b, loc, config)
+      .emit(module, SegmentEmitter::Kind::SegmentKv);
+  if (hasLogProbsFunction(config))
+    SegmentEmitter(b, loc, config)
+        .emit(module, SegmentEmitter::Kind::LogProbsKv);
+  return success();
 }

@@ -92,6 +92,14 @@ static cl::opt<bool> backward(
     cl::desc("Generate the backward segment for training and --grad-segment "
              "(default true)"),
     cl::init(true));
+static cl::opt<bool> kvCache(
+    cl::cat(txlcCategory), "kv-cache",
+    cl::desc("CPU target, attn_type 0: also compile the key/value-cache "
+             "forms of the evaluation forward (@segment_kv, "
+             "@segment_log_probs_kv, @segment_r_head_k), which the "
+             "executable's eval, run-segments, generate and score use unless "
+             "given --no-kv-cache (default true)"),
+    cl::init(true));
 // Negative-control tests only (hidden): a GPU executable whose attention
 // kernel is broken on purpose, to show the reference tests catch it.
 static cl::opt<int64_t> testRelShiftOffset(
@@ -186,6 +194,7 @@ int main(int argc, char **argv) {
                       : precision == Precision::Fp16 ? "f16"
                                                      : "f32";
   options.backward = backward;
+  options.kvCache = kvCache;
   options.codegen.cpu = mcpu;
   if (optLevel > 3) {
     llvm::errs() << "txlc: error: -O" << optLevel

@@ -59,6 +59,10 @@ struct DriverOptions {
   /// Add @segment_grad (txl-generate-backward) and its txl_segment_grad
   /// entry (fused or decomposed attention).
   bool backward = true;
+  /// CPU target, attn_type 0: add the key/value-cache functions
+  /// (buildKvCacheFunctions) and their txl_segment_kv,
+  /// txl_segment_log_probs_kv and txl_segment_r_head_k entries.
+  bool kvCache = true;
   CodegenOptions codegen;
   std::string runtimeLibDir;     ///< libtxl_runtime*.a
   std::string runtimeIncludeDir; ///< txl/runtime.h

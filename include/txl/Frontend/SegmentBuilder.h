@@ -111,6 +111,55 @@ bool hasLogProbsFunction(const ModelConfig &config);
 /// once, whatever n_layer is.
 inline constexpr llvm::StringLiteral kLayerFunctionName = "decoder_layer";
 
+/// The key/value-cache forms of @segment and @segment_log_probs for
+/// evaluation (attn_type 0, eval mode only): a segment projects only its own
+/// qlen rows through qkv_net, and takes what the memory rows would give from
+/// the caller, who keeps it from the segment before:
+///
+///   func.func @segment_kv(params..., %data, %target, %mems...,
+///                         %k_mem..., %v_mem..., %r_head_k...,
+///                         %mem_len, %same_length)
+///       -> (%nll, %new_mems..., %new_k..., %new_v...)
+///
+/// with n_layer each of %k_mem, %v_mem [mlen, batch, n_head·d_head] (layer
+/// l's keys and values of its memory rows: qkv_net of mems[l], after
+/// LayerNorm with pre_lnorm), %r_head_k [klen, n_head·d_head] (layer l's
+/// r_net of the sinusoids, klen = mlen + qlen: @segment_r_head_k's result
+/// for this klen and the run's clamp_len), and %new_k, %new_v the last
+/// min(mem_len, klen) rows of [k_mem; k of the segment] (the keys and values
+/// of %new_mems, which the next segment takes). @segment_log_probs_kv is the
+/// same without %target, returning @segment_log_probs's log-probabilities.
+/// Same results as @segment and @segment_log_probs in eval mode (the
+/// official model's, paper §3.2: the memory is a constant, so its keys and
+/// values are too).
+inline constexpr llvm::StringLiteral kKvSegmentFunctionName = "segment_kv";
+inline constexpr llvm::StringLiteral kKvLogProbsFunctionName =
+    "segment_log_probs_kv";
+
+/// r_head_k of every layer for one klen:
+///
+///   func.func @segment_r_head_k(params..., %klen, %clamp_len)
+///       -> (%r_head_k...)   n_layer of [klen, n_head·d_head]
+///
+/// (official RelPartialLearnableMultiHeadAttn: r_net(pos_emb), pos_emb over
+/// distances klen-1 ... 0 clamped at clamp_len when > 0).
+inline constexpr llvm::StringLiteral kRHeadKFunctionName = "segment_r_head_k";
+
+/// The private layer function of the key/value-cache forms: (%h, %r_head_k,
+/// %k_mem, %v_mem, %mem_len, %same_length, layer params...) -> (%h,
+/// %new_k, %new_v).
+inline constexpr llvm::StringLiteral kKvLayerFunctionName = "decoder_layer_kv";
+
+/// Whether the model can have the key/value-cache functions (attn_type 0;
+/// the other types add positions to the memory rows per segment or index
+/// tables by klen, see docs/attention-types.md).
+bool hasKvCacheFunctions(const ModelConfig &config);
+
+/// Adds @segment_r_head_k, @segment_kv, @segment_log_probs_kv and
+/// @decoder_layer_kv to a module from buildSegmentModule. Fails with a
+/// diagnostic unless hasKvCacheFunctions(config).
+LogicalResult buildKvCacheFunctions(ModuleOp module, const ModelConfig &config);
+
 /// Builds the segment module in the four-term form (paper §3.3 written
 /// literally): @segment and @decoder_layer, and for objective "alrfou"
 /// @segment_train and @aux_head_nll. Fails with a diagnostic for configurations

@@ -33,11 +33,15 @@ struct PackedEntry {
 };
 
 /// The entries after the segment's (which the pass options name): the
-/// backward segment, the clipping norm's partial sums, the optimizer update,
+/// backward segment, the distribution, the key/value-cache forms and their
+/// r_head_k, the clipping norm's partial sums, the optimizer update,
 /// the lr schedule and the batch chunks' gradient accumulation.
 constexpr PackedEntry kOptionalEntries[] = {
     {"segment_grad", "txl_segment_grad", false},
     {"segment_log_probs", "txl_segment_log_probs", false},
+    {"segment_kv", "txl_segment_kv", false},
+    {"segment_log_probs_kv", "txl_segment_log_probs_kv", false},
+    {"segment_r_head_k", "txl_segment_r_head_k", false},
     {"grad_squared_norm", "txl_grad_squared_norm", false},
     {"optimizer_step", "txl_optimizer_step", false},
     {"learning_rate", "txl_learning_rate", false},

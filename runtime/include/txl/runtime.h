@@ -198,6 +198,24 @@ typedef void (*txl_segment_fn)(void **args);
 /// distribution) at every position; the memory is carried as in the
 /// forward.
 
+/// The key/value-cache forms of the eval forward (CPU target, attn_type 0;
+/// SegmentBuilder.h), packed:
+///
+/// `txl_segment_r_head_k`: params[n_params], klen, clamp_len (int64_t*),
+///   then n_layer outputs memref<?x?xf32> [klen, n_head·d_head]: layer l's
+///   r_head_k (official r_net of pos_emb over distances klen-1 ... 0).
+/// `txl_segment_kv`: params[n_params], data, target, mems[n_layer + 1] as
+///   txl_segment_forward, then k_mem[n_layer], v_mem[n_layer]
+///   (memref<?x?x?xf32> [mlen, batch, n_head·d_head]: layer l's keys and
+///   values of its memory rows), r_head_k[n_layer] (as above, klen = mlen +
+///   qlen), mem_len, same_length (int64_t*); outputs: nll, new_mems[n_layer
+///   + 1] as txl_segment_forward, then new_k[n_layer], new_v[n_layer]
+///   [new_mlen, batch, n_head·d_head], the keys and values of new_mems.
+///   Eval mode only; per-token NLL and memory as txl_segment_forward's.
+/// `txl_segment_log_probs_kv`: txl_segment_kv without target, its nll
+///   output [qlen, batch, n_token] log-probabilities as
+///   txl_segment_log_probs.
+
 /* Symbols a txlc-generated object defines: all but txl_accumulate_grads
    by default (that one only for a GPU target with batch_chunk > 1);
    txl_segment_grad is absent when the model was compiled with
@@ -209,6 +227,11 @@ extern const txl_model_info_t txl_model_info;
 void txl_segment_forward(void **args);
 void txl_segment_grad(void **args) TXL_WEAK;
 void txl_segment_log_probs(void **args) TXL_WEAK;
+/* Absent for the GPU targets, attn_type != 0, and txlc --kv-cache=false;
+   the runtime then evaluates through txl_segment_forward. */
+void txl_segment_kv(void **args) TXL_WEAK;
+void txl_segment_log_probs_kv(void **args) TXL_WEAK;
+void txl_segment_r_head_k(void **args) TXL_WEAK;
 void txl_grad_squared_norm(void **args) TXL_WEAK;
 void txl_optimizer_step(void **args) TXL_WEAK;
 void txl_learning_rate(void **args) TXL_WEAK;
@@ -346,6 +369,27 @@ txl_status_t txl_session_report_device_memory(txl_session_t *session);
 /// Drops the memory (mlen = 0) for a stream of `batch` columns.
 txl_status_t txl_session_reset_memory(txl_session_t *session, int64_t batch);
 
+/// Turns the key/value cache (see txl_session_run_segment) on (the default)
+/// or off (`enabled` 0: every run goes through txl_segment_forward, as
+/// `--no-kv-cache` asks). Turning it off drops the cache.
+txl_status_t txl_session_set_kv_cache(txl_session_t *session, int32_t enabled);
+
+/// Nonzero when the session's eval-mode runs can use the key/value cache:
+/// it is on, the session is on the CPU, and the executable has
+/// txl_segment_kv, txl_segment_log_probs_kv and txl_segment_r_head_k.
+int32_t txl_session_kv_cache_active(const txl_session_t *session);
+
+/// Nonzero when the next eval-mode run goes through the key/value cache:
+/// it is active and describes the current memory.
+int32_t txl_session_kv_cache_ready(const txl_session_t *session);
+
+/// Floats the key/value cache holds at most for a memory of `mem_len` rows
+/// and `batch` columns: 2·n_layer·mem_len·batch·n_head·d_head (each layer's
+/// keys and values of its memory rows); r_head_k adds
+/// n_layer·klen·n_head·d_head, klen = mem_len + qlen, shared by the batch.
+int64_t txl_kv_cache_floats(const txl_model_info_t *info, int64_t mem_len,
+                            int64_t batch);
+
 /// The most memories a session keeps (txl_session_select_memory).
 #define TXL_MAX_MEMORY_SLOTS 1024
 
@@ -360,6 +404,19 @@ txl_status_t txl_session_select_memory(txl_session_t *session, int64_t slot);
 /// Runs one segment: `data`/`target` are row-major int64 [qlen, batch];
 /// `out_nll` receives row-major float32 [qlen, batch] per-token NLL in nats.
 /// Memory is carried: the new memory replaces the old one.
+///
+/// Key/value cache: an eval-mode run (options->training == 0) goes through
+/// txl_segment_kv when txl_session_kv_cache_active, and then projects only
+/// its own qlen rows through each layer's qkv_net; the session keeps the
+/// memory rows' keys and values next to the memory (txl_kv_cache_floats)
+/// and every layer's r_head_k for the last (klen, clamp_len). The cache
+/// describes the memory from txl_session_reset_memory on, as long as every
+/// run goes through it: txl_session_set_memory, txl_session_select_memory,
+/// a training or backward run, and anything that may change the parameters
+/// (loading, initialising, an optimizer step, txl_session_parameter) drop
+/// it, and eval runs then go through txl_segment_forward until the next
+/// reset. Both paths give the same NLL and memory (within float rounding:
+/// the products group the rows differently).
 txl_status_t txl_session_run_segment(txl_session_t *session,
                                      const int64_t *data,
                                      const int64_t *target, int64_t qlen,

@@ -103,6 +103,7 @@ EvalSettings resolveEvalSettings(const txl_model_info_t &info,
   settings.batchSize = options.batchSize.value_or(info.eval_batch_size);
   settings.sameLength = options.sameLength.value_or(info.eval_same_length != 0);
   settings.threads = options.threads;
+  settings.kvCache = options.kvCache;
   if (settings.tgtLen <= 0)
     fail(TXL_INVALID_ARGUMENT, "tgt_len must be positive, got {}",
          settings.tgtLen);
@@ -176,6 +177,8 @@ std::string formatEvalJson(const EvalResult &result) {
       {"tokens", result.tokens},
       {"seconds", result.seconds},
       {"tokens_per_s", result.tokensPerSecond()},
+      {"segments", result.segments},
+      {"kv_cache_segments", result.kvCacheSegments},
       {"tgt_len", s.tgtLen},
       {"mem_len", s.memLen},
       {"clamp_len", s.clampLen},

@@ -30,12 +30,22 @@ void SessionDeleter::operator()(txl_session_t *session) const {
 
 SessionPtr openSession(const txl_model_info_t &info, txl_segment_fn segmentFn,
                        const std::string &checkpoint, int threads,
-                       int64_t memLen, int64_t batch) {
+                       int64_t memLen, int64_t batch, bool kvCache) {
   txl_session_t *raw = nullptr;
   checkStatus(txl_session_create(&info, segmentFn, &raw));
   SessionPtr session(raw);
   checkStatus(txl_session_set_threads(session.get(),
                                       clampThreads(threads, batch, stderr)));
+  checkStatus(txl_session_set_kv_cache(session.get(), kvCache ? 1 : 0));
+  if (txl_session_kv_cache_active(session.get()) && memLen > 0) {
+    int64_t floats = txl_kv_cache_floats(&info, memLen, batch);
+    std::fprintf(stderr,
+                 "key/value cache: 2*%lld layers*%lld rows*%lld columns*%lld "
+                 "heads*%lld = %lld floats (%.1f MiB; --no-kv-cache: none)\n",
+                 (long long)info.n_layer, (long long)memLen, (long long)batch,
+                 (long long)info.n_head, (long long)info.d_head,
+                 (long long)floats, double(floats) * 4.0 / (1 << 20));
+  }
   checkStatus(txl_session_check_device_memory(session.get(), memLen, batch,
                                               /*training=*/0));
   checkStatus(txl_session_load_checkpoint(session.get(), checkpoint.c_str()));
@@ -182,7 +192,7 @@ EvalResult runEval(const txl_model_info_t &info, const EvalSettings &settings,
   // The checkpoint first: it is cheap to check and the likelier mistake.
   SessionPtr session =
       openSession(info, segmentFn, settings.checkpoint, settings.threads,
-                  settings.memLen, settings.batchSize);
+                  settings.memLen, settings.batchSize, settings.kvCache);
   Corpus corpus = loadEvalCorpus(info, settings);
 
   // Ordered data sets stream the split through LMOrderedIterator; lm1b is
@@ -208,6 +218,8 @@ EvalResult runEval(const txl_model_info_t &info, const EvalSettings &settings,
   LMSegment segment;
   while (segments.next(segment)) {
     nll.resize(static_cast<size_t>(segment.seqLen * segment.batch));
+    ++result.segments;
+    result.kvCacheSegments += txl_session_kv_cache_ready(session.get());
     checkStatus(txl_session_run_segment(session.get(), segment.data.data(),
                                         segment.target.data(), segment.seqLen,
                                         segment.batch, &options, nll.data()));
@@ -269,7 +281,8 @@ void runSegmentsCommand(const txl_model_info_t &info,
          "write)");
 
   SessionPtr session = openSession(info, segmentFn, options.checkpoint,
-                                   options.threads, memLen, batch);
+                                   options.threads, memLen, batch,
+                                   options.kvCache);
   checkStatus(txl_session_reset_memory(session.get(), batch));
   txl_run_options_t runOptions{}; // eval mode: no dropout
   runOptions.mem_len = memLen;
@@ -303,8 +316,11 @@ void runSegmentsCommand(const txl_model_info_t &info,
     grads[i].resize(count);
     gradPtrs[i] = grads[i].data();
   }
+  int64_t kvCacheSegments = 0;
   for (int64_t s = 0; s < numSegments; ++s) {
     size_t offset = static_cast<size_t>(s) * block;
+    if (s != options.gradSegment)
+      kvCacheSegments += txl_session_kv_cache_ready(session.get());
     if (s == options.gradSegment)
       checkStatus(txl_session_run_segment_grad(
           session.get(), inputs.i64.data() + offset,
@@ -335,6 +351,9 @@ void runSegmentsCommand(const txl_model_info_t &info,
   fmt::print(out, "| segments {} | loss {:.6f} | tokens {} |\n", numSegments,
              tokens ? totalNll / static_cast<double>(tokens) : 0.0, tokens);
   std::fflush(out);
+  if (txl_session_kv_cache_active(session.get()))
+    fmt::print(stderr, "key/value cache: used by {} of {} segments\n",
+               kvCacheSegments, numSegments);
   checkStatus(txl_session_report_device_memory(session.get()));
 
   if (!options.dumpNll.empty())

@@ -28,6 +28,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using namespace txl::rt;
@@ -93,6 +94,15 @@ struct txl_session {
   std::vector<ParkedMemory> parkedMemory;
   int64_t memorySlot = 0;
 
+  /// The key/value cache (txl_session_run_segment): kvK[l], kvV[l] [mlen,
+  /// batch, n_head·d_head] are layer l's keys and values of `mems[l]` when
+  /// kvValid; rHeadK[l] [rHeadKKlen, n_head·d_head] is layer l's r_head_k
+  /// for (rHeadKKlen, rHeadKClamp), stale when rHeadKKlen < 0.
+  bool kvCacheEnabled = true;
+  bool kvValid = false;
+  std::vector<std::vector<float>> kvK, kvV, rHeadK;
+  int64_t rHeadKKlen = -1, rHeadKClamp = 0;
+
   /// Training (txl_session_train_segment, txl_session_optimizer_step),
   /// allocated on first use: the update's gradient per parameter (empty for
   /// buffers), one chunk's gradient (batch_chunk > 1), and the optimizer
@@ -114,6 +124,21 @@ struct txl_session {
       txl_device_close();
   }
 };
+
+/// Drops the key/value cache: the memory changed by other means than a
+/// cached run.
+static void dropKvCache(txl_session &session) {
+  session.kvValid = false;
+  session.kvK.clear();
+  session.kvV.clear();
+}
+
+/// Drops everything computed from the parameters (they may have changed).
+static void parametersChanged(txl_session &session) {
+  dropKvCache(session);
+  session.rHeadK.clear();
+  session.rHeadKKlen = -1;
+}
 
 /// Device buffers through the ABI the compiled code uses (txl/device.h).
 static void *deviceCopy(const void *host, size_t bytes) {
@@ -276,6 +301,7 @@ extern "C" txl_status_t txl_session_load_checkpoint(txl_session_t *session,
     session->params = std::move(params);
     session->loaded = true;
     session->missingTrainingOnly = std::move(missingTrainingOnly);
+    parametersChanged(*session);
     uploadParameters(*session);
   });
 }
@@ -296,6 +322,7 @@ extern "C" txl_status_t txl_session_init_parameters(txl_session_t *session,
     session->params = std::move(params);
     session->loaded = true;
     session->missingTrainingOnly.clear();
+    parametersChanged(*session);
     uploadParameters(*session);
   });
 }
@@ -312,6 +339,8 @@ extern "C" txl_status_t txl_session_parameter(txl_session_t *session,
       fail(TXL_INVALID_ARGUMENT, "parameter index {} out of range [0, {})",
            index, session->info->n_params);
     readBackParameters(*session);
+    // The caller may write through the pointer.
+    parametersChanged(*session);
     *out_data = session->params[index].data();
   });
 }
@@ -344,6 +373,7 @@ extern "C" txl_status_t txl_session_set_memory(txl_session_t *session,
     session->mems = std::move(mems);
     session->mlen = mlen;
     session->batch = batch;
+    dropKvCache(*session);
     uploadMemory(*session);
   });
 }
@@ -436,6 +466,9 @@ extern "C" txl_status_t txl_session_reset_memory(txl_session_t *session,
       m.clear();
     session->mlen = 0;
     session->batch = batch;
+    // An empty memory has an empty cache.
+    dropKvCache(*session);
+    session->kvValid = true;
     uploadMemory(*session);
   });
 }
@@ -469,6 +502,7 @@ extern "C" txl_status_t txl_session_select_memory(txl_session_t *session,
     s.memsOnHostCurrent = to.memsOnHostCurrent;
     to = {};
     s.memorySlot = slot;
+    dropKvCache(s);
   });
 }
 
@@ -504,6 +538,12 @@ struct SliceCall {
   std::vector<float *> grads;   ///< per parameter; empty: forward
   /// Objective "alrfou"'s backward: [3, qlen, batch], the loss's parts.
   float *lossParts = nullptr;
+  /// Key/value-cache entries (txl_segment_kv): per layer, the memory rows'
+  /// keys and values [mlen, batch, n_head·d_head] in, r_head_k [klen,
+  /// n_head·d_head], and the kept ones [newMlen, batch, n_head·d_head] out.
+  /// Empty for the other entries.
+  std::vector<const float *> kMems, vMems, rHeadK;
+  std::vector<float *> newK, newV;
 };
 
 static void callEntry(const txl_session &session, txl_segment_fn entry,
@@ -525,11 +565,23 @@ static void callEntry(const txl_session &session, txl_segment_fn entry,
     args.memref(call.target, {qlen + (alrfou ? 1 : 0), call.batch});
   for (const float *m : call.mems)
     args.memref(m, {session.mlen, call.batch, dModel});
-  for (int64_t scalar :
-       {options.mem_len, options.clamp_len,
-        int64_t(options.same_length ? 1 : 0), options.dropout_seed,
-        call.dropoutOffset, int64_t(options.training ? 1 : 0)})
-    args.i64(scalar);
+  const bool kv = !call.rHeadK.empty();
+  const int64_t hd = info.n_head * info.d_head;
+  if (kv) {
+    for (const auto *list : {&call.kMems, &call.vMems})
+      for (const float *m : *list)
+        args.memref(m, {session.mlen, call.batch, hd});
+    for (const float *r : call.rHeadK)
+      args.memref(r, {session.mlen + qlen, hd});
+    args.i64(options.mem_len);
+    args.i64(options.same_length ? 1 : 0);
+  } else {
+    for (int64_t scalar :
+         {options.mem_len, options.clamp_len,
+          int64_t(options.same_length ? 1 : 0), options.dropout_seed,
+          call.dropoutOffset, int64_t(options.training ? 1 : 0)})
+      args.i64(scalar);
+  }
   if (alrfou) {
     args.memref(options.loss_weights, {2 * info.n_layer});
     args.memref(options.position_weights, {qlen});
@@ -542,6 +594,9 @@ static void callEntry(const txl_session &session, txl_segment_fn entry,
     args.memref(call.nll, {qlen, call.batch});
   for (float *m : call.newMems)
     args.memref(m, {newMlen, call.batch, dModel});
+  for (const auto *list : {&call.newK, &call.newV})
+    for (float *m : *list)
+      args.memref(m, {newMlen, call.batch, hd});
   if (alrfou)
     for (int64_t part = 0; part < 3; ++part)
       args.memref(call.lossParts + part * qlen * call.batch,
@@ -675,6 +730,39 @@ static std::vector<void *> allocateDeviceGrads(const txl_session &session) {
   return grads;
 }
 
+static bool kvCacheActive(const txl_session &session) {
+  return session.kvCacheEnabled && !session.onDevice &&
+         session.segment == &txl_segment_forward && txl_segment_kv &&
+         txl_segment_log_probs_kv && txl_segment_r_head_k;
+}
+
+/// Brings the session's r_head_k up to date for `klen` and the run's
+/// clamp_len (txl_segment_r_head_k).
+static void updateRHeadK(txl_session &session, int64_t klen,
+                         int64_t clampLen) {
+  if (session.rHeadKKlen == klen && session.rHeadKClamp == clampLen)
+    return;
+  const txl_model_info_t &info = *session.info;
+  const int64_t hd = info.n_head * info.d_head;
+  session.rHeadK.resize(size_t(info.n_layer));
+  PackedArgs args;
+  for (int32_t i = 0; i < info.n_params; ++i) {
+    const txl_param_info_t &p = info.params[i];
+    args.memref(session.params[i].data(),
+                std::vector<int64_t>(p.shape, p.shape + p.rank));
+  }
+  args.i64(klen);
+  args.i64(clampLen);
+  for (auto &r : session.rHeadK) {
+    r.resize(size_t(klen * hd));
+    args.memref(r.data(), {klen, hd});
+  }
+  setBlasThreads(session.threads);
+  txl_segment_r_head_k(args.data());
+  session.rHeadKKlen = klen;
+  session.rHeadKClamp = clampLen;
+}
+
 /// One segment through the forward entry, or through the backward entry
 /// when `outGrads` is not null (one float32 buffer per trainable parameter,
 /// in parameter order; entries for buffers are ignored), or, with
@@ -776,7 +864,44 @@ static void runSegment(txl_session_t *session, const int64_t *data,
   for (auto &m : newMems)
     m.resize(std::max<int64_t>(newMlen * batch * dModel, 1));
 
+  // The key/value cache (runtime.h): eval-mode forward runs whose cache
+  // describes the memory.
+  const bool kv = !options->training && !outGrads && !intoDeviceGrads &&
+                  session->kvValid && kvCacheActive(*session);
+  const int64_t hd = info.n_head * info.d_head;
+  std::vector<std::vector<float>> newK, newV;
+  if (kv) {
+    entry = logProbs ? &txl_segment_log_probs_kv : &txl_segment_kv;
+    updateRHeadK(*session, mlen + qlen, options->clamp_len);
+    for (auto *list : {&newK, &newV}) {
+      list->resize(size_t(info.n_layer));
+      for (auto &m : *list)
+        m.resize(std::max<int64_t>(newMlen * batch * hd, 1));
+    }
+  } else {
+    dropKvCache(*session);
+  }
+  // The cache's arrays of one call: `source` is the batch's or a slice's.
+  auto addKvArrays = [&](SliceCall &call,
+                         const std::vector<std::vector<float>> &kIn,
+                         const std::vector<std::vector<float>> &vIn,
+                         std::vector<std::vector<float>> &kOut,
+                         std::vector<std::vector<float>> &vOut) {
+    for (int64_t l = 0; l < info.n_layer; ++l) {
+      call.kMems.push_back(kIn[l].empty() ? &emptyMemory : kIn[l].data());
+      call.vMems.push_back(vIn[l].empty() ? &emptyMemory : vIn[l].data());
+      call.rHeadK.push_back(session->rHeadK[l].data());
+      call.newK.push_back(kOut[l].data());
+      call.newV.push_back(vOut[l].data());
+    }
+  };
+  if (kv && session->kvK.empty()) { // mlen = 0 after a reset
+    session->kvK.resize(size_t(info.n_layer));
+    session->kvV.resize(size_t(info.n_layer));
+  }
+
   if (session->onDevice) {
+    dropKvCache(*session);
     if (intoDeviceGrads) {
       runSegmentOnDevice(*session, entry, data, target, qlen, newMlen, *options,
                          out_nll, intoDeviceGrads, lossParts);
@@ -808,6 +933,8 @@ static void runSegment(txl_session_t *session, const int64_t *data,
     if (outGrads)
       call.grads.assign(outGrads, outGrads + info.n_params);
     call.lossParts = lossParts;
+    if (kv)
+      addKvArrays(call, session->kvK, session->kvV, newK, newV);
     callEntry(*session, entry, *options, qlen, newMlen, call);
   } else {
     // Batch-parallel: the columns are independent streams (each has its own
@@ -862,7 +989,31 @@ static void runSegment(txl_session_t *session, const int64_t *data,
         for (auto &g : session->sliceGrads[s])
           call.grads.push_back(g.data());
       call.lossParts = sliceParts.data();
+      // The cache's columns of the slice, as the memory's.
+      std::vector<std::vector<float>> kIn, vIn, kOut, vOut;
+      if (kv) {
+        for (auto [in, out, whole] :
+             {std::tuple(&kIn, &kOut, &session->kvK),
+              std::tuple(&vIn, &vOut, &session->kvV)}) {
+          in->resize(size_t(info.n_layer));
+          out->resize(size_t(info.n_layer));
+          for (int64_t l = 0; l < info.n_layer; ++l) {
+            (*in)[l].resize(std::max<int64_t>(mlen * nb * hd, 1));
+            if (mlen)
+              gatherColumns((*whole)[l].data(), mlen, batch, hd, b0, nb,
+                            (*in)[l].data());
+            (*out)[l].resize(std::max<int64_t>(newMlen * nb * hd, 1));
+          }
+        }
+        addKvArrays(call, kIn, vIn, kOut, vOut);
+      }
       callEntry(*session, entry, *options, qlen, newMlen, call);
+      for (int64_t l = 0; kv && newMlen && l < info.n_layer; ++l) {
+        scatterColumns(kOut[l].data(), newMlen, batch, hd, b0, nb,
+                       newK[l].data());
+        scatterColumns(vOut[l].data(), newMlen, batch, hd, b0, nb,
+                       newV[l].data());
+      }
       for (int64_t r = 0; r < qlen; ++r)
         std::copy_n(nll.data() + r * nb * width, nb * width,
                     out_nll + (r * batch + b0) * width);
@@ -906,6 +1057,13 @@ static void runSegment(txl_session_t *session, const int64_t *data,
     m.resize(newMlen * batch * dModel);
   session->mems = std::move(newMems);
   session->mlen = newMlen;
+  if (kv) {
+    for (auto *list : {&newK, &newV})
+      for (auto &m : *list)
+        m.resize(size_t(newMlen * batch * hd));
+    session->kvK = std::move(newK);
+    session->kvV = std::move(newV);
+  }
 }
 
 extern "C" txl_status_t
@@ -963,6 +1121,31 @@ extern "C" txl_status_t txl_session_memory(txl_session_t *session,
     *out_data = session->mems[layer].data();
     *out_mlen = session->mlen;
   });
+}
+
+extern "C" txl_status_t txl_session_set_kv_cache(txl_session_t *session,
+                                                 int32_t enabled) {
+  return guardStatus([&] {
+    requireSession(session);
+    session->kvCacheEnabled = enabled != 0;
+    if (!enabled)
+      parametersChanged(*session);
+  });
+}
+
+extern "C" int32_t txl_session_kv_cache_active(const txl_session_t *session) {
+  return session && kvCacheActive(*session) ? 1 : 0;
+}
+
+extern "C" int32_t txl_session_kv_cache_ready(const txl_session_t *session) {
+  return session && kvCacheActive(*session) && session->kvValid ? 1 : 0;
+}
+
+extern "C" int64_t txl_kv_cache_floats(const txl_model_info_t *info,
+                                       int64_t mem_len, int64_t batch) {
+  if (!info)
+    return 0;
+  return 2 * info->n_layer * mem_len * batch * info->n_head * info->d_head;
 }
 
 //===----------------------------------------------------------------------===//
@@ -1191,6 +1374,7 @@ extern "C" txl_status_t txl_session_optimizer_step(txl_session_t *session,
                          ? deviceOptimizerStep(*session, lr, step, invLossScale)
                          : hostOptimizerStep(*session, lr, step, invLossScale,
                                              std::max(parts, 1));
+    parametersChanged(*session);
   });
 }
 

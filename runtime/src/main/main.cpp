@@ -37,6 +37,15 @@ constexpr const char *kThreadsHelp =
     "parallel slices with single-threaded BLAS, or batch 1 as one call with "
     "multi-threaded BLAS";
 
+/// `--no-kv-cache` on `cmd`: clears `kvCache` (txl_session_set_kv_cache).
+void addKvCacheFlag(CLI::App *cmd, bool &kvCache) {
+  cmd->add_flag_callback(
+      "--no-kv-cache", [&kvCache] { kvCache = false; },
+      "Project every memory row's keys and values again in every segment "
+      "(the official computation) instead of keeping them from the segment "
+      "before; same results, slower with long memories");
+}
+
 /// argv[0] without its directories.
 std::string programName(const char *argv0) {
   std::string name = argv0 && *argv0 ? argv0 : "txl-model";
@@ -164,6 +173,7 @@ int main(int argc, char **argv) {
                   info.eval_batch_size));
   eval->add_option("--threads", evalOptions.threads, kThreadsHelp)
       ->default_str("0");
+  addKvCacheFlag(eval, evalOptions.kvCache);
   eval->add_flag("--json", evalOptions.json,
                  "Also print the result as one line of JSON");
   eval->add_flag("--sliding-window", evalOptions.slidingWindow,
@@ -229,6 +239,7 @@ int main(int argc, char **argv) {
                   boolText(info.same_length)));
   runSegments->add_option("--threads", segOptions.threads, kThreadsHelp)
       ->default_str("0");
+  addKvCacheFlag(runSegments, segOptions.kvCache);
 
   // train
   TrainOptions trainOptions;
@@ -359,6 +370,7 @@ int main(int argc, char **argv) {
                      "Print one JSON object at the end (prompt_tokens, "
                      "tokens, log_probs, text) instead of streaming");
   generate->add_option("--threads", genOptions.threads, kThreadsHelp);
+  addKvCacheFlag(generate, genOptions.kvCache);
 
   // score
   txl::rt::ScoreOptions scoreOptions;
@@ -377,6 +389,7 @@ int main(int argc, char **argv) {
   score->add_option("--top-k", scoreOptions.topK,
                     "Alternatives listed per token (default: 5)");
   score->add_option("--threads", scoreOptions.threads, kThreadsHelp);
+  addKvCacheFlag(score, scoreOptions.kvCache);
 
   try {
     app.parse(argc, argv);

@@ -38,6 +38,7 @@ struct EvalOptions {
   std::optional<int64_t> tgtLen, memLen, clampLen, batchSize;
   std::optional<bool> sameLength;
   int threads = 0; ///< txl_session_set_threads; 0 = all cores
+  bool kvCache = true; ///< txl_session_set_kv_cache (--no-kv-cache)
   bool json = false;
   bool progress = true; ///< draw the bar (only ever on a terminal)
   /// --sliding-window: the evaluation of Al-Rfou et al. (2018) that the
@@ -62,6 +63,7 @@ struct EvalSettings {
   int64_t tgtLen = 0, memLen = 0, clampLen = 0, batchSize = 0;
   bool sameLength = false;
   int threads = 0;
+  bool kvCache = true;
   bool slidingWindow = false; ///< tgtLen is then the window length
   int64_t maxTokens = 0;      ///< sliding window only; 0 = all
   std::string dumpNll;
@@ -105,11 +107,13 @@ using SessionPtr = std::unique_ptr<txl_session_t, SessionDeleter>;
 /// Creates a session over `info` (`segmentFn` NULL: the linked segment)
 /// with `threads` (0 = the default) and loads `checkpoint` into it; on a GPU
 /// target, first checks that the parameters and a memory of `memLen` rows
-/// for `batch` columns fit on the device. Errors: those of the session
+/// for `batch` columns fit on the device. With `kvCache` false the session
+/// keeps no key/value cache; when it keeps one and `memLen` > 0, prints its
+/// size to stderr ("key/value cache: ..."). Errors: those of the session
 /// calls.
 SessionPtr openSession(const txl_model_info_t &info, txl_segment_fn segmentFn,
                        const std::string &checkpoint, int threads,
-                       int64_t memLen, int64_t batch);
+                       int64_t memLen, int64_t batch, bool kvCache = true);
 
 /// Whether the model trains with Al-Rfou et al. (2018)'s objective
 /// (txl_model_info.objective "alrfou"): its backward segment takes the loss
@@ -140,6 +144,9 @@ struct EvalResult {
   double loss = 0;    ///< mean NLL (nats) over all predicted tokens
   int64_t tokens = 0; ///< predicted tokens: sum of seq_len * batch
   double seconds = 0; ///< wall time of the segment loop only (as eval.py)
+  /// Segments run, and those of them that went through the key/value
+  /// cache (txl_session_kv_cache_ready before the run).
+  int64_t segments = 0, kvCacheSegments = 0;
 
   double ppl() const;             ///< exp(loss)
   double bpc() const;             ///< loss / ln 2
@@ -205,6 +212,7 @@ struct RunSegmentsOptions {
   std::optional<int64_t> memLen, clampLen;
   std::optional<bool> sameLength;
   int threads = 0;
+  bool kvCache = true; ///< --no-kv-cache clears it
 };
 
 /// Runs the S segments of `inputs`/`targets` (int64 .npy [S, tgt_len, batch],

@@ -42,6 +42,7 @@ struct GenerateOptions {
   uint64_t seed = 0;
   bool json = false;
   int threads = 0;
+  bool kvCache = true; ///< --no-kv-cache clears it
 };
 
 /// Runs the prompt through the model in segments of the evaluation tgt_len
@@ -63,6 +64,7 @@ struct ScoreOptions {
   std::string dataDir, dataset, checkpoint, textFile;
   int64_t topK = 5;
   int threads = 0;
+  bool kvCache = true; ///< --no-kv-cache clears it
 };
 
 /// Scores every token of `textFile` after its first, as `eval` runs a split

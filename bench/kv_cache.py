@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""The key/value cache's eval speed-up at the enwik8 paper setting (issue #22).
+
+Compiles models/enwik8_base.toml (CPU target), writes a random-weight
+checkpoint with the executable's `init`, and a synthetic enwik8 data
+directory in the prepared layout (prep_enwik8.py's: every byte as its decimal
+number, space-separated; the 204 byte values of the model's vocabulary, random
+order). Then runs, interleaved, the paper's eval.py setting
+
+    EXE eval --split valid --tgt-len 80 --mem-len 2100 --clamp-len 820
+             --same-length true --batch-size 4
+
+with the cache (the default) and with --no-kv-cache, and prints tokens/s of
+each run (eval's own timer: the segment loop, as eval.py), the ratio of the
+medians, and the largest per-token NLL difference between the two paths
+(--dump-nll). The valid split holds `--segments` segments per column; the
+first 2100 / 80 = 27 fill the memory, so the default of 60 spends most of the
+time at the full klen of 2180. No torch needed.
+"""
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SETTING = ["--split", "valid", "--tgt-len", "80", "--mem-len", "2100",
+           "--clamp-len", "820", "--same-length", "true", "--batch-size", "4"]
+
+
+def write_split(path, count, rng, symbols):
+    """`count` bytes drawn from `symbols`, written as prep_enwik8.py does."""
+    data = [rng.choice(symbols) for _ in range(count)]
+    with open(path, "w") as f:
+        f.write(" ".join(str(c) for c in data))
+
+
+def setup(a):
+    os.makedirs(a.workdir, exist_ok=True)
+    exe = os.path.join(a.workdir, "enwik8_base")
+    if a.recompile or not os.path.exists(exe):
+        cmd = [a.txlc, os.path.join(ROOT, "models", "enwik8_base.toml"),
+               "-o", exe]
+        print("  compile: " + " ".join(cmd), flush=True)
+        subprocess.run(cmd, check=True)
+    weights = os.path.join(a.workdir, "weights.safetensors")
+    if not os.path.exists(weights):
+        subprocess.run([exe, "init", "--seed", "1111", "-o", weights],
+                       check=True)
+    data = os.path.join(a.workdir, f"data_S{a.segments}")
+    if not os.path.exists(os.path.join(data, "test.txt")):
+        os.makedirs(data, exist_ok=True)
+        rng = random.Random(5678)
+        # 204 byte values (the model's n_token), newline excluded.
+        symbols = [c for c in range(256) if c != 10][:204]
+        # The vocabulary is built from all three splits; train holds every
+        # symbol once so that it has exactly 204.
+        with open(os.path.join(data, "train.txt"), "w") as f:
+            f.write(" ".join(str(c) for c in symbols))
+        write_split(os.path.join(data, "valid.txt"),
+                    4 * 80 * a.segments + 1, rng, symbols)
+        write_split(os.path.join(data, "test.txt"), 1000, rng, symbols)
+    return exe, weights, data
+
+
+def run(a, exe, weights, data, kv, label):
+    nll = os.path.join(a.workdir, f"nll_{label}.npy")
+    cmd = [exe, "eval", "--data", data, "--dataset", "enwik8",
+           "--checkpoint", weights, "--threads", str(a.threads), "--json",
+           "--dump-nll", nll] + SETTING + ([] if kv else ["--no-kv-cache"])
+    res = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    result = json.loads(res.stdout.strip().splitlines()[-1])
+    result["nll_file"] = nll
+    result["cmd"] = " ".join(cmd)
+    return result
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--txlc", default=os.path.join(ROOT, "build", "bin", "txlc"))
+    ap.add_argument("--workdir",
+                    default=os.path.join(os.path.dirname(ROOT), "bench-scratch",
+                                         "kv_cache"))
+    ap.add_argument("--segments", type=int, default=60,
+                    help="segments per batch column in the valid split")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--recompile", action="store_true")
+    ap.add_argument("--json", help="write the runs and the summary here")
+    a = ap.parse_args()
+
+    exe, weights, data = setup(a)
+    runs = {"kv": [], "no_kv": []}
+    for r in range(a.repeat):
+        for label, kv in (("kv", True), ("no_kv", False)):
+            res = run(a, exe, weights, data, kv, label)
+            runs[label].append(res)
+            print(f"  run {r} {label:5s}: {res['tokens_per_s']:8.1f} tok/s "
+                  f"({res['tokens']} tokens in {res['seconds']:.2f} s, "
+                  f"{res['kv_cache_segments']} of {res['segments']} segments "
+                  f"through the cache) loss {res['loss']:.6f}", flush=True)
+    print("  command: " + runs["kv"][0]["cmd"])
+    kv = statistics.median(x["tokens_per_s"] for x in runs["kv"])
+    plain = statistics.median(x["tokens_per_s"] for x in runs["no_kv"])
+    a_nll = np.load(runs["kv"][0]["nll_file"]).astype(np.float64)
+    b_nll = np.load(runs["no_kv"][0]["nll_file"]).astype(np.float64)
+    diff = float(np.abs(a_nll - b_nll).max())
+    summary = {"kv_tokens_per_s": kv, "no_kv_tokens_per_s": plain,
+               "speedup": kv / plain, "max_nll_diff": diff,
+               "segments": runs["kv"][0]["segments"],
+               "kv_cache_segments": runs["kv"][0]["kv_cache_segments"]}
+    print(f"key/value cache {kv:.1f} tok/s, --no-kv-cache {plain:.1f} tok/s "
+          f"(medians of {a.repeat}): {kv / plain:.2f}x; "
+          f"max |NLL diff| {diff:.2e}")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"runs": runs, "summary": summary}, f, indent=1)
+    if diff > 1e-5:
+        sys.exit(f"the two paths' NLLs differ by {diff:.2e} (> 1e-5)")
+
+
+if __name__ == "__main__":
+    main()
