@@ -94,13 +94,27 @@ struct txl_session {
   std::vector<ParkedMemory> parkedMemory;
   int64_t memorySlot = 0;
 
-  /// The key/value cache (txl_session_run_segment): kvK[l], kvV[l] [mlen,
-  /// batch, n_head·d_head] are layer l's keys and values of `mems[l]` when
-  /// kvValid; rHeadK[l] [rHeadKKlen, n_head·d_head] is layer l's r_head_k
-  /// for (rHeadKKlen, rHeadKClamp), stale when rHeadKKlen < 0.
+  /// The key/value cache (txl_session_run_segment), by batch slice: the
+  /// columns [first, first + count) that one call of txl_segment_kv runs
+  /// (as the batch-parallel slices of runSegment). Each slice keeps its
+  /// memory and its layers' keys and values of the memory rows, so that a
+  /// run moves nothing between the batch and the slices, and the buffers
+  /// the next run writes (swapped in after it).
+  struct KvSlice {
+    int64_t first = 0, count = 0;
+    std::vector<std::vector<float>> mems, k, v; ///< [mlen, count, *]
+    std::vector<std::vector<float>> nextMems, nextK, nextV;
+  };
   bool kvCacheEnabled = true;
+  /// The slices describe the memory: every run since the last reset went
+  /// through the cache (with no slice yet, the memory is empty).
   bool kvValid = false;
-  std::vector<std::vector<float>> kvK, kvV, rHeadK;
+  std::vector<KvSlice> kvSlices;
+  /// The slices hold the memory, and `mems` above is stale (syncMemory).
+  bool memsInSlices = false;
+  /// rHeadK[l] [rHeadKKlen, n_head·d_head]: layer l's r_head_k for
+  /// (rHeadKKlen, rHeadKClamp); stale when rHeadKKlen < 0.
+  std::vector<std::vector<float>> rHeadK;
   int64_t rHeadKKlen = -1, rHeadKClamp = 0;
 
   /// Training (txl_session_train_segment, txl_session_optimizer_step),
@@ -125,12 +139,38 @@ struct txl_session {
   }
 };
 
-/// Drops the key/value cache: the memory changed by other means than a
-/// cached run.
+/// Brings `mems` up to date from the key/value cache's slices (which keep
+/// the memory too, and stay valid).
+static void syncMemory(txl_session &session) {
+  if (!session.memsInSlices)
+    return;
+  const int64_t dModel = session.info->d_model, mlen = session.mlen;
+  for (size_t l = 0; l < session.mems.size(); ++l) {
+    session.mems[l].resize(size_t(mlen * session.batch * dModel));
+    for (const auto &slice : session.kvSlices)
+      for (int64_t r = 0; r < mlen; ++r)
+        std::copy_n(slice.mems[l].data() + r * slice.count * dModel,
+                    slice.count * dModel,
+                    session.mems[l].data() +
+                        (r * session.batch + slice.first) * dModel);
+  }
+  session.memsInSlices = false;
+}
+
+/// Drops the key/value cache, keeping the memory: runs use @segment until
+/// the next reset.
 static void dropKvCache(txl_session &session) {
+  syncMemory(session);
   session.kvValid = false;
-  session.kvK.clear();
-  session.kvV.clear();
+  session.kvSlices.clear();
+}
+
+/// Drops the key/value cache and the memory it holds (the memory is being
+/// replaced).
+static void discardKvCache(txl_session &session) {
+  session.memsInSlices = false;
+  session.kvValid = false;
+  session.kvSlices.clear();
 }
 
 /// Drops everything computed from the parameters (they may have changed).
@@ -370,10 +410,10 @@ extern "C" txl_status_t txl_session_set_memory(txl_session_t *session,
       if (count)
         mems[l].assign(layers[l], layers[l] + count);
     }
+    discardKvCache(*session);
     session->mems = std::move(mems);
     session->mlen = mlen;
     session->batch = batch;
-    dropKvCache(*session);
     uploadMemory(*session);
   });
 }
@@ -462,12 +502,12 @@ extern "C" txl_status_t txl_session_reset_memory(txl_session_t *session,
     requireSession(session);
     if (batch <= 0)
       fail(TXL_INVALID_ARGUMENT, "batch size must be positive, got {}", batch);
+    discardKvCache(*session);
     for (auto &m : session->mems)
       m.clear();
     session->mlen = 0;
     session->batch = batch;
     // An empty memory has an empty cache.
-    dropKvCache(*session);
     session->kvValid = true;
     uploadMemory(*session);
   });
@@ -483,6 +523,7 @@ extern "C" txl_status_t txl_session_select_memory(txl_session_t *session,
     txl_session &s = *session;
     if (slot == s.memorySlot)
       return;
+    dropKvCache(s);
     if (s.parkedMemory.size() <= size_t(std::max(slot, s.memorySlot)))
       s.parkedMemory.resize(size_t(std::max(slot, s.memorySlot)) + 1);
     auto &from = s.parkedMemory[size_t(s.memorySlot)];
@@ -502,7 +543,6 @@ extern "C" txl_status_t txl_session_select_memory(txl_session_t *session,
     s.memsOnHostCurrent = to.memsOnHostCurrent;
     to = {};
     s.memorySlot = slot;
-    dropKvCache(s);
   });
 }
 
@@ -763,6 +803,126 @@ static void updateRHeadK(txl_session &session, int64_t klen,
   session.rHeadKClamp = clampLen;
 }
 
+/// The batch slices of a run of `batch` columns: slice s runs columns
+/// [first[s], first[s + 1]).
+static std::vector<int64_t> sliceBounds(const txl_session &session,
+                                        int64_t batch) {
+  const int slices =
+      static_cast<int>(std::min<int64_t>(std::max(session.threads, 1), batch));
+  std::vector<int64_t> first(slices + 1);
+  for (int s = 0; s <= slices; ++s)
+    first[s] = batch * s / slices;
+  return first;
+}
+
+/// Whether the key/value cache's slices are those a run of `batch` columns
+/// uses now (the thread count may have changed since the cache was made).
+static bool kvSlicesMatch(const txl_session &session, int64_t batch) {
+  if (session.kvSlices.empty())
+    return session.mlen == 0;
+  std::vector<int64_t> first = sliceBounds(session, batch);
+  if (first.size() != session.kvSlices.size() + 1)
+    return false;
+  for (size_t s = 0; s < session.kvSlices.size(); ++s)
+    if (session.kvSlices[s].first != first[s] ||
+        session.kvSlices[s].count != first[s + 1] - first[s])
+      return false;
+  return true;
+}
+
+/// One eval-mode segment through txl_segment_kv (txl_segment_log_probs_kv
+/// with `logProbs`): each slice runs on its own memory and cache, writes
+/// the next ones into its spare buffers and swaps them in. The caller has
+/// validated the arguments, and kvSlicesMatch holds.
+static void runSegmentKv(txl_session &session, const int64_t *data,
+                         const int64_t *target, int64_t qlen, int64_t batch,
+                         const txl_run_options_t &options, float *out,
+                         bool logProbs) {
+  const txl_model_info_t &info = *session.info;
+  const int64_t dModel = info.d_model, hd = info.n_head * info.d_head;
+  const int64_t layers = info.n_layer + 1;
+  const int64_t width = logProbs ? info.n_token : 1;
+  const int64_t mlen = session.mlen;
+  const int64_t newMlen = std::min(options.mem_len, mlen + qlen);
+  std::vector<int64_t> first = sliceBounds(session, batch);
+  const int slices = int(first.size()) - 1;
+  if (session.kvSlices.empty()) { // the empty memory after a reset
+    session.kvSlices.resize(size_t(slices));
+    for (int s = 0; s < slices; ++s) {
+      auto &slice = session.kvSlices[s];
+      slice.first = first[s];
+      slice.count = first[s + 1] - first[s];
+      for (auto *list : {&slice.mems, &slice.nextMems})
+        list->resize(size_t(layers));
+      for (auto *list : {&slice.k, &slice.v, &slice.nextK, &slice.nextV})
+        list->resize(size_t(info.n_layer));
+    }
+  }
+  updateRHeadK(session, mlen + qlen, options.clamp_len);
+  txl_segment_fn entry =
+      logProbs ? &txl_segment_log_probs_kv : &txl_segment_kv;
+  // An empty memory still needs a valid (non-null) pointer.
+  static float emptyMemory = 0.0f;
+  auto pointer = [](std::vector<float> &v) {
+    return v.empty() ? &emptyMemory : v.data();
+  };
+  auto runSlice = [&](int s) {
+    auto &slice = session.kvSlices[s];
+    const int64_t b0 = slice.first, nb = slice.count;
+    std::vector<int64_t> sliceData, sliceTarget;
+    std::vector<float> sliceOut;
+    const int64_t *d = data, *t = target;
+    float *o = out;
+    if (slices > 1) {
+      sliceData.resize(size_t(qlen * nb));
+      sliceTarget.resize(target ? size_t(qlen * nb) : 0);
+      for (int64_t r = 0; r < qlen; ++r) {
+        std::copy_n(data + r * batch + b0, nb, sliceData.data() + r * nb);
+        if (target)
+          std::copy_n(target + r * batch + b0, nb, sliceTarget.data() + r * nb);
+      }
+      sliceOut.resize(size_t(qlen * nb * width));
+      d = sliceData.data();
+      t = target ? sliceTarget.data() : nullptr;
+      o = sliceOut.data();
+    }
+    SliceCall call{d, t, nb, {}, 0, o, {}, {}};
+    for (int64_t l = 0; l < layers; ++l) {
+      call.mems.push_back(pointer(slice.mems[l]));
+      slice.nextMems[l].resize(
+          size_t(std::max<int64_t>(newMlen * nb * dModel, 1)));
+      call.newMems.push_back(slice.nextMems[l].data());
+    }
+    for (int64_t l = 0; l < info.n_layer; ++l) {
+      call.kMems.push_back(pointer(slice.k[l]));
+      call.vMems.push_back(pointer(slice.v[l]));
+      call.rHeadK.push_back(session.rHeadK[l].data());
+      for (auto [next, outs] : {std::pair(&slice.nextK, &call.newK),
+                                std::pair(&slice.nextV, &call.newV)}) {
+        (*next)[l].resize(size_t(std::max<int64_t>(newMlen * nb * hd, 1)));
+        outs->push_back((*next)[l].data());
+      }
+    }
+    callEntry(session, entry, options, qlen, newMlen, call);
+    std::swap(slice.mems, slice.nextMems);
+    std::swap(slice.k, slice.nextK);
+    std::swap(slice.v, slice.nextV);
+    if (slices > 1)
+      for (int64_t r = 0; r < qlen; ++r)
+        std::copy_n(sliceOut.data() + r * nb * width, nb * width,
+                    out + (r * batch + b0) * width);
+  };
+  if (slices == 1) {
+    setBlasThreads(session.threads);
+    runSlice(0);
+  } else {
+    setBlasThreads(1);
+    session.pool.run(slices, runSlice);
+  }
+  session.mlen = newMlen;
+  session.memsInSlices = true;
+}
+
 /// One segment through the forward entry, or through the backward entry
 /// when `outGrads` is not null (one float32 buffer per trainable parameter,
 /// in parameter order; entries for buffers are ignored), or, with
@@ -854,6 +1014,17 @@ static void runSegment(txl_session_t *session, const int64_t *data,
              info.params[i].name);
   }
 
+  // The key/value cache (runtime.h): eval-mode forward runs whose cache
+  // describes the memory, in the slices the cache has.
+  if (!options->training && !outGrads && !intoDeviceGrads &&
+      session->kvValid && kvCacheActive(*session) &&
+      kvSlicesMatch(*session, batch)) {
+    runSegmentKv(*session, data, target, qlen, batch, *options, out_nll,
+                 logProbs);
+    return;
+  }
+  dropKvCache(*session);
+
   const int64_t dModel = info.d_model;
   const int64_t mlen = session->mlen;
   const int64_t newMlen = std::min(options->mem_len, mlen + qlen);
@@ -864,44 +1035,7 @@ static void runSegment(txl_session_t *session, const int64_t *data,
   for (auto &m : newMems)
     m.resize(std::max<int64_t>(newMlen * batch * dModel, 1));
 
-  // The key/value cache (runtime.h): eval-mode forward runs whose cache
-  // describes the memory.
-  const bool kv = !options->training && !outGrads && !intoDeviceGrads &&
-                  session->kvValid && kvCacheActive(*session);
-  const int64_t hd = info.n_head * info.d_head;
-  std::vector<std::vector<float>> newK, newV;
-  if (kv) {
-    entry = logProbs ? &txl_segment_log_probs_kv : &txl_segment_kv;
-    updateRHeadK(*session, mlen + qlen, options->clamp_len);
-    for (auto *list : {&newK, &newV}) {
-      list->resize(size_t(info.n_layer));
-      for (auto &m : *list)
-        m.resize(std::max<int64_t>(newMlen * batch * hd, 1));
-    }
-  } else {
-    dropKvCache(*session);
-  }
-  // The cache's arrays of one call: `source` is the batch's or a slice's.
-  auto addKvArrays = [&](SliceCall &call,
-                         const std::vector<std::vector<float>> &kIn,
-                         const std::vector<std::vector<float>> &vIn,
-                         std::vector<std::vector<float>> &kOut,
-                         std::vector<std::vector<float>> &vOut) {
-    for (int64_t l = 0; l < info.n_layer; ++l) {
-      call.kMems.push_back(kIn[l].empty() ? &emptyMemory : kIn[l].data());
-      call.vMems.push_back(vIn[l].empty() ? &emptyMemory : vIn[l].data());
-      call.rHeadK.push_back(session->rHeadK[l].data());
-      call.newK.push_back(kOut[l].data());
-      call.newV.push_back(vOut[l].data());
-    }
-  };
-  if (kv && session->kvK.empty()) { // mlen = 0 after a reset
-    session->kvK.resize(size_t(info.n_layer));
-    session->kvV.resize(size_t(info.n_layer));
-  }
-
   if (session->onDevice) {
-    dropKvCache(*session);
     if (intoDeviceGrads) {
       runSegmentOnDevice(*session, entry, data, target, qlen, newMlen, *options,
                          out_nll, intoDeviceGrads, lossParts);
@@ -933,8 +1067,6 @@ static void runSegment(txl_session_t *session, const int64_t *data,
     if (outGrads)
       call.grads.assign(outGrads, outGrads + info.n_params);
     call.lossParts = lossParts;
-    if (kv)
-      addKvArrays(call, session->kvK, session->kvV, newK, newV);
     callEntry(*session, entry, *options, qlen, newMlen, call);
   } else {
     // Batch-parallel: the columns are independent streams (each has its own
@@ -989,31 +1121,7 @@ static void runSegment(txl_session_t *session, const int64_t *data,
         for (auto &g : session->sliceGrads[s])
           call.grads.push_back(g.data());
       call.lossParts = sliceParts.data();
-      // The cache's columns of the slice, as the memory's.
-      std::vector<std::vector<float>> kIn, vIn, kOut, vOut;
-      if (kv) {
-        for (auto [in, out, whole] :
-             {std::tuple(&kIn, &kOut, &session->kvK),
-              std::tuple(&vIn, &vOut, &session->kvV)}) {
-          in->resize(size_t(info.n_layer));
-          out->resize(size_t(info.n_layer));
-          for (int64_t l = 0; l < info.n_layer; ++l) {
-            (*in)[l].resize(std::max<int64_t>(mlen * nb * hd, 1));
-            if (mlen)
-              gatherColumns((*whole)[l].data(), mlen, batch, hd, b0, nb,
-                            (*in)[l].data());
-            (*out)[l].resize(std::max<int64_t>(newMlen * nb * hd, 1));
-          }
-        }
-        addKvArrays(call, kIn, vIn, kOut, vOut);
-      }
       callEntry(*session, entry, *options, qlen, newMlen, call);
-      for (int64_t l = 0; kv && newMlen && l < info.n_layer; ++l) {
-        scatterColumns(kOut[l].data(), newMlen, batch, hd, b0, nb,
-                       newK[l].data());
-        scatterColumns(vOut[l].data(), newMlen, batch, hd, b0, nb,
-                       newV[l].data());
-      }
       for (int64_t r = 0; r < qlen; ++r)
         std::copy_n(nll.data() + r * nb * width, nb * width,
                     out_nll + (r * batch + b0) * width);
@@ -1057,13 +1165,6 @@ static void runSegment(txl_session_t *session, const int64_t *data,
     m.resize(newMlen * batch * dModel);
   session->mems = std::move(newMems);
   session->mlen = newMlen;
-  if (kv) {
-    for (auto *list : {&newK, &newV})
-      for (auto &m : *list)
-        m.resize(size_t(newMlen * batch * hd));
-    session->kvK = std::move(newK);
-    session->kvV = std::move(newV);
-  }
 }
 
 extern "C" txl_status_t
@@ -1108,6 +1209,7 @@ extern "C" txl_status_t txl_session_memory(txl_session_t *session,
     if (layer < 0 || layer > session->info->n_layer)
       fail(TXL_INVALID_ARGUMENT, "memory layer {} out of range [0, {}]", layer,
            session->info->n_layer);
+    syncMemory(*session);
     if (session->onDevice && !session->memsOnHostCurrent) {
       const size_t count =
           size_t(session->mlen * session->batch * session->info->d_model);
@@ -1138,7 +1240,10 @@ extern "C" int32_t txl_session_kv_cache_active(const txl_session_t *session) {
 }
 
 extern "C" int32_t txl_session_kv_cache_ready(const txl_session_t *session) {
-  return session && kvCacheActive(*session) && session->kvValid ? 1 : 0;
+  return session && kvCacheActive(*session) && session->kvValid &&
+                 kvSlicesMatch(*session, session->batch)
+             ? 1
+             : 0;
 }
 
 extern "C" int64_t txl_kv_cache_floats(const txl_model_info_t *info,
