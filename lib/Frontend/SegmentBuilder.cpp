@@ -277,6 +277,10 @@ private:
   func::FuncOp emitLayerFunction(ModuleOp module);
   /// Emits `@decoder_layer_kv` (SegmentBuilder.h), attn_type 0 in eval mode.
   func::FuncOp emitKvLayerFunction(ModuleOp module);
+  /// Makes the layer parameters (layerParamNames, from argument
+  /// `firstParam` of the layer function `fn` on) the parameters looked up
+  /// by name, and marks each argument with its `txl.param` name.
+  void bindLayerParams(func::FuncOp fn, unsigned firstParam);
   /// The parameter arguments of @decoder_layer for layer `layer` (after h,
   /// the positional argument of attn_type 0 and 1, mem, mem_len,
   /// same_length and, with dropout, dropout_seed, dropout_offset, training
@@ -385,8 +389,8 @@ Value SegmentEmitter::attend(Value h, Value scores, Value v, StringRef attn) {
 }
 
 /// RelPartialLearnableMultiHeadAttn.forward plus its residual + LayerNorm.
-Value SegmentEmitter::attention(Value h, Value pos, Value mem,
-                                StringRef prefix, KvCache *kv) {
+Value SegmentEmitter::attention(Value h, Value pos, Value mem, StringRef prefix,
+                                KvCache *kv) {
   int64_t dyn = ShapedType::kDynamic;
   std::string attn = (prefix + "dec_attn.").str();
   OpFoldResult zero = b.getIndexAttr(0);
@@ -410,8 +414,8 @@ Value SegmentEmitter::attention(Value h, Value pos, Value mem,
                                     tensor::getMixedSize(b, loc, wHeads, 1),
                                     b.getIndexAttr(hd)},
           SmallVector<OpFoldResult>(3, one));
-      Value cat = ConcatMemOp::create(b, loc, tensorType({dyn, dyn, hd}), mem,
-                                      rows);
+      Value cat =
+          ConcatMemOp::create(b, loc, tensorType({dyn, dyn, hd}), mem, rows);
       kept = TakeLastOp::create(b, loc, cat.getType(), cat, memLen);
       klen = tensor::getMixedSize(b, loc, cat, 0);
       return headsChunk(cat, 0, zero, klen);
@@ -699,6 +703,21 @@ SmallVector<Type> SegmentEmitter::layerParamTypes() {
   return types;
 }
 
+void SegmentEmitter::bindLayerParams(func::FuncOp fn, unsigned firstParam) {
+  params = {};
+  // All argument attributes at once: one setArgAttr per argument rebuilds
+  // (and uniques) the whole list each time, quadratic in n_layer.
+  SmallVector<DictionaryAttr> argAttrs(fn.getNumArguments(),
+                                       b.getDictionaryAttr({}));
+  Block &entry = fn.getBody().front();
+  for (auto [i, name] : llvm::enumerate(layerParamNames(m))) {
+    argAttrs[firstParam + i] =
+        b.getDictionaryAttr(b.getNamedAttr("txl.param", b.getStringAttr(name)));
+    params[name] = entry.getArgument(firstParam + i);
+  }
+  fn.setAllArgAttrs(argAttrs);
+}
+
 func::FuncOp SegmentEmitter::emitLayerFunction(ModuleOp module) {
   int64_t dyn = ShapedType::kDynamic;
   auto hType = tensorType({dyn, dyn, m.dModel});
@@ -728,17 +747,7 @@ func::FuncOp SegmentEmitter::emitLayerFunction(ModuleOp module) {
   Value outerMemLen = memLen, outerSameLength = sameLength;
   Value outerSeed = dropoutSeed, outerOffset = dropoutOffset,
         outerTraining = training;
-  params = {};
-  // All argument attributes at once: one setArgAttr per argument rebuilds
-  // (and uniques) the whole list each time, quadratic in n_layer.
-  SmallVector<DictionaryAttr> layerArgAttrs(fn.getNumArguments(),
-                                            b.getDictionaryAttr({}));
-  for (auto [i, name] : llvm::enumerate(layerParamNames(m))) {
-    layerArgAttrs[firstParam + i] =
-        b.getDictionaryAttr(b.getNamedAttr("txl.param", b.getStringAttr(name)));
-    params[name] = entry->getArgument(firstParam + i);
-  }
-  fn.setAllArgAttrs(layerArgAttrs);
+  bindLayerParams(fn, firstParam);
   unsigned next = 0;
   Value h = entry->getArgument(next++);
   Value positional = m.attnType <= 1 ? entry->getArgument(next++) : Value();
@@ -779,30 +788,22 @@ func::FuncOp SegmentEmitter::emitKvLayerFunction(ModuleOp module) {
   auto hType = tensorType({dyn, dyn, m.dModel});
   auto kvType = tensorType({dyn, dyn, hd});
   // h, r_head_k, k_mem, v_mem, mem_len, same_length, the parameters.
-  SmallVector<Type> inputs = {hType, tensorType({dyn, hd}), kvType, kvType,
-                              b.getIndexType(), b.getI1Type()};
+  SmallVector<Type> inputs = {hType,  tensorType({dyn, hd}), kvType,
+                              kvType, b.getIndexType(),      b.getI1Type()};
   unsigned firstParam = inputs.size();
   inputs.append(layerParamTypes());
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToEnd(module.getBody());
-  auto fn = func::FuncOp::create(
-      b, loc, kKvLayerFunctionName,
-      b.getFunctionType(inputs, {hType, kvType, kvType}));
+  auto fn =
+      func::FuncOp::create(b, loc, kKvLayerFunctionName,
+                           b.getFunctionType(inputs, {hType, kvType, kvType}));
   fn.setPrivate();
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
 
   llvm::StringMap<Value> outer = std::move(params);
   Value outerMemLen = memLen, outerSameLength = sameLength;
-  params = {};
-  SmallVector<DictionaryAttr> argAttrs(fn.getNumArguments(),
-                                       b.getDictionaryAttr({}));
-  for (auto [i, name] : llvm::enumerate(layerParamNames(m))) {
-    argAttrs[firstParam + i] =
-        b.getDictionaryAttr(b.getNamedAttr("txl.param", b.getStringAttr(name)));
-    params[name] = entry->getArgument(firstParam + i);
-  }
-  fn.setAllArgAttrs(argAttrs);
+  bindLayerParams(fn, firstParam);
   KvCache kv;
   kv.rHeadK = entry->getArgument(1);
   kv.kMem = entry->getArgument(2);
@@ -1010,8 +1011,8 @@ void SegmentEmitter::emit(ModuleOp module, Kind kind) {
     layerFn = withKv ? emitKvLayerFunction(module) : emitLayerFunction(module);
   for (int64_t l = 0; l < m.nLayer; ++l) {
     if (withKv) {
-      SmallVector<Value> args = {h,      rHeadKs[l], kMems[l],
-                                 vMems[l], memLen,   sameLength};
+      SmallVector<Value> args = {h,        rHeadKs[l], kMems[l],
+                                 vMems[l], memLen,     sameLength};
       args.append(layerParams(l));
       auto call = func::CallOp::create(b, loc, layerFn, args);
       h = call.getResult(0);
@@ -1244,8 +1245,7 @@ LogicalResult mlir::txl::buildKvCacheFunctions(ModuleOp module,
   OpBuilder b(module.getContext());
   Location loc = module.getLoc();
   SegmentEmitter(b, loc, config).emitRHeadK(module);
-  SegmentEmitter(b, loc, config)
-      .emit(module, SegmentEmitter::Kind::SegmentKv);
+  SegmentEmitter(b, loc, config).emit(module, SegmentEmitter::Kind::SegmentKv);
   if (hasLogProbsFunction(config))
     SegmentEmitter(b, loc, config)
         .emit(module, SegmentEmitter::Kind::LogProbsKv);

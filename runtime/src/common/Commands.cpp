@@ -280,9 +280,9 @@ void runSegmentsCommand(const txl_model_info_t &info,
          "--dump-grads needs --grad-segment (the segment whose gradients to "
          "write)");
 
-  SessionPtr session = openSession(info, segmentFn, options.checkpoint,
-                                   options.threads, memLen, batch,
-                                   options.kvCache);
+  SessionPtr session =
+      openSession(info, segmentFn, options.checkpoint, options.threads, memLen,
+                  batch, options.kvCache);
   checkStatus(txl_session_reset_memory(session.get(), batch));
   txl_run_options_t runOptions{}; // eval mode: no dropout
   runOptions.mem_len = memLen;

@@ -778,8 +778,7 @@ static bool kvCacheActive(const txl_session &session) {
 
 /// Brings the session's r_head_k up to date for `klen` and the run's
 /// clamp_len (txl_segment_r_head_k).
-static void updateRHeadK(txl_session &session, int64_t klen,
-                         int64_t clampLen) {
+static void updateRHeadK(txl_session &session, int64_t klen, int64_t clampLen) {
   if (session.rHeadKKlen == klen && session.rHeadKClamp == clampLen)
     return;
   const txl_model_info_t &info = *session.info;
@@ -859,8 +858,7 @@ static void runSegmentKv(txl_session &session, const int64_t *data,
     }
   }
   updateRHeadK(session, mlen + qlen, options.clamp_len);
-  txl_segment_fn entry =
-      logProbs ? &txl_segment_log_probs_kv : &txl_segment_kv;
+  txl_segment_fn entry = logProbs ? &txl_segment_log_probs_kv : &txl_segment_kv;
   // An empty memory still needs a valid (non-null) pointer.
   static float emptyMemory = 0.0f;
   auto pointer = [](std::vector<float> &v) {
@@ -1016,9 +1014,8 @@ static void runSegment(txl_session_t *session, const int64_t *data,
 
   // The key/value cache (runtime.h): eval-mode forward runs whose cache
   // describes the memory, in the slices the cache has.
-  if (!options->training && !outGrads && !intoDeviceGrads &&
-      session->kvValid && kvCacheActive(*session) &&
-      kvSlicesMatch(*session, batch)) {
+  if (!options->training && !outGrads && !intoDeviceGrads && session->kvValid &&
+      kvCacheActive(*session) && kvSlicesMatch(*session, batch)) {
     runSegmentKv(*session, data, target, qlen, batch, *options, out_nll,
                  logProbs);
     return;
