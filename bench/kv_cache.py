@@ -14,8 +14,11 @@ with the cache (the default) and with --no-kv-cache, and prints tokens/s of
 each run (eval's own timer: the segment loop, as eval.py), the ratio of the
 medians, and the largest per-token NLL difference between the two paths
 (--dump-nll). The valid split holds `--segments` segments per column; the
-first 2100 / 80 = 27 fill the memory, so the default of 60 spends most of the
-time at the full klen of 2180. No torch needed.
+first 2100 / 80 = 27 fill the memory (klen grows to 2180). A second split of
+`--ramp-segments` (default 28) gives the steady state, the rate of the
+segments at the full memory, as (tokens_60 - tokens_28) / (time_60 -
+time_28), which is what a real split (enwik8 test: 15,625 segments per
+column) runs at. No torch needed.
 """
 
 import argparse
@@ -40,6 +43,23 @@ def write_split(path, count, rng, symbols):
         f.write(" ".join(str(c) for c in data))
 
 
+def make_data(a, segments):
+    data = os.path.join(a.workdir, f"data_S{segments}")
+    if not os.path.exists(os.path.join(data, "test.txt")):
+        os.makedirs(data, exist_ok=True)
+        rng = random.Random(5678)
+        # 204 byte values (the model's n_token), newline excluded.
+        symbols = [c for c in range(256) if c != 10][:204]
+        # The vocabulary is built from all three splits; train holds every
+        # symbol once so that it has exactly 204.
+        with open(os.path.join(data, "train.txt"), "w") as f:
+            f.write(" ".join(str(c) for c in symbols))
+        write_split(os.path.join(data, "valid.txt"),
+                    4 * 80 * segments + 1, rng, symbols)
+        write_split(os.path.join(data, "test.txt"), 1000, rng, symbols)
+    return data
+
+
 def setup(a):
     os.makedirs(a.workdir, exist_ok=True)
     exe = os.path.join(a.workdir, "enwik8_base")
@@ -52,20 +72,7 @@ def setup(a):
     if not os.path.exists(weights):
         subprocess.run([exe, "init", "--seed", "1111", "-o", weights],
                        check=True)
-    data = os.path.join(a.workdir, f"data_S{a.segments}")
-    if not os.path.exists(os.path.join(data, "test.txt")):
-        os.makedirs(data, exist_ok=True)
-        rng = random.Random(5678)
-        # 204 byte values (the model's n_token), newline excluded.
-        symbols = [c for c in range(256) if c != 10][:204]
-        # The vocabulary is built from all three splits; train holds every
-        # symbol once so that it has exactly 204.
-        with open(os.path.join(data, "train.txt"), "w") as f:
-            f.write(" ".join(str(c) for c in symbols))
-        write_split(os.path.join(data, "valid.txt"),
-                    4 * 80 * a.segments + 1, rng, symbols)
-        write_split(os.path.join(data, "test.txt"), 1000, rng, symbols)
-    return exe, weights, data
+    return exe, weights, make_data(a, a.segments), make_data(a, a.ramp_segments)
 
 
 def run(a, exe, weights, data, kv, label):
@@ -89,35 +96,51 @@ def main():
                                          "kv_cache"))
     ap.add_argument("--segments", type=int, default=60,
                     help="segments per batch column in the valid split")
+    ap.add_argument("--ramp-segments", type=int, default=28,
+                    help="segments per column of the shorter split (the "
+                         "steady state is the difference)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--recompile", action="store_true")
     ap.add_argument("--json", help="write the runs and the summary here")
     a = ap.parse_args()
 
-    exe, weights, data = setup(a)
+    exe, weights, data, ramp = setup(a)
     runs = {"kv": [], "no_kv": []}
     for r in range(a.repeat):
         for label, kv in (("kv", True), ("no_kv", False)):
             res = run(a, exe, weights, data, kv, label)
+            short = run(a, exe, weights, ramp, kv, label + "_ramp")
+            res["steady_tokens_per_s"] = (
+                (res["tokens"] - short["tokens"]) /
+                (res["seconds"] - short["seconds"]))
             runs[label].append(res)
-            print(f"  run {r} {label:5s}: {res['tokens_per_s']:8.1f} tok/s "
+            print(f"  run {r} {label:5s}: {res['tokens_per_s']:8.1f} tok/s, "
+                  f"steady {res['steady_tokens_per_s']:8.1f} tok/s "
                   f"({res['tokens']} tokens in {res['seconds']:.2f} s, "
+                  f"{short['tokens']} in {short['seconds']:.2f} s; "
                   f"{res['kv_cache_segments']} of {res['segments']} segments "
                   f"through the cache) loss {res['loss']:.6f}", flush=True)
     print("  command: " + runs["kv"][0]["cmd"])
     kv = statistics.median(x["tokens_per_s"] for x in runs["kv"])
     plain = statistics.median(x["tokens_per_s"] for x in runs["no_kv"])
+    kv_steady = statistics.median(x["steady_tokens_per_s"] for x in runs["kv"])
+    plain_steady = statistics.median(
+        x["steady_tokens_per_s"] for x in runs["no_kv"])
     a_nll = np.load(runs["kv"][0]["nll_file"]).astype(np.float64)
     b_nll = np.load(runs["no_kv"][0]["nll_file"]).astype(np.float64)
     diff = float(np.abs(a_nll - b_nll).max())
     summary = {"kv_tokens_per_s": kv, "no_kv_tokens_per_s": plain,
                "speedup": kv / plain, "max_nll_diff": diff,
+               "kv_steady_tokens_per_s": kv_steady,
+               "no_kv_steady_tokens_per_s": plain_steady,
+               "steady_speedup": kv_steady / plain_steady,
                "segments": runs["kv"][0]["segments"],
                "kv_cache_segments": runs["kv"][0]["kv_cache_segments"]}
     print(f"key/value cache {kv:.1f} tok/s, --no-kv-cache {plain:.1f} tok/s "
-          f"(medians of {a.repeat}): {kv / plain:.2f}x; "
-          f"max |NLL diff| {diff:.2e}")
+          f"(medians of {a.repeat}): {kv / plain:.2f}x; steady state "
+          f"{kv_steady:.1f} vs {plain_steady:.1f} tok/s: "
+          f"{kv_steady / plain_steady:.2f}x; max |NLL diff| {diff:.2e}")
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"runs": runs, "summary": summary}, f, indent=1)
