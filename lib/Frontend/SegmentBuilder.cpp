@@ -281,6 +281,10 @@ private:
   /// `firstParam` of the layer function `fn` on) the parameters looked up
   /// by name, and marks each argument with its `txl.param` name.
   void bindLayerParams(func::FuncOp fn, unsigned firstParam);
+  /// The same for a segment-level function whose first arguments are the
+  /// model's parameters `table` (getParameterTable order), with their tied
+  /// aliases.
+  void bindModelParams(func::FuncOp fn, ArrayRef<ParamSpec> table);
   /// The parameter arguments of @decoder_layer for layer `layer` (after h,
   /// the positional argument of attn_type 0 and 1, mem, mem_len,
   /// same_length and, with dropout, dropout_seed, dropout_offset, training
@@ -703,6 +707,25 @@ SmallVector<Type> SegmentEmitter::layerParamTypes() {
   return types;
 }
 
+void SegmentEmitter::bindModelParams(func::FuncOp fn,
+                                     ArrayRef<ParamSpec> table) {
+  // Set at once, as for the layer function.
+  SmallVector<DictionaryAttr> argAttrs(fn.getNumArguments(),
+                                       b.getDictionaryAttr({}));
+  Block &entry = fn.getBody().front();
+  for (auto [i, p] : llvm::enumerate(table)) {
+    NamedAttrList attrs;
+    attrs.append("txl.param", b.getStringAttr(p.name));
+    if (!p.trainable)
+      attrs.append("txl.buffer", b.getUnitAttr());
+    argAttrs[i] = attrs.getDictionary(b.getContext());
+    params[p.name] = entry.getArgument(i);
+    for (const std::string &alias : p.aliases)
+      aliases[alias] = p.name;
+  }
+  fn.setAllArgAttrs(argAttrs);
+}
+
 void SegmentEmitter::bindLayerParams(func::FuncOp fn, unsigned firstParam) {
   params = {};
   // All argument attributes at once: one setArgAttr per argument rebuilds
@@ -906,21 +929,8 @@ void SegmentEmitter::emit(ModuleOp module, Kind kind) {
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
 
-  unsigned arg = 0;
-  // Set at once, as for the layer function.
-  SmallVector<DictionaryAttr> argAttrs(fn.getNumArguments(),
-                                       b.getDictionaryAttr({}));
-  for (const ParamSpec &p : table) {
-    NamedAttrList attrs;
-    attrs.append("txl.param", b.getStringAttr(p.name));
-    if (!p.trainable)
-      attrs.append("txl.buffer", b.getUnitAttr());
-    argAttrs[arg] = attrs.getDictionary(b.getContext());
-    params[p.name] = entry->getArgument(arg++);
-    for (const std::string &alias : p.aliases)
-      aliases[alias] = p.name;
-  }
-  fn.setAllArgAttrs(argAttrs);
+  bindModelParams(fn, table);
+  unsigned arg = table.size();
   Value data = entry->getArgument(arg++);
   Value target = logProbs ? Value() : entry->getArgument(arg++);
   SmallVector<Value> mems;
@@ -1131,17 +1141,7 @@ void SegmentEmitter::emitRHeadK(ModuleOp module) {
   fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
-  SmallVector<DictionaryAttr> argAttrs(fn.getNumArguments(),
-                                       b.getDictionaryAttr({}));
-  for (auto [i, p] : llvm::enumerate(table)) {
-    NamedAttrList attrs;
-    attrs.append("txl.param", b.getStringAttr(p.name));
-    if (!p.trainable)
-      attrs.append("txl.buffer", b.getUnitAttr());
-    argAttrs[i] = attrs.getDictionary(b.getContext());
-    params[p.name] = entry->getArgument(i);
-  }
-  fn.setAllArgAttrs(argAttrs);
+  bindModelParams(fn, table);
   Value klen = arith::IndexCastOp::create(b, loc, b.getIndexType(),
                                           entry->getArgument(table.size()));
   Value clampLen = entry->getArgument(table.size() + 1);
