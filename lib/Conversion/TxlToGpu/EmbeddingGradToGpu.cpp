@@ -399,8 +399,11 @@ struct AdaptiveEmbeddingGradToClusters
                                                utils::IteratorType::parallel);
     ArrayRef<int64_t> ends = op.getCutoffEnds();
     SmallVector<Value> dTables, dProjs;
-    for (auto [i, table, proj] :
+    for (auto [i, tableArg, proj] :
          llvm::enumerate(op.getTables(), op.getProjs())) {
+      // A plain variable: the lambda below captures it (structured
+      // bindings cannot be captured before C++20).
+      Value table = tableArg;
       int64_t lo = ends[i], hi = ends[i + 1];
       // ids[p] = t - lo in the cluster, else -1.
       Value ids = linalg::GenericOp::create(

@@ -581,9 +581,10 @@ struct SliceCall {
   /// Key/value-cache entries (txl_segment_kv): per layer, the memory rows'
   /// keys and values [mlen, batch, n_head·d_head] in, r_head_k [klen,
   /// n_head·d_head], and the kept ones [newMlen, batch, n_head·d_head] out.
-  /// Empty for the other entries.
-  std::vector<const float *> kMems, vMems, rHeadK;
-  std::vector<float *> newK, newV;
+  /// Empty for the other entries (default-initialized, so that the other
+  /// entries' calls can leave them out).
+  std::vector<const float *> kMems{}, vMems{}, rHeadK{};
+  std::vector<float *> newK{}, newV{};
 };
 
 static void callEntry(const txl_session &session, txl_segment_fn entry,

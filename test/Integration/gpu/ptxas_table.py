@@ -2,8 +2,8 @@
 """Assembles every GPU kernel of every model file for every CUDA architecture
 with ptxas and checks it against its budget.
 
-usage: ptxas_table.py --models DIR --ptxas PTXAS --table OUT.md [--arch A ...]
-                      [--precision f32|bf16|fp16]
+usage: ptxas_table.py --models DIR --ptxas PTXAS --out DIR
+                      [--precision f32|bf16|fp16[:ARCH,...]] ...
 
 For each models/*.toml and architecture: `txlc --target=cuda --gpu-arch=A
 --emit=ptx`, then `ptxas -arch=A -v -warn-spills -Werror` (spills are
@@ -11,8 +11,10 @@ errors; without -c an unresolved libdevice function fails). Per kernel it
 records registers, workgroup (shared) memory (static, or the dynamic
 bytes a launch passes), spills and barriers, and the
 workgroups of 128 work-items an SM can hold from those (the occupancy), and
-asserts the budgets below. Writes a Markdown table to OUT.md and prints it;
-exits 1 when a kernel misses its budget or fails to assemble. A model's
+asserts the budgets below. Per precision, writes a Markdown table and the
+lines below to OUT/<precision>.txt and prints them; exits 1 when a kernel
+misses its budget or fails to assemble. Each model's PTX is emitted once
+per precision and architecture in one run. A model's
 sm_90 PTX that is its sm_90a PTX but for the `.target` line (every f32
 module) is not assembled again: ptxas makes the same code of it, and a
 line "sm_90 PTX = sm_90a PTX ..." names those models.
@@ -21,9 +23,9 @@ A kernel whose PTX, its name and label numbers aside, is that of a
 kernel already assembled for the same architecture under the same budget
 is not assembled again (`ptxas -e` lists the others): the models share
 most kernels (text8 and enwik8, the two Al-Rfou depths). With --precision
-bf16 or fp16 the f32 PTX of the same model and architecture is emitted
-too, and its kernels, which ptxas-budgets.test assembles, count as
-assembled: only the kernels that differ from f32's (the attention kernels)
+bf16 or fp16 the f32 PTX of the same model and architecture (emitted once,
+shared with an f32 pass of the same run) is compared, and its kernels,
+which the f32 pass assembles, count as assembled: only the kernels that differ from f32's (the attention kernels)
 are assembled and listed. A line "not assembled again: N kernels" says how
 many were left out, and a line per model and architecture names every
 attention kernel of the module, assembled or not.
@@ -162,17 +164,11 @@ def emit_ptx(txlc, model, arch, precision, out):
     return out.read_text()
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--models", required=True)
-    parser.add_argument("--ptxas", required=True)
-    parser.add_argument("--table", required=True)
-    parser.add_argument("--txlc", default="txlc")
-    parser.add_argument("--arch", action="append")
-    parser.add_argument("--precision", default="f32")
-    args = parser.parse_args()
-    archs = args.arch or ["sm_80", "sm_90", "sm_90a"]
-    models = sorted(pathlib.Path(args.models).glob("*.toml"))
+def check_precision(precision, archs, models, emit, ptxas, tmp):
+    """Assembles and checks every kernel of every model at one precision;
+    returns (the text to print, problems). `emit(model, arch, precision)`
+    gives the module's PTX (memoized: the f32 PTX a bf16 or fp16 pass
+    compares against is the f32 pass's own)."""
     rows, problems = [], []
     same_as_before = 0
     assembled = {}  # arch -> {(anonymous PTX, budget)} assembled so far
@@ -180,98 +176,129 @@ def main():
     # sm_90a's PTX is assembled before sm_90's, which is then only compared.
     order = sorted(archs, key=lambda a: (a != "sm_90a", archs.index(a)))
     same_target = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for model in models:
-            texts = {}
-            for arch in order:
-                ptx = pathlib.Path(tmp) / f"{model.stem}.{arch}.ptx"
-                text = emit_ptx(args.txlc, model, arch, args.precision, ptx)
-                texts[arch] = text
-                if arch == "sm_90" and "sm_90a" in texts and (
-                        without_target(text) == without_target(texts["sm_90a"])):
-                    # ptxas makes the same code of the same PTX for sm_90
-                    # and sm_90a (the "a" only admits more instructions).
-                    same_target.append(model.stem)
+    for model in models:
+        texts = {}
+        for arch in order:
+            text = emit(model, arch, precision)
+            texts[arch] = text
+            if arch == "sm_90" and "sm_90a" in texts and (
+                    without_target(text) == without_target(texts["sm_90a"])):
+                # ptxas makes the same code of the same PTX for sm_90
+                # and sm_90a (the "a" only admits more instructions).
+                same_target.append(model.stem)
+                continue
+            bodies = entry_bodies(text)
+            # A kernel whose PTX, its own name and label numbers aside,
+            # is that of a kernel already assembled for this arch under
+            # the same budget (an earlier model's, or for bf16/fp16 the
+            # f32 module's) is not assembled again. Loop kernels are
+            # numbered, and the numbers move between modules.
+            known = assembled.setdefault(arch, set())
+            seen = known
+            if precision != "f32":
+                f32 = entry_bodies(emit(model, arch, "f32"))
+                seen = known | {(anonymous(k, body), budget_key(k))
+                                for k, body in f32.items()}
+            entries = sorted(
+                k for k, body in bodies.items()
+                if (anonymous(k, body), budget_key(k)) not in seen)
+            known.update((anonymous(k, body), budget_key(k))
+                         for k, body in bodies.items())
+            # Every attention kernel of the module, assembled here or not
+            # (a test can check which ones exist).
+            attention[(model.stem, arch)] = sorted(
+                k for k in bodies if k.startswith("rel_attention"))
+            same_as_before += len(bodies) - len(entries)
+            if not entries:
+                continue  # nothing new (attn_type 2, 3 at bf16/fp16)
+            if len(entries) == len(bodies):
+                entries = []  # all of them: no -e
+            ptx = pathlib.Path(tmp) / f"{model.stem}.{arch}.{precision}.ptx"
+            ptx.write_text(text)
+            run = subprocess.run(
+                [ptxas, f"-arch={arch}", "-v", "-warn-spills", "-Werror",
+                 *(["-e", ",".join(entries)] if entries else []),
+                 str(ptx), "-o", str(ptx.with_suffix(".cubin"))],
+                capture_output=True, text=True)
+            if run.returncode != 0:
+                problems.append(f"{model.stem} {arch}: ptxas failed:\n{run.stderr}")
+            kernels = parse_ptxas(run.stderr + run.stdout)
+            if not kernels:
+                problems.append(f"{model.stem} {arch}: no kernel")
+            dynamic = dynamic_shared(text)
+            for name, k in sorted(kernels.items()):
+                k["smem"] += dynamic.get(name, 0)
+                budget = budget_for(name)
+                if budget is None:
+                    problems.append(f"{name}: no budget")
                     continue
-                bodies = entry_bodies(text)
-                # A kernel whose PTX, its own name and label numbers aside,
-                # is that of a kernel already assembled for this arch under
-                # the same budget (an earlier model's, or for bf16/fp16 the
-                # f32 module's) is not assembled again. Loop kernels are
-                # numbered, and the numbers move between modules.
-                known = assembled.setdefault(arch, set())
-                seen = known
-                if args.precision != "f32":
-                    f32 = entry_bodies(emit_ptx(
-                        args.txlc, model, arch, "f32", ptx.with_suffix(".f32.ptx")))
-                    seen = known | {(anonymous(k, body), budget_key(k))
-                                    for k, body in f32.items()}
-                entries = sorted(
-                    k for k, body in bodies.items()
-                    if (anonymous(k, body), budget_key(k)) not in seen)
-                known.update((anonymous(k, body), budget_key(k))
-                             for k, body in bodies.items())
-                # Every attention kernel of the module, assembled here or not
-                # (a test can check which ones exist).
-                attention[(model.stem, arch)] = sorted(
-                    k for k in bodies if k.startswith("rel_attention"))
-                same_as_before += len(bodies) - len(entries)
-                if not entries:
-                    continue  # nothing new (attn_type 2, 3 at bf16/fp16)
-                if len(entries) == len(bodies):
-                    entries = []  # all of them: no -e
-                run = subprocess.run(
-                    [args.ptxas, f"-arch={arch}", "-v", "-warn-spills", "-Werror",
-                     *(["-e", ",".join(entries)] if entries else []),
-                     str(ptx), "-o", str(ptx.with_suffix(".cubin"))],
-                    capture_output=True, text=True)
-                if run.returncode != 0:
-                    problems.append(f"{model.stem} {arch}: ptxas failed:\n{run.stderr}")
-                kernels = parse_ptxas(run.stderr + run.stdout)
-                if not kernels:
-                    problems.append(f"{model.stem} {arch}: no kernel")
-                dynamic = dynamic_shared(text)
-                for name, k in sorted(kernels.items()):
-                    k["smem"] += dynamic.get(name, 0)
-                    budget = budget_for(name)
-                    if budget is None:
-                        problems.append(f"{name}: no budget")
-                        continue
-                    occ = occupancy(arch, k["registers"], k["smem"], budget["threads"])
-                    smem = (f"{k['smem']} (dynamic)" if name in dynamic
-                            else k["smem"])
-                    rows.append((model.stem, arch, name, k["registers"], smem,
-                                 k["spill_stores"] + k["spill_loads"], k["barriers"], occ))
-                    if k["spill_stores"] or k["spill_loads"]:
-                        problems.append(f"{model.stem} {arch} {name}: spills")
-                    if k["registers"] > budget["registers"]:
-                        problems.append(f"{model.stem} {arch} {name}: {k['registers']} "
-                                        f"registers > {budget['registers']}")
-                    if k["smem"] > budget["smem"]:
-                        problems.append(f"{model.stem} {arch} {name}: {k['smem']} B "
-                                        f"shared > {budget['smem']}")
-                    if occ < budget["occupancy"]:
-                        problems.append(f"{model.stem} {arch} {name}: {occ} workgroups/SM "
-                                        f"< {budget['occupancy']}")
+                occ = occupancy(arch, k["registers"], k["smem"], budget["threads"])
+                smem = (f"{k['smem']} (dynamic)" if name in dynamic
+                        else k["smem"])
+                rows.append((model.stem, arch, name, k["registers"], smem,
+                             k["spill_stores"] + k["spill_loads"], k["barriers"], occ))
+                if k["spill_stores"] or k["spill_loads"]:
+                    problems.append(f"{model.stem} {arch} {name}: spills")
+                if k["registers"] > budget["registers"]:
+                    problems.append(f"{model.stem} {arch} {name}: {k['registers']} "
+                                    f"registers > {budget['registers']}")
+                if k["smem"] > budget["smem"]:
+                    problems.append(f"{model.stem} {arch} {name}: {k['smem']} B "
+                                    f"shared > {budget['smem']}")
+                if occ < budget["occupancy"]:
+                    problems.append(f"{model.stem} {arch} {name}: {occ} workgroups/SM "
+                                    f"< {budget['occupancy']}")
     rows.sort(key=lambda row: (row[0], archs.index(row[1])))  # stable
     lines = ["| model | arch | kernel | registers | shared memory (B) | spill bytes "
              "| barrier ids | workgroups/SM |",
              "|---|---|---|---|---|---|---|---|"]
     lines += ["| " + " | ".join(str(x) for x in row) + " |" for row in rows]
-    table = "\n".join(lines) + "\n"
-    pathlib.Path(args.table).write_text(table)
-    print(table, end="")
     if same_target:
-        print(f"sm_90 PTX = sm_90a PTX but for .target, assembled as sm_90a: "
-              f"{' '.join(same_target)}")
+        lines.append(f"sm_90 PTX = sm_90a PTX but for .target, assembled as sm_90a: "
+                     f"{' '.join(same_target)}")
     for (model, arch), names in attention.items():
-        print(f"attention kernels of {model} {arch}: {' '.join(names)}")
-    print(f"not assembled again: {same_as_before} kernels, each the same PTX "
-          f"as one assembled before" + (" or as an f32 kernel (ptxas-budgets.test)"
-                                         if args.precision != "f32" else ""))
-    for p in problems:
-        print("BUDGET:", p)
-    return 1 if problems else 0
+        lines.append(f"attention kernels of {model} {arch}: {' '.join(names)}")
+    lines.append(f"not assembled again: {same_as_before} kernels, each the same PTX "
+                 f"as one assembled before" + (" or as an f32 kernel"
+                                               if precision != "f32" else ""))
+    lines += [f"BUDGET: {p}" for p in problems]
+    return "\n".join(lines) + "\n", problems
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--models", required=True)
+    parser.add_argument("--ptxas", required=True)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--txlc", default="txlc")
+    parser.add_argument("--precision", action="append",
+                        help="PRECISION[:ARCH,...] (default archs: sm_80, "
+                             "sm_90, sm_90a); repeat for several")
+    args = parser.parse_args()
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    models = sorted(pathlib.Path(args.models).glob("*.toml"))
+    failed = False
+    with tempfile.TemporaryDirectory() as tmp:
+        emitted = {}
+
+        def emit(model, arch, precision):
+            key = (model.stem, arch, precision)
+            if key not in emitted:
+                emitted[key] = emit_ptx(args.txlc, model, arch, precision,
+                                        pathlib.Path(tmp) / "emit.ptx")
+            return emitted[key]
+
+        for spec in args.precision or ["f32"]:
+            precision, _, arch_list = spec.partition(":")
+            archs = arch_list.split(",") if arch_list else ["sm_80", "sm_90", "sm_90a"]
+            text, problems = check_precision(precision, archs, models, emit,
+                                             args.ptxas, tmp)
+            (out / f"{precision}.txt").write_text(text)
+            print(f"== {precision}: {', '.join(archs)}")
+            print(text, end="")
+            failed = failed or bool(problems)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
