@@ -83,20 +83,15 @@ BUDGETS = [
 ]
 
 
-def budget_key(name):
-    """The index of the budget pattern `name` falls under (None: none)."""
-    for i, (pattern, *_rest) in enumerate(BUDGETS):
-        if re.fullmatch(pattern, name):
-            return i
-    return None
-
-
 def budget_for(name):
-    for pattern, threads, registers, smem, occ in BUDGETS:
+    """(index, budget) of the first BUDGETS pattern `name` matches, the
+    budget as {threads, registers, smem, occupancy}; (None, None) when none
+    does. The index tells kernels under different budgets apart."""
+    for i, (pattern, threads, registers, smem, occ) in enumerate(BUDGETS):
         if re.fullmatch(pattern, name):
-            return {"threads": threads, "registers": registers, "smem": smem,
-                    "occupancy": occ}
-    return None
+            return i, {"threads": threads, "registers": registers,
+                       "smem": smem, "occupancy": occ}
+    return None, None
 
 
 def occupancy(arch, registers, smem, threads):
@@ -197,12 +192,12 @@ def check_precision(precision, archs, models, emit, ptxas, tmp):
             seen = known
             if precision != "f32":
                 f32 = entry_bodies(emit(model, arch, "f32"))
-                seen = known | {(anonymous(k, body), budget_key(k))
+                seen = known | {(anonymous(k, body), budget_for(k)[0])
                                 for k, body in f32.items()}
             entries = sorted(
                 k for k, body in bodies.items()
-                if (anonymous(k, body), budget_key(k)) not in seen)
-            known.update((anonymous(k, body), budget_key(k))
+                if (anonymous(k, body), budget_for(k)[0]) not in seen)
+            known.update((anonymous(k, body), budget_for(k)[0])
                          for k, body in bodies.items())
             # Every attention kernel of the module, assembled here or not
             # (a test can check which ones exist).
@@ -228,7 +223,7 @@ def check_precision(precision, archs, models, emit, ptxas, tmp):
             dynamic = dynamic_shared(text)
             for name, k in sorted(kernels.items()):
                 k["smem"] += dynamic.get(name, 0)
-                budget = budget_for(name)
+                _, budget = budget_for(name)
                 if budget is None:
                     problems.append(f"{name}: no budget")
                     continue
