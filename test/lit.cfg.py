@@ -56,6 +56,14 @@ shutil.rmtree(config.opencl_cache, ignore_errors=True)
 config.environment["TXL_OPENCL_CACHE_DIR"] = config.opencl_cache
 config.substitutions.append(("%models", os.path.join(config.txl_src_root, "models")))
 
+# Execution tests of lowered MLIR (mlir-runner): the BLAS the runtime links
+# (the first library of CMake's BLAS_LIBRARIES) and MLIR's printF32.
+config.substitutions.append(
+    ("%blas_lib", config.blas_libraries.split(";")[0]))
+config.substitutions.append(
+    ("%mlir_c_runner_utils",
+     os.path.join(config.llvm_lib_dir, "libmlir_c_runner_utils.so")))
+
 # ptxas of the CUDA toolkit checks the CUDA target's PTX (no GPU needed).
 config.ptxas = os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "ptxas")
 if not os.access(config.ptxas, os.X_OK):

@@ -120,3 +120,17 @@ func.func @matmul_on_tensors(%a: tensor<?x32xf32>, %b: tensor<32x64xf32>, %c: te
   %0 = linalg.matmul ins(%a, %b : tensor<?x32xf32>, tensor<32x64xf32>) outs(%c : tensor<?x64xf32>) -> tensor<?x64xf32>
   return %0 : tensor<?x64xf32>
 }
+
+// -----
+
+// linalg.contract (lowerContractToBlas, CPU only) is refused on devices
+// rather than left for a slow loop lowering.
+func.func @contract_on_device(%q: memref<?x2x4x8xf32>, %k: memref<?x2x4x8xf32>, %s: memref<2x4x?x?xf32>) {
+  // expected-error @+1 {{'linalg.contract' op has no device gemm lowering yet (CPU targets only)}}
+  linalg.contract indexing_maps = [
+      affine_map<(b, h, i, j, d) -> (i, b, h, d)>,
+      affine_map<(b, h, i, j, d) -> (j, b, h, d)>,
+      affine_map<(b, h, i, j, d) -> (b, h, i, j)>]
+    ins(%q, %k : memref<?x2x4x8xf32>, memref<?x2x4x8xf32>) outs(%s : memref<2x4x?x?xf32>)
+  return
+}

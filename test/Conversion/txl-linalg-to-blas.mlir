@@ -373,3 +373,161 @@ func.func @matmul_mixed(%a: memref<?x32xf32>, %b: memref<32x64xf64>, %c: memref<
   return
 }
 
+
+// -----
+
+// linalg.contract with the batch dimensions (b, h) inside the operands: the
+// attention's q·kᵀ read straight from [len, batch, n_head, d_head] tensors.
+// One scf.for per batch dimension (extents C's dims 0 and 1), each operand
+// advanced by iv * its stride along that dimension (q and k: dims 1 and 2;
+// C: dims 0 and 1); k's last dimension is the contraction's (B = kᵀ: 112);
+// lda and ldb are the strides of q's and k's dim 0 (i, j), ldc C's dim 2.
+// CHECK-LABEL: func.func @contract_heads
+// CHECK-SAME: (%[[Q:[^:]+]]: memref<?x2x4x8xf32>, %[[K:[^:]+]]: memref<?x2x4x8xf32>, %[[S:[^:]+]]: memref<2x4x?x?xf32>)
+// CHECK: %{{[^,]+}}, %{{[^,]+}}, %[[SQ:[^:]+]]:4, %[[STQ:[^:]+]]:4 = memref.extract_strided_metadata %[[Q]]
+// CHECK: %[[PQ:.+]] = llvm.getelementptr
+// CHECK: %{{[^,]+}}, %{{[^,]+}}, %{{[^:]+}}:4, %[[STK:[^:]+]]:4 = memref.extract_strided_metadata %[[K]]
+// CHECK: %[[PK:.+]] = llvm.getelementptr
+// CHECK: %{{[^,]+}}, %{{[^,]+}}, %[[SS:[^:]+]]:4, %[[STS:[^:]+]]:4 = memref.extract_strided_metadata %[[S]]
+// CHECK: %[[PS:.+]] = llvm.getelementptr
+// CHECK: %[[LDA:.+]] = arith.maxui %[[STQ]]#0, %{{.+}} : index
+// CHECK: %[[LDB:.+]] = arith.maxui %[[STK]]#0, %{{.+}} : index
+// CHECK: %[[LDC:.+]] = arith.maxui %[[STS]]#2, %{{.+}} : index
+// CHECK: %[[MN:.+]] = arith.muli %[[SS]]#2, %[[SS]]#3 : index
+// CHECK: arith.muli %[[MN]], %[[SQ]]#3 : index
+// CHECK: scf.if
+// CHECK-NEXT: scf.for %[[B:.+]] = %{{.+}} to %[[SS]]#0 step
+// CHECK-NEXT: %[[OQ:.+]] = arith.muli %[[B]], %[[STQ]]#1 : index
+// CHECK-NEXT: %[[OQ64:.+]] = arith.index_cast %[[OQ]]
+// CHECK-NEXT: %[[PQB:.+]] = llvm.getelementptr %[[PQ]][%[[OQ64]]]
+// CHECK-NEXT: %[[OK:.+]] = arith.muli %[[B]], %[[STK]]#1 : index
+// CHECK-NEXT: %[[OK64:.+]] = arith.index_cast %[[OK]]
+// CHECK-NEXT: %[[PKB:.+]] = llvm.getelementptr %[[PK]][%[[OK64]]]
+// CHECK-NEXT: %[[OS:.+]] = arith.muli %[[B]], %[[STS]]#0 : index
+// CHECK-NEXT: %[[OS64:.+]] = arith.index_cast %[[OS]]
+// CHECK-NEXT: %[[PSB:.+]] = llvm.getelementptr %[[PS]][%[[OS64]]]
+// CHECK-NEXT: scf.for %[[H:.+]] = %{{.+}} to %[[SS]]#1 step
+// CHECK-NEXT: %[[OQH:.+]] = arith.muli %[[H]], %[[STQ]]#2 : index
+// CHECK-NEXT: %[[OQH64:.+]] = arith.index_cast %[[OQH]]
+// CHECK-NEXT: %[[PQH:.+]] = llvm.getelementptr %[[PQB]][%[[OQH64]]]
+// CHECK-NEXT: %[[OKH:.+]] = arith.muli %[[H]], %[[STK]]#2 : index
+// CHECK-NEXT: %[[OKH64:.+]] = arith.index_cast %[[OKH]]
+// CHECK-NEXT: %[[PKH:.+]] = llvm.getelementptr %[[PKB]][%[[OKH64]]]
+// CHECK-NEXT: %[[OSH:.+]] = arith.muli %[[H]], %[[STS]]#1 : index
+// CHECK-NEXT: %[[OSH64:.+]] = arith.index_cast %[[OSH]]
+// CHECK-NEXT: %[[PSH:.+]] = llvm.getelementptr %[[PSB]][%[[OSH64]]]
+// CHECK-DAG: %[[NT:.+]] = arith.constant 111 : i32
+// CHECK-DAG: %[[T:.+]] = arith.constant 112 : i32
+// CHECK-DAG: %[[M:.+]] = arith.index_cast %[[SS]]#2 : index to i32
+// CHECK-DAG: %[[N:.+]] = arith.index_cast %[[SS]]#3 : index to i32
+// CHECK-DAG: %[[KK:.+]] = arith.index_cast %[[SQ]]#3 : index to i32
+// CHECK-DAG: %[[LDA32:.+]] = arith.index_cast %[[LDA]] : index to i32
+// CHECK-DAG: %[[LDB32:.+]] = arith.index_cast %[[LDB]] : index to i32
+// CHECK-DAG: %[[LDC32:.+]] = arith.index_cast %[[LDC]] : index to i32
+// CHECK: func.call @cblas_sgemm(%{{.+}}, %[[NT]], %[[T]], %[[M]], %[[N]], %[[KK]], %{{.+}}, %[[PQH]], %[[LDA32]], %[[PKH]], %[[LDB32]], %{{.+}}, %[[PSH]], %[[LDC32]])
+// CHECK-NOT: linalg.contract
+func.func @contract_heads(%q: memref<?x2x4x8xf32>, %k: memref<?x2x4x8xf32>, %s: memref<2x4x?x?xf32>) {
+  linalg.contract indexing_maps = [
+      affine_map<(b, h, i, j, d) -> (i, b, h, d)>,
+      affine_map<(b, h, i, j, d) -> (j, b, h, d)>,
+      affine_map<(b, h, i, j, d) -> (b, h, i, j)>]
+    ins(%q, %k : memref<?x2x4x8xf32>, memref<?x2x4x8xf32>) outs(%s : memref<2x4x?x?xf32>)
+  return
+}
+
+// -----
+
+// An input without a batch dimension (r [klen, n_head, d_head], the same for
+// every batch column) is the same matrix at every b: only the h loop
+// advances it (no getelementptr of r in the b loop).
+// CHECK-LABEL: func.func @contract_broadcast
+// CHECK-SAME: (%[[Q:[^:]+]]: memref<?x2x4x8xf32>, %[[R:[^:]+]]: memref<?x4x8xf32>
+// CHECK: %{{[^,]+}}, %{{[^,]+}}, %{{[^:]+}}:3, %[[STR:[^:]+]]:3 = memref.extract_strided_metadata %[[R]]
+// CHECK: %[[PR:.+]] = llvm.getelementptr
+// CHECK: scf.for %[[B:.+]] = 
+// CHECK-COUNT-2: llvm.getelementptr
+// CHECK-NEXT: scf.for %[[H:.+]] = 
+// CHECK: llvm.getelementptr
+// CHECK-NEXT: %[[ORH:.+]] = arith.muli %[[H]], %[[STR]]#1 : index
+// CHECK-NEXT: %[[ORH64:.+]] = arith.index_cast %[[ORH]]
+// CHECK-NEXT: %[[PRH:.+]] = llvm.getelementptr %[[PR]][%[[ORH64]]]
+// CHECK: func.call @cblas_sgemm(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[PRH]],
+func.func @contract_broadcast(%q: memref<?x2x4x8xf32>, %r: memref<?x4x8xf32>, %s: memref<2x4x?x?xf32>) {
+  linalg.contract indexing_maps = [
+      affine_map<(b, h, i, j, d) -> (i, b, h, d)>,
+      affine_map<(b, h, i, j, d) -> (j, h, d)>,
+      affine_map<(b, h, i, j, d) -> (b, h, i, j)>]
+    ins(%q, %r : memref<?x2x4x8xf32>, memref<?x4x8xf32>) outs(%s : memref<2x4x?x?xf32>)
+  return
+}
+
+// -----
+
+// The attention's probabilities times v, written back into [len, batch,
+// n_head, d_head]: B = v [j, b, h, d] untransposed (its last dimension is
+// n = d), ldb the stride of v's dim 0 (j), ldc the output's dim 0 (i).
+// CHECK-LABEL: func.func @contract_pv
+// CHECK-SAME: (%[[P:[^:]+]]: memref<2x4x?x?xf32>, %[[V:[^:]+]]: memref<?x2x4x8xf32>, %[[O:[^:]+]]: memref<?x2x4x8xf32>)
+// CHECK: %{{[^,]+}}, %{{[^,]+}}, %[[SP:[^:]+]]:4, %[[STP:[^:]+]]:4 = memref.extract_strided_metadata %[[P]]
+// CHECK: %{{[^,]+}}, %{{[^,]+}}, %{{[^:]+}}:4, %[[STV:[^:]+]]:4 = memref.extract_strided_metadata %[[V]]
+// CHECK: %{{[^,]+}}, %{{[^,]+}}, %[[SO:[^:]+]]:4, %[[STO:[^:]+]]:4 = memref.extract_strided_metadata %[[O]]
+// CHECK: %[[LDA:.+]] = arith.maxui %[[STP]]#2, %{{.+}} : index
+// CHECK: %[[LDB:.+]] = arith.maxui %[[STV]]#0, %{{.+}} : index
+// CHECK: %[[LDC:.+]] = arith.maxui %[[STO]]#0, %{{.+}} : index
+// CHECK: %[[MN:.+]] = arith.muli %[[SO]]#0, %[[SO]]#3 : index
+// CHECK: arith.muli %[[MN]], %[[SP]]#3 : index
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK-DAG: %[[NTA:.+]] = arith.constant 111 : i32
+// CHECK-DAG: %[[NTB:.+]] = arith.constant 111 : i32
+// CHECK-DAG: %[[LDA32:.+]] = arith.index_cast %[[LDA]] : index to i32
+// CHECK-DAG: %[[LDB32:.+]] = arith.index_cast %[[LDB]] : index to i32
+// CHECK-DAG: %[[LDC32:.+]] = arith.index_cast %[[LDC]] : index to i32
+// CHECK: func.call @cblas_sgemm(%{{.+}}, %[[NTA]], %[[NTB]], %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[LDA32]], %{{.+}}, %[[LDB32]], %{{.+}}, %{{.+}}, %[[LDC32]])
+func.func @contract_pv(%p: memref<2x4x?x?xf32>, %v: memref<?x2x4x8xf32>, %o: memref<?x2x4x8xf32>) {
+  linalg.contract indexing_maps = [
+      affine_map<(b, h, i, d, j) -> (b, h, i, j)>,
+      affine_map<(b, h, i, d, j) -> (j, b, h, d)>,
+      affine_map<(b, h, i, d, j) -> (i, b, h, d)>]
+    ins(%p, %v : memref<2x4x?x?xf32>, memref<?x2x4x8xf32>) outs(%o : memref<?x2x4x8xf32>)
+  return
+}
+
+// -----
+
+// C must end with n: a transposed output is no row-major gemm.
+func.func @contract_transposed_c(%a: memref<?x8xf32>, %b: memref<8x?xf32>, %c: memref<?x?xf32>) {
+  // expected-error @+1 {{unsupported indexing maps for a BLAS product}}
+  linalg.contract indexing_maps = [
+      affine_map<(m, n, k) -> (m, k)>,
+      affine_map<(m, n, k) -> (k, n)>,
+      affine_map<(m, n, k) -> (n, m)>]
+    ins(%a, %b : memref<?x8xf32>, memref<8x?xf32>) outs(%c : memref<?x?xf32>)
+  return
+}
+
+// -----
+
+// Two contraction dimensions are no single gemm.
+func.func @contract_two_k(%a: memref<4x8x2xf32>, %b: memref<8x2x5xf32>, %c: memref<4x5xf32>) {
+  // expected-error @+1 {{a BLAS contraction needs m and n dimensions and one k dimension}}
+  linalg.contract indexing_maps = [
+      affine_map<(m, n, k, l) -> (m, k, l)>,
+      affine_map<(m, n, k, l) -> (k, l, n)>,
+      affine_map<(m, n, k, l) -> (m, n)>]
+    ins(%a, %b : memref<4x8x2xf32>, memref<8x2x5xf32>) outs(%c : memref<4x5xf32>)
+  return
+}
+
+// -----
+
+// An operand whose last dimension is not contiguous cannot be a BLAS matrix.
+func.func @contract_strided_inner(%a: memref<4x8xf32, strided<[16, 2]>>, %b: memref<8x5xf32>, %c: memref<4x5xf32>) {
+  // expected-error @+1 {{BLAS operands must be f32 memrefs with a unit inner stride}}
+  linalg.contract indexing_maps = [
+      affine_map<(m, n, k) -> (m, k)>,
+      affine_map<(m, n, k) -> (k, n)>,
+      affine_map<(m, n, k) -> (m, n)>]
+    ins(%a, %b : memref<4x8xf32, strided<[16, 2]>>, memref<8x5xf32>) outs(%c : memref<4x5xf32>)
+  return
+}

@@ -1,9 +1,12 @@
-//===- LinalgToBlas.cpp - Bufferized matmuls => cblas_?gemm calls -*- C++ -*-===//
+//===- LinalgToBlas.cpp - Bufferized matmuls => cblas_?gemm calls -*- C++
+//-*-===//
 //
 // Matrix products are the one thing txlc does not generate code for: after
 // bufferization each f32 linalg.matmul becomes a cblas_sgemm call (f64: a
 // cblas_dgemm call, for gradient checks) and each linalg.batch_matmul a loop
-// of them (bookworm's OpenBLAS has no batched gemm). Pointers come from the
+// of them (bookworm's OpenBLAS has no batched gemm); a linalg.contract, a
+// loop nest of them over its other dimensions, wherever those sit in the
+// operands (lowerContractToBlas). Pointers come from the
 // memref's aligned base plus its offset; the leading dimensions are the
 // memref's row strides.
 //
@@ -292,6 +295,134 @@ static LogicalResult lowerToBlas(linalg::LinalgOp op, unsigned batchDims,
   return success();
 }
 
+/// The position of loop dimension `dim` among `map`'s results, if any.
+static std::optional<unsigned> resultOf(AffineMap map, unsigned dim) {
+  for (auto [i, expr] : llvm::enumerate(map.getResults()))
+    if (auto d = dyn_cast<AffineDimExpr>(expr); d && d.getPosition() == dim)
+      return i;
+  return std::nullopt;
+}
+
+/// True when `map`'s last result is loop dimension `dim`.
+static bool endsWith(AffineMap map, unsigned dim) {
+  auto last = dyn_cast<AffineDimExpr>(map.getResults().back());
+  return last && last.getPosition() == dim;
+}
+
+/// Rewrites a bufferized linalg.contract with one k dimension into calls of
+/// `gemm`: a loop nest over C's other dimensions (in loop order) around one
+/// gemm per step. The gemm's n is C's last dimension; its m is A's last
+/// dimension when that is an m dimension (A transposed, [k, m]), else the
+/// m dimension latest in C; A's last dimension is otherwise k ([m, k]),
+/// B's is n ([k, n]) or k (transposed). The looped dimensions may sit
+/// anywhere in an operand (a [len, batch, n_head, d_head] tensor read
+/// heads-major needs no transposed copy), and an input that lacks one (an
+/// m or n dimension of the other input, or a broadcast batch dimension) is
+/// the same matrix at every step of it (stride 0). The leading dimensions
+/// are the strides of the other matrix dimension, wherever it sits.
+/// Errors: several k dimensions, maps that fit no gemm, and a last memref
+/// dimension whose stride is not statically 1.
+static LogicalResult lowerContractToBlas(linalg::ContractOp op,
+                                         func::FuncOp gemm, Type elementType) {
+  if (!op.hasPureBufferSemantics())
+    return op->emitOpError("txl-linalg-to-blas expects bufferized operands");
+  FailureOr<linalg::ContractionDimensions> dims =
+      linalg::inferContractionDims(cast<linalg::LinalgOp>(op.getOperation()));
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  if (failed(dims) || dims->m.empty() || dims->n.empty() || dims->k.size() != 1)
+    return op->emitOpError(
+        "a BLAS contraction needs m and n dimensions and one k dimension");
+  unsigned k = dims->k[0];
+  // The gemm's n: C's last dimension. Its m: A's last dimension when that
+  // is an m dimension (A transposed), else the m dimension latest in C.
+  auto lastOf = [](AffineMap map) -> std::optional<unsigned> {
+    if (auto d = dyn_cast<AffineDimExpr>(map.getResults().back()))
+      return d.getPosition();
+    return std::nullopt;
+  };
+  std::optional<unsigned> n = lastOf(maps[2]);
+  if (!n || !llvm::is_contained(dims->n, *n))
+    return op->emitOpError("unsupported indexing maps for a BLAS product");
+  std::optional<unsigned> m = lastOf(maps[0]);
+  if (!m || !llvm::is_contained(dims->m, *m)) {
+    m = std::nullopt;
+    for (unsigned candidate : dims->m)
+      if (!m || *resultOf(maps[2], candidate) > *resultOf(maps[2], *m))
+        m = candidate;
+  }
+  if (!(endsWith(maps[0], k) || endsWith(maps[0], *m)) ||
+      !(endsWith(maps[1], *n) || endsWith(maps[1], k)))
+    return op->emitOpError("unsupported indexing maps for a BLAS product");
+  bool transA = endsWith(maps[0], *m), transB = endsWith(maps[1], k);
+  // Every other dimension of C is looped over: the batch dimensions and
+  // the m (n) dimensions B (A) lacks beside the gemm's, in loop order.
+  SmallVector<unsigned> loops;
+  for (unsigned d = 0, e = maps[2].getNumDims(); d < e; ++d)
+    if (d != *m && d != *n && d != k)
+      loops.push_back(d);
+  linalg::FillOp zeroFill = findZeroFill(op);
+
+  IRRewriter b(op->getContext());
+  b.setInsertionPoint(op);
+  Location loc = op.getLoc();
+  std::array<Value, 3> memrefs = {op.getDpsInputOperand(0)->get(),
+                                  op.getDpsInputOperand(1)->get(),
+                                  op.getDpsInitOperand(0)->get()};
+  SmallVector<Operand, 3> operands;
+  for (Value memref : memrefs) {
+    FailureOr<Operand> o = decompose(b, loc, memref, elementType);
+    if (failed(o))
+      return op->emitOpError("BLAS operands must be ")
+             << (elementType.isF32() ? "f32" : "f64")
+             << " memrefs with a unit inner stride";
+    operands.push_back(*o);
+  }
+  // Operand i's size and stride along loop dimension `dim` (null: absent).
+  auto sizeOf = [&](unsigned i, unsigned dim) -> Value {
+    std::optional<unsigned> r = resultOf(maps[i], dim);
+    return r ? operands[i].sizes[*r] : Value();
+  };
+  auto strideOf = [&](unsigned i, unsigned dim) -> Value {
+    std::optional<unsigned> r = resultOf(maps[i], dim);
+    return r ? operands[i].strides[*r] : Value();
+  };
+  Value mSize = sizeOf(2, *m), nSize = sizeOf(2, *n), kSize = sizeOf(0, k);
+  Value lda = atLeastOne(b, loc, strideOf(0, transA ? k : *m));
+  Value ldb = atLeastOne(b, loc, strideOf(1, transB ? *n : k));
+  Value ldc = atLeastOne(b, loc, strideOf(2, *m));
+
+  double beta = 1.0;
+  if (zeroFill) {
+    b.eraseOp(zeroFill);
+    beta = 0.0;
+  }
+  // As lowerToBlas: skip empty products (with beta = 0 only an empty C).
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value mn = arith::MulIOp::create(b, loc, mSize, nSize);
+  Value work = beta == 0.0 ? mn : arith::MulIOp::create(b, loc, mn, kSize);
+  Value nonEmpty =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, work, zero);
+  auto ifOp = scf::IfOp::create(b, loc, nonEmpty, /*withElseRegion=*/false);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  std::array<Value, 3> ptrs = {operands[0].ptr, operands[1].ptr,
+                               operands[2].ptr};
+  for (unsigned batch : loops) {
+    auto loop = scf::ForOp::create(b, loc, zero, sizeOf(2, batch), one);
+    b.setInsertionPointToStart(loop.getBody());
+    for (unsigned i = 0; i < 3; ++i)
+      if (Value stride = strideOf(i, batch))
+        ptrs[i] = offsetPtr(
+            b, loc, ptrs[i],
+            arith::MulIOp::create(b, loc, loop.getInductionVar(), stride),
+            elementType);
+  }
+  emitGemm(b, loc, gemm, transA, transB, mSize, nSize, kSize, ptrs[0], lda,
+           ptrs[1], ldb, ptrs[2], ldc, beta);
+  b.eraseOp(op);
+  return success();
+}
+
 /// Declares the runtime's `txl_device_sgemm` (txl/device.h; with
 /// `operands` "bf16" or "f16", `txl_device_sgemm_bf16` or
 /// `txl_device_sgemm_f16`, same arguments) in `module` once: transpose
@@ -402,12 +533,21 @@ static SmallVector<std::pair<linalg::LinalgOp, unsigned>>
 collectProducts(ModuleOp module, function_ref<bool(linalg::LinalgOp)> keep) {
   SmallVector<std::pair<linalg::LinalgOp, unsigned>> work;
   module.walk([&](linalg::LinalgOp op) {
-    if (!keep(op))
-      return;
-    if (isa<linalg::MatmulOp>(op))
+    // Only products reach `keep` (other linalg ops may have no init).
+    if (isa<linalg::MatmulOp>(op) && keep(op))
       work.push_back({op, 0});
-    else if (isa<linalg::BatchMatmulOp>(op))
+    else if (isa<linalg::BatchMatmulOp>(op) && keep(op))
       work.push_back({op, 1});
+  });
+  return work;
+}
+
+/// The linalg.contract ops of `module` outside kernels, in walk order.
+static SmallVector<linalg::ContractOp> collectContracts(ModuleOp module) {
+  SmallVector<linalg::ContractOp> work;
+  module.walk([&](linalg::ContractOp op) {
+    if (!op->getParentOfType<gpu::GPUModuleOp>())
+      work.push_back(op);
   });
   return work;
 }
@@ -420,19 +560,29 @@ struct ConvertLinalgToBlasPass
     ModuleOp module = getOperation();
     if (device)
       return runOnDevice(module);
-    auto work = collectProducts(module, [](linalg::LinalgOp op) {
+    auto hasGemmOutput = [](linalg::LinalgOp op) {
       return hasGemm(
           getElementTypeOrSelf(op.getDpsInitOperand(0)->get().getType()));
-    });
-    if (work.empty())
-      return;
+    };
+    auto work = collectProducts(module, hasGemmOutput);
+    SmallVector<linalg::ContractOp> contracts = collectContracts(module);
+    llvm::erase_if(contracts,
+                   [&](linalg::ContractOp op) { return !hasGemmOutput(op); });
     OpBuilder b(&getContext());
-    for (auto [op, batchDims] : work) {
-      // Declared on first use: an f32 module gets no cblas_dgemm.
+    // Declared on first use: an f32 module gets no cblas_dgemm.
+    auto gemmFor = [&](linalg::LinalgOp op) {
       Type elem =
           getElementTypeOrSelf(op.getDpsInitOperand(0)->get().getType());
-      func::FuncOp gemm = getOrDeclareGemm(b, module, elem);
+      return std::make_pair(getOrDeclareGemm(b, module, elem), elem);
+    };
+    for (auto [op, batchDims] : work) {
+      auto [gemm, elem] = gemmFor(op);
       if (failed(lowerToBlas(op, batchDims, gemm, elem)))
+        return signalPassFailure();
+    }
+    for (linalg::ContractOp op : contracts) {
+      auto [gemm, elem] = gemmFor(op);
+      if (failed(lowerContractToBlas(op, gemm, elem)))
         return signalPassFailure();
     }
   }
@@ -443,10 +593,16 @@ struct ConvertLinalgToBlasPass
     auto work = collectProducts(module, [](linalg::LinalgOp op) {
       return !op->getParentOfType<gpu::GPUModuleOp>();
     });
-    if (work.empty())
+    SmallVector<linalg::ContractOp> contracts = collectContracts(module);
+    if (work.empty() && contracts.empty())
       return;
     if (bf16 && f16) {
       module.emitError("txl-linalg-to-blas: bf16 and f16 exclude each other");
+      return signalPassFailure();
+    }
+    if (!contracts.empty()) {
+      contracts.front()->emitOpError(
+          "has no device gemm lowering yet (CPU targets only)");
       return signalPassFailure();
     }
     OpBuilder b(&getContext());
