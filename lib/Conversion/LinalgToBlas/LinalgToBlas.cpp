@@ -210,6 +210,23 @@ static Value atLeastOne(OpBuilder &b, Location loc, Value x) {
                                 arith::ConstantIndexOp::create(b, loc, 1));
 }
 
+/// Skips empty products: opens an scf.if on m·n·k != 0 (beta = 0: m·n !=
+/// 0) and moves `b` into it; returns the index constant 0 it made. Linalg
+/// accumulates, so an empty product changes nothing; with beta = 0 only an
+/// empty C is skipped: for k = 0 the call zeroes C (C = βC), standing in
+/// for the erased fill.
+static Value guardNonEmpty(OpBuilder &b, Location loc, Value m, Value n,
+                           Value k, double beta) {
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value mn = arith::MulIOp::create(b, loc, m, n);
+  Value work = beta == 0.0 ? mn : arith::MulIOp::create(b, loc, mn, k);
+  Value nonEmpty =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, work, zero);
+  auto ifOp = scf::IfOp::create(b, loc, nonEmpty, /*withElseRegion=*/false);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  return zero;
+}
+
 /// What both lowerings need to know of a product before rewriting it.
 struct ProductPlan {
   bool transA, transB;
@@ -265,16 +282,7 @@ static LogicalResult lowerToBlas(linalg::LinalgOp op, unsigned batchDims,
     b.eraseOp(zeroFill);
     beta = 0.0;
   }
-  // Skip empty products: linalg accumulates, so nothing changes. With beta
-  // = 0 only an empty C is skipped: for k = 0 the call zeroes C (C = βC),
-  // standing in for the erased fill.
-  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-  Value mn = arith::MulIOp::create(b, loc, m, n);
-  Value work = beta == 0.0 ? mn : arith::MulIOp::create(b, loc, mn, k);
-  Value nonEmpty =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, work, zero);
-  auto ifOp = scf::IfOp::create(b, loc, nonEmpty, /*withElseRegion=*/false);
-  b.setInsertionPointToStart(ifOp.thenBlock());
+  Value zero = guardNonEmpty(b, loc, m, n, k, beta);
   if (batchDims == 0) {
     emitGemm(b, loc, gemm, transA, transB, m, n, k, a->ptr, lda, bb->ptr, ldb,
              c->ptr, ldc, beta);
@@ -396,15 +404,8 @@ static LogicalResult lowerContractToBlas(linalg::ContractOp op,
     b.eraseOp(zeroFill);
     beta = 0.0;
   }
-  // As lowerToBlas: skip empty products (with beta = 0 only an empty C).
-  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
-  Value mn = arith::MulIOp::create(b, loc, mSize, nSize);
-  Value work = beta == 0.0 ? mn : arith::MulIOp::create(b, loc, mn, kSize);
-  Value nonEmpty =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, work, zero);
-  auto ifOp = scf::IfOp::create(b, loc, nonEmpty, /*withElseRegion=*/false);
-  b.setInsertionPointToStart(ifOp.thenBlock());
+  Value zero = guardNonEmpty(b, loc, mSize, nSize, kSize, beta);
   std::array<Value, 3> ptrs = {operands[0].ptr, operands[1].ptr,
                                operands[2].ptr};
   for (unsigned batch : loops) {
