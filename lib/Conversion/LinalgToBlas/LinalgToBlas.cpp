@@ -1,5 +1,4 @@
-//===- LinalgToBlas.cpp - Bufferized matmuls => cblas_?gemm calls -*- C++
-//-*-===//
+//===- LinalgToBlas.cpp - Bufferized products => cblas_?gemm calls ------===//
 //
 // Matrix products are the one thing txlc does not generate code for: after
 // bufferization each f32 linalg.matmul becomes a cblas_sgemm call (f64: a
