@@ -237,8 +237,9 @@ private:
   Value attend(Value h, Value scores, Value v, StringRef attn);
   /// The key/value cache of one layer in @decoder_layer_kv: the memory
   /// rows' projected keys and values [mlen, batch, n_head·d_head] and the
-  /// layer's r_head_k [klen, n_head·d_head] in; attention() sets the kept
-  /// keys and values out (the last mem_len rows of [kMem; k of h]).
+  /// layer's r_head_k [klen, n_head·d_head] in; attention() sets the
+  /// segment's own keys and values out ([qlen, batch, n_head·d_head], the
+  /// rows the caller appends to kMem and vMem).
   struct KvCache {
     Value kMem, vMem, rHeadK;
     Value newK, newV;
@@ -409,7 +410,7 @@ Value SegmentEmitter::attention(Value h, Value pos, Value mem, StringRef prefix,
     Value x = m.preLnorm ? layerNorm(h, attn) : h;
     Value wHeads = linear(x, param(attn + "qkv_net.weight"));
     q = headsChunk(wHeads, 0, zero, qlen);
-    auto cached = [&](Value mem, int64_t c, Value &kept) {
+    auto cached = [&](Value mem, int64_t c, Value &segmentRows) {
       OpFoldResult one = b.getIndexAttr(1);
       Value rows = tensor::ExtractSliceOp::create(
           b, loc, wHeads,
@@ -420,7 +421,7 @@ Value SegmentEmitter::attention(Value h, Value pos, Value mem, StringRef prefix,
           SmallVector<OpFoldResult>(3, one));
       Value cat =
           ConcatMemOp::create(b, loc, tensorType({dyn, dyn, hd}), mem, rows);
-      kept = TakeLastOp::create(b, loc, cat.getType(), cat, memLen);
+      segmentRows = rows;
       klen = tensor::getMixedSize(b, loc, cat, 0);
       return headsChunk(cat, 0, zero, klen);
     };
@@ -892,7 +893,9 @@ void SegmentEmitter::emit(ModuleOp module, Kind kind) {
   inputs.push_back(tokenType); // data
   if (!logProbs)
     inputs.push_back(tokenType); // target
-  for (int64_t l = 0; l <= m.nLayer; ++l)
+  // The key/value-cache forms read no memory: what they need of it is its
+  // keys and values.
+  for (int64_t l = 0; l <= m.nLayer && !withKv; ++l)
     inputs.push_back(memType);
   if (withKv) { // k_mem, v_mem, r_head_k of every layer; mem_len, same_length
     inputs.append(2 * m.nLayer, kvType);
@@ -908,7 +911,7 @@ void SegmentEmitter::emit(ModuleOp module, Kind kind) {
                                         : tensorType({dyn, dyn})};
   for (int64_t l = 0; l <= m.nLayer; ++l)
     results.push_back(memType);
-  if (withKv) // the kept k and v of every layer
+  if (withKv) // the segment's rows of every layer's k and v
     results.append(2 * m.nLayer, kvType);
   if (alrfouTraining) // the loss's three parts
     results.append(3, tensorType({dyn, dyn}));
@@ -934,7 +937,7 @@ void SegmentEmitter::emit(ModuleOp module, Kind kind) {
   Value data = entry->getArgument(arg++);
   Value target = logProbs ? Value() : entry->getArgument(arg++);
   SmallVector<Value> mems;
-  for (int64_t l = 0; l <= m.nLayer; ++l)
+  for (int64_t l = 0; l <= m.nLayer && !withKv; ++l)
     mems.push_back(entry->getArgument(arg++));
   SmallVector<Value> kMems, vMems, rHeadKs;
   if (withKv)
@@ -976,7 +979,7 @@ void SegmentEmitter::emit(ModuleOp module, Kind kind) {
     target2 = rowsFrom(1);
     target = rowsFrom(0);
   }
-  Value mlen = tensor::DimOp::create(b, loc, mems[0], 0);
+  Value mlen = tensor::DimOp::create(b, loc, withKv ? kMems[0] : mems[0], 0);
   Value klen = arith::AddIOp::create(b, loc, mlen, qlen);
   Value wordEmb = embedding(data);
   Value h, pos;
@@ -1113,9 +1116,14 @@ void SegmentEmitter::emit(ModuleOp module, Kind kind) {
     nll = mix(all, 0);
   }
 
-  // Official _update_mems: cat(mems[l], hids[l])[-mem_len:], detached.
+  // Official _update_mems: cat(mems[l], hids[l])[-mem_len:], detached. The
+  // key/value-cache forms return hids[l] alone; their caller appends it.
   SmallVector<Value> returned = {nll};
   for (int64_t l = 0; l <= m.nLayer; ++l) {
+    if (withKv) {
+      returned.push_back(hids[l]);
+      continue;
+    }
     Value cat = ConcatMemOp::create(b, loc, memType, mems[l], hids[l]);
     Value last = TakeLastOp::create(b, loc, memType, cat, memLen);
     returned.push_back(StopGradientOp::create(b, loc, last));

@@ -204,14 +204,17 @@ typedef void (*txl_segment_fn)(void **args);
 /// `txl_segment_r_head_k`: params[n_params], klen, clamp_len (int64_t*),
 ///   then n_layer outputs memref<?x?xf32> [klen, n_head·d_head]: layer l's
 ///   r_head_k (official r_net of pos_emb over distances klen-1 ... 0).
-/// `txl_segment_kv`: params[n_params], data, target, mems[n_layer + 1] as
-///   txl_segment_forward, then k_mem[n_layer], v_mem[n_layer]
-///   (memref<?x?x?xf32> [mlen, batch, n_head·d_head]: layer l's keys and
-///   values of its memory rows), r_head_k[n_layer] (as above, klen = mlen +
-///   qlen), mem_len, same_length (int64_t*); outputs: nll, new_mems[n_layer
-///   + 1] as txl_segment_forward, then new_k[n_layer], new_v[n_layer]
-///   [new_mlen, batch, n_head·d_head], the keys and values of new_mems.
-///   Eval mode only; per-token NLL and memory as txl_segment_forward's.
+/// `txl_segment_kv`: params[n_params], data, target as txl_segment_forward
+///   (no memory: only its keys and values are read), then k_mem[n_layer],
+///   v_mem[n_layer] (memref<?x?x?xf32> [mlen, batch, n_head·d_head]: layer
+///   l's keys and values of its memory rows), r_head_k[n_layer] (as above,
+///   klen = mlen + qlen), mem_len, same_length (int64_t*); outputs: nll,
+///   hids[n_layer + 1] [qlen, batch, d_model] (the segment's rows of each
+///   memory: official _update_mems appends them and keeps the last
+///   min(mem_len, mlen + qlen) rows), then new_k[n_layer], new_v[n_layer]
+///   [qlen, batch, n_head·d_head], their keys and values, which the caller
+///   appends to k_mem and v_mem likewise. Eval mode only; per-token NLL and
+///   memory as txl_segment_forward's.
 /// `txl_segment_log_probs_kv`: txl_segment_kv without target, its nll
 ///   output [qlen, batch, n_token] log-probabilities as
 ///   txl_segment_log_probs.
@@ -385,9 +388,11 @@ int32_t txl_session_kv_cache_active(const txl_session_t *session);
 int32_t txl_session_kv_cache_ready(const txl_session_t *session);
 
 /// Floats the key/value cache holds at most for a memory of `mem_len` rows
-/// and `batch` columns: 2·n_layer·mem_len·batch·n_head·d_head (each layer's
-/// keys and values of its memory rows); r_head_k adds
-/// n_layer·klen·n_head·d_head, klen = mem_len + qlen, shared by the batch.
+/// and `batch` columns, segments of at most mem_len positions: each layer's
+/// keys and values of the memory rows with room for mem_len more rows to
+/// append into, 2·n_layer·2·mem_len·batch·n_head·d_head (the memory itself
+/// is kept the same way); r_head_k adds n_layer·klen·n_head·d_head, klen =
+/// mem_len + qlen, shared by the batch.
 int64_t txl_kv_cache_floats(const txl_model_info_t *info, int64_t mem_len,
                             int64_t batch);
 

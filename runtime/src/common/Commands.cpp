@@ -40,8 +40,9 @@ SessionPtr openSession(const txl_model_info_t &info, txl_segment_fn segmentFn,
   if (txl_session_kv_cache_active(session.get()) && memLen > 0) {
     int64_t floats = txl_kv_cache_floats(&info, memLen, batch);
     std::fprintf(stderr,
-                 "key/value cache: 2*%lld layers*%lld rows*%lld columns*%lld "
-                 "heads*%lld = %lld floats (%.1f MiB; --no-kv-cache: none)\n",
+                 "key/value cache: 2*%lld layers*2*%lld rows (the memory "
+                 "and room to append)*%lld columns*%lld heads*%lld = %lld "
+                 "floats (%.1f MiB; --no-kv-cache: none)\n",
                  (long long)info.n_layer, (long long)memLen, (long long)batch,
                  (long long)info.n_head, (long long)info.d_head,
                  (long long)floats, double(floats) * 4.0 / (1 << 20));

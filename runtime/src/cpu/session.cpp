@@ -51,6 +51,56 @@ static int64_t normPartials(size_t trainable) {
                  TXL_NORM_TENSORS_PER_KERNEL);
 }
 
+namespace {
+/// One state of the key/value cache's slices (a layer's memory, keys or
+/// values) [rows, count, width]: `rows` consecutive rows of a buffer with
+/// room after them. txl_segment_kv writes a segment's rows straight into
+/// that room (its destination), and the window then slides over them to
+/// keep the last mem_len rows. The window moves back to the buffer's front
+/// only when the room runs out: with a buffer of 2·mem_len rows, once every
+/// mem_len / qlen segments, where the official recurrence's
+/// cat(mem, hids)[-mem_len:] copies the memory every segment.
+class RowWindow {
+public:
+  explicit RowWindow(int64_t rowFloats = 0) : rowFloats(rowFloats) {}
+
+  int64_t rows() const { return windowRows; }
+
+  /// The window's first row: [rows(), count, width] (a valid pointer when
+  /// empty, as the generated code takes none other).
+  const float *data() const {
+    return buffer.empty() ? &kEmpty : buffer.data() + first * rowFloats;
+  }
+
+  /// Where `added` new rows go, right after the window, in a buffer of at
+  /// least `capacity` rows (capacity >= rows() + added); the window moves to
+  /// the buffer's front when the rows after it do not fit.
+  float *reserve(int64_t added, int64_t capacity) {
+    capacity = std::max(capacity, windowRows + added);
+    if (int64_t(buffer.size()) < capacity * rowFloats)
+      buffer.resize(size_t(capacity * rowFloats));
+    if ((first + windowRows + added) * rowFloats > int64_t(buffer.size())) {
+      std::copy_n(buffer.data() + first * rowFloats, windowRows * rowFloats,
+                  buffer.data());
+      first = 0;
+    }
+    return buffer.data() + (first + windowRows) * rowFloats;
+  }
+
+  /// Takes the `added` rows written at reserve()'s pointer into the window
+  /// and keeps its last `keep` rows (keep <= rows() + added).
+  void append(int64_t added, int64_t keep) {
+    first += windowRows + added - keep;
+    windowRows = keep;
+  }
+
+private:
+  static inline const float kEmpty = 0.0f;
+  std::vector<float> buffer;
+  int64_t rowFloats, first = 0, windowRows = 0;
+};
+} // namespace
+
 struct txl_session {
   const txl_model_info_t *info = nullptr;
   txl_segment_fn segment = nullptr;
@@ -97,13 +147,12 @@ struct txl_session {
   /// The key/value cache (txl_session_run_segment), by batch slice: the
   /// columns [first, first + count) that one call of txl_segment_kv runs
   /// (as the batch-parallel slices of runSegment). Each slice keeps its
-  /// memory and its layers' keys and values of the memory rows, so that a
-  /// run moves nothing between the batch and the slices, and the buffers
-  /// the next run writes (swapped in after it).
+  /// memory and its layers' keys and values of the memory rows, each in a
+  /// RowWindow, so that a run moves nothing between the batch and the
+  /// slices, and txl_segment_kv writes a segment's rows straight after them.
   struct KvSlice {
     int64_t first = 0, count = 0;
-    std::vector<std::vector<float>> mems, k, v; ///< [mlen, count, *]
-    std::vector<std::vector<float>> nextMems, nextK, nextV;
+    std::vector<RowWindow> mems, k, v; ///< [mlen, count, *] each
   };
   bool kvCacheEnabled = true;
   /// The slices describe the memory: every run since the last reset went
@@ -580,9 +629,10 @@ struct SliceCall {
   float *lossParts = nullptr;
   /// Key/value-cache entries (txl_segment_kv): per layer, the memory rows'
   /// keys and values [mlen, batch, n_head·d_head] in, r_head_k [klen,
-  /// n_head·d_head], and the kept ones [newMlen, batch, n_head·d_head] out.
-  /// Empty for the other entries (default-initialized, so that the other
-  /// entries' calls can leave them out).
+  /// n_head·d_head], and the segment's own [qlen, batch, n_head·d_head] out
+  /// (there, `mems` is empty and `newMems` receive [qlen, batch, d_model]:
+  /// the rows to append). Empty for the other entries (default-initialized,
+  /// so that the other entries' calls can leave them out).
   std::vector<const float *> kMems{}, vMems{}, rHeadK{};
   std::vector<float *> newK{}, newV{};
 };
@@ -633,11 +683,12 @@ static void callEntry(const txl_session &session, txl_segment_fn entry,
     args.memref(call.nll, {qlen, call.batch, info.n_token});
   else
     args.memref(call.nll, {qlen, call.batch});
+  const int64_t stateRows = kv ? qlen : newMlen;
   for (float *m : call.newMems)
-    args.memref(m, {newMlen, call.batch, dModel});
+    args.memref(m, {stateRows, call.batch, dModel});
   for (const auto *list : {&call.newK, &call.newV})
     for (float *m : *list)
-      args.memref(m, {newMlen, call.batch, hd});
+      args.memref(m, {qlen, call.batch, hd});
   if (alrfou)
     for (int64_t part = 0; part < 3; ++part)
       args.memref(call.lossParts + part * qlen * call.batch,
@@ -831,9 +882,9 @@ static bool kvSlicesMatch(const txl_session &session, int64_t batch) {
 }
 
 /// One eval-mode segment through txl_segment_kv (txl_segment_log_probs_kv
-/// with `logProbs`): each slice runs on its own memory and cache, writes
-/// the next ones into its spare buffers and swaps them in. The caller has
-/// validated the arguments, and kvSlicesMatch holds.
+/// with `logProbs`): each slice runs on its own memory and cache, and the
+/// segment's rows of both go straight into their windows' room (RowWindow).
+/// The caller has validated the arguments, and kvSlicesMatch holds.
 static void runSegmentKv(txl_session &session, const int64_t *data,
                          const int64_t *target, int64_t qlen, int64_t batch,
                          const txl_run_options_t &options, float *out,
@@ -844,6 +895,8 @@ static void runSegmentKv(txl_session &session, const int64_t *data,
   const int64_t width = logProbs ? info.n_token : 1;
   const int64_t mlen = session.mlen;
   const int64_t newMlen = std::min(options.mem_len, mlen + qlen);
+  // Room for mem_len more rows after a full memory (txl_kv_cache_floats).
+  const int64_t capacity = std::max(2 * options.mem_len, mlen + qlen);
   std::vector<int64_t> first = sliceBounds(session, batch);
   const int slices = int(first.size()) - 1;
   if (session.kvSlices.empty()) { // the empty memory after a reset
@@ -852,19 +905,13 @@ static void runSegmentKv(txl_session &session, const int64_t *data,
       auto &slice = session.kvSlices[s];
       slice.first = first[s];
       slice.count = first[s + 1] - first[s];
-      for (auto *list : {&slice.mems, &slice.nextMems})
-        list->resize(size_t(layers));
-      for (auto *list : {&slice.k, &slice.v, &slice.nextK, &slice.nextV})
-        list->resize(size_t(info.n_layer));
+      slice.mems.assign(size_t(layers), RowWindow(slice.count * dModel));
+      for (auto *list : {&slice.k, &slice.v})
+        list->assign(size_t(info.n_layer), RowWindow(slice.count * hd));
     }
   }
   updateRHeadK(session, mlen + qlen, options.clamp_len);
   txl_segment_fn entry = logProbs ? &txl_segment_log_probs_kv : &txl_segment_kv;
-  // An empty memory still needs a valid (non-null) pointer.
-  static float emptyMemory = 0.0f;
-  auto pointer = [](std::vector<float> &v) {
-    return v.empty() ? &emptyMemory : v.data();
-  };
   auto runSlice = [&](int s) {
     auto &slice = session.kvSlices[s];
     const int64_t b0 = slice.first, nb = slice.count;
@@ -886,26 +933,20 @@ static void runSegmentKv(txl_session &session, const int64_t *data,
       o = sliceOut.data();
     }
     SliceCall call{d, t, nb, {}, 0, o, {}, {}};
-    for (int64_t l = 0; l < layers; ++l) {
-      call.mems.push_back(pointer(slice.mems[l]));
-      slice.nextMems[l].resize(
-          size_t(std::max<int64_t>(newMlen * nb * dModel, 1)));
-      call.newMems.push_back(slice.nextMems[l].data());
-    }
+    for (RowWindow &mem : slice.mems)
+      call.newMems.push_back(mem.reserve(qlen, capacity));
     for (int64_t l = 0; l < info.n_layer; ++l) {
-      call.kMems.push_back(pointer(slice.k[l]));
-      call.vMems.push_back(pointer(slice.v[l]));
+      call.newK.push_back(slice.k[l].reserve(qlen, capacity));
+      call.newV.push_back(slice.v[l].reserve(qlen, capacity));
+      // After reserve(), which may move the window.
+      call.kMems.push_back(slice.k[l].data());
+      call.vMems.push_back(slice.v[l].data());
       call.rHeadK.push_back(session.rHeadK[l].data());
-      for (auto [next, outs] : {std::pair(&slice.nextK, &call.newK),
-                                std::pair(&slice.nextV, &call.newV)}) {
-        (*next)[l].resize(size_t(std::max<int64_t>(newMlen * nb * hd, 1)));
-        outs->push_back((*next)[l].data());
-      }
     }
     callEntry(session, entry, options, qlen, newMlen, call);
-    std::swap(slice.mems, slice.nextMems);
-    std::swap(slice.k, slice.nextK);
-    std::swap(slice.v, slice.nextV);
+    for (auto *list : {&slice.mems, &slice.k, &slice.v})
+      for (RowWindow &state : *list)
+        state.append(qlen, newMlen);
     if (slices > 1)
       for (int64_t r = 0; r < qlen; ++r)
         std::copy_n(sliceOut.data() + r * nb * width, nb * width,
@@ -1248,7 +1289,9 @@ extern "C" int64_t txl_kv_cache_floats(const txl_model_info_t *info,
                                        int64_t mem_len, int64_t batch) {
   if (!info)
     return 0;
-  return 2 * info->n_layer * mem_len * batch * info->n_head * info->d_head;
+  // RowWindow buffers of 2·mem_len rows (runSegmentKv's capacity).
+  return 2 * info->n_layer * (2 * mem_len) * batch * info->n_head *
+         info->d_head;
 }
 
 //===----------------------------------------------------------------------===//
