@@ -318,12 +318,11 @@ LogicalResult runGpuTarget(const DriverOptions &options,
   attention.relShiftOffset = options.testRelShiftOffset;
   attention.dropBarrier = options.testDropBarrier;
   attention.precision = options.precision;
-  if (failed(runStage(module, root, "the attention kernels",
-                      [&](OpPassManager &pm) {
-                        buildTxlToGpuPipeline(pm, attention);
-                      })) ||
+  if (failed(runStage(
+          module, root, "the attention kernels",
+          [&](OpPassManager &pm) { buildTxlToGpuPipeline(pm, attention); })) ||
       failed(runStage(module, root, "lowering to linalg",
-                      buildTxlToLinalgPipeline)))
+                      [](OpPassManager &pm) { buildTxlToLinalgPipeline(pm); })))
     return failure();
   if (options.emit == EmitAction::Linalg)
     return writeText(options, print);
@@ -460,8 +459,11 @@ int mlir::txl::runDriver(const DriverOptions &options) {
   if (options.target != Target::Cpu)
     return failed(runGpuTarget(options, *config, module, root));
 
-  if (failed(runStage(module, root, "lowering to linalg",
-                      buildTxlToLinalgPipeline)))
+  if (failed(
+          runStage(module, root, "lowering to linalg", [](OpPassManager &pm) {
+            buildTxlToLinalgPipeline(pm,
+                                     /*stridedAttention=*/true);
+          })))
     return 1;
   if (options.emit == EmitAction::Linalg)
     return failed(writeText(options, print));

@@ -77,13 +77,16 @@ void mlir::txl::buildTxlBackwardPipeline(OpPassManager &pm,
   fn.addPass(createCSEPass());
 }
 
-void mlir::txl::buildTxlToLinalgPipeline(OpPassManager &pm) {
+void mlir::txl::buildTxlToLinalgPipeline(OpPassManager &pm,
+                                         bool stridedAttention) {
   OpPassManager &fn = pm.nest<func::FuncOp>();
   // After the backward, which differentiates txl.nll and txl.linear and
   // (for the decomposed form) txl.rel_shift as txl ops.
   fn.addPass(createFuseLinearNllPass());
   fn.addPass(createLowerRelShiftPass());
-  fn.addPass(createConvertTxlToLinalgPass());
+  ConvertTxlToLinalgPassOptions toLinalg;
+  toLinalg.stridedAttention = stridedAttention;
+  fn.addPass(createConvertTxlToLinalgPass(toLinalg));
   fn.addPass(createCanonicalizerPass());
   fn.addPass(createCSEPass());
   fn.addPass(createFuseElementwisePass());
@@ -230,7 +233,7 @@ void mlir::txl::buildTxlCpuPipeline(OpPassManager &pm,
   buildTxlOptPipeline(pm, options);
   if (options.generateBackward)
     buildTxlBackwardPipeline(pm);
-  buildTxlToLinalgPipeline(pm);
+  buildTxlToLinalgPipeline(pm, /*stridedAttention=*/true);
   buildLinalgToLLVMPipeline(pm);
 }
 
@@ -243,9 +246,9 @@ void mlir::txl::registerTxlPipelines() {
   PassPipelineRegistration<TxlCpuPipelineOptions>(
       "txl-opt-pipeline", "The txl-level passes (fusion, rel_shift lowering)",
       buildTxlOptPipeline);
-  PassPipelineRegistration<>("txl-to-linalg-pipeline",
-                             "Lower txl ops to linalg on tensors",
-                             buildTxlToLinalgPipeline);
+  PassPipelineRegistration<>(
+      "txl-to-linalg-pipeline", "Lower txl ops to linalg on tensors",
+      [](OpPassManager &pm) { buildTxlToLinalgPipeline(pm); });
   PassPipelineRegistration<>(
       "txl-linalg-to-llvm-pipeline",
       "Bufferize, call BLAS for products, and lower to the LLVM dialect",

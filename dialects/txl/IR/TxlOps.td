@@ -422,7 +422,9 @@ def Txl_RelAttentionOp : Txl_Op<"rel_attention",
     strided view of that buffer (the official `_rel_shift` without its
     copy) and accumulates AC onto the view; the masked softmax then writes
     one more [n_head, batch, qlen, klen] buffer (docs/design.md lists what
-    is materialised on each target). `pos_key` must have klen rows, and
+    is materialised on each target). With convert-txl-to-linalg's
+    strided-attention (the CPU pipeline) it reads `key` and `value` in
+    place and writes the result in its own layout (linalg.contract). `pos_key` must have klen rows, and
     every operand the query's batch, n_head and d_head: the verifier
     rejects a static mismatch, and both targets' lowerings check dynamic
     sizes at run time before reading any operand (a `cf.assert` per

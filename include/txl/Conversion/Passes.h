@@ -35,7 +35,9 @@ void populateTxlElementwiseToLinalgPatterns(RewritePatternSet &patterns);
 void populateTxlDropoutToLinalgPatterns(RewritePatternSet &patterns);
 void populateTxlContractionToLinalgPatterns(RewritePatternSet &patterns);
 void populateTxlNormalizationToLinalgPatterns(RewritePatternSet &patterns);
-void populateTxlAttentionToLinalgPatterns(RewritePatternSet &patterns);
+/// `stridedAttention`: ConvertTxlToLinalgPass's strided-attention option.
+void populateTxlAttentionToLinalgPatterns(RewritePatternSet &patterns,
+                                          bool stridedAttention = false);
 void populateTxlMemoryToLinalgPatterns(RewritePatternSet &patterns);
 void populateTxlAdaptiveToLinalgPatterns(RewritePatternSet &patterns);
 void populateTxlGradientToLinalgPatterns(RewritePatternSet &patterns);

@@ -30,6 +30,13 @@ def ConvertTxlToLinalgPass : Pass<"convert-txl-to-linalg", "::mlir::func::FuncOp
     %y  = tensor.expand_shape %y2 [[0, 1], [2]]
     ```
   }];
+  let options = [
+    Option<"stridedAttention", "strided-attention", "bool", "false",
+           "txl.rel_attention reads key and value [klen, batch, n_head, "
+           "d_head] in place through linalg.contract (CPU: "
+           "txl-linalg-to-blas makes each a cblas_sgemm loop nest) instead "
+           "of heads-major copies, and writes its result in place">
+  ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::cf::ControlFlowDialect",
                            "::mlir::linalg::LinalgDialect",

@@ -51,7 +51,9 @@ void buildTxlBackwardPipeline(OpPassManager &pm,
                               StringRef function = "segment");
 /// txl -> linalg/tensor/arith/math: --txl-lower-rel-shift, then
 /// --convert-txl-to-linalg, canonicalize, CSE, --txl-fuse-elementwise.
-void buildTxlToLinalgPipeline(OpPassManager &pm);
+/// `stridedAttention`: --convert-txl-to-linalg's strided-attention (the
+/// CPU target, whose txl-linalg-to-blas lowers linalg.contract).
+void buildTxlToLinalgPipeline(OpPassManager &pm, bool stridedAttention = false);
 /// linalg on tensors -> LLVM dialect with `txl_segment_forward` (and
 /// `txl_segment_grad`, `txl_optimizer_step`, `txl_learning_rate` for the
 /// functions of those that exist).

@@ -151,6 +151,55 @@ static Value createRelAttentionScores(OpBuilder &b, Location loc, Value qu3,
                            shiftedView(b, loc, padded, qs[1], klen));
 }
 
+/// A linalg.contract of `a` and `b` into `init` with the given maps: the
+/// CPU target's BLAS loop nest over operands read in place
+/// (lowerContractToBlas in txl-linalg-to-blas).
+static Value createContract(OpBuilder &b, Location loc, Value lhs, Value rhs,
+                            Value init, ArrayRef<AffineMap> maps) {
+  return linalg::ContractOp::create(b, loc, TypeRange{init.getType()},
+                                    ValueRange{lhs, rhs}, ValueRange{init},
+                                    b.getAffineMapArrayAttr(maps))
+      .getResult(0);
+}
+
+/// createRelAttentionScores with the key read in place: AC = (q + u) kᵀ is
+/// accumulated onto the shifted view by a contraction over d_head that
+/// takes k as [klen, b, n, d] (its rows of one (head, batch column) are a
+/// strided matrix), so no heads-major copy of k is made.
+static Value createRelAttentionScoresStrided(OpBuilder &b, Location loc,
+                                             Value qu3, Value qv3, Value k,
+                                             Value rh, OpFoldResult nHead,
+                                             OpFoldResult batch) {
+  SmallVector<OpFoldResult> qs = getSizes(b, loc, qu3);
+  OpFoldResult klen = getSizes(b, loc, k)[0];
+  Type et = cast<RankedTensorType>(qu3.getType()).getElementType();
+  Value padded =
+      createFilled(b, loc, {qs[0], qs[1], addFolded(b, loc, klen, 1)}, et, 0.0);
+  Value paddedH = perHead(b, loc, padded, nHead, batch);
+  OpFoldResult rows = mulFolded(b, loc, batch, qs[1]);
+  OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
+  Value columns = tensor::ExtractSliceOp::create(
+      b, loc, paddedH, {zero, zero, one}, {nHead, rows, klen}, {one, one, one});
+  Value raw = createBatchMatmul(b, loc, perHead(b, loc, qv3, nHead, batch), rh,
+                                /*transposeRhs=*/true, columns);
+  paddedH =
+      tensor::InsertSliceOp::create(b, loc, raw, paddedH, {zero, zero, one},
+                                    {nHead, rows, klen}, {one, one, one});
+  padded = fromPerHead(b, loc, paddedH, batch, qs[1]);
+  Value view = splitHeads(b, loc, shiftedView(b, loc, padded, qs[1], klen),
+                          nHead, batch);
+  MLIRContext *ctx = b.getContext();
+  AffineExpr h, c, i, j, d;
+  bindDims(ctx, h, c, i, j, d);
+  auto map = [&](ArrayRef<AffineExpr> exprs) {
+    return AffineMap::get(5, 0, exprs, ctx);
+  };
+  Value scores =
+      createContract(b, loc, splitHeads(b, loc, qu3, nHead, batch), k, view,
+                     {map({h, c, i, d}), map({j, c, h, d}), map({h, c, i, j})});
+  return createCollapse(b, loc, scores, {{0, 1}, {2}, {3}});
+}
+
 /// The heads-major operands of the fused attention: q + u, q + v ([n·b,
 /// qlen, d]), k ([n·b, klen, d]) and pos_key per head, rh [n, klen, d] (a
 /// copy of n·klen·d elements).
@@ -287,7 +336,10 @@ struct SoftmaxGradLowering : public OpRewritePattern<SoftmaxGradOp> {
 // txl.rel_attention => BD = shift(bmm(q + v, r)) in a padded buffer, += bmm(q +
 // u, k), softmax, bmm(p, v), all with the heads outermost
 struct RelAttentionLowering : public OpRewritePattern<RelAttentionOp> {
-  using OpRewritePattern::OpRewritePattern;
+  RelAttentionLowering(MLIRContext *ctx, bool strided)
+      : OpRewritePattern(ctx), strided(strided) {}
+  /// ConvertTxlToLinalgPass's strided-attention.
+  bool strided;
   LogicalResult matchAndRewrite(RelAttentionOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
@@ -297,18 +349,48 @@ struct RelAttentionLowering : public OpRewritePattern<RelAttentionOp> {
                                                 op.getPosKey(), op.getRWBias(),
                                                 op.getRRBias()));
     SmallVector<OpFoldResult> qs = getSizes(rewriter, loc, q);
-    HeadsMajorOperands ops =
-        getHeadsMajorOperands(rewriter, loc, q, op.getRWBias(), op.getRRBias(),
-                              op.getKey(), op.getPosKey());
     Value lse;
-    Value probs = createRelAttentionProbs(
-        rewriter, loc, ops, qs[1], qs[2], op.getMemLen(), op.getSameLength(),
-        op.getScale().convertToDouble(), op.getLse() ? &lse : nullptr);
-    probs = dropProbs(rewriter, loc, probs, getDropattSite(op));
-    Value out = createBatchMatmul(
-        rewriter, loc, createCollapse(rewriter, loc, probs, {{0, 1}, {2}, {3}}),
-        headsMajor(rewriter, loc, op.getValue()), /*transposeRhs=*/false);
-    out = rowsFromHeadsMajor(rewriter, loc, out, qs[2], qs[1]);
+    Value out;
+    if (strided) {
+      // k and v read in place (linalg.contract), the output written in
+      // its [qlen, b, n, d] layout: no heads-major copy of k, v or out.
+      HeadsMajorOperands ops = {
+          headsMajor(rewriter, loc, q, op.getRWBias()),
+          headsMajor(rewriter, loc, q, op.getRRBias()), Value(),
+          createTranspose(rewriter, loc, op.getPosKey(), {1, 0, 2})};
+      Value scores = createRelAttentionScoresStrided(
+          rewriter, loc, ops.qu3, ops.qv3, op.getKey(), ops.rh, qs[2], qs[1]);
+      Value probs = createMaskedSoftmax(
+          rewriter, loc, splitHeads(rewriter, loc, scores, qs[2], qs[1]),
+          ScoreLayout{/*queryDim=*/2, /*keyDim=*/3}, op.getMemLen(),
+          op.getSameLength(), op.getScale().convertToDouble(),
+          op.getLse() ? &lse : nullptr);
+      probs = dropProbs(rewriter, loc, probs, getDropattSite(op));
+      MLIRContext *ctx = rewriter.getContext();
+      AffineExpr h, c, i, d, j;
+      bindDims(ctx, h, c, i, d, j);
+      auto map = [&](ArrayRef<AffineExpr> exprs) {
+        return AffineMap::get(5, 0, exprs, ctx);
+      };
+      Type et = cast<RankedTensorType>(q.getType()).getElementType();
+      out = createContract(
+          rewriter, loc, probs, op.getValue(),
+          createFilled(rewriter, loc, qs, et, 0.0),
+          {map({h, c, i, j}), map({j, c, h, d}), map({i, c, h, d})});
+    } else {
+      HeadsMajorOperands ops =
+          getHeadsMajorOperands(rewriter, loc, q, op.getRWBias(),
+                                op.getRRBias(), op.getKey(), op.getPosKey());
+      Value probs = createRelAttentionProbs(
+          rewriter, loc, ops, qs[1], qs[2], op.getMemLen(), op.getSameLength(),
+          op.getScale().convertToDouble(), op.getLse() ? &lse : nullptr);
+      probs = dropProbs(rewriter, loc, probs, getDropattSite(op));
+      out = createBatchMatmul(
+          rewriter, loc,
+          createCollapse(rewriter, loc, probs, {{0, 1}, {2}, {3}}),
+          headsMajor(rewriter, loc, op.getValue()), /*transposeRhs=*/false);
+      out = rowsFromHeadsMajor(rewriter, loc, out, qs[2], qs[1]);
+    }
     SmallVector<Value> results = {
         castTo(rewriter, loc, out, op.getResult().getType())};
     // [n, b, i] -> [b, n, i].
@@ -440,8 +522,8 @@ struct RelAttentionGradLowering : public OpRewritePattern<RelAttentionGradOp> {
 } // namespace
 
 void mlir::txl::populateTxlAttentionToLinalgPatterns(
-    RewritePatternSet &patterns) {
+    RewritePatternSet &patterns, bool stridedAttention) {
   patterns.add<PosEmbLowering, MaskedSoftmaxLowering, SoftmaxGradLowering,
-               RelAttentionLowering, RelAttentionGradLowering>(
-      patterns.getContext());
+               RelAttentionGradLowering>(patterns.getContext());
+  patterns.add<RelAttentionLowering>(patterns.getContext(), stridedAttention);
 }

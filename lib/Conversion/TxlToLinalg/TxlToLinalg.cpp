@@ -18,6 +18,8 @@ using namespace mlir::txl;
 namespace {
 struct ConvertTxlToLinalgPass
     : public txl::impl::ConvertTxlToLinalgPassBase<ConvertTxlToLinalgPass> {
+  using ConvertTxlToLinalgPassBase::ConvertTxlToLinalgPassBase;
+
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     ConversionTarget target(*ctx);
@@ -30,7 +32,7 @@ struct ConvertTxlToLinalgPass
     populateTxlDropoutToLinalgPatterns(patterns);
     populateTxlContractionToLinalgPatterns(patterns);
     populateTxlNormalizationToLinalgPatterns(patterns);
-    populateTxlAttentionToLinalgPatterns(patterns);
+    populateTxlAttentionToLinalgPatterns(patterns, stridedAttention);
     populateTxlMemoryToLinalgPatterns(patterns);
     populateTxlAdaptiveToLinalgPatterns(patterns);
     populateTxlGradientToLinalgPatterns(patterns);
