@@ -19,6 +19,7 @@
 #include "txl/IR/TxlOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
@@ -235,13 +236,13 @@ private:
   /// applied to `v` [klen, batch, n_head, d_head], then o_net, self.drop,
   /// the residual with `h` [qlen, batch, d_model] and LayerNorm (post-norm).
   Value attend(Value h, Value scores, Value v, StringRef attn);
-  /// The key/value cache of one layer in @decoder_layer_kv: the memory
-  /// rows' projected keys and values [mlen, batch, n_head·d_head] and the
-  /// layer's r_head_k [klen, n_head·d_head] in; attention() sets the
-  /// segment's own keys and values out ([qlen, batch, n_head·d_head], the
-  /// rows the caller appends to kMem and vMem).
+  /// The key/value cache of one layer in @decoder_layer_kv: windows
+  /// [klen, batch, n_head·d_head] of the memory rows' projected keys and
+  /// values in their first mlen rows, room for the segment's in the last
+  /// qlen, and the layer's r_head_k [klen, n_head·d_head] in; attention()
+  /// sets newK and newV to the windows with the segment's rows inserted.
   struct KvCache {
-    Value kMem, vMem, rHeadK;
+    Value kWindow, vWindow, rHeadK;
     Value newK, newV;
   };
   /// attn_type 0: RelPartialLearnableMultiHeadAttn.forward plus its
@@ -410,23 +411,30 @@ Value SegmentEmitter::attention(Value h, Value pos, Value mem, StringRef prefix,
     Value x = m.preLnorm ? layerNorm(h, attn) : h;
     Value wHeads = linear(x, param(attn + "qkv_net.weight"));
     q = headsChunk(wHeads, 0, zero, qlen);
-    auto cached = [&](Value mem, int64_t c, Value &segmentRows) {
+    // The caller's window holds the memory rows' keys (values) and room
+    // for the segment's: they are written into its last qlen rows, in
+    // place, and the attention reads the whole window (no copy of the
+    // memory rows).
+    auto cached = [&](Value window, int64_t c, Value &updated) {
       OpFoldResult one = b.getIndexAttr(1);
+      OpFoldResult bsz = tensor::getMixedSize(b, loc, wHeads, 1);
       Value rows = tensor::ExtractSliceOp::create(
           b, loc, wHeads,
           SmallVector<OpFoldResult>{zero, zero, b.getIndexAttr(c * hd)},
-          SmallVector<OpFoldResult>{qlen,
-                                    tensor::getMixedSize(b, loc, wHeads, 1),
-                                    b.getIndexAttr(hd)},
+          SmallVector<OpFoldResult>{qlen, bsz, b.getIndexAttr(hd)},
           SmallVector<OpFoldResult>(3, one));
-      Value cat =
-          ConcatMemOp::create(b, loc, tensorType({dyn, dyn, hd}), mem, rows);
-      segmentRows = rows;
-      klen = tensor::getMixedSize(b, loc, cat, 0);
-      return headsChunk(cat, 0, zero, klen);
+      klen = tensor::getMixedSize(b, loc, window, 0);
+      Value mlen = arith::SubIOp::create(
+          b, loc, tensor::DimOp::create(b, loc, window, 0),
+          tensor::DimOp::create(b, loc, h, 0));
+      updated = tensor::InsertSliceOp::create(
+          b, loc, rows, window, SmallVector<OpFoldResult>{mlen, zero, zero},
+          SmallVector<OpFoldResult>{qlen, bsz, b.getIndexAttr(hd)},
+          SmallVector<OpFoldResult>(3, one));
+      return headsChunk(updated, 0, zero, klen);
     };
-    k = cached(kv->kMem, 1, kv->newK);
-    v = cached(kv->vMem, 2, kv->newV);
+    k = cached(kv->kWindow, 1, kv->newK);
+    v = cached(kv->vWindow, 2, kv->newV);
     rHeadK = kv->rHeadK;
   } else {
     Value cat = concatMemory(mem, h);
@@ -830,8 +838,8 @@ func::FuncOp SegmentEmitter::emitKvLayerFunction(ModuleOp module) {
   bindLayerParams(fn, firstParam);
   KvCache kv;
   kv.rHeadK = entry->getArgument(1);
-  kv.kMem = entry->getArgument(2);
-  kv.vMem = entry->getArgument(3);
+  kv.kWindow = entry->getArgument(2);
+  kv.vWindow = entry->getArgument(3);
   memLen = entry->getArgument(4);
   sameLength = entry->getArgument(5);
   Value h = attention(entry->getArgument(0), Value(), Value(), "", &kv);
@@ -911,7 +919,7 @@ void SegmentEmitter::emit(ModuleOp module, Kind kind) {
                                         : tensorType({dyn, dyn})};
   for (int64_t l = 0; l <= m.nLayer; ++l)
     results.push_back(memType);
-  if (withKv) // the segment's rows of every layer's k and v
+  if (withKv) // every layer's k and v windows, updated in place
     results.append(2 * m.nLayer, kvType);
   if (alrfouTraining) // the loss's three parts
     results.append(3, tensorType({dyn, dyn}));
@@ -979,7 +987,12 @@ void SegmentEmitter::emit(ModuleOp module, Kind kind) {
     target2 = rowsFrom(1);
     target = rowsFrom(0);
   }
-  Value mlen = tensor::DimOp::create(b, loc, withKv ? kMems[0] : mems[0], 0);
+  // The key/value-cache forms' windows hold klen rows.
+  Value mlen = withKv ? arith::SubIOp::create(
+                            b, loc, tensor::DimOp::create(b, loc, kMems[0], 0),
+                            qlen)
+                            .getResult()
+                      : tensor::DimOp::create(b, loc, mems[0], 0).getResult();
   Value klen = arith::AddIOp::create(b, loc, mlen, qlen);
   Value wordEmb = embedding(data);
   Value h, pos;
@@ -1029,8 +1042,12 @@ void SegmentEmitter::emit(ModuleOp module, Kind kind) {
       args.append(layerParams(l));
       auto call = func::CallOp::create(b, loc, layerFn, args);
       h = call.getResult(0);
-      keptK.push_back(call.getResult(1));
-      keptV.push_back(call.getResult(2));
+      // Written in place: the runtime reads the segment's rows there.
+      for (auto [list, window, result] :
+           {std::tuple(&keptK, kMems[l], 1), std::tuple(&keptV, vMems[l], 2)})
+        list->push_back(bufferization::MaterializeInDestinationOp::create(
+                            b, loc, call.getResult(result), window)
+                            .getResult());
       hids.push_back(h);
       layerOutputs.push_back(h);
       continue;
@@ -1250,6 +1267,7 @@ LogicalResult mlir::txl::buildKvCacheFunctions(ModuleOp module,
     return emitError(module.getLoc())
            << "the key/value cache needs attn_type 0, the model has attn_type "
            << config.model.attnType;
+  module.getContext()->loadDialect<bufferization::BufferizationDialect>();
   OpBuilder b(module.getContext());
   Location loc = module.getLoc();
   SegmentEmitter(b, loc, config).emitRHeadK(module);

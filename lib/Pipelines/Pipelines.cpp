@@ -36,6 +36,10 @@ static void addBufferization(OpPassManager &pm) {
   // Module: they change function signatures across call sites.
   pm.addPass(createResultsToDestinationsPass());
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  // A private function's result that is its argument updated in place (the
+  // key/value-cache windows of @decoder_layer_kv) becomes that argument at
+  // the call, so the caller's write into its destination is a self-copy.
+  pm.addPass(bufferization::createDropEquivalentBufferResultsPass());
   pm.addPass(createDropDestinationResultsPass());
   bufferization::buildBufferDeallocationPipeline(pm);
   // Deallocation clones a returned buffer whose ownership is ambiguous;

@@ -117,23 +117,24 @@ inline constexpr llvm::StringLiteral kLayerFunctionName = "decoder_layer";
 /// the caller, who keeps it from the segment before:
 ///
 ///   func.func @segment_kv(params..., %data, %target,
-///                         %k_mem..., %v_mem..., %r_head_k...,
+///                         %k_window..., %v_window..., %r_head_k...,
 ///                         %mem_len, %same_length)
-///       -> (%nll, %hids..., %new_k..., %new_v...)
+///       -> (%nll, %hids..., %k_window..., %v_window...)
 ///
-/// with n_layer each of %k_mem, %v_mem [mlen, batch, n_head·d_head] (layer
-/// l's keys and values of its memory rows: qkv_net of mems[l], after
-/// LayerNorm with pre_lnorm), %r_head_k [klen, n_head·d_head] (layer l's
-/// r_net of the sinusoids, klen = mlen + qlen: @segment_r_head_k's result
-/// for this klen and the run's clamp_len). It returns only the segment's
-/// rows of the state: %hids [qlen, batch, d_model], the n_layer + 1 rows
-/// @segment would append to each memory (official _update_mems' hids), and
-/// %new_k, %new_v [qlen, batch, n_head·d_head], the keys and values of
-/// those rows. The caller keeps the last min(mem_len, mlen + qlen) rows of
-/// [mems[l]; hids[l]], [k_mem; new_k] and [v_mem; new_v] for the next
-/// segment, appending in place, so that no segment copies the memory; the
-/// memory itself is not an argument (its keys and values are all a segment
-/// reads of it). @segment_log_probs_kv is the
+/// with n_layer each of %k_window, %v_window [klen, batch, n_head·d_head],
+/// klen = mlen + qlen: layer l's keys and values of its memory rows
+/// (qkv_net of mems[l], after LayerNorm with pre_lnorm) in rows [0, mlen)
+/// and room in rows [mlen, klen), into which the function writes the
+/// segment's own keys and values, in place (the results are those
+/// arguments, materialized in their destination); %r_head_k [klen,
+/// n_head·d_head] (layer l's r_net of the sinusoids: @segment_r_head_k's
+/// result for this klen and the run's clamp_len). %hids [qlen, batch,
+/// d_model] are the n_layer + 1 rows @segment would append to each memory
+/// (official _update_mems' hids). The caller keeps the last min(mem_len,
+/// klen) rows of [mems[l]; hids[l]] and of each window for the next
+/// segment, so that no segment copies the memory or its keys and values;
+/// the memory itself is not an argument (its keys and values are all a
+/// segment reads of it). @segment_log_probs_kv is the
 /// same without %target, returning @segment_log_probs's log-probabilities.
 /// Same results as @segment and @segment_log_probs in eval mode (the
 /// official model's, paper §3.2: the memory is a constant, so its keys and

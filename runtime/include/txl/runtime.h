@@ -205,16 +205,16 @@ typedef void (*txl_segment_fn)(void **args);
 ///   then n_layer outputs memref<?x?xf32> [klen, n_head·d_head]: layer l's
 ///   r_head_k (official r_net of pos_emb over distances klen-1 ... 0).
 /// `txl_segment_kv`: params[n_params], data, target as txl_segment_forward
-///   (no memory: only its keys and values are read), then k_mem[n_layer],
-///   v_mem[n_layer] (memref<?x?x?xf32> [mlen, batch, n_head·d_head]: layer
-///   l's keys and values of its memory rows), r_head_k[n_layer] (as above,
-///   klen = mlen + qlen), mem_len, same_length (int64_t*); outputs: nll,
-///   hids[n_layer + 1] [qlen, batch, d_model] (the segment's rows of each
-///   memory: official _update_mems appends them and keeps the last
-///   min(mem_len, mlen + qlen) rows), then new_k[n_layer], new_v[n_layer]
-///   [qlen, batch, n_head·d_head], their keys and values, which the caller
-///   appends to k_mem and v_mem likewise. Eval mode only; per-token NLL and
-///   memory as txl_segment_forward's.
+///   (no memory: only its keys and values are read), then k_window[n_layer],
+///   v_window[n_layer] (memref<?x?x?xf32> [mlen + qlen, batch,
+///   n_head·d_head]: layer l's keys and values of its memory rows in rows
+///   [0, mlen), and room in the last qlen rows, into which the entry writes
+///   the segment's keys and values), r_head_k[n_layer] (as above, klen =
+///   mlen + qlen), mem_len, same_length (int64_t*); outputs: nll, hids[n_layer
+///   + 1] [qlen, batch, d_model] (the segment's rows of each memory: official
+///   _update_mems appends them and keeps the last min(mem_len, mlen + qlen)
+///   rows, and the caller keeps as many rows of each window). Eval mode
+///   only; per-token NLL and memory as txl_segment_forward's.
 /// `txl_segment_log_probs_kv`: txl_segment_kv without target, its nll
 ///   output [qlen, batch, n_token] log-probabilities as
 ///   txl_segment_log_probs.

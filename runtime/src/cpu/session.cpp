@@ -55,7 +55,7 @@ namespace {
 /// One state of the key/value cache's slices (a layer's memory, keys or
 /// values) [rows, count, width]: `rows` consecutive rows of a buffer with
 /// room after them. txl_segment_kv writes a segment's rows straight into
-/// that room (its destination), and the window then slides over them to
+/// that room, and the window then slides over them to
 /// keep the last mem_len rows. The window moves back to the buffer's front
 /// only when the room runs out: with a buffer of 2·mem_len rows, once every
 /// mem_len / qlen segments, where the official recurrence's
@@ -70,6 +70,10 @@ public:
   /// empty, as the generated code takes none other).
   const float *data() const {
     return buffer.empty() ? &kEmpty : buffer.data() + first * rowFloats;
+  }
+  /// data() of a window with room reserved: the entry writes after it.
+  float *data() {
+    return buffer.empty() ? nullptr : buffer.data() + first * rowFloats;
   }
 
   /// Where `added` new rows go, right after the window, in a buffer of at
@@ -627,14 +631,15 @@ struct SliceCall {
   std::vector<float *> grads;   ///< per parameter; empty: forward
   /// Objective "alrfou"'s backward: [3, qlen, batch], the loss's parts.
   float *lossParts = nullptr;
-  /// Key/value-cache entries (txl_segment_kv): per layer, the memory rows'
-  /// keys and values [mlen, batch, n_head·d_head] in, r_head_k [klen,
-  /// n_head·d_head], and the segment's own [qlen, batch, n_head·d_head] out
-  /// (there, `mems` is empty and `newMems` receive [qlen, batch, d_model]:
-  /// the rows to append). Empty for the other entries (default-initialized,
-  /// so that the other entries' calls can leave them out).
-  std::vector<const float *> kMems{}, vMems{}, rHeadK{};
-  std::vector<float *> newK{}, newV{};
+  /// Key/value-cache entries (txl_segment_kv): per layer, windows [klen,
+  /// batch, n_head·d_head] of the memory rows' keys and values followed by
+  /// room for the segment's, which the entry writes there, and r_head_k
+  /// [klen, n_head·d_head] (there, `mems` is empty and `newMems` receive
+  /// [qlen, batch, d_model]: the rows to append). Empty for the other
+  /// entries (default-initialized, so that the other entries' calls can
+  /// leave them out).
+  std::vector<float *> kWindows{}, vWindows{};
+  std::vector<const float *> rHeadK{};
 };
 
 static void callEntry(const txl_session &session, txl_segment_fn entry,
@@ -659,9 +664,9 @@ static void callEntry(const txl_session &session, txl_segment_fn entry,
   const bool kv = !call.rHeadK.empty();
   const int64_t hd = info.n_head * info.d_head;
   if (kv) {
-    for (const auto *list : {&call.kMems, &call.vMems})
+    for (const auto *list : {&call.kWindows, &call.vWindows})
       for (const float *m : *list)
-        args.memref(m, {session.mlen, call.batch, hd});
+        args.memref(m, {session.mlen + qlen, call.batch, hd});
     for (const float *r : call.rHeadK)
       args.memref(r, {session.mlen + qlen, hd});
     args.i64(options.mem_len);
@@ -686,9 +691,6 @@ static void callEntry(const txl_session &session, txl_segment_fn entry,
   const int64_t stateRows = kv ? qlen : newMlen;
   for (float *m : call.newMems)
     args.memref(m, {stateRows, call.batch, dModel});
-  for (const auto *list : {&call.newK, &call.newV})
-    for (float *m : *list)
-      args.memref(m, {qlen, call.batch, hd});
   if (alrfou)
     for (int64_t part = 0; part < 3; ++part)
       args.memref(call.lossParts + part * qlen * call.batch,
@@ -883,7 +885,9 @@ static bool kvSlicesMatch(const txl_session &session, int64_t batch) {
 
 /// One eval-mode segment through txl_segment_kv (txl_segment_log_probs_kv
 /// with `logProbs`): each slice runs on its own memory and cache, and the
-/// segment's rows of both go straight into their windows' room (RowWindow).
+/// segment's rows of both go straight into their windows' room (RowWindow):
+/// the memories' as the entry's destinations, the keys' and values' by the
+/// entry itself, which reads the window with them.
 /// The caller has validated the arguments, and kvSlicesMatch holds.
 static void runSegmentKv(txl_session &session, const int64_t *data,
                          const int64_t *target, int64_t qlen, int64_t batch,
@@ -936,11 +940,12 @@ static void runSegmentKv(txl_session &session, const int64_t *data,
     for (RowWindow &mem : slice.mems)
       call.newMems.push_back(mem.reserve(qlen, capacity));
     for (int64_t l = 0; l < info.n_layer; ++l) {
-      call.newK.push_back(slice.k[l].reserve(qlen, capacity));
-      call.newV.push_back(slice.v[l].reserve(qlen, capacity));
-      // After reserve(), which may move the window.
-      call.kMems.push_back(slice.k[l].data());
-      call.vMems.push_back(slice.v[l].data());
+      for (auto [state, windows] : {std::pair(&slice.k[l], &call.kWindows),
+                                    std::pair(&slice.v[l], &call.vWindows)}) {
+        state->reserve(qlen, capacity);
+        // After reserve(), which may move the window.
+        windows->push_back(state->data());
+      }
       call.rHeadK.push_back(session.rHeadK[l].data());
     }
     callEntry(session, entry, options, qlen, newMlen, call);
