@@ -988,11 +988,11 @@ void SegmentEmitter::emit(ModuleOp module, Kind kind) {
     target = rowsFrom(0);
   }
   // The key/value-cache forms' windows hold klen rows.
-  Value mlen = withKv ? arith::SubIOp::create(
-                            b, loc, tensor::DimOp::create(b, loc, kMems[0], 0),
-                            qlen)
-                            .getResult()
-                      : tensor::DimOp::create(b, loc, mems[0], 0).getResult();
+  Value mlen =
+      withKv ? arith::SubIOp::create(
+                   b, loc, tensor::DimOp::create(b, loc, kMems[0], 0), qlen)
+                   .getResult()
+             : tensor::DimOp::create(b, loc, mems[0], 0).getResult();
   Value klen = arith::AddIOp::create(b, loc, mlen, qlen);
   Value wordEmb = embedding(data);
   Value h, pos;
