@@ -118,22 +118,18 @@ static Value unshiftScoreGrad(OpBuilder &b, Location loc, Value dS) {
       });
 }
 
-/// The unscaled, unmasked scores of txl.rel_attention, [n·b, qlen, klen],
-/// from the heads-major operands qu3 = q + u, qv3 = q + v ([n·b, qlen, d]),
-/// k3 ([n·b, klen, d]) and rh = pos_key per head ([n, klen, d]):
-/// raw[h·b + c, i, m] = qv_i · r_m by one product per head over all batch
-/// columns ([b·qlen, d] · [klen, d]ᵀ) into columns 1..klen of a zero-filled
-/// [n·b, qlen, klen + 1] buffer, whose shifted view is BD[i, j] = raw[i, j +
-/// qlen - 1 - i]; AC = qu kᵀ is then accumulated onto that view (BLAS beta =
-/// 1, per (head, batch column)). One score buffer, every score from BLAS, no
-/// gather, r never repeated per batch column.
-static Value createRelAttentionScores(OpBuilder &b, Location loc, Value qu3,
-                                      Value qv3, Value k3, Value rh,
-                                      OpFoldResult nHead,
-                                      OpFoldResult batch) {
-  SmallVector<OpFoldResult> qs = getSizes(b, loc, qu3);
-  OpFoldResult klen = getSizes(b, loc, k3)[1];
-  Type et = cast<RankedTensorType>(qu3.getType()).getElementType();
+/// The positional scores of txl.rel_attention before the shift, from qv3 =
+/// q + v ([n·b, qlen, d], heads-major) and rh = pos_key per head ([n, klen,
+/// d]): raw[h·b + c, i, m] = qv_i · r_m by one product per head over all
+/// batch columns ([b·qlen, d] · [klen, d]ᵀ) into columns 1..klen of a
+/// zero-filled [n·b, qlen, klen + 1] buffer, which is returned (its
+/// shiftedView is BD). `qs` holds the scores' n·b and qlen.
+static Value createPaddedPositionalScores(OpBuilder &b, Location loc,
+                                          Value qv3, Value rh,
+                                          ArrayRef<OpFoldResult> qs,
+                                          OpFoldResult klen, OpFoldResult nHead,
+                                          OpFoldResult batch) {
+  Type et = cast<RankedTensorType>(qv3.getType()).getElementType();
   Value padded =
       createFilled(b, loc, {qs[0], qs[1], addFolded(b, loc, klen, 1)}, et, 0.0);
   Value paddedH = perHead(b, loc, padded, nHead, batch);
@@ -146,9 +142,27 @@ static Value createRelAttentionScores(OpBuilder &b, Location loc, Value qu3,
   paddedH = tensor::InsertSliceOp::create(b, loc, raw, paddedH,
                                           {zero, zero, one}, {nHead, rows, klen},
                                           {one, one, one});
-  padded = fromPerHead(b, loc, paddedH, batch, qs[1]);
+  return fromPerHead(b, loc, paddedH, batch, qs[1]);
+}
+
+/// The unscaled, unmasked scores of txl.rel_attention, [n·b, qlen, klen],
+/// from the heads-major operands qu3 = q + u, qv3 = q + v ([n·b, qlen, d]),
+/// k3 ([n·b, klen, d]) and rh = pos_key per head ([n, klen, d]): the
+/// padded raw positional scores (createPaddedPositionalScores), whose
+/// shifted view is BD[i, j] = raw[i, j + qlen - 1 - i]; AC = qu kᵀ is then
+/// accumulated onto that view (BLAS beta = 1, per (head, batch column)). One score buffer, every score from BLAS, no
+/// gather, r never repeated per batch column.
+static Value createRelAttentionScores(OpBuilder &b, Location loc, Value qu3,
+                                      Value qv3, Value k3, Value rh,
+                                      OpFoldResult nHead,
+                                      OpFoldResult batch) {
+  SmallVector<OpFoldResult> qs = getSizes(b, loc, qu3);
+  OpFoldResult qlen = qs[1];
+  OpFoldResult klen = getSizes(b, loc, k3)[1];
+  Value padded =
+      createPaddedPositionalScores(b, loc, qv3, rh, qs, klen, nHead, batch);
   return createBatchMatmul(b, loc, qu3, k3, /*transposeRhs=*/true,
-                           shiftedView(b, loc, padded, qs[1], klen));
+                           shiftedView(b, loc, padded, qlen, klen));
 }
 
 /// A linalg.contract of `a` and `b` into `init` with the given maps: the
@@ -171,22 +185,11 @@ static Value createRelAttentionScoresStrided(OpBuilder &b, Location loc,
                                              Value rh, OpFoldResult nHead,
                                              OpFoldResult batch) {
   SmallVector<OpFoldResult> qs = getSizes(b, loc, qu3);
+  OpFoldResult qlen = qs[1];
   OpFoldResult klen = getSizes(b, loc, k)[0];
-  Type et = cast<RankedTensorType>(qu3.getType()).getElementType();
   Value padded =
-      createFilled(b, loc, {qs[0], qs[1], addFolded(b, loc, klen, 1)}, et, 0.0);
-  Value paddedH = perHead(b, loc, padded, nHead, batch);
-  OpFoldResult rows = mulFolded(b, loc, batch, qs[1]);
-  OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
-  Value columns = tensor::ExtractSliceOp::create(
-      b, loc, paddedH, {zero, zero, one}, {nHead, rows, klen}, {one, one, one});
-  Value raw = createBatchMatmul(b, loc, perHead(b, loc, qv3, nHead, batch), rh,
-                                /*transposeRhs=*/true, columns);
-  paddedH =
-      tensor::InsertSliceOp::create(b, loc, raw, paddedH, {zero, zero, one},
-                                    {nHead, rows, klen}, {one, one, one});
-  padded = fromPerHead(b, loc, paddedH, batch, qs[1]);
-  Value view = splitHeads(b, loc, shiftedView(b, loc, padded, qs[1], klen),
+      createPaddedPositionalScores(b, loc, qv3, rh, qs, klen, nHead, batch);
+  Value view = splitHeads(b, loc, shiftedView(b, loc, padded, qlen, klen),
                           nHead, batch);
   MLIRContext *ctx = b.getContext();
   AffineExpr h, c, i, j, d;
