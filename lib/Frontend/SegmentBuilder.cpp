@@ -905,7 +905,7 @@ void SegmentEmitter::emit(ModuleOp module, Kind kind) {
   // keys and values.
   for (int64_t l = 0; l <= m.nLayer && !withKv; ++l)
     inputs.push_back(memType);
-  if (withKv) { // k_mem, v_mem, r_head_k of every layer; mem_len, same_length
+  if (withKv) { // k, v windows, r_head_k of every layer; mem_len, same_length
     inputs.append(2 * m.nLayer, kvType);
     inputs.append(m.nLayer, tensorType({dyn, hd}));
     inputs.append({i64, i64});
@@ -947,9 +947,9 @@ void SegmentEmitter::emit(ModuleOp module, Kind kind) {
   SmallVector<Value> mems;
   for (int64_t l = 0; l <= m.nLayer && !withKv; ++l)
     mems.push_back(entry->getArgument(arg++));
-  SmallVector<Value> kMems, vMems, rHeadKs;
+  SmallVector<Value> kWindows, vWindows, rHeadKs;
   if (withKv)
-    for (SmallVector<Value> *list : {&kMems, &vMems, &rHeadKs})
+    for (SmallVector<Value> *list : {&kWindows, &vWindows, &rHeadKs})
       for (int64_t l = 0; l < m.nLayer; ++l)
         list->push_back(entry->getArgument(arg++));
   memLen = arith::IndexCastOp::create(b, loc, b.getIndexType(),
@@ -990,7 +990,7 @@ void SegmentEmitter::emit(ModuleOp module, Kind kind) {
   // The key/value-cache forms' windows hold klen rows.
   Value mlen =
       withKv ? arith::SubIOp::create(
-                   b, loc, tensor::DimOp::create(b, loc, kMems[0], 0), qlen)
+                   b, loc, tensor::DimOp::create(b, loc, kWindows[0], 0), qlen)
                    .getResult()
              : tensor::DimOp::create(b, loc, mems[0], 0).getResult();
   Value klen = arith::AddIOp::create(b, loc, mlen, qlen);
@@ -1037,14 +1037,14 @@ void SegmentEmitter::emit(ModuleOp module, Kind kind) {
     layerFn = withKv ? emitKvLayerFunction(module) : emitLayerFunction(module);
   for (int64_t l = 0; l < m.nLayer; ++l) {
     if (withKv) {
-      SmallVector<Value> args = {h,        rHeadKs[l], kMems[l],
-                                 vMems[l], memLen,     sameLength};
+      SmallVector<Value> args = {h,           rHeadKs[l], kWindows[l],
+                                 vWindows[l], memLen,     sameLength};
       args.append(layerParams(l));
       auto call = func::CallOp::create(b, loc, layerFn, args);
       h = call.getResult(0);
       // Written in place: the runtime reads the segment's rows there.
-      for (auto [list, window, result] :
-           {std::tuple(&keptK, kMems[l], 1), std::tuple(&keptV, vMems[l], 2)})
+      for (auto [list, window, result] : {std::tuple(&keptK, kWindows[l], 1),
+                                          std::tuple(&keptV, vWindows[l], 2)})
         list->push_back(bufferization::MaterializeInDestinationOp::create(
                             b, loc, call.getResult(result), window)
                             .getResult());

@@ -55,11 +55,11 @@ namespace {
 /// One state of the key/value cache's slices (a layer's memory, keys or
 /// values) [rows, count, width]: `rows` consecutive rows of a buffer with
 /// room after them. txl_segment_kv writes a segment's rows straight into
-/// that room, and the window then slides over them to
-/// keep the last mem_len rows. The window moves back to the buffer's front
-/// only when the room runs out: with a buffer of 2·mem_len rows, once every
-/// mem_len / qlen segments, where the official recurrence's
-/// cat(mem, hids)[-mem_len:] copies the memory every segment.
+/// that room, and the window then slides over them to keep the last mem_len
+/// rows. The window moves back to the buffer's front only when the room
+/// runs out: with a buffer of 2·mem_len rows, once every mem_len / qlen
+/// segments, where the official recurrence's cat(mem, hids)[-mem_len:]
+/// copies the memory every segment.
 class RowWindow {
 public:
   explicit RowWindow(int64_t rowFloats = 0) : rowFloats(rowFloats) {}
@@ -887,8 +887,8 @@ static bool kvSlicesMatch(const txl_session &session, int64_t batch) {
 /// with `logProbs`): each slice runs on its own memory and cache, and the
 /// segment's rows of both go straight into their windows' room (RowWindow):
 /// the memories' as the entry's destinations, the keys' and values' by the
-/// entry itself, which reads the window with them.
-/// The caller has validated the arguments, and kvSlicesMatch holds.
+/// entry itself, which reads the window with them. The caller has
+/// validated the arguments, and kvSlicesMatch holds.
 static void runSegmentKv(txl_session &session, const int64_t *data,
                          const int64_t *target, int64_t qlen, int64_t batch,
                          const txl_run_options_t &options, float *out,
