@@ -28,6 +28,7 @@
 // HEADS-NOT: linalg.contract
 // HEADS: linalg.transpose ins(%{{.+}} : tensor<2x?x?x16xf32>) outs(%{{.+}} : tensor<?x?x2x16xf32>) permutation = [2, 1, 0, 3]
 // HEADS-NOT: linalg.contract
+// HEADS: return
 func.func @rel_attention(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x2x16xf32>, %v: tensor<?x?x2x16xf32>,
                          %r: tensor<?x2x16xf32>, %u: tensor<2x16xf32>, %vb: tensor<2x16xf32>,
                          %mem_len: index, %same_length: i1) -> tensor<?x?x2x16xf32> {
