@@ -122,13 +122,13 @@ static Value unshiftScoreGrad(OpBuilder &b, Location loc, Value dS) {
 /// q + v ([n·b, qlen, d], heads-major) and rh = pos_key per head ([n, klen,
 /// d]): raw[h·b + c, i, m] = qv_i · r_m by one product per head over all
 /// batch columns ([b·qlen, d] · [klen, d]ᵀ) into columns 1..klen of a
-/// zero-filled [n·b, qlen, klen + 1] buffer, which is returned (its
-/// shiftedView is BD). `qs` holds the scores' n·b and qlen.
-static Value createPaddedPositionalScores(OpBuilder &b, Location loc,
-                                          Value qv3, Value rh,
-                                          ArrayRef<OpFoldResult> qs,
-                                          OpFoldResult klen, OpFoldResult nHead,
-                                          OpFoldResult batch) {
+/// zero-filled [n·b, qlen, klen + 1] buffer; returns its shifted view BD
+/// [n·b, qlen, klen], BD[i, j] = raw[i, j + qlen - 1 - i]. `qs` holds the
+/// scores' n·b and qlen.
+static Value
+createShiftedPositionalScores(OpBuilder &b, Location loc, Value qv3, Value rh,
+                              ArrayRef<OpFoldResult> qs, OpFoldResult klen,
+                              OpFoldResult nHead, OpFoldResult batch) {
   Type et = cast<RankedTensorType>(qv3.getType()).getElementType();
   Value padded =
       createFilled(b, loc, {qs[0], qs[1], addFolded(b, loc, klen, 1)}, et, 0.0);
@@ -142,27 +142,25 @@ static Value createPaddedPositionalScores(OpBuilder &b, Location loc,
   paddedH = tensor::InsertSliceOp::create(b, loc, raw, paddedH,
                                           {zero, zero, one}, {nHead, rows, klen},
                                           {one, one, one});
-  return fromPerHead(b, loc, paddedH, batch, qs[1]);
+  padded = fromPerHead(b, loc, paddedH, batch, qs[1]);
+  return shiftedView(b, loc, padded, qs[1], klen);
 }
 
 /// The unscaled, unmasked scores of txl.rel_attention, [n·b, qlen, klen],
 /// from the heads-major operands qu3 = q + u, qv3 = q + v ([n·b, qlen, d]),
 /// k3 ([n·b, klen, d]) and rh = pos_key per head ([n, klen, d]): the
-/// padded raw positional scores (createPaddedPositionalScores), whose
-/// shifted view is BD[i, j] = raw[i, j + qlen - 1 - i]; AC = qu kᵀ is then
-/// accumulated onto that view (BLAS beta = 1, per (head, batch column)). One score buffer, every score from BLAS, no
-/// gather, r never repeated per batch column.
+/// shifted positional scores BD (createShiftedPositionalScores), onto which
+/// AC = qu kᵀ is accumulated (BLAS beta = 1, per (head, batch column)). One
+/// score buffer, every score from BLAS, no gather, r never repeated per
+/// batch column.
 static Value createRelAttentionScores(OpBuilder &b, Location loc, Value qu3,
                                       Value qv3, Value k3, Value rh,
                                       OpFoldResult nHead,
                                       OpFoldResult batch) {
-  SmallVector<OpFoldResult> qs = getSizes(b, loc, qu3);
-  OpFoldResult qlen = qs[1];
-  OpFoldResult klen = getSizes(b, loc, k3)[1];
-  Value padded =
-      createPaddedPositionalScores(b, loc, qv3, rh, qs, klen, nHead, batch);
-  return createBatchMatmul(b, loc, qu3, k3, /*transposeRhs=*/true,
-                           shiftedView(b, loc, padded, qlen, klen));
+  Value bd =
+      createShiftedPositionalScores(b, loc, qv3, rh, getSizes(b, loc, qu3),
+                                    getSizes(b, loc, k3)[1], nHead, batch);
+  return createBatchMatmul(b, loc, qu3, k3, /*transposeRhs=*/true, bd);
 }
 
 /// A linalg.contract of `a` and `b` into `init` with the given maps: the
@@ -184,13 +182,10 @@ static Value createRelAttentionScoresStrided(OpBuilder &b, Location loc,
                                              Value qu3, Value qv3, Value k,
                                              Value rh, OpFoldResult nHead,
                                              OpFoldResult batch) {
-  SmallVector<OpFoldResult> qs = getSizes(b, loc, qu3);
-  OpFoldResult qlen = qs[1];
-  OpFoldResult klen = getSizes(b, loc, k)[0];
-  Value padded =
-      createPaddedPositionalScores(b, loc, qv3, rh, qs, klen, nHead, batch);
-  Value view = splitHeads(b, loc, shiftedView(b, loc, padded, qlen, klen),
-                          nHead, batch);
+  Value bd =
+      createShiftedPositionalScores(b, loc, qv3, rh, getSizes(b, loc, qu3),
+                                    getSizes(b, loc, k)[0], nHead, batch);
+  Value view = splitHeads(b, loc, bd, nHead, batch);
   MLIRContext *ctx = b.getContext();
   AffineExpr h, c, i, j, d;
   bindDims(ctx, h, c, i, j, d);
