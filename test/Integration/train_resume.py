@@ -3,8 +3,8 @@
 usage: train_resume.py EXECUTABLE DATA_DIR WORK_ROOT [KILLS]
 
 Runs `EXECUTABLE train` once to the end (run A), then again (run B) killing
-it with SIGKILL after random delays — with a checkpoint after every update
-some kills land inside a checkpoint write — and resuming with --resume each
+it with SIGKILL at random points of its progress — with a checkpoint after
+every update some kills land inside a checkpoint write — and resuming with --resume each
 time until it finishes. Every logged train and validation loss of B, the
 final checkpoint's tensors and the best checkpoint must equal A's exactly.
 """
@@ -36,6 +36,16 @@ def tensors(path):
     return out, meta
 
 
+def train_records(work):
+    """The train records of WORK's metrics.jsonl so far (complete lines)."""
+    try:
+        with open(os.path.join(work, "metrics.jsonl")) as f:
+            lines = f.read().split("\n")[:-1]
+    except FileNotFoundError:
+        return []
+    return [line for line in lines if '"kind":"train"' in line]
+
+
 def losses(work):
     records = [json.loads(line) for line in open(os.path.join(work, "metrics.jsonl"))]
     return [(r["kind"], r["step"], r["loss"]) for r in records]
@@ -47,36 +57,48 @@ def main():
     common = [exe, "train", "--data", data, "--threads", "1",
               "--checkpoint-interval", "1", "--no-plot"]
     work_a = os.path.join(root, "a")
-    t0 = time.time()
     subprocess.run(common + ["--work-dir", work_a], check=True,
                    stdout=subprocess.DEVNULL)
-    full = time.time() - t0
-    t0 = time.time()
-    subprocess.run(common + ["--work-dir", os.path.join(root, "one"),
-                             "--max-step", "1"],
-                   check=True, stdout=subprocess.DEVNULL)
-    startup = time.time() - t0
-    work_b = os.path.join(root, "b")
-    # Run B from scratch again, killed `kills` times at random moments of
-    # its training (between the start-up and the end of a full run).
+    total = len(train_records(work_a))
+    if total < kills + 2:
+        fail(f"run A logged {total} updates, too few to kill {kills} times")
+    # Run B from scratch again, killed `kills` times: each time once its
+    # metrics.jsonl shows a randomly chosen number of logged updates (more
+    # than it resumed with, fewer than the whole run's), then after a random
+    # 0-20 ms more, so that kills land anywhere: inside an update, a
+    # checkpoint write, an evaluation. Progress rather than wall-clock time
+    # decides, so a busy or fast machine kills mid-run all the same. Should
+    # the first run finish inside those 20 ms, B starts over.
     rng = random.Random()
-    resumed = interrupted = 0
-    first = True
-    for _ in range(kills):
-        args = common + ["--work-dir", work_b]
-        if not first:
-            args.append("--resume")
-        proc = subprocess.Popen(args, stdout=subprocess.DEVNULL)
-        time.sleep(rng.uniform(startup, startup + 0.5 * max(0.0, full - startup)))
-        if proc.poll() is None:
-            interrupted += 1
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        if os.path.exists(os.path.join(work_b, "last.safetensors")):
-            first = False
-            resumed += 1
-    if interrupted == 0:
-        fail("no kill interrupted a run (runs too short?)")
+    for attempt in range(5):
+        work_b = os.path.join(root, f"b{attempt}")
+        resumed = interrupted = 0
+        first = True
+        for _ in range(kills):
+            start = len(train_records(work_b)) if not first else 0
+            if start + 1 >= total:
+                break
+            target = rng.randint(start + 1, total - 1)
+            args = common + ["--work-dir", work_b]
+            if not first:
+                args.append("--resume")
+            proc = subprocess.Popen(args, stdout=subprocess.DEVNULL)
+            while proc.poll() is None and len(train_records(work_b)) < target:
+                time.sleep(0.001)
+            time.sleep(rng.uniform(0.0, 0.02))
+            if proc.poll() is None:
+                interrupted += 1
+            elif proc.returncode != 0:
+                fail(f"{' '.join(args)} exited with {proc.returncode}")
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            if os.path.exists(os.path.join(work_b, "last.safetensors")):
+                first = False
+                resumed += 1
+        if interrupted:
+            break
+    else:
+        fail("no kill interrupted a run in 5 tries")
     args = common + ["--work-dir", work_b] + ([] if first else ["--resume"])
     subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
     # No temporary checkpoint left behind by a completed run... except the
