@@ -298,6 +298,16 @@ typedef struct txl_run_options {
   /// intermediate layers' next-character heads, the two-ahead heads), each
   /// weighted as in the loss; they sum to `out_nll`.
   float *out_loss_parts;
+  /// Data-parallel training (train under mpirun): this call's columns are
+  /// column slices [dropout_slice_base, dropout_slice_base + S) of the
+  /// global batch's `dropout_slices` (S: this call's own slices,
+  /// txl_session_set_threads; 1 on the GPU targets), and its slice s draws
+  /// its masks with counter part dropout_offset · dropout_slices +
+  /// dropout_slice_base + s. Rank r of N, each of T slices, passes r·T and
+  /// N·T, and so draws the masks one process of N·T threads draws for those
+  /// columns. 0 and 0: the call's own slices (offset · S + s).
+  int32_t dropout_slice_base;
+  int32_t dropout_slices;
 } txl_run_options_t;
 
 /// Creates a session over a generated model. `segment_fn` may be NULL to use
@@ -314,7 +324,8 @@ void txl_session_release(txl_session_t *session);
 /// or threads 1) BLAS gets all the threads. Slices split the columns evenly
 /// in order; the backward's gradient is the token-weighted sum of the
 /// slices' mean-NLL gradients, summed in slice order, and slice s of S draws
-/// its dropout masks with counter part dropout_offset · S + s. Results are
+/// its dropout masks with counter part dropout_offset · S + s (see
+/// txl_run_options_t's dropout_slices for a data-parallel rank). Results are
 /// therefore reproducible for a given thread count, and equal to the
 /// one-slice run up to float rounding (and, in train mode, the dropout
 /// draws). Errors: negative threads.
@@ -494,6 +505,29 @@ txl_status_t txl_session_train_segment(txl_session_t *session,
 txl_status_t txl_session_optimizer_step(txl_session_t *session, double lr,
                                         int64_t step, int32_t loss_scale_log2,
                                         int32_t parts, float *out_grad_norm);
+
+/// The session's gradients for the next update as one flat float32 array:
+/// the trainable parameters' gradients (as txl_session_train_segment left
+/// them) concatenated in parameter order, txl_session_gradient_floats
+/// floats in all (0 before the session's first training call allocates
+/// its training state). Data-parallel
+/// training (DataParallel.h) reads them after the backward, sums them over
+/// the ranks and writes the sum back before txl_session_optimizer_step.
+int64_t txl_session_gradient_floats(txl_session_t *session);
+
+/// Copies floats [offset, offset + count) of the flat gradient into `out`
+/// (from the device on the GPU targets). Errors: no training state; a
+/// range outside [0, txl_session_gradient_floats); a null `out`.
+txl_status_t txl_session_read_gradients(txl_session_t *session,
+                                        int64_t offset, int64_t count,
+                                        float *out);
+
+/// Replaces floats [offset, offset + count) of the flat gradient with
+/// `data` (to the device on the GPU targets). Errors as
+/// txl_session_read_gradients.
+txl_status_t txl_session_write_gradients(txl_session_t *session,
+                                         int64_t offset, int64_t count,
+                                         const float *data);
 
 /// The generated schedule (@learning_rate): the lr train.py sets after
 /// update `step` when `lr` was in effect (step 0: the first update's lr).

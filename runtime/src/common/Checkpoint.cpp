@@ -111,7 +111,8 @@ checkpointMetadata(const CheckpointRecord &record) {
       {"batch_chunk", std::to_string(record.batchChunk)},
       {"numpy_rng", record.numpyRng},
       {"seed", std::to_string(record.seed)},
-      {"threads", std::to_string(record.threads)}};
+      {"threads", std::to_string(record.threads)},
+      {"ranks", std::to_string(record.ranks)}};
   if (!record.iteratorState.empty())
     meta["iterator_state"] = record.iteratorState;
   if (loop.firstLoggedLoss)
@@ -171,6 +172,9 @@ parseCheckpointMetadata(const std::map<std::string, std::string> &metadata,
   }
   record.seed = read.unsignedInteger("seed");
   record.threads = read.integer("threads", 1, std::numeric_limits<int>::max());
+  // Checkpoints from before data-parallel training are of one rank.
+  if (read.has("ranks"))
+    record.ranks = read.integer("ranks", 1, std::numeric_limits<int>::max());
   if (read.has("iterator_state"))
     record.iteratorState = read.text("iterator_state");
   if (read.has("first_logged_loss"))

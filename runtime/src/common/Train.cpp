@@ -17,6 +17,7 @@
 #include "txl/rt/Checkpoint.h"
 #include "txl/rt/Commands.h"
 #include "txl/rt/Corpus.h"
+#include "txl/rt/DataParallel.h"
 #include "txl/rt/LMIterator.h"
 #include "txl/rt/Progress.h"
 #include "txl/rt/SafeTensors.h"
@@ -164,16 +165,25 @@ struct MemorySnapshot {
 /// from that generator too) and the memory of each of the batch_chunk column
 /// chunks (train.py keeps one `mems` per chunk): chunk c's is the session's
 /// memory slot c (txl_session_select_memory), so that on the GPU targets every
-/// chunk's memory stays on the device.
+/// chunk's memory stays on the device. A data-parallel rank iterates over
+/// the whole global batch, as every rank does, and owns the columns
+/// `columns` of it (DataParallel.h), split into its batch_chunk chunks.
 class TrainingData {
 public:
   /// Errors: TXL_DATA_ERROR when an ordered train split is too short for
-  /// one segment (lm1b's shards are read lazily: `next` reports theirs).
+  /// one segment (lm1b's shards are read lazily: `next` reports theirs);
+  /// TXL_INVALID_ARGUMENT when the rank's columns do not split into
+  /// batch_chunk chunks.
   TrainingData(const txl_model_info_t &info, const Corpus &corpus,
-               uint64_t seed)
-      : info_(info), chunks_(info.batch_chunk),
-        chunkBatch_(info.batch_size / info.batch_chunk),
+               uint64_t seed, IndexRange columns)
+      : info_(info), chunks_(info.batch_chunk), columns_(columns),
+        chunkBatch_(columns.count / info.batch_chunk),
         rng_(static_cast<uint32_t>(seed)) {
+    if (columns.count % chunks_ != 0)
+      fail(TXL_INVALID_ARGUMENT,
+           "[train] batch_size {} gives each rank {} columns, which do not "
+           "split into batch_chunk {} chunks",
+           info.batch_size, columns.count, chunks_);
     if (datasetSpec(corpus.dataset).sentenceLevel) {
       // Official get_iterator('train') for lm1b: shuffle=True, ext_len 0.
       multiFile_.emplace(corpus.trainPaths, corpus.vocab, info.batch_size,
@@ -191,7 +201,13 @@ public:
   }
 
   int64_t chunks() const { return chunks_; }
+  /// This rank's columns per chunk.
   int64_t chunkBatch() const { return chunkBatch_; }
+  /// This rank's columns of the global batch.
+  IndexRange columns() const { return columns_; }
+  /// Whether chunk 0 is the whole global batch (one chunk, one rank): the
+  /// segment is then passed as it is.
+  bool wholeBatch() const { return chunks_ == 1 && columns_.count == info_.batch_size; }
   bool next(LMSegment &out) {
     if (multiFile_) {
       bool more = multiFile_->next(out);
@@ -270,20 +286,24 @@ public:
     enterChunk(session, current);
   }
 
-  /// Columns [c * chunkBatch, (c + 1) * chunkBatch) of a [rows, batch]
-  /// block (torch.chunk(data, batch_chunk, 1)).
+  /// This rank's chunk `c` of a [rows, batch_size] block: columns
+  /// first + [c * chunkBatch, (c + 1) * chunkBatch) of it
+  /// (torch.chunk(data, batch_chunk, 1) of the rank's columns).
   std::vector<int64_t> chunkColumns(const std::vector<int64_t> &block,
                                     int64_t rows, int64_t c) const {
     std::vector<int64_t> out(static_cast<size_t>(rows * chunkBatch_));
     for (int64_t r = 0; r < rows; ++r)
-      std::copy_n(block.begin() + r * info_.batch_size + c * chunkBatch_,
+      std::copy_n(block.begin() + r * info_.batch_size + columns_.first +
+                      c * chunkBatch_,
                   chunkBatch_, out.begin() + r * chunkBatch_);
     return out;
   }
 
 private:
   const txl_model_info_t &info_;
-  int64_t chunks_, chunkBatch_;
+  int64_t chunks_;
+  IndexRange columns_;
+  int64_t chunkBatch_;
   NumpyRandomState rng_;
   std::optional<LMOrderedIterator> fixed_;
   std::optional<LMVarlenIterator> varlen_;
@@ -304,37 +324,58 @@ private:
 /// segments are those of official get_iterator: LMOrderedIterator over an
 /// ordered split, LMShuffledIterator without shuffling over lm1b's
 /// sentences (every segment full: the mean over tokens is evaluate()'s
-/// seq_len-weighted mean).
+/// seq_len-weighted mean). A data-parallel rank evaluates its columns of
+/// the evaluation batch (rankColumns) and the sums are reduced over the
+/// ranks: the mean is the single process's up to the order of the sum.
 double evaluateSplit(const txl_model_info_t &info, txl_session_t *session,
                      const Corpus &corpus, Split split,
-                     const Settings &settings, bool progress) {
+                     const Settings &settings, bool progress,
+                     Communicator &comm) {
   std::string_view label = splitName(split);
   SplitIterator iterator(corpus, split, settings.evalBatch,
                          settings.evalTgtLen);
+  const IndexRange columns = rankColumns(settings.evalBatch, comm.rank(),
+                                         comm.size(), "the evaluation batch size");
   txl_run_options_t options{};
   options.mem_len = settings.evalMemLen;
   options.clamp_len = info.clamp_len;
   options.same_length = info.same_length;
-  checkStatus(txl_session_reset_memory(session, settings.evalBatch));
+  checkStatus(txl_session_reset_memory(session, columns.count));
   ProgressBar bar(std::string(label), iterator.expectedTokens(), stderr,
-                  progress && isatty(fileno(stderr)));
+                  progress && comm.rank() == 0 && isatty(fileno(stderr)));
   std::vector<float> nll;
-  double total = 0;
-  int64_t tokens = 0, segments = 0;
+  std::vector<int64_t> data, target;
+  double sums[2] = {0, 0}; // NLL, tokens (over every rank's columns)
+  int64_t segments = 0;
   LMSegment segment;
   while (iterator.next(segment)) {
     if (settings.maxEvalSteps > 0 && segments >= settings.maxEvalSteps)
       break;
-    nll.resize(static_cast<size_t>(segment.seqLen * segment.batch));
-    checkStatus(txl_session_run_segment(session, segment.data.data(),
-                                        segment.target.data(), segment.seqLen,
-                                        segment.batch, &options, nll.data()));
+    const int64_t rows = segment.seqLen;
+    const bool whole = columns.count == segment.batch;
+    if (!whole) {
+      data.resize(size_t(rows * columns.count));
+      target.resize(data.size());
+      for (int64_t r = 0; r < rows; ++r)
+        for (const auto &[from, into] :
+             {std::pair{&segment.data, &data}, {&segment.target, &target}})
+          std::copy_n(from->begin() + r * segment.batch + columns.first,
+                      columns.count, into->begin() + r * columns.count);
+    }
+    nll.resize(static_cast<size_t>(rows * columns.count));
+    checkStatus(txl_session_run_segment(
+        session, whole ? segment.data.data() : data.data(),
+        whole ? segment.target.data() : target.data(), rows, columns.count,
+        &options, nll.data()));
     for (float value : nll)
-      total += value;
-    tokens += segment.seqLen * segment.batch;
+      sums[0] += value;
+    sums[1] += double(rows * segment.batch);
     ++segments;
-    bar.update(tokens);
+    bar.update(int64_t(sums[1]));
   }
+  comm.allreduceSum(&sums[0], 1);
+  const double total = sums[0];
+  const int64_t tokens = int64_t(sums[1]);
   if (tokens == 0)
     fail(TXL_DATA_ERROR,
          "the {} split's sentences fill no segment of {} columns of {} "
@@ -457,12 +498,79 @@ void addModelTensors(const txl_model_info_t &info, txl_session_t *session,
   }
 }
 
+/// Where global batch column `g` lives: in checkpoint chunk `chunk` (of the
+/// single-process layout, global columns [c·B/C, (c+1)·B/C)) at column
+/// `column`, and on rank `rank` in its chunk `localChunk` at column
+/// `localColumn`.
+struct ColumnHome {
+  int64_t chunk, column, rank, localChunk, localColumn;
+};
+ColumnHome columnHome(const txl_model_info_t &info, const TrainingData &data,
+                      int64_t g) {
+  const int64_t perChunk = info.batch_size / data.chunks();
+  const int64_t perRank = data.columns().count;
+  const int64_t local = g % perRank;
+  return {g / perChunk, g % perChunk, g / perRank, local / data.chunkBatch(),
+          local % data.chunkBatch()};
+}
+
+/// Every rank's memory, gathered on rank 0 into the checkpoint's tensors
+/// "train.mems.chunk<c>.layer<l>" [mlen, batch_size / batch_chunk, d_model]
+/// in the single-process layout (one rank: its chunks as they are). Returns
+/// mlen. A collective: every rank calls it, only rank 0's `tensors` grow.
+int64_t addMemoryTensors(const txl_model_info_t &info, txl_session_t *session,
+                         TrainingData &data, Communicator &comm,
+                         TensorMap &tensors) {
+  const int64_t chunks = data.chunks(), cb = data.chunkBatch();
+  const int64_t d = info.d_model;
+  std::vector<MemorySnapshot> local;
+  for (int64_t c = 0; c < chunks; ++c)
+    local.push_back(data.memory(session, c));
+  const int64_t mlen = local[0].mlen;
+  if (mlen == 0)
+    return 0;
+  const int64_t perChunk = info.batch_size / chunks;
+  const int64_t block = chunks * mlen * cb * d; // [chunk, mlen, cb, d]
+  std::vector<float> mine(static_cast<size_t>(block)), all;
+  if (comm.rank() == 0)
+    all.resize(size_t(block * comm.size()));
+  for (int64_t l = 0; l <= info.n_layer; ++l) {
+    for (int64_t c = 0; c < chunks; ++c)
+      std::copy(local[c].layers[l].begin(), local[c].layers[l].end(),
+                mine.begin() + c * mlen * cb * d);
+    comm.gatherToRoot(mine.data(), block, all.data());
+    if (comm.rank() != 0)
+      continue;
+    std::vector<std::vector<float>> out(
+        size_t(chunks), std::vector<float>(size_t(mlen * perChunk * d)));
+    for (int64_t g = 0; g < info.batch_size; ++g) {
+      ColumnHome home = columnHome(info, data, g);
+      for (int64_t t = 0; t < mlen; ++t)
+        std::copy_n(all.begin() + home.rank * block +
+                        ((home.localChunk * mlen + t) * cb + home.localColumn) *
+                            d,
+                    d,
+                    out[home.chunk].begin() +
+                        (t * perChunk + home.column) * d);
+    }
+    for (int64_t c = 0; c < chunks; ++c)
+      tensors[fmt::format("train.mems.chunk{}.layer{}", c, l)] =
+          TensorBlob::f32({mlen, perChunk, d}, out[c].data());
+  }
+  return mlen;
+}
+
+/// Writes the training checkpoint (rank 0; a collective, as
+/// addMemoryTensors).
 void saveTrainingCheckpoint(const std::string &path,
                             const txl_model_info_t &info,
                             txl_session_t *session, Optimizer &optimizer,
                             const LoopState &state, const Settings &settings,
-                            TrainingData &data) {
+                            TrainingData &data, Communicator &comm) {
   TensorMap tensors;
+  const int64_t mlen = addMemoryTensors(info, session, data, comm, tensors);
+  if (comm.rank() != 0)
+    return;
   addModelTensors(info, session, tensors);
   for (int s = 0; s < optimizer.numStates(); ++s)
     for (size_t t = 0; t < optimizer.trainable().size(); ++t) {
@@ -472,15 +580,6 @@ void saveTrainingCheckpoint(const std::string &path,
       tensors[optimizer.stateName(s, t)] = TensorBlob::f32(
           shapeOf(info.params[optimizer.trainable()[t]]), state);
     }
-  int64_t mlen = 0;
-  for (int64_t c = 0; c < data.chunks(); ++c) {
-    MemorySnapshot memory = data.memory(session, c);
-    mlen = memory.mlen;
-    for (int64_t l = 0; l <= info.n_layer && mlen > 0; ++l)
-      tensors[fmt::format("train.mems.chunk{}.layer{}", c, l)] =
-          TensorBlob::f32({mlen, memory.batch, info.d_model},
-                          memory.layers[l].data());
-  }
   CheckpointRecord record;
   record.model = info.model_name;
   record.dataset = settings.dataset;
@@ -492,6 +591,7 @@ void saveTrainingCheckpoint(const std::string &path,
   record.iteratorState = data.iteratorState();
   record.seed = settings.seed;
   record.threads = settings.threads;
+  record.ranks = comm.size();
   record.lossScaling = settings.lossScaling;
   writeSafeTensors(path, tensors, checkpointMetadata(record));
 }
@@ -504,7 +604,7 @@ LoopState loadTrainingCheckpoint(const std::string &path,
                                  txl_session_t *session, Optimizer &optimizer,
                                  Settings &settings,
                                  const TrainOptions &options,
-                                 TrainingData &data) {
+                                 TrainingData &data, Communicator &comm) {
   SafeTensorsFile file = SafeTensorsFile::open(path);
   // Everything is validated before the session or the data see any of it.
   CheckpointRecord record = parseCheckpointMetadata(file.metadata(), path);
@@ -530,10 +630,11 @@ LoopState loadTrainingCheckpoint(const std::string &path,
     for (size_t t = 0; t < optimizer.trainable().size(); ++t)
       file.check(file.get(optimizer.stateName(s, t)), DType::F32,
                  shapeOf(info.params[optimizer.trainable()[t]]));
+  const int64_t perChunk = info.batch_size / data.chunks();
   for (int64_t c = 0; c < data.chunks() && mlen > 0; ++c)
     for (int64_t l = 0; l <= info.n_layer; ++l)
       file.check(file.get(fmt::format("train.mems.chunk{}.layer{}", c, l)),
-                 DType::F32, {mlen, data.chunkBatch(), info.d_model});
+                 DType::F32, {mlen, perChunk, info.d_model});
 
   checkStatus(txl_session_load_checkpoint(session, path.c_str()));
   for (int s = 0; s < optimizer.numStates(); ++s)
@@ -544,18 +645,33 @@ LoopState loadTrainingCheckpoint(const std::string &path,
       checkStatus(txl_session_set_optimizer_state(
           session, s, optimizer.trainable()[t], state.data()));
     }
-  for (int64_t c = 0; c < data.chunks(); ++c) {
-    MemorySnapshot memory;
+  // The global memory, in the checkpoint's chunks; this rank's columns of
+  // it into its own chunks (columnHome).
+  const int64_t d = info.d_model, cb = data.chunkBatch();
+  std::vector<MemorySnapshot> local(size_t(data.chunks()));
+  for (MemorySnapshot &memory : local) {
     memory.mlen = mlen;
-    memory.batch = data.chunkBatch();
-    memory.layers.resize(info.n_layer + 1);
-    for (int64_t l = 0; l <= info.n_layer && mlen > 0; ++l) {
-      memory.layers[l].resize(mlen * memory.batch * info.d_model);
-      file.readF32(fmt::format("train.mems.chunk{}.layer{}", c, l),
-                   {mlen, memory.batch, info.d_model}, memory.layers[l].data());
-    }
-    data.setMemory(session, c, memory);
+    memory.batch = cb;
+    memory.layers.assign(size_t(info.n_layer + 1),
+                         std::vector<float>(size_t(mlen * cb * d)));
   }
+  std::vector<float> saved(size_t(mlen * perChunk * d));
+  for (int64_t l = 0; l <= info.n_layer && mlen > 0; ++l)
+    for (int64_t c = 0; c < data.chunks(); ++c) {
+      file.readF32(fmt::format("train.mems.chunk{}.layer{}", c, l),
+                   {mlen, perChunk, d}, saved.data());
+      for (int64_t k = 0; k < perChunk; ++k) {
+        ColumnHome home = columnHome(info, data, c * perChunk + k);
+        if (home.rank != comm.rank())
+          continue;
+        for (int64_t t = 0; t < mlen; ++t)
+          std::copy_n(saved.begin() + (t * perChunk + k) * d, d,
+                      local[home.localChunk].layers[l].begin() +
+                          (t * cb + home.localColumn) * d);
+      }
+    }
+  for (int64_t c = 0; c < data.chunks(); ++c)
+    data.setMemory(session, c, local[c]);
   data.rng().restore(record.numpyRng);
   data.restorePosition(record.loop.iteratorRow, record.iteratorState, path);
 
@@ -568,8 +684,13 @@ LoopState loadTrainingCheckpoint(const std::string &path,
   }
   if (!options.seed)
     settings.seed = record.seed;
+  // The run's column slices (threads per rank times ranks) decide its
+  // dropout masks: on another rank count, keep their total when it divides.
   if (!options.threads)
-    settings.threads = static_cast<int>(record.threads);
+    settings.threads =
+        static_cast<int>((record.threads * record.ranks) % comm.size() == 0
+                             ? record.threads * record.ranks / comm.size()
+                             : record.threads);
   return state;
 }
 
@@ -653,9 +774,33 @@ std::string formatValidLine(int64_t evalIndex, int64_t step, double seconds,
   return line + fmt::format(" | valid ppl {:9.3f}", std::exp(loss));
 }
 
-void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
-                     std::FILE *out) {
+namespace {
+
+/// A 64-bit FNV-1a hash of every parameter's bytes: equal on every rank
+/// while the ranks stay replicas.
+uint64_t parameterHash(const txl_model_info_t &info, txl_session_t *session) {
+  uint64_t hash = 14695981039346656037ull;
+  for (int32_t i = 0; i < info.n_params; ++i) {
+    float *data = nullptr;
+    checkStatus(txl_session_parameter(session, i, &data));
+    const auto *bytes = reinterpret_cast<const unsigned char *>(data);
+    for (int64_t k = 0; k < numElements(info.params[i]) * 4; ++k)
+      hash = (hash ^ bytes[k]) * 1099511628211ull;
+  }
+  return hash;
+}
+
+/// The loop of one rank (of comm.size(); 1 without a launcher). Rank 0
+/// writes the log, metrics.jsonl, curves.png and the checkpoints; `out` is
+/// where this rank's log lines go.
+void trainRank(const txl_model_info_t &info, const TrainOptions &options,
+               std::FILE *out, Communicator &comm) {
+  const bool root = comm.rank() == 0;
   Settings settings = resolveSettings(info, options);
+  const IndexRange columns = rankColumns(info.batch_size, comm.rank(),
+                                         comm.size(), "[train] batch_size");
+  rankColumns(settings.evalBatch, comm.rank(), comm.size(),
+              "the evaluation batch size");
   if (!txl_segment_grad)
     fail(TXL_INVALID_ARGUMENT,
          "this executable has no backward segment (txl_segment_grad); "
@@ -670,18 +815,20 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
     if (::stat(paths.last.c_str(), &st) != 0)
       fail(TXL_NOT_FOUND, "{}: nothing to resume (no checkpoint)", paths.last);
   }
-  makeDirectory(settings.workDir);
-  struct stat dirStat;
-  if (::stat(settings.workDir.c_str(), &dirStat) != 0 ||
-      !S_ISDIR(dirStat.st_mode))
-    fail(TXL_IO_ERROR, "{}: --work-dir is not a directory", settings.workDir);
-  try {
-    std::string probe = settings.workDir + "/.txl-write-check";
-    writeFileAtomic(probe, "");
-    std::remove(probe.c_str());
-  } catch (const Error &error) {
-    fail(TXL_IO_ERROR, "--work-dir {} is not writable: {}", settings.workDir,
-         error.what());
+  if (root) {
+    makeDirectory(settings.workDir);
+    struct stat dirStat;
+    if (::stat(settings.workDir.c_str(), &dirStat) != 0 ||
+        !S_ISDIR(dirStat.st_mode))
+      fail(TXL_IO_ERROR, "{}: --work-dir is not a directory", settings.workDir);
+    try {
+      std::string probe = settings.workDir + "/.txl-write-check";
+      writeFileAtomic(probe, "");
+      std::remove(probe.c_str());
+    } catch (const Error &error) {
+      fail(TXL_IO_ERROR, "--work-dir {} is not writable: {}", settings.workDir,
+           error.what());
+    }
   }
 
   Corpus corpus = loadCorpus(settings.dataset, settings.dataDir);
@@ -697,11 +844,11 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
   SessionPtr session(raw);
   Optimizer optimizer(info);
   // A resumed run restores the numpy generator's state from the checkpoint.
-  TrainingData data(info, corpus, settings.seed);
+  TrainingData data(info, corpus, settings.seed, columns);
   // GPU targets: the training state must fit before anything is allocated
-  // (the memory of every chunk: all the batch's columns).
-  checkStatus(txl_session_check_device_memory(session.get(), info.mem_len,
-                                              batch, /*training=*/1));
+  // (the memory of every chunk: all the rank's columns).
+  checkStatus(txl_session_check_device_memory(
+      session.get(), info.mem_len, columns.count, /*training=*/1));
   LoopState state;
   // The update count of the last complete checkpoint, for the messages of a
   // run that stops on non-finite numbers.
@@ -712,15 +859,17 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
   if (options.resume) {
     checkStatus(txl_session_reset_memory(session.get(), data.chunkBatch()));
     state = loadTrainingCheckpoint(paths.last, info, session.get(), optimizer,
-                                   settings, options, data);
+                                   settings, options, data, comm);
     savedStep = state.step;
-    truncateMetrics(paths.metrics, state.step);
+    if (root)
+      truncateMetrics(paths.metrics, state.step);
   } else {
     checkStatus(txl_session_init_parameters(session.get(), settings.seed));
     data.startEpoch(session.get());
     state.lr = scheduledLr(session.get(), 0, info.lr);
     state.lossScaleLog2 = settings.lossScaleInitLog2;
-    std::remove(paths.metrics.c_str());
+    if (root)
+      std::remove(paths.metrics.c_str());
   }
   if (options.stopAfter && (*options.stopAfter <= state.step ||
                             *options.stopAfter > settings.maxStep))
@@ -732,11 +881,14 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
       session.get(), clampThreads(settings.threads, data.chunkBatch(), out)));
   settings.threads = txl_session_threads(session.get());
 
-  std::ofstream logFile(paths.log, std::ios::app);
-  std::ofstream metrics(paths.metrics, std::ios::app);
+  std::ofstream logFile, metrics;
+  if (root) {
+    logFile.open(paths.log, std::ios::app);
+    metrics.open(paths.metrics, std::ios::app);
+  }
   ProgressBar bar("train",
                   (settings.maxStep - state.step) * batch * info.tgt_len,
-                  stderr, options.progress && isatty(fileno(stderr)));
+                  stderr, root && options.progress && isatty(fileno(stderr)));
   auto log = [&](const std::string &line) {
     bar.finish();
     fmt::print(out, "{}\n", line);
@@ -744,7 +896,8 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
     logFile << line << '\n' << std::flush;
   };
   auto record = [&](nlohmann::json json) {
-    metrics << json.dump() << '\n' << std::flush;
+    if (root)
+      metrics << json.dump() << '\n' << std::flush;
   };
 
   int64_t nAll = 0, nNonEmb = 0;
@@ -766,6 +919,11 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
                   info.optim, info.lr, info.scheduler, info.warmup_step,
                   settings.maxStep, batch, info.tgt_len, info.mem_len,
                   settings.seed, settings.threads));
+  if (comm.size() > 1)
+    log(fmt::format("| data parallel | {} ranks ({}) | {} batch columns and "
+                    "threads {} each",
+                    comm.size(), comm.description(), columns.count,
+                    settings.threads));
   if (settings.lossScaling)
     log(fmt::format("| precision fp16 | dynamic loss scale 2^{} (x2 after {} "
                     "updates without overflow, /2 and the update skipped on "
@@ -781,6 +939,18 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
   // segment call (update and chunk), so a resumed run draws the same masks.
   runOptions.training = 1;
   runOptions.dropout_seed = static_cast<int64_t>(settings.seed);
+  if (comm.size() > 1) {
+    // Rank r's column slices are the global batch's slices [r·T, (r+1)·T)
+    // of N·T: the masks of one process of N·T threads (runtime.h).
+    const bool onDevice = info.device_backend && *info.device_backend;
+    const int32_t slices =
+        onDevice ? 1
+                 : int32_t(std::min<int64_t>(std::max(settings.threads, 1),
+                                             data.chunkBatch()));
+    runOptions.dropout_slice_base = comm.rank() * slices;
+    runOptions.dropout_slices = comm.size() * slices;
+  }
+  GradientReducer reducer(comm);
 
   // Objective "alrfou": windows at random positions, the loss weighted
   // per update (AlRfou.h), and its three parts logged.
@@ -827,7 +997,8 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
     const int64_t targetRows = segment.seqLen + (alrfou ? 1 : 0);
     for (int64_t c = 0; c < chunks; ++c) {
       std::vector<int64_t> chunkData, chunkTarget;
-      if (chunks > 1) {
+      const bool whole = data.wholeBatch();
+      if (!whole) {
         chunkData = data.chunkColumns(segment.data, segment.dataRows, c);
         chunkTarget = data.chunkColumns(segment.target, targetRows, c);
       }
@@ -840,8 +1011,8 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
       data.enterChunk(session.get(), c);
       nll.resize(static_cast<size_t>(segment.seqLen * data.chunkBatch()));
       checkStatus(txl_session_train_segment(
-          session.get(), chunks > 1 ? chunkData.data() : segment.data.data(),
-          chunks > 1 ? chunkTarget.data() : segment.target.data(),
+          session.get(), whole ? segment.data.data() : chunkData.data(),
+          whole ? segment.target.data() : chunkTarget.data(),
           segment.seqLen, data.chunkBatch(), &runOptions, c, chunks,
           nll.data()));
       double sum = 0;
@@ -856,12 +1027,27 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
         stepParts[part] += partSum / double(nll.size()) / double(chunks);
       }
     }
+    if (comm.size() > 1) {
+      // The global batch's loss (every rank's the mean of as many tokens)
+      // and gradient: each rank's share, summed over the ranks.
+      double sums[4] = {loss, stepParts[0], stepParts[1], stepParts[2]};
+      comm.allreduceSum(sums, 4);
+      loss = sums[0] / comm.size();
+      for (int part = 0; part < 3; ++part)
+        stepParts[part] = sums[part + 1] / comm.size();
+      reducer.reduce(session.get(), 1.0f / float(comm.size()));
+    }
     // The optimizer's step counts the updates made (torch.optim's state
     // 'step'); train_step below counts skipped ones too.
     float gradNorm = 0;
+    // The norm's partial sums: one per part, added in part order. A rank
+    // splits the update as one process of N·T threads does (the global
+    // slices), so that the ranks clip exactly as that process.
     checkStatus(txl_session_optimizer_step(
         session.get(), state.lr, state.step + 1 - state.skippedSteps,
-        state.lossScaleLog2, settings.threads, &gradNorm));
+        state.lossScaleLog2,
+        comm.size() > 1 ? runOptions.dropout_slices : settings.threads,
+        &gradNorm));
     auto lastCheckpoint = [&] {
       return savedStep ? fmt::format("{} holds the last checkpoint (step {})",
                                      paths.last, *savedStep)
@@ -991,7 +1177,7 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
       MemorySnapshot memory =
           MemorySnapshot::take(info, session.get(), data.chunkBatch());
       double valLoss = evaluateSplit(info, session.get(), corpus, Split::Valid,
-                                     settings, options.progress);
+                                     settings, options.progress, comm);
       memory.restore(session.get());
       ++state.evalCount;
       log(std::string(100, '-'));
@@ -1005,11 +1191,13 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
               {"bpc", valLoss / std::log(2.0)}});
       if (!state.bestValLoss || valLoss < *state.bestValLoss) {
         state.bestValLoss = valLoss;
-        TensorMap best;
-        addModelTensors(info, session.get(), best);
-        writeSafeTensors(paths.best, best,
-                         {{"step", std::to_string(state.step)},
-                          {"valid_loss", exactDouble(valLoss)}});
+        if (root) {
+          TensorMap best;
+          addModelTensors(info, session.get(), best);
+          writeSafeTensors(paths.best, best,
+                           {{"step", std::to_string(state.step)},
+                            {"valid_loss", exactDouble(valLoss)}});
+        }
       }
       if (std::string_view(info.scheduler) == "dev_perf")
         state.lr = plateauStep(info, state, valLoss);
@@ -1033,8 +1221,22 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
                state.step, info.params[i].name, bad - values, *bad,
                lastCheckpoint());
       }
+      if (comm.size() > 1) {
+        // The ranks update identical replicas from identical gradients;
+        // a checkpoint is written only of replicas still identical.
+        uint64_t hash = parameterHash(info, session.get()), root0 = hash;
+        comm.broadcast(&root0, sizeof root0, 0);
+        double differing = hash != root0 ? 1 : 0;
+        comm.allreduceSum(&differing, 1);
+        if (differing > 0)
+          fail(TXL_DATA_ERROR,
+               "after update {} the parameters of {} rank(s) differ from rank "
+               "0's (this rank's {}): the replicas diverged; {}",
+               state.step, differing, hash == root0 ? "agree" : "differ",
+               lastCheckpoint());
+      }
       saveTrainingCheckpoint(paths.last, info, session.get(), optimizer, state,
-                             settings, data);
+                             settings, data, comm);
       savedStep = state.step;
     }
     if (stopNow && state.step < settings.maxStep) {
@@ -1055,7 +1257,7 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
   if (::stat(paths.best.c_str(), &st) == 0)
     checkStatus(txl_session_load_checkpoint(session.get(), paths.best.c_str()));
   double testLoss = evaluateSplit(info, session.get(), corpus, Split::Test,
-                                  settings, options.progress);
+                                  settings, options.progress, comm);
   log(std::string(100, '='));
   log(settings.characterLevel
           ? fmt::format("| End of training | test loss {:5.2f} | test bpc "
@@ -1071,8 +1273,32 @@ void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
           {"ppl", std::exp(testLoss)},
           {"bpc", testLoss / std::log(2.0)}});
   metrics.close();
-  if (options.plot)
+  if (root && options.plot)
     plotCurves(paths, out);
+}
+
+} // namespace
+
+void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
+                     std::FILE *out) {
+  std::unique_ptr<Communicator> comm = Communicator::forThisProcess();
+  if (comm->size() == 1) {
+    trainRank(info, options, out, *comm);
+    return;
+  }
+  // Ranks other than 0 log nowhere; a failing rank ends them all (a rank
+  // left waiting in a collective would wait for ever).
+  std::unique_ptr<std::FILE, int (*)(std::FILE *)> sink(
+      comm->rank() == 0 ? nullptr : std::fopen("/dev/null", "w"), &std::fclose);
+  try {
+    trainRank(info, options, sink ? sink.get() : out, *comm);
+  } catch (const Error &error) {
+    std::fprintf(stderr, "error: rank %d of %d: %s\n", comm->rank(),
+                 comm->size(), error.what());
+    std::fflush(stderr);
+    comm->abortAll(1);
+    throw;
+  }
 }
 
 } // namespace txl::rt

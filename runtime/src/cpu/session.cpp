@@ -642,6 +642,24 @@ struct SliceCall {
   std::vector<const float *> rHeadK{};
 };
 
+/// The counter part of slice `s`'s dropout masks when the call runs as
+/// `slices` column slices (runtime.h: txl_run_options_t's dropout_slices).
+/// Errors: a data-parallel slice range that does not fit.
+static int64_t dropoutCounter(const txl_run_options_t &options, int slices,
+                              int s) {
+  if (options.dropout_slices == 0)
+    return options.dropout_offset * slices + s;
+  if (options.dropout_slice_base < 0 ||
+      int64_t(options.dropout_slice_base) + slices > options.dropout_slices)
+    fail(TXL_INVALID_ARGUMENT,
+         "dropout slices [{}, {}) are not within the {} slices of the global "
+         "batch",
+         options.dropout_slice_base, options.dropout_slice_base + slices,
+         options.dropout_slices);
+  return options.dropout_offset * options.dropout_slices +
+         options.dropout_slice_base + s;
+}
+
 static void callEntry(const txl_session &session, txl_segment_fn entry,
                       const txl_run_options_t &options, int64_t qlen,
                       int64_t newMlen, const SliceCall &call) {
@@ -772,7 +790,7 @@ static void runSegmentOnDevice(txl_session &session, txl_segment_fn entry,
   for (int64_t scalar :
        {options.mem_len, options.clamp_len,
         int64_t(options.same_length ? 1 : 0), options.dropout_seed,
-        options.dropout_offset, int64_t(options.training ? 1 : 0)})
+        dropoutCounter(options, 1, 0), int64_t(options.training ? 1 : 0)})
     args.i64(scalar);
   if (alrfou) {
     args.memref(inputs[2], {2 * info.n_layer});
@@ -1102,7 +1120,7 @@ static void runSegment(txl_session_t *session, const int64_t *data,
       static_cast<int>(std::min<int64_t>(std::max(session->threads, 1), batch));
   if (slices == 1) {
     setBlasThreads(session->threads);
-    SliceCall call{data,    target, batch, {}, options->dropout_offset,
+    SliceCall call{data,    target, batch, {}, dropoutCounter(*options, 1, 0),
                    out_nll, {},     {}};
     for (auto &m : session->mems)
       call.mems.push_back(m.empty() ? &emptyMemory : m.data());
@@ -1130,6 +1148,9 @@ static void runSegment(txl_session_t *session, const int64_t *data,
             perParam[i].resize(session->params[i].size());
       }
     }
+    std::vector<int64_t> counters(slices);
+    for (int s = 0; s < slices; ++s)
+      counters[s] = dropoutCounter(*options, slices, s);
     session->pool.run(slices, [&](int s) {
       const int64_t b0 = first[s], nb = first[s + 1] - first[s];
       std::vector<int64_t> sliceData(qlen * nb), sliceTarget(targetRows * nb);
@@ -1143,12 +1164,13 @@ static void runSegment(txl_session_t *session, const int64_t *data,
       std::vector<std::vector<float>> mems(layers), outMems(layers);
       std::vector<float> nll(qlen * nb * width);
       // The counter part of the dropout key is unique per (call, slice):
-      // offset · S + s (with S = 1 that is the caller's offset, as above).
+      // offset · S + s (with S = 1 that is the caller's offset, as above),
+      // or the global slice's (dropoutCounter).
       SliceCall call{sliceData.data(),
                      target ? sliceTarget.data() : nullptr,
                      nb,
                      {},
-                     options->dropout_offset * slices + s,
+                     counters[s],
                      nll.data(),
                      {},
                      {}};
@@ -1526,6 +1548,78 @@ extern "C" txl_status_t txl_session_optimizer_step(txl_session_t *session,
                          : hostOptimizerStep(*session, lr, step, invLossScale,
                                              std::max(parts, 1));
     parametersChanged(*session);
+  });
+}
+
+extern "C" int64_t txl_session_gradient_floats(txl_session_t *session) {
+  if (!session)
+    return 0;
+  int64_t total = 0;
+  for (int32_t i : session->trainable)
+    total += elementCount(session->info->params[i]);
+  return total;
+}
+
+/// Calls `visit(index, begin, count, at)` for every trainable parameter's
+/// part of flat gradient floats [offset, offset + count): its elements
+/// [begin, begin + count), at `at` floats into the range.
+template <typename Visit>
+static void forGradientRange(txl_session &session, int64_t offset,
+                             int64_t count, const void *buffer, Visit visit) {
+  ensureTrainingState(session);
+  const int64_t total = txl_session_gradient_floats(&session);
+  if (!buffer)
+    fail(TXL_INVALID_ARGUMENT, "gradient range: null buffer");
+  if (offset < 0 || count < 0 || offset > total || count > total - offset)
+    fail(TXL_INVALID_ARGUMENT,
+         "gradient floats [{}, {}) are outside the flat gradient's {}", offset,
+         offset + count, total);
+  int64_t start = 0;
+  for (int32_t i : session.trainable) {
+    const int64_t n = elementCount(session.info->params[i]);
+    const int64_t lo = std::max(offset, start);
+    const int64_t hi = std::min(offset + count, start + n);
+    if (lo < hi)
+      visit(i, lo - start, hi - lo, lo - offset);
+    start += n;
+  }
+}
+
+extern "C" txl_status_t txl_session_read_gradients(txl_session_t *session,
+                                                   int64_t offset,
+                                                   int64_t count, float *out) {
+  return guardStatus([&] {
+    requireSession(session);
+    forGradientRange(*session, offset, count, out,
+                     [&](int32_t i, int64_t begin, int64_t n, int64_t at) {
+                       if (session->onDevice)
+                         txl_device_read(out + at, session->deviceGrads[i],
+                                         size_t(begin) * sizeof(float),
+                                         size_t(n) * sizeof(float));
+                       else
+                         std::copy_n(session->grads[i].data() + begin, n,
+                                     out + at);
+                     });
+  });
+}
+
+extern "C" txl_status_t txl_session_write_gradients(txl_session_t *session,
+                                                    int64_t offset,
+                                                    int64_t count,
+                                                    const float *data) {
+  return guardStatus([&] {
+    requireSession(session);
+    forGradientRange(*session, offset, count, data,
+                     [&](int32_t i, int64_t begin, int64_t n, int64_t at) {
+                       if (session->onDevice)
+                         txl_device_write(session->deviceGrads[i],
+                                          size_t(begin) * sizeof(float),
+                                          data + at,
+                                          size_t(n) * sizeof(float));
+                       else
+                         std::copy_n(data + at, n,
+                                     session->grads[i].data() + begin);
+                     });
   });
 }
 

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "txl/rt/Commands.h"
+#include "txl/rt/DataParallel.h"
 #include "txl/rt/Generate.h"
 #include "txl/rt/Status.h"
 #include "txl/rt/Train.h"
@@ -410,6 +411,11 @@ int main(int argc, char **argv) {
   }
 
   try {
+    if (!train->parsed() && txl::rt::launcherWorldSize() > 1)
+      return reportError(fmt::format(
+          "started as one of {} ranks by an MPI launcher: only `train` runs "
+          "data-parallel; run this command without mpirun",
+          txl::rt::launcherWorldSize()));
     if (eval->parsed()) {
       setIfGiven(tgtLenOpt, evalTgtLen, evalOptions.tgtLen);
       setIfGiven(memLenOpt, evalMemLen, evalOptions.memLen);

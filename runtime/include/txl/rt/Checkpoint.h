@@ -69,7 +69,8 @@ struct CheckpointRecord {
   std::string dataset; ///< the corpus the run trained on
   LoopState loop;
   /// Rows of memory saved per chunk and layer (tensors
-  /// "train.mems.chunk<c>.layer<l>", [mem_rows, batch / chunks, d_model]).
+  /// "train.mems.chunk<c>.layer<l>", [mem_rows, batch / chunks, d_model]:
+  /// chunk c holds global batch columns [c·batch/chunks, (c+1)·batch/chunks)).
   int64_t memRows = 0;
   int64_t batchSize = 0;  ///< [train] batch_size
   int64_t batchChunk = 0; ///< chunks each batch is split into
@@ -79,7 +80,11 @@ struct CheckpointRecord {
   /// corpora, whose position is loop.iteratorRow.
   std::string iteratorState;
   uint64_t seed = 0;   ///< the run's --seed
-  int64_t threads = 0; ///< the run's thread count
+  int64_t threads = 0; ///< the run's thread count (per rank)
+  /// The run's data-parallel ranks (metadata "ranks"; 1 when absent). The
+  /// memory tensors hold the global batch's columns whatever the count, as
+  /// one process stores them: a checkpoint resumes on any rank count.
+  int64_t ranks = 1;
   /// Whether the loss-scaling counters (loop.lossScaleLog2, cleanSteps,
   /// skippedSteps) are recorded: runs of --precision=fp16 executables.
   bool lossScaling = false;

@@ -40,9 +40,12 @@ const KnownCode *findKnownCode(const KnownCode (&table)[N], int code) {
 /// An open shared library; closes it when destroyed.
 class DynamicLibrary {
 public:
-  /// dlopen()s `path`. Throws Error(TXL_UNAVAILABLE) "no <what>:
-  /// dlopen(<path>) failed: <dlerror>" when it cannot be loaded.
-  DynamicLibrary(const std::string &path, const std::string &what);
+  /// dlopen()s `path`, its symbols local unless `global` (RTLD_GLOBAL:
+  /// Open MPI's components, which it dlopens itself, resolve libmpi's
+  /// symbols through the global scope). Throws Error(TXL_UNAVAILABLE) "no
+  /// <what>: dlopen(<path>) failed: <dlerror>" when it cannot be loaded.
+  DynamicLibrary(const std::string &path, const std::string &what,
+                 bool global = false);
   ~DynamicLibrary();
   DynamicLibrary(const DynamicLibrary &) = delete;
   DynamicLibrary &operator=(const DynamicLibrary &) = delete;

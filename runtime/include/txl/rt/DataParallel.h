@@ -1,0 +1,105 @@
+//===- DataParallel.h - Ranks of a data-parallel training run ---*- C++ -*-===//
+//
+// `mpirun -np N <model> train ...` runs N ranks of one training run (the
+// official recipes' multi-GPU data parallelism, across processes and
+// machines). Rank r of N owns batch columns [r·B/N, (r+1)·B/N) of every
+// segment, carries their memory, and after each backward the ranks sum their
+// gradients; the clipping and the optimizer then run identically on every
+// rank. A `Communicator` is what the training loop sees of the other ranks:
+// one rank without a launcher, Open MPI's libmpi (loaded with dlopen, so that
+// an executable run without mpirun needs no MPI installed) under one.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TXL_RT_DATAPARALLEL_H
+#define TXL_RT_DATAPARALLEL_H
+
+#include "txl/runtime.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace txl::rt {
+
+/// The ranks of a run and the collectives the training loop needs. Every
+/// collective must be called by every rank in the same order (MPI's rule);
+/// failures throw Error(TXL_UNAVAILABLE) naming the call.
+class Communicator {
+public:
+  virtual ~Communicator() = default;
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  /// What runs the ranks: "single process" or "Open MPI <version>".
+  virtual std::string description() const = 0;
+
+  /// In place, every rank receives the element-wise sum over the ranks.
+  /// Every rank gets the same bits (the reduction is computed once per
+  /// element, as MPI_Allreduce and ncclAllReduce do).
+  virtual void allreduceSum(float *data, int64_t count) = 0;
+  virtual void allreduceSum(double *data, int64_t count) = 0;
+  /// `bytes` bytes of rank `root`'s `data` into every rank's.
+  virtual void broadcast(void *data, int64_t bytes, int root) = 0;
+  /// Rank 0's `out` receives every rank's `count` floats, rank-major
+  /// ([size, count]); `out` is ignored on the other ranks.
+  virtual void gatherToRoot(const float *in, int64_t count, float *out) = 0;
+  /// Ends every rank of the run with `status` (MPI_Abort); returns only
+  /// on a single process, where it does nothing.
+  virtual void abortAll(int status) = 0;
+
+  /// The communicator of this process: Open MPI's MPI_COMM_WORLD when a
+  /// launcher started it (launcherWorldSize() > 0), else one rank. Errors
+  /// (TXL_UNAVAILABLE): the launcher's libmpi cannot be loaded (its path:
+  /// $TXL_MPI_LIBRARY, default libmpi.so.40, Open MPI 3 to 5) or MPI_Init
+  /// fails.
+  static std::unique_ptr<Communicator> forThisProcess();
+
+protected:
+  int rank_ = 0, size_ = 1;
+};
+
+/// The world size a launcher announces in the environment (Open MPI's
+/// OMPI_COMM_WORLD_SIZE, PMIx's PMIX_SIZE... as mpirun or srun --mpi=pmix
+/// set them), 0 when none started this process.
+int launcherWorldSize();
+
+/// Indices [first, first + count).
+struct IndexRange {
+  int64_t first = 0, count = 0;
+};
+
+/// The columns of the global batch that `rank` of `ranks` owns:
+/// [rank·batch/ranks, (rank+1)·batch/ranks). Errors (TXL_INVALID_ARGUMENT):
+/// `batch` not a multiple of `ranks`, naming `what` ("[train] batch_size"),
+/// the batch and the rank count.
+IndexRange rankColumns(int64_t batch, int rank, int ranks,
+                        const std::string &what);
+
+/// Sums the session's gradients over the ranks (after the backward, before
+/// txl_session_optimizer_step), in buckets of at most `bucketFloats` floats
+/// taken from the end of the flat gradient (the last parameters first, the
+/// order DDP's buckets follow). Each rank's gradient is first multiplied by
+/// `weight` (its share of the global batch's tokens, 1/N for equal shares:
+/// exact for N a power of two), so that the sum is the gradient of the
+/// global batch's mean NLL.
+class GradientReducer {
+public:
+  explicit GradientReducer(Communicator &comm,
+                           int64_t bucketFloats = int64_t(1) << 22)
+      : comm_(comm), bucketFloats_(bucketFloats) {}
+  void reduce(txl_session_t *session, float weight);
+
+  /// The buckets of a flat gradient of `total` floats, last floats first,
+  /// every count in (0, bucketFloats].
+  static std::vector<IndexRange> buckets(int64_t total, int64_t bucketFloats);
+
+private:
+  Communicator &comm_;
+  int64_t bucketFloats_;
+  std::vector<float> staging_;
+};
+
+} // namespace txl::rt
+
+#endif // TXL_RT_DATAPARALLEL_H

@@ -1,0 +1,84 @@
+//===- DataParallel.cpp - Ranks of a data-parallel training run -----------===//
+
+#include "txl/rt/DataParallel.h"
+
+#include "txl/rt/Status.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace txl::rt {
+
+/// Mpi.cpp: MPI_COMM_WORLD of the launcher's Open MPI.
+std::unique_ptr<Communicator> makeMpiCommunicator();
+
+namespace {
+
+/// One rank: every collective is the identity.
+class SingleProcess final : public Communicator {
+public:
+  std::string description() const override { return "single process"; }
+  void allreduceSum(float *, int64_t) override {}
+  void allreduceSum(double *, int64_t) override {}
+  void broadcast(void *, int64_t, int) override {}
+  void gatherToRoot(const float *in, int64_t count, float *out) override {
+    std::copy_n(in, count, out);
+  }
+  void abortAll(int) override {}
+};
+
+} // namespace
+
+int launcherWorldSize() {
+  for (const char *name :
+       {"OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE"}) {
+    const char *value = std::getenv(name);
+    if (value && *value)
+      return std::max(std::atoi(value), 1);
+  }
+  // PMIx launchers that announce only the rank (srun --mpi=pmix).
+  return std::getenv("PMIX_RANK") ? 1 : 0;
+}
+
+std::unique_ptr<Communicator> Communicator::forThisProcess() {
+  if (launcherWorldSize() == 0)
+    return std::make_unique<SingleProcess>();
+  return makeMpiCommunicator();
+}
+
+IndexRange rankColumns(int64_t batch, int rank, int ranks,
+                       const std::string &what) {
+  if (batch % ranks != 0)
+    fail(TXL_INVALID_ARGUMENT,
+         "{} {} is not a multiple of the {} ranks: each rank must own as many "
+         "batch columns",
+         what, batch, ranks);
+  const int64_t count = batch / ranks;
+  return {rank * count, count};
+}
+
+std::vector<IndexRange> GradientReducer::buckets(int64_t total,
+                                                 int64_t bucketFloats) {
+  std::vector<IndexRange> out;
+  for (int64_t end = total; end > 0; end -= bucketFloats) {
+    const int64_t first = std::max<int64_t>(end - bucketFloats, 0);
+    out.push_back({first, end - first});
+  }
+  return out;
+}
+
+void GradientReducer::reduce(txl_session_t *session, float weight) {
+  const int64_t total = txl_session_gradient_floats(session);
+  staging_.resize(size_t(std::min(total, bucketFloats_)));
+  for (const IndexRange &bucket : buckets(total, bucketFloats_)) {
+    checkStatus(txl_session_read_gradients(session, bucket.first,
+                                           bucket.count, staging_.data()));
+    for (int64_t k = 0; k < bucket.count; ++k)
+      staging_[size_t(k)] *= weight;
+    comm_.allreduceSum(staging_.data(), bucket.count);
+    checkStatus(txl_session_write_gradients(session, bucket.first,
+                                            bucket.count, staging_.data()));
+  }
+}
+
+} // namespace txl::rt
