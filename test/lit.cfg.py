@@ -99,3 +99,19 @@ def _has_cuda_device():
 
 if _has_cuda_device():
     config.available_features.add("cuda-device")
+
+# Data-parallel training (Integration/train-data-parallel*.test) runs under
+# Open MPI's mpirun, which scripts/install-deps.sh installs (openmpi-bin).
+# Missing, the tests must fail, never skip. CI runs as root, which mpirun
+# refuses unless told otherwise.
+config.mpirun = shutil.which("mpirun")
+if not config.mpirun:
+    lit_config.fatal("no mpirun on PATH: run scripts/install-deps.sh")
+config.substitutions.append(
+    ("%mpirun", config.mpirun + " --oversubscribe --bind-to none"))
+config.environment["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+config.environment["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+# Ranks on one machine talk through shared memory and loopback TCP.
+config.environment["OMPI_MCA_btl"] = "self,vader,tcp"
+config.environment["OMPI_MCA_btl_tcp_if_include"] = "lo"
+config.environment["OMPI_MCA_oob_tcp_if_include"] = "lo"
