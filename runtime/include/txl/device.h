@@ -70,6 +70,10 @@ int txl_device_open(const char *backend, int ordinal, char *error,
 const char *txl_device_description(void);
 /* Waits until the device's queue is empty. */
 void txl_device_sync(void);
+/* The open device's queue as its API names it (CUDA: the CUstream every
+ * operation is enqueued on, for NCCL's collectives to join), or NULL where
+ * the backend has none to share (OpenCL) or no device is open. */
+void *txl_device_native_stream(void);
 /* Copies between host memory and a buffer (`offset` in bytes). */
 void txl_device_write(void *buffer, size_t offset, const void *host,
                       size_t bytes);

@@ -311,7 +311,10 @@ typedef struct txl_run_options {
 } txl_run_options_t;
 
 /// Creates a session over a generated model. `segment_fn` may be NULL to use
-/// the linked `txl_segment_forward`.
+/// the linked `txl_segment_forward`. The GPU targets open device
+/// $TXL_DEVICE when set, else, for CUDA, the process's rank on its machine
+/// under an MPI launcher (one GPU per rank: OMPI_COMM_WORLD_LOCAL_RANK and
+/// the like), else device 0.
 txl_status_t txl_session_create(const txl_model_info_t *info,
                                 txl_segment_fn segment_fn,
                                 txl_session_t **out_session);
@@ -528,6 +531,13 @@ txl_status_t txl_session_read_gradients(txl_session_t *session,
 txl_status_t txl_session_write_gradients(txl_session_t *session,
                                          int64_t offset, int64_t count,
                                          const float *data);
+
+/// The GPU targets: the device buffer (a txl_device_* handle) holding
+/// trainable parameter `index`'s gradient for the next update, float32 with
+/// the parameter's shape, for collectives that sum it in place on the
+/// device (NCCL). NULL on the CPU, for a parameter that is not trainable or
+/// out of range, and before the session's first training call.
+void *txl_session_device_gradient(txl_session_t *session, int32_t index);
 
 /// The generated schedule (@learning_rate): the lr train.py sets after
 /// update `step` when `lr` was in effect (step 0: the first update's lr).

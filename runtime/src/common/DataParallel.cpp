@@ -29,6 +29,20 @@ public:
 
 } // namespace
 
+void Communicator::allreduceAverageOnDevice(const std::vector<DeviceSpan> &) {
+  fail(TXL_UNAVAILABLE, "{} has no collectives on the device", description());
+}
+
+int launcherLocalRank() {
+  for (const char *name :
+       {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}) {
+    const char *value = std::getenv(name);
+    if (value && *value)
+      return std::max(std::atoi(value), 0);
+  }
+  return 0;
+}
+
 int launcherWorldSize() {
   for (const char *name :
        {"OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE"}) {
@@ -67,8 +81,55 @@ std::vector<IndexRange> GradientReducer::buckets(int64_t total,
   return out;
 }
 
-void GradientReducer::reduce(txl_session_t *session, float weight) {
+std::vector<GradientReducer::TensorPart>
+GradientReducer::tensorParts(const std::vector<int64_t> &sizes,
+                             IndexRange bucket) {
+  std::vector<TensorPart> parts;
+  int64_t start = 0;
+  for (size_t t = 0; t < sizes.size(); ++t) {
+    const int64_t lo = std::max(bucket.first, start);
+    const int64_t hi = std::min(bucket.first + bucket.count, start + sizes[t]);
+    if (lo < hi)
+      parts.push_back({t, {lo - start, hi - lo}});
+    start += sizes[t];
+  }
+  return parts;
+}
+
+GradientReducer::GradientReducer(Communicator &comm,
+                                 const txl_model_info_t &info,
+                                 int64_t bucketFloats)
+    : comm_(comm), bucketFloats_(bucketFloats) {
+  for (int32_t i = 0; i < info.n_params; ++i) {
+    if (!info.params[i].trainable)
+      continue;
+    int64_t n = 1;
+    for (int32_t d = 0; d < info.params[i].rank; ++d)
+      n *= info.params[i].shape[d];
+    trainable_.push_back(i);
+    sizes_.push_back(n);
+  }
+}
+
+void GradientReducer::reduce(txl_session_t *session) {
   const int64_t total = txl_session_gradient_floats(session);
+  const float weight = 1.0f / float(comm_.size());
+  if (comm_.reducesOnDevice()) {
+    for (const IndexRange &bucket : buckets(total, bucketFloats_)) {
+      std::vector<Communicator::DeviceSpan> spans;
+      for (const TensorPart &part : tensorParts(sizes_, bucket)) {
+        void *buffer =
+            txl_session_device_gradient(session, trainable_[part.tensor]);
+        if (!buffer)
+          fail(TXL_UNAVAILABLE,
+               "no device gradient for parameter {} to reduce with {}",
+               trainable_[part.tensor], comm_.description());
+        spans.push_back({buffer, part.range.first, part.range.count});
+      }
+      comm_.allreduceAverageOnDevice(spans);
+    }
+    return;
+  }
   staging_.resize(size_t(std::min(total, bucketFloats_)));
   for (const IndexRange &bucket : buckets(total, bucketFloats_)) {
     checkStatus(txl_session_read_gradients(session, bucket.first,

@@ -950,7 +950,7 @@ void trainRank(const txl_model_info_t &info, const TrainOptions &options,
     runOptions.dropout_slice_base = comm.rank() * slices;
     runOptions.dropout_slices = comm.size() * slices;
   }
-  GradientReducer reducer(comm);
+  GradientReducer reducer(comm, info);
 
   // Objective "alrfou": windows at random positions, the loss weighted
   // per update (AlRfou.h), and its three parts logged.
@@ -1035,7 +1035,7 @@ void trainRank(const txl_model_info_t &info, const TrainOptions &options,
       loss = sums[0] / comm.size();
       for (int part = 0; part < 3; ++part)
         stepParts[part] = sums[part + 1] / comm.size();
-      reducer.reduce(session.get(), 1.0f / float(comm.size()));
+      reducer.reduce(session.get());
     }
     // The optimizer's step counts the updates made (torch.optim's state
     // 'step'); train_step below counts skipped ones too.
@@ -1282,6 +1282,10 @@ void trainRank(const txl_model_info_t &info, const TrainOptions &options,
 void runTrainCommand(const txl_model_info_t &info, const TrainOptions &options,
                      std::FILE *out) {
   std::unique_ptr<Communicator> comm = Communicator::forThisProcess();
+  // The CUDA target averages its gradients on the GPUs (NCCL).
+  if (comm->size() > 1 && info.device_backend &&
+      std::string_view(info.device_backend) == "cuda")
+    comm = withNccl(std::move(comm));
   if (comm->size() == 1) {
     trainRank(info, options, out, *comm);
     return;

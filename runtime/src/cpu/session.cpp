@@ -15,6 +15,7 @@
 
 #include "txl/device.h"
 #include "txl/rt/Commands.h"
+#include "txl/rt/DataParallel.h"
 #include "txl/rt/MemRef.h"
 #include "txl/rt/ParamInit.h"
 #include "txl/rt/SafeTensors.h"
@@ -286,6 +287,20 @@ static void requireSession(txl_session_t *session) {
     fail(TXL_INVALID_ARGUMENT, "null session");
 }
 
+/// The device a session opens (runtime.h: txl_session_create). Errors:
+/// $TXL_DEVICE not a device number.
+static int deviceOrdinal(const char *backend) {
+  if (const char *chosen = std::getenv("TXL_DEVICE"); chosen && *chosen) {
+    char *end = nullptr;
+    long ordinal = std::strtol(chosen, &end, 10);
+    if (*end != '\0' || ordinal < 0 || ordinal > 1024)
+      fail(TXL_INVALID_ARGUMENT, "TXL_DEVICE='{}' is not a device number",
+           chosen);
+    return int(ordinal);
+  }
+  return std::string_view(backend) == "cuda" ? launcherLocalRank() : 0;
+}
+
 extern "C" txl_status_t txl_session_create(const txl_model_info_t *info,
                                            txl_segment_fn segment_fn,
                                            txl_session_t **out_session) {
@@ -307,8 +322,9 @@ extern "C" txl_status_t txl_session_create(const txl_model_info_t *info,
     session->threads = openblas_get_num_threads();
     if (info->device_backend && *info->device_backend) {
       char error[512] = {};
-      int status =
-          txl_device_open(info->device_backend, 0, error, sizeof(error));
+      int status = txl_device_open(info->device_backend,
+                                   deviceOrdinal(info->device_backend), error,
+                                   sizeof(error));
       if (status != TXL_OK)
         throw Error(static_cast<txl_status_code_t>(status), error);
       session->onDevice = true;
@@ -1583,6 +1599,14 @@ static void forGradientRange(txl_session &session, int64_t offset,
       visit(i, lo - start, hi - lo, lo - offset);
     start += n;
   }
+}
+
+extern "C" void *txl_session_device_gradient(txl_session_t *session,
+                                             int32_t index) {
+  if (!session || !session->onDevice || index < 0 ||
+      size_t(index) >= session->deviceGrads.size())
+    return nullptr;
+  return session->deviceGrads[size_t(index)];
 }
 
 extern "C" txl_status_t txl_session_read_gradients(txl_session_t *session,

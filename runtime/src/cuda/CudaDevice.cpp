@@ -77,6 +77,8 @@ private:
 
 class CudaDevice : public Device {
 public:
+  void *nativeStream() const override { return stream_; }
+
   explicit CudaDevice(int ordinal) {
     cuda_.check(cuda_.cuInit(0), "no usable CUDA driver: cuInit");
     int count = 0;

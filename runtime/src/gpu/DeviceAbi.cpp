@@ -186,6 +186,12 @@ int txl_device_open(const char *backend, int ordinal, char *error,
 
 const char *txl_device_description(void) { return state().description.c_str(); }
 
+void *txl_device_native_stream(void) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return s.device ? s.device->nativeStream() : nullptr;
+}
+
 void txl_device_sync(void) {
   orExit("txl_device_sync", [] { device().synchronize(); });
 }

@@ -48,6 +48,20 @@ public:
   /// on a single process, where it does nothing.
   virtual void abortAll(int status) = 0;
 
+  /// Whether gradients on the device are averaged in place there (NCCL:
+  /// allreduceAverageOnDevice) rather than through the host collectives.
+  virtual bool reducesOnDevice() const { return false; }
+  /// Float runs [first, first + count) of device buffers (txl_device_*
+  /// handles).
+  struct DeviceSpan {
+    void *buffer;
+    int64_t first, count;
+  };
+  /// In place on the device, every span becomes its element-wise mean over
+  /// the ranks; the calls join the device's queue as one group. Errors:
+  /// TXL_UNAVAILABLE where reducesOnDevice() is false.
+  virtual void allreduceAverageOnDevice(const std::vector<DeviceSpan> &spans);
+
   /// The communicator of this process: Open MPI's MPI_COMM_WORLD when a
   /// launcher started it (launcherWorldSize() > 0), else one rank. Errors
   /// (TXL_UNAVAILABLE): the launcher's libmpi cannot be loaded (its path:
@@ -59,10 +73,28 @@ protected:
   int rank_ = 0, size_ = 1;
 };
 
+/// The communicator of a CUDA-target run of several ranks: `control`'s
+/// collectives on the host, NCCL's ncclAllReduce (libnccl.so.2, loaded with
+/// dlopen: $TXL_NCCL_LIBRARY, else the CUDA installation's) for the
+/// gradients on the device, on the session's stream. Rank 0's NCCL id
+/// reaches the others through `control`. Call it after the session opened
+/// its device. Errors (TXL_UNAVAILABLE): no NCCL, or its initialisation
+/// fails (the message is NCCL's).
+std::unique_ptr<Communicator> withNccl(std::unique_ptr<Communicator> control);
+
+/// ncclGetVersion (e.g. 22803 for 2.28.3) of the NCCL that withNccl loads.
+/// Errors (TXL_UNAVAILABLE): no NCCL.
+int ncclLibraryVersion();
+
 /// The world size a launcher announces in the environment (Open MPI's
 /// OMPI_COMM_WORLD_SIZE, PMIx's PMIX_SIZE... as mpirun or srun --mpi=pmix
 /// set them), 0 when none started this process.
 int launcherWorldSize();
+
+/// This process's rank among the launcher's ranks on its machine (Open
+/// MPI's OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, SLURM_LOCALID), 0
+/// without a launcher: the GPU a rank of a CUDA-target run uses.
+int launcherLocalRank();
 
 /// Indices [first, first + count).
 struct IndexRange {
@@ -76,27 +108,40 @@ struct IndexRange {
 IndexRange rankColumns(int64_t batch, int rank, int ranks,
                         const std::string &what);
 
-/// Sums the session's gradients over the ranks (after the backward, before
-/// txl_session_optimizer_step), in buckets of at most `bucketFloats` floats
-/// taken from the end of the flat gradient (the last parameters first, the
-/// order DDP's buckets follow). Each rank's gradient is first multiplied by
-/// `weight` (its share of the global batch's tokens, 1/N for equal shares:
-/// exact for N a power of two), so that the sum is the gradient of the
-/// global batch's mean NLL.
+/// Averages the session's gradients over the ranks (after the backward,
+/// before txl_session_optimizer_step): every rank's gradient is that of its
+/// equal share of the global batch, so their mean is the global batch's.
+/// The flat gradient (runtime.h: txl_session_read_gradients) goes in
+/// buckets of at most `bucketFloats` floats from its end (the last
+/// parameters first, the order DDP's buckets follow), each bucket one
+/// collective: on the host (MPI), its floats are read, multiplied by 1/N
+/// (exact for N a power of two), summed over the ranks and written back; on
+/// the device (NCCL), its parts of each gradient tensor are averaged in
+/// place as one group.
 class GradientReducer {
 public:
-  explicit GradientReducer(Communicator &comm,
-                           int64_t bucketFloats = int64_t(1) << 22)
-      : comm_(comm), bucketFloats_(bucketFloats) {}
-  void reduce(txl_session_t *session, float weight);
+  GradientReducer(Communicator &comm, const txl_model_info_t &info,
+                  int64_t bucketFloats = int64_t(1) << 22);
+  void reduce(txl_session_t *session);
 
   /// The buckets of a flat gradient of `total` floats, last floats first,
   /// every count in (0, bucketFloats].
   static std::vector<IndexRange> buckets(int64_t total, int64_t bucketFloats);
+  /// A bucket's part of one tensor: elements `range` of tensor `tensor`.
+  struct TensorPart {
+    size_t tensor;
+    IndexRange range;
+  };
+  /// The parts of flat range `bucket` in tensors of `sizes` elements laid
+  /// end to end, in flat order.
+  static std::vector<TensorPart> tensorParts(const std::vector<int64_t> &sizes,
+                                             IndexRange bucket);
 
 private:
   Communicator &comm_;
   int64_t bucketFloats_;
+  std::vector<int32_t> trainable_; ///< parameter index per tensor
+  std::vector<int64_t> sizes_;     ///< elements per tensor
   std::vector<float> staging_;
 };
 

@@ -59,6 +59,9 @@ public:
   virtual std::string description() const = 0;
   /// Total device memory in bytes.
   virtual size_t totalMemory() const = 0;
+  /// The queue as the API names it, for libraries that enqueue on it
+  /// (CUDA: the CUstream); null where there is none to share.
+  virtual void *nativeStream() const { return nullptr; }
   /// Free device memory in bytes as the driver reports it, or nullopt
   /// when the API has no such query (OpenCL).
   virtual std::optional<size_t> freeMemory() const = 0;
