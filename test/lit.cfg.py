@@ -82,23 +82,27 @@ if not os.access(config.cuobjdump, os.X_OK):
 config.substitutions.append(("%cuobjdump", config.cuobjdump))
 
 
-def _has_cuda_device():
-    """True when a CUDA driver loads, initializes and sees a device: the
-    tests marked `REQUIRES: cuda-device` then run; without one lit reports
-    them as unsupported."""
+def _cuda_device_count():
+    """The CUDA devices a driver that loads and initializes sees (0 without
+    one): with one, the tests marked `REQUIRES: cuda-device` run, with two
+    or more also those marked `REQUIRES: cuda-multi-device` (data-parallel
+    training on NCCL); otherwise lit reports them as unsupported."""
     import ctypes
     try:
         cuda = ctypes.CDLL("libcuda.so.1")
     except OSError:
-        return False
+        return 0
     count = ctypes.c_int(0)
-    return (cuda.cuInit(0) == 0 and
-            cuda.cuDeviceGetCount(ctypes.byref(count)) == 0 and
-            count.value > 0)
+    if cuda.cuInit(0) != 0 or cuda.cuDeviceGetCount(ctypes.byref(count)) != 0:
+        return 0
+    return count.value
 
 
-if _has_cuda_device():
+config.cuda_devices = _cuda_device_count()
+if config.cuda_devices >= 1:
     config.available_features.add("cuda-device")
+if config.cuda_devices >= 2:
+    config.available_features.add("cuda-multi-device")
 
 # Data-parallel training (Integration/train-data-parallel*.test) runs under
 # Open MPI's mpirun, which scripts/install-deps.sh installs (openmpi-bin).
