@@ -521,16 +521,14 @@ int64_t txl_session_gradient_floats(txl_session_t *session);
 /// Copies floats [offset, offset + count) of the flat gradient into `out`
 /// (from the device on the GPU targets). Errors: no training state; a
 /// range outside [0, txl_session_gradient_floats); a null `out`.
-txl_status_t txl_session_read_gradients(txl_session_t *session,
-                                        int64_t offset, int64_t count,
-                                        float *out);
+txl_status_t txl_session_read_gradients(txl_session_t *session, int64_t offset,
+                                        int64_t count, float *out);
 
 /// Replaces floats [offset, offset + count) of the flat gradient with
 /// `data` (to the device on the GPU targets). Errors as
 /// txl_session_read_gradients.
-txl_status_t txl_session_write_gradients(txl_session_t *session,
-                                         int64_t offset, int64_t count,
-                                         const float *data);
+txl_status_t txl_session_write_gradients(txl_session_t *session, int64_t offset,
+                                         int64_t count, const float *data);
 
 /// The GPU targets: the device buffer (a txl_device_* handle) holding
 /// trainable parameter `index`'s gradient for the next update, float32 with

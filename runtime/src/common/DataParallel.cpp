@@ -44,8 +44,7 @@ int launcherLocalRank() {
 }
 
 int launcherWorldSize() {
-  for (const char *name :
-       {"OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE"}) {
+  for (const char *name : {"OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE"}) {
     const char *value = std::getenv(name);
     if (value && *value)
       return std::max(std::atoi(value), 1);
@@ -132,13 +131,13 @@ void GradientReducer::reduce(txl_session_t *session) {
   }
   staging_.resize(size_t(std::min(total, bucketFloats_)));
   for (const IndexRange &bucket : buckets(total, bucketFloats_)) {
-    checkStatus(txl_session_read_gradients(session, bucket.first,
-                                           bucket.count, staging_.data()));
+    checkStatus(txl_session_read_gradients(session, bucket.first, bucket.count,
+                                           staging_.data()));
     for (int64_t k = 0; k < bucket.count; ++k)
       staging_[size_t(k)] *= weight;
     comm_.allreduceSum(staging_.data(), bucket.count);
-    checkStatus(txl_session_write_gradients(session, bucket.first,
-                                            bucket.count, staging_.data()));
+    checkStatus(txl_session_write_gradients(session, bucket.first, bucket.count,
+                                            staging_.data()));
   }
 }
 

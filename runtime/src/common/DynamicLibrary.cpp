@@ -16,9 +16,9 @@ DynamicLibrary::DynamicLibrary(const std::string &path, const std::string &what,
   // Drivers are not built to be unloaded and loaded again, and what one
   // keeps for its lifetime (cuBLAS's C++ runtime keeps an exception pool)
   // stays attributable to it in LeakSanitizer's reports.
-  handle_ = dlopen(path.c_str(),
-                   RTLD_NOW | (global ? RTLD_GLOBAL : RTLD_LOCAL) |
-                       RTLD_NODELETE);
+  handle_ =
+      dlopen(path.c_str(),
+             RTLD_NOW | (global ? RTLD_GLOBAL : RTLD_LOCAL) | RTLD_NODELETE);
   if (!handle_) {
     const char *why = dlerror();
     fail(TXL_UNAVAILABLE, "no {}: dlopen({}) failed: {}", what, path,

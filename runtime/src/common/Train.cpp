@@ -207,7 +207,9 @@ public:
   IndexRange columns() const { return columns_; }
   /// Whether chunk 0 is the whole global batch (one chunk, one rank): the
   /// segment is then passed as it is.
-  bool wholeBatch() const { return chunks_ == 1 && columns_.count == info_.batch_size; }
+  bool wholeBatch() const {
+    return chunks_ == 1 && columns_.count == info_.batch_size;
+  }
   bool next(LMSegment &out) {
     if (multiFile_) {
       bool more = multiFile_->next(out);
@@ -334,8 +336,9 @@ double evaluateSplit(const txl_model_info_t &info, txl_session_t *session,
   std::string_view label = splitName(split);
   SplitIterator iterator(corpus, split, settings.evalBatch,
                          settings.evalTgtLen);
-  const IndexRange columns = rankColumns(settings.evalBatch, comm.rank(),
-                                         comm.size(), "the evaluation batch size");
+  const IndexRange columns =
+      rankColumns(settings.evalBatch, comm.rank(), comm.size(),
+                  "the evaluation batch size");
   txl_run_options_t options{};
   options.mem_len = settings.evalMemLen;
   options.clamp_len = info.clamp_len;
@@ -546,12 +549,10 @@ int64_t addMemoryTensors(const txl_model_info_t &info, txl_session_t *session,
     for (int64_t g = 0; g < info.batch_size; ++g) {
       ColumnHome home = columnHome(info, data, g);
       for (int64_t t = 0; t < mlen; ++t)
-        std::copy_n(all.begin() + home.rank * block +
-                        ((home.localChunk * mlen + t) * cb + home.localColumn) *
-                            d,
-                    d,
-                    out[home.chunk].begin() +
-                        (t * perChunk + home.column) * d);
+        std::copy_n(
+            all.begin() + home.rank * block +
+                ((home.localChunk * mlen + t) * cb + home.localColumn) * d,
+            d, out[home.chunk].begin() + (t * perChunk + home.column) * d);
     }
     for (int64_t c = 0; c < chunks; ++c)
       tensors[fmt::format("train.mems.chunk{}.layer{}", c, l)] =
@@ -847,8 +848,8 @@ void trainRank(const txl_model_info_t &info, const TrainOptions &options,
   TrainingData data(info, corpus, settings.seed, columns);
   // GPU targets: the training state must fit before anything is allocated
   // (the memory of every chunk: all the rank's columns).
-  checkStatus(txl_session_check_device_memory(
-      session.get(), info.mem_len, columns.count, /*training=*/1));
+  checkStatus(txl_session_check_device_memory(session.get(), info.mem_len,
+                                              columns.count, /*training=*/1));
   LoopState state;
   // The update count of the last complete checkpoint, for the messages of a
   // run that stops on non-finite numbers.
@@ -1012,9 +1013,8 @@ void trainRank(const txl_model_info_t &info, const TrainOptions &options,
       nll.resize(static_cast<size_t>(segment.seqLen * data.chunkBatch()));
       checkStatus(txl_session_train_segment(
           session.get(), whole ? segment.data.data() : chunkData.data(),
-          whole ? segment.target.data() : chunkTarget.data(),
-          segment.seqLen, data.chunkBatch(), &runOptions, c, chunks,
-          nll.data()));
+          whole ? segment.target.data() : chunkTarget.data(), segment.seqLen,
+          data.chunkBatch(), &runOptions, c, chunks, nll.data()));
       double sum = 0;
       for (float value : nll)
         sum += value;

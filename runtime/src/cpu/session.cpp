@@ -1638,8 +1638,7 @@ extern "C" txl_status_t txl_session_write_gradients(txl_session_t *session,
                        if (session->onDevice)
                          txl_device_write(session->deviceGrads[i],
                                           size_t(begin) * sizeof(float),
-                                          data + at,
-                                          size_t(n) * sizeof(float));
+                                          data + at, size_t(n) * sizeof(float));
                        else
                          std::copy_n(data + at, n,
                                      session->grads[i].data() + begin);

@@ -112,9 +112,8 @@ public:
     for (const DeviceSpan &span : spans) {
       // The CUDA backend's buffer handles are the CUdeviceptr values.
       float *data = static_cast<float *>(span.buffer) + span.first;
-      ncclResult_t result =
-          nccl_.allReduce(data, data, size_t(span.count), ncclFloat32, ncclAvg,
-                          comm_, stream);
+      ncclResult_t result = nccl_.allReduce(
+          data, data, size_t(span.count), ncclFloat32, ncclAvg, comm_, stream);
       if (result != ncclSuccess) {
         nccl_.groupEnd();
         nccl_.check(result, "ncclAllReduce");

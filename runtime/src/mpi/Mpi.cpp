@@ -131,8 +131,7 @@ public:
   void gatherToRoot(const float *in, int64_t count, float *out) override {
     if (count > INT_MAX)
       fail(TXL_UNAVAILABLE,
-           "MPI_Gather: {} floats per rank are more than an int counts",
-           count);
+           "MPI_Gather: {} floats per rank are more than an int counts", count);
     check(mpi_.gather(in, int(count), mpi_.float32, out, int(count),
                       mpi_.float32, 0, mpi_.world),
           "MPI_Gather");

@@ -86,9 +86,9 @@ TEST(DataParallelTest, TensorParts) {
 
 // The launcher's variables decide: none is one process.
 TEST(DataParallelTest, LauncherEnvironment) {
-  for (const char *name : {"OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE",
-                           "PMIX_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
-                           "MPI_LOCALRANKID", "SLURM_LOCALID"})
+  for (const char *name :
+       {"OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE", "PMIX_RANK",
+        "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
     ::unsetenv(name);
   EXPECT_EQ(launcherWorldSize(), 0);
   EXPECT_EQ(launcherLocalRank(), 0);

@@ -106,7 +106,7 @@ struct IndexRange {
 /// `batch` not a multiple of `ranks`, naming `what` ("[train] batch_size"),
 /// the batch and the rank count.
 IndexRange rankColumns(int64_t batch, int rank, int ranks,
-                        const std::string &what);
+                       const std::string &what);
 
 /// Averages the session's gradients over the ranks (after the backward,
 /// before txl_session_optimizer_step): every rank's gradient is that of its
