@@ -777,16 +777,18 @@ std::string formatValidLine(int64_t evalIndex, int64_t step, double seconds,
 
 namespace {
 
-/// A 64-bit FNV-1a hash of every parameter's bytes: equal on every rank
-/// while the ranks stay replicas.
+/// A 64-bit FNV-1a hash of every parameter's bit patterns, a float at a
+/// time: equal on every rank while the ranks stay replicas.
 uint64_t parameterHash(const txl_model_info_t &info, txl_session_t *session) {
   uint64_t hash = 14695981039346656037ull;
   for (int32_t i = 0; i < info.n_params; ++i) {
     float *data = nullptr;
     checkStatus(txl_session_parameter(session, i, &data));
-    const auto *bytes = reinterpret_cast<const unsigned char *>(data);
-    for (int64_t k = 0; k < numElements(info.params[i]) * 4; ++k)
-      hash = (hash ^ bytes[k]) * 1099511628211ull;
+    for (int64_t k = 0; k < numElements(info.params[i]); ++k) {
+      uint32_t bits;
+      std::memcpy(&bits, data + k, sizeof bits);
+      hash = (hash ^ bits) * 1099511628211ull;
+    }
   }
   return hash;
 }
