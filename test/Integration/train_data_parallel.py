@@ -23,7 +23,6 @@ import os
 import random
 import shlex
 import signal
-import struct
 import subprocess
 import sys
 import time
@@ -31,24 +30,15 @@ import time
 import numpy as np
 
 
-def fail(message):
-    print("FAIL:", message)
-    sys.exit(1)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from train_resume import fail, tensors as raw_tensors  # noqa: E402
 
 
 def tensors(path):
     """name -> float32 array, and the metadata."""
-    with open(path, "rb") as f:
-        (n,) = struct.unpack("<Q", f.read(8))
-        header = json.loads(f.read(n))
-        data = f.read()
-    meta = header.pop("__metadata__", {})
-    out = {}
-    for name, v in header.items():
-        lo, hi = v["data_offsets"]
-        out[name] = np.frombuffer(data[lo:hi], dtype=np.float32).reshape(
-            v["shape"])
-    return out, meta
+    raw, meta = raw_tensors(path)
+    return {name: np.frombuffer(data, dtype=np.float32).reshape(shape)
+            for name, (_, shape, data) in raw.items()}, meta
 
 
 def records(work):
