@@ -70,6 +70,11 @@ IndexRange rankColumns(int64_t batch, int rank, int ranks,
   return {rank * count, count};
 }
 
+IndexRange unevenColumns(int64_t batch, int rank, int ranks) {
+  const int64_t first = batch * rank / ranks;
+  return {first, batch * (rank + 1) / ranks - first};
+}
+
 std::vector<IndexRange> GradientReducer::buckets(int64_t total,
                                                  int64_t bucketFloats) {
   std::vector<IndexRange> out;

@@ -327,8 +327,10 @@ private:
 /// ordered split, LMShuffledIterator without shuffling over lm1b's
 /// sentences (every segment full: the mean over tokens is evaluate()'s
 /// seq_len-weighted mean). A data-parallel rank evaluates its columns of
-/// the evaluation batch (rankColumns) and the sums are reduced over the
-/// ranks: the mean is the single process's up to the order of the sum.
+/// the evaluation batch (unevenColumns: the official eval batch of 10 need
+/// not divide by the ranks; a rank may have none) and the sums are reduced
+/// over the ranks: the mean is the single process's up to the order of the
+/// sum.
 double evaluateSplit(const txl_model_info_t &info, txl_session_t *session,
                      const Corpus &corpus, Split split,
                      const Settings &settings, bool progress,
@@ -337,13 +339,13 @@ double evaluateSplit(const txl_model_info_t &info, txl_session_t *session,
   SplitIterator iterator(corpus, split, settings.evalBatch,
                          settings.evalTgtLen);
   const IndexRange columns =
-      rankColumns(settings.evalBatch, comm.rank(), comm.size(),
-                  "the evaluation batch size");
+      unevenColumns(settings.evalBatch, comm.rank(), comm.size());
   txl_run_options_t options{};
   options.mem_len = settings.evalMemLen;
   options.clamp_len = info.clamp_len;
   options.same_length = info.same_length;
-  checkStatus(txl_session_reset_memory(session, columns.count));
+  if (columns.count > 0)
+    checkStatus(txl_session_reset_memory(session, columns.count));
   ProgressBar bar(std::string(label), iterator.expectedTokens(), stderr,
                   progress && comm.rank() == 0 && isatty(fileno(stderr)));
   std::vector<float> nll;
@@ -356,6 +358,11 @@ double evaluateSplit(const txl_model_info_t &info, txl_session_t *session,
       break;
     const int64_t rows = segment.seqLen;
     const bool whole = columns.count == segment.batch;
+    sums[1] += double(rows * segment.batch);
+    ++segments;
+    bar.update(int64_t(sums[1]));
+    if (columns.count == 0)
+      continue;
     if (!whole) {
       data.resize(size_t(rows * columns.count));
       target.resize(data.size());
@@ -372,9 +379,6 @@ double evaluateSplit(const txl_model_info_t &info, txl_session_t *session,
         &options, nll.data()));
     for (float value : nll)
       sums[0] += value;
-    sums[1] += double(rows * segment.batch);
-    ++segments;
-    bar.update(int64_t(sums[1]));
   }
   comm.allreduceSum(&sums[0], 1);
   const double total = sums[0];
@@ -802,8 +806,6 @@ void trainRank(const txl_model_info_t &info, const TrainOptions &options,
   Settings settings = resolveSettings(info, options);
   const IndexRange columns = rankColumns(info.batch_size, comm.rank(),
                                          comm.size(), "[train] batch_size");
-  rankColumns(settings.evalBatch, comm.rank(), comm.size(),
-              "the evaluation batch size");
   if (!txl_segment_grad)
     fail(TXL_INVALID_ARGUMENT,
          "this executable has no backward segment (txl_segment_grad); "

@@ -35,6 +35,24 @@ TEST(DataParallelTest, RankColumns) {
   }
 }
 
+// Evaluation columns need not divide: contiguous, counts within one of
+// each other, some ranks without any when the batch is smaller.
+TEST(DataParallelTest, UnevenColumns) {
+  int64_t next = 0;
+  std::vector<int64_t> counts;
+  for (int r = 0; r < 4; ++r) {
+    IndexRange range = unevenColumns(10, r, 4);
+    EXPECT_EQ(range.first, next);
+    next += range.count;
+    counts.push_back(range.count);
+  }
+  EXPECT_EQ(next, 10);
+  EXPECT_EQ(counts, (std::vector<int64_t>{2, 3, 2, 3}));
+  EXPECT_EQ(unevenColumns(2, 0, 4).count, 0);
+  EXPECT_EQ(unevenColumns(2, 3, 4).count, 1);
+  EXPECT_EQ(unevenColumns(16, 1, 2).first, 8);
+}
+
 // Buckets cover the flat gradient exactly once, from its end, none larger
 // than asked.
 TEST(DataParallelTest, BucketsFromTheEnd) {

@@ -108,6 +108,12 @@ struct IndexRange {
 IndexRange rankColumns(int64_t batch, int rank, int ranks,
                        const std::string &what);
 
+/// Columns [rank·batch/ranks, (rank+1)·batch/ranks) (rounded down) of a
+/// batch that need not divide: counts differ by at most one, and are 0 for
+/// some ranks when batch < ranks. For evaluation, whose per-token sums
+/// reduce the same whatever the split.
+IndexRange unevenColumns(int64_t batch, int rank, int ranks);
+
 /// Averages the session's gradients over the ranks (after the backward,
 /// before txl_session_optimizer_step): every rank's gradient is that of its
 /// equal share of the global batch, so their mean is the global batch's.
