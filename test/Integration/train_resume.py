@@ -12,6 +12,7 @@ final checkpoint's tensors and the best checkpoint must equal A's exactly.
 import json
 import os
 import random
+import shutil
 import signal
 import struct
 import subprocess
@@ -70,8 +71,9 @@ def main():
     # decides, so a busy or fast machine kills mid-run all the same. Should
     # the first run finish inside those 20 ms, B starts over.
     rng = random.Random()
+    work_b = os.path.join(root, "b")
     for attempt in range(5):
-        work_b = os.path.join(root, f"b{attempt}")
+        shutil.rmtree(work_b, ignore_errors=True)
         resumed = interrupted = 0
         first = True
         for _ in range(kills):
