@@ -256,7 +256,9 @@ int main(int argc, char **argv) {
       "section: the generated backward segment, the compiled optimizer and "
       "schedule, train.py's log lines, a validation every eval-interval "
       "updates, last/best checkpoints, metrics.jsonl and curves.png in the "
-      "work directory");
+      "work directory. Started by mpirun (Open MPI), runs as one rank of a "
+      "data-parallel run: each rank trains batch_size / N columns and the "
+      "ranks average their gradients (README, docs/data-parallel.md)");
   addDataOptions(train, trainOptions.dataDir, trainOptions.dataset, dataPath,
                  dataset);
   train
