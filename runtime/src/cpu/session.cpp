@@ -1590,14 +1590,17 @@ static void forGradientRange(txl_session &session, int64_t offset,
     fail(TXL_INVALID_ARGUMENT,
          "gradient floats [{}, {}) are outside the flat gradient's {}", offset,
          offset + count, total);
-  int64_t start = 0;
-  for (int32_t i : session.trainable) {
-    const int64_t n = elementCount(session.info->params[i]);
-    const int64_t lo = std::max(offset, start);
-    const int64_t hi = std::min(offset + count, start + n);
-    if (lo < hi)
-      visit(i, lo - start, hi - lo, lo - offset);
-    start += n;
+  std::vector<int64_t> sizes;
+  for (int32_t i : session.trainable)
+    sizes.push_back(elementCount(session.info->params[i]));
+  // The parts are consecutive in the flat gradient: each starts where the
+  // previous one ended.
+  int64_t at = 0;
+  for (const GradientReducer::TensorPart &part :
+       GradientReducer::tensorParts(sizes, {offset, count})) {
+    visit(session.trainable[part.tensor], part.range.first, part.range.count,
+          at);
+    at += part.range.count;
   }
 }
 
