@@ -89,15 +89,16 @@ struct StopGradientAdjoint : Adjoint<StopGradientAdjoint, StopGradientOp> {
 };
 
 // Dropout is linear in x: dx = dropout(dy) with the same seed, offset,
-// stream and rate, i.e. dy ⊙ mask / (1 - rate), the mask recomputed from its
-// counters instead of stored. Seed, offset, training and the stream base get
-// no gradient.
+// stream, columns and rate, i.e. dy ⊙ mask / (1 - rate), the mask
+// recomputed from its counters instead of stored. Seed, offset, training,
+// the stream base and the column get no gradient.
 struct DropoutAdjoint : Adjoint<DropoutAdjoint, DropoutOp> {
   static SmallVector<Value> adjoint(DropoutOp op, OpBuilder &b, ValueRange g) {
     SmallVector<Value> grads(op->getNumOperands());
     grads[0] = DropoutOp::create(
         b, op.getLoc(), g[0], op.getSeed(), op.getOffset(), op.getTraining(),
-        op.getStreamBase(), op.getRateAttr(), op.getStreamAttr());
+        op.getStreamBase(), op.getColumn(), op.getRateAttr(),
+        op.getStreamAttr(), op.getBatchDimAttr());
     return grads;
   }
 };
@@ -279,6 +280,7 @@ struct RelAttentionAdjoint : Adjoint<RelAttentionAdjoint, RelAttentionOp> {
         op.getPosKey(), op.getRWBias(), op.getRRBias(), op.getMemLen(),
         op.getSameLength(), op.getDropattSeed(), op.getDropattOffset(),
         op.getDropattTraining(), op.getDropattStreamBase(),
+        op.getDropattColumn(),
         // The forward's statistics, when it saves them
         // (txl-save-attention-stats).
         op.getLse(), op.getLse() ? op.getResult() : Value(), op.getScaleAttr(),

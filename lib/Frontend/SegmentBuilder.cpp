@@ -269,8 +269,11 @@ private:
   Value feedForward(Value h, StringRef prefix);
   Value embedding(Value data);
   /// `x` through nn.Dropout(rate) at site `stream` (relative to the current
-  /// stream base); `x` itself when the rate is 0.
-  Value dropout(Value x, double rate, int64_t stream);
+  /// stream base); `x` itself when the rate is 0. `batchDim`: the dimension
+  /// of `x` holding the batch columns, whose masks are drawn by global
+  /// column (txl.dropout's column); -1 for a tensor every column shares
+  /// (the official pos_emb [klen, 1, d_model]: one mask for the batch).
+  Value dropout(Value x, double rate, int64_t stream, int64_t batchDim = 1);
   /// True when the model drops anything (dropout or dropatt > 0); only then
   /// does @decoder_layer take the dropout arguments.
   bool hasDropout() const { return m.dropout > 0.0 || m.dropatt > 0.0; }
@@ -289,8 +292,8 @@ private:
   void bindModelParams(func::FuncOp fn, ArrayRef<ParamSpec> table);
   /// The parameter arguments of @decoder_layer for layer `layer` (after h,
   /// the positional argument of attn_type 0 and 1, mem, mem_len,
-  /// same_length and, with dropout, dropout_seed, dropout_offset, training
-  /// and stream_base); for attn_type 1, the layer's slices of the
+  /// same_length and, with dropout, dropout_seed, dropout_offset,
+  /// dropout_column, training and stream_base); for attn_type 1, the layer's slices of the
   /// model-level tables.
   SmallVector<Value> layerParams(int64_t layer);
   /// Their types, the same for every layer.
@@ -328,9 +331,10 @@ private:
   /// Set while emitting the key/value-cache functions, which evaluate only:
   /// dropout() is then the identity.
   bool evalOnly = false;
-  /// The dropout arguments: i64 seed and offset, i1 training, and the i64
-  /// stream base of the current layer (null in @segment).
-  Value dropoutSeed, dropoutOffset, training, streamBase;
+  /// The dropout arguments: i64 seed, offset and column (the global batch
+  /// column of the segment's first), i1 training, and the i64 stream base
+  /// of the current layer (null in @segment).
+  Value dropoutSeed, dropoutOffset, dropoutColumn, training, streamBase;
 };
 
 } // namespace
@@ -342,12 +346,16 @@ Value SegmentEmitter::linear(Value x, Value w, Value bias) {
   return LinearOp::create(b, loc, tensorType(shape), x, w, bias);
 }
 
-Value SegmentEmitter::dropout(Value x, double rate, int64_t stream) {
+Value SegmentEmitter::dropout(Value x, double rate, int64_t stream,
+                              int64_t batchDim) {
   if (rate == 0.0 || evalOnly)
     return x;
-  return DropoutOp::create(b, loc, x, dropoutSeed, dropoutOffset, training,
-                           streamBase, b.getF64FloatAttr(rate),
-                           b.getI64IntegerAttr(stream));
+  bool byColumn = batchDim >= 0;
+  return DropoutOp::create(
+      b, loc, x, dropoutSeed, dropoutOffset, training, streamBase,
+      byColumn ? dropoutColumn : Value(), b.getF64FloatAttr(rate),
+      b.getI64IntegerAttr(stream),
+      byColumn ? b.getI64IntegerAttr(batchDim) : IntegerAttr());
 }
 
 Value SegmentEmitter::layerNorm(Value x, StringRef prefix) {
@@ -380,8 +388,8 @@ Value SegmentEmitter::attend(Value h, Value scores, Value v, StringRef attn) {
   float scale = 1.0f / std::sqrt(static_cast<float>(m.dHead));
   Value probs = MaskedSoftmaxOp::create(b, loc, scores, memLen, sameLength,
                                         b.getF32FloatAttr(scale));
-  // attn_prob = self.dropatt(attn_prob)
-  probs = dropout(probs, m.dropatt, kStreamDropatt);
+  // attn_prob = self.dropatt(attn_prob), [qlen, klen, batch, n_head]
+  probs = dropout(probs, m.dropatt, kStreamDropatt, /*batchDim=*/2);
   int64_t dyn = ShapedType::kDynamic;
   Value attnVec = AttnApplyOp::create(
       b, loc, tensorType({dyn, dyn, m.nHead, m.dHead}), probs, v);
@@ -762,8 +770,9 @@ func::FuncOp SegmentEmitter::emitLayerFunction(ModuleOp module) {
   else if (m.attnType == 1)
     inputs.push_back(i64);
   inputs.append({hType, b.getIndexType(), b.getI1Type()});
-  if (hasDropout()) // dropout_seed, dropout_offset, training, stream_base
-    inputs.append({i64, i64, b.getI1Type(), i64});
+  if (hasDropout()) // dropout_seed, dropout_offset, dropout_column,
+                    // training, stream_base
+    inputs.append({i64, i64, i64, b.getI1Type(), i64});
   unsigned firstParam = inputs.size();
   inputs.append(layerParamTypes());
   OpBuilder::InsertionGuard guard(b);
@@ -778,7 +787,7 @@ func::FuncOp SegmentEmitter::emitLayerFunction(ModuleOp module) {
   llvm::StringMap<Value> outer = std::move(params);
   Value outerMemLen = memLen, outerSameLength = sameLength;
   Value outerSeed = dropoutSeed, outerOffset = dropoutOffset,
-        outerTraining = training;
+        outerColumn = dropoutColumn, outerTraining = training;
   bindLayerParams(fn, firstParam);
   unsigned next = 0;
   Value h = entry->getArgument(next++);
@@ -789,6 +798,7 @@ func::FuncOp SegmentEmitter::emitLayerFunction(ModuleOp module) {
   if (hasDropout()) {
     dropoutSeed = entry->getArgument(next++);
     dropoutOffset = entry->getArgument(next++);
+    dropoutColumn = entry->getArgument(next++);
     training = entry->getArgument(next++);
     streamBase = entry->getArgument(next++);
   }
@@ -810,6 +820,7 @@ func::FuncOp SegmentEmitter::emitLayerFunction(ModuleOp module) {
   sameLength = outerSameLength;
   dropoutSeed = outerSeed;
   dropoutOffset = outerOffset;
+  dropoutColumn = outerColumn;
   training = outerTraining;
   streamBase = nullptr;
   return fn;
@@ -911,7 +922,8 @@ void SegmentEmitter::emit(ModuleOp module, Kind kind) {
     inputs.append({i64, i64});
   } else {
     inputs.append({i64, i64, i64}); // mem_len, clamp_len, same_length
-    inputs.append({i64, i64, i64}); // dropout_seed, dropout_offset, training
+    // dropout_seed, dropout_offset, dropout_column, training
+    inputs.append({i64, i64, i64, i64});
   }
   if (alrfouTraining) // loss_weights, position_weights
     inputs.append({tensorType({2 * m.nLayer}), tensorType({dyn})});
@@ -961,6 +973,7 @@ void SegmentEmitter::emit(ModuleOp module, Kind kind) {
   if (!withKv) {
     dropoutSeed = entry->getArgument(arg++);
     dropoutOffset = entry->getArgument(arg++);
+    dropoutColumn = entry->getArgument(arg++);
     training = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
                                      entry->getArgument(arg++), zero64);
   }
@@ -1006,7 +1019,8 @@ void SegmentEmitter::emit(ModuleOp module, Kind kind) {
       break;
     pos = PosEmbOp::create(b, loc, tensorType({dyn, m.dModel}),
                            param("pos_emb.inv_freq"), klen, clampLen);
-    pos = dropout(pos, m.dropout, kStreamPosEmb);
+    // pos_emb [klen, 1, d_model] officially: one mask for every column.
+    pos = dropout(pos, m.dropout, kStreamPosEmb, /*batchDim=*/-1);
     break;
   case 2: {
     // core_out = self.drop(word_emb + pos_emb[-qlen:]): the sinusoids of
@@ -1092,7 +1106,7 @@ void SegmentEmitter::emit(ModuleOp module, Kind kind) {
     args.append({mem, memLen, sameLength});
     if (hasDropout())
       args.append(
-          {dropoutSeed, dropoutOffset, training,
+          {dropoutSeed, dropoutOffset, dropoutColumn, training,
            arith::ConstantIntOp::create(b, loc, layerStreamBase(l), 64)});
     args.append(layerParams(l));
     h = func::CallOp::create(b, loc, layerFn, args).getResult(0);

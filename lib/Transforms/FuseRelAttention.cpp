@@ -79,6 +79,13 @@ struct FuseRelAttentionPattern : public OpRewritePattern<AttnApplyOp> {
       if (!dropatt->hasOneUse())
         return rewriter.notifyMatchFailure(apply, "dropped probabilities have "
                                                   "other users");
+      // The fused op draws the masks of the whole batch (column-based
+      // counters); a mask counted over this tensor alone is another draw.
+      if (!dropatt.getColumn() || dropatt.getBatchDim() != 2)
+        return rewriter.notifyMatchFailure(
+            apply, "dropatt does not count its elements by batch column "
+                   "(column and batch_dim = 2 of [qlen, klen, batch, "
+                   "n_head])");
       probs = dropatt.getInput();
     }
     auto softmax = probs.getDefiningOp<MaskedSoftmaxOp>();
@@ -128,7 +135,7 @@ struct FuseRelAttentionPattern : public OpRewritePattern<AttnApplyOp> {
       return rewriter.notifyMatchFailure(apply, "value or result type differs "
                                                 "from key or query");
 
-    Value seed, offset, training, streamBase;
+    Value seed, offset, training, streamBase, column;
     FloatAttr rate;
     IntegerAttr stream;
     if (dropatt) {
@@ -140,6 +147,7 @@ struct FuseRelAttentionPattern : public OpRewritePattern<AttnApplyOp> {
       if (!streamBase)
         streamBase =
             arith::ConstantIntOp::create(rewriter, apply.getLoc(), 0, 64);
+      column = dropatt.getColumn();
       rate = dropatt.getRateAttr();
       stream = dropatt.getStreamAttr();
     }
@@ -147,7 +155,7 @@ struct FuseRelAttentionPattern : public OpRewritePattern<AttnApplyOp> {
         apply, apply.getType(), /*lse=*/Type(), content->query, content->key,
         apply.getValue(), positional->key, content->bias, positional->bias,
         softmax.getMemLen(), softmax.getSameLength(), seed, offset, training,
-        streamBase, softmax.getScaleAttr(), rate, stream);
+        streamBase, column, softmax.getScaleAttr(), rate, stream);
     return success();
   }
 };

@@ -141,12 +141,12 @@ func.func @segment(%w: tensor<4x4xf32> {txl.param = "w"}, %x: tensor<?x4xf32>, %
 // The fused attention's dropatt group and attributes carry over to its
 // backward op, which recomputes the same mask.
 // CHECK-LABEL: func.func @segment_grad
-// CHECK-SAME: %[[SEED:[^:]+]]: i64, %[[OFF:[^:]+]]: i64, %[[TR:[^:]+]]: i1, %[[BASE:[^:]+]]: i64)
-// CHECK: txl.rel_attention_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} dropatt(%[[SEED]], %[[OFF]], %[[TR]], %[[BASE]]) {dropatt = 2.000000e-01 : f64, dropatt_stream = 3 : i64, scale = 5.000000e-01 : f32}
+// CHECK-SAME: %[[SEED:[^:]+]]: i64, %[[OFF:[^:]+]]: i64, %[[TR:[^:]+]]: i1, %[[BASE:[^:]+]]: i64, %[[COL:[^:]+]]: i64)
+// CHECK: txl.rel_attention_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} dropatt(%[[SEED]], %[[OFF]], %[[TR]], %[[BASE]], %[[COL]]) {dropatt = 2.000000e-01 : f64, dropatt_stream = 3 : i64, scale = 5.000000e-01 : f32}
 func.func @segment(%q: tensor<?x?x2x3xf32> {txl.param = "q"}, %r: tensor<?x2x3xf32> {txl.param = "r"},
                    %u: tensor<2x3xf32> {txl.param = "u"}, %ml: index, %sl: i1,
-                   %seed: i64, %offset: i64, %training: i1, %base: i64) -> tensor<?x?x2x3xf32> {
-  %a = txl.rel_attention %q, %q, %q, %r, %u, %u, %ml, %sl dropatt(%seed, %offset, %training, %base)
+                   %seed: i64, %offset: i64, %training: i1, %base: i64, %col: i64) -> tensor<?x?x2x3xf32> {
+  %a = txl.rel_attention %q, %q, %q, %r, %u, %u, %ml, %sl dropatt(%seed, %offset, %training, %base, %col)
       {dropatt = 0.2 : f64, dropatt_stream = 3 : i64, scale = 0.5 : f32}
       : tensor<?x?x2x3xf32>, tensor<?x?x2x3xf32>, tensor<?x?x2x3xf32>, tensor<?x2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>
       -> tensor<?x?x2x3xf32>

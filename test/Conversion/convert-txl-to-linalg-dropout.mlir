@@ -136,26 +136,59 @@ func.func @dropout_f64_base(%x: tensor<?x?x?x2xf64>, %seed: i64, %offset: i64, %
 
 // -----
 
+// With a column, the batch dimension (batch_dim 1) counts outermost from
+// the column: block = ((col + b) rows + i) 2 + k for x [rows, batch, 8]
+// split into [rows, batch, 2, 4]; the batch size never enters the index.
+// Without the column's add (the columns numbered locally), or with the
+// rows outermost, the counters would differ.
+// CHECK-LABEL: func.func @dropout_column
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<?x?x8xf32>, %{{[^:]+}}: i64, %{{[^:]+}}: i64, %[[TR:[^:]+]]: i1, %[[COL:[^:]+]]: i64)
+// CHECK-DAG: %[[TWO:.+]] = arith.constant 2 : index
+// CHECK: scf.if %[[TR]]
+// CHECK: %[[COLI:.+]] = arith.index_cast %[[COL]] : i64 to index
+// CHECK: %[[ROWS:.+]] = tensor.dim %[[X]], %{{.+}} : tensor<?x?x8xf32>
+// CHECK: tensor.expand_shape %[[X]] {{\[\[}}0], [1], [2, 3]]
+// CHECK: linalg.generic
+// CHECK: %[[B:.+]] = linalg.index 1 : index
+// CHECK: %[[GB:.+]] = arith.addi %[[B]], %[[COLI]] : index
+// CHECK: %[[BR:.+]] = arith.muli %[[GB]], %[[ROWS]] : index
+// CHECK: %[[I:.+]] = linalg.index 0 : index
+// CHECK: %[[BI:.+]] = arith.addi %[[BR]], %[[I]] : index
+// CHECK: %[[BI2:.+]] = arith.muli %[[BI]], %[[TWO]] : index
+// CHECK: %[[K:.+]] = linalg.index 2 : index
+// CHECK: %[[BLOCK:.+]] = arith.addi %[[BI2]], %[[K]] : index
+// CHECK: %[[W:.+]] = linalg.index 3 : index
+// CHECK: arith.index_castui %[[BLOCK]] : index to i64
+func.func @dropout_column(%x: tensor<?x?x8xf32>, %seed: i64, %offset: i64, %training: i1, %col: i64) -> tensor<?x?x8xf32> {
+  %y = txl.dropout %x, %seed, %offset, %training column %col {batch_dim = 1 : i64, rate = 0.1 : f64, stream = 2 : i64} : tensor<?x?x8xf32>
+  return %y : tensor<?x?x8xf32>
+}
+
+// -----
+
 // dropatt in the fused attention: the softmax's [n, b, i, j] probabilities
 // go through the same scf.if + generic before the product with V, their
-// counters numbered in the decomposed [qlen, klen, batch, n_head] order:
-// e = ((i klen + j) batch + b) n_head + n.
+// counters numbered as the decomposed [qlen, klen, batch, n_head] scores'
+// with batch_dim 2: e = (((col + b) qlen + i) klen + j) n_head + n, the
+// column outermost (the batch size never enters).
 // CHECK-LABEL: func.func @rel_attention_dropatt
-// CHECK-SAME: %[[TR:[^:]+]]: i1, %[[BASE:[^:]+]]: i64)
+// CHECK-SAME: %[[TR:[^:]+]]: i1, %[[BASE:[^:]+]]: i64, %[[COL:[^:]+]]: i64)
 // CHECK: arith.divf
 // CHECK: %[[PD:.+]] = scf.if %[[TR]] -> (tensor<2x?x?x?xf32>) {
 // CHECK: arith.addi %[[BASE]], %{{.+}} : i64
+// CHECK: %[[COLI:.+]] = arith.index_cast %[[COL]] : i64 to index
 // CHECK: linalg.generic {{.+}} ins(%[[P:[^ ]+]] : tensor<2x?x?x?xf32>)
-// CHECK: %[[I:.+]] = linalg.index 2 : index
-// CHECK: %[[IK:.+]] = arith.muli %[[I]], %{{.+}} : index
-// CHECK: %[[J:.+]] = linalg.index 3 : index
-// CHECK: %[[IJ:.+]] = arith.addi %[[IK]], %[[J]] : index
-// CHECK: %[[IJB:.+]] = arith.muli %[[IJ]], %{{.+}} : index
 // CHECK: %[[B:.+]] = linalg.index 1 : index
-// CHECK: %[[IJBB:.+]] = arith.addi %[[IJB]], %[[B]] : index
-// CHECK: %[[IJBN:.+]] = arith.muli %[[IJBB]], %{{.+}} : index
+// CHECK: %[[GB:.+]] = arith.addi %[[B]], %[[COLI]] : index
+// CHECK: %[[BI:.+]] = arith.muli %[[GB]], %{{.+}} : index
+// CHECK: %[[I:.+]] = linalg.index 2 : index
+// CHECK: %[[BII:.+]] = arith.addi %[[BI]], %[[I]] : index
+// CHECK: %[[BIJ:.+]] = arith.muli %[[BII]], %{{.+}} : index
+// CHECK: %[[J:.+]] = linalg.index 3 : index
+// CHECK: %[[BIJJ:.+]] = arith.addi %[[BIJ]], %[[J]] : index
+// CHECK: %[[BIJN:.+]] = arith.muli %[[BIJJ]], %{{.+}} : index
 // CHECK: %[[N:.+]] = linalg.index 0 : index
-// CHECK: arith.addi %[[IJBN]], %[[N]] : index
+// CHECK: arith.addi %[[BIJN]], %[[N]] : index
 // CHECK: } else {
 // CHECK-NEXT: scf.yield %[[P]]
 // CHECK: %[[PC:.+]] = tensor.collapse_shape %[[PD]]
@@ -163,8 +196,8 @@ func.func @dropout_f64_base(%x: tensor<?x?x?x2xf64>, %seed: i64, %offset: i64, %
 func.func @rel_attention_dropatt(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x2x16xf32>, %v: tensor<?x?x2x16xf32>,
                                  %r: tensor<?x2x16xf32>, %u: tensor<2x16xf32>, %vb: tensor<2x16xf32>,
                                  %mem_len: index, %same_length: i1,
-                                 %seed: i64, %offset: i64, %training: i1, %base: i64) -> tensor<?x?x2x16xf32> {
-  %o = txl.rel_attention %q, %k, %v, %r, %u, %vb, %mem_len, %same_length dropatt(%seed, %offset, %training, %base)
+                                 %seed: i64, %offset: i64, %training: i1, %base: i64, %col: i64) -> tensor<?x?x2x16xf32> {
+  %o = txl.rel_attention %q, %k, %v, %r, %u, %vb, %mem_len, %same_length dropatt(%seed, %offset, %training, %base, %col)
       {dropatt = 0.1 : f64, dropatt_stream = 7 : i64, scale = 0.25 : f32}
       : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x2x16xf32>,
         tensor<2x16xf32>, tensor<2x16xf32> -> tensor<?x?x2x16xf32>
@@ -176,7 +209,7 @@ func.func @rel_attention_dropatt(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x2x16xf
 // Its backward applies the recomputed mask twice: to P before dV = Pᵀ dO,
 // and to dP = dO Vᵀ before the softmax backward, which reads the undropped P.
 // CHECK-LABEL: func.func @rel_attention_grad_dropatt
-// CHECK-SAME: %[[TR:[^:]+]]: i1, %{{[^:]+}}: i64)
+// CHECK-SAME: %[[TR:[^:]+]]: i1, %{{[^:]+}}: i64, %{{[^:]+}}: i64)
 // CHECK: arith.divf
 // CHECK: %[[P3:.+]] = tensor.collapse_shape %[[P:[^ ]+]] {{\[}}[0, 1], [2], [3]]
 // CHECK: %[[PD:.+]] = scf.if %[[TR]]
@@ -190,9 +223,9 @@ func.func @rel_attention_dropatt(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x2x16xf
 // CHECK: %[[DPD3:.+]] = tensor.collapse_shape %[[DPD]]
 // CHECK: linalg.generic {{.+}} ins(%[[P3]], %[[DPD3]] :
 func.func @rel_attention_grad_dropatt(%do: tensor<?x?x2x4xf32>, %q: tensor<?x?x2x4xf32>, %r: tensor<?x2x4xf32>, %u: tensor<2x4xf32>,
-                                      %m: index, %s: i1, %seed: i64, %off: i64, %training: i1, %base: i64)
+                                      %m: index, %s: i1, %seed: i64, %off: i64, %training: i1, %base: i64, %col: i64)
     -> (tensor<?x?x2x4xf32>, tensor<?x2x4xf32>) {
-  %g:6 = txl.rel_attention_grad %do, %q, %q, %q, %r, %u, %u, %m, %s dropatt(%seed, %off, %training, %base)
+  %g:6 = txl.rel_attention_grad %do, %q, %q, %q, %r, %u, %u, %m, %s dropatt(%seed, %off, %training, %base, %col)
       {dropatt = 0.2 : f64, dropatt_stream = 3 : i64, scale = 0.5 : f32}
       : tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>
   return %g#2, %g#3 : tensor<?x?x2x4xf32>, tensor<?x2x4xf32>

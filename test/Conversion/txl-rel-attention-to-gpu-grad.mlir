@@ -151,22 +151,22 @@ func.func @grad_d80(%do: tensor<?x?x2x80xf32>, %q: tensor<?x?x2x80xf32>, %k: ten
 // -----
 
 // With dropatt, the kernels' dropatt forms, each taking seed, offset, the
-// stream (stream_base + dropatt_stream), the keep threshold and the kept
+// stream (stream_base + dropatt_stream), the column, the keep threshold and the kept
 // scale (0 and 1 when not training), the masks drawn as the forward's.
 
 // CHECK-LABEL: func.func @dropatt
-// CHECK-SAME: %[[SEED:[^:]+]]: i64, %[[OFF:[^:]+]]: i64, %[[TRAINING:[^:]+]]: i1, %[[BASE:[^:]+]]: i64)
+// CHECK-SAME: %[[SEED:[^:]+]]: i64, %[[OFF:[^:]+]]: i64, %[[TRAINING:[^:]+]]: i1, %[[BASE:[^:]+]]: i64, %[[COL:[^:]+]]: i64)
 // CHECK: %[[STREAM:.+]] = arith.addi %[[BASE]], %c3_i64 : i64
 // CHECK: %[[MIN:.+]] = arith.select %[[TRAINING]], %c3355444_i32, %c0_i32 : i32
 // CHECK: %[[SCALE:.+]] = arith.select %[[TRAINING]]
 // CHECK: gpu.launch_func @txl_kernels::@rel_attention_grad_q_dropatt_d32
-// CHECK-SAME: %[[SEED]] : i64, %[[OFF]] : i64, %[[STREAM]] : i64, %[[MIN]] : i32, %[[SCALE]] : f32)
+// CHECK-SAME: %[[SEED]] : i64, %[[OFF]] : i64, %[[STREAM]] : i64, %[[COL]] : i64, %[[MIN]] : i32, %[[SCALE]] : f32)
 // CHECK: gpu.launch_func @txl_kernels::@rel_attention_grad_kv_dropatt_d32
-// CHECK-SAME: %[[SEED]] : i64, %[[OFF]] : i64, %[[STREAM]] : i64, %[[MIN]] : i32, %[[SCALE]] : f32)
+// CHECK-SAME: %[[SEED]] : i64, %[[OFF]] : i64, %[[STREAM]] : i64, %[[COL]] : i64, %[[MIN]] : i32, %[[SCALE]] : f32)
 // CHECK: gpu.launch_func @txl_kernels::@rel_attention_grad_r_dropatt_d32
-// CHECK-SAME: %[[SEED]] : i64, %[[OFF]] : i64, %[[STREAM]] : i64, %[[MIN]] : i32, %[[SCALE]] : f32)
+// CHECK-SAME: %[[SEED]] : i64, %[[OFF]] : i64, %[[STREAM]] : i64, %[[COL]] : i64, %[[MIN]] : i32, %[[SCALE]] : f32)
 // KERNEL-LABEL: gpu.func @rel_attention_grad_q_dropatt_d32(
-// KERNEL-SAME: %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i32, %{{.+}}: f32)
+// KERNEL-SAME: %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i32, %{{.+}}: f32)
 // KERNEL: arith.mului_extended
 // KERNEL-LABEL: gpu.func @rel_attention_grad_kv_dropatt_d32(
 // KERNEL: arith.mului_extended
@@ -174,8 +174,8 @@ func.func @grad_d80(%do: tensor<?x?x2x80xf32>, %q: tensor<?x?x2x80xf32>, %k: ten
 // KERNEL: arith.mului_extended
 func.func @dropatt(%do: tensor<?x?x2x32xf32>, %q: tensor<?x?x2x32xf32>, %r: tensor<?x2x32xf32>,
                    %u: tensor<2x32xf32>, %m: index, %s: i1, %seed: i64, %off: i64,
-                   %training: i1, %base: i64) -> tensor<?x?x2x32xf32> {
-  %g:6 = txl.rel_attention_grad %do, %q, %q, %q, %r, %u, %u, %m, %s dropatt(%seed, %off, %training, %base)
+                   %training: i1, %base: i64, %col: i64) -> tensor<?x?x2x32xf32> {
+  %g:6 = txl.rel_attention_grad %do, %q, %q, %q, %r, %u, %u, %m, %s dropatt(%seed, %off, %training, %base, %col)
       {dropatt = 0.2 : f64, dropatt_stream = 3 : i64, scale = 0.5 : f32}
       : tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>, tensor<?x2x32xf32>,
         tensor<2x32xf32>, tensor<2x32xf32>

@@ -34,7 +34,7 @@ func.func @dropatt(%q: tensor<?x?x4x32xf32>, %k: tensor<?x?x4x32xf32>, %v: tenso
     -> tensor<?x?x4x32xf32> {
   %base = arith.constant 0 : i64
   %o = txl.rel_attention %q, %k, %v, %r, %u, %vb, %mem_len, %same
-      dropatt(%seed, %offset, %training, %base)
+      dropatt(%seed, %offset, %training, %base, %base)
       {dropatt = 1.000000e-01 : f64, dropatt_stream = 3 : i64, scale = 0.17677669 : f32}
       : tensor<?x?x4x32xf32>, tensor<?x?x4x32xf32>, tensor<?x?x4x32xf32>,
         tensor<?x4x32xf32>, tensor<4x32xf32>, tensor<4x32xf32> -> tensor<?x?x4x32xf32>

@@ -108,13 +108,13 @@ func.func @two_layers(%q: tensor<?x?x4x32xf32>, %k: tensor<?x?x4x32xf32>, %v: te
 // -----
 
 // With dropatt the kernel is its dropatt form, which takes seed, offset,
-// the stream (stream_base + dropatt_stream), the keep threshold
+// the stream (stream_base + dropatt_stream), the column, the keep threshold
 // ceil(rate 2^24) and 1 / (1 - rate) when training, 0 and 1 (the identity)
 // when not (here stream_base is 0 and stream 3). Wide heads get a narrower query tile (d_head 128: 8 rows, so
 // the four tiles fit in 48 KiB).
 
 // CHECK-LABEL: func.func @dropatt_eval
-// CHECK-SAME: %[[SEED:[^:]+]]: i64, %[[OFFSET:[^:]+]]: i64, %[[TRAINING:[^:]+]]: i1) -> tensor<?x?x2x128xf32>
+// CHECK-SAME: %[[SEED:[^:]+]]: i64, %[[OFFSET:[^:]+]]: i64, %[[TRAINING:[^:]+]]: i1, %[[COL:[^:]+]]: i64) -> tensor<?x?x2x128xf32>
 // CHECK-NOT: cf.assert
 // CHECK-DAG: %[[KEPT:.+]] = arith.constant 1.11111116 : f32
 // CHECK-DAG: %[[ONE:.+]] = arith.constant 1.000000e+00 : f32
@@ -122,18 +122,19 @@ func.func @two_layers(%q: tensor<?x?x4x32xf32>, %k: tensor<?x?x4x32xf32>, %v: te
 // CHECK: %[[MIN:.+]] = arith.select %[[TRAINING]], %c1677722_i32, %c0_i32 : i32
 // CHECK: %[[SCALE:.+]] = arith.select %[[TRAINING]], %[[KEPT]], %[[ONE]] : f32
 // CHECK: gpu.launch_func @txl_kernels::@rel_attention_dropatt_d128
-// CHECK-SAME: %[[SEED]] : i64, %[[OFFSET]] : i64, %c3_i64 : i64, %[[MIN]] : i32, %[[SCALE]] : f32)
+// CHECK-SAME: %[[SEED]] : i64, %[[OFFSET]] : i64, %c3_i64 : i64, %[[COL]] : i64, %[[MIN]] : i32, %[[SCALE]] : f32)
 // KERNEL: gpu.func @rel_attention_dropatt_d128(
-// KERNEL-SAME: %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i32, %{{.+}}: f32)
+// KERNEL-SAME: %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i32, %{{.+}}: f32)
 // KERNEL-SAME: workgroup(%{{.+}} : memref<8x129xf32, 3>, %{{.+}} : memref<8x129xf32, 3>, %{{.+}} : memref<32x129xf32, 3>, %{{.+}} : memref<39x129xf32, 3>)
 // KERNEL: arith.mului_extended
 func.func @dropatt_eval(%q: tensor<?x?x2x128xf32>, %k: tensor<?x?x2x128xf32>, %v: tensor<?x?x2x128xf32>,
                         %r: tensor<?x2x128xf32>, %u: tensor<2x128xf32>, %vb: tensor<2x128xf32>,
-                        %mem_len: index, %same: i1, %seed: i64, %offset: i64, %training: i1)
+                        %mem_len: index, %same: i1, %seed: i64, %offset: i64, %training: i1,
+                        %col: i64)
     -> tensor<?x?x2x128xf32> {
   %base = arith.constant 0 : i64
   %o = txl.rel_attention %q, %k, %v, %r, %u, %vb, %mem_len, %same
-      dropatt(%seed, %offset, %training, %base)
+      dropatt(%seed, %offset, %training, %base, %col)
       {dropatt = 1.000000e-01 : f64, dropatt_stream = 3 : i64, scale = 0.088388346 : f32}
       : tensor<?x?x2x128xf32>, tensor<?x?x2x128xf32>, tensor<?x?x2x128xf32>,
         tensor<?x2x128xf32>, tensor<2x128xf32>, tensor<2x128xf32> -> tensor<?x?x2x128xf32>

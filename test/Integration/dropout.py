@@ -9,7 +9,11 @@ Op level (a @segment of two txl.dropout ops, compiled with
   bits >> 8 >= ceil(rate 2^24)), bit for bit, at f32 and f64, with and
   without a stream base, on 3219 elements (not a multiple of 4, dynamic
   innermost size: one Philox call per element) and on [37, 3, 28] with a
-  static innermost 28 (one call per block of four);
+  static innermost 28 (one call per block of four); a third site counts by
+  batch column (`column`, batch_dim 1) and matches the numpy mask of the
+  columns from that global column on; a slice of its columns run from its
+  own global column draws the whole call's masks, and from the call's
+  column (a local numbering) other ones;
 - kept elements are exactly x * (1 / (1 - rate)) in the tensor's type, the
   others 0;
 - over 10^6 elements the kept fraction is within 5 sigma of 1 - rate, and
@@ -25,7 +29,11 @@ Model level (txlc --emit=txl of a 2-layer model with dropout and dropatt):
   dropouts, the final hidden state, dropatt on the probabilities), whose
   masks come from the numpy Philox at the documented sites; post- and
   pre-LayerNorm (2 and 4 heads: the fused dropatt without and with whole
-  blocks of four), fused and decomposed attention;
+  blocks of four), fused and decomposed attention, the batch from global
+  column 3 (pos_emb's mask shared by the columns);
+- each column run alone from its global column gives the whole batch's
+  outputs within 1e-12 (the masks of one call, however the batch is split),
+  and every column run from column 0 does not (negative control);
 - training = 0: the float32 model is bit-identical to the same model built
   with dropout = dropatt = 0;
 - @segment_grad with training = 1 matches central finite differences of the
@@ -79,8 +87,16 @@ def philox4x32_10(ctr, key):
     return c0, c1, c2, c3
 
 
-def keep_mask(shape, seed, offset, stream, rate):
-    """txl.dropout's mask per its documented layout (TxlOps.td)."""
+def keep_mask(shape, seed, offset, stream, rate, batch_dim=None, column=0):
+    """txl.dropout's mask per its documented layout (TxlOps.td); with
+    `batch_dim`, the elements are counted with that dimension outermost,
+    from global column `column` on."""
+    if batch_dim is not None:
+        moved = (shape[batch_dim],) + tuple(
+            n for d, n in enumerate(shape) if d != batch_dim)
+        m = keep_mask((column + moved[0],) + moved[1:], seed, offset, stream,
+                      rate)[column:]
+        return np.moveaxis(m, 0, batch_dim)
     seed, offset = seed & MASK64, offset & MASK64
     e = np.arange(int(np.prod(shape)), dtype=np.uint64)
     words = philox4x32_10(
@@ -92,11 +108,11 @@ def keep_mask(shape, seed, offset, stream, rate):
     return ((bits >> np.uint64(8)) >= threshold).reshape(shape)
 
 
-def drop(x, seed, offset, stream, rate):
+def drop(x, seed, offset, stream, rate, batch_dim=None, column=0):
     """Inverted dropout of x with keep_mask, in x's dtype."""
     if rate == 0.0:
         return x
-    keep = keep_mask(x.shape, seed, offset, stream, rate)
+    keep = keep_mask(x.shape, seed, offset, stream, rate, batch_dim, column)
     return np.where(keep, x * x.dtype.type(1.0 / (1.0 - rate)), x.dtype.type(0))
 
 
@@ -115,18 +131,22 @@ RATE = 0.3
 SEED = -0x3A5F0C1E2D4B6987  # both key words used, two's complement in the ABI
 OFFSET = 0x100000005        # both offset words used
 BASE = 12
+COLUMN = 5  # the global batch column of the tensor's first
 
 
 def op_module(ftype, inner="?"):
-    """Two dropout sites on a [?, ?, inner] tensor; a static inner size that
-    is a multiple of 4 takes the lowering's one-Philox-call-per-block path."""
+    """Three dropout sites on a [?, ?, inner] tensor, the third counting by
+    batch column (dimension 1); a static inner size that is a multiple of 4
+    takes the lowering's one-Philox-call-per-block path."""
     t = f"tensor<?x?x{inner}x{ftype}>"
-    return (f"func.func @segment(%x: {t}, %seed: i64, %offset: i64, %training: i1, %base: i64)"
-            f" -> ({t}, {t}) attributes {{llvm.emit_c_interface}} {{\n"
+    return (f"func.func @segment(%x: {t}, %seed: i64, %offset: i64, %training: i1, %base: i64,"
+            f" %column: i64) -> ({t}, {t}, {t}) attributes {{llvm.emit_c_interface}} {{\n"
             f"  %a = txl.dropout %x, %seed, %offset, %training {{rate = {RATE} : f64, stream = 5 : i64}} : {t}\n"
             f"  %b = txl.dropout %x, %seed, %offset, %training stream_base %base"
             f" {{rate = {RATE} : f64, stream = 2 : i64}} : {t}\n"
-            f"  return %a, %b : {t}, {t}\n}}\n")
+            f"  %c = txl.dropout %x, %seed, %offset, %training stream_base %base column %column"
+            f" {{batch_dim = 1 : i64, rate = {RATE} : f64, stream = 2 : i64}} : {t}\n"
+            f"  return %a, %b, %c : {t}, {t}, {t}\n}}\n")
 
 
 def compile_text(text, work, name, pipeline="txl-cpu-pipeline"):
@@ -150,12 +170,12 @@ def check_ops(report, work, rng):
         seg = txlrun.Segment(compile_text(op_module(ftype, inner), work,
                                           f"op_{ftype}_{size}"))
 
-        def run(x, seed=SEED, offset=OFFSET, training=True, base=BASE):
-            return seg([x, seed, offset, training, base], [x.shape] * 2, [dtype] * 2)
+        def run(x, seed=SEED, offset=OFFSET, training=True, base=BASE, column=COLUMN):
+            return seg([x, seed, offset, training, base, column], [x.shape] * 3, [dtype] * 3)
 
         shape = (37, 3, size)
         x = rng.randn(*shape).astype(dtype)
-        a, b = run(x)
+        a, b, c = run(x)
         want_a = drop(x, SEED, OFFSET, 5, RATE)
         want_b = drop(x, SEED, OFFSET, BASE + 2, RATE)
         report.check(f"{tag} mask and values match the numpy Philox (stream 5)",
@@ -164,16 +184,28 @@ def check_ops(report, work, rng):
         report.check(f"{tag} mask and values match the numpy Philox (stream_base {BASE} + 2)",
                      np.array_equal(b, want_b),
                      f"{np.count_nonzero(b != want_b)} of {b.size} differ")
-        ea, eb = run(x, training=False)
+        want_c = drop(x, SEED, OFFSET, BASE + 2, RATE, batch_dim=1, column=COLUMN)
+        report.check(f"{tag} mask by batch column {COLUMN} matches the numpy Philox",
+                     np.array_equal(c, want_c),
+                     f"{np.count_nonzero(c != want_c)} of {c.size} differ")
+        # Columns [1, 3) of a call from column COLUMN, run alone from
+        # COLUMN + 1, draw the same masks; from COLUMN (the slice's local
+        # numbering) they would not.
+        part = np.ascontiguousarray(x[:, 1:])
+        report.check(f"{tag} a column slice from its global column draws the whole call's masks",
+                     np.array_equal(run(part, column=COLUMN + 1)[2], c[:, 1:]))
+        report.check(f"{tag} the slice from the call's column draws other masks",
+                     not np.array_equal(run(part, column=COLUMN)[2], c[:, 1:]))
+        ea, eb, ec = run(x, training=False)
         report.check(f"{tag} training=0 is the identity",
-                     np.array_equal(ea, x) and np.array_equal(eb, x))
+                     np.array_equal(ea, x) and np.array_equal(eb, x) and np.array_equal(ec, x))
 
     seg = txlrun.Segment(compile_text(op_module("f32"), work, "op_f32"))
     ones = np.ones((1000, 10, 100), dtype=np.float32)
 
     def mask(seed=SEED, offset=OFFSET, base=BASE):
         """The mask of the site at stream_base + 2."""
-        return seg([ones, seed, offset, True, base], [ones.shape] * 2)[1] != 0
+        return seg([ones, seed, offset, True, base, 0], [ones.shape] * 3)[1] != 0
 
     m = mask()
     q = 1.0 - math.ceil(math.ldexp(RATE, 24)) / 2.0 ** 24
@@ -272,9 +304,11 @@ def init_params(args, rng, dtype):
 
 
 def reference(params, data, target, mems, pre_lnorm, dropout, dropatt, seed,
-              offset, training):
+              offset, column, training):
     """Official MemTransformerLM._forward (attn_type 0, div_val 1, tied) in
-    float64, train mode when `training`; stream ids as SegmentBuilder.cpp."""
+    float64, train mode when `training`; stream ids as SegmentBuilder.cpp,
+    the batch's columns counted from global column `column` (pos_emb's
+    mask shared by every column, as the official [klen, 1, d_model])."""
     p = params
     rate = dropout if training else 0.0
     att_rate = dropatt if training else 0.0
@@ -283,12 +317,13 @@ def reference(params, data, target, mems, pre_lnorm, dropout, dropatt, seed,
     hd = n_head * d_head
     qlen, klen = data.shape[0], data.shape[0] + mems[0].shape[0]
 
-    def dr(x, stream, r=None):
-        return drop(x, seed, offset, stream, rate if r is None else r)
+    def dr(x, stream, r=None, batch_dim=1):
+        return drop(x, seed, offset, stream, rate if r is None else r,
+                    batch_dim, column)
 
     core = p["word_emb.emb_layers.0.weight"][data] * f32(math.sqrt(d_model))
     core = dr(core, 0)
-    pos = dr(pos_emb(p["pos_emb.inv_freq"], klen, -1), 1)
+    pos = dr(pos_emb(p["pos_emb.inv_freq"], klen, -1), 1, batch_dim=None)
     hids = [core]
     for l, mem in enumerate(mems[:-1]):
         L = f"layers.{l}."
@@ -305,7 +340,7 @@ def reference(params, data, target, mems, pre_lnorm, dropout, dropatt, seed,
         ac = np.einsum("ibnd,jbnd->ijbn", q + p["r_w_bias"], k)
         bd = rel_shift(np.einsum("ibnd,jnd->ijbn", q + p["r_r_bias"], r))
         prob = masked_softmax(ac + bd, MEM_LEN, False, f32(1.0 / math.sqrt(d_head)))
-        prob = dr(prob, base + 3, att_rate)
+        prob = dr(prob, base + 3, att_rate, batch_dim=2)
         vec = np.einsum("ijbn,jbnd->ibnd", prob, v).reshape(qlen, -1, hd)
         attn_out = dr(vec @ p[L + "dec_attn.o_net.weight"].T, base + 0)
         ln = (L + "dec_attn.layer_norm.weight", L + "dec_attn.layer_norm.bias")
@@ -338,18 +373,23 @@ class Model:
         self.target = rng.randint(0, N_TOKEN, size=(QLEN, BSZ)).astype(np.int64)
         self.mems = [rng.randn(MLEN, BSZ, 8).astype(dtype) for _ in range(self.n_mems)]
 
-    def inputs(self, seed, offset, training):
+    def inputs(self, seed, offset, training, column=0, columns=None):
+        """The segment's arguments; `columns`: a slice of the batch's."""
+        cut = (lambda a, d: np.ascontiguousarray(np.take(
+            a, range(columns.start, columns.stop), axis=d))) if columns else (lambda a, d: a)
         values = [self.params[n] for n, _, _ in self.args if n is not None]
-        return values + [self.data, self.target] + self.mems + [
-            MEM_LEN, -1, 0, seed, offset, int(training)]
+        return values + [cut(self.data, 1), cut(self.target, 1)] + [
+            cut(m, 1) for m in self.mems] + [
+            MEM_LEN, -1, 0, seed, offset, column, int(training)]
 
-    def shapes(self):
+    def shapes(self, batch=BSZ):
         klen = min(MEM_LEN, MLEN + QLEN)
-        return [(QLEN, BSZ)] + [(klen, BSZ, 8)] * self.n_mems
+        return [(QLEN, batch)] + [(klen, batch, 8)] * self.n_mems
 
-    def run(self, seed, offset, training):
-        shapes = self.shapes()
-        return self.fwd(self.inputs(seed, offset, training), shapes, [self.dtype] * len(shapes))
+    def run(self, seed, offset, training, column=0, columns=None):
+        shapes = self.shapes(len(columns) if columns else BSZ)
+        return self.fwd(self.inputs(seed, offset, training, column, columns), shapes,
+                        [self.dtype] * len(shapes))
 
 
 def max_rel_diff(got, want):
@@ -358,7 +398,7 @@ def max_rel_diff(got, want):
 
 
 def check_model(report, work, rng):
-    seed, offset = 20240611, 7
+    seed, offset, column = 20240611, 7, 3
     for pre_lnorm in (False, True):
         dropout, dropatt = 0.3, 0.2
         tag = "pre_lnorm" if pre_lnorm else "post_lnorm"
@@ -375,12 +415,25 @@ def check_model(report, work, rng):
             so = compile_text(text, work, name, pipeline)
             model = Model(text, so, np.random.RandomState(1), np.float64)
             for training in (1, 0):
-                got = model.run(seed, offset, training)
+                got = model.run(seed, offset, training, column)
                 want = reference(model.params, model.data, model.target, model.mems,
-                                 pre_lnorm, dropout, dropatt, seed, offset, training)
+                                 pre_lnorm, dropout, dropatt, seed, offset, column,
+                                 training)
                 err = max_rel_diff(got, want)
                 report.check(f"{name} training={training} matches the numpy MemTransformerLM",
                              err < 1e-10, f"max rel diff {err:.1e}")
+            # The batch run one column per call, each from its global
+            # column, is the whole batch's run (threads, chunks and ranks
+            # split it so); from column 0 each, it draws other masks.
+            whole = model.run(seed, offset, 1)
+            for firsts, same in (((0, 1), True), ((0, 0), False)):
+                parts = [model.run(seed, offset, 1, first, range(b, b + 1))
+                         for b, first in zip(range(BSZ), firsts)]
+                err = max_rel_diff([np.concatenate(o, axis=1) for o in zip(*parts)], whole)
+                what = ("from their global columns equal" if same
+                        else "all from column 0 differ from")
+                report.check(f"{name} columns run apart {what} the whole batch",
+                             (err < 1e-12) == same, f"max rel diff {err:.1e}")
             if fuse:
                 check_gradient(report, name, model, seed, offset, rng)
 

@@ -288,20 +288,21 @@ func.func @no_fuse_without_shift(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x2x16xf
 
 // -----
 
-// dropatt (a txl.dropout between the softmax and attn_apply) becomes the
-// fused op's dropatt group with the same seed, offset, training, rate and
-// stream; the stream base it lacks is the constant 0.
+// dropatt (a txl.dropout between the softmax and attn_apply, counted by
+// batch column in the scores' dimension 2) becomes the fused op's dropatt
+// group with the same seed, offset, training, column, rate and stream; the
+// stream base it lacks is the constant 0.
 // CHECK-LABEL: func.func @fuse_dropatt
-// CHECK-SAME: %[[SEED:[^:]+]]: i64, %[[OFF:[^:]+]]: i64, %[[TR:[^:]+]]: i1)
+// CHECK-SAME: %[[SEED:[^:]+]]: i64, %[[OFF:[^:]+]]: i64, %[[TR:[^:]+]]: i1, %[[COL:[^:]+]]: i64)
 // CHECK: %[[ZERO:.+]] = arith.constant 0 : i64
 // CHECK-NOT: txl.dropout
-// CHECK: %[[O:.+]] = txl.rel_attention %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} dropatt(%[[SEED]], %[[OFF]], %[[TR]], %[[ZERO]]) {dropatt = 2.000000e-01 : f64, dropatt_stream = 3 : i64, scale = 2.500000e-01 : f32}
+// CHECK: %[[O:.+]] = txl.rel_attention %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} dropatt(%[[SEED]], %[[OFF]], %[[TR]], %[[ZERO]], %[[COL]]) {dropatt = 2.000000e-01 : f64, dropatt_stream = 3 : i64, scale = 2.500000e-01 : f32}
 // CHECK-NOT: txl.attn_apply
 // CHECK: return %[[O]]
 func.func @fuse_dropatt(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x2x16xf32>, %val: tensor<?x?x2x16xf32>,
                         %r: tensor<?x2x16xf32>, %u: tensor<2x16xf32>, %v: tensor<2x16xf32>,
                         %mem_len: index, %same_length: i1,
-                        %seed: i64, %offset: i64, %training: i1) -> tensor<?x?x2x16xf32> {
+                        %seed: i64, %offset: i64, %training: i1, %col: i64) -> tensor<?x?x2x16xf32> {
   %a = txl.attn_score %q, %k : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32> -> tensor<?x?x?x2xf32>
   %ub = txl.broadcast_head_bias %u, %q : tensor<2x16xf32>, tensor<?x?x2x16xf32>
   %c = txl.attn_score %ub, %k : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32> -> tensor<?x?x?x2xf32>
@@ -313,7 +314,7 @@ func.func @fuse_dropatt(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x2x16xf32>, %val
   %ac = txl.add %a, %c : tensor<?x?x?x2xf32>
   %s = txl.add %ac, %shift : tensor<?x?x?x2xf32>
   %p = txl.masked_softmax %s, %mem_len, %same_length {scale = 0.25 : f32} : tensor<?x?x?x2xf32>
-  %pd = txl.dropout %p, %seed, %offset, %training {rate = 0.2 : f64, stream = 3 : i64} : tensor<?x?x?x2xf32>
+  %pd = txl.dropout %p, %seed, %offset, %training column %col {batch_dim = 2 : i64, rate = 0.2 : f64, stream = 3 : i64} : tensor<?x?x?x2xf32>
   %o = txl.attn_apply %pd, %val : tensor<?x?x?x2xf32>, tensor<?x?x2x16xf32> -> tensor<?x?x2x16xf32>
   return %o : tensor<?x?x2x16xf32>
 }
@@ -321,17 +322,27 @@ func.func @fuse_dropatt(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x2x16xf32>, %val
 // -----
 
 // With a stream base (inside @decoder_layer) it is passed through; dropped
-// probabilities with another user keep the decomposed form.
+// probabilities with another user keep the decomposed form, and so do
+// probabilities dropped without a batch column (row-major over the tensor)
+// or with another batch dimension: the fused op's masks would differ.
 // CHECK-LABEL: func.func @fuse_dropatt_base
-// CHECK: txl.rel_attention {{.+}} dropatt(%{{.+}}, %{{.+}}, %{{.+}}, %arg11)
+// CHECK: txl.rel_attention {{.+}} dropatt(%{{.+}}, %{{.+}}, %{{.+}}, %arg11, %arg12)
 // CHECK-LABEL: func.func @dropatt_other_user
+// CHECK-NOT: txl.rel_attention
+// CHECK: txl.dropout
+// CHECK: txl.attn_apply
+// CHECK-LABEL: func.func @dropatt_no_column
+// CHECK-NOT: txl.rel_attention
+// CHECK: txl.dropout
+// CHECK: txl.attn_apply
+// CHECK-LABEL: func.func @dropatt_other_batch_dim
 // CHECK-NOT: txl.rel_attention
 // CHECK: txl.dropout
 // CHECK: txl.attn_apply
 func.func @fuse_dropatt_base(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x2x16xf32>, %val: tensor<?x?x2x16xf32>,
                              %r: tensor<?x2x16xf32>, %u: tensor<2x16xf32>, %v: tensor<2x16xf32>,
                              %mem_len: index, %same_length: i1,
-                             %seed: i64, %offset: i64, %training: i1, %base: i64) -> tensor<?x?x2x16xf32> {
+                             %seed: i64, %offset: i64, %training: i1, %base: i64, %col: i64) -> tensor<?x?x2x16xf32> {
   %a = txl.attn_score %q, %k : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32> -> tensor<?x?x?x2xf32>
   %ub = txl.broadcast_head_bias %u, %q : tensor<2x16xf32>, tensor<?x?x2x16xf32>
   %c = txl.attn_score %ub, %k : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32> -> tensor<?x?x?x2xf32>
@@ -343,7 +354,7 @@ func.func @fuse_dropatt_base(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x2x16xf32>,
   %ac = txl.add %a, %c : tensor<?x?x?x2xf32>
   %s = txl.add %ac, %shift : tensor<?x?x?x2xf32>
   %p = txl.masked_softmax %s, %mem_len, %same_length {scale = 0.25 : f32} : tensor<?x?x?x2xf32>
-  %pd = txl.dropout %p, %seed, %offset, %training stream_base %base {rate = 0.2 : f64, stream = 3 : i64} : tensor<?x?x?x2xf32>
+  %pd = txl.dropout %p, %seed, %offset, %training stream_base %base column %col {batch_dim = 2 : i64, rate = 0.2 : f64, stream = 3 : i64} : tensor<?x?x?x2xf32>
   %o = txl.attn_apply %pd, %val : tensor<?x?x?x2xf32>, tensor<?x?x2x16xf32> -> tensor<?x?x2x16xf32>
   return %o : tensor<?x?x2x16xf32>
 }
@@ -351,7 +362,27 @@ func.func @fuse_dropatt_base(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x2x16xf32>,
 func.func @dropatt_other_user(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x2x16xf32>, %val: tensor<?x?x2x16xf32>,
                               %r: tensor<?x2x16xf32>, %u: tensor<2x16xf32>, %v: tensor<2x16xf32>,
                               %mem_len: index, %same_length: i1,
-                              %seed: i64, %offset: i64, %training: i1) -> (tensor<?x?x2x16xf32>, tensor<?x?x?x2xf32>) {
+                              %seed: i64, %offset: i64, %training: i1, %col: i64) -> (tensor<?x?x2x16xf32>, tensor<?x?x?x2xf32>) {
+  %a = txl.attn_score %q, %k : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32> -> tensor<?x?x?x2xf32>
+  %ub = txl.broadcast_head_bias %u, %q : tensor<2x16xf32>, tensor<?x?x2x16xf32>
+  %c = txl.attn_score %ub, %k : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32> -> tensor<?x?x?x2xf32>
+  %b = txl.attn_score %q, %r : tensor<?x?x2x16xf32>, tensor<?x2x16xf32> -> tensor<?x?x?x2xf32>
+  %vb = txl.broadcast_head_bias %v, %q : tensor<2x16xf32>, tensor<?x?x2x16xf32>
+  %d = txl.attn_score %vb, %r : tensor<?x?x2x16xf32>, tensor<?x2x16xf32> -> tensor<?x?x?x2xf32>
+  %bd = txl.add %b, %d : tensor<?x?x?x2xf32>
+  %shift = txl.rel_shift %bd : tensor<?x?x?x2xf32>
+  %ac = txl.add %a, %c : tensor<?x?x?x2xf32>
+  %s = txl.add %ac, %shift : tensor<?x?x?x2xf32>
+  %p = txl.masked_softmax %s, %mem_len, %same_length {scale = 0.25 : f32} : tensor<?x?x?x2xf32>
+  %pd = txl.dropout %p, %seed, %offset, %training column %col {batch_dim = 2 : i64, rate = 0.2 : f64, stream = 3 : i64} : tensor<?x?x?x2xf32>
+  %o = txl.attn_apply %pd, %val : tensor<?x?x?x2xf32>, tensor<?x?x2x16xf32> -> tensor<?x?x2x16xf32>
+  return %o, %pd : tensor<?x?x2x16xf32>, tensor<?x?x?x2xf32>
+}
+
+func.func @dropatt_no_column(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x2x16xf32>, %val: tensor<?x?x2x16xf32>,
+    %r: tensor<?x2x16xf32>, %u: tensor<2x16xf32>, %v: tensor<2x16xf32>,
+    %mem_len: index, %same_length: i1,
+    %seed: i64, %offset: i64, %training: i1, %col: i64) -> tensor<?x?x2x16xf32> {
   %a = txl.attn_score %q, %k : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32> -> tensor<?x?x?x2xf32>
   %ub = txl.broadcast_head_bias %u, %q : tensor<2x16xf32>, tensor<?x?x2x16xf32>
   %c = txl.attn_score %ub, %k : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32> -> tensor<?x?x?x2xf32>
@@ -365,5 +396,26 @@ func.func @dropatt_other_user(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x2x16xf32>
   %p = txl.masked_softmax %s, %mem_len, %same_length {scale = 0.25 : f32} : tensor<?x?x?x2xf32>
   %pd = txl.dropout %p, %seed, %offset, %training {rate = 0.2 : f64, stream = 3 : i64} : tensor<?x?x?x2xf32>
   %o = txl.attn_apply %pd, %val : tensor<?x?x?x2xf32>, tensor<?x?x2x16xf32> -> tensor<?x?x2x16xf32>
-  return %o, %pd : tensor<?x?x2x16xf32>, tensor<?x?x?x2xf32>
+  return %o : tensor<?x?x2x16xf32>
 }
+
+func.func @dropatt_other_batch_dim(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x2x16xf32>, %val: tensor<?x?x2x16xf32>,
+    %r: tensor<?x2x16xf32>, %u: tensor<2x16xf32>, %v: tensor<2x16xf32>,
+    %mem_len: index, %same_length: i1,
+    %seed: i64, %offset: i64, %training: i1, %col: i64) -> tensor<?x?x2x16xf32> {
+  %a = txl.attn_score %q, %k : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32> -> tensor<?x?x?x2xf32>
+  %ub = txl.broadcast_head_bias %u, %q : tensor<2x16xf32>, tensor<?x?x2x16xf32>
+  %c = txl.attn_score %ub, %k : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32> -> tensor<?x?x?x2xf32>
+  %b = txl.attn_score %q, %r : tensor<?x?x2x16xf32>, tensor<?x2x16xf32> -> tensor<?x?x?x2xf32>
+  %vb = txl.broadcast_head_bias %v, %q : tensor<2x16xf32>, tensor<?x?x2x16xf32>
+  %d = txl.attn_score %vb, %r : tensor<?x?x2x16xf32>, tensor<?x2x16xf32> -> tensor<?x?x?x2xf32>
+  %bd = txl.add %b, %d : tensor<?x?x?x2xf32>
+  %shift = txl.rel_shift %bd : tensor<?x?x?x2xf32>
+  %ac = txl.add %a, %c : tensor<?x?x?x2xf32>
+  %s = txl.add %ac, %shift : tensor<?x?x?x2xf32>
+  %p = txl.masked_softmax %s, %mem_len, %same_length {scale = 0.25 : f32} : tensor<?x?x?x2xf32>
+  %pd = txl.dropout %p, %seed, %offset, %training column %col {batch_dim = 1 : i64, rate = 0.2 : f64, stream = 3 : i64} : tensor<?x?x?x2xf32>
+  %o = txl.attn_apply %pd, %val : tensor<?x?x?x2xf32>, tensor<?x?x2x16xf32> -> tensor<?x?x2x16xf32>
+  return %o : tensor<?x?x2x16xf32>
+}
+

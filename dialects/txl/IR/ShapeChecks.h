@@ -50,20 +50,22 @@ LogicalResult verifySavedLogits(Operation *op, Value weight, Value lse,
 LogicalResult verifyDropoutSite(Operation *op, StringRef rateName, double rate,
                                 StringRef streamName, int64_t stream);
 
-/// Checks the optional `dropatt(seed, offset, training, stream_base)` group
-/// of txl.rel_attention and txl.rel_attention_grad: the four operands and
+/// Checks the optional `dropatt(seed, offset, training, stream_base, column)`
+/// group of txl.rel_attention and txl.rel_attention_grad: the five operands
+/// and
 /// the `dropatt` and `dropatt_stream` attributes come all together or not
 /// at all, and form a valid dropout site.
 LogicalResult verifyDropattGroup(Operation *op, ValueRange operands,
                                  std::optional<APFloat> rate,
                                  std::optional<uint64_t> stream);
 
-/// The operands of the dropatt group of `op` that are present (all four or
+/// The operands of the dropatt group of `op` that are present (all five or
 /// none when the op verifies).
 template <typename OpT> SmallVector<Value> dropattOperandsOf(OpT op) {
   SmallVector<Value> operands;
   for (Value v : {op.getDropattSeed(), op.getDropattOffset(),
-                  op.getDropattTraining(), op.getDropattStreamBase()})
+                  op.getDropattTraining(), op.getDropattStreamBase(),
+                  op.getDropattColumn()})
     if (v)
       operands.push_back(v);
   return operands;

@@ -350,6 +350,7 @@ def Txl_RelAttentionGradOp : Txl_Op<"rel_attention_grad", [Pure,
                        Optional<I64>:$dropatt_offset,
                        Optional<I1>:$dropatt_training,
                        Optional<I64>:$dropatt_stream_base,
+                       Optional<I64>:$dropatt_column,
                        Optional<FloatTensor3D>:$lse,
                        Optional<FloatTensor4D>:$output, F32Attr:$scale,
                        OptionalAttr<F64Attr>:$dropatt,
@@ -361,7 +362,7 @@ def Txl_RelAttentionGradOp : Txl_Op<"rel_attention_grad", [Pure,
     $d_result `,` $query `,` $key `,` $value `,` $pos_key `,` $r_w_bias `,`
     $r_r_bias `,` $mem_len `,` $same_length
     (`dropatt` `(` $dropatt_seed^ `,` $dropatt_offset `,` $dropatt_training `,`
-       $dropatt_stream_base `)`)?
+       $dropatt_stream_base `,` $dropatt_column `)`)?
     (`saved` `(` $lse^ `,` $output `:` type($lse) `,` type($output) `)`)?
     attr-dict `:` type($query) `,`
     type($key) `,` type($value) `,` type($pos_key) `,` type($r_w_bias) `,`
@@ -370,7 +371,7 @@ def Txl_RelAttentionGradOp : Txl_Op<"rel_attention_grad", [Pure,
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// The operands of the dropatt group present (seed, offset, training,
-    /// stream_base): all four, or none without dropatt.
+    /// stream_base, column): all five, or none without dropatt.
     ::llvm::SmallVector<::mlir::Value> getDropattOperands();
   }];
 }

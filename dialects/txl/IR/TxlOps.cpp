@@ -103,10 +103,10 @@ LogicalResult mlir::txl::verifyDropattGroup(Operation *op, ValueRange operands,
   bool any = rate || stream || !operands.empty();
   if (!any)
     return success();
-  if (!rate || !stream || operands.size() != 4)
-    return op->emitOpError("dropatt needs its four operands (seed, offset, "
-                           "training, stream_base) and the dropatt and "
-                           "dropatt_stream attributes together");
+  if (!rate || !stream || operands.size() != 5)
+    return op->emitOpError("dropatt needs its five operands (seed, offset, "
+                           "training, stream_base, column) and the dropatt "
+                           "and dropatt_stream attributes together");
   return verifyDropoutSite(op, "dropatt", rate->convertToDouble(),
                            "dropatt_stream", static_cast<int64_t>(*stream));
 }
@@ -115,10 +115,17 @@ LogicalResult DropoutOp::verify() {
   if (failed(verifyDropoutSite(*this, "rate", getRate().convertToDouble(),
                                "stream", static_cast<int64_t>(getStream()))))
     return failure();
+  auto type = cast<RankedTensorType>(getType());
+  std::optional<uint64_t> batchDim = getBatchDim();
+  if (static_cast<bool>(getColumn()) != batchDim.has_value())
+    return emitOpError("column and batch_dim go together");
+  if (batchDim && *batchDim >= static_cast<uint64_t>(type.getRank()))
+    return emitOpError("batch_dim ")
+           << *batchDim << " is not a dimension of the rank-"
+           << type.getRank() << " input";
   // The counter's element word numbers blocks of 4 elements: 2^34 elements
   // draw distinct masks; past that they would repeat. Dynamic sizes are
   // checked by the runtime (txl_session_run_segment).
-  auto type = cast<RankedTensorType>(getType());
   if (type.hasStaticShape() && type.getNumElements() > kMaxDropoutElements)
     return emitOpError("a tensor of ")
            << type.getNumElements() << " elements is more than the 2^34 "
@@ -289,7 +296,8 @@ RelAttentionOp RelAttentionOp::replaceWithLse(RewriterBase &rewriter,
       withLse ? Type(getLseTypeForQuery()) : Type(), getQuery(), getKey(),
       getValue(), getPosKey(), getRWBias(), getRRBias(), getMemLen(),
       getSameLength(), getDropattSeed(), getDropattOffset(),
-      getDropattTraining(), getDropattStreamBase(), getScaleAttr(),
+      getDropattTraining(), getDropattStreamBase(), getDropattColumn(),
+      getScaleAttr(),
       getDropattAttr(), getDropattStreamAttr());
   rewriter.replaceAllUsesWith(getResult(), copy.getResult());
   rewriter.eraseOp(*this);

@@ -172,7 +172,8 @@ def Txl_ReluOp : Txl_Op<"relu", [Pure, SameOperandsAndResultType]> {
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
-def Txl_DropoutOp : Txl_Op<"dropout", [Pure, AllTypesMatch<["input", "result"]>]> {
+def Txl_DropoutOp : Txl_Op<"dropout", [Pure, AttrSizedOperandSegments,
+                                         AllTypesMatch<["input", "result"]>]> {
   let summary = "inverted dropout with counter-based (Philox4x32-10) random bits";
   let description = [{
     In training (`training` true), keeps each element with probability
@@ -192,6 +193,15 @@ def Txl_DropoutOp : Txl_Op<"dropout", [Pure, AllTypesMatch<["input", "result"]>]
     decoder layer), `offset` the call (e.g. the training step): every element
     of every site of every call draws from its own counter. The backward
     pass recomputes the mask from the same operands instead of storing it.
+
+    With `column` and `batch_dim`, the tensor holds batch columns `[column,
+    column + size(batch_dim))` of a larger batch, and `e` is the element's
+    row-major index with dimension `batch_dim` moved outermost and counted
+    from `column`: the index the element has in the whole batch, whatever its
+    size. A batch split into column ranges (threads, `batch_chunk` chunks,
+    data-parallel ranks) thus draws the masks of the unsplit batch.
+    Without them, `e` is the index in this tensor.
+
     The counter's element word counts blocks of 4, so masks are distinct
     for 2^34 elements: a static shape with more is rejected; dynamic shapes
     are checked by the runtime before a training segment runs.
@@ -200,16 +210,18 @@ def Txl_DropoutOp : Txl_Op<"dropout", [Pure, AllTypesMatch<["input", "result"]>]
     %y = txl.dropout %x, %seed, %offset, %training {rate = 1.000000e-01 : f64, stream = 0 : i64}
         : tensor<?x?x128xf32>
     %z = txl.dropout %h, %seed, %offset, %training stream_base %base
-        {rate = 1.000000e-01 : f64, stream = 1 : i64} : tensor<?x?x512xf32>
+        column %col {batch_dim = 1 : i64, rate = 1.000000e-01 : f64,
+        stream = 1 : i64} : tensor<?x?x512xf32>
     ```
   }];
   let arguments = (ins FloatTensor:$input, I64:$seed, I64:$offset,
                        I1:$training, Optional<I64>:$stream_base,
-                       F64Attr:$rate, I64Attr:$stream);
+                       Optional<I64>:$column, F64Attr:$rate, I64Attr:$stream,
+                       OptionalAttr<I64Attr>:$batch_dim);
   let results = (outs FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $seed `,` $offset `,` $training (`stream_base` $stream_base^)?
-    attr-dict `:` type($input)
+    (`column` $column^)? attr-dict `:` type($input)
   }];
   let hasVerifier = 1;
 }
@@ -431,12 +443,12 @@ def Txl_RelAttentionOp : Txl_Op<"rel_attention",
     equality, e.g. "pos_key must have as many rows as key (klen)", which
     txl-lower-host-asserts turns into an error and exit status 1).
 
-    With a `dropatt(seed, offset, training, stream_base)` group and the
-    `dropatt` (rate) and `dropatt_stream` attributes, the probabilities go
-    through `txl.dropout` before the product with V (the official
+    With a `dropatt(seed, offset, training, stream_base, column)` group and
+    the `dropatt` (rate) and `dropatt_stream` attributes, the probabilities
+    go through `txl.dropout` before the product with V (the official
     `attn_prob = self.dropatt(attn_prob)`), with the counters of the
-    probabilities' [qlen, klen, batch, n_head] layout, so fused and decomposed
-    forms draw the same mask.
+    decomposed probabilities [qlen, klen, batch, n_head] with `column` and
+    `batch_dim = 2`, so fused and decomposed forms draw the same mask.
 
     The optional second result `lse` [batch, n_head, qlen] (the query's
     element type) is each query row's log-sum-exp of its scaled, masked
@@ -454,7 +466,7 @@ def Txl_RelAttentionOp : Txl_Op<"rel_attention",
           tensor<?x2x16xf32>, tensor<2x16xf32>, tensor<2x16xf32>
           -> tensor<?x?x2x16xf32>
     %d = txl.rel_attention %q, %k, %v, %r, %u, %vb, %mem_len, %same_length
-        dropatt(%seed, %offset, %training, %base)
+        dropatt(%seed, %offset, %training, %base, %col)
         {dropatt = 1.000000e-01 : f64, dropatt_stream = 3 : i64, scale = 0.25 : f32}
         : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>,
           tensor<?x2x16xf32>, tensor<2x16xf32>, tensor<2x16xf32>
@@ -473,7 +485,8 @@ def Txl_RelAttentionOp : Txl_Op<"rel_attention",
                        Optional<I64>:$dropatt_seed,
                        Optional<I64>:$dropatt_offset,
                        Optional<I1>:$dropatt_training,
-                       Optional<I64>:$dropatt_stream_base, F32Attr:$scale,
+                       Optional<I64>:$dropatt_stream_base,
+                       Optional<I64>:$dropatt_column, F32Attr:$scale,
                        OptionalAttr<F64Attr>:$dropatt,
                        OptionalAttr<I64Attr>:$dropatt_stream);
   let results = (outs FloatTensor4D:$result, Optional<FloatTensor3D>:$lse);
@@ -481,7 +494,7 @@ def Txl_RelAttentionOp : Txl_Op<"rel_attention",
     $query `,` $key `,` $value `,` $pos_key `,` $r_w_bias `,` $r_r_bias `,`
     $mem_len `,` $same_length
     (`dropatt` `(` $dropatt_seed^ `,` $dropatt_offset `,` $dropatt_training `,`
-       $dropatt_stream_base `)`)?
+       $dropatt_stream_base `,` $dropatt_column `)`)?
     attr-dict `:` type($query) `,` type($key) `,`
     type($value) `,` type($pos_key) `,` type($r_w_bias) `,` type($r_r_bias)
     `->` type($result) (`,` type($lse)^)?
@@ -491,7 +504,7 @@ def Txl_RelAttentionOp : Txl_Op<"rel_attention",
   let hasCanonicalizer = 1;
   let extraClassDeclaration = [{
     /// The operands of the dropatt group present (seed, offset, training,
-    /// stream_base): all four, or none without dropatt.
+    /// stream_base, column): all five, or none without dropatt.
     ::llvm::SmallVector<::mlir::Value> getDropattOperands();
     /// The type of the lse result for this op's query: [batch, n_head,
     /// qlen] of its element type.

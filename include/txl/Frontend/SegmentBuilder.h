@@ -7,14 +7,18 @@
 //
 //   func.func @segment(params..., %data, %target, %mems..., %mem_len,
 //                      %clamp_len, %same_length, %dropout_seed,
-//                      %dropout_offset, %training) -> (%nll, %new_mems...)
+//                      %dropout_offset, %dropout_column, %training)
+//       -> (%nll, %new_mems...)
 //   func.func private @decoder_layer(%h, [%pos | %clamp_len,] %mem,
 //                                    %mem_len, %same_length,
 //                                    [%dropout_seed, %dropout_offset,
-//                                     %training, %stream_base,]
+//                                     %dropout_column, %training,
+//                                     %stream_base,]
 //                                    layer params...) -> %h
 //
-// The scalars are i64 (training != 0 selects train mode); @decoder_layer
+// The scalars are i64 (training != 0 selects train mode; %dropout_column is
+// the global batch column of the segment's first, from which the dropout
+// masks count their columns: txl.dropout's column); @decoder_layer
 // takes the sinusoids %pos [klen, d_model] for attn_type 0, the run's
 // %clamp_len for attn_type 1 (Shaw et al.'s tables are cut by it), neither
 // for attn_type 2 and 3 (their positions are added to %h and %mem by

@@ -32,10 +32,12 @@ def FuseRelAttentionPass : Pass<"txl-fuse-rel-attention", "::mlir::func::FuncOp"
     %o = txl.rel_attention %q, %k, %val, %r, %u, %v, %mem_len, %same
     ```
     A single-use `txl.dropout` between the softmax and `txl.attn_apply` (the
-    official `dropatt`) becomes the fused op's `dropatt(...)` group, same
-    seed, offset, training, stream and rate (a missing stream base becomes
-    the constant 0). Chains whose intermediate scores have other users are
-    left alone.
+    official `dropatt`) that counts its elements by batch column (`column`,
+    `batch_dim = 2` of the [qlen, klen, batch, n_head] scores) becomes the
+    fused op's `dropatt(...)` group, same seed, offset, training, column,
+    stream and rate (a missing stream base becomes the constant 0); one
+    counted otherwise would draw other masks fused, and is left alone.
+    Chains whose intermediate scores have other users are left alone.
   }];
   let dependentDialects = ["::mlir::txl::TxlDialect"];
 }

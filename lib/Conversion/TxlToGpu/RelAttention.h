@@ -124,18 +124,20 @@ protected:
 
   /// The dropatt operands of a kernel that draws the attention's dropout:
   /// seed, offset and stream (i64; stream = dropatt_stream_base +
-  /// dropatt_stream), minKept (i32, philox::keepThreshold(rate); 0 when not
-  /// training) and scale (f32, 1 / (1 - rate); 1 when not training).
+  /// dropatt_stream), column (i64, the global batch column of batch index
+  /// 0), minKept (i32, philox::keepThreshold(rate); 0 when not training)
+  /// and scale (f32, 1 / (1 - rate); 1 when not training).
   struct Dropatt {
-    Value seed, offset, stream, minKept, scale;
+    Value seed, offset, stream, column, minKept, scale;
   };
   /// The multiplier of the probability of pair (query i, key j) in column
   /// (batchIdx, head): scale if dropatt keeps it, else 0; 1 when `d.minKept`
   /// is 0 (then no Philox is computed). The element's counter is its
-  /// row-major index in the [qlen, klen, batch, n_head] layout of the
-  /// decomposed scores, as txl-to-linalg's dropatt draws it, so that both
-  /// targets see the same masks.
-  Value dropattMultiplier(const Dropatt &d, Value klen, Value batch,
+  /// row-major index in [batch, qlen, klen, n_head] counted from the global
+  /// column `d.column` (txl.dropout with column and batch_dim 2 over the
+  /// decomposed [qlen, klen, batch, n_head] scores), as txl-to-linalg's
+  /// dropatt draws it, so that both targets see the same masks.
+  Value dropattMultiplier(const Dropatt &d, Value qlen, Value klen,
                           Value nHead, Value i, Value j, Value batchIdx,
                           Value head) {
     Value enabled = cmp(arith::CmpIPredicate::ne, d.minKept, i32(0));
@@ -149,8 +151,11 @@ protected:
           auto mul = [&](Value x, Value y) {
             return arith::MulIOp::create(ib, x, y);
           };
+          Value column = add(
+              arith::IndexCastOp::create(ib, ib.getIndexType(), d.column),
+              batchIdx);
           Value e =
-              add(mul(add(mul(add(mul(i, klen), j), batch), batchIdx), nHead),
+              add(mul(add(mul(add(mul(column, qlen), i), klen), j), nHead),
                   head);
           Value e64 = arith::IndexCastUIOp::create(ib, ib.getI64Type(), e);
           auto word32 = [&](Value v) {
@@ -219,21 +224,21 @@ inline MemRefType rowStatsType(MLIRContext *ctx) {
 }
 
 /// The trailing arguments of a kernel that draws dropatt
-/// (KernelBodyBuilder::Dropatt): seed, offset, stream (i64), minKept (i32),
-/// scale (f32).
+/// (KernelBodyBuilder::Dropatt): seed, offset, stream, column (i64),
+/// minKept (i32), scale (f32).
 inline SmallVector<Type> dropattArgumentTypes(MLIRContext *ctx) {
   Type i64 = IntegerType::get(ctx, 64);
-  return {i64, i64, i64, IntegerType::get(ctx, 32), Float32Type::get(ctx)};
+  return {i64, i64, i64, i64, IntegerType::get(ctx, 32), Float32Type::get(ctx)};
 }
 
 /// The values of those arguments for a fused attention op with dropatt
-/// `rate` and `stream` and operands seed, offset, training (i1) and
-/// stream_base: when not training, minKept 0 and scale 1 (the identity).
-inline SmallVector<Value> dropattLaunchArguments(ImplicitLocOpBuilder &b,
-                                                 Value seed, Value offset,
-                                                 Value training,
-                                                 Value streamBase, double rate,
-                                                 int64_t stream) {
+/// `rate` and `stream` and operands seed, offset, training (i1),
+/// stream_base and column: when not training, minKept 0 and scale 1 (the
+/// identity).
+inline SmallVector<Value>
+dropattLaunchArguments(ImplicitLocOpBuilder &b, Value seed, Value offset,
+                       Value training, Value streamBase, Value column,
+                       double rate, int64_t stream) {
   Value streamValue = arith::AddIOp::create(
       b, streamBase, arith::ConstantIntOp::create(b, stream, 64));
   Value minKept = arith::SelectOp::create(
@@ -245,7 +250,7 @@ inline SmallVector<Value> dropattLaunchArguments(ImplicitLocOpBuilder &b,
   };
   Value scale =
       arith::SelectOp::create(b, training, f32(1.0 / (1.0 - rate)), f32(1.0));
-  return {seed, offset, streamValue, minKept, scale};
+  return {seed, offset, streamValue, column, minKept, scale};
 }
 
 /// The kernel's function type: (q, k, v [len, batch, n_head, d_head],

@@ -149,7 +149,7 @@ std::optional<GradShape> chooseShape(GradKind kind, int64_t dHead, bool dropatt,
 /// (`_q`: d(q + u), d(q + v) [qlen, batch, n_head, d_head]; `_kv`: dk, dv
 /// [klen, batch, n_head, d_head]; `_r`: dr [klen, n_head, d_head]), mem_len
 /// (index), same_length (i32), scale (f32), and in the dropatt forms the
-/// five Dropatt arguments. `_q` writes lse and delta, `_q_saved` reads lse
+/// six Dropatt arguments. `_q` writes lse and delta, `_q_saved` reads lse
 /// and writes delta; the others read them.
 class GradKernelBuilder : public KernelBodyBuilder {
 public:
@@ -238,7 +238,7 @@ private:
   Value dropattAt(Value i, Value j) {
     if (!s.dropatt)
       return nullptr;
-    return dropattMultiplier(dropatt, klen, batch, nHead, i, j, batchIdx, head);
+    return dropattMultiplier(dropatt, qlen, klen, nHead, i, j, batchIdx, head);
   }
 
   GradShape s;
@@ -387,10 +387,10 @@ void GradKernelBuilder::build() {
     out = entry.getArgument(9);
   unsigned tail = func.getFunctionType().getNumInputs() - 3;
   if (s.dropatt) {
-    tail -= 5;
+    tail -= 6;
     dropatt = {entry.getArgument(tail + 3), entry.getArgument(tail + 4),
                entry.getArgument(tail + 5), entry.getArgument(tail + 6),
-               entry.getArgument(tail + 7)};
+               entry.getArgument(tail + 7), entry.getArgument(tail + 8)};
   }
   memLen = entry.getArgument(tail);
   sameLength = entry.getArgument(tail + 1);
@@ -941,7 +941,8 @@ struct RelAttentionGradToLaunch : public OpRewritePattern<RelAttentionGradOp> {
       dropattArgs = dropattLaunchArguments(
           b, op.getDropattSeed(), op.getDropattOffset(),
           op.getDropattTraining(), op.getDropattStreamBase(),
-          op.getDropatt()->convertToDouble(), *op.getDropattStream());
+          op.getDropattColumn(), op.getDropatt()->convertToDouble(),
+          *op.getDropattStream());
     // The three kernels take the inputs with the same types.
     SmallVector<Value> buffers;
     for (auto [a, input] : llvm::enumerate(inputs))

@@ -145,7 +145,7 @@ void KernelBuilder::build() {
   if (s.dropatt)
     dropatt = {entry.getArgument(10), entry.getArgument(11),
                entry.getArgument(12), entry.getArgument(13),
-               entry.getArgument(14)};
+               entry.getArgument(14), entry.getArgument(15)};
   // The last function argument (the block's arguments continue with the
   // workgroup attributions).
   Value lseOut =
@@ -286,8 +286,8 @@ void KernelBuilder::build() {
       if (s.dropatt)
         pDropped = arith::MulFOp::create(
             b, p,
-            dropattMultiplier(dropatt, klen, memref::DimOp::create(b, q, 1),
-                              nHead, i, j, batchIdx, head));
+            dropattMultiplier(dropatt, qlen, klen, nHead, i, j, batchIdx,
+                              head));
       SmallVector<Value> acc;
       for (int64_t c = 0; c < s.colsPerLane(); ++c)
         acc.push_back(arith::MulFOp::create(b, row[2 + c], alpha));
@@ -504,6 +504,7 @@ struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
                          dropattLaunchArguments(
                              b, op.getDropattSeed(), op.getDropattOffset(),
                              op.getDropattTraining(), op.getDropattStreamBase(),
+                             op.getDropattColumn(),
                              op.getDropatt()->convertToDouble(),
                              *op.getDropattStream()));
     Value lseBuffer;

@@ -236,19 +236,25 @@ static std::optional<DropoutSite> getDropattSite(OpTy op) {
   std::optional<APFloat> rate = op.getDropatt();
   if (!rate)
     return std::nullopt;
-  return DropoutSite{
-      op.getDropattSeed(),     op.getDropattOffset(),
-      op.getDropattTraining(), op.getDropattStreamBase(),
-      rate->convertToDouble(), static_cast<int64_t>(*op.getDropattStream())};
+  // The probabilities [n, b, i, j]: batch columns in dimension 1.
+  return DropoutSite{op.getDropattSeed(),
+                     op.getDropattOffset(),
+                     op.getDropattTraining(),
+                     op.getDropattStreamBase(),
+                     rate->convertToDouble(),
+                     static_cast<int64_t>(*op.getDropattStream()),
+                     op.getDropattColumn(),
+                     /*batchDim=*/1};
 }
 
-/// Probabilities [n, b, i, j] through dropatt, their counters numbered in
-/// the [qlen, klen, batch, n_head] order of the decomposed form's scores.
+/// Probabilities [n, b, i, j] through dropatt, their counters numbered as
+/// those of the decomposed form's [qlen, klen, batch, n_head] scores with
+/// batch_dim 2: [batch, qlen, klen, n_head] from the site's column on.
 static Value dropProbs(OpBuilder &b, Location loc, Value probs,
                        const std::optional<DropoutSite> &site) {
   if (!site)
     return probs;
-  return createDropout(b, loc, probs, *site, {2, 3, 1, 0});
+  return createDropout(b, loc, probs, *site, {1, 2, 3, 0});
 }
 
 namespace {

@@ -179,11 +179,16 @@ Value createScatterAddRows(
 
 /// The operands and attributes of one dropout site (txl.dropout, or the
 /// dropatt of the fused attention): i64 `seed` and `offset`, i1 `training`,
-/// i64 `streamBase` (null for 0), and the static rate and stream id.
+/// i64 `streamBase` (null for 0), the static rate and stream id, and, when
+/// the elements are counted by batch column, the i64 `column` of the first
+/// one and the dimension `batchDim` of `x` that holds the columns (null and
+/// -1 otherwise).
 struct DropoutSite {
   Value seed, offset, training, streamBase;
   double rate;
   int64_t stream;
+  Value column = nullptr;
+  int64_t batchDim = -1;
 };
 
 /// `x` through the inverted dropout of `site` (txl.dropout's definition,
@@ -191,10 +196,12 @@ struct DropoutSite {
 /// linalg.generic that computes each element's Philox4x32-10 word from its
 /// counter, else `x` unchanged. The counters number the elements row-major
 /// in the layout whose dimensions, outermost first, are the dimensions
-/// `logicalDims` of `x` (identity for txl.dropout; the fused attention's
-/// heads-major [n_head, batch, qlen, klen] probabilities pass {2, 3, 1, 0}
-/// so that they draw the mask of the decomposed [qlen, klen, batch, n_head]
-/// form).
+/// `logicalDims` of `x`, the batch dimension's index counted from
+/// `site.column` when the site has one. With a column, `logicalDims` must
+/// start with `site.batchDim`: txl.dropout passes it followed by the others
+/// in order; the fused attention's heads-major [n_head, batch, qlen, klen]
+/// probabilities pass {1, 2, 3, 0}, the order of the decomposed form's
+/// [qlen, klen, batch, n_head] scores with batch_dim 2.
 Value createDropout(OpBuilder &b, Location loc, Value x,
                     const DropoutSite &site, ArrayRef<int64_t> logicalDims);
 

@@ -42,14 +42,20 @@ static Value applyWord(OpBuilder &b, Location loc, std::array<Value, 4> words,
 
 /// Row-major index of the current iteration over the dimensions `dims`
 /// (outermost first) of sizes `sizes`, the iteration index of dimension d
-/// being `linalg.index indexDims[d]`.
+/// being `linalg.index indexDims[d]`, plus `column` (index) for dimension
+/// `batchDim` when `column` is not null. The batch dimension comes first in
+/// `dims` then, so its size never enters the index.
 static Value rowMajorIndex(OpBuilder &b, Location loc, ArrayRef<int64_t> dims,
-                           ArrayRef<Value> sizes, ArrayRef<int64_t> indexDims) {
+                           ArrayRef<Value> sizes, ArrayRef<int64_t> indexDims,
+                           Value column, int64_t batchDim) {
   Value e = arith::ConstantIndexOp::create(b, loc, 0);
-  for (int64_t d : dims)
-    e = arith::AddIOp::create(b, loc,
-                              arith::MulIOp::create(b, loc, e, sizes[d]),
-                              linalg::IndexOp::create(b, loc, indexDims[d]));
+  for (int64_t d : dims) {
+    Value scaled = arith::MulIOp::create(b, loc, e, sizes[d]);
+    Value i = linalg::IndexOp::create(b, loc, indexDims[d]);
+    if (column && d == batchDim)
+      i = arith::AddIOp::create(b, loc, i, column);
+    e = arith::AddIOp::create(b, loc, scaled, i);
+  }
   return e;
 }
 
@@ -68,14 +74,17 @@ Value mlir::txl::createDropout(OpBuilder &b, Location loc, Value x,
   int64_t rank = type.getRank();
   assert(static_cast<int64_t>(logicalDims.size()) == rank &&
          "one logical position per dimension");
+  assert((!site.column || logicalDims.front() == site.batchDim) &&
+         "the batch dimension counts outermost");
   Type i32 = b.getI32Type(), i64 = b.getI64Type();
   // The four elements of a block are consecutive along the innermost logical
-  // dimension when its size is a static multiple of 4: then one Philox call
+  // dimension when its size is a static multiple of 4 (and it is not the
+  // batch dimension, whose index the column shifts): then one Philox call
   // serves them all.
   int64_t inner = logicalDims.back();
   int64_t innerSize = type.getDimSize(inner);
-  bool blocked =
-      !ShapedType::isDynamic(innerSize) && innerSize > 0 && innerSize % 4 == 0;
+  bool blocked = !ShapedType::isDynamic(innerSize) && innerSize > 0 &&
+                 innerSize % 4 == 0 && !(site.column && inner == site.batchDim);
 
   auto dropped = [&](OpBuilder &tb, Location l) -> Value {
     // Loop-invariant parts of the key and counter, hoisted out of the body.
@@ -86,6 +95,10 @@ Value mlir::txl::createDropout(OpBuilder &b, Location loc, Value x,
       stream = arith::AddIOp::create(tb, l, site.streamBase, stream);
     Value c1 = arith::TruncIOp::create(tb, l, i32, stream);
     std::pair<Value, Value> offset = splitWords(tb, l, site.offset);
+    Value column = site.column ? arith::IndexCastOp::create(
+                                     tb, l, tb.getIndexType(), site.column)
+                                     .getResult()
+                               : Value();
     SmallVector<OpFoldResult> sizeOfrs = getSizes(tb, l, x);
     SmallVector<Value> sizes = getValueOrCreateConstantIndexOp(tb, l, sizeOfrs);
     Value minKept = constantI32(tb, l, keepThreshold(site.rate));
@@ -107,7 +120,8 @@ Value mlir::txl::createDropout(OpBuilder &b, Location loc, Value x,
           [&](OpBuilder &nb, Location bl, ValueRange a) -> Value {
             // e: the row-major index in the logical layout; block e / 4,
             // word e mod 4.
-            Value e = rowMajorIndex(nb, bl, logicalDims, sizes, sameDims);
+            Value e = rowMajorIndex(nb, bl, logicalDims, sizes, sameDims,
+                                    column, site.batchDim);
             Value four = arith::ConstantIndexOp::create(nb, bl, 4);
             Value word = arith::TruncIOp::create(
                 nb, bl, i32,
@@ -153,8 +167,8 @@ Value mlir::txl::createDropout(OpBuilder &b, Location loc, Value x,
             SmallVector<utils::IteratorType>(rank + 1,
                                              utils::IteratorType::parallel),
             [&](OpBuilder &nb, Location bl, ValueRange a) {
-              Value block =
-                  rowMajorIndex(nb, bl, logicalDims, blockSizes, sameDims);
+              Value block = rowMajorIndex(nb, bl, logicalDims, blockSizes,
+                                          sameDims, column, site.batchDim);
               Value word = arith::IndexCastUIOp::create(
                   nb, bl, i32, linalg::IndexOp::create(nb, bl, rank));
               linalg::YieldOp::create(
@@ -177,6 +191,7 @@ Value mlir::txl::createDropout(OpBuilder &b, Location loc, Value x,
 namespace {
 
 // txl.dropout(x) => scf.if training { keep(e) ? x / (1 - rate) : 0 } else { x }
+// (e: the element's row-major index, by global batch column with a column)
 struct DropoutLowering : public OpRewritePattern<DropoutOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(DropoutOp op,
@@ -187,10 +202,19 @@ struct DropoutLowering : public OpRewritePattern<DropoutOp> {
                      op.getStreamBase(),
                      op.getRate().convertToDouble(),
                      static_cast<int64_t>(op.getStream())};
-    SmallVector<int64_t> rowMajor =
-        llvm::to_vector(llvm::seq<int64_t>(0, op.getType().getRank()));
+    // Row-major over the tensor; with a column, the batch dimension
+    // outermost and the others in order.
+    SmallVector<int64_t> order;
+    if (std::optional<uint64_t> batchDim = op.getBatchDim()) {
+      site.column = op.getColumn();
+      site.batchDim = static_cast<int64_t>(*batchDim);
+      order.push_back(site.batchDim);
+    }
+    for (int64_t d = 0, e = op.getType().getRank(); d < e; ++d)
+      if (d != site.batchDim)
+        order.push_back(d);
     rewriter.replaceOp(op, createDropout(rewriter, op.getLoc(), op.getInput(),
-                                         site, rowMajor));
+                                         site, order));
     return success();
   }
 };

@@ -115,13 +115,18 @@ typedef struct txl_model_info {
 ///   data, target              memref<?x?xi64>   [qlen, batch]
 ///   mems[n_layer + 1]         memref<?x?xDxf32> [mlen, batch, d_model]
 ///   mem_len, clamp_len, same_length   int64_t* (run-time settings)
-///   dropout_seed, dropout_offset, training   int64_t*: training != 0 runs
-///                             the official train-mode dropout (and dropatt);
-///                             0 is eval mode, the seed and offset are then
-///                             ignored. The masks are a pure function of
-///                             (seed, offset, site, element): the same values
-///                             give the same masks, in txl_segment_grad too;
-///                             use a new offset per call (e.g. the step).
+///   dropout_seed, dropout_offset, dropout_column, training   int64_t*:
+///                             training != 0 runs the official train-mode
+///                             dropout (and dropatt); 0 is eval mode, the
+///                             other three are then ignored. The masks are a
+///                             pure function of (seed, offset, site, global
+///                             batch column, element), the call's columns
+///                             being the global columns [dropout_column,
+///                             dropout_column + batch): the same values give
+///                             the same masks, in txl_segment_grad too, and a
+///                             batch split into column ranges draws the
+///                             masks of the whole. Use a new offset per
+///                             update (e.g. the step).
 ///   nll (out)                 memref<?x?xf32>   [qlen, batch]
 ///   new_mems[n_layer + 1] (out) memref<?x?xDxf32> [min(mem_len, mlen+qlen),
 ///   batch, d_model]
@@ -280,7 +285,7 @@ typedef struct txl_run_options {
   int64_t clamp_len;    ///< clamp relative distances when > 0
   int32_t same_length;  ///< official `same_length` mask; requires mem_len > 0
   int64_t dropout_seed; ///< Philox key of the dropout masks
-  int64_t dropout_offset; ///< per-call counter part: a new value per call
+  int64_t dropout_offset; ///< counter part: a new value per update
   int32_t training;       ///< nonzero: apply dropout/dropatt (train mode)
   /// Backward runs only: the gradients are those of 2^loss_scale_log2 times
   /// the mean NLL (dynamic loss scaling; 0: the plain gradient).
@@ -298,16 +303,12 @@ typedef struct txl_run_options {
   /// intermediate layers' next-character heads, the two-ahead heads), each
   /// weighted as in the loss; they sum to `out_nll`.
   float *out_loss_parts;
-  /// Data-parallel training (train under mpirun): this call's columns are
-  /// column slices [dropout_slice_base, dropout_slice_base + S) of the
-  /// global batch's `dropout_slices` (S: this call's own slices,
-  /// txl_session_set_threads; 1 on the GPU targets), and its slice s draws
-  /// its masks with counter part dropout_offset · dropout_slices +
-  /// dropout_slice_base + s. Rank r of N, each of T slices, passes r·T and
-  /// N·T, and so draws the masks one process of N·T threads draws for those
-  /// columns. 0 and 0: the call's own slices (offset · S + s).
-  int32_t dropout_slice_base;
-  int32_t dropout_slices;
+  /// The global batch column of this call's column 0: the masks of column
+  /// c are those column dropout_column + c draws in any call with the same
+  /// seed and offset. A `batch_chunk` chunk or a data-parallel rank that
+  /// runs columns [c0, c0 + n) of the global batch passes c0, and so draws
+  /// the masks of the whole batch in one call (0 for the whole batch).
+  int64_t dropout_column;
 } txl_run_options_t;
 
 /// Creates a session over a generated model. `segment_fn` may be NULL to use
@@ -326,12 +327,11 @@ void txl_session_release(txl_session_t *session);
 /// each on its own thread with single-threaded BLAS; with one slice (batch 1
 /// or threads 1) BLAS gets all the threads. Slices split the columns evenly
 /// in order; the backward's gradient is the token-weighted sum of the
-/// slices' mean-NLL gradients, summed in slice order, and slice s of S draws
-/// its dropout masks with counter part dropout_offset · S + s (see
-/// txl_run_options_t's dropout_slices for a data-parallel rank). Results are
-/// therefore reproducible for a given thread count, and equal to the
-/// one-slice run up to float rounding (and, in train mode, the dropout
-/// draws). Errors: negative threads.
+/// slices' mean-NLL gradients, summed in slice order. A slice draws the
+/// dropout masks of its global columns (txl_run_options_t's
+/// dropout_column), the masks of the one-slice call. Results are therefore
+/// reproducible for a given thread count, and equal to the one-slice run up
+/// to float rounding, in train mode too. Errors: negative threads.
 txl_status_t txl_session_set_threads(txl_session_t *session, int32_t threads);
 /// The thread count in effect (txl_session_set_threads, resolved).
 int32_t txl_session_threads(txl_session_t *session);

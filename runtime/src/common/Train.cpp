@@ -940,20 +940,23 @@ void trainRank(const txl_model_info_t &info, const TrainOptions &options,
   runOptions.mem_len = info.mem_len;
   runOptions.clamp_len = info.clamp_len;
   runOptions.same_length = info.same_length;
-  // Train mode: dropout masks keyed by the seed, a fresh counter offset per
-  // segment call (update and chunk), so a resumed run draws the same masks.
+  // Train mode: dropout masks keyed by the seed, the update as the counter
+  // offset, so a resumed run draws the same masks, and each chunk's first
+  // global column, so that chunks, threads and ranks draw the masks of the
+  // whole batch (runtime.h: dropout_column).
   runOptions.training = 1;
   runOptions.dropout_seed = static_cast<int64_t>(settings.seed);
+  // The gradient norm's partial sums (txl_session_optimizer_step): a rank
+  // adds them as one process of N·T threads does, the global slices, so
+  // that the ranks clip exactly as that process.
+  int32_t normParts = settings.threads;
   if (comm.size() > 1) {
-    // Rank r's column slices are the global batch's slices [r·T, (r+1)·T)
-    // of N·T: the masks of one process of N·T threads (runtime.h).
     const bool onDevice = info.device_backend && *info.device_backend;
     const int32_t slices =
         onDevice ? 1
                  : int32_t(std::min<int64_t>(std::max(settings.threads, 1),
                                              data.chunkBatch()));
-    runOptions.dropout_slice_base = comm.rank() * slices;
-    runOptions.dropout_slices = comm.size() * slices;
+    normParts = comm.size() * slices;
   }
   GradientReducer reducer(comm, info);
 
@@ -1011,7 +1014,8 @@ void trainRank(const txl_model_info_t &info, const TrainOptions &options,
         lossParts.resize(size_t(3 * segment.seqLen * data.chunkBatch()));
         runOptions.out_loss_parts = lossParts.data();
       }
-      runOptions.dropout_offset = state.step * chunks + c;
+      runOptions.dropout_offset = state.step;
+      runOptions.dropout_column = columns.first + c * data.chunkBatch();
       runOptions.loss_scale_log2 = state.lossScaleLog2;
       data.enterChunk(session.get(), c);
       nll.resize(static_cast<size_t>(segment.seqLen * data.chunkBatch()));
@@ -1044,14 +1048,9 @@ void trainRank(const txl_model_info_t &info, const TrainOptions &options,
     // The optimizer's step counts the updates made (torch.optim's state
     // 'step'); train_step below counts skipped ones too.
     float gradNorm = 0;
-    // The norm's partial sums: one per part, added in part order. A rank
-    // splits the update as one process of N·T threads does (the global
-    // slices), so that the ranks clip exactly as that process.
     checkStatus(txl_session_optimizer_step(
         session.get(), state.lr, state.step + 1 - state.skippedSteps,
-        state.lossScaleLog2,
-        comm.size() > 1 ? runOptions.dropout_slices : settings.threads,
-        &gradNorm));
+        state.lossScaleLog2, normParts, &gradNorm));
     auto lastCheckpoint = [&] {
       return savedStep ? fmt::format("{} holds the last checkpoint (step {})",
                                      paths.last, *savedStep)

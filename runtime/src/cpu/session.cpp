@@ -640,7 +640,9 @@ struct SliceCall {
   const int64_t *data, *target;
   int64_t batch;
   std::vector<const float *> mems; ///< [mlen, batch, d_model] per layer
-  int64_t dropoutOffset;
+  /// The global batch column of column 0 (txl_run_options_t's
+  /// dropout_column plus the slice's first column).
+  int64_t dropoutColumn;
   float *nll;                   ///< [qlen, batch] ([qlen, batch, n_token]
                                 ///< of log-probabilities when target is null)
   std::vector<float *> newMems; ///< [newMlen, batch, d_model]
@@ -657,24 +659,6 @@ struct SliceCall {
   std::vector<float *> kWindows{}, vWindows{};
   std::vector<const float *> rHeadK{};
 };
-
-/// The counter part of slice `s`'s dropout masks when the call runs as
-/// `slices` column slices (runtime.h: txl_run_options_t's dropout_slices).
-/// Errors: a data-parallel slice range that does not fit.
-static int64_t dropoutCounter(const txl_run_options_t &options, int slices,
-                              int s) {
-  if (options.dropout_slices == 0)
-    return options.dropout_offset * slices + s;
-  if (options.dropout_slice_base < 0 ||
-      int64_t(options.dropout_slice_base) + slices > options.dropout_slices)
-    fail(TXL_INVALID_ARGUMENT,
-         "dropout slices [{}, {}) are not within the {} slices of the global "
-         "batch",
-         options.dropout_slice_base, options.dropout_slice_base + slices,
-         options.dropout_slices);
-  return options.dropout_offset * options.dropout_slices +
-         options.dropout_slice_base + s;
-}
 
 static void callEntry(const txl_session &session, txl_segment_fn entry,
                       const txl_run_options_t &options, int64_t qlen,
@@ -709,7 +693,8 @@ static void callEntry(const txl_session &session, txl_segment_fn entry,
     for (int64_t scalar :
          {options.mem_len, options.clamp_len,
           int64_t(options.same_length ? 1 : 0), options.dropout_seed,
-          call.dropoutOffset, int64_t(options.training ? 1 : 0)})
+          options.dropout_offset, call.dropoutColumn,
+          int64_t(options.training ? 1 : 0)})
       args.i64(scalar);
   }
   if (alrfou) {
@@ -806,7 +791,8 @@ static void runSegmentOnDevice(txl_session &session, txl_segment_fn entry,
   for (int64_t scalar :
        {options.mem_len, options.clamp_len,
         int64_t(options.same_length ? 1 : 0), options.dropout_seed,
-        dropoutCounter(options, 1, 0), int64_t(options.training ? 1 : 0)})
+        options.dropout_offset, options.dropout_column,
+        int64_t(options.training ? 1 : 0)})
     args.i64(scalar);
   if (alrfou) {
     args.memref(inputs[2], {2 * info.n_layer});
@@ -1039,8 +1025,14 @@ static void runSegment(txl_session_t *session, const int64_t *data,
          "segment of {} positions over {} of memory at batch {}: its "
          "products would have more than the {} rows BLAS takes",
          qlen, mostMemory, batch, kBlasMax);
-  if (options->training)
-    checkDropoutElements(info, qlen, qlen + mostMemory, batch);
+  if (options->training) {
+    if (options->dropout_column < 0)
+      fail(TXL_INVALID_ARGUMENT, "dropout_column must not be negative, got {}",
+           options->dropout_column);
+    // The masks count elements by global column, up to the call's last.
+    checkDropoutElements(info, qlen, qlen + mostMemory,
+                         options->dropout_column + batch);
+  }
   if (batch != session->batch)
     fail(TXL_INVALID_ARGUMENT,
          "batch size {} differs from the memory's batch size {} (reset the "
@@ -1136,7 +1128,7 @@ static void runSegment(txl_session_t *session, const int64_t *data,
       static_cast<int>(std::min<int64_t>(std::max(session->threads, 1), batch));
   if (slices == 1) {
     setBlasThreads(session->threads);
-    SliceCall call{data,    target, batch, {}, dropoutCounter(*options, 1, 0),
+    SliceCall call{data,    target, batch, {}, options->dropout_column,
                    out_nll, {},     {}};
     for (auto &m : session->mems)
       call.mems.push_back(m.empty() ? &emptyMemory : m.data());
@@ -1164,9 +1156,6 @@ static void runSegment(txl_session_t *session, const int64_t *data,
             perParam[i].resize(session->params[i].size());
       }
     }
-    std::vector<int64_t> counters(slices);
-    for (int s = 0; s < slices; ++s)
-      counters[s] = dropoutCounter(*options, slices, s);
     session->pool.run(slices, [&](int s) {
       const int64_t b0 = first[s], nb = first[s + 1] - first[s];
       std::vector<int64_t> sliceData(qlen * nb), sliceTarget(targetRows * nb);
@@ -1179,14 +1168,13 @@ static void runSegment(txl_session_t *session, const int64_t *data,
       std::vector<float> sliceParts(alrfou ? 3 * qlen * nb : 0);
       std::vector<std::vector<float>> mems(layers), outMems(layers);
       std::vector<float> nll(qlen * nb * width);
-      // The counter part of the dropout key is unique per (call, slice):
-      // offset · S + s (with S = 1 that is the caller's offset, as above),
-      // or the global slice's (dropoutCounter).
+      // The slice's masks count its columns from its first global column:
+      // those of the one-slice call.
       SliceCall call{sliceData.data(),
                      target ? sliceTarget.data() : nullptr,
                      nb,
                      {},
-                     counters[s],
+                     options->dropout_column + b0,
                      nll.data(),
                      {},
                      {}};

@@ -184,8 +184,8 @@ func.func @adaptive_nll_grad_tokens(%dy: tensor<4x3xf32>, %h: tensor<5x3x4xf32>,
 // -----
 
 func.func @rel_attention_grad_dropatt(%q: tensor<?x?x2x4xf32>, %r: tensor<?x2x4xf32>, %u: tensor<2x4xf32>, %m: index, %s: i1, %seed: i64) {
-  // expected-error @+1 {{'txl.rel_attention_grad' op dropatt needs its four operands (seed, offset, training, stream_base) and the dropatt and dropatt_stream attributes together}}
-  %g:6 = txl.rel_attention_grad %q, %q, %q, %q, %r, %u, %u, %m, %s dropatt(%seed, %seed, %s, %seed)
+  // expected-error @+1 {{'txl.rel_attention_grad' op dropatt needs its five operands (seed, offset, training, stream_base, column) and the dropatt and dropatt_stream attributes together}}
+  %g:6 = txl.rel_attention_grad %q, %q, %q, %q, %r, %u, %u, %m, %s dropatt(%seed, %seed, %s, %seed, %seed)
       {dropatt = 0.2 : f64, scale = 0.5 : f32}
       : tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>
   return
@@ -195,7 +195,7 @@ func.func @rel_attention_grad_dropatt(%q: tensor<?x?x2x4xf32>, %r: tensor<?x2x4x
 
 func.func @rel_attention_grad_dropatt_rate(%q: tensor<?x?x2x4xf32>, %r: tensor<?x2x4xf32>, %u: tensor<2x4xf32>, %m: index, %s: i1, %seed: i64) {
   // expected-error @+1 {{'txl.rel_attention_grad' op dropatt must be in [0, 1), got 1.000000e+00}}
-  %g:6 = txl.rel_attention_grad %q, %q, %q, %q, %r, %u, %u, %m, %s dropatt(%seed, %seed, %s, %seed)
+  %g:6 = txl.rel_attention_grad %q, %q, %q, %q, %r, %u, %u, %m, %s dropatt(%seed, %seed, %s, %seed, %seed)
       {dropatt = 1.0 : f64, dropatt_stream = 3 : i64, scale = 0.5 : f32}
       : tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>
   return
@@ -208,7 +208,7 @@ func.func @rel_attention_grad_saved_half(%q: tensor<?x?x2x4xf32>, %r: tensor<?x2
   // The generic form can give lse without the output.
   // expected-error @+1 {{'txl.rel_attention_grad' op lse and output are saved together or not at all}}
   %g:6 = "txl.rel_attention_grad"(%q, %q, %q, %q, %r, %u, %u, %m, %s, %lse)
-      <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0>, scale = 0.5 : f32}>
+      <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1, 0>, scale = 0.5 : f32}>
       : (tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x2x4xf32>,
          tensor<2x4xf32>, tensor<2x4xf32>, index, i1, tensor<?x2x?xf32>)
       -> (tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>)

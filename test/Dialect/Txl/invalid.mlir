@@ -317,8 +317,35 @@ func.func @dropout_stream_negative(%x: tensor<?x8xf32>, %seed: i64, %off: i64, %
 // The result is the input's type.
 func.func @dropout_type(%x: tensor<?x8xf32>, %seed: i64, %off: i64, %tr: i1) -> tensor<?x8xf64> {
   // expected-error @+1 {{'txl.dropout' op failed to verify that all of {input, result} have same type}}
-  %y = "txl.dropout"(%x, %seed, %off, %tr) <{rate = 0.1 : f64, stream = 0 : i64}> : (tensor<?x8xf32>, i64, i64, i1) -> tensor<?x8xf64>
+  %y = "txl.dropout"(%x, %seed, %off, %tr) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0>, rate = 0.1 : f64, stream = 0 : i64}> : (tensor<?x8xf32>, i64, i64, i1) -> tensor<?x8xf64>
   return %y : tensor<?x8xf64>
+}
+
+// -----
+
+// A column without the dimension it numbers.
+func.func @dropout_column_no_batch_dim(%x: tensor<?x8xf32>, %seed: i64, %off: i64, %tr: i1) -> tensor<?x8xf32> {
+  // expected-error @+1 {{'txl.dropout' op column and batch_dim go together}}
+  %y = txl.dropout %x, %seed, %off, %tr column %off {rate = 0.1 : f64, stream = 0 : i64} : tensor<?x8xf32>
+  return %y : tensor<?x8xf32>
+}
+
+// -----
+
+// A batch dimension without the column it starts from.
+func.func @dropout_batch_dim_no_column(%x: tensor<?x8xf32>, %seed: i64, %off: i64, %tr: i1) -> tensor<?x8xf32> {
+  // expected-error @+1 {{'txl.dropout' op column and batch_dim go together}}
+  %y = txl.dropout %x, %seed, %off, %tr {batch_dim = 0 : i64, rate = 0.1 : f64, stream = 0 : i64} : tensor<?x8xf32>
+  return %y : tensor<?x8xf32>
+}
+
+// -----
+
+// The batch dimension must be one of the input's.
+func.func @dropout_batch_dim_rank(%x: tensor<?x8xf32>, %seed: i64, %off: i64, %tr: i1) -> tensor<?x8xf32> {
+  // expected-error @+1 {{'txl.dropout' op batch_dim 2 is not a dimension of the rank-2 input}}
+  %y = txl.dropout %x, %seed, %off, %tr column %off {batch_dim = 2 : i64, rate = 0.1 : f64, stream = 0 : i64} : tensor<?x8xf32>
+  return %y : tensor<?x8xf32>
 }
 
 //===----------------------------------------------------------------------===//
@@ -817,7 +844,7 @@ func.func @adaptive_nll_shapes(%h: tensor<3x?x8xf32>, %t: tensor<4x?xi64>, %w: t
 func.func @rel_attention_dropatt_rate(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x2x16xf32>, %r: tensor<?x2x16xf32>,
                                       %u: tensor<2x16xf32>, %ml: index, %sl: i1, %seed: i64) -> tensor<?x?x2x16xf32> {
   // expected-error @+1 {{'txl.rel_attention' op dropatt must be in [0, 1), got 1.500000e+00}}
-  %o = txl.rel_attention %q, %k, %k, %r, %u, %u, %ml, %sl dropatt(%seed, %seed, %sl, %seed)
+  %o = txl.rel_attention %q, %k, %k, %r, %u, %u, %ml, %sl dropatt(%seed, %seed, %sl, %seed, %seed)
       {dropatt = 1.5 : f64, dropatt_stream = 3 : i64, scale = 0.25 : f32}
       : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x2x16xf32>,
         tensor<2x16xf32>, tensor<2x16xf32> -> tensor<?x?x2x16xf32>
@@ -829,8 +856,8 @@ func.func @rel_attention_dropatt_rate(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x2
 // The dropatt operands need the rate and the stream.
 func.func @rel_attention_dropatt_no_rate(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x2x16xf32>, %r: tensor<?x2x16xf32>,
                                          %u: tensor<2x16xf32>, %ml: index, %sl: i1, %seed: i64) -> tensor<?x?x2x16xf32> {
-  // expected-error @+1 {{'txl.rel_attention' op dropatt needs its four operands (seed, offset, training, stream_base) and the dropatt and dropatt_stream attributes together}}
-  %o = txl.rel_attention %q, %k, %k, %r, %u, %u, %ml, %sl dropatt(%seed, %seed, %sl, %seed)
+  // expected-error @+1 {{'txl.rel_attention' op dropatt needs its five operands (seed, offset, training, stream_base, column) and the dropatt and dropatt_stream attributes together}}
+  %o = txl.rel_attention %q, %k, %k, %r, %u, %u, %ml, %sl dropatt(%seed, %seed, %sl, %seed, %seed)
       {scale = 0.25 : f32}
       : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x2x16xf32>,
         tensor<2x16xf32>, tensor<2x16xf32> -> tensor<?x?x2x16xf32>
@@ -842,7 +869,7 @@ func.func @rel_attention_dropatt_no_rate(%q: tensor<?x?x2x16xf32>, %k: tensor<?x
 // A rate without the operands is as incomplete.
 func.func @rel_attention_dropatt_no_operands(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x2x16xf32>, %r: tensor<?x2x16xf32>,
                                              %u: tensor<2x16xf32>, %ml: index, %sl: i1) -> tensor<?x?x2x16xf32> {
-  // expected-error @+1 {{'txl.rel_attention' op dropatt needs its four operands (seed, offset, training, stream_base) and the dropatt and dropatt_stream attributes together}}
+  // expected-error @+1 {{'txl.rel_attention' op dropatt needs its five operands (seed, offset, training, stream_base, column) and the dropatt and dropatt_stream attributes together}}
   %o = txl.rel_attention %q, %k, %k, %r, %u, %u, %ml, %sl
       {dropatt = 0.1 : f64, dropatt_stream = 3 : i64, scale = 0.25 : f32}
       : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x2x16xf32>,
@@ -856,7 +883,7 @@ func.func @rel_attention_dropatt_no_operands(%q: tensor<?x?x2x16xf32>, %k: tenso
 func.func @rel_attention_dropatt_stream(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x2x16xf32>, %r: tensor<?x2x16xf32>,
                                         %u: tensor<2x16xf32>, %ml: index, %sl: i1, %seed: i64) -> tensor<?x?x2x16xf32> {
   // expected-error @+1 {{'txl.rel_attention' op dropatt_stream must be in [0, 2^32) (one Philox counter word), got -3}}
-  %o = txl.rel_attention %q, %k, %k, %r, %u, %u, %ml, %sl dropatt(%seed, %seed, %sl, %seed)
+  %o = txl.rel_attention %q, %k, %k, %r, %u, %u, %ml, %sl dropatt(%seed, %seed, %sl, %seed, %seed)
       {dropatt = 0.1 : f64, dropatt_stream = -3 : i64, scale = 0.25 : f32}
       : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x2x16xf32>,
         tensor<2x16xf32>, tensor<2x16xf32> -> tensor<?x?x2x16xf32>

@@ -52,9 +52,9 @@ func.func @attention(%q: tensor<?x?x2x4xf32>, %r: tensor<?x2x4xf32>, %u: tensor<
 // With dropatt, the group follows same_length as in the forward op.
 // CHECK-LABEL: func.func @attention_dropatt
 func.func @attention_dropatt(%q: tensor<?x?x2x4xf32>, %r: tensor<?x2x4xf32>, %u: tensor<2x4xf32>, %m: index, %s: i1,
-                             %seed: i64, %off: i64, %base: i64) -> tensor<?x2x4xf32> {
-  // CHECK: txl.rel_attention_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} dropatt(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}) {dropatt = 2.000000e-01 : f64, dropatt_stream = 3 : i64, scale = 5.000000e-01 : f32}
-  %g:6 = txl.rel_attention_grad %q, %q, %q, %q, %r, %u, %u, %m, %s dropatt(%seed, %off, %s, %base)
+                             %seed: i64, %off: i64, %base: i64, %col: i64) -> tensor<?x2x4xf32> {
+  // CHECK: txl.rel_attention_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} dropatt(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}) {dropatt = 2.000000e-01 : f64, dropatt_stream = 3 : i64, scale = 5.000000e-01 : f32}
+  %g:6 = txl.rel_attention_grad %q, %q, %q, %q, %r, %u, %u, %m, %s dropatt(%seed, %off, %s, %base, %col)
       {dropatt = 0.2 : f64, dropatt_stream = 3 : i64, scale = 0.5 : f32}
       : tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>
   return %g#3 : tensor<?x2x4xf32>

@@ -60,17 +60,23 @@ func.func @elementwise(%x: tensor<?x?x32xf32>, %y: tensor<?x?x32xf32>, %s: tenso
 }
 
 // txl.dropout on hidden states and on 4-D probabilities, with and without a
-// stream base (the decoder layer's); rate and stream are kept exactly.
+// stream base (the decoder layer's) and a batch column; rate, stream and
+// batch_dim are kept exactly.
 // CHECK-LABEL: func.func @dropout
-// CHECK-SAME: (%[[X:[^:]+]]: tensor<?x?x32xf32>, %[[P:[^:]+]]: tensor<?x?x?x2xf64>, %[[SEED:[^:]+]]: i64, %[[OFF:[^:]+]]: i64, %[[TR:[^:]+]]: i1, %[[BASE:[^:]+]]: i64)
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<?x?x32xf32>, %[[P:[^:]+]]: tensor<?x?x?x2xf64>, %[[SEED:[^:]+]]: i64, %[[OFF:[^:]+]]: i64, %[[TR:[^:]+]]: i1, %[[BASE:[^:]+]]: i64, %[[COL:[^:]+]]: i64)
 // CHECK: %[[Y:.+]] = txl.dropout %[[X]], %[[SEED]], %[[OFF]], %[[TR]] {rate = 1.000000e-01 : f64, stream = 0 : i64} : tensor<?x?x32xf32>
 // CHECK: %[[Q:.+]] = txl.dropout %[[P]], %[[SEED]], %[[OFF]], %[[TR]] stream_base %[[BASE]] {rate = 2.500000e-01 : f64, stream = 3 : i64} : tensor<?x?x?x2xf64>
-// CHECK: return %[[Y]], %[[Q]]
-func.func @dropout(%x: tensor<?x?x32xf32>, %p: tensor<?x?x?x2xf64>, %seed: i64, %offset: i64, %training: i1, %base: i64)
-    -> (tensor<?x?x32xf32>, tensor<?x?x?x2xf64>) {
+// CHECK: %[[Z:.+]] = txl.dropout %[[X]], %[[SEED]], %[[OFF]], %[[TR]] column %[[COL]] {batch_dim = 1 : i64, rate = 1.000000e-01 : f64, stream = 0 : i64} : tensor<?x?x32xf32>
+// CHECK: %[[W:.+]] = txl.dropout %[[P]], %[[SEED]], %[[OFF]], %[[TR]] stream_base %[[BASE]] column %[[COL]] {batch_dim = 2 : i64, rate = 2.500000e-01 : f64, stream = 3 : i64} : tensor<?x?x?x2xf64>
+// CHECK: return %[[Y]], %[[Q]], %[[Z]], %[[W]]
+func.func @dropout(%x: tensor<?x?x32xf32>, %p: tensor<?x?x?x2xf64>, %seed: i64, %offset: i64, %training: i1, %base: i64,
+                   %col: i64)
+    -> (tensor<?x?x32xf32>, tensor<?x?x?x2xf64>, tensor<?x?x32xf32>, tensor<?x?x?x2xf64>) {
   %y = txl.dropout %x, %seed, %offset, %training {rate = 0.1 : f64, stream = 0 : i64} : tensor<?x?x32xf32>
   %q = txl.dropout %p, %seed, %offset, %training stream_base %base {rate = 0.25 : f64, stream = 3 : i64} : tensor<?x?x?x2xf64>
-  return %y, %q : tensor<?x?x32xf32>, tensor<?x?x?x2xf64>
+  %z = txl.dropout %x, %seed, %offset, %training column %col {batch_dim = 1 : i64, rate = 0.1 : f64, stream = 0 : i64} : tensor<?x?x32xf32>
+  %w = txl.dropout %p, %seed, %offset, %training stream_base %base column %col {batch_dim = 2 : i64, rate = 0.25 : f64, stream = 3 : i64} : tensor<?x?x?x2xf64>
+  return %y, %q, %z, %w : tensor<?x?x32xf32>, tensor<?x?x?x2xf64>, tensor<?x?x32xf32>, tensor<?x?x?x2xf64>
 }
 
 // A static tensor of exactly 2^34 elements is the largest whose dropout masks
@@ -156,16 +162,16 @@ func.func @rel_attention(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x2x16xf32>, %v:
   return %o : tensor<?x?x2x16xf32>
 }
 
-// The fused rel_attention with dropatt: the group of four scalars and the
+// The fused rel_attention with dropatt: the group of five scalars and the
 // rate and stream attributes.
 // CHECK-LABEL: func.func @rel_attention_dropatt
-// CHECK-SAME: %[[SEED:[^:]+]]: i64, %[[OFF:[^:]+]]: i64, %[[TR:[^:]+]]: i1, %[[BASE:[^:]+]]: i64)
-// CHECK: txl.rel_attention %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} dropatt(%[[SEED]], %[[OFF]], %[[TR]], %[[BASE]]) {dropatt = 1.000000e-01 : f64, dropatt_stream = 7 : i64, scale = 2.500000e-01 : f32}
+// CHECK-SAME: %[[SEED:[^:]+]]: i64, %[[OFF:[^:]+]]: i64, %[[TR:[^:]+]]: i1, %[[BASE:[^:]+]]: i64, %[[COL:[^:]+]]: i64)
+// CHECK: txl.rel_attention %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} dropatt(%[[SEED]], %[[OFF]], %[[TR]], %[[BASE]], %[[COL]]) {dropatt = 1.000000e-01 : f64, dropatt_stream = 7 : i64, scale = 2.500000e-01 : f32}
 func.func @rel_attention_dropatt(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x2x16xf32>, %v: tensor<?x?x2x16xf32>,
                                  %r: tensor<?x2x16xf32>, %u: tensor<2x16xf32>, %vb: tensor<2x16xf32>,
                                  %mem_len: index, %same_length: i1,
-                                 %seed: i64, %offset: i64, %training: i1, %base: i64) -> tensor<?x?x2x16xf32> {
-  %o = txl.rel_attention %q, %k, %v, %r, %u, %vb, %mem_len, %same_length dropatt(%seed, %offset, %training, %base)
+                                 %seed: i64, %offset: i64, %training: i1, %base: i64, %col: i64) -> tensor<?x?x2x16xf32> {
+  %o = txl.rel_attention %q, %k, %v, %r, %u, %vb, %mem_len, %same_length dropatt(%seed, %offset, %training, %base, %col)
       {dropatt = 0.1 : f64, dropatt_stream = 7 : i64, scale = 0.25 : f32}
       : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x2x16xf32>,
         tensor<2x16xf32>, tensor<2x16xf32> -> tensor<?x?x2x16xf32>

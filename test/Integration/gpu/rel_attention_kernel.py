@@ -59,23 +59,24 @@ def dec_attn_mask(qlen, klen, mem_len, same_length):
 
 def dropatt_multiplier(shape, dropatt):
     """The dropatt multiplier M [qlen, klen, batch, n_head] (1 / (1 - rate)
-    where kept, else 0) of the txl.dropout Philox layout (dropout.py), or 1
-    without `dropatt` (rate, seed, offset, stream)."""
+    where kept, else 0) of the txl.dropout Philox layout (dropout.py) by
+    batch column (batch_dim 2) from global column `column`, or 1 without
+    `dropatt` (rate, seed, offset, stream, column)."""
     if dropatt is None:
         return 1.0
-    rate, seed, offset, stream = dropatt
-    keep = keep_mask(shape, seed, offset, stream, rate)
+    rate, seed, offset, stream, column = dropatt
+    keep = keep_mask(shape, seed, offset, stream, rate, batch_dim=2, column=column)
     return np.where(keep, np.float64(np.float32(1.0 / (1.0 - rate))), 0.0)
 
 
 def dropatt_args(dropatt, training):
     """The trailing arguments of a dropatt kernel: seed, offset, stream,
-    minKept (0 when evaluating), scale (1 when evaluating)."""
-    rate, seed, offset, stream = dropatt
+    column, minKept (0 when evaluating), scale (1 when evaluating)."""
+    rate, seed, offset, stream, column = dropatt
     min_kept = math.ceil(math.ldexp(rate, 24)) if training else 0
     scale = np.float32(1.0 / (1.0 - rate)) if training else np.float32(1.0)
     return [ctypes.c_int64(seed), ctypes.c_int64(offset), ctypes.c_int64(stream),
-            ctypes.c_int32(min_kept), ctypes.c_float(scale)]
+            ctypes.c_int64(column), ctypes.c_int32(min_kept), ctypes.c_float(scale)]
 
 
 def reference(q, k, v, r, u, vb, mem_len, same_length, scale, dropatt=None):
@@ -222,9 +223,9 @@ CASES = [
 ]
 
 
-# (rate, seed, offset, stream) of the dropatt cases: a seed and offset
-# using both 32-bit words of each.
-DROPATT = (0.15, 0x1234_5678_9ABC_DEF0, (7 << 32) + 11, 40)
+# (rate, seed, offset, stream, column) of the dropatt cases: a seed and
+# offset using both 32-bit words of each, the batch from global column 3.
+DROPATT = (0.15, 0x1234_5678_9ABC_DEF0, (7 << 32) + 11, 40, 3)
 
 
 def main():

@@ -125,8 +125,10 @@ bool isAlRfouObjective(const txl_model_info_t &info);
 /// [qlen, batch, max(d_model, d_inner, d_embed)] when info.dropout > 0) and
 /// that dropatt masks (the probabilities [qlen, klen, batch, n_head] when
 /// info.dropatt > 0) must have at most kMaxDropoutElements elements, or the
-/// masks would repeat. Errors (TXL_INVALID_ARGUMENT) name the tensor, its
-/// elements and the limit. Sizes are non-negative (products are exact).
+/// masks would repeat. `batch` counts the columns the masks number: a call
+/// on global columns [c0, c0 + n) passes c0 + n. Errors
+/// (TXL_INVALID_ARGUMENT) name the tensor, its elements and the limit.
+/// Sizes are non-negative (products are exact).
 void checkDropoutElements(const txl_model_info_t &info, int64_t qlen,
                           int64_t klen, int64_t batch);
 

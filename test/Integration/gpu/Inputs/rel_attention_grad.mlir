@@ -42,9 +42,9 @@ func.func @grad_d80(%do: tensor<?x?x?x80xf32>, %q: tensor<?x?x?x80xf32>, %k: ten
 
 func.func @grad_dropatt_d32(%do: tensor<?x?x?x32xf32>, %q: tensor<?x?x?x32xf32>, %k: tensor<?x?x?x32xf32>, %v: tensor<?x?x?x32xf32>,
     %r: tensor<?x?x32xf32>, %u: tensor<?x32xf32>, %vb: tensor<?x32xf32>, %m: index, %s: i1, %seed: i64, %off: i64,
-    %training: i1, %base: i64)
+    %training: i1, %base: i64, %col: i64)
     -> (tensor<?x?x?x32xf32>, tensor<?x?x?x32xf32>, tensor<?x?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x32xf32>, tensor<?x32xf32>) {
-  %g:6 = txl.rel_attention_grad %do, %q, %k, %v, %r, %u, %vb, %m, %s dropatt(%seed, %off, %training, %base)
+  %g:6 = txl.rel_attention_grad %do, %q, %k, %v, %r, %u, %vb, %m, %s dropatt(%seed, %off, %training, %base, %col)
       {dropatt = 0.15 : f64, dropatt_stream = 40 : i64, scale = 0.125 : f32}
       : tensor<?x?x?x32xf32>, tensor<?x?x?x32xf32>, tensor<?x?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x32xf32>, tensor<?x32xf32>
   return %g#0, %g#1, %g#2, %g#3, %g#4, %g#5 : tensor<?x?x?x32xf32>, tensor<?x?x?x32xf32>, tensor<?x?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x32xf32>, tensor<?x32xf32>
@@ -52,9 +52,9 @@ func.func @grad_dropatt_d32(%do: tensor<?x?x?x32xf32>, %q: tensor<?x?x?x32xf32>,
 
 func.func @grad_dropatt_d80(%do: tensor<?x?x?x80xf32>, %q: tensor<?x?x?x80xf32>, %k: tensor<?x?x?x80xf32>, %v: tensor<?x?x?x80xf32>,
     %r: tensor<?x?x80xf32>, %u: tensor<?x80xf32>, %vb: tensor<?x80xf32>, %m: index, %s: i1, %seed: i64, %off: i64,
-    %training: i1, %base: i64)
+    %training: i1, %base: i64, %col: i64)
     -> (tensor<?x?x?x80xf32>, tensor<?x?x?x80xf32>, tensor<?x?x?x80xf32>, tensor<?x?x80xf32>, tensor<?x80xf32>, tensor<?x80xf32>) {
-  %g:6 = txl.rel_attention_grad %do, %q, %k, %v, %r, %u, %vb, %m, %s dropatt(%seed, %off, %training, %base)
+  %g:6 = txl.rel_attention_grad %do, %q, %k, %v, %r, %u, %vb, %m, %s dropatt(%seed, %off, %training, %base, %col)
       {dropatt = 0.15 : f64, dropatt_stream = 40 : i64, scale = 0.125 : f32}
       : tensor<?x?x?x80xf32>, tensor<?x?x?x80xf32>, tensor<?x?x?x80xf32>, tensor<?x?x80xf32>, tensor<?x80xf32>, tensor<?x80xf32>
   return %g#0, %g#1, %g#2, %g#3, %g#4, %g#5 : tensor<?x?x?x80xf32>, tensor<?x?x?x80xf32>, tensor<?x?x?x80xf32>, tensor<?x?x80xf32>, tensor<?x80xf32>, tensor<?x80xf32>
@@ -74,12 +74,12 @@ func.func @saved_d32(%do: tensor<?x?x?x32xf32>, %q: tensor<?x?x?x32xf32>, %k: te
 
 func.func @saved_dropatt_d32(%do: tensor<?x?x?x32xf32>, %q: tensor<?x?x?x32xf32>, %k: tensor<?x?x?x32xf32>, %v: tensor<?x?x?x32xf32>,
     %r: tensor<?x?x32xf32>, %u: tensor<?x32xf32>, %vb: tensor<?x32xf32>, %m: index, %s: i1, %seed: i64, %off: i64,
-    %training: i1, %base: i64)
+    %training: i1, %base: i64, %col: i64)
     -> (tensor<?x?x?x32xf32>, tensor<?x?x?x32xf32>, tensor<?x?x?x32xf32>, tensor<?x?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x32xf32>, tensor<?x32xf32>) {
-  %o, %lse = txl.rel_attention %q, %k, %v, %r, %u, %vb, %m, %s dropatt(%seed, %off, %training, %base)
+  %o, %lse = txl.rel_attention %q, %k, %v, %r, %u, %vb, %m, %s dropatt(%seed, %off, %training, %base, %col)
       {dropatt = 0.15 : f64, dropatt_stream = 40 : i64, scale = 0.125 : f32}
       : tensor<?x?x?x32xf32>, tensor<?x?x?x32xf32>, tensor<?x?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x32xf32>, tensor<?x32xf32> -> tensor<?x?x?x32xf32>, tensor<?x?x?xf32>
-  %g:6 = txl.rel_attention_grad %do, %q, %k, %v, %r, %u, %vb, %m, %s dropatt(%seed, %off, %training, %base)
+  %g:6 = txl.rel_attention_grad %do, %q, %k, %v, %r, %u, %vb, %m, %s dropatt(%seed, %off, %training, %base, %col)
       saved(%lse, %o : tensor<?x?x?xf32>, tensor<?x?x?x32xf32>) {dropatt = 0.15 : f64, dropatt_stream = 40 : i64, scale = 0.125 : f32}
       : tensor<?x?x?x32xf32>, tensor<?x?x?x32xf32>, tensor<?x?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x32xf32>, tensor<?x32xf32>
   return %o, %g#0, %g#1, %g#2, %g#3, %g#4, %g#5 : tensor<?x?x?x32xf32>, tensor<?x?x?x32xf32>, tensor<?x?x?x32xf32>, tensor<?x?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x32xf32>, tensor<?x32xf32>
@@ -99,12 +99,12 @@ func.func @saved_d80(%do: tensor<?x?x?x80xf32>, %q: tensor<?x?x?x80xf32>, %k: te
 
 func.func @saved_dropatt_d80(%do: tensor<?x?x?x80xf32>, %q: tensor<?x?x?x80xf32>, %k: tensor<?x?x?x80xf32>, %v: tensor<?x?x?x80xf32>,
     %r: tensor<?x?x80xf32>, %u: tensor<?x80xf32>, %vb: tensor<?x80xf32>, %m: index, %s: i1, %seed: i64, %off: i64,
-    %training: i1, %base: i64)
+    %training: i1, %base: i64, %col: i64)
     -> (tensor<?x?x?x80xf32>, tensor<?x?x?x80xf32>, tensor<?x?x?x80xf32>, tensor<?x?x?x80xf32>, tensor<?x?x80xf32>, tensor<?x80xf32>, tensor<?x80xf32>) {
-  %o, %lse = txl.rel_attention %q, %k, %v, %r, %u, %vb, %m, %s dropatt(%seed, %off, %training, %base)
+  %o, %lse = txl.rel_attention %q, %k, %v, %r, %u, %vb, %m, %s dropatt(%seed, %off, %training, %base, %col)
       {dropatt = 0.15 : f64, dropatt_stream = 40 : i64, scale = 0.125 : f32}
       : tensor<?x?x?x80xf32>, tensor<?x?x?x80xf32>, tensor<?x?x?x80xf32>, tensor<?x?x80xf32>, tensor<?x80xf32>, tensor<?x80xf32> -> tensor<?x?x?x80xf32>, tensor<?x?x?xf32>
-  %g:6 = txl.rel_attention_grad %do, %q, %k, %v, %r, %u, %vb, %m, %s dropatt(%seed, %off, %training, %base)
+  %g:6 = txl.rel_attention_grad %do, %q, %k, %v, %r, %u, %vb, %m, %s dropatt(%seed, %off, %training, %base, %col)
       saved(%lse, %o : tensor<?x?x?xf32>, tensor<?x?x?x80xf32>) {dropatt = 0.15 : f64, dropatt_stream = 40 : i64, scale = 0.125 : f32}
       : tensor<?x?x?x80xf32>, tensor<?x?x?x80xf32>, tensor<?x?x?x80xf32>, tensor<?x?x80xf32>, tensor<?x80xf32>, tensor<?x80xf32>
   return %o, %g#0, %g#1, %g#2, %g#3, %g#4, %g#5 : tensor<?x?x?x80xf32>, tensor<?x?x?x80xf32>, tensor<?x?x?x80xf32>, tensor<?x?x?x80xf32>, tensor<?x?x80xf32>, tensor<?x80xf32>, tensor<?x80xf32>
@@ -120,12 +120,12 @@ func.func @grad_d128(%do: tensor<?x?x?x128xf32>, %q: tensor<?x?x?x128xf32>, %k: 
 
 func.func @saved_dropatt_d128(%do: tensor<?x?x?x128xf32>, %q: tensor<?x?x?x128xf32>, %k: tensor<?x?x?x128xf32>, %v: tensor<?x?x?x128xf32>,
     %r: tensor<?x?x128xf32>, %u: tensor<?x128xf32>, %vb: tensor<?x128xf32>, %m: index, %s: i1, %seed: i64, %off: i64,
-    %training: i1, %base: i64)
+    %training: i1, %base: i64, %col: i64)
     -> (tensor<?x?x?x128xf32>, tensor<?x?x?x128xf32>, tensor<?x?x?x128xf32>, tensor<?x?x?x128xf32>, tensor<?x?x128xf32>, tensor<?x128xf32>, tensor<?x128xf32>) {
-  %o, %lse = txl.rel_attention %q, %k, %v, %r, %u, %vb, %m, %s dropatt(%seed, %off, %training, %base)
+  %o, %lse = txl.rel_attention %q, %k, %v, %r, %u, %vb, %m, %s dropatt(%seed, %off, %training, %base, %col)
       {dropatt = 0.15 : f64, dropatt_stream = 40 : i64, scale = 0.125 : f32}
       : tensor<?x?x?x128xf32>, tensor<?x?x?x128xf32>, tensor<?x?x?x128xf32>, tensor<?x?x128xf32>, tensor<?x128xf32>, tensor<?x128xf32> -> tensor<?x?x?x128xf32>, tensor<?x?x?xf32>
-  %g:6 = txl.rel_attention_grad %do, %q, %k, %v, %r, %u, %vb, %m, %s dropatt(%seed, %off, %training, %base)
+  %g:6 = txl.rel_attention_grad %do, %q, %k, %v, %r, %u, %vb, %m, %s dropatt(%seed, %off, %training, %base, %col)
       saved(%lse, %o : tensor<?x?x?xf32>, tensor<?x?x?x128xf32>) {dropatt = 0.15 : f64, dropatt_stream = 40 : i64, scale = 0.125 : f32}
       : tensor<?x?x?x128xf32>, tensor<?x?x?x128xf32>, tensor<?x?x?x128xf32>, tensor<?x?x128xf32>, tensor<?x128xf32>, tensor<?x128xf32>
   return %o, %g#0, %g#1, %g#2, %g#3, %g#4, %g#5 : tensor<?x?x?x128xf32>, tensor<?x?x?x128xf32>, tensor<?x?x?x128xf32>, tensor<?x?x?x128xf32>, tensor<?x?x128xf32>, tensor<?x128xf32>, tensor<?x128xf32>
