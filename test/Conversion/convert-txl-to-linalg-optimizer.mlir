@@ -43,13 +43,17 @@ func.func @sgd_adagrad(%p: tensor<3xf32>, %g: tensor<3xf32>, %b: tensor<3xf32>, 
 // -----
 
 // squared_norm: one reduction over the flattened tensor whose addition may
-// be reassociated (vector partial sums); a 0-d input is expanded to [1].
+// be reassociated (vector partial sums), each element squared and summed in
+// f64 and the sum rounded to f32 once; a 0-d input is expanded to [1].
 // CHECK-LABEL: func.func @norm
 // CHECK: %[[FLAT:.+]] = tensor.collapse_shape %arg0 {{\[}}[0, 1]] : tensor<4x2xf32> into tensor<8xf32>
-// CHECK: %[[SUM:.+]] = linalg.generic {{.+}} iterator_types = ["reduction"]} ins(%[[FLAT]] : tensor<8xf32>)
-// CHECK: arith.mulf
-// CHECK-NEXT: arith.addf %{{.+}}, %{{.+}} fastmath<reassoc> : f32
-// CHECK: tensor.extract %[[SUM]][] : tensor<f32>
+// CHECK: %[[SUM:.+]] = linalg.generic {{.+}} iterator_types = ["reduction"]} ins(%[[FLAT]] : tensor<8xf32>) outs(%{{.+}} : tensor<f64>)
+// CHECK: %[[WIDE:.+]] = arith.extf %{{.+}} : f32 to f64
+// CHECK: arith.mulf %[[WIDE]], %[[WIDE]] : f64
+// CHECK-NEXT: arith.addf %{{.+}}, %{{.+}} fastmath<reassoc> : f64
+// CHECK: %[[S:.+]] = tensor.extract %[[SUM]][] : tensor<f64>
+// CHECK: %[[R:.+]] = arith.truncf %[[S]] : f64 to f32
+// CHECK: return %[[R]]
 // CHECK-LABEL: func.func @norm_scalar
 // CHECK: tensor.expand_shape %arg0 [] output_shape [1] : tensor<f32> into tensor<1xf32>
 // CHECK: fastmath<reassoc>

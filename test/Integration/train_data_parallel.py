@@ -1,12 +1,15 @@
 """Checks of data-parallel training (train-data-parallel.test).
 
 usage:
-  train_data_parallel.py compare A B [--bit]
+  train_data_parallel.py compare A B [--bit | --tensor-tol T]
       A's and B's runs (work directories) agree: every logged train, valid
       and test loss within 1e-6 relative, every tensor of last.safetensors
-      (parameters, optimizer states, memory) within 1e-5 relative (the
-      largest |difference| over the tensor's largest |value|); with --bit,
-      equal bit for bit, losses included.
+      (parameters, optimizer states, memory) within 1e-5 relative in norm
+      (||a - b|| <= 1e-5 ||a||: Adam's m / sqrt(v) turns a rounding
+      difference in a near-zero gradient into a step-sized one, so single
+      elements may differ more); --tensor-tol T: within T instead (runs
+      whose gradients add in another order, whose rounding 20 Adam updates
+      amplify); with --bit, equal bit for bit, losses included.
   train_data_parallel.py kill-resume MPIRUN EXE WORK -- TRAIN_ARGS...
       A 2-rank run killed with SIGKILL (both ranks) once its metrics show a
       random update, then resumed under mpirun with --resume to the end.
@@ -46,7 +49,7 @@ def records(work):
         return [json.loads(line) for line in f]
 
 
-def compare(a, b, bit):
+def compare(a, b, bit, tensor_tol=1e-5):
     ra, rb = records(a), records(b)
     if [(r["kind"], r["step"]) for r in ra] != [(r["kind"], r["step"]) for r in rb]:
         fail(f"{a} and {b} logged different records")
@@ -64,17 +67,18 @@ def compare(a, b, bit):
     if sorted(ta) != sorted(tb):
         fail(f"the checkpoints hold different tensors: "
              f"{sorted(set(ta) ^ set(tb))[:5]}")
-    equal = 0
+    equal, worst_tensor = 0, 0.0
     for name in sorted(ta):
-        scale = float(np.abs(ta[name]).max()) or 1.0
-        rel = float(np.abs(ta[name] - tb[name]).max()) / scale
-        if rel > 1e-5 or (bit and not np.array_equal(ta[name], tb[name])):
-            fail(f"tensor {name}: max |diff| {rel:.2e} of its largest value")
+        x, y = ta[name].astype(np.float64), tb[name].astype(np.float64)
+        rel = float(np.linalg.norm(x - y)) / (float(np.linalg.norm(x)) or 1.0)
+        worst_tensor = max(worst_tensor, rel)
+        if rel > tensor_tol or (bit and not np.array_equal(ta[name], tb[name])):
+            fail(f"tensor {name}: ||diff|| {rel:.2e} of its norm")
         equal += int(np.array_equal(ta[name], tb[name]))
     kinds = sorted({r["kind"] for r in ra if "loss" in r})
     print(f"{'bit-equal' if bit else 'match'}: {len(ra)} records "
           f"({', '.join(kinds)}), {len(ta)} tensors ({equal} bit-equal), "
-          f"max relative loss difference {worst:.1e}")
+          f"max relative loss difference {worst:.1e}, tensor {worst_tensor:.1e}")
 
 
 def rank_pids(mpirun_pid):
@@ -187,7 +191,9 @@ def kill_rank(mpirun, exe, work, args):
 
 def main():
     if sys.argv[1] == "compare":
-        compare(sys.argv[2], sys.argv[3], "--bit" in sys.argv[4:])
+        rest = sys.argv[4:]
+        tol = float(rest[rest.index("--tensor-tol") + 1]) if "--tensor-tol" in rest else 1e-5
+        compare(sys.argv[2], sys.argv[3], "--bit" in rest, tol)
         return
     mpirun, exe, work = sys.argv[2:5]
     args = sys.argv[sys.argv.index("--") + 1:]

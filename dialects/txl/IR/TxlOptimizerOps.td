@@ -21,7 +21,9 @@ def Txl_SquaredNormOp : Txl_Op<"squared_norm", [Pure]> {
   let description = [{
     `sum(x * x)` over every element of `input`, an f32 scalar: the square of
     one parameter's gradient norm, from which the global norm of
-    `clip_grad_norm_` is formed.
+    `clip_grad_norm_` is formed. The CPU lowering squares and sums in f64
+    and rounds the sum once, so that the result does not depend on the
+    summation order (the order of the additions is unspecified).
 
     ```mlir
     %s = txl.squared_norm %g : tensor<512x128xf32>
