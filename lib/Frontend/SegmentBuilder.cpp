@@ -293,8 +293,8 @@ private:
   /// The parameter arguments of @decoder_layer for layer `layer` (after h,
   /// the positional argument of attn_type 0 and 1, mem, mem_len,
   /// same_length and, with dropout, dropout_seed, dropout_offset,
-  /// dropout_column, training and stream_base); for attn_type 1, the layer's slices of the
-  /// model-level tables.
+  /// dropout_column, training and stream_base); for attn_type 1, the layer's
+  /// slices of the model-level tables.
   SmallVector<Value> layerParams(int64_t layer);
   /// Their types, the same for every layer.
   SmallVector<Type> layerParamTypes();
@@ -351,11 +351,11 @@ Value SegmentEmitter::dropout(Value x, double rate, int64_t stream,
   if (rate == 0.0 || evalOnly)
     return x;
   bool byColumn = batchDim >= 0;
-  return DropoutOp::create(
-      b, loc, x, dropoutSeed, dropoutOffset, training, streamBase,
-      byColumn ? dropoutColumn : Value(), b.getF64FloatAttr(rate),
-      b.getI64IntegerAttr(stream),
-      byColumn ? b.getI64IntegerAttr(batchDim) : IntegerAttr());
+  return DropoutOp::create(b, loc, x, dropoutSeed, dropoutOffset, training,
+                           streamBase, byColumn ? dropoutColumn : Value(),
+                           b.getF64FloatAttr(rate), b.getI64IntegerAttr(stream),
+                           byColumn ? b.getI64IntegerAttr(batchDim)
+                                    : IntegerAttr());
 }
 
 Value SegmentEmitter::layerNorm(Value x, StringRef prefix) {

@@ -63,9 +63,9 @@ LogicalResult verifyDropattGroup(Operation *op, ValueRange operands,
 /// none when the op verifies).
 template <typename OpT> SmallVector<Value> dropattOperandsOf(OpT op) {
   SmallVector<Value> operands;
-  for (Value v : {op.getDropattSeed(), op.getDropattOffset(),
-                  op.getDropattTraining(), op.getDropattStreamBase(),
-                  op.getDropattColumn()})
+  for (Value v :
+       {op.getDropattSeed(), op.getDropattOffset(), op.getDropattTraining(),
+        op.getDropattStreamBase(), op.getDropattColumn()})
     if (v)
       operands.push_back(v);
   return operands;

@@ -121,8 +121,8 @@ LogicalResult DropoutOp::verify() {
     return emitOpError("column and batch_dim go together");
   if (batchDim && *batchDim >= static_cast<uint64_t>(type.getRank()))
     return emitOpError("batch_dim ")
-           << *batchDim << " is not a dimension of the rank-"
-           << type.getRank() << " input";
+           << *batchDim << " is not a dimension of the rank-" << type.getRank()
+           << " input";
   // The counter's element word numbers blocks of 4 elements: 2^34 elements
   // draw distinct masks; past that they would repeat. Dynamic sizes are
   // checked by the runtime (txl_session_run_segment).
@@ -297,8 +297,7 @@ RelAttentionOp RelAttentionOp::replaceWithLse(RewriterBase &rewriter,
       getValue(), getPosKey(), getRWBias(), getRRBias(), getMemLen(),
       getSameLength(), getDropattSeed(), getDropattOffset(),
       getDropattTraining(), getDropattStreamBase(), getDropattColumn(),
-      getScaleAttr(),
-      getDropattAttr(), getDropattStreamAttr());
+      getScaleAttr(), getDropattAttr(), getDropattStreamAttr());
   rewriter.replaceAllUsesWith(getResult(), copy.getResult());
   rewriter.eraseOp(*this);
   return copy;

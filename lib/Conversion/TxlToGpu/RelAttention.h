@@ -137,9 +137,8 @@ protected:
   /// column `d.column` (txl.dropout with column and batch_dim 2 over the
   /// decomposed [qlen, klen, batch, n_head] scores), as txl-to-linalg's
   /// dropatt draws it, so that both targets see the same masks.
-  Value dropattMultiplier(const Dropatt &d, Value qlen, Value klen,
-                          Value nHead, Value i, Value j, Value batchIdx,
-                          Value head) {
+  Value dropattMultiplier(const Dropatt &d, Value qlen, Value klen, Value nHead,
+                          Value i, Value j, Value batchIdx, Value head) {
     Value enabled = cmp(arith::CmpIPredicate::ne, d.minKept, i32(0));
     auto ifOp = scf::IfOp::create(
         b, enabled,
@@ -151,12 +150,11 @@ protected:
           auto mul = [&](Value x, Value y) {
             return arith::MulIOp::create(ib, x, y);
           };
-          Value column = add(
-              arith::IndexCastOp::create(ib, ib.getIndexType(), d.column),
-              batchIdx);
-          Value e =
-              add(mul(add(mul(add(mul(column, qlen), i), klen), j), nHead),
-                  head);
+          Value column =
+              add(arith::IndexCastOp::create(ib, ib.getIndexType(), d.column),
+                  batchIdx);
+          Value e = add(
+              mul(add(mul(add(mul(column, qlen), i), klen), j), nHead), head);
           Value e64 = arith::IndexCastUIOp::create(ib, ib.getI64Type(), e);
           auto word32 = [&](Value v) {
             return arith::TruncIOp::create(ib, ib.getI32Type(), v);
@@ -235,10 +233,11 @@ inline SmallVector<Type> dropattArgumentTypes(MLIRContext *ctx) {
 /// `rate` and `stream` and operands seed, offset, training (i1),
 /// stream_base and column: when not training, minKept 0 and scale 1 (the
 /// identity).
-inline SmallVector<Value>
-dropattLaunchArguments(ImplicitLocOpBuilder &b, Value seed, Value offset,
-                       Value training, Value streamBase, Value column,
-                       double rate, int64_t stream) {
+inline SmallVector<Value> dropattLaunchArguments(ImplicitLocOpBuilder &b,
+                                                 Value seed, Value offset,
+                                                 Value training,
+                                                 Value streamBase, Value column,
+                                                 double rate, int64_t stream) {
   Value streamValue = arith::AddIOp::create(
       b, streamBase, arith::ConstantIntOp::create(b, stream, 64));
   Value minKept = arith::SelectOp::create(

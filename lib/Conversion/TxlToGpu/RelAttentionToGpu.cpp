@@ -284,10 +284,10 @@ void KernelBuilder::build() {
       // P·V takes the probabilities through dropatt (l does not).
       Value pDropped = p;
       if (s.dropatt)
-        pDropped = arith::MulFOp::create(
-            b, p,
-            dropattMultiplier(dropatt, qlen, klen, nHead, i, j, batchIdx,
-                              head));
+        pDropped =
+            arith::MulFOp::create(b, p,
+                                  dropattMultiplier(dropatt, qlen, klen, nHead,
+                                                    i, j, batchIdx, head));
       SmallVector<Value> acc;
       for (int64_t c = 0; c < s.colsPerLane(); ++c)
         acc.push_back(arith::MulFOp::create(b, row[2 + c], alpha));
@@ -500,13 +500,12 @@ struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
         same,
         scale};
     if (dropatt)
-      llvm::append_range(args,
-                         dropattLaunchArguments(
-                             b, op.getDropattSeed(), op.getDropattOffset(),
-                             op.getDropattTraining(), op.getDropattStreamBase(),
-                             op.getDropattColumn(),
-                             op.getDropatt()->convertToDouble(),
-                             *op.getDropattStream()));
+      llvm::append_range(
+          args, dropattLaunchArguments(
+                    b, op.getDropattSeed(), op.getDropattOffset(),
+                    op.getDropattTraining(), op.getDropattStreamBase(),
+                    op.getDropattColumn(), op.getDropatt()->convertToDouble(),
+                    *op.getDropattStream()));
     Value lseBuffer;
     if (lse) {
       auto lseType = cast<RankedTensorType>(lse.getType());

@@ -237,14 +237,12 @@ static std::optional<DropoutSite> getDropattSite(OpTy op) {
   if (!rate)
     return std::nullopt;
   // The probabilities [n, b, i, j]: batch columns in dimension 1.
-  return DropoutSite{op.getDropattSeed(),
-                     op.getDropattOffset(),
-                     op.getDropattTraining(),
-                     op.getDropattStreamBase(),
-                     rate->convertToDouble(),
-                     static_cast<int64_t>(*op.getDropattStream()),
-                     op.getDropattColumn(),
-                     /*batchDim=*/1};
+  return DropoutSite{
+      op.getDropattSeed(),     op.getDropattOffset(),
+      op.getDropattTraining(), op.getDropattStreamBase(),
+      rate->convertToDouble(), static_cast<int64_t>(*op.getDropattStream()),
+      op.getDropattColumn(),
+      /*batchDim=*/1};
 }
 
 /// Probabilities [n, b, i, j] through dropatt, their counters numbered as

@@ -95,10 +95,11 @@ Value mlir::txl::createDropout(OpBuilder &b, Location loc, Value x,
       stream = arith::AddIOp::create(tb, l, site.streamBase, stream);
     Value c1 = arith::TruncIOp::create(tb, l, i32, stream);
     std::pair<Value, Value> offset = splitWords(tb, l, site.offset);
-    Value column = site.column ? arith::IndexCastOp::create(
-                                     tb, l, tb.getIndexType(), site.column)
-                                     .getResult()
-                               : Value();
+    Value column =
+        site.column
+            ? arith::IndexCastOp::create(tb, l, tb.getIndexType(), site.column)
+                  .getResult()
+            : Value();
     SmallVector<OpFoldResult> sizeOfrs = getSizes(tb, l, x);
     SmallVector<Value> sizes = getValueOrCreateConstantIndexOp(tb, l, sizeOfrs);
     Value minKept = constantI32(tb, l, keepThreshold(site.rate));
@@ -213,8 +214,8 @@ struct DropoutLowering : public OpRewritePattern<DropoutOp> {
     for (int64_t d = 0, e = op.getType().getRank(); d < e; ++d)
       if (d != site.batchDim)
         order.push_back(d);
-    rewriter.replaceOp(op, createDropout(rewriter, op.getLoc(), op.getInput(),
-                                         site, order));
+    rewriter.replaceOp(
+        op, createDropout(rewriter, op.getLoc(), op.getInput(), site, order));
     return success();
   }
 };

@@ -79,8 +79,7 @@ struct SquaredNormLowering : public OpRewritePattern<SquaredNormOp> {
                          {llvm::to_vector(llvm::seq<int64_t>(0, rank))});
     Type f64 = rewriter.getF64Type();
     Value sum = reduceLastDimInto(
-        rewriter, loc, ValueRange{x},
-        createFilled(rewriter, loc, {}, f64, 0.0),
+        rewriter, loc, ValueRange{x}, createFilled(rewriter, loc, {}, f64, 0.0),
         [&](OpBuilder &b, Location l, ValueRange a) -> Value {
           Value wide = arith::ExtFOp::create(b, l, f64, a[0]);
           return arith::AddFOp::create(b, l, a[1],
