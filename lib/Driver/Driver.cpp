@@ -317,6 +317,7 @@ LogicalResult runGpuTarget(const DriverOptions &options,
   ConvertRelAttentionToGpuPassOptions attention;
   attention.relShiftOffset = options.testRelShiftOffset;
   attention.dropBarrier = options.testDropBarrier;
+  attention.keyParts = options.attentionKeyParts;
   attention.precision = options.precision;
   if (failed(runStage(
           module, root, "the attention kernels",

@@ -5,15 +5,21 @@
 
 // precision=bf16: the tensor-core kernel. Its operands are views with a
 // unit stride along d_head (column offsets become immediates of the loads),
-// the grid is ceil(qlen / 64) x (batch * n_head) workgroups of 128
-// work-items (4 subgroups of 16 query rows).
+// the grid is ceil(qlen / 64) x (batch * n_head) x parts workgroups of 128
+// work-items (4 subgroups of 16 query rows); the runtime chooses the parts
+// for 2 resident workgroups per SM, and rel_attention_combine joins them.
 
 // CHECK-LABEL: func.func @eval
+// CHECK-DAG: %[[C2I64:.+]] = arith.constant 2 : i64
 // CHECK-DAG: %[[C64:.+]] = arith.constant 64 : index
 // CHECK-DAG: %[[C128:.+]] = arith.constant 128 : index
 // CHECK: %[[TILES:.+]] = arith.ceildivui %{{.+}}, %[[C64]] : index
 // CHECK: bufferization.to_buffer %{{.+}} read_only : tensor<?x?x4x32xf32> to memref<?x?x4x32xf32, strided<[?, ?, ?, 1], offset: ?>>
-// CHECK: gpu.launch_func @txl_kernels::@rel_attention_bf16_d32 blocks in (%[[TILES]], %{{.+}}, %{{.+}}) threads in (%[[C128]], %{{.+}}, %{{.+}})
+// CHECK: call @txl_device_attention_parts(%{{.+}}, %[[C2I64]], %{{.+}})
+// CHECK: %[[PARTS:.+]] = arith.index_cast %{{.+}} : i64 to index
+// CHECK: gpu.launch_func @txl_kernels::@rel_attention_bf16_d32 blocks in (%[[TILES]], %{{.+}}, %[[PARTS]]) threads in (%[[C128]], %c1, %c1)
+// CHECK-SAME: memref<?x?x?x?x32xf32>, %{{.+}} : memref<?x?x?x?xf32>)
+// CHECK: gpu.launch_func @txl_kernels::@rel_attention_combine
 
 // The kernel: global buffers are only its operands; workgroup memory is the
 // AC (64 x 32) and X (64 x 48: the 16 + 32 - 1 window rows of r, padded to
@@ -27,6 +33,7 @@
 // CHECK: gpu.func @rel_attention_bf16_d32(
 // CHECK-SAME: %[[Q:arg0]]: memref<?x?x?x32xf32, strided<[?, ?, ?, 1], offset: ?>>
 // CHECK-SAME: %[[O:arg6]]: memref<?x?x?x32xf32, strided<[?, ?, ?, 1], offset: ?>>
+// CHECK-SAME: %[[PO:arg10]]: memref<?x?x?x?x32xf32>, %[[PL:arg11]]: memref<?x?x?x?xf32>)
 // CHECK-SAME: workgroup(%[[AC:.+]] : memref<64x33xf32, 3>, %[[X:.+]] : memref<64x49xf32, 3>)
 // CHECK-SAME: kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.maxnreg = 255 : i32}
 // CHECK-NOT: memref.alloc
@@ -52,6 +59,10 @@
 // CHECK-NOT: nvgpu.mma.sync
 // CHECK-NOT: gpu.barrier
 // CHECK-NOT: memref.alloc
+// CHECK: scf.if
+// CHECK: memref.store %{{.+}}, %[[PL]]
+// CHECK: memref.store %{{.+}}, %[[PO]]
+// CHECK: } else {
 // CHECK: memref.store %{{.+}}, %[[O]]
 // CHECK: gpu.return
 

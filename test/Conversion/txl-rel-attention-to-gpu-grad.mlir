@@ -196,6 +196,8 @@ func.func @dropatt(%do: tensor<?x?x2x32xf32>, %q: tensor<?x?x2x32xf32>, %r: tens
 // CHECK: %[[FLSE:.+]] = memref.alloc(%{{.+}}, %{{.+}}) : memref<?x2x?xf32>
 // CHECK: %[[FLSEV:.+]] = memref.cast %[[FLSE]] : memref<?x2x?xf32> to memref<?x?x?xf32>
 // CHECK: gpu.launch_func @txl_kernels::@rel_attention_lse_d32
+// CHECK-SAME: %[[FLSEV]] : memref<?x?x?xf32>, %{{.+}} : memref<?x?x?x?x32xf32>, %{{.+}} : memref<?x?x?x?xf32>)
+// CHECK: gpu.launch_func @txl_kernels::@rel_attention_combine_lse
 // CHECK-SAME: %[[FLSEV]] : memref<?x?x?xf32>)
 // CHECK: %[[OUT:.+]] = bufferization.to_tensor %{{.+}} restrict writable : memref<?x?x2x32xf32>
 // CHECK: %[[LSEB:.+]] = memref.cast %[[FLSE]] : memref<?x2x?xf32> to memref<?x?x?xf32>
@@ -224,12 +226,18 @@ func.func @dropatt(%do: tensor<?x?x2x32xf32>, %q: tensor<?x?x2x32xf32>, %r: tens
 // KERNEL: memref.store %{{.+}}, %[[SDQV]]
 // KERNEL: gpu.return
 // KERNEL-LABEL: gpu.func @rel_attention_lse_d32(
-// KERNEL-SAME: %[[FWDLSE:arg10]]: memref<?x?x?xf32>)
+// KERNEL-SAME: %[[FWDLSE:arg10]]: memref<?x?x?xf32>, %{{.+}}: memref<?x?x?x?x32xf32>, %{{.+}}: memref<?x?x?x?xf32>)
 // KERNEL: scf.for
 // KERNEL: gpu.barrier
 // KERNEL: gpu.barrier
 // KERNEL: math.log
 // KERNEL: memref.store %{{.+}}, %[[FWDLSE]]
+// KERNEL: gpu.return
+// Split over the keys, the combine writes the lse: M + log sum_z w_z.
+// KERNEL-LABEL: gpu.func @rel_attention_combine_lse(
+// KERNEL-SAME: %[[CLSE:arg3]]: memref<?x?x?xf32>)
+// KERNEL: math.log
+// KERNEL: memref.store %{{.+}}, %[[CLSE]]
 // KERNEL: gpu.return
 func.func @saved(%do: tensor<?x?x2x32xf32>, %q: tensor<?x?x2x32xf32>, %r: tensor<?x2x32xf32>,
                  %u: tensor<2x32xf32>, %m: index, %s: i1) -> (tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>) {

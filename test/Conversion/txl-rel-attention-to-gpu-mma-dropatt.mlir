@@ -26,6 +26,7 @@
 // F32-LABEL: func.func @dropatt
 // F32-NOT: scf.if
 // F32: gpu.launch_func @txl_kernels::@rel_attention_dropatt_d32
+// F32: gpu.launch_func @txl_kernels::@rel_attention_combine
 // F32-NOT: gpu.launch_func
 // F32: return
 func.func @dropatt(%q: tensor<?x?x4x32xf32>, %k: tensor<?x?x4x32xf32>, %v: tensor<?x?x4x32xf32>,

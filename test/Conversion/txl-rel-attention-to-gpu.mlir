@@ -1,18 +1,33 @@
 // RUN: txl-opt %s --txl-rel-attention-to-gpu --split-input-file | FileCheck %s
 // RUN: txl-opt %s --txl-rel-attention-to-gpu --split-input-file \
 // RUN:   | FileCheck %s --check-prefix=KERNEL
+// RUN: txl-opt %s --txl-rel-attention-to-gpu=key-parts=3 --split-input-file \
+// RUN:   | FileCheck %s --check-prefix=PARTS3
+// RUN: txl-opt %s --txl-rel-attention-to-gpu=key-parts=1 --split-input-file \
+// RUN:   | FileCheck %s --check-prefix=PARTS1
+// RUN: not txl-opt %s --txl-rel-attention-to-gpu=key-parts=-1 --split-input-file 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BADPARTS
 
 // One launch per op, after the checks of the dynamic sizes the kernel
 // indexes by (pos_key's and value's rows against klen, key's and value's
 // batch columns against the query's); the operands reach the kernel as read-only views of
 // any layout, the output is one allocation of the result's shape, and the
-// grid is ceil(qlen / 16) x (batch * n_head) workgroups of 128 work-items.
+// grid is ceil(qlen / 16) x (batch * n_head) x parts workgroups of 128
+// work-items. The number of key parts comes from the runtime
+// (txl_device_attention_parts: the unsplit grid, 4 resident workgroups per
+// compute unit, klen in key tiles of 32); with more than one, the kernel
+// writes each part into a workspace of `parts` slices (else of none) and
+// rel_attention_combine writes the output.
 
 // CHECK: module attributes {gpu.container_module}
+// CHECK: func.func private @txl_device_attention_parts(i64, i64, i64) -> i64
 // CHECK-LABEL: func.func @eval
 // CHECK-SAME: (%[[Q:[^:]+]]: tensor<?x?x4x32xf32>
+// CHECK-DAG: %[[C4I64:.+]] = arith.constant 4 : i64
+// CHECK-DAG: %[[C0:.+]] = arith.constant 0 : index
 // CHECK-DAG: %[[C1:.+]] = arith.constant 1 : index
 // CHECK-DAG: %[[C16:.+]] = arith.constant 16 : index
+// CHECK-DAG: %[[C32:.+]] = arith.constant 32 : index
 // CHECK-DAG: %[[C128:.+]] = arith.constant 128 : index
 // CHECK-DAG: %[[SCALE:.+]] = arith.constant 0.176776692 : f32
 // CHECK: cf.assert %{{.+}}, "txl.rel_attention: pos_key must have as many rows as key (klen)"
@@ -27,24 +42,61 @@
 // CHECK: bufferization.to_buffer %[[Q]] read_only : tensor<?x?x4x32xf32> to memref<?x?x4x32xf32, strided<[?, ?, ?, ?], offset: ?>>
 // CHECK-COUNT-5: bufferization.to_buffer %{{.+}} read_only
 // CHECK-NOT: memref.alloc
-// CHECK: gpu.launch_func @txl_kernels::@rel_attention_d32 blocks in (%[[TILES]], %[[COLUMNS]], %[[C1]]) threads in (%[[C128]], %[[C1]], %[[C1]])
-// CHECK-SAME: %{{.+}} : index, %[[SAME]] : i32, %[[SCALE]] : f32)
+// CHECK: %[[KEYTILES:.+]] = arith.ceildivui %{{.+}}, %[[C32]] : index
+// CHECK: %[[WORKGROUPS:.+]] = arith.muli %[[TILES]], %[[COLUMNS]] : index
+// CHECK: %[[WG64:.+]] = arith.index_cast %[[WORKGROUPS]] : index to i64
+// CHECK: %[[KT64:.+]] = arith.index_cast %[[KEYTILES]] : index to i64
+// CHECK: %[[P64:.+]] = call @txl_device_attention_parts(%[[WG64]], %[[C4I64]], %[[KT64]]) : (i64, i64, i64) -> i64
+// CHECK: %[[PARTS:.+]] = arith.index_cast %[[P64]] : i64 to index
+// CHECK: %[[SPLIT:.+]] = arith.cmpi ugt, %[[PARTS]], %[[C1]] : index
+// CHECK: %[[SLICES:.+]] = arith.select %[[SPLIT]], %[[PARTS]], %[[C0]] : index
+// CHECK: %[[POUT:.+]] = memref.alloc(%[[SLICES]], %{{.+}}, %{{.+}}, %{{.+}}) : memref<?x?x?x?x32xf32>
+// CHECK: %[[PLSE:.+]] = memref.alloc(%[[SLICES]], %{{.+}}, %{{.+}}, %{{.+}}) : memref<?x?x?x?xf32>
+// CHECK: gpu.launch_func @txl_kernels::@rel_attention_d32 blocks in (%[[TILES]], %[[COLUMNS]], %[[PARTS]]) threads in (%[[C128]], %[[C1]], %[[C1]])
+// CHECK-SAME: %{{.+}} : index, %[[SAME]] : i32, %[[SCALE]] : f32, %[[POUT]] : memref<?x?x?x?x32xf32>, %[[PLSE]] : memref<?x?x?x?xf32>)
+// CHECK-NEXT: scf.if %[[SPLIT]] {
+// CHECK: %[[POUTV:.+]] = memref.cast %[[POUT]] : memref<?x?x?x?x32xf32> to memref<?x?x?x?x?xf32>
+// CHECK: %[[OUTV:.+]] = memref.cast %[[OUT]] : memref<?x?x4x32xf32> to memref<?x?x?x?xf32, strided<[?, ?, ?, ?], offset: ?>>
+// CHECK: %[[ELEMENTS:.+]] = arith.muli %{{.+}}, %[[C32]] : index
+// CHECK: %[[BLOCKS:.+]] = arith.ceildivui %[[ELEMENTS]], %[[C128]] : index
+// CHECK: gpu.launch_func @txl_kernels::@rel_attention_combine blocks in (%[[BLOCKS]], %[[C1]], %[[C1]]) threads in (%[[C128]], %[[C1]], %[[C1]]) args(%[[POUTV]] : memref<?x?x?x?x?xf32>, %[[PLSE]] : memref<?x?x?x?xf32>, %[[OUTV]] : memref<?x?x?x?xf32, strided<[?, ?, ?, ?], offset: ?>>)
+// CHECK-NEXT: }
 // CHECK-NEXT: %[[R:.+]] = bufferization.to_tensor %[[OUT]] restrict writable
 // CHECK-NEXT: return %[[R]]
+
+// key-parts=N: always N parts, no runtime call and no test; key-parts=1:
+// the workspace has no slices and there is no combine.
+// PARTS3-NOT: txl_device_attention_parts
+// PARTS3-LABEL: func.func @eval
+// PARTS3-DAG: %[[C3:.+]] = arith.constant 3 : index
+// PARTS3: memref.alloc(%[[C3]], %{{.+}}, %{{.+}}, %{{.+}}) : memref<?x?x?x?x32xf32>
+// PARTS3: gpu.launch_func @txl_kernels::@rel_attention_d32 blocks in (%{{.+}}, %{{.+}}, %[[C3]])
+// PARTS3-NOT: scf.if
+// PARTS3: gpu.launch_func @txl_kernels::@rel_attention_combine
+// PARTS1-NOT: txl_device_attention_parts
+// PARTS1-LABEL: func.func @eval
+// PARTS1: memref.alloc(%c0, %{{.+}}, %{{.+}}, %{{.+}}) : memref<?x?x?x?x32xf32>
+// PARTS1: gpu.launch_func @txl_kernels::@rel_attention_d32 blocks in (%{{.+}}, %{{.+}}, %c1)
+// PARTS1-NEXT: bufferization.to_tensor
+// PARTS1-NOT: rel_attention_combine
+// BADPARTS: error: key-parts must be 0 (chosen at run time) or a number of parts, not -1
 
 // Two layers of one d_head share one kernel.
 // CHECK-LABEL: func.func @two_layers
 // CHECK-COUNT-2: gpu.launch_func @txl_kernels::@rel_attention_d32
 // CHECK-NOT: = txl.rel_attention
 
-// The kernel: its only global buffers are its seven memref operands (q, k,
-// v, r, u, v_bias, out), whose sizes are the operands'; workgroup memory is
-// four padded tiles in address space 3: q + u and q + v (16 rows), k (32
-// rows) and the 16 + 32 - 1 rows of r one tile pair reads. Nothing is
-// allocated inside it (no qlen x klen buffer anywhere); it synchronizes
-// with two barriers per key tile, reduces with 32-lane shuffles, and
-// stores only into the output. Its d_head and key loops are unrolled 4
-// times (fully unrolled, ptxas spills under the 128-register bound).
+// The kernel: its only global buffers are its nine memref operands (q, k,
+// v, r, u, v_bias, out, and the key parts' outputs and lse), whose sizes
+// are the operands'; workgroup memory is four padded tiles in address
+// space 3: q + u and q + v (16 rows), k (32 rows) and the 16 + 32 - 1 rows
+// of r one tile pair reads. Nothing is allocated inside it (no qlen x klen
+// buffer anywhere); its part of the keys is the grid's z-th run of whole
+// key tiles; it synchronizes with two barriers per key tile, reduces with
+// 32-lane shuffles, and stores only into the output (one part) or into
+// its slice of the workspace (several). Its d_head and key loops are
+// unrolled 4 times (fully unrolled, ptxas spills under the 128-register
+// bound).
 
 // KERNEL: #loop_unroll = #llvm.loop_unroll<count = 4 : i32>
 // KERNEL: #loop_annotation = #llvm.loop_annotation<unroll = #loop_unroll>
@@ -57,14 +109,22 @@
 // KERNEL-SAME: %[[U:arg4]]: memref<?x32xf32, strided<[?, ?], offset: ?>>
 // KERNEL-SAME: %[[VB:arg5]]: memref<?x32xf32, strided<[?, ?], offset: ?>>
 // KERNEL-SAME: %[[O:arg6]]: memref<?x?x?x32xf32, strided<[?, ?, ?, ?], offset: ?>>
-// KERNEL-SAME: %{{.+}}: index, %{{.+}}: i32, %{{.+}}: f32)
+// KERNEL-SAME: %{{.+}}: index, %{{.+}}: i32, %{{.+}}: f32,
+// KERNEL-SAME: %[[PO:arg10]]: memref<?x?x?x?x32xf32>, %[[PL:arg11]]: memref<?x?x?x?xf32>)
 // KERNEL-SAME: workgroup(%[[QU:.+]] : memref<16x33xf32, 3>, %[[QV:.+]] : memref<16x33xf32, 3>, %[[KT:.+]] : memref<32x33xf32, 3>, %[[RT:.+]] : memref<47x33xf32, 3>)
 // KERNEL-SAME: kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.maxnreg = 128 : i32}
 // KERNEL-NOT: memref.alloc
+// KERNEL-DAG: %[[PARTS:.+]] = gpu.grid_dim  z
+// KERNEL-DAG: %[[PART:.+]] = gpu.block_id  z
+// KERNEL: %[[PERPART:.+]] = arith.ceildivsi %{{.+}}, %[[PARTS]] : index
+// KERNEL: %[[PARTKEYS:.+]] = arith.muli %[[PERPART]], %c32 : index
+// KERNEL: %[[SKIP:.+]] = arith.muli %[[PART]], %[[PARTKEYS]] : index
+// KERNEL: %[[JBEGIN:.+]] = arith.addi %{{.+}}, %[[SKIP]] : index
+// KERNEL: %[[JEND:.+]] = arith.minsi %{{.+}}, %{{.+}} : index
 // KERNEL-NOT: memref.store {{.+}} %[[Q]]
 // KERNEL: memref.store {{.+}}, %[[QU]]
 // KERNEL: memref.store {{.+}}, %[[QV]]
-// KERNEL: scf.for
+// KERNEL: scf.for %{{.+}} = %[[JBEGIN]] to %[[JEND]] step %c32
 // KERNEL-NEXT: gpu.barrier
 // KERNEL: memref.load %[[K]]
 // KERNEL: memref.store {{.+}}, %[[KT]]
@@ -79,8 +139,31 @@
 // KERNEL: memref.load %[[V]]
 // KERNEL-NOT: gpu.barrier
 // KERNEL-NOT: memref.alloc
+// KERNEL: %[[SPLIT:.+]] = arith.cmpi ugt, %[[PARTS]], %c1 : index
+// KERNEL: scf.if %[[SPLIT]] {
+// KERNEL: memref.store {{.+}}, %[[PL]][%[[PART]],
+// KERNEL: memref.store {{.+}}, %[[PO]][%[[PART]],
+// KERNEL: } else {
 // KERNEL: memref.store {{.+}}, %[[O]]
 // KERNEL-NOT: memref.alloc
+// KERNEL: gpu.return
+
+// The combine: one work-item per output element, over the parts twice
+// (their largest lse, then the weighted sum, an empty part's -inf lse
+// taken as weight 0 and its NaN output as 0).
+// KERNEL-LABEL: gpu.func @rel_attention_combine(
+// KERNEL-SAME: %[[CPO:arg0]]: memref<?x?x?x?x?xf32>, %[[CPL:arg1]]: memref<?x?x?x?xf32>, %[[COUT:arg2]]: memref<?x?x?x?xf32, strided<[?, ?, ?, ?], offset: ?>>)
+// KERNEL-SAME: kernel attributes {known_block_size = array<i32: 128, 1, 1>}
+// KERNEL: %[[NPARTS:.+]] = memref.dim %[[CPO]], %c0
+// KERNEL: scf.for %{{.+}} = %c0 to %[[NPARTS]]
+// KERNEL: arith.maximumf
+// KERNEL: scf.for %{{.+}} = %c0 to %[[NPARTS]]
+// KERNEL: %[[EMPTY:.+]] = arith.cmpf oeq, %{{.+}}, %cst
+// KERNEL: %[[W:.+]] = arith.select %[[EMPTY]], %{{.+}}, %{{.+}} : f32
+// KERNEL: memref.load %[[CPO]]
+// KERNEL: arith.select %[[EMPTY]]
+// KERNEL: memref.store {{.+}}, %[[COUT]]
+// KERNEL-NOT: memref.store
 // KERNEL: gpu.return
 // KERNEL-NOT: gpu.func
 
@@ -122,9 +205,9 @@ func.func @two_layers(%q: tensor<?x?x4x32xf32>, %k: tensor<?x?x4x32xf32>, %v: te
 // CHECK: %[[MIN:.+]] = arith.select %[[TRAINING]], %c1677722_i32, %c0_i32 : i32
 // CHECK: %[[SCALE:.+]] = arith.select %[[TRAINING]], %[[KEPT]], %[[ONE]] : f32
 // CHECK: gpu.launch_func @txl_kernels::@rel_attention_dropatt_d128
-// CHECK-SAME: %[[SEED]] : i64, %[[OFFSET]] : i64, %c3_i64 : i64, %[[COL]] : i64, %[[MIN]] : i32, %[[SCALE]] : f32)
+// CHECK-SAME: %[[SEED]] : i64, %[[OFFSET]] : i64, %c3_i64 : i64, %[[COL]] : i64, %[[MIN]] : i32, %[[SCALE]] : f32, %{{.+}} : memref<?x?x?x?x128xf32>, %{{.+}} : memref<?x?x?x?xf32>)
 // KERNEL: gpu.func @rel_attention_dropatt_d128(
-// KERNEL-SAME: %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i32, %{{.+}}: f32)
+// KERNEL-SAME: %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i32, %{{.+}}: f32, %{{.+}}: memref<?x?x?x?x128xf32>, %{{.+}}: memref<?x?x?x?xf32>)
 // KERNEL-SAME: workgroup(%{{.+}} : memref<8x129xf32, 3>, %{{.+}} : memref<8x129xf32, 3>, %{{.+}} : memref<32x129xf32, 3>, %{{.+}} : memref<39x129xf32, 3>)
 // KERNEL: arith.mului_extended
 func.func @dropatt_eval(%q: tensor<?x?x2x128xf32>, %k: tensor<?x?x2x128xf32>, %v: tensor<?x?x2x128xf32>,

@@ -87,6 +87,14 @@ static cl::opt<Precision> precision(
                clEnumValN(Precision::Fp16, "fp16",
                           "f16 operands, f32 accumulation, as bf16 (cuBLAS: "
                           "CUBLAS_COMPUTE_32F_FAST_16F)")));
+static cl::opt<int64_t> attentionKeyParts(
+    cl::cat(txlcCategory), "attention-key-parts",
+    cl::desc("GPU targets: split the f32 attention kernel's keys into this "
+             "many parts, combined by a second kernel (flash-decoding); 0 "
+             "(default) lets the runtime choose per launch: more than 1 "
+             "only when the unsplit grid leaves the device's compute units "
+             "idle, as with short segments over a long memory"),
+    cl::init(0));
 static cl::opt<bool> backward(
     cl::cat(txlcCategory), "backward",
     cl::desc("Generate the backward segment for training and --grad-segment "
@@ -190,6 +198,13 @@ int main(int argc, char **argv) {
   options.fuseAttention = fuseAttention;
   options.testRelShiftOffset = testRelShiftOffset;
   options.testDropBarrier = testDropBarrier;
+  if (attentionKeyParts < 0) {
+    llvm::errs() << "txlc: error: --attention-key-parts must be 0 (chosen at "
+                    "run time) or a number of parts, not "
+                 << attentionKeyParts << "\n";
+    return 1;
+  }
+  options.attentionKeyParts = attentionKeyParts;
   options.precision = precision == Precision::Bf16   ? "bf16"
                       : precision == Precision::Fp16 ? "f16"
                                                      : "f32";

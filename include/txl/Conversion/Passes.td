@@ -261,13 +261,32 @@ def ConvertRelAttentionToGpuPass : Pass<"txl-rel-attention-to-gpu", "::mlir::Mod
     `gpu.launch_func` of a kernel in `gpu.module @txl_kernels` (created on
     first use; one kernel per d_head, shared by every layer):
     `rel_attention_d<d_head>(q, k, v, r, u, v_bias, out, mem_len,
-    same_length: i32, scale: f32)`, where q, k, v and out are
-    [len, batch, n_head, d_head], r (pos_key) [klen, n_head, d_head] and the
-    biases [n_head, d_head], every one a strided memref of any layout. The
-    operands reach it through `bufferization.to_buffer` (read only), the
-    output is a `memref.alloc` returned through `bufferization.to_tensor`.
+    same_length: i32, scale: f32, part_out, part_lse)`, where q, k, v and
+    out are [len, batch, n_head, d_head], r (pos_key) [klen, n_head, d_head]
+    and the biases [n_head, d_head], every one a strided memref of any
+    layout. The operands reach it through `bufferization.to_buffer` (read
+    only), the output is a `memref.alloc` returned through
+    `bufferization.to_tensor`.
 
-    The launch is a grid of ceil(qlen / Bq) × (batch · n_head) workgroups
+    The keys may be split into `parts` (grid z, flash-decoding), for grids
+    too small to fill the device (short segments over a long memory).
+    part_out [parts, qlen, batch, n_head, d_head] and part_lse [parts,
+    batch, n_head, qlen] are a workspace allocated per launch, with no
+    slices when parts is 1.
+    - Workgroup z walks the z-th run of ceil(tiles / parts) of its visible
+      key tiles and writes there its rows normalized by their own sum, and
+      their log-sum-exp (-inf for a run without visible keys).
+    - `rel_attention_combine` (one work-item per output element, any
+      d_head; `_lse` also writes the rows' lse) then writes the output
+      from the parts, each weighted by exp(its lse - the largest).
+    - With one part the kernel writes the output itself and nothing is
+      combined.
+    - `parts` is the `key-parts` option, or when 0 (the default) what
+      `int64_t txl_device_attention_parts(workgroups, resident, key_tiles)`
+      (the runtime, txl/device.h) returns for the device before each
+      launch.
+
+    The launch is a grid of ceil(qlen / Bq) × (batch · n_head) × parts workgroups
     of 128 work-items (4 subgroups of 32). A workgroup keeps tiles of q + u,
     q + v (Bq rows), k (32 rows) and the Bq + 31 rows of r that a (query
     tile, key tile) pair reads in workgroup memory (numeric address space 3,
@@ -345,9 +364,22 @@ def ConvertRelAttentionToGpuPass : Pass<"txl-rel-attention-to-gpu", "::mlir::Mod
     After:
     ```mlir
     %out = memref.alloc(%qlen, %batch) : memref<?x?x8x64xf32>
+    %p = call @txl_device_attention_parts(%workgroups, %c4_i64, %key_tiles)
+    %parts = arith.index_cast %p : i64 to index
+    %split = arith.cmpi ugt, %parts, %c1 : index
+    %slices = arith.select %split, %parts, %c0 : index
+    %part_out = memref.alloc(%slices, %qlen, %batch, %c8)
+        : memref<?x?x?x?x64xf32>
+    %part_lse = memref.alloc(%slices, %batch, %c8, %qlen) : memref<?x?x?x?xf32>
     gpu.launch_func @txl_kernels::@rel_attention_d64
-        blocks in (%tiles, %columns, %c1) threads in (%c128, %c1, %c1)
-        args(%qb, %kb, %vb, %rb, %ub, %vbb, %outb, %mem_len, %same32, %scale)
+        blocks in (%tiles, %columns, %parts) threads in (%c128, %c1, %c1)
+        args(%qb, %kb, %vb, %rb, %ub, %vbb, %outb, %mem_len, %same32, %scale,
+             %part_out, %part_lse)
+    scf.if %split {
+      gpu.launch_func @txl_kernels::@rel_attention_combine
+          blocks in (%blocks, %c1, %c1) threads in (%c128, %c1, %c1)
+          args(%part_out_any, %part_lse, %outb_any)
+    }
     %o = bufferization.to_tensor %out restrict writable
     ```
   }];
@@ -356,10 +388,19 @@ def ConvertRelAttentionToGpuPass : Pass<"txl-rel-attention-to-gpu", "::mlir::Mod
            "f32: the f32 kernel (exact); bf16: the tensor-core kernel "
            "rel_attention_bf16_d<d_head> (nvgpu.mma.sync m16n8k16, bf16 "
            "operands, f32 accumulation)">,
+    Option<"keyParts", "key-parts", "int64_t", /*default=*/"0",
+           "The f32 kernel's parts of the keys (grid z, flash-decoding): 0 "
+           "lets the runtime choose per launch for the device "
+           "(txl_device_attention_parts); N >= 1 always launches N">,
     Option<"relShiftOffset", "test-rel-shift-offset", "int64_t", /*default=*/"0",
            "Negative-control tests only: read BD from r row "
            "qlen - 1 - i + j + offset, in the forward and the backward "
            "kernels (any offset but 0 is wrong)">,
+    Option<"wholeKeyRange", "test-whole-key-range", "bool", /*default=*/"false",
+           "Negative-control tests only: every key part of the f32 forward "
+           "kernel walks all the visible keys instead of its own run of "
+           "them (the combined output stays right, each part's lse does "
+           "not)">,
     Option<"dropBarrier", "test-drop-barrier", "int64_t", /*default=*/"0",
            "Negative-control tests only: leave out the forward f32 or bf16 "
            "kernel's first (1: tiles still being read by other subgroups "
@@ -369,6 +410,7 @@ def ConvertRelAttentionToGpuPass : Pass<"txl-rel-attention-to-gpu", "::mlir::Mod
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::bufferization::BufferizationDialect",
                            "::mlir::cf::ControlFlowDialect",
+                           "::mlir::func::FuncDialect",
                            "::mlir::gpu::GPUDialect",
                            "::mlir::math::MathDialect",
                            "::mlir::memref::MemRefDialect",

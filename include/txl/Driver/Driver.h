@@ -52,6 +52,10 @@ struct DriverOptions {
   /// on purpose (txl-rel-attention-to-gpu's test-* options).
   int64_t testRelShiftOffset = 0;
   int64_t testDropBarrier = 0;
+  /// GPU targets: the f32 attention kernel's parts of the keys
+  /// (txl-rel-attention-to-gpu's key-parts): 0, chosen per launch by the
+  /// runtime for the device; N >= 1, always N.
+  int64_t attentionKeyParts = 0;
   /// The products' operand type: "f32"; on the GPU targets also "bf16" or
   /// "f16", tensor-core products with f32 accumulation (the attention
   /// kernel's and cuBLAS's).

@@ -33,6 +33,9 @@ struct KernelTestHooks {
   int64_t relShiftOffset = 0;
   /// 1 or 2: the kernel's first or second barrier is left out; 0: none.
   int64_t dropBarrier = 0;
+  /// Every key part of the forward kernels walks all the visible keys, not
+  /// its own run of them.
+  bool wholeKeyRange = false;
 };
 
 /// What both kernel builders write kernel bodies with: a builder at the
@@ -81,6 +84,36 @@ protected:
     m.jEnd =
         arith::MinSIOp::create(b, klen, add(add(i0, idx(queryTile)), m.mlen));
     return m;
+  }
+
+  /// The keys a workgroup of a launch split over the keys walks
+  /// (flash-decoding): the key tiles of [m.jBegin, m.jEnd) dealt in
+  /// consecutive runs of ceil(tiles / parts) to the grid's z workgroups;
+  /// with one z, the whole range. `wholeKeyRange` (a negative-control hook)
+  /// gives every part the whole range.
+  struct KeyPart {
+    /// The grid's z size and this workgroup's z.
+    Value parts, part;
+    Value jBegin, jEnd;
+  };
+  KeyPart keyPart(const DecoderMask &m, int64_t keyTile, bool wholeKeyRange) {
+    Value zero = idx(0);
+    KeyPart kp;
+    kp.parts = gpu::GridDimOp::create(b, gpu::Dimension::z);
+    kp.part = gpu::BlockIdOp::create(b, gpu::Dimension::z);
+    Value tiles = arith::CeilDivSIOp::create(
+        b, arith::MaxSIOp::create(b, sub(m.jEnd, m.jBegin), zero),
+        idx(keyTile));
+    Value partKeys =
+        mul(arith::CeilDivSIOp::create(b, tiles, kp.parts), idx(keyTile));
+    Value first = kp.part;
+    if (wholeKeyRange) {
+      partKeys = mul(tiles, idx(keyTile));
+      first = zero;
+    }
+    kp.jBegin = add(m.jBegin, mul(first, partKeys));
+    kp.jEnd = arith::MinSIOp::create(b, m.jEnd, add(kp.jBegin, partKeys));
+    return kp;
   }
 
   /// Whether key j is visible to query i under `m` (both index values,
@@ -192,6 +225,12 @@ struct AttentionKernel {
   gpu::GPUFuncOp func;
   int64_t queryTile;
   int64_t threads;
+  /// The kernel takes the key parts' workspace (its last two arguments) and
+  /// may be launched with a grid of several z, one per part of the keys.
+  bool keyParts = false;
+  /// Its workgroups that fit on one compute unit at once (the occupancy
+  /// its ptxas budget asserts), for the choice of the number of parts.
+  int64_t residentWorkgroups = 1;
 };
 
 /// The memref type a rel_attention kernel takes for an operand of `rank`
@@ -219,6 +258,22 @@ inline MemRefType rowStatsType(MLIRContext *ctx) {
   return MemRefType::get(
       {ShapedType::kDynamic, ShapedType::kDynamic, ShapedType::kDynamic},
       Float32Type::get(ctx));
+}
+
+/// The key parts' outputs of a rel_attention kernel split over the keys
+/// (flash-decoding): [parts, qlen, batch, n_head, d_head] f32, contiguous,
+/// each part's rows normalized by its own softmax sum.
+inline MemRefType partOutputType(MLIRContext *ctx, int64_t dHead) {
+  SmallVector<int64_t> shape(4, ShapedType::kDynamic);
+  shape.push_back(dHead);
+  return MemRefType::get(shape, Float32Type::get(ctx));
+}
+
+/// The key parts' log-sum-exps: [parts, batch, n_head, qlen] f32,
+/// contiguous (-inf for a part without visible keys).
+inline MemRefType partLseType(MLIRContext *ctx) {
+  return MemRefType::get(SmallVector<int64_t>(4, ShapedType::kDynamic),
+                         Float32Type::get(ctx));
 }
 
 /// The trailing arguments of a kernel that draws dropatt
@@ -257,11 +312,12 @@ inline SmallVector<Value> dropattLaunchArguments(ImplicitLocOpBuilder &b,
 /// n_head, d_head], mem_len: index, same_length: i32, scale: f32), the
 /// memrefs attentionOperandType(..., `unitInnerStride`); with `dropatt`,
 /// then dropattArgumentTypes; with `lse`, then the rows' log-sum-exp
-/// (rowStatsType).
+/// (rowStatsType); with `keyParts`, then the key parts' outputs and
+/// log-sum-exps (partOutputType, partLseType).
 inline FunctionType attentionKernelType(MLIRContext *ctx, int64_t dHead,
                                         bool unitInnerStride,
-                                        bool dropatt = false,
-                                        bool lse = false) {
+                                        bool dropatt = false, bool lse = false,
+                                        bool keyParts = false) {
   MemRefType t4 = attentionOperandType(ctx, 4, dHead, unitInnerStride);
   MemRefType t3 = attentionOperandType(ctx, 3, dHead, unitInnerStride);
   MemRefType t2 = attentionOperandType(ctx, 2, dHead, unitInnerStride);
@@ -279,12 +335,17 @@ inline FunctionType attentionKernelType(MLIRContext *ctx, int64_t dHead,
     llvm::append_range(inputs, dropattArgumentTypes(ctx));
   if (lse)
     inputs.push_back(rowStatsType(ctx));
+  if (keyParts) {
+    inputs.push_back(partOutputType(ctx, dHead));
+    inputs.push_back(partLseType(ctx));
+  }
   return FunctionType::get(ctx, inputs, {});
 }
 
 /// The tensor-core kernel `rel_attention_<bf16|f16>_d<d_head>` in
 /// `module`'s @txl_kernels, created on first use (RelAttentionMma.cpp):
-/// same signature and result as the f32 kernel, products with
+/// same signature (key parts included) and result as the f32 kernel,
+/// products with
 /// `operandType` (bf16 or f16) operands and f32 accumulation
 /// (nvgpu.mma.sync m16n8k16).
 AttentionKernel getOrCreateMmaAttentionKernel(ModuleOp module, int64_t dHead,

@@ -216,7 +216,9 @@ void MmaKernelBuilder::build() {
   Value mlen = mask.mlen, shift = mask.shift, same = mask.same;
   Value notSame =
       arith::XOrIOp::create(b, same, arith::ConstantIntOp::create(b, 1, 1));
-  Value jBegin = mask.jBegin, jEnd = mask.jEnd;
+  // This workgroup's part of the visible keys (grid z).
+  KeyPart keys = keyPart(mask, kKeyTile, hooks.wholeKeyRange);
+  Value jBegin = keys.jBegin, jEnd = keys.jEnd;
 
   int64_t kSteps = dPad / 16;
   int64_t dBlocks = dPad / 8;
@@ -408,21 +410,52 @@ void MmaKernelBuilder::build() {
     scf::YieldOp::create(b, next);
   }
 
-  // out[i, batch, head, d] = o / l for the lane's rows and columns.
-  for (int64_t db = 0; db < dBlocks; ++db)
-    for (int64_t rr = 0; rr < 2; ++rr)
-      for (int64_t e = 0; e < 2; ++e) {
-        Value i = add(iw, add(g, idx(8 * rr)));
-        Value d = add(mul(t, idx(2)), idx(8 * db + e));
-        auto ifIn = scf::IfOp::create(
-            b, both(cmp(P::ult, i, qlen), cmp(P::ult, d, idx(dHead))), false);
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(ifIn.thenBlock());
-        Value o =
-            arith::DivFOp::create(b, keyLoop.getResult(4 + 4 * db + 2 * rr + e),
-                                  keyLoop.getResult(2 + rr));
-        memref::StoreOp::create(b, o, out, ValueRange{i, batchIdx, head, d});
+  // out[i, batch, head, d] = o / l for the lane's rows and columns. Split
+  // over the keys, the part's slice of the workspace instead: part_out[part,
+  // i, batch, head, d] and, from the lanes with t = 0 (each quad holds its
+  // rows' m and l), part_lse[part, batch, head, i] = m + log l.
+  unsigned numInputs = func.getFunctionType().getNumInputs();
+  Value partOut = entry.getArgument(numInputs - 2),
+        partLse = entry.getArgument(numInputs - 1);
+  auto ifSplit = scf::IfOp::create(b, cmp(P::ugt, keys.parts, idx(1)),
+                                   /*withElseRegion=*/true);
+  for (bool split : {true, false}) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(split ? ifSplit.thenBlock()->getTerminator()
+                              : ifSplit.elseBlock()->getTerminator());
+    auto at = [&](std::initializer_list<Value> rest) {
+      SmallVector<Value, 5> indices;
+      if (split)
+        indices.push_back(keys.part);
+      indices.append(rest);
+      return indices;
+    };
+    for (int64_t rr = 0; rr < 2; ++rr) {
+      Value i = add(iw, add(g, idx(8 * rr)));
+      Value l = keyLoop.getResult(2 + rr);
+      if (split) {
+        auto ifLse = scf::IfOp::create(
+            b, both(cmp(P::ult, i, qlen), cmp(P::eq, t, zero)), false);
+        OpBuilder::InsertionGuard lseGuard(b);
+        b.setInsertionPointToStart(ifLse.thenBlock());
+        Value lse = arith::AddFOp::create(b, keyLoop.getResult(rr),
+                                          math::LogOp::create(b, l));
+        memref::StoreOp::create(b, lse, partLse, at({batchIdx, head, i}));
       }
+      for (int64_t db = 0; db < dBlocks; ++db)
+        for (int64_t e = 0; e < 2; ++e) {
+          Value d = add(mul(t, idx(2)), idx(8 * db + e));
+          auto ifIn = scf::IfOp::create(
+              b, both(cmp(P::ult, i, qlen), cmp(P::ult, d, idx(dHead))), false);
+          OpBuilder::InsertionGuard storeGuard(b);
+          b.setInsertionPointToStart(ifIn.thenBlock());
+          Value o = arith::DivFOp::create(
+              b, keyLoop.getResult(4 + 4 * db + 2 * rr + e), l);
+          memref::StoreOp::create(b, o, split ? partOut : out,
+                                  at({i, batchIdx, head, d}));
+        }
+    }
+  }
   gpu::ReturnOp::create(b);
 }
 
@@ -434,7 +467,11 @@ mlir::txl::getOrCreateMmaAttentionKernel(ModuleOp module, int64_t dHead,
                                          const KernelTestHooks &hooks) {
   assert((operandType.isBF16() || operandType.isF16()) &&
          "mma.sync m16n8k16 takes bf16 or f16 operands");
-  AttentionKernel kernel{nullptr, kWarps * kRows, kWarps * kSubgroupSize};
+  // Resident workgroups per SM: the register file (64K) over kMaxRegisters
+  // per work-item (the tiles' 21 KiB of shared memory allow more).
+  int64_t threads = kWarps * kSubgroupSize;
+  AttentionKernel kernel{nullptr, kWarps * kRows, threads, /*keyParts=*/true,
+                         65536 / (kMaxRegisters * threads)};
   std::string name = std::string("rel_attention_") +
                      (operandType.isBF16() ? "bf16" : "f16") + "_d" +
                      std::to_string(dHead);
@@ -449,7 +486,9 @@ mlir::txl::getOrCreateMmaAttentionKernel(ModuleOp module, int64_t dHead,
   };
   kernel.func = gpu::GPUFuncOp::create(
       b, kernels.getLoc(), name,
-      attentionKernelType(ctx, dHead, /*unitInnerStride=*/true),
+      attentionKernelType(ctx, dHead, /*unitInnerStride=*/true,
+                          /*dropatt=*/false, /*lse=*/false,
+                          /*keyParts=*/true),
       TypeRange{tile(kKeyTile), tile(kWindow)});
   kernel.func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
                        b.getUnitAttr());

@@ -29,6 +29,7 @@
 
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
@@ -146,11 +147,13 @@ void KernelBuilder::build() {
     dropatt = {entry.getArgument(10), entry.getArgument(11),
                entry.getArgument(12), entry.getArgument(13),
                entry.getArgument(14), entry.getArgument(15)};
-  // The last function argument (the block's arguments continue with the
+  // The last three function arguments: the lse (with s.lse) and the key
+  // parts' outputs and log-sum-exps (the block's arguments continue with the
   // workgroup attributions).
-  Value lseOut =
-      s.lse ? entry.getArgument(func.getFunctionType().getNumInputs() - 1)
-            : Value();
+  unsigned numInputs = func.getFunctionType().getNumInputs();
+  Value lseOut = s.lse ? entry.getArgument(numInputs - 3) : Value();
+  Value partOut = entry.getArgument(numInputs - 2),
+        partLse = entry.getArgument(numInputs - 1);
   ArrayRef<BlockArgument> tiles = func.getWorkgroupAttributions();
   Value quTile = tiles[0], qvTile = tiles[1], kTile = tiles[2],
         rTile = tiles[3];
@@ -172,7 +175,10 @@ void KernelBuilder::build() {
   // The decoder mask (txl.masked_softmax; KernelBodyBuilder::decoderMask).
   DecoderMask mask =
       decoderMask(qlen, klen, memLen, sameLength, i0, s.queryTile);
-  Value jBegin = mask.jBegin, jEnd = mask.jEnd;
+  // This workgroup's part of the visible keys.
+  KeyPart keys = keyPart(mask, kKeyTile, hooks.wholeKeyRange);
+  Value parts = keys.parts, part = keys.part;
+  Value jBegin = keys.jBegin, jEnd = keys.jEnd;
 
   // q + u and q + v, rows past qlen zero.
   forTileElements(s.queryTile, [&](Value row, Value col) {
@@ -327,31 +333,51 @@ void KernelBuilder::build() {
   }
 
   // out[i, batch, head, :] = o / l for the rows of this subgroup; with
-  // lse, lane 0 writes lse[batch, head, i] = m + log l.
+  // lse, lane 0 writes lse[batch, head, i] = m + log l. A grid of several
+  // key parts writes both, lse always, to the part's slice of the
+  // workspace instead (part_out[part, i, batch, head, :], part_lse[part,
+  // batch, head, i]), for rel_attention_combine; a part without visible
+  // keys writes l = 0: o / l NaN, lse -inf.
+  Value split = cmp(P::ugt, parts, one);
   for (int64_t t = 0; t < s.rowsPerWarp(); ++t) {
     Value i = add(i0, add(rowBase, idx(t)));
+    Value m = keyLoop.getResult(t * perRow);
     Value l = keyLoop.getResult(t * perRow + 1);
     auto ifRow = scf::IfOp::create(b, cmp(P::ult, i, qlen), false);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifRow.thenBlock());
-    if (lseOut) {
-      auto ifFirst = scf::IfOp::create(b, cmp(P::eq, lane, zero), false);
-      OpBuilder::InsertionGuard lseGuard(b);
-      b.setInsertionPointToStart(ifFirst.thenBlock());
-      Value m = keyLoop.getResult(t * perRow);
-      memref::StoreOp::create(
-          b, arith::AddFOp::create(b, m, math::LogOp::create(b, l)), lseOut,
-          ValueRange{batchIdx, head, i});
-    }
-    for (int64_t c = 0; c < s.colsPerLane(); ++c) {
-      Value d = add(lane, idx(c * kSubgroup));
-      auto ifCol = scf::IfOp::create(b, cmp(P::ult, d, idx(s.dHead)), false);
-      OpBuilder::InsertionGuard colGuard(b);
-      b.setInsertionPointToStart(ifCol.thenBlock());
-      Value o =
-          arith::DivFOp::create(b, keyLoop.getResult(t * perRow + 2 + c), l);
-      memref::StoreOp::create(b, o, out, ValueRange{i, batchIdx, head, d});
-    }
+    auto ifSplit = scf::IfOp::create(b, split, /*withElseRegion=*/true);
+    // The row's stores into `o` at [prefix..., i, batch, head, d] and, when
+    // `lseBuffer`, into it at [prefix..., batch, head, i].
+    auto storeRow = [&](Block *block, Value o, Value lseBuffer,
+                        ValueRange prefix) {
+      OpBuilder::InsertionGuard blockGuard(b);
+      b.setInsertionPoint(block->getTerminator());
+      auto at = [&](std::initializer_list<Value> rest) {
+        SmallVector<Value, 5> indices(prefix);
+        indices.append(rest);
+        return indices;
+      };
+      if (lseBuffer) {
+        auto ifFirst = scf::IfOp::create(b, cmp(P::eq, lane, zero), false);
+        OpBuilder::InsertionGuard lseGuard(b);
+        b.setInsertionPointToStart(ifFirst.thenBlock());
+        memref::StoreOp::create(
+            b, arith::AddFOp::create(b, m, math::LogOp::create(b, l)),
+            lseBuffer, at({batchIdx, head, i}));
+      }
+      for (int64_t c = 0; c < s.colsPerLane(); ++c) {
+        Value d = add(lane, idx(c * kSubgroup));
+        auto ifCol = scf::IfOp::create(b, cmp(P::ult, d, idx(s.dHead)), false);
+        OpBuilder::InsertionGuard colGuard(b);
+        b.setInsertionPointToStart(ifCol.thenBlock());
+        Value value =
+            arith::DivFOp::create(b, keyLoop.getResult(t * perRow + 2 + c), l);
+        memref::StoreOp::create(b, value, o, at({i, batchIdx, head, d}));
+      }
+    };
+    storeRow(ifSplit.thenBlock(), partOut, partLse, ValueRange{part});
+    storeRow(ifSplit.elseBlock(), out, lseOut, ValueRange{});
   }
   gpu::ReturnOp::create(b);
 }
@@ -360,7 +386,15 @@ void KernelBuilder::build() {
 /// first use: one kernel per d_head.
 AttentionKernel getOrCreateKernel(ModuleOp module, const KernelShape &shape,
                                   const KernelTestHooks &hooks) {
-  AttentionKernel kernel{nullptr, shape.queryTile, kWarps * kSubgroup};
+  // Resident workgroups per SM on sm_80, the smaller SM of the two default
+  // architectures: 64K registers, 164 KiB of shared memory (1 KiB of it
+  // reserved per workgroup).
+  int64_t threads = kWarps * kSubgroup;
+  int64_t resident =
+      std::min<int64_t>(65536 / (kMaxRegisters * threads),
+                        164 * 1024 / (shape.workgroupBytes() + 1024));
+  AttentionKernel kernel{nullptr, shape.queryTile, threads,
+                         /*keyParts=*/true, resident};
   std::string name =
       std::string(shape.dropatt ? "rel_attention_dropatt_" : "rel_attention_") +
       (shape.lse ? "lse_d" : "d") + std::to_string(shape.dHead);
@@ -376,7 +410,8 @@ AttentionKernel getOrCreateKernel(ModuleOp module, const KernelShape &shape,
   auto func = gpu::GPUFuncOp::create(
       b, kernels.getLoc(), name,
       attentionKernelType(ctx, shape.dHead,
-                          /*unitInnerStride=*/false, shape.dropatt, shape.lse),
+                          /*unitInnerStride=*/false, shape.dropatt, shape.lse,
+                          /*keyParts=*/true),
       tiles);
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   func.setKnownBlockSizeAttr(
@@ -390,6 +425,133 @@ AttentionKernel getOrCreateKernel(ModuleOp module, const KernelShape &shape,
   return kernel;
 }
 
+/// Work-items per workgroup of rel_attention_combine.
+constexpr int64_t kCombineThreads = 128;
+
+/// Builds rel_attention_combine[_lse]: one work-item per element (i, batch,
+/// head, d) of the output. With the parts' log-sum-exps λ_z of the row and
+/// M = max_z λ_z, w_z = exp(λ_z - M) (0 for a part without keys, λ_z =
+/// -inf):
+///   out[i, batch, head, d] = Σ_z w_z part_out[z, i, batch, head, d] / Σ_z w_z
+/// (each part's output is normalized by its own sum l_z, and w_z ∝ l_z
+/// e^{m_z}); with lse, the work-item of d = 0 writes lse[batch, head, i] =
+/// M + log Σ_z w_z, the row's log-sum-exp over all its keys.
+class CombineBuilder : public KernelBodyBuilder {
+public:
+  CombineBuilder(gpu::GPUFuncOp func, bool lse)
+      : KernelBodyBuilder(func), func(func), lse(lse) {}
+
+  void build() {
+    using P = arith::CmpIPredicate;
+    Block &entry = func.getBody().front();
+    b.setInsertionPointToStart(&entry);
+    Value partOut = entry.getArgument(0), partLse = entry.getArgument(1),
+          out = entry.getArgument(2);
+    Value lseOut = lse ? entry.getArgument(3) : Value();
+    Value zero = idx(0), one = idx(1);
+    auto dim = [&](Value memref, int64_t d) -> Value {
+      return memref::DimOp::create(b, memref, d);
+    };
+    Value parts = dim(partOut, 0), qlen = dim(out, 0), batch = dim(out, 1),
+          nHead = dim(out, 2), dHead = dim(out, 3);
+    Value e = add(
+        mul(gpu::BlockIdOp::create(b, gpu::Dimension::x), idx(kCombineThreads)),
+        gpu::ThreadIdOp::create(b, gpu::Dimension::x));
+    Value total = mul(mul(mul(qlen, batch), nHead), dHead);
+    auto ifInside = scf::IfOp::create(b, cmp(P::ult, e, total), false);
+    b.setInsertionPointToStart(ifInside.thenBlock());
+    // e = ((i · batch + batchIdx) · n_head + head) · d_head + d.
+    auto div = [&](Value x, Value n) -> Value {
+      return arith::DivUIOp::create(b, x, n);
+    };
+    auto rem = [&](Value x, Value n) -> Value {
+      return arith::RemUIOp::create(b, x, n);
+    };
+    Value d = rem(e, dHead), row = div(e, dHead);
+    Value head = rem(row, nHead), rowColumn = div(row, nHead);
+    Value batchIdx = rem(rowColumn, batch), i = div(rowColumn, batch);
+
+    auto partLseAt = [&](OpBuilder &nb, Location loc, Value z) -> Value {
+      return memref::LoadOp::create(nb, loc, partLse,
+                                    ValueRange{z, batchIdx, head, i});
+    };
+    auto maxLoop = scf::ForOp::create(
+        b, zero, parts, one, ValueRange{negInf()},
+        [&](OpBuilder &nb, Location loc, Value z, ValueRange acc) {
+          Value m =
+              arith::MaximumFOp::create(nb, loc, acc[0], partLseAt(nb, loc, z));
+          scf::YieldOp::create(nb, loc, m);
+        });
+    Value maxLse = maxLoop.getResult(0);
+    Value fzero = f32(0.0), ninf = negInf();
+    auto sumLoop = scf::ForOp::create(
+        b, zero, parts, one, ValueRange{fzero, fzero},
+        [&](OpBuilder &nb, Location loc, Value z, ValueRange acc) {
+          ImplicitLocOpBuilder ib(loc, nb);
+          Value lz = partLseAt(nb, loc, z);
+          Value empty =
+              arith::CmpFOp::create(ib, arith::CmpFPredicate::OEQ, lz, ninf);
+          Value w = arith::SelectOp::create(
+              ib, empty, fzero,
+              math::ExpOp::create(ib, arith::SubFOp::create(ib, lz, maxLse)));
+          Value o = memref::LoadOp::create(ib, partOut,
+                                           ValueRange{z, i, batchIdx, head, d});
+          // An empty part's output is NaN (0 / 0): taken as 0, not w · o.
+          Value wo = arith::SelectOp::create(ib, empty, fzero,
+                                             arith::MulFOp::create(ib, w, o));
+          scf::YieldOp::create(
+              ib, ValueRange{arith::AddFOp::create(ib, acc[0], w),
+                             arith::AddFOp::create(ib, acc[1], wo)});
+        });
+    Value weights = sumLoop.getResult(0);
+    memref::StoreOp::create(
+        b, arith::DivFOp::create(b, sumLoop.getResult(1), weights), out,
+        ValueRange{i, batchIdx, head, d});
+    if (lseOut) {
+      auto ifFirst = scf::IfOp::create(b, cmp(P::eq, d, zero), false);
+      b.setInsertionPointToStart(ifFirst.thenBlock());
+      memref::StoreOp::create(
+          b, arith::AddFOp::create(b, maxLse, math::LogOp::create(b, weights)),
+          lseOut, ValueRange{batchIdx, head, i});
+    }
+    b.setInsertionPointToEnd(&entry);
+    gpu::ReturnOp::create(b);
+  }
+
+private:
+  gpu::GPUFuncOp func;
+  bool lse;
+};
+
+/// rel_attention_combine (or, with `lse`, rel_attention_combine_lse) in
+/// `module`'s @txl_kernels, created on first use: (part_out [parts, qlen,
+/// batch, n_head, d_head], part_lse [parts, batch, n_head, qlen], out
+/// [qlen, batch, n_head, d_head] of any strides, and with lse the rows'
+/// log-sum-exp [batch, n_head, qlen]), one kernel for every d_head;
+/// launched over ceil(qlen · batch · n_head · d_head / 128) workgroups of
+/// 128 work-items.
+gpu::GPUFuncOp getOrCreateCombineKernel(ModuleOp module, bool lse) {
+  std::string name =
+      lse ? "rel_attention_combine_lse" : "rel_attention_combine";
+  gpu::GPUModuleOp kernels = getOrCreateKernelModule(module);
+  if (auto func = kernels.lookupSymbol<gpu::GPUFuncOp>(name))
+    return func;
+  MLIRContext *ctx = kernels.getContext();
+  SmallVector<Type> inputs = {
+      partOutputType(ctx, ShapedType::kDynamic), partLseType(ctx),
+      attentionOperandType(ctx, 4, ShapedType::kDynamic)};
+  if (lse)
+    inputs.push_back(rowStatsType(ctx));
+  OpBuilder b = OpBuilder::atBlockEnd(kernels.getBody());
+  auto func = gpu::GPUFuncOp::create(b, kernels.getLoc(), name,
+                                     FunctionType::get(ctx, inputs, {}));
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  func.setKnownBlockSizeAttr(
+      b.getDenseI32ArrayAttr({int32_t(kCombineThreads), 1, 1}));
+  CombineBuilder(func, lse).build();
+  return func;
+}
+
 // txl.rel_attention (f32) => bufferization.to_buffer of the operands,
 // memref.alloc of the output, one gpu.launch_func, to_tensor. With dropatt,
 // the f32 kernel draws the masks (rel_attention_dropatt_d<d_head>); the
@@ -397,9 +559,10 @@ AttentionKernel getOrCreateKernel(ModuleOp module, const KernelShape &shape,
 // the f32 dropatt kernel in training and the tensor-core one otherwise.
 struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
   RelAttentionToLaunch(MLIRContext *ctx, ModuleOp module,
-                       FloatType mmaOperandType, const KernelTestHooks &hooks)
+                       FloatType mmaOperandType, const KernelTestHooks &hooks,
+                       int64_t keyParts)
       : OpRewritePattern(ctx), module(module), mmaOperandType(mmaOperandType),
-        hooks(hooks) {}
+        hooks(hooks), keyParts(keyParts) {}
 
   LogicalResult matchAndRewrite(RelAttentionOp op,
                                 PatternRewriter &rewriter) const override {
@@ -506,7 +669,7 @@ struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
                     op.getDropattTraining(), op.getDropattStreamBase(),
                     op.getDropattColumn(), op.getDropatt()->convertToDouble(),
                     *op.getDropattStream()));
-    Value lseBuffer;
+    Value lseBuffer, lseArgument;
     if (lse) {
       auto lseType = cast<RankedTensorType>(lse.getType());
       SmallVector<Value> lseDims;
@@ -517,21 +680,126 @@ struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
       lseBuffer = memref::AllocOp::create(
           b, MemRefType::get(lseType.getShape(), lseType.getElementType()),
           lseDims);
-      args.push_back(
-          memref::CastOp::create(b, rowStatsType(getContext()), lseBuffer));
+      lseArgument =
+          memref::CastOp::create(b, rowStatsType(getContext()), lseBuffer);
+      args.push_back(lseArgument);
     }
-    gpu::LaunchFuncOp::create(b, kernel.func, gpu::KernelDim3{gridX, gridY, c1},
-                              gpu::KernelDim3{threads, c1, c1},
-                              /*dynamicSharedMemorySize=*/Value(), args);
+    if (!kernel.keyParts) {
+      gpu::LaunchFuncOp::create(b, kernel.func,
+                                gpu::KernelDim3{gridX, gridY, c1},
+                                gpu::KernelDim3{threads, c1, c1},
+                                /*dynamicSharedMemorySize=*/Value(), args);
+    } else {
+      // The keys in `parts` parts (grid z), each part's output and lse in a
+      // workspace of `parts` slices (none when 1: the kernel writes out and
+      // lse itself), then rel_attention_combine.
+      Value parts = keyPartsFor(b, kernel, gridX, gridY,
+                                tensor::DimOp::create(b, op.getKey(), 0));
+      Value split =
+          arith::CmpIOp::create(b, arith::CmpIPredicate::ugt, parts, c1);
+      Value slices = arith::SelectOp::create(
+          b, split, parts, arith::ConstantIndexOp::create(b, 0));
+      MLIRContext *ctx = getContext();
+      int64_t dHead = resultType.getDimSize(3);
+      Value partOut = memref::AllocOp::create(
+          b,
+          MemRefType::get(partOutputType(ctx, dHead).getShape(),
+                          b.getF32Type()),
+          ValueRange{slices, qlen, batch, nHead});
+      Value partLse = memref::AllocOp::create(
+          b, partLseType(ctx), ValueRange{slices, batch, nHead, qlen});
+      args.push_back(partOut);
+      args.push_back(partLse);
+      gpu::LaunchFuncOp::create(b, kernel.func,
+                                gpu::KernelDim3{gridX, gridY, parts},
+                                gpu::KernelDim3{threads, c1, c1},
+                                /*dynamicSharedMemorySize=*/Value(), args);
+      // A number of parts known here (the key-parts option) needs no test.
+      if (keyParts == 1)
+        return toTensors(b, op, out, lseBuffer);
+      OpBuilder::InsertionGuard guard(b);
+      if (keyParts == 0) {
+        auto ifSplit = scf::IfOp::create(b, split, /*withElseRegion=*/false);
+        b.setInsertionPointToStart(ifSplit.thenBlock());
+      }
+      gpu::GPUFuncOp combine = getOrCreateCombineKernel(module, !!lse);
+      SmallVector<Value> combineArgs = {
+          memref::CastOp::create(b, combine.getArgumentTypes()[0], partOut),
+          partLse,
+          memref::CastOp::create(b, combine.getArgumentTypes()[2], out)};
+      if (lse)
+        combineArgs.push_back(lseArgument);
+      Value elements = arith::MulIOp::create(
+          b,
+          arith::MulIOp::create(b, arith::MulIOp::create(b, qlen, batch),
+                                nHead),
+          arith::ConstantIndexOp::create(b, dHead));
+      Value combineThreads = arith::ConstantIndexOp::create(b, kCombineThreads);
+      gpu::LaunchFuncOp::create(
+          b, combine,
+          gpu::KernelDim3{
+              arith::CeilDivUIOp::create(b, elements, combineThreads), c1, c1},
+          gpu::KernelDim3{combineThreads, c1, c1},
+          /*dynamicSharedMemorySize=*/Value(), combineArgs);
+    }
+    return toTensors(b, op, out, lseBuffer);
+  }
+
+  /// The op's results from the buffers the kernels wrote: the output and,
+  /// when the op has one, the lse.
+  static SmallVector<Value> toTensors(ImplicitLocOpBuilder &b,
+                                      RelAttentionOp op, Value out,
+                                      Value lseBuffer) {
     auto toTensor = [&](Type type, Value buffer) -> Value {
       return bufferization::ToTensorOp::create(b, type, buffer,
                                                /*restrict=*/b.getUnitAttr(),
                                                /*writable=*/b.getUnitAttr());
     };
-    SmallVector<Value> results = {toTensor(resultType, out)};
-    if (lse)
+    SmallVector<Value> results = {toTensor(op.getResult().getType(), out)};
+    if (Value lse = op.getLse())
       results.push_back(toTensor(lse.getType(), lseBuffer));
     return results;
+  }
+
+  /// The number of key parts of a launch of `kernel` over gridX × gridY
+  /// workgroups with `klen` keys: the pass's key-parts option when set,
+  /// else what the runtime chooses for the device
+  /// (txl_device_attention_parts).
+  Value keyPartsFor(ImplicitLocOpBuilder &b, const AttentionKernel &kernel,
+                    Value gridX, Value gridY, Value klen) const {
+    if (keyParts > 0)
+      return arith::ConstantIndexOp::create(b, keyParts);
+    auto i64 = [&](Value index) -> Value {
+      return arith::IndexCastOp::create(b, b.getI64Type(), index);
+    };
+    Value keyTiles = arith::CeilDivUIOp::create(
+        b, klen, arith::ConstantIndexOp::create(b, kKeyTile));
+    Value workgroups = arith::MulIOp::create(b, gridX, gridY);
+    func::FuncOp chooser = getOrDeclareAttentionParts(b.getContext());
+    Value parts =
+        func::CallOp::create(b, chooser,
+                             ValueRange{i64(workgroups),
+                                        arith::ConstantIntOp::create(
+                                            b, kernel.residentWorkgroups, 64),
+                                        i64(keyTiles)})
+            .getResult(0);
+    return arith::IndexCastOp::create(b, b.getIndexType(), parts);
+  }
+
+  /// `int64_t txl_device_attention_parts(int64_t workgroups, int64_t
+  /// resident, int64_t key_tiles)` of the runtime (txl/device.h), declared
+  /// in the module on first use.
+  func::FuncOp getOrDeclareAttentionParts(MLIRContext *ctx) const {
+    constexpr llvm::StringLiteral name = "txl_device_attention_parts";
+    ModuleOp module = this->module;
+    if (auto found = module.lookupSymbol<func::FuncOp>(name))
+      return found;
+    OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+    Type i64 = b.getI64Type();
+    auto decl = func::FuncOp::create(b, module.getLoc(), name,
+                                     b.getFunctionType({i64, i64, i64}, {i64}));
+    decl.setPrivate();
+    return decl;
   }
 
   ModuleOp module;
@@ -539,6 +807,8 @@ struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
   /// the f32 one; null: the f32 kernel.
   FloatType mmaOperandType;
   KernelTestHooks hooks;
+  /// The key-parts option: 0, chosen at run time; N >= 1, always N.
+  int64_t keyParts = 0;
 };
 
 struct ConvertRelAttentionToGpuPass
@@ -575,9 +845,15 @@ struct ConvertRelAttentionToGpuPass
       if (walk.wasInterrupted())
         return signalPassFailure();
     }
-    KernelTestHooks hooks{relShiftOffset, dropBarrier};
+    if (keyParts < 0) {
+      module.emitError("key-parts must be 0 (chosen at run time) or a "
+                       "number of parts, not ")
+          << static_cast<int64_t>(keyParts);
+      return signalPassFailure();
+    }
+    KernelTestHooks hooks{relShiftOffset, dropBarrier, wholeKeyRange};
     patterns.add<RelAttentionToLaunch>(&getContext(), module, mmaOperandType,
-                                       hooks);
+                                       hooks, keyParts);
     populateRelAttentionGradToGpuPatterns(patterns, module, hooks);
     if (failed(applyPatternsGreedily(module, std::move(patterns))))
       return signalPassFailure();

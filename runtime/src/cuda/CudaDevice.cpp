@@ -25,6 +25,7 @@ namespace {
 // cuda.h values the backend uses.
 constexpr int kAttributeComputeCapabilityMajor = 75;
 constexpr int kAttributeComputeCapabilityMinor = 76;
+constexpr int kAttributeMultiprocessorCount = 16;
 constexpr int kAttributeMaxSharedMemoryPerBlockOptin = 97;
 constexpr int kFuncAttributeMaxDynamicSharedSizeBytes = 8;
 /// Dynamic shared memory a launch gets without opting in.
@@ -114,6 +115,14 @@ public:
                 "cuDeviceGetAttribute");
     return fmt::format("{} (CUDA, sm_{}{}, {:.1f} GiB)", name, major, minor,
                        totalMemory() / double(1ull << 30));
+  }
+
+  int64_t computeUnits() const override {
+    int units = 0;
+    cuda_.check(cuda_.cuDeviceGetAttribute(
+                    &units, kAttributeMultiprocessorCount, device_),
+                "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)");
+    return units;
   }
 
   size_t totalMemory() const override {

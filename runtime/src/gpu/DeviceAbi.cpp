@@ -365,6 +365,14 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
   });
 }
 
+int64_t txl_device_attention_parts(int64_t workgroups, int64_t resident,
+                                   int64_t key_tiles) {
+  return orExit("txl_device_attention_parts", [&] {
+    return attentionKeyParts(device().computeUnits(), workgroups, resident,
+                             key_tiles);
+  });
+}
+
 void *mgpuStreamCreate(void) {
   // Every stream is the device's one queue; a non-null token.
   static char queue;
@@ -448,6 +456,19 @@ std::unique_ptr<Device> openDevice(Backend backend, int ordinal) {
   if (backend == Backend::Cuda)
     return openCudaDevice(ordinal);
   return openOpenCLDevice(ordinal);
+}
+
+int64_t attentionKeyParts(int64_t computeUnits, int64_t workgroups,
+                          int64_t resident, int64_t keyTiles) {
+  constexpr int64_t kWaves = 2, kMinKeyTilesPerPart = 4, kMaxParts = 16;
+  int64_t slots =
+      std::max<int64_t>(computeUnits, 1) * std::max<int64_t>(resident, 1);
+  workgroups = std::max<int64_t>(workgroups, 1);
+  if (workgroups >= slots)
+    return 1;
+  int64_t wanted = (kWaves * slots + workgroups - 1) / workgroups;
+  int64_t byKeys = std::max<int64_t>(keyTiles, 1) / kMinKeyTilesPerPart;
+  return std::clamp<int64_t>(std::min(wanted, byKeys), 1, kMaxParts);
 }
 
 } // namespace txl::rt

@@ -33,6 +33,7 @@ constexpr cl_uint kDeviceName = 0x102B;
 constexpr cl_uint kDriverVersion = 0x102D;
 constexpr cl_uint kDeviceVersion = 0x102F;
 constexpr cl_uint kDeviceGlobalMemSize = 0x101F;
+constexpr cl_uint kDeviceMaxComputeUnits = 0x1002;
 constexpr cl_uint kDeviceLocalMemSize = 0x1023;
 constexpr cl_uint kDeviceIlVersion = 0x105B;
 constexpr cl_uint kProgramBinarySizes = 0x1165;
@@ -208,6 +209,14 @@ public:
                        platformString(kPlatformName),
                        deviceString(cl_, device_, kDeviceVersion),
                        totalMemory() / double(1ull << 30));
+  }
+
+  int64_t computeUnits() const override {
+    cl_uint units = 0;
+    cl_.check(cl_.clGetDeviceInfo(device_, kDeviceMaxComputeUnits,
+                                  sizeof(units), &units, nullptr),
+              "clGetDeviceInfo(CL_DEVICE_MAX_COMPUTE_UNITS)");
+    return units;
   }
 
   size_t totalMemory() const override {

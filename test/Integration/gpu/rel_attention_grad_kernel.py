@@ -7,8 +7,9 @@ attention math's, differentiated in numpy (float64): the four terms, the
 decoder mask (causal with memory, same_length), softmax over keys, P·V.
 Where the image also has the saved-statistics kernels (from a forward with
 an lse result and a backward with a saved group), each case runs a second
-time through them: the forward rel_attention_lse_d<d_head> (its output and
-each row's log-sum-exp, the latter checked against numpy's), then
+time through them: the forward rel_attention_lse_d<d_head> over the keys in
+3 parts and rel_attention_combine_lse (its output and each row's
+log-sum-exp, the latter checked against numpy's), then
 rel_attention_grad_q_saved_d<d_head> on those, _kv and _r.
 
 usage: rel_attention_grad_kernel.py --device-lib LIB [--tol T] KERNELS.mlir KERNELS.img
@@ -25,7 +26,8 @@ import sys
 import numpy as np
 
 from rel_attention_kernel import (DROPATT, Device, dec_attn_mask, dropatt_args,
-                                  dropatt_multiplier, kernel_layouts)
+                                  dropatt_multiplier, kernel_layouts,
+                                  launch_attention)
 
 
 def reference_grads(do, q, k, v, r, u, vb, mem_len, same_length, scale,
@@ -125,8 +127,10 @@ def run_case(dev, layouts, case, rng, tol, dropatt=None, training=False,
         out = np.full(q.shape, np.nan, np.float32)
         out_buf = dev.memref(out)
         tiles, block = layouts[fwd]
-        dev.launch(dev.kernel(fwd), (-(-qlen // tiles[0][0]), batch * n_head, 1),
-                   (block, 1, 1), operands + out_buf[1] + tail + stat_bufs[0][1])
+        # Over the keys in 3 parts: the combine writes the lse.
+        launch_attention(dev, fwd, (-(-qlen // tiles[0][0]), batch * n_head), block,
+                         operands + out_buf[1] + tail + stat_bufs[0][1], out,
+                         out_buf[1], lse_desc=stat_bufs[0][1], parts=3)
         lse = np.empty_like(stats[0])
         dev.read(lse, stat_bufs[0][0])
         lse_ref = reference_lse(q, k, r, u, vb, mem_len, same_length, float(scale))

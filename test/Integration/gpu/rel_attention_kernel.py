@@ -10,6 +10,11 @@ then P·V.
 
 usage: rel_attention_kernel.py --device-lib LIB [--tol T] KERNELS.mlir KERNELS.img [...]
 
+Every case runs unsplit and over its keys in parts (grid z, then
+rel_attention_combine, as the host code launches them); split, each part's
+log-sum-exp is also checked against the keys of its range, so that a kernel
+that walks every key in every part fails.
+
 A kernel's dropatt form (rel_attention_dropatt_d<d_head>) runs evaluating
 (the identity) and training, against masks from the numpy Philox of
 dropout.py (txl.dropout's layout, over [qlen, klen, batch, n_head]).
@@ -79,14 +84,21 @@ def dropatt_args(dropatt, training):
             ctypes.c_int64(column), ctypes.c_int32(min_kept), ctypes.c_float(scale)]
 
 
-def reference(q, k, v, r, u, vb, mem_len, same_length, scale, dropatt=None):
+def scores(q, k, r, u, vb, mem_len, same_length, scale):
+    """The masked attention scores [qlen, klen, batch, n_head] (float64,
+    -inf where dec_attn_mask hides the key)."""
     qlen, klen = q.shape[0], k.shape[0]
-    q, k, v, r = (x.astype(np.float64) for x in (q, k, v, r))
+    q, k, r = (x.astype(np.float64) for x in (q, k, r))
     ac = np.einsum("ibnd,jbnd->ijbn", q + u, k)
     bd = rel_shift(np.einsum("ibnd,jnd->ijbn", q + vb, r))
     score = (ac + bd) * scale
-    mask = dec_attn_mask(qlen, klen, mem_len, same_length)
-    score[mask] = -np.inf
+    score[dec_attn_mask(qlen, klen, mem_len, same_length)] = -np.inf
+    return score
+
+
+def reference(q, k, v, r, u, vb, mem_len, same_length, scale, dropatt=None):
+    score = scores(q, k, r, u, vb, mem_len, same_length, scale)
+    v = v.astype(np.float64)
     score -= score.max(axis=1, keepdims=True)
     prob = np.exp(score)
     prob /= prob.sum(axis=1, keepdims=True)
@@ -97,13 +109,70 @@ def reference(q, k, v, r, u, vb, mem_len, same_length, scale, dropatt=None):
 def kernel_layouts(mlir_text):
     """{kernel name: (workgroup tile shapes, block size)} from the IR."""
     kernels = {}
-    for m in re.finditer(r"gpu\.func @(\w+)\((.*?)\) workgroup\((.*?)\) kernel"
+    for m in re.finditer(r"gpu\.func @(\w+)\((.*?)\)(?: workgroup\((.*?)\))? kernel"
                          r" attributes \{[^}]*known_block_size = array<i32: (\d+)",
                          mlir_text):
         tiles = [tuple(int(x) for x in t.split("x"))
-                 for t in re.findall(r"memref<(\d+x\d+)xf32, 3>", m.group(3))]
+                 for t in re.findall(r"memref<(\d+x\d+)xf32, 3>", m.group(3) or "")]
         kernels[m.group(1)] = (tiles, int(m.group(4)))
     return kernels
+
+
+def part_ranges(qlen, klen, mem_len, same_length, query_tile, parts):
+    """{(query tile, part): [begin, end)} of the keys each workgroup of a
+    launch over `parts` key parts walks: the tile's visible keys
+    (KernelBodyBuilder::decoderMask) in runs of whole 32-key tiles."""
+    mlen, mask_len = klen - qlen, klen - mem_len
+    shift = qlen - mask_len if mask_len > 0 else qlen
+    ranges = {}
+    for t in range(-(-qlen // query_tile)):
+        i0 = t * query_tile
+        begin = max(0, i0 - shift + 1) if same_length else 0
+        end = min(klen, i0 + query_tile + mlen)
+        key_tiles = -(-max(end - begin, 0) // 32)
+        part_keys = -(-key_tiles // parts) * 32
+        for z in range(parts):
+            b = begin + z * part_keys
+            ranges[t, z] = (b, min(end, b + part_keys))
+    return ranges
+
+
+def part_lse_reference(score, query_tile, ranges, parts):
+    """[parts, batch, n_head, qlen]: each row's log-sum-exp over the keys of
+    its workgroup's part (-inf for a part without visible keys)."""
+    qlen, _, batch, n_head = score.shape
+    want = np.full((parts, batch, n_head, qlen), -np.inf)
+    for (t, z), (b, e) in ranges.items():
+        for i in range(t * query_tile, min(qlen, (t + 1) * query_tile)):
+            s = score[i, b:max(b, e)]  # [keys, batch, n_head]
+            if s.size and np.isfinite(s).any():
+                top = s.max(axis=0)
+                want[z, :, :, i] = top + np.log(np.exp(s - top).sum(axis=0))
+    return want
+
+
+COMBINE_THREADS = 128
+
+
+def launch_attention(dev, name, grid_xy, block, args, out, out_desc,
+                     lse_desc=None, parts=1):
+    """Launches the f32 kernel `name` with `args` (all but its workspace) as
+    the host code does over `parts` key parts: the workspace (empty for one
+    part), grid z = parts, then rel_attention_combine[_lse] into `out`
+    (and the lse) when parts > 1. Returns the workspace's part_lse and its
+    buffer."""
+    qlen, batch, n_head, d_head = out.shape
+    slices = parts if parts > 1 else 0
+    part_out = np.full((slices, qlen, batch, n_head, d_head), np.nan, np.float32)
+    part_lse = np.full((slices, batch, n_head, qlen), np.nan, np.float32)
+    _, po = dev.memref(part_out)
+    pl_buf, pl = dev.memref(part_lse)
+    dev.launch(dev.kernel(name), (*grid_xy, parts), (block, 1, 1), args + po + pl)
+    if parts > 1:
+        combine = "rel_attention_combine" + ("_lse" if lse_desc else "")
+        dev.launch(dev.kernel(combine), (-(-out.size // COMBINE_THREADS), 1, 1),
+                   (COMBINE_THREADS, 1, 1), po + pl + out_desc + (lse_desc or []))
+    return part_lse, pl_buf
 
 
 class Device:
@@ -157,13 +226,18 @@ class Device:
         self.buffers = []
 
 
-def run_case(dev, layouts, case, rng, tol, dropatt=None, training=False):
-    """One launch of the kernel for `case`; with `dropatt` (rate, seed,
-    offset, stream), of its dropatt form, training (the masks drawn) or
-    not (the identity)."""
+def run_case(dev, layouts, case, rng, tol, dropatt=None, training=False,
+             parts=1, mma=None):
+    """One launch of the kernel for `case` over `parts` key parts (then
+    the combine, and each part's log-sum-exp checked against its key range);
+    with `dropatt` (rate, seed, offset, stream), of its dropatt form,
+    training (the masks drawn) or not (the identity); with `mma` ("bf16" or
+    "f16"), of the tensor-core kernel."""
     qlen, mlen, batch, n_head, d_head, same_length, mem_len = case
     klen = qlen + mlen
     name = f"rel_attention{'_dropatt' if dropatt else ''}_d{d_head}"
+    if mma:
+        name = f"rel_attention_{mma}_d{d_head}"
     tiles, block = layouts[name]
     scale = np.float32(1.0 / np.sqrt(d_head))
     # q, k, v as views of one [klen, batch, n_head, 3 * d_head] projection
@@ -191,16 +265,35 @@ def run_case(dev, layouts, case, rng, tol, dropatt=None, training=False):
     if dropatt:
         args += dropatt_args(dropatt, training)
     query_tile = tiles[0][0]
-    dev.launch(dev.kernel(name), (-(-qlen // query_tile), batch * n_head, 1),
-               (block, 1, 1), args)
+    part_lse, part_lse_buf = launch_attention(
+        dev, name, (-(-qlen // query_tile), batch * n_head), block, args, out,
+        desc, parts=parts)
     dev.read(out, out_buf)
+    if parts > 1:
+        dev.read(part_lse, part_lse_buf)
     dev.free()
 
     want = reference(q, k, v, r, u, vb, mem_len, same_length, float(scale),
                      dropatt if training else None)
     err = float(np.max(np.abs(out - want)))
+    if parts > 1:
+        # Each part walked its own keys only: its lse is that of its range
+        # (a kernel walking every key in every part would still combine to
+        # the right output).
+        ranges = part_ranges(qlen, klen, mem_len, same_length, query_tile, parts)
+        part_want = part_lse_reference(
+            scores(q, k, r, u, vb, mem_len, same_length, float(scale)),
+            query_tile, ranges, parts)
+        finite = np.isfinite(part_want)
+        if not np.array_equal(finite, np.isfinite(part_lse)):
+            err = float("inf")
+        else:
+            err = max(err, float(np.max(np.abs(part_lse[finite] - part_want[finite])
+                                        / np.maximum(1.0, np.abs(part_want[finite])),
+                                        initial=0.0)))
     ok = err <= tol
     mode = f" dropatt={dropatt[0]} training={int(training)}" if dropatt else ""
+    mode += f" parts={parts}"
     print(f"{'ok  ' if ok else 'FAIL'} {name} qlen={qlen} mlen={mlen} batch={batch} "
           f"n_head={n_head} same_length={int(same_length)} mem_len={mem_len}{mode}: "
           f"max abs err {err:.3g}")
@@ -223,6 +316,12 @@ CASES = [
 ]
 
 
+# The numbers of key parts the cases run in after their unsplit run: two
+# and three parts, more parts than some cases have key tiles (empty parts),
+# and the runtime's largest choice.
+PARTS = [2, 3, 5, 16]
+
+
 # (rate, seed, offset, stream, column) of the dropatt cases: a seed and
 # offset using both 32-bit words of each, the batch from global column 3.
 DROPATT = (0.15, 0x1234_5678_9ABC_DEF0, (7 << 32) + 11, 40, 3)
@@ -233,6 +332,8 @@ def main():
     parser.add_argument("pairs", nargs="+", help="KERNELS.mlir KERNELS.img ...")
     parser.add_argument("--device-lib", required=True, help="libtxl_device.so")
     parser.add_argument("--tol", type=float, default=1e-5)
+    parser.add_argument("--mma-tol", type=float, default=0.05,
+                        help="the tensor-core kernels' tolerance")
     args = parser.parse_args()
     if len(args.pairs) % 2:
         parser.error("expected KERNELS.mlir KERNELS.img pairs")
@@ -241,15 +342,28 @@ def main():
     for mlir, image in zip(args.pairs[::2], args.pairs[1::2]):
         layouts = kernel_layouts(open(mlir).read())
         dev = Device(args.device_lib, open(image, "rb").read())
-        results += [run_case(dev, layouts, case, rng, args.tol)
-                    for case in CASES if f"rel_attention_d{case[4]}" in layouts]
+        # Each case unsplit, then over the keys in parts (PARTS, in turn).
+        for n, case in enumerate(CASES):
+            if f"rel_attention_d{case[4]}" in layouts:
+                for parts in (1, PARTS[n % len(PARTS)]):
+                    results.append(run_case(dev, layouts, case, rng, args.tol,
+                                            parts=parts))
+        # The tensor-core kernels (their mma emulated on OpenCL), to the
+        # looser --mma-tol, unsplit and in 3 parts.
+        for mma in ("bf16", "f16"):
+            for case in CASES:
+                if f"rel_attention_{mma}_d{case[4]}" in layouts:
+                    for parts in (1, 3):
+                        results.append(run_case(dev, layouts, case, rng,
+                                                args.mma_tol, parts=parts,
+                                                mma=mma))
         # The dropatt kernels: evaluating (the identity) and training (the
-        # masks of txl.dropout's Philox layout).
+        # masks of txl.dropout's Philox layout), the latter in 3 parts too.
         for case in CASES:
             if f"rel_attention_dropatt_d{case[4]}" in layouts:
-                for training in (False, True):
+                for training, parts in ((False, 1), (True, 1), (True, 3)):
                     results.append(run_case(dev, layouts, case, rng, args.tol,
-                                            DROPATT, training))
+                                            DROPATT, training, parts))
         dev.lib.txl_device_close()
     if not results:
         print("no kernel to run")

@@ -59,6 +59,10 @@ public:
   virtual std::string description() const = 0;
   /// Total device memory in bytes.
   virtual size_t totalMemory() const = 0;
+  /// Compute units: streaming multiprocessors on CUDA
+  /// (CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT), CL_DEVICE_MAX_COMPUTE_UNITS
+  /// on OpenCL (cores on a CPU device).
+  virtual int64_t computeUnits() const = 0;
   /// The queue as the API names it, for libraries that enqueue on it
   /// (CUDA: the CUstream); null where there is none to share.
   virtual void *nativeStream() const { return nullptr; }
@@ -115,6 +119,19 @@ std::unique_ptr<Device> openCudaDevice(int ordinal);
 
 /// The magic that starts an OpenCL kernel image (txl/device.h).
 inline constexpr std::string_view kOpenCLImageMagic = TXL_OPENCL_IMAGE_MAGIC;
+
+/// How many parts the f32 rel_attention kernel splits its keys into
+/// (flash-decoding), for a grid of `workgroups` workgroups unsplit, of
+/// which `resident` fit on one of the device's `computeUnits` at once, over
+/// `keyTiles` tiles of 32 keys. 1 when the unsplit grid fills every compute
+/// unit (workgroups >= computeUnits · resident): splitting would only add
+/// the combine. Otherwise enough parts for two such waves, but each part at
+/// least 4 key tiles (128 keys, so that a part's work outweighs its share
+/// of the combine) and at most 16 parts. Inputs below 1 count as 1.
+/// Example: Transformer-XL's enwik8 evaluation (qlen 80, klen 2180,
+/// 5 × 32 workgroups of 4 resident) on 132 SMs: 7 parts.
+int64_t attentionKeyParts(int64_t computeUnits, int64_t workgroups,
+                          int64_t resident, int64_t keyTiles);
 
 } // namespace txl::rt
 
