@@ -77,6 +77,7 @@ BUDGETS = [
     (r"rel_attention_(bf16|f16)_d\d+", 128, 192, 21 * 1024, 2),
     (r"rel_attention(_dropatt)?(_lse)?_d128", 128, 128, 48 * 1024, 3),
     (r"rel_attention(_dropatt)?(_lse)?_d\d+", 128, 128, 48 * 1024, 4),
+    (r"rel_attention_combine(_lse)?", 128, 48, 0, 8),
     (r"layer_norm_d\d+", 256, 32, 0, 8),
     (r"\w+_loop\d+", 256, 64, 0, 4),
     (r"\w+_serial\d+", 1, 64, 0, 1),
