@@ -149,7 +149,7 @@ export w S B compare root out
 export -f eval_ptb evals references train bench profile
 
 # TXL_DEVICE_STEPS: the steps to run (default all, in this order).
-steps=${TXL_DEVICE_STEPS:-"evals references references_bf16 train_f32 attention enwik8 train_bf16 ptb profile"}
+steps=${TXL_DEVICE_STEPS:-"evals references references_bf16 train_f32 attention attention_eval enwik8 train_bf16 ptb profile"}
 for s in $steps; do
   case $s in
     evals) step "eval ptb_small" 60 evals ;;
@@ -158,6 +158,10 @@ for s in $steps; do
     train_f32) step "train ptb_small f32" 200 train f32; keep_training ;;
     train_bf16) step "train ptb_small bf16" 200 train bf16; keep_training ;;
     attention) step "bench attention" 40 bench attention ;;
+    # The paper's enwik8 evaluation shape: the kernel unsplit and in the
+    # key parts the runtime chooses for this GPU.
+    attention_eval) step "bench attention 80/2100" 40 bench attention \
+      --attention-shape 80,2100,4 --json "$out/bench_attention_eval.json" ;;
     enwik8) step "bench enwik8" 120 bench enwik8 ${TXL_BENCH_OPTIONS:-} ;;
     ptb) step "bench ptb" 90 bench ptb ${TXL_BENCH_OPTIONS:-} ;;
     profile) step "profile ptb_small f32" 30 profile ;;

@@ -1,28 +1,30 @@
-// RUN: txl-opt %s --txl-rel-attention-to-gpu=precision=bf16 | FileCheck %s
-// RUN: txl-opt %s --txl-rel-attention-to-gpu=precision=f16 | FileCheck %s --check-prefix=F16
+// RUN: txl-opt %s --txl-rel-attention-to-gpu=precision=bf16 \
+// RUN:   | FileCheck %s --implicit-check-not=rel_attention_dropatt_d32
+// RUN: txl-opt %s --txl-rel-attention-to-gpu=precision=f16 \
+// RUN:   | FileCheck %s --check-prefix=F16 --implicit-check-not=rel_attention_dropatt_d32
 // RUN: txl-opt %s --txl-rel-attention-to-gpu=precision=f32 | FileCheck %s --check-prefix=F32
 
-// The tensor-core kernels have no dropout: with dropatt, an scf.if on the
-// op's `training` runs the f32 dropatt kernel (the CPU's Philox masks) in
-// training and the tensor-core kernel in evaluation, where dropatt is the
-// identity. At f32 there is one launch of the dropatt kernel.
+// With dropatt the tensor-core kernels take the dropatt form's arguments
+// (the f32 kernel's: seed, offset, stream, column, keep threshold, scale)
+// and draw the CPU's Philox masks on the probabilities before the P·V
+// product: one launch, in training and in evaluation (the identity), no
+// f32 kernel. At f32 there is one launch of the f32 dropatt kernel.
 // CHECK-LABEL: func.func @dropatt
 // CHECK-SAME: %[[SEED:[^:]+]]: i64, %[[OFFSET:[^:]+]]: i64, %[[TRAINING:[^:]+]]: i1)
-// CHECK: %[[R:.+]] = scf.if %[[TRAINING]] -> (tensor<?x?x4x32xf32>) {
-// CHECK: gpu.launch_func @txl_kernels::@rel_attention_dropatt_d32
-// CHECK-SAME: %[[SEED]] : i64, %[[OFFSET]] : i64
-// CHECK: scf.yield
-// CHECK-NEXT: } else {
-// CHECK: gpu.launch_func @txl_kernels::@rel_attention_bf16_d32
-// CHECK-NOT: %[[SEED]]
-// CHECK: scf.yield
-// CHECK: return %[[R]]
-// CHECK-DAG: gpu.func @rel_attention_dropatt_d32(
-// CHECK-DAG: gpu.func @rel_attention_bf16_d32(
-// F16: scf.if
-// F16: gpu.launch_func @txl_kernels::@rel_attention_dropatt_d32
-// F16: } else {
-// F16: gpu.launch_func @txl_kernels::@rel_attention_f16_d32
+// CHECK-NOT: scf.if %[[TRAINING]]
+// CHECK: %[[MIN:.+]] = arith.select %[[TRAINING]], %c1677722_i32, %c0_i32 : i32
+// CHECK: gpu.launch_func @txl_kernels::@rel_attention_bf16_dropatt_d32
+// CHECK-SAME: %[[SEED]] : i64, %[[OFFSET]] : i64, %c3_i64 : i64, %{{.+}} : i64, %[[MIN]] : i32
+// CHECK: return
+// The kernel: the bf16 products, then per probability the Philox draw (its
+// multiply-high rounds) before the P·V mma.sync products.
+// CHECK: gpu.func @rel_attention_bf16_dropatt_d32(
+// CHECK-SAME: %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i32, %{{.+}}: f32, %{{.+}}: memref<?x?x?x?x32xf32>, %{{.+}}: memref<?x?x?x?xf32>)
+// CHECK: nvgpu.mma.sync
+// CHECK: arith.mului_extended
+// CHECK: nvgpu.mma.sync({{.+}}) {mmaShape = [16, 8, 16]} : (vector<4x2xbf16>
+// F16: gpu.launch_func @txl_kernels::@rel_attention_f16_dropatt_d32
+// F16: gpu.func @rel_attention_f16_dropatt_d32(
 // F32-LABEL: func.func @dropatt
 // F32-NOT: scf.if
 // F32: gpu.launch_func @txl_kernels::@rel_attention_dropatt_d32

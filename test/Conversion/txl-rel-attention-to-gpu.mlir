@@ -79,6 +79,9 @@
 // PARTS1: gpu.launch_func @txl_kernels::@rel_attention_d32 blocks in (%{{.+}}, %{{.+}}, %c1)
 // PARTS1-NEXT: bufferization.to_tensor
 // PARTS1-NOT: rel_attention_combine
+// PARTS1: gpu.func @rel_attention_d32(
+// PARTS1-NOT: rel_attention_combine
+// PARTS1: gpu.return
 // BADPARTS: error: key-parts must be 0 (chosen at run time) or a number of parts, not -1
 
 // Two layers of one d_head share one kernel.

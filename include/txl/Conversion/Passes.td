@@ -311,17 +311,17 @@ def ConvertRelAttentionToGpuPass : Pass<"txl-rel-attention-to-gpu", "::mlir::Mod
     products.
 
     An op with dropatt gets the kernel's dropatt form
-    `rel_attention_dropatt_d<d_head>`, with five more arguments: seed,
-    offset, stream (stream_base + dropatt_stream; i64), the keep threshold
-    ceil(rate 2^24) (i32) and 1 / (1 - rate) (f32) when `training`, 0 and 1
-    (no Philox computed: the identity) when not. Each probability's counter
-    is its row-major index in [qlen, klen, batch, n_head], as the CPU
-    lowering draws dropatt (txl-to-linalg), so both targets drop the same
-    elements; P·V takes the dropped probabilities, the softmax sum the
-    undropped ones. The tensor-core kernels have no dropatt form: there, an
-    op with dropatt becomes an `scf.if` on its `training` operand that runs
-    the f32 dropatt kernel in training and the tensor-core kernel in
-    evaluation (where dropatt is the identity).
+    `rel_attention_dropatt_d<d_head>` (at bf16 / f16,
+    `rel_attention_bf16_dropatt_d<d_head>` / `_f16_dropatt_`), with six
+    more arguments: seed, offset, stream (stream_base + dropatt_stream),
+    the global batch column of batch index 0 (i64 each), the keep
+    threshold ceil(rate 2^24) (i32) and 1 / (1 - rate) (f32) when
+    `training`, 0 and 1 (no Philox computed: the identity) when not. Each
+    probability's counter is its row-major index in [batch, qlen, klen,
+    n_head] counted from the column, as the CPU lowering draws dropatt
+    (txl-to-linalg, txl.dropout with column and batch_dim 2), so both
+    targets drop the same elements; P·V takes the dropped probabilities,
+    the softmax sum the undropped ones.
 
     An op with an `lse` result (txl-save-attention-stats) gets the f32
     kernel's lse form, `rel_attention_lse_d<d_head>` (or

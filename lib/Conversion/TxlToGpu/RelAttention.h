@@ -220,16 +220,15 @@ protected:
 };
 
 /// A rel_attention kernel and how it is launched: a grid of ceil(qlen /
-/// queryTile) × (batch · n_head) workgroups of `threads` work-items.
+/// queryTile) × (batch · n_head) × parts workgroups of `threads`
+/// work-items.
 struct AttentionKernel {
   gpu::GPUFuncOp func;
-  int64_t queryTile;
-  int64_t threads;
-  /// The kernel takes the key parts' workspace (its last two arguments) and
-  /// may be launched with a grid of several z, one per part of the keys.
-  bool keyParts = false;
+  int64_t queryTile = 0;
+  int64_t threads = 0;
   /// Its workgroups that fit on one compute unit at once (the occupancy
-  /// its ptxas budget asserts), for the choice of the number of parts.
+  /// its ptxas budget asserts), for the choice of the number of key parts
+  /// (grid z; the kernel's last two arguments are the parts' workspace).
   int64_t residentWorkgroups = 1;
 };
 
@@ -345,11 +344,13 @@ inline FunctionType attentionKernelType(MLIRContext *ctx, int64_t dHead,
 /// The tensor-core kernel `rel_attention_<bf16|f16>_d<d_head>` in
 /// `module`'s @txl_kernels, created on first use (RelAttentionMma.cpp):
 /// same signature (key parts included) and result as the f32 kernel,
-/// products with
-/// `operandType` (bf16 or f16) operands and f32 accumulation
-/// (nvgpu.mma.sync m16n8k16).
+/// products with `operandType` (bf16 or f16) operands and f32 accumulation
+/// (nvgpu.mma.sync m16n8k16); with `dropatt`, its dropatt form
+/// `rel_attention_<bf16|f16>_dropatt_d<d_head>` (the f32 dropatt kernel's
+/// arguments and masks).
 AttentionKernel getOrCreateMmaAttentionKernel(ModuleOp module, int64_t dHead,
                                               FloatType operandType,
+                                              bool dropatt,
                                               const KernelTestHooks &hooks);
 
 /// Adds the pattern that rewrites an f32 `txl.rel_attention_grad` into the

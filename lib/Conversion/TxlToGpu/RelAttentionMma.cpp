@@ -19,6 +19,8 @@
 // reads back AC and the skewed X entries of its own accumulator positions.
 // Masks, online softmax and P·V then follow the f32 kernel, P entering the P·V
 // product as the A operand straight from the score accumulators' registers.
+// As the f32 kernel, it may walk only the grid's z-th part of the keys and
+// write that part's rows and log-sum-exps for rel_attention_combine.
 //
 // Register layout of m16n8k16 (PTX ISA, "Matrix Fragments for mma.m16n8k16
 // with floating point type"), lane = 4 g + t:
@@ -70,9 +72,9 @@ using Fragment = SmallVector<Value, 8>;
 class MmaKernelBuilder : public KernelBodyBuilder {
 public:
   MmaKernelBuilder(gpu::GPUFuncOp func, int64_t dHead, FloatType operandType,
-                   const KernelTestHooks &hooks)
+                   bool dropatt, const KernelTestHooks &hooks)
       : KernelBodyBuilder(func), dHead(dHead), dPad(llvm::alignTo(dHead, 16)),
-        operandType(operandType), hooks(hooks), func(func) {}
+        operandType(operandType), dropatt(dropatt), hooks(hooks), func(func) {}
 
   void build();
 
@@ -106,6 +108,8 @@ private:
   int64_t dHead, dPad;
   /// bf16 or f16: the A and B operands of every product.
   FloatType operandType;
+  /// The kernel draws dropatt (its Dropatt arguments after scale).
+  bool dropatt;
   KernelTestHooks hooks;
   gpu::GPUFuncOp func;
   // Set first by build().
@@ -190,6 +194,11 @@ void MmaKernelBuilder::build() {
         vb = entry.getArgument(5), out = entry.getArgument(6),
         memLen = entry.getArgument(7), sameLength = entry.getArgument(8),
         scale = entry.getArgument(9);
+  Dropatt drop{};
+  if (dropatt)
+    drop = {entry.getArgument(10), entry.getArgument(11),
+            entry.getArgument(12), entry.getArgument(13),
+            entry.getArgument(14), entry.getArgument(15)};
   Value acTile = func.getWorkgroupAttributions()[0];
   Value xTile = func.getWorkgroupAttributions()[1];
 
@@ -357,6 +366,21 @@ void MmaKernelBuilder::build() {
           b, arith::MulFOp::create(b, l, alpha[rr]), quadReduce(rowSum, false));
     }
 
+    // P·V takes the probabilities through dropatt (l does not), each
+    // pair's multiplier from its own Philox counter, as the f32 kernel.
+    if (dropatt)
+      for (int64_t nb = 0; nb < 4; ++nb)
+        for (int64_t rr = 0; rr < 2; ++rr)
+          for (int64_t e = 0; e < 2; ++e) {
+            int64_t n = 4 * nb + 2 * rr + e;
+            Value i = add(iw, add(g, idx(8 * rr)));
+            Value j = add(j0, add(mul(t, idx(2)), idx(8 * nb + e)));
+            prob[n] = arith::MulFOp::create(
+                b, prob[n],
+                dropattMultiplier(drop, qlen, klen, nHead, i, j, batchIdx,
+                                  head));
+          }
+
     // O = O alpha + P V: P's A fragment for keys 16 kk.. is the score
     // blocks 2 kk and 2 kk + 1 as they sit in the lane's registers.
     SmallVector<Fragment> o(dBlocks);
@@ -463,18 +487,18 @@ void MmaKernelBuilder::build() {
 
 AttentionKernel
 mlir::txl::getOrCreateMmaAttentionKernel(ModuleOp module, int64_t dHead,
-                                         FloatType operandType,
+                                         FloatType operandType, bool dropatt,
                                          const KernelTestHooks &hooks) {
   assert((operandType.isBF16() || operandType.isF16()) &&
          "mma.sync m16n8k16 takes bf16 or f16 operands");
   // Resident workgroups per SM: the register file (64K) over kMaxRegisters
   // per work-item (the tiles' 21 KiB of shared memory allow more).
   int64_t threads = kWarps * kSubgroupSize;
-  AttentionKernel kernel{nullptr, kWarps * kRows, threads, /*keyParts=*/true,
+  AttentionKernel kernel{nullptr, kWarps * kRows, threads,
                          65536 / (kMaxRegisters * threads)};
   std::string name = std::string("rel_attention_") +
-                     (operandType.isBF16() ? "bf16" : "f16") + "_d" +
-                     std::to_string(dHead);
+                     (operandType.isBF16() ? "bf16" : "f16") +
+                     (dropatt ? "_dropatt_d" : "_d") + std::to_string(dHead);
   gpu::GPUModuleOp kernels = getOrCreateKernelModule(module);
   if ((kernel.func = kernels.lookupSymbol<gpu::GPUFuncOp>(name)))
     return kernel;
@@ -486,15 +510,14 @@ mlir::txl::getOrCreateMmaAttentionKernel(ModuleOp module, int64_t dHead,
   };
   kernel.func = gpu::GPUFuncOp::create(
       b, kernels.getLoc(), name,
-      attentionKernelType(ctx, dHead, /*unitInnerStride=*/true,
-                          /*dropatt=*/false, /*lse=*/false,
-                          /*keyParts=*/true),
+      attentionKernelType(ctx, dHead, /*unitInnerStride=*/true, dropatt,
+                          /*lse=*/false, /*keyParts=*/true),
       TypeRange{tile(kKeyTile), tile(kWindow)});
   kernel.func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
                        b.getUnitAttr());
   kernel.func.setKnownBlockSizeAttr(
       b.getDenseI32ArrayAttr({int32_t(kernel.threads), 1, 1}));
   kernel.func->setAttr("nvvm.maxnreg", b.getI32IntegerAttr(kMaxRegisters));
-  MmaKernelBuilder(kernel.func, dHead, operandType, hooks).build();
+  MmaKernelBuilder(kernel.func, dHead, operandType, dropatt, hooks).build();
   return kernel;
 }

@@ -13,7 +13,10 @@
 // max and sum per row, carried across key tiles), and P·V accumulates in
 // registers (lane l owns output columns l, l + 32, ...). Neither the
 // qlen × klen scores nor the unshifted positional scores exist anywhere:
-// the kernel's only global buffers are its operands and its output.
+// the kernel's only global buffers are its operands, its output and, when
+// the keys are split over the grid's z (flash-decoding, for grids too small
+// for the device), the parts' outputs and log-sum-exps that
+// rel_attention_combine joins.
 //
 // The kernel is written once in the gpu dialect (gpu.func, workgroup
 // attributions in numeric address space 3, gpu.barrier, gpu.shuffle with
@@ -393,8 +396,7 @@ AttentionKernel getOrCreateKernel(ModuleOp module, const KernelShape &shape,
   int64_t resident =
       std::min<int64_t>(65536 / (kMaxRegisters * threads),
                         164 * 1024 / (shape.workgroupBytes() + 1024));
-  AttentionKernel kernel{nullptr, shape.queryTile, threads,
-                         /*keyParts=*/true, resident};
+  AttentionKernel kernel{nullptr, shape.queryTile, threads, resident};
   std::string name =
       std::string(shape.dropatt ? "rel_attention_dropatt_" : "rel_attention_") +
       (shape.lse ? "lse_d" : "d") + std::to_string(shape.dHead);
@@ -553,10 +555,10 @@ gpu::GPUFuncOp getOrCreateCombineKernel(ModuleOp module, bool lse) {
 }
 
 // txl.rel_attention (f32) => bufferization.to_buffer of the operands,
-// memref.alloc of the output, one gpu.launch_func, to_tensor. With dropatt,
-// the f32 kernel draws the masks (rel_attention_dropatt_d<d_head>); the
-// tensor-core kernel has no dropout, so there an scf.if on `training` runs
-// the f32 dropatt kernel in training and the tensor-core one otherwise.
+// memref.alloc of the output, the launch of the kernel (f32, or the
+// tensor-core one with mmaOperandType) over its key parts, the combine when
+// there are several, to_tensor. With dropatt, the kernel's dropatt form
+// draws the masks (rel_attention[_bf16|_f16]_dropatt_d<d_head>).
 struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
   RelAttentionToLaunch(MLIRContext *ctx, ModuleOp module,
                        FloatType mmaOperandType, const KernelTestHooks &hooks,
@@ -578,12 +580,15 @@ struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
     if (ShapedType::isDynamic(dHead))
       return rewriter.notifyMatchFailure(op, "d_head must be static");
     bool dropatt = op.getDropattSeed() != nullptr;
-    std::optional<AttentionKernel> f32Kernel;
-    if (!mma || dropatt) {
+    AttentionKernel kernel;
+    if (mma) {
+      kernel = getOrCreateMmaAttentionKernel(module, dHead, mmaOperandType,
+                                             dropatt, hooks);
+    } else {
       std::optional<KernelShape> shape = chooseShape(dHead, dropatt, !!lse);
       if (!shape)
         return rewriter.notifyMatchFailure(op, "d_head too wide for one tile");
-      f32Kernel = getOrCreateKernel(module, *shape, hooks);
+      kernel = getOrCreateKernel(module, *shape, hooks);
     }
 
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
@@ -593,29 +598,7 @@ struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
                      relAttentionSizeEqualities(
                          op.getQuery(), op.getKey(), op.getValue(),
                          op.getPosKey(), op.getRWBias(), op.getRRBias()));
-    if (!mma) {
-      rewriter.replaceOp(op, launch(b, op, *f32Kernel, dropatt));
-      return success();
-    }
-    AttentionKernel mmaKernel =
-        getOrCreateMmaAttentionKernel(module, dHead, mmaOperandType, hooks);
-    Value training = op.getDropattTraining();
-    if (!training) {
-      rewriter.replaceOp(op, launch(b, op, mmaKernel, /*dropatt=*/false));
-      return success();
-    }
-    // Training draws dropatt's masks in the f32 kernel; evaluation (dropatt
-    // the identity) runs on tensor cores.
-    auto branch = scf::IfOp::create(b, TypeRange{resultType}, training,
-                                    /*withElseRegion=*/true);
-    for (auto [block, useMma] : {std::pair(branch.thenBlock(), false),
-                                 std::pair(branch.elseBlock(), true)}) {
-      b.setInsertionPointToStart(block);
-      SmallVector<Value> results =
-          launch(b, op, useMma ? mmaKernel : *f32Kernel, !useMma);
-      scf::YieldOp::create(b, results);
-    }
-    rewriter.replaceOp(op, branch.getResults());
+    rewriter.replaceOp(op, launch(b, op, kernel, dropatt));
     return success();
   }
 
@@ -684,12 +667,7 @@ struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
           memref::CastOp::create(b, rowStatsType(getContext()), lseBuffer);
       args.push_back(lseArgument);
     }
-    if (!kernel.keyParts) {
-      gpu::LaunchFuncOp::create(b, kernel.func,
-                                gpu::KernelDim3{gridX, gridY, c1},
-                                gpu::KernelDim3{threads, c1, c1},
-                                /*dynamicSharedMemorySize=*/Value(), args);
-    } else {
+    {
       // The keys in `parts` parts (grid z), each part's output and lse in a
       // workspace of `parts` slices (none when 1: the kernel writes out and
       // lse itself), then rel_attention_combine.

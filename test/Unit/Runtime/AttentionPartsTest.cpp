@@ -22,6 +22,12 @@ TEST(AttentionPartsTest, PaperEvaluationOnH100) {
   EXPECT_EQ(attentionKeyParts(132, 160, 4, 69), 7);
 }
 
+// The tensor-core kernel at the same shape: 64 query rows per workgroup
+// (2 x 32 workgroups), 2 resident per SM: two waves of 264 need 9 parts.
+TEST(AttentionPartsTest, PaperEvaluationTensorCoresOnH100) {
+  EXPECT_EQ(attentionKeyParts(132, 64, 2, 69), 9);
+}
+
 // A grid that already fills every SM is not split (enwik8's training
 // shape, qlen 512 over 32 x 22 x 8 workgroups), nor one exactly filling it.
 TEST(AttentionPartsTest, FullGridIsNotSplit) {
