@@ -375,10 +375,10 @@ void MmaKernelBuilder::build() {
             int64_t n = 4 * nb + 2 * rr + e;
             Value i = add(iw, add(g, idx(8 * rr)));
             Value j = add(j0, add(mul(t, idx(2)), idx(8 * nb + e)));
-            prob[n] = arith::MulFOp::create(
-                b, prob[n],
-                dropattMultiplier(drop, qlen, klen, nHead, i, j, batchIdx,
-                                  head));
+            prob[n] =
+                arith::MulFOp::create(b, prob[n],
+                                      dropattMultiplier(drop, qlen, klen, nHead,
+                                                        i, j, batchIdx, head));
           }
 
     // O = O alpha + P V: P's A fragment for keys 16 kk.. is the score
