@@ -89,7 +89,7 @@ static cl::opt<Precision> precision(
                           "CUBLAS_COMPUTE_32F_FAST_16F)")));
 static cl::opt<int64_t> attentionKeyParts(
     cl::cat(txlcCategory), "attention-key-parts",
-    cl::desc("GPU targets: split the f32 attention kernel's keys into this "
+    cl::desc("GPU targets: split the attention kernels' keys into this "
              "many parts, combined by a second kernel (flash-decoding); 0 "
              "(default) lets the runtime choose per launch: more than 1 "
              "only when the unsplit grid leaves the device's compute units "

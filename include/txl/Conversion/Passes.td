@@ -389,7 +389,7 @@ def ConvertRelAttentionToGpuPass : Pass<"txl-rel-attention-to-gpu", "::mlir::Mod
            "rel_attention_bf16_d<d_head> (nvgpu.mma.sync m16n8k16, bf16 "
            "operands, f32 accumulation)">,
     Option<"keyParts", "key-parts", "int64_t", /*default=*/"0",
-           "The f32 kernel's parts of the keys (grid z, flash-decoding): 0 "
+           "The forward kernels' parts of the keys (grid z, flash-decoding): 0 "
            "lets the runtime choose per launch for the device "
            "(txl_device_attention_parts); N >= 1 always launches N">,
     Option<"relShiftOffset", "test-rel-shift-offset", "int64_t", /*default=*/"0",

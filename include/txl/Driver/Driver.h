@@ -52,7 +52,7 @@ struct DriverOptions {
   /// on purpose (txl-rel-attention-to-gpu's test-* options).
   int64_t testRelShiftOffset = 0;
   int64_t testDropBarrier = 0;
-  /// GPU targets: the f32 attention kernel's parts of the keys
+  /// GPU targets: the forward attention kernels' parts of the keys
   /// (txl-rel-attention-to-gpu's key-parts): 0, chosen per launch by the
   /// runtime for the device; N >= 1, always N.
   int64_t attentionKeyParts = 0;

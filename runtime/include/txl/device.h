@@ -131,7 +131,7 @@ void txl_device_sgemm_f16(int32_t trans_a, int32_t trans_b, int64_t m,
                           int64_t c_offset, int64_t ldc, int64_t c_stride,
                           int64_t batch);
 
-/* The number of parts (grid z) of a launch of the f32 rel_attention
+/* The number of parts (grid z) of a launch of the rel_attention
  * kernel: `workgroups` its unsplit grid, `resident` its workgroups per
  * compute unit, `key_tiles` its klen in tiles of 32 keys; the open device's
  * compute units decide (txl::rt::attentionKeyParts). Called by compiled

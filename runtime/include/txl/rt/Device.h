@@ -120,7 +120,7 @@ std::unique_ptr<Device> openCudaDevice(int ordinal);
 /// The magic that starts an OpenCL kernel image (txl/device.h).
 inline constexpr std::string_view kOpenCLImageMagic = TXL_OPENCL_IMAGE_MAGIC;
 
-/// How many parts the f32 rel_attention kernel splits its keys into
+/// How many parts a rel_attention forward kernel splits its keys into
 /// (flash-decoding), for a grid of `workgroups` workgroups unsplit, of
 /// which `resident` fit on one of the device's `computeUnits` at once, over
 /// `keyTiles` tiles of 32 keys. 1 when the unsplit grid fills every compute
@@ -129,7 +129,8 @@ inline constexpr std::string_view kOpenCLImageMagic = TXL_OPENCL_IMAGE_MAGIC;
 /// least 4 key tiles (128 keys, so that a part's work outweighs its share
 /// of the combine) and at most 16 parts. Inputs below 1 count as 1.
 /// Example: Transformer-XL's enwik8 evaluation (qlen 80, klen 2180,
-/// 5 × 32 workgroups of 4 resident) on 132 SMs: 7 parts.
+/// 5 × 32 workgroups of 4 resident) on 132 SMs: 7 parts (the bf16
+/// kernel's 2 × 32 workgroups of 2 resident: 9).
 int64_t attentionKeyParts(int64_t computeUnits, int64_t workgroups,
                           int64_t resident, int64_t keyTiles);
 
