@@ -353,12 +353,34 @@ AttentionKernel getOrCreateMmaAttentionKernel(ModuleOp module, int64_t dHead,
                                               bool dropatt,
                                               const KernelTestHooks &hooks);
 
+/// Keys per workgroup of the tensor-core `_kv` backward kernel.
+inline constexpr int64_t kMmaGradKeyTile = 64;
+/// The widest d_head the tensor-core `_kv` kernel serves: wider, its dk and
+/// dv accumulators (2 d_head / 4 per work-item) spill past 255 registers
+/// (d_head 128: 192 bytes at sm_80), and the f32 `_kv` kernel runs.
+inline constexpr int64_t kMmaGradMaxHead = 80;
+
+/// The tensor-core form of the attention backward's `_kv` kernel,
+/// `rel_attention_grad_kv_<bf16|f16>[_dropatt]_d<d_head>`, in `module`'s
+/// @txl_kernels, created on first use (RelAttentionGradMma.cpp): the f32
+/// `_kv` kernel's function type `type` and results (dk, dv), launched over
+/// ceil(klen / kMmaGradKeyTile) × (batch · n_head) workgroups of 128, its
+/// products with `operandType` operands and f32 accumulation; `hooks`'
+/// rel-shift offset and dropped barrier apply.
+gpu::GPUFuncOp getOrCreateMmaKeyValueGradKernel(ModuleOp module, int64_t dHead,
+                                                FloatType operandType,
+                                                bool dropatt, FunctionType type,
+                                                const KernelTestHooks &hooks);
+
 /// Adds the pattern that rewrites an f32 `txl.rel_attention_grad` into the
 /// three launches of the fused backward kernels
 /// (RelAttentionGradToGpu.cpp), created in `module`'s @txl_kernels on first
-/// use, with `hooks` applied to their r rows.
+/// use, with `hooks` applied to their r rows; with `mmaOperandType` (bf16
+/// or f16) and d_head up to kMmaGradMaxHead, the `_kv` launch is the
+/// tensor-core kernel's.
 void populateRelAttentionGradToGpuPatterns(RewritePatternSet &patterns,
                                            ModuleOp module,
+                                           FloatType mmaOperandType,
                                            const KernelTestHooks &hooks);
 
 } // namespace mlir::txl

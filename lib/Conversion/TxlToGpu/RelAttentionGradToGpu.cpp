@@ -802,11 +802,13 @@ void GradKernelBuilder::buildPosKey() {
   }
 }
 
-/// The kernel's function type (see GradKernelBuilder).
-FunctionType gradKernelType(MLIRContext *ctx, const GradShape &s) {
-  MemRefType t4 = attentionOperandType(ctx, 4, s.dHead);
-  MemRefType t3 = attentionOperandType(ctx, 3, s.dHead);
-  MemRefType t2 = attentionOperandType(ctx, 2, s.dHead);
+/// The kernel's function type (see GradKernelBuilder); `unitInnerStride`:
+/// its memrefs have a unit stride along d_head (attentionOperandType).
+FunctionType gradKernelType(MLIRContext *ctx, const GradShape &s,
+                            bool unitInnerStride = false) {
+  MemRefType t4 = attentionOperandType(ctx, 4, s.dHead, unitInnerStride);
+  MemRefType t3 = attentionOperandType(ctx, 3, s.dHead, unitInnerStride);
+  MemRefType t2 = attentionOperandType(ctx, 2, s.dHead, unitInnerStride);
   MemRefType rowStats = rowStatsType(ctx);
   SmallVector<Type> inputs = {t4, t4, t4, t4, t3, t2, t2, rowStats, rowStats};
   if (s.saved)
@@ -857,8 +859,10 @@ gpu::GPUFuncOp getOrCreateGradKernel(ModuleOp module, const GradShape &shape,
 // batch (txl.add, txl.sum_leading).
 struct RelAttentionGradToLaunch : public OpRewritePattern<RelAttentionGradOp> {
   RelAttentionGradToLaunch(MLIRContext *ctx, ModuleOp module,
+                           FloatType mmaOperandType,
                            const KernelTestHooks &hooks)
-      : OpRewritePattern(ctx), module(module), hooks(hooks) {}
+      : OpRewritePattern(ctx), module(module), mmaOperandType(mmaOperandType),
+        hooks(hooks) {}
 
   LogicalResult matchAndRewrite(RelAttentionGradOp op,
                                 PatternRewriter &rewriter) const override {
@@ -889,8 +893,21 @@ struct RelAttentionGradToLaunch : public OpRewritePattern<RelAttentionGradOp> {
                          op.getPosKey(), op.getRWBias(), op.getRRBias(),
                          op.getDResult(), op.getLse(), op.getOutput()));
     SmallVector<gpu::GPUFuncOp> funcs;
-    for (const GradShape &shape : shapes)
+    SmallVector<int64_t> rowTiles;
+    for (const GradShape &shape : shapes) {
+      if (shape.kind == GradKind::KeyValue && mmaOperandType &&
+          dHead <= kMmaGradMaxHead) {
+        funcs.push_back(getOrCreateMmaKeyValueGradKernel(
+            module, dHead, mmaOperandType, dropatt,
+            gradKernelType(rewriter.getContext(), shape,
+                           /*unitInnerStride=*/true),
+            hooks));
+        rowTiles.push_back(kMmaGradKeyTile);
+        continue;
+      }
       funcs.push_back(getOrCreateGradKernel(module, shape, hooks));
+      rowTiles.push_back(shape.rowTile);
+    }
     Value q = op.getQuery(), key = op.getKey();
     Value qlen = tensor::DimOp::create(b, q, 0);
     Value batch = tensor::DimOp::create(b, q, 1);
@@ -951,6 +968,11 @@ struct RelAttentionGradToLaunch : public OpRewritePattern<RelAttentionGradOp> {
                       ArrayRef<Value> outputs) {
       gpu::GPUFuncOp func = funcs[n];
       SmallVector<Value> args = buffers;
+      // The tensor-core kernel takes its operands with a unit stride along
+      // d_head.
+      for (auto [a, input] : llvm::enumerate(inputs))
+        if (args[a].getType() != func.getArgumentTypes()[a])
+          args[a] = toBuffer(func, input, a);
       args.append({lse, delta});
       if (shapes[n].saved)
         args.push_back(toBuffer(func, op.getOutput(), args.size()));
@@ -960,7 +982,7 @@ struct RelAttentionGradToLaunch : public OpRewritePattern<RelAttentionGradOp> {
       args.append({op.getMemLen(), same, scale});
       llvm::append_range(args, dropattArgs);
       Value gridX = arith::CeilDivUIOp::create(
-          b, rows, arith::ConstantIndexOp::create(b, shapes[n].rowTile));
+          b, rows, arith::ConstantIndexOp::create(b, rowTiles[n]));
       gpu::LaunchFuncOp::create(b, func, gpu::KernelDim3{gridX, gridY, c1},
                                 gpu::KernelDim3{threads, c1, c1},
                                 /*dynamicSharedMemorySize=*/Value(), args);
@@ -985,13 +1007,16 @@ struct RelAttentionGradToLaunch : public OpRewritePattern<RelAttentionGradOp> {
   }
 
   ModuleOp module;
+  /// bf16 or f16: the `_kv` kernel is the tensor-core one; null: f32.
+  FloatType mmaOperandType;
   KernelTestHooks hooks;
 };
 
 } // namespace
 
 void mlir::txl::populateRelAttentionGradToGpuPatterns(
-    RewritePatternSet &patterns, ModuleOp module,
+    RewritePatternSet &patterns, ModuleOp module, FloatType mmaOperandType,
     const KernelTestHooks &hooks) {
-  patterns.add<RelAttentionGradToLaunch>(patterns.getContext(), module, hooks);
+  patterns.add<RelAttentionGradToLaunch>(patterns.getContext(), module,
+                                         mmaOperandType, hooks);
 }

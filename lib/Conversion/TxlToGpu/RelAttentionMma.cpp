@@ -22,21 +22,13 @@
 // As the f32 kernel, it may walk only the grid's z-th part of the keys and
 // write that part's rows and log-sum-exps for rel_attention_combine.
 //
-// Register layout of m16n8k16 (PTX ISA, "Matrix Fragments for mma.m16n8k16
-// with floating point type"), lane = 4 g + t:
-//   A (16 × 16, vector<4x2xbf16> or f16): [r][e] holds (g + 8 (r & 1),
-//     2 t + e + 8 (r >> 1)),
-//   B (16 × 8,  vector<2x2xbf16> or f16): [r][e] holds (2 t + e + 8 r, g),
-//   C (16 × 8,  vector<2x2xf32>):  [r][e] holds (g + 8 r, 2 t + e).
-// txl-mma-to-nvvm lowers the op to mma.sync on the CUDA target;
-// txl-emulate-mma rewrites it into subgroup shuffles with exactly this
-// layout on the OpenCL target, which is how the kernel is tested without a
-// GPU.
+// The products' register layout is MmaBuilder.h's: P enters P·V as the A
+// operand straight from the score accumulators' registers.
 //
 //===----------------------------------------------------------------------===//
 
 #include "KernelModule.h"
-#include "RelAttention.h"
+#include "MmaBuilder.h"
 
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -48,6 +40,66 @@
 
 using namespace mlir;
 using namespace mlir::txl;
+
+Value MmaBodyBuilder::loadOrZero(Value memref, SmallVector<Value> rowIndices,
+                                   Value rowOk, Value d) {
+  Value ok = rowOk;
+  if (dPad != dHead) {
+    ok = both(ok, cmp(arith::CmpIPredicate::ult, d, idx(dHead)));
+    d = arith::MinUIOp::create(b, d, idx(dHead - 1));
+  }
+  Value zero = idx(0);
+  for (Value &index : rowIndices)
+    index = select(rowOk, index, zero);
+  rowIndices.push_back(d);
+  Value x = memref::LoadOp::create(b, memref, rowIndices);
+  return select(ok, x, f32(0.0));
+}
+
+Value MmaBodyBuilder::packA(const Fragment &a) {
+  return vector::FromElementsOp::create(
+      b, VectorType::get({4, 2}, operandType), a);
+}
+
+Fragment MmaBodyBuilder::mma(const Fragment &a, const Fragment &bOp,
+                             const Fragment &c) {
+  return mma(packA(a), bOp, c);
+}
+
+Fragment MmaBodyBuilder::mma(Value va, const Fragment &bOp, const Fragment &c) {
+  Value vb = vector::FromElementsOp::create(
+      b, VectorType::get({2, 2}, operandType), bOp);
+  Value vc = vector::FromElementsOp::create(
+      b, VectorType::get({2, 2}, b.getF32Type()), c);
+  Value d =
+      nvgpu::MmaSyncOp::create(b, va, vb, vc, ArrayRef<int64_t>{16, 8, 16});
+  Fragment result;
+  for (int64_t r = 0; r < 2; ++r)
+    for (int64_t e = 0; e < 2; ++e)
+      result.push_back(
+          vector::ExtractOp::create(b, d, ArrayRef<int64_t>{r, e}));
+  return result;
+}
+
+scf::ForOp MmaBodyBuilder::loopOver(int64_t n, ValueRange init) {
+  auto loop = scf::ForOp::create(b, idx(0), idx(n), idx(1), init);
+  loop->setAttr("loop_annotation",
+                parseAttribute("#llvm.loop_annotation<unroll = <disable = "
+                               "true>>",
+                               b.getContext()));
+  return loop;
+}
+
+void MmaBodyBuilder::forRange(int64_t n, function_ref<void(Value)> body) {
+  scf::ForOp loop = loopOver(n);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(loop.getBody()->getTerminator());
+  body(loop.getInductionVar());
+}
+
+Value MmaBodyBuilder::quadReduce(Value v, bool isMax) {
+  return subgroupReduce(b, v, isMax, /*lanes=*/4);
+}
 
 namespace {
 
@@ -65,49 +117,19 @@ constexpr int32_t kMaxRegisters = 255;
 /// whole key walk; wider heads reload them per key tile.
 constexpr int64_t kHeldQueryWidth = 64;
 
-/// A fragment: the scalars of one mma operand in [register][element]
-/// order (8 for A, 4 for B and C).
-using Fragment = SmallVector<Value, 8>;
-
-class MmaKernelBuilder : public KernelBodyBuilder {
+class MmaKernelBuilder : public MmaBodyBuilder {
 public:
   MmaKernelBuilder(gpu::GPUFuncOp func, int64_t dHead, FloatType operandType,
                    bool dropatt, const KernelTestHooks &hooks)
-      : KernelBodyBuilder(func), dHead(dHead), dPad(llvm::alignTo(dHead, 16)),
-        operandType(operandType), dropatt(dropatt), hooks(hooks), func(func) {}
+      : MmaBodyBuilder(func, dHead, operandType), dropatt(dropatt),
+        hooks(hooks), func(func) {}
 
   void build();
 
 private:
-  Value both(Value x, Value y) { return arith::AndIOp::create(b, x, y); }
-  /// `x` rounded to the products' operand type.
-  Value operand(Value x) { return arith::TruncFOp::create(b, operandType, x); }
-
-  /// `memref[rowIndices..., d]` if `rowOk` and d < d_head, else 0, never
-  /// reading out of bounds: the row indices are replaced by 0 when !rowOk
-  /// and d is clamped to d_head - 1, a check only d_head not a multiple of
-  /// 16 needs; so the column offsets stay immediates of the loads.
-  Value loadOrZero(Value memref, SmallVector<Value> rowIndices, Value rowOk,
-                   Value d);
-  /// D = A B + C for one m16n8k16 block.
-  Fragment mma(const Fragment &a, const Fragment &bOp, const Fragment &c);
   /// The A fragment of (q + bias) for the subgroup's rows, d_head k-step
   /// `ks`.
   Fragment queryFragment(int64_t ks, Value bias);
-  /// A zero accumulator.
-  Fragment zeros() { return Fragment(4, f32(0.0)); }
-  /// `v` reduced over the 4 lanes of a quad (the lanes holding one row).
-  Value quadReduce(Value v, bool isMax);
-  /// A loop over [0, n) that LLVM keeps rolled: fully unrolled, the key
-  /// tile's global loads are all hoisted ahead of their products and ptxas
-  /// runs out of registers.
-  scf::ForOp loopOver(int64_t n, ValueRange init = {});
-  /// `body(iv)` in a loopOver(n) without loop-carried values.
-  void forRange(int64_t n, function_ref<void(Value)> body);
-
-  int64_t dHead, dPad;
-  /// bf16 or f16: the A and B operands of every product.
-  FloatType operandType;
   /// The kernel draws dropatt (its Dropatt arguments after scale).
   bool dropatt;
   KernelTestHooks hooks;
@@ -115,39 +137,6 @@ private:
   // Set first by build().
   Value q, batchIdx, head, qlen, iw, g, t;
 };
-
-Value MmaKernelBuilder::loadOrZero(Value memref, SmallVector<Value> rowIndices,
-                                   Value rowOk, Value d) {
-  Value ok = rowOk;
-  if (dPad != dHead) {
-    ok = both(ok, cmp(arith::CmpIPredicate::ult, d, idx(dHead)));
-    d = arith::MinUIOp::create(b, d, idx(dHead - 1));
-  }
-  Value zero = idx(0);
-  for (Value &index : rowIndices)
-    index = select(rowOk, index, zero);
-  rowIndices.push_back(d);
-  Value x = memref::LoadOp::create(b, memref, rowIndices);
-  return select(ok, x, f32(0.0));
-}
-
-Fragment MmaKernelBuilder::mma(const Fragment &a, const Fragment &bOp,
-                               const Fragment &c) {
-  Value va = vector::FromElementsOp::create(
-      b, VectorType::get({4, 2}, operandType), a);
-  Value vb = vector::FromElementsOp::create(
-      b, VectorType::get({2, 2}, operandType), bOp);
-  Value vc = vector::FromElementsOp::create(
-      b, VectorType::get({2, 2}, b.getF32Type()), c);
-  Value d =
-      nvgpu::MmaSyncOp::create(b, va, vb, vc, ArrayRef<int64_t>{16, 8, 16});
-  Fragment result;
-  for (int64_t r = 0; r < 2; ++r)
-    for (int64_t e = 0; e < 2; ++e)
-      result.push_back(
-          vector::ExtractOp::create(b, d, ArrayRef<int64_t>{r, e}));
-  return result;
-}
 
 Fragment MmaKernelBuilder::queryFragment(int64_t ks, Value bias) {
   using P = arith::CmpIPredicate;
@@ -163,26 +152,6 @@ Fragment MmaKernelBuilder::queryFragment(int64_t ks, Value bias) {
     }
   }
   return frag;
-}
-
-scf::ForOp MmaKernelBuilder::loopOver(int64_t n, ValueRange init) {
-  auto loop = scf::ForOp::create(b, idx(0), idx(n), idx(1), init);
-  loop->setAttr("loop_annotation",
-                parseAttribute("#llvm.loop_annotation<unroll = <disable = "
-                               "true>>",
-                               b.getContext()));
-  return loop;
-}
-
-void MmaKernelBuilder::forRange(int64_t n, function_ref<void(Value)> body) {
-  scf::ForOp loop = loopOver(n);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPoint(loop.getBody()->getTerminator());
-  body(loop.getInductionVar());
-}
-
-Value MmaKernelBuilder::quadReduce(Value v, bool isMax) {
-  return subgroupReduce(b, v, isMax, /*lanes=*/4);
 }
 
 void MmaKernelBuilder::build() {

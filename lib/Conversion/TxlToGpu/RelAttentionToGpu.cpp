@@ -832,7 +832,8 @@ struct ConvertRelAttentionToGpuPass
     KernelTestHooks hooks{relShiftOffset, dropBarrier, wholeKeyRange};
     patterns.add<RelAttentionToLaunch>(&getContext(), module, mmaOperandType,
                                        hooks, keyParts);
-    populateRelAttentionGradToGpuPatterns(patterns, module, hooks);
+    populateRelAttentionGradToGpuPatterns(patterns, module, mmaOperandType,
+                                          hooks);
     if (failed(applyPatternsGreedily(module, std::move(patterns))))
       return signalPassFailure();
   }

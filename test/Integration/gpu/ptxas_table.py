@@ -75,6 +75,7 @@ BUDGETS = [
     (r"embedding_grad_rows", 256, 48, 0, 5),
     (r"rel_attention_grad_(kv|r)(_dropatt)?_d128", 128, 128, 80 * 1024, 2),
     (r"rel_attention_grad_(q|q_saved|kv|r)(_dropatt)?_d\d+", 128, 128, 48 * 1024, 3),
+    (r"rel_attention_grad_kv_(bf16|f16)(_dropatt)?_d\d+", 128, 255, 13 * 1024, 2),
     (r"rel_attention_(bf16|f16)(_dropatt_d\d+|_d(80|128))", 128, 255, 21 * 1024, 2),
     (r"rel_attention_(bf16|f16)_d\d+", 128, 192, 21 * 1024, 2),
     (r"rel_attention(_dropatt)?(_lse)?_d128", 128, 128, 48 * 1024, 3),

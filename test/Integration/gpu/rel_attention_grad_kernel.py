@@ -12,11 +12,17 @@ time through them: the forward rel_attention_lse_d<d_head> over the keys in
 log-sum-exp, the latter checked against numpy's), then
 rel_attention_grad_q_saved_d<d_head> on those, _kv and _r.
 
-usage: rel_attention_grad_kernel.py --device-lib LIB [--tol T] KERNELS.mlir KERNELS.img
+With --precision bf16 or f16 (a module lowered with that precision), the
+`_kv` launch is the tensor-core kernel rel_attention_grad_kv_<bf16|f16>_d<d_head>
+(64 keys per workgroup), whose dk and dv are held to --kv-tol instead.
+
+usage: rel_attention_grad_kernel.py --device-lib LIB [--tol T]
+           [--precision f32|bf16|f16 --kv-tol T] KERNELS.mlir KERNELS.img
 
 Prints one line per case with the worst relative error ||g - g_ref|| /
-||g_ref|| over dq, dk, dv, dr, du and dv_bias, and exits 1 if any case
-exceeds the tolerance or no case ran.
+||g_ref|| over dq, dk, dv, dr, du and dv_bias (and, at bf16 or f16, that
+of dk and dv on their own), and exits 1 if any case exceeds its tolerance
+or no case ran.
 """
 
 import argparse
@@ -87,17 +93,25 @@ def saved_forms(layouts, d_head, form):
             and f"rel_attention{form}_lse_d{d_head}" in layouts)
 
 
+# Keys per workgroup of the tensor-core `_kv` kernels (kMmaGradKeyTile);
+# the f32 kernels' row tile is their first workgroup tile's rows.
+MMA_KEY_TILE = 64
+
+
 def run_case(dev, layouts, case, rng, tol, dropatt=None, training=False,
-             saved=False):
+             saved=False, precision="f32", kv_tol=None):
     """The three launches for `case`; with `dropatt` (rate, seed, offset,
     stream), of the kernels' dropatt forms, training (the masks drawn) or
-    not; `saved`, after the forward's lse kernel, with `_q_saved` first."""
+    not; `saved`, after the forward's lse kernel, with `_q_saved` first;
+    at `precision` bf16 or f16, `_kv` is the tensor-core kernel, its dk and
+    dv held to `kv_tol`."""
     qlen, mlen, batch, n_head, d_head, same_length, mem_len = case
     klen = qlen + mlen
     form = "_dropatt" if dropatt else ""
     first = "q_saved" if saved else "q"
+    kv = "kv" if precision == "f32" else f"kv_{precision}"
     names = [f"rel_attention_grad_{kind}{form}_d{d_head}"
-             for kind in (first, "kv", "r")]
+             for kind in (first, kv, "r")]
     scale = np.float32(0.125)
     # q, k, v as views of one [klen, batch, n_head, 3 * d_head] projection,
     # like the model's qkv split.
@@ -151,13 +165,15 @@ def run_case(dev, layouts, case, rng, tol, dropatt=None, training=False,
             (names[2], klen, n_head, ["dr"])]
     for name, rows, grid_y, out_names in plan:
         tiles, block = layouts[name]
+        row_tile = MMA_KEY_TILE if name == names[1] and precision != "f32" \
+            else tiles[0][0]
         args = list(inputs)
         if name == names[0] and saved:
             args += out_buf[1]
         for o in out_names:
             args += bufs[o][1]
         args += tail
-        dev.launch(dev.kernel(name), (-(-rows // tiles[0][0]), grid_y, 1),
+        dev.launch(dev.kernel(name), (-(-rows // row_tile), grid_y, 1),
                    (block, 1, 1), args)
     for name, x in outs.items():
         dev.read(x, bufs[name][0])
@@ -175,14 +191,23 @@ def run_case(dev, layouts, case, rng, tol, dropatt=None, training=False,
                       if np.all(np.isfinite(g)) else float("inf"))
     if lse_err is not None:
         errs["lse"] = lse_err
+    kv_errs = {}
+    if precision != "f32":
+        kv_errs = {name: errs.pop(name) for name in ("dk", "dv")}
     worst = max(errs, key=errs.get)
     ok = errs[worst] <= tol
     mode = f" dropatt={dropatt[0]} training={int(training)}" if dropatt else ""
     kind = "_saved" if saved else ""
-    print(f"{'ok  ' if ok else 'FAIL'} rel_attention_grad{kind}{form}_d{d_head} qlen={qlen} "
-          f"mlen={mlen} batch={batch} n_head={n_head} same_length={int(same_length)} "
-          f"mem_len={mem_len}{mode}: "
-          f"worst relative error {errs[worst]:.3g} ({worst})")
+    prec = "" if precision == "f32" else f"_kv_{precision}"
+    line = (f"rel_attention_grad{kind}{prec}{form}_d{d_head} qlen={qlen} "
+            f"mlen={mlen} batch={batch} n_head={n_head} same_length={int(same_length)} "
+            f"mem_len={mem_len}{mode}: "
+            f"worst relative error {errs[worst]:.3g} ({worst})")
+    if kv_errs:
+        kv_worst = max(kv_errs, key=kv_errs.get)
+        ok = ok and kv_errs[kv_worst] <= kv_tol
+        line += f", {precision} {kv_errs[kv_worst]:.3g} ({kv_worst})"
+    print(f"{'ok  ' if ok else 'FAIL'} {line}")
     return ok
 
 
@@ -210,11 +235,16 @@ def main():
     parser.add_argument("image")
     parser.add_argument("--device-lib", required=True, help="libtxl_device.so")
     parser.add_argument("--tol", type=float, default=1e-5)
+    parser.add_argument("--precision", choices=("f32", "bf16", "f16"),
+                        default="f32")
+    parser.add_argument("--kv-tol", type=float, default=1e-5)
     args = parser.parse_args()
+    prec = {"precision": args.precision, "kv_tol": args.kv_tol}
     rng = np.random.default_rng(0)
     layouts = kernel_layouts(open(args.mlir).read())
     dev = Device(args.device_lib, open(args.image, "rb").read())
-    results = [run_case(dev, layouts, case, rng, args.tol) for case in CASES
+    results = [run_case(dev, layouts, case, rng, args.tol, **prec)
+               for case in CASES
                if f"rel_attention_grad_q_d{case[4]}" in layouts]
     # The dropatt kernels: evaluating (the identity) and training (the
     # masks of txl.dropout's Philox layout).
@@ -222,7 +252,7 @@ def main():
         if f"rel_attention_grad_q_dropatt_d{case[4]}" in layouts:
             for training in (False, True):
                 results.append(run_case(dev, layouts, case, rng, args.tol,
-                                        DROPATT, training))
+                                        DROPATT, training, **prec))
     # The saved-statistics chain, without and with dropatt (training).
     for case in CASES:
         if saved_forms(layouts, case[4], ""):

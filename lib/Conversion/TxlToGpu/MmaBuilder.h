@@ -1,0 +1,78 @@
+//===- MmaBuilder.h - Kernel bodies with warp-level mma.sync ------*- C++
+//-*-===//
+//
+// What the tensor-core kernels (RelAttentionMma.cpp, RelAttentionGradMma.cpp)
+// write their bodies with: bf16 or f16 operands rounded from f32, bounded
+// loads that keep column offsets immediate, one m16n8k16 product
+// (nvgpu.mma.sync, f32 accumulators) and rolled loops.
+//
+// Register layout of m16n8k16 (PTX ISA, "Matrix Fragments for mma.m16n8k16
+// with floating point type"), lane = 4 g + t:
+//   A (16 × 16, vector<4x2xbf16> or f16): [r][e] holds (g + 8 (r & 1),
+//     2 t + e + 8 (r >> 1)),
+//   B (16 × 8,  vector<2x2xbf16> or f16): [r][e] holds (2 t + e + 8 r, g),
+//   C (16 × 8,  vector<2x2xf32>):  [r][e] holds (g + 8 r, 2 t + e).
+// So the C fragments of two neighbouring n-blocks, as they sit in a lane's
+// registers, are the A fragment of their 16 columns: A[2 h + r][e] =
+// C_h[r][e]. txl-mma-to-nvvm lowers the op to mma.sync on the CUDA target;
+// txl-emulate-mma rewrites it into subgroup shuffles with exactly this
+// layout on the OpenCL target.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TXL_LIB_CONVERSION_TXLTOGPU_MMABUILDER_H
+#define TXL_LIB_CONVERSION_TXLTOGPU_MMABUILDER_H
+
+#include "RelAttention.h"
+
+#include "llvm/Support/MathExtras.h"
+
+namespace mlir::txl {
+
+/// A fragment: the scalars of one mma operand in [register][element]
+/// order (8 for A, 4 for B and C).
+using Fragment = SmallVector<Value, 8>;
+
+class MmaBodyBuilder : public KernelBodyBuilder {
+protected:
+  MmaBodyBuilder(gpu::GPUFuncOp func, int64_t dHead, FloatType operandType)
+      : KernelBodyBuilder(func), dHead(dHead), dPad(llvm::alignTo(dHead, 16)),
+        operandType(operandType) {}
+
+  Value both(Value x, Value y) { return arith::AndIOp::create(b, x, y); }
+  /// `x` rounded to the products' operand type.
+  Value operand(Value x) { return arith::TruncFOp::create(b, operandType, x); }
+
+  /// `memref[rowIndices..., d]` if `rowOk` and d < d_head, else 0, never
+  /// reading out of bounds: the row indices are replaced by 0 when !rowOk
+  /// and d is clamped to d_head - 1, a check only d_head not a multiple of
+  /// 16 needs; so the column offsets stay immediates of the loads.
+  Value loadOrZero(Value memref, SmallVector<Value> rowIndices, Value rowOk,
+                   Value d);
+  /// D = A B + C for one m16n8k16 block.
+  Fragment mma(const Fragment &a, const Fragment &bOp, const Fragment &c);
+  /// The same with A packed by packA.
+  Fragment mma(Value packedA, const Fragment &bOp, const Fragment &c);
+  /// An A fragment as the mma's vector<4x2x(bf16|f16)> operand: a fragment
+  /// held across a loop this way stays in 4 registers of two halves each.
+  Value packA(const Fragment &a);
+  /// A zero accumulator.
+  Fragment zeros() { return Fragment(4, f32(0.0)); }
+  /// `v` reduced over the 4 lanes of a quad (the lanes holding one row).
+  Value quadReduce(Value v, bool isMax);
+  /// A loop over [0, n) that LLVM keeps rolled: fully unrolled, a tile's
+  /// global loads are all hoisted ahead of their products and ptxas runs
+  /// out of registers.
+  scf::ForOp loopOver(int64_t n, ValueRange init = {});
+  /// `body(iv)` in a loopOver(n) without loop-carried values.
+  void forRange(int64_t n, function_ref<void(Value)> body);
+
+  /// d_head and d_head padded with zeros to the mma's K, 16.
+  int64_t dHead, dPad;
+  /// bf16 or f16: the A and B operands of every product.
+  FloatType operandType;
+};
+
+} // namespace mlir::txl
+
+#endif // TXL_LIB_CONVERSION_TXLTOGPU_MMABUILDER_H
