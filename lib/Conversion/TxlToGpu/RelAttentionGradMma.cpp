@@ -197,8 +197,8 @@ void MmaKeyValueGradBuilder::build() {
   jw = add(j0, warpKey0);
   // X's m-block (16 queries) and first n-block of this subgroup.
   Value xRow0 = mul(arith::RemUIOp::create(b, warp, idx(2)), idx(16));
-  Value xBlock0 = mul(arith::DivUIOp::create(b, warp, idx(2)),
-                      idx(kWindowBlocksPerWarp));
+  Value xBlock0 =
+      mul(arith::DivUIOp::create(b, warp, idx(2)), idx(kWindowBlocksPerWarp));
 
   DecoderMask mask = decoderMask(qlen, klen, memLen, sameLength, zero, 0);
   // Queries before j0 - mlen see no key of the tile.
@@ -230,8 +230,8 @@ void MmaKeyValueGradBuilder::build() {
     for (int64_t rr = 0; rr < 2; ++rr) {
       Value j = add(jw, add(g, idx(8 * rr)));
       Value kd = loadOrZero(k, {j, batchIdx, head}, cmp(P::ult, j, klen), d);
-      next.push_back(arith::AddFOp::create(
-          b, loop.getRegionIterArgs()[rr], arith::MulFOp::create(b, kd, ud)));
+      next.push_back(arith::AddFOp::create(b, loop.getRegionIterArgs()[rr],
+                                           arith::MulFOp::create(b, kd, ud)));
     }
     scf::YieldOp::create(b, next);
     b.setInsertionPointAfter(loop);
@@ -329,14 +329,15 @@ void MmaKeyValueGradBuilder::build() {
               f32(0.0));
           Value pm = p, dpm = dp[n];
           if (dropatt) {
-            Value m = dropattMultiplier(drop, qlen, klen, nHead, i, j,
-                                        batchIdx, head);
+            Value m = dropattMultiplier(drop, qlen, klen, nHead, i, j, batchIdx,
+                                        head);
             pm = arith::MulFOp::create(b, p, m);
             dpm = arith::MulFOp::create(b, dpm, m);
           }
           Value ds = arith::MulFOp::create(
               b,
-              arith::MulFOp::create(b, p, arith::SubFOp::create(b, dpm, deltaI)),
+              arith::MulFOp::create(b, p,
+                                    arith::SubFOp::create(b, dpm, deltaI)),
               scale);
           memref::StoreOp::create(b, pm, pTile, ValueRange{jj, ii});
           memref::StoreOp::create(b, ds, dsTile, ValueRange{jj, ii});
@@ -358,8 +359,8 @@ void MmaKeyValueGradBuilder::build() {
         for (int64_t e = 0; e < 2; ++e) {
           Value jj = add(warpKey0, add(g, idx(8 * (r & 1))));
           Value ii = add(kk16, add(mul(t, idx(2)), idx(e + 8 * (r >> 1))));
-          pa.push_back(operand(
-              memref::LoadOp::create(b, pTile, ValueRange{jj, ii})));
+          pa.push_back(
+              operand(memref::LoadOp::create(b, pTile, ValueRange{jj, ii})));
           Value ds = memref::LoadOp::create(b, dsTile, ValueRange{jj, ii});
           dsa.push_back(operand(ds));
           Value &dsSum = next[8 * dBlocks + (r & 1)];
@@ -421,12 +422,12 @@ gpu::GPUFuncOp mlir::txl::getOrCreateMmaKeyValueGradKernel(
   if (auto existing = kernels.lookupSymbol<gpu::GPUFuncOp>(name))
     return existing;
   OpBuilder b = OpBuilder::atBlockEnd(kernels.getBody());
-  auto xTile = MemRefType::get({kQueryTile, kWindow + 1}, b.getF32Type(),
-                               MemRefLayoutAttrInterface{},
-                               b.getI64IntegerAttr(3));
-  auto pairTile = MemRefType::get({kWarps * kRows, kQueryTile + 1},
-                                  b.getF32Type(), MemRefLayoutAttrInterface{},
-                                  b.getI64IntegerAttr(3));
+  auto xTile =
+      MemRefType::get({kQueryTile, kWindow + 1}, b.getF32Type(),
+                      MemRefLayoutAttrInterface{}, b.getI64IntegerAttr(3));
+  auto pairTile =
+      MemRefType::get({kWarps * kRows, kQueryTile + 1}, b.getF32Type(),
+                      MemRefLayoutAttrInterface{}, b.getI64IntegerAttr(3));
   auto func = gpu::GPUFuncOp::create(b, kernels.getLoc(), name, type,
                                      TypeRange{xTile, pairTile, pairTile});
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());

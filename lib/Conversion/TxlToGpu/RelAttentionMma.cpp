@@ -42,7 +42,7 @@ using namespace mlir;
 using namespace mlir::txl;
 
 Value MmaBodyBuilder::loadOrZero(Value memref, SmallVector<Value> rowIndices,
-                                   Value rowOk, Value d) {
+                                 Value rowOk, Value d) {
   Value ok = rowOk;
   if (dPad != dHead) {
     ok = both(ok, cmp(arith::CmpIPredicate::ult, d, idx(dHead)));
@@ -57,8 +57,8 @@ Value MmaBodyBuilder::loadOrZero(Value memref, SmallVector<Value> rowIndices,
 }
 
 Value MmaBodyBuilder::packA(const Fragment &a) {
-  return vector::FromElementsOp::create(
-      b, VectorType::get({4, 2}, operandType), a);
+  return vector::FromElementsOp::create(b, VectorType::get({4, 2}, operandType),
+                                        a);
 }
 
 Fragment MmaBodyBuilder::mma(const Fragment &a, const Fragment &bOp,
