@@ -87,7 +87,8 @@ static cl::opt<Precision> precision(
                           "shuffles and the products stay f32"),
                clEnumValN(Precision::Fp16, "fp16",
                           "f16 operands, f32 accumulation, as bf16 (cuBLAS: "
-                          "CUBLAS_COMPUTE_32F_FAST_16F)")));
+                          "CUBLAS_COMPUTE_32F_FAST_16F) but for the "
+                          "attention's backward, which stays f32")));
 static cl::opt<int64_t> attentionKeyParts(
     cl::cat(txlcCategory), "attention-key-parts",
     cl::desc("GPU targets: split the attention kernels' keys into this "

@@ -353,15 +353,15 @@ def ConvertRelAttentionToGpuPass : Pass<"txl-rel-attention-to-gpu", "::mlir::Mod
     `txl.sum_leading`. Row tiles narrow to 8 or 4 for wide heads; an op
     whose tiles exceed 48 KiB even then (d_head 128) is left unchanged.
 
-    With `precision=bf16` (or f16) and d_head up to 80, the `_kv` launch
-    is the tensor-core kernel `rel_attention_grad_kv_bf16_d<d_head>` (or
-    `_f16_`, with `_dropatt_` forms): the same arguments with a unit
+    With `precision=bf16` and d_head up to 80, the `_kv` launch is the
+    tensor-core kernel `rel_attention_grad_kv_bf16_d<d_head>` (with a
+    `_dropatt_` form): the same arguments with a unit
     stride along d_head, grid ceil(klen / 64) × (batch · n_head), 4
     subgroups of 16 keys walking query tiles of 32; ACᵀ, dPᵀ, the window
     product X = (q + v) r_windowᵀ (32 × 96, through a 32 × 97 workgroup
     tile read back at column 31 − i + j), dv += (P M)ᵀ dO and dk += dSᵀ q
     as `nvgpu.mma.sync` m16n8k16, u's terms added in f32. `_q` and `_r`
-    stay f32.
+    stay f32, and so does the whole backward at `precision=f16`.
 
     Ops the kernels do not cover (other element types, dynamic or
     over-wide d_head) are left unchanged, for the loop lowering.

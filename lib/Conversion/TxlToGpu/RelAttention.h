@@ -375,9 +375,9 @@ gpu::GPUFuncOp getOrCreateMmaKeyValueGradKernel(ModuleOp module, int64_t dHead,
 /// Adds the pattern that rewrites an f32 `txl.rel_attention_grad` into the
 /// three launches of the fused backward kernels
 /// (RelAttentionGradToGpu.cpp), created in `module`'s @txl_kernels on first
-/// use, with `hooks` applied to their r rows; with `mmaOperandType` (bf16
-/// or f16) and d_head up to kMmaGradMaxHead, the `_kv` launch is the
-/// tensor-core kernel's.
+/// use, with `hooks` applied to their r rows; with `mmaOperandType` bf16
+/// and d_head up to kMmaGradMaxHead, the `_kv` launch is the tensor-core
+/// kernel's (f16 keeps the f32 kernels).
 void populateRelAttentionGradToGpuPatterns(RewritePatternSet &patterns,
                                            ModuleOp module,
                                            FloatType mmaOperandType,

@@ -895,8 +895,10 @@ struct RelAttentionGradToLaunch : public OpRewritePattern<RelAttentionGradOp> {
     SmallVector<gpu::GPUFuncOp> funcs;
     SmallVector<int64_t> rowTiles;
     for (const GradShape &shape : shapes) {
+      // At f16 the backward stays f32: train-fp16-opencl.test's exact
+      // loss-scale invariance holds for an f32 backward only.
       if (shape.kind == GradKind::KeyValue && mmaOperandType &&
-          dHead <= kMmaGradMaxHead) {
+          mmaOperandType.isBF16() && dHead <= kMmaGradMaxHead) {
         funcs.push_back(getOrCreateMmaKeyValueGradKernel(
             module, dHead, mmaOperandType, dropatt,
             gradKernelType(rewriter.getContext(), shape,
