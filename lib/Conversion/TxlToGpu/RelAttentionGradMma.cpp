@@ -1,35 +1,34 @@
 //===- RelAttentionGradMma.cpp - dk and dv on tensor cores ----------------===//
 //
-// `--precision=bf16`'s and `--precision=fp16`'s form of the fused attention
-// backward's `_kv` kernel (RelAttentionGradToGpu.cpp): dk and dv of paper
-// §3.3's attention, flash-attention-2 style (Dao 2023, Algorithm 2), with
-// every product on warp-level tensor cores (nvgpu.mma.sync m16n8k16, bf16
-// or f16 operands, f32 accumulators; the register layout is MmaBuilder.h's).
-// The probabilities are recomputed from q, k, r, the biases and the rows'
-// log-sum-exp and D_i that `_q` writes; nothing of qlen × klen reaches
-// global memory.
+// `--precision=bf16`'s form of the fused attention backward's `_kv` kernel
+// (RelAttentionGradToGpu.cpp): dk and dv of paper §3.3's attention,
+// flash-attention-2 style (Dao 2023, Algorithm 2), with every product on
+// warp-level tensor cores (nvgpu.mma.sync m16n8k16, bf16 operands, f32
+// accumulators; the register layout is MmaBuilder.h's). The probabilities
+// are recomputed from q, k, r, the biases and the rows' log-sum-exp and
+// D_i that `_q` writes; nothing of qlen × klen reaches global memory.
 //
 // A workgroup owns 64 keys, j0 + [0, 64), for one (batch, head) column; its
 // subgroup w the 16 keys jw = j0 + 16 w + [0, 16), the M of its products.
-// It walks the queries in tiles of 32, i0 + [0, 32), and per tile forms,
-// with the keys as rows (the transposed scores, so that the probabilities'
-// accumulators are the A operand of dv's and dk's products):
-//   AC^T = k (q + u)^T           16 × 32, 4 n-blocks of 8 queries
-//   dP^T = v dO^T                16 × 32
-//   BD^T(j, i) = X(i - i0, 31 - (i - i0) + (j - j0)), where the workgroup
-//     computes X = (q + v) r_window^T, 32 queries × 96 window rows (the
-//     32 + 64 - 1 rows of r the tile pair reads: window row w is r row
-//     qlen - i0 - 32 + j0 + w), as 2 × 12 blocks of 8, six per subgroup,
-//     into a workgroup tile; a barrier later every lane reads back its own
-//     positions' skewed entries: the rel-shift as index arithmetic.
-// Then, per pair, P = exp(scale (AC + BD) - lse_i) under the decoder mask,
-// M its dropatt multiplier (1 without dropatt), dS = scale P (M dP - D_i),
-// and over the tile's 32 queries, two k-steps of 16:
-//   dv_jw += (P M)^T dO,  dk_jw += dS^T (q + u),
-// the A operands straight from the accumulators' registers, the B operands
-// (dO, q + u: 16 queries × 8 columns) from global memory. Each key row's
-// dk and dv are summed in one lane quad in a fixed order: no atomics, and
-// two runs give bit-equal gradients.
+// It walks the queries in tiles of 32, i0 + [0, 32), with the keys as the
+// rows of every product (the transposed scores, so that the probabilities
+// enter dv's and dk's products as A operands). Per query tile:
+//   X = (q + v) r_window^T, 32 queries × 96 window rows (the 32 + 64 - 1
+//     rows of r the tile pair reads: window row w is r row qlen - i0 - 32
+//     + j0 + w), 2 × 12 blocks of 8, six per subgroup, into a workgroup
+//     tile; after a barrier each lane reads BD^T(j, i) = X(i - i0, 31 -
+//     (i - i0) + (j - j0)) for its own positions: the rel-shift as index
+//     arithmetic;
+//   per block of 8 queries, AC^T = k q^T (+ k_j · u, computed once per key
+//     row) and dP^T = v dO^T; P = exp(scale (AC + BD) - lse_i) under the
+//     decoder mask, M its dropatt multiplier (1 without dropatt) and dS =
+//     scale P (M dP - D_i), P M and dS stored in two workgroup tiles at the
+//     positions the same lane reads back as A fragments;
+//   per k-step of 16 queries, dv_jw += (P M)^T dO and dk_jw += dS^T q, the
+//     B operands (16 queries × 8 columns) from global memory.
+// dk then gets (sum_i dS_ij) u at the store. Each key row's dk and dv are
+// summed in one lane quad in a fixed order: no atomics, and two runs give
+// bit-equal gradients.
 //
 //===----------------------------------------------------------------------===//
 
@@ -80,12 +79,11 @@ private:
   /// k-step `ks`.
   Fragment queryFragment(Value row0, int64_t ks, Value bias);
   /// The B fragment (d_head k-step `ks` × 8 queries from `row0`) of
-  /// `mem` (+ `bias` when given): the transposed query-side operand of
-  /// AC^T and dP^T.
-  Fragment queryColumns(Value mem, Value bias, Value row0, int64_t ks);
+  /// `mem` (q or dO): the transposed query-side operand of AC^T and dP^T.
+  Fragment queryColumns(Value mem, Value row0, int64_t ks);
   /// The B fragment (16 queries from `row0` × d_head columns 8 db ..) of
-  /// `mem` (+ `bias` when given): the right operand of dv and dk.
-  Fragment queryRows(Value mem, Value bias, Value row0, int64_t db);
+  /// `mem` (dO or q): the right operand of dv and dk.
+  Fragment queryRows(Value mem, Value row0, int64_t db);
   /// `mem[i, batch, head, d]`, 0 for i >= qlen, + bias[head, d] when given.
   Value queryAt(Value mem, Value bias, Value i, Value d);
 
@@ -132,26 +130,25 @@ Fragment MmaKeyValueGradBuilder::queryFragment(Value row0, int64_t ks,
   return frag;
 }
 
-Fragment MmaKeyValueGradBuilder::queryColumns(Value mem, Value bias, Value row0,
+Fragment MmaKeyValueGradBuilder::queryColumns(Value mem, Value row0,
                                               int64_t ks) {
   Fragment frag;
   Value i = add(row0, g);
   for (int64_t r = 0; r < 2; ++r)
     for (int64_t e = 0; e < 2; ++e) {
       Value d = add(mul(t, idx(2)), idx(ks * 16 + e + 8 * r));
-      frag.push_back(operand(queryAt(mem, bias, i, d)));
+      frag.push_back(operand(queryAt(mem, Value(), i, d)));
     }
   return frag;
 }
 
-Fragment MmaKeyValueGradBuilder::queryRows(Value mem, Value bias, Value row0,
-                                           int64_t db) {
+Fragment MmaKeyValueGradBuilder::queryRows(Value mem, Value row0, int64_t db) {
   Fragment frag;
   Value d = add(g, idx(8 * db));
   for (int64_t r = 0; r < 2; ++r)
     for (int64_t e = 0; e < 2; ++e) {
       Value i = add(row0, add(mul(t, idx(2)), idx(e + 8 * r)));
-      frag.push_back(operand(queryAt(mem, bias, i, d)));
+      frag.push_back(operand(queryAt(mem, Value(), i, d)));
     }
   return frag;
 }
@@ -298,9 +295,9 @@ void MmaKeyValueGradBuilder::build() {
       Fragment ac = zeros(), dp = zeros();
       for (int64_t ks = 0; ks < kSteps; ++ks) {
         ac = mma(holdKeys ? heldK[ks] : packA(keyFragment(k, ks)),
-                 queryColumns(q, Value(), blockRow0, ks), ac);
+                 queryColumns(q, blockRow0, ks), ac);
         dp = mma(holdKeys ? heldV[ks] : packA(keyFragment(v, ks)),
-                 queryColumns(dO, Value(), blockRow0, ks), dp);
+                 queryColumns(dO, blockRow0, ks), dp);
       }
       for (int64_t e = 0; e < 2; ++e) {
         Value ii = add(blockCol0, add(mul(t, idx(2)), idx(e)));
@@ -345,7 +342,7 @@ void MmaKeyValueGradBuilder::build() {
       }
     });
 
-    // dv += (P M)^T dO and dk += dS^T (q + u) over the tile's queries in
+    // dv += (P M)^T dO and dk += dS^T q over the tile's queries in
     // two k-steps of 16, a rolled loop carrying the accumulators: the A
     // fragments are the lane's own entries of the P M and dS tiles.
     scf::ForOp kLoop = loopOver(2, state);
@@ -370,9 +367,9 @@ void MmaKeyValueGradBuilder::build() {
       for (int64_t db = 0; db < dBlocks; ++db) {
         MutableArrayRef<Value> dvAcc(next.data() + 4 * db, 4);
         MutableArrayRef<Value> dkAcc(next.data() + 4 * (dBlocks + db), 4);
-        Fragment dvNew = mma(pa, queryRows(dO, Value(), row0, db),
+        Fragment dvNew = mma(pa, queryRows(dO, row0, db),
                              Fragment(dvAcc.begin(), dvAcc.end()));
-        Fragment dkNew = mma(dsa, queryRows(q, Value(), row0, db),
+        Fragment dkNew = mma(dsa, queryRows(q, row0, db),
                              Fragment(dkAcc.begin(), dkAcc.end()));
         llvm::copy(dvNew, dvAcc.begin());
         llvm::copy(dkNew, dkAcc.begin());
