@@ -23,6 +23,7 @@
 #ifndef TXL_LIB_CONVERSION_TXLTOGPU_MMABUILDER_H
 #define TXL_LIB_CONVERSION_TXLTOGPU_MMABUILDER_H
 
+#include "KernelModule.h"
 #include "RelAttention.h"
 
 #include "llvm/Support/MathExtras.h"
@@ -67,6 +68,24 @@ protected:
   /// `body(iv)` in a loopOver(n) without loop-carried values.
   void forRange(int64_t n, function_ref<void(Value)> body);
 
+  /// Sets batchIdx and head from the grid's y (a (batch, head) column of
+  /// `nHead` heads).
+  void setColumn(Value nHead) {
+    Value column = gpu::BlockIdOp::create(b, gpu::Dimension::y);
+    batchIdx = arith::DivUIOp::create(b, column, nHead);
+    head = arith::RemUIOp::create(b, column, nHead);
+  }
+  /// Sets warp (the subgroup) and the lane's g and t (lane = 4 g + t).
+  void setLane() {
+    Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+    warp = arith::DivUIOp::create(b, tid, idx(kSubgroupSize));
+    Value lane = gpu::LaneIdOp::create(b, /*upper_bound=*/IntegerAttr());
+    g = arith::DivUIOp::create(b, lane, idx(4));
+    t = arith::RemUIOp::create(b, lane, idx(4));
+  }
+
+  /// Set by setColumn and setLane.
+  Value batchIdx, head, warp, g, t;
   /// d_head and d_head padded with zeros to the mma's K, 16.
   int64_t dHead, dPad;
   /// bf16 or f16: the A and B operands of every product.

@@ -92,7 +92,7 @@ private:
   KernelTestHooks hooks;
   gpu::GPUFuncOp func;
   // Set first by build().
-  Value q, k, batchIdx, head, qlen, klen, jw, g, t;
+  Value q, k, qlen, klen, jw;
 };
 
 Value MmaKeyValueGradBuilder::queryAt(Value mem, Value bias, Value i, Value d) {
@@ -180,16 +180,10 @@ void MmaKeyValueGradBuilder::build() {
   qlen = memref::DimOp::create(b, q, 0);
   Value nHead = memref::DimOp::create(b, q, 2);
   klen = memref::DimOp::create(b, k, 0);
-  Value column = gpu::BlockIdOp::create(b, gpu::Dimension::y);
-  batchIdx = arith::DivUIOp::create(b, column, nHead);
-  head = arith::RemUIOp::create(b, column, nHead);
+  setColumn(nHead);
   Value j0 =
       mul(gpu::BlockIdOp::create(b, gpu::Dimension::x), idx(kWarps * kRows));
-  Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
-  Value warp = arith::DivUIOp::create(b, tid, idx(kSubgroupSize));
-  Value lane = gpu::LaneIdOp::create(b, /*upper_bound=*/IntegerAttr());
-  g = arith::DivUIOp::create(b, lane, idx(4));
-  t = arith::RemUIOp::create(b, lane, idx(4));
+  setLane();
   Value warpKey0 = mul(warp, idx(kRows));
   jw = add(j0, warpKey0);
   // X's m-block (16 queries) and first n-block of this subgroup.

@@ -135,7 +135,7 @@ private:
   KernelTestHooks hooks;
   gpu::GPUFuncOp func;
   // Set first by build().
-  Value q, batchIdx, head, qlen, iw, g, t;
+  Value q, qlen, iw;
 };
 
 Fragment MmaKernelBuilder::queryFragment(int64_t ks, Value bias) {
@@ -176,16 +176,10 @@ void MmaKernelBuilder::build() {
   qlen = memref::DimOp::create(b, q, 0);
   Value nHead = memref::DimOp::create(b, q, 2);
   Value klen = memref::DimOp::create(b, k, 0);
-  Value column = gpu::BlockIdOp::create(b, gpu::Dimension::y);
-  batchIdx = arith::DivUIOp::create(b, column, nHead);
-  head = arith::RemUIOp::create(b, column, nHead);
+  setColumn(nHead);
   int64_t queryTile = kWarps * kRows;
   Value i0 = mul(gpu::BlockIdOp::create(b, gpu::Dimension::x), idx(queryTile));
-  Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
-  Value warp = arith::DivUIOp::create(b, tid, idx(kSubgroupSize));
-  Value lane = gpu::LaneIdOp::create(b, /*upper_bound=*/IntegerAttr());
-  g = arith::DivUIOp::create(b, lane, idx(4));
-  t = arith::RemUIOp::create(b, lane, idx(4));
+  setLane();
   Value warpRow0 = mul(warp, idx(kRows));
   iw = add(i0, warpRow0);
 
