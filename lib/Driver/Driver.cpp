@@ -441,10 +441,9 @@ int mlir::txl::runDriver(const DriverOptions &options) {
     llvm::errs() << "txlc: error: --emit=txl-grad needs --backward\n";
     return 1;
   }
-  // The f32 GPU attention kernels save each row's log-sum-exp for the
-  // backward (the tensor-core kernel evaluates only; the CPU keeps P whole).
-  bool saveAttentionStats =
-      options.target != Target::Cpu && options.precision == "f32";
+  // The GPU attention kernels, f32 or tensor-core, save each row's
+  // log-sum-exp for the backward (the CPU keeps P whole).
+  bool saveAttentionStats = options.target != Target::Cpu;
   if (backward &&
       failed(runStage(module, root, "generating the backward segment",
                       [&](OpPassManager &pm) {

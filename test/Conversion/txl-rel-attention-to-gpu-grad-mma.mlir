@@ -8,12 +8,14 @@
 
 // precision=bf16: txl.rel_attention_grad's _kv launch is the
 // tensor-core kernel rel_attention_grad_kv_bf16_d<d_head> over key tiles of
-// 64 (4 subgroups of 16 keys) x the (batch, head) columns, with the f32 _kv
-// kernel's arguments (with a unit stride along d_head); _q and _r stay the
-// f32 kernels, on 16-row tiles. precision=f32 keeps the f32 _kv kernel, and
-// so do precision=f16 (whose loss scaling is exact for an f32 backward
-// only, train-fp16-opencl.test) and a d_head over 80 (@grad_d128), whose
-// accumulators would spill.
+// 64 (4 subgroups of 16 keys) x the (batch, head) columns, and its _r
+// launch rel_attention_grad_r_bf16_d<d_head> over tiles of 64 r rows x the
+// heads, with the f32 kernels' arguments (with a unit stride along
+// d_head); without the forward's saved statistics, _q stays the f32
+// kernel on 16-row tiles (with them, @saved below). precision=f32 keeps the
+// f32 kernels, and so do precision=f16 (whose loss scaling is exact for an
+// f32 backward only, train-fp16-opencl.test) and a d_head over 80
+// (@grad_d128), whose accumulators would spill.
 
 // CHECK: #[[NOUNROLL:.+]] = #llvm.loop_unroll<disable = true>
 // CHECK: #[[$ROLLED:.+]] = #llvm.loop_annotation<unroll = #[[NOUNROLL]]>
@@ -31,10 +33,11 @@
 // CHECK: %[[KTILES:.+]] = arith.ceildivui %[[KLEN:.+]], %[[C64]]
 // CHECK: gpu.launch_func @txl_kernels::@rel_attention_grad_kv_bf16_d32 blocks in (%[[KTILES]], %[[COLUMNS]], %[[C1]]) threads in (%[[C128]], %[[C1]], %[[C1]])
 // CHECK-SAME: %[[LSE]] : memref<?x?x?xf32>, %[[DELTA]] : memref<?x?x?xf32>
-// CHECK: %[[RTILES:.+]] = arith.ceildivui %[[KLEN]], %[[C16]]
-// CHECK: gpu.launch_func @txl_kernels::@rel_attention_grad_r_d32 blocks in (%[[RTILES]]
+// CHECK: %[[RTILES:.+]] = arith.ceildivui %[[KLEN]], %[[C64]]
+// CHECK: gpu.launch_func @txl_kernels::@rel_attention_grad_r_bf16_d32 blocks in (%[[RTILES]], %c4, %[[C1]]) threads in (%[[C128]], %[[C1]], %[[C1]])
 
 // F16: gpu.launch_func @txl_kernels::@rel_attention_grad_kv_d32
+// F16: gpu.launch_func @txl_kernels::@rel_attention_grad_r_d32
 // F16-NOT: nvgpu.mma.sync
 // F16: gpu.func @rel_attention_grad_kv_d32(
 // F32: gpu.launch_func @txl_kernels::@rel_attention_grad_kv_d32
@@ -57,8 +60,9 @@
 // loop over 2 k-steps of 16 queries reading the lane's own P M and dS
 // entries as A fragments for dv and dk (4 blocks each). dv and dk (plus
 // the dS row sum times u) are stored under the key and column bounds.
-// MMAS: {{^}}14{{$}}
-// (2 in the X loop, 4 for AC^T and dP^T, 8 for dv and dk.)
+// MMAS: {{^}}24{{$}}
+// (_kv: 2 in the X loop, 4 for AC^T and dP^T, 8 for dv and dk; _r: 4 in
+// the Z and V loop, 2 for BD^T, 4 for dr.)
 
 // CHECK: gpu.func @rel_attention_grad_kv_bf16_d32(
 // CHECK-SAME: %[[Q:arg1]]: memref<?x?x?x32xf32, strided<[?, ?, ?, 1], offset: ?>>
@@ -101,6 +105,57 @@
 // CHECK: memref.store %{{.+}}, %[[DK]]
 // CHECK-NOT: memref.alloc
 // CHECK: gpu.return
+
+// The _r kernel: workgroup memory only Z and V, (q + u) k_window^T and
+// dO v_window^T for 32 queries x the 96 window keys (k row m0 - qlen + 1 +
+// i0 + w) of a tile pair, padded to 97 columns, and the dS^T tile of the 4
+// subgroups' 16 r rows x 32 queries. The r fragments (2 k-steps of d_head
+// 32) are loaded once; the batch loop and in it the walk over query tiles
+// of 32 carry dr's accumulators (4 blocks of 8 columns x 4 values). Per
+// tile: a barrier, the rolled loop over the subgroup's 6 blocks of Z and
+// V (2 k-steps each) storing both, a second barrier, then a rolled loop
+// over 4 blocks of 8 queries: BD^T (2 k-steps), the queries' lse and D,
+// AC^T and dP^T read from Z and V at row ii and column mm + ii (the
+// rel-shift), dS^T stored at the lane's own position; then a rolled loop
+// over 2 k-steps of 16 queries reading those entries as A fragments for
+// dr (4 blocks). dr is stored under the row and column bounds.
+
+// CHECK-LABEL: gpu.func @rel_attention_grad_r_bf16_d32(
+// CHECK-SAME: %[[LSER:arg7]]: memref<?x?x?xf32>, %[[DELTAR:arg8]]: memref<?x?x?xf32>
+// CHECK-SAME: %[[DR:arg9]]: memref<?x?x32xf32, strided<[?, ?, 1], offset: ?>>
+// CHECK-SAME: workgroup(%[[Z:.+]] : memref<32x97xf32, 3>, %[[V:.+]] : memref<32x97xf32, 3>, %[[DSR:.+]] : memref<64x33xf32, 3>)
+// CHECK-SAME: kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.maxnreg = 255 : i32}
+// CHECK-NOT: memref.alloc
+// CHECK-COUNT-16: arith.truncf %{{.+}} : f32 to bf16
+// CHECK: scf.for %{{.+}} = %c0 to %{{.+}} step %c1 iter_args({{.+}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
+// CHECK-NEXT: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c32 iter_args(
+// CHECK-NEXT: gpu.barrier
+// CHECK: scf.for %{{.+}} = %c0 to %c6 step %c1 {
+// CHECK-COUNT-4: nvgpu.mma.sync({{.+}}) {mmaShape = [16, 8, 16]} : (vector<4x2xbf16>, vector<2x2xbf16>, vector<2x2xf32>) -> vector<2x2xf32>
+// CHECK: memref.store %{{.+}}, %[[Z]]
+// CHECK-NEXT: memref.store %{{.+}}, %[[V]]
+// CHECK: } {loop_annotation = #[[$ROLLED]]}
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: scf.for %{{.+}} = %c0 to %c4 step %c1 {
+// CHECK-COUNT-2: nvgpu.mma.sync
+// CHECK: memref.load %[[LSER]]
+// CHECK-NEXT: memref.load %[[DELTAR]]
+// CHECK-NEXT: %[[MM:.+]] = arith.addi %{{.+}}, %{{.+}} : index
+// CHECK-NEXT: arith.addi %{{.+}}, %[[MM]] : index
+// CHECK-NEXT: %[[WR:.+]] = arith.addi %[[MM]], %[[IIR:.+]] : index
+// CHECK-NEXT: memref.load %[[Z]][%[[IIR]], %[[WR]]]
+// CHECK-NEXT: memref.load %[[V]][%[[IIR]], %[[WR]]]
+// CHECK: math.exp
+// CHECK: memref.store %{{.+}}, %[[DSR]][%[[MM]], %[[IIR]]]
+// CHECK: } {loop_annotation = #[[$ROLLED]]}
+// CHECK-NEXT: scf.for %{{.+}} = %c0 to %c2 step %c1 iter_args(
+// CHECK-COUNT-8: memref.load %[[DSR]]
+// CHECK-COUNT-4: nvgpu.mma.sync
+// CHECK: } {loop_annotation = #[[$ROLLED]]}
+// CHECK-NOT: gpu.barrier
+// CHECK-NOT: memref.alloc
+// CHECK: memref.store %{{.+}}, %[[DR]]
+// CHECK: gpu.return
 func.func @grad(%do: tensor<?x?x4x32xf32>, %q: tensor<?x?x4x32xf32>, %k: tensor<?x?x4x32xf32>,
                 %v: tensor<?x?x4x32xf32>, %r: tensor<?x4x32xf32>, %u: tensor<4x32xf32>,
                 %vb: tensor<4x32xf32>, %m: index, %s: i1)
@@ -136,7 +191,7 @@ func.func @grad_d128(%do: tensor<?x?x2x128xf32>, %q: tensor<?x?x2x128xf32>, %r: 
 // CHECK: gpu.launch_func @txl_kernels::@rel_attention_grad_q_dropatt_d32
 // CHECK: gpu.launch_func @txl_kernels::@rel_attention_grad_kv_bf16_dropatt_d32
 // CHECK-SAME: : i64, %{{.+}} : i64, %{{.+}} : i64, %{{.+}} : i64, %{{.+}} : i32, %{{.+}} : f32)
-// CHECK: gpu.launch_func @txl_kernels::@rel_attention_grad_r_dropatt_d32
+// CHECK: gpu.launch_func @txl_kernels::@rel_attention_grad_r_bf16_dropatt_d32
 // CHECK-LABEL: gpu.func @rel_attention_grad_kv_bf16_dropatt_d32(
 // CHECK-SAME: %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %[[MINKEPT:.+]]: i32, %{{.+}}: f32)
 // CHECK: arith.cmpi ne, %[[MINKEPT]], %c0_i32
@@ -150,4 +205,101 @@ func.func @dropatt(%do: tensor<?x?x2x32xf32>, %q: tensor<?x?x2x32xf32>, %r: tens
       : tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>, tensor<?x2x32xf32>,
         tensor<2x32xf32>, tensor<2x32xf32>
   return %g#0 : tensor<?x?x2x32xf32>
+}
+
+// -----
+
+// With the forward's saved statistics (txl-save-attention-stats): the
+// forward is the tensor-core kernel's lse form, and _q is the tensor-core
+// rel_attention_grad_q_saved_bf16_d<d_head> over query tiles of 64 (4
+// subgroups of 16 queries), with the f32 _q_saved kernel's arguments. Its
+// workgroup memory: the subgroups' X (16 queries x 48 window rows of
+// (q + v) r_window^T each, padded to 49), dS (16 x 32 keys) and Y (dS
+// skewed into the window's columns). Y is zeroed once by the whole
+// workgroup; then D_i = dO_i . O_i (a loop over the quad's columns and two
+// xor shuffles, stored by the quad's first lane) and lse_i for the lane's
+// rows. The key loop carries d(q + u)'s and d(q + v)'s accumulators (4
+// blocks of 8 columns x 4 values each). Per key tile of 32: a barrier, the
+// rolled X loop (6 blocks), a second barrier, the rolled loop over 4 blocks
+// of 8 keys (AC and dP, 2 k-steps each; BD from X at row ii and column 15
+// - ii + jj, the rel-shift; dS stored to the dS tile at the lane's own
+// position and to Y at the skewed one), a third barrier, then the rolled
+// loops of d(q + u) += dS k (2 k-steps of 16 keys, A from the lane's own dS
+// entries) and d(q + v) += Y r_window (3 k-steps of 16 window rows).
+// precision=f16 keeps the f32 _q_saved (its lse and output from the f16
+// forward kernel).
+
+// CHECK: #[[NOUNROLLS:.+]] = #llvm.loop_unroll<disable = true>
+// CHECK: #[[$ROLLEDS:.+]] = #llvm.loop_annotation<unroll = #[[NOUNROLLS]]>
+// CHECK-LABEL: func.func @saved
+// CHECK-DAG: %[[C64Q:.+]] = arith.constant 64 : index
+// CHECK: gpu.launch_func @txl_kernels::@rel_attention_bf16_lse_d32
+// CHECK: %[[QTILES:.+]] = arith.ceildivui %{{.+}}, %[[C64Q]]
+// CHECK: gpu.launch_func @txl_kernels::@rel_attention_grad_q_saved_bf16_d32 blocks in (%[[QTILES]],
+// CHECK: gpu.launch_func @txl_kernels::@rel_attention_grad_kv_bf16_d32
+// CHECK: gpu.launch_func @txl_kernels::@rel_attention_grad_r_bf16_d32
+// CHECK-LABEL: gpu.func @rel_attention_grad_q_saved_bf16_d32(
+// CHECK-SAME: %[[LSEQ:arg7]]: memref<?x?x?xf32>, %[[DELTAQ:arg8]]: memref<?x?x?xf32>, %[[OUT:arg9]]: memref<?x?x?x32xf32, strided<[?, ?, ?, 1], offset: ?>>
+// CHECK-SAME: %[[DQU:arg10]]: memref<?x?x?x32xf32, strided<[?, ?, ?, 1], offset: ?>>, %[[DQV:arg11]]: memref<?x?x?x32xf32, strided<[?, ?, ?, 1], offset: ?>>
+// CHECK-SAME: workgroup(%[[XQ:.+]] : memref<64x49xf32, 3>, %[[DSQ:.+]] : memref<64x33xf32, 3>, %[[Y:.+]] : memref<64x49xf32, 3>)
+// CHECK-SAME: kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.maxnreg = 255 : i32}
+// CHECK-NOT: memref.alloc
+// CHECK: scf.for %{{.+}} = %{{.+}} to %c3136 step %c128 {
+// CHECK: memref.store %{{.+}}, %[[Y]]
+// CHECK-NEXT: }
+// CHECK: memref.load %[[OUT]]
+// CHECK: gpu.shuffle  xor %{{.+}}, %c2_i32, %c32_i32 : f32
+// CHECK: gpu.shuffle  xor %{{.+}}, %c1_i32, %c32_i32 : f32
+// CHECK: memref.store %{{.+}}, %[[DELTAQ]]
+// CHECK: memref.load %[[LSEQ]]
+// CHECK-NOT: gpu.barrier
+// CHECK: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c32 iter_args({{.+}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
+// CHECK-NEXT: gpu.barrier
+// CHECK: scf.for %{{.+}} = %c0 to %c6 step %c1 {
+// CHECK-COUNT-2: nvgpu.mma.sync({{.+}}) {mmaShape = [16, 8, 16]} : (vector<4x2xbf16>, vector<2x2xbf16>, vector<2x2xf32>) -> vector<2x2xf32>
+// CHECK-COUNT-4: memref.store %{{.+}}, %[[XQ]]
+// CHECK-NEXT: } {loop_annotation = #[[$ROLLEDS]]}
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: scf.for %{{.+}} = %c0 to %c4 step %c1 {
+// CHECK-COUNT-4: nvgpu.mma.sync
+// CHECK: %[[SKQ:.+]] = arith.subi %c15, %[[IIQ:.+]] : index
+// CHECK-NEXT: %[[WQ:.+]] = arith.addi %[[SKQ]], %[[JJQ:.+]] : index
+// CHECK-NEXT: %[[ROWQ:.+]] = arith.addi %{{.+}}, %[[IIQ]] : index
+// CHECK-NEXT: memref.load %[[XQ]][%[[ROWQ]], %[[WQ]]] : memref<64x49xf32, 3>
+// CHECK: math.exp
+// CHECK: memref.store %[[DS:.+]], %[[DSQ]][%{{.+}}, %[[JJQ]]]
+// CHECK: memref.store %[[DS]], %[[Y]][%{{.+}}, %[[WQ]]]
+// CHECK: } {loop_annotation = #[[$ROLLEDS]]}
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: scf.for %{{.+}} = %c0 to %c2 step %c1 iter_args(
+// CHECK-COUNT-8: memref.load %[[DSQ]]
+// CHECK-COUNT-4: nvgpu.mma.sync
+// CHECK: } {loop_annotation = #[[$ROLLEDS]]}
+// CHECK-NEXT: scf.for %{{.+}} = %c0 to %c3 step %c1 iter_args(
+// CHECK-COUNT-8: memref.load %[[Y]]
+// CHECK-COUNT-4: nvgpu.mma.sync
+// CHECK: } {loop_annotation = #[[$ROLLEDS]]}
+// CHECK-NOT: gpu.barrier
+// CHECK-NOT: memref.alloc
+// CHECK: memref.store %{{.+}}, %[[DQU]]
+// CHECK-NEXT: memref.store %{{.+}}, %[[DQV]]
+// CHECK: gpu.return
+
+// F16-LABEL: func.func @saved
+// F16: gpu.launch_func @txl_kernels::@rel_attention_f16_lse_d32
+// F16: gpu.launch_func @txl_kernels::@rel_attention_grad_q_saved_d32
+// F16: gpu.launch_func @txl_kernels::@rel_attention_grad_kv_d32
+// F16: gpu.func @rel_attention_grad_q_saved_d32(
+func.func @saved(%do: tensor<?x?x4x32xf32>, %q: tensor<?x?x4x32xf32>, %k: tensor<?x?x4x32xf32>,
+                 %v: tensor<?x?x4x32xf32>, %r: tensor<?x4x32xf32>, %u: tensor<4x32xf32>,
+                 %vb: tensor<4x32xf32>, %m: index, %s: i1)
+    -> (tensor<?x?x4x32xf32>, tensor<?x?x4x32xf32>, tensor<?x?x4x32xf32>) {
+  %o, %lse = txl.rel_attention %q, %k, %v, %r, %u, %vb, %m, %s {scale = 0.17677669 : f32}
+      : tensor<?x?x4x32xf32>, tensor<?x?x4x32xf32>, tensor<?x?x4x32xf32>, tensor<?x4x32xf32>,
+        tensor<4x32xf32>, tensor<4x32xf32> -> tensor<?x?x4x32xf32>, tensor<?x4x?xf32>
+  %g:6 = txl.rel_attention_grad %do, %q, %k, %v, %r, %u, %vb, %m, %s
+      saved(%lse, %o : tensor<?x4x?xf32>, tensor<?x?x4x32xf32>) {scale = 0.17677669 : f32}
+      : tensor<?x?x4x32xf32>, tensor<?x?x4x32xf32>, tensor<?x?x4x32xf32>, tensor<?x4x32xf32>,
+        tensor<4x32xf32>, tensor<4x32xf32>
+  return %o, %g#0, %g#1 : tensor<?x?x4x32xf32>, tensor<?x?x4x32xf32>, tensor<?x?x4x32xf32>
 }

@@ -80,8 +80,8 @@ static cl::opt<Precision> precision(
                           "f32 throughout, the exactness mode (default)"),
                clEnumValN(Precision::Bf16, "bf16",
                           "bf16 operands, f32 accumulation: the attention "
-                          "forward and its backward's dk, dv (d_head <= 80) "
-                          "on tensor cores (mma.sync m16n8k16) and "
+                          "forward and (d_head <= 80) its backward on "
+                          "tensor cores (mma.sync m16n8k16) and "
                           "cuBLAS products with CUBLAS_COMPUTE_32F_FAST_16BF; "
                           "on opencl the kernel's mma is emulated with "
                           "shuffles and the products stay f32"),
@@ -117,8 +117,8 @@ static cl::opt<int64_t> testRelShiftOffset(
     cl::desc("GPU targets, tests only: read BD one r row off by this much"));
 static cl::opt<int64_t> testDropBarrier(
     cl::cat(txlcCategory), "test-drop-barrier", cl::Hidden, cl::init(0),
-    cl::desc("GPU targets, tests only: leave out the attention kernel's "
-             "barrier 1 or 2"));
+    cl::desc("GPU targets, tests only: leave out the attention kernels' "
+             "barrier 1, 2 or 3"));
 static cl::opt<bool> fuseAttention(
     cl::cat(txlcCategory), "fuse-attention",
     cl::desc("Fuse the four-term relative attention (default true; false "

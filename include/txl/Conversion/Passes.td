@@ -328,8 +328,9 @@ def ConvertRelAttentionToGpuPass : Pass<"txl-rel-attention-to-gpu", "::mlir::Mod
     `rel_attention_dropatt_lse_d<d_head>`), with one more argument after
     the others: a [batch, n_head, qlen] buffer (`memref<?x?x?xf32>`, a new
     allocation returned as the lse tensor) into which lane 0 of each
-    subgroup stores its rows' m + log l. The bf16 kernel has no lse form:
-    with `precision=bf16`, an op with an lse result is an error.
+    subgroup stores its rows' m + log l. The tensor-core kernel has the
+    same lse form (`rel_attention_bf16_lse_d<d_head>`, the lanes holding
+    a row's m and l storing it).
 
     `txl.rel_attention_grad` (f32) becomes three launches,
     flash-attention-2 style (docs/design.md, *The fused attention backward
@@ -360,8 +361,20 @@ def ConvertRelAttentionToGpuPass : Pass<"txl-rel-attention-to-gpu", "::mlir::Mod
     subgroups of 16 keys walking query tiles of 32; ACᵀ, dPᵀ, the window
     product X = (q + v) r_windowᵀ (32 × 96, through a 32 × 97 workgroup
     tile read back at column 31 − i + j), dv += (P M)ᵀ dO and dk += dSᵀ q
-    as `nvgpu.mma.sync` m16n8k16, u's terms added in f32. `_q` and `_r`
-    stay f32, and so does the whole backward at `precision=f16`.
+    as `nvgpu.mma.sync` m16n8k16, u's terms added in f32. With a saved
+    group, the `_q_saved` launch is the tensor-core kernel
+    `rel_attention_grad_q_saved_bf16_d<d_head>` likewise: grid ceil(qlen
+    / 64) × (batch · n_head), 4 subgroups of 16 queries walking key tiles
+    of 32; AC, dP and X = (q + v) r_windowᵀ (16 × 48 per subgroup, read
+    back at column 15 − i + j), then d(q + u) += dS k and d(q + v) += Y
+    r_window, Y being dS skewed into the window's columns through a
+    workgroup tile. The `_r` launch is
+    `rel_attention_grad_r_bf16_d<d_head>`: grid ceil(klen / 64) × n_head,
+    4 subgroups of 16 r rows walking the batch and query tiles of 32; Z =
+    (q + u) k_windowᵀ and V = dO v_windowᵀ (32 × 96, read back at column
+    m − m0 + i − i0), BD = r (q + v)ᵀ, then dr += dSᵀ (q + v). `_q`
+    without a saved group stays f32, and so does the whole backward at
+    `precision=f16`.
 
     Ops the kernels do not cover (other element types, dynamic or
     over-wide d_head) are left unchanged, for the loop lowering.
@@ -412,10 +425,12 @@ def ConvertRelAttentionToGpuPass : Pass<"txl-rel-attention-to-gpu", "::mlir::Mod
            "them (the combined output stays right, each part's lse does "
            "not)">,
     Option<"dropBarrier", "test-drop-barrier", "int64_t", /*default=*/"0",
-           "Negative-control tests only: leave out the forward f32 or bf16 "
-           "kernel's first (1: tiles still being read by other subgroups "
-           "get overwritten) or second (2: tiles read before every "
-           "subgroup stored its part) barrier">,
+           "Negative-control tests only: leave out the first barrier of "
+           "the forward kernels and the tensor-core backward kernels (1: "
+           "tiles still being read get overwritten), their second (2: "
+           "tiles read before every lane stored its part), or the third "
+           "of the tensor-core `_q_saved` kernel (3: its skewed dS tile "
+           "read before it is complete)">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::bufferization::BufferizationDialect",

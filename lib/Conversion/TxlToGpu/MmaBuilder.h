@@ -50,6 +50,25 @@ protected:
   /// 16 needs; so the column offsets stay immediates of the loads.
   Value loadOrZero(Value memref, SmallVector<Value> rowIndices, Value rowOk,
                    Value d);
+  /// Rows of a global operand: `mem[row, rest..., d]` for row < `rowEnd`
+  /// (an unsigned compare, so a negative row is outside too), else 0; plus
+  /// `bias[head, d]` when `bias` is set.
+  struct Rows {
+    Value mem;
+    SmallVector<Value, 2> rest;
+    Value rowEnd;
+    Value bias = {};
+  };
+  /// Element (row, d) of `rows`.
+  Value rowValue(const Rows &rows, Value row, Value d);
+  /// The A fragment of `rows` row0 + [0, 16) (the M), d_head k-step `ks`.
+  Fragment rowsA(const Rows &rows, Value row0, int64_t ks);
+  /// The B fragment of d_head k-step `ks` (the K) × `rows` row0 + [0, 8)
+  /// (the N): the rows as the columns of a product.
+  Fragment rowsAsColumns(const Rows &rows, Value row0, int64_t ks);
+  /// The B fragment of `rows` row0 + [0, 16) (the K) × d_head columns 8 db
+  /// + [0, 8) (the N).
+  Fragment rowsB(const Rows &rows, Value row0, int64_t db);
   /// D = A B + C for one m16n8k16 block.
   Fragment mma(const Fragment &a, const Fragment &bOp, const Fragment &c);
   /// The same with A packed by packA.

@@ -31,7 +31,8 @@ namespace mlir::txl {
 struct KernelTestHooks {
   /// Added to the r row of every BD term (any value but 0 is wrong).
   int64_t relShiftOffset = 0;
-  /// 1 or 2: the kernel's first or second barrier is left out; 0: none.
+  /// 1 or 2: the kernel's first or second barrier is left out (3: the
+  /// third, in the kernels that have one); 0: none.
   int64_t dropBarrier = 0;
   /// Every key part of the forward kernels walks all the visible keys, not
   /// its own run of them.
@@ -347,10 +348,12 @@ inline FunctionType attentionKernelType(MLIRContext *ctx, int64_t dHead,
 /// products with `operandType` (bf16 or f16) operands and f32 accumulation
 /// (nvgpu.mma.sync m16n8k16); with `dropatt`, its dropatt form
 /// `rel_attention_<bf16|f16>_dropatt_d<d_head>` (the f32 dropatt kernel's
-/// arguments and masks).
+/// arguments and masks); with `lse`, the form `..._lse_d<d_head>` that also
+/// writes each row's log-sum-exp ([batch, n_head, qlen] f32, the argument
+/// before the key parts') for the backward, as the f32 lse kernel.
 AttentionKernel getOrCreateMmaAttentionKernel(ModuleOp module, int64_t dHead,
                                               FloatType operandType,
-                                              bool dropatt,
+                                              bool dropatt, bool lse,
                                               const KernelTestHooks &hooks);
 
 /// Keys per workgroup of the tensor-core `_kv` backward kernel.
@@ -371,6 +374,37 @@ gpu::GPUFuncOp getOrCreateMmaKeyValueGradKernel(ModuleOp module, int64_t dHead,
                                                 FloatType operandType,
                                                 bool dropatt, FunctionType type,
                                                 const KernelTestHooks &hooks);
+
+/// Queries per workgroup of the tensor-core `_q_saved` kernel.
+inline constexpr int64_t kMmaGradQueryTile = 64;
+
+/// The tensor-core form of the attention backward's `_q_saved` kernel,
+/// `rel_attention_grad_q_saved_<bf16|f16>[_dropatt]_d<d_head>`, in
+/// `module`'s @txl_kernels, created on first use (RelAttentionGradMma.cpp):
+/// the f32 `_q_saved` kernel's function type `type` and results (D_i,
+/// d(q + u), d(q + v)) from the forward's lse and output, launched over
+/// ceil(qlen / kMmaGradQueryTile) × (batch · n_head) workgroups of 128, its
+/// products with `operandType` operands and f32 accumulation; `hooks`'
+/// rel-shift offset and dropped barrier (1, 2 or 3) apply.
+gpu::GPUFuncOp getOrCreateMmaQueryGradKernel(ModuleOp module, int64_t dHead,
+                                             FloatType operandType,
+                                             bool dropatt, FunctionType type,
+                                             const KernelTestHooks &hooks);
+
+/// r rows per workgroup of the tensor-core `_r` kernel.
+inline constexpr int64_t kMmaGradPosTile = 64;
+
+/// The tensor-core form of the attention backward's `_r` kernel,
+/// `rel_attention_grad_r_<bf16|f16>[_dropatt]_d<d_head>`, in `module`'s
+/// @txl_kernels, created on first use (RelAttentionGradMma.cpp): the f32
+/// `_r` kernel's function type `type` and result (dr), launched over
+/// ceil(klen / kMmaGradPosTile) × n_head workgroups of 128, its products
+/// with `operandType` operands and f32 accumulation; `hooks`' rel-shift
+/// offset and dropped barrier (1 or 2) apply.
+gpu::GPUFuncOp getOrCreateMmaPosGradKernel(ModuleOp module, int64_t dHead,
+                                           FloatType operandType, bool dropatt,
+                                           FunctionType type,
+                                           const KernelTestHooks &hooks);
 
 /// Adds the pattern that rewrites an f32 `txl.rel_attention_grad` into the
 /// three launches of the fused backward kernels

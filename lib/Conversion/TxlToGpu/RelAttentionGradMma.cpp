@@ -61,6 +61,40 @@ constexpr int32_t kMaxRegisters = 255;
 /// for the whole query walk; wider heads reload them per query tile.
 constexpr int64_t kHeldKeyWidth = 64;
 
+/// The kernel `rel_attention_grad_<kind>_<bf16|f16>[_dropatt]_d<d_head>` in
+/// `module`'s @txl_kernels: the one there, or a new one of `type` with 128
+/// work-items, kMaxRegisters and f32 workgroup tiles of `tiles` (rows,
+/// columns) each, whose body `build` writes.
+gpu::GPUFuncOp
+getOrCreateMmaGradKernel(ModuleOp module, StringRef kind, int64_t dHead,
+                         FloatType operandType, bool dropatt, FunctionType type,
+                         ArrayRef<std::pair<int64_t, int64_t>> tiles,
+                         function_ref<void(gpu::GPUFuncOp)> build) {
+  assert((operandType.isBF16() || operandType.isF16()) &&
+         "mma.sync m16n8k16 takes bf16 or f16 operands");
+  std::string name = ("rel_attention_grad_" + kind + "_" +
+                      (operandType.isBF16() ? "bf16" : "f16") +
+                      (dropatt ? "_dropatt_d" : "_d") + Twine(dHead))
+                         .str();
+  gpu::GPUModuleOp kernels = getOrCreateKernelModule(module);
+  if (auto existing = kernels.lookupSymbol<gpu::GPUFuncOp>(name))
+    return existing;
+  OpBuilder b = OpBuilder::atBlockEnd(kernels.getBody());
+  SmallVector<Type> tileTypes;
+  for (auto [rows, columns] : tiles)
+    tileTypes.push_back(MemRefType::get({rows, columns}, b.getF32Type(),
+                                        MemRefLayoutAttrInterface{},
+                                        b.getI64IntegerAttr(3)));
+  auto func =
+      gpu::GPUFuncOp::create(b, kernels.getLoc(), name, type, tileTypes);
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  func.setKnownBlockSizeAttr(
+      b.getDenseI32ArrayAttr({int32_t(kWarps * kSubgroupSize), 1, 1}));
+  func->setAttr("nvvm.maxnreg", b.getI32IntegerAttr(kMaxRegisters));
+  build(func);
+  return func;
+}
+
 class MmaKeyValueGradBuilder : public MmaBodyBuilder {
 public:
   MmaKeyValueGradBuilder(gpu::GPUFuncOp func, int64_t dHead,
@@ -72,21 +106,6 @@ public:
   void build();
 
 private:
-  /// The A fragment of `mem` (k or v) for the subgroup's 16 keys, d_head
-  /// k-step `ks`.
-  Fragment keyFragment(Value mem, int64_t ks);
-  /// The A fragment of q + `bias` for the 16 queries from `row0`, d_head
-  /// k-step `ks`.
-  Fragment queryFragment(Value row0, int64_t ks, Value bias);
-  /// The B fragment (d_head k-step `ks` × 8 queries from `row0`) of
-  /// `mem` (q or dO): the transposed query-side operand of AC^T and dP^T.
-  Fragment queryColumns(Value mem, Value row0, int64_t ks);
-  /// The B fragment (16 queries from `row0` × d_head columns 8 db ..) of
-  /// `mem` (dO or q): the right operand of dv and dk.
-  Fragment queryRows(Value mem, Value row0, int64_t db);
-  /// `mem[i, batch, head, d]`, 0 for i >= qlen, + bias[head, d] when given.
-  Value queryAt(Value mem, Value bias, Value i, Value d);
-
   /// The kernel draws dropatt (its Dropatt arguments after scale).
   bool dropatt;
   KernelTestHooks hooks;
@@ -94,64 +113,6 @@ private:
   // Set first by build().
   Value q, k, qlen, klen, jw;
 };
-
-Value MmaKeyValueGradBuilder::queryAt(Value mem, Value bias, Value i, Value d) {
-  Value x = loadOrZero(mem, {i, batchIdx, head},
-                       cmp(arith::CmpIPredicate::ult, i, qlen), d);
-  if (!bias)
-    return x;
-  Value bi = loadOrZero(bias, {head}, arith::ConstantIntOp::create(b, 1, 1), d);
-  return arith::AddFOp::create(b, x, bi);
-}
-
-Fragment MmaKeyValueGradBuilder::keyFragment(Value mem, int64_t ks) {
-  Fragment frag;
-  for (int64_t r = 0; r < 4; ++r) {
-    Value j = add(jw, add(g, idx(8 * (r & 1))));
-    Value jOk = cmp(arith::CmpIPredicate::ult, j, klen);
-    for (int64_t e = 0; e < 2; ++e) {
-      Value d = add(mul(t, idx(2)), idx(ks * 16 + e + 8 * (r >> 1)));
-      frag.push_back(operand(loadOrZero(mem, {j, batchIdx, head}, jOk, d)));
-    }
-  }
-  return frag;
-}
-
-Fragment MmaKeyValueGradBuilder::queryFragment(Value row0, int64_t ks,
-                                               Value bias) {
-  Fragment frag;
-  for (int64_t r = 0; r < 4; ++r) {
-    Value i = add(row0, add(g, idx(8 * (r & 1))));
-    for (int64_t e = 0; e < 2; ++e) {
-      Value d = add(mul(t, idx(2)), idx(ks * 16 + e + 8 * (r >> 1)));
-      frag.push_back(operand(queryAt(q, bias, i, d)));
-    }
-  }
-  return frag;
-}
-
-Fragment MmaKeyValueGradBuilder::queryColumns(Value mem, Value row0,
-                                              int64_t ks) {
-  Fragment frag;
-  Value i = add(row0, g);
-  for (int64_t r = 0; r < 2; ++r)
-    for (int64_t e = 0; e < 2; ++e) {
-      Value d = add(mul(t, idx(2)), idx(ks * 16 + e + 8 * r));
-      frag.push_back(operand(queryAt(mem, Value(), i, d)));
-    }
-  return frag;
-}
-
-Fragment MmaKeyValueGradBuilder::queryRows(Value mem, Value row0, int64_t db) {
-  Fragment frag;
-  Value d = add(g, idx(8 * db));
-  for (int64_t r = 0; r < 2; ++r)
-    for (int64_t e = 0; e < 2; ++e) {
-      Value i = add(row0, add(mul(t, idx(2)), idx(e + 8 * r)));
-      frag.push_back(operand(queryAt(mem, Value(), i, d)));
-    }
-  return frag;
-}
 
 void MmaKeyValueGradBuilder::build() {
   Block &entry = func.getBody().front();
@@ -181,6 +142,10 @@ void MmaKeyValueGradBuilder::build() {
   Value nHead = memref::DimOp::create(b, q, 2);
   klen = memref::DimOp::create(b, k, 0);
   setColumn(nHead);
+  auto queries = [&](Value mem, Value bias = Value()) {
+    return Rows{mem, {batchIdx, head}, qlen, bias};
+  };
+  Rows keys{k, {batchIdx, head}, klen}, values{v, {batchIdx, head}, klen};
   Value j0 =
       mul(gpu::BlockIdOp::create(b, gpu::Dimension::x), idx(kWarps * kRows));
   setLane();
@@ -201,8 +166,8 @@ void MmaKeyValueGradBuilder::build() {
   SmallVector<Value> heldK, heldV;
   if (holdKeys)
     for (int64_t ks = 0; ks < kSteps; ++ks) {
-      heldK.push_back(packA(keyFragment(k, ks)));
-      heldV.push_back(packA(keyFragment(v, ks)));
+      heldK.push_back(packA(rowsA(keys, jw, ks)));
+      heldV.push_back(packA(rowsA(values, jw, ks)));
     }
 
   // u enters through k_j · u (AC^T's bias term, constant along the
@@ -219,8 +184,7 @@ void MmaKeyValueGradBuilder::build() {
     Value ud = memref::LoadOp::create(b, u, ValueRange{head, d});
     SmallVector<Value> next;
     for (int64_t rr = 0; rr < 2; ++rr) {
-      Value j = add(jw, add(g, idx(8 * rr)));
-      Value kd = loadOrZero(k, {j, batchIdx, head}, cmp(P::ult, j, klen), d);
+      Value kd = rowValue(keys, add(jw, add(g, idx(8 * rr))), d);
       next.push_back(arith::AddFOp::create(b, loop.getRegionIterArgs()[rr],
                                            arith::MulFOp::create(b, kd, ud)));
     }
@@ -249,23 +213,15 @@ void MmaKeyValueGradBuilder::build() {
     // zero.
     Value rBase = add(sub(add(sub(qlen, i0), j0), idx(kQueryTile)),
                       idx(hooks.relShiftOffset));
+    Rows window{r, {head}, klen};
     SmallVector<Fragment> qvs;
     for (int64_t ks = 0; ks < kSteps; ++ks)
-      qvs.push_back(queryFragment(add(i0, xRow0), ks, vb));
+      qvs.push_back(rowsA(queries(q, vb), add(i0, xRow0), ks));
     forRange(kWindowBlocksPerWarp, [&](Value nbLocal) {
       Value col0 = mul(add(xBlock0, nbLocal), idx(8));
-      Value p = add(rBase, add(col0, g));
-      Value pOk = both(cmp(P::sge, p, zero), cmp(P::slt, p, klen));
       Fragment acc = zeros();
-      for (int64_t ks = 0; ks < kSteps; ++ks) {
-        Fragment rf;
-        for (int64_t rr = 0; rr < 2; ++rr)
-          for (int64_t e = 0; e < 2; ++e) {
-            Value d = add(mul(t, idx(2)), idx(ks * 16 + e + 8 * rr));
-            rf.push_back(operand(loadOrZero(r, {p, head}, pOk, d)));
-          }
-        acc = mma(qvs[ks], rf, acc);
-      }
+      for (int64_t ks = 0; ks < kSteps; ++ks)
+        acc = mma(qvs[ks], rowsAsColumns(window, add(rBase, col0), ks), acc);
       for (int64_t rr = 0; rr < 2; ++rr)
         for (int64_t e = 0; e < 2; ++e)
           memref::StoreOp::create(
@@ -288,10 +244,10 @@ void MmaKeyValueGradBuilder::build() {
       Value blockRow0 = add(i0, blockCol0);
       Fragment ac = zeros(), dp = zeros();
       for (int64_t ks = 0; ks < kSteps; ++ks) {
-        ac = mma(holdKeys ? heldK[ks] : packA(keyFragment(k, ks)),
-                 queryColumns(q, blockRow0, ks), ac);
-        dp = mma(holdKeys ? heldV[ks] : packA(keyFragment(v, ks)),
-                 queryColumns(dO, blockRow0, ks), dp);
+        ac = mma(holdKeys ? heldK[ks] : packA(rowsA(keys, jw, ks)),
+                 rowsAsColumns(queries(q), blockRow0, ks), ac);
+        dp = mma(holdKeys ? heldV[ks] : packA(rowsA(values, jw, ks)),
+                 rowsAsColumns(queries(dO), blockRow0, ks), dp);
       }
       for (int64_t e = 0; e < 2; ++e) {
         Value ii = add(blockCol0, add(mul(t, idx(2)), idx(e)));
@@ -361,9 +317,9 @@ void MmaKeyValueGradBuilder::build() {
       for (int64_t db = 0; db < dBlocks; ++db) {
         MutableArrayRef<Value> dvAcc(next.data() + 4 * db, 4);
         MutableArrayRef<Value> dkAcc(next.data() + 4 * (dBlocks + db), 4);
-        Fragment dvNew = mma(pa, queryRows(dO, row0, db),
+        Fragment dvNew = mma(pa, rowsB(queries(dO), row0, db),
                              Fragment(dvAcc.begin(), dvAcc.end()));
-        Fragment dkNew = mma(dsa, queryRows(q, row0, db),
+        Fragment dkNew = mma(dsa, rowsB(queries(q), row0, db),
                              Fragment(dkAcc.begin(), dkAcc.end()));
         llvm::copy(dvNew, dvAcc.begin());
         llvm::copy(dkNew, dkAcc.begin());
@@ -404,27 +360,621 @@ void MmaKeyValueGradBuilder::build() {
 gpu::GPUFuncOp mlir::txl::getOrCreateMmaKeyValueGradKernel(
     ModuleOp module, int64_t dHead, FloatType operandType, bool dropatt,
     FunctionType type, const KernelTestHooks &hooks) {
-  assert((operandType.isBF16() || operandType.isF16()) &&
-         "mma.sync m16n8k16 takes bf16 or f16 operands");
-  std::string name = std::string("rel_attention_grad_kv_") +
-                     (operandType.isBF16() ? "bf16" : "f16") +
-                     (dropatt ? "_dropatt_d" : "_d") + std::to_string(dHead);
-  gpu::GPUModuleOp kernels = getOrCreateKernelModule(module);
-  if (auto existing = kernels.lookupSymbol<gpu::GPUFuncOp>(name))
-    return existing;
-  OpBuilder b = OpBuilder::atBlockEnd(kernels.getBody());
-  auto xTile =
-      MemRefType::get({kQueryTile, kWindow + 1}, b.getF32Type(),
-                      MemRefLayoutAttrInterface{}, b.getI64IntegerAttr(3));
-  auto pairTile =
-      MemRefType::get({kWarps * kRows, kQueryTile + 1}, b.getF32Type(),
-                      MemRefLayoutAttrInterface{}, b.getI64IntegerAttr(3));
-  auto func = gpu::GPUFuncOp::create(b, kernels.getLoc(), name, type,
-                                     TypeRange{xTile, pairTile, pairTile});
-  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  func.setKnownBlockSizeAttr(
-      b.getDenseI32ArrayAttr({int32_t(kWarps * kSubgroupSize), 1, 1}));
-  func->setAttr("nvvm.maxnreg", b.getI32IntegerAttr(kMaxRegisters));
-  MmaKeyValueGradBuilder(func, dHead, operandType, dropatt, hooks).build();
-  return func;
+  // X, then the P M and dS tiles; rows padded by one column.
+  return getOrCreateMmaGradKernel(
+      module, "kv", dHead, operandType, dropatt, type,
+      {{kQueryTile, kWindow + 1},
+       {kWarps * kRows, kQueryTile + 1},
+       {kWarps * kRows, kQueryTile + 1}},
+      [&](gpu::GPUFuncOp func) {
+        MmaKeyValueGradBuilder(func, dHead, operandType, dropatt, hooks)
+            .build();
+      });
+}
+
+//===----------------------------------------------------------------------===//
+// `_q_saved` on tensor cores: d(q + u) and d(q + v)
+//===----------------------------------------------------------------------===//
+//
+// The backward's `_q_saved` kernel (RelAttentionGradToGpu.cpp) at bf16: it
+// reads the forward's row log-sum-exp and output O, writes D_i = dO_i · O_i
+// for `_kv` and `_r`, and accumulates over the keys
+//   d(q_i + u) = sum_j dS_ij k_j,  d(q_i + v) = sum_j dS_ij r[qlen-1-i+j].
+// A workgroup owns 64 queries, i0 + [0, 64), for one (batch, head) column;
+// its subgroup w the 16 queries iw = i0 + 16 w, the M of its products (the
+// forward kernel's layout). Per key tile of 32, j0 + [0, 32):
+//   X = (q + v) r_window^T, 16 × 48 per subgroup (window row w is r row
+//     qlen - iw - 16 + j0 + w), into the subgroup's rows of a workgroup
+//     tile, read after a barrier as BD(i, j) = X(i - iw, 15 - (i - iw) +
+//     (j - j0));
+//   per block of 8 keys (a rolled loop), AC = (q + u) k^T and dP = dO v^T,
+//     then P = exp(scale (AC + BD) - lse_i) under the decoder mask and dS =
+//     scale P (M dP - D_i); dS goes to two workgroup tiles: as computed
+//     (read back by the same lane as the A operand of the k product) and
+//     skewed, Y(i - iw, 15 - (i - iw) + (j - j0)) = dS_ij, the band of
+//     the 16 × 48 window matrix the r product takes as A (outside the
+//     band Y stays 0 from the kernel's start: every tile writes the same
+//     positions);
+//   after a barrier, d(q + u) += dS k (2 k-steps of 16 keys) and d(q + v)
+//     += Y r_window (3 k-steps of 16 window rows), the B operands from
+//     global memory.
+// Each output element is summed by one lane in a fixed order: two runs
+// give bit-equal gradients.
+
+namespace {
+
+/// Keys per tile of the `_q` walk.
+constexpr int64_t kKeyTile = 32;
+/// Window rows of one subgroup's X and Y: 16 + 32 - 1, rounded up to 8.
+constexpr int64_t kQueryWindow = kRows + kKeyTile;
+/// Queries per workgroup.
+constexpr int64_t kQueryRows = kWarps * kRows;
+/// Up to this padded d_head the q + u, q + v and dO fragments stay in
+/// registers for the whole key walk; wider heads reload them per key tile.
+constexpr int64_t kHeldQueryWidth = 64;
+
+class MmaQueryGradBuilder : public MmaBodyBuilder {
+public:
+  MmaQueryGradBuilder(gpu::GPUFuncOp func, int64_t dHead, FloatType operandType,
+                      bool dropatt, const KernelTestHooks &hooks)
+      : MmaBodyBuilder(func, dHead, operandType), dropatt(dropatt),
+        hooks(hooks), func(func) {}
+
+  void build();
+
+private:
+  /// A fragment of the lane's own positions of `tile` (the subgroup's 16
+  /// rows, columns 16 kk ..): what mma's A operand takes.
+  Fragment tileFragment(Value tile, Value kk16);
+
+  bool dropatt;
+  KernelTestHooks hooks;
+  gpu::GPUFuncOp func;
+  // Set first by build().
+  Value q, qlen, iw, warpRow0;
+};
+
+Fragment MmaQueryGradBuilder::tileFragment(Value tile, Value kk16) {
+  Fragment frag;
+  for (int64_t r = 0; r < 4; ++r)
+    for (int64_t e = 0; e < 2; ++e) {
+      Value row = add(warpRow0, add(g, idx(8 * (r & 1))));
+      Value col = add(kk16, add(mul(t, idx(2)), idx(e + 8 * (r >> 1))));
+      frag.push_back(
+          operand(memref::LoadOp::create(b, tile, ValueRange{row, col})));
+    }
+  return frag;
+}
+
+void MmaQueryGradBuilder::build() {
+  Block &entry = func.getBody().front();
+  b.setInsertionPointToStart(&entry);
+  // The `_q_saved` kernel's arguments (RelAttentionGradToGpu.cpp).
+  Value dO = entry.getArgument(0);
+  q = entry.getArgument(1);
+  Value k = entry.getArgument(2), v = entry.getArgument(3),
+        r = entry.getArgument(4), u = entry.getArgument(5),
+        vb = entry.getArgument(6), lse = entry.getArgument(7),
+        delta = entry.getArgument(8), out = entry.getArgument(9),
+        dqu = entry.getArgument(10), dqv = entry.getArgument(11),
+        memLen = entry.getArgument(12), sameLength = entry.getArgument(13),
+        scale = entry.getArgument(14);
+  Dropatt drop{};
+  if (dropatt)
+    drop = {entry.getArgument(15), entry.getArgument(16),
+            entry.getArgument(17), entry.getArgument(18),
+            entry.getArgument(19), entry.getArgument(20)};
+  Value xTile = func.getWorkgroupAttributions()[0];
+  Value dsTile = func.getWorkgroupAttributions()[1];
+  Value yTile = func.getWorkgroupAttributions()[2];
+
+  using P = arith::CmpIPredicate;
+  Value zero = idx(0);
+  qlen = memref::DimOp::create(b, q, 0);
+  Value nHead = memref::DimOp::create(b, q, 2);
+  Value klen = memref::DimOp::create(b, k, 0);
+  setColumn(nHead);
+  Value i0 = mul(gpu::BlockIdOp::create(b, gpu::Dimension::x), idx(kQueryRows));
+  auto queries = [&](Value mem, Value bias = Value()) {
+    return Rows{mem, {batchIdx, head}, qlen, bias};
+  };
+  Rows keys{k, {batchIdx, head}, klen}, values{v, {batchIdx, head}, klen},
+      window{r, {head}, klen};
+  setLane();
+  warpRow0 = mul(warp, idx(kRows));
+  iw = add(i0, warpRow0);
+  DecoderMask mask =
+      decoderMask(qlen, klen, memLen, sameLength, i0, kQueryRows);
+
+  // Y outside its band is 0 for the whole walk.
+  {
+    Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+    int64_t columns = kQueryWindow + 1;
+    auto loop = scf::ForOp::create(b, tid, idx(kQueryRows * columns),
+                                   idx(kWarps * kSubgroupSize));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value n = loop.getInductionVar();
+    memref::StoreOp::create(
+        b, f32(0.0), yTile,
+        ValueRange{arith::DivUIOp::create(b, n, idx(columns)),
+                   arith::RemUIOp::create(b, n, idx(columns))});
+  }
+
+  // The lane's rows g and g + 8: lse_i, and D_i = dO_i · O_i summed over
+  // the quad, which its lane t = 0 writes.
+  SmallVector<Value> rowLse, rowDelta;
+  {
+    SmallVector<Value> rows, rowOk;
+    for (int64_t rr = 0; rr < 2; ++rr) {
+      rows.push_back(add(iw, add(g, idx(8 * rr))));
+      rowOk.push_back(cmp(P::ult, rows.back(), qlen));
+    }
+    auto loop = scf::ForOp::create(b, t, idx(dHead), idx(4),
+                                   ValueRange{f32(0.0), f32(0.0)});
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value d = loop.getInductionVar();
+      SmallVector<Value> next;
+      for (int64_t rr = 0; rr < 2; ++rr) {
+        SmallVector<Value> at = {select(rowOk[rr], rows[rr], zero), batchIdx,
+                                 head, d};
+        Value x = arith::MulFOp::create(b, memref::LoadOp::create(b, dO, at),
+                                        memref::LoadOp::create(b, out, at));
+        next.push_back(
+            arith::AddFOp::create(b, loop.getRegionIterArgs()[rr], x));
+      }
+      scf::YieldOp::create(b, next);
+    }
+    for (int64_t rr = 0; rr < 2; ++rr) {
+      Value dI = quadReduce(loop.getResult(rr), /*isMax=*/false);
+      rowDelta.push_back(dI);
+      Value iSafe = select(rowOk[rr], rows[rr], zero);
+      rowLse.push_back(
+          memref::LoadOp::create(b, lse, ValueRange{batchIdx, head, iSafe}));
+      auto ifFirst =
+          scf::IfOp::create(b, both(rowOk[rr], cmp(P::eq, t, zero)), false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifFirst.thenBlock());
+      memref::StoreOp::create(b, dI, delta,
+                              ValueRange{batchIdx, head, rows[rr]});
+    }
+  }
+
+  int64_t kSteps = dPad / 16;
+  int64_t dBlocks = dPad / 8;
+  bool hold = dPad <= kHeldQueryWidth;
+  SmallVector<Value> heldQu, heldQv, heldDo;
+  if (hold)
+    for (int64_t ks = 0; ks < kSteps; ++ks) {
+      heldQu.push_back(packA(rowsA(queries(q, u), iw, ks)));
+      heldQv.push_back(packA(rowsA(queries(q, vb), iw, ks)));
+      heldDo.push_back(packA(rowsA(queries(dO), iw, ks)));
+    }
+
+  // Loop state: the d(q + u) accumulators, then d(q + v)'s, dBlocks
+  // fragments of 4 each (rows g, g + 8, columns 8 db + 2 t + e).
+  SmallVector<Value> init(2 * dBlocks * 4, f32(0.0));
+  auto keyLoop =
+      scf::ForOp::create(b, mask.jBegin, mask.jEnd, idx(kKeyTile), init);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(keyLoop.getBody());
+    Value j0 = keyLoop.getInductionVar();
+
+    // Every lane is done reading the previous tile's X, dS and Y (and the
+    // zeros of Y are stored, on the first tile).
+    if (hooks.dropBarrier != 1)
+      gpu::BarrierOp::create(b);
+    Value rBase =
+        add(sub(add(sub(qlen, iw), j0), idx(kRows)), idx(hooks.relShiftOffset));
+    forRange(kQueryWindow / 8, [&](Value xb) {
+      Value col0 = mul(xb, idx(8));
+      Fragment acc = zeros();
+      for (int64_t ks = 0; ks < kSteps; ++ks)
+        acc = mma(hold ? heldQv[ks] : packA(rowsA(queries(q, vb), iw, ks)),
+                  rowsAsColumns(window, add(rBase, col0), ks), acc);
+      for (int64_t rr = 0; rr < 2; ++rr)
+        for (int64_t e = 0; e < 2; ++e)
+          memref::StoreOp::create(
+              b, acc[2 * rr + e], xTile,
+              ValueRange{add(warpRow0, add(g, idx(8 * rr))),
+                         add(col0, add(mul(t, idx(2)), idx(e)))});
+    });
+    // The subgroup's X is complete before its lanes read the skewed
+    // entries.
+    if (hooks.dropBarrier != 2)
+      gpu::BarrierOp::create(b);
+
+    // Per block of 8 keys: AC, dP, then the lane's 4 pairs' dS into the
+    // dS tile (its own positions) and Y (skewed).
+    forRange(kKeyTile / 8, [&](Value nb) {
+      Value col0 = mul(nb, idx(8));
+      Value jb = add(j0, col0);
+      Fragment ac = zeros(), dp = zeros();
+      for (int64_t ks = 0; ks < kSteps; ++ks) {
+        ac = mma(hold ? heldQu[ks] : packA(rowsA(queries(q, u), iw, ks)),
+                 rowsAsColumns(keys, jb, ks), ac);
+        dp = mma(hold ? heldDo[ks] : packA(rowsA(queries(dO), iw, ks)),
+                 rowsAsColumns(values, jb, ks), dp);
+      }
+      for (int64_t rr = 0; rr < 2; ++rr) {
+        Value ii = add(g, idx(8 * rr));
+        Value i = add(iw, ii);
+        for (int64_t e = 0; e < 2; ++e) {
+          int64_t n = 2 * rr + e;
+          Value jj = add(col0, add(mul(t, idx(2)), idx(e)));
+          Value j = add(j0, jj);
+          Value skew = add(sub(idx(kRows - 1), ii), jj);
+          Value bd = memref::LoadOp::create(
+              b, xTile, ValueRange{add(warpRow0, ii), skew});
+          Value sc = arith::MulFOp::create(
+              b, arith::AddFOp::create(b, ac[n], bd), scale);
+          Value ok = both(both(cmp(P::ult, i, qlen), cmp(P::ult, j, klen)),
+                          visible(mask, i, j));
+          Value p = select(
+              ok,
+              math::ExpOp::create(b, arith::SubFOp::create(b, sc, rowLse[rr])),
+              f32(0.0));
+          Value dpm = dp[n];
+          if (dropatt)
+            dpm =
+                arith::MulFOp::create(b, dpm,
+                                      dropattMultiplier(drop, qlen, klen, nHead,
+                                                        i, j, batchIdx, head));
+          Value ds = arith::MulFOp::create(
+              b,
+              arith::MulFOp::create(
+                  b, p, arith::SubFOp::create(b, dpm, rowDelta[rr])),
+              scale);
+          memref::StoreOp::create(b, ds, dsTile,
+                                  ValueRange{add(warpRow0, ii), jj});
+          memref::StoreOp::create(b, ds, yTile,
+                                  ValueRange{add(warpRow0, ii), skew});
+        }
+      }
+    });
+    // Y (written by other lanes of the subgroup) is complete.
+    if (hooks.dropBarrier != 3)
+      gpu::BarrierOp::create(b);
+
+    // d(q + u) += dS k over the tile's keys in two k-steps of 16, then
+    // d(q + v) += Y r_window over its 48 window rows in three: rolled
+    // loops carrying the accumulators.
+    SmallVector<Value> state(keyLoop.getRegionIterArgs());
+    auto accumulate = [&](int64_t steps, int64_t first, Value tile,
+                          function_ref<Fragment(Value, int64_t)> right) {
+      scf::ForOp loop =
+          loopOver(steps, ValueRange(state).slice(first, 4 * dBlocks));
+      OpBuilder::InsertionGuard loopGuard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value kk16 = mul(loop.getInductionVar(), idx(16));
+      Value a = packA(tileFragment(tile, kk16));
+      SmallVector<Value> next;
+      for (int64_t db = 0; db < dBlocks; ++db) {
+        Fragment acc(loop.getRegionIterArgs().slice(4 * db, 4));
+        llvm::append_range(next, mma(a, right(kk16, db), acc));
+      }
+      scf::YieldOp::create(b, next);
+      llvm::copy(loop.getResults(), state.begin() + first);
+    };
+    accumulate(kKeyTile / 16, 0, dsTile, [&](Value kk16, int64_t db) {
+      return rowsB(keys, add(j0, kk16), db);
+    });
+    accumulate(kQueryWindow / 16, 4 * dBlocks, yTile,
+               [&](Value kk16, int64_t db) {
+                 return rowsB(window, add(rBase, kk16), db);
+               });
+    scf::YieldOp::create(b, state);
+  }
+
+  // d(q + u)[i, batch, head, d] and d(q + v)[i, batch, head, d] for the
+  // lane's rows and columns.
+  for (int64_t rr = 0; rr < 2; ++rr) {
+    Value i = add(iw, add(g, idx(8 * rr)));
+    for (int64_t db = 0; db < dBlocks; ++db)
+      for (int64_t e = 0; e < 2; ++e) {
+        Value d = add(mul(t, idx(2)), idx(8 * db + e));
+        auto ifIn = scf::IfOp::create(
+            b, both(cmp(P::ult, i, qlen), cmp(P::ult, d, idx(dHead))), false);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(ifIn.thenBlock());
+        int64_t n = 4 * db + 2 * rr + e;
+        memref::StoreOp::create(b, keyLoop.getResult(n), dqu,
+                                ValueRange{i, batchIdx, head, d});
+        memref::StoreOp::create(b, keyLoop.getResult(4 * dBlocks + n), dqv,
+                                ValueRange{i, batchIdx, head, d});
+      }
+  }
+  gpu::ReturnOp::create(b);
+}
+
+} // namespace
+
+gpu::GPUFuncOp mlir::txl::getOrCreateMmaQueryGradKernel(
+    ModuleOp module, int64_t dHead, FloatType operandType, bool dropatt,
+    FunctionType type, const KernelTestHooks &hooks) {
+  // X, dS and Y; rows padded by one column.
+  return getOrCreateMmaGradKernel(
+      module, "q_saved", dHead, operandType, dropatt, type,
+      {{kQueryRows, kQueryWindow + 1},
+       {kQueryRows, kKeyTile + 1},
+       {kQueryRows, kQueryWindow + 1}},
+      [&](gpu::GPUFuncOp func) {
+        MmaQueryGradBuilder(func, dHead, operandType, dropatt, hooks).build();
+      });
+}
+
+//===----------------------------------------------------------------------===//
+// `_r` on tensor cores: dr
+//===----------------------------------------------------------------------===//
+//
+// The backward's `_r` kernel (RelAttentionGradToGpu.cpp) at bf16:
+//   dr_m = sum_{b, i} dS_{i, j(m, i)} (q_i + v),  j(m, i) = m - qlen + 1 + i,
+// the pairs whose positional term read r row m. A workgroup owns 64 r
+// rows, m0 + [0, 64), for one head; its subgroup w the 16 rows mw = m0 +
+// 16 w, the M of its products. It walks the batch and, per batch column,
+// the queries in tiles of 32, i0 + [0, 32); the pairs of (m, i) in the
+// tile read the 64 + 32 - 1 keys of a window, window row w being key
+// jBase + w, jBase = m0 - qlen + 1 + i0. Per query tile:
+//   Z = (q + u) k_window^T and V = dO v_window^T, 32 queries × 96 window
+//     rows each, 2 × 12 blocks of 8, six of each per subgroup, into two
+//     workgroup tiles; after a barrier each lane reads AC^T(m, i) =
+//     Z(i - i0, (m - m0) + (i - i0)) and dP^T(m, i) likewise from V: the
+//     rel-shift as index arithmetic, the other way round from `_q`'s;
+//   BD^T = r_mw (q + v)^T, 16 rows × 32 queries per subgroup, the r
+//     fragments held in registers for the whole kernel (up to d_head 48);
+//   per block of 8 queries (a rolled loop), P^T = exp(scale (AC^T + BD^T)
+//     - lse_i) under the decoder mask and dS^T = scale P^T (M dP^T - D_i),
+//     stored to a workgroup tile at the positions the same lane reads back
+//     as the A operand of dr_mw += dS^T (q + v) (2 k-steps of 16 queries).
+// Each dr element is summed by one lane over the batch and the query tiles
+// in a fixed order: two runs give bit-equal gradients.
+
+namespace {
+
+/// r rows per workgroup.
+constexpr int64_t kPosRows = kWarps * kRows;
+/// Key window rows of a (64 r rows, 32 queries) tile pair: 64 + 32 - 1,
+/// rounded up to n-blocks of 8.
+constexpr int64_t kPosWindow = kPosRows + kQueryTile;
+/// Up to this padded d_head the r fragments stay in registers for the
+/// whole kernel: held at d_head 64 too, they made ptxas spill (40 bytes at
+/// sm_90a).
+constexpr int64_t kHeldPosWidth = 48;
+
+class MmaPosGradBuilder : public MmaBodyBuilder {
+public:
+  MmaPosGradBuilder(gpu::GPUFuncOp func, int64_t dHead, FloatType operandType,
+                    bool dropatt, const KernelTestHooks &hooks)
+      : MmaBodyBuilder(func, dHead, operandType), dropatt(dropatt),
+        hooks(hooks), func(func) {}
+
+  void build();
+
+private:
+  bool dropatt;
+  KernelTestHooks hooks;
+  gpu::GPUFuncOp func;
+  // Set first by build().
+  Value q, k, qlen, klen;
+};
+
+void MmaPosGradBuilder::build() {
+  Block &entry = func.getBody().front();
+  b.setInsertionPointToStart(&entry);
+  // The `_r` kernel's arguments (RelAttentionGradToGpu.cpp).
+  Value dO = entry.getArgument(0);
+  q = entry.getArgument(1);
+  k = entry.getArgument(2);
+  Value v = entry.getArgument(3), r = entry.getArgument(4),
+        u = entry.getArgument(5), vb = entry.getArgument(6),
+        lse = entry.getArgument(7), delta = entry.getArgument(8),
+        dr = entry.getArgument(9), memLen = entry.getArgument(10),
+        sameLength = entry.getArgument(11), scale = entry.getArgument(12);
+  Dropatt drop{};
+  if (dropatt)
+    drop = {entry.getArgument(13), entry.getArgument(14),
+            entry.getArgument(15), entry.getArgument(16),
+            entry.getArgument(17), entry.getArgument(18)};
+  Value zTile = func.getWorkgroupAttributions()[0];
+  Value vTile = func.getWorkgroupAttributions()[1];
+  Value dsTile = func.getWorkgroupAttributions()[2];
+
+  using P = arith::CmpIPredicate;
+  Value zero = idx(0);
+  qlen = memref::DimOp::create(b, q, 0);
+  Value batch = memref::DimOp::create(b, q, 1);
+  Value nHead = memref::DimOp::create(b, q, 2);
+  klen = memref::DimOp::create(b, k, 0);
+  head = gpu::BlockIdOp::create(b, gpu::Dimension::y);
+  Value m0 = mul(gpu::BlockIdOp::create(b, gpu::Dimension::x), idx(kPosRows));
+  setLane();
+  Value warpRow0 = mul(warp, idx(kRows));
+  Value mw = add(m0, warpRow0);
+  // Z's and V's m-block (16 queries) and first n-block of this subgroup.
+  Value zRow0 = mul(arith::RemUIOp::create(b, warp, idx(2)), idx(16));
+  Value zBlock0 =
+      mul(arith::DivUIOp::create(b, warp, idx(2)), idx(kWindowBlocksPerWarp));
+  DecoderMask mask = decoderMask(qlen, klen, memLen, sameLength, zero, 0);
+
+  int64_t kSteps = dPad / 16;
+  int64_t dBlocks = dPad / 8;
+  // The subgroup's r rows as A fragments, held for the whole kernel up to
+  // kHeldPosWidth, else loaded per block of BD^T.
+  bool hold = dPad <= kHeldPosWidth;
+  auto rFragment = [&](int64_t ks) {
+    return packA(rowsA(Rows{r, {head}, klen}, mw, ks));
+  };
+  SmallVector<Value> heldR;
+  if (hold)
+    for (int64_t ks = 0; ks < kSteps; ++ks)
+      heldR.push_back(rFragment(ks));
+
+  // r row m pairs query i with key j = m - qlen + 1 + i, a key only when
+  // j >= 0: queries before qlen - m0 - 64 pair with none of the tile.
+  Value iBegin =
+      arith::MaxSIOp::create(b, zero, sub(sub(qlen, m0), idx(kPosRows)));
+  SmallVector<Value> init(dBlocks * 4, f32(0.0));
+  auto batchLoop = scf::ForOp::create(b, zero, batch, idx(1), init);
+  {
+    OpBuilder::InsertionGuard batchGuard(b);
+    b.setInsertionPointToStart(batchLoop.getBody());
+    batchIdx = batchLoop.getInductionVar();
+    auto queries = [&](Value mem, Value bias = Value()) {
+      return Rows{mem, {batchIdx, head}, qlen, bias};
+    };
+    Rows keys{k, {batchIdx, head}, klen}, values{v, {batchIdx, head}, klen};
+    auto queryLoop = scf::ForOp::create(b, iBegin, qlen, idx(kQueryTile),
+                                        batchLoop.getRegionIterArgs());
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(queryLoop.getBody());
+      Value i0 = queryLoop.getInductionVar();
+
+      // Every lane is done reading the previous tile's Z and V.
+      if (hooks.dropBarrier != 1)
+        gpu::BarrierOp::create(b);
+      Value jBase =
+          add(add(sub(m0, qlen), add(i0, idx(1))), idx(hooks.relShiftOffset));
+      SmallVector<Value> qus, dos;
+      for (int64_t ks = 0; ks < kSteps; ++ks) {
+        qus.push_back(packA(rowsA(queries(q, u), add(i0, zRow0), ks)));
+        dos.push_back(packA(rowsA(queries(dO), add(i0, zRow0), ks)));
+      }
+      forRange(kWindowBlocksPerWarp, [&](Value nbLocal) {
+        Value col0 = mul(add(zBlock0, nbLocal), idx(8));
+        Fragment z = zeros(), vv = zeros();
+        for (int64_t ks = 0; ks < kSteps; ++ks) {
+          z = mma(qus[ks], rowsAsColumns(keys, add(jBase, col0), ks), z);
+          vv = mma(dos[ks], rowsAsColumns(values, add(jBase, col0), ks), vv);
+        }
+        for (int64_t rr = 0; rr < 2; ++rr)
+          for (int64_t e = 0; e < 2; ++e) {
+            SmallVector<Value> at = {add(zRow0, add(g, idx(8 * rr))),
+                                     add(col0, add(mul(t, idx(2)), idx(e)))};
+            memref::StoreOp::create(b, z[2 * rr + e], zTile, at);
+            memref::StoreOp::create(b, vv[2 * rr + e], vTile, at);
+          }
+      });
+      // Every subgroup's Z and V blocks are complete before the lanes read
+      // the skewed entries.
+      if (hooks.dropBarrier != 2)
+        gpu::BarrierOp::create(b);
+
+      // Per block of 8 queries (a rolled loop: unrolled, ptxas hoists every
+      // load of the tile ahead of its products and spills): BD^T, then for
+      // the lane's 4 pairs dS^T into the subgroup's rows of a workgroup
+      // tile, at the positions the same lane reads back as A fragments
+      // below (no barrier is needed between).
+      forRange(kQueryTile / 8, [&](Value nb) {
+        Value blockCol0 = mul(nb, idx(8));
+        Fragment bd = zeros();
+        for (int64_t ks = 0; ks < kSteps; ++ks)
+          bd = mma(hold ? heldR[ks] : rFragment(ks),
+                   rowsAsColumns(queries(q, vb), add(i0, blockCol0), ks), bd);
+        for (int64_t e = 0; e < 2; ++e) {
+          Value ii = add(blockCol0, add(mul(t, idx(2)), idx(e)));
+          Value i = add(i0, ii);
+          Value iOk = cmp(P::ult, i, qlen);
+          Value iSafe = select(iOk, i, zero);
+          Value lseI =
+              memref::LoadOp::create(b, lse, ValueRange{batchIdx, head, iSafe});
+          Value deltaI = memref::LoadOp::create(
+              b, delta, ValueRange{batchIdx, head, iSafe});
+          for (int64_t rr = 0; rr < 2; ++rr) {
+            Value mm = add(warpRow0, add(g, idx(8 * rr)));
+            Value m = add(m0, mm);
+            // Window row of key j(m, i): (m - m0) + (i - i0).
+            SmallVector<Value> at = {ii, add(mm, ii)};
+            Value ac = memref::LoadOp::create(b, zTile, at);
+            Value dp = memref::LoadOp::create(b, vTile, at);
+            Value j = add(jBase, add(mm, ii));
+            Value sc = arith::MulFOp::create(
+                b, arith::AddFOp::create(b, ac, bd[2 * rr + e]), scale);
+            Value jOk = both(cmp(P::sge, j, zero), cmp(P::slt, j, klen));
+            Value ok = both(both(iOk, cmp(P::ult, m, klen)),
+                            both(jOk, visible(mask, i, j)));
+            Value p = select(
+                ok, math::ExpOp::create(b, arith::SubFOp::create(b, sc, lseI)),
+                f32(0.0));
+            if (dropatt)
+              dp = arith::MulFOp::create(b, dp,
+                                         dropattMultiplier(drop, qlen, klen,
+                                                           nHead, i, j,
+                                                           batchIdx, head));
+            Value ds = arith::MulFOp::create(
+                b,
+                arith::MulFOp::create(b, p,
+                                      arith::SubFOp::create(b, dp, deltaI)),
+                scale);
+            memref::StoreOp::create(b, ds, dsTile, ValueRange{mm, ii});
+          }
+        }
+      });
+
+      // dr_mw += dS^T (q + v) over the tile's queries in two k-steps of
+      // 16, a rolled loop carrying the accumulators: the A fragments are
+      // the lane's own entries of the dS^T tile.
+      scf::ForOp kLoop =
+          loopOver(kQueryTile / 16, queryLoop.getRegionIterArgs());
+      {
+        OpBuilder::InsertionGuard kGuard(b);
+        b.setInsertionPointToStart(kLoop.getBody());
+        Value kk16 = mul(kLoop.getInductionVar(), idx(16));
+        Fragment a;
+        for (int64_t rr = 0; rr < 4; ++rr)
+          for (int64_t e = 0; e < 2; ++e) {
+            Value mm = add(warpRow0, add(g, idx(8 * (rr & 1))));
+            Value ii = add(kk16, add(mul(t, idx(2)), idx(e + 8 * (rr >> 1))));
+            a.push_back(
+                operand(memref::LoadOp::create(b, dsTile, ValueRange{mm, ii})));
+          }
+        Value packed = packA(a);
+        Value row0 = add(i0, kk16);
+        SmallVector<Value> next;
+        for (int64_t db = 0; db < dBlocks; ++db) {
+          Fragment acc(kLoop.getRegionIterArgs().slice(4 * db, 4));
+          llvm::append_range(next,
+                             mma(packed, rowsB(queries(q, vb), row0, db), acc));
+        }
+        scf::YieldOp::create(b, next);
+      }
+      scf::YieldOp::create(b, kLoop.getResults());
+    }
+    scf::YieldOp::create(b, queryLoop.getResults());
+  }
+
+  // dr[m, head, d] for the lane's rows and columns.
+  for (int64_t rr = 0; rr < 2; ++rr) {
+    Value m = add(mw, add(g, idx(8 * rr)));
+    for (int64_t db = 0; db < dBlocks; ++db)
+      for (int64_t e = 0; e < 2; ++e) {
+        Value d = add(mul(t, idx(2)), idx(8 * db + e));
+        auto ifIn = scf::IfOp::create(
+            b, both(cmp(P::ult, m, klen), cmp(P::ult, d, idx(dHead))), false);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(ifIn.thenBlock());
+        memref::StoreOp::create(b, batchLoop.getResult(4 * db + 2 * rr + e), dr,
+                                ValueRange{m, head, d});
+      }
+  }
+  gpu::ReturnOp::create(b);
+}
+
+} // namespace
+
+gpu::GPUFuncOp mlir::txl::getOrCreateMmaPosGradKernel(
+    ModuleOp module, int64_t dHead, FloatType operandType, bool dropatt,
+    FunctionType type, const KernelTestHooks &hooks) {
+  // Z, V and dS^T; rows padded by one column.
+  return getOrCreateMmaGradKernel(
+      module, "r", dHead, operandType, dropatt, type,
+      {{kQueryTile, kPosWindow + 1},
+       {kQueryTile, kPosWindow + 1},
+       {kPosRows, kQueryTile + 1}},
+      [&](gpu::GPUFuncOp func) {
+        MmaPosGradBuilder(func, dHead, operandType, dropatt, hooks).build();
+      });
 }

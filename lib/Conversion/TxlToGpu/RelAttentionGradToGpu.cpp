@@ -856,7 +856,9 @@ gpu::GPUFuncOp getOrCreateGradKernel(ModuleOp module, const GradShape &shape,
 // `_kv` and `_r` launches in that order on allocated outputs and row
 // statistics (lse: the saved one, or allocated for `_q`), then
 // dq = d(q + u) + d(q + v), du and dv_bias their sums over positions and
-// batch (txl.add, txl.sum_leading).
+// batch (txl.add, txl.sum_leading). At bf16 up to kMmaGradMaxHead, the
+// tensor-core kernels take the same arguments with a unit stride along
+// d_head, 64 rows per workgroup.
 struct RelAttentionGradToLaunch : public OpRewritePattern<RelAttentionGradOp> {
   RelAttentionGradToLaunch(MLIRContext *ctx, ModuleOp module,
                            FloatType mmaOperandType,
@@ -896,15 +898,28 @@ struct RelAttentionGradToLaunch : public OpRewritePattern<RelAttentionGradOp> {
     SmallVector<int64_t> rowTiles;
     for (const GradShape &shape : shapes) {
       // At f16 the backward stays f32: train-fp16-opencl.test's exact
-      // loss-scale invariance holds for an f32 backward only.
-      if (shape.kind == GradKind::KeyValue && mmaOperandType &&
-          mmaOperandType.isBF16() && dHead <= kMmaGradMaxHead) {
+      // loss-scale invariance holds for an f32 backward only. `_q` has a
+      // tensor-core form with the forward's saved statistics only.
+      bool mma =
+          mmaOperandType && mmaOperandType.isBF16() && dHead <= kMmaGradMaxHead;
+      FunctionType mmaType = gradKernelType(rewriter.getContext(), shape,
+                                            /*unitInnerStride=*/true);
+      if (mma && shape.kind == GradKind::Query && saved) {
+        funcs.push_back(getOrCreateMmaQueryGradKernel(
+            module, dHead, mmaOperandType, dropatt, mmaType, hooks));
+        rowTiles.push_back(kMmaGradQueryTile);
+        continue;
+      }
+      if (mma && shape.kind == GradKind::KeyValue) {
         funcs.push_back(getOrCreateMmaKeyValueGradKernel(
-            module, dHead, mmaOperandType, dropatt,
-            gradKernelType(rewriter.getContext(), shape,
-                           /*unitInnerStride=*/true),
-            hooks));
+            module, dHead, mmaOperandType, dropatt, mmaType, hooks));
         rowTiles.push_back(kMmaGradKeyTile);
+        continue;
+      }
+      if (mma && shape.kind == GradKind::PosKey) {
+        funcs.push_back(getOrCreateMmaPosGradKernel(
+            module, dHead, mmaOperandType, dropatt, mmaType, hooks));
+        rowTiles.push_back(kMmaGradPosTile);
         continue;
       }
       funcs.push_back(getOrCreateGradKernel(module, shape, hooks));
@@ -1009,7 +1024,8 @@ struct RelAttentionGradToLaunch : public OpRewritePattern<RelAttentionGradOp> {
   }
 
   ModuleOp module;
-  /// bf16 or f16: the `_kv` kernel is the tensor-core one; null: f32.
+  /// bf16: the `_q_saved`, `_kv` and `_r` kernels are the tensor-core ones
+  /// (RelAttentionGradMma.cpp) up to kMmaGradMaxHead; f16 or null: f32.
   FloatType mmaOperandType;
   KernelTestHooks hooks;
 };

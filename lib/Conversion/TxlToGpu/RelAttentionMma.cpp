@@ -20,7 +20,8 @@
 // Masks, online softmax and P·V then follow the f32 kernel, P entering the P·V
 // product as the A operand straight from the score accumulators' registers.
 // As the f32 kernel, it may walk only the grid's z-th part of the keys and
-// write that part's rows and log-sum-exps for rel_attention_combine.
+// write that part's rows and log-sum-exps for rel_attention_combine, and
+// its lse form writes each row's log-sum-exp for the backward.
 //
 // The products' register layout is MmaBuilder.h's: P enters P·V as the A
 // operand straight from the score accumulators' registers.
@@ -54,6 +55,53 @@ Value MmaBodyBuilder::loadOrZero(Value memref, SmallVector<Value> rowIndices,
   rowIndices.push_back(d);
   Value x = memref::LoadOp::create(b, memref, rowIndices);
   return select(ok, x, f32(0.0));
+}
+
+Value MmaBodyBuilder::rowValue(const Rows &rows, Value row, Value d) {
+  SmallVector<Value> indices = {row};
+  llvm::append_range(indices, rows.rest);
+  Value x = loadOrZero(rows.mem, indices,
+                       cmp(arith::CmpIPredicate::ult, row, rows.rowEnd), d);
+  if (!rows.bias)
+    return x;
+  Value bias =
+      loadOrZero(rows.bias, {head}, arith::ConstantIntOp::create(b, 1, 1), d);
+  return arith::AddFOp::create(b, x, bias);
+}
+
+Fragment MmaBodyBuilder::rowsA(const Rows &rows, Value row0, int64_t ks) {
+  Fragment frag;
+  for (int64_t r = 0; r < 4; ++r) {
+    Value row = add(row0, add(g, idx(8 * (r & 1))));
+    for (int64_t e = 0; e < 2; ++e) {
+      Value d = add(mul(t, idx(2)), idx(ks * 16 + e + 8 * (r >> 1)));
+      frag.push_back(operand(rowValue(rows, row, d)));
+    }
+  }
+  return frag;
+}
+
+Fragment MmaBodyBuilder::rowsAsColumns(const Rows &rows, Value row0,
+                                       int64_t ks) {
+  Fragment frag;
+  Value row = add(row0, g);
+  for (int64_t r = 0; r < 2; ++r)
+    for (int64_t e = 0; e < 2; ++e) {
+      Value d = add(mul(t, idx(2)), idx(ks * 16 + e + 8 * r));
+      frag.push_back(operand(rowValue(rows, row, d)));
+    }
+  return frag;
+}
+
+Fragment MmaBodyBuilder::rowsB(const Rows &rows, Value row0, int64_t db) {
+  Fragment frag;
+  Value d = add(g, idx(8 * db));
+  for (int64_t r = 0; r < 2; ++r)
+    for (int64_t e = 0; e < 2; ++e) {
+      Value row = add(row0, add(mul(t, idx(2)), idx(e + 8 * r)));
+      frag.push_back(operand(rowValue(rows, row, d)));
+    }
+  return frag;
 }
 
 Value MmaBodyBuilder::packA(const Fragment &a) {
@@ -120,8 +168,8 @@ constexpr int64_t kHeldQueryWidth = 64;
 class MmaKernelBuilder : public MmaBodyBuilder {
 public:
   MmaKernelBuilder(gpu::GPUFuncOp func, int64_t dHead, FloatType operandType,
-                   bool dropatt, const KernelTestHooks &hooks)
-      : MmaBodyBuilder(func, dHead, operandType), dropatt(dropatt),
+                   bool dropatt, bool lse, const KernelTestHooks &hooks)
+      : MmaBodyBuilder(func, dHead, operandType), dropatt(dropatt), lse(lse),
         hooks(hooks), func(func) {}
 
   void build();
@@ -132,6 +180,9 @@ private:
   Fragment queryFragment(int64_t ks, Value bias);
   /// The kernel draws dropatt (its Dropatt arguments after scale).
   bool dropatt;
+  /// The kernel writes each row's log-sum-exp (its argument before the key
+  /// parts' workspace).
+  bool lse;
   KernelTestHooks hooks;
   gpu::GPUFuncOp func;
   // Set first by build().
@@ -397,13 +448,15 @@ void MmaKernelBuilder::build() {
     scf::YieldOp::create(b, next);
   }
 
-  // out[i, batch, head, d] = o / l for the lane's rows and columns. Split
-  // over the keys, the part's slice of the workspace instead: part_out[part,
-  // i, batch, head, d] and, from the lanes with t = 0 (each quad holds its
-  // rows' m and l), part_lse[part, batch, head, i] = m + log l.
+  // out[i, batch, head, d] = o / l for the lane's rows and columns and,
+  // in the lse form, lse[batch, head, i] = m + log l from the lanes with t
+  // = 0 (each quad holds its rows' m and l). Split over the keys, the
+  // part's slice of the workspace instead: part_out[part, i, batch, head,
+  // d] and part_lse[part, batch, head, i], lse or not.
   unsigned numInputs = func.getFunctionType().getNumInputs();
   Value partOut = entry.getArgument(numInputs - 2),
         partLse = entry.getArgument(numInputs - 1);
+  Value lseOut = lse ? entry.getArgument(numInputs - 3) : Value();
   auto ifSplit = scf::IfOp::create(b, cmp(P::ugt, keys.parts, idx(1)),
                                    /*withElseRegion=*/true);
   for (bool split : {true, false}) {
@@ -420,14 +473,14 @@ void MmaKernelBuilder::build() {
     for (int64_t rr = 0; rr < 2; ++rr) {
       Value i = add(iw, add(g, idx(8 * rr)));
       Value l = keyLoop.getResult(2 + rr);
-      if (split) {
+      if (Value lseBuffer = split ? partLse : lseOut) {
         auto ifLse = scf::IfOp::create(
             b, both(cmp(P::ult, i, qlen), cmp(P::eq, t, zero)), false);
         OpBuilder::InsertionGuard lseGuard(b);
         b.setInsertionPointToStart(ifLse.thenBlock());
-        Value lse = arith::AddFOp::create(b, keyLoop.getResult(rr),
-                                          math::LogOp::create(b, l));
-        memref::StoreOp::create(b, lse, partLse, at({batchIdx, head, i}));
+        Value rowLse = arith::AddFOp::create(b, keyLoop.getResult(rr),
+                                             math::LogOp::create(b, l));
+        memref::StoreOp::create(b, rowLse, lseBuffer, at({batchIdx, head, i}));
       }
       for (int64_t db = 0; db < dBlocks; ++db)
         for (int64_t e = 0; e < 2; ++e) {
@@ -448,10 +501,9 @@ void MmaKernelBuilder::build() {
 
 } // namespace
 
-AttentionKernel
-mlir::txl::getOrCreateMmaAttentionKernel(ModuleOp module, int64_t dHead,
-                                         FloatType operandType, bool dropatt,
-                                         const KernelTestHooks &hooks) {
+AttentionKernel mlir::txl::getOrCreateMmaAttentionKernel(
+    ModuleOp module, int64_t dHead, FloatType operandType, bool dropatt,
+    bool lse, const KernelTestHooks &hooks) {
   assert((operandType.isBF16() || operandType.isF16()) &&
          "mma.sync m16n8k16 takes bf16 or f16 operands");
   // Resident workgroups per SM: the register file (64K) over kMaxRegisters
@@ -461,7 +513,8 @@ mlir::txl::getOrCreateMmaAttentionKernel(ModuleOp module, int64_t dHead,
                          65536 / (kMaxRegisters * threads)};
   std::string name = std::string("rel_attention_") +
                      (operandType.isBF16() ? "bf16" : "f16") +
-                     (dropatt ? "_dropatt_d" : "_d") + std::to_string(dHead);
+                     (dropatt ? "_dropatt" : "") + (lse ? "_lse_d" : "_d") +
+                     std::to_string(dHead);
   gpu::GPUModuleOp kernels = getOrCreateKernelModule(module);
   if ((kernel.func = kernels.lookupSymbol<gpu::GPUFuncOp>(name)))
     return kernel;
@@ -473,14 +526,15 @@ mlir::txl::getOrCreateMmaAttentionKernel(ModuleOp module, int64_t dHead,
   };
   kernel.func = gpu::GPUFuncOp::create(
       b, kernels.getLoc(), name,
-      attentionKernelType(ctx, dHead, /*unitInnerStride=*/true, dropatt,
-                          /*lse=*/false, /*keyParts=*/true),
+      attentionKernelType(ctx, dHead, /*unitInnerStride=*/true, dropatt, lse,
+                          /*keyParts=*/true),
       TypeRange{tile(kKeyTile), tile(kWindow)});
   kernel.func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
                        b.getUnitAttr());
   kernel.func.setKnownBlockSizeAttr(
       b.getDenseI32ArrayAttr({int32_t(kernel.threads), 1, 1}));
   kernel.func->setAttr("nvvm.maxnreg", b.getI32IntegerAttr(kMaxRegisters));
-  MmaKernelBuilder(kernel.func, dHead, operandType, dropatt, hooks).build();
+  MmaKernelBuilder(kernel.func, dHead, operandType, dropatt, lse, hooks)
+      .build();
   return kernel;
 }

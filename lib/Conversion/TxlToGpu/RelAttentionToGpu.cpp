@@ -573,9 +573,6 @@ struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
       return rewriter.notifyMatchFailure(op, "only f32 has a GPU kernel");
     Value lse = op.getLse();
     bool mma = static_cast<bool>(mmaOperandType);
-    if (lse && mma)
-      return rewriter.notifyMatchFailure(
-          op, "the tensor-core kernel writes no lse");
     int64_t dHead = resultType.getDimSize(3);
     if (ShapedType::isDynamic(dHead))
       return rewriter.notifyMatchFailure(op, "d_head must be static");
@@ -583,7 +580,7 @@ struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
     AttentionKernel kernel;
     if (mma) {
       kernel = getOrCreateMmaAttentionKernel(module, dHead, mmaOperandType,
-                                             dropatt, hooks);
+                                             dropatt, !!lse, hooks);
     } else {
       std::optional<KernelShape> shape = chooseShape(dHead, dropatt, !!lse);
       if (!shape)
@@ -796,8 +793,8 @@ struct ConvertRelAttentionToGpuPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     RewritePatternSet patterns(&getContext());
-    if (dropBarrier < 0 || dropBarrier > 2) {
-      module.emitError("test-drop-barrier must be 0, 1 or 2");
+    if (dropBarrier < 0 || dropBarrier > 3) {
+      module.emitError("test-drop-barrier must be 0, 1, 2 or 3");
       return signalPassFailure();
     }
     if (precision != "f32" && precision != "bf16" && precision != "f16") {
@@ -810,19 +807,6 @@ struct ConvertRelAttentionToGpuPass
       mmaOperandType = BFloat16Type::get(&getContext());
     else if (precision == "f16")
       mmaOperandType = Float16Type::get(&getContext());
-    if (mmaOperandType) {
-      WalkResult walk = module.walk([&](RelAttentionOp op) {
-        if (!op.getLse())
-          return WalkResult::advance();
-        op.emitOpError("has an lse result, which the ")
-            << precision
-            << " tensor-core GPU kernel does not write (it evaluates only; "
-               "train at f32)";
-        return WalkResult::interrupt();
-      });
-      if (walk.wasInterrupted())
-        return signalPassFailure();
-    }
     if (keyParts < 0) {
       module.emitError("key-parts must be 0 (chosen at run time) or a "
                        "number of parts, not ")

@@ -4,6 +4,8 @@
 
 #include "txl/rt/Status.h"
 
+#include <cstdlib>
+
 namespace txl::rt {
 
 namespace {
@@ -34,10 +36,23 @@ constexpr KnownCode kKnownCodes[] = {
      "or in the folder OCL_ICD_VENDORS names"},
 };
 
+/// Bytes of stack per worker thread that Intel's CPU OpenCL runtime gives
+/// a workgroup (its CL_CONFIG_STACK_DEFAULT_SIZE; 8 MiB by default). It
+/// runs a workgroup's 128 work-items as SIMD lanes on one thread's stack,
+/// and the tensor-core backward kernels, their mma.sync emulated by
+/// shuffles, need more than 8 MiB from d_head 80 on
+/// (rel_attention_grad_q_saved_bf16_d80 overflowed it by about 0.4 MiB).
+/// Stack is reserved, not committed: threads touch only what they use.
+constexpr const char *kIntelCpuStackBytes = "67108864";
+
 } // namespace
 
 OpenCL::OpenCL(const std::string &library)
     : library_(library, "OpenCL ICD loader") {
+  // Read by the Intel runtime when the ICD loader first loads it (the
+  // first clGetPlatformIDs); a value the user set is kept.
+  ::setenv("CL_CONFIG_STACK_DEFAULT_SIZE", kIntelCpuStackBytes,
+           /*overwrite=*/0);
   const char *requirement = "the runtime needs OpenCL 2.1 or newer";
 #define TXL_OPENCL_SYMBOL(name, ret, params)                                   \
   name = reinterpret_cast<ret(*) params>(library_.symbol(#name, requirement));

@@ -63,12 +63,16 @@ SHARED_RESERVED = 1024        # the driver's shared memory per workgroup
 # kernels (a subgroup per row, 256 work-items): 32 registers and no shared
 # memory, 8 workgroups. The tensor-core attention kernels
 # (--precision=bf16 and fp16): 128 work-items, the P·V accumulators (and, up to
-# d_head 64, the query fragments) in registers: 192 registers, d_head 80
+# d_head 64, the query fragments) in registers, with or without the lse
+# output of training: 192 registers, d_head 80
 # and 128 and the dropatt forms (the Philox draws) up to the 255 of
 # nvvm.maxnreg, which leaves 2 workgroups per SM as 192 does; 21 KB of AC
 # and X tiles. The tensor-core `_kv` backward kernels (d_head up to 80):
 # 128 work-items, dk's and dv's accumulators in registers, up to 255 of
 # nvvm.maxnreg, 2 workgroups per SM; 29 KB of X, P and dS tiles. The
+# tensor-core `_q_saved` and `_r` kernels likewise, with d(q + u)'s and
+# d(q + v)'s (or dr's) accumulators and 33 KB of tiles (X, dS and skewed
+# dS; Z, V and dS). The
 # combine of the attention's key parts: 48 registers, 8
 # workgroups of 128. The embedding gradient's sort (256 work-items, a 2 KiB tile
 # of token ids): 32 registers, 8 workgroups; its rows kernel (a subgroup
@@ -79,8 +83,9 @@ BUDGETS = [
     (r"rel_attention_grad_(kv|r)(_dropatt)?_d128", 128, 128, 80 * 1024, 2),
     (r"rel_attention_grad_(q|q_saved|kv|r)(_dropatt)?_d\d+", 128, 128, 48 * 1024, 3),
     (r"rel_attention_grad_kv_(bf16|f16)(_dropatt)?_d\d+", 128, 255, 29 * 1024, 2),
-    (r"rel_attention_(bf16|f16)(_dropatt_d\d+|_d(80|128))", 128, 255, 21 * 1024, 2),
-    (r"rel_attention_(bf16|f16)_d\d+", 128, 192, 21 * 1024, 2),
+    (r"rel_attention_grad_(q_saved|r)_(bf16|f16)(_dropatt)?_d\d+", 128, 255, 33 * 1024, 2),
+    (r"rel_attention_(bf16|f16)(_dropatt(_lse)?_d\d+|(_lse)?_d(80|128))", 128, 255, 21 * 1024, 2),
+    (r"rel_attention_(bf16|f16)(_lse)?_d\d+", 128, 192, 21 * 1024, 2),
     (r"rel_attention(_dropatt)?(_lse)?_d128", 128, 128, 48 * 1024, 3),
     (r"rel_attention(_dropatt)?(_lse)?_d\d+", 128, 128, 48 * 1024, 4),
     (r"rel_attention_combine(_lse)?", 128, 48, 0, 8),
