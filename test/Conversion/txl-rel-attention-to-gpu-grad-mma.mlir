@@ -132,9 +132,9 @@
 // CHECK-NEXT: gpu.barrier
 // CHECK: scf.for %{{.+}} = %c0 to %c6 step %c1 {
 // CHECK-COUNT-4: nvgpu.mma.sync({{.+}}) {mmaShape = [16, 8, 16]} : (vector<4x2xbf16>, vector<2x2xbf16>, vector<2x2xf32>) -> vector<2x2xf32>
-// CHECK: memref.store %{{.+}}, %[[Z]]
-// CHECK-NEXT: memref.store %{{.+}}, %[[V]]
-// CHECK: } {loop_annotation = #[[$ROLLED]]}
+// CHECK-COUNT-4: memref.store %{{.+}}, %[[Z]]
+// CHECK-COUNT-4: memref.store %{{.+}}, %[[V]]
+// CHECK-NEXT: } {loop_annotation = #[[$ROLLED]]}
 // CHECK-NEXT: gpu.barrier
 // CHECK-NEXT: scf.for %{{.+}} = %c0 to %c4 step %c1 {
 // CHECK-COUNT-2: nvgpu.mma.sync

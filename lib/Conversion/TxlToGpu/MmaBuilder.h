@@ -26,6 +26,7 @@
 #include "KernelModule.h"
 #include "RelAttention.h"
 
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "llvm/Support/MathExtras.h"
 
 namespace mlir::txl {
@@ -78,6 +79,16 @@ protected:
   Value packA(const Fragment &a);
   /// A zero accumulator.
   Fragment zeros() { return Fragment(4, f32(0.0)); }
+  /// Stores accumulator `acc` (16 rows from `row0` × 8 columns from
+  /// `col0`) into `tile`, each lane its own 4 positions.
+  void storeC(const Fragment &acc, Value tile, Value row0, Value col0) {
+    for (int64_t r = 0; r < 2; ++r)
+      for (int64_t e = 0; e < 2; ++e)
+        memref::StoreOp::create(
+            b, acc[2 * r + e], tile,
+            ValueRange{add(row0, add(g, idx(8 * r))),
+                       add(col0, add(mul(t, idx(2)), idx(e)))});
+  }
   /// `v` reduced over the 4 lanes of a quad (the lanes holding one row).
   Value quadReduce(Value v, bool isMax);
   /// A loop over [0, n) that LLVM keeps rolled: fully unrolled, a tile's

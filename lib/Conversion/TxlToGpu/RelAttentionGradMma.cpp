@@ -95,57 +95,94 @@ getOrCreateMmaGradKernel(ModuleOp module, StringRef kind, int64_t dHead,
   return func;
 }
 
-class MmaKeyValueGradBuilder : public MmaBodyBuilder {
+/// What the tensor-core backward kernels share: their arguments, in the
+/// f32 kernels' layout (RelAttentionGradToGpu.cpp: dO, q, k, v [len, batch,
+/// n_head, d_head], r [klen, n_head, d_head], u, v_bias [n_head, d_head],
+/// lse, delta [batch, n_head, qlen], then the kernel's own (O and the
+/// outputs), mem_len, same_length, scale and, in the dropatt forms, the
+/// six Dropatt arguments), the sizes read from them and the operands as
+/// Rows.
+class MmaGradBodyBuilder : public MmaBodyBuilder {
 public:
-  MmaKeyValueGradBuilder(gpu::GPUFuncOp func, int64_t dHead,
-                         FloatType operandType, bool dropatt,
-                         const KernelTestHooks &hooks)
+  MmaGradBodyBuilder(gpu::GPUFuncOp func, int64_t dHead, FloatType operandType,
+                     bool dropatt, const KernelTestHooks &hooks)
       : MmaBodyBuilder(func, dHead, operandType), dropatt(dropatt),
         hooks(hooks), func(func) {}
 
-  void build();
+protected:
+  /// Sets the arguments, `numOwn` of them after delta, with the insertion
+  /// point at the kernel's start, then zero, qlen, (with `withBatch`)
+  /// batch, nHead and klen.
+  void unpackArguments(unsigned numOwn, bool withBatch = false) {
+    Block &entry = func.getBody().front();
+    b.setInsertionPointToStart(&entry);
+    auto arg = [&](unsigned n) -> Value { return entry.getArgument(n); };
+    dO = arg(0);
+    q = arg(1);
+    k = arg(2);
+    v = arg(3);
+    r = arg(4);
+    u = arg(5);
+    vb = arg(6);
+    lse = arg(7);
+    delta = arg(8);
+    for (unsigned n = 0; n < numOwn; ++n)
+      own.push_back(arg(9 + n));
+    unsigned tail = 9 + numOwn;
+    memLen = arg(tail);
+    sameLength = arg(tail + 1);
+    scale = arg(tail + 2);
+    if (dropatt)
+      drop = {arg(tail + 3), arg(tail + 4), arg(tail + 5),
+              arg(tail + 6), arg(tail + 7), arg(tail + 8)};
+    zero = idx(0);
+    qlen = memref::DimOp::create(b, q, 0);
+    if (withBatch)
+      batch = memref::DimOp::create(b, q, 1);
+    nHead = memref::DimOp::create(b, q, 2);
+    klen = memref::DimOp::create(b, k, 0);
+  }
 
-private:
+  /// `mem` (q or dO, + `bias`) of the current (batch, head) column.
+  Rows queries(Value mem, Value bias = Value()) {
+    return Rows{mem, {batchIdx, head}, qlen, bias};
+  }
+  /// `mem` (k or v) of the current (batch, head) column.
+  Rows keys(Value mem) { return Rows{mem, {batchIdx, head}, klen}; }
+  /// r of the current head.
+  Rows posKeys() { return Rows{r, {head}, klen}; }
+
   /// The kernel draws dropatt (its Dropatt arguments after scale).
   bool dropatt;
   KernelTestHooks hooks;
   gpu::GPUFuncOp func;
+  // Set by unpackArguments.
+  Value dO, q, k, v, r, u, vb, lse, delta, memLen, sameLength, scale;
+  /// The kernel's own arguments between delta and mem_len.
+  SmallVector<Value, 3> own;
+  Dropatt drop{};
+  Value zero, qlen, batch, nHead, klen;
+};
+
+class MmaKeyValueGradBuilder : public MmaGradBodyBuilder {
+public:
+  using MmaGradBodyBuilder::MmaGradBodyBuilder;
+  void build();
+
+private:
   // Set first by build().
-  Value q, k, qlen, klen, jw;
+  Value jw;
 };
 
 void MmaKeyValueGradBuilder::build() {
-  Block &entry = func.getBody().front();
-  b.setInsertionPointToStart(&entry);
-  // The `_kv` kernel's arguments (RelAttentionGradToGpu.cpp).
-  Value dO = entry.getArgument(0);
-  q = entry.getArgument(1);
-  k = entry.getArgument(2);
-  Value v = entry.getArgument(3), r = entry.getArgument(4),
-        u = entry.getArgument(5), vb = entry.getArgument(6),
-        lse = entry.getArgument(7), delta = entry.getArgument(8),
-        dk = entry.getArgument(9), dv = entry.getArgument(10),
-        memLen = entry.getArgument(11), sameLength = entry.getArgument(12),
-        scale = entry.getArgument(13);
-  Dropatt drop{};
-  if (dropatt)
-    drop = {entry.getArgument(14), entry.getArgument(15),
-            entry.getArgument(16), entry.getArgument(17),
-            entry.getArgument(18), entry.getArgument(19)};
+  // The `_kv` kernel's own arguments: dk, dv.
+  unpackArguments(2);
+  Value dk = own[0], dv = own[1];
   Value xTile = func.getWorkgroupAttributions()[0];
   Value pTile = func.getWorkgroupAttributions()[1];
   Value dsTile = func.getWorkgroupAttributions()[2];
-
   using P = arith::CmpIPredicate;
-  Value zero = idx(0);
-  qlen = memref::DimOp::create(b, q, 0);
-  Value nHead = memref::DimOp::create(b, q, 2);
-  klen = memref::DimOp::create(b, k, 0);
   setColumn(nHead);
-  auto queries = [&](Value mem, Value bias = Value()) {
-    return Rows{mem, {batchIdx, head}, qlen, bias};
-  };
-  Rows keys{k, {batchIdx, head}, klen}, values{v, {batchIdx, head}, klen};
   Value j0 =
       mul(gpu::BlockIdOp::create(b, gpu::Dimension::x), idx(kWarps * kRows));
   setLane();
@@ -166,8 +203,8 @@ void MmaKeyValueGradBuilder::build() {
   SmallVector<Value> heldK, heldV;
   if (holdKeys)
     for (int64_t ks = 0; ks < kSteps; ++ks) {
-      heldK.push_back(packA(rowsA(keys, jw, ks)));
-      heldV.push_back(packA(rowsA(values, jw, ks)));
+      heldK.push_back(packA(rowsA(keys(k), jw, ks)));
+      heldV.push_back(packA(rowsA(keys(v), jw, ks)));
     }
 
   // u enters through k_j · u (AC^T's bias term, constant along the
@@ -184,7 +221,7 @@ void MmaKeyValueGradBuilder::build() {
     Value ud = memref::LoadOp::create(b, u, ValueRange{head, d});
     SmallVector<Value> next;
     for (int64_t rr = 0; rr < 2; ++rr) {
-      Value kd = rowValue(keys, add(jw, add(g, idx(8 * rr))), d);
+      Value kd = rowValue(keys(k), add(jw, add(g, idx(8 * rr))), d);
       next.push_back(arith::AddFOp::create(b, loop.getRegionIterArgs()[rr],
                                            arith::MulFOp::create(b, kd, ud)));
     }
@@ -213,7 +250,6 @@ void MmaKeyValueGradBuilder::build() {
     // zero.
     Value rBase = add(sub(add(sub(qlen, i0), j0), idx(kQueryTile)),
                       idx(hooks.relShiftOffset));
-    Rows window{r, {head}, klen};
     SmallVector<Fragment> qvs;
     for (int64_t ks = 0; ks < kSteps; ++ks)
       qvs.push_back(rowsA(queries(q, vb), add(i0, xRow0), ks));
@@ -221,13 +257,8 @@ void MmaKeyValueGradBuilder::build() {
       Value col0 = mul(add(xBlock0, nbLocal), idx(8));
       Fragment acc = zeros();
       for (int64_t ks = 0; ks < kSteps; ++ks)
-        acc = mma(qvs[ks], rowsAsColumns(window, add(rBase, col0), ks), acc);
-      for (int64_t rr = 0; rr < 2; ++rr)
-        for (int64_t e = 0; e < 2; ++e)
-          memref::StoreOp::create(
-              b, acc[2 * rr + e], xTile,
-              ValueRange{add(xRow0, add(g, idx(8 * rr))),
-                         add(col0, add(mul(t, idx(2)), idx(e)))});
+        acc = mma(qvs[ks], rowsAsColumns(posKeys(), add(rBase, col0), ks), acc);
+      storeC(acc, xTile, xRow0, col0);
     });
     // Every subgroup's X blocks are complete before the lanes read the
     // skewed entries.
@@ -244,9 +275,9 @@ void MmaKeyValueGradBuilder::build() {
       Value blockRow0 = add(i0, blockCol0);
       Fragment ac = zeros(), dp = zeros();
       for (int64_t ks = 0; ks < kSteps; ++ks) {
-        ac = mma(holdKeys ? heldK[ks] : packA(rowsA(keys, jw, ks)),
+        ac = mma(holdKeys ? heldK[ks] : packA(rowsA(keys(k), jw, ks)),
                  rowsAsColumns(queries(q), blockRow0, ks), ac);
-        dp = mma(holdKeys ? heldV[ks] : packA(rowsA(values, jw, ks)),
+        dp = mma(holdKeys ? heldV[ks] : packA(rowsA(keys(v), jw, ks)),
                  rowsAsColumns(queries(dO), blockRow0, ks), dp);
       }
       for (int64_t e = 0; e < 2; ++e) {
@@ -413,13 +444,9 @@ constexpr int64_t kQueryRows = kWarps * kRows;
 /// registers for the whole key walk; wider heads reload them per key tile.
 constexpr int64_t kHeldQueryWidth = 64;
 
-class MmaQueryGradBuilder : public MmaBodyBuilder {
+class MmaQueryGradBuilder : public MmaGradBodyBuilder {
 public:
-  MmaQueryGradBuilder(gpu::GPUFuncOp func, int64_t dHead, FloatType operandType,
-                      bool dropatt, const KernelTestHooks &hooks)
-      : MmaBodyBuilder(func, dHead, operandType), dropatt(dropatt),
-        hooks(hooks), func(func) {}
-
+  using MmaGradBodyBuilder::MmaGradBodyBuilder;
   void build();
 
 private:
@@ -427,11 +454,8 @@ private:
   /// rows, columns 16 kk ..): what mma's A operand takes.
   Fragment tileFragment(Value tile, Value kk16);
 
-  bool dropatt;
-  KernelTestHooks hooks;
-  gpu::GPUFuncOp func;
   // Set first by build().
-  Value q, qlen, iw, warpRow0;
+  Value iw, warpRow0;
 };
 
 Fragment MmaQueryGradBuilder::tileFragment(Value tile, Value kk16) {
@@ -447,39 +471,15 @@ Fragment MmaQueryGradBuilder::tileFragment(Value tile, Value kk16) {
 }
 
 void MmaQueryGradBuilder::build() {
-  Block &entry = func.getBody().front();
-  b.setInsertionPointToStart(&entry);
-  // The `_q_saved` kernel's arguments (RelAttentionGradToGpu.cpp).
-  Value dO = entry.getArgument(0);
-  q = entry.getArgument(1);
-  Value k = entry.getArgument(2), v = entry.getArgument(3),
-        r = entry.getArgument(4), u = entry.getArgument(5),
-        vb = entry.getArgument(6), lse = entry.getArgument(7),
-        delta = entry.getArgument(8), out = entry.getArgument(9),
-        dqu = entry.getArgument(10), dqv = entry.getArgument(11),
-        memLen = entry.getArgument(12), sameLength = entry.getArgument(13),
-        scale = entry.getArgument(14);
-  Dropatt drop{};
-  if (dropatt)
-    drop = {entry.getArgument(15), entry.getArgument(16),
-            entry.getArgument(17), entry.getArgument(18),
-            entry.getArgument(19), entry.getArgument(20)};
+  // The `_q_saved` kernel's own arguments: O, d(q + u), d(q + v).
+  unpackArguments(3);
+  Value out = own[0], dqu = own[1], dqv = own[2];
   Value xTile = func.getWorkgroupAttributions()[0];
   Value dsTile = func.getWorkgroupAttributions()[1];
   Value yTile = func.getWorkgroupAttributions()[2];
-
   using P = arith::CmpIPredicate;
-  Value zero = idx(0);
-  qlen = memref::DimOp::create(b, q, 0);
-  Value nHead = memref::DimOp::create(b, q, 2);
-  Value klen = memref::DimOp::create(b, k, 0);
   setColumn(nHead);
   Value i0 = mul(gpu::BlockIdOp::create(b, gpu::Dimension::x), idx(kQueryRows));
-  auto queries = [&](Value mem, Value bias = Value()) {
-    return Rows{mem, {batchIdx, head}, qlen, bias};
-  };
-  Rows keys{k, {batchIdx, head}, klen}, values{v, {batchIdx, head}, klen},
-      window{r, {head}, klen};
   setLane();
   warpRow0 = mul(warp, idx(kRows));
   iw = add(i0, warpRow0);
@@ -574,13 +574,8 @@ void MmaQueryGradBuilder::build() {
       Fragment acc = zeros();
       for (int64_t ks = 0; ks < kSteps; ++ks)
         acc = mma(hold ? heldQv[ks] : packA(rowsA(queries(q, vb), iw, ks)),
-                  rowsAsColumns(window, add(rBase, col0), ks), acc);
-      for (int64_t rr = 0; rr < 2; ++rr)
-        for (int64_t e = 0; e < 2; ++e)
-          memref::StoreOp::create(
-              b, acc[2 * rr + e], xTile,
-              ValueRange{add(warpRow0, add(g, idx(8 * rr))),
-                         add(col0, add(mul(t, idx(2)), idx(e)))});
+                  rowsAsColumns(posKeys(), add(rBase, col0), ks), acc);
+      storeC(acc, xTile, warpRow0, col0);
     });
     // The subgroup's X is complete before its lanes read the skewed
     // entries.
@@ -595,9 +590,9 @@ void MmaQueryGradBuilder::build() {
       Fragment ac = zeros(), dp = zeros();
       for (int64_t ks = 0; ks < kSteps; ++ks) {
         ac = mma(hold ? heldQu[ks] : packA(rowsA(queries(q, u), iw, ks)),
-                 rowsAsColumns(keys, jb, ks), ac);
+                 rowsAsColumns(keys(k), jb, ks), ac);
         dp = mma(hold ? heldDo[ks] : packA(rowsA(queries(dO), iw, ks)),
-                 rowsAsColumns(values, jb, ks), dp);
+                 rowsAsColumns(keys(v), jb, ks), dp);
       }
       for (int64_t rr = 0; rr < 2; ++rr) {
         Value ii = add(g, idx(8 * rr));
@@ -660,11 +655,11 @@ void MmaQueryGradBuilder::build() {
       llvm::copy(loop.getResults(), state.begin() + first);
     };
     accumulate(kKeyTile / 16, 0, dsTile, [&](Value kk16, int64_t db) {
-      return rowsB(keys, add(j0, kk16), db);
+      return rowsB(keys(k), add(j0, kk16), db);
     });
     accumulate(kQueryWindow / 16, 4 * dBlocks, yTile,
                [&](Value kk16, int64_t db) {
-                 return rowsB(window, add(rBase, kk16), db);
+                 return rowsB(posKeys(), add(rBase, kk16), db);
                });
     scf::YieldOp::create(b, state);
   }
@@ -744,50 +739,20 @@ constexpr int64_t kPosWindow = kPosRows + kQueryTile;
 /// sm_90a).
 constexpr int64_t kHeldPosWidth = 48;
 
-class MmaPosGradBuilder : public MmaBodyBuilder {
+class MmaPosGradBuilder : public MmaGradBodyBuilder {
 public:
-  MmaPosGradBuilder(gpu::GPUFuncOp func, int64_t dHead, FloatType operandType,
-                    bool dropatt, const KernelTestHooks &hooks)
-      : MmaBodyBuilder(func, dHead, operandType), dropatt(dropatt),
-        hooks(hooks), func(func) {}
-
+  using MmaGradBodyBuilder::MmaGradBodyBuilder;
   void build();
-
-private:
-  bool dropatt;
-  KernelTestHooks hooks;
-  gpu::GPUFuncOp func;
-  // Set first by build().
-  Value q, k, qlen, klen;
 };
 
 void MmaPosGradBuilder::build() {
-  Block &entry = func.getBody().front();
-  b.setInsertionPointToStart(&entry);
-  // The `_r` kernel's arguments (RelAttentionGradToGpu.cpp).
-  Value dO = entry.getArgument(0);
-  q = entry.getArgument(1);
-  k = entry.getArgument(2);
-  Value v = entry.getArgument(3), r = entry.getArgument(4),
-        u = entry.getArgument(5), vb = entry.getArgument(6),
-        lse = entry.getArgument(7), delta = entry.getArgument(8),
-        dr = entry.getArgument(9), memLen = entry.getArgument(10),
-        sameLength = entry.getArgument(11), scale = entry.getArgument(12);
-  Dropatt drop{};
-  if (dropatt)
-    drop = {entry.getArgument(13), entry.getArgument(14),
-            entry.getArgument(15), entry.getArgument(16),
-            entry.getArgument(17), entry.getArgument(18)};
+  // The `_r` kernel's own argument: dr.
+  unpackArguments(1, /*withBatch=*/true);
+  Value dr = own[0];
   Value zTile = func.getWorkgroupAttributions()[0];
   Value vTile = func.getWorkgroupAttributions()[1];
   Value dsTile = func.getWorkgroupAttributions()[2];
-
   using P = arith::CmpIPredicate;
-  Value zero = idx(0);
-  qlen = memref::DimOp::create(b, q, 0);
-  Value batch = memref::DimOp::create(b, q, 1);
-  Value nHead = memref::DimOp::create(b, q, 2);
-  klen = memref::DimOp::create(b, k, 0);
   head = gpu::BlockIdOp::create(b, gpu::Dimension::y);
   Value m0 = mul(gpu::BlockIdOp::create(b, gpu::Dimension::x), idx(kPosRows));
   setLane();
@@ -804,9 +769,7 @@ void MmaPosGradBuilder::build() {
   // The subgroup's r rows as A fragments, held for the whole kernel up to
   // kHeldPosWidth, else loaded per block of BD^T.
   bool hold = dPad <= kHeldPosWidth;
-  auto rFragment = [&](int64_t ks) {
-    return packA(rowsA(Rows{r, {head}, klen}, mw, ks));
-  };
+  auto rFragment = [&](int64_t ks) { return packA(rowsA(posKeys(), mw, ks)); };
   SmallVector<Value> heldR;
   if (hold)
     for (int64_t ks = 0; ks < kSteps; ++ks)
@@ -822,10 +785,6 @@ void MmaPosGradBuilder::build() {
     OpBuilder::InsertionGuard batchGuard(b);
     b.setInsertionPointToStart(batchLoop.getBody());
     batchIdx = batchLoop.getInductionVar();
-    auto queries = [&](Value mem, Value bias = Value()) {
-      return Rows{mem, {batchIdx, head}, qlen, bias};
-    };
-    Rows keys{k, {batchIdx, head}, klen}, values{v, {batchIdx, head}, klen};
     auto queryLoop = scf::ForOp::create(b, iBegin, qlen, idx(kQueryTile),
                                         batchLoop.getRegionIterArgs());
     {
@@ -847,16 +806,11 @@ void MmaPosGradBuilder::build() {
         Value col0 = mul(add(zBlock0, nbLocal), idx(8));
         Fragment z = zeros(), vv = zeros();
         for (int64_t ks = 0; ks < kSteps; ++ks) {
-          z = mma(qus[ks], rowsAsColumns(keys, add(jBase, col0), ks), z);
-          vv = mma(dos[ks], rowsAsColumns(values, add(jBase, col0), ks), vv);
+          z = mma(qus[ks], rowsAsColumns(keys(k), add(jBase, col0), ks), z);
+          vv = mma(dos[ks], rowsAsColumns(keys(v), add(jBase, col0), ks), vv);
         }
-        for (int64_t rr = 0; rr < 2; ++rr)
-          for (int64_t e = 0; e < 2; ++e) {
-            SmallVector<Value> at = {add(zRow0, add(g, idx(8 * rr))),
-                                     add(col0, add(mul(t, idx(2)), idx(e)))};
-            memref::StoreOp::create(b, z[2 * rr + e], zTile, at);
-            memref::StoreOp::create(b, vv[2 * rr + e], vTile, at);
-          }
+        storeC(z, zTile, zRow0, col0);
+        storeC(vv, vTile, zRow0, col0);
       });
       // Every subgroup's Z and V blocks are complete before the lanes read
       // the skewed entries.

@@ -273,16 +273,6 @@ void MmaKernelBuilder::build() {
       qus.push_back(holdQuery ? heldQu[ks] : queryFragment(ks, u));
       qvs.push_back(holdQuery ? heldQv[ks] : queryFragment(ks, vb));
     }
-    // Stores accumulator `acc` of block column `col0` (8 columns) into the
-    // subgroup's rows of `tile`.
-    auto storeBlock = [&](const Fragment &acc, Value tile, Value col0) {
-      for (int64_t rr = 0; rr < 2; ++rr)
-        for (int64_t e = 0; e < 2; ++e)
-          memref::StoreOp::create(
-              b, acc[2 * rr + e], tile,
-              ValueRange{add(warpRow0, add(g, idx(8 * rr))),
-                         add(col0, add(mul(t, idx(2)), idx(e)))});
-    };
     // AC: 4 blocks of 8 keys, lane's B entries are key j0 + 8 nb + g.
     forRange(kKeyTile / 8, [&](Value nb) {
       Value col0 = mul(nb, idx(8));
@@ -298,7 +288,7 @@ void MmaKernelBuilder::build() {
           }
         acc = mma(qus[ks], kf, acc);
       }
-      storeBlock(acc, acTile, col0);
+      storeC(acc, acTile, warpRow0, col0);
     });
     // X: 6 blocks of 8 window rows; window row w is r row rBase + w, rows
     // outside [0, klen) only serve masked pairs and read as zero.
@@ -318,7 +308,7 @@ void MmaKernelBuilder::build() {
           }
         acc = mma(qvs[ks], rf, acc);
       }
-      storeBlock(acc, xTile, col0);
+      storeC(acc, xTile, warpRow0, col0);
     });
     // The subgroup's AC and X are complete before its lanes read each
     // other's entries.
