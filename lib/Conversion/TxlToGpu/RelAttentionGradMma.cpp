@@ -1,14 +1,17 @@
-//===- RelAttentionGradMma.cpp - dk and dv on tensor cores ----------------===//
+//===- RelAttentionGradMma.cpp - The attention backward on tensor cores ---===//
 //
-// `--precision=bf16`'s form of the fused attention backward's `_kv` kernel
-// (RelAttentionGradToGpu.cpp): dk and dv of paper §3.3's attention,
-// flash-attention-2 style (Dao 2023, Algorithm 2), with every product on
-// warp-level tensor cores (nvgpu.mma.sync m16n8k16, bf16 operands, f32
-// accumulators; the register layout is MmaBuilder.h's). The probabilities
-// are recomputed from q, k, r, the biases and the rows' log-sum-exp and
-// D_i that `_q` writes; nothing of qlen × klen reaches global memory.
+// `--precision=bf16`'s forms of the fused attention backward's three
+// kernels (RelAttentionGradToGpu.cpp), the gradients of paper §3.3's
+// attention flash-attention-2 style (Dao 2023, Algorithm 2), every product
+// on warp-level tensor cores (nvgpu.mma.sync m16n8k16, bf16 operands, f32
+// accumulators; the register layout is MmaBuilder.h's): `_kv` (dk, dv),
+// `_q_saved` (D_i, d(q + u), d(q + v)) and `_r` (dr), each in its section
+// below. The probabilities are recomputed from q, k, r, the biases and the
+// rows' log-sum-exp and D_i; nothing of qlen × klen reaches global memory.
+// All three take the f32 kernels' arguments (MmaGradBodyBuilder) and run
+// workgroups of 4 subgroups that own 64 rows (keys, queries, r rows).
 //
-// A workgroup owns 64 keys, j0 + [0, 64), for one (batch, head) column; its
+// `_kv`: a workgroup owns 64 keys, j0 + [0, 64), for one (batch, head) column; its
 // subgroup w the 16 keys jw = j0 + 16 w + [0, 16), the M of its products.
 // It walks the queries in tiles of 32, i0 + [0, 32), with the keys as the
 // rows of every product (the transposed scores, so that the probabilities
