@@ -3,11 +3,13 @@
 
 // bf16 m16n8k16 => shuffles. Every f32 -> bf16 -> f32 round trip becomes
 // round-to-nearest-even on the bits (x + 0x7fff + lsb, low half cleared;
-// NaN kept). Lane 4 g + t fetches, for k = 0, A[g][0] (register 0, element
-// 0) and A[g + 8][0] (register 1) from lane 4 g, and B[0][2 t + e]
-// (register 0, element 0) from lane 4 (2 t + e); for k = 1 element 1 of the
-// same registers and lanes; for k = 2 the next lane. 16 k x (2 + 2)
-// shuffles; no bf16 value is left.
+// NaN kept). Each 32-bit register (two elements) crosses lanes as one i64
+// shuffle, element 0 in the low word. Lane 4 g + t fetches, from lane 4 g,
+// A's registers 0 (A[g][0..1]), 1 (A[g + 8][0..1]), 2 (A[g][8..9]) and 3
+// (A[g + 8][8..9]); from lane 4 (2 t + e), B's registers 0 (B[0..1][2 t +
+// e]) and 1 (B[8..9][..]); then the same from the next lane of each quad
+// for k = 2, 3, 10, 11, and so on: 4 x (4 + 2 x 2) = 32 shuffles. D[g][2 t]
+// starts with C + A[g][0] B[0][2 t]; no bf16 value is left.
 
 // CHECK-LABEL: gpu.func @bf16
 // CHECK-SAME: (%[[A0:[^:]+]]: f32, %[[A1:[^:]+]]: f32, %[[A2:[^:]+]]: f32, %[[A3:[^:]+]]: f32
@@ -31,21 +33,33 @@
 // CHECK: %[[G:.+]] = arith.divui %[[LANE]], %c4_i32 : i32
 // CHECK: %[[T:.+]] = arith.remui %[[LANE]], %c4_i32 : i32
 // CHECK: %[[ASRC:.+]] = arith.muli %[[G]], %c4_i32 : i32
-// CHECK: gpu.shuffle  idx %[[RA0]], %[[ASRC]], %c32_i32 : f32
-// CHECK: gpu.shuffle  idx %[[RA2]], %[[ASRC]], %c32_i32 : f32
+// CHECK: %[[L0:.+]] = arith.bitcast %[[RA0]] : f32 to i32
+// CHECK: %[[L1:.+]] = arith.extui %[[L0]] : i32 to i64
+// CHECK: %[[H0:.+]] = arith.bitcast %[[RA1]] : f32 to i32
+// CHECK: %[[H1:.+]] = arith.extui %[[H0]] : i32 to i64
+// CHECK: %[[H2:.+]] = arith.shli %[[H1]], %c32_i64 : i64
+// CHECK: %[[REG0:.+]] = arith.ori %[[L1]], %[[H2]] : i64
+// CHECK: %[[GOT0:.+]], %{{.+}} = gpu.shuffle  idx %[[REG0]], %[[ASRC]], %c32_i32 : i64
+// CHECK: %[[LO0:.+]] = arith.trunci %[[GOT0]] : i64 to i32
+// CHECK: %[[AG0:.+]] = arith.bitcast %[[LO0]] : i32 to f32
+// CHECK: %[[HI0:.+]] = arith.shrui %[[GOT0]], %c32_i64 : i64
+// CHECK-COUNT-3: gpu.shuffle  idx %{{.+}}, %[[ASRC]], %c32_i32 : i64
 // CHECK: %[[T2:.+]] = arith.muli %[[T]], %c2_i32 : i32
 // CHECK: %[[BSRC:.+]] = arith.muli %[[T2]], %c4_i32 : i32
-// CHECK: gpu.shuffle  idx %[[RB0]], %[[BSRC]], %c32_i32 : f32
+// CHECK: %[[BL:.+]] = arith.bitcast %[[RB0]] : f32 to i32
+// CHECK: %[[GOTB:.+]], %{{.+}} = gpu.shuffle  idx %{{.+}}, %[[BSRC]], %c32_i32 : i64
+// CHECK: %[[LOB:.+]] = arith.trunci %[[GOTB]] : i64 to i32
+// CHECK: %[[B0G:.+]] = arith.bitcast %[[LOB]] : i32 to f32
+// CHECK: gpu.shuffle  idx %{{.+}}, %[[BSRC]], %c32_i32 : i64
 // CHECK: %[[N1:.+]] = arith.addi %[[T2]], %c1_i32 : i32
 // CHECK: %[[BSRC1:.+]] = arith.muli %[[N1]], %c4_i32 : i32
-// CHECK: gpu.shuffle  idx %[[RB0]], %[[BSRC1]], %c32_i32 : f32
-// CHECK: gpu.shuffle  idx %[[RA1]], %[[ASRC]], %c32_i32 : f32
-// CHECK: gpu.shuffle  idx %[[RA3]], %[[ASRC]], %c32_i32 : f32
-// CHECK: gpu.shuffle  idx %[[RB1]], %[[BSRC]], %c32_i32 : f32
+// CHECK-COUNT-2: gpu.shuffle  idx %{{.+}}, %[[BSRC1]], %c32_i32 : i64
 // CHECK: %[[ASRC2:.+]] = arith.addi %[[ASRC]], %c1_i32 : i32
-// CHECK: gpu.shuffle  idx %[[RA0]], %[[ASRC2]], %c32_i32 : f32
-// CHECK-COUNT-55: gpu.shuffle
+// CHECK: gpu.shuffle  idx %{{.+}}, %[[ASRC2]], %c32_i32 : i64
+// CHECK-COUNT-23: gpu.shuffle
 // CHECK-NOT: gpu.shuffle
+// CHECK: %[[P:.+]] = arith.mulf %[[AG0]], %[[B0G]] : f32
+// CHECK: arith.addf %{{.+}}, %[[P]] : f32
 // CHECK: vector.from_elements {{.+}} : vector<2x2xf32>
 // CHECK-NOT: bf16
 // CHECK: gpu.return
@@ -77,18 +91,46 @@ gpu.module @k {
 
 // -----
 
-// The rolled loops of the bf16 kernels (constant trip count <= 8) around
-// an mma are unrolled first, so no scf.for is left here: one store per
-// iteration.
-// CHECK-LABEL: gpu.func @rolled
+// The loops of the bf16 kernels (constant trip count <= 8) around an mma
+// that also store to workgroup memory are unrolled first (Intel's OpenCL
+// CPU compiler miscompiles them rolled): @tile's loop is gone, one
+// workgroup store per iteration (CSE merges the two equal products). @global's loop, whose stores go to global
+// memory, stays rolled, as does @long's, of 9 trips.
+// CHECK-LABEL: gpu.func @tile
 // CHECK-NOT: scf.for
 // CHECK: gpu.shuffle  idx
-// CHECK: vector.store %{{.+}}, %{{.+}}[%c0, %c0]
-// CHECK: vector.store %{{.+}}, %{{.+}}[%c1, %c0]
+// CHECK: memref.store %{{.+}}, %{{.+}}[%c0] : memref<4xf32, 3>
+// CHECK: memref.store %{{.+}}, %{{.+}}[%c1] : memref<4xf32, 3>
 // CHECK-NOT: scf.for
 // CHECK: gpu.return
+// CHECK-LABEL: gpu.func @global
+// CHECK: scf.for
+// CHECK: gpu.shuffle  idx
+// CHECK: vector.store
+// CHECK: gpu.return
+// CHECK-LABEL: gpu.func @long
+// CHECK: scf.for
+// CHECK: gpu.shuffle  idx
+// CHECK: memref.store
+// CHECK: gpu.return
 gpu.module @k {
-  gpu.func @rolled(%x: f32, %c: vector<2x2xf32>, %o: memref<2x2xf32>) kernel {
+  gpu.func @tile(%x: f32, %c: vector<2x2xf32>)
+      workgroup(%tile: memref<4xf32, 3>) kernel {
+    %h = arith.truncf %x : f32 to bf16
+    %a = vector.broadcast %h : bf16 to vector<4x2xbf16>
+    %b = vector.broadcast %h : bf16 to vector<2x2xbf16>
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    scf.for %i = %c0 to %c2 step %c1 {
+      %d = nvgpu.mma.sync (%a, %b, %c) {mmaShape = [16, 8, 16]}
+          : (vector<4x2xbf16>, vector<2x2xbf16>, vector<2x2xf32>) -> vector<2x2xf32>
+      %e = vector.extract %d[0, 0] : f32 from vector<2x2xf32>
+      memref.store %e, %tile[%i] : memref<4xf32, 3>
+    }
+    gpu.return
+  }
+  gpu.func @global(%x: f32, %c: vector<2x2xf32>, %o: memref<2x2xf32>) kernel {
     %h = arith.truncf %x : f32 to bf16
     %a = vector.broadcast %h : bf16 to vector<4x2xbf16>
     %b = vector.broadcast %h : bf16 to vector<2x2xbf16>
@@ -102,11 +144,27 @@ gpu.module @k {
     }
     gpu.return
   }
+  gpu.func @long(%x: f32, %c: vector<2x2xf32>)
+      workgroup(%tile: memref<9xf32, 3>) kernel {
+    %h = arith.truncf %x : f32 to bf16
+    %a = vector.broadcast %h : bf16 to vector<4x2xbf16>
+    %b = vector.broadcast %h : bf16 to vector<2x2xbf16>
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c9 = arith.constant 9 : index
+    scf.for %i = %c0 to %c9 step %c1 {
+      %d = nvgpu.mma.sync (%a, %b, %c) {mmaShape = [16, 8, 16]}
+          : (vector<4x2xbf16>, vector<2x2xbf16>, vector<2x2xf32>) -> vector<2x2xf32>
+      %e = vector.extract %d[0, 0] : f32 from vector<2x2xf32>
+      memref.store %e, %tile[%i] : memref<9xf32, 3>
+    }
+    gpu.return
+  }
 }
 
 // -----
 
-// f16 (--precision=fp16): the same shuffles (as in @bf16; here every
+// f16 (--precision=fp16): the same i64 shuffles (as in @bf16; here every
 // operand is one value, so CSE keeps fewer) on f16 operands, rounded like
 // cvt.rn.f16.f32 on the magnitude's bits: the low 13 bits to nearest even
 // (+ 0xfff + lsb), infinity from 65520 (0x477ff000) up, below 2^-14
@@ -134,7 +192,9 @@ gpu.module @k {
 // CHECK: %[[NAN:.+]] = arith.cmpf uno, %[[X]], %[[X]] : f32
 // CHECK: %[[RF:.+]] = arith.bitcast %[[ALL]] : i32 to f32
 // CHECK: %[[RX:.+]] = arith.select %[[NAN]], %[[X]], %[[RF]] : f32
-// CHECK: gpu.shuffle  idx %[[RX]]
+// CHECK: %[[RXBITS:.+]] = arith.bitcast %[[RX]] : f32 to i32
+// CHECK: arith.extui %[[RXBITS]] : i32 to i64
+// CHECK: gpu.shuffle  idx %{{.+}} : i64
 // CHECK-NOT: f16
 // CHECK: gpu.return
 gpu.module @k {

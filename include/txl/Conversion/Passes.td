@@ -472,16 +472,18 @@ def EmulateMmaPass : Pass<"txl-emulate-mma", "::mlir::gpu::GPUModuleOp"> {
     register layout, on an OpenCL device: lane 4 g + t gathers, with
     `gpu.shuffle idx`, the row of A and the column of B behind each of its
     accumulator entries D[g + 8 r][2 t + e] from the lanes that hold them in
-    the PTX m16n8k16 layout (A[row][k]: lane 4 (row % 8) + (k % 8) / 2,
+    the PTX m16n8k16 layout, one i64 shuffle per 32-bit register (its two
+    elements as f32 bits; 32 shuffles per product) (A[row][k]: lane 4 (row % 8) + (k % 8) / 2,
     register (row >= 8) + 2 (k >= 8); B[k][n]: lane 4 n + (k % 8) / 2,
     register k >= 8; element k % 2), and sums the 16 products in f32. The
     operands' rounding to bf16 (`arith.extf` of an `arith.truncf` to bf16)
     becomes round-to-nearest-even on the f32 bits, as PTX's
     `cvt.rn.bf16.f32`. Products match tensor cores up to the order of the
     f32 sums. Loops around the products with a constant trip count of at
-    most 8 (the bf16 kernels' block loops) are fully unrolled first: Intel's
-    OpenCL CPU compiler miscompiles the emulated products inside rolled
-    loops. An `nvgpu.mma.sync` of another form, or a bf16 value left over,
+    most 8 that also store to workgroup memory are fully unrolled first:
+    Intel's OpenCL CPU compiler miscompiles such rolled loops (the _r
+    kernel's Z and V tile loop); other loops stay rolled, which keeps the
+    OpenCL compile time down. An `nvgpu.mma.sync` of another form, or a bf16 value left over,
     is an error.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",

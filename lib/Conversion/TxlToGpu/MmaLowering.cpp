@@ -16,13 +16,16 @@
 #include "KernelModule.h"
 #include "txl/Conversion/Passes.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::txl {
@@ -68,6 +71,17 @@ SmallVector<Value> elements(ImplicitLocOpBuilder &b, Value fragment) {
       result.push_back(
           vector::ExtractOp::create(b, fragment, ArrayRef<int64_t>{r, e}));
   return result;
+}
+
+/// Whether `type` is in workgroup (shared) memory: the gpu dialect's
+/// workgroup address space, or NVVM's shared memory space (3), which the
+/// tensor-core kernels' tiles use.
+bool isWorkgroupMemory(MemRefType type) {
+  if (gpu::GPUDialect::hasWorkgroupMemoryAddressSpace(type))
+    return true;
+  auto space = dyn_cast_or_null<IntegerAttr>(type.getMemorySpace());
+  return space &&
+         space.getInt() == static_cast<int64_t>(NVVM::NVVMMemorySpace::Shared);
 }
 
 /// Fails the pass on every nvgpu.mma.sync left in `module`.
@@ -167,31 +181,62 @@ struct MmaSyncEmulation : public OpRewritePattern<nvgpu::MmaSyncOp> {
         b, i32, gpu::LaneIdOp::create(b, /*upper_bound=*/IntegerAttr()));
     Value g = arith::DivUIOp::create(b, lane, c32(4));
     Value t = arith::RemUIOp::create(b, lane, c32(4));
-    auto fetch = [&](Value x, Value srcLane) {
-      return gpu::ShuffleOp::create(b, x, srcLane, c32(kSubgroupSize),
-                                    gpu::ShuffleMode::IDX)
-          .getShuffleResult();
+    // Each register (two elements) crosses lanes as one i64 shuffle: the
+    // lane needs 4 registers from each of lanes 4 g .. 4 g + 3 (rows g and
+    // g + 8 of A) and 2 from each of lanes 4 n .. 4 n + 3 for n = 2 t, 2 t
+    // + 1 (columns n of B): 32 shuffles per product.
+    Type i64 = b.getI64Type();
+    auto c64 = [&](int64_t v) {
+      return arith::ConstantIntOp::create(b, v, 64);
     };
-    for (int64_t k = 0; k < 16; ++k) {
-      Value pair = c32((k % 8) / 2);
-      // A[g + 8 r][k] for r = 0, 1.
-      Value aSrc =
-          arith::AddIOp::create(b, arith::MulIOp::create(b, g, c32(4)), pair);
-      Value aRow[2];
-      for (int64_t r = 0; r < 2; ++r)
-        aRow[r] = fetch(a[2 * (r + 2 * (k >= 8)) + k % 2], aSrc);
-      // B[k][2 t + e] for e = 0, 1.
+    auto bits64 = [&](Value x) {
+      return arith::ExtUIOp::create(b, i64,
+                                    arith::BitcastOp::create(b, i32, x));
+    };
+    auto fetchRegister = [&](Value low, Value high, Value srcLane) {
+      Value packed = arith::OrIOp::create(
+          b, bits64(low), arith::ShLIOp::create(b, bits64(high), c64(32)));
+      Value got = gpu::ShuffleOp::create(b, packed, srcLane, c32(kSubgroupSize),
+                                         gpu::ShuffleMode::IDX)
+                      .getShuffleResult();
+      auto half = [&](Value v) {
+        return arith::BitcastOp::create(b, f32,
+                                        arith::TruncIOp::create(b, i32, v));
+      };
+      return std::array<Value, 2>{
+          half(got), half(arith::ShRUIOp::create(b, got, c64(32)))};
+    };
+    // aRows[r][k] = A[g + 8 r][k]; bCols[e][k] = B[k][2 t + e].
+    Value aRows[2][16], bCols[2][16];
+    for (int64_t pair = 0; pair < 4; ++pair) {
+      Value aSrc = arith::AddIOp::create(b, arith::MulIOp::create(b, g, c32(4)),
+                                         c32(pair));
+      // Register reg of A holds row g + 8 (reg % 2), columns 8 (reg / 2) + 2
+      // pair + {0, 1}.
+      for (int64_t reg = 0; reg < 4; ++reg) {
+        auto got = fetchRegister(a[2 * reg], a[2 * reg + 1], aSrc);
+        for (int64_t e = 0; e < 2; ++e)
+          aRows[reg % 2][8 * (reg / 2) + 2 * pair + e] = got[e];
+      }
+      // Register reg of B holds rows 8 reg + 2 pair + {0, 1} of its column.
       for (int64_t e = 0; e < 2; ++e) {
         Value n = arith::AddIOp::create(b, arith::MulIOp::create(b, t, c32(2)),
                                         c32(e));
-        Value bSrc =
-            arith::AddIOp::create(b, arith::MulIOp::create(b, n, c32(4)), pair);
-        Value bCol = fetch(bs[2 * (k >= 8) + k % 2], bSrc);
-        for (int64_t r = 0; r < 2; ++r)
-          d[2 * r + e] = arith::AddFOp::create(
-              b, d[2 * r + e], arith::MulFOp::create(b, aRow[r], bCol));
+        Value bSrc = arith::AddIOp::create(
+            b, arith::MulIOp::create(b, n, c32(4)), c32(pair));
+        for (int64_t reg = 0; reg < 2; ++reg) {
+          auto got = fetchRegister(bs[2 * reg], bs[2 * reg + 1], bSrc);
+          for (int64_t h = 0; h < 2; ++h)
+            bCols[e][8 * reg + 2 * pair + h] = got[h];
+        }
       }
     }
+    for (int64_t k = 0; k < 16; ++k)
+      for (int64_t r = 0; r < 2; ++r)
+        for (int64_t e = 0; e < 2; ++e)
+          d[2 * r + e] = arith::AddFOp::create(
+              b, d[2 * r + e],
+              arith::MulFOp::create(b, aRows[r][k], bCols[e][k]));
     rewriter.replaceOpWithNewOp<vector::FromElementsOp>(
         op, op.getRes().getType(), d);
     return success();
@@ -279,21 +324,32 @@ struct EmulateMmaPass : public txl::impl::EmulateMmaPassBase<EmulateMmaPass> {
   void runOnOperation() override {
     gpu::GPUModuleOp module = getOperation();
     // Intel's OpenCL CPU compiler miscompiles (out-of-bounds workgroup
-    // stores) the emulated products inside rolled loops: loops around
-    // nvgpu.mma.sync with a constant trip count of at most 8 (the bf16
-    // kernels' block loops) are unrolled first, innermost first.
+    // stores) a rolled loop whose body has both emulated products and
+    // stores to workgroup memory: such loops around nvgpu.mma.sync with a
+    // constant trip count of at most 8 (the bf16 kernels' block loops) are
+    // unrolled first, innermost first. Unrolling every loop around a
+    // product would triple the kernels' code and the OpenCL compile time.
     SmallVector<scf::ForOp> loops;
     module.walk([&](scf::ForOp loop) {
-      std::optional<int64_t> trips =
-          loop.getStaticTripCount()
-              ? std::optional<int64_t>(
-                    loop.getStaticTripCount()->getSExtValue())
-              : std::nullopt;
+      std::optional<APInt> trips = loop.getStaticTripCount();
+      if (!trips || trips->getSExtValue() > 8)
+        return;
+      Block *body = loop.getBody();
       bool hasMma =
-          loop.getBody()
-              ->walk([](nvgpu::MmaSyncOp) { return WalkResult::interrupt(); })
+          body->walk([](nvgpu::MmaSyncOp) { return WalkResult::interrupt(); })
               .wasInterrupted();
-      if (hasMma && trips && *trips <= 8)
+      bool storesWorkgroup =
+          body->walk([](Operation *op) {
+                bool writes = hasEffect<MemoryEffects::Write>(op);
+                for (Value operand : op->getOperands()) {
+                  auto type = dyn_cast<MemRefType>(operand.getType());
+                  if (writes && type && isWorkgroupMemory(type))
+                    return WalkResult::interrupt();
+                }
+                return WalkResult::advance();
+              })
+              .wasInterrupted();
+      if (hasMma && storesWorkgroup)
         loops.push_back(loop);
     });
     for (scf::ForOp loop : loops)
