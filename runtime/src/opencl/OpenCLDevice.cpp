@@ -525,7 +525,9 @@ private:
 } // namespace
 
 std::unique_ptr<Device> openOpenCLDevice(int ordinal) {
-  return std::make_unique<OpenCLDevice>(ordinal);
+  // On its own thread: see bindToThread.
+  return bindToThread(
+      [ordinal] { return std::make_unique<OpenCLDevice>(ordinal); });
 }
 
 } // namespace txl::rt

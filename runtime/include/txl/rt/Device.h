@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -112,6 +113,17 @@ enum class Backend { Cuda, OpenCL };
 /// driver: dlopen(libcuda.so.1) failed: ...", "no OpenCL platform: ...",
 /// "no OpenCL device with SPIR-V ...".
 std::unique_ptr<Device> openDevice(Backend backend, int ordinal = 0);
+
+/// The device `open` returns, with every call of it, of its modules and of
+/// their kernels (and its construction and destruction) made on one thread
+/// the device owns; callers wait for their call, exceptions reach them
+/// unchanged, calls from several threads run one after another. Modules
+/// must not outlive the device. The OpenCL backend runs this way: Intel's
+/// CPU runtime queries the calling thread's stack on every enqueue, which
+/// glibc answers for the main thread by parsing /proc/self/maps
+/// (ThreadBoundDevice.cpp).
+std::unique_ptr<Device>
+bindToThread(const std::function<std::unique_ptr<Device>()> &open);
 
 /// The backends (OpenCLDevice.cpp, CudaDevice.cpp).
 std::unique_ptr<Device> openOpenCLDevice(int ordinal);
