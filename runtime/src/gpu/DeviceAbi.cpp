@@ -41,6 +41,9 @@ struct State {
   std::mutex mutex;
   std::unique_ptr<Device> device;
   std::string description;
+  /// device->computeUnits(), asked once at the open (every attention
+  /// launch sizes its key split from it).
+  int64_t computeUnits = 0;
   std::vector<std::unique_ptr<LazyModule>> modules;
   /// Buffer handle -> size in bytes, for the buffers of the open device.
   std::unordered_map<const void *, size_t> buffers;
@@ -100,6 +103,7 @@ void closeLocked(State &s) {
   s.inUse = s.peak = 0;
   s.device.reset();
   s.description.clear();
+  s.computeUnits = 0;
 }
 
 Device &device() {
@@ -176,6 +180,7 @@ int txl_device_open(const char *backend, int ordinal, char *error,
            name);
     s.device = openDevice(which, ordinal);
     s.description = s.device->description();
+    s.computeUnits = s.device->computeUnits();
     return TXL_OK;
   } catch (const Error &e) {
     if (error && errorSize)
@@ -368,7 +373,8 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
 int64_t txl_device_attention_parts(int64_t workgroups, int64_t resident,
                                    int64_t key_tiles) {
   return orExit("txl_device_attention_parts", [&] {
-    return attentionKeyParts(device().computeUnits(), workgroups, resident,
+    device(); // fails when no device is open
+    return attentionKeyParts(state().computeUnits, workgroups, resident,
                              key_tiles);
   });
 }
