@@ -55,22 +55,38 @@ public:
     using Result = std::invoke_result_t<F &>;
     if (std::this_thread::get_id() == thread_.get_id())
       return call();
+    using Fn = std::remove_reference_t<F>;
     if constexpr (std::is_void_v<Result>) {
-      runErased([&] { call(); });
+      runErased(const_cast<void *>(static_cast<const void *>(&call)),
+                [](void *f) { (*static_cast<Fn *>(f))(); });
     } else {
-      std::optional<Result> result;
-      runErased([&] { result.emplace(call()); });
-      return std::move(*result);
+      struct Frame {
+        Fn *call;
+        std::optional<Result> result;
+      } frame{&call, std::nullopt};
+      runErased(&frame, [](void *p) {
+        auto *frame = static_cast<Frame *>(p);
+        frame->result.emplace((*frame->call)());
+      });
+      return std::move(*frame.result);
     }
   }
 
 private:
-  void runErased(const std::function<void()> &call) {
+  /// A call as a function and its argument: no allocation per call (the
+  /// launches of a training step pass through here).
+  struct Task {
+    void *argument;
+    void (*function)(void *);
+  };
+
+  void runErased(void *argument, void (*function)(void *)) {
     std::lock_guard<std::mutex> caller(callerMutex_);
     std::exception_ptr error;
+    Task task{argument, function};
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      task_ = &call;
+      task_ = &task;
       error_ = nullptr;
       wake_.notify_one();
       done_.wait(lock, [&] { return task_ == nullptr; });
@@ -86,11 +102,11 @@ private:
       wake_.wait(lock, [&] { return stop_ || task_ != nullptr; });
       if (task_ == nullptr)
         return;
-      const std::function<void()> *task = task_;
+      const Task *task = task_;
       lock.unlock();
       std::exception_ptr error;
       try {
-        (*task)();
+        task->function(task->argument);
       } catch (...) {
         error = std::current_exception();
       }
@@ -105,7 +121,7 @@ private:
   std::mutex callerMutex_;
   std::mutex mutex_;
   std::condition_variable wake_, done_;
-  const std::function<void()> *task_ = nullptr;
+  const Task *task_ = nullptr;
   std::exception_ptr error_;
   bool stop_ = false;
   std::thread thread_;

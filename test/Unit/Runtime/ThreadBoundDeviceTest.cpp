@@ -127,7 +127,9 @@ public:
   }
   void gemm(const GemmDesc &) override { calls_.record("gemm"); }
   void synchronize() override {
-    // Two callers inside at once would be an overlap.
+    // Two callers inside at once would be an overlap. (The one device
+    // thread already rules that out; what fails when callers are not
+    // served one at a time is the count of calls below, or a hang.)
     if (calls_.inside.fetch_add(1) != 0)
       calls_.overlapped.fetch_add(1);
     std::this_thread::sleep_for(std::chrono::microseconds(200));
