@@ -1,9 +1,9 @@
 // RUN: txl-opt %s --txl-rel-attention-to-gpu=precision=bf16 --split-input-file | FileCheck %s
 // RUN: txl-opt %s --txl-rel-attention-to-gpu=precision=f16 --split-input-file \
-// RUN:   | FileCheck %s --check-prefix=F16
+// RUN:   | FileCheck %s --check-prefix=F16 --implicit-check-not=bf16
 // RUN: txl-opt %s --txl-rel-attention-to-gpu --split-input-file \
 // RUN:   | FileCheck %s --check-prefix=F32
-// RUN: awk '/^func.func @grad/,/^}/' %s | txl-opt --txl-rel-attention-to-gpu=precision=bf16 \
+// RUN: awk '/^func.func @grad\(/,/^}/' %s | txl-opt --txl-rel-attention-to-gpu=precision=bf16 \
 // RUN:   | grep -c nvgpu.mma.sync | FileCheck %s --check-prefix=MMAS
 
 // precision=bf16: txl.rel_attention_grad's _kv launch is the
@@ -12,10 +12,12 @@
 // launch rel_attention_grad_r_bf16_d<d_head> over tiles of 64 r rows x the
 // heads, with the f32 kernels' arguments (with a unit stride along
 // d_head); without the forward's saved statistics, _q stays the f32
-// kernel on 16-row tiles (with them, @saved below). precision=f32 keeps the
-// f32 kernels, and so do precision=f16 (whose loss scaling is exact for an
-// f32 backward only, train-fp16-opencl.test) and a d_head over 80
-// (@grad_d128), whose accumulators would spill.
+// kernel on 16-row tiles (with them, @saved below). precision=f16 makes the
+// same kernels with f16 operands (rel_attention_grad_kv_f16_d<d_head>, no
+// bf16 left); precision=f32 keeps the f32 kernels. Over d_head 80 the
+// accumulators of all of d_head's columns would spill: the columns are
+// split over the grid's z (@grad_d128, @saved_dropatt_d128), and past 128
+// the f32 kernels run (@grad_d144).
 
 // CHECK: #[[NOUNROLL:.+]] = #llvm.loop_unroll<disable = true>
 // CHECK: #[[$ROLLED:.+]] = #llvm.loop_annotation<unroll = #[[NOUNROLL]]>
@@ -36,10 +38,16 @@
 // CHECK: %[[RTILES:.+]] = arith.ceildivui %[[KLEN]], %[[C64]]
 // CHECK: gpu.launch_func @txl_kernels::@rel_attention_grad_r_bf16_d32 blocks in (%[[RTILES]], %c4, %[[C1]]) threads in (%[[C128]], %[[C1]], %[[C1]])
 
-// F16: gpu.launch_func @txl_kernels::@rel_attention_grad_kv_d32
-// F16: gpu.launch_func @txl_kernels::@rel_attention_grad_r_d32
-// F16-NOT: nvgpu.mma.sync
-// F16: gpu.func @rel_attention_grad_kv_d32(
+// F16-LABEL: func.func @grad
+// F16: gpu.launch_func @txl_kernels::@rel_attention_grad_q_d32
+// F16: gpu.launch_func @txl_kernels::@rel_attention_grad_kv_f16_d32 blocks in (%{{.+}}, %{{.+}}, %c1) threads in (%c128, %c1, %c1)
+// F16: gpu.launch_func @txl_kernels::@rel_attention_grad_r_f16_d32 blocks in (%{{.+}}, %c4, %c1) threads in (%c128, %c1, %c1)
+// F16: gpu.func @rel_attention_grad_kv_f16_d32(
+// F16-NOT: gpu.func
+// F16: nvgpu.mma.sync({{.+}}) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
+// F16: gpu.func @rel_attention_grad_r_f16_d32(
+// F16-NOT: gpu.func
+// F16: nvgpu.mma.sync({{.+}}) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
 // F32: gpu.launch_func @txl_kernels::@rel_attention_grad_kv_d32
 // F32-NOT: nvgpu.mma.sync
 // F32: gpu.func @rel_attention_grad_kv_d32(
@@ -171,6 +179,31 @@ func.func @grad(%do: tensor<?x?x4x32xf32>, %q: tensor<?x?x4x32xf32>, %k: tensor<
 
 // -----
 
+// d_head 128: the tensor-core _kv and _r kernels over 2 parts of 64
+// columns along the grid's z; each workgroup computes the probabilities
+// over all of d_head and accumulates 8 blocks of 8 columns from 64 z (the
+// B operands and the stores offset by it): 16 products per k-step of dv
+// and dk, half of d_head 128's 32.
+// CHECK-LABEL: func.func @grad_d128
+// CHECK: gpu.launch_func @txl_kernels::@rel_attention_grad_q_d128 blocks in (%{{.+}}, %{{.+}}, %c1)
+// CHECK: gpu.launch_func @txl_kernels::@rel_attention_grad_kv_bf16_d128 blocks in (%{{.+}}, %{{.+}}, %c2) threads in (%c128, %c1, %c1)
+// CHECK: gpu.launch_func @txl_kernels::@rel_attention_grad_r_bf16_d128 blocks in (%{{.+}}, %{{.+}}, %c2) threads in (%c128, %c1, %c1)
+// CHECK-LABEL: gpu.func @rel_attention_grad_kv_bf16_d128(
+// CHECK: %[[KVZ:.+]] = gpu.block_id  z
+// CHECK-NEXT: %[[KVCOL0:.+]] = arith.muli %[[KVZ]], %c64 : index
+// CHECK: gpu.barrier
+// CHECK: gpu.barrier
+// CHECK: } {loop_annotation =
+// CHECK-NEXT: scf.for {{.+}} iter_args(
+// CHECK-COUNT-16: nvgpu.mma.sync
+// CHECK-NOT: nvgpu.mma.sync
+// CHECK: } {loop_annotation =
+// CHECK: arith.addi %[[KVCOL0]], %{{.+}} : index
+// CHECK: memref.store
+// CHECK-LABEL: gpu.func @rel_attention_grad_r_bf16_d128(
+// CHECK: %[[RZ:.+]] = gpu.block_id  z
+// CHECK-NEXT: arith.muli %[[RZ]], %c64 : index
+// CHECK: gpu.return
 func.func @grad_d128(%do: tensor<?x?x2x128xf32>, %q: tensor<?x?x2x128xf32>, %r: tensor<?x2x128xf32>,
                      %u: tensor<2x128xf32>, %m: index, %s: i1) -> tensor<?x?x2x128xf32> {
   %g:6 = txl.rel_attention_grad %do, %q, %q, %q, %r, %u, %u, %m, %s {scale = 0.088388346 : f32}
@@ -181,12 +214,66 @@ func.func @grad_d128(%do: tensor<?x?x2x128xf32>, %q: tensor<?x?x2x128xf32>, %r: 
 
 // -----
 
+// The dropatt forms at d_head 128: _q_saved and _kv over 4 parts of 32
+// columns (in 2, ptxas spills), _r over 2; only the first part writes
+// D_i; the loop that draws the Philox multipliers keeps its loop-invariant
+// values (the round keys) in it (licm disabled).
+// CHECK: #[[$NOLICM:.+]] = #llvm.loop_licm<disable = true>
+// CHECK: #[[$DRAWS:.+]] = #llvm.loop_annotation<unroll = #{{.+}}, licm = #[[$NOLICM]]>
+// CHECK-LABEL: func.func @saved_dropatt_d128
+// CHECK: gpu.launch_func @txl_kernels::@rel_attention_grad_q_saved_bf16_dropatt_d128 blocks in (%{{.+}}, %{{.+}}, %c4)
+// CHECK: gpu.launch_func @txl_kernels::@rel_attention_grad_kv_bf16_dropatt_d128 blocks in (%{{.+}}, %{{.+}}, %c4)
+// CHECK: gpu.launch_func @txl_kernels::@rel_attention_grad_r_bf16_dropatt_d128 blocks in (%{{.+}}, %{{.+}}, %c2)
+// CHECK-LABEL: gpu.func @rel_attention_grad_q_saved_bf16_dropatt_d128(
+// CHECK: %[[QZ:.+]] = gpu.block_id  z
+// CHECK-NEXT: %[[QCOL0:.+]] = arith.muli %[[QZ]], %c32 : index
+// CHECK: %[[FIRST:.+]] = arith.cmpi eq, %[[QCOL0]], %c0 : index
+// CHECK: %[[WRITES:.+]] = arith.andi %{{.+}}, %[[FIRST]] : i1
+// CHECK-NEXT: scf.if %[[WRITES]] {
+// CHECK-NEXT: memref.store
+// CHECK: arith.mului_extended
+// CHECK: } {loop_annotation = #[[$DRAWS]]}
+// CHECK-LABEL: gpu.func @rel_attention_grad_kv_bf16_dropatt_d128(
+// CHECK: %[[KZ:.+]] = gpu.block_id  z
+// CHECK-NEXT: arith.muli %[[KZ]], %c32 : index
+// CHECK: arith.mului_extended
+// CHECK: } {loop_annotation = #[[$DRAWS]]}
+// CHECK-LABEL: gpu.func @rel_attention_grad_r_bf16_dropatt_d128(
+// CHECK: %[[PZ:.+]] = gpu.block_id  z
+// CHECK-NEXT: arith.muli %[[PZ]], %c64 : index
+func.func @saved_dropatt_d128(%do: tensor<?x?x2x128xf32>, %q: tensor<?x?x2x128xf32>, %r: tensor<?x2x128xf32>,
+                              %u: tensor<2x128xf32>, %o: tensor<?x?x2x128xf32>, %lse: tensor<?x2x?xf32>,
+                              %m: index, %s: i1, %seed: i64, %off: i64, %training: i1, %base: i64,
+                              %col: i64) -> (tensor<?x?x2x128xf32>, tensor<?x?x2x128xf32>) {
+  %g:6 = txl.rel_attention_grad %do, %q, %q, %q, %r, %u, %u, %m, %s dropatt(%seed, %off, %training, %base, %col)
+      saved(%lse, %o : tensor<?x2x?xf32>, tensor<?x?x2x128xf32>)
+      {dropatt = 0.2 : f64, dropatt_stream = 3 : i64, scale = 0.088388346 : f32}
+      : tensor<?x?x2x128xf32>, tensor<?x?x2x128xf32>, tensor<?x?x2x128xf32>, tensor<?x2x128xf32>,
+        tensor<2x128xf32>, tensor<2x128xf32>
+  return %g#0, %g#1 : tensor<?x?x2x128xf32>, tensor<?x?x2x128xf32>
+}
+
+// -----
+
+// Past kMmaGradSplitMaxHead: the f32 kernels.
+// CHECK-LABEL: func.func @grad_d144
+// CHECK: gpu.launch_func @txl_kernels::@rel_attention_grad_kv_d144 blocks in (%{{.+}}, %{{.+}}, %c1)
+// CHECK: gpu.launch_func @txl_kernels::@rel_attention_grad_r_d144 blocks in (%{{.+}}, %{{.+}}, %c1)
+// CHECK-NOT: nvgpu.mma.sync
+func.func @grad_d144(%do: tensor<?x?x2x144xf32>, %q: tensor<?x?x2x144xf32>, %r: tensor<?x2x144xf32>,
+                     %u: tensor<2x144xf32>, %m: index, %s: i1) -> tensor<?x?x2x144xf32> {
+  %g:6 = txl.rel_attention_grad %do, %q, %q, %q, %r, %u, %u, %m, %s {scale = 0.083333336 : f32}
+      : tensor<?x?x2x144xf32>, tensor<?x?x2x144xf32>, tensor<?x?x2x144xf32>, tensor<?x2x144xf32>,
+        tensor<2x144xf32>, tensor<2x144xf32>
+  return %g#1 : tensor<?x?x2x144xf32>
+}
+
+// -----
+
 // With dropatt: the dropatt form, with the six Dropatt arguments of the
 // f32 kernels, drawing each pair's multiplier (Philox) for P's and dP's
 // products.
 
-// CHECK-LABEL: func.func @grad_d128
-// CHECK: gpu.launch_func @txl_kernels::@rel_attention_grad_kv_d128
 // CHECK-LABEL: func.func @dropatt
 // CHECK: gpu.launch_func @txl_kernels::@rel_attention_grad_q_dropatt_d32
 // CHECK: gpu.launch_func @txl_kernels::@rel_attention_grad_kv_bf16_dropatt_d32
@@ -287,9 +374,12 @@ func.func @dropatt(%do: tensor<?x?x2x32xf32>, %q: tensor<?x?x2x32xf32>, %r: tens
 
 // F16-LABEL: func.func @saved
 // F16: gpu.launch_func @txl_kernels::@rel_attention_f16_lse_d32
-// F16: gpu.launch_func @txl_kernels::@rel_attention_grad_q_saved_d32
-// F16: gpu.launch_func @txl_kernels::@rel_attention_grad_kv_d32
-// F16: gpu.func @rel_attention_grad_q_saved_d32(
+// F16: gpu.launch_func @txl_kernels::@rel_attention_grad_q_saved_f16_d32
+// F16: gpu.launch_func @txl_kernels::@rel_attention_grad_kv_f16_d32
+// F16: gpu.launch_func @txl_kernels::@rel_attention_grad_r_f16_d32
+// F16: gpu.func @rel_attention_grad_q_saved_f16_d32(
+// F16-NOT: gpu.func
+// F16: nvgpu.mma.sync({{.+}}) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
 func.func @saved(%do: tensor<?x?x4x32xf32>, %q: tensor<?x?x4x32xf32>, %k: tensor<?x?x4x32xf32>,
                  %v: tensor<?x?x4x32xf32>, %r: tensor<?x4x32xf32>, %u: tensor<4x32xf32>,
                  %vb: tensor<4x32xf32>, %m: index, %s: i1)

@@ -68,8 +68,8 @@ protected:
   /// (the N): the rows as the columns of a product.
   Fragment rowsAsColumns(const Rows &rows, Value row0, int64_t ks);
   /// The B fragment of `rows` row0 + [0, 16) (the K) × d_head columns 8 db
-  /// + [0, 8) (the N).
-  Fragment rowsB(const Rows &rows, Value row0, int64_t db);
+  /// + [0, 8) (the N), from column `col0` on when set.
+  Fragment rowsB(const Rows &rows, Value row0, int64_t db, Value col0 = {});
   /// D = A B + C for one m16n8k16 block.
   Fragment mma(const Fragment &a, const Fragment &bOp, const Fragment &c);
   /// The same with A packed by packA.
@@ -94,9 +94,18 @@ protected:
   /// A loop over [0, n) that LLVM keeps rolled: fully unrolled, a tile's
   /// global loads are all hoisted ahead of their products and ptxas runs
   /// out of registers.
-  scf::ForOp loopOver(int64_t n, ValueRange init = {});
+  /// With `keepInvariants`, LLVM's LICM also leaves the body's
+  /// loop-invariant values in it (llvm.licm.disable): the dropatt Philox
+  /// round keys, hoisted, stay live in 18 64-bit registers for the whole
+  /// kernel.
+  scf::ForOp loopOver(int64_t n, ValueRange init = {},
+                      bool keepInvariants = false);
   /// `body(iv)` in a loopOver(n) without loop-carried values.
-  void forRange(int64_t n, function_ref<void(Value)> body);
+  void forRange(int64_t n, function_ref<void(Value)> body) {
+    forRange(n, /*keepInvariants=*/false, body);
+  }
+  /// The same, the body's invariants kept in it with `keepInvariants`.
+  void forRange(int64_t n, bool keepInvariants, function_ref<void(Value)> body);
 
   /// Sets batchIdx and head from the grid's y (a (batch, head) column of
   /// `nHead` heads).

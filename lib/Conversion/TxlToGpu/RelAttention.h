@@ -358,18 +358,44 @@ AttentionKernel getOrCreateMmaAttentionKernel(ModuleOp module, int64_t dHead,
 
 /// Keys per workgroup of the tensor-core `_kv` backward kernel.
 inline constexpr int64_t kMmaGradKeyTile = 64;
-/// The widest d_head the tensor-core `_kv` kernel serves: wider, its dk and
-/// dv accumulators (2 d_head / 4 per work-item) spill past 255 registers
-/// (d_head 128: 192 bytes at sm_80), and the f32 `_kv` kernel runs.
+/// The widest d_head whose output columns one workgroup of the tensor-core
+/// backward kernels accumulates: wider, `_kv`'s dk and dv accumulators (2
+/// d_head / 4 per work-item) spill past 255 registers (d_head 128: 192
+/// bytes at sm_80), and the columns are split over the grid's z.
 inline constexpr int64_t kMmaGradMaxHead = 80;
+/// The widest d_head the tensor-core backward kernels serve, their output
+/// columns in mmaGradColumnParts parts: the paper models' widest heads
+/// (enwik8_large, text8_large, lm1b_base). Wider heads, whose parts would
+/// hold more columns than d_head 64's accumulators, keep the f32 kernels.
+inline constexpr int64_t kMmaGradSplitMaxHead = 128;
+
+/// The tensor-core backward kernels (RelAttentionGradMma.cpp).
+enum class MmaGradKernel { QuerySaved, KeyValue, PosKey };
+
+/// The parts `kernel` (with `dropatt`) splits d_head's output columns into,
+/// one workgroup each along the grid's z (each recomputes the probabilities
+/// over the whole d_head and accumulates its own columns): 1 up to
+/// kMmaGradMaxHead; up to kMmaGradSplitMaxHead 2, and 4 for the dropatt
+/// forms of `_q_saved` and `_kv` (at d_head 128 in 2 parts ptxas spills 4
+/// bytes of `_q_saved` at sm_80 and sm_90a, and of `_kv` at f16, sm_90a);
+/// each part a multiple of 8 columns of d_head padded to 16. 0 (no
+/// tensor-core kernel) beyond.
+inline int64_t mmaGradColumnParts(MmaGradKernel kernel, int64_t dHead,
+                                  bool dropatt) {
+  if (dHead <= kMmaGradMaxHead)
+    return 1;
+  if (dHead > kMmaGradSplitMaxHead)
+    return 0;
+  return dropatt && kernel != MmaGradKernel::PosKey ? 4 : 2;
+}
 
 /// The tensor-core form of the attention backward's `_kv` kernel,
 /// `rel_attention_grad_kv_<bf16|f16>[_dropatt]_d<d_head>`, in `module`'s
 /// @txl_kernels, created on first use (RelAttentionGradMma.cpp): the f32
 /// `_kv` kernel's function type `type` and results (dk, dv), launched over
-/// ceil(klen / kMmaGradKeyTile) × (batch · n_head) workgroups of 128, its
-/// products with `operandType` operands and f32 accumulation; `hooks`'
-/// rel-shift offset and dropped barrier apply.
+/// ceil(klen / kMmaGradKeyTile) × (batch · n_head) × mmaGradColumnParts
+/// workgroups of 128, its products with `operandType` operands and f32
+/// accumulation; `hooks`' rel-shift offset and dropped barrier apply.
 gpu::GPUFuncOp getOrCreateMmaKeyValueGradKernel(ModuleOp module, int64_t dHead,
                                                 FloatType operandType,
                                                 bool dropatt, FunctionType type,
@@ -383,9 +409,10 @@ inline constexpr int64_t kMmaGradQueryTile = 64;
 /// `module`'s @txl_kernels, created on first use (RelAttentionGradMma.cpp):
 /// the f32 `_q_saved` kernel's function type `type` and results (D_i,
 /// d(q + u), d(q + v)) from the forward's lse and output, launched over
-/// ceil(qlen / kMmaGradQueryTile) × (batch · n_head) workgroups of 128, its
-/// products with `operandType` operands and f32 accumulation; `hooks`'
-/// rel-shift offset and dropped barrier (1, 2 or 3) apply.
+/// ceil(qlen / kMmaGradQueryTile) × (batch · n_head) × mmaGradColumnParts
+/// workgroups of 128 (D_i written by the first part), its products with
+/// `operandType` operands and f32 accumulation; `hooks`' rel-shift offset
+/// and dropped barrier (1, 2 or 3) apply.
 gpu::GPUFuncOp getOrCreateMmaQueryGradKernel(ModuleOp module, int64_t dHead,
                                              FloatType operandType,
                                              bool dropatt, FunctionType type,
@@ -398,9 +425,9 @@ inline constexpr int64_t kMmaGradPosTile = 64;
 /// `rel_attention_grad_r_<bf16|f16>[_dropatt]_d<d_head>`, in `module`'s
 /// @txl_kernels, created on first use (RelAttentionGradMma.cpp): the f32
 /// `_r` kernel's function type `type` and result (dr), launched over
-/// ceil(klen / kMmaGradPosTile) × n_head workgroups of 128, its products
-/// with `operandType` operands and f32 accumulation; `hooks`' rel-shift
-/// offset and dropped barrier (1 or 2) apply.
+/// ceil(klen / kMmaGradPosTile) × n_head × mmaGradColumnParts workgroups of
+/// 128, its products with `operandType` operands and f32 accumulation;
+/// `hooks`' rel-shift offset and dropped barrier (1 or 2) apply.
 gpu::GPUFuncOp getOrCreateMmaPosGradKernel(ModuleOp module, int64_t dHead,
                                            FloatType operandType, bool dropatt,
                                            FunctionType type,
@@ -409,9 +436,10 @@ gpu::GPUFuncOp getOrCreateMmaPosGradKernel(ModuleOp module, int64_t dHead,
 /// Adds the pattern that rewrites an f32 `txl.rel_attention_grad` into the
 /// three launches of the fused backward kernels
 /// (RelAttentionGradToGpu.cpp), created in `module`'s @txl_kernels on first
-/// use, with `hooks` applied to their r rows; with `mmaOperandType` bf16
-/// and d_head up to kMmaGradMaxHead, the `_kv` launch is the tensor-core
-/// kernel's (f16 keeps the f32 kernels).
+/// use, with `hooks` applied to their r rows; with `mmaOperandType` (bf16
+/// or f16) and d_head up to kMmaGradSplitMaxHead, the `_kv` and `_r` launches,
+/// and `_q` after a forward that saved its statistics, are the tensor-core
+/// kernels'.
 void populateRelAttentionGradToGpuPatterns(RewritePatternSet &patterns,
                                            ModuleOp module,
                                            FloatType mmaOperandType,

@@ -1,18 +1,20 @@
 //===- RelAttentionGradMma.cpp - The attention backward on tensor cores ---===//
 //
-// `--precision=bf16`'s forms of the fused attention backward's three
-// kernels (RelAttentionGradToGpu.cpp), the gradients of paper §3.3's
-// attention flash-attention-2 style (Dao 2023, Algorithm 2), every product
-// on warp-level tensor cores (nvgpu.mma.sync m16n8k16, bf16 operands, f32
-// accumulators; the register layout is MmaBuilder.h's): `_kv` (dk, dv),
+// `--precision=bf16`'s and `--precision=fp16`'s forms of the fused
+// attention backward's three kernels (RelAttentionGradToGpu.cpp), the
+// gradients of paper §3.3's attention flash-attention-2 style (Dao 2023,
+// Algorithm 2), every product on warp-level tensor cores (nvgpu.mma.sync
+// m16n8k16, bf16 or f16 operands, f32 accumulators; the register layout is
+// MmaBuilder.h's): `_kv` (dk, dv),
 // `_q_saved` (D_i, d(q + u), d(q + v)) and `_r` (dr), each in its section
 // below. The probabilities are recomputed from q, k, r, the biases and the
 // rows' log-sum-exp and D_i; nothing of qlen × klen reaches global memory.
 // All three take the f32 kernels' arguments (MmaGradBodyBuilder) and run
 // workgroups of 4 subgroups that own 64 rows (keys, queries, r rows).
 //
-// `_kv`: a workgroup owns 64 keys, j0 + [0, 64), for one (batch, head) column; its
-// subgroup w the 16 keys jw = j0 + 16 w + [0, 16), the M of its products.
+// `_kv`: a workgroup owns 64 keys, j0 + [0, 64), for one (batch, head)
+// column; its subgroup w the 16 keys jw = j0 + 16 w + [0, 16), the M of its
+// products.
 // It walks the queries in tiles of 32, i0 + [0, 32), with the keys as the
 // rows of every product (the transposed scores, so that the probabilities
 // enter dv's and dk's products as A operands). Per query tile:
@@ -146,6 +148,25 @@ protected:
     klen = memref::DimOp::create(b, k, 0);
   }
 
+  /// Sets partBlocks and colBase: with d_head's output columns in
+  /// mmaGradColumnParts(kernel) parts, the workgroup accumulates partBlocks
+  /// blocks of 8 from column colBase = 8 partBlocks × the grid's z (colBase
+  /// unset with one part, so those kernels index as before).
+  void setColumnPart(MmaGradKernel kernel) {
+    int64_t parts = mmaGradColumnParts(kernel, dHead, dropatt);
+    assert(parts > 0 && "d_head too wide for the tensor-core kernels");
+    partBlocks = dPad / 8 / parts;
+    if (parts > 1)
+      colBase = mul(gpu::BlockIdOp::create(b, gpu::Dimension::z),
+                    idx(8 * partBlocks));
+  }
+  /// Column `d` of the workgroup's part (`d` counted from its first).
+  Value partColumn(Value d) { return colBase ? add(colBase, d) : d; }
+  /// Whether the loop that draws the dropatt multipliers keeps its
+  /// loop-invariant values in it (loopOver): in the split kernels, whose
+  /// registers the hoisted Philox round keys would push past 255.
+  bool drawsKeepInvariants() const { return dropatt && colBase; }
+
   /// `mem` (q or dO, + `bias`) of the current (batch, head) column.
   Rows queries(Value mem, Value bias = Value()) {
     return Rows{mem, {batchIdx, head}, qlen, bias};
@@ -165,6 +186,9 @@ protected:
   SmallVector<Value, 3> own;
   Dropatt drop{};
   Value zero, qlen, batch, nHead, klen;
+  // Set by setColumnPart.
+  int64_t partBlocks = 0;
+  Value colBase;
 };
 
 class MmaKeyValueGradBuilder : public MmaGradBodyBuilder {
@@ -201,7 +225,8 @@ void MmaKeyValueGradBuilder::build() {
   Value iBegin = arith::MaxSIOp::create(b, zero, sub(j0, mask.mlen));
 
   int64_t kSteps = dPad / 16;
-  int64_t dBlocks = dPad / 8;
+  setColumnPart(MmaGradKernel::KeyValue);
+  int64_t dBlocks = partBlocks;
   bool holdKeys = dPad <= kHeldKeyWidth;
   SmallVector<Value> heldK, heldV;
   if (holdKeys)
@@ -273,7 +298,7 @@ void MmaKeyValueGradBuilder::build() {
     // dP^T, then for the lane's 4 pairs P M and dS into the subgroup's rows
     // of two workgroup tiles, at the positions the lane itself reads back
     // as A fragments below (no barrier is needed between).
-    forRange(kQueryTile / 8, [&](Value nb) {
+    forRange(kQueryTile / 8, drawsKeepInvariants(), [&](Value nb) {
       Value blockCol0 = mul(nb, idx(8));
       Value blockRow0 = add(i0, blockCol0);
       Fragment ac = zeros(), dp = zeros();
@@ -351,9 +376,9 @@ void MmaKeyValueGradBuilder::build() {
       for (int64_t db = 0; db < dBlocks; ++db) {
         MutableArrayRef<Value> dvAcc(next.data() + 4 * db, 4);
         MutableArrayRef<Value> dkAcc(next.data() + 4 * (dBlocks + db), 4);
-        Fragment dvNew = mma(pa, rowsB(queries(dO), row0, db),
+        Fragment dvNew = mma(pa, rowsB(queries(dO), row0, db, colBase),
                              Fragment(dvAcc.begin(), dvAcc.end()));
-        Fragment dkNew = mma(dsa, rowsB(queries(q), row0, db),
+        Fragment dkNew = mma(dsa, rowsB(queries(q), row0, db, colBase),
                              Fragment(dkAcc.begin(), dkAcc.end()));
         llvm::copy(dvNew, dvAcc.begin());
         llvm::copy(dkNew, dkAcc.begin());
@@ -371,7 +396,7 @@ void MmaKeyValueGradBuilder::build() {
         quadReduce(queryLoop.getResult(8 * dBlocks + rr), /*isMax=*/false);
     for (int64_t db = 0; db < dBlocks; ++db)
       for (int64_t e = 0; e < 2; ++e) {
-        Value d = add(mul(t, idx(2)), idx(8 * db + e));
+        Value d = partColumn(add(mul(t, idx(2)), idx(8 * db + e)));
         auto ifIn = scf::IfOp::create(
             b, both(cmp(P::ult, j, klen), cmp(P::ult, d, idx(dHead))), false);
         OpBuilder::InsertionGuard guard(b);
@@ -410,9 +435,9 @@ gpu::GPUFuncOp mlir::txl::getOrCreateMmaKeyValueGradKernel(
 // `_q_saved` on tensor cores: d(q + u) and d(q + v)
 //===----------------------------------------------------------------------===//
 //
-// The backward's `_q_saved` kernel (RelAttentionGradToGpu.cpp) at bf16: it
-// reads the forward's row log-sum-exp and output O, writes D_i = dO_i · O_i
-// for `_kv` and `_r`, and accumulates over the keys
+// The backward's `_q_saved` kernel (RelAttentionGradToGpu.cpp) at bf16 or
+// f16: it reads the forward's row log-sum-exp and output O, writes D_i =
+// dO_i · O_i for `_kv` and `_r`, and accumulates over the keys
 //   d(q_i + u) = sum_j dS_ij k_j,  d(q_i + v) = sum_j dS_ij r[qlen-1-i+j].
 // A workgroup owns 64 queries, i0 + [0, 64), for one (batch, head) column;
 // its subgroup w the 16 queries iw = i0 + 16 w, the M of its products (the
@@ -483,6 +508,7 @@ void MmaQueryGradBuilder::build() {
   using P = arith::CmpIPredicate;
   setColumn(nHead);
   Value i0 = mul(gpu::BlockIdOp::create(b, gpu::Dimension::x), idx(kQueryRows));
+  setColumnPart(MmaGradKernel::QuerySaved);
   setLane();
   warpRow0 = mul(warp, idx(kRows));
   iw = add(i0, warpRow0);
@@ -536,8 +562,12 @@ void MmaQueryGradBuilder::build() {
       Value iSafe = select(rowOk[rr], rows[rr], zero);
       rowLse.push_back(
           memref::LoadOp::create(b, lse, ValueRange{batchIdx, head, iSafe}));
-      auto ifFirst =
-          scf::IfOp::create(b, both(rowOk[rr], cmp(P::eq, t, zero)), false);
+      // With the columns in parts, every part computes D_i; the first
+      // writes it.
+      Value writes = both(rowOk[rr], cmp(P::eq, t, zero));
+      if (colBase)
+        writes = both(writes, cmp(P::eq, colBase, zero));
+      auto ifFirst = scf::IfOp::create(b, writes, false);
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(ifFirst.thenBlock());
       memref::StoreOp::create(b, dI, delta,
@@ -546,7 +576,7 @@ void MmaQueryGradBuilder::build() {
   }
 
   int64_t kSteps = dPad / 16;
-  int64_t dBlocks = dPad / 8;
+  int64_t dBlocks = partBlocks;
   bool hold = dPad <= kHeldQueryWidth;
   SmallVector<Value> heldQu, heldQv, heldDo;
   if (hold)
@@ -587,7 +617,7 @@ void MmaQueryGradBuilder::build() {
 
     // Per block of 8 keys: AC, dP, then the lane's 4 pairs' dS into the
     // dS tile (its own positions) and Y (skewed).
-    forRange(kKeyTile / 8, [&](Value nb) {
+    forRange(kKeyTile / 8, drawsKeepInvariants(), [&](Value nb) {
       Value col0 = mul(nb, idx(8));
       Value jb = add(j0, col0);
       Fragment ac = zeros(), dp = zeros();
@@ -658,11 +688,11 @@ void MmaQueryGradBuilder::build() {
       llvm::copy(loop.getResults(), state.begin() + first);
     };
     accumulate(kKeyTile / 16, 0, dsTile, [&](Value kk16, int64_t db) {
-      return rowsB(keys(k), add(j0, kk16), db);
+      return rowsB(keys(k), add(j0, kk16), db, colBase);
     });
     accumulate(kQueryWindow / 16, 4 * dBlocks, yTile,
                [&](Value kk16, int64_t db) {
-                 return rowsB(posKeys(), add(rBase, kk16), db);
+                 return rowsB(posKeys(), add(rBase, kk16), db, colBase);
                });
     scf::YieldOp::create(b, state);
   }
@@ -673,7 +703,7 @@ void MmaQueryGradBuilder::build() {
     Value i = add(iw, add(g, idx(8 * rr)));
     for (int64_t db = 0; db < dBlocks; ++db)
       for (int64_t e = 0; e < 2; ++e) {
-        Value d = add(mul(t, idx(2)), idx(8 * db + e));
+        Value d = partColumn(add(mul(t, idx(2)), idx(8 * db + e)));
         auto ifIn = scf::IfOp::create(
             b, both(cmp(P::ult, i, qlen), cmp(P::ult, d, idx(dHead))), false);
         OpBuilder::InsertionGuard guard(b);
@@ -708,7 +738,7 @@ gpu::GPUFuncOp mlir::txl::getOrCreateMmaQueryGradKernel(
 // `_r` on tensor cores: dr
 //===----------------------------------------------------------------------===//
 //
-// The backward's `_r` kernel (RelAttentionGradToGpu.cpp) at bf16:
+// The backward's `_r` kernel (RelAttentionGradToGpu.cpp) at bf16 or f16:
 //   dr_m = sum_{b, i} dS_{i, j(m, i)} (q_i + v),  j(m, i) = m - qlen + 1 + i,
 // the pairs whose positional term read r row m. A workgroup owns 64 r
 // rows, m0 + [0, 64), for one head; its subgroup w the 16 rows mw = m0 +
@@ -768,7 +798,8 @@ void MmaPosGradBuilder::build() {
   DecoderMask mask = decoderMask(qlen, klen, memLen, sameLength, zero, 0);
 
   int64_t kSteps = dPad / 16;
-  int64_t dBlocks = dPad / 8;
+  setColumnPart(MmaGradKernel::PosKey);
+  int64_t dBlocks = partBlocks;
   // The subgroup's r rows as A fragments, held for the whole kernel up to
   // kHeldPosWidth, else loaded per block of BD^T.
   bool hold = dPad <= kHeldPosWidth;
@@ -893,8 +924,8 @@ void MmaPosGradBuilder::build() {
         SmallVector<Value> next;
         for (int64_t db = 0; db < dBlocks; ++db) {
           Fragment acc(kLoop.getRegionIterArgs().slice(4 * db, 4));
-          llvm::append_range(next,
-                             mma(packed, rowsB(queries(q, vb), row0, db), acc));
+          llvm::append_range(
+              next, mma(packed, rowsB(queries(q, vb), row0, db, colBase), acc));
         }
         scf::YieldOp::create(b, next);
       }
@@ -908,7 +939,7 @@ void MmaPosGradBuilder::build() {
     Value m = add(mw, add(g, idx(8 * rr)));
     for (int64_t db = 0; db < dBlocks; ++db)
       for (int64_t e = 0; e < 2; ++e) {
-        Value d = add(mul(t, idx(2)), idx(8 * db + e));
+        Value d = partColumn(add(mul(t, idx(2)), idx(8 * db + e)));
         auto ifIn = scf::IfOp::create(
             b, both(cmp(P::ult, m, klen), cmp(P::ult, d, idx(dHead))), false);
         OpBuilder::InsertionGuard guard(b);

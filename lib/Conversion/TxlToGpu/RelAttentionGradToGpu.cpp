@@ -856,9 +856,10 @@ gpu::GPUFuncOp getOrCreateGradKernel(ModuleOp module, const GradShape &shape,
 // `_kv` and `_r` launches in that order on allocated outputs and row
 // statistics (lse: the saved one, or allocated for `_q`), then
 // dq = d(q + u) + d(q + v), du and dv_bias their sums over positions and
-// batch (txl.add, txl.sum_leading). At bf16 up to kMmaGradMaxHead, the
-// tensor-core kernels take the same arguments with a unit stride along
-// d_head, 64 rows per workgroup.
+// batch (txl.add, txl.sum_leading). At bf16 or f16 up to
+// kMmaGradSplitMaxHead, the tensor-core kernels take the same arguments
+// with a unit stride along d_head, 64 rows per workgroup, d_head's output
+// columns over mmaGradColumnParts workgroups along z.
 struct RelAttentionGradToLaunch : public OpRewritePattern<RelAttentionGradOp> {
   RelAttentionGradToLaunch(MLIRContext *ctx, ModuleOp module,
                            FloatType mmaOperandType,
@@ -895,35 +896,45 @@ struct RelAttentionGradToLaunch : public OpRewritePattern<RelAttentionGradOp> {
                          op.getPosKey(), op.getRWBias(), op.getRRBias(),
                          op.getDResult(), op.getLse(), op.getOutput()));
     SmallVector<gpu::GPUFuncOp> funcs;
-    SmallVector<int64_t> rowTiles;
+    // Per launch: rows per workgroup, and the grid's z (the tensor-core
+    // kernels' column parts).
+    SmallVector<int64_t> rowTiles, columnParts;
     for (const GradShape &shape : shapes) {
-      // At f16 the backward stays f32: train-fp16-opencl.test's exact
-      // loss-scale invariance holds for an f32 backward only. `_q` has a
-      // tensor-core form with the forward's saved statistics only.
-      bool mma =
-          mmaOperandType && mmaOperandType.isBF16() && dHead <= kMmaGradMaxHead;
+      // bf16 and f16 alike; at f16 the scaled dO and dS keep the operands
+      // out of f16's subnormals, which is what `--precision=fp16`'s dynamic
+      // loss scale is for. `_q` has a tensor-core form with the forward's
+      // saved statistics only.
+      bool mma = mmaOperandType && mmaGradColumnParts(MmaGradKernel::KeyValue,
+                                                      dHead, dropatt) > 0;
       FunctionType mmaType = gradKernelType(rewriter.getContext(), shape,
                                             /*unitInnerStride=*/true);
       if (mma && shape.kind == GradKind::Query && saved) {
         funcs.push_back(getOrCreateMmaQueryGradKernel(
             module, dHead, mmaOperandType, dropatt, mmaType, hooks));
         rowTiles.push_back(kMmaGradQueryTile);
+        columnParts.push_back(
+            mmaGradColumnParts(MmaGradKernel::QuerySaved, dHead, dropatt));
         continue;
       }
       if (mma && shape.kind == GradKind::KeyValue) {
         funcs.push_back(getOrCreateMmaKeyValueGradKernel(
             module, dHead, mmaOperandType, dropatt, mmaType, hooks));
         rowTiles.push_back(kMmaGradKeyTile);
+        columnParts.push_back(
+            mmaGradColumnParts(MmaGradKernel::KeyValue, dHead, dropatt));
         continue;
       }
       if (mma && shape.kind == GradKind::PosKey) {
         funcs.push_back(getOrCreateMmaPosGradKernel(
             module, dHead, mmaOperandType, dropatt, mmaType, hooks));
         rowTiles.push_back(kMmaGradPosTile);
+        columnParts.push_back(
+            mmaGradColumnParts(MmaGradKernel::PosKey, dHead, dropatt));
         continue;
       }
       funcs.push_back(getOrCreateGradKernel(module, shape, hooks));
       rowTiles.push_back(shape.rowTile);
+      columnParts.push_back(1);
     }
     Value q = op.getQuery(), key = op.getKey();
     Value qlen = tensor::DimOp::create(b, q, 0);
@@ -1000,7 +1011,10 @@ struct RelAttentionGradToLaunch : public OpRewritePattern<RelAttentionGradOp> {
       llvm::append_range(args, dropattArgs);
       Value gridX = arith::CeilDivUIOp::create(
           b, rows, arith::ConstantIndexOp::create(b, rowTiles[n]));
-      gpu::LaunchFuncOp::create(b, func, gpu::KernelDim3{gridX, gridY, c1},
+      Value gridZ = columnParts[n] == 1
+                        ? c1
+                        : arith::ConstantIndexOp::create(b, columnParts[n]);
+      gpu::LaunchFuncOp::create(b, func, gpu::KernelDim3{gridX, gridY, gridZ},
                                 gpu::KernelDim3{threads, c1, c1},
                                 /*dynamicSharedMemorySize=*/Value(), args);
     };
@@ -1025,7 +1039,8 @@ struct RelAttentionGradToLaunch : public OpRewritePattern<RelAttentionGradOp> {
 
   ModuleOp module;
   /// bf16: the `_q_saved`, `_kv` and `_r` kernels are the tensor-core ones
-  /// (RelAttentionGradMma.cpp) up to kMmaGradMaxHead; f16 or null: f32.
+  /// (RelAttentionGradMma.cpp) up to kMmaGradSplitMaxHead, and f16
+  /// likewise; null: f32.
   FloatType mmaOperandType;
   KernelTestHooks hooks;
 };

@@ -93,9 +93,12 @@ Fragment MmaBodyBuilder::rowsAsColumns(const Rows &rows, Value row0,
   return frag;
 }
 
-Fragment MmaBodyBuilder::rowsB(const Rows &rows, Value row0, int64_t db) {
+Fragment MmaBodyBuilder::rowsB(const Rows &rows, Value row0, int64_t db,
+                               Value col0) {
   Fragment frag;
   Value d = add(g, idx(8 * db));
+  if (col0)
+    d = add(col0, d);
   for (int64_t r = 0; r < 2; ++r)
     for (int64_t e = 0; e < 2; ++e) {
       Value row = add(row0, add(mul(t, idx(2)), idx(e + 8 * r)));
@@ -129,17 +132,22 @@ Fragment MmaBodyBuilder::mma(Value va, const Fragment &bOp, const Fragment &c) {
   return result;
 }
 
-scf::ForOp MmaBodyBuilder::loopOver(int64_t n, ValueRange init) {
+scf::ForOp MmaBodyBuilder::loopOver(int64_t n, ValueRange init,
+                                    bool keepInvariants) {
   auto loop = scf::ForOp::create(b, idx(0), idx(n), idx(1), init);
   loop->setAttr("loop_annotation",
-                parseAttribute("#llvm.loop_annotation<unroll = <disable = "
-                               "true>>",
+                parseAttribute(keepInvariants
+                                   ? "#llvm.loop_annotation<unroll = <disable "
+                                     "= true>, licm = <disable = true>>"
+                                   : "#llvm.loop_annotation<unroll = <disable "
+                                     "= true>>",
                                b.getContext()));
   return loop;
 }
 
-void MmaBodyBuilder::forRange(int64_t n, function_ref<void(Value)> body) {
-  scf::ForOp loop = loopOver(n);
+void MmaBodyBuilder::forRange(int64_t n, bool keepInvariants,
+                              function_ref<void(Value)> body) {
+  scf::ForOp loop = loopOver(n, {}, keepInvariants);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(loop.getBody()->getTerminator());
   body(loop.getInductionVar());

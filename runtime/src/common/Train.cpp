@@ -1075,10 +1075,13 @@ void trainRank(const txl_model_info_t &info, const TrainOptions &options,
         state.lossScaleLog2 = std::min(before + 1, 120);
       }
       if (overflow || state.lossScaleLog2 != before) {
+        // The norm is inf or NaN (an inf times a zero); a NaN's sign says
+        // nothing, so none is printed.
         log(overflow
                 ? fmt::format("| step {:>8d} | gradient overflow (norm {}): "
                               "update skipped | loss scale 2^{} -> 2^{}",
-                              state.step, gradNorm, before, state.lossScaleLog2)
+                              state.step, std::fabs(gradNorm), before,
+                              state.lossScaleLog2)
                 : fmt::format("| step {:>8d} | loss scale 2^{} -> 2^{} after "
                               "{} updates without overflow",
                               state.step, before, state.lossScaleLog2,

@@ -20,8 +20,12 @@ runs the tensor-core forward rel_attention_<bf16|f16>_lse_d<d_head>, and
 every gradient of that chain (all of them from a bf16 or f16 forward's
 statistics) is held to --kv-tol.
 
+--do-scale S multiplies dO (standard normal) by S: at 2^-20, about an
+unscaled training backward's magnitude, f16's subnormals swallow dO and dS.
+
 usage: rel_attention_grad_kernel.py --device-lib LIB [--tol T]
-           [--precision f32|bf16|f16 --kv-tol T] KERNELS.mlir KERNELS.img
+           [--precision f32|bf16|f16 --kv-tol T] [--do-scale S]
+           KERNELS.mlir KERNELS.img
 
 Prints one line per case with the worst relative error ||g - g_ref|| /
 ||g_ref|| over dq, dk, dv, dr, du and dv_bias (and, at bf16 or f16, that
@@ -31,6 +35,7 @@ or no case ran.
 
 import argparse
 import ctypes
+import re
 import sys
 
 import numpy as np
@@ -116,14 +121,27 @@ def saved_forms(layouts, d_head, form, precision):
 MMA_ROW_TILE = 64
 
 
-def run_case(dev, layouts, case, rng, tol, dropatt=None, training=False,
-             saved=False, precision="f32", kv_tol=None):
-    """The three launches for `case`; with `dropatt` (rate, seed, offset,
+def column_parts(mlir_text):
+    """{kernel name: the grid's z} of the backward launches in the host
+    code: the tensor-core kernels' d_head column parts
+    (mmaGradColumnParts), 1 for the others."""
+    return {m.group(1): int(m.group(2)) for m in re.finditer(
+        r"gpu\.launch_func\s+@txl_kernels::@(rel_attention_grad_\w+) blocks in "
+        r"\([^,]+, [^,]+, %c(\d+)(?:_\d+)?\)", mlir_text)}
+
+
+def run_case(dev, layouts, parts, case, rng, tol, dropatt=None,
+             training=False, saved=False, precision="f32", kv_tol=None,
+             do_scale=1.0):
+    """The three launches for `case`, each over its grid's z in `parts`
+    (column_parts); with `dropatt` (rate, seed, offset,
     stream), of the kernels' dropatt forms, training (the masks drawn) or
     not; `saved`, after the forward's lse kernel, with `_q_saved` first;
     at `precision` bf16 or f16, the tensor-core kernels where the image has
     them: `_kv`'s dk and dv are held to `kv_tol`, and with `saved` (the
-    forward's lse and output from bf16 or f16 products) every gradient."""
+    forward's lse and output from bf16 or f16 products) every gradient.
+    dO is standard normal times `do_scale` (a power of two: the gradients
+    and their reference scale exactly, the errors are relative)."""
     qlen, mlen, batch, n_head, d_head, same_length, mem_len = case
     klen = qlen + mlen
     form = "_dropatt" if dropatt else ""
@@ -137,7 +155,8 @@ def run_case(dev, layouts, case, rng, tol, dropatt=None, training=False,
     q = heads[mlen:, :, :, :d_head]
     k = heads[:, :, :, d_head:2 * d_head]
     v = heads[:, :, :, 2 * d_head:]
-    do = rng.standard_normal((qlen, batch, n_head, d_head)).astype(np.float32)
+    do = (rng.standard_normal((qlen, batch, n_head, d_head))
+          * do_scale).astype(np.float32)
     r = rng.standard_normal((klen, n_head, d_head)).astype(np.float32)
     u = rng.standard_normal((n_head, d_head)).astype(np.float32)
     vb = rng.standard_normal((n_head, d_head)).astype(np.float32)
@@ -191,7 +210,8 @@ def run_case(dev, layouts, case, rng, tol, dropatt=None, training=False,
         for o in out_names:
             args += bufs[o][1]
         args += tail
-        dev.launch(dev.kernel(name), (-(-rows // row_tile), grid_y, 1),
+        dev.launch(dev.kernel(name),
+                   (-(-rows // row_tile), grid_y, parts.get(name, 1)),
                    (block, 1, 1), args)
     for name, x in outs.items():
         dev.read(x, bufs[name][0])
@@ -266,12 +286,18 @@ def main():
     parser.add_argument("--precision", choices=("f32", "bf16", "f16"),
                         default="f32")
     parser.add_argument("--kv-tol", type=float, default=1e-5)
+    parser.add_argument("--do-scale", type=float, default=1.0,
+                        help="dO's magnitude: a loss-scaled backward's "
+                             "(1) or an unscaled one's (2^-20)")
     args = parser.parse_args()
-    prec = {"precision": args.precision, "kv_tol": args.kv_tol}
+    prec = {"precision": args.precision, "kv_tol": args.kv_tol,
+            "do_scale": args.do_scale}
     rng = np.random.default_rng(0)
-    layouts = kernel_layouts(open(args.mlir).read())
+    text = open(args.mlir).read()
+    layouts = kernel_layouts(text)
+    parts = column_parts(text)
     dev = Device(args.device_lib, open(args.image, "rb").read())
-    results = [run_case(dev, layouts, case, rng, args.tol, **prec)
+    results = [run_case(dev, layouts, parts, case, rng, args.tol, **prec)
                for case in CASES
                if f"rel_attention_grad_q_d{case[4]}" in layouts]
     # The dropatt kernels: evaluating (the identity) and training (the
@@ -279,15 +305,15 @@ def main():
     for case in CASES:
         if f"rel_attention_grad_q_dropatt_d{case[4]}" in layouts:
             for training in (False, True):
-                results.append(run_case(dev, layouts, case, rng, args.tol,
+                results.append(run_case(dev, layouts, parts, case, rng, args.tol,
                                         DROPATT, training, **prec))
     # The saved-statistics chain, without and with dropatt (training).
     for case in CASES:
         if saved_forms(layouts, case[4], "", args.precision):
-            results.append(run_case(dev, layouts, case, rng, args.tol,
+            results.append(run_case(dev, layouts, parts, case, rng, args.tol,
                                     saved=True, **prec))
         if saved_forms(layouts, case[4], "_dropatt", args.precision):
-            results.append(run_case(dev, layouts, case, rng, args.tol, DROPATT,
+            results.append(run_case(dev, layouts, parts, case, rng, args.tol, DROPATT,
                                     True, saved=True, **prec))
     dev.lib.txl_device_close()
     if not results:
