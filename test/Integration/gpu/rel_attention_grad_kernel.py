@@ -20,8 +20,9 @@ runs the tensor-core forward rel_attention_<bf16|f16>_lse_d<d_head>, and
 every gradient of that chain (all of them from a bf16 or f16 forward's
 statistics) is held to --kv-tol.
 
---do-scale S multiplies dO (standard normal) by S: at 2^-20, about an
-unscaled training backward's magnitude, f16's subnormals swallow dO and dS.
+--do-scale S multiplies dO (standard normal) by S: at 2^-20 (about 1e-6, the
+order of an unscaled backward's gradients under the mean loss's 1/numel
+seed), f16's subnormals swallow dO and dS.
 
 usage: rel_attention_grad_kernel.py --device-lib LIB [--tol T]
            [--precision f32|bf16|f16 --kv-tol T] [--do-scale S]
@@ -287,8 +288,8 @@ def main():
                         default="f32")
     parser.add_argument("--kv-tol", type=float, default=1e-5)
     parser.add_argument("--do-scale", type=float, default=1.0,
-                        help="dO's magnitude: a loss-scaled backward's "
-                             "(1) or an unscaled one's (2^-20)")
+                        help="dO's scale: 1, or 2^-20 for the order of "
+                             "an unscaled backward's gradients")
     args = parser.parse_args()
     prec = {"precision": args.precision, "kv_tol": args.kv_tol,
             "do_scale": args.do_scale}
