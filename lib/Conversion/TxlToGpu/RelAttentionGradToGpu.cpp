@@ -904,8 +904,7 @@ struct RelAttentionGradToLaunch : public OpRewritePattern<RelAttentionGradOp> {
       // out of f16's subnormals, which is what `--precision=fp16`'s dynamic
       // loss scale is for. `_q` has a tensor-core form with the forward's
       // saved statistics only.
-      bool mma = mmaOperandType && mmaGradColumnParts(MmaGradKernel::KeyValue,
-                                                      dHead, dropatt) > 0;
+      bool mma = mmaOperandType && dHead <= kMmaGradSplitMaxHead;
       FunctionType mmaType = gradKernelType(rewriter.getContext(), shape,
                                             /*unitInnerStride=*/true);
       if (mma && shape.kind == GradKind::Query && saved) {
