@@ -204,8 +204,11 @@ void mlir::txl::buildKernelsToPtxPipeline(OpPassManager &pm,
                                           llvm::StringRef chip,
                                           llvm::StringRef ptxFeatures,
                                           llvm::StringRef cudaPath) {
-  // The tensor-core kernels' warp-level products (no-op without them).
-  pm.nest<gpu::GPUModuleOp>().addPass(createMmaToNvvmPass());
+  // The tensor-core kernels' warp-level products (no-op without them)
+  // and warpgroup products (wgmma on sm_90a, the only architecture with it).
+  MmaToNvvmPassOptions mmaOptions;
+  mmaOptions.wgmma = chip == "sm_90a";
+  pm.nest<gpu::GPUModuleOp>().addPass(createMmaToNvvmPass(mmaOptions));
   addPipeline(pm,
               "convert-scf-to-cf,expand-strided-metadata,"
               "nvvm-attach-target{O=3 chip=" +

@@ -744,5 +744,6 @@ def Txl_AdaptiveLogSoftmaxOp : Txl_Op<"adaptive_log_softmax",
 
 include "TxlAdjointOps.td"
 include "TxlOptimizerOps.td"
+include "TxlKernelOps.td"
 
 #endif // TXL_OPS

@@ -457,10 +457,28 @@ def MmaToNvvmPass : Pass<"txl-mma-to-nvvm", "::mlir::gpu::GPUModuleOp"> {
     low and [r][1] in the high half. Upstream `convert-nvgpu-to-nvvm` cannot
     deduce the PTX types of bf16 operands. Any other `nvgpu.mma.sync` is an
     error.
+
+    Each `txl.warpgroup_mma` becomes, with `wgmma` (sm_90a, the only
+    architecture with wgmma), `wgmma.fence`, one
+    `wgmma.mma_async.sync.aligned.m64nNk16` per k-step (inline PTX: A's
+    four registers, B's no-swizzle matrix descriptor built from the tile's
+    shared-memory address, the accumulators in place), `wgmma.commit_group`
+    and `wgmma.wait_group 0`; every `gpu.barrier` of such a kernel is then
+    preceded by `fence.proxy.async.shared::cta`, so that the tiles written
+    before the barrier are visible to wgmma's async proxy. Without `wgmma`
+    each becomes its subgroups' `mma.sync` products, their B fragments
+    loaded at the addresses the same descriptors give.
   }];
+  let options = [
+    Option<"wgmma", "wgmma", "bool", /*default=*/"false",
+           "Lower txl.warpgroup_mma to sm_90a's wgmma.mma_async">,
+  ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::gpu::GPUDialect",
                            "::mlir::LLVM::LLVMDialect",
+                           "::mlir::memref::MemRefDialect",
                            "::mlir::NVVM::NVVMDialect",
+                           "::mlir::nvgpu::NVGPUDialect",
                            "::mlir::vector::VectorDialect"];
 }
 
@@ -485,9 +503,18 @@ def EmulateMmaPass : Pass<"txl-emulate-mma", "::mlir::gpu::GPUModuleOp"> {
     kernel's Z and V tile loop); other loops stay rolled, which keeps the
     OpenCL compile time down. An `nvgpu.mma.sync` of another form, or a bf16 value left over,
     is an error.
+
+    A `txl.warpgroup_mma` becomes first its subgroups' `mma.sync` products,
+    each lane loading its B fragment at the byte address that wgmma's
+    matrix descriptor of the k-step gives (the descriptor built as on
+    sm_90a with the tile at address 0, and its fields decoded as PTX
+    defines them); then the kernels' bf16 and f16 workgroup tiles become
+    f32 tiles of the same rounded values.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::gpu::GPUDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::nvgpu::NVGPUDialect",
                            "::mlir::vector::VectorDialect"];
 }
 

@@ -1,22 +1,29 @@
 //===- MmaLowering.cpp - nvgpu.mma.sync for the two GPU targets -----------===//
 //
 // The tensor-core kernels' warp-level products (nvgpu.mma.sync m16n8k16,
-// bf16 or f16 operands, f32 accumulators) lowered for each target:
+// bf16 or f16 operands, f32 accumulators) and warpgroup products
+// (txl.warpgroup_mma) lowered for each target:
 //   txl-mma-to-nvvm   CUDA: nvvm.mma.sync on bf16x2 registers (packed in
 //                     i32) or f16x2 vectors (upstream convert-nvgpu-to-nvvm
-//                     cannot deduce the PTX types of bf16 operands);
+//                     cannot deduce the PTX types of bf16 operands); a
+//                     warpgroup product as wgmma.mma_async on sm_90a, else
+//                     as the mma.sync products of its subgroups;
 //   txl-emulate-mma   OpenCL: the same product computed by the subgroup from
 //                     the same register layout with shuffles, and the
 //                     rounding to bf16 or f16 emulated on f32 bits, so that
 //                     the kernels that run on tensor cores are checked
-//                     numerically on the CPU.
+//                     numerically on the CPU; a warpgroup product as the
+//                     mma.sync products of its subgroups, each lane reading
+//                     its B fragment through wgmma's matrix descriptors.
 //
 //===----------------------------------------------------------------------===//
 
 #include "KernelModule.h"
 #include "txl/Conversion/Passes.h"
+#include "txl/IR/TxlOps.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
@@ -82,6 +89,276 @@ bool isWorkgroupMemory(MemRefType type) {
   auto space = dyn_cast_or_null<IntegerAttr>(type.getMemorySpace());
   return space &&
          space.getInt() == static_cast<int64_t>(NVVM::NVVMMemorySpace::Shared);
+}
+
+/// wgmma's shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor
+/// Format"), no swizzle: the start address in bits 0-13, the leading
+/// dimension byte offset (between core matrices along K, for a K-major
+/// operand) in bits 16-29 and the stride dimension byte offset (along M or
+/// N) in bits 32-45, each in units of 16 bytes; the base offset (bits
+/// 49-51) and the swizzle mode (62-63) are 0.
+struct MatrixDescriptor {
+  /// Bytes of one 8 × 8 core matrix of 2-byte elements, the leading
+  /// dimension byte offset of txl.warpgroup_mma's tiles.
+  static constexpr int64_t kCoreMatrixBytes = 128;
+  /// Bytes of one 16-deep k-step of a tile: two core matrices along K.
+  static constexpr int64_t kStepBytes = 2 * kCoreMatrixBytes;
+
+  /// The i64 descriptor of the matrix at byte address `start` (i64; of the
+  /// shared memory window, only bits 4-17 are kept) with offsets `lbo` and
+  /// `sbo` (multiples of 16 below 2^18).
+  static Value encode(ImplicitLocOpBuilder &b, Value start, int64_t lbo,
+                      int64_t sbo) {
+    auto c64 = [&](int64_t v) {
+      return arith::ConstantIntOp::create(b, v, 64);
+    };
+    Value field = arith::ShRUIOp::create(
+        b, arith::AndIOp::create(b, start, c64(0x3ffff)), c64(4));
+    int64_t offsets = ((lbo >> 4) << 16) | ((sbo >> 4) << 32);
+    return arith::OrIOp::create(b, field, c64(offsets));
+  }
+  /// The byte count in the 14-bit field at bit `shift` of `descriptor`.
+  static Value field(ImplicitLocOpBuilder &b, Value descriptor, int64_t shift) {
+    auto c64 = [&](int64_t v) {
+      return arith::ConstantIntOp::create(b, v, 64);
+    };
+    Value bits = arith::AndIOp::create(
+        b, arith::ShRUIOp::create(b, descriptor, c64(shift)), c64(0x3fff));
+    return arith::ShLIOp::create(b, bits, c64(4));
+  }
+};
+
+/// The stride dimension byte offset of `op`'s tile: the bytes of one row
+/// of core matrices (2 k_steps of them).
+int64_t strideBytes(txl::WarpgroupMmaOp op) {
+  return op.getKSteps() * MatrixDescriptor::kStepBytes;
+}
+
+/// The [k_steps][4 x 2] A fragments or [n_blocks][2 x 2] accumulators of a
+/// txl.warpgroup_mma operand, each as the [rows, 2] vector of one mma.sync.
+SmallVector<Value> slices(ImplicitLocOpBuilder &b, Value v) {
+  SmallVector<Value> result;
+  for (int64_t i = 0, n = cast<VectorType>(v.getType()).getDimSize(0); i < n;
+       ++i)
+    result.push_back(vector::ExtractOp::create(b, v, ArrayRef<int64_t>{i}));
+  return result;
+}
+
+/// txl.warpgroup_mma as the m16n8k16 products of each subgroup's own 16
+/// rows: lane 4 g + t reads B(k, n) of its fragments (k = 2 t + e + 8 r, n
+/// = g, of n-block nb and k-step s) at the byte address that the k-step's
+/// descriptor gives, start + nb SBO + g 16 + r LBO + (2 t + e) 2, with the
+/// tile's own address taken as 0 and the fields decoded as wgmma decodes
+/// them; so the tile layout and the descriptors that sm_90a's wgmma reads
+/// are what this form computes with.
+void expandToSubgroupProducts(txl::WarpgroupMmaOp op) {
+  ImplicitLocOpBuilder b(op.getLoc(), op);
+  Type i64 = b.getI64Type();
+  auto c64 = [&](int64_t v) { return arith::ConstantIntOp::create(b, v, 64); };
+  Value lane = arith::IndexCastOp::create(
+      b, i64, gpu::LaneIdOp::create(b, /*upper_bound=*/IntegerAttr()));
+  Value g = arith::DivUIOp::create(b, lane, c64(4));
+  Value t = arith::RemUIOp::create(b, lane, c64(4));
+  int64_t kBlocks = 2 * op.getKSteps();
+  SmallVector<Value> a = slices(b, op.getA()), acc = slices(b, op.getAcc());
+  auto index = [&](Value v) {
+    return arith::IndexCastOp::create(b, b.getIndexType(), v);
+  };
+  for (int64_t s = 0; s < op.getKSteps(); ++s) {
+    Value descriptor = MatrixDescriptor::encode(
+        b, c64(s * MatrixDescriptor::kStepBytes),
+        MatrixDescriptor::kCoreMatrixBytes, strideBytes(op));
+    Value start = MatrixDescriptor::field(b, descriptor, 0);
+    Value lbo = MatrixDescriptor::field(b, descriptor, 16);
+    Value sbo = MatrixDescriptor::field(b, descriptor, 32);
+    Value rowBytes =
+        arith::AddIOp::create(b, start, arith::MulIOp::create(b, g, c64(16)));
+    for (int64_t nb = 0; nb < op.getNBlocks(); ++nb) {
+      Value blockBytes = arith::AddIOp::create(
+          b, rowBytes, arith::MulIOp::create(b, sbo, c64(nb)));
+      SmallVector<Value> fragment;
+      for (int64_t r = 0; r < 2; ++r)
+        for (int64_t e = 0; e < 2; ++e) {
+          Value k = arith::AddIOp::create(
+              b, arith::MulIOp::create(b, t, c64(2)), c64(e));
+          Value bytes = arith::AddIOp::create(
+              b,
+              arith::AddIOp::create(b, blockBytes,
+                                    arith::MulIOp::create(b, lbo, c64(r))),
+              arith::MulIOp::create(b, k, c64(2)));
+          // The element's position in the packed [n/8][k/8][8][8] tile.
+          Value element = arith::DivUIOp::create(b, bytes, c64(2));
+          Value coreMatrix = arith::DivUIOp::create(b, element, c64(64));
+          fragment.push_back(memref::LoadOp::create(
+              b, op.getB(),
+              ValueRange{
+                  index(arith::DivUIOp::create(b, coreMatrix, c64(kBlocks))),
+                  index(arith::RemUIOp::create(b, coreMatrix, c64(kBlocks))),
+                  index(arith::RemUIOp::create(
+                      b, arith::DivUIOp::create(b, element, c64(8)), c64(8))),
+                  index(arith::RemUIOp::create(b, element, c64(8)))}));
+        }
+      Value bOp = vector::FromElementsOp::create(
+          b, VectorType::get({2, 2}, op.getA().getType().getElementType()),
+          fragment);
+      acc[nb] = nvgpu::MmaSyncOp::create(b, a[s], bOp, acc[nb],
+                                         ArrayRef<int64_t>{16, 8, 16});
+    }
+  }
+  Value result =
+      arith::ConstantOp::create(b, op.getType(), b.getZeroAttr(op.getType()));
+  for (int64_t nb = 0; nb < op.getNBlocks(); ++nb)
+    result =
+        vector::InsertOp::create(b, acc[nb], result, ArrayRef<int64_t>{nb});
+  op.replaceAllUsesWith(result);
+  op.erase();
+}
+
+/// The four 32-bit registers of an A fragment vector<4x2xT>: elements
+/// [r][0] in the low and [r][1] in the high half, as PTX's .bf16x2 and
+/// .f16x2 operands.
+SmallVector<Value> packRegisters(ImplicitLocOpBuilder &b, Value fragment) {
+  Type i16 = b.getI16Type(), i32 = b.getI32Type();
+  SmallVector<Value> scalars = elements(b, fragment), registers;
+  auto half = [&](Value x) {
+    return arith::ExtUIOp::create(b, i32, arith::BitcastOp::create(b, i16, x));
+  };
+  for (size_t r = 0; r < scalars.size(); r += 2)
+    registers.push_back(arith::OrIOp::create(
+        b, half(scalars[r]),
+        arith::ShLIOp::create(b, half(scalars[r + 1]),
+                              arith::ConstantIntOp::create(b, 16, 32))));
+  return registers;
+}
+
+/// txl.warpgroup_mma as sm_90a's wgmma: wgmma.fence, one
+/// wgmma.mma_async.m64nNk16 per k-step (A from registers, B by descriptor,
+/// the f32 accumulators in place), then commit and wait for the group, so
+/// that the result is in registers where the op stands.
+void lowerToWgmma(txl::WarpgroupMmaOp op) {
+  ImplicitLocOpBuilder b(op.getLoc(), op);
+  Type i64 = b.getI64Type(), f32 = b.getF32Type();
+  Value base = arith::IndexCastUIOp::create(
+      b, i64, memref::ExtractAlignedPointerAsIndexOp::create(b, op.getB()));
+  int64_t n = 8 * op.getNBlocks(), accCount = n / 2;
+  SmallVector<Value> acc;
+  for (Value block : slices(b, op.getAcc()))
+    llvm::append_range(acc, elements(b, block));
+  StringRef type =
+      op.getA().getType().getElementType().isBF16() ? "bf16" : "f16";
+  // $0 .. $(accCount - 1): the accumulators, tied to the first accCount
+  // inputs; then A's four registers and B's descriptor.
+  std::string asmString, constraints;
+  llvm::raw_string_ostream os(asmString), cs(constraints);
+  os << "wgmma.mma_async.sync.aligned.m64n" << n << "k16.f32." << type << "."
+     << type << " {";
+  for (int64_t i = 0; i < accCount; ++i)
+    os << (i ? ", $" : "$") << i;
+  os << "}, {$" << 2 * accCount << ", $" << 2 * accCount + 1 << ", $"
+     << 2 * accCount + 2 << ", $" << 2 * accCount + 3 << "}, $"
+     << 2 * accCount + 4 << ", 1, 1, 1, 0;";
+  for (int64_t i = 0; i < accCount; ++i)
+    cs << "=f,";
+  for (int64_t i = 0; i < accCount; ++i)
+    cs << i << ",";
+  cs << "r,r,r,r,l";
+  SmallVector<Type> resultTypes(accCount, f32);
+  auto resultType =
+      LLVM::LLVMStructType::getLiteral(b.getContext(), resultTypes);
+  // A's registers and B's descriptors are formed before the fence, which
+  // orders the register writes before it with the products after it.
+  SmallVector<SmallVector<Value>> stepOperands;
+  for (Value a : slices(b, op.getA())) {
+    Value start = arith::AddIOp::create(
+        b, base,
+        arith::ConstantIntOp::create(
+            b, stepOperands.size() * MatrixDescriptor::kStepBytes, 64));
+    stepOperands.push_back(packRegisters(b, a));
+    stepOperands.back().push_back(MatrixDescriptor::encode(
+        b, start, MatrixDescriptor::kCoreMatrixBytes, strideBytes(op)));
+  }
+  NVVM::WgmmaFenceAlignedOp::create(b);
+  for (ArrayRef<Value> step : stepOperands) {
+    SmallVector<Value> operands(acc);
+    llvm::append_range(operands, step);
+    auto wgmma = LLVM::InlineAsmOp::create(
+        b, resultType, operands, asmString, constraints,
+        /*has_side_effects=*/true, /*is_align_stack=*/false,
+        LLVM::tailcallkind::TailCallKind::None, /*asm_dialect=*/{},
+        /*operand_attrs=*/{});
+    for (int64_t i = 0; i < accCount; ++i)
+      acc[i] = LLVM::ExtractValueOp::create(b, wgmma.getResult(0), i);
+  }
+  NVVM::WgmmaGroupSyncAlignedOp::create(b);
+  NVVM::WgmmaWaitGroupSyncOp::create(b, 0);
+  op.replaceAllUsesWith(
+      vector::FromElementsOp::create(b, op.getType(), acc).getResult());
+  op.erase();
+}
+
+/// wgmma reads its tiles through the async proxy: in every kernel with a
+/// warpgroup product, each barrier is preceded by
+/// fence.proxy.async.shared::cta, so that the tiles written before it
+/// (generic proxy) are what the next wgmma reads.
+void fenceBarriersForWgmma(gpu::GPUModuleOp module) {
+  module.walk([](gpu::GPUFuncOp func) {
+    if (!func.walk([](txl::WarpgroupMmaOp) { return WalkResult::interrupt(); })
+             .wasInterrupted())
+      return;
+    func.walk([](gpu::BarrierOp barrier) {
+      ImplicitLocOpBuilder b(barrier.getLoc(), barrier);
+      LLVM::InlineAsmOp::create(
+          b, /*res=*/Type(), ValueRange{}, "fence.proxy.async.shared::cta;", "",
+          /*has_side_effects=*/true, /*is_align_stack=*/false,
+          LLVM::tailcallkind::TailCallKind::None, /*asm_dialect=*/{},
+          /*operand_attrs=*/{});
+    });
+  });
+}
+
+/// Expands every txl.warpgroup_mma of `module` into subgroup products.
+void expandWarpgroupProducts(gpu::GPUModuleOp module) {
+  SmallVector<txl::WarpgroupMmaOp> ops;
+  module.walk([&](txl::WarpgroupMmaOp op) { ops.push_back(op); });
+  for (txl::WarpgroupMmaOp op : ops)
+    expandToSubgroupProducts(op);
+}
+
+/// OpenCL has no bf16 or f16 memory: each bf16 or f16 workgroup
+/// attribution becomes f32, holding the same (rounded) values; its loads
+/// round back to the narrow type for their users (exactly), its stores
+/// widen what they store (which txl-emulate-mma's rounding then keeps).
+LogicalResult widenNarrowAttributions(gpu::GPUModuleOp module) {
+  WalkResult walk = module.walk([](gpu::GPUFuncOp func) {
+    for (BlockArgument tile : func.getWorkgroupAttributions()) {
+      auto type = cast<MemRefType>(tile.getType());
+      auto narrow = dyn_cast<FloatType>(type.getElementType());
+      if (!narrow || !(narrow.isBF16() || narrow.isF16()))
+        continue;
+      Type f32 = Float32Type::get(func.getContext());
+      tile.setType(MemRefType::get(type.getShape(), f32, type.getLayout(),
+                                   type.getMemorySpace()));
+      for (Operation *user : llvm::to_vector(tile.getUsers())) {
+        ImplicitLocOpBuilder b(user->getLoc(), user);
+        if (auto load = dyn_cast<memref::LoadOp>(user)) {
+          b.setInsertionPointAfter(load);
+          load.getResult().setType(f32);
+          auto round = arith::TruncFOp::create(b, narrow, load.getResult());
+          load.getResult().replaceAllUsesExcept(round, round);
+        } else if (auto store = dyn_cast<memref::StoreOp>(user)) {
+          store.getValueMutable().assign(
+              arith::ExtFOp::create(b, f32, store.getValueToStore()));
+        } else {
+          user->emitOpError("uses a ")
+              << narrow << " workgroup tile, which txl-emulate-mma widens "
+              << "to f32 for OpenCL: only loads and stores can";
+          return WalkResult::interrupt();
+        }
+      }
+    }
+    return WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
 }
 
 /// Fails the pass on every nvgpu.mma.sync left in `module`.
@@ -311,7 +588,18 @@ struct RoundThroughHalf : public OpRewritePattern<arith::ExtFOp> {
 };
 
 struct MmaToNvvmPass : public txl::impl::MmaToNvvmPassBase<MmaToNvvmPass> {
+  using MmaToNvvmPassBase::MmaToNvvmPassBase;
+
   void runOnOperation() override {
+    if (wgmma) {
+      fenceBarriersForWgmma(getOperation());
+      SmallVector<txl::WarpgroupMmaOp> ops;
+      getOperation().walk([&](txl::WarpgroupMmaOp op) { ops.push_back(op); });
+      for (txl::WarpgroupMmaOp op : ops)
+        lowerToWgmma(op);
+    } else {
+      expandWarpgroupProducts(getOperation());
+    }
     RewritePatternSet patterns(&getContext());
     patterns.add<MmaSyncToNvvm>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))) ||
@@ -323,6 +611,9 @@ struct MmaToNvvmPass : public txl::impl::MmaToNvvmPassBase<MmaToNvvmPass> {
 struct EmulateMmaPass : public txl::impl::EmulateMmaPassBase<EmulateMmaPass> {
   void runOnOperation() override {
     gpu::GPUModuleOp module = getOperation();
+    expandWarpgroupProducts(module);
+    if (failed(widenNarrowAttributions(module)))
+      return signalPassFailure();
     // Intel's OpenCL CPU compiler miscompiles (out-of-bounds workgroup
     // stores) a rolled loop whose body has both emulated products and
     // stores to workgroup memory: such loops around nvgpu.mma.sync with a

@@ -1,0 +1,46 @@
+//===- TxlKernelOps.cpp - Verifiers of the GPU kernels' ops ------*- C++
+//-*-===//
+//
+// TxlKernelOps.td: the shapes and the memory space the ops' lowerings
+// (lib/Conversion/TxlToGpu/MmaLowering.cpp) rely on.
+//
+//===----------------------------------------------------------------------===//
+
+#include "txl/IR/TxlOps.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+
+using namespace mlir;
+using namespace mlir::txl;
+
+LogicalResult WarpgroupMmaOp::verify() {
+  VectorType a = getA().getType(), acc = getAcc().getType();
+  MemRefType tile = getB().getType();
+  int64_t kSteps = a.getDimSize(0), nBlocks = acc.getDimSize(0);
+  if (a.getShape().drop_front() != ArrayRef<int64_t>{4, 2} || kSteps < 1)
+    return emitOpError("a must be vector<k_steps x 4 x 2 x T> (the m16n8k16 "
+                       "A fragment of each 16-deep step), got ")
+           << a;
+  if (acc.getShape().drop_front() != ArrayRef<int64_t>{2, 2} || nBlocks < 1 ||
+      nBlocks > 32)
+    return emitOpError("acc must be vector<n_blocks x 2 x 2 x f32> with 1 <= "
+                       "n_blocks <= 32 (wgmma's N = 8 n_blocks <= 256), got ")
+           << acc;
+  if (tile.getElementType() != a.getElementType())
+    return emitOpError("b's element type must be a's, got ")
+           << tile.getElementType() << " and " << a.getElementType();
+  if (tile.getShape() != ArrayRef<int64_t>{nBlocks, 2 * kSteps, 8, 8})
+    return emitOpError("b must be ")
+           << MemRefType::get(
+                  {nBlocks, 2 * kSteps, 8, 8}, a.getElementType(),
+                  MemRefLayoutAttrInterface{},
+                  IntegerAttr::get(IntegerType::get(getContext(), 64), 3))
+           << " (n_blocks x 2 k_steps core matrices of 8 x 8), got " << tile;
+  if (!tile.getLayout().isIdentity())
+    return emitOpError("b must have the identity layout (its matrix "
+                       "descriptors assume packed core matrices)");
+  auto space = dyn_cast_or_null<IntegerAttr>(tile.getMemorySpace());
+  if (!space || space.getInt() != 3)
+    return emitOpError("b must be in workgroup memory (address space 3)");
+  return success();
+}

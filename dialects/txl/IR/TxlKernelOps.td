@@ -1,0 +1,66 @@
+//===- TxlKernelOps.td - txl ops inside GPU kernels ---------*- tablegen -*-===//
+//
+// Ops that txl's GPU kernels (lib/Conversion/TxlToGpu) are written with
+// where neither the gpu nor the nvgpu dialect has a form that both GPU
+// targets can lower: each has one lowering per target (MmaLowering.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TXL_KERNEL_OPS
+#define TXL_KERNEL_OPS
+
+def Txl_WarpgroupMmaOp : Txl_Op<"warpgroup_mma",
+    [AllTypesMatch<["acc", "result"]>]> {
+  let summary = "a warpgroup's matrix product, B staged in workgroup memory";
+  let description = [{
+    `D = A B + C` for the M = 64 rows of a warpgroup (the 4 subgroups of 32
+    of a 128-work-item workgroup), N = 8 `n_blocks` columns and K = 16
+    `k_steps`, bf16 or f16 operands and f32 sums: PTX's
+    `wgmma.mma_async.sync.aligned.m64nNk16` with A in registers (PTX ISA
+    §9.7.15, "Asynchronous Warpgroup Level Matrix Multiply-Accumulate").
+
+    Each subgroup w holds rows 16 w .. 16 w + 15 of A and of the result in
+    the registers of `mma.sync.m16n8k16` (see `nvgpu.mma.sync`), lane = 4 g
+    + t:
+    - `a`, vector<k_steps x 4 x 2 x T>: `a[s][r][e]` is A(g + 8 (r & 1),
+      16 s + 2 t + e + 8 (r >> 1));
+    - `acc` and `result`, vector<n_blocks x 2 x 2 x f32>: `[nb][r][e]` is
+      D(g + 8 r, 8 nb + 2 t + e).
+    `b`, memref<n_blocks x 2 k_steps x 8 x 8 x T, 3> in workgroup memory,
+    holds B(k, n) at `b[n / 8][k / 8][n % 8][k % 8]`: K-major 8 × 8 core
+    matrices of 16-byte rows, the canonical no-swizzle layout of a wgmma
+    operand, so that each k-step's matrix descriptor is the tile's address
+    plus 256 bytes per step, with 128 bytes between core matrices along K
+    (the leading-dimension byte offset) and 16 k_steps × 16 bytes along N
+    (the stride-dimension byte offset).
+
+    Every work-item of the workgroup must reach the op together (it is a
+    warpgroup-wide instruction on sm_90a), after a barrier that follows the
+    writes to `b`. Lowered by `txl-mma-to-nvvm` (wgmma on sm_90a, else one
+    `mma.sync` per n-block and k-step reading its B fragment from the tile)
+    and by `txl-emulate-mma` on OpenCL, which reads B through the same
+    descriptors, decoded as PTX defines them.
+
+    ```mlir
+    %d = txl.warpgroup_mma %a, %tile, %c : vector<2x4x2xbf16>,
+        memref<4x4x8x8xbf16, 3>, vector<4x2x2xf32>
+    ```
+  }];
+  let arguments = (ins VectorOfRankAndType<[3], [BF16, F16]>:$a,
+                       Arg<MemRefRankOf<[BF16, F16], [4]>,
+                           "B, staged in workgroup memory", [MemRead]>:$b,
+                       VectorOfRankAndType<[3], [F32]>:$acc);
+  let results = (outs VectorOfRankAndType<[3], [F32]>:$result);
+  let assemblyFormat = [{
+    $a `,` $b `,` $acc attr-dict `:` type($a) `,` type($b) `,` type($acc)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// K / 16: the number of 16-deep products.
+    int64_t getKSteps() { return getA().getType().getDimSize(0); }
+    /// N / 8.
+    int64_t getNBlocks() { return getAcc().getType().getDimSize(0); }
+  }];
+}
+
+#endif // TXL_KERNEL_OPS

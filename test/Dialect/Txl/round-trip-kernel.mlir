@@ -1,0 +1,12 @@
+// RUN: txl-opt %s | txl-opt | FileCheck %s
+
+// CHECK-LABEL: func.func @warpgroup_mma
+// CHECK: %[[D:.+]] = txl.warpgroup_mma %{{.+}}, %{{.+}}, %{{.+}} : vector<2x4x2xbf16>, memref<4x4x8x8xbf16, 3>, vector<4x2x2xf32>
+// CHECK: txl.warpgroup_mma %{{.+}}, %{{.+}}, %{{.+}} : vector<1x4x2xf16>, memref<32x2x8x8xf16, 3>, vector<32x2x2xf32>
+func.func @warpgroup_mma(%a: vector<2x4x2xbf16>, %b: memref<4x4x8x8xbf16, 3>, %c: vector<4x2x2xf32>,
+                         %a16: vector<1x4x2xf16>, %b16: memref<32x2x8x8xf16, 3>, %c32: vector<32x2x2xf32>)
+    -> (vector<4x2x2xf32>, vector<32x2x2xf32>) {
+  %d = txl.warpgroup_mma %a, %b, %c : vector<2x4x2xbf16>, memref<4x4x8x8xbf16, 3>, vector<4x2x2xf32>
+  %e = txl.warpgroup_mma %a16, %b16, %c32 : vector<1x4x2xf16>, memref<32x2x8x8xf16, 3>, vector<32x2x2xf32>
+  return %d, %e : vector<4x2x2xf32>, vector<32x2x2xf32>
+}
