@@ -121,10 +121,15 @@ FailureOr<std::string> mlir::txl::buildOpenCLImageHead(ModuleOp module) {
         return func.emitError("no OpenCL kernel argument for type ") << type;
       }
     }
+    // OpenCL holds bf16 and f16 tiles as f32 (txl-emulate-mma widens
+    // them): 4 bytes per element.
     for (BlockArgument tile : func.getWorkgroupAttributions()) {
       auto memref = cast<MemRefType>(tile.getType());
-      add(TXL_KERNEL_ARG_LOCAL, uint32_t(memref.getNumElements() *
-                                         memref.getElementTypeBitWidth() / 8));
+      Type element = memref.getElementType();
+      int64_t bits = element.isBF16() || element.isF16()
+                         ? 32
+                         : memref.getElementTypeBitWidth();
+      add(TXL_KERNEL_ARG_LOCAL, uint32_t(memref.getNumElements() * bits / 8));
     }
     append(head, count);
     head += args;

@@ -53,7 +53,8 @@ FailureOr<std::string> emitSpirv(ModuleOp module, bool assembly = false);
 /// size of each argument as the SPIR-V kernel takes them: expanded memref
 /// descriptors (two buffers, then i64 offset, sizes and strides), index as
 /// i64, i32, f32, then the workgroup attributions as workgroup memory of
-/// their size. Call it on the gpu dialect form, before
+/// their size (bf16 and f16 tiles at 4 bytes per element: txl-emulate-mma
+/// makes them f32 tiles). Call it on the gpu dialect form, before
 /// buildKernelsToLlvmSpvPipeline. Fails (with an error on the kernel) for
 /// an argument type the OpenCL runtime cannot set.
 FailureOr<std::string> buildOpenCLImageHead(ModuleOp module);
