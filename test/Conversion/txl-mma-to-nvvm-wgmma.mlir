@@ -6,6 +6,8 @@
 // RUN: FileCheck %s --check-prefix=SYNC --implicit-check-not=txl.warpgroup_mma \
 // RUN:   --implicit-check-not=llvm.inline_asm --implicit-check-not=wgmma < %t.sync.mlir
 // RUN: FileCheck %s --check-prefix=SYNC-MMA < %t.sync.mlir
+// RUN: txl-opt %s --verify-diagnostics \
+// RUN:   --pass-pipeline='builtin.module(gpu.module(txl-mma-to-nvvm{wgmma=true}))'
 // RUN: sed -e 's/bf16/f16/g' %S/Inputs/warpgroup-mma.mlir \
 // RUN:   | txl-opt --pass-pipeline='builtin.module(gpu.module(txl-mma-to-nvvm{wgmma=true}))' \
 // RUN:   | FileCheck %s --check-prefix=F16
@@ -28,6 +30,7 @@
 // 8 << 16 | 32 << 32 = 137439477760), the accumulators tied in place;
 // then commit and wait for the group, after which the results are read.
 // CHECK-LABEL: gpu.func @wg
+// CHECK-SAME: workgroup(%{{.+}} : memref<4x4x8x8xbf16, 3> {llvm.align = 16 : i64})
 // CHECK: scf.for
 // CHECK: }
 // CHECK-NEXT: llvm.inline_asm has_side_effects "fence.proxy.async.shared::cta;", ""  : () -> ()
@@ -67,6 +70,7 @@
 // SYNC-MMA: gpu.return
 
 // PTX: .target sm_90a
+// PTX: .shared .align 16 .b8 __wg_wg_0[2048];
 // PTX: fence.proxy.async.shared::cta;
 // PTX: bar.sync
 // PTX: wgmma.fence.sync.aligned;
@@ -77,3 +81,13 @@
 // PTX80-NOT: wgmma
 // PTX80-NOT: fence.proxy
 // PTX80-COUNT-8: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+
+// B must be a workgroup attribution (whose alignment the lowering sets).
+gpu.module @txl_kernels {
+  gpu.func @argument(%a: vector<1x4x2xbf16>, %b: memref<1x2x8x8xbf16, 3>,
+                     %c: vector<1x2x2xf32>) kernel {
+    // expected-error @+1 {{needs b to be a workgroup attribution of its kernel for wgmma (its 16-byte alignment)}}
+    %d = txl.warpgroup_mma %a, %b, %c : vector<1x4x2xbf16>, memref<1x2x8x8xbf16, 3>, vector<1x2x2xf32>
+    gpu.return
+  }
+}

@@ -467,7 +467,10 @@ def MmaToNvvmPass : Pass<"txl-mma-to-nvvm", "::mlir::gpu::GPUModuleOp"> {
     shared-memory address, the accumulators in place), `wgmma.commit_group`
     and `wgmma.wait_group 0`; every `gpu.barrier` of such a kernel is then
     preceded by `fence.proxy.async.shared::cta`, so that the tiles written
-    before the barrier are visible to wgmma's async proxy. Without `wgmma`
+    before the barrier are visible to wgmma's async proxy. The tile must be
+    a workgroup attribution of the kernel, which gets `llvm.align = 16`
+    (a descriptor keeps bits 4-17 of the address); anything else is an
+    error. Without `wgmma`
     each becomes its subgroups' `mma.sync` products, their B fragments
     loaded at the addresses the same descriptors give.
   }];

@@ -235,7 +235,20 @@ SmallVector<Value> packRegisters(ImplicitLocOpBuilder &b, Value fragment) {
 /// wgmma.mma_async.m64nNk16 per k-step (A from registers, B by descriptor,
 /// the f32 accumulators in place), then commit and wait for the group, so
 /// that the result is in registers where the op stands.
-void lowerToWgmma(txl::WarpgroupMmaOp op) {
+LogicalResult lowerToWgmma(txl::WarpgroupMmaOp op) {
+  // A descriptor holds bits 4-17 of the address: the tile must be 16-byte
+  // aligned, which its element type (2 bytes) does not give a workgroup
+  // attribution by itself.
+  auto tile = dyn_cast<BlockArgument>(op.getB());
+  auto func = tile ? dyn_cast<gpu::GPUFuncOp>(tile.getOwner()->getParentOp())
+                   : gpu::GPUFuncOp();
+  if (!func || tile.getArgNumber() < func.getFirstWorkgroupAttributionIndex())
+    return op.emitOpError("needs b to be a workgroup attribution of its "
+                          "kernel for wgmma (its 16-byte alignment)");
+  func.setWorkgroupAttributionAttr(
+      tile.getArgNumber() - func.getFirstWorkgroupAttributionIndex(),
+      LLVM::LLVMDialect::getAlignAttrName(),
+      IntegerAttr::get(IntegerType::get(op.getContext(), 64), 16));
   ImplicitLocOpBuilder b(op.getLoc(), op);
   Type i64 = b.getI64Type(), f32 = b.getF32Type();
   Value base = arith::IndexCastUIOp::create(
@@ -294,6 +307,7 @@ void lowerToWgmma(txl::WarpgroupMmaOp op) {
   op.replaceAllUsesWith(
       vector::FromElementsOp::create(b, op.getType(), acc).getResult());
   op.erase();
+  return success();
 }
 
 /// wgmma reads its tiles through the async proxy: in every kernel with a
@@ -596,7 +610,8 @@ struct MmaToNvvmPass : public txl::impl::MmaToNvvmPassBase<MmaToNvvmPass> {
       SmallVector<txl::WarpgroupMmaOp> ops;
       getOperation().walk([&](txl::WarpgroupMmaOp op) { ops.push_back(op); });
       for (txl::WarpgroupMmaOp op : ops)
-        lowerToWgmma(op);
+        if (failed(lowerToWgmma(op)))
+          return signalPassFailure();
     } else {
       expandWarpgroupProducts(getOperation());
     }
