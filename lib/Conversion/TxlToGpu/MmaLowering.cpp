@@ -80,6 +80,23 @@ SmallVector<Value> elements(ImplicitLocOpBuilder &b, Value fragment) {
   return result;
 }
 
+/// The 32-bit registers of a [rows, 2] bf16 or f16 fragment: elements
+/// [r][0] in the low and [r][1] in the high half of register r, as PTX's
+/// .bf16x2 and .f16x2 operands.
+SmallVector<Value> packRegisters(ImplicitLocOpBuilder &b, Value fragment) {
+  Type i16 = b.getI16Type(), i32 = b.getI32Type();
+  SmallVector<Value> scalars = elements(b, fragment), registers;
+  auto half = [&](Value x) {
+    return arith::ExtUIOp::create(b, i32, arith::BitcastOp::create(b, i16, x));
+  };
+  for (size_t r = 0; r < scalars.size(); r += 2) {
+    Value high = arith::ShLIOp::create(b, half(scalars[r + 1]),
+                                       arith::ConstantIntOp::create(b, 16, 32));
+    registers.push_back(arith::OrIOp::create(b, half(scalars[r]), high));
+  }
+  return registers;
+}
+
 /// Whether `type` is in workgroup (shared) memory: the gpu dialect's
 /// workgroup address space, or NVVM's shared memory space (3), which the
 /// tensor-core kernels' tiles use.
@@ -89,6 +106,11 @@ bool isWorkgroupMemory(MemRefType type) {
   auto space = dyn_cast_or_null<IntegerAttr>(type.getMemorySpace());
   return space &&
          space.getInt() == static_cast<int64_t>(NVVM::NVVMMemorySpace::Shared);
+}
+
+/// The i64 constant `v`.
+Value i64Constant(ImplicitLocOpBuilder &b, int64_t v) {
+  return arith::ConstantIntOp::create(b, v, 64);
 }
 
 /// wgmma's shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor
@@ -109,9 +131,7 @@ struct MatrixDescriptor {
   /// `sbo` (multiples of 16 below 2^18).
   static Value encode(ImplicitLocOpBuilder &b, Value start, int64_t lbo,
                       int64_t sbo) {
-    auto c64 = [&](int64_t v) {
-      return arith::ConstantIntOp::create(b, v, 64);
-    };
+    auto c64 = [&](int64_t v) { return i64Constant(b, v); };
     Value field = arith::ShRUIOp::create(
         b, arith::AndIOp::create(b, start, c64(0x3ffff)), c64(4));
     int64_t offsets = ((lbo >> 4) << 16) | ((sbo >> 4) << 32);
@@ -119,9 +139,7 @@ struct MatrixDescriptor {
   }
   /// The byte count in the 14-bit field at bit `shift` of `descriptor`.
   static Value field(ImplicitLocOpBuilder &b, Value descriptor, int64_t shift) {
-    auto c64 = [&](int64_t v) {
-      return arith::ConstantIntOp::create(b, v, 64);
-    };
+    auto c64 = [&](int64_t v) { return i64Constant(b, v); };
     Value bits = arith::AndIOp::create(
         b, arith::ShRUIOp::create(b, descriptor, c64(shift)), c64(0x3fff));
     return arith::ShLIOp::create(b, bits, c64(4));
@@ -154,7 +172,7 @@ SmallVector<Value> slices(ImplicitLocOpBuilder &b, Value v) {
 void expandToSubgroupProducts(txl::WarpgroupMmaOp op) {
   ImplicitLocOpBuilder b(op.getLoc(), op);
   Type i64 = b.getI64Type();
-  auto c64 = [&](int64_t v) { return arith::ConstantIntOp::create(b, v, 64); };
+  auto c64 = [&](int64_t v) { return i64Constant(b, v); };
   Value lane = arith::IndexCastOp::create(
       b, i64, gpu::LaneIdOp::create(b, /*upper_bound=*/IntegerAttr()));
   Value g = arith::DivUIOp::create(b, lane, c64(4));
@@ -212,23 +230,6 @@ void expandToSubgroupProducts(txl::WarpgroupMmaOp op) {
         vector::InsertOp::create(b, acc[nb], result, ArrayRef<int64_t>{nb});
   op.replaceAllUsesWith(result);
   op.erase();
-}
-
-/// The four 32-bit registers of an A fragment vector<4x2xT>: elements
-/// [r][0] in the low and [r][1] in the high half, as PTX's .bf16x2 and
-/// .f16x2 operands.
-SmallVector<Value> packRegisters(ImplicitLocOpBuilder &b, Value fragment) {
-  Type i16 = b.getI16Type(), i32 = b.getI32Type();
-  SmallVector<Value> scalars = elements(b, fragment), registers;
-  auto half = [&](Value x) {
-    return arith::ExtUIOp::create(b, i32, arith::BitcastOp::create(b, i16, x));
-  };
-  for (size_t r = 0; r < scalars.size(); r += 2)
-    registers.push_back(arith::OrIOp::create(
-        b, half(scalars[r]),
-        arith::ShLIOp::create(b, half(scalars[r + 1]),
-                              arith::ConstantIntOp::create(b, 16, 32))));
-  return registers;
 }
 
 /// txl.warpgroup_mma as sm_90a's wgmma: wgmma.fence, one
@@ -399,25 +400,14 @@ struct MmaSyncToNvvm : public OpRewritePattern<nvgpu::MmaSyncOp> {
     if (!operandType)
       return rewriter.notifyMatchFailure(op, "not bf16 or f16 m16n8k16");
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    Type i16 = b.getI16Type(), i32 = b.getI32Type();
     auto pack = [&](Value fragment) {
-      SmallVector<Value> scalars = elements(b, fragment);
-      SmallVector<Value> registers;
-      for (size_t r = 0; r < scalars.size(); r += 2) {
-        if (operandType.isF16()) {
-          registers.push_back(vector::FromElementsOp::create(
-              b, VectorType::get({2}, operandType),
-              ValueRange{scalars[r], scalars[r + 1]}));
-          continue;
-        }
-        auto half = [&](Value x) {
-          return arith::ExtUIOp::create(b, i32,
-                                        arith::BitcastOp::create(b, i16, x));
-        };
-        Value high = arith::ShLIOp::create(
-            b, half(scalars[r + 1]), arith::ConstantIntOp::create(b, 16, 32));
-        registers.push_back(arith::OrIOp::create(b, half(scalars[r]), high));
-      }
+      if (!operandType.isF16())
+        return packRegisters(b, fragment);
+      SmallVector<Value> scalars = elements(b, fragment), registers;
+      for (size_t r = 0; r < scalars.size(); r += 2)
+        registers.push_back(vector::FromElementsOp::create(
+            b, VectorType::get({2}, operandType),
+            ValueRange{scalars[r], scalars[r + 1]}));
       return registers;
     };
     SmallVector<Value> a = pack(op.getMatrixA()), bReg = pack(op.getMatrixB());
@@ -477,9 +467,7 @@ struct MmaSyncEmulation : public OpRewritePattern<nvgpu::MmaSyncOp> {
     // g + 8 of A) and 2 from each of lanes 4 n .. 4 n + 3 for n = 2 t, 2 t
     // + 1 (columns n of B): 32 shuffles per product.
     Type i64 = b.getI64Type();
-    auto c64 = [&](int64_t v) {
-      return arith::ConstantIntOp::create(b, v, 64);
-    };
+    auto c64 = [&](int64_t v) { return i64Constant(b, v); };
     auto bits64 = [&](Value x) {
       return arith::ExtUIOp::create(b, i64,
                                     arith::BitcastOp::create(b, i32, x));
