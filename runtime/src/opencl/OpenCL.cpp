@@ -5,6 +5,7 @@
 #include "txl/rt/Status.h"
 
 #include <cstdlib>
+#include <pthread.h>
 
 namespace txl::rt {
 
@@ -36,22 +37,45 @@ constexpr KnownCode kKnownCodes[] = {
      "or in the folder OCL_ICD_VENDORS names"},
 };
 
-/// Bytes of stack per worker thread that Intel's CPU OpenCL runtime gives
-/// a workgroup (its CL_CONFIG_STACK_DEFAULT_SIZE; 8 MiB by default). It
-/// runs a workgroup's 128 work-items as SIMD lanes on one thread's stack,
-/// and the tensor-core backward kernels, their mma.sync emulated by
-/// shuffles, need more than 8 MiB from d_head 80 on
-/// (rel_attention_grad_q_saved_bf16_d80 overflowed it by about 0.4 MiB).
-/// Stack is reserved, not committed: threads touch only what they use.
-constexpr const char *kIntelCpuStackBytes = "67108864";
+/// Bytes of stack for the threads that run OpenCL workgroups on Intel's
+/// CPU runtime. It runs a workgroup's 128 work-items as SIMD lanes in one
+/// frame on one thread's stack, and the tensor-core backward kernels, their
+/// mma.sync emulated by shuffles, need more than the 8 MiB that glibc gives
+/// a thread by default (RLIMIT_STACK): rel_attention_grad_kv_bf16_dropatt_d80
+/// has an 8.5 MiB frame and overflowed the stack of the TBB worker that ran
+/// it (a SIGSEGV in the kernel; not on every run, as the kernel sometimes
+/// ran on a thread with room to spare). Stack is reserved, not committed:
+/// threads touch only what they use.
+constexpr size_t kKernelStackBytes = size_t(64) << 20;
+
+/// The runtime's own setting (its cl.cfg: the default stack size for kernel
+/// execution, beyond which it reallocates a kernel's stack), in the units
+/// that file documents. It does not size the runtime's worker threads.
+constexpr const char *kIntelCpuStackSetting = "64MB";
 
 } // namespace
 
+void reserveKernelThreadStacks() {
+  // Intel's runtime creates its TBB workers with the process's default
+  // thread attributes, so the default is what sizes them: raised before the
+  // runtime is loaded, never lowered.
+  pthread_attr_t attr;
+  if (pthread_getattr_default_np(&attr) != 0)
+    return;
+  size_t bytes = 0;
+  if (pthread_attr_getstacksize(&attr, &bytes) == 0 &&
+      bytes < kKernelStackBytes &&
+      pthread_attr_setstacksize(&attr, kKernelStackBytes) == 0)
+    pthread_setattr_default_np(&attr);
+  pthread_attr_destroy(&attr);
+}
+
 OpenCL::OpenCL(const std::string &library)
     : library_(library, "OpenCL ICD loader") {
+  reserveKernelThreadStacks();
   // Read by the Intel runtime when the ICD loader first loads it (the
   // first clGetPlatformIDs); a value the user set is kept.
-  ::setenv("CL_CONFIG_STACK_DEFAULT_SIZE", kIntelCpuStackBytes,
+  ::setenv("CL_CONFIG_STACK_DEFAULT_SIZE", kIntelCpuStackSetting,
            /*overwrite=*/0);
   const char *requirement = "the runtime needs OpenCL 2.1 or newer";
 #define TXL_OPENCL_SYMBOL(name, ret, params)                                   \

@@ -525,7 +525,9 @@ private:
 } // namespace
 
 std::unique_ptr<Device> openOpenCLDevice(int ordinal) {
-  // On its own thread: see bindToThread.
+  // On its own thread (see bindToThread), which, like the runtime's
+  // workers, is made with room for the largest kernel frames.
+  reserveKernelThreadStacks();
   return bindToThread(
       [ordinal] { return std::make_unique<OpenCLDevice>(ordinal); });
 }

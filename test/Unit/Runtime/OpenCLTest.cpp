@@ -18,6 +18,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <pthread.h>
+#include <thread>
 
 namespace txl::rt {
 namespace {
@@ -57,6 +59,44 @@ TEST(OpenCLTest, NoPlatform) {
             "no OpenCL platform: clGetPlatformIDs: CL_PLATFORM_NOT_FOUND_KHR "
             "(the ICD loader found no OpenCL implementation in "
             "/etc/OpenCL/vendors or in the folder OCL_ICD_VENDORS names)");
+}
+
+/// Sets the process's default thread stack size to `bytes`.
+void setDefaultStack(size_t bytes) {
+  pthread_attr_t attr;
+  ASSERT_EQ(pthread_getattr_default_np(&attr), 0);
+  ASSERT_EQ(pthread_attr_setstacksize(&attr, bytes), 0);
+  ASSERT_EQ(pthread_setattr_default_np(&attr), 0);
+  pthread_attr_destroy(&attr);
+}
+
+/// The stack size of a thread created now with the default attributes.
+size_t newThreadStack() {
+  size_t bytes = 0;
+  std::thread([&bytes] {
+    pthread_attr_t attr;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+      pthread_attr_getstacksize(&attr, &bytes);
+      pthread_attr_destroy(&attr);
+    }
+  }).join();
+  return bytes;
+}
+
+// Intel's CPU runtime runs workgroups on threads made with the default
+// attributes; rel_attention_grad_kv_bf16_dropatt_d80's 8.5 MiB frame
+// overflowed glibc's 8 MiB default.
+TEST(OpenCLTest, KernelThreadsGetLargeStacks) {
+  constexpr size_t MiB = size_t(1) << 20;
+  setDefaultStack(8 * MiB);
+  ASSERT_LT(newThreadStack(), 9 * MiB);
+  reserveKernelThreadStacks();
+  EXPECT_GE(newThreadStack(), 64 * MiB);
+  // A larger default is kept.
+  setDefaultStack(128 * MiB);
+  reserveKernelThreadStacks();
+  EXPECT_GE(newThreadStack(), 128 * MiB);
+  setDefaultStack(64 * MiB);
 }
 
 TEST(OpenCLTest, ErrorNames) {

@@ -31,6 +31,14 @@ using cl_program = struct _cl_program *;
 using cl_kernel = struct _cl_kernel *;
 using cl_mem = struct _cl_mem *;
 
+/// Raises the process's default thread stack size (pthread_setattr_default_np)
+/// to 64 MiB where it is smaller, so that the threads an OpenCL CPU runtime
+/// creates afterwards (Intel's TBB workers, which run the workgroups) have
+/// room for the largest kernel frames; threads that exist keep theirs. Call
+/// it before the first OpenCL call of the process; the OpenCL constructor
+/// does.
+void reserveKernelThreadStacks();
+
 /// The OpenCL functions (OpenCLSymbols.def), resolved from one library.
 class OpenCL {
 public:
