@@ -23,29 +23,51 @@
 
 // The kernel: global buffers are only its operands; workgroup memory is the
 // AC (64 x 32) and X (64 x 48: the 16 + 32 - 1 window rows of r, padded to
-// 6 blocks of 8) tiles of the 4 subgroups. Per key tile: a barrier, the AC
-// block loop (4 blocks of 8 keys, 2 k-steps of 16 for d_head 32) and the X
-// block loop (6 blocks), both kept rolled, each storing its accumulators,
-// a second barrier, then the online softmax (quad shuffles) and the P·V
-// loop over 2 key halves with 4 blocks of 8 output columns. 8 mma.sync in
-// all; nothing allocated; the output is the only global store.
+// 6 blocks of 8) tiles of the 4 subgroups, and the key tile's K and V in
+// bf16 core matrices (32 keys x 32 d_head: 4 x 4 blocks of 8 x 8). Per key
+// tile: a barrier, the rolled staging loop (32 x 32 / 128 = 8 elements of
+// K and of V per work-item, K at [j/8][d/8][j%8][d%8], V transposed at
+// [d/8][j/8][d%8][j%8]), a barrier, AC as one warpgroup product (2
+// k-steps, 4 n-blocks of keys) stored to the AC tile, the X block loop (6
+// blocks, mma.sync, r read from global memory) kept rolled, a third
+// barrier, then the online softmax (quad shuffles) and P·V as one
+// warpgroup product (2 k-steps of keys, 4 n-blocks of d_head). K and V are
+// read from global memory by the staging only. Nothing allocated; the
+// output is the only global store.
 
 // CHECK: gpu.func @rel_attention_bf16_d32(
 // CHECK-SAME: %[[Q:arg0]]: memref<?x?x?x32xf32, strided<[?, ?, ?, 1], offset: ?>>
+// CHECK-SAME: %[[K:arg1]]: memref<?x?x?x32xf32, strided<[?, ?, ?, 1], offset: ?>>
+// CHECK-SAME: %[[V:arg2]]: memref<?x?x?x32xf32, strided<[?, ?, ?, 1], offset: ?>>
 // CHECK-SAME: %[[O:arg6]]: memref<?x?x?x32xf32, strided<[?, ?, ?, 1], offset: ?>>
 // CHECK-SAME: %[[PO:arg10]]: memref<?x?x?x?x32xf32>, %[[PL:arg11]]: memref<?x?x?x?xf32>)
-// CHECK-SAME: workgroup(%[[AC:.+]] : memref<64x33xf32, 3>, %[[X:.+]] : memref<64x49xf32, 3>)
+// CHECK-SAME: workgroup(%[[AC:.+]] : memref<64x33xf32, 3>, %[[X:.+]] : memref<64x49xf32, 3>, %[[KT:.+]] : memref<4x4x8x8xbf16, 3>, %[[VT:.+]] : memref<4x4x8x8xbf16, 3>)
 // CHECK-SAME: kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.maxnreg = 255 : i32}
 // CHECK-NOT: memref.alloc
 // CHECK-COUNT-4: arith.truncf %{{.+}} : f32 to bf16
 // CHECK: scf.for
 // CHECK-NEXT: gpu.barrier
-// CHECK-NEXT: scf.for %{{.+}} = %c0 to %c4 step %c1 {
-// CHECK-COUNT-2: nvgpu.mma.sync({{.+}}) {mmaShape = [16, 8, 16]} : (vector<4x2xbf16>, vector<2x2xbf16>, vector<2x2xf32>) -> vector<2x2xf32>
-// CHECK-COUNT-4: memref.store %{{.+}}, %[[AC]]
+// CHECK-NEXT: %[[TID:.+]] = gpu.thread_id  x
+// CHECK-NEXT: scf.for %[[S:.+]] = %c0 to %c8 step %c1 {
+// CHECK-NEXT: %[[SX:.+]] = arith.muli %[[S]], %c128
+// CHECK-NEXT: %[[FLAT:.+]] = arith.addi %[[TID]], %[[SX]]
+// CHECK-NEXT: %[[JJ:.+]] = arith.divui %[[FLAT]], %c32
+// CHECK-NEXT: %[[D:.+]] = arith.remui %[[FLAT]], %c32
+// CHECK: %[[JB:.+]] = arith.divui %[[JJ]], %c8
+// CHECK-NEXT: %[[JI:.+]] = arith.remui %[[JJ]], %c8
+// CHECK-NEXT: %[[DB:.+]] = arith.divui %[[D]], %c8
+// CHECK-NEXT: %[[DI:.+]] = arith.remui %[[D]], %c8
+// CHECK: memref.load %[[K]]
+// CHECK: memref.store %{{.+}}, %[[KT]][%[[JB]], %[[DB]], %[[JI]], %[[DI]]] : memref<4x4x8x8xbf16, 3>
+// CHECK: memref.load %[[V]]
+// CHECK: memref.store %{{.+}}, %[[VT]][%[[DB]], %[[JB]], %[[DI]], %[[JI]]] : memref<4x4x8x8xbf16, 3>
 // CHECK-NEXT: } {loop_annotation = #loop_annotation}
+// CHECK-NEXT: gpu.barrier
+// CHECK-NOT: memref.load %[[K]]
+// CHECK: txl.warpgroup_mma %{{.+}}, %[[KT]], %{{.+}} : vector<2x4x2xbf16>, memref<4x4x8x8xbf16, 3>, vector<4x2x2xf32>
+// CHECK-COUNT-16: memref.store %{{.+}}, %[[AC]]
 // CHECK: scf.for %{{.+}} = %c0 to %c6 step %c1 {
-// CHECK-COUNT-2: nvgpu.mma.sync
+// CHECK-COUNT-2: nvgpu.mma.sync({{.+}}) {mmaShape = [16, 8, 16]} : (vector<4x2xbf16>, vector<2x2xbf16>, vector<2x2xf32>) -> vector<2x2xf32>
 // CHECK-COUNT-4: memref.store %{{.+}}, %[[X]]
 // CHECK-NEXT: } {loop_annotation = #loop_annotation}
 // CHECK-NEXT: gpu.barrier
@@ -54,9 +76,10 @@
 // CHECK: memref.load %[[X]]
 // CHECK: gpu.shuffle  xor %{{.+}}, %c2_i32, %c32_i32 : f32
 // CHECK: gpu.shuffle  xor %{{.+}}, %c1_i32, %c32_i32 : f32
-// CHECK: scf.for %{{.+}} = %c0 to %c2 step %c1 iter_args(
-// CHECK-COUNT-4: nvgpu.mma.sync
+// CHECK-NOT: memref.load %[[V]]
+// CHECK: txl.warpgroup_mma %{{.+}}, %[[VT]], %{{.+}} : vector<2x4x2xbf16>, memref<4x4x8x8xbf16, 3>, vector<4x2x2xf32>
 // CHECK-NOT: nvgpu.mma.sync
+// CHECK-NOT: txl.warpgroup_mma
 // CHECK-NOT: gpu.barrier
 // CHECK-NOT: memref.alloc
 // CHECK: scf.if
@@ -69,7 +92,9 @@
 // precision=f16 (--precision=fp16): the same kernel with f16 operands.
 // F16: gpu.launch_func @txl_kernels::@rel_attention_f16_d32
 // F16: gpu.func @rel_attention_f16_d32(
+// F16-SAME: memref<4x4x8x8xf16, 3>, %{{.+}} : memref<4x4x8x8xf16, 3>)
 // F16-COUNT-4: arith.truncf %{{.+}} : f32 to f16
+// F16: txl.warpgroup_mma %{{.+}} : vector<2x4x2xf16>, memref<4x4x8x8xf16, 3>, vector<4x2x2xf32>
 // F16: nvgpu.mma.sync({{.+}}) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
 
 // BAD: error: precision must be f32, bf16 or f16, not 'fp16'

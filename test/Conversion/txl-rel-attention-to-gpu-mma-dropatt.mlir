@@ -17,12 +17,12 @@
 // CHECK-SAME: %[[SEED]] : i64, %[[OFFSET]] : i64, %c3_i64 : i64, %{{.+}} : i64, %[[MIN]] : i32
 // CHECK: return
 // The kernel: the bf16 products, then per probability the Philox draw (its
-// multiply-high rounds) before the P·V mma.sync products.
+// multiply-high rounds) before the P·V warpgroup product.
 // CHECK: gpu.func @rel_attention_bf16_dropatt_d32(
 // CHECK-SAME: %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i32, %{{.+}}: f32, %{{.+}}: memref<?x?x?x?x32xf32>, %{{.+}}: memref<?x?x?x?xf32>)
 // CHECK: nvgpu.mma.sync
 // CHECK: arith.mului_extended
-// CHECK: nvgpu.mma.sync({{.+}}) {mmaShape = [16, 8, 16]} : (vector<4x2xbf16>
+// CHECK: txl.warpgroup_mma %{{.+}} : vector<2x4x2xbf16>, memref<4x4x8x8xbf16, 3>, vector<4x2x2xf32>
 // F16: gpu.launch_func @txl_kernels::@rel_attention_f16_dropatt_d32
 // F16: gpu.func @rel_attention_f16_dropatt_d32(
 // F32-LABEL: func.func @dropatt

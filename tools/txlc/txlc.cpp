@@ -118,7 +118,7 @@ static cl::opt<int64_t> testRelShiftOffset(
 static cl::opt<int64_t> testDropBarrier(
     cl::cat(txlcCategory), "test-drop-barrier", cl::Hidden, cl::init(0),
     cl::desc("GPU targets, tests only: leave out the attention kernels' "
-             "barrier 1, 2 or 3"));
+             "barrier 1, 2, 3 or 4"));
 static cl::opt<bool> fuseAttention(
     cl::cat(txlcCategory), "fuse-attention",
     cl::desc("Fuse the four-term relative attention (default true; false "

@@ -430,7 +430,9 @@ def ConvertRelAttentionToGpuPass : Pass<"txl-rel-attention-to-gpu", "::mlir::Mod
            "tiles still being read get overwritten), their second (2: "
            "tiles read before every lane stored its part), or the third "
            "of the tensor-core `_q_saved` kernel (3: its skewed dS tile "
-           "read before it is complete)">,
+           "read before it is complete), or the tensor-core forward "
+           "kernel's barrier after it stages K and V (4: the products read "
+           "tiles not yet staged)">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::bufferization::BufferizationDialect",

@@ -74,6 +74,11 @@ protected:
   Fragment mma(const Fragment &a, const Fragment &bOp, const Fragment &c);
   /// The same with A packed by packA.
   Fragment mma(Value packedA, const Fragment &bOp, const Fragment &c);
+  /// D = A B + C for the workgroup's 64 rows (txl.warpgroup_mma): `a`, the
+  /// subgroup's A fragment of each k-step; `tile`, B staged in workgroup
+  /// memory as the op's core matrices; `acc`, the accumulators of each
+  /// n-block in turn (4 each), and so is the result.
+  Fragment warpgroupMma(ArrayRef<Fragment> a, Value tile, ArrayRef<Value> acc);
   /// An A fragment as the mma's vector<4x2x(bf16|f16)> operand: a fragment
   /// held across a loop this way stays in 4 registers of two halves each.
   Value packA(const Fragment &a);

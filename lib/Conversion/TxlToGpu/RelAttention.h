@@ -32,7 +32,8 @@ struct KernelTestHooks {
   /// Added to the r row of every BD term (any value but 0 is wrong).
   int64_t relShiftOffset = 0;
   /// 1 or 2: the kernel's first or second barrier is left out (3: the
-  /// third, in the kernels that have one); 0: none.
+  /// third, in the kernels that have one; 4: the tensor-core forward
+  /// kernel's barrier after staging K and V); 0: none.
   int64_t dropBarrier = 0;
   /// Every key part of the forward kernels walks all the visible keys, not
   /// its own run of them.

@@ -6,8 +6,12 @@
 // warp-level nvgpu.mma.sync m16n8k16, bf16 or f16 operands, f32 accumulators
 // (FlashAttention-2's register layout, Dao 2023 §3.1).
 //
-// A workgroup has 4 subgroups of 32; subgroup w owns 16 query rows, iw =
-// i0 + 16 w, and walks the keys in tiles of Bk = 32. Per key tile it forms
+// A workgroup has 4 subgroups of 32 (one warpgroup); subgroup w owns 16
+// query rows, iw = i0 + 16 w, and walks the keys in tiles of Bk = 32. Per
+// key tile the workgroup first stages the tile's K and V, rounded, in
+// workgroup memory as the B operands of two warpgroup products
+// (txl.warpgroup_mma: wgmma on sm_90a, each subgroup's mma.sync
+// elsewhere), AC and P·V, for the 64 rows at once. Subgroup w forms
 //   AC = (q + u) k^T            16 × 32, 4 n-blocks of 8 keys
 //   X  = (q + v) r_window^T     16 × 48, the 16 + 32 - 1 rows of r that the
 //                               (16 rows, 32 keys) block reads, row w of the
@@ -38,6 +42,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "txl/IR/TxlOps.h"
 
 using namespace mlir;
 using namespace mlir::txl;
@@ -129,6 +134,26 @@ Fragment MmaBodyBuilder::mma(Value va, const Fragment &bOp, const Fragment &c) {
     for (int64_t e = 0; e < 2; ++e)
       result.push_back(
           vector::ExtractOp::create(b, d, ArrayRef<int64_t>{r, e}));
+  return result;
+}
+
+Fragment MmaBodyBuilder::warpgroupMma(ArrayRef<Fragment> a, Value tile,
+                                      ArrayRef<Value> acc) {
+  SmallVector<Value> aScalars;
+  for (const Fragment &frag : a)
+    llvm::append_range(aScalars, frag);
+  int64_t kSteps = a.size(), nBlocks = acc.size() / 4;
+  Value va = vector::FromElementsOp::create(
+      b, VectorType::get({kSteps, 4, 2}, operandType), aScalars);
+  Value vc = vector::FromElementsOp::create(
+      b, VectorType::get({nBlocks, 2, 2}, b.getF32Type()), acc);
+  Value d = WarpgroupMmaOp::create(b, va, tile, vc);
+  Fragment result;
+  for (int64_t nb = 0; nb < nBlocks; ++nb)
+    for (int64_t r = 0; r < 2; ++r)
+      for (int64_t e = 0; e < 2; ++e)
+        result.push_back(
+            vector::ExtractOp::create(b, d, ArrayRef<int64_t>{nb, r, e}));
   return result;
 }
 
@@ -229,6 +254,8 @@ void MmaKernelBuilder::build() {
             entry.getArgument(14), entry.getArgument(15)};
   Value acTile = func.getWorkgroupAttributions()[0];
   Value xTile = func.getWorkgroupAttributions()[1];
+  Value kTile = func.getWorkgroupAttributions()[2];
+  Value vTile = func.getWorkgroupAttributions()[3];
 
   using P = arith::CmpIPredicate;
   Value zero = idx(0);
@@ -273,31 +300,53 @@ void MmaKernelBuilder::build() {
     Value j0 = keyLoop.getInductionVar();
     ValueRange state = keyLoop.getRegionIterArgs();
 
-    // Every lane is done reading the previous tile's AC and X.
+    // Every lane is done reading the previous tile's AC, X, K and V.
     if (hooks.dropBarrier != 1)
+      gpu::BarrierOp::create(b);
+    // The workgroup stages the key tile's K and V once, rounded, as the B
+    // operands of the two warpgroup products (txl.warpgroup_mma's packed
+    // core matrices): K as B(d, j) at kTile[j / 8][d / 8][j % 8][d % 8], V
+    // as B(j, d) at vTile[d / 8][j / 8][d % 8][j % 8]. Work-item x takes
+    // elements x + 128 s of the row-major [32 keys, dPad], so that a
+    // subgroup reads 32 consecutive columns of a row; keys from jEnd on and
+    // columns from d_head on are zero.
+    Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+    int64_t threads = kWarps * kSubgroupSize;
+    auto stage = [&](Value s) {
+      Value flat = add(tid, mul(s, idx(threads)));
+      Value jj = arith::DivUIOp::create(b, flat, idx(dPad));
+      Value d = arith::RemUIOp::create(b, flat, idx(dPad));
+      Value j = add(j0, jj);
+      Value jOk = cmp(P::ult, j, jEnd);
+      auto split = [&](Value x) {
+        return std::pair<Value, Value>{arith::DivUIOp::create(b, x, idx(8)),
+                                       arith::RemUIOp::create(b, x, idx(8))};
+      };
+      auto [jBlock, jIn] = split(jj);
+      auto [dBlock, dIn] = split(d);
+      memref::StoreOp::create(
+          b, operand(loadOrZero(k, {j, batchIdx, head}, jOk, d)), kTile,
+          ValueRange{jBlock, dBlock, jIn, dIn});
+      memref::StoreOp::create(
+          b, operand(loadOrZero(v, {j, batchIdx, head}, jOk, d)), vTile,
+          ValueRange{dBlock, jBlock, dIn, jIn});
+    };
+    forRange(kKeyTile * dPad / threads, stage);
+    // K and V are staged before the products read them.
+    if (hooks.dropBarrier != 4)
       gpu::BarrierOp::create(b);
     SmallVector<Fragment> qus, qvs;
     for (int64_t ks = 0; ks < kSteps; ++ks) {
       qus.push_back(holdQuery ? heldQu[ks] : queryFragment(ks, u));
       qvs.push_back(holdQuery ? heldQv[ks] : queryFragment(ks, vb));
     }
-    // AC: 4 blocks of 8 keys, lane's B entries are key j0 + 8 nb + g.
-    forRange(kKeyTile / 8, [&](Value nb) {
-      Value col0 = mul(nb, idx(8));
-      Value j = add(j0, add(g, col0));
-      Value jOk = cmp(P::ult, j, jEnd);
-      Fragment acc = zeros();
-      for (int64_t ks = 0; ks < kSteps; ++ks) {
-        Fragment kf;
-        for (int64_t rr = 0; rr < 2; ++rr)
-          for (int64_t e = 0; e < 2; ++e) {
-            Value d = add(mul(t, idx(2)), idx(ks * 16 + e + 8 * rr));
-            kf.push_back(operand(loadOrZero(k, {j, batchIdx, head}, jOk, d)));
-          }
-        acc = mma(qus[ks], kf, acc);
-      }
-      storeC(acc, acTile, warpRow0, col0);
-    });
+    // AC: M = the workgroup's 64 rows, N = the 32 keys, K = dPad.
+    {
+      Fragment ac = warpgroupMma(qus, kTile, SmallVector<Value>(16, f32(0.0)));
+      for (int64_t nb = 0; nb < kKeyTile / 8; ++nb)
+        storeC(Fragment(ArrayRef<Value>(ac).slice(4 * nb, 4)), acTile, warpRow0,
+               idx(8 * nb));
+    }
     // X: 6 blocks of 8 window rows; window row w is r row rBase + w, rows
     // outside [0, klen) only serve masked pairs and read as zero.
     Value rBase =
@@ -393,16 +442,14 @@ void MmaKernelBuilder::build() {
                                                         i, j, batchIdx, head));
           }
 
-    // O = O alpha + P V: P's A fragment for keys 16 kk.. is the score
-    // blocks 2 kk and 2 kk + 1 as they sit in the lane's registers.
+    // O = O alpha + P V (M = 64 rows, N = dPad, K = the 32 keys): P's A
+    // fragment for keys 16 kk.. is the score blocks 2 kk and 2 kk + 1 as
+    // they sit in the lane's registers.
     SmallVector<Fragment> o(dBlocks);
     for (int64_t db = 0; db < dBlocks; ++db)
       for (int64_t n = 0; n < 4; ++n)
         o[db].push_back(
             arith::MulFOp::create(b, state[4 + 4 * db + n], alpha[n / 2]));
-    // Keys 16 kk .. 16 kk + 15 for kk = 0, 1, one iteration each: the A
-    // fragment is selected from the two sets of registers (in f32, then
-    // rounded).
     SmallVector<Fragment> pas(2);
     for (int64_t kk = 0; kk < 2; ++kk)
       for (int64_t half = 0; half < 2; ++half)
@@ -412,37 +459,10 @@ void MmaKernelBuilder::build() {
     SmallVector<Value> oInit;
     for (const Fragment &frag : o)
       llvm::append_range(oInit, frag);
-    scf::ForOp pv = loopOver(kKeyTile / 16, oInit);
-    {
-      OpBuilder::InsertionGuard pvGuard(b);
-      b.setInsertionPointToStart(pv.getBody());
-      Value kk = pv.getInductionVar();
-      Value first = cmp(P::eq, kk, zero);
-      Fragment pa;
-      for (int64_t n = 0; n < 8; ++n)
-        pa.push_back(operand(select(first, pas[0][n], pas[1][n])));
-      SmallVector<Value> updated;
-      for (int64_t db = 0; db < dBlocks; ++db) {
-        Value d = add(g, idx(8 * db));
-        Fragment vf;
-        for (int64_t rr = 0; rr < 2; ++rr)
-          for (int64_t e = 0; e < 2; ++e) {
-            Value j = add(add(j0, mul(kk, idx(16))),
-                          add(mul(t, idx(2)), idx(e + 8 * rr)));
-            vf.push_back(operand(
-                loadOrZero(v, {j, batchIdx, head}, cmp(P::ult, j, jEnd), d)));
-          }
-        Fragment acc(pv.getRegionIterArgs().slice(4 * db, 4));
-        llvm::append_range(updated, mma(pa, vf, acc));
-      }
-      scf::YieldOp::create(b, updated);
-    }
-    o.assign(dBlocks, Fragment());
-    for (int64_t db = 0; db < dBlocks; ++db)
-      o[db].assign(pv.getResults().begin() + 4 * db,
-                   pv.getResults().begin() + 4 * db + 4);
-    for (const Fragment &frag : o)
-      llvm::append_range(next, frag);
+    for (Fragment &pa : pas)
+      for (Value &x : pa)
+        x = operand(x);
+    llvm::append_range(next, warpgroupMma(pas, vTile, oInit));
     scf::YieldOp::create(b, next);
   }
 
@@ -505,7 +525,8 @@ AttentionKernel mlir::txl::getOrCreateMmaAttentionKernel(
   assert((operandType.isBF16() || operandType.isF16()) &&
          "mma.sync m16n8k16 takes bf16 or f16 operands");
   // Resident workgroups per SM: the register file (64K) over kMaxRegisters
-  // per work-item (the tiles' 21 KiB of shared memory allow more).
+  // per work-item (the tiles' 21 KiB of f32 scores and 4 d_head bytes per
+  // key of K and V, 37 KiB at d_head 128, allow more).
   int64_t threads = kWarps * kSubgroupSize;
   AttentionKernel kernel{nullptr, kWarps * kRows, threads,
                          65536 / (kMaxRegisters * threads)};
@@ -522,11 +543,20 @@ AttentionKernel mlir::txl::getOrCreateMmaAttentionKernel(
     return MemRefType::get({kWarps * kRows, columns + 1}, b.getF32Type(),
                            MemRefLayoutAttrInterface{}, b.getI64IntegerAttr(3));
   };
+  // K and V of a key tile as txl.warpgroup_mma's B operands: core
+  // matrices of 8 × 8 (N blocks × K blocks).
+  int64_t dBlocks = llvm::alignTo(dHead, 16) / 8;
+  auto coreMatrices = [&](int64_t nBlocks, int64_t kBlocks) {
+    return MemRefType::get({nBlocks, kBlocks, 8, 8}, operandType,
+                           MemRefLayoutAttrInterface{}, b.getI64IntegerAttr(3));
+  };
   kernel.func = gpu::GPUFuncOp::create(
       b, kernels.getLoc(), name,
       attentionKernelType(ctx, dHead, /*unitInnerStride=*/true, dropatt, lse,
                           /*keyParts=*/true),
-      TypeRange{tile(kKeyTile), tile(kWindow)});
+      TypeRange{tile(kKeyTile), tile(kWindow),
+                coreMatrices(kKeyTile / 8, dBlocks),
+                coreMatrices(dBlocks, kKeyTile / 8)});
   kernel.func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
                        b.getUnitAttr());
   kernel.func.setKnownBlockSizeAttr(

@@ -793,8 +793,8 @@ struct ConvertRelAttentionToGpuPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     RewritePatternSet patterns(&getContext());
-    if (dropBarrier < 0 || dropBarrier > 3) {
-      module.emitError("test-drop-barrier must be 0, 1, 2 or 3");
+    if (dropBarrier < 0 || dropBarrier > 4) {
+      module.emitError("test-drop-barrier must be 0, 1, 2, 3 or 4");
       return signalPassFailure();
     }
     if (precision != "f32" && precision != "bf16" && precision != "f16") {

@@ -67,7 +67,8 @@ SHARED_RESERVED = 1024        # the driver's shared memory per workgroup
 # output of training: 192 registers, d_head 80
 # and 128 and the dropatt forms (the Philox draws) up to the 255 of
 # nvvm.maxnreg, which leaves 2 workgroups per SM as 192 does; 21 KB of AC
-# and X tiles. The tensor-core `_kv` backward kernels (d_head up to 80):
+# and X tiles and the key tile's K and V in bf16 or f16 (4 d_head bytes per
+# key: 16 KB at d_head 128). The tensor-core `_kv` backward kernels (d_head up to 80):
 # 128 work-items, dk's and dv's accumulators in registers, up to 255 of
 # nvvm.maxnreg, 2 workgroups per SM; 29 KB of X, P and dS tiles. The
 # tensor-core `_q_saved` and `_r` kernels likewise, with d(q + u)'s and
@@ -84,8 +85,8 @@ BUDGETS = [
     (r"rel_attention_grad_(q|q_saved|kv|r)(_dropatt)?_d\d+", 128, 128, 48 * 1024, 3),
     (r"rel_attention_grad_kv_(bf16|f16)(_dropatt)?_d\d+", 128, 255, 29 * 1024, 2),
     (r"rel_attention_grad_(q_saved|r)_(bf16|f16)(_dropatt)?_d\d+", 128, 255, 33 * 1024, 2),
-    (r"rel_attention_(bf16|f16)(_dropatt(_lse)?_d\d+|(_lse)?_d(80|128))", 128, 255, 21 * 1024, 2),
-    (r"rel_attention_(bf16|f16)(_lse)?_d\d+", 128, 192, 21 * 1024, 2),
+    (r"rel_attention_(bf16|f16)(_dropatt(_lse)?_d\d+|(_lse)?_d(80|128))", 128, 255, 37 * 1024, 2),
+    (r"rel_attention_(bf16|f16)(_lse)?_d\d+", 128, 192, 37 * 1024, 2),
     (r"rel_attention(_dropatt)?(_lse)?_d128", 128, 128, 48 * 1024, 3),
     (r"rel_attention(_dropatt)?(_lse)?_d\d+", 128, 128, 48 * 1024, 4),
     (r"rel_attention_combine(_lse)?", 128, 48, 0, 8),
