@@ -45,14 +45,16 @@ fi
 # on this CPU through SPIR-V. Debian's PoCL 3.1 has no SPIR-V, so it is
 # Intel's CPU runtime from PyPI (intel-opencl-rt; its libimf/libsvml come in
 # intel-cmplr-lib-rt, which it does not declare). Installed once under
-# TXL_OPENCL_PREFIX; pip keeps the downloaded wheels in its cache. The
+# TXL_OPENCL_PREFIX; pip keeps the downloaded wheels in its cache. Pinned to
+# the release the tests were last run with (a kernel that one release
+# compiles, another may not). The
 # wheel's own .icd names a placeholder path, so the ICD file the tests use
 # (OCL_ICD_VENDORS=$prefix/vendors) names the library by its absolute path.
 ocl_prefix=${TXL_OPENCL_PREFIX:-/opt/txlc/intel-opencl}
 if [ ! -f "$ocl_prefix/lib/libintelocl.so" ]; then
   echo "install-deps: installing Intel's OpenCL CPU runtime into $ocl_prefix"
   $SUDO python3 -m pip install -q --root-user-action=ignore --prefix "$ocl_prefix" \
-    intel-opencl-rt intel-cmplr-lib-rt
+    intel-opencl-rt==2026.2.0 intel-cmplr-lib-rt==2026.2.0
 fi
 $SUDO mkdir -p "$ocl_prefix/vendors"
 echo "$ocl_prefix/lib/libintelocl.so" | $SUDO tee "$ocl_prefix/vendors/intel-cpu.icd" >/dev/null
