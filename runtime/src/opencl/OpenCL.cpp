@@ -42,10 +42,9 @@ constexpr KnownCode kKnownCodes[] = {
 /// frame on one thread's stack, and the tensor-core backward kernels, their
 /// mma.sync emulated by shuffles, need more than the 8 MiB that glibc gives
 /// a thread by default (RLIMIT_STACK): rel_attention_grad_kv_bf16_dropatt_d80
-/// has an 8.5 MiB frame and overflowed the stack of the TBB worker that ran
-/// it (a SIGSEGV in the kernel; not on every run, as the kernel sometimes
-/// ran on a thread with room to spare). Stack is reserved, not committed:
-/// threads touch only what they use.
+/// has an 8.5 MiB frame and overflowed the 8 MiB stack of the TBB worker
+/// that ran it (a SIGSEGV in the kernel, seen in gdb). Stack is reserved,
+/// not committed: threads touch only what they use.
 constexpr size_t kKernelStackBytes = size_t(64) << 20;
 
 /// The runtime's own setting (its cl.cfg: the default stack size for kernel
