@@ -60,24 +60,28 @@
 // k_j . u (a loop over the quad's columns and two xor shuffles), before the
 // walk over query tiles of 32, whose loop carries dv's and dk's
 // accumulators (4 blocks of 8 columns x 4 values each) and the lanes' dS
-// row sums. Per tile: a barrier, the rolled loop over the subgroup's 6
-// blocks of X storing its accumulators, a second barrier, then a rolled
-// loop over 4 blocks of 8 queries: AC^T and dP^T (2 k-steps each), the
-// rows' lse and D, the score's positional term read from X at row ii and
-// column 31 - ii + jj (the rel-shift), P M and dS stored; then a rolled
-// loop over 2 k-steps of 16 queries reading the lane's own P M and dS
-// entries as A fragments for dv and dk (4 blocks each). dv and dk (plus
-// the dS row sum times u) are stored under the key and column bounds.
-// MMAS: {{^}}24{{$}}
-// (_kv: 2 in the X loop, 4 for AC^T and dP^T, 8 for dv and dk; _r: 4 in
-// the Z and V loop, 2 for BD^T, 4 for dr.)
+// row sums. Per tile: a barrier; the rolled loop that stages the tile's dO
+// and q (32 queries x 32 columns, 8 elements per work-item), rounded, as
+// B(i, d) core matrices at [d / 8][i / 8][d % 8][i % 8]; the rolled loop
+// over the subgroup's 6 blocks of X storing its accumulators; a second
+// barrier (for X and the staged tiles), then a rolled loop over 4 blocks
+// of 8 queries: AC^T and dP^T (2 k-steps each), the rows' lse and D, the
+// score's positional term read from X at row ii and column 31 - ii + jj
+// (the rel-shift), P M and dS stored; then the lane's own P M and dS
+// entries (2 k-steps of 16 queries) as the A operands of dv's and dk's
+// warpgroup products on the staged dO and q (4 blocks of 8 columns each).
+// dv and dk (plus the dS row sum times u) are stored under the key and
+// column bounds.
+// MMAS: {{^}}12{{$}}
+// (_kv: 2 in the X loop, 4 for AC^T and dP^T; _r: 4 in the Z and V loop,
+// 2 for BD^T; dv, dk and dr are warpgroup products.)
 
 // CHECK: gpu.func @rel_attention_grad_kv_bf16_d32(
-// CHECK-SAME: %[[Q:arg1]]: memref<?x?x?x32xf32, strided<[?, ?, ?, 1], offset: ?>>
+// CHECK-SAME: %[[DO:arg0]]: memref<?x?x?x32xf32, strided<[?, ?, ?, 1], offset: ?>>, %[[Q:arg1]]: memref<?x?x?x32xf32, strided<[?, ?, ?, 1], offset: ?>>
 // CHECK-SAME: %[[LSEK:arg7]]: memref<?x?x?xf32>, %[[DELTAK:arg8]]: memref<?x?x?xf32>
 // CHECK-SAME: %[[DK:arg9]]: memref<?x?x?x32xf32, strided<[?, ?, ?, 1], offset: ?>>, %[[DV:arg10]]: memref<?x?x?x32xf32, strided<[?, ?, ?, 1], offset: ?>>
 // CHECK-SAME: %{{.+}}: index, %{{.+}}: i32, %{{.+}}: f32)
-// CHECK-SAME: workgroup(%[[X:.+]] : memref<32x97xf32, 3>, %[[PT:.+]] : memref<64x33xf32, 3>, %[[DST:.+]] : memref<64x33xf32, 3>)
+// CHECK-SAME: workgroup(%[[X:.+]] : memref<32x97xf32, 3>, %[[PT:.+]] : memref<64x33xf32, 3>, %[[DST:.+]] : memref<64x33xf32, 3>, %[[DOT:.+]] : memref<4x4x8x8xbf16, 3>, %[[QT:.+]] : memref<4x4x8x8xbf16, 3>)
 // CHECK-SAME: kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.maxnreg = 255 : i32}
 // CHECK-NOT: memref.alloc
 // CHECK-COUNT-32: arith.truncf %{{.+}} : f32 to bf16
@@ -86,6 +90,21 @@
 // CHECK: gpu.shuffle  xor %{{.+}}, %c1_i32, %c32_i32 : f32
 // CHECK: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c32 iter_args({{.+}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
 // CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: gpu.thread_id  x
+// CHECK-NEXT: scf.for %{{.+}} = %c0 to %c8 step %c1 {
+// CHECK: %[[SI:.+]] = arith.divui %{{.+}}, %c32 : index
+// CHECK-NEXT: %[[SD:.+]] = arith.remui %{{.+}}, %c32 : index
+// CHECK-NEXT: %[[IBLK:.+]] = arith.divui %[[SI]], %c8 : index
+// CHECK-NEXT: %[[IIN:.+]] = arith.remui %[[SI]], %c8 : index
+// CHECK-NEXT: %[[DBLK:.+]] = arith.divui %[[SD]], %c8 : index
+// CHECK-NEXT: %[[DIN:.+]] = arith.remui %[[SD]], %c8 : index
+// CHECK: memref.load %[[DO]][%{{.+}}, %{{.+}}, %{{.+}}, %[[SD]]]
+// CHECK: arith.truncf %{{.+}} : f32 to bf16
+// CHECK-NEXT: memref.store %{{.+}}, %[[DOT]][%[[DBLK]], %[[IBLK]], %[[DIN]], %[[IIN]]]
+// CHECK: memref.load %[[Q]][%{{.+}}, %{{.+}}, %{{.+}}, %[[SD]]]
+// CHECK: arith.truncf %{{.+}} : f32 to bf16
+// CHECK-NEXT: memref.store %{{.+}}, %[[QT]][%[[DBLK]], %[[IBLK]], %[[DIN]], %[[IIN]]]
+// CHECK-NEXT: } {loop_annotation = #[[$ROLLED]]}
 // CHECK: scf.for %{{.+}} = %c0 to %c6 step %c1 {
 // CHECK-COUNT-2: nvgpu.mma.sync({{.+}}) {mmaShape = [16, 8, 16]} : (vector<4x2xbf16>, vector<2x2xbf16>, vector<2x2xf32>) -> vector<2x2xf32>
 // CHECK-COUNT-4: memref.store %{{.+}}, %[[X]]
@@ -102,11 +121,13 @@
 // CHECK: memref.store %{{.+}}, %[[PT]][%{{.+}}, %[[II]]]
 // CHECK-NEXT: memref.store %{{.+}}, %[[DST]][%{{.+}}, %[[II]]]
 // CHECK: } {loop_annotation = #[[$ROLLED]]}
-// CHECK-NEXT: scf.for %{{.+}} = %c0 to %c2 step %c1 iter_args(
-// CHECK-COUNT-8: memref.load %[[PT]]
-// CHECK-COUNT-8: nvgpu.mma.sync
-// CHECK-NEXT: vector.extract
-// CHECK: } {loop_annotation = #[[$ROLLED]]}
+// CHECK-NOT: nvgpu.mma.sync
+// CHECK-COUNT-16: memref.load %[[PT]]
+// CHECK-NOT: nvgpu.mma.sync
+// CHECK: txl.warpgroup_mma %{{.+}}, %[[DOT]], %{{.+}} : vector<2x4x2xbf16>, memref<4x4x8x8xbf16, 3>, vector<4x2x2xf32>
+// CHECK: txl.warpgroup_mma %{{.+}}, %[[QT]], %{{.+}} : vector<2x4x2xbf16>, memref<4x4x8x8xbf16, 3>, vector<4x2x2xf32>
+// CHECK-NOT: nvgpu.mma.sync
+// CHECK: scf.yield
 // CHECK-NOT: gpu.barrier
 // CHECK-NOT: memref.alloc
 // CHECK: memref.store %{{.+}}, %[[DV]]
@@ -116,28 +137,44 @@
 
 // The _r kernel: workgroup memory only Z and V, (q + u) k_window^T and
 // dO v_window^T for 32 queries x the 96 window keys (k row m0 - qlen + 1 +
-// i0 + w) of a tile pair, padded to 97 columns, and the dS^T tile of the 4
-// subgroups' 16 r rows x 32 queries. The r fragments (2 k-steps of d_head
-// 32) are loaded once; the batch loop and in it the walk over query tiles
-// of 32 carry dr's accumulators (4 blocks of 8 columns x 4 values). Per
-// tile: a barrier, the rolled loop over the subgroup's 6 blocks of Z and
-// V (2 k-steps each) storing both, a second barrier, then a rolled loop
-// over 4 blocks of 8 queries: BD^T (2 k-steps), the queries' lse and D,
-// AC^T and dP^T read from Z and V at row ii and column mm + ii (the
-// rel-shift), dS^T stored at the lane's own position; then a rolled loop
-// over 2 k-steps of 16 queries reading those entries as A fragments for
-// dr (4 blocks). dr is stored under the row and column bounds.
+// i0 + w) of a tile pair, padded to 97 columns, the dS^T tile of the 4
+// subgroups' 16 r rows x 32 queries, and the query tile's q + v as B(i, d)
+// core matrices. The r fragments (2 k-steps of d_head 32) are loaded once;
+// the batch loop and in it the walk over query tiles of 32 carry dr's
+// accumulators (4 blocks of 8 columns x 4 values). Per tile: a barrier,
+// the rolled loop staging q + v (rounded; the bias added), the rolled loop
+// over the subgroup's 6 blocks of Z and V (2 k-steps each) storing both, a
+// second barrier, then a rolled loop over 4 blocks of 8 queries: BD^T (2
+// k-steps), the queries' lse and D, AC^T and dP^T read from Z and V at row
+// ii and column mm + ii (the rel-shift), dS^T stored at the lane's own
+// position; then those entries (2 k-steps of 16 queries) as the A operand
+// of dr's warpgroup product on the staged q + v (4 blocks). dr is stored
+// under the row and column bounds.
 
 // CHECK-LABEL: gpu.func @rel_attention_grad_r_bf16_d32(
 // CHECK-SAME: %[[LSER:arg7]]: memref<?x?x?xf32>, %[[DELTAR:arg8]]: memref<?x?x?xf32>
 // CHECK-SAME: %[[DR:arg9]]: memref<?x?x32xf32, strided<[?, ?, 1], offset: ?>>
-// CHECK-SAME: workgroup(%[[Z:.+]] : memref<32x97xf32, 3>, %[[V:.+]] : memref<32x97xf32, 3>, %[[DSR:.+]] : memref<64x33xf32, 3>)
+// CHECK-SAME: workgroup(%[[Z:.+]] : memref<32x97xf32, 3>, %[[V:.+]] : memref<32x97xf32, 3>, %[[DSR:.+]] : memref<64x33xf32, 3>, %[[QVT:.+]] : memref<4x4x8x8xbf16, 3>)
 // CHECK-SAME: kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.maxnreg = 255 : i32}
 // CHECK-NOT: memref.alloc
 // CHECK-COUNT-16: arith.truncf %{{.+}} : f32 to bf16
 // CHECK: scf.for %{{.+}} = %c0 to %{{.+}} step %c1 iter_args({{.+}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
 // CHECK-NEXT: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c32 iter_args(
 // CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: gpu.thread_id  x
+// CHECK-NEXT: scf.for %{{.+}} = %c0 to %c8 step %c1 {
+// CHECK: %[[SIR:.+]] = arith.divui %{{.+}}, %c32 : index
+// CHECK-NEXT: %[[SDR:.+]] = arith.remui %{{.+}}, %c32 : index
+// CHECK-NEXT: %[[IBLKR:.+]] = arith.divui %[[SIR]], %c8 : index
+// CHECK-NEXT: %[[IINR:.+]] = arith.remui %[[SIR]], %c8 : index
+// CHECK-NEXT: %[[DBLKR:.+]] = arith.divui %[[SDR]], %c8 : index
+// CHECK-NEXT: %[[DINR:.+]] = arith.remui %[[SDR]], %c8 : index
+// CHECK: memref.load %arg1[%{{.+}}, %{{.+}}, %{{.+}}, %[[SDR]]]
+// CHECK: memref.load %arg6[%{{.+}}, %[[SDR]]]
+// CHECK: arith.addf
+// CHECK-NEXT: arith.truncf %{{.+}} : f32 to bf16
+// CHECK-NEXT: memref.store %{{.+}}, %[[QVT]][%[[DBLKR]], %[[IBLKR]], %[[DINR]], %[[IINR]]]
+// CHECK-NEXT: } {loop_annotation = #[[$ROLLED]]}
 // CHECK: scf.for %{{.+}} = %c0 to %c6 step %c1 {
 // CHECK-COUNT-4: nvgpu.mma.sync({{.+}}) {mmaShape = [16, 8, 16]} : (vector<4x2xbf16>, vector<2x2xbf16>, vector<2x2xf32>) -> vector<2x2xf32>
 // CHECK-COUNT-4: memref.store %{{.+}}, %[[Z]]
@@ -156,10 +193,12 @@
 // CHECK: math.exp
 // CHECK: memref.store %{{.+}}, %[[DSR]][%[[MM]], %[[IIR]]]
 // CHECK: } {loop_annotation = #[[$ROLLED]]}
-// CHECK-NEXT: scf.for %{{.+}} = %c0 to %c2 step %c1 iter_args(
-// CHECK-COUNT-8: memref.load %[[DSR]]
-// CHECK-COUNT-4: nvgpu.mma.sync
-// CHECK: } {loop_annotation = #[[$ROLLED]]}
+// CHECK-NOT: nvgpu.mma.sync
+// CHECK-COUNT-16: memref.load %[[DSR]]
+// CHECK-NOT: nvgpu.mma.sync
+// CHECK: txl.warpgroup_mma %{{.+}}, %[[QVT]], %{{.+}} : vector<2x4x2xbf16>, memref<4x4x8x8xbf16, 3>, vector<4x2x2xf32>
+// CHECK-NOT: nvgpu.mma.sync
+// CHECK: scf.yield
 // CHECK-NOT: gpu.barrier
 // CHECK-NOT: memref.alloc
 // CHECK: memref.store %{{.+}}, %[[DR]]
@@ -179,30 +218,36 @@ func.func @grad(%do: tensor<?x?x4x32xf32>, %q: tensor<?x?x4x32xf32>, %k: tensor<
 
 // -----
 
-// d_head 128: the tensor-core _kv and _r kernels over 2 parts of 64
-// columns along the grid's z; each workgroup computes the probabilities
-// over all of d_head and accumulates 8 blocks of 8 columns from 64 z (the
-// B operands and the stores offset by it): 16 products per k-step of dv
-// and dk, half of d_head 128's 32.
+// d_head 128: the tensor-core _kv kernel over 4 parts of 32 columns and
+// _r over 2 of 64, along the grid's z; each workgroup computes the
+// probabilities over all of d_head and accumulates its blocks of 8 columns
+// from 32 z (_kv; 64 z for _r: the staged dO, q and q + v columns and the
+// stores offset by it): dv's and dk's warpgroup products have N = 32, a
+// quarter of d_head 128, dr's N = 64.
 // CHECK-LABEL: func.func @grad_d128
 // CHECK: gpu.launch_func @txl_kernels::@rel_attention_grad_q_d128 blocks in (%{{.+}}, %{{.+}}, %c1)
-// CHECK: gpu.launch_func @txl_kernels::@rel_attention_grad_kv_bf16_d128 blocks in (%{{.+}}, %{{.+}}, %c2) threads in (%c128, %c1, %c1)
+// CHECK: gpu.launch_func @txl_kernels::@rel_attention_grad_kv_bf16_d128 blocks in (%{{.+}}, %{{.+}}, %c4) threads in (%c128, %c1, %c1)
 // CHECK: gpu.launch_func @txl_kernels::@rel_attention_grad_r_bf16_d128 blocks in (%{{.+}}, %{{.+}}, %c2) threads in (%c128, %c1, %c1)
 // CHECK-LABEL: gpu.func @rel_attention_grad_kv_bf16_d128(
 // CHECK: %[[KVZ:.+]] = gpu.block_id  z
-// CHECK-NEXT: %[[KVCOL0:.+]] = arith.muli %[[KVZ]], %c64 : index
+// CHECK-NEXT: %[[KVCOL0:.+]] = arith.muli %[[KVZ]], %c32 : index
 // CHECK: gpu.barrier
+// CHECK: scf.for %{{.+}} = %c0 to %c8 step %c1 {
+// CHECK: %[[KVSD:.+]] = arith.remui %{{.+}}, %c32 : index
+// CHECK: %[[KVD:.+]] = arith.addi %[[KVCOL0]], %[[KVSD]] : index
+// CHECK: memref.load %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}, %[[KVD]]]
 // CHECK: gpu.barrier
 // CHECK: } {loop_annotation =
-// CHECK-NEXT: scf.for {{.+}} iter_args(
-// CHECK-COUNT-16: nvgpu.mma.sync
 // CHECK-NOT: nvgpu.mma.sync
-// CHECK: } {loop_annotation =
+// CHECK: txl.warpgroup_mma %{{.+}} : vector<2x4x2xbf16>, memref<4x4x8x8xbf16, 3>, vector<4x2x2xf32>
+// CHECK: txl.warpgroup_mma %{{.+}} : vector<2x4x2xbf16>, memref<4x4x8x8xbf16, 3>, vector<4x2x2xf32>
+// CHECK-NOT: nvgpu.mma.sync
 // CHECK: arith.addi %[[KVCOL0]], %{{.+}} : index
 // CHECK: memref.store
 // CHECK-LABEL: gpu.func @rel_attention_grad_r_bf16_d128(
 // CHECK: %[[RZ:.+]] = gpu.block_id  z
 // CHECK-NEXT: arith.muli %[[RZ]], %c64 : index
+// CHECK: txl.warpgroup_mma %{{.+}} : vector<2x4x2xbf16>, memref<8x4x8x8xbf16, 3>, vector<8x2x2xf32>
 // CHECK: gpu.return
 func.func @grad_d128(%do: tensor<?x?x2x128xf32>, %q: tensor<?x?x2x128xf32>, %r: tensor<?x2x128xf32>,
                      %u: tensor<2x128xf32>, %m: index, %s: i1) -> tensor<?x?x2x128xf32> {
@@ -214,8 +259,8 @@ func.func @grad_d128(%do: tensor<?x?x2x128xf32>, %q: tensor<?x?x2x128xf32>, %r: 
 
 // -----
 
-// The dropatt forms at d_head 128: _q_saved and _kv over 4 parts of 32
-// columns (in 2, ptxas spills), _r over 2; only the first part writes
+// The dropatt forms at d_head 128: _q_saved, _kv and _r over 4 parts of
+// 32 columns (in 2, ptxas spilled); only the first part writes
 // D_i; the loop that draws the Philox multipliers keeps its loop-invariant
 // values (the round keys) in it (licm disabled).
 // CHECK: #[[$NOLICM:.+]] = #llvm.loop_licm<disable = true>
@@ -223,7 +268,7 @@ func.func @grad_d128(%do: tensor<?x?x2x128xf32>, %q: tensor<?x?x2x128xf32>, %r: 
 // CHECK-LABEL: func.func @saved_dropatt_d128
 // CHECK: gpu.launch_func @txl_kernels::@rel_attention_grad_q_saved_bf16_dropatt_d128 blocks in (%{{.+}}, %{{.+}}, %c4)
 // CHECK: gpu.launch_func @txl_kernels::@rel_attention_grad_kv_bf16_dropatt_d128 blocks in (%{{.+}}, %{{.+}}, %c4)
-// CHECK: gpu.launch_func @txl_kernels::@rel_attention_grad_r_bf16_dropatt_d128 blocks in (%{{.+}}, %{{.+}}, %c2)
+// CHECK: gpu.launch_func @txl_kernels::@rel_attention_grad_r_bf16_dropatt_d128 blocks in (%{{.+}}, %{{.+}}, %c4)
 // CHECK-LABEL: gpu.func @rel_attention_grad_q_saved_bf16_dropatt_d128(
 // CHECK: %[[QZ:.+]] = gpu.block_id  z
 // CHECK-NEXT: %[[QCOL0:.+]] = arith.muli %[[QZ]], %c32 : index
@@ -240,7 +285,7 @@ func.func @grad_d128(%do: tensor<?x?x2x128xf32>, %q: tensor<?x?x2x128xf32>, %r: 
 // CHECK: } {loop_annotation = #[[$DRAWS]]}
 // CHECK-LABEL: gpu.func @rel_attention_grad_r_bf16_dropatt_d128(
 // CHECK: %[[PZ:.+]] = gpu.block_id  z
-// CHECK-NEXT: arith.muli %[[PZ]], %c64 : index
+// CHECK-NEXT: arith.muli %[[PZ]], %c32 : index
 func.func @saved_dropatt_d128(%do: tensor<?x?x2x128xf32>, %q: tensor<?x?x2x128xf32>, %r: tensor<?x2x128xf32>,
                               %u: tensor<2x128xf32>, %o: tensor<?x?x2x128xf32>, %lse: tensor<?x2x?xf32>,
                               %m: index, %s: i1, %seed: i64, %off: i64, %training: i1, %base: i64,
@@ -307,12 +352,15 @@ func.func @dropatt(%do: tensor<?x?x2x32xf32>, %q: tensor<?x?x2x32xf32>, %r: tens
 // xor shuffles, stored by the quad's first lane) and lse_i for the lane's
 // rows. The key loop carries d(q + u)'s and d(q + v)'s accumulators (4
 // blocks of 8 columns x 4 values each). Per key tile of 32: a barrier, the
-// rolled X loop (6 blocks), a second barrier, the rolled loop over 4 blocks
-// of 8 keys (AC and dP, 2 k-steps each; BD from X at row ii and column 15
-// - ii + jj, the rel-shift; dS stored to the dS tile at the lane's own
-// position and to Y at the skewed one), a third barrier, then the rolled
-// loops of d(q + u) += dS k (2 k-steps of 16 keys, A from the lane's own dS
-// entries) and d(q + v) += Y r_window (3 k-steps of 16 window rows).
+// rolled loop staging the tile's k (32 keys x 32 columns, 8 per
+// work-item), rounded, as B(j, d) core matrices at [d / 8][j / 8][d % 8][j %
+// 8], the rolled X loop (6 blocks), a second barrier, the rolled loop over
+// 4 blocks of 8 keys (AC and dP, 2 k-steps each; BD from X at row ii and
+// column 15 - ii + jj, the rel-shift; dS stored to the dS tile at the
+// lane's own position and to Y at the skewed one), a third barrier, then
+// d(q + u) += dS k as a warpgroup product on the staged k (2 k-steps of 16
+// keys, A from the lane's own dS entries) and the rolled loop of d(q + v)
+// += Y r_window (3 k-steps of 16 window rows).
 // precision=f16 keeps the f32 _q_saved (its lse and output from the f16
 // forward kernel).
 
@@ -328,7 +376,7 @@ func.func @dropatt(%do: tensor<?x?x2x32xf32>, %q: tensor<?x?x2x32xf32>, %r: tens
 // CHECK-LABEL: gpu.func @rel_attention_grad_q_saved_bf16_d32(
 // CHECK-SAME: %[[LSEQ:arg7]]: memref<?x?x?xf32>, %[[DELTAQ:arg8]]: memref<?x?x?xf32>, %[[OUT:arg9]]: memref<?x?x?x32xf32, strided<[?, ?, ?, 1], offset: ?>>
 // CHECK-SAME: %[[DQU:arg10]]: memref<?x?x?x32xf32, strided<[?, ?, ?, 1], offset: ?>>, %[[DQV:arg11]]: memref<?x?x?x32xf32, strided<[?, ?, ?, 1], offset: ?>>
-// CHECK-SAME: workgroup(%[[XQ:.+]] : memref<64x49xf32, 3>, %[[DSQ:.+]] : memref<64x33xf32, 3>, %[[Y:.+]] : memref<64x49xf32, 3>)
+// CHECK-SAME: workgroup(%[[XQ:.+]] : memref<64x49xf32, 3>, %[[DSQ:.+]] : memref<64x33xf32, 3>, %[[Y:.+]] : memref<64x49xf32, 3>, %[[KT:.+]] : memref<4x4x8x8xbf16, 3>)
 // CHECK-SAME: kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.maxnreg = 255 : i32}
 // CHECK-NOT: memref.alloc
 // CHECK: scf.for %{{.+}} = %{{.+}} to %c3136 step %c128 {
@@ -342,6 +390,18 @@ func.func @dropatt(%do: tensor<?x?x2x32xf32>, %q: tensor<?x?x2x32xf32>, %r: tens
 // CHECK-NOT: gpu.barrier
 // CHECK: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c32 iter_args({{.+}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
 // CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: gpu.thread_id  x
+// CHECK-NEXT: scf.for %{{.+}} = %c0 to %c8 step %c1 {
+// CHECK: %[[SJ:.+]] = arith.divui %{{.+}}, %c32 : index
+// CHECK-NEXT: %[[SDQ:.+]] = arith.remui %{{.+}}, %c32 : index
+// CHECK-NEXT: %[[JBLK:.+]] = arith.divui %[[SJ]], %c8 : index
+// CHECK-NEXT: %[[JIN:.+]] = arith.remui %[[SJ]], %c8 : index
+// CHECK-NEXT: %[[DBLKQ:.+]] = arith.divui %[[SDQ]], %c8 : index
+// CHECK-NEXT: %[[DINQ:.+]] = arith.remui %[[SDQ]], %c8 : index
+// CHECK: memref.load %arg2[%{{.+}}, %{{.+}}, %{{.+}}, %[[SDQ]]]
+// CHECK: arith.truncf %{{.+}} : f32 to bf16
+// CHECK-NEXT: memref.store %{{.+}}, %[[KT]][%[[DBLKQ]], %[[JBLK]], %[[DINQ]], %[[JIN]]]
+// CHECK-NEXT: } {loop_annotation = #[[$ROLLEDS]]}
 // CHECK: scf.for %{{.+}} = %c0 to %c6 step %c1 {
 // CHECK-COUNT-2: nvgpu.mma.sync({{.+}}) {mmaShape = [16, 8, 16]} : (vector<4x2xbf16>, vector<2x2xbf16>, vector<2x2xf32>) -> vector<2x2xf32>
 // CHECK-COUNT-4: memref.store %{{.+}}, %[[XQ]]
@@ -358,11 +418,11 @@ func.func @dropatt(%do: tensor<?x?x2x32xf32>, %q: tensor<?x?x2x32xf32>, %r: tens
 // CHECK: memref.store %[[DS]], %[[Y]][%{{.+}}, %[[WQ]]]
 // CHECK: } {loop_annotation = #[[$ROLLEDS]]}
 // CHECK-NEXT: gpu.barrier
-// CHECK-NEXT: scf.for %{{.+}} = %c0 to %c2 step %c1 iter_args(
-// CHECK-COUNT-8: memref.load %[[DSQ]]
-// CHECK-COUNT-4: nvgpu.mma.sync
-// CHECK: } {loop_annotation = #[[$ROLLEDS]]}
-// CHECK-NEXT: scf.for %{{.+}} = %c0 to %c3 step %c1 iter_args(
+// CHECK-COUNT-16: memref.load %[[DSQ]]
+// CHECK-NOT: nvgpu.mma.sync
+// CHECK: txl.warpgroup_mma %{{.+}}, %[[KT]], %{{.+}} : vector<2x4x2xbf16>, memref<4x4x8x8xbf16, 3>, vector<4x2x2xf32>
+// CHECK-NOT: nvgpu.mma.sync
+// CHECK: scf.for %{{.+}} = %c0 to %c3 step %c1 iter_args(
 // CHECK-COUNT-8: memref.load %[[Y]]
 // CHECK-COUNT-4: nvgpu.mma.sync
 // CHECK: } {loop_annotation = #[[$ROLLEDS]]}

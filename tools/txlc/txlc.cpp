@@ -80,15 +80,16 @@ static cl::opt<Precision> precision(
                           "f32 throughout, the exactness mode (default)"),
                clEnumValN(Precision::Bf16, "bf16",
                           "bf16 operands, f32 accumulation: the attention "
-                          "forward and (d_head <= 80) its backward on "
-                          "tensor cores (mma.sync m16n8k16) and "
+                          "forward and backward kernels on tensor cores "
+                          "(mma.sync m16n8k16; wgmma m64nNk16 on sm_90a for "
+                          "the products whose B the workgroup stages) and "
                           "cuBLAS products with CUBLAS_COMPUTE_32F_FAST_16BF; "
-                          "on opencl the kernel's mma is emulated with "
-                          "shuffles and the products stay f32"),
+                          "on opencl the kernels' products are emulated "
+                          "with shuffles and the library products stay f32"),
                clEnumValN(Precision::Fp16, "fp16",
                           "f16 operands, f32 accumulation, as bf16 (cuBLAS: "
-                          "CUBLAS_COMPUTE_32F_FAST_16F) but for the "
-                          "attention's backward, which stays f32")));
+                          "CUBLAS_COMPUTE_32F_FAST_16F); train scales the "
+                          "loss dynamically")));
 static cl::opt<int64_t> attentionKeyParts(
     cl::cat(txlcCategory), "attention-key-parts",
     cl::desc("GPU targets: split the attention kernels' keys into this "

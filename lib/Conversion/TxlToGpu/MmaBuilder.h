@@ -79,6 +79,26 @@ protected:
   /// memory as the op's core matrices; `acc`, the accumulators of each
   /// n-block in turn (4 each), and so is the result.
   Fragment warpgroupMma(ArrayRef<Fragment> a, Value tile, ArrayRef<Value> acc);
+  /// A global operand staged for txl.warpgroup_mma: `rows` into `tile`, as
+  /// B(row, column) (the rows along the product's K) when `rowsAlongK`, at
+  /// tile[c / 8][r / 8][c % 8][r % 8], else as B(column, row) at
+  /// tile[r / 8][c / 8][r % 8][c % 8] (r, c counted from the staged
+  /// block's first row and column).
+  struct StagedOperand {
+    Rows rows;
+    Value tile;
+    bool rowsAlongK;
+  };
+  /// Stores rows row0 + [0, numRows) × columns col0 + [0, numCols) (from
+  /// column 0 when `col0` is unset) of each of `operands`, rounded, into
+  /// its tile, every element once by the workgroup's 128 work-items (a
+  /// warpgroup): work-item x takes the elements x + 128 s of the row-major
+  /// block, so that a subgroup reads 32 consecutive columns of a row. Rows
+  /// outside the operand's rowEnd and columns from d_head on are zero. numRows
+  /// × numCols must be a multiple of 128. Needs a barrier before the tiles are
+  /// read.
+  void stageOperands(ArrayRef<StagedOperand> operands, Value row0,
+                     int64_t numRows, Value col0, int64_t numCols);
   /// An A fragment as the mma's vector<4x2x(bf16|f16)> operand: a fragment
   /// held across a loop this way stays in 4 registers of two halves each.
   Value packA(const Fragment &a);

@@ -376,10 +376,12 @@ enum class MmaGradKernel { QuerySaved, KeyValue, PosKey };
 /// The parts `kernel` (with `dropatt`) splits d_head's output columns into,
 /// one workgroup each along the grid's z (each recomputes the probabilities
 /// over the whole d_head and accumulates its own columns): 1 up to
-/// kMmaGradMaxHead; up to kMmaGradSplitMaxHead 2, and 4 for the dropatt
-/// forms of `_q_saved` and `_kv` (at d_head 128 in 2 parts ptxas spills 4
-/// bytes of `_q_saved` at sm_80 and sm_90a, and of `_kv` at f16, sm_90a);
-/// each part a multiple of 8 columns of d_head padded to 16. 0 (no
+/// kMmaGradMaxHead; up to kMmaGradSplitMaxHead 4 for `_kv` and for the
+/// dropatt forms, else 2. In 2 parts ptxas spilled 4 to 44 bytes of each of
+/// those at d_head 128 (`_q_saved` dropatt at sm_80 and sm_90a; `_kv` and
+/// `_r` dropatt at f16, sm_90a, with their B operands staged per
+/// workgroup); the others take 255 registers in 2 parts without spilling.
+/// Each part is a multiple of 8 columns of d_head padded to 16. 0 (no
 /// tensor-core kernel) beyond.
 inline int64_t mmaGradColumnParts(MmaGradKernel kernel, int64_t dHead,
                                   bool dropatt) {
@@ -387,7 +389,16 @@ inline int64_t mmaGradColumnParts(MmaGradKernel kernel, int64_t dHead,
     return 1;
   if (dHead > kMmaGradSplitMaxHead)
     return 0;
-  return dropatt && kernel != MmaGradKernel::PosKey ? 4 : 2;
+  return dropatt || kernel == MmaGradKernel::KeyValue ? 4 : 2;
+}
+
+/// The 8-column blocks of d_head (padded to 16) that one workgroup of
+/// `kernel` accumulates: d_head's in mmaGradColumnParts parts.
+inline int64_t mmaGradPartBlocks(MmaGradKernel kernel, int64_t dHead,
+                                 bool dropatt) {
+  int64_t parts = mmaGradColumnParts(kernel, dHead, dropatt);
+  assert(parts > 0 && "d_head too wide for the tensor-core kernels");
+  return llvm::alignTo(dHead, 16) / 8 / parts;
 }
 
 /// The tensor-core form of the attention backward's `_kv` kernel,

@@ -29,8 +29,10 @@
 //     decoder mask, M its dropatt multiplier (1 without dropatt) and dS =
 //     scale P (M dP - D_i), P M and dS stored in two workgroup tiles at the
 //     positions the same lane reads back as A fragments;
-//   per k-step of 16 queries, dv_jw += (P M)^T dO and dk_jw += dS^T q, the
-//     B operands (16 queries × 8 columns) from global memory.
+//   dv += (P M)^T dO and dk += dS^T q as two warpgroup products
+//     (txl.warpgroup_mma: wgmma on sm_90a) for the workgroup's 64 keys, on
+//     the tile's dO and q, which the workgroup stages once (rounded) in
+//     workgroup memory as the products' B core matrices.
 // dk then gets (sum_i dS_ij) u at the store. Each key row's dk and dv are
 // summed in one lane quad in a fixed order: no atomics, and two runs give
 // bit-equal gradients.
@@ -69,12 +71,15 @@ constexpr int64_t kHeldKeyWidth = 64;
 /// The kernel `rel_attention_grad_<kind>_<bf16|f16>[_dropatt]_d<d_head>` in
 /// `module`'s @txl_kernels: the one there, or a new one of `type` with 128
 /// work-items, kMaxRegisters and f32 workgroup tiles of `tiles` (rows,
-/// columns) each, whose body `build` writes.
+/// columns) each, then operand-typed txl.warpgroup_mma B tiles of
+/// `coreTiles` (n blocks, k blocks of 8 × 8 core matrices) each, whose body
+/// `build` writes.
 gpu::GPUFuncOp
 getOrCreateMmaGradKernel(ModuleOp module, StringRef kind, int64_t dHead,
                          FloatType operandType, bool dropatt, FunctionType type,
                          ArrayRef<std::pair<int64_t, int64_t>> tiles,
-                         function_ref<void(gpu::GPUFuncOp)> build) {
+                         function_ref<void(gpu::GPUFuncOp)> build,
+                         ArrayRef<std::pair<int64_t, int64_t>> coreTiles = {}) {
   assert((operandType.isBF16() || operandType.isF16()) &&
          "mma.sync m16n8k16 takes bf16 or f16 operands");
   std::string name = ("rel_attention_grad_" + kind + "_" +
@@ -88,6 +93,10 @@ getOrCreateMmaGradKernel(ModuleOp module, StringRef kind, int64_t dHead,
   SmallVector<Type> tileTypes;
   for (auto [rows, columns] : tiles)
     tileTypes.push_back(MemRefType::get({rows, columns}, b.getF32Type(),
+                                        MemRefLayoutAttrInterface{},
+                                        b.getI64IntegerAttr(3)));
+  for (auto [nBlocks, kBlocks] : coreTiles)
+    tileTypes.push_back(MemRefType::get({nBlocks, kBlocks, 8, 8}, operandType,
                                         MemRefLayoutAttrInterface{},
                                         b.getI64IntegerAttr(3)));
   auto func =
@@ -153,10 +162,8 @@ protected:
   /// blocks of 8 from column colBase = 8 partBlocks × the grid's z (colBase
   /// unset with one part, so those kernels index as before).
   void setColumnPart(MmaGradKernel kernel) {
-    int64_t parts = mmaGradColumnParts(kernel, dHead, dropatt);
-    assert(parts > 0 && "d_head too wide for the tensor-core kernels");
-    partBlocks = dPad / 8 / parts;
-    if (parts > 1)
+    partBlocks = mmaGradPartBlocks(kernel, dHead, dropatt);
+    if (8 * partBlocks < dPad)
       colBase = mul(gpu::BlockIdOp::create(b, gpu::Dimension::z),
                     idx(8 * partBlocks));
   }
@@ -208,6 +215,8 @@ void MmaKeyValueGradBuilder::build() {
   Value xTile = func.getWorkgroupAttributions()[0];
   Value pTile = func.getWorkgroupAttributions()[1];
   Value dsTile = func.getWorkgroupAttributions()[2];
+  Value doTile = func.getWorkgroupAttributions()[3];
+  Value qTile = func.getWorkgroupAttributions()[4];
   using P = arith::CmpIPredicate;
   setColumn(nHead);
   Value j0 =
@@ -273,6 +282,12 @@ void MmaKeyValueGradBuilder::build() {
     // Every lane is done reading the previous tile's X.
     if (hooks.dropBarrier != 1)
       gpu::BarrierOp::create(b);
+    // The workgroup stages the tile's dO and q, rounded, once: B(i, d) of
+    // dv's and dk's warpgroup products, at [d / 8][i / 8][d % 8][i % 8]
+    // (queries from qlen on and columns from d_head on are zero). Barrier 2
+    // below orders these stores before the products.
+    stageOperands({{queries(dO), doTile, true}, {queries(q), qTile, true}}, i0,
+                  kQueryTile, colBase, 8 * dBlocks);
     // X: this subgroup's 6 blocks of 8 window rows for its 16 queries;
     // window rows outside [0, klen) only serve masked pairs and read as
     // zero.
@@ -351,41 +366,31 @@ void MmaKeyValueGradBuilder::build() {
       }
     });
 
-    // dv += (P M)^T dO and dk += dS^T q over the tile's queries in
-    // two k-steps of 16, a rolled loop carrying the accumulators: the A
-    // fragments are the lane's own entries of the P M and dS tiles.
-    scf::ForOp kLoop = loopOver(2, state);
-    {
-      OpBuilder::InsertionGuard kGuard(b);
-      b.setInsertionPointToStart(kLoop.getBody());
-      Value kk16 = mul(kLoop.getInductionVar(), idx(16));
-      SmallVector<Value> next(kLoop.getRegionIterArgs());
-      Fragment pa, dsa;
+    // dv += (P M)^T dO and dk += dS^T q over the tile's 32 queries (two
+    // k-steps of 16) as warpgroup products (M = the workgroup's 64 keys, N
+    // = its part of d_head) on the staged dO and q: the A fragments are the
+    // lane's own entries of the P M and dS tiles.
+    SmallVector<Value> next(state);
+    SmallVector<Fragment> pas(2), dsas(2);
+    for (int64_t ks = 0; ks < 2; ++ks)
       for (int64_t r = 0; r < 4; ++r)
         for (int64_t e = 0; e < 2; ++e) {
           Value jj = add(warpKey0, add(g, idx(8 * (r & 1))));
-          Value ii = add(kk16, add(mul(t, idx(2)), idx(e + 8 * (r >> 1))));
-          pa.push_back(
+          Value ii = add(mul(t, idx(2)), idx(16 * ks + e + 8 * (r >> 1)));
+          pas[ks].push_back(
               operand(memref::LoadOp::create(b, pTile, ValueRange{jj, ii})));
           Value ds = memref::LoadOp::create(b, dsTile, ValueRange{jj, ii});
-          dsa.push_back(operand(ds));
+          dsas[ks].push_back(operand(ds));
           Value &dsSum = next[8 * dBlocks + (r & 1)];
           dsSum = arith::AddFOp::create(b, dsSum, ds);
         }
-      Value row0 = add(i0, kk16);
-      for (int64_t db = 0; db < dBlocks; ++db) {
-        MutableArrayRef<Value> dvAcc(next.data() + 4 * db, 4);
-        MutableArrayRef<Value> dkAcc(next.data() + 4 * (dBlocks + db), 4);
-        Fragment dvNew = mma(pa, rowsB(queries(dO), row0, db, colBase),
-                             Fragment(dvAcc.begin(), dvAcc.end()));
-        Fragment dkNew = mma(dsa, rowsB(queries(q), row0, db, colBase),
-                             Fragment(dkAcc.begin(), dkAcc.end()));
-        llvm::copy(dvNew, dvAcc.begin());
-        llvm::copy(dkNew, dkAcc.begin());
-      }
-      scf::YieldOp::create(b, next);
-    }
-    scf::YieldOp::create(b, kLoop.getResults());
+    Fragment dvNew =
+        warpgroupMma(pas, doTile, ArrayRef<Value>(next).slice(0, 4 * dBlocks));
+    Fragment dkNew = warpgroupMma(
+        dsas, qTile, ArrayRef<Value>(next).slice(4 * dBlocks, 4 * dBlocks));
+    llvm::copy(dvNew, next.begin());
+    llvm::copy(dkNew, next.begin() + 4 * dBlocks);
+    scf::YieldOp::create(b, next);
   }
 
   // dv[j, batch, head, d] and dk[j, batch, head, d] = dS^T q + (sum_i
@@ -419,7 +424,11 @@ void MmaKeyValueGradBuilder::build() {
 gpu::GPUFuncOp mlir::txl::getOrCreateMmaKeyValueGradKernel(
     ModuleOp module, int64_t dHead, FloatType operandType, bool dropatt,
     FunctionType type, const KernelTestHooks &hooks) {
-  // X, then the P M and dS tiles; rows padded by one column.
+  // X, then the P M and dS tiles, rows padded by one column; then the
+  // query tile's dO and q as the B operands (K = the 32 queries, N = the
+  // workgroup's part of d_head) of dv's and dk's warpgroup products.
+  int64_t partBlocks =
+      mmaGradPartBlocks(MmaGradKernel::KeyValue, dHead, dropatt);
   return getOrCreateMmaGradKernel(
       module, "kv", dHead, operandType, dropatt, type,
       {{kQueryTile, kWindow + 1},
@@ -428,7 +437,8 @@ gpu::GPUFuncOp mlir::txl::getOrCreateMmaKeyValueGradKernel(
       [&](gpu::GPUFuncOp func) {
         MmaKeyValueGradBuilder(func, dHead, operandType, dropatt, hooks)
             .build();
-      });
+      },
+      {{partBlocks, kQueryTile / 8}, {partBlocks, kQueryTile / 8}});
 }
 
 //===----------------------------------------------------------------------===//
@@ -454,9 +464,11 @@ gpu::GPUFuncOp mlir::txl::getOrCreateMmaKeyValueGradKernel(
 //     the 16 × 48 window matrix the r product takes as A (outside the
 //     band Y stays 0 from the kernel's start: every tile writes the same
 //     positions);
-//   after a barrier, d(q + u) += dS k (2 k-steps of 16 keys) and d(q + v)
-//     += Y r_window (3 k-steps of 16 window rows), the B operands from
-//     global memory.
+//   after a barrier, d(q + u) += dS k (2 k-steps of 16 keys) as a warpgroup
+//     product (txl.warpgroup_mma) on the key tile's k, which the workgroup
+//     stages once per tile in workgroup memory, and d(q + v) += Y r_window
+//     (3 k-steps of 16 window rows; the window differs per subgroup), its
+//     B operands from global memory.
 // Each output element is summed by one lane in a fixed order: two runs
 // give bit-equal gradients.
 
@@ -505,6 +517,7 @@ void MmaQueryGradBuilder::build() {
   Value xTile = func.getWorkgroupAttributions()[0];
   Value dsTile = func.getWorkgroupAttributions()[1];
   Value yTile = func.getWorkgroupAttributions()[2];
+  Value kTile = func.getWorkgroupAttributions()[3];
   using P = arith::CmpIPredicate;
   setColumn(nHead);
   Value i0 = mul(gpu::BlockIdOp::create(b, gpu::Dimension::x), idx(kQueryRows));
@@ -600,6 +613,12 @@ void MmaQueryGradBuilder::build() {
     // zeros of Y are stored, on the first tile).
     if (hooks.dropBarrier != 1)
       gpu::BarrierOp::create(b);
+    // The workgroup stages the key tile's k, rounded, once: B(j, d) of
+    // d(q + u)'s warpgroup product, at [d / 8][j / 8][d % 8][j % 8] (keys
+    // from klen on and columns from d_head on are zero). Barriers 2 and 3
+    // below order these stores before the product.
+    stageOperands({{keys(k), kTile, true}}, j0, kKeyTile, colBase,
+                  8 * dBlocks);
     Value rBase =
         add(sub(add(sub(qlen, iw), j0), idx(kRows)), idx(hooks.relShiftOffset));
     forRange(kQueryWindow / 8, [&](Value xb) {
@@ -667,10 +686,21 @@ void MmaQueryGradBuilder::build() {
     if (hooks.dropBarrier != 3)
       gpu::BarrierOp::create(b);
 
-    // d(q + u) += dS k over the tile's keys in two k-steps of 16, then
-    // d(q + v) += Y r_window over its 48 window rows in three: rolled
-    // loops carrying the accumulators.
+    // d(q + u) += dS k over the tile's keys (two k-steps of 16) as a
+    // warpgroup product (M = the workgroup's 64 queries, N = its part of
+    // d_head) on the staged k, the A fragments the subgroup's rows of the
+    // dS tile; then d(q + v) += Y r_window over the subgroup's own 48
+    // window rows in three k-steps, a rolled loop carrying the
+    // accumulators.
     SmallVector<Value> state(keyLoop.getRegionIterArgs());
+    {
+      SmallVector<Fragment> dsas;
+      for (int64_t ks = 0; ks < kKeyTile / 16; ++ks)
+        dsas.push_back(tileFragment(dsTile, idx(16 * ks)));
+      Fragment dquNew = warpgroupMma(
+          dsas, kTile, ArrayRef<Value>(state).slice(0, 4 * dBlocks));
+      llvm::copy(dquNew, state.begin());
+    }
     auto accumulate = [&](int64_t steps, int64_t first, Value tile,
                           function_ref<Fragment(Value, int64_t)> right) {
       scf::ForOp loop =
@@ -687,9 +717,6 @@ void MmaQueryGradBuilder::build() {
       scf::YieldOp::create(b, next);
       llvm::copy(loop.getResults(), state.begin() + first);
     };
-    accumulate(kKeyTile / 16, 0, dsTile, [&](Value kk16, int64_t db) {
-      return rowsB(keys(k), add(j0, kk16), db, colBase);
-    });
     accumulate(kQueryWindow / 16, 4 * dBlocks, yTile,
                [&](Value kk16, int64_t db) {
                  return rowsB(posKeys(), add(rBase, kk16), db, colBase);
@@ -723,7 +750,11 @@ void MmaQueryGradBuilder::build() {
 gpu::GPUFuncOp mlir::txl::getOrCreateMmaQueryGradKernel(
     ModuleOp module, int64_t dHead, FloatType operandType, bool dropatt,
     FunctionType type, const KernelTestHooks &hooks) {
-  // X, dS and Y; rows padded by one column.
+  // X, dS and Y, rows padded by one column; then the key tile's k as the
+  // B operand (K = the 32 keys, N = the workgroup's part of d_head) of
+  // d(q + u)'s warpgroup product.
+  int64_t partBlocks =
+      mmaGradPartBlocks(MmaGradKernel::QuerySaved, dHead, dropatt);
   return getOrCreateMmaGradKernel(
       module, "q_saved", dHead, operandType, dropatt, type,
       {{kQueryRows, kQueryWindow + 1},
@@ -731,7 +762,8 @@ gpu::GPUFuncOp mlir::txl::getOrCreateMmaQueryGradKernel(
        {kQueryRows, kQueryWindow + 1}},
       [&](gpu::GPUFuncOp func) {
         MmaQueryGradBuilder(func, dHead, operandType, dropatt, hooks).build();
-      });
+      },
+      {{partBlocks, kKeyTile / 8}});
 }
 
 //===----------------------------------------------------------------------===//
@@ -756,7 +788,10 @@ gpu::GPUFuncOp mlir::txl::getOrCreateMmaQueryGradKernel(
 //   per block of 8 queries (a rolled loop), P^T = exp(scale (AC^T + BD^T)
 //     - lse_i) under the decoder mask and dS^T = scale P^T (M dP^T - D_i),
 //     stored to a workgroup tile at the positions the same lane reads back
-//     as the A operand of dr_mw += dS^T (q + v) (2 k-steps of 16 queries).
+//     as the A operand of dr += dS^T (q + v), a warpgroup product
+//     (txl.warpgroup_mma) for the workgroup's 64 r rows over the tile's
+//     32 queries, on the tile's q + v, which the workgroup stages once in
+//     workgroup memory.
 // Each dr element is summed by one lane over the batch and the query tiles
 // in a fixed order: two runs give bit-equal gradients.
 
@@ -785,6 +820,7 @@ void MmaPosGradBuilder::build() {
   Value zTile = func.getWorkgroupAttributions()[0];
   Value vTile = func.getWorkgroupAttributions()[1];
   Value dsTile = func.getWorkgroupAttributions()[2];
+  Value qvTile = func.getWorkgroupAttributions()[3];
   using P = arith::CmpIPredicate;
   head = gpu::BlockIdOp::create(b, gpu::Dimension::y);
   Value m0 = mul(gpu::BlockIdOp::create(b, gpu::Dimension::x), idx(kPosRows));
@@ -829,6 +865,12 @@ void MmaPosGradBuilder::build() {
       // Every lane is done reading the previous tile's Z and V.
       if (hooks.dropBarrier != 1)
         gpu::BarrierOp::create(b);
+      // The workgroup stages the tile's q + v, rounded, once: B(i, d) of
+      // dr's warpgroup product, at [d / 8][i / 8][d % 8][i % 8] (queries
+      // from qlen on and columns from d_head on are zero). Barrier 2 below
+      // orders these stores before the product.
+      stageOperands({{queries(q, vb), qvTile, true}}, i0, kQueryTile, colBase,
+                    8 * dBlocks);
       Value jBase =
           add(add(sub(m0, qlen), add(i0, idx(1))), idx(hooks.relShiftOffset));
       SmallVector<Value> qus, dos;
@@ -902,34 +944,21 @@ void MmaPosGradBuilder::build() {
         }
       });
 
-      // dr_mw += dS^T (q + v) over the tile's queries in two k-steps of
-      // 16, a rolled loop carrying the accumulators: the A fragments are
-      // the lane's own entries of the dS^T tile.
-      scf::ForOp kLoop =
-          loopOver(kQueryTile / 16, queryLoop.getRegionIterArgs());
-      {
-        OpBuilder::InsertionGuard kGuard(b);
-        b.setInsertionPointToStart(kLoop.getBody());
-        Value kk16 = mul(kLoop.getInductionVar(), idx(16));
-        Fragment a;
+      // dr += dS^T (q + v) over the tile's 32 queries (two k-steps of 16)
+      // as a warpgroup product (M = the workgroup's 64 r rows, N = its part
+      // of d_head) on the staged q + v: the A fragments are the lane's own
+      // entries of the dS^T tile.
+      SmallVector<Fragment> dsas(kQueryTile / 16);
+      for (int64_t ks = 0; ks < kQueryTile / 16; ++ks)
         for (int64_t rr = 0; rr < 4; ++rr)
           for (int64_t e = 0; e < 2; ++e) {
             Value mm = add(warpRow0, add(g, idx(8 * (rr & 1))));
-            Value ii = add(kk16, add(mul(t, idx(2)), idx(e + 8 * (rr >> 1))));
-            a.push_back(
+            Value ii = add(mul(t, idx(2)), idx(16 * ks + e + 8 * (rr >> 1)));
+            dsas[ks].push_back(
                 operand(memref::LoadOp::create(b, dsTile, ValueRange{mm, ii})));
           }
-        Value packed = packA(a);
-        Value row0 = add(i0, kk16);
-        SmallVector<Value> next;
-        for (int64_t db = 0; db < dBlocks; ++db) {
-          Fragment acc(kLoop.getRegionIterArgs().slice(4 * db, 4));
-          llvm::append_range(
-              next, mma(packed, rowsB(queries(q, vb), row0, db, colBase), acc));
-        }
-        scf::YieldOp::create(b, next);
-      }
-      scf::YieldOp::create(b, kLoop.getResults());
+      SmallVector<Value> acc(queryLoop.getRegionIterArgs());
+      scf::YieldOp::create(b, warpgroupMma(dsas, qvTile, acc));
     }
     scf::YieldOp::create(b, queryLoop.getResults());
   }
@@ -956,7 +985,10 @@ void MmaPosGradBuilder::build() {
 gpu::GPUFuncOp mlir::txl::getOrCreateMmaPosGradKernel(
     ModuleOp module, int64_t dHead, FloatType operandType, bool dropatt,
     FunctionType type, const KernelTestHooks &hooks) {
-  // Z, V and dS^T; rows padded by one column.
+  // Z, V and dS^T, rows padded by one column; then the query tile's q + v
+  // as the B operand (K = the 32 queries, N = the workgroup's part of
+  // d_head) of dr's warpgroup product.
+  int64_t partBlocks = mmaGradPartBlocks(MmaGradKernel::PosKey, dHead, dropatt);
   return getOrCreateMmaGradKernel(
       module, "r", dHead, operandType, dropatt, type,
       {{kQueryTile, kPosWindow + 1},
@@ -964,5 +996,6 @@ gpu::GPUFuncOp mlir::txl::getOrCreateMmaPosGradKernel(
        {kPosRows, kQueryTile + 1}},
       [&](gpu::GPUFuncOp func) {
         MmaPosGradBuilder(func, dHead, operandType, dropatt, hooks).build();
-      });
+      },
+      {{partBlocks, kQueryTile / 8}});
 }

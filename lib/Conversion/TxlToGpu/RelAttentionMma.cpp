@@ -157,6 +157,33 @@ Fragment MmaBodyBuilder::warpgroupMma(ArrayRef<Fragment> a, Value tile,
   return result;
 }
 
+void MmaBodyBuilder::stageOperands(ArrayRef<StagedOperand> operands, Value row0,
+                                   int64_t numRows, Value col0,
+                                   int64_t numCols) {
+  // The tensor-core kernels' workgroups are one warpgroup.
+  constexpr int64_t threads = 4 * kSubgroupSize;
+  assert((numRows * numCols) % threads == 0 &&
+         "every work-item stages the same number of elements");
+  Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  forRange(numRows * numCols / threads, [&](Value s) {
+    Value flat = add(tid, mul(s, idx(threads)));
+    Value rr = arith::DivUIOp::create(b, flat, idx(numCols));
+    Value c = arith::RemUIOp::create(b, flat, idx(numCols));
+    auto split = [&](Value x) {
+      return std::pair<Value, Value>{arith::DivUIOp::create(b, x, idx(8)),
+                                     arith::RemUIOp::create(b, x, idx(8))};
+    };
+    auto [rBlock, rIn] = split(rr);
+    auto [cBlock, cIn] = split(c);
+    Value row = add(row0, rr), d = col0 ? add(col0, c) : c;
+    for (const StagedOperand &op : operands)
+      memref::StoreOp::create(b, operand(rowValue(op.rows, row, d)), op.tile,
+                              op.rowsAlongK
+                                  ? ValueRange{cBlock, rBlock, cIn, rIn}
+                                  : ValueRange{rBlock, cBlock, rIn, cIn});
+  });
+}
+
 scf::ForOp MmaBodyBuilder::loopOver(int64_t n, ValueRange init,
                                     bool keepInvariants) {
   auto loop = scf::ForOp::create(b, idx(0), idx(n), idx(1), init);
@@ -306,32 +333,11 @@ void MmaKernelBuilder::build() {
     // The workgroup stages the key tile's K and V once, rounded, as the B
     // operands of the two warpgroup products (txl.warpgroup_mma's packed
     // core matrices): K as B(d, j) at kTile[j / 8][d / 8][j % 8][d % 8], V
-    // as B(j, d) at vTile[d / 8][j / 8][d % 8][j % 8]. Work-item x takes
-    // elements x + 128 s of the row-major [32 keys, dPad], so that a
-    // subgroup reads 32 consecutive columns of a row; keys from jEnd on and
-    // columns from d_head on are zero.
-    Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
-    int64_t threads = kWarps * kSubgroupSize;
-    auto stage = [&](Value s) {
-      Value flat = add(tid, mul(s, idx(threads)));
-      Value jj = arith::DivUIOp::create(b, flat, idx(dPad));
-      Value d = arith::RemUIOp::create(b, flat, idx(dPad));
-      Value j = add(j0, jj);
-      Value jOk = cmp(P::ult, j, jEnd);
-      auto split = [&](Value x) {
-        return std::pair<Value, Value>{arith::DivUIOp::create(b, x, idx(8)),
-                                       arith::RemUIOp::create(b, x, idx(8))};
-      };
-      auto [jBlock, jIn] = split(jj);
-      auto [dBlock, dIn] = split(d);
-      memref::StoreOp::create(
-          b, operand(loadOrZero(k, {j, batchIdx, head}, jOk, d)), kTile,
-          ValueRange{jBlock, dBlock, jIn, dIn});
-      memref::StoreOp::create(
-          b, operand(loadOrZero(v, {j, batchIdx, head}, jOk, d)), vTile,
-          ValueRange{dBlock, jBlock, dIn, jIn});
-    };
-    forRange(kKeyTile * dPad / threads, stage);
+    // as B(j, d) at vTile[d / 8][j / 8][d % 8][j % 8]; keys from jEnd on
+    // and columns from d_head on are zero.
+    stageOperands({{Rows{k, {batchIdx, head}, jEnd}, kTile, false},
+                   {Rows{v, {batchIdx, head}, jEnd}, vTile, true}},
+                  j0, kKeyTile, Value(), dPad);
     // K and V are staged before the products read them.
     if (hooks.dropBarrier != 4)
       gpu::BarrierOp::create(b);

@@ -70,10 +70,14 @@ SHARED_RESERVED = 1024        # the driver's shared memory per workgroup
 # and X tiles and the key tile's K and V in bf16 or f16 (4 d_head bytes per
 # key: 16 KB at d_head 128). The tensor-core `_kv` backward kernels (d_head up to 80):
 # 128 work-items, dk's and dv's accumulators in registers, up to 255 of
-# nvvm.maxnreg, 2 workgroups per SM; 29 KB of X, P and dS tiles. The
+# nvvm.maxnreg, 2 workgroups per SM; 29 KB of X, P and dS tiles and the
+# query tile's dO and q in bf16 or f16 (128 bytes per column of the
+# workgroup's part of d_head: 10 KB at d_head 80). The
 # tensor-core `_q_saved` and `_r` kernels likewise, with d(q + u)'s and
 # d(q + v)'s (or dr's) accumulators and 33 KB of tiles (X, dS and skewed
-# dS; Z, V and dS). The
+# dS; Z, V and dS) and the B tile of their warpgroup product in bf16 or
+# f16 (the key tile's k, the query tile's q + v: 64 bytes per column of
+# the part of d_head, 5 KB at d_head 80). The
 # combine of the attention's key parts: 48 registers, 8
 # workgroups of 128. The embedding gradient's sort (256 work-items, a 2 KiB tile
 # of token ids): 32 registers, 8 workgroups; its rows kernel (a subgroup
@@ -83,8 +87,8 @@ BUDGETS = [
     (r"embedding_grad_rows", 256, 48, 0, 5),
     (r"rel_attention_grad_(kv|r)(_dropatt)?_d128", 128, 128, 80 * 1024, 2),
     (r"rel_attention_grad_(q|q_saved|kv|r)(_dropatt)?_d\d+", 128, 128, 48 * 1024, 3),
-    (r"rel_attention_grad_kv_(bf16|f16)(_dropatt)?_d\d+", 128, 255, 29 * 1024, 2),
-    (r"rel_attention_grad_(q_saved|r)_(bf16|f16)(_dropatt)?_d\d+", 128, 255, 33 * 1024, 2),
+    (r"rel_attention_grad_kv_(bf16|f16)(_dropatt)?_d\d+", 128, 255, 39 * 1024, 2),
+    (r"rel_attention_grad_(q_saved|r)_(bf16|f16)(_dropatt)?_d\d+", 128, 255, 38 * 1024, 2),
     (r"rel_attention_(bf16|f16)(_dropatt(_lse)?_d\d+|(_lse)?_d(80|128))", 128, 255, 37 * 1024, 2),
     (r"rel_attention_(bf16|f16)(_lse)?_d\d+", 128, 192, 37 * 1024, 2),
     (r"rel_attention(_dropatt)?(_lse)?_d128", 128, 128, 48 * 1024, 3),
