@@ -25,6 +25,7 @@ products, B read at the addresses that wgmma's matrix descriptors give.
 """
 
 import argparse
+import itertools
 import re
 import sys
 
@@ -70,21 +71,23 @@ def emit_kernel(elem, k_steps, n_blocks, bad_staging, barrier):
         f"      memref.store %h, %tile[%nb, %kb, {row}, {col}] : memref<{tile}x{elem}, 3>",
         "    }",
     ] + (["    gpu.barrier"] if barrier else [])
-    a_names = []
-    for s in range(k_steps):
-        for r in range(4):
-            for e in range(2):
-                v = f"a{s}_{r}_{e}"
-                lines.append(f"    %f{v} = memref.load %xa[%tid, %c{s}, %c{r}, %c{e}] : {xa}")
-                lines.append(f"    %{v} = arith.truncf %f{v} : f32 to {elem}")
-                a_names.append(f"%{v}")
-    c_names = []
-    for nb in range(n_blocks):
-        for r in range(2):
-            for e in range(2):
-                v = f"c{nb}_{r}_{e}"
-                lines.append(f"    %{v} = memref.load %xc[%tid, %c{nb}, %c{r}, %c{e}] : {xc}")
-                c_names.append(f"%{v}")
+    def load(name, memref, memref_type, shape, rounded):
+        """Loads each element [i, j, k] of the work-item's slice of
+        `memref` into %<name><i>_<j>_<k> (rounded to `elem` when
+        `rounded`); returns the names, in order."""
+        names = []
+        for index in itertools.product(*map(range, shape)):
+            v = name + "_".join(map(str, index))
+            at = ", ".join(f"%c{i}" for i in index)
+            loaded = f"%f{v}" if rounded else f"%{v}"
+            lines.append(f"    {loaded} = memref.load %{memref}[%tid, {at}] : {memref_type}")
+            if rounded:
+                lines.append(f"    %{v} = arith.truncf {loaded} : f32 to {elem}")
+            names.append(f"%{v}")
+        return names
+
+    a_names = load("a", "xa", xa, (k_steps, 4, 2), True)
+    c_names = load("c", "xc", xc, (n_blocks, 2, 2), False)
     a_type = f"vector<{k_steps}x4x2x{elem}>"
     c_type = f"vector<{n_blocks}x2x2xf32>"
     lines += [
@@ -93,12 +96,10 @@ def emit_kernel(elem, k_steps, n_blocks, bad_staging, barrier):
         f"    %d = txl.warpgroup_mma %a, %tile, %acc : {a_type}, "
         f"memref<{tile}x{elem}, 3>, {c_type}",
     ]
-    for nb in range(n_blocks):
-        for r in range(2):
-            for e in range(2):
-                v = f"d{nb}_{r}_{e}"
-                lines.append(f"    %{v} = vector.extract %d[{nb}, {r}, {e}] : f32 from {c_type}")
-                lines.append(f"    memref.store %{v}, %o[%tid, %c{nb}, %c{r}, %c{e}] : {xc}")
+    for nb, r, e in itertools.product(range(n_blocks), range(2), range(2)):
+        v = f"d{nb}_{r}_{e}"
+        lines.append(f"    %{v} = vector.extract %d[{nb}, {r}, {e}] : f32 from {c_type}")
+        lines.append(f"    memref.store %{v}, %o[%tid, %c{nb}, %c{r}, %c{e}] : {xc}")
     lines += ["    gpu.return", "  }"]
     return "\n".join(lines)
 
