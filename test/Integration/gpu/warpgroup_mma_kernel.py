@@ -104,43 +104,31 @@ def emit_kernel(elem, k_steps, n_blocks, bad_staging, barrier):
     return "\n".join(lines)
 
 
-def fragment_indices():
-    """For each work-item: (w, g, t), the subgroup, and the group and
-    thread-in-group of its lane (lane = 4 g + t)."""
-    tid = np.arange(WORKGROUP)
-    lane = tid % 32
-    return tid // 32, lane // 4, lane % 4
+def fragment_positions(operand, steps):
+    """The matrix position of each fragment element, as (rows, columns)
+    index arrays that broadcast to [128, steps, R, 2]: for `xa` (operand "a", R = 4):
+    xa[tid, s, r, e] = A(16 w + g + 8 (r & 1), 16 s + 2 t + e + 8 (r >> 1)),
+    or for `xc` (operand "c", R = 2, also D's layout): xc[tid, nb, r, e] =
+    C(16 w + g + 8 r, 8 nb + 2 t + e); w is the work-item's subgroup and
+    4 g + t its lane."""
+    regs = 4 if operand == "a" else 2
+    tid, s, r, e = np.ix_(np.arange(WORKGROUP), np.arange(steps),
+                          np.arange(regs), np.arange(2))
+    w, g, t = tid // 32, tid % 32 // 4, tid % 4
+    if operand == "a":
+        return 16 * w + g + 8 * (r & 1), 16 * s + 2 * t + e + 8 * (r >> 1)
+    return 16 * w + g + 8 * r, 8 * s + 2 * t + e
 
 
-def to_fragments_a(a, k_steps):
-    """xa[tid, s, r, e] = A(16 w + g + 8 (r & 1), 16 s + 2 t + e + 8 (r >> 1))."""
-    w, g, t = fragment_indices()
-    xa = np.empty((WORKGROUP, k_steps, 4, 2), np.float32)
-    for s in range(k_steps):
-        for r in range(4):
-            for e in range(2):
-                xa[:, s, r, e] = a[16 * w + g + 8 * (r & 1), 16 * s + 2 * t + e + 8 * (r >> 1)]
-    return xa
-
-
-def to_fragments_c(c, n_blocks):
-    """xc[tid, nb, r, e] = C(16 w + g + 8 r, 8 nb + 2 t + e); the inverse for D."""
-    w, g, t = fragment_indices()
-    xc = np.empty((WORKGROUP, n_blocks, 2, 2), np.float32)
-    for nb in range(n_blocks):
-        for r in range(2):
-            for e in range(2):
-                xc[:, nb, r, e] = c[16 * w + g + 8 * r, 8 * nb + 2 * t + e]
-    return xc
+def to_fragments(matrix, operand, steps):
+    rows, cols = fragment_positions(operand, steps)
+    return np.ascontiguousarray(matrix[rows, cols], dtype=np.float32)
 
 
 def from_fragments_c(xc, n_blocks):
-    w, g, t = fragment_indices()
+    rows, cols = fragment_positions("c", n_blocks)
     c = np.empty((64, 8 * n_blocks), np.float32)
-    for nb in range(n_blocks):
-        for r in range(2):
-            for e in range(2):
-                c[16 * w + g + 8 * r, 8 * nb + 2 * t + e] = xc[:, nb, r, e]
+    c[rows, cols] = xc
     return c
 
 
@@ -171,8 +159,8 @@ def run(args):
         b = rng.uniform(-1, 1, (16 * k_steps, 8 * n_blocks)).astype(np.float32)
         c = rng.uniform(-1, 1, (64, 8 * n_blocks)).astype(np.float32)
         out = np.zeros((WORKGROUP, n_blocks, 2, 2), np.float32)
-        bufs = [dev.memref(x) for x in (to_fragments_a(a, k_steps),
-                                        to_fragments_c(c, n_blocks),
+        bufs = [dev.memref(x) for x in (to_fragments(a, "a", k_steps),
+                                        to_fragments(c, "c", n_blocks),
                                         to_tile(b, k_steps, n_blocks), out)]
         dev.launch(dev.kernel(name), (1, 1, 1), (WORKGROUP, 1, 1),
                    [arg for _, desc in bufs for arg in desc])
