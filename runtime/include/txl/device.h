@@ -86,6 +86,22 @@ void txl_device_read(void *host, const void *buffer, size_t offset,
  * All 0 when no device is open. Any pointer may be NULL. */
 void txl_device_memory(size_t *total, size_t *free, size_t *in_use,
                        size_t *peak);
+/* Dry runs: between txl_device_begin_dry_run and txl_device_end_dry_run
+ * the ABI runs nothing on the device and counts the memory the host code
+ * asks for. mgpuMemAlloc (and the generic allocation functions) return a
+ * handle that no device memory backs, counted in `in_use` and `peak` as a
+ * buffer of its size, and mgpuMemFree releases one; copies into buffers,
+ * fills, launches and matrix products do nothing; copies and reads out of
+ * buffers write zeros to the host; modules are not loaded. Compiled code
+ * run in between allocates what a real run of the same shapes allocates,
+ * in the same order, so the peak is what that run needs (the session's
+ * device-memory check: txl_session_check_device_memory). A real buffer
+ * passed in is only read through those calls, so it stays as it was.
+ * Not reentrant; begin with no dry run open. txl_device_end_dry_run frees
+ * the dry run's handles still held and returns the most bytes held at once
+ * (the real buffers held at the begin and the dry run's) since the begin. */
+void txl_device_begin_dry_run(void);
+size_t txl_device_end_dry_run(void);
 /* Frees every module and closes the device. With TXL_PROFILE=1 in the
  * environment (each launch and matrix product then waits for the queue
  * before and after it), first prints to stderr the wall time, launches

@@ -361,26 +361,56 @@ txl_status_t txl_session_parameter(txl_session_t *session, int32_t index,
 txl_status_t txl_session_set_memory(txl_session_t *session, int64_t mlen,
                                     int64_t batch, const float *const *layers);
 
-/// GPU targets, before the checkpoint is loaded: checks that the
-/// parameters and a memory state of `mem_len` rows for `batch` columns
-/// ((n_layer + 1) x mem_len x batch x d_model float32, what the memory grows
-/// to) fit in the device's free memory, before anything is allocated, and
-/// prints "device memory: ..." with both figures to stderr. Each segment's
-/// workspace (activations, the new memory) comes on top and is not in the
-/// check; txl_session_report_device_memory prints the measured peak. With
-/// `training` nonzero the training state is added: a gradient and the
-/// optimizer's state tensors per trainable parameter, and with batch_chunk
-/// > 1 a second gradient (one chunk's). `batch` counts every memory slot's
-/// columns (train: batch_size, all the chunks).
-/// Errors: TXL_UNAVAILABLE "the run needs X MiB of device memory ... but
-/// the device has Y MiB free". Does nothing on the CPU target.
-txl_status_t txl_session_check_device_memory(txl_session_t *session,
-                                             int64_t mem_len, int64_t batch,
-                                             int32_t training);
+/// What a run does, for txl_session_check_device_memory.
+typedef enum txl_run_kind {
+  TXL_RUN_EVAL = 0,      ///< per-token NLL of targets (eval, run-segments)
+  TXL_RUN_TRAIN = 1,     ///< train: backward, update and validation
+  TXL_RUN_LOG_PROBS = 2, ///< every token's log-probability (generate, score)
+  TXL_RUN_GRADIENTS = 3, ///< NLL and gradients (run-segments --grad-segment)
+} txl_run_kind_t;
 
-/// GPU targets: prints "device memory: peak X MiB in use ..." (parameters,
-/// memory state and the largest segment workspace so far) to stderr. Does
-/// nothing on the CPU target.
+/// The largest segments of a run, for txl_session_check_device_memory.
+typedef struct txl_device_memory_plan {
+  txl_run_kind_t kind;
+  /// The longest segment's rows, the memory's rows (the memory grows to
+  /// mem_len) and the columns of one segment run. Training: one chunk's
+  /// columns (batch_size / batch_chunk of the rank's columns).
+  int64_t qlen, mem_len, batch;
+  /// Training: the batch_chunk chunks, each keeping its own memory of
+  /// mem_len rows x `batch` columns on the device; 1 otherwise.
+  int64_t chunks;
+  /// Training: the validation's segment (train.py's evaluate(): eval
+  /// tgt_len rows over eval mem_len memory rows, eval_batch columns; 0
+  /// columns for none), run between updates with the training state kept.
+  int64_t eval_qlen, eval_mem_len, eval_batch;
+} txl_device_memory_plan_t;
+
+/// GPU targets, before the checkpoint is loaded: checks that the run of
+/// `plan` fits in the device's free memory and prints "device memory: the
+/// run needs X MiB (N bytes): ...; Y MiB free of Z MiB" to stderr. First,
+/// by arithmetic, the state a run keeps: the parameters, every chunk's
+/// memory ((n_layer + 1) x mem_len x batch x d_model floats each), and
+/// when training a gradient and the optimizer's state tensors per
+/// trainable parameter (with chunks > 1 a second gradient, one chunk's).
+/// Then the whole need, measured by a dry run (txl/device.h,
+/// txl_device_begin_dry_run) of the compiled code on buffers no memory
+/// backs, at the largest shapes of `plan`: one segment of qlen rows over
+/// mem_len memory rows (training: its backward, the chunks' gradient sum
+/// and the update, then the validation's segment with the other chunks'
+/// memories kept). The need is the most bytes held at once: what
+/// txl_session_report_device_memory measures at the end of a run whose
+/// segments reach those shapes. Nothing is allocated, written or launched.
+/// Errors: TXL_UNAVAILABLE "the run needs X MiB of device memory ... but
+/// the device has Y MiB free of Z MiB" (the state alone, or everything);
+/// TXL_INVALID_ARGUMENT for qlen, batch or chunks < 1, or mem_len < 0.
+/// Does nothing on the CPU target.
+txl_status_t
+txl_session_check_device_memory(txl_session_t *session,
+                                const txl_device_memory_plan_t *plan);
+
+/// GPU targets: prints "device memory: peak X MiB (N bytes) in use ..."
+/// (parameters, memory state and the largest segment workspace so far) to
+/// stderr. Does nothing on the CPU target.
 txl_status_t txl_session_report_device_memory(txl_session_t *session);
 
 /// Drops the memory (mlen = 0) for a stream of `batch` columns.

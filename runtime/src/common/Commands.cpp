@@ -30,7 +30,8 @@ void SessionDeleter::operator()(txl_session_t *session) const {
 
 SessionPtr openSession(const txl_model_info_t &info, txl_segment_fn segmentFn,
                        const std::string &checkpoint, int threads,
-                       int64_t memLen, int64_t batch, bool kvCache) {
+                       txl_run_kind_t kind, int64_t qlen, int64_t memLen,
+                       int64_t batch, bool kvCache) {
   txl_session_t *raw = nullptr;
   checkStatus(txl_session_create(&info, segmentFn, &raw));
   SessionPtr session(raw);
@@ -47,8 +48,13 @@ SessionPtr openSession(const txl_model_info_t &info, txl_segment_fn segmentFn,
                  (long long)info.n_head, (long long)info.d_head,
                  (long long)floats, double(floats) * 4.0 / (1 << 20));
   }
-  checkStatus(txl_session_check_device_memory(session.get(), memLen, batch,
-                                              /*training=*/0));
+  txl_device_memory_plan_t plan{};
+  plan.kind = kind;
+  plan.qlen = qlen;
+  plan.mem_len = memLen;
+  plan.batch = batch;
+  plan.chunks = 1;
+  checkStatus(txl_session_check_device_memory(session.get(), &plan));
   checkStatus(txl_session_load_checkpoint(session.get(), checkpoint.c_str()));
   return session;
 }
@@ -119,7 +125,7 @@ EvalResult runSlidingWindow(const txl_model_info_t &info,
   const int64_t window = settings.tgtLen;
   SessionPtr session =
       openSession(info, segmentFn, settings.checkpoint, settings.threads,
-                  /*memLen=*/0, settings.batchSize);
+                  TXL_RUN_EVAL, window, /*memLen=*/0, settings.batchSize);
   Corpus corpus = loadEvalCorpus(info, settings);
   const std::vector<int64_t> &stream = corpus.stream(settings.split);
   int64_t predictions = static_cast<int64_t>(stream.size()) - 1;
@@ -191,9 +197,9 @@ EvalResult runEval(const txl_model_info_t &info, const EvalSettings &settings,
   if (settings.slidingWindow)
     return runSlidingWindow(info, settings, segmentFn, progress);
   // The checkpoint first: it is cheap to check and the likelier mistake.
-  SessionPtr session =
-      openSession(info, segmentFn, settings.checkpoint, settings.threads,
-                  settings.memLen, settings.batchSize, settings.kvCache);
+  SessionPtr session = openSession(
+      info, segmentFn, settings.checkpoint, settings.threads, TXL_RUN_EVAL,
+      settings.tgtLen, settings.memLen, settings.batchSize, settings.kvCache);
   Corpus corpus = loadEvalCorpus(info, settings);
 
   // Ordered data sets stream the split through LMOrderedIterator; lm1b is
@@ -282,8 +288,9 @@ void runSegmentsCommand(const txl_model_info_t &info,
          "write)");
 
   SessionPtr session =
-      openSession(info, segmentFn, options.checkpoint, options.threads, memLen,
-                  batch, options.kvCache);
+      openSession(info, segmentFn, options.checkpoint, options.threads,
+                  options.gradSegment >= 0 ? TXL_RUN_GRADIENTS : TXL_RUN_EVAL,
+                  tgtLen, memLen, batch, options.kvCache);
   checkStatus(txl_session_reset_memory(session.get(), batch));
   txl_run_options_t runOptions{}; // eval mode: no dropout
   runOptions.mem_len = memLen;

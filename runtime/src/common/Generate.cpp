@@ -165,9 +165,9 @@ void runGenerateCommand(const txl_model_info_t &info,
   const int64_t tgtLen = info.eval_tgt_len;
   const txl_run_options_t runOptions = evalRunOptions(info);
   const bool memory = runOptions.mem_len > 0;
-  SessionPtr session =
-      openSession(info, nullptr, options.checkpoint, options.threads,
-                  runOptions.mem_len, 1, options.kvCache);
+  SessionPtr session = openSession(
+      info, nullptr, options.checkpoint, options.threads, TXL_RUN_LOG_PROBS,
+      info.eval_tgt_len, runOptions.mem_len, 1, options.kvCache);
   checkStatus(txl_session_reset_memory(session.get(), 1));
 
   std::vector<float> last;
@@ -237,9 +237,9 @@ void runScoreCommand(const txl_model_info_t &info, const ScoreOptions &options,
     fail(TXL_INVALID_ARGUMENT, "{}: fewer than 2 tokens: nothing to score",
          options.textFile);
   const txl_run_options_t runOptions = evalRunOptions(info);
-  SessionPtr session =
-      openSession(info, nullptr, options.checkpoint, options.threads,
-                  runOptions.mem_len, 1, options.kvCache);
+  SessionPtr session = openSession(
+      info, nullptr, options.checkpoint, options.threads, TXL_RUN_LOG_PROBS,
+      info.eval_tgt_len, runOptions.mem_len, 1, options.kvCache);
   checkStatus(txl_session_reset_memory(session.get(), 1));
   std::vector<float> logProbs, last;
   // Every position but the last predicts the token after it.

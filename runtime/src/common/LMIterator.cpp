@@ -209,7 +209,7 @@ bool LMVarlenIterator::next(LMSegment &out) {
   double bptt = rng_.randomSample() < 0.95 ? double(tgtLen) : tgtLen / 2.0;
   // int() truncates toward zero; min_len 5, max_len tgt_len + 3 * 5.
   auto length = static_cast<int64_t>(rng_.normal(bptt, 5.0));
-  length = std::min<int64_t>(tgtLen + 15, std::max<int64_t>(5, length));
+  length = std::min<int64_t>(maxLength(tgtLen), std::max<int64_t>(5, length));
   out = rows_.segmentAt(next_, length);
   next_ += out.seqLen;
   return true;

@@ -850,10 +850,21 @@ void trainRank(const txl_model_info_t &info, const TrainOptions &options,
   Optimizer optimizer(info);
   // A resumed run restores the numpy generator's state from the checkpoint.
   TrainingData data(info, corpus, settings.seed, columns);
-  // GPU targets: the training state must fit before anything is allocated
-  // (the memory of every chunk: all the rank's columns).
-  checkStatus(txl_session_check_device_memory(session.get(), info.mem_len,
-                                              columns.count, /*training=*/1));
+  // GPU targets: the run must fit before anything is allocated: the
+  // training state, the memory of every chunk (all the rank's columns), the
+  // longest segment's backward and the validation between updates.
+  txl_device_memory_plan_t plan{};
+  plan.kind = TXL_RUN_TRAIN;
+  plan.qlen =
+      info.varlen ? LMVarlenIterator::maxLength(info.tgt_len) : info.tgt_len;
+  plan.mem_len = info.mem_len;
+  plan.batch = data.chunkBatch();
+  plan.chunks = info.batch_chunk;
+  plan.eval_qlen = settings.evalTgtLen;
+  plan.eval_mem_len = settings.evalMemLen;
+  plan.eval_batch =
+      unevenColumns(settings.evalBatch, comm.rank(), comm.size()).count;
+  checkStatus(txl_session_check_device_memory(session.get(), &plan));
   LoopState state;
   // The update count of the last complete checkpoint, for the messages of a
   // run that stops on non-finite numbers.

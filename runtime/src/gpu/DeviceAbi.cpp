@@ -9,6 +9,10 @@
 // product waits for the queue before and after it and adds the wall time
 // to its kernel's total; txl_device_close prints the totals to stderr.
 //
+// A dry run (txl_device_begin_dry_run) hands out handles that are one-byte
+// host allocations, so that each is distinct from every buffer and host
+// pointer, and counts them as buffers of the size asked.
+//
 //===----------------------------------------------------------------------===//
 
 #include "txl/device.h"
@@ -17,6 +21,7 @@
 #include "txl/rt/Status.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -25,6 +30,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 using namespace txl::rt;
@@ -49,6 +55,9 @@ struct State {
   std::unordered_map<const void *, size_t> buffers;
   /// Sum of `buffers`' sizes, and its high-water mark since the open.
   size_t inUse = 0, peak = 0;
+  /// The dry run's handles (in `buffers` too), and `peak` when it began.
+  std::unordered_set<const void *> dryBuffers;
+  size_t peakBeforeDryRun = 0;
   /// TXL_PROFILE: the kernels' names, and launches and seconds per name.
   std::unordered_map<const Kernel *, std::string> kernelNames;
   struct Timing {
@@ -57,6 +66,9 @@ struct State {
   };
   std::unordered_map<std::string, Timing> timings;
 };
+
+/// Between txl_device_begin_dry_run and txl_device_end_dry_run.
+std::atomic<bool> dryRun{false};
 
 /// TXL_PROFILE is set to something other than "0".
 bool profiling() {
@@ -98,8 +110,13 @@ void closeLocked(State &s) {
   for (auto &module : s.modules)
     module->loaded.reset();
   for (auto &[buffer, size] : s.buffers)
-    s.device->free(const_cast<void *>(buffer));
+    if (s.dryBuffers.count(buffer))
+      delete static_cast<const char *>(buffer);
+    else
+      s.device->free(const_cast<void *>(buffer));
   s.buffers.clear();
+  s.dryBuffers.clear();
+  dryRun = false;
   s.inUse = s.peak = 0;
   s.device.reset();
   s.description.clear();
@@ -198,17 +215,25 @@ void *txl_device_native_stream(void) {
 }
 
 void txl_device_sync(void) {
+  if (dryRun)
+    return;
   orExit("txl_device_sync", [] { device().synchronize(); });
 }
 
 void txl_device_write(void *buffer, size_t offset, const void *host,
                       size_t bytes) {
+  if (dryRun)
+    return;
   orExit("txl_device_write",
          [&] { device().copyToDevice(buffer, offset, host, bytes); });
 }
 
 void txl_device_read(void *host, const void *buffer, size_t offset,
                      size_t bytes) {
+  if (dryRun) {
+    std::memset(host, 0, bytes);
+    return;
+  }
   orExit("txl_device_read",
          [&] { device().copyToHost(host, buffer, offset, bytes); });
 }
@@ -239,6 +264,29 @@ void txl_device_close(void) {
   closeLocked(s);
 }
 
+void txl_device_begin_dry_run(void) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.peakBeforeDryRun = s.peak;
+  s.peak = s.inUse;
+  dryRun = true;
+}
+
+size_t txl_device_end_dry_run(void) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  dryRun = false;
+  for (const void *handle : s.dryBuffers) {
+    s.inUse -= s.buffers[handle];
+    s.buffers.erase(handle);
+    delete static_cast<const char *>(handle);
+  }
+  s.dryBuffers.clear();
+  size_t peak = s.peak;
+  s.peak = std::max(s.peakBeforeDryRun, s.inUse);
+  return peak;
+}
+
 namespace {
 
 void deviceGemm(const char *name, GemmDesc::Inputs inputs, int32_t transA,
@@ -247,6 +295,8 @@ void deviceGemm(const char *name, GemmDesc::Inputs inputs, int32_t transA,
                 int64_t bOffset, int64_t ldb, int64_t bStride, float beta,
                 void *c, int64_t cOffset, int64_t ldc, int64_t cStride,
                 int64_t batch) {
+  if (dryRun)
+    return;
   GemmDesc desc;
   desc.inputs = inputs;
   desc.transA = transA != 0;
@@ -322,6 +372,8 @@ void mgpuModuleUnload(void *module) {
 }
 
 void *mgpuModuleGetFunction(void *module, const char *name) {
+  if (dryRun)
+    return module; // a token: launches do nothing in a dry run
   return orExit("mgpuModuleGetFunction", [&] {
     auto *lazy = static_cast<LazyModule *>(module);
     if (!lazy->loaded) {
@@ -350,6 +402,8 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
                       intptr_t gridZ, intptr_t blockX, intptr_t blockY,
                       intptr_t blockZ, int32_t sharedBytes, void *,
                       void **params, void **, size_t paramCount) {
+  if (dryRun)
+    return;
   orExit("mgpuLaunchKernel", [&] {
     size_t grid[3] = {size_t(gridX), size_t(gridY), size_t(gridZ)};
     size_t block[3] = {size_t(blockX), size_t(blockY), size_t(blockZ)};
@@ -393,9 +447,11 @@ void *mgpuMemAlloc(uint64_t bytes, void *, bool hostShared) {
   return orExit("mgpuMemAlloc", [&] {
     if (hostShared)
       fail(TXL_INVALID_ARGUMENT, "host-shared device memory is not supported");
-    void *buffer = device().allocate(bytes);
+    void *buffer = dryRun ? new char : device().allocate(bytes);
     State &s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
+    if (dryRun)
+      s.dryBuffers.insert(buffer);
     s.buffers.emplace(buffer, bytes);
     s.inUse += bytes;
     s.peak = std::max(s.peak, s.inUse);
@@ -414,6 +470,10 @@ void mgpuMemFree(void *buffer, void *) {
              buffer);
       s.inUse -= found->second;
       s.buffers.erase(found);
+      if (s.dryBuffers.erase(buffer)) {
+        delete static_cast<char *>(buffer);
+        return;
+      }
     }
     device().free(buffer);
   });
@@ -422,6 +482,11 @@ void mgpuMemFree(void *buffer, void *) {
 void mgpuMemcpy(void *dst, void *src, size_t bytes, void *) {
   orExit("mgpuMemcpy", [&] {
     bool toDevice = isBuffer(dst), fromDevice = isBuffer(src);
+    if (dryRun && (toDevice || fromDevice)) {
+      if (!toDevice)
+        std::memset(dst, 0, bytes);
+      return;
+    }
     if (toDevice && fromDevice)
       device().copyOnDevice(dst, 0, src, 0, bytes);
     else if (toDevice)
@@ -434,6 +499,8 @@ void mgpuMemcpy(void *dst, void *src, size_t bytes, void *) {
 }
 
 void mgpuMemset32(void *dst, unsigned int value, size_t count, void *) {
+  if (dryRun)
+    return;
   orExit("mgpuMemset32", [&] { device().fill32(dst, 0, value, count); });
 }
 

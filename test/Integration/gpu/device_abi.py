@@ -100,6 +100,46 @@ CASES = {
         total, free, in_use, peak = memory()
         print(f"in use {in_use}, peak {peak}, free <= total: {free <= total}")
     """,
+    # A dry run: a terabyte is counted, not allocated; a real buffer keeps
+    # its contents through a dry write, a dry read gives zeros, a launch
+    # with no arguments (which a real one refuses) does nothing; the end
+    # drops the dry handles still held and returns the peak, and the real
+    # peak is as before.
+    "dry-run": """
+        open_device()
+        size = ctypes.c_size_t
+        lib.txl_device_end_dry_run.restype = size
+        ptr = ctypes.c_void_p
+        lib.mgpuMemcpy.argtypes = [ptr, ptr, size, ptr]
+        lib.mgpuMemset32.argtypes = [ptr, ctypes.c_uint, size, ptr]
+        def memory():
+            v = [size(0) for _ in range(4)]
+            lib.txl_device_memory(*[ctypes.byref(x) for x in v])
+            return [x.value for x in v]
+        real = lib.mgpuMemAlloc(16, None, False)
+        ones = (ctypes.c_float * 4)(1, 1, 1, 1)
+        lib.txl_device_write(real, 0, ones, 16)
+        lib.txl_device_begin_dry_run()
+        big = lib.mgpuMemAlloc(1 << 40, None, False)
+        small = lib.mgpuMemAlloc(100, None, False)
+        lib.mgpuMemFree(big, None)
+        twos = (ctypes.c_float * 4)(2, 2, 2, 2)
+        lib.txl_device_write(real, 0, twos, 16)
+        lib.mgpuMemcpy(real, twos, 16, None)
+        lib.mgpuMemset32(real, 0, 4, None)
+        lib.txl_device_read(twos, real, 0, 16)
+        dry_read = list(twos)
+        module = load(image)
+        kernel = lib.mgpuModuleGetFunction(module, b"no_such_kernel")
+        lib.mgpuLaunchKernel(kernel, 1, 1, 1, 1, 1, 1, 0, None, None, None, 0)
+        in_dry = memory()[2]
+        peak = lib.txl_device_end_dry_run()
+        total, free, in_use, real_peak = memory()
+        lib.txl_device_read(ones, real, 0, 16)
+        print(f"dry peak {peak}, in use during {in_dry}, after {in_use}, "
+              f"real peak {real_peak}, dry read {dry_read}, "
+              f"buffer {list(ones)}")
+    """,
 }
 
 

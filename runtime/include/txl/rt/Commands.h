@@ -106,14 +106,16 @@ using SessionPtr = std::unique_ptr<txl_session_t, SessionDeleter>;
 
 /// Creates a session over `info` (`segmentFn` NULL: the linked segment)
 /// with `threads` (0 = the default) and loads `checkpoint` into it; on a GPU
-/// target, first checks that the parameters and a memory of `memLen` rows
-/// for `batch` columns fit on the device. With `kvCache` false the session
-/// keeps no key/value cache; when it keeps one and `memLen` > 0, prints its
-/// size to stderr ("key/value cache: ..."). Errors: those of the session
-/// calls.
+/// target, first checks that a run of segments of `qlen` rows (`kind`:
+/// TXL_RUN_EVAL or TXL_RUN_LOG_PROBS) over a memory of `memLen` rows for
+/// `batch` columns fits on the device (txl_session_check_device_memory).
+/// With `kvCache` false the session keeps no key/value cache; when it keeps
+/// one and `memLen` > 0, prints its size to stderr ("key/value cache:
+/// ..."). Errors: those of the session calls.
 SessionPtr openSession(const txl_model_info_t &info, txl_segment_fn segmentFn,
                        const std::string &checkpoint, int threads,
-                       int64_t memLen, int64_t batch, bool kvCache = true);
+                       txl_run_kind_t kind, int64_t qlen, int64_t memLen,
+                       int64_t batch, bool kvCache = true);
 
 /// Whether the model trains with Al-Rfou et al. (2018)'s objective
 /// (txl_model_info.objective "alrfou"): its backward segment takes the loss

@@ -157,6 +157,9 @@ public:
   void seek(int64_t row) { next_ = row; }
   const LMOrderedIterator &rows() const { return rows_; }
 
+  /// The longest segment it yields for `tgtLen`: tgt_len + 3 * 5 rows.
+  static int64_t maxLength(int64_t tgtLen) { return tgtLen + 15; }
+
 private:
   LMOrderedIterator rows_;
   NumpyRandomState &rng_;
