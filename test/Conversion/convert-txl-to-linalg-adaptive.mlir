@@ -39,7 +39,8 @@
 // CHECK: %[[NCOUNT:.+]] = scf.forall {{.+}} -> (tensor<?xindex>)
 // CHECK: %[[NSCAN:.+]]:2 = scf.for {{.+}} -> (tensor<?xindex>, index)
 // CHECK: %[[NROWS:.+]] = scf.forall {{.+}} -> (tensor<?xindex>)
-// CHECK: %[[IDX:.+]] = tensor.extract_slice %[[NROWS]][0] [%[[NSCAN]]#1] [1]
+// CHECK: %[[NSCANBOUNDED:.+]] = arith.minui %[[NSCAN]]#1, %{{.+}} : index
+// CHECK: %[[IDX:.+]] = tensor.extract_slice %[[NROWS]][0] [%[[NSCANBOUNDED]]] [1]
 // CHECK: %[[G:.+]] = linalg.generic {{.+}} ins(%[[IDX]] : tensor<?xindex>)
 // CHECK: tensor.extract %[[HF]]
 // CHECK: %[[TP:.+]] = linalg.matmul ins(%[[G]], %[[P]] : tensor<?x8xf32>, tensor<8x4xf32>)
@@ -52,7 +53,7 @@
 // CHECK: linalg.generic {{.+}} ins(%[[TP]], %[[TCOLS]] : tensor<?x4xf32>, tensor<?xindex>)
 // CHECK: %[[TAIL:.+]] = linalg.generic {{.+}} ins(%{{.+}}, %{{.+}} : tensor<?xf32>, tensor<?xf32>)
 // CHECK: arith.subf
-// CHECK: %[[SUM:.+]] = scf.forall (%[[M:.+]]) in (%[[NSCAN]]#1) shared_outs(%[[SO:.+]] = %[[HEADNLL]]) -> (tensor<?xf32>)
+// CHECK: %[[SUM:.+]] = scf.forall (%[[M:.+]]) in (%[[NSCANBOUNDED]]) shared_outs(%[[SO:.+]] = %[[HEADNLL]]) -> (tensor<?xf32>)
 // CHECK: %[[AT:.+]] = tensor.extract %[[IDX]][%[[M]]]
 // CHECK: %[[V:.+]] = tensor.extract %[[TAIL]][%[[M]]]
 // CHECK: %[[SLOT:.+]] = tensor.extract_slice %[[SO]][%[[AT]]] [1] [1]
@@ -119,13 +120,14 @@ func.func @adaptive_nll_head_only(%h: tensor<?x?x8xf32>, %t: tensor<?x?xi64>, %w
 // CHECK: scf.if
 // CHECK: tensor.insert
 // CHECK: tensor.parallel_insert_slice %[[WROTE]]#0 into %[[RO]][%[[FIRST]]] [%[[SIZE]]] [1]
-// CHECK: %[[IDX:.+]] = tensor.extract_slice %[[ROWS]][0] [%[[SCAN]]#1] [1]
+// CHECK: %[[SCANBOUNDED:.+]] = arith.minui %[[SCAN]]#1, %{{.+}} : index
+// CHECK: %[[IDX:.+]] = tensor.extract_slice %[[ROWS]][0] [%[[SCANBOUNDED]]] [1]
 // CHECK: linalg.generic {{.+}} ins(%[[IDX]] : tensor<?xindex>) outs(%{{.+}} : tensor<?x8xf32>)
 // CHECK: tensor.extract %[[A]]
 // CHECK: %[[PROJ:.+]] = linalg.matmul indexing_maps = [#{{.+}}, #{{.+}}, #{{.+}}] ins(%{{.+}}, %[[P]] : tensor<?x8xf32>, tensor<8x8xf32>)
 // The rows go back one element per iteration (the compacted positions
 // are distinct).
-// CHECK: %[[OUT0:.+]] = scf.forall (%[[M:.+]], %[[K:.+]]) in (%[[SCAN]]#1, 8) shared_outs(%[[O:.+]] = %[[OUT]]) -> (tensor<?x8xf32>)
+// CHECK: %[[OUT0:.+]] = scf.forall (%[[M:.+]], %[[K:.+]]) in (%[[SCANBOUNDED]], 8) shared_outs(%[[O:.+]] = %[[OUT]]) -> (tensor<?x8xf32>)
 // CHECK: %[[AT:.+]] = tensor.extract %[[IDX]][%[[M]]]
 // CHECK: tensor.extract %[[PROJ]][%[[M]], %[[K]]]
 // CHECK: tensor.parallel_insert_slice %{{.+}} into %[[O]][%[[AT]], %[[K]]] [1, 1] [1, 1]

@@ -71,6 +71,7 @@ func.func @add(%a: memref<?x8xf32>, %b: memref<?x8xf32>, %flag: i1) {
 // CHECK: call @mgpuMemcpy
 // CHECK: %[[V:.+]] = memref.load %[[HOST]]
 // CHECK: %[[K:.+]] = arith.index_cast %[[V]] : i64 to index
+// CHECK-NOT: txl_device_count_bound
 // CHECK: memref.dealloc %[[DEV]]
 // CHECK: return %[[K]] : index
 // CHECK: gpu.func @count_serial0(%{{[^:]+}}: index, %{{[^:]+}}: memref<?xi64>, %{{[^:]+}}: memref<?xindex>, %[[OUT:[^:]+]]: memref<1xi64>)
@@ -97,6 +98,48 @@ func.func @count(%ids: memref<?xi64>, %out: memref<?xindex>) -> index {
     scf.yield %next : index
   }
   return %count : index
+}
+
+// -----
+
+// The same count bounded by arith.minui (the adaptive softmax's compaction
+// states that a cluster holds at most the segment's tokens): the minimum
+// goes through txl_device_count_bound, which a dry run answers with the
+// bound. Only the minui of the read-back count is replaced; the one of two
+// host values stays.
+
+// CHECK: func.func private @txl_device_count_bound(i64, i64) -> i64
+// CHECK-LABEL: func.func @bounded_count
+// CHECK: call @mgpuMemcpy
+// CHECK: %[[V:.+]] = memref.load
+// CHECK: %[[K:.+]] = arith.index_cast %[[V]] : i64 to index
+// CHECK: %[[K64:.+]] = arith.index_cast %[[K]] : index to i64
+// CHECK: %[[N64:.+]] = arith.index_cast %[[N:.+]] : index to i64
+// CHECK: %[[B64:.+]] = call @txl_device_count_bound(%[[K64]], %[[N64]]) : (i64, i64) -> i64
+// CHECK: %[[B:.+]] = arith.index_cast %[[B64]] : i64 to index
+// CHECK-NOT: arith.minui %[[K]]
+// CHECK: %[[H:.+]] = arith.minui %[[N]], %{{.+}} : index
+// CHECK: return %[[B]], %[[H]] : index, index
+func.func @bounded_count(%ids: memref<?xi64>, %out: memref<?xindex>, %m: index) -> (index, index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = memref.dim %ids, %c0 : memref<?xi64>
+  %zero = arith.constant 0 : i64
+  %count = scf.for %i = %c0 to %n step %c1 iter_args(%k = %c0) -> (index) {
+    %v = memref.load %ids[%i] : memref<?xi64>
+    %pos = arith.cmpi sgt, %v, %zero : i64
+    %next = scf.if %pos -> (index) {
+      memref.store %i, %out[%k] : memref<?xindex>
+      %k1 = arith.addi %k, %c1 : index
+      scf.yield %k1 : index
+    } else {
+      scf.yield %k : index
+    }
+    scf.yield %next : index
+  }
+  %bounded = arith.minui %count, %n : index
+  %host = arith.minui %n, %m : index
+  return %bounded, %host : index, index
 }
 
 // -----

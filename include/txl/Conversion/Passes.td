@@ -655,8 +655,13 @@ def ParallelLoopsToGpuPass : Pass<"txl-parallel-loops-to-gpu", "::mlir::ModuleOp
     over the block counts of the adaptive softmax's compaction of a
     cluster's tokens) becomes a kernel
     `@<func>_serial<N>` of one work-item, with its parallel loops inside;
-    its integer results come back through a small device buffer the host
-    reads with `mgpuMemcpy`. Device memory is every memref but a
+    its results (integers, and floats as their bits) come back through a
+    small device buffer the host reads with `mgpuMemcpy`. An index result
+    that the host bounds with `arith.minui` (the compaction's count, at
+    most the segment's tokens) is bounded by a call of the device ABI's
+    `txl_device_count_bound` instead: the same minimum in a run, the bound
+    in the device-memory check's dry run, which computes no count and so
+    sizes what follows for the largest. Device memory is every memref but a
     `memref.alloca` (and arguments of private functions that only get
     those: the deallocation lowering's helper). Afterwards, a host
     `memref.load`/`store` of device memory is an error, as are a parallel

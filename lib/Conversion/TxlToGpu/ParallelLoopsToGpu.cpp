@@ -198,6 +198,21 @@ func::FuncOp getOrDeclareMemcpy(ModuleOp module) {
   return fn;
 }
 
+/// The device ABI's txl_device_count_bound(count, bound) -> min(count,
+/// bound), which a dry run answers with `bound` (txl/device.h).
+func::FuncOp getOrDeclareCountBound(ModuleOp module) {
+  StringRef name = "txl_device_count_bound";
+  if (auto fn = module.lookupSymbol<func::FuncOp>(name))
+    return fn;
+  MLIRContext *ctx = module.getContext();
+  Type i64 = IntegerType::get(ctx, 64);
+  OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+  auto fn = func::FuncOp::create(b, module.getLoc(), name,
+                                 FunctionType::get(ctx, {i64, i64}, {i64}));
+  fn.setPrivate();
+  return fn;
+}
+
 /// An !llvm.ptr to the buffer of `memref` (its handle, for mgpuMemcpy).
 Value bufferPointer(ImplicitLocOpBuilder &b, Value memref) {
   Value index = memref::ExtractAlignedPointerAsIndexOp::create(b, memref);
@@ -460,6 +475,33 @@ struct ParallelLoopsToGpuPass
     memref::DeallocOp::create(hb, deviceResults);
     loop.replaceAllUsesWith(values);
     loop.erase();
+    // An index result that the host bounds with arith.minui (the adaptive
+    // softmax's compaction: a cluster's count, at most the segment's
+    // tokens) is bounded through txl_device_count_bound instead: the same
+    // minimum in a run, the bound in the device-memory check's dry run,
+    // where no kernel computes the count, so that the dry run sizes what
+    // follows for the most the count can be.
+    for (Value v : values) {
+      if (!v.getType().isIndex())
+        continue;
+      for (Operation *user : llvm::make_early_inc_range(v.getUsers())) {
+        auto min = dyn_cast<arith::MinUIOp>(user);
+        if (!min)
+          continue;
+        Value bound = min.getLhs() == v ? min.getRhs() : min.getLhs();
+        ImplicitLocOpBuilder mb(min.getLoc(), min);
+        Type i64 = mb.getI64Type();
+        Value call = func::CallOp::create(
+                         mb, getOrDeclareCountBound(module),
+                         ValueRange{arith::IndexCastOp::create(mb, i64, v),
+                                    arith::IndexCastOp::create(mb, i64, bound)})
+                         .getResult(0);
+        min.replaceAllUsesWith(
+            arith::IndexCastOp::create(mb, mb.getIndexType(), call)
+                .getResult());
+        min.erase();
+      }
+    }
     return success();
   }
 };

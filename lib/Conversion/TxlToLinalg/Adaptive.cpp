@@ -151,9 +151,13 @@ Value createClusterRows(OpBuilder &b, Location loc, Value ids, int64_t lo,
                                           offset, sizes, strides);
   }
   b.setInsertionPointAfter(write);
+  // total <= n always: the minimum changes nothing, but it states the
+  // count's bound, which the GPU targets' device-memory dry run takes as
+  // the count (txl-parallel-loops-to-gpu, txl_device_count_bound).
+  Value bounded = arith::MinUIOp::create(b, loc, total, n);
   return tensor::ExtractSliceOp::create(
       b, loc, write.getResult(0), SmallVector<OpFoldResult>{b.getIndexAttr(0)},
-      SmallVector<OpFoldResult>{total},
+      SmallVector<OpFoldResult>{bounded},
       SmallVector<OpFoldResult>{b.getIndexAttr(1)});
 }
 

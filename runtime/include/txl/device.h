@@ -102,6 +102,11 @@ void txl_device_memory(size_t *total, size_t *free, size_t *in_use,
  * (the real buffers held at the begin and the dry run's) since the begin. */
 void txl_device_begin_dry_run(void);
 size_t txl_device_end_dry_run(void);
+/* min(count, bound), or `bound` in a dry run: compiled host code passes a
+ * count that a kernel computed (which a dry run reads as 0) through it with
+ * the most it can be (the adaptive softmax's tokens of a cluster, at most
+ * the segment's), so that a dry run allocates for the largest count. */
+int64_t txl_device_count_bound(int64_t count, int64_t bound);
 /* Frees every module and closes the device. With TXL_PROFILE=1 in the
  * environment (each launch and matrix product then waits for the queue
  * before and after it), first prints to stderr the wall time, launches

@@ -498,6 +498,10 @@ void mgpuMemcpy(void *dst, void *src, size_t bytes, void *) {
   });
 }
 
+int64_t txl_device_count_bound(int64_t count, int64_t bound) {
+  return dryRun ? bound : int64_t(std::min(uint64_t(count), uint64_t(bound)));
+}
+
 void mgpuMemset32(void *dst, unsigned int value, size_t count, void *) {
   if (dryRun)
     return;

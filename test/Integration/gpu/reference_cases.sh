@@ -6,8 +6,9 @@
 # gradient of segment 1's mean NLL (the generated
 # backward segment, --grad-segment 1: 1e-5 relative norm per parameter)
 # with the official implementation's. Prints, per case, its
-# name, the executable's stderr (the device line) and compare.py's verdicts;
-# stops at the first failure.
+# name, the executable's stderr (the device and device-memory lines),
+# whether the device-memory check's need covers the peak the run measured,
+# and compare.py's verdicts; stops at the first failure.
 #
 # usage: reference_cases.sh TARGET SHARED_DIR COMPARE_PY OUT_DIR
 set -eu
@@ -24,6 +25,13 @@ for c in rel_basic rel_basic_smallinit rel_grow_same_length_clamp_prelnorm \
     > "$out/$c.out" 2> "$out/$c.err"
   echo "$c"
   cat "$out/$c.err"
+  need=$(sed -n 's/.*the run needs [0-9.]* MiB (\([0-9]*\) bytes).*/\1/p' "$out/$c.err")
+  peak=$(sed -n 's/.*peak [0-9.]* MiB (\([0-9]*\) bytes).*/\1/p' "$out/$c.err")
+  if [ -n "$need" ] && [ -n "$peak" ] && [ "$need" -ge "$peak" ]; then
+    echo "memory: the need covers the peak"
+  else
+    echo "memory: need '$need' bytes, peak '$peak' bytes: FAIL"
+  fi
   python3 "$compare" nll "$out/$c.nll.npy" "$R/nll.npy" --atol 1e-5
   if [ -e "$R/mems.safetensors" ]; then
     python3 "$compare" mems "$out/$c.mems.safetensors" "$R/mems.safetensors" \
