@@ -402,7 +402,8 @@ typedef struct txl_device_memory_plan {
 /// segments reach those shapes. Nothing is allocated, written or launched.
 /// Errors: TXL_UNAVAILABLE "the run needs X MiB of device memory ... but
 /// the device has Y MiB free of Z MiB" (the state alone, or everything);
-/// TXL_INVALID_ARGUMENT for qlen, batch or chunks < 1, or mem_len < 0.
+/// TXL_INVALID_ARGUMENT for qlen, batch or chunks < 1, eval_qlen < 1 with
+/// eval_batch > 0, or a negative mem_len, eval_mem_len or eval_batch.
 /// Does nothing on the CPU target.
 txl_status_t
 txl_session_check_device_memory(txl_session_t *session,

@@ -1704,9 +1704,10 @@ struct DryRunSession {
     s.memsOnHostCurrent = false;
   }
 
-  /// One segment of `qlen` rows over the memory: forward, or with
-  /// `training` forward and backward into the update's gradient (chunk 0
-  /// of `chunks`).
+  /// One segment of `qlen` rows over the memory, as a run of `kind` runs
+  /// it: forward (TXL_RUN_EVAL, TXL_RUN_LOG_PROBS), forward and backward to
+  /// host gradients (TXL_RUN_GRADIENTS), or forward and backward into the
+  /// update's gradient (TXL_RUN_TRAIN, as chunk 0 of `chunks`).
   void runSegment(txl_run_kind_t kind, int64_t qlen, int64_t memLen,
                   int64_t chunks) {
     const txl_model_info_t &info = *s.info;
@@ -1766,11 +1767,13 @@ txl_session_check_device_memory(txl_session_t *session,
     const txl_device_memory_plan_t &p = *plan;
     const bool training = p.kind == TXL_RUN_TRAIN;
     if (p.qlen < 1 || p.mem_len < 0 || p.batch < 1 || p.chunks < 1 ||
-        p.eval_qlen < 0 || p.eval_mem_len < 0 || p.eval_batch < 0)
+        p.eval_mem_len < 0 || p.eval_batch < 0 ||
+        (p.eval_batch > 0 && p.eval_qlen < 1))
       fail(TXL_INVALID_ARGUMENT,
            "device memory plan: segments of {} rows over {} memory rows, "
            "batch {} in {} chunks (validation {} rows over {}, batch {}): "
-           "need rows, batch and chunks >= 1, memory rows >= 0",
+           "need rows, batch and chunks >= 1 (validation rows too when it "
+           "has columns), memory rows >= 0",
            p.qlen, p.mem_len, p.batch, p.chunks, p.eval_qlen, p.eval_mem_len,
            p.eval_batch);
     const txl_model_info_t &info = *session->info;
