@@ -96,16 +96,16 @@ def txlc_run(exe, data, steps, interval, threads, work):
     return dict(ms=min(ms), ms_all=ms, others=max(others, run["others"]))
 
 
-def torch_run(toml, stream_data, batch, tgt_len, steps, warmup, threads):
-    """Per-step ms of PyTorch eager train steps (in this process)."""
+def official_model(toml):
+    """reference_txl.py's model of `toml` with the official weights_init
+    (init "normal", seed 1111)."""
     import torch
     import reference_txl as ref
 
-    torch.set_num_threads(threads)
     torch.manual_seed(1111)
     _, kwargs = ref.read_model_file(toml)
     model = ref.MemTransformerLM(**kwargs)
-    with torch.no_grad():  # official weights_init, init "normal"
+    with torch.no_grad():
         for name, p in model.named_parameters():
             if "layer_norm.weight" in name:
                 p.normal_(1.0, 0.02)
@@ -115,6 +115,15 @@ def torch_run(toml, stream_data, batch, tgt_len, steps, warmup, threads):
                 p.normal_(0.0, 0.01)
             else:
                 p.normal_(0.0, 0.02)
+    return model
+
+
+def torch_run(toml, stream_data, batch, tgt_len, steps, warmup, threads):
+    """Per-step ms of PyTorch eager train steps (in this process)."""
+    import torch
+
+    torch.set_num_threads(threads)
+    model = official_model(toml)
     model.train()
     opt = torch.optim.Adam(model.parameters(), lr=0.00025)
     n = stream_data.numel() // batch
@@ -214,4 +223,5 @@ def main():
           f"{med_t:.1f}, PyTorch {med_q:.1f} ms/step -> {med_q / med_t:.2f}x")
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -21,8 +21,18 @@ Three benchmarks (bench/gpu/README.md has the details):
              PyTorch (einsum AC + BD, pad/view/slice rel-shift, mask,
              softmax) and PyTorch SDPA (flash attention where available)
              on plain causal attention of the same shape.
+  train      enwik8-base sized training as run_enwik8_base.sh (batch 22,
+             tgt_len = mem_len = 512, dropout 0.1, Adam, clip 0.25) on a
+             synthetic 204-symbol corpus: `EXE train` tokens/s per
+             --precision against reference_txl.py train steps in eager f32,
+             torch.compile f32 and eager AMP (autocast bf16); and the
+             attention's forward + backward per layer: txlc's kernels as
+             TXL_PROFILE times them in that training, against the official
+             attention math with autograd and SDPA causal, each forward and
+             backward at the same shape.
 
     bench/gpu/bench_gpu.py all                     # on a GPU: --target cuda
+    bench/gpu/bench_gpu.py train --train-shape 512,512,22
     bench/gpu/bench_gpu.py all --target opencl --torch-device cpu --smoke
                                                    # a run-through on a CPU
 
@@ -34,6 +44,7 @@ import argparse
 import ctypes
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -58,7 +69,7 @@ def sync(device):
 # --------------------------------------------------------------------------
 # txlc side
 # --------------------------------------------------------------------------
-def compile_model(a, toml, name, precision="f32"):
+def compile_model(a, toml, name, precision="f32", backward=False):
     exe = os.path.join(a.workdir, f"{name}_{a.target}_{precision}")
     if a.prebuilt:
         if not os.access(exe, os.X_OK):
@@ -66,7 +77,7 @@ def compile_model(a, toml, name, precision="f32"):
         print(f"  prebuilt: {exe}", flush=True)
         return exe
     cmd = [a.txlc, toml, f"--target={a.target}", f"--precision={precision}",
-           "--backward=false", "-o", exe]
+           f"--backward={'true' if backward else 'false'}", "-o", exe]
     if a.target == "cuda":
         cmd.append(f"--gpu-arch={a.gpu_arch}")
     print("  compile: " + " ".join(cmd), flush=True)
@@ -117,6 +128,36 @@ def torch_segments(model, data, target, device):
             total += ret[0].double().sum().item()  # waits for the device
             times.append(time.perf_counter() - t0)
     return times, total
+
+
+def official_attention(q, k, v, r, u, vb, mask):
+    """mem_transformer.py's RelPartialLearnableMultiHeadAttn core, op for op:
+    q [qlen, b, n, d], k and v [klen, b, n, d], r [klen, n, d], u and vb
+    [n, d], mask [qlen, klen, 1, 1] (True: hidden); the output [qlen, b, n,
+    d]."""
+    import torch
+    import torch.nn.functional as F
+    ac = torch.einsum("ibnd,jbnd->ijbn", q + u, k)
+    bd = torch.einsum("ibnd,jnd->ijbn", q + vb, r)
+    zero = torch.zeros((bd.size(0), 1, *bd.size()[2:]), device=bd.device,
+                       dtype=bd.dtype)
+    padded = torch.cat([zero, bd], dim=1).view(bd.size(1) + 1, bd.size(0),
+                                               *bd.size()[2:])
+    bd = padded[1:].view_as(bd)
+    score = (ac + bd) * (1 / q.size(-1) ** 0.5)
+    prob = F.softmax(score.masked_fill(mask, -float("inf")), dim=1)
+    return torch.einsum("ijbn,jbnd->ibnd", prob, v)
+
+
+def timed_calls(fn, wait, iters):
+    """Seconds per call of `fn` over `iters` calls after one warm-up."""
+    fn()
+    wait()
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        fn()
+    wait()
+    return (time.perf_counter() - t0) / iters
 
 
 # --------------------------------------------------------------------------
@@ -339,13 +380,7 @@ def bench_attention(a):
                        (rak.COMBINE_THREADS, 1, 1), workspaces[n] + desc)
 
     def timed(fn, wait):
-        fn()
-        wait()
-        t0 = time.perf_counter()
-        for _ in range(a.iters):
-            fn()
-        wait()
-        return (time.perf_counter() - t0) / a.iters
+        return timed_calls(fn, wait, a.iters)
 
     want = rak.reference(q, k, v, r, u, vb, mlen, False, 1 / d_head ** 0.5)
     rows, err = [], 0.0
@@ -363,16 +398,7 @@ def bench_attention(a):
                       diagonal=1 + mlen).bool()[:, :, None, None]
 
     def official():
-        # mem_transformer.py RelPartialLearnableMultiHeadAttn, op for op.
-        ac = torch.einsum("ibnd,jbnd->ijbn", tq + tu, tk)
-        bd = torch.einsum("ibnd,jnd->ijbn", tq + tvb, tr)
-        zero = torch.zeros((bd.size(0), 1, *bd.size()[2:]), device=bd.device)
-        padded = torch.cat([zero, bd], dim=1).view(bd.size(1) + 1, bd.size(0),
-                                                   *bd.size()[2:])
-        bd = padded[1:].view_as(bd)
-        score = (ac + bd) * (1 / d_head ** 0.5)
-        prob = F.softmax(score.masked_fill(mask, -float("inf")), dim=1)
-        return torch.einsum("ijbn,jbnd->ibnd", prob, tv)
+        return official_attention(tq, tk, tv, tr, tu, tvb, mask)
 
     sq = tq.permute(1, 2, 0, 3).contiguous()
     sk = tk.permute(1, 2, 0, 3).contiguous()
@@ -397,10 +423,173 @@ def bench_attention(a):
     return [(name, seconds) for name, seconds in rows]
 
 
+def txlc_train(exe, data, steps, interval, work, profile=False):
+    """`EXE train` for `steps` updates from a fresh `work`: the ms per
+    update of its log intervals after the first (which holds the start-up)
+    and its stderr (with `profile`, TXL_PROFILE's table)."""
+    env = dict(os.environ, TXL_PROFILE="1" if profile else "0")
+    cmd = [exe, "train", "--data", data, "--work-dir", work,
+           "--max-step", str(steps), "--log-interval", str(interval),
+           "--eval-interval", str(10 ** 9), "--checkpoint-interval",
+           str(10 ** 9), "--no-plot", "--no-progress", "--max-eval-steps", "1"]
+    run = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if run.returncode != 0:
+        raise SystemExit(f"{exe} train failed:\n{run.stderr}")
+    records = [json.loads(line)
+               for line in open(os.path.join(work, "metrics.jsonl"))]
+    ms = [r["ms_per_batch"] for r in records if r["kind"] == "train"][1:]
+    return ms, run.stderr
+
+
+def attention_kernels_ms(profile, updates, n_layer):
+    """ms per layer per update of the training attention's kernels in
+    TXL_PROFILE's table (seconds, %, launches, ms/launch, kernel): the
+    forward's log-sum-exp form and its key parts' combine, and the
+    backward's (rel_attention_*_lse*, rel_attention_grad_*); the final
+    evaluation's forward kernels have no _lse."""
+    seconds = 0.0
+    for line in profile.splitlines():
+        f = line.split()
+        if (len(f) == 5 and f[4].startswith("rel_attention")
+                and ("_lse" in f[4] or "_grad_" in f[4])):
+            seconds += float(f[0])
+    return seconds * 1e3 / (updates * n_layer)
+
+
+def torch_train_ms(a, toml, stream, bsz, tgt, steps, mode):
+    """ms of each of `steps` train steps of reference_txl.py on
+    --torch-device after 3 warm-up steps, as train.py runs them (memory
+    carried, mean NLL, backward, clip_grad_norm_ 0.25, Adam): `mode`
+    'eager', 'compile' (torch.compile of the model) or 'amp' (eager under
+    torch.autocast bf16, f32 master weights)."""
+    import torch
+    import bench_train
+
+    model = bench_train.official_model(toml).to(a.torch_device).train()
+    step_model = torch.compile(model, dynamic=True) if mode == "compile" else model
+    opt = torch.optim.Adam(model.parameters(), lr=0.00025)
+    n = stream.numel() // bsz
+    grid = stream[:n * bsz].view(bsz, -1).t().contiguous().to(a.torch_device)
+    mems, times, warmup = tuple(), [], 3
+    for i in range(warmup + steps):
+        s = (i * tgt) % (n - tgt - 1)
+        data, target = grid[s:s + tgt], grid[s + 1:s + 1 + tgt]
+        sync(a.torch_device)
+        t0 = time.perf_counter()
+        with torch.autocast(device_type=a.torch_device, dtype=torch.bfloat16,
+                            enabled=mode == "amp"):
+            ret = step_model(data, target, *mems)
+        loss, mems = ret[0].float().mean(), tuple(m.detach() for m in ret[1:])
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
+        opt.step()
+        sync(a.torch_device)
+        if i >= warmup:
+            times.append((time.perf_counter() - t0) * 1e3)
+    return times
+
+
+def torch_attention_fwd_bwd_ms(a, qlen, mlen, bsz, n_head=8, d_head=64):
+    """ms of one forward + backward (the gradient of every input for a
+    random upstream gradient) of the official attention math and of SDPA
+    causal at that shape, on --torch-device."""
+    import torch
+    import torch.nn.functional as F
+
+    klen = qlen + mlen
+    g = torch.Generator().manual_seed(0)
+    make = lambda *shape: torch.randn(*shape, generator=g).to(
+        a.torch_device).requires_grad_()
+    q, k, v = (make(qlen, bsz, n_head, d_head), make(klen, bsz, n_head, d_head),
+               make(klen, bsz, n_head, d_head))
+    r, u, vb = make(klen, n_head, d_head), make(n_head, d_head), make(n_head, d_head)
+    dout = torch.randn(qlen, bsz, n_head, d_head, generator=g).to(a.torch_device)
+    mask = torch.triu(torch.ones(qlen, klen, device=a.torch_device),
+                      diagonal=1 + mlen).bool()[:, :, None, None]
+    sq, sk, sv = (make(bsz, n_head, qlen, d_head), make(bsz, n_head, klen, d_head),
+                  make(bsz, n_head, klen, d_head))
+    sdout = dout.permute(1, 2, 0, 3).contiguous()
+
+    def official():
+        official_attention(q, k, v, r, u, vb, mask).backward(dout)
+
+    def sdpa():
+        F.scaled_dot_product_attention(sq, sk, sv, is_causal=True).backward(sdout)
+
+    wait = lambda: sync(a.torch_device)
+    return {"pytorch official math": timed_calls(official, wait, a.iters) * 1e3,
+            "pytorch SDPA causal": timed_calls(sdpa, wait, a.iters) * 1e3}
+
+
+def train_model_file(tgt, mem, bsz):
+    """The model file `train` compiles: enwik8-base sizes, dropout 0.1, and
+    bench_train.py's [train] section (Adam, clip 0.25) at batch `bsz`."""
+    import bench_train as bt
+    return (bench.ENWIK8_TOML.replace("dropout = 0.0", "dropout = 0.1")
+            .replace("tgt_len = 512", f"tgt_len = {tgt}")
+            .replace("mem_len = 512", f"mem_len = {mem}")
+            + bt.TRAIN_SECTION.format(batch=bsz))
+
+
+def bench_train(a):
+    import torch
+    import bench_train as bt
+
+    tgt, mem, bsz = a.train_shape
+    steps, interval = a.train_steps, max(a.train_steps // 4, 1)
+    if a.smoke:
+        tgt, mem, bsz, steps, interval = 32, 32, 2, 4, 2
+    toml = os.path.join(a.workdir, "enwik8_train.toml")
+    with open(toml, "w") as f:
+        f.write(train_model_file(tgt, mem, bsz))
+    exes = {p: compile_model(a, toml, "enwik8_train", p, backward=True)
+            for p in a.precision}
+    data = os.path.join(a.workdir, "synthetic")
+    bt.synthetic_corpus(data, bsz * tgt * (2 * (steps + interval) + 8))
+    tokens = tgt * bsz
+    print(f"# enwik8-base sized training: tgt_len {tgt}, mem_len {mem}, batch "
+          f"{bsz}, dropout 0.1, Adam; {steps} updates timed after {interval}")
+    rows, attention = [], {}
+    for precision, exe in exes.items():
+        for rep in range(a.repeat):
+            work = os.path.join(a.workdir, f"train_{precision}_{rep}")
+            shutil.rmtree(work, ignore_errors=True)
+            ms, _ = txlc_train(exe, data, steps + interval, interval, work)
+            rows.append(("train", f"txlc {precision}", tokens / min(ms) * 1e3))
+            print_enwik8_row(*rows[-1])
+        work = os.path.join(a.workdir, f"train_{precision}_profile")
+        shutil.rmtree(work, ignore_errors=True)
+        _, profile = txlc_train(exe, data, interval, interval, work,
+                                profile=True)
+        attention[f"txlc {precision} kernels"] = attention_kernels_ms(
+            profile, interval, 12)
+    words = []
+    for line in open(os.path.join(data, "train.txt")):
+        words += line.split() + ["<eos>"]
+    vocab = {w: i for i, w in enumerate(sorted(set(words)))}
+    stream = torch.tensor([vocab[w] for w in words], dtype=torch.long)
+    modes = ["eager", "amp"] + ([] if a.no_compile else ["compile"])
+    for mode in modes:
+        for _ in range(a.repeat):
+            times = torch_train_ms(a, toml, stream, bsz, tgt, steps, mode)
+            label = {"eager": "pytorch eager f32", "amp": "pytorch AMP bf16",
+                     "compile": "pytorch compile f32"}[mode]
+            rows.append(("train", label, tokens / min(times) * 1e3))
+            print_enwik8_row(*rows[-1])
+    attention.update(torch_attention_fwd_bwd_ms(a, tgt, mem, bsz))
+    print(f"# attention forward + backward per layer: qlen {tgt}, klen "
+          f"{tgt + mem}, batch {bsz}, 8 heads x 64 (txlc: its kernels in the "
+          f"training above; PyTorch: alone, SDPA on plain causal attention)")
+    for name, ms in attention.items():
+        print(f"  {name:28s} {ms:9.3f} ms", flush=True)
+    return {"train_tokens_per_s": rows, "attention_fwd_bwd_ms": attention}
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("what", choices=["ptb", "enwik8", "attention", "all"])
+    p.add_argument("what", choices=["ptb", "enwik8", "attention", "train", "all"])
     p.add_argument("--target", choices=["cuda", "opencl"], default="cuda")
     p.add_argument("--gpu-arch", default="sm_90")
     p.add_argument("--precision", default="f32,bf16",
@@ -421,6 +610,12 @@ def main():
                    type=lambda v: tuple(int(x) for x in v.split(",")),
                    help="attention: QLEN,MLEN,BATCH (8 heads of 64); the "
                         "paper's enwik8 evaluation is 80,2100,<batch>")
+    p.add_argument("--train-shape", default=(512, 512, 22),
+                   type=lambda v: tuple(int(x) for x in v.split(",")),
+                   help="train: TGT_LEN,MEM_LEN,BATCH (run_enwik8_base.sh's "
+                        "512,512,22)")
+    p.add_argument("--train-steps", type=int, default=20,
+                   help="train: updates timed, after a quarter as many")
     p.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     p.add_argument("--prebuilt", action="store_true",
                    help="use the executables and kernel image already in "
@@ -438,9 +633,11 @@ def main():
           + (f" ({torch.cuda.get_device_name()})" if a.torch_device == "cuda" else "")
           + f"; txlc --target={a.target}")
     results = {}
-    for what in (["ptb", "enwik8", "attention"] if a.what == "all" else [a.what]):
+    for what in (["ptb", "enwik8", "attention", "train"] if a.what == "all"
+                 else [a.what]):
         results[what] = {"ptb": bench_ptb, "enwik8": bench_enwik8,
-                         "attention": bench_attention}[what](a)
+                         "attention": bench_attention,
+                         "train": bench_train}[what](a)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(results, f, indent=1)

@@ -46,9 +46,17 @@ sys.path.insert(0, "bench")
 import bench
 open(sys.argv[1], "w").write(bench.ENWIK8_TOML)
 PY
+python3 - "$stage/gpu/enwik8_train.toml" <<'PY'
+import sys
+sys.path.insert(0, "bench/gpu")
+import bench_gpu
+open(sys.argv[1], "w").write(bench_gpu.train_model_file(512, 512, 22))
+PY
 for p in f32 bf16; do
   "$txlc" "$stage/gpu/enwik8_base.toml" --target=cuda --precision=$p \
     --backward=false --gpu-arch=sm_90 -o "$stage/gpu/enwik8_base_cuda_$p"
+  "$txlc" "$stage/gpu/enwik8_train.toml" --target=cuda --precision=$p \
+    --gpu-arch=sm_90 -o "$stage/gpu/enwik8_train_cuda_$p"
   "$txlc" models/ptb_small.toml --target=cuda --precision=$p \
     --backward=false --gpu-arch=sm_90 -o "$stage/gpu/ptb_small_cuda_$p"
 done

@@ -17,7 +17,7 @@
 #      settings (8000 updates, as the official run): its step-20 loss
 #      against the CPU target's (1e-4), its train loss at 8000 against the
 #      official log (5%), then eval of the best checkpoint (valid, test);
-#   4. bench_gpu.py attention, enwik8 and ptb (--prebuilt);
+#   4. bench_gpu.py attention, enwik8, train and ptb (--prebuilt);
 #   5. the same training at --precision=bf16.
 # Everything printed goes to OUT_DIR/log.txt; the training logs and the
 # benchmark tables to OUT_DIR too.
@@ -149,7 +149,7 @@ export w S B compare root out
 export -f eval_ptb evals references train bench profile
 
 # TXL_DEVICE_STEPS: the steps to run (default all, in this order).
-steps=${TXL_DEVICE_STEPS:-"evals references references_bf16 train_f32 attention attention_eval enwik8 train_bf16 ptb profile"}
+steps=${TXL_DEVICE_STEPS:-"evals references references_bf16 train_f32 attention attention_eval enwik8 train_enwik8 train_bf16 ptb profile"}
 for s in $steps; do
   case $s in
     evals) step "eval ptb_small" 60 evals ;;
@@ -163,6 +163,10 @@ for s in $steps; do
     attention_eval) step "bench attention 80/2100" 40 bench attention \
       --attention-shape 80,2100,4 --json "$out/bench_attention_eval.json" ;;
     enwik8) step "bench enwik8" 120 bench enwik8 ${TXL_BENCH_OPTIONS:-} ;;
+    # enwik8-base training (run_enwik8_base.sh's 512/512, batch 22) against
+    # PyTorch eager, AMP and compile; the attention's forward + backward.
+    train_enwik8) step "bench train enwik8" 240 bench train \
+      ${TXL_BENCH_OPTIONS:-} ;;
     ptb) step "bench ptb" 90 bench ptb ${TXL_BENCH_OPTIONS:-} ;;
     profile) step "profile ptb_small f32" 30 profile ;;
     *) echo "device_check: unknown step $s" ;;
