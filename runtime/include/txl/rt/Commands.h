@@ -107,8 +107,9 @@ using SessionPtr = std::unique_ptr<txl_session_t, SessionDeleter>;
 /// Creates a session over `info` (`segmentFn` NULL: the linked segment)
 /// with `threads` (0 = the default) and loads `checkpoint` into it; on a GPU
 /// target, first checks that a run of segments of `qlen` rows (`kind`:
-/// TXL_RUN_EVAL or TXL_RUN_LOG_PROBS) over a memory of `memLen` rows for
-/// `batch` columns fits on the device (txl_session_check_device_memory).
+/// TXL_RUN_EVAL, TXL_RUN_LOG_PROBS or TXL_RUN_GRADIENTS) over a memory of
+/// `memLen` rows for `batch` columns fits on the device
+/// (txl_session_check_device_memory).
 /// With `kvCache` false the session keeps no key/value cache; when it keeps
 /// one and `memLen` > 0, prints its size to stderr ("key/value cache:
 /// ..."). Errors: those of the session calls.
