@@ -25,7 +25,10 @@
 #   compiled by build/'s txlc against that runtime, run with several
 #   threads (test/sanitizers/tsan_executables.py). Needs build/.
 # --all (what .ci/run runs): the plain run, then --sanitize --fast, then
-#   --sanitize=thread.
+#   --sanitize=thread, then a table of each part's wall time.
+# Every part (install, build, lit, fuzzing, each sanitizer's build and run)
+# prints "time: PART Mm SSs" when it ends, and each lit run its 15 slowest
+# tests (lit's record of them, .lit_test_times.txt).
 # docs/sanitizers.md. Ends with the line "tests: N passed, N failed".
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,6 +42,8 @@ for arg in "$@"; do
     --all)
       overall=0
       summary=$(mktemp)
+      TXL_TIMES_FILE=$(mktemp); export TXL_TIMES_FILE
+      all_start=$(date +%s)
       for mode in "" "--sanitize --fast" "--sanitize=thread"; do
         out=$(mktemp)
         set +e
@@ -50,10 +55,13 @@ for arg in "$@"; do
         rm -f "$out"
         if [ "$status" -ne 0 ]; then overall=1; fi
       done
+      echo "times (all):"; sed 's/^time: /  /' "$TXL_TIMES_FILE"
+      total=$(( $(date +%s) - all_start ))
+      printf '  %-34s %3dm%02ds\n' total $((total / 60)) $((total % 60))
       echo "tests (all):"; sed 's/^/  /' "$summary"
-      rm -f "$summary"
+      rm -f "$summary" "$TXL_TIMES_FILE"
       exit "$overall" ;;
-    -h|--help) sed -n 3,29p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n 3,33p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "test.sh: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
@@ -61,7 +69,29 @@ jobs=${TXL_JOBS:-2}
 # The tests --sanitize --fast leaves out (a lit --filter-out expression).
 fast_skip='Integration/gpu/|Driver/gpu-targets|Driver/paper-models|Integration/train-ptb-small\.test|Integration/ptb-small-eval\.test'
 lit=/usr/lib/llvm-22/bin/lit
+
+# Parts: `part_start`, then `part_end NAME` prints and records (for --all's
+# table) the wall time since.
+part_start() { part_t0=$(date +%s); }
+part_end() {
+  local s=$(( $(date +%s) - part_t0 ))
+  local line
+  line=$(printf 'time: %-34s %3dm%02ds' "$1" $((s / 60)) $((s % 60)))
+  echo "$line"
+  if [ -n "${TXL_TIMES_FILE:-}" ]; then echo "$line" >> "$TXL_TIMES_FILE"; fi
+}
+# The 15 slowest tests of the lit run in BUILD_DIR, from lit's record.
+slowest() {
+  echo "slowest tests ($1):"
+  cat "$1"/test/.lit_test_times.txt "$1"/test/Unit/.lit_test_times.txt 2>/dev/null |
+    sort -g -r | head -15 | awk '{printf "  %8.1f s  %s\n", $1, $2}'
+}
+run_label="${sanitize:-plain}"
+if [ "$fast" -eq 1 ]; then run_label="$run_label, fast half"; fi
+
+part_start
 bash scripts/install-deps.sh
+part_end "install ($run_label)"
 
 # lit's summary ("  Passed: 71 (100.00%)", "  Failed:  3 (4.23%)", ...) to
 # "passed failed" counts.
@@ -84,30 +114,49 @@ log=$(mktemp)
 set +e
 case "$sanitize" in
   "")
+    part_start
     bash scripts/build.sh build
-    cmake --build build --target check -j "$jobs" 2>&1 | tee "$log"
+    part_end "build"
+    part_start
+    "$lit" -sv --time-tests build/test build/test/Unit 2>&1 | tee "$log"
     status=${PIPESTATUS[0]}
+    part_end "lit"
+    slowest build
     ;;
   address,undefined)
+    part_start
     configure build-asan -DTXL_SANITIZE=address,undefined
-    cmake --build build-asan -j "$jobs" && {
-      if [ "$fast" -eq 1 ]; then
-        "$lit" -sv --filter-out "$fast_skip" build-asan/test build-asan/test/Unit
-      else
-        cmake --build build-asan --target check -j "$jobs"
-      fi
-    } 2>&1 | tee "$log"
+    cmake --build build-asan -j "$jobs" 2>&1 | tee "$log"
     status=${PIPESTATUS[0]}
+    part_end "build (ASan+UBSan)"
+    if [ "$status" -eq 0 ]; then
+      part_start
+      if [ "$fast" -eq 1 ]; then
+        "$lit" -sv --time-tests --filter-out "$fast_skip" build-asan/test build-asan/test/Unit
+      else
+        "$lit" -sv --time-tests build-asan/test build-asan/test/Unit
+      fi 2>&1 | tee "$log"
+      status=${PIPESTATUS[0]}
+      part_end "lit (ASan+UBSan$([ "$fast" -eq 1 ] && echo ", fast half"))"
+      slowest build-asan
+    fi
     ;;
   thread)
+    part_start
     configure build-tsan -DTXL_SANITIZE=thread
-    bash scripts/build.sh build &&
+    { bash scripts/build.sh build &&
       cmake --build build-tsan --target txl_runtime txl_runtime_main \
-        TxlRuntimeTests -j "$jobs" &&
+        TxlRuntimeTests -j "$jobs"; } 2>&1 | tee "$log"
+    status=${PIPESTATUS[0]}
+    part_end "build (TSan)"
+    if [ "$status" -eq 0 ]; then
+      part_start
       { "$lit" -sv build-tsan/test/Unit &&
         python3 test/sanitizers/tsan_executables.py build/bin/txlc \
           build-tsan/lib; } 2>&1 | tee "$log"
-    status=${PIPESTATUS[0]}
+      status=${PIPESTATUS[0]}
+      part_end "unit tests and executables (TSan)"
+    fi
     ;;
   *) echo "test.sh: --sanitize must be address,undefined or thread" >&2; exit 2 ;;
 esac
@@ -121,8 +170,10 @@ if [ -z "$sanitize" ] && [ "$fuzz_seconds" -gt 0 ]; then
   set +e
   # A fresh working corpus: the run starts from the committed seeds only.
   fuzz_work=$(mktemp -d)
+  part_start
   bash scripts/fuzz.sh --time "$fuzz_seconds" --work "$fuzz_work"
   fuzz_status=$?
+  part_end "fuzzing"
   set -e
   if [ "$fuzz_status" -ne 0 ]; then
     echo "fuzz: crash inputs kept in $fuzz_work/artifacts"

@@ -175,12 +175,12 @@ FailureOr<std::string> compileOpenCLKernels(ModuleOp module,
   OwningOpRef<ModuleOp> kernels = cloneKernelModule(module);
   if (!kernels)
     return failure();
-  std::string head;
+  OpenCLKernelTable table;
   if (image) {
-    FailureOr<std::string> built = buildOpenCLImageHead(*kernels);
+    FailureOr<OpenCLKernelTable> built = buildOpenCLKernelTable(*kernels);
     if (failed(built))
       return failure();
-    head = std::move(*built);
+    table = std::move(*built);
   }
   setOpenCLSubgroupSize(*kernels);
   if (failed(runStage(*kernels, timing,
@@ -188,10 +188,12 @@ FailureOr<std::string> compileOpenCLKernels(ModuleOp module,
                       buildKernelsToLlvmSpvPipeline)))
     return failure();
   TimingScope codegen = timing.nest("LLVM: SPIR-V code generation");
-  FailureOr<std::string> spirv = emitSpirv(*kernels, assembly);
-  if (failed(spirv) || !image)
-    return spirv;
-  return buildOpenCLImage(head, *spirv);
+  if (!image)
+    return emitSpirv(*kernels, assembly);
+  FailureOr<llvm::StringMap<std::string>> spirv = emitSpirvPerKernel(*kernels);
+  if (failed(spirv))
+    return failure();
+  return buildOpenCLImage(module.getLoc(), table, *spirv);
 }
 
 /// The PTX of `module`'s kernels (a copy of them, lowered) for `chip`.

@@ -1,6 +1,7 @@
 //===- GpuKernels.cpp - The kernels' gpu.module as PTX or SPIR-V ----------===//
 
 #include "txl/Target/GpuKernels.h"
+#include "txl/Target/SpirvKernels.h"
 
 #include "txl/device.h"
 
@@ -82,23 +83,17 @@ void appendArg(std::string &out, txl_kernel_arg_kind_t kind, uint32_t bytes) {
 
 } // namespace
 
-FailureOr<std::string> mlir::txl::buildOpenCLImageHead(ModuleOp module) {
+FailureOr<OpenCLKernelTable>
+mlir::txl::buildOpenCLKernelTable(ModuleOp module) {
   auto kernels = module.lookupSymbol<gpu::GPUModuleOp>(kKernelModuleName);
   if (!kernels) {
     module.emitError("no gpu.module @") << kKernelModuleName;
     return failure();
   }
-  std::string head = TXL_OPENCL_IMAGE_MAGIC;
-  append(head, uint32_t(TXL_OPENCL_IMAGE_VERSION));
-  SmallVector<gpu::GPUFuncOp> funcs;
-  for (auto func : kernels.getOps<gpu::GPUFuncOp>())
-    if (func.isKernel())
-      funcs.push_back(func);
-  append(head, uint32_t(funcs.size()));
-  for (gpu::GPUFuncOp func : funcs) {
-    StringRef name = func.getName();
-    append(head, uint32_t(name.size()));
-    head += name.str();
+  OpenCLKernelTable table;
+  for (auto func : kernels.getOps<gpu::GPUFuncOp>()) {
+    if (!func.isKernel())
+      continue;
     std::string args;
     uint32_t count = 0;
     auto add = [&](txl_kernel_arg_kind_t kind, uint32_t bytes) {
@@ -131,17 +126,29 @@ FailureOr<std::string> mlir::txl::buildOpenCLImageHead(ModuleOp module) {
                          : memref.getElementTypeBitWidth();
       add(TXL_KERNEL_ARG_LOCAL, uint32_t(memref.getNumElements() * bits / 8));
     }
-    append(head, count);
-    head += args;
+    std::string encoded;
+    append(encoded, count);
+    table.push_back({func.getName().str(), encoded + args});
   }
-  return head;
+  return table;
 }
 
-std::string mlir::txl::buildOpenCLImage(llvm::StringRef head,
-                                        llvm::StringRef spirv) {
-  std::string image = head.str();
-  append(image, uint64_t(spirv.size()));
-  image += spirv.str();
+FailureOr<std::string>
+mlir::txl::buildOpenCLImage(Location loc, const OpenCLKernelTable &table,
+                            const llvm::StringMap<std::string> &spirv) {
+  std::string image = TXL_OPENCL_IMAGE_MAGIC;
+  append(image, uint32_t(TXL_OPENCL_IMAGE_VERSION));
+  append(image, uint32_t(table.size()));
+  for (const OpenCLKernelEntry &kernel : table) {
+    auto found = spirv.find(kernel.name);
+    if (found == spirv.end() || found->second.empty())
+      return emitError(loc, "no SPIR-V for kernel ") << kernel.name;
+    append(image, uint32_t(kernel.name.size()));
+    image += kernel.name;
+    image += kernel.args;
+    append(image, uint64_t(found->second.size()));
+    image += found->second;
+  }
   return image;
 }
 
@@ -168,19 +175,10 @@ FailureOr<std::string> mlir::txl::getPtx(ModuleOp module) {
   return *ptx;
 }
 
-FailureOr<std::string> mlir::txl::emitSpirv(ModuleOp module, bool assembly) {
-  auto kernels = module.lookupSymbol<gpu::GPUModuleOp>(kKernelModuleName);
-  if (!kernels) {
-    module.emitError("no gpu.module @") << kKernelModuleName;
-    return failure();
-  }
-  // The kernels' LLVM dialect functions, as the body of a plain module.
-  OpBuilder b(module.getContext());
-  OwningOpRef<ModuleOp> body = ModuleOp::create(kernels.getLoc());
-  b.setInsertionPointToEnd(body->getBody());
-  for (Operation &op : kernels.getBody()->without_terminator())
-    b.clone(op);
+namespace {
 
+/// The SPIR-V target machine (LLVM's SPIR-V backend, initialized once).
+std::unique_ptr<llvm::TargetMachine> createSpirvMachine(ModuleOp module) {
   static std::once_flag initialized;
   std::call_once(initialized, [] {
     LLVMInitializeSPIRVTargetInfo();
@@ -194,51 +192,103 @@ FailureOr<std::string> mlir::txl::emitSpirv(ModuleOp module, bool assembly) {
       llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target) {
     module.emitError("LLVM has no SPIR-V backend: ") << error;
-    return failure();
+    return nullptr;
   }
-  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
+  return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
       triple, "", "", llvm::TargetOptions(), std::nullopt));
+}
 
-  llvm::LLVMContext llvmContext;
+/// The LLVM dialect functions of `module`'s @txl_kernels (after
+/// buildKernelsToLlvmSpvPipeline) as an LLVM IR module for `machine`.
+std::unique_ptr<llvm::Module>
+translateKernelsToLlvmIr(ModuleOp module, llvm::TargetMachine &machine,
+                         llvm::LLVMContext &llvmContext) {
+  auto kernels = module.lookupSymbol<gpu::GPUModuleOp>(kKernelModuleName);
+  if (!kernels) {
+    module.emitError("no gpu.module @") << kKernelModuleName;
+    return nullptr;
+  }
+  // The kernels' LLVM dialect functions, as the body of a plain module.
+  OpBuilder b(module.getContext());
+  OwningOpRef<ModuleOp> body = ModuleOp::create(kernels.getLoc());
+  b.setInsertionPointToEnd(body->getBody());
+  for (Operation &op : kernels.getBody()->without_terminator())
+    b.clone(op);
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(body.get(), llvmContext, "txl_kernels");
   if (!llvmModule) {
     module.emitError("translating the kernels to LLVM IR failed");
-    return failure();
+    return nullptr;
   }
-  llvmModule->setTargetTriple(triple);
-  llvmModule->setDataLayout(machine->createDataLayout());
+  llvmModule->setTargetTriple(llvm::Triple(kSpirvTriple));
+  llvmModule->setDataLayout(machine.createDataLayout());
+  return llvmModule;
+}
 
+/// `llvmModule` optimized at -O2 and emitted by LLVM's SPIR-V backend
+/// (binary, or its assembly when `assembly`).
+FailureOr<std::string> optimizeAndEmitSpirv(ModuleOp module,
+                                            llvm::Module &llvmModule,
+                                            llvm::TargetMachine &machine,
+                                            bool assembly) {
   // -O2, as `opt -O2`: LLVM's SPIR-V backend emits modules that spirv-val
   // rejects from unoptimized IR.
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
   llvm::ModuleAnalysisManager mam;
-  llvm::PassBuilder passBuilder(machine.get());
+  llvm::PassBuilder passBuilder(&machine);
   passBuilder.registerModuleAnalyses(mam);
   passBuilder.registerCGSCCAnalyses(cgam);
   passBuilder.registerFunctionAnalyses(fam);
   passBuilder.registerLoopAnalyses(lam);
   passBuilder.crossRegisterProxies(lam, fam, cgam, mam);
   passBuilder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2)
-      .run(*llvmModule, mam);
+      .run(llvmModule, mam);
 
   std::string spirv;
   {
     llvm::raw_string_ostream os(spirv);
     llvm::buffer_ostream stream(os);
     llvm::legacy::PassManager codegen;
-    if (machine->addPassesToEmitFile(codegen, stream, nullptr,
-                                     assembly
-                                         ? llvm::CodeGenFileType::AssemblyFile
-                                         : llvm::CodeGenFileType::ObjectFile)) {
+    if (machine.addPassesToEmitFile(codegen, stream, nullptr,
+                                    assembly
+                                        ? llvm::CodeGenFileType::AssemblyFile
+                                        : llvm::CodeGenFileType::ObjectFile)) {
       module.emitError("LLVM's SPIR-V backend cannot emit an object");
       return failure();
     }
-    codegen.run(*llvmModule);
+    codegen.run(llvmModule);
   }
   return spirv;
+}
+
+} // namespace
+
+FailureOr<std::string> mlir::txl::emitSpirv(ModuleOp module, bool assembly) {
+  std::unique_ptr<llvm::TargetMachine> machine = createSpirvMachine(module);
+  if (!machine)
+    return failure();
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateKernelsToLlvmIr(module, *machine, llvmContext);
+  if (!llvmModule)
+    return failure();
+  return optimizeAndEmitSpirv(module, *llvmModule, *machine, assembly);
+}
+
+FailureOr<llvm::StringMap<std::string>>
+mlir::txl::emitSpirvPerKernel(ModuleOp module) {
+  FailureOr<std::string> whole = emitSpirv(module);
+  if (failed(whole))
+    return failure();
+  llvm::Expected<llvm::StringMap<std::string>> kernels =
+      splitSpirvKernels(*whole);
+  if (!kernels) {
+    module.emitError(llvm::toString(kernels.takeError()));
+    return failure();
+  }
+  return std::move(*kernels);
 }
 
 /// Replaces @txl_kernels by a gpu.binary of one object: `image` in

@@ -21,6 +21,8 @@
 #include "mlir/Tools/mlir-translate/Translation.h"
 #include "llvm/Support/CommandLine.h"
 
+#include <optional>
+
 using namespace mlir;
 using namespace mlir::txl;
 
@@ -83,23 +85,24 @@ int main(int argc, char **argv) {
       "the GPU kernels as the OpenCL kernel image the runtime loads "
       "(txl/device.h: argument table + SPIR-V)",
       [](Operation *op, llvm::raw_ostream &os) {
-        std::string head;
+        std::optional<OpenCLKernelTable> table;
         return translateKernels(
             op, os,
             [&](ModuleOp m, OpPassManager &pm) {
-              FailureOr<std::string> built = buildOpenCLImageHead(m);
+              FailureOr<OpenCLKernelTable> built = buildOpenCLKernelTable(m);
               if (succeeded(built))
-                head = *built;
+                table = std::move(*built);
               setOpenCLSubgroupSize(m);
               buildKernelsToLlvmSpvPipeline(pm);
             },
             [&](ModuleOp m) -> FailureOr<std::string> {
-              if (head.empty())
+              if (!table)
                 return failure();
-              FailureOr<std::string> spirv = emitSpirv(m);
+              FailureOr<llvm::StringMap<std::string>> spirv =
+                  emitSpirvPerKernel(m);
               if (failed(spirv))
                 return failure();
-              return buildOpenCLImage(head, *spirv);
+              return buildOpenCLImage(m.getLoc(), *table, *spirv);
             });
       },
       dialects);

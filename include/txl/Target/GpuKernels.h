@@ -14,7 +14,10 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
 
+#include "llvm/ADT/StringMap.h"
+
 #include <string>
+#include <vector>
 
 namespace mlir {
 namespace txl {
@@ -48,20 +51,37 @@ FailureOr<std::string> getPtx(ModuleOp module);
 /// SPIR-V assembly when `assembly`.
 FailureOr<std::string> emitSpirv(ModuleOp module, bool assembly = false);
 
-/// The head of an OpenCL kernel image (txl/device.h): "TXLCLIMG", version
-/// 1, and per kernel of `module`'s @txl_kernels its name and the kind and
-/// size of each argument as the SPIR-V kernel takes them: expanded memref
-/// descriptors (two buffers, then i64 offset, sizes and strides), index as
-/// i64, i32, f32, then the workgroup attributions as workgroup memory of
-/// their size (bf16 and f16 tiles at 4 bytes per element: txl-emulate-mma
-/// makes them f32 tiles). Call it on the gpu dialect form, before
-/// buildKernelsToLlvmSpvPipeline. Fails (with an error on the kernel) for
-/// an argument type the OpenCL runtime cannot set.
-FailureOr<std::string> buildOpenCLImageHead(ModuleOp module);
+/// Each kernel's SPIR-V module alone, by kernel name: emitSpirv's module
+/// split by splitSpirvKernels (SpirvKernels.h). A kernel's bytes depend on
+/// that kernel only (and the module's capabilities), so the OpenCL program
+/// cache shares it between images.
+FailureOr<llvm::StringMap<std::string>> emitSpirvPerKernel(ModuleOp module);
 
-/// `head` followed by the SPIR-V module with its u64 size: the image
-/// mgpuModuleLoad takes on the OpenCL backend.
-std::string buildOpenCLImage(llvm::StringRef head, llvm::StringRef spirv);
+/// One kernel of an OpenCL kernel image: its name and its encoded argument
+/// table (u32 count, then per argument u8 kind and u32 bytes).
+struct OpenCLKernelEntry {
+  std::string name;
+  std::string args;
+};
+using OpenCLKernelTable = std::vector<OpenCLKernelEntry>;
+
+/// The argument table of each kernel of `module`'s @txl_kernels, as the
+/// SPIR-V kernel takes them: expanded memref descriptors (two buffers, then
+/// i64 offset, sizes and strides), index as i64, i32, f32, then the
+/// workgroup attributions as workgroup memory of their size (bf16 and f16
+/// tiles at 4 bytes per element: txl-emulate-mma makes them f32 tiles).
+/// Call it on the gpu dialect form, before buildKernelsToLlvmSpvPipeline.
+/// Fails (with an error on the kernel) for an argument type the OpenCL
+/// runtime cannot set.
+FailureOr<OpenCLKernelTable> buildOpenCLKernelTable(ModuleOp module);
+
+/// The image mgpuModuleLoad takes on the OpenCL backend (txl/device.h):
+/// "TXLCLIMG", version 2, and per kernel of `table` its name, arguments and
+/// SPIR-V module from `spirv` (emitSpirvPerKernel). Fails (at `loc`) when
+/// `spirv` has no module for a kernel of the table.
+FailureOr<std::string> buildOpenCLImage(Location loc,
+                                        const OpenCLKernelTable &table,
+                                        const llvm::StringMap<std::string> &spirv);
 
 /// Replaces `module`'s gpu.module @txl_kernels by a gpu.binary of the same
 /// name holding `image` (format bin) for the OpenCL target: what the

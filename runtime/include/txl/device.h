@@ -15,13 +15,16 @@
  *   element offsets beside them (memref descriptors).
  * - Module images: a CUDA fatbin, cubin or PTX (loaded with
  *   cuModuleLoadDataEx), or an OpenCL kernel image:
- *     "TXLCLIMG", u32 version (1), u32 kernel count, per kernel: u32 name
+ *     "TXLCLIMG", u32 version (2), u32 kernel count, per kernel: u32 name
  *     length, the name, u32 argument count, per argument: u8 kind
  *     (0 buffer, 1 i64, 2 i32, 3 f32, 4 workgroup memory), u32 bytes;
- *     then u64 SPIR-V size and the SPIR-V module (all little endian).
+ *     then u64 SPIR-V size and a SPIR-V module of that kernel alone (all
+ *     little endian).
  *   OpenCL needs each argument's size, which the host code does not pass;
  *   workgroup-memory arguments (the kernels' workgroup attributions) are
- *   set by the runtime, after the host's arguments.
+ *   set by the runtime, after the host's arguments. Each kernel's program
+ *   is built (or taken from the program cache) on its first
+ *   mgpuModuleGetFunction, so a run builds only the kernels it launches.
  * - Modules load lazily: mgpuModuleLoad (called from a global constructor,
  *   before main) only records the image; the first mgpuModuleGetFunction
  *   loads it on the open device.
@@ -44,7 +47,7 @@ extern "C" {
 /* The OpenCL kernel image (above): its magic, version and argument kinds,
  * shared by the compiler that writes it and the runtime that reads it. */
 #define TXL_OPENCL_IMAGE_MAGIC "TXLCLIMG"
-#define TXL_OPENCL_IMAGE_VERSION 1
+#define TXL_OPENCL_IMAGE_VERSION 2
 
 /* The GPU form of @grad_squared_norm (TrainingBuilder.h) sums the squares of
  * at most this many gradients per kernel, so that a kernel's parameters stay

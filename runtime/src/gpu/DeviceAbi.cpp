@@ -41,6 +41,9 @@ namespace {
 struct LazyModule {
   std::string_view image;
   std::unique_ptr<Module> loaded;
+  /// The kernels mgpuModuleGetFunction has returned (TXL_PROFILE times
+  /// each one's first call, which builds its program on OpenCL).
+  std::unordered_set<std::string> fetched;
 };
 
 struct State {
@@ -357,7 +360,7 @@ void *mgpuModuleLoad(void *data, size_t size) {
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   s.modules.push_back(std::make_unique<LazyModule>(
-      LazyModule{std::string_view(static_cast<const char *>(data), size), {}}));
+      LazyModule{std::string_view(static_cast<const char *>(data), size), {}, {}}));
   return s.modules.back().get();
 }
 
@@ -388,8 +391,20 @@ void *mgpuModuleGetFunction(void *module, const char *name) {
             elapsed.count(), origin.empty() ? "" : ": ", origin.c_str());
       }
     }
+    if (!profiling())
+      return static_cast<void *>(&lazy->loaded->kernel(name));
+    bool first = lazy->fetched.insert(name).second;
+    auto start = std::chrono::steady_clock::now();
     Kernel &kernel = lazy->loaded->kernel(name);
-    if (profiling()) {
+    if (first) {
+      std::chrono::duration<double> elapsed =
+          std::chrono::steady_clock::now() - start;
+      std::string origin = lazy->loaded->origin();
+      std::fprintf(stderr, "TXL_PROFILE: kernel %s loaded in %.3f s%s%s\n",
+                   name, elapsed.count(), origin.empty() ? "" : ": ",
+                   origin.c_str());
+    }
+    {
       State &s = state();
       std::lock_guard<std::mutex> lock(s.mutex);
       s.kernelNames[&kernel] = name;

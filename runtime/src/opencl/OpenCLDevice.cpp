@@ -2,11 +2,14 @@
 //
 // One OpenCL 2.1+ device that takes SPIR-V (clCreateProgramWithIL), one
 // in-order command queue, buffers as cl_mem handles. Kernel images are the
-// ones txlc embeds for --target=opencl (txl/device.h): a table of each
-// kernel's argument kinds, which OpenCL needs to set arguments and the
-// generated host code does not pass, then the SPIR-V module. What the
-// driver builds of a module is kept in the program cache (ProgramCache.h)
-// and loaded from there by later processes.
+// ones txlc embeds for --target=opencl (txl/device.h): per kernel, its
+// argument kinds, which OpenCL needs to set arguments and the generated
+// host code does not pass, and a SPIR-V module of that kernel alone. Each
+// kernel's program is built on the kernel's first use, so a run builds
+// only the kernels it launches (an evaluation, none of the backward's),
+// and what the driver builds is kept in the program cache (ProgramCache.h)
+// per kernel, where every image and process that has the same kernel
+// (the same SPIR-V) finds it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,6 +51,12 @@ constexpr cl_uint kBlocking = 1;
 struct ArgSpec {
   txl_kernel_arg_kind_t kind;
   uint32_t bytes; ///< the value's size; for workgroup memory, its size
+};
+
+/// One kernel of an image: its arguments and its own SPIR-V module.
+struct KernelImage {
+  std::vector<ArgSpec> args;
+  std::string spirv;
 };
 
 /// Reads the little-endian fields of an OpenCL kernel image.
@@ -97,59 +106,44 @@ public:
   std::vector<ArgSpec> args_;
 };
 
+class OpenCLDevice;
+
+/// The kernels of one image, each built into a program of its own on its
+/// first kernel() call.
 class OpenCLModule : public Module {
 public:
-  OpenCLModule(const OpenCL &cl, cl_program program,
-               std::map<std::string, std::vector<ArgSpec>> signatures,
-               size_t localMemBytes, std::string origin)
-      : cl_(cl), program_(program), signatures_(std::move(signatures)),
-        localMemBytes_(localMemBytes), origin_(std::move(origin)) {}
+  OpenCLModule(const OpenCL &cl, OpenCLDevice &device,
+               std::map<std::string, KernelImage> images, size_t localMemBytes)
+      : cl_(cl), device_(device), images_(std::move(images)),
+        localMemBytes_(localMemBytes),
+        origin_(fmt::format("{} kernels, each built on its first launch",
+                            images_.size())) {}
   ~OpenCLModule() override {
     kernels_.clear();
-    cl_.clReleaseProgram(program_);
+    for (auto &[name, program] : programs_)
+      cl_.clReleaseProgram(program);
   }
 
+  /// Until the first kernel(): how many kernels the image holds; after it,
+  /// how the latest kernel's program was obtained (built from SPIR-V, from
+  /// the program cache).
   std::string origin() const override { return origin_; }
 
-  Kernel &kernel(const std::string &name) override {
-    auto found = kernels_.find(name);
-    if (found != kernels_.end())
-      return *found->second;
-    auto signature = signatures_.find(name);
-    if (signature == signatures_.end())
-      fail(TXL_UNAVAILABLE, "OpenCL kernel image has no kernel '{}'", name);
-    // The workgroup tiles (__local arguments), checked here so that a
-    // device with less local memory gets a message, not
-    // CL_OUT_OF_RESOURCES at the launch.
-    size_t localBytes = 0;
-    for (const ArgSpec &arg : signature->second)
-      if (arg.kind == TXL_KERNEL_ARG_LOCAL)
-        localBytes += arg.bytes;
-    if (localBytes > localMemBytes_)
-      fail(TXL_UNAVAILABLE,
-           "kernel {} needs {} bytes of local memory per workgroup; this "
-           "OpenCL device gives at most {} (CL_DEVICE_LOCAL_MEM_SIZE)",
-           name, localBytes, localMemBytes_);
-    cl_int status = 0;
-    cl_kernel kernel = cl_.clCreateKernel(program_, name.c_str(), &status);
-    cl_.check(status, fmt::format("clCreateKernel({})", name).c_str());
-    auto created =
-        std::make_unique<OpenCLKernel>(cl_, kernel, signature->second);
-    Kernel &ref = *created;
-    kernels_.emplace(name, std::move(created));
-    return ref;
-  }
+  Kernel &kernel(const std::string &name) override;
 
 private:
   const OpenCL &cl_;
-  cl_program program_;
-  std::map<std::string, std::vector<ArgSpec>> signatures_;
+  OpenCLDevice &device_;
+  std::map<std::string, KernelImage> images_;
   size_t localMemBytes_;
   std::string origin_;
+  std::map<std::string, cl_program> programs_;
   std::map<std::string, std::unique_ptr<OpenCLKernel>> kernels_;
 };
 
 class OpenCLDevice : public Device {
+  friend class OpenCLModule;
+
 public:
   explicit OpenCLDevice(int ordinal) {
     // The ordinal-th device, over all platforms, that takes SPIR-V.
@@ -299,10 +293,10 @@ public:
         version != TXL_OPENCL_IMAGE_VERSION)
       fail(TXL_INVALID_ARGUMENT, "OpenCL kernel image version {} (expected {})",
            version, TXL_OPENCL_IMAGE_VERSION);
-    std::map<std::string, std::vector<ArgSpec>> signatures;
+    std::map<std::string, KernelImage> kernels;
     for (uint32_t k = 0, n = reader.scalar<uint32_t>(); k < n; ++k) {
       std::string name(reader.bytes(reader.scalar<uint32_t>()));
-      std::vector<ArgSpec> &args = signatures[name];
+      KernelImage &kernel = kernels[name];
       for (uint32_t a = 0, m = reader.scalar<uint32_t>(); a < m; ++a) {
         auto kind =
             static_cast<txl_kernel_arg_kind_t>(reader.scalar<uint8_t>());
@@ -310,19 +304,23 @@ public:
           fail(TXL_INVALID_ARGUMENT,
                "OpenCL kernel image: kernel '{}' argument {} has kind {}", name,
                a, int(kind));
-        args.push_back({kind, reader.scalar<uint32_t>()});
+        kernel.args.push_back({kind, reader.scalar<uint32_t>()});
       }
+      kernel.spirv = std::string(reader.bytes(reader.scalar<uint64_t>()));
+      if (kernel.spirv.empty())
+        fail(TXL_INVALID_ARGUMENT,
+             "OpenCL kernel image: kernel '{}' has no SPIR-V", name);
     }
-    std::string_view spirv = reader.bytes(reader.scalar<uint64_t>());
-
-    std::string origin;
-    cl_program program = buildProgram(spirv, origin);
+    if (!reader.rest().empty())
+      fail(TXL_INVALID_ARGUMENT,
+           "OpenCL kernel image: {} bytes after the last kernel",
+           reader.rest().size());
     cl_ulong localMem = 0;
     cl_.check(cl_.clGetDeviceInfo(device_, kDeviceLocalMemSize,
                                   sizeof(localMem), &localMem, nullptr),
               "clGetDeviceInfo(CL_DEVICE_LOCAL_MEM_SIZE)");
-    return std::make_unique<OpenCLModule>(cl_, program, std::move(signatures),
-                                          size_t(localMem), std::move(origin));
+    return std::make_unique<OpenCLModule>(cl_, *this, std::move(kernels),
+                                          size_t(localMem));
   }
 
   void launch(Kernel &base, const size_t grid[3], const size_t block[3],
@@ -521,6 +519,37 @@ private:
   cl_context context_ = nullptr;
   cl_command_queue queue_ = nullptr;
 };
+
+Kernel &OpenCLModule::kernel(const std::string &name) {
+  auto found = kernels_.find(name);
+  if (found != kernels_.end())
+    return *found->second;
+  auto image = images_.find(name);
+  if (image == images_.end())
+    fail(TXL_UNAVAILABLE, "OpenCL kernel image has no kernel '{}'", name);
+  // The workgroup tiles (__local arguments), checked here so that a device
+  // with less local memory gets a message, not CL_OUT_OF_RESOURCES at the
+  // launch.
+  size_t localBytes = 0;
+  for (const ArgSpec &arg : image->second.args)
+    if (arg.kind == TXL_KERNEL_ARG_LOCAL)
+      localBytes += arg.bytes;
+  if (localBytes > localMemBytes_)
+    fail(TXL_UNAVAILABLE,
+         "kernel {} needs {} bytes of local memory per workgroup; this "
+         "OpenCL device gives at most {} (CL_DEVICE_LOCAL_MEM_SIZE)",
+         name, localBytes, localMemBytes_);
+  cl_program program = device_.buildProgram(image->second.spirv, origin_);
+  programs_.emplace(name, program);
+  cl_int status = 0;
+  cl_kernel kernel = cl_.clCreateKernel(program, name.c_str(), &status);
+  cl_.check(status, fmt::format("clCreateKernel({})", name).c_str());
+  auto created =
+      std::make_unique<OpenCLKernel>(cl_, kernel, image->second.args);
+  Kernel &ref = *created;
+  kernels_.emplace(name, std::move(created));
+  return ref;
+}
 
 } // namespace
 
