@@ -223,6 +223,10 @@ public:
               entry.name, words[offset], inst.opcode));
         words[offset] = renamed->second;
       }
+      // The entry point's interface (the ids after its function's), which
+      // LLVM lists in the module's order, by id.
+      if (inst.opcode == OpEntryPoint && inst.ids.size() > 2)
+        std::sort(words.begin() + inst.ids[1], words.end());
       out.insert(out.end(), words.begin(), words.end());
       return llvm::Error::success();
     };

@@ -28,7 +28,8 @@ namespace txl {
 /// Splits a SPIR-V module (binary, little endian) into one module per
 /// OpEntryPoint, by the entry point's name. Each holds the module's
 /// capabilities, extensions, extended instruction imports and memory model;
-/// its own entry point and execution modes; and the types, constants,
+/// its own entry point (the interface sorted by id) and execution modes;
+/// and the types, constants,
 /// global variables and functions its function reaches through id operands,
 /// with their names and decorations. The types, constants and globals stand
 /// in the order a depth-first walk from the entry point first finishes
