@@ -47,8 +47,9 @@ if not os.path.isfile(os.path.join(config.opencl_vendors, "intel-cpu.icd")):
                      % config.opencl_vendors)
 config.environment["OCL_ICD_VENDORS"] = config.opencl_vendors
 # The tests share one OpenCL program cache (ProgramCache.h), emptied when
-# lit starts: each kernel module is built from SPIR-V by its first run in
-# this lit run and loaded from the cache by the later ones.
+# lit starts: each kernel is built from SPIR-V by the first run in this lit
+# run that launches it, and loaded from the cache by the later ones, in any
+# test whose image has the same kernel.
 # Integration/gpu/program-cache.test checks both paths on a cache of its
 # own.
 config.opencl_cache = os.path.join(config.test_exec_root, "opencl-cache")
