@@ -130,12 +130,56 @@ void MappedFile::reset() noexcept {
 static constexpr const char *kLeftAsItWas =
     "the file at that path, if any, is left as it was";
 
+namespace {
+
+/// `path` with its symbolic links followed (at most 40, as the kernel
+/// does): where a write to `path` lands. A dangling link resolves to the
+/// path it names, which the write then creates.
+std::string followLinks(const std::string &path) {
+  std::string at = path;
+  for (int hops = 0; hops < 40; ++hops) {
+    struct stat st;
+    if (::lstat(at.c_str(), &st) != 0 || !S_ISLNK(st.st_mode))
+      return at;
+    std::vector<char> target(size_t(st.st_size > 0 ? st.st_size : 4096) + 1);
+    ssize_t n = ::readlink(at.c_str(), target.data(), target.size());
+    if (n < 0 || size_t(n) >= target.size())
+      fail(TXL_IO_ERROR, "{}: cannot read the symbolic link: {}", path,
+           n < 0 ? std::strerror(errno) : "it changed while read");
+    std::string link(target.data(), size_t(n));
+    size_t slash = at.rfind('/');
+    at = (!link.empty() && link.front() == '/') || slash == std::string::npos
+             ? link
+             : at.substr(0, slash + 1) + link;
+  }
+  fail(TXL_IO_ERROR, "{}: too many levels of symbolic links", path);
+}
+
+} // namespace
+
 AtomicFileWriter::AtomicFileWriter(std::string path) : path_(std::move(path)) {
-  size_t slash = path_.rfind('/');
+  // Where the bytes land: a symbolic link is followed, so that the link
+  // stays and its target is written.
+  std::string target = followLinks(path_);
+  struct stat st;
+  bool exists = ::stat(target.c_str(), &st) == 0;
+  if (exists && S_ISDIR(st.st_mode))
+    fail(TXL_IO_ERROR, "{}: is a directory", path_);
+  if (exists && !S_ISREG(st.st_mode)) {
+    // A device, FIFO or socket: written through, as `tee` would; renaming
+    // a file over it would replace the node itself.
+    fd_ = ::open(target.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd_ < 0)
+      fail(TXL_IO_ERROR, "{}: cannot open for writing: {}", path_,
+           std::strerror(errno));
+    return;
+  }
+  destination_ = target;
+  size_t slash = target.rfind('/');
   std::string dir =
-      slash == std::string::npos ? "" : path_.substr(0, slash + 1);
+      slash == std::string::npos ? "" : target.substr(0, slash + 1);
   std::string base =
-      slash == std::string::npos ? path_ : path_.substr(slash + 1);
+      slash == std::string::npos ? target : target.substr(slash + 1);
   if (base.empty())
     fail(TXL_IO_ERROR, "{}: not a file name", path_);
   tempPath_ = dir + "." + base + ".tmp.XXXXXX";
@@ -146,16 +190,24 @@ AtomicFileWriter::AtomicFileWriter(std::string path) : path_(std::move(path)) {
     fail(TXL_IO_ERROR, "{}: cannot create a temporary file: {}", path_,
          std::strerror(errno));
   tempPath_.assign(templ.data());
-  // mkstemp creates 0600; give the result the usual 0666 & ~umask.
-  mode_t mask = ::umask(0);
-  ::umask(mask);
-  ::fchmod(fd_, 0666 & ~mask);
+  // mkstemp creates 0600: a file that exists keeps its mode, a new one
+  // gets the usual 0666 & ~umask.
+  mode_t mode;
+  if (exists) {
+    mode = st.st_mode & 07777;
+  } else {
+    mode_t mask = ::umask(0);
+    ::umask(mask);
+    mode = 0666 & ~mask;
+  }
+  ::fchmod(fd_, mode);
 }
 
 AtomicFileWriter::~AtomicFileWriter() {
   if (fd_ >= 0) {
     ::close(fd_);
-    ::unlink(tempPath_.c_str());
+    if (!tempPath_.empty())
+      ::unlink(tempPath_.c_str());
   }
 }
 
@@ -166,8 +218,9 @@ void AtomicFileWriter::write(const void *data, size_t size) {
     if (n < 0) {
       if (errno == EINTR)
         continue;
-      fail(TXL_IO_ERROR, "{}: write failed: {}; {}", path_,
-           std::strerror(errno), kLeftAsItWas);
+      fail(TXL_IO_ERROR, "{}: write failed: {}{}", path_,
+           std::strerror(errno),
+           tempPath_.empty() ? "" : std::string("; ") + kLeftAsItWas);
     }
     bytes += n;
     size -= static_cast<size_t>(n);
@@ -175,6 +228,15 @@ void AtomicFileWriter::write(const void *data, size_t size) {
 }
 
 void AtomicFileWriter::commit() {
+  if (tempPath_.empty()) {
+    // Written through (a device or FIFO): nothing to rename, and fsync
+    // means nothing to most of them.
+    int fd = fd_;
+    fd_ = -1;
+    if (::close(fd) != 0)
+      fail(TXL_IO_ERROR, "{}: close failed: {}", path_, std::strerror(errno));
+    return;
+  }
   if (::fsync(fd_) != 0)
     fail(TXL_IO_ERROR, "{}: fsync failed: {}; {}", path_, std::strerror(errno),
          kLeftAsItWas);
@@ -186,7 +248,7 @@ void AtomicFileWriter::commit() {
     fail(TXL_IO_ERROR, "{}: close failed: {}; {}", path_, std::strerror(err),
          kLeftAsItWas);
   }
-  if (::rename(tempPath_.c_str(), path_.c_str()) != 0) {
+  if (::rename(tempPath_.c_str(), destination_.c_str()) != 0) {
     int err = errno;
     ::unlink(tempPath_.c_str());
     fail(TXL_IO_ERROR,
@@ -194,8 +256,9 @@ void AtomicFileWriter::commit() {
          std::strerror(err), kLeftAsItWas);
   }
   // Make the rename itself durable; failure here is not worth reporting.
-  size_t slash = path_.rfind('/');
-  std::string dir = slash == std::string::npos ? "." : path_.substr(0, slash);
+  size_t slash = destination_.rfind('/');
+  std::string dir =
+      slash == std::string::npos ? "." : destination_.substr(0, slash);
   if (dir.empty())
     dir = "/";
   int dirFd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);

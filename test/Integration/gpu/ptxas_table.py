@@ -37,6 +37,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 
 # Per SM: registers, shared memory usable by workgroups (bytes), resident
 # workgroups (CUDA's occupancy limits for compute capability 8.0 and 9.0).
@@ -169,10 +170,17 @@ def without_target(ptx):
     return re.sub(r"(?m)^\.target .*$", "", ptx)
 
 
+# Seconds spent in txlc and in ptxas, printed at the end (a test's cost is
+# part of its design: the CI log shows where this one's goes).
+SECONDS = {"txlc": 0.0, "ptxas": 0.0}
+
+
 def emit_ptx(txlc, model, arch, precision, out):
+    start = time.monotonic()
     subprocess.run([txlc, str(model), "--target=cuda", f"--gpu-arch={arch}",
                     f"--precision={precision}", "--emit=ptx", "-o", str(out)],
                    check=True)
+    SECONDS["txlc"] += time.monotonic() - start
     return out.read_text()
 
 
@@ -227,11 +235,13 @@ def check_precision(precision, archs, models, emit, ptxas, tmp):
                 entries = []  # all of them: no -e
             ptx = pathlib.Path(tmp) / f"{model.stem}.{arch}.{precision}.ptx"
             ptx.write_text(text)
+            start = time.monotonic()
             run = subprocess.run(
                 [ptxas, f"-arch={arch}", "-v", "-warn-spills", "-Werror",
                  *(["-e", ",".join(entries)] if entries else []),
                  str(ptx), "-o", str(ptx.with_suffix(".cubin"))],
                 capture_output=True, text=True)
+            SECONDS["ptxas"] += time.monotonic() - start
             if run.returncode != 0:
                 problems.append(f"{model.stem} {arch}: ptxas failed:\n{run.stderr}")
             kernels = parse_ptxas(run.stderr + run.stdout)
@@ -310,6 +320,7 @@ def main():
             print(f"== {precision}: {', '.join(archs)}")
             print(text, end="")
             failed = failed or bool(problems)
+    print(f"== seconds: txlc {SECONDS['txlc']:.0f}, ptxas {SECONDS['ptxas']:.0f}")
     return 1 if failed else 0
 
 

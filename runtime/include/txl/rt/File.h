@@ -46,11 +46,21 @@ private:
   size_t size_ = 0;
 };
 
-/// Writes a file atomically: the bytes go to a fresh temporary file in the
-/// destination's directory (`.<name>.tmp.XXXXXX`), which is fsync'ed and then
-/// renamed over `path`, so readers see either the old or the complete new
-/// file. The temporary is removed if the writer is destroyed before
-/// `commit()`.
+/// The one writer of every output the runtime writes (checkpoints, npy
+/// dumps, logs' data, the program cache). What stands at the path decides
+/// how:
+/// - nothing, or a regular file: atomically. The bytes go to a fresh
+///   temporary file in the destination's directory (`.<name>.tmp.XXXXXX`),
+///   which is fsync'ed and then renamed over it, so readers see either the
+///   old or the complete new file; an existing file keeps its mode, a new
+///   one gets 0666 & ~umask. The temporary is removed if the writer is
+///   destroyed before `commit()`.
+/// - a symbolic link: followed (the link stays; its target is written by
+///   these rules, a dangling link's target created).
+/// - a device, FIFO or socket: written through, as `tee` would (opened
+///   for writing, never replaced: `-o /dev/null` discards, `-o /dev/full`
+///   fails with "No space left on device").
+/// - a directory: refused ("<path>: is a directory").
 class AtomicFileWriter {
 public:
   /// Creates the temporary. Errors: TXL_IO_ERROR naming `path`.
@@ -69,6 +79,10 @@ public:
 
 private:
   std::string path_;
+  /// The regular file the rename replaces or creates (the path with its
+  /// links followed); empty when written through.
+  std::string destination_;
+  /// Empty when written through.
   std::string tempPath_;
   int fd_ = -1;
 };
