@@ -230,6 +230,26 @@ int main(int argc, char **argv) {
     llvm::errs() << "txlc: error: -o is required for --emit=obj and exe\n";
     return 1;
   }
+  // An output that is the model file (the same file, however spelled) or
+  // a directory: refused before anything is compiled (issue 48, items 3
+  // and 17).
+  if (!options.outputPath.empty() && options.outputPath != "-") {
+    llvm::sys::fs::file_status out, in;
+    if (options.outputPath.back() == '/' ||
+        llvm::sys::fs::is_directory(options.outputPath)) {
+      llvm::errs() << "txlc: error: -o " << options.outputPath
+                   << " is a directory: give the output file's path\n";
+      return 1;
+    }
+    if (!llvm::sys::fs::status(options.outputPath, out) &&
+        !llvm::sys::fs::status(options.inputPath, in) &&
+        llvm::sys::fs::equivalent(out, in)) {
+      llvm::errs() << "txlc: error: -o " << options.outputPath
+                   << " is the model file " << options.inputPath
+                   << ": refusing to overwrite it\n";
+      return 1;
+    }
+  }
   options.runtimeLibDir = runtimeDir;
   if (options.runtimeLibDir.empty()) {
     std::string self = llvm::sys::fs::getMainExecutable(argv[0], (void *)&main);

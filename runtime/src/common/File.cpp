@@ -268,6 +268,24 @@ void AtomicFileWriter::commit() {
   }
 }
 
+void refuseOutputsOverInputs(const std::vector<NamedPath> &outputs,
+                             const std::vector<NamedPath> &inputs) {
+  for (const NamedPath &output : outputs) {
+    struct stat out;
+    if (output.path.empty() || ::stat(output.path.c_str(), &out) != 0)
+      continue;
+    for (const NamedPath &input : inputs) {
+      struct stat in;
+      if (input.path.empty() || ::stat(input.path.c_str(), &in) != 0)
+        continue;
+      if (in.st_dev == out.st_dev && in.st_ino == out.st_ino)
+        fail(TXL_INVALID_ARGUMENT,
+             "{} {} is the same file as {} {}: refusing to overwrite an input",
+             output.option, output.path, input.option, input.path);
+    }
+  }
+}
+
 void writeFileAtomic(const std::string &path, std::string_view bytes) {
   AtomicFileWriter writer(path);
   writer.write(bytes);

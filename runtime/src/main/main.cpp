@@ -14,6 +14,7 @@
 
 #include "txl/rt/Commands.h"
 #include "txl/rt/DataParallel.h"
+#include "txl/rt/File.h"
 #include "txl/rt/Generate.h"
 #include "txl/rt/Status.h"
 #include "txl/rt/Train.h"
@@ -424,11 +425,21 @@ int main(int argc, char **argv) {
       setIfGiven(clampLenOpt, evalClampLen, evalOptions.clampLen);
       setIfGiven(sameLengthOpt, evalSameLength, evalOptions.sameLength);
       setIfGiven(batchOpt, evalBatch, evalOptions.batchSize);
+      txl::rt::refuseOutputsOverInputs(
+          {{"--dump-nll", evalOptions.dumpNll}},
+          {{"--checkpoint", evalOptions.checkpoint}});
       txl::rt::runEvalCommand(info, evalOptions, stdout);
     } else if (runSegments->parsed()) {
       setIfGiven(segMemLenOpt, segMemLen, segOptions.memLen);
       setIfGiven(segClampLenOpt, segClampLen, segOptions.clampLen);
       setIfGiven(segSameLengthOpt, segSameLength, segOptions.sameLength);
+      txl::rt::refuseOutputsOverInputs(
+          {{"--dump-nll", segOptions.dumpNll},
+           {"--dump-mems", segOptions.dumpMems},
+           {"--dump-grads", segOptions.dumpGrads}},
+          {{"--checkpoint", segOptions.checkpoint},
+           {"--inputs", segOptions.inputs},
+           {"--targets", segOptions.targets}});
       txl::rt::runSegmentsCommand(info, segOptions, stdout);
     } else if (train->parsed()) {
       setIfGiven(maxStepOpt, trainMaxStep, trainOptions.maxStep);

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace txl::rt {
 
@@ -86,6 +87,21 @@ private:
   std::string tempPath_;
   int fd_ = -1;
 };
+
+/// One path a command line names, with its option ("--checkpoint").
+struct NamedPath {
+  std::string_view option;
+  std::string path;
+};
+
+/// Refuses a run whose output would overwrite one of its inputs: throws
+/// Error(TXL_INVALID_ARGUMENT) "<output option> <path> is the same file as
+/// <input option> <path>: refusing to overwrite an input" when an output
+/// and an input that both exist are one file (same device and inode, so a
+/// link or another spelling of the path counts too). Empty paths and paths
+/// that do not exist are passed over.
+void refuseOutputsOverInputs(const std::vector<NamedPath> &outputs,
+                             const std::vector<NamedPath> &inputs);
 
 /// Writes `bytes` to `path` through an AtomicFileWriter.
 void writeFileAtomic(const std::string &path, std::string_view bytes);
