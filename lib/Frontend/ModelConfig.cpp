@@ -553,8 +553,12 @@ Error ModelFileParser::validateTrain(const ModelConfig &config) {
   for (auto [key, value] : counts)
     if (Error err = checkPositive("train", key, value))
       return err;
+  // seed: the runtime's --seed takes 0 to 2^63-1 (Philox keys and
+  // torch.manual_seed's range), so a negative one is refused here, where
+  // the file says where it is (issue 48, item 9).
   const std::pair<StringRef, int64_t> steps[] = {{"warmup_step", t.warmupStep},
-                                                 {"patience", t.patience}};
+                                                 {"patience", t.patience},
+                                                 {"seed", t.seed}};
   for (auto [key, value] : steps)
     if (Error err = checkNonNegative("train", key, value))
       return err;
