@@ -23,6 +23,8 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <charconv>
+#include <cstdint>
 #include <cstdio>
 #include <malloc.h>
 #include <new>
@@ -108,6 +110,62 @@ static void tuneAllocator() {
   mallopt(M_ARENA_MAX, 1);
   mallopt(M_MMAP_MAX, 0);
   mallopt(M_TRIM_THRESHOLD, -1);
+}
+
+/// A value as an error message quotes it: at most 40 characters.
+static std::string shortened(const std::string &value) {
+  if (value.size() <= 40)
+    return value;
+  return fmt::format("{}... ({} characters)", value.substr(0, 24),
+                     value.size());
+}
+
+/// A validator of an integer option's string (issue 48, item 8): CLI11
+/// saturates an int64 option given 2^63 or more at 2^63-1, and reads "-1"
+/// into a uint64 option as 2^64-1. The string must be a whole number that
+/// the option's type holds, and at least 0 when `nonNegative`; otherwise
+/// the error names the value (shortened) and the range.
+static CLI::Validator wholeNumber(bool isUnsigned, bool nonNegative) {
+  return CLI::Validator(
+      [isUnsigned, nonNegative](std::string &value) -> std::string {
+        const char *begin = value.data(), *end = begin + value.size();
+        std::from_chars_result parsed;
+        bool negative = false;
+        if (isUnsigned) {
+          uint64_t v;
+          parsed = std::from_chars(begin, end, v);
+        } else {
+          int64_t v = 0;
+          parsed = std::from_chars(begin, end, v);
+          negative = v < 0;
+        }
+        bool whole = parsed.ptr == end && parsed.ec == std::errc();
+        if (whole && !(nonNegative && negative))
+          return {};
+        std::string range =
+            isUnsigned    ? fmt::format("0 to {}", UINT64_MAX)
+            : nonNegative ? fmt::format("0 to {}", INT64_MAX)
+                          : fmt::format("{} to {}", INT64_MIN, INT64_MAX);
+        bool digits = !value.empty() &&
+                      value.find_first_not_of("-+0123456789") ==
+                          std::string::npos &&
+                      value.find_first_of("0123456789") != std::string::npos;
+        return fmt::format("{} is {} ({})", shortened(value),
+                           digits ? "out of range" : "not a whole number",
+                           range);
+      },
+      "", "whole number");
+}
+
+/// wholeNumber on every integer option of `app`'s subcommands that has no
+/// check of its own yet.
+static void checkIntegerRanges(CLI::App &app) {
+  for (CLI::App *sub : app.get_subcommands({}))
+    for (CLI::Option *opt : sub->get_options()) {
+      std::string type = opt->get_type_name();
+      if (type == "INT" || type == "UINT")
+        opt->check(wholeNumber(type == "UINT", /*nonNegative=*/false));
+    }
 }
 
 int main(int argc, char **argv) {
@@ -222,7 +280,7 @@ int main(int argc, char **argv) {
       ->add_option("--grad-segment", segOptions.gradSegment,
                    "Run segment K (0-based) through the generated backward "
                    "segment (memory from segments 0..K-1, constant)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(wholeNumber(/*isUnsigned=*/false, /*nonNegative=*/true));
   runSegments->add_option(
       "--dump-grads", segOptions.dumpGrads,
       "With --grad-segment: write the gradient of segment K's mean NLL for "
@@ -334,7 +392,7 @@ int main(int argc, char **argv) {
   init->add_option(
           "--seed", initSeed,
           fmt::format("Seed of the initialisation (default: {})", info.seed))
-      ->check(CLI::NonNegativeNumber);
+      ->check(wholeNumber(/*isUnsigned=*/false, /*nonNegative=*/true));
   init->add_option("-o,--output", initOutput, "safetensors file to write")
       ->required();
 
@@ -395,6 +453,7 @@ int main(int argc, char **argv) {
   score->add_option("--threads", scoreOptions.threads, kThreadsHelp);
   addKvCacheFlag(score, scoreOptions.kvCache);
 
+  checkIntegerRanges(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &help) {
