@@ -42,6 +42,16 @@ struct PyValue {
   std::vector<PyValue> items;
 };
 
+/// A header as error messages quote it: its first 200 characters (a
+/// header may be 64 KiB), then how many more there are.
+std::string headerExcerpt(std::string_view header) {
+  constexpr size_t kShown = 200;
+  if (header.size() <= kShown)
+    return std::string(header);
+  return fmt::format("{}... ({} more characters)", header.substr(0, kShown),
+                     header.size() - kShown);
+}
+
 /// Parses the header dict; `fail`s with "<path>: malformed header: ...".
 class HeaderParser {
 public:
@@ -71,7 +81,7 @@ public:
 private:
   [[noreturn]] void error(std::string_view what) {
     fail(TXL_DATA_ERROR, "{}: malformed npy header ({} at offset {}): {}",
-         path_, what, pos_, text_);
+         path_, what, pos_, headerExcerpt(text_));
   }
 
   void skipSpace() {
@@ -263,7 +273,7 @@ NpyArray parseNpy(std::string_view bytes, const std::string &path) {
     auto it = dict.find(key);
     if (it == dict.end() || it->second.kind != kind)
       fail(TXL_DATA_ERROR, "{}: npy header lacks a valid '{}': {}", path, key,
-           headerText);
+           headerExcerpt(headerText));
     return it->second;
   };
   const std::string &descr = field("descr", PyValue::Kind::Str).str;

@@ -175,6 +175,28 @@ TEST(NpyTest, Errors) {
               {dir.path() + ": is a directory"});
 }
 
+// A malformed header is quoted by its first 200 characters, not whole
+// (issue 48, item 17: a 10 KB header filled the terminal).
+TEST(NpyTest, ErrorsQuoteTheHeaderShort) {
+  TempDir dir;
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), "
+                       "'comment': '" +
+                       std::string(9000, 'x') + "' ";
+  std::string path = dir.write("long.npy", npyImage(2, header, ""));
+  try {
+    readNpy(path);
+    ADD_FAILURE() << "a malformed header parsed";
+  } catch (const Error &e) {
+    std::string message = e.what();
+    EXPECT_NE(message.find("malformed npy header"), std::string::npos);
+    EXPECT_NE(message.find("... (" + std::to_string(header.size() - 200) +
+                           " more characters)"),
+              std::string::npos)
+        << message;
+    EXPECT_LT(message.size(), 200 + path.size() + 120) << message;
+  }
+}
+
 // The same bytes parse from memory as from the file.
 TEST(NpyTest, ParsesBytesInMemory) {
   std::string bytes =
