@@ -25,6 +25,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -477,6 +480,77 @@ struct WorkPaths {
         plot(dir + "/curves.png") {}
 };
 
+/// An exclusive lock on a work directory for the life of one run (issue
+/// 48, item 4): `flock` on `<dir>/.lock`, which holds the locking run's
+/// pid. A second run into the same directory fails at once, naming that
+/// pid, instead of interleaving log.txt and replacing the other's
+/// checkpoints. The kernel drops the lock when the process ends, however
+/// it ends.
+class WorkDirLock {
+public:
+  explicit WorkDirLock(const std::string &dir) : path_(dir + "/.lock") {
+    fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd_ < 0)
+      fail(TXL_IO_ERROR, "{}: cannot open the work directory's lock: {}",
+           path_, std::strerror(errno));
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      int err = errno;
+      char pid[32] = {};
+      ssize_t n = ::pread(fd_, pid, sizeof pid - 1, 0);
+      ::close(fd_);
+      fd_ = -1;
+      std::string holder = n > 0 ? std::string(pid, size_t(n)) : "";
+      while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' '))
+        holder.pop_back();
+      if (err == EWOULDBLOCK)
+        fail(TXL_INVALID_ARGUMENT,
+             "--work-dir {} is in use by another train run{}: one run per "
+             "work directory",
+             dir, holder.empty() ? "" : " (pid " + holder + ")");
+      fail(TXL_IO_ERROR, "{}: cannot lock: {}", path_, std::strerror(err));
+    }
+    std::string pid = std::to_string(::getpid()) + "\n";
+    if (::ftruncate(fd_, 0) == 0)
+      (void)!::pwrite(fd_, pid.data(), pid.size(), 0);
+  }
+  ~WorkDirLock() {
+    if (fd_ >= 0)
+      ::close(fd_); // releases the lock
+  }
+  WorkDirLock(const WorkDirLock &) = delete;
+  WorkDirLock &operator=(const WorkDirLock &) = delete;
+
+private:
+  std::string path_;
+  int fd_ = -1;
+};
+
+/// Removes what an earlier run killed mid-write left in `dir`: the
+/// temporaries of AtomicFileWriter (`.<name>.tmp.XXXXXX`) of the files a
+/// run writes there (issue 48, item 7). Called under the WorkDirLock, when
+/// no other run can be writing them. Returns how many it removed.
+int removeStaleTemporaries(const std::string &dir, const WorkPaths &paths) {
+  int removed = 0;
+  DIR *entries = ::opendir(dir.c_str());
+  if (!entries)
+    return 0;
+  std::vector<std::string> prefixes;
+  for (const std::string *path :
+       {&paths.log, &paths.metrics, &paths.last, &paths.best, &paths.plot})
+    prefixes.push_back("." + path->substr(path->rfind('/') + 1) + ".tmp.");
+  while (dirent *entry = ::readdir(entries)) {
+    std::string name = entry->d_name;
+    for (const std::string &prefix : prefixes)
+      if (name.size() == prefix.size() + 6 && name.rfind(prefix, 0) == 0 &&
+          ::unlink((dir + "/" + name).c_str()) == 0) {
+        ++removed;
+        break;
+      }
+  }
+  ::closedir(entries);
+  return removed;
+}
+
 void makeDirectory(const std::string &dir) {
   std::string partial;
   for (size_t i = 0; i <= dir.size(); ++i) {
@@ -820,6 +894,7 @@ void trainRank(const txl_model_info_t &info, const TrainOptions &options,
     if (::stat(paths.last.c_str(), &st) != 0)
       fail(TXL_NOT_FOUND, "{}: nothing to resume (no checkpoint)", paths.last);
   }
+  std::optional<WorkDirLock> lock; // rank 0's, for the whole run
   if (root) {
     makeDirectory(settings.workDir);
     struct stat dirStat;
@@ -834,6 +909,11 @@ void trainRank(const txl_model_info_t &info, const TrainOptions &options,
       fail(TXL_IO_ERROR, "--work-dir {} is not writable: {}", settings.workDir,
            error.what());
     }
+    lock.emplace(settings.workDir);
+    if (int removed = removeStaleTemporaries(settings.workDir, paths))
+      std::fprintf(out,
+                   "| removed %d temporary file(s) a killed run left in %s |\n",
+                   removed, settings.workDir.c_str());
   }
 
   Corpus corpus = loadCorpus(settings.dataset, settings.dataDir);
