@@ -32,6 +32,8 @@ attention kernel of the module, assembled or not.
 """
 
 import argparse
+import concurrent.futures
+import os
 import pathlib
 import re
 import subprocess
@@ -184,12 +186,26 @@ def emit_ptx(txlc, model, arch, precision, out):
     return out.read_text()
 
 
-def check_precision(precision, archs, models, emit, ptxas, tmp):
+def run_ptxas(ptxas, arch, entries, ptx):
+    """ptxas -v on `ptx` for `arch` (only `entries` if any), as a
+    CompletedProcess."""
+    start = time.monotonic()
+    run = subprocess.run(
+        [ptxas, f"-arch={arch}", "-v", "-warn-spills", "-Werror",
+         *(["-e", ",".join(entries)] if entries else []),
+         str(ptx), "-o", str(ptx.with_suffix(".cubin"))],
+        capture_output=True, text=True)
+    SECONDS["ptxas"] += time.monotonic() - start
+    return run
+
+
+def check_precision(precision, archs, models, emit, ptxas, tmp, pool):
     """Assembles and checks every kernel of every model at one precision;
     returns (the text to print, problems). `emit(model, arch, precision)`
     gives the module's PTX (memoized: the f32 PTX a bf16 or fp16 pass
     compares against is the f32 pass's own)."""
     rows, problems = [], []
+    jobs = []  # (model, arch, PTX, ptxas's future), in order
     same_as_before = 0
     assembled = {}  # arch -> {(anonymous PTX, budget)} assembled so far
     attention = {}
@@ -235,41 +251,39 @@ def check_precision(precision, archs, models, emit, ptxas, tmp):
                 entries = []  # all of them: no -e
             ptx = pathlib.Path(tmp) / f"{model.stem}.{arch}.{precision}.ptx"
             ptx.write_text(text)
-            start = time.monotonic()
-            run = subprocess.run(
-                [ptxas, f"-arch={arch}", "-v", "-warn-spills", "-Werror",
-                 *(["-e", ",".join(entries)] if entries else []),
-                 str(ptx), "-o", str(ptx.with_suffix(".cubin"))],
-                capture_output=True, text=True)
-            SECONDS["ptxas"] += time.monotonic() - start
-            if run.returncode != 0:
-                problems.append(f"{model.stem} {arch}: ptxas failed:\n{run.stderr}")
-            kernels = parse_ptxas(run.stderr + run.stdout)
-            if not kernels:
-                problems.append(f"{model.stem} {arch}: no kernel")
-            dynamic = dynamic_shared(text)
-            for name, k in sorted(kernels.items()):
-                k["smem"] += dynamic.get(name, 0)
-                _, budget = budget_for(name)
-                if budget is None:
-                    problems.append(f"{name}: no budget")
-                    continue
-                occ = occupancy(arch, k["registers"], k["smem"], budget["threads"])
-                smem = (f"{k['smem']} (dynamic)" if name in dynamic
-                        else k["smem"])
-                rows.append((model.stem, arch, name, k["registers"], smem,
-                             k["spill_stores"] + k["spill_loads"], k["barriers"], occ))
-                if k["spill_stores"] or k["spill_loads"]:
-                    problems.append(f"{model.stem} {arch} {name}: spills")
-                if k["registers"] > budget["registers"]:
-                    problems.append(f"{model.stem} {arch} {name}: {k['registers']} "
-                                    f"registers > {budget['registers']}")
-                if k["smem"] > budget["smem"]:
-                    problems.append(f"{model.stem} {arch} {name}: {k['smem']} B "
-                                    f"shared > {budget['smem']}")
-                if occ < budget["occupancy"]:
-                    problems.append(f"{model.stem} {arch} {name}: {occ} workgroups/SM "
-                                    f"< {budget['occupancy']}")
+            jobs.append((model, arch, text,
+                         pool.submit(run_ptxas, ptxas, arch, entries, ptx)))
+    # ptxas runs on every core; its reports are read in the order above.
+    for model, arch, text, job in jobs:
+        run = job.result()
+        if run.returncode != 0:
+            problems.append(f"{model.stem} {arch}: ptxas failed:\n{run.stderr}")
+        kernels = parse_ptxas(run.stderr + run.stdout)
+        if not kernels:
+            problems.append(f"{model.stem} {arch}: no kernel")
+        dynamic = dynamic_shared(text)
+        for name, k in sorted(kernels.items()):
+            k["smem"] += dynamic.get(name, 0)
+            _, budget = budget_for(name)
+            if budget is None:
+                problems.append(f"{name}: no budget")
+                continue
+            occ = occupancy(arch, k["registers"], k["smem"], budget["threads"])
+            smem = (f"{k['smem']} (dynamic)" if name in dynamic
+                    else k["smem"])
+            rows.append((model.stem, arch, name, k["registers"], smem,
+                         k["spill_stores"] + k["spill_loads"], k["barriers"], occ))
+            if k["spill_stores"] or k["spill_loads"]:
+                problems.append(f"{model.stem} {arch} {name}: spills")
+            if k["registers"] > budget["registers"]:
+                problems.append(f"{model.stem} {arch} {name}: {k['registers']} "
+                                f"registers > {budget['registers']}")
+            if k["smem"] > budget["smem"]:
+                problems.append(f"{model.stem} {arch} {name}: {k['smem']} B "
+                                f"shared > {budget['smem']}")
+            if occ < budget["occupancy"]:
+                problems.append(f"{model.stem} {arch} {name}: {occ} workgroups/SM "
+                                f"< {budget['occupancy']}")
     rows.sort(key=lambda row: (row[0], archs.index(row[1])))  # stable
     lines = ["| model | arch | kernel | registers | shared memory (B) | spill bytes "
              "| barrier ids | workgroups/SM |",
@@ -301,21 +315,36 @@ def main():
     out.mkdir(parents=True, exist_ok=True)
     models = sorted(pathlib.Path(args.models).glob("*.toml"))
     failed = False
-    with tempfile.TemporaryDirectory() as tmp:
+    specs = []
+    for spec in args.precision or ["f32"]:
+        precision, _, arch_list = spec.partition(":")
+        specs.append((precision, arch_list.split(",") if arch_list
+                      else ["sm_80", "sm_90", "sm_90a"]))
+    with tempfile.TemporaryDirectory() as tmp, \
+            concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        # Every module's PTX, emitted by txlc processes on every core ahead
+        # of the checks, in the order they ask for them (the checks and
+        # ptxas stay in order: what counts as assembled before depends on
+        # it). A lit worker otherwise spends most of this test's time on one
+        # core in txlc.
         emitted = {}
+        for precision, archs in specs:
+            for model in models:
+                for arch in sorted(archs, key=lambda a: (a != "sm_90a",
+                                                         archs.index(a))):
+                    for prec in dict.fromkeys([precision, "f32"]):
+                        key = (model.stem, arch, prec)
+                        if key not in emitted:
+                            emitted[key] = pool.submit(
+                                emit_ptx, args.txlc, model, arch, prec,
+                                pathlib.Path(tmp) / f"emit.{'.'.join(key)}.ptx")
 
         def emit(model, arch, precision):
-            key = (model.stem, arch, precision)
-            if key not in emitted:
-                emitted[key] = emit_ptx(args.txlc, model, arch, precision,
-                                        pathlib.Path(tmp) / "emit.ptx")
-            return emitted[key]
+            return emitted[(model.stem, arch, precision)].result()
 
-        for spec in args.precision or ["f32"]:
-            precision, _, arch_list = spec.partition(":")
-            archs = arch_list.split(",") if arch_list else ["sm_80", "sm_90", "sm_90a"]
+        for precision, archs in specs:
             text, problems = check_precision(precision, archs, models, emit,
-                                             args.ptxas, tmp)
+                                             args.ptxas, tmp, pool)
             (out / f"{precision}.txt").write_text(text)
             print(f"== {precision}: {', '.join(archs)}")
             print(text, end="")
