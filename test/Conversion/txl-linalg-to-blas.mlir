@@ -531,3 +531,27 @@ func.func @contract_strided_inner(%a: memref<4x8xf32, strided<[16, 2]>>, %b: mem
     ins(%a, %b : memref<4x8xf32, strided<[16, 2]>>, memref<8x5xf32>) outs(%c : memref<4x5xf32>)
   return
 }
+
+// -----
+
+// cblas's sizes and leading dimensions are 32-bit ints: k = 2^32 would wrap
+// to 0 (and lda with it), so a static size or stride over INT32_MAX is an
+// error at the product (issue 48, item 13); 2^31 - 1 still lowers.
+func.func @k_too_wide(%a: memref<2x4294967296xf32>, %b: memref<4294967296x3xf32>,
+                      %c: memref<2x3xf32>) {
+  // expected-error @+1 {{'linalg.matmul' op operand #0 dimension 1: size 4294967296 does not fit the BLAS's 32-bit int (at most 2147483647)}}
+  linalg.matmul ins(%a, %b : memref<2x4294967296xf32>, memref<4294967296x3xf32>)
+                outs(%c : memref<2x3xf32>)
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @k_widest
+// CHECK: call @cblas_sgemm
+func.func @k_widest(%a: memref<2x2147483647xf32>, %b: memref<2147483647x3xf32>,
+                    %c: memref<2x3xf32>) {
+  linalg.matmul ins(%a, %b : memref<2x2147483647xf32>, memref<2147483647x3xf32>)
+                outs(%c : memref<2x3xf32>)
+  return
+}

@@ -146,6 +146,39 @@ classify(ArrayRef<AffineMap> maps, unsigned batchDims) {
   return std::make_pair(transA, transB);
 }
 
+/// cblas_sgemm/dgemm take their sizes and leading dimensions as 32-bit
+/// ints: a static one above INT32_MAX would wrap (K = 2^32 became 0).
+/// Fails with an error at `op` naming the first static size or stride of
+/// its memref operands that does not fit (a looped batch dimension would,
+/// but no model has one that large). Dynamic sizes are the driver's, which
+/// bounds every model size far below.
+static LogicalResult checkFitsBlasInt(Operation *op) {
+  constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
+  for (OpOperand &operand : op->getOpOperands()) {
+    auto type = dyn_cast<MemRefType>(operand.get().getType());
+    if (!type)
+      continue;
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (failed(type.getStridesAndOffset(strides, offset)))
+      continue;
+    for (auto [d, size] : llvm::enumerate(type.getShape()))
+      if (!ShapedType::isDynamic(size) && size > kMax)
+        return op->emitOpError("operand #")
+               << operand.getOperandNumber() << " dimension " << d << ": size "
+               << size << " does not fit the BLAS's 32-bit int (at most "
+               << kMax << ")";
+    for (auto [d, stride] : llvm::enumerate(strides))
+      if (!ShapedType::isDynamic(stride) && stride > kMax)
+        return op->emitOpError("operand #")
+               << operand.getOperandNumber() << " dimension " << d
+               << ": stride " << stride
+               << " does not fit the BLAS's 32-bit int (at most " << kMax
+               << ")";
+  }
+  return success();
+}
+
 /// Emits one gemm call for matrices starting at the given pointers; alpha
 /// is 1 and beta `beta` (1: accumulate onto C, 0: overwrite it) in the
 /// gemm's scalar type.
@@ -254,6 +287,8 @@ static LogicalResult lowerToBlas(linalg::LinalgOp op, unsigned batchDims,
   FailureOr<ProductPlan> plan = planProduct(op, batchDims);
   if (failed(plan))
     return failure();
+  if (failed(checkFitsBlasInt(op)))
+    return failure();
   bool transA = plan->transA, transB = plan->transB;
   linalg::FillOp zeroFill = plan->zeroFill;
   IRRewriter b(op->getContext());
@@ -333,6 +368,8 @@ static LogicalResult lowerContractToBlas(linalg::ContractOp op,
                                          func::FuncOp gemm, Type elementType) {
   if (!op.hasPureBufferSemantics())
     return op->emitOpError("txl-linalg-to-blas expects bufferized operands");
+  if (failed(checkFitsBlasInt(op)))
+    return failure();
   FailureOr<linalg::ContractionDimensions> dims =
       linalg::inferContractionDims(cast<linalg::LinalgOp>(op.getOperation()));
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
