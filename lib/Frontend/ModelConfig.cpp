@@ -416,6 +416,16 @@ Error ModelFileParser::validateModel(ModelConfig &config) {
               " is more than the " + Twine(kBlasMax) +
               " rows or columns a BLAS product takes");
 
+  // Depth: the compiled code and the parameter table grow with n_layer (a
+  // 9223372036854775807-layer file ran the compiler out of memory; issue
+  // 48, item 6). 1024 is 16 times Al-Rfou et al.'s 64-layer T64.
+  constexpr int64_t kMaxLayers = 1024;
+  if (m.nLayer > kMaxLayers)
+    return errorAt(locOf("model", "n_layer"),
+                   "[model] n_layer " + Twine(m.nLayer) +
+                       " is more than the " + Twine(kMaxLayers) +
+                       " layers txlc compiles");
+
   // The official PositionalEmbedding interleaves sin and cos halves
   // (attn_type 0 and 2 use it).
   if ((m.attnType == 0 || m.attnType == 2) && m.dModel % 2 != 0)
