@@ -437,9 +437,11 @@ int32_t txl_session_kv_cache_ready(const txl_session_t *session);
 /// keys and values of the memory rows with room for mem_len more rows to
 /// append into, 2·n_layer·2·mem_len·batch·n_head·d_head (the memory itself
 /// is kept the same way); r_head_k adds n_layer·klen·n_head·d_head, klen =
-/// mem_len + qlen, shared by the batch.
-int64_t txl_kv_cache_floats(const txl_model_info_t *info, int64_t mem_len,
-                            int64_t batch);
+/// mem_len + qlen, shared by the batch. Writes the count to `out_floats`.
+/// Errors (TXL_INVALID_ARGUMENT): a null argument, a negative `mem_len` or
+/// `batch`, a count past INT64_MAX.
+txl_status_t txl_kv_cache_floats(const txl_model_info_t *info, int64_t mem_len,
+                                 int64_t batch, int64_t *out_floats);
 
 /// The most memories a session keeps (txl_session_select_memory).
 #define TXL_MAX_MEMORY_SLOTS 1024
@@ -534,8 +536,9 @@ txl_status_t txl_session_train_segment(txl_session_t *session,
 /// step and lower the scale, or stop). On the CPU the update runs as
 /// `parts` element ranges, one per thread, and the norm depends on `parts`
 /// through the order of its partial sums; the GPU targets use their own
-/// fixed split (one work-item per part) and ignore `parts`. Errors:
-/// loss_scale_log2 outside [0, 120].
+/// fixed split (one work-item per part) and ignore `parts`. Errors
+/// (TXL_INVALID_ARGUMENT): `lr` not finite or negative, `step` below 1,
+/// loss_scale_log2 outside [0, 120], `parts` below 1.
 txl_status_t txl_session_optimizer_step(txl_session_t *session, double lr,
                                         int64_t step, int32_t loss_scale_log2,
                                         int32_t parts, float *out_grad_norm);

@@ -39,7 +39,8 @@ SessionPtr openSession(const txl_model_info_t &info, txl_segment_fn segmentFn,
                                       clampThreads(threads, batch, stderr)));
   checkStatus(txl_session_set_kv_cache(session.get(), kvCache ? 1 : 0));
   if (txl_session_kv_cache_active(session.get()) && memLen > 0) {
-    int64_t floats = txl_kv_cache_floats(&info, memLen, batch);
+    int64_t floats = 0;
+    checkStatus(txl_kv_cache_floats(&info, memLen, batch, &floats));
     std::fprintf(stderr,
                  "key/value cache: 2*%lld layers*2*%lld rows (the memory "
                  "and room to append)*%lld columns*%lld heads*%lld = %lld "

@@ -318,6 +318,17 @@ extern "C" txl_status_t txl_session_create(const txl_model_info_t *info,
       fail(TXL_INVALID_ARGUMENT,
            "model was compiled for runtime ABI {}, this runtime is ABI {}",
            info->abi_version, TXL_ABI_VERSION);
+    // What compiled code writes is consistent; a table filled by hand may
+    // not be (issue 48, item 12).
+    if (info->n_params < 0 || (info->n_params > 0 && !info->params) ||
+        info->n_layer < 1 || info->d_model < 1 || info->n_head < 1 ||
+        info->d_head < 1)
+      fail(TXL_INVALID_ARGUMENT,
+           "txl_session_create: the model table has n_params {}, n_layer {}, "
+           "d_model {}, n_head {}, d_head {} (n_params must not be negative "
+           "and come with a table, the sizes must be positive)",
+           info->n_params, info->n_layer, info->d_model, info->n_head,
+           info->d_head);
     auto session = std::make_unique<txl_session>();
     session->info = info;
     session->segment = segment_fn ? segment_fn : &txl_segment_forward;
@@ -1265,13 +1276,28 @@ extern "C" int32_t txl_session_kv_cache_ready(const txl_session_t *session) {
              : 0;
 }
 
-extern "C" int64_t txl_kv_cache_floats(const txl_model_info_t *info,
-                                       int64_t mem_len, int64_t batch) {
-  if (!info)
-    return 0;
-  // RowWindow buffers of 2·mem_len rows (runSegmentKv's capacity).
-  return 2 * info->n_layer * (2 * mem_len) * batch * info->n_head *
-         info->d_head;
+extern "C" txl_status_t txl_kv_cache_floats(const txl_model_info_t *info,
+                                            int64_t mem_len, int64_t batch,
+                                            int64_t *out_floats) {
+  return guardStatus([&] {
+    if (!info || !out_floats)
+      fail(TXL_INVALID_ARGUMENT, "txl_kv_cache_floats: null argument");
+    if (mem_len < 0 || batch < 0)
+      fail(TXL_INVALID_ARGUMENT,
+           "txl_kv_cache_floats: mem_len {} and batch {} must not be negative",
+           mem_len, batch);
+    // RowWindow buffers of 2·mem_len rows (runSegmentKv's capacity).
+    int64_t floats = 1;
+    for (int64_t factor :
+         {int64_t(4), int64_t(info->n_layer), mem_len, batch,
+          int64_t(info->n_head), int64_t(info->d_head)})
+      if (__builtin_mul_overflow(floats, factor, &floats))
+        fail(TXL_INVALID_ARGUMENT,
+             "txl_kv_cache_floats: the cache of mem_len {} and batch {} holds "
+             "more than {} floats",
+             mem_len, batch, INT64_MAX);
+    *out_floats = floats;
+  });
 }
 
 //===----------------------------------------------------------------------===//
@@ -1482,17 +1508,29 @@ extern "C" txl_status_t txl_session_optimizer_step(txl_session_t *session,
                                                    float *out_grad_norm) {
   return guardStatus([&] {
     requireSession(session);
-    ensureTrainingState(*session);
     if (!out_grad_norm)
       fail(TXL_INVALID_ARGUMENT, "txl_session_optimizer_step: null argument");
+    if (!std::isfinite(lr) || lr < 0)
+      fail(TXL_INVALID_ARGUMENT,
+           "txl_session_optimizer_step: lr must be finite and non-negative, "
+           "got {}",
+           lr);
+    if (step < 1)
+      fail(TXL_INVALID_ARGUMENT,
+           "txl_session_optimizer_step: step counts from 1, got {}", step);
     if (loss_scale_log2 < 0 || loss_scale_log2 > 120)
       fail(TXL_INVALID_ARGUMENT, "loss_scale_log2 must be in [0, 120], got {}",
            loss_scale_log2);
+    if (parts < 1)
+      fail(TXL_INVALID_ARGUMENT,
+           "txl_session_optimizer_step: parts must be at least 1, got {}",
+           parts);
+    ensureTrainingState(*session);
     float invLossScale = std::ldexp(1.0f, -loss_scale_log2);
     *out_grad_norm = session->onDevice
                          ? deviceOptimizerStep(*session, lr, step, invLossScale)
                          : hostOptimizerStep(*session, lr, step, invLossScale,
-                                             std::max(parts, 1));
+                                             parts);
     parametersChanged(*session);
   });
 }
@@ -1518,8 +1556,9 @@ static void forGradientRange(txl_session &session, int64_t offset,
     fail(TXL_INVALID_ARGUMENT, "gradient range: null buffer");
   if (offset < 0 || count < 0 || offset > total || count > total - offset)
     fail(TXL_INVALID_ARGUMENT,
-         "gradient floats [{}, {}) are outside the flat gradient's {}", offset,
-         offset + count, total);
+         "gradient range: {} floats from offset {} are outside the flat "
+         "gradient's {}",
+         count, offset, total);
   std::vector<int64_t> sizes;
   for (int32_t i : session.trainable)
     sizes.push_back(elementCount(session.info->params[i]));
