@@ -923,6 +923,23 @@ void trainRank(const txl_model_info_t &info, const TrainOptions &options,
          "has n_token = {}",
          settings.dataset, settings.dataDir, corpus.vocab.size(), info.n_token);
   const int64_t batch = info.batch_size;
+  // The splits the run evaluates (valid every eval_interval updates when
+  // max_step reaches one, test at the end) must fill a segment, which is
+  // known now, before update 1, not at the first evaluation (issue 48,
+  // item 11).
+  for (Split split : {Split::Valid, Split::Test}) {
+    if (split == Split::Valid && settings.evalInterval > settings.maxStep)
+      continue;
+    SplitIterator iterator(corpus, split, settings.evalBatch,
+                           settings.evalTgtLen);
+    LMSegment first;
+    if (!iterator.next(first))
+      fail(TXL_DATA_ERROR,
+           "the {} split of {} fills no segment of {} columns of {} tokens, "
+           "and the run evaluates it",
+           splitName(split), settings.dataDir, settings.evalBatch,
+           settings.evalTgtLen);
+  }
 
   txl_session_t *raw = nullptr;
   checkStatus(txl_session_create(&info, nullptr, &raw));
