@@ -54,6 +54,10 @@ def main():
         "model": ("meta", "model", "other_model"),
         "threads": ("meta", "threads", "0"),
         "missing-memory": ("drop", "train.mems.chunk0.layer1", None),
+        # Issue 48, item 15: a position past the stream started epoch 2,
+        # and a step past max_step went straight to the test evaluation.
+        "iterator-row-past-end": ("meta", "iterator_row", "99999999"),
+        "step-past-max-step": ("meta", "step", "500"),
     }
     for name, (kind, key, value) in cases.items():
         work = os.path.join(root, name)

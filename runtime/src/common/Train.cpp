@@ -240,6 +240,17 @@ public:
   void restorePosition(int64_t row, const std::string &state,
                        const std::string &source) {
     if (!multiFile_) {
+      // A position past where this corpus's stream can end an update (the
+      // last segment's start plus tgt_len) is not a checkpoint of training
+      // on it (issue 48, item 15: it silently started epoch 2).
+      const LMOrderedIterator &rows = varlen_ ? varlen_->rows() : *fixed_;
+      const int64_t end = rows.numSteps() - 1 + rows.bptt();
+      if (row < 0 || row > end)
+        fail(TXL_DATA_ERROR,
+             "{}: metadata 'iterator_row' {} is outside this corpus's stream "
+             "(0 to {}: {} rows of {} columns); was it written for another "
+             "corpus or batch size?",
+             source, row, end, rows.numSteps(), rows.batch());
       seek(row);
       return;
     }
@@ -755,6 +766,11 @@ LoopState loadTrainingCheckpoint(const std::string &path,
   data.restorePosition(record.loop.iteratorRow, record.iteratorState, path);
 
   LoopState state = record.loop;
+  if (state.step > settings.maxStep)
+    fail(TXL_INVALID_ARGUMENT,
+         "{} is at update {}, past the run's max_step {}: nothing to train "
+         "(give --max-step {} or more to continue it)",
+         path, state.step, settings.maxStep, state.step + 1);
   // A checkpoint of another precision starts the loss scaling afresh.
   if (!settings.lossScaling || !record.lossScaling) {
     state.lossScaleLog2 = settings.lossScaleInitLog2;
