@@ -338,9 +338,19 @@ int32_t txl_session_threads(txl_session_t *session);
 
 /// Loads every parameter from a safetensors checkpoint (official names, or the
 /// tied alias). Errors name the file and the tensor: missing, wrong dtype,
-/// wrong shape, truncated data.
+/// wrong shape, truncated data, and a tensor that is none of this model's
+/// (the official load_state_dict(strict=True) refuses them: a 4-layer
+/// checkpoint loaded into a 3-layer model) unless
+/// txl_session_allow_extra_tensors; the runtime's own training state
+/// (`train.*`, `optim.*`) is never an extra.
 txl_status_t txl_session_load_checkpoint(txl_session_t *session,
                                          const char *path);
+
+/// With `allow` nonzero, txl_session_load_checkpoint passes over tensors
+/// that are not this model's (load_state_dict(strict=False)); 0 (the
+/// default) refuses them.
+txl_status_t txl_session_allow_extra_tensors(txl_session_t *session,
+                                             int32_t allow);
 
 /// Initialises every parameter from `seed` as the official train.py
 /// `weights_init` does ([train] init, init_std, init_range, proj_init_std;

@@ -28,6 +28,11 @@ void SessionDeleter::operator()(txl_session_t *session) const {
   txl_session_release(session);
 }
 
+static bool extraTensorsAllowed = false;
+
+void setAllowExtraTensors(bool allow) { extraTensorsAllowed = allow; }
+bool allowExtraTensors() { return extraTensorsAllowed; }
+
 SessionPtr openSession(const txl_model_info_t &info, txl_segment_fn segmentFn,
                        const std::string &checkpoint, int threads,
                        txl_run_kind_t kind, int64_t qlen, int64_t memLen,
@@ -56,6 +61,8 @@ SessionPtr openSession(const txl_model_info_t &info, txl_segment_fn segmentFn,
   plan.batch = batch;
   plan.chunks = 1;
   checkStatus(txl_session_check_device_memory(session.get(), &plan));
+  checkStatus(
+      txl_session_allow_extra_tensors(session.get(), allowExtraTensors()));
   checkStatus(txl_session_load_checkpoint(session.get(), checkpoint.c_str()));
   return session;
 }

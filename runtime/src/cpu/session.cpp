@@ -30,6 +30,7 @@
 #include <mutex>
 #include <string>
 #include <tuple>
+#include <set>
 #include <vector>
 
 using namespace txl::rt;
@@ -186,6 +187,8 @@ struct txl_session {
   void *devicePartials = nullptr; ///< normPartials(T) floats
   void *deviceScalar = nullptr;   ///< 8 bytes: the norm, the lr
   bool paramsOnHostCurrent = true, statesOnHostCurrent = true;
+  /// txl_session_allow_extra_tensors.
+  bool allowExtraTensors = false;
 
   ~txl_session() {
     if (onDevice)
@@ -425,11 +428,45 @@ extern "C" txl_status_t txl_session_load_checkpoint(txl_session_t *session,
                path, name, other);
       }
     }
+    // Tensors none of the model's parameters claim: another model's
+    // (issue 48, item 14: layers.3.* of a 4-layer file loaded silently into
+    // a 3-layer model). The runtime's training state (train.*, optim.*) is
+    // its own.
+    if (!session->allowExtraTensors) {
+      std::set<std::string_view> known;
+      for (int32_t i = 0; i < info.n_params; ++i) {
+        known.insert(info.params[i].name);
+        for (const char *const *alias = info.params[i].aliases; *alias;
+             ++alias)
+          known.insert(*alias);
+      }
+      std::vector<std::string_view> extra;
+      for (const SafeTensorInfo &tensor : file.tensors()) {
+        std::string_view name = tensor.name;
+        if (!known.count(name) && name.substr(0, 6) != "train." &&
+            name.substr(0, 6) != "optim.")
+          extra.push_back(name);
+      }
+      if (!extra.empty())
+        fail(TXL_DATA_ERROR,
+             "{}: tensor '{}' is not a parameter of this model ({} such "
+             "tensor{}; another model's checkpoint?); --allow-extra-tensors "
+             "loads the model's and passes over the others",
+             path, extra.front(), extra.size(), extra.size() == 1 ? "" : "s");
+    }
     session->params = std::move(params);
     session->loaded = true;
     session->missingTrainingOnly = std::move(missingTrainingOnly);
     parametersChanged(*session);
     uploadParameters(*session);
+  });
+}
+
+extern "C" txl_status_t txl_session_allow_extra_tensors(txl_session_t *session,
+                                                        int32_t allow) {
+  return guardStatus([&] {
+    requireSession(session);
+    session->allowExtraTensors = allow != 0;
   });
 }
 

@@ -42,6 +42,14 @@ constexpr const char *kThreadsHelp =
     "multi-threaded BLAS";
 
 /// `--no-kv-cache` on `cmd`: clears `kvCache` (txl_session_set_kv_cache).
+/// --allow-extra-tensors on a command that loads a checkpoint.
+void addAllowExtraTensorsFlag(CLI::App *cmd, bool &allow) {
+  cmd->add_flag("--allow-extra-tensors", allow,
+                "Load the model's tensors from a checkpoint that also holds "
+                "others (load_state_dict(strict=False)); without it such a "
+                "checkpoint is refused, naming the first");
+}
+
 void addKvCacheFlag(CLI::App *cmd, bool &kvCache) {
   cmd->add_flag_callback(
       "--no-kv-cache", [&kvCache] { kvCache = false; },
@@ -195,6 +203,8 @@ int main(int argc, char **argv) {
       prog);
   app.require_subcommand(1);
 
+  bool allowExtraTensors = false; // --allow-extra-tensors of any command
+
   // eval
   EvalOptions evalOptions;
   int64_t evalTgtLen = 0, evalMemLen = 0, evalClampLen = 0, evalBatch = 0;
@@ -234,6 +244,7 @@ int main(int argc, char **argv) {
   eval->add_option("--threads", evalOptions.threads, kThreadsHelp)
       ->default_str("0");
   addKvCacheFlag(eval, evalOptions.kvCache);
+  addAllowExtraTensorsFlag(eval, allowExtraTensors);
   eval->add_flag("--json", evalOptions.json,
                  "Also print the result as one line of JSON");
   eval->add_flag("--sliding-window", evalOptions.slidingWindow,
@@ -300,6 +311,7 @@ int main(int argc, char **argv) {
   runSegments->add_option("--threads", segOptions.threads, kThreadsHelp)
       ->default_str("0");
   addKvCacheFlag(runSegments, segOptions.kvCache);
+  addAllowExtraTensorsFlag(runSegments, allowExtraTensors);
 
   // train
   TrainOptions trainOptions;
@@ -433,6 +445,7 @@ int main(int argc, char **argv) {
                      "tokens, log_probs, text) instead of streaming");
   generate->add_option("--threads", genOptions.threads, kThreadsHelp);
   addKvCacheFlag(generate, genOptions.kvCache);
+  addAllowExtraTensorsFlag(generate, allowExtraTensors);
 
   // score
   txl::rt::ScoreOptions scoreOptions;
@@ -452,6 +465,7 @@ int main(int argc, char **argv) {
                     "Alternatives listed per token (default: 5)");
   score->add_option("--threads", scoreOptions.threads, kThreadsHelp);
   addKvCacheFlag(score, scoreOptions.kvCache);
+  addAllowExtraTensorsFlag(score, allowExtraTensors);
 
   checkIntegerRanges(app);
   try {
@@ -473,6 +487,7 @@ int main(int argc, char **argv) {
   }
 
   try {
+    txl::rt::setAllowExtraTensors(allowExtraTensors);
     if (!train->parsed() && txl::rt::launcherWorldSize() > 1)
       return reportError(fmt::format(
           "started as one of {} ranks by an MPI launcher: only `train` runs "

@@ -118,6 +118,11 @@ SessionPtr openSession(const txl_model_info_t &info, txl_segment_fn segmentFn,
                        txl_run_kind_t kind, int64_t qlen, int64_t memLen,
                        int64_t batch, bool kvCache = true);
 
+/// The command line's --allow-extra-tensors: every session openSession and
+/// train open loads checkpoints with txl_session_allow_extra_tensors(allow).
+void setAllowExtraTensors(bool allow);
+bool allowExtraTensors();
+
 /// Whether the model trains with Al-Rfou et al. (2018)'s objective
 /// (txl_model_info.objective "alrfou"): its backward segment takes the loss
 /// weights and a target of qlen + 1 rows (runtime.h).
