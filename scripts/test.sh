@@ -61,7 +61,7 @@ for arg in "$@"; do
       echo "tests (all):"; sed 's/^/  /' "$summary"
       rm -f "$summary" "$TXL_TIMES_FILE"
       exit "$overall" ;;
-    -h|--help) sed -n 3,33p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n 3,32p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "test.sh: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
