@@ -28,7 +28,7 @@
 #   --sanitize=thread, then a table of each part's wall time.
 # Every part (install, build, lit, fuzzing, each sanitizer's build and run)
 # prints "time: PART Mm SSs" when it ends, and each lit run its 15 slowest
-# tests (lit's record of them, .lit_test_times.txt).
+# tests (from lit --time-tests).
 # docs/sanitizers.md. Ends with the line "tests: N passed, N failed".
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -57,7 +57,7 @@ for arg in "$@"; do
       done
       echo "times (all):"; sed 's/^time: /  /' "$TXL_TIMES_FILE"
       total=$(( $(date +%s) - all_start ))
-      printf '  %-34s %3dm%02ds\n' total $((total / 60)) $((total % 60))
+      printf '  %-40s %3dm%02ds\n' total $((total / 60)) $((total % 60))
       echo "tests (all):"; sed 's/^/  /' "$summary"
       rm -f "$summary" "$TXL_TIMES_FILE"
       exit "$overall" ;;
@@ -76,15 +76,18 @@ part_start() { part_t0=$(date +%s); }
 part_end() {
   local s=$(( $(date +%s) - part_t0 ))
   local line
-  line=$(printf 'time: %-34s %3dm%02ds' "$1" $((s / 60)) $((s % 60)))
+  line=$(printf 'time: %-40s %3dm%02ds' "$1" $((s / 60)) $((s % 60)))
   echo "$line"
   if [ -n "${TXL_TIMES_FILE:-}" ]; then echo "$line" >> "$TXL_TIMES_FILE"; fi
 }
-# The 15 slowest tests of the lit run in BUILD_DIR, from lit's record.
+# The 15 slowest tests of the lit run whose output is in LOG (lit
+# --time-tests lists them, slowest first, under "Slowest Tests:"; lit's
+# .lit_test_times.txt would also hold tests this run did not run).
 slowest() {
   echo "slowest tests ($1):"
-  cat "$1"/test/.lit_test_times.txt "$1"/test/Unit/.lit_test_times.txt 2>/dev/null |
-    sort -g -r | head -15 | awk '{printf "  %8.1f s  %s\n", $1, $2}'
+  awk '/^Slowest Tests:/ {on = 1; next}
+       on && /^[0-9.]+s: / {printf "  %s\n", $0; if (++n == 15) exit; next}
+       on && n > 0 {exit}' "$2"
 }
 run_label="${sanitize:-plain}"
 if [ "$fast" -eq 1 ]; then run_label="$run_label, fast half"; fi
@@ -121,7 +124,7 @@ case "$sanitize" in
     "$lit" -sv --time-tests build/test build/test/Unit 2>&1 | tee "$log"
     status=${PIPESTATUS[0]}
     part_end "lit"
-    slowest build
+    slowest build "$log"
     ;;
   address,undefined)
     part_start
@@ -138,7 +141,7 @@ case "$sanitize" in
       fi 2>&1 | tee "$log"
       status=${PIPESTATUS[0]}
       part_end "lit (ASan+UBSan$([ "$fast" -eq 1 ] && echo ", fast half"))"
-      slowest build-asan
+      slowest build-asan "$log"
     fi
     ;;
   thread)
