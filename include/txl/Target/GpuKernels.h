@@ -79,9 +79,9 @@ FailureOr<OpenCLKernelTable> buildOpenCLKernelTable(ModuleOp module);
 /// "TXLCLIMG", version 2, and per kernel of `table` its name, arguments and
 /// SPIR-V module from `spirv` (emitSpirvPerKernel). Fails (at `loc`) when
 /// `spirv` has no module for a kernel of the table.
-FailureOr<std::string> buildOpenCLImage(Location loc,
-                                        const OpenCLKernelTable &table,
-                                        const llvm::StringMap<std::string> &spirv);
+FailureOr<std::string>
+buildOpenCLImage(Location loc, const OpenCLKernelTable &table,
+                 const llvm::StringMap<std::string> &spirv);
 
 /// Replaces `module`'s gpu.module @txl_kernels by a gpu.binary of the same
 /// name holding `image` (format bin) for the OpenCL target: what the

@@ -360,7 +360,8 @@ void *mgpuModuleLoad(void *data, size_t size) {
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   s.modules.push_back(std::make_unique<LazyModule>(
-      LazyModule{std::string_view(static_cast<const char *>(data), size), {}, {}}));
+      LazyModule{std::string_view(static_cast<const char *>(data), size), {},
+                 {}}));
   return s.modules.back().get();
 }
 

@@ -179,8 +179,8 @@ TEST(NpyTest, Errors) {
 // (issue 48, item 17: a 10 KB header filled the terminal).
 TEST(NpyTest, ErrorsQuoteTheHeaderShort) {
   TempDir dir;
-  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), "
-                       "'comment': '" +
+  std::string header = "{'descr': '<f4', 'fortran_order': False, "
+                       "'shape': (2,), 'comment': '" +
                        std::string(9000, 'x') + "' ";
   std::string path = dir.write("long.npy", npyImage(2, header, ""));
   try {
