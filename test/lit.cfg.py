@@ -55,6 +55,20 @@ config.environment["OCL_ICD_VENDORS"] = config.opencl_vendors
 config.opencl_cache = os.path.join(config.test_exec_root, "opencl-cache")
 shutil.rmtree(config.opencl_cache, ignore_errors=True)
 config.environment["TXL_OPENCL_CACHE_DIR"] = config.opencl_cache
+# The driver builds the kernels without its optimizer (clBuildProgram's
+# -cl-opt-disable, TXL_OPENCL_BUILD_OPTIONS) but with its vectorizer, which
+# makes the subgroups (CL_CONFIG_CPU_O0_VECTORIZATION; without it a
+# subgroup is one work-item and the shuffles of the tensor-core layouts
+# read the wrong lanes). The emulated tensor-core kernels build about 4x
+# faster and give the same figures. The driver's optimized build
+# (TXL_OPENCL_BUILD_OPTIONS=) stays tested where it matters: the tests whose
+# time goes to running kernels rather than building them (ptb_small's
+# training and evaluation runs), Integration/gpu/program-cache.test (the
+# options are part of the cache key) and a tensor-core kernel in
+# Integration/gpu/rel-attention-opencl.test (txl-emulate-mma works around
+# Intel's optimizer).
+config.environment["TXL_OPENCL_BUILD_OPTIONS"] = "-cl-opt-disable"
+config.environment["CL_CONFIG_CPU_O0_VECTORIZATION"] = "True"
 config.substitutions.append(("%models", os.path.join(config.txl_src_root, "models")))
 
 # Execution tests of lowered MLIR (mlir-runner): the BLAS the runtime links

@@ -85,7 +85,7 @@ private:
   Value gradScale(Value totalNorm);
   SmallVector<Value> update(Value param, Value grad, ValueRange states,
                             Value lr, Value step, Value scale);
-  Value warmupOrAfter(Value step, Value stepF, Value lr);
+  Value warmupOrAfter(Value step, Value stepF, Value lr, Value maxStepF);
   Value invSqrt(Value step, Value stepF);
 
   OpBuilder &b;
@@ -498,17 +498,20 @@ void TrainingEmitter::emitOptimizerStep(ModuleOp module) {
 
 /// cosine / constant / dev_perf: train.py sets `lr * step / warmup_step`
 /// while step < warmup_step; after that only the cosine scheduler steps,
-/// CosineAnnealingLR(T_max = max_step, eta_min) in its closed form, and
+/// CosineAnnealingLR(T_max = max_step, eta_min) in its closed form (max_step
+/// the run's, an argument: train.py builds the scheduler from args.max_step),
+/// and
 /// constant / dev_perf keep the lr of the last warmup update (so a constant
 /// run goes on at lr * (warmup_step - 1) / warmup_step; dev_perf's plateau
 /// reductions are the runtime's, applied to the `lr` it passes).
-Value TrainingEmitter::warmupOrAfter(Value step, Value stepF, Value lr) {
+Value TrainingEmitter::warmupOrAfter(Value step, Value stepF, Value lr,
+                                     Value maxStepF) {
   Value after = lr;
   if (train.scheduler == "cosine") {
     // eta_min + (base_lr - eta_min) * (1 + cos(pi * step / T_max)) / 2
     Value angle = arith::DivFOp::create(
         b, loc, arith::MulFOp::create(b, loc, f64(llvm::numbers::pi), stepF),
-        f64(static_cast<double>(train.maxStep)));
+        maxStepF);
     Value onePlusCos = arith::AddFOp::create(
         b, loc, f64(1.0), math::CosOp::create(b, loc, angle));
     Value scaled = arith::DivFOp::create(
@@ -556,13 +559,16 @@ void TrainingEmitter::emitLearningRate(ModuleOp module) {
   b.setInsertionPointToEnd(module.getBody());
   auto fn = func::FuncOp::create(
       b, loc, kLearningRateFunctionName,
-      b.getFunctionType({b.getI64Type(), f64Type}, {resultType}));
+      b.getFunctionType({b.getI64Type(), f64Type, b.getI64Type()},
+                        {resultType}));
   fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
   Value step = entry->getArgument(0);
   Value lr = entry->getArgument(1);
   Value stepF = arith::SIToFPOp::create(b, loc, f64Type, step);
+  Value maxStepF =
+      arith::SIToFPOp::create(b, loc, f64Type, entry->getArgument(2));
 
   Value next;
   if (train.scheduler == "inv_sqrt") {
@@ -574,7 +580,7 @@ void TrainingEmitter::emitLearningRate(ModuleOp module) {
     Value atZero = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                          step, i64(0));
     next = arith::SelectOp::create(b, loc, atZero, f64(train.lr),
-                                   warmupOrAfter(step, stepF, lr));
+                                   warmupOrAfter(step, stepF, lr, maxStepF));
   }
   func::ReturnOp::create(
       b, loc,

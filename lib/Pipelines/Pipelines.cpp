@@ -154,6 +154,8 @@ void mlir::txl::buildGpuLinalgToKernelsPipeline(OpPassManager &pm,
   pm.nest<func::FuncOp>().addPass(createForallToParallelLoopPass());
   pm.addPass(createParallelLoopsToGpuPass());
   pm.nest<func::FuncOp>().addPass(createCanonicalizerPass());
+  // Each layer's loops gave it its own copies of the same kernels.
+  pm.addPass(createDeduplicateKernelsPass());
 }
 
 void mlir::txl::buildGpuHostToLLVMPipeline(OpPassManager &pm) {

@@ -463,14 +463,28 @@ def _zip_member_offset(mm, info, path):
     return info.header_offset + 30 + name_len + extra_len
 
 
-def _read_member(archive, name, path):
-    """The bytes of zip member `name`; a damaged member (bad header, CRC,
-    compressed stream, unsupported method) is a ConvertError naming it."""
+# The most a checkpoint's data.pkl may inflate to. The pickle of a state
+# dict holds names and storage keys, not tensors (a few hundred KB for the
+# largest official models); a compressed member that inflates past this is
+# refused before it fills memory (a zip bomb: issue 48, item 16).
+_MAX_PICKLE_BYTES = 256 << 20
+
+
+def _read_member(archive, name, path, limit):
+    """The bytes of zip member `name`, inflating no more than `limit` + 1 of
+    them (a member's declared size is the file's word, not a bound): a
+    member that holds more than `limit` bytes is a ConvertError, as is a
+    damaged one (bad header, CRC, compressed stream, unsupported method)."""
     try:
-        return archive.read(name)
+        with archive.open(name) as member:
+            data = member.read(limit + 1)
     except _ZIP_ERRORS as err:
         raise ConvertError(f"{path}: corrupt zip member '{name}': "
                            f"{type(err).__name__}: {err}") from None
+    if len(data) > limit:
+        raise ConvertError(f"{path}: zip member '{name}' inflates to more than "
+                           f"{limit} bytes, the most it can need (a zip bomb?)")
+    return data
 
 
 def load_zip(path, f, mm):
@@ -490,7 +504,7 @@ def load_zip(path, f, mm):
                            "checkpoint")
     big_endian = False
     if prefix + "byteorder" in names:
-        order = _read_member(archive, prefix + "byteorder", path)
+        order = _read_member(archive, prefix + "byteorder", path, 16)
         if order not in (b"little", b"big"):
             raise ConvertError(f"{path}: unknown byte order {order!r}")
         big_endian = order == b"big"
@@ -510,7 +524,8 @@ def load_zip(path, f, mm):
             raise pickle.UnpicklingError(f"storage '{key}' is read with two dtypes")
         return known
 
-    obj = _unpickle(io.BytesIO(_read_member(archive, pickles[0], path)),
+    obj = _unpickle(io.BytesIO(_read_member(archive, pickles[0], path,
+                                            _MAX_PICKLE_BYTES)),
                     persistent_load, path)
 
     def read_storage(ref):
@@ -530,7 +545,13 @@ def load_zip(path, f, mm):
                 raise ConvertError(f"{path}: storage record '{name}' runs past the end "
                                    "of the file (truncated archive)")
             return np.frombuffer(mm, dtype=dtype, count=ref.numel, offset=start)
-        data = _read_member(archive, name, path)
+        # Only the bytes the tensors use: the pickle declared them.
+        try:
+            with archive.open(name) as member:
+                data = member.read(nbytes)
+        except _ZIP_ERRORS as err:
+            raise ConvertError(f"{path}: corrupt zip member '{name}': "
+                               f"{type(err).__name__}: {err}") from None
         if len(data) < nbytes:
             raise ConvertError(f"{path}: storage record '{name}' holds {len(data)} bytes, "
                                f"{nbytes} needed")

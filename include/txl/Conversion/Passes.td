@@ -632,6 +632,40 @@ def ScopeLaunchStackPass : Pass<"txl-scope-launch-stack", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def DeduplicateKernelsPass : Pass<"txl-deduplicate-kernels", "::mlir::ModuleOp"> {
+  let summary = "Keep one kernel of each set of kernels that differ only in their names";
+  let description = [{
+    The generic kernels are outlined per loop nest of host code
+    (`txl-parallel-loops-to-gpu`), so every layer of a model gets its own
+    copy of the same kernels: a 64-layer model's module holds ~3,600
+    kernels of which ~380 differ. In each `gpu.module`, kernels
+    (`gpu.func` with `gpu.kernel`) whose attributes but `sym_name` and whose
+    bodies are the same (`OperationEquivalence`, locations ignored) become
+    one: the first in the module is kept, every reference to the others
+    (`gpu.launch_func`'s kernel, any other symbol reference) names it, and
+    the others are erased. What the kernels' lowering (NVVM and ptxas, or
+    SPIR-V and the OpenCL driver) compiles, and an executable carries,
+    then grows with the kernels that differ rather than with the layers.
+    Functions that are not kernels are left as they are.
+
+    Before:
+    ```mlir
+    gpu.module @txl_kernels {
+      gpu.func @segment_loop0(%a: memref<?xf32>) kernel { ... }
+      gpu.func @segment_loop7(%a: memref<?xf32>) kernel { ... }  // the same body
+    }
+    gpu.launch_func @txl_kernels::@segment_loop7 ...
+    ```
+    After:
+    ```mlir
+    gpu.module @txl_kernels {
+      gpu.func @segment_loop0(%a: memref<?xf32>) kernel { ... }
+    }
+    gpu.launch_func @txl_kernels::@segment_loop0 ...
+    ```
+  }];
+}
+
 def ParallelLoopsToGpuPass : Pass<"txl-parallel-loops-to-gpu", "::mlir::ModuleOp"> {
   let summary = "Run each outermost scf.parallel of host code as one GPU kernel";
   let description = [{
@@ -742,6 +776,7 @@ def ConvertLinalgToBlasPass : Pass<"txl-linalg-to-blas", "::mlir::ModuleOp"> {
            "products, f32 accumulation) instead of txl_device_sgemm">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::cf::ControlFlowDialect",
                            "::mlir::func::FuncDialect",
                            "::mlir::LLVM::LLVMDialect",
                            "::mlir::memref::MemRefDialect",

@@ -15,7 +15,8 @@
 //                             %partials: tensor<?xf32>, %part: i64,
 //                             %parts: i64)
 //       -> (new params..., new states..., tensor<1xf32> grad_norm)
-//   func.func @learning_rate(%step: i64, %lr: f64) -> tensor<1xf64>
+//   func.func @learning_rate(%step: i64, %lr: f64, %max_step: i64)
+//       -> tensor<1xf64>
 //
 // They follow the official pytorch/train.py: clip_grad_norm_ then
 // optimizer.step() for one update, and its step-wise lr annealing. An
@@ -80,9 +81,12 @@ SmallVector<StringRef, 2> getOptimizerStateNames(StringRef optim);
 /// norm before clipping. clip = 0 disables clipping (torch would zero every
 /// gradient instead).
 ///
-/// @learning_rate(step, lr) returns the lr train.py has in effect after
-/// update `step` (step 0: the lr of the first update), `lr` being the one in
-/// effect for update `step`; see TrainingBuilder.cpp for each scheduler.
+/// @learning_rate(step, lr, max_step) returns the lr train.py has in effect
+/// after update `step` (step 0: the lr of the first update), `lr` being the
+/// one in effect for update `step`, of a run of `max_step` updates (the
+/// cosine schedule's T_max: the run's --max-step, as train.py's
+/// args.max_step, not the model file's); see TrainingBuilder.cpp for each
+/// scheduler.
 ///
 /// Fails with a diagnostic for an optimizer without a compiled update (the
 /// model file parser rejects those before).

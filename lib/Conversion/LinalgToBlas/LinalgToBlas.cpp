@@ -14,12 +14,14 @@
 #include "txl/Conversion/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/PatternMatch.h"
 
 namespace mlir {
@@ -150,8 +152,8 @@ classify(ArrayRef<AffineMap> maps, unsigned batchDims) {
 /// ints: a static one above INT32_MAX would wrap (K = 2^32 became 0).
 /// Fails with an error at `op` naming the first static size or stride of
 /// its memref operands that does not fit (a looped batch dimension would,
-/// but no model has one that large). Dynamic sizes are the driver's, which
-/// bounds every model size far below.
+/// but no model has one that large). Dynamic sizes are checked at run time
+/// (emitGemm).
 static LogicalResult checkFitsBlasInt(Operation *op) {
   constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
   for (OpOperand &operand : op->getOpOperands()) {
@@ -195,6 +197,27 @@ static void emitGemm(OpBuilder &b, Location loc, func::FuncOp gemm, bool transA,
           ? one
           : arith::ConstantOp::create(b, loc, b.getFloatAttr(scalar, beta))
                 .getResult();
+  // Sizes and leading dimensions known only at run time are checked there
+  // (the static ones by checkFitsBlasInt): one that does not fit the
+  // BLAS's int stops the run (cf.assert, txl-lower-host-asserts) instead of
+  // wrapping.
+  Value fits;
+  for (Value v : {m, n, k, lda, ldb, ldc}) {
+    if (getConstantIntValue(v))
+      continue;
+    Value ok = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::ule, v,
+        arith::ConstantIndexOp::create(b, loc,
+                                       std::numeric_limits<int32_t>::max()));
+    fits = fits ? arith::AndIOp::create(b, loc, fits, ok).getResult() : ok;
+  }
+  if (fits)
+    cf::AssertOp::create(
+        b, loc, fits,
+        (gemm.getName() +
+         ": a size or leading dimension is above 2147483647, the most the "
+         "BLAS's 32-bit int holds")
+            .str());
   func::CallOp::create(
       b, loc, gemm,
       ValueRange{i32c(kCblasRowMajor),

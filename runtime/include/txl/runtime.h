@@ -193,6 +193,7 @@ typedef void (*txl_segment_fn)(void **args);
 ///
 /// The generated schedule (`@learning_rate`), packed: step (int64_t*, the
 /// number of updates done), lr (double*, the lr in effect for update `step`),
+/// max_step (int64_t*, the run's length: the cosine schedule's T_max),
 /// out memref<1xf64>: the lr train.py sets after update `step` (step 0: the
 /// lr of the first update).
 
@@ -582,9 +583,13 @@ txl_status_t txl_session_write_gradients(txl_session_t *session, int64_t offset,
 void *txl_session_device_gradient(txl_session_t *session, int32_t index);
 
 /// The generated schedule (@learning_rate): the lr train.py sets after
-/// update `step` when `lr` was in effect (step 0: the first update's lr).
+/// update `step` when `lr` was in effect (step 0: the first update's lr), in
+/// a run of `max_step` updates (train.py's args.max_step: the cosine
+/// schedule's T_max). Errors: TXL_INVALID_ARGUMENT for a null argument,
+/// step < 0 or max_step < 1.
 txl_status_t txl_session_learning_rate(txl_session_t *session, int64_t step,
-                                       double lr, double *out_lr);
+                                       double lr, int64_t max_step,
+                                       double *out_lr);
 
 /// Optimizer state `state` (adam: 0 exp_avg, 1 exp_avg_sq; sgd: the
 /// momentum buffer; adagrad: the sum) of parameter `index`, float32 with

@@ -115,6 +115,8 @@ checkpointMetadata(const CheckpointRecord &record) {
       {"ranks", std::to_string(record.ranks)}};
   if (!record.iteratorState.empty())
     meta["iterator_state"] = record.iteratorState;
+  if (record.maxStep)
+    meta["max_step"] = std::to_string(*record.maxStep);
   if (loop.firstLoggedLoss)
     meta["first_logged_loss"] = exactDouble(*loop.firstLoggedLoss);
   if (loop.intervalParts)
@@ -177,6 +179,9 @@ parseCheckpointMetadata(const std::map<std::string, std::string> &metadata,
     record.ranks = read.integer("ranks", 1, std::numeric_limits<int>::max());
   if (read.has("iterator_state"))
     record.iteratorState = read.text("iterator_state");
+  // Checkpoints from before the schedule followed --max-step have none.
+  if (read.has("max_step"))
+    record.maxStep = read.integer("max_step", 1);
   if (read.has("first_logged_loss"))
     loop.firstLoggedLoss = read.real("first_logged_loss");
   if (read.has("interval_loss_parts")) {

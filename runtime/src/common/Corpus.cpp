@@ -73,20 +73,6 @@ size_t utf8Length(const unsigned char *p, const unsigned char *end) {
   return 0;
 }
 
-/// Fails with "<source>:<line>: invalid UTF-8" unless `text` is valid UTF-8.
-void checkUtf8(std::string_view text, const std::string &source) {
-  const auto *begin = reinterpret_cast<const unsigned char *>(text.data());
-  const auto *end = begin + text.size();
-  for (const unsigned char *p = begin; p < end;) {
-    size_t len = utf8Length(p, end);
-    if (len == 0) {
-      int64_t line = 1 + std::count(begin, p, '\n');
-      fail(TXL_DATA_ERROR, "{}:{}: invalid UTF-8 (byte 0x{:02x} at offset {})",
-           source, line, *p, p - begin);
-    }
-    p += len;
-  }
-}
 
 /// Calls `fn(line, lineNo)` for every line as Python's text-mode iteration
 /// yields them (universal newlines; no empty line after a final newline).
@@ -353,6 +339,20 @@ RawSplits splitRawFile(const std::string &path, RawKind kind,
 }
 
 } // namespace
+
+void checkUtf8(std::string_view text, const std::string &source) {
+  const auto *begin = reinterpret_cast<const unsigned char *>(text.data());
+  const auto *end = begin + text.size();
+  for (const unsigned char *p = begin; p < end;) {
+    size_t len = utf8Length(p, end);
+    if (len == 0) {
+      int64_t line = 1 + std::count(begin, p, '\n');
+      fail(TXL_DATA_ERROR, "{}:{}: invalid UTF-8 (byte 0x{:02x} at offset {})",
+           source, line, *p, p - begin);
+    }
+    p += len;
+  }
+}
 
 void Sentences::push(const std::vector<int64_t> &sentence) {
   ids.insert(ids.end(), sentence.begin(), sentence.end());

@@ -157,7 +157,8 @@ void runGenerateCommand(const txl_model_info_t &info,
   Vocab vocab = loadVocabulary(info, options.dataDir, options.dataset);
   std::string text =
       options.prompt ? *options.prompt : readFile(*options.promptFile);
-  std::vector<int64_t> ids = encodeUserText(dataset, vocab, text);
+  std::vector<int64_t> ids = encodeUserText(
+      dataset, vocab, text, options.prompt ? "--prompt" : *options.promptFile);
   if (ids.empty())
     fail(TXL_INVALID_ARGUMENT, "the prompt has no tokens");
   const size_t promptTokens = ids.size();
@@ -232,7 +233,8 @@ void runScoreCommand(const txl_model_info_t &info, const ScoreOptions &options,
   const std::string dataset = datasetOf(info, options.dataset);
   Vocab vocab = loadVocabulary(info, options.dataDir, options.dataset);
   std::vector<int64_t> ids =
-      encodeUserText(dataset, vocab, readFile(options.textFile));
+      encodeUserText(dataset, vocab, readFile(options.textFile),
+                     options.textFile);
   if (ids.size() < 2)
     fail(TXL_INVALID_ARGUMENT, "{}: fewer than 2 tokens: nothing to score",
          options.textFile);

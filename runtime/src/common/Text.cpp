@@ -11,22 +11,26 @@ namespace txl::rt {
 namespace {
 
 /// The id of `symbol`, or the unknown symbol's (Text.h).
-int64_t idOf(const Vocab &vocab, std::string_view symbol, int64_t line) {
+int64_t idOf(const Vocab &vocab, std::string_view symbol, int64_t line,
+             const std::string &source) {
   if (std::optional<int64_t> id = vocab.find(symbol))
     return *id;
   if (std::optional<int64_t> unk = vocab.unkIndex())
     return *unk;
   if (std::optional<int64_t> unk = vocab.find("<unk>"))
     return *unk;
-  fail(TXL_DATA_ERROR, "line {}: symbol '{}' is not in the vocabulary", line,
-       symbol);
+  fail(TXL_DATA_ERROR, "{}:{}: symbol '{}' is not in the vocabulary", source,
+       line, symbol);
 }
 
 } // namespace
 
 std::vector<int64_t> encodeUserText(std::string_view dataset,
-                                    const Vocab &vocab, std::string_view text) {
+                                    const Vocab &vocab, std::string_view text,
+                                    const std::string &source) {
   const DatasetSpec spec = datasetSpec(dataset);
+  if (spec.rawFile != "enwik8")
+    checkUtf8(text, source);
   std::vector<int64_t> ids;
   int64_t lineNumber = 0;
   size_t start = 0;
@@ -39,31 +43,31 @@ std::vector<int64_t> encodeUserText(std::string_view dataset,
     ++lineNumber;
     if (!line.empty() && line.back() == '\r')
       line.remove_suffix(1);
-    const std::string source = "line " + std::to_string(lineNumber);
+    const std::string lineSource = source + ":" + std::to_string(lineNumber);
     if (spec.rawFile == "enwik8") {
       // prep_enwik8.py: every byte as its decimal number; newlines are line
       // breaks, never tokens.
       for (unsigned char byte : line)
-        ids.push_back(idOf(vocab, std::to_string(int(byte)), lineNumber));
+        ids.push_back(idOf(vocab, std::to_string(int(byte)), lineNumber, source));
       continue;
     }
     if (spec.rawFile == "text8") {
       for (char c : line) {
         if (c == ' ')
-          ids.push_back(idOf(vocab, "_", lineNumber));
+          ids.push_back(idOf(vocab, "_", lineNumber, source));
         else if (c != '\t' && c != '\r')
           ids.push_back(
               idOf(vocab,
                    std::string(1, vocab.lowerCase() && c >= 'A' && c <= 'Z'
                                       ? char(c - 'A' + 'a')
                                       : c),
-                   lineNumber));
+                   lineNumber, source));
       }
       continue;
     }
     std::string spelled;
     if (spec.spellWords) {
-      spelled = ptbCharText(line, source);
+      spelled = ptbCharText(line, lineSource);
       line = spelled;
       if (!line.empty() && line.back() == '\n')
         line.remove_suffix(1);
@@ -72,12 +76,12 @@ std::vector<int64_t> encodeUserText(std::string_view dataset,
         line, /*addEos=*/terminated && spec.addEos && !spec.addDoubleEos,
         /*addDoubleEos=*/false);
     if (spec.addDoubleEos) { // lm1b: "<S>" before, and after a whole line
-      ids.push_back(idOf(vocab, "<S>", lineNumber));
+      ids.push_back(idOf(vocab, "<S>", lineNumber, source));
       if (terminated)
         symbols.push_back("<S>");
     }
     for (const std::string &symbol : symbols)
-      ids.push_back(idOf(vocab, symbol, lineNumber));
+      ids.push_back(idOf(vocab, symbol, lineNumber, source));
   }
   return ids;
 }

@@ -23,6 +23,7 @@
 #include "txl/rt/SafeTensors.h"
 #include "txl/rt/Status.h"
 
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <dirent.h>
@@ -112,11 +113,26 @@ private:
 };
 
 /// The compiled schedule: the lr train.py sets after `step` updates when
-/// `lr` was in effect (step 0: the first update's lr).
-double scheduledLr(txl_session_t *session, int64_t step, double lr) {
+/// `lr` was in effect (step 0: the first update's lr), in a run of
+/// `maxStep` updates.
+double scheduledLr(txl_session_t *session, int64_t step, double lr,
+                   int64_t maxStep) {
   double out = 0;
-  checkStatus(txl_session_learning_rate(session, step, lr, &out));
+  checkStatus(txl_session_learning_rate(session, step, lr, maxStep, &out));
   return out;
+}
+
+/// What of a run follows its max_step, for messages: the cosine lr (T_max)
+/// and objective "alrfou"'s intermediate-layer losses (each dropped at a
+/// fraction of max_step); empty when nothing does, and a run can then be
+/// lengthened on --resume.
+std::string maxStepSchedules(const txl_model_info_t &info) {
+  std::vector<std::string> what;
+  if (std::string_view(info.scheduler) == "cosine")
+    what.push_back("cosine learning rate (T_max)");
+  if (isAlRfouObjective(info) && info.intermediate_layers && info.n_layer > 1)
+    what.push_back("intermediate-layer losses (each dropped at a fraction)");
+  return fmt::format("{}", fmt::join(what, " and "));
 }
 
 /// ReduceLROnPlateau(mode 'min', factor decay_rate, patience, min_lr lr_min,
@@ -682,6 +698,7 @@ void saveTrainingCheckpoint(const std::string &path,
   record.seed = settings.seed;
   record.threads = settings.threads;
   record.ranks = comm.size();
+  record.maxStep = settings.maxStep;
   record.lossScaling = settings.lossScaling;
   writeSafeTensors(path, tensors, checkpointMetadata(record));
 }
@@ -765,12 +782,32 @@ LoopState loadTrainingCheckpoint(const std::string &path,
   data.rng().restore(record.numpyRng);
   data.restorePosition(record.loop.iteratorRow, record.iteratorState, path);
 
+  // A resumed run keeps the max_step it started with (metadata "max_step";
+  // absent in checkpoints from before it was recorded): its schedules were
+  // drawn for it. --max-step may change it only where nothing follows it.
+  std::string schedules = maxStepSchedules(info);
+  if (record.maxStep && *record.maxStep != settings.maxStep) {
+    if (!options.maxStep)
+      settings.maxStep = *record.maxStep;
+    else if (!schedules.empty())
+      fail(TXL_INVALID_ARGUMENT,
+           "{}: this run's max_step {} shapes its {}; --max-step {} would "
+           "change that mid-run (leave --max-step out, or give {}, to "
+           "continue it)",
+           path, *record.maxStep, schedules, *options.maxStep,
+           *record.maxStep);
+  }
   LoopState state = record.loop;
-  if (state.step > settings.maxStep)
+  if (state.step > settings.maxStep && schedules.empty())
     fail(TXL_INVALID_ARGUMENT,
          "{} is at update {}, past the run's max_step {}: nothing to train "
          "(give --max-step {} or more to continue it)",
          path, state.step, settings.maxStep, state.step + 1);
+  if (state.step > settings.maxStep)
+    fail(TXL_INVALID_ARGUMENT,
+         "{} is at update {}, past the run's max_step {}, which shapes its "
+         "{}: nothing to train",
+         path, state.step, settings.maxStep, schedules);
   // A checkpoint of another precision starts the loss scaling afresh.
   if (!settings.lossScaling || !record.lossScaling) {
     state.lossScaleLog2 = settings.lossScaleInitLog2;
@@ -926,6 +963,15 @@ void trainRank(const txl_model_info_t &info, const TrainOptions &options,
            error.what());
     }
     lock.emplace(settings.workDir);
+    // A fresh run would replace a previous run's checkpoints and log (issue
+    // 48, item 4): only when asked to.
+    struct stat previous;
+    if (!options.resume && !options.overwrite &&
+        ::stat(paths.last.c_str(), &previous) == 0)
+      fail(TXL_INVALID_ARGUMENT,
+           "{} holds a previous run ({}): give --resume to continue it, or "
+           "--overwrite to start a new run there",
+           settings.workDir, paths.last);
     if (int removed = removeStaleTemporaries(settings.workDir, paths))
       std::fprintf(out,
                    "| removed %d temporary file(s) a killed run left in %s |\n",
@@ -995,7 +1041,7 @@ void trainRank(const txl_model_info_t &info, const TrainOptions &options,
   } else {
     checkStatus(txl_session_init_parameters(session.get(), settings.seed));
     data.startEpoch(session.get());
-    state.lr = scheduledLr(session.get(), 0, info.lr);
+    state.lr = scheduledLr(session.get(), 0, info.lr, settings.maxStep);
     state.lossScaleLog2 = settings.lossScaleInitLog2;
     if (root)
       std::remove(paths.metrics.c_str());
@@ -1218,7 +1264,8 @@ void trainRank(const txl_model_info_t &info, const TrainOptions &options,
     }
     ++state.batchInEpoch;
     state.iteratorRow = data.position();
-    state.lr = scheduledLr(session.get(), state.step, state.lr);
+    state.lr =
+        scheduledLr(session.get(), state.step, state.lr, settings.maxStep);
     state.intervalLoss += loss;
     for (int part = 0; alrfou && part < 3; ++part)
       (*state.intervalParts)[part] += stepParts[part];

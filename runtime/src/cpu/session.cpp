@@ -1657,15 +1657,22 @@ extern "C" txl_status_t txl_session_write_gradients(txl_session_t *session,
 
 extern "C" txl_status_t txl_session_learning_rate(txl_session_t *session,
                                                   int64_t step, double lr,
+                                                  int64_t max_step,
                                                   double *out_lr) {
   return guardStatus([&] {
     requireSession(session);
     ensureTrainingState(*session);
     if (!out_lr)
       fail(TXL_INVALID_ARGUMENT, "txl_session_learning_rate: null argument");
+    if (step < 0 || max_step < 1)
+      fail(TXL_INVALID_ARGUMENT,
+           "txl_session_learning_rate: step {} and max_step {} (step >= 0, "
+           "max_step >= 1)",
+           step, max_step);
     PackedArgs args;
     args.i64(step);
     args.f64(lr);
+    args.i64(max_step);
     args.memref(session->onDevice ? session->deviceScalar : out_lr, {1});
     txl_learning_rate(args.data());
     if (session->onDevice)

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "txl/rt/Commands.h"
+#include "txl/rt/CpuBlas.h"
 #include "txl/rt/DataParallel.h"
 #include "txl/rt/File.h"
 #include "txl/rt/Generate.h"
@@ -193,6 +194,11 @@ int main(int argc, char **argv) {
         "has version {}",
         info.abi_version, TXL_ABI_VERSION));
 
+  // Before any product: a BLAS running generic kernels on a CPU with AVX2
+  // restarts with the kernels that fit, or says so (CpuBlas.h).
+  txl::rt::ensureBlasKernel(prog.c_str(), argv);
+  const bool onCpu = !info.device_backend || !*info.device_backend;
+
   const std::string modelName = info.model_name ? info.model_name : "";
   const std::string dataset = info.dataset ? info.dataset : "";
   const std::string dataPath = info.data_path ? info.data_path : "";
@@ -202,6 +208,13 @@ int main(int argc, char **argv) {
                   modelName, info.n_layer, info.d_model, info.n_token),
       prog);
   app.require_subcommand(1);
+  app.set_version_flag(
+      "--version",
+      fmt::format("model '{}' compiled by txlc (runtime ABI {}, target {})\n{}",
+                  modelName, TXL_ABI_VERSION,
+                  onCpu ? "cpu" : info.device_backend, txl::rt::blasLine()),
+      "Print the model, the runtime ABI, the BLAS with its kernel and "
+      "threads, and the CPU, then exit");
 
   bool allowExtraTensors = false; // --allow-extra-tensors of any command
 
@@ -337,12 +350,22 @@ int main(int argc, char **argv) {
                    "Directory for log.txt, metrics.jsonl, last/best "
                    "checkpoints and curves.png (created)")
       ->required();
-  train->add_flag("--resume", trainOptions.resume,
-                  "Continue from <work-dir>/last.safetensors exactly where "
-                  "it stopped");
+  CLI::Option *resumeOpt =
+      train->add_flag("--resume", trainOptions.resume,
+                      "Continue from <work-dir>/last.safetensors exactly "
+                      "where it stopped");
+  train
+      ->add_flag("--overwrite", trainOptions.overwrite,
+                 "Start a new run in a work directory that holds one (without "
+                 "it or --resume, a work directory with a last.safetensors is "
+                 "refused)")
+      ->excludes(resumeOpt);
   CLI::Option *maxStepOpt = train->add_option(
       "--max-step", trainMaxStep,
-      fmt::format("Stop after this many updates (default: {})", info.max_step));
+      fmt::format("Train this many updates; the cosine lr's T_max and the "
+                  "Al-Rfou loss schedule follow it (default: {}; on --resume "
+                  "the checkpoint's)",
+                  info.max_step));
   CLI::Option *logIntervalOpt = train->add_option(
       "--log-interval", trainLogInterval,
       fmt::format("Updates per log line (default: {})", info.log_interval));
@@ -474,6 +497,8 @@ int main(int argc, char **argv) {
     return app.exit(help);
   } catch (const CLI::CallForAllHelp &help) {
     return app.exit(help);
+  } catch (const CLI::CallForVersion &version) {
+    return app.exit(version);
   } catch (const CLI::ParseError &error) {
     // CLI11 reports a mistyped subcommand as a missing one.
     if (argc > 1 && argv[1][0] != '-' && !eval->parsed() &&
@@ -493,6 +518,10 @@ int main(int argc, char **argv) {
           "started as one of {} ranks by an MPI launcher: only `train` runs "
           "data-parallel; run this command without mpirun",
           txl::rt::launcherWorldSize()));
+    // The run header names the BLAS and its kernel (the CPU target's
+    // products run there).
+    if (onCpu && (eval->parsed() || train->parsed()))
+      std::fprintf(stderr, "%s\n", txl::rt::blasLine().c_str());
     if (eval->parsed()) {
       setIfGiven(tgtLenOpt, evalTgtLen, evalOptions.tgtLen);
       setIfGiven(memLenOpt, evalMemLen, evalOptions.memLen);

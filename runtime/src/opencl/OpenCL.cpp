@@ -27,6 +27,8 @@ constexpr KnownCode kKnownCodes[] = {
     {-32, "CL_INVALID_PLATFORM", "invalid platform"},
     {-33, "CL_INVALID_DEVICE", "invalid device"},
     {-42, "CL_INVALID_BINARY", "the program binary or SPIR-V is invalid"},
+    {-43, "CL_INVALID_BUILD_OPTIONS",
+     "the driver refuses the build options (TXL_OPENCL_BUILD_OPTIONS)"},
     {-46, "CL_INVALID_KERNEL_NAME", "no kernel of that name in the program"},
     {-51, "CL_INVALID_ARG_SIZE", "kernel argument of the wrong size"},
     {-52, "CL_INVALID_KERNEL_ARGS", "kernel arguments not all set"},

@@ -20,6 +20,7 @@
 #include "txl/rt/ProgramCache.h"
 #include "txl/rt/Status.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <vector>
@@ -42,8 +43,6 @@ constexpr cl_uint kDeviceIlVersion = 0x105B;
 constexpr cl_uint kProgramBinarySizes = 0x1165;
 constexpr cl_uint kProgramBinaries = 0x1166;
 constexpr cl_uint kProgramBuildLog = 0x1183;
-/// clBuildProgram's options (none); part of the program cache's key.
-constexpr const char *kBuildOptions = "";
 constexpr cl_ulong kMemReadWrite = 1;
 constexpr cl_uint kBlocking = 1;
 
@@ -189,6 +188,8 @@ public:
     queue_ = cl_.clCreateCommandQueueWithProperties(context_, device_, nullptr,
                                                     &status);
     cl_.check(status, "clCreateCommandQueueWithProperties");
+    if (const char *options = std::getenv("TXL_OPENCL_BUILD_OPTIONS"))
+      buildOptions_ = options;
   }
 
   ~OpenCLDevice() override {
@@ -413,7 +414,7 @@ private:
         platformString(kPlatformName), platformString(kPlatformVersion),
         deviceString(cl_, device_, kDeviceName),
         deviceString(cl_, device_, kDeviceVersion),
-        deviceString(cl_, device_, kDriverVersion), kBuildOptions);
+        deviceString(cl_, device_, kDriverVersion), buildOptions_);
   }
 
   /// The program of `spirv`: the built program from the program cache
@@ -435,8 +436,8 @@ private:
     cl_program program = cl_.clCreateProgramWithIL(context_, spirv.data(),
                                                    spirv.size(), &status);
     cl_.check(status, "clCreateProgramWithIL");
-    cl_int built = cl_.clBuildProgram(program, 1, &device_, kBuildOptions,
-                                      nullptr, nullptr);
+    cl_int built = cl_.clBuildProgram(program, 1, &device_,
+                                      buildOptions_.c_str(), nullptr, nullptr);
     if (built != 0) {
       size_t size = 0;
       cl_.clGetProgramBuildInfo(program, device_, kProgramBuildLog, 0, nullptr,
@@ -445,8 +446,11 @@ private:
       cl_.clGetProgramBuildInfo(program, device_, kProgramBuildLog, size,
                                 log.data(), nullptr);
       cl_.clReleaseProgram(program);
-      fail(TXL_UNAVAILABLE, "clBuildProgram: {}: {}", OpenCL::errorName(built),
-           log.c_str());
+      fail(TXL_UNAVAILABLE, "clBuildProgram{}: {}: {}",
+           buildOptions_.empty()
+               ? std::string()
+               : " (TXL_OPENCL_BUILD_OPTIONS=" + buildOptions_ + ")",
+           OpenCL::errorName(built), log.c_str());
     }
     origin = "built from SPIR-V";
     if (cache) {
@@ -472,8 +476,8 @@ private:
         cl_.clReleaseProgram(program);
       return nullptr;
     }
-    if (cl_.clBuildProgram(program, 1, &device_, kBuildOptions, nullptr,
-                           nullptr) != 0) {
+    if (cl_.clBuildProgram(program, 1, &device_, buildOptions_.c_str(),
+                           nullptr, nullptr) != 0) {
       cl_.clReleaseProgram(program);
       return nullptr;
     }
@@ -518,6 +522,11 @@ private:
   cl_device_id device_ = nullptr;
   cl_context context_ = nullptr;
   cl_command_queue queue_ = nullptr;
+  /// clBuildProgram's options: $TXL_OPENCL_BUILD_OPTIONS, else none. Part
+  /// of the program cache's key, so builds with other options are kept
+  /// apart. The test suite builds the emulated tensor-core kernels with
+  /// "-cl-opt-disable" (docs/opencl.md).
+  std::string buildOptions_;
 };
 
 Kernel &OpenCLModule::kernel(const std::string &name) {

@@ -154,9 +154,11 @@ def parse_ptxas(output):
 
 
 def entry_bodies(ptx):
-    """{kernel name: its PTX text up to the next kernel}."""
+    """{kernel name: its PTX text up to the next kernel}, without the
+    `// .globl NEXT` comment that ends it, which names the next kernel."""
     parts = re.split(r"(?m)^(?=(?:\.visible )?\.entry )", ptx)
-    return {re.match(r"(?:\.visible )?\.entry (\w+)", part).group(1): part
+    return {re.match(r"(?:\.visible )?\.entry (\w+)", part).group(1):
+            re.sub(r"(?m)^\s*// \.globl\s.*$", "", part)
             for part in parts[1:]}
 
 

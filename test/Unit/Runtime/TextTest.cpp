@@ -37,21 +37,42 @@ std::string detokenize(std::string_view dataset, const Vocab &vocab,
 // for <eos>.
 TEST(TextTest, WordLevel) {
   Vocab vocab = built({"<eos>"}, true, "the cat sat <unk>\n");
-  std::vector<int64_t> ids = encodeUserText("ptb", vocab, "The cat\nsat dog");
+  std::vector<int64_t> ids = encodeUserText("ptb", vocab, "The cat\nsat dog", "p.txt");
   auto id = [&](const char *s) { return *vocab.find(s); };
   EXPECT_EQ(ids, (std::vector<int64_t>{id("the"), id("cat"), id("<eos>"),
                                        id("sat"), id("<unk>")}));
   EXPECT_EQ(detokenize("ptb", vocab, ids), "the cat\nsat <unk>");
   Vocab noUnk = built({"<eos>"}, false, "a b\n");
-  expectError([&] { encodeUserText("wt2", noUnk, "a c"); }, TXL_DATA_ERROR,
-              {"line 1: symbol 'c' is not in the vocabulary"});
+  expectError([&] { encodeUserText("wt2", noUnk, "a c", "p.txt"); },
+              TXL_DATA_ERROR, {"p.txt:1: symbol 'c' is not in the vocabulary"});
+}
+
+// Invalid UTF-8 is an error naming the text, its line and the byte's offset
+// (issue 48, item 10: it was read as <unk>), on every dataset but enwik8,
+// whose symbols are bytes.
+TEST(TextTest, InvalidUtf8) {
+  Vocab vocab = built({"<eos>"}, true, "the cat sat <unk>\n");
+  expectError(
+      [&] { encodeUserText("ptb", vocab, "the\ncat \xff sat", "p.txt"); },
+      TXL_DATA_ERROR, {"p.txt:2: invalid UTF-8 (byte 0xff at offset 8)"});
+  // An overlong "/" and a lone continuation byte.
+  expectError([&] { encodeUserText("wt2", vocab, "\xc0\xaf", "--prompt"); },
+              TXL_DATA_ERROR,
+              {"--prompt:1: invalid UTF-8 (byte 0xc0 at offset 0)"});
+  Vocab ptbChar = built({"<eos>"}, false, "a b _ c\n");
+  expectError(
+      [&] { encodeUserText("ptb-char", ptbChar, "ab \x80", "q.txt"); },
+      TXL_DATA_ERROR, {"q.txt:1: invalid UTF-8 (byte 0x80 at offset 3)"});
+  Vocab enwik8 = built({}, true, "104 255\n");
+  EXPECT_EQ(encodeUserText("enwik8", enwik8, "h\xff", "e.txt"),
+            (std::vector<int64_t>{*enwik8.find("104"), *enwik8.find("255")}));
 }
 
 // Characters: ptb-char spells words with "_" between them, text8 writes " "
 // as "_", enwik8 has every byte as its decimal number and no line ends.
 TEST(TextTest, CharacterLevel) {
   Vocab ptbChar = built({"<eos>"}, false, "a b _ c\n");
-  std::vector<int64_t> ids = encodeUserText("ptb-char", ptbChar, "ab c\n");
+  std::vector<int64_t> ids = encodeUserText("ptb-char", ptbChar, "ab c\n", "t.txt");
   auto id = [&](const Vocab &v, const char *s) { return *v.find(s); };
   EXPECT_EQ(ids, (std::vector<int64_t>{id(ptbChar, "a"), id(ptbChar, "b"),
                                        id(ptbChar, "_"), id(ptbChar, "c"),
@@ -59,13 +80,13 @@ TEST(TextTest, CharacterLevel) {
   EXPECT_EQ(detokenize("ptb-char", ptbChar, ids), "ab c\n");
 
   Vocab text8 = built({}, true, "a _ b\n");
-  ids = encodeUserText("text8", text8, "A b");
+  ids = encodeUserText("text8", text8, "A b", "t.txt");
   EXPECT_EQ(ids, (std::vector<int64_t>{id(text8, "a"), id(text8, "_"),
                                        id(text8, "b")}));
   EXPECT_EQ(detokenize("text8", text8, ids), "a b");
 
   Vocab enwik8 = built({}, true, "104 105 10\n");
-  ids = encodeUserText("enwik8", enwik8, "hi\nhi");
+  ids = encodeUserText("enwik8", enwik8, "hi\nhi", "t.txt");
   EXPECT_EQ(ids, (std::vector<int64_t>{id(enwik8, "104"), id(enwik8, "105"),
                                        id(enwik8, "104"), id(enwik8, "105")}));
   EXPECT_EQ(detokenize("enwik8", enwik8, ids), "hihi");

@@ -85,6 +85,10 @@ struct CheckpointRecord {
   /// memory tensors hold the global batch's columns whatever the count, as
   /// one process stores them: a checkpoint resumes on any rank count.
   int64_t ranks = 1;
+  /// The run's max_step, which its schedules follow (the cosine lr's T_max,
+  /// the Al-Rfou layer drops): metadata "max_step", absent in checkpoints
+  /// from before it was recorded (issue 48, item 2).
+  std::optional<int64_t> maxStep;
   /// Whether the loss-scaling counters (loop.lossScaleLog2, cleanSteps,
   /// skippedSteps) are recorded: runs of --precision=fp16 executables.
   bool lossScaling = false;

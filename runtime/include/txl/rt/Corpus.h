@@ -237,6 +237,12 @@ std::vector<std::string> lm1bTrainShards(const std::string &dir);
 std::string ptbCharText(std::string_view wordText,
                         const std::string &source = "<text>");
 
+/// Fails (TXL_DATA_ERROR) with "<source>:<line>: invalid UTF-8 (byte 0xNN
+/// at offset N)", the line 1-based and the offset in bytes from the start
+/// of `text`, unless `text` is valid UTF-8 (no overlong forms, surrogates
+/// or code points above U+10FFFF).
+void checkUtf8(std::string_view text, const std::string &source);
+
 /// Knobs of `loadCorpus` beyond the official `Corpus`.
 struct CorpusOptions {
   /// prep_enwik8.py / prep_text8.py `num_test_chars`: when splitting the raw

@@ -29,10 +29,14 @@ namespace txl::rt {
 /// text8 have none); a last line without one gets none, so that a prompt
 /// continues its sentence. A symbol not in the vocabulary maps to the
 /// vocabulary's unknown symbol (lm1b "<UNK>"), or to PTB's "<unk>" where the
-/// vocabulary has one. Errors: TXL_DATA_ERROR naming the symbol and its
-/// line (1-based) otherwise; invalid UTF-8.
+/// vocabulary has one. Errors (TXL_DATA_ERROR): a symbol with no unknown
+/// symbol to map to ("<source>:<line>: symbol 'x' is not in the
+/// vocabulary"); invalid UTF-8 but for enwik8, whose symbols are bytes
+/// ("<source>:<line>: invalid UTF-8 (byte 0xNN at offset N)", checkUtf8).
+/// `source` names the text: its file, or "--prompt".
 std::vector<int64_t> encodeUserText(std::string_view dataset,
-                                    const Vocab &vocab, std::string_view text);
+                                    const Vocab &vocab, std::string_view text,
+                                    const std::string &source);
 
 /// Turns ids back into text as the dataset writes it, one token at a time
 /// (for streaming): words separated by spaces and "<eos>" (lm1b: "<S>") as a

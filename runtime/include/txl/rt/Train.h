@@ -42,6 +42,14 @@ struct TrainOptions {
   std::string dataset;  ///< --dataset; default info.dataset
   std::string workDir;  ///< --work-dir (required)
   bool resume = false;  ///< --resume: continue from workDir/last.safetensors
+  /// --overwrite: start a new run in a work directory that holds one (its
+  /// last.safetensors); without it or --resume, that is refused.
+  bool overwrite = false;
+  /// --max-step: the run's length, which its schedules follow (the cosine
+  /// lr's T_max, the Al-Rfou layer drops; default the model file's; on
+  /// --resume the checkpoint's, and another value is refused where a
+  /// schedule follows it). --log-interval, --eval-interval and
+  /// --max-eval-steps.
   std::optional<int64_t> maxStep, logInterval, evalInterval, maxEvalSteps;
   /// Updates between `last` checkpoints; default log_interval.
   std::optional<int64_t> checkpointInterval;
