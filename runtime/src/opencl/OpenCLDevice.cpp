@@ -524,8 +524,8 @@ private:
   cl_command_queue queue_ = nullptr;
   /// clBuildProgram's options: $TXL_OPENCL_BUILD_OPTIONS, else none. Part
   /// of the program cache's key, so builds with other options are kept
-  /// apart. The test suite builds the emulated tensor-core kernels with
-  /// "-cl-opt-disable" (docs/opencl.md).
+  /// apart. The test suite's kernel harnesses build with "-cl-opt-disable"
+  /// (test/Integration/gpu/txl_device.py).
   std::string buildOptions_;
 };
 

@@ -3,10 +3,20 @@ device.h) in libtxl_device.so, shared by the tests that drive compiled
 kernels from Python."""
 
 import ctypes
+import os
 
 
 def load(path):
-    """libtxl_device.so at `path`, with the prototypes the tests use."""
+    """libtxl_device.so at `path`, with the prototypes the tests use.
+
+    The kernels these tests launch run a few small cases each, so their time
+    goes to the OpenCL driver's build: unless TXL_OPENCL_BUILD_OPTIONS is
+    set (even empty, for the driver's optimized build), the driver builds
+    them with -cl-opt-disable (and test/lit.cfg.py's
+    CL_CONFIG_CPU_O0_VECTORIZATION=True, which keeps Intel's subgroups),
+    about 4x faster for the emulated tensor-core kernels, with the same
+    results."""
+    os.environ.setdefault("TXL_OPENCL_BUILD_OPTIONS", "-cl-opt-disable")
     lib = ctypes.CDLL(path)
     ptr, size = ctypes.c_void_p, ctypes.c_size_t
     lib.txl_device_open.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, size]
