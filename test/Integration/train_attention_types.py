@@ -28,7 +28,7 @@ def main():
         lines = train(exe, ptb, os.path.join(out, f"run{t}"))
         loss = [float(re.search(r"loss +([0-9.]+)", l).group(1)) for l in lines]
         part = os.path.join(out, f"part{t}")
-        train(exe, ptb, part, "--max-step", "40")
+        train(exe, ptb, part, "--stop-after", "40")
         resumed = train(exe, ptb, part, "--resume")
         # The same step, lr and loss (ms/batch differs).
         def key(line):

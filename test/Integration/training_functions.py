@@ -11,7 +11,8 @@ of the official train.py (test/lib/torch_optim.py):
   range of every tensor;
 - the lr schedule of every scheduler over steps 0 .. max_step + 2 (so 0, 1,
   warmup_step - 1, warmup_step, warmup_step + 1 and max_step among them),
-  each call given the lr the previous one returned, as the runtime does.
+  each call given the lr the previous one returned, as the runtime does,
+  for the model file's max_step and another (the run's --max-step).
 
 Every model is compiled from its model file through `txlc --emit=txl` and the
 txl-cpu-pipeline."""
@@ -235,28 +236,33 @@ def check_optimizer(lib, shapes, optim, clip, rng):
 def check_schedule(lib, scheduler, warmup):
     lr_fn = txlrun.Segment(lib, entry="txl_learning_rate")
 
-    def call(step, current):
-        return float(lr_fn([step, current], [(1,)], [np.float64])[0][0])
+    def call(step, current, max_step=MAX_STEP):
+        return float(lr_fn([step, current, max_step], [(1,)],
+                           [np.float64])[0][0])
 
     # dev_perf's ReduceLROnPlateau is the runtime's: halve the lr once past
-    # the warmup, as it would, and expect the schedule to keep it.
+    # the warmup, as it would, and expect the schedule to keep it. The
+    # schedule follows the run's max_step (train --max-step, train.py's
+    # args.max_step), the model file's and another one.
     plateau = warmup + 3 if scheduler == "dev_perf" else None
-    want = ref.initial_lr(scheduler, LR, warmup)
-    got = call(0, float("nan"))
     worst = 0.0
-    for step in range(0, MAX_STEP + 3):
-        if step > 0:
-            want = ref.lr_after_update(scheduler, want, step, LR, warmup,
-                                       MAX_STEP, ETA_MIN)
-            got = call(step, current)
-        err = abs(got - want) / want if want else abs(got)
-        worst = max(worst, err)
-        if not err <= 1e-15:
-            sys.exit(f"FAIL: {scheduler} warmup {warmup}: lr after step "
-                     f"{step} is {got!r}, train.py has {want!r}")
-        current = got
-        if step == plateau:
-            current = want = got * 0.5
+    for max_step in (MAX_STEP, 2 * MAX_STEP + 1):
+        want = ref.initial_lr(scheduler, LR, warmup)
+        got = call(0, float("nan"), max_step)
+        for step in range(0, max_step + 3):
+            if step > 0:
+                want = ref.lr_after_update(scheduler, want, step, LR, warmup,
+                                           max_step, ETA_MIN)
+                got = call(step, current, max_step)
+            err = abs(got - want) / want if want else abs(got)
+            worst = max(worst, err)
+            if not err <= 1e-15:
+                sys.exit(f"FAIL: {scheduler} warmup {warmup} max_step "
+                         f"{max_step}: lr after step {step} is {got!r}, "
+                         f"train.py has {want!r}")
+            current = got
+            if step == plateau:
+                current = want = got * 0.5
     # The quirk kept on purpose: after warmup a constant schedule stays at
     # the last warmup value, not at lr.
     if scheduler == "constant" and got != LR * (warmup - 1) / warmup:
