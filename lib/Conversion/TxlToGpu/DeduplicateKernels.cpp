@@ -43,11 +43,11 @@ llvm::hash_code kernelHash(gpu::GPUFuncOp kernel) {
   for (NamedAttribute attr : attributesButName(kernel))
     hash = llvm::hash_combine(hash, attr.getName(), attr.getValue());
   kernel.getBody().walk([&](Operation *op) {
-    hash = llvm::hash_combine(
-        hash, OperationEquivalence::computeHash(
-                  op, OperationEquivalence::ignoreHashValue,
-                  OperationEquivalence::ignoreHashValue,
-                  OperationEquivalence::IgnoreLocations));
+    hash =
+        llvm::hash_combine(hash, OperationEquivalence::computeHash(
+                                     op, OperationEquivalence::ignoreHashValue,
+                                     OperationEquivalence::ignoreHashValue,
+                                     OperationEquivalence::IgnoreLocations));
   });
   return hash;
 }
@@ -87,17 +87,16 @@ struct DeduplicateKernelsPass
     // Every reference @module::@erased (a launch's kernel, or any other
     // attribute) becomes @module::@kept, in one walk of the module.
     AttrTypeReplacer replacer;
-    replacer.addReplacement(
-        [&](SymbolRefAttr ref) -> std::optional<Attribute> {
-          if (ref.getNestedReferences().size() != 1)
-            return std::nullopt;
-          auto found = keptFor.find(
-              {ref.getRootReference(), ref.getLeafReference()});
-          if (found == keptFor.end())
-            return std::nullopt;
-          return SymbolRefAttr::get(ref.getRootReference(),
-                                    {FlatSymbolRefAttr::get(found->second)});
-        });
+    replacer.addReplacement([&](SymbolRefAttr ref) -> std::optional<Attribute> {
+      if (ref.getNestedReferences().size() != 1)
+        return std::nullopt;
+      auto found =
+          keptFor.find({ref.getRootReference(), ref.getLeafReference()});
+      if (found == keptFor.end())
+        return std::nullopt;
+      return SymbolRefAttr::get(ref.getRootReference(),
+                                {FlatSymbolRefAttr::get(found->second)});
+    });
     replacer.recursivelyReplaceElementsIn(getOperation(), /*replaceAttrs=*/true,
                                           /*replaceLocs=*/false,
                                           /*replaceTypes=*/false);

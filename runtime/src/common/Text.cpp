@@ -48,7 +48,8 @@ std::vector<int64_t> encodeUserText(std::string_view dataset,
       // prep_enwik8.py: every byte as its decimal number; newlines are line
       // breaks, never tokens.
       for (unsigned char byte : line)
-        ids.push_back(idOf(vocab, std::to_string(int(byte)), lineNumber, source));
+        ids.push_back(
+            idOf(vocab, std::to_string(int(byte)), lineNumber, source));
       continue;
     }
     if (spec.rawFile == "text8") {

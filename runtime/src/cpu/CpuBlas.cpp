@@ -62,8 +62,8 @@ CpuFeatures detectCpu() {
   if (!__get_cpuid(1, &a, &b, &c, &d))
     return cpu;
   unsigned baseFamily = (a >> 8) & 0xf, baseModel = (a >> 4) & 0xf;
-  cpu.family = int(baseFamily == 0xf ? baseFamily + ((a >> 20) & 0xff)
-                                     : baseFamily);
+  cpu.family =
+      int(baseFamily == 0xf ? baseFamily + ((a >> 20) & 0xff) : baseFamily);
   cpu.model = int(baseFamily == 0x6 || baseFamily == 0xf
                       ? baseModel + (((a >> 16) & 0xf) << 4)
                       : baseModel);
@@ -139,11 +139,11 @@ BlasKernelAction decideBlasKernel(const CpuFeatures &cpu,
   }
   action.kind = BlasKernelAction::Warn;
   action.kernel = fitting;
-  std::string cpuName = cpu.brand.empty()
-                            ? fmt::format("family {} model {}", cpu.family,
-                                          cpu.model)
-                            : fmt::format("{} (family {} model {})", cpu.brand,
-                                          cpu.family, cpu.model);
+  std::string cpuName =
+      cpu.brand.empty()
+          ? fmt::format("family {} model {}", cpu.family, cpu.model)
+          : fmt::format("{} (family {} model {})", cpu.brand, cpu.family,
+                        cpu.model);
   action.warning =
       coreTypeEnv && !restarted
           ? fmt::format(

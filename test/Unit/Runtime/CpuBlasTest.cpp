@@ -1,4 +1,5 @@
-//===- CpuBlasTest.cpp - The BLAS kernel that fits the CPU -----------------===//
+//===- CpuBlasTest.cpp - The BLAS kernel that fits the CPU
+//-----------------===//
 //
 // decideBlasKernel on the machines issue 49 met: Debian's OpenBLAS 0.3.21
 // runs its generic Prescott kernels on Intel's family 6 model 207; this
@@ -24,8 +25,8 @@ CpuFeatures emeraldRapids() {
 }
 
 TEST(CpuBlasTest, KernelsThatUseAvx2) {
-  for (const char *k : {"Haswell", "Zen", "SkylakeX", "COOPERLAKE",
-                        "SapphireRapids"})
+  for (const char *k :
+       {"Haswell", "Zen", "SkylakeX", "COOPERLAKE", "SapphireRapids"})
     EXPECT_TRUE(kernelUsesAvx2(k)) << k;
   for (const char *k : {"Prescott", "Core2", "Nehalem", "Sandybridge", "", "x"})
     EXPECT_FALSE(kernelUsesAvx2(k)) << k;

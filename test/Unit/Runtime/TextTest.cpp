@@ -37,7 +37,8 @@ std::string detokenize(std::string_view dataset, const Vocab &vocab,
 // for <eos>.
 TEST(TextTest, WordLevel) {
   Vocab vocab = built({"<eos>"}, true, "the cat sat <unk>\n");
-  std::vector<int64_t> ids = encodeUserText("ptb", vocab, "The cat\nsat dog", "p.txt");
+  std::vector<int64_t> ids =
+      encodeUserText("ptb", vocab, "The cat\nsat dog", "p.txt");
   auto id = [&](const char *s) { return *vocab.find(s); };
   EXPECT_EQ(ids, (std::vector<int64_t>{id("the"), id("cat"), id("<eos>"),
                                        id("sat"), id("<unk>")}));
@@ -72,7 +73,8 @@ TEST(TextTest, InvalidUtf8) {
 // as "_", enwik8 has every byte as its decimal number and no line ends.
 TEST(TextTest, CharacterLevel) {
   Vocab ptbChar = built({"<eos>"}, false, "a b _ c\n");
-  std::vector<int64_t> ids = encodeUserText("ptb-char", ptbChar, "ab c\n", "t.txt");
+  std::vector<int64_t> ids =
+      encodeUserText("ptb-char", ptbChar, "ab c\n", "t.txt");
   auto id = [&](const Vocab &v, const char *s) { return *v.find(s); };
   EXPECT_EQ(ids, (std::vector<int64_t>{id(ptbChar, "a"), id(ptbChar, "b"),
                                        id(ptbChar, "_"), id(ptbChar, "c"),

@@ -1,4 +1,5 @@
-//===- CpuBlas.h - The CPU's features and the BLAS kernel that fits -*- C++ -*-===//
+//===- CpuBlas.h - The CPU's features and the BLAS kernel that fits -*- C++
+//-*-===//
 //
 // The CPU target's products run in OpenBLAS, which picks its kernels for the
 // CPU when it loads (DYNAMIC_ARCH). An OpenBLAS older than the CPU does not
