@@ -81,8 +81,10 @@ def main():
         subprocess.run([args.txlc, toml, "-o", exe], check=True)
         work = os.path.join(args.workdir, tag + "_run")
         start = time.time()
+        # A rerun of the ablation replaces its runs (--overwrite).
         subprocess.run([exe, "train", "--work-dir", work, "--no-plot",
-                        "--no-progress"], check=True, stdout=subprocess.DEVNULL)
+                        "--no-progress", "--overwrite"], check=True,
+                       stdout=subprocess.DEVNULL)
         train_s = time.time() - start
         with open(os.path.join(work, "metrics.jsonl")) as f:
             metrics = [json.loads(line) for line in f]
