@@ -30,12 +30,31 @@ import lit_sanitizers
 config.substitutions.append(
     ("%python", lit_sanitizers.configure(config, config.txl_sanitize)))
 
+# The readers' libFuzzer targets: the plain build's (test/Fuzz), which
+# carry AddressSanitizer of their own; the sanitizer builds leave them out.
+if getattr(config, "txl_fuzzers", "ON") == "ON":
+    config.available_features.add("fuzzers")
+
 config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
 llvm_config.use_default_substitutions()
 # txl-opt and txlc are found on PATH (the build's bin/ first) rather than by
 # substitution, which would also rewrite `--emit=txl-opt`.
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.txl_tools_dir, append_path=True)
+# `txlc` is test/tools/txlc, ahead of the build's: the build's txlc, with the
+# executables it writes shared between the tests of this lit run (the cache
+# is emptied when lit starts; what it serves and what it never does is in
+# that file). Set TXL_TEST_COMPILE_CACHE to an empty value to turn it off.
+llvm_config.with_environment(
+    "PATH", os.path.join(config.txl_src_root, "test", "tools"),
+    append_path=True)
+config.environment["TXL_TEST_TXLC"] = os.path.join(config.txl_tools_dir, "txlc")
+if os.environ.get("TXL_TEST_COMPILE_CACHE", None) == "":
+    config.environment["TXL_TEST_COMPILE_CACHE"] = ""
+else:
+    config.compile_cache = os.path.join(config.test_exec_root, "compile-cache")
+    shutil.rmtree(config.compile_cache, ignore_errors=True)
+    config.environment["TXL_TEST_COMPILE_CACHE"] = config.compile_cache
 
 # The GPU kernels' numerics run on this CPU through SPIR-V and Intel's OpenCL
 # CPU runtime, which scripts/install-deps.sh installs with an ICD file in
