@@ -87,6 +87,22 @@ config.environment["TXL_OPENCL_CACHE_DIR"] = config.opencl_cache
 # rel-attention-opencl.test runs a tensor-core kernel built by the
 # optimizer (txl-emulate-mma works around it).
 config.environment["CL_CONFIG_CPU_O0_VECTORIZATION"] = "True"
+# CLBlast builds its kernels from source in every process (3 to 5 s of each
+# OpenCL executable's run on Intel's CPU runtime, which has no driver cache
+# as a GPU's has): test/tools/cl_program_cache.c, preloaded, keeps them for
+# the tests of this lit run (emptied when lit starts). The sanitizer builds
+# do not build it (their halves run no OpenCL executable).
+if not config.txl_sanitize:
+    config.cl_program_cache_lib = os.path.join(
+        config.txl_lib_dir, "libtxl_test_cl_program_cache.so")
+    if not os.path.isfile(config.cl_program_cache_lib):
+        lit_config.fatal("no %s: build the check target's dependencies"
+                         % config.cl_program_cache_lib)
+    config.environment["LD_PRELOAD"] = config.cl_program_cache_lib
+    config.clblast_cache = os.path.join(config.test_exec_root, "clblast-cache")
+    shutil.rmtree(config.clblast_cache, ignore_errors=True)
+    os.makedirs(config.clblast_cache)
+    config.environment["TXL_TEST_CL_CACHE"] = config.clblast_cache
 config.substitutions.append(("%models", os.path.join(config.txl_src_root, "models")))
 
 # Execution tests of lowered MLIR (mlir-runner): the BLAS the runtime links
