@@ -99,6 +99,7 @@ if not config.txl_sanitize:
         lit_config.fatal("no %s: build the check target's dependencies"
                          % config.cl_program_cache_lib)
     config.environment["LD_PRELOAD"] = config.cl_program_cache_lib
+    config.available_features.add("cl-program-cache")
     config.clblast_cache = os.path.join(config.test_exec_root, "clblast-cache")
     shutil.rmtree(config.clblast_cache, ignore_errors=True)
     os.makedirs(config.clblast_cache)

@@ -22,7 +22,9 @@
  * program from a stored binary built with other options than the stored
  * ones fails its build with a message on stderr, so a stale entry cannot
  * pass unnoticed. The first test to use each CLBlast program still builds
- * it from source.
+ * it from source. TXL_TEST_CL_CACHE_VERBOSE=1 prints one line per program:
+ * "cl_program_cache: stored <file>" or "cl_program_cache: loaded <file>"
+ * (test/Tools/cl-program-cache.test).
  *
  *===----------------------------------------------------------------------===*/
 
@@ -88,6 +90,12 @@ struct Entry {
   struct Entry *next;
 };
 static struct Entry *entries;
+
+static void say(const char *what, const char *path) {
+  const char *verbose = getenv("TXL_TEST_CL_CACHE_VERBOSE");
+  if (verbose && strcmp(verbose, "1") == 0)
+    fprintf(stderr, "cl_program_cache: %s %s\n", what, path);
+}
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 static uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
@@ -200,6 +208,7 @@ cl_program clCreateProgramWithSource(cl_context context, cl_uint count,
     free(binary);
     if (program && err == kSuccess && status == kSuccess) {
       remember(program, path, options);
+      say("loaded", path);
       if (error)
         *error = kSuccess;
       return program;
@@ -236,6 +245,8 @@ static void store(cl_program program, const char *path, const char *options) {
     ok = (fclose(f) == 0) && ok;
     if (!ok || rename(tmp, path) != 0)
       unlink(tmp);
+    else
+      say("stored", path);
   }
   free(binary);
 }

@@ -11,10 +11,6 @@
 #include <cmath>
 #include <vector>
 
-// Train.cpp drives the session, whose object references the generated
-// forward entry; this test binary links no model.
-extern "C" void txl_segment_forward(void **) {}
-
 namespace txl::rt {
 namespace {
 
