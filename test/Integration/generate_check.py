@@ -5,11 +5,15 @@
 MODE "memory" (the model's evaluation memory is longer than every sequence
 here) or "window" (a model without memory: each step runs the last tgt_len
 tokens). For each greedy step k the sequence so far (the prompt and the
-k tokens before) is run again from scratch by run-segments as one segment
-(memory: the whole sequence; window: its last tgt_len tokens), with one
-batch column per candidate next token, so that the last position's NLLs are
-the whole distribution: the greedy token must be its argmax (the lowest id
-among equals) and its log-probability -NLL within 1e-5. `score` is checked
+k tokens before) is run again from scratch by run-segments, and the NLLs of
+every candidate next token there are the whole distribution: the greedy
+token must be its argmax (the lowest id among equals) and its
+log-probability -NLL within 1e-5. All steps in one run-segments call, one
+batch column per candidate token v (its targets all v): memory: the whole
+final sequence as one segment, step k's distribution at the position of
+its last token (attention is causal: a position sees what it would as the
+last of a shorter sequence); window: one batch column per step and
+candidate, each the last tgt_len tokens of its step's sequence. `score` is checked
 against run-segments over the same text with the evaluation settings:
 log-probabilities = -NLL within 1e-5, rank 1 exactly where the token is the
 first alternative; every position's distribution (all N_TOKEN
@@ -32,17 +36,35 @@ def run(exe, *args):
                           text=True).stdout
 
 
-def distribution(exe, ckpt, out, seq, mem_len):
-    """-log p(v | seq) for every v, from one run-segments call."""
-    data = np.repeat(np.array(seq, np.int64)[None, :, None], N_TOKEN, 2)
+def distributions(exe, ckpt, out, windows):
+    """-log p(v | window) for every window (equal lengths) and every v, from
+    one run-segments call: [len(windows), N_TOKEN]."""
+    data = np.repeat(np.array(windows, np.int64).T[None, :, :, None],
+                     N_TOKEN, 3)
     target = data.copy()
-    target[0, -1, :] = np.arange(N_TOKEN)
-    np.save(os.path.join(out, "d.npy"), data)
-    np.save(os.path.join(out, "t.npy"), target)
+    target[0, -1, :, :] = np.arange(N_TOKEN)
+    return run_nll(exe, ckpt, out, data, target)[0, -1, :]
+
+
+def prefix_distributions(exe, ckpt, out, seq):
+    """-log p(v | seq[:p + 1]) for every position p and every v, from one
+    run-segments call over seq as one segment: [len(seq), N_TOKEN]."""
+    data = np.repeat(np.array(seq, np.int64)[None, :, None, None], N_TOKEN, 3)
+    target = np.broadcast_to(np.arange(N_TOKEN), data.shape).copy()
+    return run_nll(exe, ckpt, out, data, target)[0, :, 0, :]
+
+
+def run_nll(exe, ckpt, out, data, target):
+    """run-segments (no memory) on [n_seg, tgt_len, windows, N_TOKEN]
+    inputs and targets, batched as windows * N_TOKEN columns; the NLLs in
+    that shape."""
+    shape = data.shape
+    np.save(os.path.join(out, "d.npy"), data.reshape(*shape[:2], -1))
+    np.save(os.path.join(out, "t.npy"), target.reshape(*shape[:2], -1))
     run(exe, "run-segments", "--checkpoint", ckpt, "--inputs",
         os.path.join(out, "d.npy"), "--targets", os.path.join(out, "t.npy"),
-        "--mem-len", str(mem_len), "--dump-nll", os.path.join(out, "n.npy"))
-    return np.load(os.path.join(out, "n.npy"))[0, -1, :]
+        "--mem-len", "0", "--dump-nll", os.path.join(out, "n.npy"))
+    return np.load(os.path.join(out, "n.npy")).reshape(shape)
 
 
 def main():
@@ -54,13 +76,19 @@ def main():
                             "--max-new-tokens", str(STEPS), "--temperature",
                             "0", "--json"))
     seq = list(greedy["prompt"])
-    argmax_ok, lp_err = True, 0.0
+    n_prompt = len(seq)
+    seq += greedy["tokens"]
+    # Step k's sequence is seq[:n_prompt + k]; its distribution is row k.
+    if mode == "memory":
+        nll = prefix_distributions(exe, ckpt, out, seq[:-1])[n_prompt - 1:]
+    else:
+        nll = distributions(exe, ckpt, out,
+                            [seq[n_prompt + k - tgt_len:n_prompt + k]
+                             for k in range(len(greedy["tokens"]))])
+    argmax_ok, lp_err = len(nll) == STEPS, 0.0
     for k, token in enumerate(greedy["tokens"]):
-        window = seq if mode == "memory" else seq[-tgt_len:]
-        nll = distribution(exe, ckpt, out, window, 0)
-        argmax_ok &= int(np.argmin(nll)) == token
-        lp_err = max(lp_err, abs(-nll[token] - greedy["log_probs"][k]))
-        seq.append(token)
+        argmax_ok &= int(np.argmin(nll[k])) == token
+        lp_err = max(lp_err, abs(-nll[k][token] - greedy["log_probs"][k]))
     print(f"{mode}: prompt {greedy['prompt_tokens']} tokens, greedy = argmax "
           f"of the recomputed distribution for {STEPS} steps: {argmax_ok}, "
           f"log-prob max |diff| {lp_err:.1e}: "
