@@ -1,12 +1,13 @@
 """Kill-and-resume training reproduces the uninterrupted run bit for bit.
 
-usage: train_resume.py EXECUTABLE DATA_DIR WORK_ROOT [KILLS]
+usage: train_resume.py EXECUTABLE DATA_DIR WORK_ROOT [KILLS] [-- TRAIN_ARG...]
 
 Runs `EXECUTABLE train` once to the end (run A), then again (run B) killing
 it with SIGKILL at random points of its progress — with a checkpoint after
 every update some kills land inside a checkpoint write — and resuming with --resume each
 time until it finishes. Every logged train and validation loss of B, the
 final checkpoint's tensors and the best checkpoint must equal A's exactly.
+TRAIN_ARGs after `--` are added to every `train` (e.g. --max-eval-steps).
 """
 
 import json
@@ -53,10 +54,13 @@ def losses(work):
 
 
 def main():
-    exe, data, root = sys.argv[1:4]
-    kills = int(sys.argv[4]) if len(sys.argv) > 4 else 4
+    argv, extra = sys.argv, []
+    if "--" in argv:
+        argv, extra = argv[:argv.index("--")], argv[argv.index("--") + 1:]
+    exe, data, root = argv[1:4]
+    kills = int(argv[4]) if len(argv) > 4 else 4
     common = [exe, "train", "--data", data, "--threads", "1",
-              "--checkpoint-interval", "1", "--no-plot"]
+              "--checkpoint-interval", "1", "--no-plot", *extra]
     work_a = os.path.join(root, "a")
     subprocess.run(common + ["--work-dir", work_a], check=True,
                    stdout=subprocess.DEVNULL)
