@@ -58,8 +58,10 @@ struct Part {
 /// Emits the training functions of one model file.
 class TrainingEmitter {
 public:
-  TrainingEmitter(OpBuilder &b, Location loc, const ModelConfig &config)
-      : b(b), loc(loc), config(config), train(config.train) {}
+  TrainingEmitter(OpBuilder &b, Location loc, const ModelConfig &config,
+                  bool forDevice)
+      : b(b), loc(loc), config(config), train(config.train),
+        forDevice(forDevice) {}
 
   void emitGradSquaredNorm(ModuleOp module);
   void emitDeviceGradSquaredNorm(ModuleOp module);
@@ -85,6 +87,12 @@ private:
   Value gradScale(Value totalNorm);
   SmallVector<Value> update(Value param, Value grad, ValueRange states,
                             Value lr, Value step, Value scale);
+  func::FuncOp emitSquaredNormPart(ModuleOp module);
+  func::FuncOp emitOptimizerUpdate(ModuleOp module);
+  SmallVector<Value> updatePart(Value param, Value grad, ValueRange states,
+                                Value lr, Value step, Value scale, Value part,
+                                Value parts);
+  Value toDynamic(Value flat);
   Value warmupOrAfter(Value step, Value stepF, Value lr, Value maxStepF);
   Value invSqrt(Value step, Value stepF);
 
@@ -92,6 +100,7 @@ private:
   Location loc;
   const ModelConfig &config;
   const TrainSection &train;
+  bool forDevice;
 };
 
 } // namespace
@@ -135,7 +144,11 @@ SmallVector<Value> TrainingEmitter::update(Value param, Value grad,
 
 Part TrainingEmitter::partOf(Value t, Value part, Value parts) {
   auto type = cast<RankedTensorType>(t.getType());
-  Value count = arith::ConstantIndexOp::create(b, loc, type.getDimSize(0));
+  Value count =
+      type.isDynamicDim(0)
+          ? tensor::DimOp::create(b, loc, t, 0).getResult()
+          : arith::ConstantIndexOp::create(b, loc, type.getDimSize(0))
+                .getResult();
   auto bound = [&](Value k) -> Value {
     return arith::DivUIOp::create(b, loc,
                                   arith::MulIOp::create(b, loc, count, k),
@@ -234,6 +247,95 @@ static void storeElement(OpBuilder &b, Location loc, scf::ForallOp forall,
   tensor::ParallelInsertSliceOp::create(b, loc, one, out, offsets, ones, ones);
 }
 
+/// `flat` (tensor<n x f32>) as tensor<? x f32>, the type the per-tensor
+/// functions take: one function serves every size.
+Value TrainingEmitter::toDynamic(Value flat) {
+  return tensor::CastOp::create(
+      b, loc, RankedTensorType::get({ShapedType::kDynamic}, b.getF32Type()),
+      flat);
+}
+
+/// The private @squared_norm_part(%g: tensor<?xf32>, %part: index,
+/// %parts: index) -> f32: the sum of squares of part `part` of `parts` of
+/// one flat gradient. @grad_squared_norm (CPU form) calls it once per
+/// gradient, so that its code is compiled once, whatever the number of
+/// parameters (n_layer times the layer's; issue #48, item 5).
+func::FuncOp TrainingEmitter::emitSquaredNormPart(ModuleOp module) {
+  OpBuilder::InsertionGuard guard(b);
+  auto flat = RankedTensorType::get({ShapedType::kDynamic}, b.getF32Type());
+  b.setInsertionPointToEnd(module.getBody());
+  auto fn = func::FuncOp::create(
+      b, loc, kSquaredNormPartFunctionName,
+      b.getFunctionType({flat, b.getIndexType(), b.getIndexType()},
+                        {b.getF32Type()}));
+  fn.setPrivate();
+  Block *entry = fn.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  Value g = entry->getArgument(0);
+  Value sq = SquaredNormOp::create(
+      b, loc,
+      extractPart(partOf(g, entry->getArgument(1), entry->getArgument(2)), g));
+  func::ReturnOp::create(b, loc, ValueRange{sq});
+  return fn;
+}
+
+/// Part `part` of `parts` of one parameter's update: the parameter, its
+/// gradient and its states (flat, of one length) read over the part's
+/// range, updated, and written back over it. Returns the new parameter,
+/// then the new states, each materialized in the argument it replaces.
+SmallVector<Value> TrainingEmitter::updatePart(Value param, Value grad,
+                                               ValueRange states, Value lr,
+                                               Value step, Value scale,
+                                               Value part, Value parts) {
+  // One range for the parameter, its gradient and its states.
+  Part p = partOf(param, part, parts);
+  SmallVector<Value> stateParts;
+  for (Value state : states)
+    stateParts.push_back(extractPart(p, state));
+  SmallVector<Value> updated = update(extractPart(p, param),
+                                      extractPart(p, grad), stateParts, lr,
+                                      step, scale);
+  SmallVector<Value> written;
+  written.push_back(bufferization::MaterializeInDestinationOp::create(
+                        b, loc, insertPart(p, updated[0], param), param)
+                        .getResult());
+  for (auto [s, state] : llvm::enumerate(states))
+    written.push_back(bufferization::MaterializeInDestinationOp::create(
+                          b, loc, insertPart(p, updated[1 + s], state), state)
+                          .getResult());
+  return written;
+}
+
+/// The private @optimizer_update(%p, %g, %state_0..%state_{S-1}:
+/// tensor<?xf32>, %lr: f64, %step: i64, %scale: f32, %part: index,
+/// %parts: index) -> (new %p, new states...): updatePart of one parameter,
+/// written in place. @optimizer_step (CPU form) calls it once per
+/// parameter, so that the update is compiled once, whatever the number of
+/// parameters (issue #48, item 5).
+func::FuncOp TrainingEmitter::emitOptimizerUpdate(ModuleOp module) {
+  OpBuilder::InsertionGuard guard(b);
+  size_t numStates = getOptimizerStateNames(train.optim).size();
+  auto flat = RankedTensorType::get({ShapedType::kDynamic}, b.getF32Type());
+  SmallVector<Type> inputs(2 + numStates, flat);
+  inputs.append({b.getF64Type(), b.getI64Type(), b.getF32Type(),
+                 b.getIndexType(), b.getIndexType()});
+  SmallVector<Type> results(1 + numStates, flat);
+  b.setInsertionPointToEnd(module.getBody());
+  auto fn = func::FuncOp::create(b, loc, kOptimizerUpdateFunctionName,
+                                 b.getFunctionType(inputs, results));
+  fn.setPrivate();
+  Block *entry = fn.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  auto args = entry->getArguments();
+  size_t scalars = 2 + numStates;
+  SmallVector<Value> written =
+      updatePart(args[0], args[1], args.slice(2, numStates), args[scalars],
+                 args[scalars + 1], args[scalars + 2], args[scalars + 3],
+                 args[scalars + 4]);
+  func::ReturnOp::create(b, loc, written);
+  return fn;
+}
+
 void TrainingEmitter::emitGradSquaredNorm(ModuleOp module) {
   SmallVector<ParamSpec> trained = trainedParams();
   SmallVector<Type> inputs = flatTypes(trained);
@@ -254,13 +356,14 @@ void TrainingEmitter::emitGradSquaredNorm(ModuleOp module) {
       partIndices(b, loc, entry->getArgument(trained.size()),
                   entry->getArgument(trained.size() + 1));
   // clip_grad_norm_'s sum of squares over this part of every gradient, in
-  // parameter order.
+  // parameter order, one call of @squared_norm_part per gradient.
+  func::FuncOp normPart = emitSquaredNormPart(module);
   Value sum;
   for (size_t i = 0; i < trained.size(); ++i) {
-    Value sq = SquaredNormOp::create(
-        b, loc,
-        extractPart(partOf(entry->getArgument(i), part, parts),
-                    entry->getArgument(i)));
+    Value sq = func::CallOp::create(
+                   b, loc, normPart,
+                   ValueRange{toDynamic(entry->getArgument(i)), part, parts})
+                   .getResult(0);
     sum = sum ? arith::AddFOp::create(b, loc, sum, sq) : sq;
   }
   func::ReturnOp::create(
@@ -470,26 +573,45 @@ void TrainingEmitter::emitOptimizerStep(ModuleOp module) {
   // and the update reads element k of them only before writing element k,
   // so a step allocates and copies nothing, and concurrent calls for
   // different parts touch disjoint elements.
+  //
+  // The CPU form calls @optimizer_update once per parameter (its code is
+  // compiled once; the calls cast each tensor to tensor<?xf32> and back,
+  // which bufferize to no copy). The device form updates each parameter
+  // here: its loop nests become kernels, one per distinct body after
+  // txl-deduplicate-kernels.
+  func::FuncOp perTensor = forDevice ? func::FuncOp() : emitOptimizerUpdate(module);
   SmallVector<SmallVector<Value>> outLists(1 + numStates);
   for (size_t i = 0; i < numParams; ++i) {
-    // One range for the parameter, its gradient and its states.
-    Part p = partOf(arg(0, i), part, parts);
-    Value param = extractPart(p, arg(0, i));
     SmallVector<Value> states;
     for (size_t s = 0; s < numStates; ++s)
-      states.push_back(extractPart(p, arg(2 + s, i)));
-    SmallVector<Value> updated =
-        update(param, extractPart(p, arg(1, i)), states, lr, step, scale);
-    outLists[0].push_back(insertPart(p, updated[0], arg(0, i)));
-    for (size_t s = 0; s < numStates; ++s)
-      outLists[1 + s].push_back(insertPart(p, updated[1 + s], arg(2 + s, i)));
+      states.push_back(arg(2 + s, i));
+    SmallVector<Value> written;
+    if (perTensor) {
+      SmallVector<Value> operands = {toDynamic(arg(0, i)),
+                                     toDynamic(arg(1, i))};
+      for (Value state : states)
+        operands.push_back(toDynamic(state));
+      operands.append({lr, step, scale, part, parts});
+      auto call = func::CallOp::create(b, loc, perTensor, operands);
+      for (auto [k, result] : llvm::enumerate(call.getResults())) {
+        Value dest = k == 0 ? arg(0, i) : states[k - 1];
+        written.push_back(bufferization::MaterializeInDestinationOp::create(
+                              b, loc,
+                              tensor::CastOp::create(b, loc, dest.getType(),
+                                                     result),
+                              dest)
+                              .getResult());
+      }
+    } else {
+      written = updatePart(arg(0, i), arg(1, i), states, lr, step, scale,
+                           part, parts);
+    }
+    for (auto [k, value] : llvm::enumerate(written))
+      outLists[k].push_back(value);
   }
   SmallVector<Value> returned;
-  for (auto [list, values] : llvm::enumerate(outLists))
-    for (auto [i, value] : llvm::enumerate(values))
-      returned.push_back(bufferization::MaterializeInDestinationOp::create(
-                             b, loc, value, arg(list == 0 ? 0 : 1 + list, i))
-                             .getResult());
+  for (SmallVector<Value> &values : outLists)
+    returned.append(values);
   returned.push_back(tensor::FromElementsOp::create(
       b, loc, RankedTensorType::get({1}, b.getF32Type()),
       ValueRange{totalNorm}));
@@ -600,7 +722,7 @@ LogicalResult mlir::txl::buildTrainingFunctions(ModuleOp module,
     return emitError(loc) << "[train] optim '" << config.train.optim
                           << "' has no compiled update";
   OpBuilder b(ctx);
-  TrainingEmitter emitter(b, loc, config);
+  TrainingEmitter emitter(b, loc, config, forDevice);
   if (forDevice)
     emitter.emitDeviceGradSquaredNorm(module);
   else

@@ -44,6 +44,22 @@ inline constexpr llvm::StringLiteral kOptimizerStepFunctionName =
 inline constexpr llvm::StringLiteral kGradSquaredNormFunctionName =
     "grad_squared_norm";
 
+/// Names of the private per-tensor functions the CPU forms of
+/// @grad_squared_norm and @optimizer_step call once per parameter (their
+/// code compiled once, whatever n_layer is):
+///
+///   func.func private @squared_norm_part(%g: tensor<?xf32>, %part: index,
+///                                        %parts: index) -> f32
+///   func.func private @optimizer_update(%p, %g, %state_0..%state_{S-1}:
+///                                       tensor<?xf32>, %lr: f64,
+///                                       %step: i64, %scale: f32,
+///                                       %part: index, %parts: index)
+///       -> (new %p, new states...)   // materialized in their arguments
+inline constexpr llvm::StringLiteral kSquaredNormPartFunctionName =
+    "squared_norm_part";
+inline constexpr llvm::StringLiteral kOptimizerUpdateFunctionName =
+    "optimizer_update";
+
 /// Name of the generated learning-rate schedule.
 inline constexpr llvm::StringLiteral kLearningRateFunctionName =
     "learning_rate";
