@@ -1,8 +1,11 @@
 //===- txl-translate.cpp - mlir-translate with the GPU kernel emitters ----===//
 //
-// mlir-translate's translations plus the GPU targets' kernel emitters, on a
-// module holding gpu.module @txl_kernels (e.g. after
-// txl-opt --txl-rel-attention-to-gpu):
+// mlir-translate's translations plus txlc's emitters:
+//   --host-llvm-ir                      an LLVM-dialect module as LLVM IR,
+//                                       optimized by the CPU target's
+//                                       pipeline (txlc -O 3)
+// and the GPU targets' kernel emitters, on a module holding gpu.module
+// @txl_kernels (e.g. after txl-opt --txl-rel-attention-to-gpu):
 //   --kernels-to-ptx --ptx-chip=sm_90   the kernels' PTX (as txlc --emit=ptx)
 //   --kernels-to-spirv                  a binary SPIR-V module (as txlc
 //                                       --emit=spirv)
@@ -14,6 +17,7 @@
 #include "txl/InitAll.h"
 #include "txl/Pipelines/Pipelines.h"
 #include "txl/Target/GpuKernels.h"
+#include "txl/Target/ObjectEmitter.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
@@ -56,6 +60,20 @@ int main(int argc, char **argv) {
   auto dialects = [](DialectRegistry &registry) {
     registerAllTxlDialects(registry);
   };
+  TranslateFromMLIRRegistration toHostIr(
+      "host-llvm-ir",
+      "an LLVM-dialect module as LLVM IR, optimized as txlc's CPU target "
+      "optimizes its code (-O 3)",
+      [](Operation *op, llvm::raw_ostream &os) {
+        llvm::LLVMContext context;
+        std::unique_ptr<llvm::Module> module =
+            translateAndOptimize(cast<ModuleOp>(op), context, {});
+        if (!module)
+          return failure();
+        module->print(os, nullptr);
+        return success();
+      },
+      dialects);
   TranslateFromMLIRRegistration toPtx(
       "kernels-to-ptx", "the GPU kernels as PTX (--ptx-chip)",
       [](Operation *op, llvm::raw_ostream &os) {
