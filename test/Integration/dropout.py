@@ -256,7 +256,8 @@ def emit_model(work, name, pre_lnorm, dropout, dropatt, f64, n_head=2):
                           capture_output=True, text=True).stdout
     # Only the segment is checked: drop the training functions (the f32
     # optimizer state would not survive the f64 rewrite below).
-    text = drop_functions(text, ("grad_squared_norm", "optimizer_step",
+    text = drop_functions(text, ("grad_squared_norm", "squared_norm_part",
+                                 "optimizer_step", "optimizer_update",
                                  "learning_rate"))
     # Every op accepts f64; the hyper-parameter attributes stay f32.
     return text.replace("xf32>", "xf64>") if f64 else text
@@ -266,7 +267,9 @@ def drop_functions(text, names):
     """The module text without the top-level functions called `names`."""
     out, skipping = [], False
     for line in text.splitlines(keepends=True):
-        if any(line.startswith(f"  func.func @{n}(") for n in names):
+        if any(line.startswith((f"  func.func @{n}(",
+                                f"  func.func private @{n}("))
+               for n in names):
             skipping = True
         if not skipping:
             out.append(line)
