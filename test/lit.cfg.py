@@ -56,6 +56,15 @@ else:
     shutil.rmtree(config.compile_cache, ignore_errors=True)
     config.environment["TXL_TEST_COMPILE_CACHE"] = config.compile_cache
 
+# OPENBLAS_CORETYPE reaches the tests when set (lit passes only the
+# variables it knows), so that a run can emulate a CPU whose BLAS falls back
+# to other kernels: `OPENBLAS_CORETYPE=Prescott bash .ci/run` runs every
+# BLAS product of the suite on the SSE3 kernels Debian's OpenBLAS 0.3.21
+# falls back to on CPUs newer than it (issue #47). The executables then
+# keep those kernels and warn once per start (CpuBlas.cpp).
+if "OPENBLAS_CORETYPE" in os.environ:
+    config.environment["OPENBLAS_CORETYPE"] = os.environ["OPENBLAS_CORETYPE"]
+
 # The GPU kernels' numerics run on this CPU through SPIR-V and Intel's OpenCL
 # CPU runtime, which scripts/install-deps.sh installs with an ICD file in
 # this folder. Missing, the tests must fail, never skip.
