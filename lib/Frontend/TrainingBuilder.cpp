@@ -579,7 +579,8 @@ void TrainingEmitter::emitOptimizerStep(ModuleOp module) {
   // which bufferize to no copy). The device form updates each parameter
   // here: its loop nests become kernels, one per distinct body after
   // txl-deduplicate-kernels.
-  func::FuncOp perTensor = forDevice ? func::FuncOp() : emitOptimizerUpdate(module);
+  func::FuncOp perTensor =
+      forDevice ? func::FuncOp() : emitOptimizerUpdate(module);
   SmallVector<SmallVector<Value>> outLists(1 + numStates);
   for (size_t i = 0; i < numParams; ++i) {
     SmallVector<Value> states;
