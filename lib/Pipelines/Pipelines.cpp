@@ -41,7 +41,20 @@ static void addBufferization(OpPassManager &pm) {
   // the call, so the caller's write into its destination is a self-copy.
   pm.addPass(bufferization::createDropEquivalentBufferResultsPass());
   pm.addPass(createDropDestinationResultsPass());
-  bufferization::buildBufferDeallocationPipeline(pm);
+  // Upstream's buffer-deallocation-pipeline, with txl-split-unique-deallocs
+  // before the deallocs are lowered: the saved activations and gradients
+  // the layer functions return are freed one by one, not through a helper
+  // that checks every pair for aliasing.
+  pm.addPass(memref::createExpandReallocPass(
+      memref::ExpandReallocPassOptions{/*emitDeallocs=*/false}));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(bufferization::createOwnershipBasedBufferDeallocationPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(bufferization::createBufferDeallocationSimplificationPass());
+  pm.addPass(createSplitUniqueDeallocsPass());
+  pm.addPass(bufferization::createLowerDeallocationsPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createCanonicalizerPass());
   // Deallocation clones a returned buffer whose ownership is ambiguous;
   // clones become alloc + copy.
   pm.addPass(createConvertBufferizationToMemRefPass());

@@ -178,6 +178,58 @@ func.func private @external(%x: tensor<?xf32>) -> tensor<?xf32> attributes {llvm
 
 // -----
 
+// A private function's results of static shape (a layer's parameter
+// gradients) get out arguments, which each call passes as an empty tensor;
+// an entry returning such a result computes it in its own out tensor
+// through the call, so the layer writes the runtime's buffer. The result of
+// dynamic shape (the caller cannot size it), the one returning an argument
+// and the public function's stay results.
+// CHECK-LABEL: func.func private @layer_grad
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<?x4xf32>, %[[W:[^:]+]]: tensor<4x4xf32>, %[[OUT:[^:]+]]: tensor<4x4xf32>) -> (tensor<?x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>) {
+// CHECK-NOT: txl.out_arguments
+// CHECK: %[[Z:.+]] = linalg.fill {{.*}} outs(%[[OUT]] : tensor<4x4xf32>)
+// CHECK: %[[G:.+]] = linalg.matmul {{.*}} outs(%[[Z]] : tensor<4x4xf32>)
+// CHECK: return %{{.+}}, %[[G]], %[[W]]
+// CHECK-LABEL: func.func @segment_grad
+// CHECK-SAME: (%[[X2:[^:]+]]: tensor<?x4xf32> {bufferization.writable = false}, %[[W2:[^:]+]]: tensor<4x4xf32> {bufferization.writable = false}, %[[D0:[^:]+]]: tensor<?x4xf32>, %[[D1:[^:]+]]: tensor<4x4xf32>)
+// CHECK: %[[E:.+]] = tensor.empty() : tensor<4x4xf32>
+// CHECK: %[[R0:.+]]:3 = call @layer_grad(%[[X2]], %[[W2]], %[[E]])
+// CHECK: %[[R1:.+]]:3 = call @layer_grad(%[[R0]]#0, %[[W2]], %[[D1]])
+// CHECK: return %{{.+}}, %[[R1]]#1 :
+func.func private @layer_grad(%x: tensor<?x4xf32>, %w: tensor<4x4xf32>) -> (tensor<?x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>) {
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x4xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<4x4xf32>) -> tensor<4x4xf32>
+  %g = linalg.matmul ins(%w, %w : tensor<4x4xf32>, tensor<4x4xf32>) outs(%z : tensor<4x4xf32>) -> tensor<4x4xf32>
+  %y = linalg.matmul ins(%x, %w : tensor<?x4xf32>, tensor<4x4xf32>) outs(%x : tensor<?x4xf32>) -> tensor<?x4xf32>
+  return %y, %g, %w : tensor<?x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>
+}
+func.func @segment_grad(%x: tensor<?x4xf32>, %w: tensor<4x4xf32>) -> (tensor<?x4xf32>, tensor<4x4xf32>)
+    attributes {llvm.emit_c_interface} {
+  %r0:3 = func.call @layer_grad(%x, %w) : (tensor<?x4xf32>, tensor<4x4xf32>) -> (tensor<?x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>)
+  %r1:3 = func.call @layer_grad(%r0#0, %w) : (tensor<?x4xf32>, tensor<4x4xf32>) -> (tensor<?x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>)
+  return %r1#0, %r1#1 : tensor<?x4xf32>, tensor<4x4xf32>
+}
+
+// -----
+
+// A private function whose symbol is used other than by a call (here, a
+// reference in an attribute) keeps its results.
+// CHECK-LABEL: func.func private @referenced
+// CHECK-SAME: () -> tensor<4xf32> {
+// CHECK: func.func @referencing
+// CHECK: call @referenced() : () -> tensor<4xf32>
+func.func private @referenced() -> tensor<4xf32> {
+  %e = tensor.empty() : tensor<4xf32>
+  return %e : tensor<4xf32>
+}
+func.func @referencing() attributes {uses = @referenced} {
+  %r = func.call @referenced() : () -> tensor<4xf32>
+  return
+}
+
+// -----
+
 // A result that is not a ranked tensor cannot be given a destination.
 // expected-error @+1 {{'func.func' op txl-results-to-destinations: every result must be a ranked tensor}}
 func.func @scalar_result(%x: f32) -> f32 attributes {llvm.emit_c_interface} {

@@ -116,6 +116,16 @@ def ResultsToDestinationsPass : Pass<"txl-results-to-destinations", "::mlir::Mod
     `txl.built_in_destination`. After bufferization they write the caller's
     buffer directly, with no copy at the return.
 
+    Private functions used only by calls first get one out argument per
+    result of static shape (a layer's parameter gradients), except results
+    already written into an argument or returning one, and each call passes
+    a new `tensor.empty` there; the result is computed in the out argument
+    as above. An entry result that is such a call's result is computed
+    through the call in the entry's out tensor, which replaces the empty
+    tensor: the layer writes the runtime's gradient buffer, where it used to
+    return a new one that the entry copied. Results of dynamic shape stay
+    results (a caller cannot size them).
+
     Before:
     ```mlir
     func.func @segment(%x: tensor<?xf32>) -> tensor<?xf32> attributes {llvm.emit_c_interface} {
@@ -154,6 +164,53 @@ def DropDestinationResultsPass : Pass<"txl-drop-destination-results", "::mlir::M
   }];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::mlir::memref::MemRefDialect"];
+}
+
+def SplitUniqueDeallocsPass : Pass<"txl-split-unique-deallocs", "::mlir::ModuleOp"> {
+  let summary = "Free unique allocations one by one instead of through bufferization.dealloc's alias checks";
+  let description = [{
+    Runs between `--buffer-deallocation-simplification` and
+    `--bufferization-lower-deallocations`. A `bufferization.dealloc` of n
+    memrefs that may alias lowers to a call of a generated helper that
+    compares every pair of base pointers at run time and to one conditional
+    free per memref (O(n²) work, two blocks per memref); upstream
+    simplification splits off only what `memref.alloc` provably separates,
+    and a call result is never provably separate. In a training segment
+    every layer's saved activations and gradients are results of calls to
+    the private layer functions, so the function's last dealloc held about
+    26 memrefs per layer (5,200 at 200 layers).
+
+    This pass proves separation across calls. A result of a function of the
+    module (one with a body) is *unique* when every `func.return` returns,
+    for it, a value rooted (through views, `memref.extract_strided_metadata`
+    and `scf.if` branches) only in `memref.alloc` / `bufferization.clone`
+    ops that no other returned memref is rooted in. An `scf.if %o` where
+    `%o` is result k of another `scf.if` P (the form ownership-based
+    deallocation gives a returned value of ambiguous ownership: yielded as
+    is where owned, else cloned) counts, for a value of P its then branch
+    yields, only P's branches that do not yield `false` for `%o`. In each
+    dealloc whose values all have roots this pass can follow, a memref
+    rooted in one allocation of the function or one unique call result gets
+    a dealloc of its own (lowered: one conditional `memref.dealloc`, none
+    when the condition is `true`) when no other memref or retained value of
+    the op has that root and no call whose non-unique results are in the op
+    received a view of it (such a result may be that buffer). Function
+    arguments never alias a fresh buffer. Everything else stays in the
+    original dealloc.
+
+    Before:
+    ```mlir
+    %r:2 = call @layer(%x) : (memref<?xf32>) -> (memref<4xf32>, memref<?xf32>)
+    bufferization.dealloc (%a, %b0, %b1 : ...) if (%true, %true, %true)
+    ```
+    After (both results of `@layer` unique):
+    ```mlir
+    bufferization.dealloc (%a : memref<?xf32>) if (%true)
+    bufferization.dealloc (%b0 : memref<f32>) if (%true)
+    bufferization.dealloc (%b1 : memref<f32>) if (%true)
+    ```
+  }];
+  let dependentDialects = ["::mlir::bufferization::BufferizationDialect"];
 }
 
 def ConvertLayerNormToGpuPass : Pass<"txl-layer-norm-to-gpu", "::mlir::ModuleOp"> {

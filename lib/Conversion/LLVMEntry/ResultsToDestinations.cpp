@@ -43,6 +43,30 @@ static constexpr llvm::StringLiteral kBuiltInDestinationAttrName =
 /// and the init of scf.for results. Null when `v` is not computed (an empty
 /// tensor itself), when the chain ends anywhere else, or when a value on it
 /// has another use (someone else reads that state).
+/// The out argument of a function of the module that each of its results is
+/// written into (-1: none), set on private functions by
+/// txl-results-to-destinations.
+static constexpr llvm::StringLiteral kOutArgumentsAttrName =
+    "txl.out_arguments";
+
+/// The operand of `call` its result `i` is computed in, if the callee
+/// writes that result into an out argument (`txl.out_arguments`).
+static Value tiedCallOperand(func::CallOp call, unsigned i) {
+  auto fn = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+      call, call.getCalleeAttr());
+  auto outs =
+      fn ? fn->getAttrOfType<DenseI64ArrayAttr>(kOutArgumentsAttrName) : nullptr;
+  if (!outs || outs.asArrayRef()[i] < 0)
+    return {};
+  return call.getOperand(outs.asArrayRef()[i]);
+}
+
+/// The `tensor.empty` whose buffer `v` is computed in: followed back through
+/// the tied init of destination-style ops (linalg ops, tensor.insert_slice),
+/// the init of scf.for results and the out argument of calls to functions
+/// this pass gave out arguments. Null when `v` is not computed (an empty
+/// tensor itself), when the chain ends anywhere else, or when a value on it
+/// has another use (someone else reads that state).
 static tensor::EmptyOp rootEmpty(Value v) {
   if (v.getDefiningOp<tensor::EmptyOp>())
     return {};
@@ -57,7 +81,11 @@ static tensor::EmptyOp rootEmpty(Value v) {
       v = dps.getTiedOpOperand(result)->get();
     else if (auto loop = dyn_cast<scf::ForOp>(def))
       v = loop.getInitArgs()[result.getResultNumber()];
+    else if (auto call = dyn_cast<func::CallOp>(def))
+      v = tiedCallOperand(call, result.getResultNumber());
     else
+      return {};
+    if (!v)
       return {};
   }
   return {};
@@ -92,6 +120,12 @@ struct ResultsToDestinationsPass
     : public txl::impl::ResultsToDestinationsPassBase<
           ResultsToDestinationsPass> {
   void runOnOperation() override {
+    // Callees first: an entry's results may then be computed in its out
+    // tensors through their out arguments.
+    for (auto fn : getOperation().getOps<func::FuncOp>())
+      if (!fn.isExternal() && fn.isPrivate() &&
+          failed(convertPrivate(fn, getOperation())))
+        return signalPassFailure();
     for (auto fn : getOperation().getOps<func::FuncOp>()) {
       if (fn.isExternal() || !fn->hasAttr("llvm.emit_c_interface"))
         continue;
@@ -100,6 +134,75 @@ struct ResultsToDestinationsPass
           failed(convert(fn)))
         return signalPassFailure();
     }
+    // The records are for this pass's rootEmpty only.
+    for (auto fn : getOperation().getOps<func::FuncOp>())
+      if (fn.isPrivate()) {
+        fn->removeAttr(kOutArgumentsAttrName);
+        fn->removeAttr(kBuiltInDestinationAttrName);
+      }
+  }
+
+  /// Gives a private function one out argument per result of static shape
+  /// (the gradients of the parameters, for a layer's backward), which each
+  /// call passes as a new `tensor.empty`: the result is computed in it as an
+  /// entry's result is in its out tensor, and an entry that returns the
+  /// call's result computes it in its own out tensor (rootEmpty follows the
+  /// call), so the callee writes the caller's buffer with no copy. Results
+  /// of dynamic shape (the caller cannot size them), results already
+  /// written into an argument, and functions used other than by calls keep
+  /// their results.
+  LogicalResult convertPrivate(func::FuncOp fn, ModuleOp module) {
+    std::optional<SymbolTable::UseRange> uses = fn.getSymbolUses(module);
+    if (!uses)
+      return success();
+    SmallVector<func::CallOp> calls;
+    for (const SymbolTable::SymbolUse &use : *uses) {
+      auto call = dyn_cast<func::CallOp>(use.getUser());
+      if (!call)
+        return success();
+      calls.push_back(call);
+    }
+    FunctionType type = fn.getFunctionType();
+    SmallVector<unsigned> outResults;
+    for (auto [i, t] : llvm::enumerate(type.getResults())) {
+      auto tensorType = dyn_cast<RankedTensorType>(t);
+      if (!tensorType || !tensorType.hasStaticShape() ||
+          inPlaceArgument(fn, i) || returnsArgument(fn, i))
+        continue;
+      outResults.push_back(i);
+    }
+    if (outResults.empty())
+      return success();
+    SmallVector<int64_t> outArguments(type.getNumResults(), -1);
+    for (auto [k, i] : llvm::enumerate(outResults))
+      outArguments[i] = type.getNumInputs() + k;
+    if (failed(addOutArguments(fn, outResults)))
+      return failure();
+    OpBuilder b(fn.getContext());
+    fn->setAttr(kOutArgumentsAttrName, b.getDenseI64ArrayAttr(outArguments));
+    for (func::CallOp call : calls) {
+      b.setInsertionPoint(call);
+      SmallVector<Value> operands(call.getOperands());
+      for (unsigned i : outResults) {
+        auto t = cast<RankedTensorType>(type.getResult(i));
+        operands.push_back(tensor::EmptyOp::create(b, call.getLoc(),
+                                                   t.getShape(),
+                                                   t.getElementType()));
+      }
+      call->setOperands(operands);
+    }
+    return success();
+  }
+
+  /// Whether some return of `fn` returns one of its arguments as result `i`
+  /// (an out argument would turn that into a copy).
+  static bool returnsArgument(func::FuncOp fn, unsigned i) {
+    bool found = false;
+    fn.walk([&](func::ReturnOp ret) {
+      auto arg = dyn_cast<BlockArgument>(ret.getOperand(i));
+      found |= arg && arg.getOwner() == &fn.getBody().front();
+    });
+    return found;
   }
 
   /// The argument result `i` is already written into, if every return
@@ -151,6 +254,15 @@ struct ResultsToDestinationsPass
     for (unsigned i = 0; i < numInputs; ++i)
       if (isa<TensorType>(type.getInput(i)) && !inPlace.contains(i))
         fn.setArgAttr(i, "bufferization.writable", b.getBoolAttr(false));
+    return addOutArguments(fn, outResults);
+  }
+
+  /// Appends an out tensor argument for each of `outResults` of `fn` and
+  /// returns those results written into it.
+  static LogicalResult addOutArguments(func::FuncOp fn,
+                                       ArrayRef<unsigned> outResults) {
+    FunctionType type = fn.getFunctionType();
+    OpBuilder b(fn.getContext());
     SmallVector<Type> inputs(type.getInputs());
     Block &entry = fn.getBody().front();
     SmallVector<Value> outs;

@@ -7,6 +7,7 @@
 # backward segment, --grad-segment 1: 1e-5 relative norm per parameter)
 # with the official implementation's. Prints, per case, its
 # name, the executable's stderr (the device and device-memory lines),
+# but for the BLAS kernel warning,
 # whether the device-memory check's need covers the peak the run measured,
 # and compare.py's verdicts; stops at the first failure.
 #
@@ -24,7 +25,10 @@ for c in rel_basic rel_basic_smallinit rel_grow_same_length_clamp_prelnorm \
     --grad-segment 1 --dump-grads "$out/$c.grads.safetensors" \
     > "$out/$c.out" 2> "$out/$c.err"
   echo "$c"
-  cat "$out/$c.err"
+  # Without the BLAS warning a forced generic kernel prints
+  # (OPENBLAS_CORETYPE=Prescott, the slow-machine emulation of issue 47;
+  # Driver/native-executable.test checks that warning).
+  grep -v '^[^ ]*: warning: OpenBLAS runs its ' "$out/$c.err" || true
   need=$(sed -n 's/.*the run needs [0-9.]* MiB (\([0-9]*\) bytes).*/\1/p' "$out/$c.err")
   peak=$(sed -n 's/.*peak [0-9.]* MiB (\([0-9]*\) bytes).*/\1/p' "$out/$c.err")
   if [ -n "$need" ] && [ -n "$peak" ] && [ "$need" -ge "$peak" ]; then
