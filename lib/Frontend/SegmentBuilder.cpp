@@ -758,6 +758,11 @@ void SegmentEmitter::bindLayerParams(func::FuncOp fn, unsigned firstParam) {
   fn.setAllArgAttrs(argAttrs);
 }
 
+void mlir::txl::setNoInline(Operation *fn) {
+  Builder b(fn->getContext());
+  fn->setAttr("passthrough", b.getArrayAttr({b.getStringAttr("noinline")}));
+}
+
 func::FuncOp SegmentEmitter::emitLayerFunction(ModuleOp module) {
   int64_t dyn = ShapedType::kDynamic;
   auto hType = tensorType({dyn, dyn, m.dModel});
@@ -1231,6 +1236,7 @@ Value SegmentEmitter::auxHeadNll(Value h, Value target, int64_t layer,
         b, loc, kAuxHeadFunctionName,
         b.getFunctionType(inputs, {tensorType({dyn, dyn})}));
     fn.setPrivate();
+    setNoInline(fn);
     Block *entry = fn.addEntryBlock();
     b.setInsertionPointToStart(entry);
     Value logits = linear(entry->getArgument(0), entry->getArgument(2),

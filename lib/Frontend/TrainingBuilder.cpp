@@ -269,6 +269,7 @@ func::FuncOp TrainingEmitter::emitSquaredNormPart(ModuleOp module) {
       b.getFunctionType({flat, b.getIndexType(), b.getIndexType()},
                         {b.getF32Type()}));
   fn.setPrivate();
+  setNoInline(fn);
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
   Value g = entry->getArgument(0);
@@ -324,6 +325,7 @@ func::FuncOp TrainingEmitter::emitOptimizerUpdate(ModuleOp module) {
   auto fn = func::FuncOp::create(b, loc, kOptimizerUpdateFunctionName,
                                  b.getFunctionType(inputs, results));
   fn.setPrivate();
+  setNoInline(fn);
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
   auto args = entry->getArguments();

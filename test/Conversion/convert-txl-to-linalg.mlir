@@ -596,6 +596,53 @@ func.func @take_last(%x: tensor<?x?x32xf32>, %n: index) -> tensor<?x?x32xf32> {
 
 // -----
 
+// take_last of concat_mem (a segment's new memory): no [klen, batch, d]
+// concatenation; the rows it keeps of the memory, [min(klen - count, mlen),
+// mlen), then the last count - (those) rows of h, inserted into a
+// [count, batch, d] tensor.
+// CHECK-LABEL: func.func @new_memory
+// CHECK-NOT: txl.
+// CHECK: return
+// CSE-LABEL: func.func @new_memory
+// CSE-SAME: (%[[MEM:[^:]+]]: tensor<?x?x32xf32>, %[[H:[^:]+]]: tensor<?x?x32xf32>, %[[N:[^:]+]]: index)
+// CSE-DAG: %[[C0:.+]] = arith.constant 0 : index
+// CSE-DAG: %[[MLEN:.+]] = tensor.dim %[[MEM]], %[[C0]] : tensor<?x?x32xf32>
+// CSE-DAG: %[[QLEN:.+]] = tensor.dim %[[H]], %[[C0]] : tensor<?x?x32xf32>
+// CSE: %[[KLEN:.+]] = arith.addi %[[MLEN]], %[[QLEN]] : index
+// CSE: %[[COUNT:.+]] = arith.minui %[[N]], %[[KLEN]] : index
+// CSE: %[[START:.+]] = arith.subi %[[KLEN]], %[[COUNT]] : index
+// CSE: %[[MSTART:.+]] = arith.minui %[[START]], %[[MLEN]] : index
+// CSE: %[[FROMMEM:.+]] = arith.subi %[[MLEN]], %[[MSTART]] : index
+// CSE: %[[FROMH:.+]] = arith.subi %[[COUNT]], %[[FROMMEM]] : index
+// CSE: %[[HSTART:.+]] = arith.subi %[[QLEN]], %[[FROMH]] : index
+// CSE: %[[INIT:.+]] = tensor.empty(%[[COUNT]], %{{.+}}) : tensor<?x?x32xf32>
+// CSE: %[[MROWS:.+]] = tensor.extract_slice %[[MEM]][%[[MSTART]], 0, 0] [%[[FROMMEM]], %{{.+}}, 32] [1, 1, 1]
+// CSE: %[[WITHMEM:.+]] = tensor.insert_slice %[[MROWS]] into %[[INIT]][0, 0, 0] [%[[FROMMEM]], %{{.+}}, 32] [1, 1, 1]
+// CSE: %[[HROWS:.+]] = tensor.extract_slice %[[H]][%[[HSTART]], 0, 0] [%[[FROMH]], %{{.+}}, 32] [1, 1, 1]
+// CSE: %[[NEW:.+]] = tensor.insert_slice %[[HROWS]] into %[[WITHMEM]][%[[FROMMEM]], 0, 0] [%[[FROMH]], %{{.+}}, 32] [1, 1, 1]
+// CSE: return %[[NEW]] : tensor<?x?x32xf32>
+func.func @new_memory(%mem: tensor<?x?x32xf32>, %h: tensor<?x?x32xf32>, %n: index) -> tensor<?x?x32xf32> {
+  %cat = txl.concat_mem %mem, %h : tensor<?x?x32xf32>, tensor<?x?x32xf32> -> tensor<?x?x32xf32>
+  %m = txl.take_last %cat, %n : tensor<?x?x32xf32> -> tensor<?x?x32xf32>
+  return %m : tensor<?x?x32xf32>
+}
+
+// -----
+
+// The concatenation stays when something else reads it too.
+// CHECK-LABEL: func.func @new_memory_and_concat
+// CHECK: %[[INIT:.+]] = tensor.empty
+// CHECK: tensor.insert_slice %{{.+}} into %[[INIT]]
+// CHECK: %[[CAT:.+]] = tensor.insert_slice
+// CHECK: return %{{.+}}, %[[CAT]]
+func.func @new_memory_and_concat(%mem: tensor<?x?x32xf32>, %h: tensor<?x?x32xf32>, %n: index) -> (tensor<?x?x32xf32>, tensor<?x?x32xf32>) {
+  %cat = txl.concat_mem %mem, %h : tensor<?x?x32xf32>, tensor<?x?x32xf32> -> tensor<?x?x32xf32>
+  %m = txl.take_last %cat, %n : tensor<?x?x32xf32> -> tensor<?x?x32xf32>
+  return %m, %cat : tensor<?x?x32xf32>, tensor<?x?x32xf32>
+}
+
+// -----
+
 // stop_gradient is the identity in the forward pass: it disappears.
 // CHECK-LABEL: func.func @stop_gradient
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<?x?x32xf32>)

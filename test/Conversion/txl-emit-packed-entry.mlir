@@ -169,3 +169,30 @@ module {
     llvm.return
   }
 }
+
+// -----
+
+// The module's private functions with a body (the layer functions) become
+// internal, so that LLVM may drop the arguments they never read; a private
+// declaration and a public function keep their linkage.
+// CHECK-LABEL: llvm.func internal @decoder_layer(
+// CHECK-NOT: always_inline
+// CHECK-LABEL: llvm.func @cblas_sgemm(i64) attributes {sym_visibility = "private"}
+// CHECK-LABEL: llvm.func @public_helper(
+module {
+  llvm.func @decoder_layer(%x: i64, %unused: i64) -> i64 attributes {sym_visibility = "private"} {
+    llvm.return %x : i64
+  }
+  llvm.func @cblas_sgemm(i64) attributes {sym_visibility = "private"}
+  llvm.func @public_helper(%x: i64) -> i64 {
+    %r = llvm.call @decoder_layer(%x, %x) : (i64, i64) -> i64
+    llvm.return %r : i64
+  }
+  llvm.func @segment(%x: i64) {
+    llvm.return
+  }
+  llvm.func @_mlir_ciface_segment(%x: i64) {
+    llvm.call @segment(%x) : (i64) -> ()
+    llvm.return
+  }
+}

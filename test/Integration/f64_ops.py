@@ -265,6 +265,14 @@ def main():
             f"  %y = txl.take_last %x, %n : {T(hid)} -> {T(hid)}"),
             [("count < len", [cat, 3], [cat[-3:]]),
              ("count > len", [cat, KLEN + 4], [cat])])
+        # The new memory: take_last of concat_mem, lowered without the
+        # concatenation (the rows it keeps of each operand).
+        c.run("new_memory", segment(
+            [("m", T(hid)), ("h", T(hid)), ("n", "index")], [("%y", T(hid))],
+            f"  %c = txl.concat_mem %m, %h : {T(hid)}, {T(hid)} -> {T(hid)}\n"
+            f"  %y = txl.take_last %c, %n : {T(hid)} -> {T(hid)}"),
+            [(f"count {n}", [mem, x, n], [cat[max(0, KLEN - n):]])
+             for n in (0, QLEN - 1, QLEN, QLEN + 1, KLEN, KLEN + 4)])
         c.run("stop_gradient", segment(
             [("x", T(hid))], [("%y", T(hid))],
             f"  %y = txl.stop_gradient %x : {T(hid)}"),

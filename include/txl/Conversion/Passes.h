@@ -39,6 +39,11 @@ void populateTxlNormalizationToLinalgPatterns(RewritePatternSet &patterns);
 void populateTxlAttentionToLinalgPatterns(RewritePatternSet &patterns,
                                           bool stridedAttention = false);
 void populateTxlMemoryToLinalgPatterns(RewritePatternSet &patterns);
+/// Lowers each txl.take_last of a txl.concat_mem under `root` (a segment's
+/// new memory, official _update_mems) to the two row ranges it keeps, each
+/// inserted into the result, without the concatenation; concatenations left
+/// without uses are erased. convert-txl-to-linalg runs it first.
+void lowerNewMemories(Operation *root);
 void populateTxlAdaptiveToLinalgPatterns(RewritePatternSet &patterns);
 void populateTxlGradientToLinalgPatterns(RewritePatternSet &patterns);
 void populateTxlOptimizerToLinalgPatterns(RewritePatternSet &patterns);

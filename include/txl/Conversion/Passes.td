@@ -956,7 +956,10 @@ def EmitPackedEntryPass : Pass<"txl-emit-packed-entry", "::mlir::ModuleOp"> {
     symbol left. The wrapper's call passes every memref descriptor field as
     an argument (1,878 for enwik8_base's `@segment_grad`), and LLVM's
     instruction selection of that call alone took 1.4 s. A function with
-    other callers keeps its linkage.
+    other callers keeps its linkage. Every other private function with a
+    body (the layer functions, the per-tensor training functions) becomes
+    `internal`, so that LLVM's dead argument elimination may drop the
+    descriptor fields that neither the function nor its callers read.
 
     ```mlir
     // before

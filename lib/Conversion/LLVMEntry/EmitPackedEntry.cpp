@@ -68,6 +68,13 @@ struct EmitPackedEntryPass
     for (const PackedEntry &e : entries)
       if (failed(emitEntry(module, e.function, e.entry, e.required)))
         return signalPassFailure();
+    // The module's own private functions (the layer functions, the
+    // per-tensor training functions) are internal: LLVM may then drop the
+    // arguments and returned values their bodies and callers never read
+    // (dead argument elimination; most of each memref descriptor).
+    for (auto fn : module.getOps<LLVM::LLVMFuncOp>())
+      if (!fn.isExternal() && fn.isPrivate())
+        fn.setLinkage(LLVM::Linkage::Internal);
   }
 
   /// Uses of each top-level symbol before the entries were added.

@@ -54,8 +54,8 @@ static constexpr llvm::StringLiteral kOutArgumentsAttrName =
 static Value tiedCallOperand(func::CallOp call, unsigned i) {
   auto fn = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
       call, call.getCalleeAttr());
-  auto outs =
-      fn ? fn->getAttrOfType<DenseI64ArrayAttr>(kOutArgumentsAttrName) : nullptr;
+  auto outs = fn ? fn->getAttrOfType<DenseI64ArrayAttr>(kOutArgumentsAttrName)
+                 : nullptr;
   if (!outs || outs.asArrayRef()[i] < 0)
     return {};
   return call.getOperand(outs.asArrayRef()[i]);
@@ -121,10 +121,17 @@ struct ResultsToDestinationsPass
           ResultsToDestinationsPass> {
   void runOnOperation() override {
     // Callees first: an entry's results may then be computed in its out
-    // tensors through their out arguments.
+    // tensors through their out arguments. The uses of every symbol come
+    // from one walk of the module (a walk per function grew with the
+    // square of the layers).
+    llvm::DenseMap<StringAttr, SmallVector<Operation *>> users;
+    if (std::optional<SymbolTable::UseRange> uses =
+            SymbolTable::getSymbolUses(&getOperation().getBodyRegion()))
+      for (const SymbolTable::SymbolUse &use : *uses)
+        users[use.getSymbolRef().getRootReference()].push_back(use.getUser());
     for (auto fn : getOperation().getOps<func::FuncOp>())
       if (!fn.isExternal() && fn.isPrivate() &&
-          failed(convertPrivate(fn, getOperation())))
+          failed(convertPrivate(fn, users[fn.getSymNameAttr()])))
         return signalPassFailure();
     for (auto fn : getOperation().getOps<func::FuncOp>()) {
       if (fn.isExternal() || !fn->hasAttr("llvm.emit_c_interface"))
@@ -151,13 +158,10 @@ struct ResultsToDestinationsPass
   /// of dynamic shape (the caller cannot size them), results already
   /// written into an argument, and functions used other than by calls keep
   /// their results.
-  LogicalResult convertPrivate(func::FuncOp fn, ModuleOp module) {
-    std::optional<SymbolTable::UseRange> uses = fn.getSymbolUses(module);
-    if (!uses)
-      return success();
+  LogicalResult convertPrivate(func::FuncOp fn, ArrayRef<Operation *> users) {
     SmallVector<func::CallOp> calls;
-    for (const SymbolTable::SymbolUse &use : *uses) {
-      auto call = dyn_cast<func::CallOp>(use.getUser());
+    for (Operation *user : users) {
+      auto call = dyn_cast<func::CallOp>(user);
       if (!call)
         return success();
       calls.push_back(call);
@@ -185,9 +189,8 @@ struct ResultsToDestinationsPass
       SmallVector<Value> operands(call.getOperands());
       for (unsigned i : outResults) {
         auto t = cast<RankedTensorType>(type.getResult(i));
-        operands.push_back(tensor::EmptyOp::create(b, call.getLoc(),
-                                                   t.getShape(),
-                                                   t.getElementType()));
+        operands.push_back(tensor::EmptyOp::create(
+            b, call.getLoc(), t.getShape(), t.getElementType()));
       }
       call->setOperands(operands);
     }

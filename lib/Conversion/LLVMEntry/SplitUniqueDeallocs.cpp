@@ -136,13 +136,12 @@ struct SplitUniqueDeallocsPass
       llvm::DenseMap<Value, unsigned> count;
       for (Value v : ret.getOperands()) {
         roots.push_back(isa<BaseMemRefType>(v.getType()) ? rootsOf(v)
-                                                          : Roots());
+                                                         : Roots());
         for (Value r : roots.back().values)
           ++count[r];
       }
-      bool anyUnknown = llvm::any_of(roots, [](const Roots &r) {
-        return !r.known;
-      });
+      bool anyUnknown =
+          llvm::any_of(roots, [](const Roots &r) { return !r.known; });
       for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
         bool ok = isa<BaseMemRefType>(v.getType()) && !anyUnknown &&
                   !roots[i].values.empty() &&

@@ -2,7 +2,9 @@
 //
 // txl.embedding is a gather, txl.concat_mem two insert_slices into one
 // [klen, batch, d] tensor, txl.take_last an extract_slice of the last
-// min(count, len) rows (official _update_mems with ext_len = 0).
+// min(count, len) rows (official _update_mems with ext_len = 0), and
+// txl.take_last of a txl.concat_mem (the new memory) the two row ranges it
+// keeps inserted into the result, without the concatenation.
 //
 //===----------------------------------------------------------------------===//
 
@@ -105,4 +107,61 @@ struct TakeLastLowering : public OpRewritePattern<TakeLastOp> {
 void mlir::txl::populateTxlMemoryToLinalgPatterns(RewritePatternSet &patterns) {
   patterns.add<EmbeddingLowering, ConcatMemLowering, TakeLastLowering>(
       patterns.getContext());
+}
+
+// txl.take_last(txl.concat_mem(mem, h), n): the new memory, as the official
+// _update_mems computes it, without the concatenation: of the last
+// count = min(n, mlen + qlen) rows of [mem; h], the rows of mem from
+// start = mlen + qlen - count on, then the last count - (those) rows of h,
+// each inserted into the result. After bufferization the memory's rows are
+// copied once, into the result's buffer (the caller's, for a segment's new
+// memory), where the concatenation copied them into a [klen, batch, d]
+// buffer first. Run before the conversion, which would lower the
+// concatenation first (it precedes its users).
+static void lowerTakeLastOfConcat(RewriterBase &rewriter, TakeLastOp op,
+                                  ConcatMemOp concat) {
+  rewriter.setInsertionPoint(op);
+  Location loc = op.getLoc();
+  Value mem = concat.getMemory(), h = concat.getHidden();
+  SmallVector<OpFoldResult> hidSizes = getSizes(rewriter, loc, h);
+  Value mlen = tensor::DimOp::create(rewriter, loc, mem, 0);
+  Value qlen = tensor::DimOp::create(rewriter, loc, h, 0);
+  Value klen = arith::AddIOp::create(rewriter, loc, mlen, qlen);
+  Value count = arith::MinUIOp::create(rewriter, loc, op.getCount(), klen);
+  Value start = arith::SubIOp::create(rewriter, loc, klen, count);
+  // Rows [memStart, mlen) of mem, then rows [qlen - fromH, qlen) of h.
+  Value memStart = arith::MinUIOp::create(rewriter, loc, start, mlen);
+  Value fromMem = arith::SubIOp::create(rewriter, loc, mlen, memStart);
+  Value fromH = arith::SubIOp::create(rewriter, loc, count, fromMem);
+  Value hStart = arith::SubIOp::create(rewriter, loc, qlen, fromH);
+  OpFoldResult zero = rewriter.getIndexAttr(0), one = rewriter.getIndexAttr(1);
+  SmallVector<OpFoldResult> strides(3, one);
+  auto rowsOf = [&](Value n) {
+    return SmallVector<OpFoldResult>{n, hidSizes[1], hidSizes[2]};
+  };
+  auto slice = [&](Value x, Value first, Value n) {
+    return tensor::ExtractSliceOp::create(
+        rewriter, loc, x, SmallVector<OpFoldResult>{first, zero, zero},
+        rowsOf(n), strides);
+  };
+  Value init =
+      createEmpty(rewriter, loc, rowsOf(count), op.getType().getElementType());
+  Value withMem = tensor::InsertSliceOp::create(
+      rewriter, loc, slice(mem, memStart, fromMem), init,
+      SmallVector<OpFoldResult>{zero, zero, zero}, rowsOf(fromMem), strides);
+  Value full = tensor::InsertSliceOp::create(
+      rewriter, loc, slice(h, hStart, fromH), withMem,
+      SmallVector<OpFoldResult>{fromMem, zero, zero}, rowsOf(fromH), strides);
+  rewriter.replaceOp(op, castTo(rewriter, loc, full, op.getType()));
+  if (concat->use_empty())
+    rewriter.eraseOp(concat);
+}
+
+void mlir::txl::lowerNewMemories(Operation *root) {
+  IRRewriter rewriter(root->getContext());
+  SmallVector<TakeLastOp> ops;
+  root->walk([&](TakeLastOp op) { ops.push_back(op); });
+  for (TakeLastOp op : ops)
+    if (auto concat = op.getInput().getDefiningOp<ConcatMemOp>())
+      lowerTakeLastOfConcat(rewriter, op, concat);
 }

@@ -27,6 +27,7 @@ struct ConvertTxlToLinalgPass
     target.addLegalDialect<arith::ArithDialect, cf::ControlFlowDialect,
                            linalg::LinalgDialect, math::MathDialect,
                            scf::SCFDialect, tensor::TensorDialect>();
+    lowerNewMemories(getOperation());
     RewritePatternSet patterns(ctx);
     populateTxlElementwiseToLinalgPatterns(patterns);
     populateTxlDropoutToLinalgPatterns(patterns);
