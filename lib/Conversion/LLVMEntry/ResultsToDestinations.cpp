@@ -38,11 +38,6 @@ static constexpr llvm::StringLiteral kDestinationsAttrName =
 static constexpr llvm::StringLiteral kBuiltInDestinationAttrName =
     "txl.built_in_destination";
 
-/// The `tensor.empty` whose buffer `v` is computed in: followed back through
-/// the tied init of destination-style ops (linalg ops, tensor.insert_slice)
-/// and the init of scf.for results. Null when `v` is not computed (an empty
-/// tensor itself), when the chain ends anywhere else, or when a value on it
-/// has another use (someone else reads that state).
 /// The out argument of a function of the module that each of its results is
 /// written into (-1: none), set on private functions by
 /// txl-results-to-destinations.
