@@ -6,9 +6,8 @@
 # gradient of segment 1's mean NLL (the generated
 # backward segment, --grad-segment 1: 1e-5 relative norm per parameter)
 # with the official implementation's. Prints, per case, its
-# name, the executable's stderr (the device and device-memory lines),
-# but for the BLAS kernel warning,
-# whether the device-memory check's need covers the peak the run measured,
+# name, the executable's stderr (the device and device-memory lines;
+# not the BLAS kernel warning), whether the device-memory check's need covers the peak the run measured,
 # and compare.py's verdicts; stops at the first failure.
 #
 # usage: reference_cases.sh TARGET SHARED_DIR COMPARE_PY OUT_DIR
