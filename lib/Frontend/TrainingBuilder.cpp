@@ -58,15 +58,14 @@ struct Part {
 /// Emits the training functions of one model file.
 class TrainingEmitter {
 public:
-  TrainingEmitter(OpBuilder &b, Location loc, const ModelConfig &config,
-                  bool forDevice)
-      : b(b), loc(loc), config(config), train(config.train),
-        forDevice(forDevice) {}
+  TrainingEmitter(OpBuilder &b, Location loc, const ModelConfig &config)
+      : b(b), loc(loc), config(config), train(config.train) {}
 
-  void emitGradSquaredNorm(ModuleOp module);
+  void emitSquaredNormPart(ModuleOp module);
+  void emitOptimizerUpdate(ModuleOp module);
   void emitDeviceGradSquaredNorm(ModuleOp module);
   void emitAccumulateGrads(ModuleOp module);
-  void emitOptimizerStep(ModuleOp module);
+  void emitDeviceOptimizerStep(ModuleOp module);
   void emitLearningRate(ModuleOp module);
 
 private:
@@ -87,12 +86,10 @@ private:
   Value gradScale(Value totalNorm);
   SmallVector<Value> update(Value param, Value grad, ValueRange states,
                             Value lr, Value step, Value scale);
-  func::FuncOp emitSquaredNormPart(ModuleOp module);
-  func::FuncOp emitOptimizerUpdate(ModuleOp module);
   SmallVector<Value> updatePart(Value param, Value grad, ValueRange states,
                                 Value lr, Value step, Value scale, Value part,
                                 Value parts);
-  Value toDynamic(Value flat);
+  std::pair<Value, Value> clipScale(Value partials, Value invLossScale);
   Value warmupOrAfter(Value step, Value stepF, Value lr, Value maxStepF);
   Value invSqrt(Value step, Value stepF);
 
@@ -100,7 +97,6 @@ private:
   Location loc;
   const ModelConfig &config;
   const TrainSection &train;
-  bool forDevice;
 };
 
 } // namespace
@@ -247,37 +243,30 @@ static void storeElement(OpBuilder &b, Location loc, scf::ForallOp forall,
   tensor::ParallelInsertSliceOp::create(b, loc, one, out, offsets, ones, ones);
 }
 
-/// `flat` (tensor<n x f32>) as tensor<? x f32>, the type the per-tensor
-/// functions take: one function serves every size.
-Value TrainingEmitter::toDynamic(Value flat) {
-  return tensor::CastOp::create(
-      b, loc, RankedTensorType::get({ShapedType::kDynamic}, b.getF32Type()),
-      flat);
-}
-
-/// The private @squared_norm_part(%g: tensor<?xf32>, %part: index,
-/// %parts: index) -> f32: the sum of squares of part `part` of `parts` of
-/// one flat gradient. @grad_squared_norm (CPU form) calls it once per
-/// gradient, so that its code is compiled once, whatever the number of
-/// parameters (n_layer times the layer's; issue #48, item 5).
-func::FuncOp TrainingEmitter::emitSquaredNormPart(ModuleOp module) {
-  OpBuilder::InsertionGuard guard(b);
+/// The CPU form's @squared_norm_part(%g: tensor<?xf32>, %part: i64,
+/// %parts: i64) -> tensor<1xf32>: the sum of squares of part `part` of
+/// `parts` of one flat gradient. The runtime calls it once per gradient and
+/// adds the sums in parameter order, so that its code is compiled once,
+/// whatever the number of parameters (n_layer times the layer's; issue #48,
+/// item 5).
+void TrainingEmitter::emitSquaredNormPart(ModuleOp module) {
   auto flat = RankedTensorType::get({ShapedType::kDynamic}, b.getF32Type());
+  auto resultType = RankedTensorType::get({1}, b.getF32Type());
   b.setInsertionPointToEnd(module.getBody());
   auto fn = func::FuncOp::create(
       b, loc, kSquaredNormPartFunctionName,
-      b.getFunctionType({flat, b.getIndexType(), b.getIndexType()},
-                        {b.getF32Type()}));
-  fn.setPrivate();
-  setNoInline(fn);
+      b.getFunctionType({flat, b.getI64Type(), b.getI64Type()}, {resultType}));
+  fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
   Value g = entry->getArgument(0);
-  Value sq = SquaredNormOp::create(
+  auto [part, parts] =
+      partIndices(b, loc, entry->getArgument(1), entry->getArgument(2));
+  Value sq = SquaredNormOp::create(b, loc, extractPart(partOf(g, part, parts), g));
+  func::ReturnOp::create(
       b, loc,
-      extractPart(partOf(g, entry->getArgument(1), entry->getArgument(2)), g));
-  func::ReturnOp::create(b, loc, ValueRange{sq});
-  return fn;
+      ValueRange{tensor::FromElementsOp::create(b, loc, resultType,
+                                                ValueRange{sq})});
 }
 
 /// Part `part` of `parts` of one parameter's update: the parameter, its
@@ -307,71 +296,62 @@ SmallVector<Value> TrainingEmitter::updatePart(Value param, Value grad,
   return written;
 }
 
-/// The private @optimizer_update(%p, %g, %state_0..%state_{S-1}:
-/// tensor<?xf32>, %lr: f64, %step: i64, %scale: f32, %part: index,
-/// %parts: index) -> (new %p, new states...): updatePart of one parameter,
-/// written in place. @optimizer_step (CPU form) calls it once per
-/// parameter, so that the update is compiled once, whatever the number of
-/// parameters (issue #48, item 5).
-func::FuncOp TrainingEmitter::emitOptimizerUpdate(ModuleOp module) {
-  OpBuilder::InsertionGuard guard(b);
+/// clip_grad_norm_'s total norm from the parts' sums of squares
+/// (`partials`, tensor<?xf32>, added in order in f32) and the scale every
+/// gradient read is multiplied by: the clipping coefficient times
+/// `invLossScale`. The gradients arrive multiplied by the loss scale (1
+/// unless dynamic loss scaling runs): the norm and every gradient read are
+/// unscaled by its inverse, a power of two, so exactly.
+std::pair<Value, Value> TrainingEmitter::clipScale(Value partials,
+                                                   Value invLossScale) {
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value numPartials = tensor::DimOp::create(b, loc, partials, zero);
+  Value sumSquares =
+      scf::ForOp::create(
+          b, loc, zero, numPartials, one, ValueRange{f32(0.0)},
+          [&](OpBuilder &nb, Location l, Value k, ValueRange acc) {
+            Value x = tensor::ExtractOp::create(nb, l, partials, ValueRange{k});
+            scf::YieldOp::create(
+                nb, l, ValueRange{arith::AddFOp::create(nb, l, acc[0], x)});
+          })
+          .getResult(0);
+  Value totalNorm = arith::MulFOp::create(
+      b, loc, math::SqrtOp::create(b, loc, sumSquares), invLossScale);
+  Value scale =
+      arith::MulFOp::create(b, loc, gradScale(totalNorm), invLossScale);
+  return {totalNorm, scale};
+}
+
+/// The CPU form's @optimizer_update(%p, %g, %state_0..%state_{S-1}:
+/// tensor<?xf32>, %lr: f64, %step: i64, %inv_loss_scale: f32, %partials:
+/// tensor<?xf32>, %part: i64, %parts: i64) -> (new %p, new states...):
+/// part `part` of one parameter's update, clipped by the norm of
+/// `partials`, written in place. The runtime calls it once per parameter,
+/// so that the update is compiled once, whatever the number of parameters
+/// (issue #48, item 5).
+void TrainingEmitter::emitOptimizerUpdate(ModuleOp module) {
   size_t numStates = getOptimizerStateNames(train.optim).size();
   auto flat = RankedTensorType::get({ShapedType::kDynamic}, b.getF32Type());
   SmallVector<Type> inputs(2 + numStates, flat);
-  inputs.append({b.getF64Type(), b.getI64Type(), b.getF32Type(),
-                 b.getIndexType(), b.getIndexType()});
+  inputs.append({b.getF64Type(), b.getI64Type(), b.getF32Type(), flat,
+                 b.getI64Type(), b.getI64Type()});
   SmallVector<Type> results(1 + numStates, flat);
   b.setInsertionPointToEnd(module.getBody());
   auto fn = func::FuncOp::create(b, loc, kOptimizerUpdateFunctionName,
                                  b.getFunctionType(inputs, results));
-  fn.setPrivate();
-  setNoInline(fn);
+  fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
   auto args = entry->getArguments();
   size_t scalars = 2 + numStates;
+  Value scale = clipScale(args[scalars + 3], args[scalars + 2]).second;
+  auto [part, parts] =
+      partIndices(b, loc, args[scalars + 4], args[scalars + 5]);
   SmallVector<Value> written =
       updatePart(args[0], args[1], args.slice(2, numStates), args[scalars],
-                 args[scalars + 1], args[scalars + 2], args[scalars + 3],
-                 args[scalars + 4]);
+                 args[scalars + 1], scale, part, parts);
   func::ReturnOp::create(b, loc, written);
-  return fn;
-}
-
-void TrainingEmitter::emitGradSquaredNorm(ModuleOp module) {
-  SmallVector<ParamSpec> trained = trainedParams();
-  SmallVector<Type> inputs = flatTypes(trained);
-  inputs.append({b.getI64Type(), b.getI64Type()}); // part, parts
-  auto resultType = RankedTensorType::get({1}, b.getF32Type());
-
-  b.setInsertionPointToEnd(module.getBody());
-  auto fn = func::FuncOp::create(b, loc, kGradSquaredNormFunctionName,
-                                 b.getFunctionType(inputs, {resultType}));
-  fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
-  ArgumentNames names(fn);
-  for (auto [i, p] : llvm::enumerate(trained))
-    names.set(i, "txl.grad", p.name);
-  names.apply();
-  Block *entry = fn.addEntryBlock();
-  b.setInsertionPointToStart(entry);
-  auto [part, parts] =
-      partIndices(b, loc, entry->getArgument(trained.size()),
-                  entry->getArgument(trained.size() + 1));
-  // clip_grad_norm_'s sum of squares over this part of every gradient, in
-  // parameter order, one call of @squared_norm_part per gradient.
-  func::FuncOp normPart = emitSquaredNormPart(module);
-  Value sum;
-  for (size_t i = 0; i < trained.size(); ++i) {
-    Value sq = func::CallOp::create(
-                   b, loc, normPart,
-                   ValueRange{toDynamic(entry->getArgument(i)), part, parts})
-                   .getResult(0);
-    sum = sum ? arith::AddFOp::create(b, loc, sum, sq) : sq;
-  }
-  func::ReturnOp::create(
-      b, loc,
-      ValueRange{tensor::FromElementsOp::create(b, loc, resultType,
-                                                ValueRange{sum})});
 }
 
 void TrainingEmitter::emitDeviceGradSquaredNorm(ModuleOp module) {
@@ -502,7 +482,7 @@ void TrainingEmitter::emitAccumulateGrads(ModuleOp module) {
   func::ReturnOp::create(b, loc, returned);
 }
 
-void TrainingEmitter::emitOptimizerStep(ModuleOp module) {
+void TrainingEmitter::emitDeviceOptimizerStep(ModuleOp module) {
   SmallVector<ParamSpec> trained = trainedParams();
   SmallVector<StringRef, 2> stateNames = getOptimizerStateNames(train.optim);
   size_t numParams = trained.size(), numStates = stateNames.size();
@@ -550,65 +530,21 @@ void TrainingEmitter::emitOptimizerStep(ModuleOp module) {
                                    entry->getArgument(scalars + 5));
 
   // clip_grad_norm_'s total norm: sqrt of the parts' sums, added in order.
-  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-  Value one = arith::ConstantIndexOp::create(b, loc, 1);
-  Value numPartials = tensor::DimOp::create(b, loc, partials, zero);
-  Value sumSquares =
-      scf::ForOp::create(
-          b, loc, zero, numPartials, one, ValueRange{f32(0.0)},
-          [&](OpBuilder &nb, Location l, Value k, ValueRange acc) {
-            Value x = tensor::ExtractOp::create(nb, l, partials, ValueRange{k});
-            scf::YieldOp::create(
-                nb, l, ValueRange{arith::AddFOp::create(nb, l, acc[0], x)});
-          })
-          .getResult(0);
-  // The gradients arrive multiplied by the loss scale (1 unless dynamic
-  // loss scaling runs): the norm and every gradient read are unscaled by
-  // its inverse, a power of two, so exactly.
-  Value totalNorm = arith::MulFOp::create(
-      b, loc, math::SqrtOp::create(b, loc, sumSquares), invLossScale);
-  Value scale =
-      arith::MulFOp::create(b, loc, gradScale(totalNorm), invLossScale);
+  auto [totalNorm, scale] = clipScale(partials, invLossScale);
 
   // This part of every parameter and state, updated and written back in
   // place: each new tensor is materialized into the argument it replaces,
   // and the update reads element k of them only before writing element k,
   // so a step allocates and copies nothing, and concurrent calls for
-  // different parts touch disjoint elements.
-  //
-  // The CPU form calls @optimizer_update once per parameter (its code is
-  // compiled once; the calls cast each tensor to tensor<?xf32> and back,
-  // which bufferize to no copy). The device form updates each parameter
-  // here: its loop nests become kernels, one per distinct body after
-  // txl-deduplicate-kernels.
-  func::FuncOp perTensor =
-      forDevice ? func::FuncOp() : emitOptimizerUpdate(module);
+  // different parts touch disjoint elements. Its loop nests become kernels,
+  // one per distinct body after txl-deduplicate-kernels.
   SmallVector<SmallVector<Value>> outLists(1 + numStates);
   for (size_t i = 0; i < numParams; ++i) {
     SmallVector<Value> states;
     for (size_t s = 0; s < numStates; ++s)
       states.push_back(arg(2 + s, i));
-    SmallVector<Value> written;
-    if (perTensor) {
-      SmallVector<Value> operands = {toDynamic(arg(0, i)),
-                                     toDynamic(arg(1, i))};
-      for (Value state : states)
-        operands.push_back(toDynamic(state));
-      operands.append({lr, step, scale, part, parts});
-      auto call = func::CallOp::create(b, loc, perTensor, operands);
-      for (auto [k, result] : llvm::enumerate(call.getResults())) {
-        Value dest = k == 0 ? arg(0, i) : states[k - 1];
-        written.push_back(bufferization::MaterializeInDestinationOp::create(
-                              b, loc,
-                              tensor::CastOp::create(b, loc, dest.getType(),
-                                                     result),
-                              dest)
-                              .getResult());
-      }
-    } else {
-      written = updatePart(arg(0, i), arg(1, i), states, lr, step, scale,
-                           part, parts);
-    }
+    SmallVector<Value> written = updatePart(arg(0, i), arg(1, i), states, lr,
+                                            step, scale, part, parts);
     for (auto [k, value] : llvm::enumerate(written))
       outLists[k].push_back(value);
   }
@@ -725,12 +661,14 @@ LogicalResult mlir::txl::buildTrainingFunctions(ModuleOp module,
     return emitError(loc) << "[train] optim '" << config.train.optim
                           << "' has no compiled update";
   OpBuilder b(ctx);
-  TrainingEmitter emitter(b, loc, config, forDevice);
-  if (forDevice)
+  TrainingEmitter emitter(b, loc, config);
+  if (forDevice) {
     emitter.emitDeviceGradSquaredNorm(module);
-  else
-    emitter.emitGradSquaredNorm(module);
-  emitter.emitOptimizerStep(module);
+    emitter.emitDeviceOptimizerStep(module);
+  } else {
+    emitter.emitSquaredNormPart(module);
+    emitter.emitOptimizerUpdate(module);
+  }
   emitter.emitLearningRate(module);
   if (forDevice && config.train.batchChunk > 1)
     emitter.emitAccumulateGrads(module);

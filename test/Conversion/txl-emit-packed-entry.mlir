@@ -36,7 +36,8 @@ module {
 // The other functions of the runtime ABI get their entries when the module
 // has them: txl_segment_grad, txl_grad_squared_norm (i64 part and parts
 // loaded from their slots), txl_optimizer_step (f64 lr and i64 step loaded
-// from their slots) and txl_learning_rate.
+// from their slots), the CPU's per-tensor txl_squared_norm_part and
+// txl_optimizer_update, and txl_learning_rate.
 // CHECK-LABEL: llvm.func @txl_segment_forward
 // CHECK-LABEL: llvm.func @txl_segment_grad
 // CHECK: llvm.call @_mlir_ciface_segment_grad(%{{.+}}) : (!llvm.ptr) -> ()
@@ -51,6 +52,10 @@ module {
 // CHECK-NEXT: %[[P2:.+]] = llvm.load %[[S2]] : !llvm.ptr -> !llvm.ptr
 // CHECK-NEXT: %[[STEP:.+]] = llvm.load %[[P2]] : !llvm.ptr -> i64
 // CHECK: llvm.call @_mlir_ciface_optimizer_step(%{{.+}}, %[[LR]], %[[STEP]], %{{.+}}) : (!llvm.ptr, f64, i64, !llvm.ptr) -> ()
+// CHECK-LABEL: llvm.func @txl_squared_norm_part
+// CHECK: llvm.call @_mlir_ciface_squared_norm_part(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}) : (!llvm.ptr, i64, i64, !llvm.ptr) -> ()
+// CHECK-LABEL: llvm.func @txl_optimizer_update
+// CHECK: llvm.call @_mlir_ciface_optimizer_update(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}) : (!llvm.ptr, f64, f32, i64) -> ()
 // CHECK-LABEL: llvm.func @txl_learning_rate
 // CHECK: llvm.call @_mlir_ciface_learning_rate(%{{.+}}, %{{.+}}, %{{.+}}) : (i64, f64, !llvm.ptr) -> ()
 module {
@@ -64,6 +69,12 @@ module {
     llvm.return
   }
   llvm.func @_mlir_ciface_optimizer_step(%param: !llvm.ptr, %lr: f64, %step: i64, %new_param: !llvm.ptr) {
+    llvm.return
+  }
+  llvm.func @_mlir_ciface_squared_norm_part(%grad: !llvm.ptr, %part: i64, %parts: i64, %sum: !llvm.ptr) {
+    llvm.return
+  }
+  llvm.func @_mlir_ciface_optimizer_update(%param: !llvm.ptr, %lr: f64, %scale: f32, %part: i64) {
     llvm.return
   }
   llvm.func @_mlir_ciface_learning_rate(%step: i64, %lr: f64, %out: !llvm.ptr) {

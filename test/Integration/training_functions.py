@@ -1,14 +1,15 @@
-"""Checks the compiled training functions of a model (txl_grad_squared_norm,
-txl_optimizer_step, txl_learning_rate) against numpy / Python transcriptions
-of the official train.py (test/lib/torch_optim.py):
+"""Checks the compiled training functions of a model (txl_squared_norm_part,
+txl_optimizer_update, txl_learning_rate: the CPU target's) against numpy /
+Python transcriptions of the official train.py (test/lib/torch_optim.py):
 
 - three updates of every optimizer, with global-norm clipping active,
   inactive (clip above the norm) and disabled (clip = 0), each run as the
-  trainer runs it (txl_grad_squared_norm per part, then txl_optimizer_step
-  per part, written over the parameters and states passed in) in 1, 2 and 3
-  parts, the new parameters, states and the reported norm checked after
-  each, the gradients unchanged, and part 0 of 2 alone writing exactly its
-  range of every tensor;
+  CPU session runs it (per part: txl_squared_norm_part of every gradient,
+  added in parameter order; then per part txl_optimizer_update of every
+  parameter, written over the parameter and states passed in) in 1, 2 and
+  3 parts, the new parameters and states checked after each, the gradients
+  unchanged, and part 0 of 2 alone writing exactly its range of every
+  tensor;
 - the lr schedule of every scheduler over steps 0 .. max_step + 2 (so 0, 1,
   warmup_step - 1, warmup_step, warmup_step + 1 and max_step among them),
   each call given the lr the previous one returned, as the runtime does,
@@ -73,8 +74,8 @@ STATES = {"adam": 2, "sgd": 1, "adagrad": 1}
 
 def compile_model(work, optim, clip, scheduler, warmup):
     """Returns the shared object and the trained parameters' flat shapes
-    (numel,) in @optimizer_step's order (the training functions take every
-    tensor flat)."""
+    (numel,) in parameter order (the training functions take every tensor
+    flat): @segment's parameters but its buffers."""
     toml = os.path.join(work, "model.toml")
     with open(toml, "w") as f:
         f.write(MODEL.format(optim=optim, mom=MOM, clip=clip, lr=LR,
@@ -84,9 +85,9 @@ def compile_model(work, optim, clip, scheduler, warmup):
     subprocess.run(["txlc", toml, "--emit=txl", "-o", mlir], check=True)
     with open(mlir) as f:
         text = f.read()
-    signature = text[text.index("func.func @optimizer_step("):]
+    signature = text[text.index("func.func @segment("):]
     signature = signature[:signature.index("\n")]
-    shapes = [tuple(int(d) for d in dims.split("x"))
+    shapes = [(int(np.prod([int(d) for d in dims.split("x")])),)
               for dims in re.findall(r"tensor<([0-9x]+)xf32> \{txl\.param", signature)]
     return txlrun.compile_module(mlir, work), shapes
 
@@ -123,33 +124,55 @@ def part_range(n, part, parts):
     return n * part // parts, n * (part + 1) // parts
 
 
-def run_update(step_fn, norm_fn, params, grads, states, lr, step, parts,
+def partial_sums(norm_fn, grads, parts):
+    """Each part's sum of squares, as the session adds them: one call per
+    gradient, added in parameter order in f32."""
+    partials = []
+    for part in range(parts):
+        total = None
+        for g in grads:
+            square = norm_fn([g, part, parts], [(1,)])[0][0]
+            total = square if total is None else f32(total + square)
+        partials.append(total)
+    return np.array(partials, f32)
+
+
+def update_part(update_fn, params, grads, states, lr, step, inv_loss_scale,
+                partials, part, parts):
+    """Part `part` of the update of every parameter, in place."""
+    for i, (p, g) in enumerate(zip(params, grads)):
+        update_fn([p, g] + [lst[i] for lst in states] +
+                  [lr, step, f32(inv_loss_scale), partials, part, parts], [])
+
+
+def run_update(update_fn, norm_fn, params, grads, states, lr, step, parts,
                inv_loss_scale=1.0):
-    """One update as the trainer runs it, its parts one after the other:
+    """One update as the session runs it, its parts one after the other:
     every part's sum of squares, then every part's update in place. Returns
-    the norm of each part's call. The gradients carry a loss scale of
+    the norm the session reports (the square root of the partials added in
+    order, unscaled). The gradients carry a loss scale of
     1 / inv_loss_scale."""
-    partials = np.array([norm_fn(grads + [p, parts], [(1,)])[0][0]
-                         for p in range(parts)], f32)
-    flat_states = [a for lst in states for a in lst]
-    return [step_fn(params + grads + flat_states +
-                    [lr, step, f32(inv_loss_scale), partials, p, parts],
-                    [(1,)])[0][0]
-            for p in range(parts)]
+    partials = partial_sums(norm_fn, grads, parts)
+    for p in range(parts):
+        update_part(update_fn, params, grads, states, lr, step,
+                    inv_loss_scale, partials, p, parts)
+    total = f32(0)
+    for x in partials:
+        total = f32(total + x)
+    return f32(np.sqrt(total) * f32(inv_loss_scale))
 
 
-def check_part_alone(step_fn, norm_fn, params, grads, states, lr, step):
+def check_part_alone(update_fn, norm_fn, params, grads, states, lr, step):
     """Part 0 of 2, run alone, writes the first half of every parameter and
     state and nothing of the second (the parts run concurrently)."""
     before = [a.copy() for a in params] + [a.copy() for lst in states
                                            for a in lst]
-    partials = np.array([norm_fn(grads + [p, 2], [(1,)])[0][0]
-                         for p in range(2)], f32)
-    after = [a.copy() for a in params] + [a.copy() for lst in states
-                                          for a in lst]
-    flat = after[len(params):]
-    step_fn(after[:len(params)] + grads + flat +
-            [lr, step, f32(1.0), partials, 0, 2], [(1,)])
+    partials = partial_sums(norm_fn, grads, 2)
+    new_params = [a.copy() for a in params]
+    new_states = [[a.copy() for a in lst] for lst in states]
+    update_part(update_fn, new_params, grads, new_states, lr, step, 1.0,
+                partials, 0, 2)
+    after = new_params + [a for lst in new_states for a in lst]
     for k, (a, b) in enumerate(zip(after, before)):
         lo, hi = part_range(a.size, 0, 2)
         if not np.array_equal(a.reshape(-1)[hi:], b.reshape(-1)[hi:]):
@@ -161,8 +184,8 @@ def check_part_alone(step_fn, norm_fn, params, grads, states, lr, step):
 
 
 def check_optimizer(lib, shapes, optim, clip, rng):
-    step_fn = txlrun.Segment(lib, entry="txl_optimizer_step")
-    norm_fn = txlrun.Segment(lib, entry="txl_grad_squared_norm")
+    step_fn = txlrun.Segment(lib, entry="txl_optimizer_update")
+    norm_fn = txlrun.Segment(lib, entry="txl_squared_norm_part")
     n_states = STATES[optim]
     params = [rng.randn(*s).astype(f32) for s in shapes]
     states = [[np.zeros(s, f32) for s in shapes] for _ in range(n_states)]
@@ -184,32 +207,30 @@ def check_optimizer(lib, shapes, optim, clip, rng):
         if error:
             sys.exit(f"FAIL: {optim} clip {clip} step {step}: {error}")
         # The update is in place: the parameters and states passed in (here
-        # copies of the previous step's) are overwritten and the only output
-        # is the norm. Split into 1, 2 and 3 parts, each result is checked;
-        # the run in 3 parts carries on.
+        # copies of the previous step's) are overwritten, and it has no
+        # output. Split into 1, 2 and 3 parts, each result is checked; the
+        # run in 3 parts carries on.
         for parts in (1, 2, 3):
             new_params = [a.copy() for a in ours[0]]
             new_states = [[a.copy() for a in lst] for lst in ours[1]]
-            norms = run_update(step_fn, norm_fn, new_params, grads,
-                               new_states, lr, step, parts)
+            got_norm = run_update(step_fn, norm_fn, new_params, grads,
+                                  new_states, lr, step, parts)
             if not all(np.array_equal(a, b)
                        for a, b in zip(grads, grads_before)):
                 sys.exit(f"FAIL: {optim} clip {clip} step {step}: the "
                          "update wrote a gradient")
-            got_norm = norms[0]
-            if any(n != got_norm for n in norms) or \
-                    not abs(got_norm - norm) <= 1e-6 * norm:
+            if not abs(got_norm - norm) <= 1e-6 * norm:
                 sys.exit(f"FAIL: {optim} clip {clip} step {step} parts "
-                         f"{parts}: grad_norm {norms} vs {norm}")
+                         f"{parts}: grad_norm {got_norm} vs {norm}")
             # Dynamic loss scaling: gradients 2^12 times larger with
             # inv_loss_scale 2^-12 give the same norm and the same update,
             # bit for bit (powers of two scale exactly).
             scaled_params = [a.copy() for a in ours[0]]
             scaled_states = [[a.copy() for a in lst] for lst in ours[1]]
-            scaled_norms = run_update(
+            scaled_norm = run_update(
                 step_fn, norm_fn, scaled_params, [g * f32(4096) for g in grads],
                 scaled_states, lr, step, parts, inv_loss_scale=2.0 ** -12)
-            if scaled_norms != norms or not all(
+            if scaled_norm != got_norm or not all(
                     np.array_equal(a, b) for a, b in
                     zip(scaled_params + sum(scaled_states, []),
                         new_params + sum(new_states, []))):

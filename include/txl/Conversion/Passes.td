@@ -947,8 +947,10 @@ def EmitPackedEntryPass : Pass<"txl-emit-packed-entry", "::mlir::ModuleOp"> {
     required; the other functions of the runtime ABI are wrapped when the
     module has their `_mlir_ciface_` wrapper: `segment_grad` as
     `txl_segment_grad`, `grad_squared_norm` as `txl_grad_squared_norm`,
-    `optimizer_step` as `txl_optimizer_step`, `learning_rate` as
-    `txl_learning_rate` and `accumulate_grads` as `txl_accumulate_grads`.
+    `optimizer_step` as `txl_optimizer_step`, `squared_norm_part` as
+    `txl_squared_norm_part`, `optimizer_update` as `txl_optimizer_update`,
+    `learning_rate` as `txl_learning_rate` and `accumulate_grads` as
+    `txl_accumulate_grads` (and the key/value-cache forms).
 
     The `_mlir_ciface_` wrapper, whose one caller is then the entry, becomes
     `internal` and `always_inline`, and so does the function it wraps when
@@ -957,7 +959,7 @@ def EmitPackedEntryPass : Pass<"txl-emit-packed-entry", "::mlir::ModuleOp"> {
     an argument (1,878 for enwik8_base's `@segment_grad`), and LLVM's
     instruction selection of that call alone took 1.4 s. A function with
     other callers keeps its linkage. Every other private function with a
-    body (the layer functions, the per-tensor training functions) becomes
+    body (the layer functions, the aux heads) becomes
     `internal`, so that LLVM's dead argument elimination may drop the
     descriptor fields that neither the function nor its callers read.
 

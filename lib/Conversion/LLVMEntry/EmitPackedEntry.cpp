@@ -35,8 +35,9 @@ struct PackedEntry {
 
 /// The entries after the segment's (which the pass options name): the
 /// backward segment, the distribution, the key/value-cache forms and their
-/// r_head_k, the clipping norm's partial sums, the optimizer update,
-/// the lr schedule and the batch chunks' gradient accumulation.
+/// r_head_k, the clipping norm's partial sums and the optimizer update
+/// (whole-model on the GPU targets, per tensor on the CPU), the lr schedule
+/// and the batch chunks' gradient accumulation.
 constexpr PackedEntry kOptionalEntries[] = {
     {"segment_grad", "txl_segment_grad", false},
     {"segment_log_probs", "txl_segment_log_probs", false},
@@ -45,6 +46,8 @@ constexpr PackedEntry kOptionalEntries[] = {
     {"segment_r_head_k", "txl_segment_r_head_k", false},
     {"grad_squared_norm", "txl_grad_squared_norm", false},
     {"optimizer_step", "txl_optimizer_step", false},
+    {"squared_norm_part", "txl_squared_norm_part", false},
+    {"optimizer_update", "txl_optimizer_update", false},
     {"learning_rate", "txl_learning_rate", false},
     {"accumulate_grads", "txl_accumulate_grads", false},
 };
@@ -68,8 +71,8 @@ struct EmitPackedEntryPass
     for (const PackedEntry &e : entries)
       if (failed(emitEntry(module, e.function, e.entry, e.required)))
         return signalPassFailure();
-    // The module's own private functions (the layer functions, the
-    // per-tensor training functions) are internal: LLVM may then drop the
+    // The module's own private functions (the layer functions, the aux
+    // heads) are internal: LLVM may then drop the
     // arguments and returned values their bodies and callers never read
     // (dead argument elimination; most of each memref descriptor).
     for (auto fn : module.getOps<LLVM::LLVMFuncOp>())

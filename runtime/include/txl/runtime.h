@@ -157,15 +157,21 @@ typedef void (*txl_segment_fn)(void **args);
 ///
 /// Every tensor is passed flat, as memref<numel x f32>.
 ///
-/// The clipping norm's partial sums (`@grad_squared_norm`), packed:
-///   grads[T]                    float32 memrefs
+/// The CPU target's functions take one tensor per call (their code is
+/// compiled once, whatever the number of parameters):
+///
+/// The clipping norm's partial sum of one gradient (`@squared_norm_part`),
+/// packed:
+///   grad                        float32 memref
 ///   part, parts                 int64_t*
 ///   sum (out)                   memref<1xf32>: Σ g² over part `part` of
-///                               every gradient
+///                               the gradient
+/// The session adds the sums of the T gradients in parameter order (f32),
+/// one total per part.
 ///
-/// The update (`@optimizer_step`), packed:
-///   params[T], grads[T]         float32 memrefs
-///   states[S][T]                adam: exp_avg then exp_avg_sq; sgd: the
+/// One parameter's update (`@optimizer_update`), packed:
+///   param, grad                 float32 memrefs
+///   states[S]                   adam: exp_avg then exp_avg_sq; sgd: the
 ///                               momentum buffer; adagrad: the sum
 ///   lr                          double* (the lr of this update)
 ///   step                        int64_t* (1 for the first update)
@@ -173,24 +179,36 @@ typedef void (*txl_segment_fn)(void **args);
 ///                               carry (a power of two; 1 without scaling):
 ///                               the norm and every gradient read are
 ///                               multiplied by it
-///   partials                    memref<?xf32>: the `parts` sums above, in
+///   partials                    memref<?xf32>: the `parts` totals above, in
 ///                               part order
 ///   part, parts                 int64_t*
+/// Gradients are clipped to the global norm `clip` (clip_grad_norm_) when
+/// clip > 0; the norm is the square root of the partials added in order
+/// (f32), times inv_loss_scale. The update is in place: part `part` of the
+/// parameter and its states is overwritten and nothing else is written, so
+/// the parts of one update may run concurrently once every partial sum is
+/// known. The norm (so each result) depends on `parts` only through the
+/// order of the partial sums.
+///
+/// GPU targets (txl_model_info.device_backend set) take every tensor in one
+/// call instead, each memref a device buffer:
+///
+/// The clipping norm's partial sums (`@grad_squared_norm`), packed:
+///   grads[T]                    float32 memrefs
+///   partials (out)              memref<?xf32>: all parts at once, part p
+///                               being elements p, p + parts, ... of each
+///                               tensor, parts = the size of `partials`
+///
+/// The update (`@optimizer_update` of every parameter, `@optimizer_step`),
+/// packed:
+///   params[T], grads[T]         float32 memrefs
+///   states[S][T]                as above, state list by state list
+///   lr, step, inv_loss_scale    as above
+///   partials                    memref<?xf32>: the sums above
+///   part, parts                 int64_t*: 0 and 1
 ///   grad_norm (out)             memref<1xf32>: the global L2 norm of the
 ///                               gradients before clipping
-/// Gradients are clipped to the global norm `clip` (clip_grad_norm_) when
-/// clip > 0. The update is in place: part `part` of each parameter and
-/// state is overwritten and nothing else is written, so the parts of one
-/// update may run concurrently once every partial sum is known. The norm
-/// (so each result) depends on `parts` only through the order of the
-/// partial sums.
-///
-/// GPU targets (txl_model_info.device_backend set): every memref is a
-/// device buffer, and `@grad_squared_norm` takes grads[T] then `partials`
-/// (memref<?xf32>, out): all parts at once, part p being elements p,
-/// p + parts, ... of each tensor with parts = the size of `partials`; the
-/// session then runs `@optimizer_step` as part 0 of 1 with those partials.
-///
+
 /// The generated schedule (`@learning_rate`), packed: step (int64_t*, the
 /// number of updates done), lr (double*, the lr in effect for update `step`),
 /// max_step (int64_t*, the run's length: the cosine schedule's T_max),
@@ -241,8 +259,11 @@ void txl_segment_log_probs(void **args) TXL_WEAK;
 void txl_segment_kv(void **args) TXL_WEAK;
 void txl_segment_log_probs_kv(void **args) TXL_WEAK;
 void txl_segment_r_head_k(void **args) TXL_WEAK;
+/* The GPU targets' update; the CPU's is the per-tensor pair below. */
 void txl_grad_squared_norm(void **args) TXL_WEAK;
 void txl_optimizer_step(void **args) TXL_WEAK;
+void txl_squared_norm_part(void **args) TXL_WEAK;
+void txl_optimizer_update(void **args) TXL_WEAK;
 void txl_learning_rate(void **args) TXL_WEAK;
 /* GPU targets with [train] batch_chunk > 1: grads[T], chunk_grads[T]
    (device memref<n x f32> each, T = the trainable parameters in order),

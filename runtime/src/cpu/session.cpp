@@ -1346,10 +1346,18 @@ extern "C" txl_status_t txl_kv_cache_floats(const txl_model_info_t *info,
 static void ensureTrainingState(txl_session &session) {
   if (!session.trainable.empty())
     return;
-  if (!txl_optimizer_step || !txl_grad_squared_norm || !txl_learning_rate)
+  // The CPU's per-tensor update, or the GPU targets' whole-model one.
+  if (session.onDevice ? !txl_optimizer_step || !txl_grad_squared_norm
+                       : !txl_optimizer_update || !txl_squared_norm_part)
     fail(TXL_INVALID_ARGUMENT,
-         "this executable has no compiled optimizer (txl_optimizer_step, "
-         "txl_grad_squared_norm); recompile the model with this txlc");
+         "this executable has no compiled optimizer ({}); recompile the model "
+         "with this txlc",
+         session.onDevice ? "txl_optimizer_step, txl_grad_squared_norm"
+                          : "txl_optimizer_update, txl_squared_norm_part");
+  if (!txl_learning_rate)
+    fail(TXL_INVALID_ARGUMENT, "this executable has no compiled learning "
+                               "rate schedule (txl_learning_rate); recompile "
+                               "the model with this txlc");
   if (!session.loaded)
     fail(TXL_INVALID_ARGUMENT, "no checkpoint loaded");
   const txl_model_info_t &info = *session.info;
@@ -1497,45 +1505,53 @@ static float deviceOptimizerStep(txl_session &session, double lr, int64_t step,
 }
 
 /// The update on the CPU: `parts` element ranges, one per thread; first
-/// each range's sum of squared gradients, then, given them all, each
-/// range's update in place, unless the norm is not finite.
+/// each range's sum of squared gradients (txl_squared_norm_part per
+/// gradient, added in parameter order), then, given them all, each range's
+/// update in place (txl_optimizer_update per parameter), unless the norm is
+/// not finite. The generated code is per tensor, so that it is compiled
+/// once whatever the number of parameters (issue #48).
 static float hostOptimizerStep(txl_session &session, double lr, int64_t step,
                                float invLossScale, int parts) {
   const size_t T = session.trainable.size();
-  auto addGrads = [&](PackedArgs &args) {
-    for (size_t t = 0; t < T; ++t)
+  const size_t S = T ? session.states.size() / T : 0;
+  std::vector<float> partials(parts);
+  session.pool.run(parts, [&](int part) {
+    float sum = 0;
+    for (size_t t = 0; t < T; ++t) {
+      float square = 0;
+      PackedArgs args;
       args.memref(session.grads[session.trainable[t]].data(),
                   flatShape(session, t));
-  };
-  std::vector<float> partials(parts), norms(parts);
-  session.pool.run(parts, [&](int part) {
-    PackedArgs args;
-    addGrads(args);
-    args.i64(part);
-    args.i64(parts);
-    args.memref(&partials[part], {1});
-    txl_grad_squared_norm(args.data());
+      args.i64(part);
+      args.i64(parts);
+      args.memref(&square, {1});
+      txl_squared_norm_part(args.data());
+      sum = t == 0 ? square : sum + square;
+    }
+    partials[part] = sum;
   });
-  if (float total = normOf(partials, invLossScale); !std::isfinite(total))
+  float total = normOf(partials, invLossScale);
+  if (!std::isfinite(total))
     return total;
   session.pool.run(parts, [&](int part) {
-    PackedArgs args;
-    for (size_t t = 0; t < T; ++t)
+    for (size_t t = 0; t < T; ++t) {
+      PackedArgs args;
       args.memref(session.params[session.trainable[t]].data(),
                   flatShape(session, t));
-    addGrads(args);
-    for (size_t s = 0; s < session.states.size(); ++s)
-      args.memref(session.states[s].data(), flatShape(session, s % T));
-    args.f64(lr);
-    args.i64(step);
-    args.f32(invLossScale);
-    args.memref(partials.data(), {parts});
-    args.i64(part);
-    args.i64(parts);
-    args.memref(&norms[part], {1});
-    txl_optimizer_step(args.data());
+      args.memref(session.grads[session.trainable[t]].data(),
+                  flatShape(session, t));
+      for (size_t s = 0; s < S; ++s)
+        args.memref(session.states[s * T + t].data(), flatShape(session, t));
+      args.f64(lr);
+      args.i64(step);
+      args.f32(invLossScale);
+      args.memref(partials.data(), {parts});
+      args.i64(part);
+      args.i64(parts);
+      txl_optimizer_update(args.data());
+    }
   });
-  return norms[0];
+  return total;
 }
 
 extern "C" txl_status_t txl_session_optimizer_step(txl_session_t *session,
