@@ -45,7 +45,9 @@ llvm::Error emitObjectFile(llvm::Module &llvmModule, llvm::StringRef path,
 /// single-module route emits, less inlining across parts (only the small
 /// `_mlir_ciface_`/packed wrappers call across). Emits a diagnostic on
 /// `module` and returns failure on any error. Each step is timed under
-/// `timing` (txlc --mlir-timing).
+/// `timing` (txlc --mlir-timing). `module`'s body is erased once translated
+/// (its memory is given back before code generation): the caller keeps the
+/// empty module.
 LogicalResult emitObjectFilesInParallel(
     ModuleOp module, const CodegenOptions &options,
     llvm::SmallVectorImpl<std::string> &objectPaths, TimingScope &timing);

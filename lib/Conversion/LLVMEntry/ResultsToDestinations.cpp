@@ -249,9 +249,21 @@ struct ResultsToDestinationsPass
     if (!destinations.empty())
       fn->setAttr(kDestinationsAttrName,
                   b.getDenseI64ArrayAttr(destinations));
-    for (unsigned i = 0; i < numInputs; ++i)
-      if (isa<TensorType>(type.getInput(i)) && !inPlace.contains(i))
-        fn.setArgAttr(i, "bufferization.writable", b.getBoolAttr(false));
+    // Every argument's attributes at once: a setArgAttr per argument
+    // uniques a new list of all of them each time, which the context keeps
+    // (quadratic in the arguments: thousands in a deep model's entries).
+    SmallVector<DictionaryAttr> argAttrs;
+    bool readOnly = false;
+    for (unsigned i = 0; i < numInputs; ++i) {
+      NamedAttrList attrs(fn.getArgAttrDict(i));
+      if (isa<TensorType>(type.getInput(i)) && !inPlace.contains(i)) {
+        attrs.set("bufferization.writable", b.getBoolAttr(false));
+        readOnly = true;
+      }
+      argAttrs.push_back(attrs.getDictionary(fn.getContext()));
+    }
+    if (readOnly)
+      fn.setAllArgAttrs(argAttrs);
     return addOutArguments(fn, outResults);
   }
 
