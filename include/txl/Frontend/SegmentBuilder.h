@@ -110,11 +110,11 @@ inline constexpr llvm::StringLiteral kLogProbsFunctionName =
 /// txl.adaptive_log_softmax); kept as the one place that decides it.
 bool hasLogProbsFunction(const ModelConfig &config);
 
-/// Marks `fn`, a private function called once per layer or per parameter so
-/// that its code is compiled once, `noinline` for LLVM (the `passthrough`
-/// attribute): at -O3 LLVM otherwise inlines a small one into every call
-/// (the per-tensor optimizer update took @txl_optimizer_step from 36k to
-/// 161k LLVM instructions at 100 layers, issue #48).
+/// Marks `fn`, a private function called once per layer so that its code is
+/// compiled once, `noinline` for LLVM (the `passthrough` attribute): at -O3
+/// LLVM otherwise inlines a small one into every call (a per-tensor
+/// optimizer update called once per parameter took the whole-model update
+/// from 36k to 161k LLVM instructions at 100 layers, issue #48).
 void setNoInline(mlir::Operation *fn);
 
 /// Name of the private function holding one decoder layer, called once per

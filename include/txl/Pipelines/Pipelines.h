@@ -55,7 +55,7 @@ void buildTxlBackwardPipeline(OpPassManager &pm,
 /// CPU target, whose txl-linalg-to-blas lowers linalg.contract).
 void buildTxlToLinalgPipeline(OpPassManager &pm, bool stridedAttention = false);
 /// linalg on tensors -> LLVM dialect with `txl_segment_forward` (and
-/// `txl_segment_grad`, `txl_optimizer_step`, `txl_learning_rate` for the
+/// `txl_segment_grad`, `txl_optimizer_update`, `txl_learning_rate`, ... for the
 /// functions of those that exist).
 void buildLinalgToLLVMPipeline(OpPassManager &pm);
 /// All of the above.

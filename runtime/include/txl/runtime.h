@@ -557,7 +557,9 @@ txl_status_t txl_session_train_segment(txl_session_t *session,
                                        float *out_nll);
 
 /// One update with the session's gradients (the generated
-/// @grad_squared_norm and @optimizer_step: clip_grad_norm_ then the
+/// @squared_norm_part and @optimizer_update per tensor on the CPU,
+/// @grad_squared_norm and @optimizer_step on the GPU targets:
+/// clip_grad_norm_ then the
 /// optimizer's step at `lr`, `step` counting updates from 1); writes the
 /// gradient norm before clipping to `out_grad_norm`. The gradients carry a
 /// loss scale of 2^loss_scale_log2 (the txl_run_options_t value of the

@@ -1,7 +1,7 @@
 //===- Train.cpp - `<model> train`: the official train.py loop --*- C++ -*-===//
 //
 // The loop is train.py's `train()` over an LMOrderedIterator; the numerics
-// are generated code (txl_segment_grad, txl_optimizer_step,
+// are generated code (txl_segment_grad, the optimizer update,
 // txl_learning_rate), which the session runs on the CPU or, for the GPU
 // targets, on the device, where the parameters, gradients and optimizer
 // states stay; this file only sequences them, logs, and saves / restores

@@ -1454,7 +1454,8 @@ txl_session_train_segment(txl_session_t *session, const int64_t *data,
 }
 
 /// The gradients' norm from the partial sums of their squares, added in
-/// order in f32 as @optimizer_step adds them, and unscaled.
+/// order in f32 as @optimizer_update and @optimizer_step add them, and
+/// unscaled.
 static float normOf(const std::vector<float> &partials, float invLossScale) {
   float sum = 0;
   for (float part : partials)

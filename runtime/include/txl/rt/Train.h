@@ -5,7 +5,7 @@
 // batch_size columns and tgt_len rows from LMOrderedIterator, the memory
 // carried within an epoch and dropped at its start, the gradient of the mean
 // NLL from the generated backward segment (txl_segment_grad), the compiled
-// optimizer update with global-norm clipping (txl_optimizer_step) and the
+// optimizer update with global-norm clipping (txl_optimizer_update) and the
 // compiled schedule (txl_learning_rate), a log line every log_interval
 // updates and a validation every eval_interval with train.py's evaluation
 // settings (tgt_len = eval tgt_len, mem_len = mem_len + tgt_len - eval
