@@ -32,14 +32,15 @@ REF = "../shared/reference/ptb_small/model.safetensors"
 DATA = "../shared/data/ptb"
 
 
-def eval_tok_s(exe, threads):
+def eval_tok_s(exe, threads, env=None):
     out = subprocess.run([exe, "eval", "--data", DATA, "--split", "valid",
                           "--checkpoint", REF, "--threads", str(threads), "--json"],
-                         check=True, capture_output=True, text=True).stdout
+                         check=True, capture_output=True, text=True,
+                         env=env).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
-def train_ms(exe, threads, steps):
+def train_ms(exe, threads, steps, env=None):
     work = tempfile.mkdtemp()
     try:
         out = subprocess.run([exe, "train", "--data", DATA, "--work-dir", work,
@@ -47,7 +48,8 @@ def train_ms(exe, threads, steps):
                               "--eval-interval", str(10 * steps),
                               "--checkpoint-interval", str(10 ** 9),
                               "--threads", str(threads)],
-                             check=True, capture_output=True, text=True).stdout
+                             check=True, capture_output=True, text=True,
+                             env=env).stdout
     finally:
         shutil.rmtree(work, ignore_errors=True)
     ms = [float(m) for m in re.findall(r"ms/batch\s+([0-9.]+)", out)]
