@@ -3,7 +3,10 @@
 a compiler change must not make the executable slower; goal within 3 %).
 
   python3 bench/side_by_side.py OLD_EXE NEW_EXE [--repeat 5] [--steps 40]
-      [--threads 2] [--quiet-wait 60]
+      [--threads 2] [--quiet-wait 60] [--old-env K=V ...] [--new-env K=V ...]
+
+(--old-env / --new-env: variables set for one side's runs, so that one
+executable can be compared with itself, e.g. TXL_X86_64_V4=0 against 1.)
 
 eval: `EXE eval --split valid` of ../shared/reference/ptb_small on PTB valid
 (the official eval.py settings), tokens/s as the executable reports it.
@@ -64,15 +67,20 @@ def main():
     p.add_argument("--steps", type=int, default=40)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--quiet-wait", type=float, default=60)
+    p.add_argument("--old-env", nargs="*", default=[])
+    p.add_argument("--new-env", nargs="*", default=[])
     a = p.parse_args()
+    envs = {side: dict(os.environ, **dict(kv.split("=", 1) for kv in extra))
+            for side, extra in (("old", a.old_env), ("new", a.new_env))}
     res = {"old": {"eval": [], "train": []}, "new": {"eval": [], "train": []}}
     for _ in range(a.repeat):
         for side in ("old", "new"):
             wait_quiet(a.quiet_wait)
-            e = eval_tok_s(getattr(a, side), a.threads)
+            e = eval_tok_s(getattr(a, side), a.threads, envs[side])
             res[side]["eval"].append(e["tokens_per_s"] if "tokens_per_s" in e else e)
             wait_quiet(a.quiet_wait)
-            res[side]["train"].append(train_ms(getattr(a, side), a.threads, a.steps))
+            res[side]["train"].append(train_ms(getattr(a, side), a.threads,
+                                               a.steps, envs[side]))
             print(side, res[side]["eval"][-1], res[side]["train"][-1], flush=True)
     for kind, better in (("eval", max), ("train", min)):
         o, n = res["old"][kind], res["new"][kind]

@@ -4,6 +4,7 @@
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/Analysis/LoopInfo.h"
 #include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/IR/LegacyPassManager.h"
@@ -19,6 +20,8 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/Transforms/IPO/AlwaysInliner.h"
+#include "llvm/IR/Dominators.h"
+#include "llvm/IR/IRBuilder.h"
 #include "llvm/Transforms/Utils/Cloning.h"
 
 #include <mutex>
@@ -148,6 +151,65 @@ static void optimizeModule(llvm::Module &llvmModule, llvm::TargetMachine &tm,
       kSkippedHostPasses);
 }
 
+/// Whether `fn` has a loop: the functions whose code the vector width
+/// changes.
+static bool hasLoop(llvm::Function &fn) {
+  llvm::DominatorTree dominators(fn);
+  llvm::LoopInfo loops(dominators);
+  return !loops.empty();
+}
+
+void mlir::txl::addX86_64V4Variants(llvm::Module &llvmModule) {
+  SmallVector<llvm::Function *> functions;
+  for (llvm::Function &fn : llvmModule)
+    if (!fn.isDeclaration() && fn.hasLocalLinkage() &&
+        !fn.hasFnAttribute(llvm::Attribute::AlwaysInline) && hasLoop(fn))
+      functions.push_back(&fn);
+  if (functions.empty())
+    return;
+  llvm::LLVMContext &context = llvmModule.getContext();
+  auto *flagType = llvm::Type::getInt8Ty(context);
+  llvm::GlobalVariable *flag = llvmModule.getGlobalVariable(kX86_64V4Flag);
+  if (!flag)
+    flag = new llvm::GlobalVariable(llvmModule, flagType, /*isConstant=*/false,
+                                    llvm::GlobalValue::ExternalLinkage,
+                                    /*Initializer=*/nullptr, kX86_64V4Flag);
+  for (llvm::Function *fn : functions) {
+    llvm::ValueToValueMapTy map;
+    llvm::Function *variant = llvm::CloneFunction(fn, map);
+    variant->setName(fn->getName() + ".x86_64_v4");
+    variant->addFnAttr("target-cpu", "x86-64-v4");
+    variant->removeFnAttr("target-features");
+    variant->removeFnAttr("tune-cpu");
+    // The dispatch: a new entry block that calls the variant when the
+    // runtime's flag is set and falls through to the body otherwise.
+    llvm::BasicBlock *body = &fn->getEntryBlock();
+    auto *dispatch =
+        llvm::BasicBlock::Create(context, "x86_64_v4.dispatch", fn, body);
+    auto *fast = llvm::BasicBlock::Create(context, "x86_64_v4", fn, body);
+    llvm::IRBuilder<> b(dispatch);
+    llvm::Value *set =
+        b.CreateICmpNE(b.CreateLoad(flagType, flag, "x86_64_v4.flag"),
+                       llvm::ConstantInt::get(flagType, 0));
+    b.CreateCondBr(set, fast, body);
+    b.SetInsertPoint(fast);
+    SmallVector<llvm::Value *> args;
+    for (llvm::Argument &arg : fn->args())
+      args.push_back(&arg);
+    llvm::CallInst *call = b.CreateCall(variant, args);
+    call->setTailCall();
+    if (fn->getReturnType()->isVoidTy())
+      b.CreateRetVoid();
+    else
+      b.CreateRet(call);
+    // Allocas stay in the entry block, where passes look for them.
+    for (llvm::Instruction &inst : llvm::make_early_inc_range(*body))
+      if (auto *alloca = llvm::dyn_cast<llvm::AllocaInst>(&inst);
+          alloca && llvm::isa<llvm::Constant>(alloca->getArraySize()))
+        alloca->moveBefore(dispatch->getTerminator()->getIterator());
+  }
+}
+
 /// Translates `module` to LLVM IR with the target's triple and data layout.
 /// The `txl.*` argument attributes (parameter names for readers of the IR)
 /// are dropped first: the translation warns on each attribute it does not
@@ -157,9 +219,12 @@ static void optimizeModule(llvm::Module &llvmModule, llvm::TargetMachine &tm,
 /// argument's attributes each time, kept by the context for the rest of the
 /// compilation (quadratic in the arguments: 0.3 GB of a 200-layer model's
 /// peak).
+///
+/// With `x86_64V4Variants`, the functions with loops get an x86-64-v4
+/// variant (addX86_64V4Variants).
 static std::unique_ptr<llvm::Module>
 translate(ModuleOp module, llvm::LLVMContext &llvmContext,
-          llvm::TargetMachine &tm) {
+          llvm::TargetMachine &tm, bool x86_64V4Variants) {
   module.walk([](LLVM::LLVMFuncOp fn) {
     ArrayAttr all = fn.getArgAttrsAttr();
     if (!all)
@@ -186,6 +251,8 @@ translate(ModuleOp module, llvm::LLVMContext &llvmContext,
   }
   llvmModule->setTargetTriple(tm.getTargetTriple());
   llvmModule->setDataLayout(tm.createDataLayout());
+  if (x86_64V4Variants)
+    addX86_64V4Variants(*llvmModule);
   return llvmModule;
 }
 
@@ -198,7 +265,7 @@ mlir::txl::translateAndOptimize(ModuleOp module, llvm::LLVMContext &llvmContext,
     return nullptr;
   }
   std::unique_ptr<llvm::Module> llvmModule =
-      translate(module, llvmContext, **tm);
+      translate(module, llvmContext, **tm, options.x86_64V4Variants);
   if (llvmModule)
     optimizeModule(*llvmModule, **tm, options);
   return llvmModule;
@@ -297,11 +364,13 @@ static void releaseFreeMemory() {
 /// 64 peaked at 1.9 GB, 0.9 GB with this and the argument attributes set
 /// at once; issue #48).
 static FailureOr<SmallVector<SmallString<0>>>
-translateAndSplit(ModuleOp module, llvm::TargetMachine &tm, unsigned threads,
+translateAndSplit(ModuleOp module, llvm::TargetMachine &tm,
+                  const CodegenOptions &options, unsigned threads,
                   TimingScope &timing) {
   llvm::LLVMContext llvmContext;
   TimingScope translateTiming = timing.nest("translation to LLVM IR");
-  std::unique_ptr<llvm::Module> whole = translate(module, llvmContext, tm);
+  std::unique_ptr<llvm::Module> whole =
+      translate(module, llvmContext, tm, options.x86_64V4Variants);
   translateTiming.stop();
   if (!whole)
     return failure();
@@ -350,7 +419,7 @@ LogicalResult mlir::txl::emitObjectFilesInParallel(
       options.threads ? options.threads
                       : llvm::hardware_concurrency().compute_thread_count();
   FailureOr<SmallVector<SmallString<0>>> parts =
-      translateAndSplit(module, **tm, threads, timing);
+      translateAndSplit(module, **tm, options, threads, timing);
   if (failed(parts))
     return failure();
   releaseFreeMemory();

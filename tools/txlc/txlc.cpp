@@ -129,6 +129,13 @@ static cl::opt<std::string> mcpu(cl::cat(txlcCategory), "mcpu",
                                  cl::desc("Target CPU (LLVM name, or "
                                           "'native')"),
                                  cl::init("x86-64-v3"));
+static cl::opt<bool> cpuVariants(
+    cl::cat(txlcCategory), "cpu-variants",
+    cl::desc("Also compile the functions with loops for x86-64-v4 "
+             "(AVX-512), the executable choosing them at start-up by cpuid "
+             "(TXL_X86_64_V4=0 keeps the --mcpu code); about 1.5x the code "
+             "generation time for 1-4 % of speed (bench/README.md)"),
+    cl::init(false));
 static cl::opt<unsigned> optLevel(cl::cat(txlcCategory), "O",
                                   cl::desc("LLVM optimization level 0-3"),
                                   cl::Prefix, cl::init(3));
@@ -214,6 +221,7 @@ int main(int argc, char **argv) {
   options.backward = backward;
   options.kvCache = kvCache;
   options.codegen.cpu = mcpu;
+  options.codegen.x86_64V4Variants = cpuVariants;
   if (optLevel > 3) {
     llvm::errs() << "txlc: error: -O" << optLevel
                  << ": the optimization level is 0, 1, 2 or 3\n";

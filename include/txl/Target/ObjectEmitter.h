@@ -16,10 +16,26 @@ namespace txl {
 struct CodegenOptions {
   std::string cpu = "x86-64-v3"; ///< LLVM CPU name; "native" = this host
   unsigned optLevel = 3;         ///< 0..3
+  /// Also compile the functions with loops for x86-64-v4 (AVX-512), chosen
+  /// at run time (addX86_64V4Variants; txlc --cpu-variants).
+  bool x86_64V4Variants = false;
   /// Threads for LLVM optimization and code generation of an executable;
   /// 0 = one per core. The module is split into this many parts.
   unsigned threads = 0;
 };
+
+/// The byte the runtime sets (nonzero) when the CPU runs x86-64-v4 code:
+/// AVX-512 F, BW, CD, DQ and VL, with the OS saving their registers.
+inline constexpr char kX86_64V4Flag[] = "txl_rt_x86_64_v4";
+
+/// Gives every function of `llvmModule` with a loop and local linkage (the
+/// layer functions and the other private functions; not the always-inline
+/// entry wrappers) a clone `<name>.x86_64_v4` compiled for x86-64-v4
+/// (`target-cpu`; LLVM then vectorizes it with 512-bit registers), and
+/// makes the function call it when the byte `kX86_64V4Flag` (defined by
+/// the runtime) is nonzero, or run its own body (the module's CPU)
+/// otherwise (issue #49 item 3; bench/README.md, "AVX-512 variants").
+void addX86_64V4Variants(llvm::Module &llvmModule);
 
 /// Checks that `cpu` ("native" or an LLVM CPU name) names a CPU of the host
 /// triple's target; the error names it and a few valid names.

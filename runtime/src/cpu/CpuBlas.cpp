@@ -89,6 +89,7 @@ CpuFeatures detectCpu() {
   cpu.avx512 = zmm && (b & (1u << 16)) && (b & (1u << 17)) &&
                (b & (1u << 30)) && (b & (1u << 31));
   cpu.amx = tiles && (d & (1u << 24)) && (d & (1u << 22));
+  cpu.x86_64_v4 = cpu.avx512 && cpu.avx2 && cpu.fma && (b & (1u << 28));
   unsigned subleaves = a;
   if (subleaves >= 1) {
     __cpuid_count(7, 1, a, b, c, d);
@@ -211,3 +212,13 @@ std::string blasLine() {
 }
 
 } // namespace txl::rt
+
+/// The byte the generated code's x86-64-v4 variants are chosen by
+/// (txl/Target/ObjectEmitter.h, kX86_64V4Flag): set when the runtime loads,
+/// from cpuid, unless TXL_X86_64_V4=0 keeps the x86-64-v3 code (to compare
+/// the two, or to test the fallback on an AVX-512 machine).
+extern "C" uint8_t txl_rt_x86_64_v4 = [] {
+  const char *env = std::getenv("TXL_X86_64_V4");
+  return uint8_t(txl::rt::detectCpu().x86_64_v4 &&
+                 !(env && std::string_view(env) == "0"));
+}();

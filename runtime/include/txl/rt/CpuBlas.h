@@ -31,6 +31,8 @@ struct CpuFeatures {
   bool avx512 = false;
   bool avx512bf16 = false;
   bool amx = false; ///< AMX-TILE and AMX-BF16
+  /// x86-64-v4: AVX-512 F, BW, CD, DQ and VL (and AVX2, FMA).
+  bool x86_64_v4 = false;
 };
 
 /// This CPU's features.
