@@ -262,11 +262,11 @@ void TrainingEmitter::emitSquaredNormPart(ModuleOp module) {
   Value g = entry->getArgument(0);
   auto [part, parts] =
       partIndices(b, loc, entry->getArgument(1), entry->getArgument(2));
-  Value sq = SquaredNormOp::create(b, loc, extractPart(partOf(g, part, parts), g));
-  func::ReturnOp::create(
-      b, loc,
-      ValueRange{tensor::FromElementsOp::create(b, loc, resultType,
-                                                ValueRange{sq})});
+  Value sq =
+      SquaredNormOp::create(b, loc, extractPart(partOf(g, part, parts), g));
+  func::ReturnOp::create(b, loc,
+                         ValueRange{tensor::FromElementsOp::create(
+                             b, loc, resultType, ValueRange{sq})});
 }
 
 /// Part `part` of `parts` of one parameter's update: the parameter, its
@@ -543,8 +543,8 @@ void TrainingEmitter::emitDeviceOptimizerStep(ModuleOp module) {
     SmallVector<Value> states;
     for (size_t s = 0; s < numStates; ++s)
       states.push_back(arg(2 + s, i));
-    SmallVector<Value> written = updatePart(arg(0, i), arg(1, i), states, lr,
-                                            step, scale, part, parts);
+    SmallVector<Value> written =
+        updatePart(arg(0, i), arg(1, i), states, lr, step, scale, part, parts);
     for (auto [k, value] : llvm::enumerate(written))
       outLists[k].push_back(value);
   }

@@ -7,6 +7,8 @@
 #include "llvm/Analysis/LoopInfo.h"
 #include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/Bitcode/BitcodeWriter.h"
+#include "llvm/IR/Dominators.h"
+#include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/PassInstrumentation.h"
 #include "llvm/MC/MCSubtargetInfo.h"
@@ -20,8 +22,6 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/Transforms/IPO/AlwaysInliner.h"
-#include "llvm/IR/Dominators.h"
-#include "llvm/IR/IRBuilder.h"
 #include "llvm/Transforms/Utils/Cloning.h"
 
 #include <mutex>
@@ -222,9 +222,10 @@ void mlir::txl::addX86_64V4Variants(llvm::Module &llvmModule) {
 ///
 /// With `x86_64V4Variants`, the functions with loops get an x86-64-v4
 /// variant (addX86_64V4Variants).
-static std::unique_ptr<llvm::Module>
-translate(ModuleOp module, llvm::LLVMContext &llvmContext,
-          llvm::TargetMachine &tm, bool x86_64V4Variants) {
+static std::unique_ptr<llvm::Module> translate(ModuleOp module,
+                                               llvm::LLVMContext &llvmContext,
+                                               llvm::TargetMachine &tm,
+                                               bool x86_64V4Variants) {
   module.walk([](LLVM::LLVMFuncOp fn) {
     ArrayAttr all = fn.getArgAttrsAttr();
     if (!all)
