@@ -1049,7 +1049,14 @@ void SegmentEmitter::emit(ModuleOp module, Kind kind) {
 
   // hids: the memory of every layer; layerOutputs: what each layer
   // returned (attn_type 3 replaces hids[l] with its input plus positions).
-  SmallVector<Value> hids = {h}, layerOutputs, keptK, keptV;
+  SmallVector<Value> hids = {h}, layerOutputs, keptK, keptV, newMems;
+  // Official _update_mems: cat(mems[l], hids[l])[-mem_len:], detached. The
+  // key/value-cache forms return hids[l] alone; their caller appends it.
+  auto newMemory = [&](Value mem, Value hid) -> Value {
+    Value cat = ConcatMemOp::create(b, loc, memType, mem, hid);
+    Value last = TakeLastOp::create(b, loc, memType, cat, memLen);
+    return StopGradientOp::create(b, loc, last);
+  };
   StringRef layerName = withKv ? kKvLayerFunctionName : kLayerFunctionName;
   auto layerFn = module.lookupSymbol<func::FuncOp>(layerName);
   if (!layerFn)
@@ -1117,7 +1124,12 @@ void SegmentEmitter::emit(ModuleOp module, Kind kind) {
     h = func::CallOp::create(b, loc, layerFn, args).getResult(0);
     hids.push_back(h);
     layerOutputs.push_back(h);
+    // Layer l's new memory right after its call, not after the last layer:
+    // hids[l] then lives across no later layer's call for it (issue #48).
+    newMems.push_back(newMemory(mems[l], hids[l]));
   }
+  if (!withKv)
+    newMems.push_back(newMemory(mems[m.nLayer], hids[m.nLayer]));
 
   // core_out = self.drop(core_out) before the softmax; hids keep the
   // undropped output for the memory.
@@ -1152,18 +1164,8 @@ void SegmentEmitter::emit(ModuleOp module, Kind kind) {
     nll = mix(all, 0);
   }
 
-  // Official _update_mems: cat(mems[l], hids[l])[-mem_len:], detached. The
-  // key/value-cache forms return hids[l] alone; their caller appends it.
   SmallVector<Value> returned = {nll};
-  for (int64_t l = 0; l <= m.nLayer; ++l) {
-    if (withKv) {
-      returned.push_back(hids[l]);
-      continue;
-    }
-    Value cat = ConcatMemOp::create(b, loc, memType, mems[l], hids[l]);
-    Value last = TakeLastOp::create(b, loc, memType, cat, memLen);
-    returned.push_back(StopGradientOp::create(b, loc, last));
-  }
+  returned.append(withKv ? hids : newMems);
   returned.append(keptK);
   returned.append(keptV);
   returned.append(parts);

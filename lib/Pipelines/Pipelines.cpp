@@ -110,8 +110,11 @@ void mlir::txl::buildTxlToLinalgPipeline(OpPassManager &pm,
 
 void mlir::txl::buildLinalgToLLVMPipeline(OpPassManager &pm) {
   addBufferization(pm);
+  pm.nest<func::FuncOp>().addPass(createFreeAfterLastUsePass());
   // Module: declares cblas_sgemm.
   pm.addPass(createConvertLinalgToBlasPass());
+  // Module: adds the functions the strided copies move into.
+  pm.addPass(createOutlineStridedCopiesPass());
   {
     OpPassManager &fn = pm.nest<func::FuncOp>();
     fn.addPass(createExpandStridedCopiesPass());

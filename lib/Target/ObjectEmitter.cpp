@@ -9,11 +9,13 @@
 #include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/IR/Dominators.h"
 #include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/InstIterator.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/PassInstrumentation.h"
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/ThreadPool.h"
@@ -130,9 +132,99 @@ static void runModulePipeline(
 static constexpr llvm::StringRef kSkippedHostPasses[] = {
     "CalledValuePropagationPass"};
 
+static llvm::cl::opt<bool> sinkEntryLoadsOption(
+    "txl-sink-entry-loads",
+    llvm::cl::desc("Load each packed argument of an entry where it is first "
+                   "used (default true; false for the tests' negative "
+                   "control)"),
+    llvm::cl::init(true), llvm::cl::Hidden);
+
+/// Moves the loads of a packed entry's arguments (txl-emit-packed-entry:
+/// `void @txl_*(ptr %args)`, args[i] pointing at argument i's descriptor or
+/// scalar) and their address computations to just before their first use
+/// (the nearest common dominator of the uses). The inlined wrappers load
+/// every field of every argument at the entry's start: at 200 layers
+/// (d_model 64) 11,455 loads whose values lived through every layer's
+/// call, and instruction selection and register allocation of
+/// `@txl_segment_grad` grew with the square of the layers (llc 10.6 s,
+/// 5.8 s with the loads where they are used; issue #48). Nothing writes
+/// the argument array or the descriptors while the entry runs (they are the
+/// caller's; the generated code writes through the data pointers they
+/// hold); the entry is left as it is when an address into them is used by
+/// anything but a load or an address computation. Returns the number of
+/// instructions moved.
+static unsigned sinkPackedArgumentLoads(llvm::Function &fn) {
+  if (fn.isDeclaration() || fn.hasLocalLinkage() || fn.arg_size() != 1 ||
+      !fn.getArg(0)->getType()->isPointerTy() ||
+      !fn.getReturnType()->isVoidTy())
+    return 0;
+  // Addresses into the argument array (depth 0) and into what its elements
+  // point at (depth 1), and every instruction computing or loading them.
+  llvm::DenseMap<llvm::Value *, unsigned> depth = {{fn.getArg(0), 0}};
+  llvm::SmallVector<llvm::Value *> work = {fn.getArg(0)};
+  llvm::SmallVector<llvm::Instruction *> movable;
+  while (!work.empty()) {
+    llvm::Value *address = work.pop_back_val();
+    unsigned d = depth[address];
+    for (llvm::User *user : address->users()) {
+      if (auto *gep = llvm::dyn_cast<llvm::GetElementPtrInst>(user);
+          gep && gep->getPointerOperand() == address) {
+        if (depth.try_emplace(gep, d).second) {
+          work.push_back(gep);
+          movable.push_back(gep);
+        }
+        continue;
+      }
+      auto *load = llvm::dyn_cast<llvm::LoadInst>(user);
+      if (!load || load->isVolatile() || load->isAtomic())
+        return 0;
+      movable.push_back(load);
+      if (d == 0 && load->getType()->isPointerTy() &&
+          depth.try_emplace(load, 1).second)
+        work.push_back(load);
+    }
+  }
+  llvm::DominatorTree dominators(fn);
+  llvm::DenseMap<const llvm::Instruction *, unsigned> order;
+  unsigned position = 0;
+  for (llvm::Instruction &inst : llvm::instructions(fn))
+    order[&inst] = position++;
+  // The last first: an instruction's users have moved before it does.
+  llvm::sort(movable, [&](llvm::Instruction *a, llvm::Instruction *b) {
+    return order[a] > order[b];
+  });
+  unsigned moved = 0;
+  for (llvm::Instruction *inst : movable) {
+    llvm::BasicBlock *target = nullptr;
+    for (llvm::Use &use : inst->uses()) {
+      auto *user = llvm::cast<llvm::Instruction>(use.getUser());
+      llvm::BasicBlock *block = user->getParent();
+      if (auto *phi = llvm::dyn_cast<llvm::PHINode>(user))
+        block = phi->getIncomingBlock(use);
+      target =
+          target ? dominators.findNearestCommonDominator(target, block) : block;
+    }
+    if (!target)
+      continue;
+    llvm::Instruction *at = target->getTerminator();
+    for (llvm::User *user : inst->users()) {
+      auto *userInst = llvm::cast<llvm::Instruction>(user);
+      if (!llvm::isa<llvm::PHINode>(userInst) &&
+          userInst->getParent() == target && userInst->comesBefore(at))
+        at = userInst;
+    }
+    if (at == inst->getNextNode() ||
+        (target == inst->getParent() && at->comesBefore(inst)))
+      continue;
+    inst->moveBefore(at->getIterator());
+    ++moved;
+  }
+  return moved;
+}
+
 /// Runs LLVM's default per-module pipeline at `options.optLevel` (with loop
 /// and SLP vectorization) on `llvmModule`, for the target of `tm`, but for
-/// kSkippedHostPasses.
+/// kSkippedHostPasses; then sinkPackedArgumentLoads on each function.
 static void optimizeModule(llvm::Module &llvmModule, llvm::TargetMachine &tm,
                            const CodegenOptions &options) {
   if (options.optLevel == 0)
@@ -149,6 +241,9 @@ static void optimizeModule(llvm::Module &llvmModule, llvm::TargetMachine &tm,
         return pb.buildPerModuleDefaultPipeline(level);
       },
       kSkippedHostPasses);
+  if (sinkEntryLoadsOption)
+    for (llvm::Function &fn : llvmModule)
+      sinkPackedArgumentLoads(fn);
 }
 
 /// Whether `fn` has a loop: the functions whose code the vector width

@@ -45,6 +45,10 @@ void populateTxlMemoryToLinalgPatterns(RewritePatternSet &patterns);
 /// without uses are erased. convert-txl-to-linalg runs it first.
 void lowerNewMemories(Operation *root);
 void populateTxlAdaptiveToLinalgPatterns(RewritePatternSet &patterns);
+/// Whether buffers `a` and `b` are the same memory: one value, or two
+/// subviews of one buffer with the same offsets, sizes and strides (what
+/// bufferizing an in-place update copies onto itself).
+bool isSameView(Value a, Value b);
 void populateTxlGradientToLinalgPatterns(RewritePatternSet &patterns);
 void populateTxlOptimizerToLinalgPatterns(RewritePatternSet &patterns);
 

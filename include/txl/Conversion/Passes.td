@@ -936,6 +936,79 @@ def ExpandStridedCopiesPass : Pass<"txl-expand-strided-copies", "::mlir::func::F
                            "::mlir::scf::SCFDialect"];
 }
 
+def FreeAfterLastUsePass : Pass<"txl-free-after-last-use", "::mlir::func::FuncOp"> {
+  let summary = "Move each memref.dealloc to just after the buffer's last use";
+  let description = [{
+    Runs after the deallocations are lowered (`memref.dealloc`, conditional
+    ones inside `scf.if`). Ownership-based deallocation frees what a block
+    owns at the block's end; this pass moves each `memref.dealloc` to just
+    after the last operation of its block that uses the buffer or a value
+    that may alias it. The buffer is the dealloc's operand followed up
+    through view-like ops and `memref.extract_strided_metadata`; an alias is
+    any memref or LLVM pointer result of an op that takes an alias (views,
+    casts, calls, `scf.if` and loops that yield one), and every result
+    computed from an address taken as an integer
+    (`memref.extract_aligned_pointer_as_index`, as the BLAS calls take
+    theirs). A use in a region the dealloc's block is nested in leaves the
+    dealloc where it is. A dealloc never moves later.
+
+    Why: in a training segment the end of the block is the end of the whole
+    forward and backward. Every layer's saved activations stayed allocated
+    until the last layer's backward was done (peak memory), and their
+    pointers lived through every later call: at 200 layers one block of
+    2,617 frees, and LLVM's register allocation and stack slot coloring
+    grew with the square of the layers (issue #48).
+
+    Before:
+    ```mlir
+    %s:2 = call @layer_fwd(%x) : (...) -> (memref<?xf32>, memref<?xf32>)
+    call @layer_grad(%s#0, %s#1) : (...) -> ()
+    call @other(%y) : (...) -> ()
+    memref.dealloc %s#0 : memref<?xf32>
+    ```
+    After: the dealloc directly follows `call @layer_grad`.
+  }];
+}
+
+def OutlineStridedCopiesPass : Pass<"txl-outline-strided-copies", "::mlir::ModuleOp"> {
+  let summary = "Move strided copies into one noinline function per buffer type pair";
+  let description = [{
+    Each `memref.copy` whose source or target is not one static run of
+    memory (what `--finalize-memref-to-llvm` turns into `llvm.memcpy`) and
+    that is not a copy of a buffer onto itself becomes a call of a private
+    function `@txl_strided_copy` (suffixed to be unique) that performs it;
+    copies of the same pair of buffer types share one function. The
+    function is marked `noinline` (LLVM `passthrough`);
+    `txl-expand-strided-copies` then expands the copy in its body, once.
+    Such a function (one copy of its first argument into its second) is
+    left as it is: running the pass again changes nothing.
+
+    Why: a segment entry copies each layer's new memory (two strided
+    copies per layer). Expanded in place, each is a loop nest, and the
+    entry became thousands of basic blocks through which the values the
+    backward keeps stay alive; LLVM's live variables, live intervals and
+    register allocation grew with the square of the layers (issue #48).
+    With the copies outlined, an entry is a line of calls.
+
+    Before:
+    ```mlir
+    memref.copy %s, %d : memref<?x?x32xf32, strided<[?, 32, 1], offset: ?>>
+                      to memref<?x?x32xf32>
+    ```
+    After:
+    ```mlir
+    call @txl_strided_copy(%s, %d) : (...) -> ()
+    func.func private @txl_strided_copy(%a: ..., %b: ...)
+        attributes {passthrough = ["noinline"]} {
+      memref.copy %a, %b : ...
+      return
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 def EmitPackedEntryPass : Pass<"txl-emit-packed-entry", "::mlir::ModuleOp"> {
   let summary = "Add a void(void**) entry point around a C-interface function";
   let description = [{

@@ -169,9 +169,9 @@ struct TransposeRowCopies : public OpRewritePattern<linalg::TransposeOp> {
   }
 };
 
-/// Whether `a` and `b` are the same memory: one value, or two subviews of
-/// one buffer with the same offsets, sizes and strides.
-static bool isSameView(Value a, Value b) {
+} // namespace
+
+bool mlir::txl::isSameView(Value a, Value b) {
   if (a == b)
     return true;
   auto va = a.getDefiningOp<memref::SubViewOp>();
@@ -185,6 +185,8 @@ static bool isSameView(Value a, Value b) {
          isEqualConstantIntOrValueArray(va.getMixedStrides(),
                                         vb.getMixedStrides());
 }
+
+namespace {
 
 // memref.copy of a buffer onto itself => erased. Bufferizing an in-place
 // update (a slice computed in place and inserted back where it came from,
