@@ -63,10 +63,10 @@ Value rootOf(Value v) {
 /// Moves `dealloc` after the last op of its block that uses its buffer or a
 /// value that may alias it. Every address-carrying result of an op that
 /// takes an alias is an alias (views, casts), and so is every such result
-/// of an op whose region yields one (scf.if, scf.for); not a call's; an address
-/// taken as an integer (memref.extract_aligned_pointer_as_index, the BLAS
-/// calls' operands) makes every result computed from it an alias, whatever its
-/// type.
+/// of an op whose region yields one (scf.if, scf.for), but not a call's.
+/// An address taken as an integer (memref.extract_aligned_pointer_as_index,
+/// the BLAS calls' operands) makes every result computed from it an alias,
+/// whatever its type.
 void moveAfterLastUse(memref::DeallocOp dealloc) {
   Block *block = dealloc->getBlock();
   Value root = rootOf(dealloc.getMemref());
@@ -127,7 +127,8 @@ void moveAfterLastUse(memref::DeallocOp dealloc) {
   if (!last || !last->isBeforeInBlock(first) || last->getNextNode() == first)
     return;
   dealloc->moveAfter(last);
-  for (Operation *op : chain)
+  // The buffer's end of the chain first: each op before its user.
+  for (Operation *op : llvm::reverse(chain))
     op->moveBefore(dealloc);
 }
 
