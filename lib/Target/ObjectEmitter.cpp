@@ -142,7 +142,8 @@ static llvm::cl::opt<bool> sinkEntryLoadsOption(
 /// Moves the loads of a packed entry's arguments (txl-emit-packed-entry:
 /// `void @txl_*(ptr %args)`, args[i] pointing at argument i's descriptor or
 /// scalar) and their address computations to just before their first use
-/// (the nearest common dominator of the uses). The inlined wrappers load
+/// (the nearest common dominator of the uses, outside any loop the
+/// instruction was not already in). The inlined wrappers load
 /// every field of every argument at the entry's start: at 200 layers
 /// (d_model 64) 11,455 loads whose values lived through every layer's
 /// call, and instruction selection and register allocation of
@@ -185,6 +186,7 @@ static unsigned sinkPackedArgumentLoads(llvm::Function &fn) {
     }
   }
   llvm::DominatorTree dominators(fn);
+  llvm::LoopInfo loops(dominators);
   llvm::DenseMap<const llvm::Instruction *, unsigned> order;
   unsigned position = 0;
   for (llvm::Instruction &inst : llvm::instructions(fn))
@@ -206,6 +208,13 @@ static unsigned sinkPackedArgumentLoads(llvm::Function &fn) {
     }
     if (!target)
       continue;
+    // Never into a loop the instruction is not in: it would run on every
+    // iteration (LLVM's loop passes, which would hoist it, are done).
+    while (llvm::Loop *loop = loops.getLoopFor(target)) {
+      if (loop->contains(inst->getParent()))
+        break;
+      target = dominators.getNode(loop->getHeader())->getIDom()->getBlock();
+    }
     llvm::Instruction *at = target->getTerminator();
     for (llvm::User *user : inst->users()) {
       auto *userInst = llvm::cast<llvm::Instruction>(user);

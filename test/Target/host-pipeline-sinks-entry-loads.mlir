@@ -21,6 +21,18 @@
 // CHECK: store
 // CHECK: call void @layer
 //
+// Negative: a load whose only use is in a loop does not move into the
+// loop (it would run on every iteration); it moves to the block before.
+// CHECK-LABEL: define void @txl_loop(ptr
+// CHECK: call void @other()
+// CHECK: load ptr, ptr %0
+// CHECK: %[[W:.+]] = load ptr, ptr
+// CHECK-NEXT: br label %[[LOOP:.+]]
+// CHECK: [[LOOP]]:
+// CHECK-NOT: load
+// CHECK: call void @layer(ptr %[[W]])
+// CHECK: ret void
+//
 // Negative control: without the step, the second layer's weight is loaded
 // before the first layer's call.
 // RUN: txl-translate --host-llvm-ir --txl-sink-entry-loads=false %s \
@@ -55,5 +67,26 @@ llvm.func @txl_writes_args(%args: !llvm.ptr) {
   llvm.store %null, %p1 : !llvm.ptr, !llvm.ptr
   llvm.call @layer(%a0) : (!llvm.ptr) -> ()
   llvm.call @layer(%a1) : (!llvm.ptr) -> ()
+  llvm.return
+}
+
+llvm.func @other()
+
+llvm.func @txl_loop(%args: !llvm.ptr) {
+  %d = llvm.load %args : !llvm.ptr -> !llvm.ptr
+  %f = llvm.getelementptr %d[1] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+  %w = llvm.load %f : !llvm.ptr -> !llvm.ptr
+  %np = llvm.getelementptr %args[1] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+  %n = llvm.load %np : !llvm.ptr -> i64
+  %c0 = llvm.mlir.constant(0 : i64) : i64
+  %c1 = llvm.mlir.constant(1 : i64) : i64
+  llvm.call @other() : () -> ()
+  llvm.br ^loop(%c0 : i64)
+^loop(%i: i64):
+  llvm.call @layer(%w) : (!llvm.ptr) -> ()
+  %next = llvm.add %i, %c1 : i64
+  %done = llvm.icmp "eq" %next, %n : i64
+  llvm.cond_br %done, ^exit, ^loop(%next : i64)
+^exit:
   llvm.return
 }
