@@ -2,6 +2,8 @@
 
 #include "txl/Target/ObjectEmitter.h"
 
+#include "txl/Target/EntryParts.h"
+
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/Analysis/LoopInfo.h"
@@ -139,6 +141,21 @@ static llvm::cl::opt<bool> sinkEntryLoadsOption(
                    "control)"),
     llvm::cl::init(true), llvm::cl::Hidden);
 
+static llvm::cl::opt<unsigned> entryPartSizeOption(
+    "txl-entry-part-size",
+    llvm::cl::desc("Cut each packed entry into functions of about this many "
+                   "instructions (cutIntoParts; 0: never)"),
+    llvm::cl::init(2000), llvm::cl::Hidden);
+
+/// Whether `fn` is a packed entry (txl-emit-packed-entry): `void @txl_*(ptr
+/// %args)`, external, args[i] pointing at argument i's descriptor or
+/// scalar.
+static bool isPackedEntry(llvm::Function &fn) {
+  return !fn.isDeclaration() && !fn.hasLocalLinkage() && fn.arg_size() == 1 &&
+         fn.getArg(0)->getType()->isPointerTy() &&
+         fn.getReturnType()->isVoidTy();
+}
+
 /// Moves the loads of a packed entry's arguments (txl-emit-packed-entry:
 /// `void @txl_*(ptr %args)`, args[i] pointing at argument i's descriptor or
 /// scalar) and their address computations to just before their first use
@@ -155,9 +172,7 @@ static llvm::cl::opt<bool> sinkEntryLoadsOption(
 /// anything but a load or an address computation. Returns the number of
 /// instructions moved.
 static unsigned sinkPackedArgumentLoads(llvm::Function &fn) {
-  if (fn.isDeclaration() || fn.hasLocalLinkage() || fn.arg_size() != 1 ||
-      !fn.getArg(0)->getType()->isPointerTy() ||
-      !fn.getReturnType()->isVoidTy())
+  if (!isPackedEntry(fn))
     return 0;
   // Addresses into the argument array (depth 0) and into what its elements
   // point at (depth 1), and every instruction computing or loading them.
@@ -187,53 +202,96 @@ static unsigned sinkPackedArgumentLoads(llvm::Function &fn) {
   }
   llvm::DominatorTree dominators(fn);
   llvm::LoopInfo loops(dominators);
+  // Positions in the function as it is: the instructions that stay never
+  // change their order, and no position is asked of the block after a move
+  // (comesBefore renumbers a block each time it changed: the square of a
+  // 400-layer entry's largest block).
+  SmallVector<llvm::Instruction *> byOrder;
   llvm::DenseMap<const llvm::Instruction *, unsigned> order;
-  unsigned position = 0;
-  for (llvm::Instruction &inst : llvm::instructions(fn))
-    order[&inst] = position++;
-  // The last first: an instruction's users have moved before it does.
+  for (llvm::Instruction &inst : llvm::instructions(fn)) {
+    order[&inst] = byOrder.size();
+    byOrder.push_back(&inst);
+  }
+  llvm::DenseSet<llvm::Instruction *> isMovable(movable.begin(), movable.end());
+  // The last first: an instruction's users are placed before it is.
   llvm::sort(movable, [&](llvm::Instruction *a, llvm::Instruction *b) {
     return order[a] > order[b];
   });
-  unsigned moved = 0;
+  // For each placed instruction, the nearest common dominator of where its
+  // value is finally used (through the moved instructions that use it; a
+  // phi uses it at the end of the incoming block) and the first such use
+  // in that block (~0u: none there).
+  constexpr unsigned kNone = ~0u;
+  llvm::DenseMap<llvm::Instruction *, std::pair<llvm::BasicBlock *, unsigned>>
+      finalUses;
+  // The instruction each moved one goes just before.
+  llvm::MapVector<llvm::Instruction *, SmallVector<llvm::Instruction *>> before;
   for (llvm::Instruction *inst : movable) {
     llvm::BasicBlock *target = nullptr;
+    unsigned first = kNone;
     for (llvm::Use &use : inst->uses()) {
       auto *user = llvm::cast<llvm::Instruction>(use.getUser());
-      llvm::BasicBlock *block = user->getParent();
-      if (auto *phi = llvm::dyn_cast<llvm::PHINode>(user))
-        block = phi->getIncomingBlock(use);
-      target =
-          target ? dominators.findNearestCommonDominator(target, block) : block;
+      llvm::BasicBlock *block;
+      unsigned position;
+      if (isMovable.contains(user)) {
+        auto it = finalUses.find(user);
+        if (it == finalUses.end())
+          continue;
+        std::tie(block, position) = it->second;
+      } else {
+        llvm::Instruction *at = user;
+        if (auto *phi = llvm::dyn_cast<llvm::PHINode>(user))
+          at = phi->getIncomingBlock(use)->getTerminator();
+        block = at->getParent();
+        position = order[at];
+      }
+      if (!target) {
+        target = block;
+        first = position;
+        continue;
+      }
+      llvm::BasicBlock *common =
+          dominators.findNearestCommonDominator(target, block);
+      first = std::min(target == common ? first : kNone,
+                       block == common ? position : kNone);
+      target = common;
     }
     if (!target)
       continue;
+    finalUses[inst] = {target, first};
     // Never into a loop the instruction is not in: it would run on every
     // iteration (LLVM's loop passes, which would hoist it, are done).
     while (llvm::Loop *loop = loops.getLoopFor(target)) {
       if (loop->contains(inst->getParent()))
         break;
       target = dominators.getNode(loop->getHeader())->getIDom()->getBlock();
+      first = kNone;
     }
-    llvm::Instruction *at = target->getTerminator();
-    for (llvm::User *user : inst->users()) {
-      auto *userInst = llvm::cast<llvm::Instruction>(user);
-      if (!llvm::isa<llvm::PHINode>(userInst) &&
-          userInst->getParent() == target && userInst->comesBefore(at))
-        at = userInst;
+    before[first == kNone ? target->getTerminator() : byOrder[first]]
+        .push_back(inst);
+  }
+  // Before each instruction, its loads and address computations in their
+  // first order: each after the ones it uses.
+  unsigned moved = 0;
+  for (auto &[at, insts] : before) {
+    llvm::sort(insts, [&](llvm::Instruction *a, llvm::Instruction *b) {
+      return order[a] < order[b];
+    });
+    for (llvm::Instruction *inst : insts) {
+      moved += inst->getNextNode() != at;
+      inst->moveBefore(at->getIterator());
     }
-    if (at == inst->getNextNode() ||
-        (target == inst->getParent() && at->comesBefore(inst)))
-      continue;
-    inst->moveBefore(at->getIterator());
-    ++moved;
   }
   return moved;
 }
 
 /// Runs LLVM's default per-module pipeline at `options.optLevel` (with loop
 /// and SLP vectorization) on `llvmModule`, for the target of `tm`, but for
-/// kSkippedHostPasses; then sinkPackedArgumentLoads on each function.
+/// kSkippedHostPasses; then sinkPackedArgumentLoads on each function and
+/// cutIntoParts on each packed entry (the entries of a deep model are long
+/// lines of layer calls whose code generation grew faster than the layers:
+/// at 400 layers of d_model 64, 17 s of llc on @txl_segment_grad alone;
+/// issue #48).
 static void optimizeModule(llvm::Module &llvmModule, llvm::TargetMachine &tm,
                            const CodegenOptions &options) {
   if (options.optLevel == 0)
@@ -250,9 +308,15 @@ static void optimizeModule(llvm::Module &llvmModule, llvm::TargetMachine &tm,
         return pb.buildPerModuleDefaultPipeline(level);
       },
       kSkippedHostPasses);
-  if (sinkEntryLoadsOption)
-    for (llvm::Function &fn : llvmModule)
+  SmallVector<llvm::Function *> entries;
+  for (llvm::Function &fn : llvmModule) {
+    if (sinkEntryLoadsOption)
       sinkPackedArgumentLoads(fn);
+    if (isPackedEntry(fn))
+      entries.push_back(&fn);
+  }
+  for (llvm::Function *fn : entries)
+    cutIntoParts(*fn, entryPartSizeOption);
 }
 
 /// Whether `fn` has a loop: the functions whose code the vector width

@@ -27,7 +27,7 @@
 // CHECK: call void @other()
 // CHECK: load ptr, ptr %0
 // CHECK: %[[W:.+]] = load ptr, ptr
-// CHECK-NEXT: br label %[[LOOP:.+]]
+// CHECK: br label %[[LOOP:.+]]
 // CHECK: [[LOOP]]:
 // CHECK-NOT: load
 // CHECK: call void @layer(ptr %[[W]])
