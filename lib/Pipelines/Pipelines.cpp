@@ -28,13 +28,11 @@ using namespace mlir::txl;
 /// Bufferization as on the CPU: caller-allocated outputs, identity layouts
 /// at function boundaries, ownership-based deallocation.
 static void addBufferization(OpPassManager &pm) {
-  bufferization::OneShotBufferizePassOptions bufferize;
-  bufferize.bufferizeFunctionBoundaries = true;
-  bufferize.functionBoundaryTypeConversion =
-      bufferization::LayoutMapOption::IdentityLayoutMap;
   // Module: they change function signatures across call sites.
   pm.addPass(createResultsToDestinationsPass());
-  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  // Upstream's one-shot-bufferize with function boundaries and identity
+  // layouts at them, its argument attributes dropped in one step.
+  pm.addPass(createOneShotBufferizeModulePass());
   // A private function's result that is its argument updated in place (the
   // key/value-cache windows of @decoder_layer_kv) becomes that argument at
   // the call, so the caller's write into its destination is a self-copy.
@@ -49,6 +47,7 @@ static void addBufferization(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(bufferization::createOwnershipBasedBufferDeallocationPass());
   pm.addPass(createCanonicalizerPass());
+  pm.addPass(createSplitUniqueDeallocsPass());
   pm.addPass(bufferization::createBufferDeallocationSimplificationPass());
   pm.addPass(createSplitUniqueDeallocsPass());
   pm.addPass(bufferization::createLowerDeallocationsPass());

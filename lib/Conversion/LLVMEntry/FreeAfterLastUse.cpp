@@ -60,21 +60,31 @@ Value rootOf(Value v) {
   return {};
 }
 
-/// Moves `dealloc` after the last op of its block that uses its buffer or a
+/// The last op of `dealloc`'s block that uses its buffer or a
 /// value that may alias it. Every address-carrying result of an op that
 /// takes an alias is an alias (views, casts), and so is every such result
 /// of an op whose region yields one (scf.if, scf.for), but not a call's.
 /// An address taken as an integer (memref.extract_aligned_pointer_as_index,
 /// the BLAS calls' operands) makes every result computed from it an alias,
 /// whatever its type.
-void moveAfterLastUse(memref::DeallocOp dealloc) {
+///
+/// `position` holds each op's index in its block before any move: a block
+/// whose ops moved renumbers itself on the next isBeforeInBlock, once per
+/// dealloc moved (quadratic: 2 s of a 400-layer compile). Returns the op
+/// to move `dealloc` after (null: it stays), and in `chain` the ops that
+/// move with it.
+Operation *findLastUse(memref::DeallocOp dealloc,
+                       const llvm::DenseMap<Operation *, unsigned> &position,
+                       SmallVectorImpl<Operation *> &chain) {
+  auto before = [&](Operation *a, Operation *b) {
+    return position.lookup(a) < position.lookup(b);
+  };
   Block *block = dealloc->getBlock();
   Value root = rootOf(dealloc.getMemref());
   if (!root)
-    return;
+    return nullptr;
   // The views and metadata extraction that only feed this dealloc (what the
   // lowering of the deallocations placed at the block's end) move with it.
-  SmallVector<Operation *> chain;
   Operation *next = dealloc;
   for (Value v = dealloc.getMemref(); v != root;) {
     Operation *def = v.getDefiningOp();
@@ -101,8 +111,8 @@ void moveAfterLastUse(memref::DeallocOp dealloc) {
       // A use outside the block (which is then nested in the user's): the
       // buffer may be read after the block ends; leave the dealloc.
       if (!at)
-        return;
-      if (!last || last->isBeforeInBlock(at))
+        return nullptr;
+      if (!last || before(last, at))
         last = at;
       // A call's results are buffers the callee allocated: ownership-based
       // deallocation makes a function clone what it would return of its
@@ -124,21 +134,43 @@ void moveAfterLastUse(memref::DeallocOp dealloc) {
   }
   // Only ever earlier than where it is.
   Operation *first = chain.empty() ? dealloc.getOperation() : chain.back();
-  if (!last || !last->isBeforeInBlock(first) || last->getNextNode() == first)
-    return;
-  dealloc->moveAfter(last);
-  // The buffer's end of the chain first: each op before its user.
-  for (Operation *op : llvm::reverse(chain))
-    op->moveBefore(dealloc);
+  if (!last || !before(last, first) || last->getNextNode() == first)
+    return nullptr;
+  return last;
 }
 
 struct FreeAfterLastUsePass
     : public txl::impl::FreeAfterLastUsePassBase<FreeAfterLastUsePass> {
   void runOnOperation() override {
     SmallVector<memref::DeallocOp> deallocs;
-    getOperation().walk([&](memref::DeallocOp op) { deallocs.push_back(op); });
-    for (memref::DeallocOp dealloc : deallocs)
-      moveAfterLastUse(dealloc);
+    llvm::DenseMap<Operation *, unsigned> position;
+    getOperation().walk([&](Block *block) {
+      unsigned index = 0;
+      for (Operation &op : *block) {
+        position[&op] = index++;
+        if (auto dealloc = dyn_cast<memref::DeallocOp>(op))
+          deallocs.push_back(dealloc);
+      }
+    });
+    // Every place is found before anything moves; nothing that moves (a
+    // dealloc, the views only it uses) is the last use of another buffer.
+    struct Move {
+      memref::DeallocOp dealloc;
+      Operation *after;
+      SmallVector<Operation *> chain;
+    };
+    SmallVector<Move> moves;
+    for (memref::DeallocOp dealloc : deallocs) {
+      SmallVector<Operation *> chain;
+      if (Operation *last = findLastUse(dealloc, position, chain))
+        moves.push_back({dealloc, last, std::move(chain)});
+    }
+    for (Move &move : moves) {
+      move.dealloc->moveAfter(move.after);
+      // The buffer's end of the chain first: each op before its user.
+      for (Operation *op : llvm::reverse(move.chain))
+        op->moveBefore(move.dealloc);
+    }
   }
 };
 

@@ -162,11 +162,12 @@ struct ResultsToDestinationsPass
       calls.push_back(call);
     }
     FunctionType type = fn.getFunctionType();
+    SmallVector<func::ReturnOp> returns = returnsOf(fn);
     SmallVector<unsigned> outResults;
     for (auto [i, t] : llvm::enumerate(type.getResults())) {
       auto tensorType = dyn_cast<RankedTensorType>(t);
       if (!tensorType || !tensorType.hasStaticShape() ||
-          inPlaceArgument(fn, i) || returnsArgument(fn, i))
+          inPlaceArgument(fn, returns, i) || returnsArgument(fn, returns, i))
         continue;
       outResults.push_back(i);
     }
@@ -194,22 +195,33 @@ struct ResultsToDestinationsPass
 
   /// Whether some return of `fn` returns one of its arguments as result `i`
   /// (an out argument would turn that into a copy).
-  static bool returnsArgument(func::FuncOp fn, unsigned i) {
-    bool found = false;
-    fn.walk([&](func::ReturnOp ret) {
+  static bool returnsArgument(func::FuncOp fn, ArrayRef<func::ReturnOp> returns,
+                              unsigned i) {
+    return llvm::any_of(returns, [&](func::ReturnOp ret) {
       auto arg = dyn_cast<BlockArgument>(ret.getOperand(i));
-      found |= arg && arg.getOwner() == &fn.getBody().front();
+      return arg && arg.getOwner() == &fn.getBody().front();
     });
-    return found;
+  }
+
+  /// The returns of `fn`, found once: a walk per result grew with the
+  /// square of the layers (an entry returns each layer's new memory).
+  static SmallVector<func::ReturnOp> returnsOf(func::FuncOp fn) {
+    SmallVector<func::ReturnOp> returns;
+    for (Block &block : fn.getBody())
+      if (auto ret = dyn_cast<func::ReturnOp>(block.getTerminator()))
+        returns.push_back(ret);
+    return returns;
   }
 
   /// The argument result `i` is already written into, if every return
   /// returns a `bufferization.materialize_in_destination` into the same
   /// argument of `fn` (an update in place); else null.
-  static BlockArgument inPlaceArgument(func::FuncOp fn, unsigned i) {
+  static BlockArgument inPlaceArgument(func::FuncOp fn,
+                                       ArrayRef<func::ReturnOp> returns,
+                                       unsigned i) {
     BlockArgument dest;
     bool all = true;
-    fn.walk([&](func::ReturnOp ret) {
+    for (func::ReturnOp ret : returns) {
       auto m = ret.getOperand(i)
                    .getDefiningOp<bufferization::MaterializeInDestinationOp>();
       auto arg = m ? dyn_cast<BlockArgument>(m.getDest()) : BlockArgument();
@@ -218,7 +230,7 @@ struct ResultsToDestinationsPass
         all = false;
       else
         dest = arg;
-    });
+    }
     return all ? dest : BlockArgument();
   }
 
@@ -236,8 +248,9 @@ struct ResultsToDestinationsPass
     SmallVector<unsigned> outResults;
     llvm::SmallDenseSet<unsigned> inPlace;
     SmallVector<int64_t> destinations(type.getNumResults());
+    SmallVector<func::ReturnOp> returns = returnsOf(fn);
     for (unsigned i = 0; i < type.getNumResults(); ++i) {
-      BlockArgument arg = inPlaceArgument(fn, i);
+      BlockArgument arg = inPlaceArgument(fn, returns, i);
       if (arg && !inPlace.contains(arg.getArgNumber())) {
         inPlace.insert(arg.getArgNumber());
         destinations[i] = arg.getArgNumber();
