@@ -342,7 +342,7 @@ int main(int argc, char **argv) {
       "updates, last/best checkpoints, metrics.jsonl and curves.png in the "
       "work directory. Started by mpirun (Open MPI), runs as one rank of a "
       "data-parallel run: each rank trains batch_size / N columns and the "
-      "ranks average their gradients (README, docs/data-parallel.md)");
+      "ranks average their gradients (docs/usage.md, docs/data-parallel.md)");
   addDataOptions(train, trainOptions.dataDir, trainOptions.dataset, dataPath,
                  dataset);
   train
