@@ -1,4 +1,4 @@
-//===- EntryParts.cpp - Straight-line entries cut into functions -*- C++ -*-===//
+//===- EntryParts.cpp - Long entries cut into functions ---------*- C++ -*-===//
 
 #include "txl/Target/EntryParts.h"
 
@@ -36,7 +36,8 @@ static bool isCuttable(Function &fn) {
       if (inst.isEHPad() || isa<InvokeInst, CallBrInst, ResumeInst>(inst) ||
           inst.getType()->isTokenTy())
         return false;
-      if (auto *call = dyn_cast<CallInst>(&inst); call && call->isMustTailCall())
+      if (auto *call = dyn_cast<CallInst>(&inst);
+          call && call->isMustTailCall())
         return false;
       if (auto *intrinsic = dyn_cast<IntrinsicInst>(&inst))
         switch (intrinsic->getIntrinsicID()) {
@@ -246,10 +247,10 @@ unsigned mlir::txl::cutIntoParts(Function &fn, unsigned partSize) {
                              def->getParent()->getFirstInsertionPt());
     else
       builder.SetInsertPoint(def->getNextNode());
-    builder.CreateAlignedStore(
-        def, builder.CreateConstInBoundsGEP1_64(builder.getInt8Ty(), tape,
-                                                crossing.offset),
-        crossing.align);
+    builder.CreateAlignedStore(def,
+                               builder.CreateConstInBoundsGEP1_64(
+                                   builder.getInt8Ty(), tape, crossing.offset),
+                               crossing.align);
     for (unsigned region : crossing.users) {
       BasicBlock *at = regionStarts[region];
       builder.SetInsertPoint(at, at->getFirstInsertionPt());

@@ -267,8 +267,8 @@ static unsigned sinkPackedArgumentLoads(llvm::Function &fn) {
       target = dominators.getNode(loop->getHeader())->getIDom()->getBlock();
       first = kNone;
     }
-    before[first == kNone ? target->getTerminator() : byOrder[first]]
-        .push_back(inst);
+    before[first == kNone ? target->getTerminator() : byOrder[first]].push_back(
+        inst);
   }
   // Before each instruction, its loads and address computations in their
   // first order: each after the ones it uses.

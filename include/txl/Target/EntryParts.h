@@ -1,4 +1,4 @@
-//===- EntryParts.h - Straight-line entries cut into functions ---*- C++ -*-===//
+//===- EntryParts.h - Long entries cut into functions -----------*- C++ -*-===//
 //
 // An entry of a deep model is a long line of layer calls: the segment
 // entries call each layer's function once, forward and backward, and every

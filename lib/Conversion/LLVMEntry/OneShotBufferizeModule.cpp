@@ -1,4 +1,4 @@
-//===- OneShotBufferizeModule.cpp - One-shot bufferization, lean -*- C++ -*-===//
+//===- OneShotBufferizeModule.cpp - One-shot bufferization ------*- C++ -*-===//
 //
 // Upstream one-shot module bufferization, with the bufferization argument
 // attributes removed once per function instead of once per argument (see
@@ -33,8 +33,9 @@ static void dropBufferizationArgAttrs(FunctionOpInterface fn) {
   ArrayAttr all = fn.getArgAttrsAttr();
   if (!all)
     return;
-  StringRef names[] = {bufferization::BufferizationDialect::kWritableAttrName,
-                       bufferization::BufferizationDialect::kBufferLayoutAttrName};
+  StringRef names[] = {
+      bufferization::BufferizationDialect::kWritableAttrName,
+      bufferization::BufferizationDialect::kBufferLayoutAttrName};
   bool dropped = false;
   SmallVector<Attribute> kept;
   for (auto dict : all.getAsRange<DictionaryAttr>()) {
