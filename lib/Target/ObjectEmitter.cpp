@@ -217,10 +217,11 @@ static unsigned sinkPackedArgumentLoads(llvm::Function &fn) {
   llvm::sort(movable, [&](llvm::Instruction *a, llvm::Instruction *b) {
     return order[a] > order[b];
   });
-  // For each placed instruction, the nearest common dominator of where its
-  // value is finally used (through the moved instructions that use it; a
-  // phi uses it at the end of the incoming block) and the first such use
-  // in that block (~0u: none there).
+  // For each placed instruction, where it goes: the nearest common
+  // dominator of where its value is used (where the moved instructions that
+  // use it go; a phi uses it at the end of the incoming block), outside the
+  // loops it was not in, and the first such use in that block (~0u: none
+  // there, it goes before the terminator).
   constexpr unsigned kNone = ~0u;
   llvm::DenseMap<llvm::Instruction *, std::pair<llvm::BasicBlock *, unsigned>>
       finalUses;
@@ -233,11 +234,13 @@ static unsigned sinkPackedArgumentLoads(llvm::Function &fn) {
       auto *user = llvm::cast<llvm::Instruction>(use.getUser());
       llvm::BasicBlock *block;
       unsigned position;
-      if (isMovable.contains(user)) {
-        auto it = finalUses.find(user);
-        if (it == finalUses.end())
-          continue;
+      if (auto it = finalUses.find(user); it != finalUses.end()) {
+        // A moved user: where it goes.
         std::tie(block, position) = it->second;
+      } else if (isMovable.contains(user)) {
+        // One that stays (it has no use): where it is.
+        block = user->getParent();
+        position = order[user];
       } else {
         llvm::Instruction *at = user;
         if (auto *phi = llvm::dyn_cast<llvm::PHINode>(user))
@@ -258,7 +261,6 @@ static unsigned sinkPackedArgumentLoads(llvm::Function &fn) {
     }
     if (!target)
       continue;
-    finalUses[inst] = {target, first};
     // Never into a loop the instruction is not in: it would run on every
     // iteration (LLVM's loop passes, which would hoist it, are done).
     while (llvm::Loop *loop = loops.getLoopFor(target)) {
@@ -267,6 +269,7 @@ static unsigned sinkPackedArgumentLoads(llvm::Function &fn) {
       target = dominators.getNode(loop->getHeader())->getIDom()->getBlock();
       first = kNone;
     }
+    finalUses[inst] = {target, first};
     before[first == kNone ? target->getTerminator() : byOrder[first]].push_back(
         inst);
   }
