@@ -2,7 +2,8 @@
 //
 // Issue 48, item 12: the C API took sizes and values it cannot honour and
 // answered with wrapped numbers or NaN parameters. Each case returns
-// TXL_INVALID_ARGUMENT with a message now; each failed before.
+// TXL_INVALID_ARGUMENT with a message now; each failed before (the gradient
+// ranges' sum wrapped: INT64_MAX + 2 passed the bound).
 //
 //===----------------------------------------------------------------------===//
 
@@ -101,4 +102,76 @@ TEST(CApiTest, OptimizerStepChecksItsArguments) {
   txl_session_release(session);
 }
 
+/// A model of one trainable parameter, "r_w_bias" [2, 4]: a flat gradient
+/// of 8 floats.
+txl_model_info_t oneParameterModel(txl_param_info_t &param) {
+  txl_model_info_t info = smallModel();
+  param = {};
+  param.name = "r_w_bias";
+  param.rank = 2;
+  param.shape[0] = 2;
+  param.shape[1] = 4;
+  param.trainable = 1;
+  info.n_params = 1;
+  info.params = &param;
+  info.init = info.emb_init = "normal";
+  info.init_std = 0.02;
+  return info;
+}
+
+TEST(CApiTest, GradientRangesAreChecked) {
+  txl_param_info_t param;
+  txl_model_info_t info = oneParameterModel(param);
+  txl_session_t *session = nullptr;
+  ASSERT_EQ(take(txl_session_create(&info, nullptr, &session)).first, TXL_OK);
+  ASSERT_EQ(take(txl_session_init_parameters(session, 1)).first, TXL_OK);
+  float buffer[8] = {};
+  // The first gradient call makes the training state.
+  ASSERT_EQ(take(txl_session_read_gradients(session, 0, 8, buffer)).first,
+            TXL_OK);
+  ASSERT_EQ(txl_session_gradient_floats(session), 8);
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  struct Case {
+    int64_t offset, count;
+    const char *fragment; // null: accepted
+  } cases[] = {
+      {0, 8, nullptr},
+      {0, 0, nullptr},
+      {8, 0, nullptr},
+      {3, 5, nullptr},
+      {-1, 1, "1 floats from offset -1 are outside the flat gradient's 8"},
+      {0, -1, "-1 floats from offset 0 are outside"},
+      {0, 9, "9 floats from offset 0 are outside"},
+      {8, 1, "1 floats from offset 8 are outside"},
+      // offset + count wraps to a negative int64_t.
+      {max, 2, "2 floats from offset 9223372036854775807 are outside"},
+      {2, max, "9223372036854775807 floats from offset 2 are outside"},
+      {max, max, "are outside the flat gradient's 8"},
+  };
+  for (const Case &c : cases) {
+    for (bool write : {false, true}) {
+      auto [code, message] = take(
+          write ? txl_session_write_gradients(session, c.offset, c.count,
+                                              buffer)
+                : txl_session_read_gradients(session, c.offset, c.count,
+                                             buffer));
+      if (!c.fragment) {
+        EXPECT_EQ(code, TXL_OK) << c.offset << " " << c.count << message;
+        continue;
+      }
+      EXPECT_EQ(code, TXL_INVALID_ARGUMENT) << c.fragment;
+      EXPECT_NE(message.find(c.fragment), std::string::npos) << message;
+    }
+  }
+  EXPECT_EQ(take(txl_session_read_gradients(session, 0, 1, nullptr)).first,
+            TXL_INVALID_ARGUMENT);
+  txl_session_release(session);
+}
+
 } // namespace
+
+// The range checks run before any compiled training function would: these
+// stand in for them so that the session has training state.
+extern "C" void txl_optimizer_update(void **) {}
+extern "C" void txl_squared_norm_part(void **) {}
+extern "C" void txl_learning_rate(void **) {}
