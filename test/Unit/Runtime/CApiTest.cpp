@@ -151,10 +151,9 @@ TEST(CApiTest, GradientRangesAreChecked) {
   for (const Case &c : cases) {
     for (bool write : {false, true}) {
       auto [code, message] = take(
-          write ? txl_session_write_gradients(session, c.offset, c.count,
-                                              buffer)
-                : txl_session_read_gradients(session, c.offset, c.count,
-                                             buffer));
+          write
+              ? txl_session_write_gradients(session, c.offset, c.count, buffer)
+              : txl_session_read_gradients(session, c.offset, c.count, buffer));
       if (!c.fragment) {
         EXPECT_EQ(code, TXL_OK) << c.offset << " " << c.count << message;
         continue;
