@@ -35,9 +35,12 @@ namespace txl {
 ///
 /// Leaves `fn` as it is (returns 0) when it is a declaration, has fewer
 /// than 2 * `partSize` instructions, `partSize` is 0, or it has an alloca
-/// outside its entry block, an alloca of non-constant size, or an
-/// exception-handling or `musttail` instruction. Returns the number of
-/// parts made.
+/// outside its entry block, an alloca of non-constant size, a token-typed
+/// value, a stack save or restore, or an exception-handling or `musttail`
+/// instruction. When no region can end (every candidate cut leaves a
+/// region with two entries or exits), `fn` computes as before but its
+/// `extractvalue`s of aggregate results have moved next to the aggregate.
+/// Returns the number of parts made.
 unsigned cutIntoParts(llvm::Function &fn, unsigned partSize);
 
 } // namespace txl
