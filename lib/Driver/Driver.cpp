@@ -462,9 +462,12 @@ int mlir::txl::runDriver(const DriverOptions &options) {
     return failed(runGpuTarget(options, *config, module, root));
 
   if (failed(
-          runStage(module, root, "lowering to linalg", [](OpPassManager &pm) {
-            buildTxlToLinalgPipeline(pm,
-                                     /*stridedAttention=*/true);
+          runStage(module, root, "lowering to linalg", [&](OpPassManager &pm) {
+            ConvertRelAttentionToCpuPassOptions attention;
+            attention.testRelShiftOffset = options.testRelShiftOffset;
+            buildTxlToLinalgPipeline(pm, /*stridedAttention=*/true,
+                                     options.tiledCpuAttention ? &attention
+                                                               : nullptr);
           })))
     return 1;
   if (options.emit == EmitAction::Linalg)

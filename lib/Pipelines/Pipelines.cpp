@@ -92,8 +92,12 @@ void mlir::txl::buildTxlBackwardPipeline(OpPassManager &pm,
   fn.addPass(createCSEPass());
 }
 
-void mlir::txl::buildTxlToLinalgPipeline(OpPassManager &pm,
-                                         bool stridedAttention) {
+void mlir::txl::buildTxlToLinalgPipeline(
+    OpPassManager &pm, bool stridedAttention,
+    const ConvertRelAttentionToCpuPassOptions *cpuAttention) {
+  // Module: it adds the kernel functions.
+  if (cpuAttention)
+    pm.addPass(createConvertRelAttentionToCpuPass(*cpuAttention));
   OpPassManager &fn = pm.nest<func::FuncOp>();
   // After the backward, which differentiates txl.nll and txl.linear and
   // (for the decomposed form) txl.rel_shift as txl ops.
@@ -127,7 +131,10 @@ void mlir::txl::buildLinalgToLLVMPipeline(OpPassManager &pm) {
     fn.addPass(createLowerAffinePass());
   }
   // Module: the conversion to the LLVM dialect rewrites every function and
-  // declares the runtime functions it calls (malloc, free, ...).
+  // declares the runtime functions it calls (malloc, free, ...). The vector
+  // ops (the tiled attention kernel's) first, while their memrefs are
+  // still memrefs.
+  pm.addPass(createConvertVectorToLLVMPass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createArithToLLVMConversionPass());
@@ -256,7 +263,9 @@ void mlir::txl::buildTxlCpuPipeline(OpPassManager &pm,
   buildTxlOptPipeline(pm, options);
   if (options.generateBackward)
     buildTxlBackwardPipeline(pm);
-  buildTxlToLinalgPipeline(pm, /*stridedAttention=*/true);
+  ConvertRelAttentionToCpuPassOptions cpuAttention;
+  buildTxlToLinalgPipeline(pm, /*stridedAttention=*/true,
+                           options.tiledAttention ? &cpuAttention : nullptr);
   buildLinalgToLLVMPipeline(pm);
 }
 

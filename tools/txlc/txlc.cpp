@@ -115,7 +115,8 @@ static cl::opt<bool> kvCache(
 // kernel is broken on purpose, to show the reference tests catch it.
 static cl::opt<int64_t> testRelShiftOffset(
     cl::cat(txlcCategory), "test-rel-shift-offset", cl::Hidden, cl::init(0),
-    cl::desc("GPU targets, tests only: read BD one r row off by this much"));
+    cl::desc("Tests only: read BD one r row off by this much (the GPU "
+             "kernels, and the CPU's tiled attention kernel)"));
 static cl::opt<int64_t> testDropBarrier(
     cl::cat(txlcCategory), "test-drop-barrier", cl::Hidden, cl::init(0),
     cl::desc("GPU targets, tests only: leave out the attention kernels' "
@@ -125,6 +126,18 @@ static cl::opt<bool> fuseAttention(
     cl::desc("Fuse the four-term relative attention (default true; false "
              "lowers the decomposed form)"),
     cl::init(true));
+namespace {
+enum class CpuAttention { Tiled, Blas };
+} // namespace
+static cl::opt<CpuAttention> cpuAttention(
+    cl::cat(txlcCategory), "cpu-attention",
+    cl::desc("CPU target: how the fused attention is lowered"),
+    cl::values(clEnumValN(CpuAttention::Tiled, "tiled",
+                          "one tiled kernel, no qlen x klen buffers "
+                          "(default)"),
+               clEnumValN(CpuAttention::Blas, "blas",
+                          "BLAS products over whole score matrices")),
+    cl::init(CpuAttention::Tiled));
 static cl::opt<std::string> mcpu(cl::cat(txlcCategory), "mcpu",
                                  cl::desc("Target CPU (LLVM name, or "
                                           "'native')"),
@@ -206,6 +219,7 @@ int main(int argc, char **argv) {
     options.gpuArchs.assign(gpuArchs.begin(), gpuArchs.end());
   options.cudaPath = cudaPath;
   options.fuseAttention = fuseAttention;
+  options.tiledCpuAttention = cpuAttention == CpuAttention::Tiled;
   options.testRelShiftOffset = testRelShiftOffset;
   options.testDropBarrier = testDropBarrier;
   if (attentionKeyParts < 0) {

@@ -334,6 +334,59 @@ def ConvertEmbeddingGradToGpuPass : Pass<"txl-embedding-grad-to-gpu", "::mlir::M
                            "::mlir::tensor::TensorDialect"];
 }
 
+def ConvertRelAttentionToCpuPass : Pass<"txl-rel-attention-to-cpu", "::mlir::ModuleOp"> {
+  let summary = "Turn txl.rel_attention into calls of one tiled CPU kernel";
+  let description = [{
+    Rewrites every `txl.rel_attention` (f32 or f64) with a static d_head
+    and no dropatt into a `func.call` of a private function on memrefs,
+    `txl_rel_attention_cpu_<f32|f64>_d<d_head>(q, k, v, r, u, v_bias, out,
+    mem_len: index, same_length: i1, scale)` (one per element type and
+    d_head, shared by every layer), where q, k, v and out are [len, batch,
+    n_head, d_head], r (pos_key) [klen, n_head, d_head] and the biases
+    [n_head, d_head], each a memref of any layout. The operands reach it
+    through `bufferization.to_buffer` (read only), the output is a
+    `memref.alloc` returned through `bufferization.to_tensor`. An op with
+    an `lse` result calls the `_lse` form, which also writes each row's
+    log-sum-exp into a [batch, n_head, qlen] buffer after `out`.
+
+    For each (head, batch column) the kernel packs its operands (k and
+    pos_key transposed, [d_head, klen + 64] and [d_head, klen + 96]; v
+    [klen + 64, d_pad]; q + u and q + v [qlen, d_pad], d_pad being d_head
+    rounded up to 16) and walks tiles of 32 query rows; for each, the key
+    tiles of 64 keys that some row of the tile sees (causal with memory
+    and same_length as `txl.masked_softmax`). A tile's scores AC + BD
+    accumulate over d_head in vector<8xT> registers, 4 rows × 16 keys at a
+    time, BD read at column j + qlen - 1 - i of the transposed pos_key (the
+    rel-shift as index arithmetic); they are scaled and masked, the softmax
+    is online (running max and sum per row), and P·V accumulates into the
+    tile's output rows, 4 rows × 16 columns of registers at a time. The
+    largest buffers are the packed operands, O((qlen + klen) · d_head):
+    nothing of size qlen × klen is allocated.
+
+    Ops with dropatt or a dynamic d_head keep their convert-txl-to-linalg
+    lowering.
+  }];
+  let options = [
+    Option<"scoreRows", "score-rows", "int64_t", "4",
+           "Query rows per register block of the score product (each 2 "
+           "vectors of keys)">,
+    Option<"outputRows", "output-rows", "int64_t", "4",
+           "Query rows per register block of P·V (each 2 vectors of "
+           "output columns)">,
+    Option<"testRelShiftOffset", "test-rel-shift-offset", "int64_t", "0",
+           "Negative controls: read BD this many pos_key rows off">
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::bufferization::BufferizationDialect",
+                           "::mlir::cf::ControlFlowDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
 def ConvertRelAttentionToGpuPass : Pass<"txl-rel-attention-to-gpu", "::mlir::ModuleOp"> {
   let summary = "Turn txl.rel_attention and its backward into flash-style GPU kernel launches";
   let description = [{

@@ -48,6 +48,10 @@ struct DriverOptions {
   /// The CUDA toolkit (libdevice, ptxas).
   std::string cudaPath = "/usr/local/cuda";
   bool fuseAttention = true;
+  /// CPU target: txl.rel_attention as the tiled kernel
+  /// (txl-rel-attention-to-cpu); false: as BLAS products over whole score
+  /// matrices (convert-txl-to-linalg).
+  bool tiledCpuAttention = true;
   /// GPU targets, negative-control tests only: an attention kernel broken
   /// on purpose (txl-rel-attention-to-gpu's test-* options).
   int64_t testRelShiftOffset = 0;

@@ -35,6 +35,12 @@ struct TxlCpuPipelineOptions
       llvm::cl::desc("Add @segment_grad (txl-generate-backward) after the "
                      "txl-level passes, and its txl_segment_grad entry"),
       llvm::cl::init(false)};
+  PassOptions::Option<bool> tiledAttention{
+      *this, "tiled-attention",
+      llvm::cl::desc("Lower txl.rel_attention to calls of the tiled CPU "
+                     "kernel (txl-rel-attention-to-cpu; off: the "
+                     "BLAS-product lowering of convert-txl-to-linalg)"),
+      llvm::cl::init(true)};
 };
 
 /// txl -> txl: --txl-fuse-rel-attention (if enabled), canonicalize, CSE.
@@ -53,7 +59,12 @@ void buildTxlBackwardPipeline(OpPassManager &pm,
 /// --convert-txl-to-linalg, canonicalize, CSE, --txl-fuse-elementwise.
 /// `stridedAttention`: --convert-txl-to-linalg's strided-attention (the
 /// CPU target, whose txl-linalg-to-blas lowers linalg.contract).
-void buildTxlToLinalgPipeline(OpPassManager &pm, bool stridedAttention = false);
+/// `cpuAttention` (the CPU target): first --txl-rel-attention-to-cpu with
+/// these options, every fused attention it can take becoming a call of the
+/// tiled kernel.
+void buildTxlToLinalgPipeline(
+    OpPassManager &pm, bool stridedAttention = false,
+    const ConvertRelAttentionToCpuPassOptions *cpuAttention = nullptr);
 /// linalg on tensors -> LLVM dialect with `txl_segment_forward` (and
 /// `txl_segment_grad`, `txl_optimizer_update`, `txl_learning_rate`, ... for the
 /// functions of those that exist).

@@ -44,25 +44,8 @@ import txl_device
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "lib"))
 from dropout import keep_mask  # noqa: E402
-
-
-def rel_shift(x):
-    """The official _rel_shift of x [qlen, klen, ...]."""
-    zero_pad = np.zeros((x.shape[0], 1) + x.shape[2:], x.dtype)
-    x_padded = np.concatenate([zero_pad, x], axis=1)
-    x_padded = x_padded.reshape((x.shape[1] + 1, x.shape[0]) + x.shape[2:])
-    return x_padded[1:].reshape(x.shape)
-
-
-def dec_attn_mask(qlen, klen, mem_len, same_length):
-    """The official dec_attn_mask [qlen, klen]: True where hidden."""
-    mlen = klen - qlen
-    ones = np.ones((qlen, klen), bool)
-    if same_length:
-        mask_len = klen - mem_len
-        shift = qlen - mask_len if mask_len > 0 else qlen
-        return np.triu(ones, 1 + mlen) | np.tril(ones, -shift)
-    return np.triu(ones, 1 + mlen)
+from official_attention import (dec_attn_mask, probabilities,  # noqa: E402,F401
+                                rel_shift, scores)
 
 
 def dropatt_multiplier(shape, dropatt):
@@ -87,24 +70,9 @@ def dropatt_args(dropatt, training):
             ctypes.c_int64(column), ctypes.c_int32(min_kept), ctypes.c_float(scale)]
 
 
-def scores(q, k, r, u, vb, mem_len, same_length, scale):
-    """The masked attention scores [qlen, klen, batch, n_head] (float64,
-    -inf where dec_attn_mask hides the key)."""
-    qlen, klen = q.shape[0], k.shape[0]
-    q, k, r = (x.astype(np.float64) for x in (q, k, r))
-    ac = np.einsum("ibnd,jbnd->ijbn", q + u, k)
-    bd = rel_shift(np.einsum("ibnd,jnd->ijbn", q + vb, r))
-    score = (ac + bd) * scale
-    score[dec_attn_mask(qlen, klen, mem_len, same_length)] = -np.inf
-    return score
-
-
 def reference(q, k, v, r, u, vb, mem_len, same_length, scale, dropatt=None):
-    score = scores(q, k, r, u, vb, mem_len, same_length, scale)
+    prob = probabilities(scores(q, k, r, u, vb, mem_len, same_length, scale))
     v = v.astype(np.float64)
-    score -= score.max(axis=1, keepdims=True)
-    prob = np.exp(score)
-    prob /= prob.sum(axis=1, keepdims=True)
     prob = prob * dropatt_multiplier(prob.shape, dropatt)
     return np.einsum("ijbn,jbnd->ibnd", prob, v)
 

@@ -1,0 +1,642 @@
+//===- RelAttentionToCpu.cpp - txl.rel_attention as one tiled CPU kernel -===//
+//
+// The CPU form of the fused relative attention (paper §3.3), tiled as the
+// GPU kernel is: for each (head, batch column) the kernel walks tiles of
+// Bq query rows and, for each, the key tiles of Bk keys that any of its
+// rows can see. A tile's scores
+//   s = (q_i + u) · k_j + (q_i + v) · r[j + qlen - 1 - i]     (AC + BD)
+// accumulate in vector registers over d_head, BD read from the row of r
+// that the rel-shift puts there (index arithmetic, no shifted copy); the
+// mask comes from the indices, the softmax is online (running max and sum
+// per row) and P·V accumulates into the tile's output rows. Nothing of size
+// qlen × klen exists: the kernel's buffers are the tile's scores [Bq, Bk],
+// its output rows [Bq, d_head] and per-(head, column) packed copies of the
+// operands (k and r transposed, v, q + u, q + v; rows padded to whole
+// vectors), all O((qlen + klen) · d_head).
+//
+// Written in scf, memref, arith, math and the vector dialect, with explicit
+// register blocking (every product a vector.fma on accumulators carried as
+// loop values), so the code is the same whatever LLVM's vectorizer decides.
+//
+//===----------------------------------------------------------------------===//
+
+#include "txl/Conversion/Passes.h"
+#include "txl/Conversion/SizeChecks.h"
+#include "txl/IR/TxlOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include <limits>
+
+namespace mlir {
+namespace txl {
+#define GEN_PASS_DEF_CONVERTRELATTENTIONTOCPUPASS
+#include "txl/Conversion/Passes.h.inc"
+} // namespace txl
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::txl;
+
+namespace {
+
+/// Vector lanes: one 256-bit register of f32 (AVX2, the x86-64-v3 default).
+constexpr int64_t kLanes = 8;
+/// Query rows per tile and keys per tile.
+constexpr int64_t kQueryTile = 32;
+constexpr int64_t kKeyTile = 64;
+/// Register blocking: vectors of keys per score block and of output columns
+/// per P·V block (the rows per block are options: 4 × 2 accumulators).
+constexpr int64_t kScoreVectors = 2;
+constexpr int64_t kOutputVectors = 2;
+
+/// The packed operands' d_head: whole groups of kOutputVectors vectors.
+int64_t paddedHead(int64_t dHead) {
+  int64_t group = kLanes * kOutputVectors;
+  return (dHead + group - 1) / group * group;
+}
+
+/// The pass's options: the rows of a register block, and a test hook (a
+/// kernel wrong in a known way, for the numerics harness's negative
+/// control).
+struct KernelHooks {
+  int64_t scoreRows = 4;
+  int64_t outputRows = 4;
+  int64_t relShiftOffset = 0;
+};
+
+/// Builds the body of one kernel function.
+class KernelBuilder {
+public:
+  KernelBuilder(ImplicitLocOpBuilder &b, func::FuncOp func, int64_t dHead,
+                bool withLse, const KernelHooks &hooks)
+      : b(b), func(func), dHead(dHead), dPad(paddedHead(dHead)),
+        withLse(withLse), hooks(hooks) {
+    et = cast<MemRefType>(func.getArgumentTypes()[0]).getElementType();
+    vt = VectorType::get({kLanes}, et);
+  }
+  void build();
+
+private:
+  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
+  Value fconst(double v) {
+    return arith::ConstantOp::create(b, b.getFloatAttr(et, v));
+  }
+  Value vconst(double v) {
+    return arith::ConstantOp::create(
+        b, DenseElementsAttr::get(vt, b.getFloatAttr(et, v)));
+  }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, x, y); }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, x, y); }
+  Value mul(Value x, Value y) { return arith::MulIOp::create(b, x, y); }
+  Value minI(Value x, Value y) { return arith::MinSIOp::create(b, x, y); }
+  Value maxI(Value x, Value y) { return arith::MaxSIOp::create(b, x, y); }
+  Value bcast(Value scalar) {
+    return vector::BroadcastOp::create(b, vt, scalar);
+  }
+  Value vload(Value mem, ValueRange ivs) {
+    return vector::LoadOp::create(b, vt, mem, ivs);
+  }
+  void vstore(Value v, Value mem, ValueRange ivs) {
+    vector::StoreOp::create(b, v, mem, ivs);
+  }
+  /// scf.for from lo to hi by step; body(iv).
+  void loop(Value lo, Value hi, Value step, function_ref<void(Value)> body) {
+    auto f = scf::ForOp::create(b, lo, hi, step);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(f.getBody());
+    body(f.getInductionVar());
+  }
+  /// scf.for with vector accumulators; returns their final values.
+  SmallVector<Value>
+  loopAcc(Value lo, Value hi, Value step, ValueRange init,
+          function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+    auto f = scf::ForOp::create(b, lo, hi, step, init);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(f.getBody());
+      SmallVector<Value> next =
+          body(f.getInductionVar(), f.getRegionIterArgs());
+      scf::YieldOp::create(b, next);
+    }
+    return SmallVector<Value>(f.getResults());
+  }
+
+  void packOperands(Value h, Value c);
+  void scoreBlock(Value i0, Value ii, Value j0, int64_t rows);
+  void softmaxRow(Value i0, Value ii, Value j0);
+  void outputBlock(Value ii, Value j0, int64_t rows);
+  void queryTile(Value h, Value c, Value i0);
+  /// Calls block(ii, rows) for ii in [0, nr): blocks of `rows` rows, then
+  /// single rows.
+  void rowBlocks(Value nr, int64_t rows,
+                 function_ref<void(Value, int64_t)> block);
+
+  ImplicitLocOpBuilder &b;
+  func::FuncOp func;
+  int64_t dHead, dPad;
+  bool withLse;
+  const KernelHooks &hooks;
+  Type et;
+  VectorType vt;
+
+  // Arguments and sizes.
+  Value q, k, v, r, rwBias, rrBias, out, lse;
+  Value memLen, sameLength, scale;
+  Value qlen, batch, nHead, klen, mlen, shiftLen;
+  // Packed operands: kT [d_head, klen + Bk] and rT [d_head, klen + Bq + Bk]
+  // (column m of rT is r row m), vP [klen + Bk, dPad], qu and qv [qlen,
+  // dPad]; tile buffers: scores [Bq, Bk], output rows [Bq, dPad], running
+  // max, sum and rescale factor [Bq].
+  Value kT, rT, vP, qu, qv, scores, acc, rowMax, rowSum, rowScale;
+};
+
+void KernelBuilder::rowBlocks(Value nr, int64_t rows,
+                              function_ref<void(Value, int64_t)> block) {
+  Value c0 = idx(0);
+  // Rows [0, nr - nr % rows) in blocks, then the rest one by one.
+  Value whole = mul(arith::DivUIOp::create(b, nr, idx(rows)), idx(rows));
+  loop(c0, whole, idx(rows), [&](Value ii) { block(ii, rows); });
+  loop(whole, nr, idx(1), [&](Value ii) { block(ii, 1); });
+}
+
+void KernelBuilder::packOperands(Value h, Value c) {
+  Value c0 = idx(0), c1 = idx(1), dh = idx(dHead);
+  // kT[d, j] = k[j, c, h, d]; vP[j, d] = v[j, c, h, d].
+  loop(c0, klen, c1, [&](Value j) {
+    loop(c0, dh, c1, [&](Value d) {
+      memref::StoreOp::create(
+          b, memref::LoadOp::create(b, k, ValueRange{j, c, h, d}), kT,
+          ValueRange{d, j});
+      memref::StoreOp::create(
+          b, memref::LoadOp::create(b, v, ValueRange{j, c, h, d}), vP,
+          ValueRange{j, d});
+    });
+  });
+  // qu[i, d] = q[i, c, h, d] + u[h, d]; qv likewise with the r_r_bias.
+  loop(c0, qlen, c1, [&](Value i) {
+    loop(c0, dh, c1, [&](Value d) {
+      Value x = memref::LoadOp::create(b, q, ValueRange{i, c, h, d});
+      Value u = memref::LoadOp::create(b, rwBias, ValueRange{h, d});
+      Value w = memref::LoadOp::create(b, rrBias, ValueRange{h, d});
+      memref::StoreOp::create(b, arith::AddFOp::create(b, x, u), qu,
+                              ValueRange{i, d});
+      memref::StoreOp::create(b, arith::AddFOp::create(b, x, w), qv,
+                              ValueRange{i, d});
+    });
+  });
+}
+
+/// Scores of rows ii .. ii + rows of the query tile at i0 against keys j0 ..
+/// j0 + Bk, unscaled, into `scores`: for each group of kScoreVectors
+/// vectors of keys, rows × kScoreVectors accumulators over d_head, each
+/// step one broadcast of (q + u)[i, d] and of (q + v)[i, d] per row, the
+/// key vectors kT[d, j..] shared by the rows and the positional vectors
+/// rT[d, j + qlen - 1 - i ..] (the rel-shift) per row.
+void KernelBuilder::scoreBlock(Value i0, Value ii, Value j0, int64_t rows) {
+  Value c0 = idx(0), c1 = idx(1);
+  Value rowBase = add(i0, ii);
+  // rT column of key j for row i: j + qlen - 1 - i.
+  Value shiftBase = sub(sub(qlen, c1), sub(rowBase, idx(hooks.relShiftOffset)));
+  for (int64_t g = 0; g < kKeyTile / kLanes; g += kScoreVectors) {
+    Value jg = add(j0, idx(g * kLanes));
+    SmallVector<Value> init(rows * kScoreVectors, vconst(0.0));
+    SmallVector<Value> sums = loopAcc(
+        c0, idx(dHead), c1, init,
+        [&](Value d, ValueRange accs) -> SmallVector<Value> {
+          SmallVector<Value> next(accs.begin(), accs.end());
+          SmallVector<Value> keys;
+          for (int64_t x = 0; x < kScoreVectors; ++x)
+            keys.push_back(vload(kT, {d, add(jg, idx(x * kLanes))}));
+          for (int64_t row = 0; row < rows; ++row) {
+            Value qi = add(rowBase, idx(row));
+            Value a = bcast(memref::LoadOp::create(b, qu, ValueRange{qi, d}));
+            Value p = bcast(memref::LoadOp::create(b, qv, ValueRange{qi, d}));
+            Value m = sub(jg, idx(row));
+            m = add(m, shiftBase);
+            for (int64_t x = 0; x < kScoreVectors; ++x) {
+              Value &s = next[row * kScoreVectors + x];
+              s = vector::FMAOp::create(b, a, keys[x], s);
+              Value pos = vload(rT, {d, add(m, idx(x * kLanes))});
+              s = vector::FMAOp::create(b, p, pos, s);
+            }
+          }
+          return next;
+        });
+    for (int64_t row = 0; row < rows; ++row)
+      for (int64_t x = 0; x < kScoreVectors; ++x)
+        vstore(sums[row * kScoreVectors + x], scores,
+               {add(ii, idx(row)), idx(g * kLanes + x * kLanes)});
+  }
+}
+
+/// Row ii of the tile at i0, keys j0 .. j0 + Bk: scale and mask its scores
+/// (as txl.masked_softmax: key j visible from query i when j <= i + mlen
+/// and, with same_length, j + shiftLen > i), then the online softmax: the
+/// new running max m', rowScale = exp(m - m'), the scores replaced by
+/// exp(s - m'), the running sum rescaled and increased.
+void KernelBuilder::softmaxRow(Value i0, Value ii, Value j0) {
+  Value i = add(i0, ii);
+  Type i64 = b.getI64Type();
+  auto ivt = VectorType::get({kLanes}, i64);
+  auto toI64 = [&](Value x) { return arith::IndexCastOp::create(b, i64, x); };
+  Value hi = toI64(add(i, mlen));
+  // Visible keys are those above lo: with same_length, j > i - shiftLen.
+  Value lo = arith::SelectOp::create(b, sameLength, toI64(sub(i, shiftLen)),
+                                     arith::ConstantIntOp::create(b, -1, 64));
+  Value hiV = vector::BroadcastOp::create(b, ivt, hi);
+  Value loV = vector::BroadcastOp::create(b, ivt, lo);
+  SmallVector<int64_t> lanes;
+  for (int64_t l = 0; l < kLanes; ++l)
+    lanes.push_back(l);
+  Value iota = arith::ConstantOp::create(
+      b, DenseElementsAttr::get(ivt, ArrayRef<int64_t>(lanes)));
+  Value negInf = vconst(-std::numeric_limits<double>::infinity());
+  Value scaleV = bcast(scale);
+  Value maxV = negInf;
+  for (int64_t x = 0; x < kKeyTile / kLanes; ++x) {
+    Value col = idx(x * kLanes);
+    Value jv = arith::AddIOp::create(
+        b, vector::BroadcastOp::create(b, ivt, toI64(add(j0, col))), iota);
+    Value visible = arith::AndIOp::create(
+        b, arith::CmpIOp::create(b, arith::CmpIPredicate::sle, jv, hiV),
+        arith::CmpIOp::create(b, arith::CmpIPredicate::sgt, jv, loV));
+    Value s = arith::MulFOp::create(b, vload(scores, {ii, col}), scaleV);
+    s = arith::SelectOp::create(b, visible, s, negInf);
+    vstore(s, scores, {ii, col});
+    maxV = arith::MaximumFOp::create(b, maxV, s);
+  }
+  Value tileMax =
+      vector::ReductionOp::create(b, vector::CombiningKind::MAXIMUMF, maxV);
+  Value oldMax = memref::LoadOp::create(b, rowMax, ValueRange{ii});
+  Value newMax = arith::MaximumFOp::create(b, oldMax, tileMax);
+  // Nothing visible yet: subtract 0, so that exp(-inf - base) is 0, not NaN.
+  Value none =
+      arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, newMax,
+                            fconst(-std::numeric_limits<double>::infinity()));
+  Value base = arith::SelectOp::create(b, none, fconst(0.0), newMax);
+  Value baseV = bcast(base);
+  Value sumV = vconst(0.0);
+  for (int64_t x = 0; x < kKeyTile / kLanes; ++x) {
+    Value col = idx(x * kLanes);
+    Value p = math::ExpOp::create(
+        b, arith::SubFOp::create(b, vload(scores, {ii, col}), baseV));
+    vstore(p, scores, {ii, col});
+    sumV = arith::AddFOp::create(b, sumV, p);
+  }
+  Value alpha = math::ExpOp::create(b, arith::SubFOp::create(b, oldMax, base));
+  Value tileSum =
+      vector::ReductionOp::create(b, vector::CombiningKind::ADD, sumV);
+  Value oldSum = memref::LoadOp::create(b, rowSum, ValueRange{ii});
+  memref::StoreOp::create(
+      b,
+      arith::AddFOp::create(b, arith::MulFOp::create(b, oldSum, alpha),
+                            tileSum),
+      rowSum, ValueRange{ii});
+  memref::StoreOp::create(b, newMax, rowMax, ValueRange{ii});
+  memref::StoreOp::create(b, alpha, rowScale, ValueRange{ii});
+}
+
+/// Output rows ii .. ii + rows += P[ii.., :] · vP[j0 .., :], each row first
+/// rescaled by its rowScale: for each group of kOutputVectors vectors of
+/// columns, rows × kOutputVectors accumulators over the Bk keys, each step
+/// the value vectors shared by the rows and one broadcast of P per row.
+void KernelBuilder::outputBlock(Value ii, Value j0, int64_t rows) {
+  Value c0 = idx(0), c1 = idx(1);
+  for (int64_t g = 0; g < dPad / kLanes; g += kOutputVectors) {
+    SmallVector<Value> init;
+    for (int64_t row = 0; row < rows; ++row) {
+      Value i = add(ii, idx(row));
+      Value alpha = bcast(memref::LoadOp::create(b, rowScale, ValueRange{i}));
+      for (int64_t x = 0; x < kOutputVectors; ++x)
+        init.push_back(arith::MulFOp::create(
+            b, vload(acc, {i, idx((g + x) * kLanes)}), alpha));
+    }
+    SmallVector<Value> sums =
+        loopAcc(c0, idx(kKeyTile), c1, init,
+                [&](Value jj, ValueRange accs) -> SmallVector<Value> {
+                  SmallVector<Value> next(accs.begin(), accs.end());
+                  Value j = add(j0, jj);
+                  SmallVector<Value> values;
+                  for (int64_t x = 0; x < kOutputVectors; ++x)
+                    values.push_back(vload(vP, {j, idx((g + x) * kLanes)}));
+                  for (int64_t row = 0; row < rows; ++row) {
+                    Value p = bcast(memref::LoadOp::create(
+                        b, scores, ValueRange{add(ii, idx(row)), jj}));
+                    for (int64_t x = 0; x < kOutputVectors; ++x) {
+                      Value &o = next[row * kOutputVectors + x];
+                      o = vector::FMAOp::create(b, p, values[x], o);
+                    }
+                  }
+                  return next;
+                });
+    for (int64_t row = 0; row < rows; ++row)
+      for (int64_t x = 0; x < kOutputVectors; ++x)
+        vstore(sums[row * kOutputVectors + x], acc,
+               {add(ii, idx(row)), idx((g + x) * kLanes)});
+  }
+}
+
+void KernelBuilder::queryTile(Value h, Value c, Value i0) {
+  Value c0 = idx(0), c1 = idx(1), bk = idx(kKeyTile);
+  Value nr = minI(idx(kQueryTile), sub(qlen, i0));
+  loop(c0, nr, c1, [&](Value ii) {
+    memref::StoreOp::create(b, fconst(-std::numeric_limits<double>::infinity()),
+                            rowMax, ValueRange{ii});
+    memref::StoreOp::create(b, fconst(0.0), rowSum, ValueRange{ii});
+    loop(c0, idx(dPad / kLanes), c1, [&](Value x) {
+      vstore(vconst(0.0), acc, {ii, mul(x, idx(kLanes))});
+    });
+  });
+  // The keys some row of the tile sees: [first, end), the tile's last row
+  // seeing up to i + mlen, its first (with same_length) from
+  // i - shiftLen + 1; key tiles start at multiples of Bk.
+  Value end = minI(klen, add(add(i0, nr), mlen));
+  Value first = arith::SelectOp::create(
+      b, sameLength, maxI(c0, add(sub(i0, shiftLen), c1)), c0);
+  Value start = mul(arith::DivUIOp::create(b, first, bk), bk);
+  loop(start, end, bk, [&](Value j0) {
+    rowBlocks(nr, hooks.scoreRows,
+              [&](Value ii, int64_t rows) { scoreBlock(i0, ii, j0, rows); });
+    loop(c0, nr, c1, [&](Value ii) { softmaxRow(i0, ii, j0); });
+    rowBlocks(nr, hooks.outputRows,
+              [&](Value ii, int64_t rows) { outputBlock(ii, j0, rows); });
+  });
+  // out[i, c, h, :] = acc[i] / sum; lse[c, h, i] = max + log sum.
+  loop(c0, nr, c1, [&](Value ii) {
+    Value i = add(i0, ii);
+    Value sum = memref::LoadOp::create(b, rowSum, ValueRange{ii});
+    Value inv = arith::DivFOp::create(b, fconst(1.0), sum);
+    loop(c0, idx(dHead), c1, [&](Value d) {
+      Value o = memref::LoadOp::create(b, acc, ValueRange{ii, d});
+      memref::StoreOp::create(b, arith::MulFOp::create(b, o, inv), out,
+                              ValueRange{i, c, h, d});
+    });
+    if (withLse) {
+      Value m = memref::LoadOp::create(b, rowMax, ValueRange{ii});
+      memref::StoreOp::create(
+          b, arith::AddFOp::create(b, m, math::LogOp::create(b, sum)), lse,
+          ValueRange{c, h, i});
+    }
+  });
+}
+
+void KernelBuilder::build() {
+  Block *entry = func.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  auto args = entry->getArguments();
+  q = args[0];
+  k = args[1];
+  v = args[2];
+  r = args[3];
+  rwBias = args[4];
+  rrBias = args[5];
+  out = args[6];
+  unsigned next = 7;
+  if (withLse)
+    lse = args[next++];
+  memLen = args[next++];
+  sameLength = args[next++];
+  scale = args[next++];
+
+  Value c0 = idx(0), c1 = idx(1);
+  qlen = memref::DimOp::create(b, q, 0);
+  batch = memref::DimOp::create(b, q, 1);
+  nHead = memref::DimOp::create(b, q, 2);
+  klen = memref::DimOp::create(b, k, 0);
+  mlen = sub(klen, qlen);
+  // shiftLen of the official same_length mask: qlen - (klen - mem_len) when
+  // klen > mem_len, else qlen.
+  Value maskLen = sub(klen, memLen);
+  shiftLen = arith::SelectOp::create(
+      b, arith::CmpIOp::create(b, arith::CmpIPredicate::sgt, maskLen, c0),
+      sub(qlen, maskLen), qlen);
+
+  auto matrix = [&](Value rows, Value cols) -> Value {
+    return memref::AllocOp::create(
+        b, MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic}, et),
+        ValueRange{rows, cols});
+  };
+  Value bk = idx(kKeyTile);
+  Value kCols = add(klen, bk);
+  Value rCols = add(kCols, idx(kQueryTile));
+  kT = matrix(idx(dHead), kCols);
+  rT = matrix(idx(dHead), rCols);
+  vP = matrix(kCols, idx(dPad));
+  qu = matrix(qlen, idx(dPad));
+  qv = matrix(qlen, idx(dPad));
+  scores =
+      memref::AllocaOp::create(b, MemRefType::get({kQueryTile, kKeyTile}, et));
+  acc = memref::AllocaOp::create(b, MemRefType::get({kQueryTile, dPad}, et));
+  auto rowType = MemRefType::get({kQueryTile}, et);
+  rowMax = memref::AllocaOp::create(b, rowType);
+  rowSum = memref::AllocaOp::create(b, rowType);
+  rowScale = memref::AllocaOp::create(b, rowType);
+
+  // Padding that the kernel reads: kT and rT past klen (finite; masked),
+  // vP past klen (zero: P there is 0) and past d_head (zero).
+  Value zero = fconst(0.0);
+  Value dh = idx(dHead);
+  loop(c0, dh, c1, [&](Value d) {
+    loop(klen, kCols, c1, [&](Value j) {
+      memref::StoreOp::create(b, zero, kT, ValueRange{d, j});
+    });
+    loop(klen, rCols, c1, [&](Value m) {
+      memref::StoreOp::create(b, zero, rT, ValueRange{d, m});
+    });
+  });
+  loop(c0, kCols, c1, [&](Value j) {
+    Value from = arith::SelectOp::create(
+        b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, j, klen), dh,
+        c0);
+    loop(from, idx(dPad), c1, [&](Value d) {
+      memref::StoreOp::create(b, zero, vP, ValueRange{j, d});
+    });
+  });
+
+  loop(c0, nHead, c1, [&](Value h) {
+    // rT[d, m] = r[m, h, d], shared by the batch columns.
+    loop(c0, klen, c1, [&](Value m) {
+      loop(c0, dh, c1, [&](Value d) {
+        memref::StoreOp::create(
+            b, memref::LoadOp::create(b, r, ValueRange{m, h, d}), rT,
+            ValueRange{d, m});
+      });
+    });
+    loop(c0, batch, c1, [&](Value c) {
+      packOperands(h, c);
+      loop(c0, qlen, idx(kQueryTile), [&](Value i0) { queryTile(h, c, i0); });
+    });
+  });
+  func::ReturnOp::create(b);
+}
+
+/// The kernel's name for an element type, d_head and lse form.
+std::string kernelName(Type et, int64_t dHead, bool withLse,
+                       const KernelHooks &hooks) {
+  std::string name = "txl_rel_attention_cpu_";
+  llvm::raw_string_ostream os(name);
+  et.print(os);
+  os << "_d" << dHead;
+  if (withLse)
+    os << "_lse";
+  if (hooks.scoreRows != 4 || hooks.outputRows != 4)
+    os << "_rows" << hooks.scoreRows << "x" << hooks.outputRows;
+  if (hooks.relShiftOffset)
+    os << "_test_shift" << hooks.relShiftOffset;
+  return name;
+}
+
+/// Any-layout memref of `rank` dimensions of `et` (the kernel's operands:
+/// views of whatever layout bufferization gives the tensors).
+MemRefType anyLayout(MLIRContext *ctx, int64_t rank, Type et) {
+  SmallVector<int64_t> shape(rank, ShapedType::kDynamic);
+  return MemRefType::get(
+      shape, et, StridedLayoutAttr::get(ctx, ShapedType::kDynamic, shape));
+}
+
+func::FuncOp getOrCreateKernel(ModuleOp module, Type et, int64_t dHead,
+                               bool withLse, const KernelHooks &hooks) {
+  std::string name = kernelName(et, dHead, withLse, hooks);
+  if (auto existing = module.lookupSymbol<func::FuncOp>(name))
+    return existing;
+  MLIRContext *ctx = module.getContext();
+  SmallVector<Type> args = {anyLayout(ctx, 4, et), anyLayout(ctx, 4, et),
+                            anyLayout(ctx, 4, et), anyLayout(ctx, 3, et),
+                            anyLayout(ctx, 2, et), anyLayout(ctx, 2, et),
+                            anyLayout(ctx, 4, et)};
+  if (withLse)
+    args.push_back(anyLayout(ctx, 3, et));
+  Builder builder(ctx);
+  args.append({builder.getIndexType(), builder.getI1Type(), et});
+  ImplicitLocOpBuilder b(module.getLoc(), ctx);
+  b.setInsertionPointToEnd(module.getBody());
+  auto func = func::FuncOp::create(b, name, b.getFunctionType(args, {}));
+  func.setPrivate();
+  KernelBuilder(b, func, dHead, withLse, hooks).build();
+  return func;
+}
+
+// txl.rel_attention (static d_head, no dropatt) =>
+// bufferization.to_buffer of the operands, memref.alloc of the output (and
+// lse), func.call of the kernel, to_tensor.
+struct RelAttentionToCall : public OpRewritePattern<RelAttentionOp> {
+  RelAttentionToCall(MLIRContext *ctx, ModuleOp module,
+                     const KernelHooks &hooks)
+      : OpRewritePattern(ctx), module(module), hooks(hooks) {}
+
+  LogicalResult matchAndRewrite(RelAttentionOp op,
+                                PatternRewriter &rewriter) const override {
+    auto type = cast<RankedTensorType>(op.getResult().getType());
+    // f32 or f64 (the op's types).
+    Type et = type.getElementType();
+    int64_t dHead = type.getDimSize(3);
+    if (ShapedType::isDynamic(dHead))
+      return rewriter.notifyMatchFailure(op, "d_head must be static");
+    if (op.getDropatt())
+      return rewriter.notifyMatchFailure(op, "dropatt has no CPU kernel yet");
+    Value lse = op.getLse();
+    func::FuncOp kernel = getOrCreateKernel(module, et, dHead, !!lse, hooks);
+
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    assertEqualSizes(b, b.getLoc(), op,
+                     relAttentionSizeEqualities(
+                         op.getQuery(), op.getKey(), op.getValue(),
+                         op.getPosKey(), op.getRWBias(), op.getRRBias()));
+    auto toBuffer = [&](Value tensor, unsigned n) -> Value {
+      auto t = cast<RankedTensorType>(tensor.getType());
+      auto view = cast<MemRefType>(kernel.getArgumentTypes()[n]);
+      Value buffer = bufferization::ToBufferOp::create(
+          b, MemRefType::get(t.getShape(), et, view.getLayout()), tensor,
+          /*read_only=*/b.getUnitAttr());
+      return memref::CastOp::create(b, view, buffer);
+    };
+    auto alloc = [&](RankedTensorType t, ArrayRef<Value> sizes) -> Value {
+      SmallVector<Value> dynamic;
+      for (auto [dim, size] : llvm::enumerate(sizes))
+        if (t.isDynamicDim(dim))
+          dynamic.push_back(size);
+      return memref::AllocOp::create(
+          b, MemRefType::get(t.getShape(), t.getElementType()), dynamic);
+    };
+    Value q = op.getQuery();
+    SmallVector<Value> sizes;
+    for (int64_t d = 0; d < 4; ++d)
+      sizes.push_back(tensor::DimOp::create(b, q, d));
+    Value outBuf = alloc(type, sizes);
+    SmallVector<Value> args = {
+        toBuffer(q, 0),
+        toBuffer(op.getKey(), 1),
+        toBuffer(op.getValue(), 2),
+        toBuffer(op.getPosKey(), 3),
+        toBuffer(op.getRWBias(), 4),
+        toBuffer(op.getRRBias(), 5),
+        memref::CastOp::create(b, kernel.getArgumentTypes()[6], outBuf)};
+    Value lseBuf;
+    if (lse) {
+      auto lseType = cast<RankedTensorType>(lse.getType());
+      lseBuf = alloc(lseType, {sizes[1], sizes[2], sizes[0]});
+      args.push_back(
+          memref::CastOp::create(b, kernel.getArgumentTypes()[7], lseBuf));
+    }
+    args.push_back(op.getMemLen());
+    args.push_back(op.getSameLength());
+    args.push_back(arith::ConstantOp::create(
+        b, b.getFloatAttr(et, op.getScale().convertToDouble())));
+    func::CallOp::create(b, kernel, args);
+    SmallVector<Value> results = {bufferization::ToTensorOp::create(
+        b, type, outBuf, /*restrict=*/b.getUnitAttr(),
+        /*writable=*/b.getUnitAttr())};
+    if (lse)
+      results.push_back(bufferization::ToTensorOp::create(
+          b, lse.getType(), lseBuf, /*restrict=*/b.getUnitAttr(),
+          /*writable=*/b.getUnitAttr()));
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+
+  ModuleOp module;
+  const KernelHooks &hooks;
+};
+
+struct ConvertRelAttentionToCpuPass
+    : public txl::impl::ConvertRelAttentionToCpuPassBase<
+          ConvertRelAttentionToCpuPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (scoreRows < 1 || outputRows < 1) {
+      getOperation().emitError("score-rows and output-rows must be >= 1");
+      return signalPassFailure();
+    }
+    KernelHooks hooks;
+    hooks.scoreRows = scoreRows;
+    hooks.outputRows = outputRows;
+    hooks.relShiftOffset = testRelShiftOffset;
+    RewritePatternSet patterns(&getContext());
+    patterns.add<RelAttentionToCall>(&getContext(), module, hooks);
+    // Only the ops themselves: the kernels the pattern adds are not walked
+    // again, and nothing else is folded.
+    SmallVector<Operation *> ops;
+    module.walk([&](RelAttentionOp op) { ops.push_back(op); });
+    GreedyRewriteConfig config;
+    config.setStrictness(GreedyRewriteStrictness::ExistingOps);
+    config.enableFolding(false);
+    if (failed(applyOpPatternsGreedily(ops, std::move(patterns), config)))
+      return signalPassFailure();
+  }
+};
+
+} // namespace

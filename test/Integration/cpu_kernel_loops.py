@@ -1,0 +1,77 @@
+"""The product loops of an object file's x86-64 machine code: each innermost
+loop (a backward branch whose range holds no other) with FMAs and without
+a float-to-integer conversion (the softmax's exp, whose 2^n is built from
+integer bits, has one; its loop stores the probabilities by design), with
+its instructions, FMAs, instructions that read memory and instructions
+that write it.
+
+usage: cpu_kernel_loops.py OBJECT [FUNCTION] [--check]
+
+Prints one line per product loop; with --check, a verdict line and exit
+status 1 unless every product loop writes nothing (its accumulators stay
+in registers: no spill) and reads at most 1.5 operands per FMA.
+"""
+
+import argparse
+import re
+import subprocess
+import sys
+
+
+def instructions(obj, function):
+    which = ["--disassemble=" + function] if function else ["-d"]
+    text = subprocess.run(["objdump", "--no-show-raw-insn"] + which + [obj],
+                          check=True, capture_output=True, text=True).stdout
+    out = []
+    for line in text.splitlines():
+        m = re.match(r"\s+([0-9a-f]+):\s+(\S+)\s*(.*)", line)
+        if m:
+            out.append((int(m.group(1), 16), m.group(2), m.group(3)))
+    return out
+
+
+def innermost_loops(ins):
+    """[(start, end)] address ranges of backward branches holding none."""
+    loops = []
+    for addr, op, args in ins:
+        m = re.match(r"([0-9a-f]+) <", args)
+        if op.startswith("j") and m and int(m.group(1), 16) < addr:
+            loops.append((int(m.group(1), 16), addr))
+    return [(s, e) for s, e in loops
+            if not any((s2, e2) != (s, e) and s <= s2 and e2 <= e
+                       for s2, e2 in loops)]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("object")
+    ap.add_argument("function", nargs="?", default="",
+                    help="default: every function")
+    ap.add_argument("--check", action="store_true")
+    args = ap.parse_args()
+    ins = instructions(args.object, args.function)
+    ok = True
+    loops = 0
+    for start, end in innermost_loops(ins):
+        body = [(op, a) for addr, op, a in ins if start <= addr <= end]
+        fmas = sum("fmadd" in op for op, _ in body)
+        if not fmas or any("cvt" in op for op, _ in body):
+            continue
+        memory = [(op, a) for op, a in body
+                  if "(" in a and not op.startswith(("lea", "nop"))]
+        # AT&T syntax: the destination is the last operand.
+        writes = sum(a.rstrip().endswith(")") for _, a in memory)
+        reads = len(memory) - writes
+        print("loop %x-%x: %d instructions, %d fma, %d reads, %d writes" %
+              (start, end, len(body), fmas, reads, writes))
+        ok &= writes == 0 and reads <= 1.5 * fmas
+        loops += 1
+    if args.check:
+        ok &= loops > 0
+        print("%s: %d product loops" % ("ok" if ok else "FAIL", loops))
+        return 0 if ok else 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
