@@ -465,6 +465,10 @@ int mlir::txl::runDriver(const DriverOptions &options) {
           runStage(module, root, "lowering to linalg", [&](OpPassManager &pm) {
             ConvertRelAttentionToCpuPassOptions attention;
             attention.testRelShiftOffset = options.testRelShiftOffset;
+            attention.vectorBits =
+                options.cpuVectorBits
+                    ? options.cpuVectorBits
+                    : (cpuHasAvx512(options.codegen.cpu) ? 512 : 256);
             buildTxlToLinalgPipeline(pm, /*stridedAttention=*/true,
                                      options.tiledCpuAttention ? &attention
                                                                : nullptr);

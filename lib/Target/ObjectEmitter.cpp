@@ -76,6 +76,20 @@ llvm::Error mlir::txl::checkCpuName(llvm::StringRef cpu) {
       "znver4, or native; `llc -mcpu=help` lists them all)");
 }
 
+bool mlir::txl::cpuHasAvx512(llvm::StringRef cpu) {
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  llvm::Expected<const llvm::Target *> target = lookupHostTarget(triple);
+  if (!target) {
+    llvm::consumeError(target.takeError());
+    return false;
+  }
+  std::string name =
+      cpu == "native" ? llvm::sys::getHostCPUName().str() : cpu.str();
+  std::unique_ptr<llvm::MCSubtargetInfo> info(
+      (*target)->createMCSubtargetInfo(triple, name, ""));
+  return info && info->checkFeatures("+avx512f,+avx512bw,+avx512dq,+avx512vl");
+}
+
 static llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
 createTargetMachine(const CodegenOptions &options) {
   llvm::Triple triple(llvm::sys::getDefaultTargetTriple());

@@ -2,7 +2,7 @@
 // RUN:   --implicit-check-not=unrealized_conversion_cast --implicit-check-not=linalg. \
 // RUN:   --implicit-check-not=memref. --implicit-check-not=tensor. --implicit-check-not=scf.
 // RUN: txl-opt %s --txl-opt-pipeline --txl-to-linalg-pipeline --txl-linalg-to-llvm-pipeline \
-// RUN:   | FileCheck %s --implicit-check-not=memrefCopy
+// RUN:   | FileCheck %s --check-prefix=STAGED --implicit-check-not=memrefCopy
 // RUN: txl-opt %s --txl-cpu-pipeline="fuse-attention=false" | FileCheck %s --check-prefix=UNFUSED
 // RUN: txl-opt %s --txl-opt-pipeline | FileCheck %s --check-prefix=OPT
 // RUN: txl-opt %s --txl-opt-pipeline --txl-to-linalg-pipeline | FileCheck %s --check-prefix=LINALG \
@@ -13,18 +13,23 @@
 // 4, d_inner 16), lowered by the named pipelines.
 
 // The CPU pipeline ends in the LLVM dialect with the packed entry point. Every
-// product is one cblas_sgemm call site: with fusion, 7 projections (q of the
-// hidden rows and kv of [mem; h], as txl-narrow-linear-slices splits qkv; r,
-// o, two feed-forward, output) + the positional scores (q + v) rᵀ + AC
-// (accumulated onto their shifted view) + attention-weighted values = 10. The new
-// memory (a strided slice) is copied by generated loops, never by memrefCopy,
-// and the results have become caller-provided buffers (void functions).
-// @segment and its C-interface wrapper are internal and always-inline: the
-// packed entry is the one symbol left.
+// projection is one cblas_sgemm call site: with fusion, 7 (q of the hidden
+// rows and kv of [mem; h], as txl-narrow-linear-slices splits qkv; r, o, two
+// feed-forward, output), and the attention one call of the tiled kernel
+// (txl-rel-attention-to-cpu). The staged pipelines (txl-to-linalg-pipeline:
+// no tiled kernel) make the attention three more products, 10: the
+// positional scores (q + v) rᵀ, AC (accumulated onto their shifted view)
+// and the attention-weighted values. The new memory (a strided slice) is
+// copied by generated loops, never by memrefCopy, and the results have
+// become caller-provided buffers (void functions). @segment and its
+// C-interface wrapper are internal and always-inline: the packed entry is
+// the one symbol left.
 // CHECK-LABEL: llvm.func @cblas_sgemm(i32, i32, i32, i32, i32, i32, f32, !llvm.ptr, i32, !llvm.ptr, i32, f32, !llvm.ptr, i32)
 // CHECK-LABEL: llvm.func internal @segment(
 // CHECK-SAME: ) attributes {always_inline, llvm.emit_c_interface} {
-// CHECK-COUNT-10: llvm.call @cblas_sgemm(
+// CHECK-COUNT-3: llvm.call @cblas_sgemm(
+// CHECK: llvm.call @txl_rel_attention_cpu_f32_d4(
+// CHECK-COUNT-4: llvm.call @cblas_sgemm(
 // CHECK-NOT: llvm.call @cblas_sgemm(
 // CHECK-LABEL: llvm.func internal @_mlir_ciface_segment(
 // CHECK-SAME: %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: !llvm.ptr, %{{[^:]+}}: !llvm.ptr, %{{[^:]+}}: !llvm.ptr) attributes {always_inline, llvm.emit_c_interface} {
@@ -33,6 +38,10 @@
 // CHECK-SAME: %{{[^:]+}}: !llvm.ptr) {
 // CHECK: llvm.call @_mlir_ciface_segment(
 // CHECK-NEXT: llvm.return
+// STAGED-LABEL: llvm.func internal @segment(
+// STAGED-COUNT-10: llvm.call @cblas_sgemm(
+// STAGED-NOT: llvm.call @cblas_sgemm(
+// STAGED: llvm.func @txl_segment_forward(
 
 // Without fusion the four-term score is lowered as written: 4 score products
 // and one value product, 12 sgemm calls in all.

@@ -5,6 +5,10 @@
 // RUN:   | FileCheck %s --check-prefix=ROWS2
 // RUN: not txl-opt %s --txl-rel-attention-to-cpu=output-rows=0 --split-input-file 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BADROWS
+// RUN: txl-opt %s --txl-rel-attention-to-cpu=vector-bits=512 --split-input-file \
+// RUN:   | FileCheck %s --check-prefix=V512
+// RUN: not txl-opt %s --txl-rel-attention-to-cpu=vector-bits=128 --split-input-file 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BADBITS
 
 // Each op becomes the checks of the dynamic sizes the kernel indexes by,
 // one allocation of the output, read-only views of any layout of the
@@ -57,6 +61,13 @@
 
 // BADROWS: error: score-rows and output-rows must be >= 1
 
+// With vector-bits=512 the vectors are vector<16xf32> (AVX-512), d_pad 32.
+// V512-LABEL: func.func private @txl_rel_attention_cpu_f32_d32_v512
+// V512: memref.alloca() : memref<32x32xf32>
+// V512: scf.for {{.+}} iter_args({{.+}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
+
+// BADBITS: error: vector-bits must be 256 or 512
+
 func.func @eval(%q: tensor<?x?x4x32xf32>, %k: tensor<?x?x4x32xf32>, %v: tensor<?x?x4x32xf32>,
                 %r: tensor<?x4x32xf32>, %u: tensor<4x32xf32>, %w: tensor<4x32xf32>,
                 %mem_len: index, %same: i1) -> tensor<?x?x4x32xf32> {
@@ -96,19 +107,25 @@ func.func @lse_f64(%q: tensor<?x?x2x41xf64>, %k: tensor<?x?x2x41xf64>, %v: tenso
 
 // -----
 
-// Negative cases: ops the kernel does not cover (dropatt, a dynamic d_head)
-// stay for convert-txl-to-linalg, and no kernel is made.
+// With dropatt, the kernel when evaluating (dropatt is the identity) and
+// the op itself, for convert-txl-to-linalg, which draws the masks, when
+// training.
 
-// CHECK-LABEL: func.func @dropatt_stays
-// CHECK: txl.rel_attention
-// CHECK-LABEL: func.func @dynamic_head_stays
-// CHECK: txl.rel_attention
-// CHECK-NOT: func.call
-// CHECK-NOT: func.func private
-func.func @dropatt_stays(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x2x16xf32>, %v: tensor<?x?x2x16xf32>,
-                         %r: tensor<?x2x16xf32>, %u: tensor<2x16xf32>, %vb: tensor<2x16xf32>,
-                         %mem_len: index, %same: i1, %seed: i64, %offset: i64, %training: i1,
-                         %col: i64) -> tensor<?x?x2x16xf32> {
+// CHECK-LABEL: func.func @dropatt
+// CHECK-SAME: %[[TRAINING:[^:]+]]: i1, %{{[^:]+}}: i64)
+// CHECK: %[[O:.+]] = scf.if %[[TRAINING]] -> (tensor<?x?x2x16xf32>) {
+// CHECK-NEXT: %[[D:.+]] = txl.rel_attention {{.+}} dropatt(
+// CHECK-NEXT: scf.yield %[[D]]
+// CHECK-NEXT: } else {
+// CHECK: call @txl_rel_attention_cpu_f32_d16(
+// CHECK: %[[K:.+]] = bufferization.to_tensor
+// CHECK-NEXT: scf.yield %[[K]]
+// CHECK: return %[[O]]
+// CHECK-LABEL: func.func private @txl_rel_attention_cpu_f32_d16(
+func.func @dropatt(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x2x16xf32>, %v: tensor<?x?x2x16xf32>,
+                   %r: tensor<?x2x16xf32>, %u: tensor<2x16xf32>, %vb: tensor<2x16xf32>,
+                   %mem_len: index, %same: i1, %seed: i64, %offset: i64, %training: i1,
+                   %col: i64) -> tensor<?x?x2x16xf32> {
   %base = arith.constant 0 : i64
   %o = txl.rel_attention %q, %k, %v, %r, %u, %vb, %mem_len, %same
       dropatt(%seed, %offset, %training, %base, %col)
@@ -117,6 +134,17 @@ func.func @dropatt_stays(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x2x16xf32>, %v:
         tensor<?x2x16xf32>, tensor<2x16xf32>, tensor<2x16xf32> -> tensor<?x?x2x16xf32>
   return %o : tensor<?x?x2x16xf32>
 }
+
+// -----
+
+// Negative case: an op with a dynamic d_head stays for
+// convert-txl-to-linalg, and no kernel is made.
+
+// CHECK-LABEL: func.func @dynamic_head_stays
+// CHECK: txl.rel_attention
+// CHECK-NOT: func.call
+// CHECK-NOT: func.func private
+// CHECK: return
 func.func @dynamic_head_stays(%q: tensor<?x?x2x?xf32>, %k: tensor<?x?x2x?xf32>, %v: tensor<?x?x2x?xf32>,
                               %r: tensor<?x2x?xf32>, %u: tensor<2x?xf32>, %vb: tensor<2x?xf32>,
                               %mem_len: index, %same: i1) -> tensor<?x?x2x?xf32> {

@@ -122,16 +122,17 @@ class Checker:
         self.work = work
         self.failed = []
 
-    def run(self, name, text, runs, gemm=False):
-        """Compiles `text` once and checks each (label, inputs, wants) of
-        `runs`; the results are float64 arrays shaped like the wants. With
-        `gemm`, the op's products must have become cblas_dgemm calls."""
+    def run(self, name, text, runs, gemm=False, pipeline="txl-cpu-pipeline"):
+        """Compiles `text` once (through `pipeline`) and checks each (label,
+        inputs, wants) of `runs`; the results are float64 arrays shaped like
+        the wants. With `gemm`, the op's products must have become
+        cblas_dgemm calls; without, there must be none."""
         path = os.path.join(self.work, name + ".mlir")
         with open(path, "w") as f:
             f.write(text)
         so_dir = os.path.join(self.work, name)
         os.mkdir(so_dir)
-        seg = txlrun.Segment(txlrun.compile_module(path, so_dir))
+        seg = txlrun.Segment(txlrun.compile_module(path, so_dir, pipeline))
         with open(os.path.join(so_dir, "lowered.mlir")) as f:
             lowered = f.read()
         problems = []
@@ -323,19 +324,27 @@ def main():
             [("", [p, v], [np.einsum("ijbn,jbnd->ibnd", p, v)])],
             gemm=True)
         bias = T((N_HEAD, D_HEAD))
-        c.run("rel_attention", segment(
-            [("q", T(heads)), ("k", T(heads)), ("v", T(heads)), ("r", T(rk)),
-             ("u", bias), ("vb", bias), ("ml", "index"), ("sl", "i1")],
-            [("%o", T(heads))],
-            f"  %o = txl.rel_attention %q, %k, %v, %r, %u, %vb, %ml, %sl "
-            f"{{scale = {scale} : f32}}\n"
-            f"      : {T(heads)}, {T(heads)}, {T(heads)}, {T(rk)}, {bias}, "
-            f"{bias} -> {T(heads)}"),
-            [(f"mem_len {ml}{' same_length' if sl else ''}",
-              [q, k, v, r, u, vb, ml, sl],
-              [rel_attention(q, k, v, r, u, vb, ml, sl, f32(scale))])
-             for ml, sl in mask_runs],
-            gemm=True)
+        # The tiled kernel (txl-rel-attention-to-cpu: no BLAS), and the
+        # BLAS-product lowering (tiled-attention=false).
+        for name, options in (("rel_attention", {}),
+                              ("rel_attention_blas", {
+                                  "gemm": True,
+                                  "pipeline": "txl-cpu-pipeline="
+                                              "tiled-attention=false"})):
+            c.run(name, segment(
+                [("q", T(heads)), ("k", T(heads)), ("v", T(heads)),
+                 ("r", T(rk)), ("u", bias), ("vb", bias), ("ml", "index"),
+                 ("sl", "i1")],
+                [("%o", T(heads))],
+                f"  %o = txl.rel_attention %q, %k, %v, %r, %u, %vb, %ml, %sl "
+                f"{{scale = {scale} : f32}}\n"
+                f"      : {T(heads)}, {T(heads)}, {T(heads)}, {T(rk)}, {bias}, "
+                f"{bias} -> {T(heads)}"),
+                [(f"mem_len {ml}{' same_length' if sl else ''}",
+                  [q, k, v, r, u, vb, ml, sl],
+                  [rel_attention(q, k, v, r, u, vb, ml, sl, f32(scale))])
+                 for ml, sl in mask_runs],
+                **options)
 
         logits = 3 * normal(QLEN, BSZ, N_TOKEN)
         c.run("nll", segment(

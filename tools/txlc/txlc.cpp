@@ -138,6 +138,11 @@ static cl::opt<CpuAttention> cpuAttention(
                clEnumValN(CpuAttention::Blas, "blas",
                           "BLAS products over whole score matrices")),
     cl::init(CpuAttention::Tiled));
+static cl::opt<int64_t> cpuVectorBits(
+    cl::cat(txlcCategory), "cpu-vector-bits",
+    cl::desc("CPU target: the vector width of the tiled attention kernel, "
+             "256 or 512 (default: 512 when --mcpu has AVX-512, else 256)"),
+    cl::init(0));
 static cl::opt<std::string> mcpu(cl::cat(txlcCategory), "mcpu",
                                  cl::desc("Target CPU (LLVM name, or "
                                           "'native')"),
@@ -220,6 +225,12 @@ int main(int argc, char **argv) {
   options.cudaPath = cudaPath;
   options.fuseAttention = fuseAttention;
   options.tiledCpuAttention = cpuAttention == CpuAttention::Tiled;
+  if (cpuVectorBits != 0 && cpuVectorBits != 256 && cpuVectorBits != 512) {
+    llvm::errs() << "txlc: error: --cpu-vector-bits must be 256 or 512, not "
+                 << cpuVectorBits << "\n";
+    return 1;
+  }
+  options.cpuVectorBits = cpuVectorBits;
   options.testRelShiftOffset = testRelShiftOffset;
   options.testDropBarrier = testDropBarrier;
   if (attentionKeyParts < 0) {

@@ -428,7 +428,10 @@ def Txl_RelAttentionOp : Txl_Op<"rel_attention",
 
     Shapes: `query` [qlen, batch, n_head, d_head], `key` and `value`
     [klen, batch, n_head, d_head], `pos_key` (W_{k,R}R) [klen, n_head, d_head],
-    biases [n_head, d_head]; result [qlen, batch, n_head, d_head]. The CPU
+    biases [n_head, d_head]; result [qlen, batch, n_head, d_head]. On the
+    CPU target an op without dropatt is one tiled kernel
+    (txl-rel-attention-to-cpu: BD read at pos_key row j + qlen - 1 - i,
+    online softmax, no qlen × klen buffer). convert-txl-to-linalg's
     lowering writes the unshifted positional scores `(q + v) rᵀ` once, into
     a zero-padded [n_head·batch, qlen, klen + 1] buffer, reads BD through a
     strided view of that buffer (the official `_rel_shift` without its

@@ -338,7 +338,7 @@ def ConvertRelAttentionToCpuPass : Pass<"txl-rel-attention-to-cpu", "::mlir::Mod
   let summary = "Turn txl.rel_attention into calls of one tiled CPU kernel";
   let description = [{
     Rewrites every `txl.rel_attention` (f32 or f64) with a static d_head
-    and no dropatt into a `func.call` of a private function on memrefs,
+    into a `func.call` of a private function on memrefs,
     `txl_rel_attention_cpu_<f32|f64>_d<d_head>(q, k, v, r, u, v_bias, out,
     mem_len: index, same_length: i1, scale)` (one per element type and
     d_head, shared by every layer), where q, k, v and out are [len, batch,
@@ -352,21 +352,28 @@ def ConvertRelAttentionToCpuPass : Pass<"txl-rel-attention-to-cpu", "::mlir::Mod
     For each (head, batch column) the kernel packs its operands (k and
     pos_key transposed, [d_head, klen + 64] and [d_head, klen + 96]; v
     [klen + 64, d_pad]; q + u and q + v [qlen, d_pad], d_pad being d_head
-    rounded up to 16) and walks tiles of 32 query rows; for each, the key
-    tiles of 64 keys that some row of the tile sees (causal with memory
-    and same_length as `txl.masked_softmax`). A tile's scores AC + BD
-    accumulate over d_head in vector<8xT> registers, 4 rows × 16 keys at a
-    time, BD read at column j + qlen - 1 - i of the transposed pos_key (the
+    rounded up to 2 vectors) and walks tiles of 32 query rows; for each,
+    the key tiles of 64 keys that some row of the tile sees (causal with
+    memory and same_length as `txl.masked_softmax`). A tile's scores
+    AC + BD accumulate over d_head in vector<8xT> registers (vector<16xT>
+    with vector-bits=512), `score-rows` rows × 2 vectors of keys at a time,
+    BD read at column j + qlen - 1 - i of the transposed pos_key (the
     rel-shift as index arithmetic); they are scaled and masked, the softmax
     is online (running max and sum per row), and P·V accumulates into the
-    tile's output rows, 4 rows × 16 columns of registers at a time. The
+    tile's output rows, `output-rows` rows × 2 vectors of columns of
+    registers at a time; rows left over take blocks of one row. The
     largest buffers are the packed operands, O((qlen + klen) · d_head):
     nothing of size qlen × klen is allocated.
 
-    Ops with dropatt or a dynamic d_head keep their convert-txl-to-linalg
-    lowering.
+    An op with dropatt becomes `scf.if training`: the op itself (for
+    convert-txl-to-linalg, which draws the masks) when training, the
+    kernel call when not (dropatt is then the identity). Ops with a dynamic
+    d_head keep their convert-txl-to-linalg lowering.
   }];
   let options = [
+    Option<"vectorBits", "vector-bits", "int64_t", "256",
+           "Bits of the kernel's vectors: 256 (vector<8xT>, AVX2) or 512 "
+           "(vector<16xT>, AVX-512; the kernel's name ends in _v512)">,
     Option<"scoreRows", "score-rows", "int64_t", "4",
            "Query rows per register block of the score product (each 2 "
            "vectors of keys)">,

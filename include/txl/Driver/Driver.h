@@ -52,6 +52,9 @@ struct DriverOptions {
   /// (txl-rel-attention-to-cpu); false: as BLAS products over whole score
   /// matrices (convert-txl-to-linalg).
   bool tiledCpuAttention = true;
+  /// CPU target: the tiled attention kernel's vector width in bits, 256 or
+  /// 512; 0: 512 when codegen.cpu has AVX-512 (cpuHasAvx512), else 256.
+  int64_t cpuVectorBits = 0;
   /// GPU targets, negative-control tests only: an attention kernel broken
   /// on purpose (txl-rel-attention-to-gpu's test-* options).
   int64_t testRelShiftOffset = 0;

@@ -41,6 +41,11 @@ void addX86_64V4Variants(llvm::Module &llvmModule);
 /// triple's target; the error names it and a few valid names.
 llvm::Error checkCpuName(llvm::StringRef cpu);
 
+/// Whether `cpu` ("native" or an LLVM CPU name) has AVX-512 F, BW, DQ and
+/// VL (LLVM's feature table for that CPU; the host's CPU name for
+/// "native"). False for an unknown name.
+bool cpuHasAvx512(llvm::StringRef cpu);
+
 /// Translates an LLVM-dialect module to LLVM IR for the host triple, with
 /// the target's data layout, optimized at `options.optLevel`. Emits a
 /// diagnostic on `module` and returns null on failure.

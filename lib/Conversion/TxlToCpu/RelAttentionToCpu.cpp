@@ -52,8 +52,6 @@ using namespace mlir::txl;
 
 namespace {
 
-/// Vector lanes: one 256-bit register of f32 (AVX2, the x86-64-v3 default).
-constexpr int64_t kLanes = 8;
 /// Query rows per tile and keys per tile.
 constexpr int64_t kQueryTile = 32;
 constexpr int64_t kKeyTile = 64;
@@ -62,16 +60,20 @@ constexpr int64_t kKeyTile = 64;
 constexpr int64_t kScoreVectors = 2;
 constexpr int64_t kOutputVectors = 2;
 
-/// The packed operands' d_head: whole groups of kOutputVectors vectors.
-int64_t paddedHead(int64_t dHead) {
-  int64_t group = kLanes * kOutputVectors;
+/// The packed operands' d_head: whole groups of kOutputVectors vectors of
+/// `lanes`.
+int64_t paddedHead(int64_t dHead, int64_t lanes) {
+  int64_t group = lanes * kOutputVectors;
   return (dHead + group - 1) / group * group;
 }
 
-/// The pass's options: the rows of a register block, and a test hook (a
-/// kernel wrong in a known way, for the numerics harness's negative
-/// control).
+/// The pass's options: the vector width, the rows of a register block, and
+/// a test hook (a kernel wrong in a known way, for the numerics harness's
+/// negative control).
 struct KernelHooks {
+  /// Lanes of a vector: vector-bits / 32 (8: one 256-bit register of f32,
+  /// AVX2; 16: one 512-bit register, AVX-512).
+  int64_t lanes = 8;
   int64_t scoreRows = 4;
   int64_t outputRows = 4;
   int64_t relShiftOffset = 0;
@@ -82,8 +84,8 @@ class KernelBuilder {
 public:
   KernelBuilder(ImplicitLocOpBuilder &b, func::FuncOp func, int64_t dHead,
                 bool withLse, const KernelHooks &hooks)
-      : b(b), func(func), dHead(dHead), dPad(paddedHead(dHead)),
-        withLse(withLse), hooks(hooks) {
+      : b(b), func(func), dHead(dHead), kLanes(hooks.lanes),
+        dPad(paddedHead(dHead, hooks.lanes)), withLse(withLse), hooks(hooks) {
     et = cast<MemRefType>(func.getArgumentTypes()[0]).getElementType();
     vt = VectorType::get({kLanes}, et);
   }
@@ -146,7 +148,10 @@ private:
 
   ImplicitLocOpBuilder &b;
   func::FuncOp func;
-  int64_t dHead, dPad;
+  int64_t dHead;
+  /// Lanes of every vector (hooks.lanes).
+  int64_t kLanes;
+  int64_t dPad;
   bool withLse;
   const KernelHooks &hooks;
   Type et;
@@ -492,6 +497,8 @@ std::string kernelName(Type et, int64_t dHead, bool withLse,
   os << "_d" << dHead;
   if (withLse)
     os << "_lse";
+  if (hooks.lanes != 8)
+    os << "_v" << hooks.lanes * 32;
   if (hooks.scoreRows != 4 || hooks.outputRows != 4)
     os << "_rows" << hooks.scoreRows << "x" << hooks.outputRows;
   if (hooks.relShiftOffset)
@@ -529,9 +536,10 @@ func::FuncOp getOrCreateKernel(ModuleOp module, Type et, int64_t dHead,
   return func;
 }
 
-// txl.rel_attention (static d_head, no dropatt) =>
-// bufferization.to_buffer of the operands, memref.alloc of the output (and
-// lse), func.call of the kernel, to_tensor.
+// txl.rel_attention (static d_head) => bufferization.to_buffer of the
+// operands, memref.alloc of the output (and lse), func.call of the kernel,
+// to_tensor; with dropatt, that when not training and the op itself when
+// training (scf.if).
 struct RelAttentionToCall : public OpRewritePattern<RelAttentionOp> {
   RelAttentionToCall(MLIRContext *ctx, ModuleOp module,
                      const KernelHooks &hooks)
@@ -545,12 +553,36 @@ struct RelAttentionToCall : public OpRewritePattern<RelAttentionOp> {
     int64_t dHead = type.getDimSize(3);
     if (ShapedType::isDynamic(dHead))
       return rewriter.notifyMatchFailure(op, "d_head must be static");
-    if (op.getDropatt())
-      return rewriter.notifyMatchFailure(op, "dropatt has no CPU kernel yet");
     Value lse = op.getLse();
     func::FuncOp kernel = getOrCreateKernel(module, et, dHead, !!lse, hooks);
-
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    if (!op.getDropatt()) {
+      rewriter.replaceOp(op, callKernel(b, op, kernel));
+      return success();
+    }
+    // dropatt: the kernel when evaluating (dropatt is the identity), the op
+    // (convert-txl-to-linalg's lowering, which draws the masks) when
+    // training.
+    auto ifOp =
+        scf::IfOp::create(b, op->getResultTypes(), op.getDropattTraining(),
+                          /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      scf::YieldOp::create(b, b.clone(*op)->getResults());
+      b.setInsertionPointToStart(ifOp.elseBlock());
+      scf::YieldOp::create(b, callKernel(b, op, kernel));
+    }
+    rewriter.replaceOp(op, ifOp.getResults());
+    return success();
+  }
+
+  /// The call of `kernel` for `op` at `b`: its output (and lse) as tensors.
+  SmallVector<Value> callKernel(ImplicitLocOpBuilder &b, RelAttentionOp op,
+                                func::FuncOp kernel) const {
+    auto type = cast<RankedTensorType>(op.getResult().getType());
+    Type et = type.getElementType();
+    Value lse = op.getLse();
     assertEqualSizes(b, b.getLoc(), op,
                      relAttentionSizeEqualities(
                          op.getQuery(), op.getKey(), op.getValue(),
@@ -603,8 +635,7 @@ struct RelAttentionToCall : public OpRewritePattern<RelAttentionOp> {
       results.push_back(bufferization::ToTensorOp::create(
           b, lse.getType(), lseBuf, /*restrict=*/b.getUnitAttr(),
           /*writable=*/b.getUnitAttr()));
-    rewriter.replaceOp(op, results);
-    return success();
+    return results;
   }
 
   ModuleOp module;
@@ -621,7 +652,12 @@ struct ConvertRelAttentionToCpuPass
       getOperation().emitError("score-rows and output-rows must be >= 1");
       return signalPassFailure();
     }
+    if (vectorBits != 256 && vectorBits != 512) {
+      getOperation().emitError("vector-bits must be 256 or 512");
+      return signalPassFailure();
+    }
     KernelHooks hooks;
+    hooks.lanes = vectorBits / 32;
     hooks.scoreRows = scoreRows;
     hooks.outputRows = outputRows;
     hooks.relShiftOffset = testRelShiftOffset;
