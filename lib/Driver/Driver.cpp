@@ -465,13 +465,18 @@ int mlir::txl::runDriver(const DriverOptions &options) {
           runStage(module, root, "lowering to linalg", [&](OpPassManager &pm) {
             ConvertRelAttentionToCpuPassOptions attention;
             attention.testRelShiftOffset = options.testRelShiftOffset;
+            if (options.cpuAttention == CpuAttention::Auto)
+              attention.minScoreBytes = kAutoAttentionScoreBytes;
+            // Default: 512-bit when --mcpu has AVX-512, else both forms,
+            // the executable choosing by cpuid.
             attention.vectorBits =
                 options.cpuVectorBits
                     ? options.cpuVectorBits
-                    : (cpuHasAvx512(options.codegen.cpu) ? 512 : 256);
+                    : (cpuHasAvx512(options.codegen.cpu) ? 512 : 0);
             buildTxlToLinalgPipeline(pm, /*stridedAttention=*/true,
-                                     options.tiledCpuAttention ? &attention
-                                                               : nullptr);
+                                     options.cpuAttention != CpuAttention::Blas
+                                         ? &attention
+                                         : nullptr);
           })))
     return 1;
   if (options.emit == EmitAction::Linalg)

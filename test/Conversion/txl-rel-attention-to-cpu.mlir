@@ -9,6 +9,10 @@
 // RUN:   | FileCheck %s --check-prefix=V512
 // RUN: not txl-opt %s --txl-rel-attention-to-cpu=vector-bits=128 --split-input-file 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BADBITS
+// RUN: txl-opt %s --txl-rel-attention-to-cpu=vector-bits=0 --split-input-file \
+// RUN:   | FileCheck %s --check-prefix=BOTH
+// RUN: txl-opt %s --txl-rel-attention-to-cpu=min-score-bytes=1000 --split-input-file \
+// RUN:   | FileCheck %s --check-prefix=AUTO
 
 // Each op becomes the checks of the dynamic sizes the kernel indexes by,
 // one allocation of the output, read-only views of any layout of the
@@ -66,7 +70,42 @@
 // V512: memref.alloca() : memref<32x32xf32>
 // V512: scf.for {{.+}} iter_args({{.+}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
 
-// BADBITS: error: vector-bits must be 256 or 512
+// BADBITS: error: vector-bits must be 0, 256 or 512
+
+// With vector-bits=0 both kernels, the 512-bit one compiled for
+// x86-64-v4, the call choosing by the runtime's byte.
+// BOTH: llvm.mlir.global external @txl_rt_x86_64_v4() {addr_space = 0 : i32} : i8
+// BOTH-LABEL: func.func @eval
+// BOTH: %[[ADDR:.+]] = llvm.mlir.addressof @txl_rt_x86_64_v4 : !llvm.ptr
+// BOTH: %[[FLAG:.+]] = llvm.load %[[ADDR]] : !llvm.ptr -> i8
+// BOTH: %[[WIDE:.+]] = arith.cmpi ne, %[[FLAG]], %{{.+}} : i8
+// BOTH: scf.if %[[WIDE]] {
+// BOTH-NEXT: func.call @txl_rel_attention_cpu_f32_d32_v512(
+// BOTH-NEXT: } else {
+// BOTH-NEXT: func.call @txl_rel_attention_cpu_f32_d32(
+// BOTH-LABEL: func.func private @txl_rel_attention_cpu_f32_d32_v512(
+// BOTH-SAME: attributes {target_cpu = "x86-64-v4"}
+// BOTH-LABEL: func.func private @txl_rel_attention_cpu_f32_d32(
+// BOTH-SAME: f32) {
+
+// With min-score-bytes, the kernel when n_head * batch * qlen * (klen + 1)
+// * 4 bytes exceed it, else the op (for convert-txl-to-linalg).
+// AUTO-LABEL: func.func @eval
+// AUTO: %[[N:.+]] = tensor.dim %{{.+}}, %c2
+// AUTO: %[[B:.+]] = tensor.dim %{{.+}}, %c1
+// AUTO: %[[NB:.+]] = arith.muli %[[N]], %[[B]]
+// AUTO: %[[Q:.+]] = tensor.dim %{{.+}}, %c0
+// AUTO: %[[NBQ:.+]] = arith.muli %[[NB]], %[[Q]]
+// AUTO: %[[K:.+]] = tensor.dim %{{.+}}, %c0
+// AUTO: %[[K1:.+]] = arith.addi %[[K]], %c1
+// AUTO: %[[E:.+]] = arith.muli %[[NBQ]], %[[K1]]
+// AUTO: %[[BYTES:.+]] = arith.muli %[[E]], %c4
+// AUTO: %[[LARGE:.+]] = arith.cmpi ugt, %[[BYTES]], %c1000
+// AUTO: scf.if %[[LARGE]] -> (tensor<?x?x4x32xf32>) {
+// AUTO: call @txl_rel_attention_cpu_f32_d32(
+// AUTO: } else {
+// AUTO-NEXT: %[[O:.+]] = txl.rel_attention
+// AUTO-NEXT: scf.yield %[[O]]
 
 func.func @eval(%q: tensor<?x?x4x32xf32>, %k: tensor<?x?x4x32xf32>, %v: tensor<?x?x4x32xf32>,
                 %r: tensor<?x4x32xf32>, %u: tensor<4x32xf32>, %w: tensor<4x32xf32>,
@@ -113,13 +152,14 @@ func.func @lse_f64(%q: tensor<?x?x2x41xf64>, %k: tensor<?x?x2x41xf64>, %v: tenso
 
 // CHECK-LABEL: func.func @dropatt
 // CHECK-SAME: %[[TRAINING:[^:]+]]: i1, %{{[^:]+}}: i64)
-// CHECK: %[[O:.+]] = scf.if %[[TRAINING]] -> (tensor<?x?x2x16xf32>) {
-// CHECK-NEXT: %[[D:.+]] = txl.rel_attention {{.+}} dropatt(
-// CHECK-NEXT: scf.yield %[[D]]
-// CHECK-NEXT: } else {
+// CHECK: %[[EVAL:.+]] = arith.xori %[[TRAINING]], %true
+// CHECK: %[[O:.+]] = scf.if %[[EVAL]] -> (tensor<?x?x2x16xf32>) {
 // CHECK: call @txl_rel_attention_cpu_f32_d16(
 // CHECK: %[[K:.+]] = bufferization.to_tensor
 // CHECK-NEXT: scf.yield %[[K]]
+// CHECK-NEXT: } else {
+// CHECK-NEXT: %[[D:.+]] = txl.rel_attention {{.+}} dropatt(
+// CHECK-NEXT: scf.yield %[[D]]
 // CHECK: return %[[O]]
 // CHECK-LABEL: func.func private @txl_rel_attention_cpu_f32_d16(
 func.func @dropatt(%q: tensor<?x?x2x16xf32>, %k: tensor<?x?x2x16xf32>, %v: tensor<?x?x2x16xf32>,

@@ -55,12 +55,13 @@ def compile_module(mlir_path, workdir, pipeline="txl-cpu-pipeline"):
                    check=True, env=env)
     subprocess.run(["mlir-translate-22", "--mlir-to-llvmir", lowered, "-o",
                     llvm_ir], check=True, env=env)
-    # The runtime's checked allocator (txl_rt_malloc), from the build's
+    # The runtime's checked allocator (txl_rt_malloc) and its CPU feature
+    # byte (txl_rt_x86_64_v4, C++: libstdc++), from the build's
     # libtxl_runtime.a beside the txl-opt on PATH.
     runtime = os.path.join(os.path.dirname(shutil.which("txl-opt")), "..", "lib")
     subprocess.run(["clang-22", "-O1", "-shared", "-fPIC", llvm_ir, "-o", shared,
                     "-Wno-override-module", "-L" + runtime, "-ltxl_runtime",
-                    "-lopenblas", "-lm"], check=True, env=env)
+                    "-lopenblas", "-lstdc++", "-lm"], check=True, env=env)
     return shared
 
 

@@ -126,22 +126,24 @@ static cl::opt<bool> fuseAttention(
     cl::desc("Fuse the four-term relative attention (default true; false "
              "lowers the decomposed form)"),
     cl::init(true));
-namespace {
-enum class CpuAttention { Tiled, Blas };
-} // namespace
 static cl::opt<CpuAttention> cpuAttention(
     cl::cat(txlcCategory), "cpu-attention",
     cl::desc("CPU target: how the fused attention is lowered"),
-    cl::values(clEnumValN(CpuAttention::Tiled, "tiled",
-                          "one tiled kernel, no qlen x klen buffers "
-                          "(default)"),
+    cl::values(clEnumValN(CpuAttention::Auto, "auto",
+                          "per call: the tiled kernel when the BLAS "
+                          "products' scores would take more than 32 MiB, "
+                          "else the products (default)"),
+               clEnumValN(CpuAttention::Tiled, "tiled",
+                          "always one tiled kernel, no qlen x klen buffers"),
                clEnumValN(CpuAttention::Blas, "blas",
                           "BLAS products over whole score matrices")),
-    cl::init(CpuAttention::Tiled));
+    cl::init(CpuAttention::Auto));
 static cl::opt<int64_t> cpuVectorBits(
     cl::cat(txlcCategory), "cpu-vector-bits",
     cl::desc("CPU target: the vector width of the tiled attention kernel, "
-             "256 or 512 (default: 512 when --mcpu has AVX-512, else 256)"),
+             "256 or 512 (default: 512 when --mcpu has AVX-512; else both, "
+             "the executable running the 512-bit kernel when the CPU has "
+             "AVX-512 and TXL_X86_64_V4 is not 0)"),
     cl::init(0));
 static cl::opt<std::string> mcpu(cl::cat(txlcCategory), "mcpu",
                                  cl::desc("Target CPU (LLVM name, or "
@@ -224,7 +226,7 @@ int main(int argc, char **argv) {
     options.gpuArchs.assign(gpuArchs.begin(), gpuArchs.end());
   options.cudaPath = cudaPath;
   options.fuseAttention = fuseAttention;
-  options.tiledCpuAttention = cpuAttention == CpuAttention::Tiled;
+  options.cpuAttention = cpuAttention;
   if (cpuVectorBits != 0 && cpuVectorBits != 256 && cpuVectorBits != 512) {
     llvm::errs() << "txlc: error: --cpu-vector-bits must be 256 or 512, not "
                  << cpuVectorBits << "\n";

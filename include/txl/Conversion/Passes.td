@@ -365,21 +365,35 @@ def ConvertRelAttentionToCpuPass : Pass<"txl-rel-attention-to-cpu", "::mlir::Mod
     largest buffers are the packed operands, O((qlen + klen) · d_head):
     nothing of size qlen × klen is allocated.
 
-    An op with dropatt becomes `scf.if training`: the op itself (for
-    convert-txl-to-linalg, which draws the masks) when training, the
-    kernel call when not (dropatt is then the identity). Ops with a dynamic
+    An op with dropatt becomes an `scf.if`: the kernel call when not
+    training (dropatt is then the identity), the op itself (for
+    convert-txl-to-linalg, which draws the masks) when training. With
+    `min-score-bytes`, likewise the kernel only when the scores that
+    convert-txl-to-linalg's lowering would write are larger than that
+    (txlc's default, `--cpu-attention=auto`: 32 MiB). Ops with a dynamic
     d_head keep their convert-txl-to-linalg lowering.
   }];
   let options = [
     Option<"vectorBits", "vector-bits", "int64_t", "256",
-           "Bits of the kernel's vectors: 256 (vector<8xT>, AVX2) or 512 "
-           "(vector<16xT>, AVX-512; the kernel's name ends in _v512)">,
+           "Bits of the kernel's vectors: 256 (vector<8xT>, AVX2), 512 "
+           "(vector<16xT>, AVX-512; the kernel's name ends in _v512), or 0: "
+           "both, the 512-bit one compiled for x86-64-v4 (target_cpu) and "
+           "called when the runtime's byte txl_rt_x86_64_v4 is set">,
     Option<"scoreRows", "score-rows", "int64_t", "4",
            "Query rows per register block of the score product (each 2 "
            "vectors of keys)">,
     Option<"outputRows", "output-rows", "int64_t", "4",
            "Query rows per register block of P·V (each 2 vectors of "
            "output columns)">,
+    Option<"scoreWindow", "score-window", "bool", "true",
+           "BD of a register block through the product with the window of "
+           "pos_key columns its rows read (shared, aligned loads); false: "
+           "each row reads its own pos_key columns in the score product">,
+    Option<"minScoreBytes", "min-score-bytes", "int64_t", "0",
+           "Call the kernel only when the scores of convert-txl-to-linalg's "
+           "lowering (n_head * batch * qlen * (klen + 1) elements) would "
+           "take more bytes than this, the op being lowered by "
+           "convert-txl-to-linalg otherwise (scf.if); 0: always the kernel">,
     Option<"testRelShiftOffset", "test-rel-shift-offset", "int64_t", "0",
            "Negative controls: read BD this many pos_key rows off">
   ];
@@ -387,6 +401,7 @@ def ConvertRelAttentionToCpuPass : Pass<"txl-rel-attention-to-cpu", "::mlir::Mod
                            "::mlir::bufferization::BufferizationDialect",
                            "::mlir::cf::ControlFlowDialect",
                            "::mlir::func::FuncDialect",
+                           "::mlir::LLVM::LLVMDialect",
                            "::mlir::math::MathDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::scf::SCFDialect",

@@ -38,6 +38,16 @@ enum class EmitAction {
 /// What `txlc` compiles for.
 enum class Target { Cpu, Cuda, OpenCL };
 
+/// The CPU target's lowering of the fused attention (`txlc --cpu-attention`):
+/// the tiled kernel (txl-rel-attention-to-cpu) always, never (BLAS products
+/// over whole score matrices, convert-txl-to-linalg), or per call where the
+/// products' scores would exceed kAutoAttentionScoreBytes.
+enum class CpuAttention { Auto, Tiled, Blas };
+
+/// `--cpu-attention=auto`: the tiled kernel for the calls whose BLAS-product
+/// scores (n_head · batch · qlen · (klen + 1) floats) would take more bytes.
+inline constexpr int64_t kAutoAttentionScoreBytes = 32 << 20;
+
 struct DriverOptions {
   std::string inputPath;
   std::string outputPath; ///< "-" = stdout for textual stages
@@ -48,12 +58,11 @@ struct DriverOptions {
   /// The CUDA toolkit (libdevice, ptxas).
   std::string cudaPath = "/usr/local/cuda";
   bool fuseAttention = true;
-  /// CPU target: txl.rel_attention as the tiled kernel
-  /// (txl-rel-attention-to-cpu); false: as BLAS products over whole score
-  /// matrices (convert-txl-to-linalg).
-  bool tiledCpuAttention = true;
+  /// CPU target: how txl.rel_attention is lowered.
+  CpuAttention cpuAttention = CpuAttention::Auto;
   /// CPU target: the tiled attention kernel's vector width in bits, 256 or
-  /// 512; 0: 512 when codegen.cpu has AVX-512 (cpuHasAvx512), else 256.
+  /// 512; 0: 512 when codegen.cpu has AVX-512 (cpuHasAvx512), else both,
+  /// the executable running the 512-bit one on a CPU with x86-64-v4.
   int64_t cpuVectorBits = 0;
   /// GPU targets, negative-control tests only: an attention kernel broken
   /// on purpose (txl-rel-attention-to-gpu's test-* options).

@@ -28,6 +28,7 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -72,10 +73,16 @@ int64_t paddedHead(int64_t dHead, int64_t lanes) {
 /// negative control).
 struct KernelHooks {
   /// Lanes of a vector: vector-bits / 32 (8: one 256-bit register of f32,
-  /// AVX2; 16: one 512-bit register, AVX-512).
+  /// AVX2; 16: one 512-bit register, AVX-512); 0 (vector-bits=0): both
+  /// kernels, chosen at run time.
   int64_t lanes = 8;
   int64_t scoreRows = 4;
   int64_t outputRows = 4;
+  /// BD through each block's window product (else per-row rT reads).
+  bool scoreWindow = true;
+  /// The kernel only when the BLAS lowering's scores would take more bytes
+  /// (0: always).
+  int64_t minScoreBytes = 0;
   int64_t relShiftOffset = 0;
 };
 
@@ -137,6 +144,9 @@ private:
   }
 
   void packOperands(Value h, Value c);
+  SmallVector<Value> blockProduct(Value lhs, Value row0, Value rhsT, Value col,
+                                  int64_t rows, int64_t vectors,
+                                  bool perRowColumns);
   void scoreBlock(Value i0, Value ii, Value j0, int64_t rows);
   void softmaxRow(Value i0, Value ii, Value j0);
   void outputBlock(Value ii, Value j0, int64_t rows);
@@ -165,7 +175,7 @@ private:
   // (column m of rT is r row m), vP [klen + Bk, dPad], qu and qv [qlen,
   // dPad]; tile buffers: scores [Bq, Bk], output rows [Bq, dPad], running
   // max, sum and rescale factor [Bq].
-  Value kT, rT, vP, qu, qv, scores, acc, rowMax, rowSum, rowScale;
+  Value kT, rT, vP, qu, qv, scores, window, acc, rowMax, rowSum, rowScale;
 };
 
 void KernelBuilder::rowBlocks(Value nr, int64_t rows,
@@ -204,47 +214,99 @@ void KernelBuilder::packOperands(Value h, Value c) {
   });
 }
 
-/// Scores of rows ii .. ii + rows of the query tile at i0 against keys j0 ..
-/// j0 + Bk, unscaled, into `scores`: for each group of kScoreVectors
-/// vectors of keys, rows × kScoreVectors accumulators over d_head, each
-/// step one broadcast of (q + u)[i, d] and of (q + v)[i, d] per row, the
-/// key vectors kT[d, j..] shared by the rows and the positional vectors
-/// rT[d, j + qlen - 1 - i ..] (the rel-shift) per row.
-void KernelBuilder::scoreBlock(Value i0, Value ii, Value j0, int64_t rows) {
+/// rows × `vectors` accumulators over d_head: acc[r][x] = sum_d
+/// lhs[row0 + r, d] · rhsT[d, col(r) + x·lanes], where col(r) is `col` for
+/// every row when `colStep` is 0 (the columns shared by the rows) or `col`
+/// - r otherwise. Each step loads the rhs vectors (once when shared, per
+/// row otherwise) and broadcasts lhs[row, d] per row.
+SmallVector<Value> KernelBuilder::blockProduct(Value lhs, Value row0,
+                                               Value rhsT, Value col,
+                                               int64_t rows, int64_t vectors,
+                                               bool perRowColumns) {
   Value c0 = idx(0), c1 = idx(1);
+  SmallVector<Value> init(rows * vectors, vconst(0.0));
+  return loopAcc(
+      c0, idx(dHead), c1, init,
+      [&](Value d, ValueRange accs) -> SmallVector<Value> {
+        SmallVector<Value> next(accs.begin(), accs.end());
+        SmallVector<Value> shared;
+        if (!perRowColumns)
+          for (int64_t x = 0; x < vectors; ++x)
+            shared.push_back(vload(rhsT, {d, add(col, idx(x * kLanes))}));
+        for (int64_t row = 0; row < rows; ++row) {
+          Value a = bcast(memref::LoadOp::create(
+              b, lhs, ValueRange{add(row0, idx(row)), d}));
+          for (int64_t x = 0; x < vectors; ++x) {
+            Value v =
+                perRowColumns
+                    ? vload(rhsT, {d, add(sub(col, idx(row)), idx(x * kLanes))})
+                    : shared[x];
+            Value &s = next[row * vectors + x];
+            s = vector::FMAOp::create(b, a, v, s);
+          }
+        }
+        return next;
+      });
+}
+
+/// Scores of rows ii .. ii + rows of the query tile at i0 against keys j0 ..
+/// j0 + Bk, unscaled, into `scores`. AC: for each group of kScoreVectors
+/// vectors of keys, rows × kScoreVectors accumulators over d_head, the key
+/// vectors kT[d, j..] shared by the rows, one broadcast of (q + u)[i, d]
+/// per row. BD, row i + r reading rT column j + qlen - 1 - (i + r) (the
+/// rel-shift):
+/// - window (the default): the products X[r, t] = (q + v)[i + r] ·
+///   rT[:, m0 + t] of the rows with the Bk + rows - 1 columns from m0 = j0
+///   + qlen - 1 - (i + rows - 1) that the rows read, the rT vectors shared
+///   by the rows as kT's are (blocks of kScoreVectors vectors), into
+///   `window`; then row r adds X[r, jj + rows - 1 - r] to key j0 + jj's
+///   score (one unaligned read per score, not per step);
+/// - without (score-window=false): in the same accumulators as AC, the rT
+///   vectors at each row's own column (per row and step, unaligned).
+void KernelBuilder::scoreBlock(Value i0, Value ii, Value j0, int64_t rows) {
+  Value c1 = idx(1);
   Value rowBase = add(i0, ii);
   // rT column of key j for row i: j + qlen - 1 - i.
   Value shiftBase = sub(sub(qlen, c1), sub(rowBase, idx(hooks.relShiftOffset)));
   for (int64_t g = 0; g < kKeyTile / kLanes; g += kScoreVectors) {
     Value jg = add(j0, idx(g * kLanes));
-    SmallVector<Value> init(rows * kScoreVectors, vconst(0.0));
-    SmallVector<Value> sums = loopAcc(
-        c0, idx(dHead), c1, init,
-        [&](Value d, ValueRange accs) -> SmallVector<Value> {
-          SmallVector<Value> next(accs.begin(), accs.end());
-          SmallVector<Value> keys;
-          for (int64_t x = 0; x < kScoreVectors; ++x)
-            keys.push_back(vload(kT, {d, add(jg, idx(x * kLanes))}));
-          for (int64_t row = 0; row < rows; ++row) {
-            Value qi = add(rowBase, idx(row));
-            Value a = bcast(memref::LoadOp::create(b, qu, ValueRange{qi, d}));
-            Value p = bcast(memref::LoadOp::create(b, qv, ValueRange{qi, d}));
-            Value m = sub(jg, idx(row));
-            m = add(m, shiftBase);
-            for (int64_t x = 0; x < kScoreVectors; ++x) {
-              Value &s = next[row * kScoreVectors + x];
-              s = vector::FMAOp::create(b, a, keys[x], s);
-              Value pos = vload(rT, {d, add(m, idx(x * kLanes))});
-              s = vector::FMAOp::create(b, p, pos, s);
-            }
-          }
-          return next;
-        });
+    SmallVector<Value> sums =
+        blockProduct(qu, rowBase, kT, jg, rows, kScoreVectors,
+                     /*perRowColumns=*/false);
+    if (!hooks.scoreWindow) {
+      SmallVector<Value> bd =
+          blockProduct(qv, rowBase, rT, add(jg, shiftBase), rows, kScoreVectors,
+                       /*perRowColumns=*/true);
+      for (auto [s, p] : llvm::zip(sums, bd))
+        s = arith::AddFOp::create(b, s, p);
+    }
     for (int64_t row = 0; row < rows; ++row)
       for (int64_t x = 0; x < kScoreVectors; ++x)
         vstore(sums[row * kScoreVectors + x], scores,
                {add(ii, idx(row)), idx(g * kLanes + x * kLanes)});
   }
+  if (!hooks.scoreWindow)
+    return;
+  // m0 = j0 + shiftBase - (rows - 1); the window's vectors in blocks of
+  // kScoreVectors (the last block may be shorter).
+  Value m0 = sub(add(j0, shiftBase), idx(rows - 1));
+  int64_t windowVectors = (kKeyTile + rows - 1 + kLanes - 1) / kLanes;
+  for (int64_t t = 0; t < windowVectors; t += kScoreVectors) {
+    int64_t vectors = std::min(kScoreVectors, windowVectors - t);
+    SmallVector<Value> x =
+        blockProduct(qv, rowBase, rT, add(m0, idx(t * kLanes)), rows, vectors,
+                     /*perRowColumns=*/false);
+    for (int64_t row = 0; row < rows; ++row)
+      for (int64_t v = 0; v < vectors; ++v)
+        vstore(x[row * vectors + v], window, {idx(row), idx((t + v) * kLanes)});
+  }
+  for (int64_t row = 0; row < rows; ++row)
+    for (int64_t v = 0; v < kKeyTile / kLanes; ++v) {
+      Value at = idx(v * kLanes);
+      Value s = vload(scores, {add(ii, idx(row)), at});
+      Value p = vload(window, {idx(row), idx(v * kLanes + rows - 1 - row)});
+      vstore(arith::AddFOp::create(b, s, p), scores, {add(ii, idx(row)), at});
+    }
 }
 
 /// Row ii of the tile at i0, keys j0 .. j0 + Bk: scale and mask its scores
@@ -436,7 +498,8 @@ void KernelBuilder::build() {
   };
   Value bk = idx(kKeyTile);
   Value kCols = add(klen, bk);
-  Value rCols = add(kCols, idx(kQueryTile));
+  // The BD window of a block reads up to 2 vectors past the tile's keys.
+  Value rCols = add(kCols, idx(kQueryTile + 2 * kScoreVectors * kLanes));
   kT = matrix(idx(dHead), kCols);
   rT = matrix(idx(dHead), rCols);
   vP = matrix(kCols, idx(dPad));
@@ -444,6 +507,12 @@ void KernelBuilder::build() {
   qv = matrix(qlen, idx(dPad));
   scores =
       memref::AllocaOp::create(b, MemRefType::get({kQueryTile, kKeyTile}, et));
+  // A block's BD window: rows × (Bk + rows - 1), in whole vectors.
+  int64_t maxRows = std::max<int64_t>(hooks.scoreRows, 1);
+  window = memref::AllocaOp::create(
+      b, MemRefType::get(
+             {maxRows, (kKeyTile + maxRows - 1 + kLanes - 1) / kLanes * kLanes},
+             et));
   acc = memref::AllocaOp::create(b, MemRefType::get({kQueryTile, dPad}, et));
   auto rowType = MemRefType::get({kQueryTile}, et);
   rowMax = memref::AllocaOp::create(b, rowType);
@@ -501,6 +570,8 @@ std::string kernelName(Type et, int64_t dHead, bool withLse,
     os << "_v" << hooks.lanes * 32;
   if (hooks.scoreRows != 4 || hooks.outputRows != 4)
     os << "_rows" << hooks.scoreRows << "x" << hooks.outputRows;
+  if (!hooks.scoreWindow)
+    os << "_nowindow";
   if (hooks.relShiftOffset)
     os << "_test_shift" << hooks.relShiftOffset;
   return name;
@@ -536,10 +607,54 @@ func::FuncOp getOrCreateKernel(ModuleOp module, Type et, int64_t dHead,
   return func;
 }
 
+/// The byte the runtime sets when the CPU runs x86-64-v4 code
+/// (txl/Target/ObjectEmitter.h, kX86_64V4Flag; runtime/src/cpu/CpuBlas.cpp).
+constexpr StringLiteral kX86_64V4Flag = "txl_rt_x86_64_v4";
+
+/// Whether the CPU runs x86-64-v4 code: the runtime's byte, declared in
+/// `module` on first use, nonzero.
+Value cpuHasX86_64V4(ImplicitLocOpBuilder &b, ModuleOp module) {
+  auto i8 = b.getI8Type();
+  if (!module.lookupSymbol<LLVM::GlobalOp>(kX86_64V4Flag)) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    LLVM::GlobalOp::create(b, i8, /*isConstant=*/false, LLVM::Linkage::External,
+                           kX86_64V4Flag,
+                           /*value=*/Attribute());
+  }
+  Value address = LLVM::AddressOfOp::create(
+      b, LLVM::LLVMPointerType::get(b.getContext()), kX86_64V4Flag);
+  Value flag = LLVM::LoadOp::create(b, i8, address);
+  return arith::CmpIOp::create(b, arith::CmpIPredicate::ne, flag,
+                               arith::ConstantIntOp::create(b, 0, 8));
+}
+
+/// The kernels of one op: `narrow`, and with vector-bits=0 also `wide`
+/// (the 512-bit form compiled for x86-64-v4), which runs when the runtime
+/// says the CPU has it.
+struct Kernels {
+  func::FuncOp narrow, wide;
+};
+
+Kernels getOrCreateKernels(ModuleOp module, Type et, int64_t dHead,
+                           bool withLse, const KernelHooks &hooks) {
+  if (hooks.lanes)
+    return {getOrCreateKernel(module, et, dHead, withLse, hooks), nullptr};
+  KernelHooks narrow = hooks, wide = hooks;
+  narrow.lanes = 8;
+  wide.lanes = 16;
+  func::FuncOp wideKernel = getOrCreateKernel(module, et, dHead, withLse, wide);
+  // LLVM compiles it for x86-64-v4 whatever the module's CPU (the
+  // llvm.func's target_cpu).
+  wideKernel->setAttr("target_cpu",
+                      StringAttr::get(module.getContext(), "x86-64-v4"));
+  return {getOrCreateKernel(module, et, dHead, withLse, narrow), wideKernel};
+}
+
 // txl.rel_attention (static d_head) => bufferization.to_buffer of the
 // operands, memref.alloc of the output (and lse), func.call of the kernel,
-// to_tensor; with dropatt, that when not training and the op itself when
-// training (scf.if).
+// to_tensor; with dropatt or min-score-bytes, that where the kernel runs
+// and the op itself elsewhere (scf.if).
 struct RelAttentionToCall : public OpRewritePattern<RelAttentionOp> {
   RelAttentionToCall(MLIRContext *ctx, ModuleOp module,
                      const KernelHooks &hooks)
@@ -554,32 +669,60 @@ struct RelAttentionToCall : public OpRewritePattern<RelAttentionOp> {
     if (ShapedType::isDynamic(dHead))
       return rewriter.notifyMatchFailure(op, "d_head must be static");
     Value lse = op.getLse();
-    func::FuncOp kernel = getOrCreateKernel(module, et, dHead, !!lse, hooks);
+    Kernels kernel = getOrCreateKernels(module, et, dHead, !!lse, hooks);
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    if (!op.getDropatt()) {
+    // When the kernel runs: always; with dropatt, when not training
+    // (dropatt is then the identity); with min-score-bytes, when the
+    // scores convert-txl-to-linalg's lowering would write, n_head · batch ·
+    // qlen · (klen + 1) elements, take more bytes than that.
+    Value useKernel;
+    if (op.getDropatt())
+      useKernel = arith::XOrIOp::create(b, op.getDropattTraining(),
+                                        arith::ConstantIntOp::create(b, 1, 1));
+    if (hooks.minScoreBytes > 0) {
+      Value q = op.getQuery();
+      Value elements = arith::MulIOp::create(
+          b,
+          arith::MulIOp::create(
+              b,
+              arith::MulIOp::create(b, tensor::DimOp::create(b, q, 2),
+                                    tensor::DimOp::create(b, q, 1)),
+              tensor::DimOp::create(b, q, 0)),
+          arith::AddIOp::create(b, tensor::DimOp::create(b, op.getKey(), 0),
+                                arith::ConstantIndexOp::create(b, 1)));
+      Value bytes = arith::MulIOp::create(
+          b, elements,
+          arith::ConstantIndexOp::create(b, et.getIntOrFloatBitWidth() / 8));
+      Value large = arith::CmpIOp::create(
+          b, arith::CmpIPredicate::ugt, bytes,
+          arith::ConstantIndexOp::create(b, hooks.minScoreBytes));
+      useKernel =
+          useKernel ? arith::AndIOp::create(b, useKernel, large) : large;
+    }
+    if (!useKernel) {
       rewriter.replaceOp(op, callKernel(b, op, kernel));
       return success();
     }
-    // dropatt: the kernel when evaluating (dropatt is the identity), the op
-    // (convert-txl-to-linalg's lowering, which draws the masks) when
-    // training.
-    auto ifOp =
-        scf::IfOp::create(b, op->getResultTypes(), op.getDropattTraining(),
-                          /*withElseRegion=*/true);
+    // Otherwise the op itself, for convert-txl-to-linalg's lowering (which
+    // draws dropatt's masks).
+    auto ifOp = scf::IfOp::create(b, op->getResultTypes(), useKernel,
+                                  /*withElseRegion=*/true);
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(ifOp.thenBlock());
-      scf::YieldOp::create(b, b.clone(*op)->getResults());
-      b.setInsertionPointToStart(ifOp.elseBlock());
       scf::YieldOp::create(b, callKernel(b, op, kernel));
+      b.setInsertionPointToStart(ifOp.elseBlock());
+      scf::YieldOp::create(b, b.clone(*op)->getResults());
     }
     rewriter.replaceOp(op, ifOp.getResults());
     return success();
   }
 
-  /// The call of `kernel` for `op` at `b`: its output (and lse) as tensors.
+  /// The call of `kernels` for `op` at `b` (with a wide one, of the one
+  /// the CPU runs): its output (and lse) as tensors.
   SmallVector<Value> callKernel(ImplicitLocOpBuilder &b, RelAttentionOp op,
-                                func::FuncOp kernel) const {
+                                Kernels kernels) const {
+    func::FuncOp kernel = kernels.narrow;
     auto type = cast<RankedTensorType>(op.getResult().getType());
     Type et = type.getElementType();
     Value lse = op.getLse();
@@ -627,7 +770,17 @@ struct RelAttentionToCall : public OpRewritePattern<RelAttentionOp> {
     args.push_back(op.getSameLength());
     args.push_back(arith::ConstantOp::create(
         b, b.getFloatAttr(et, op.getScale().convertToDouble())));
-    func::CallOp::create(b, kernel, args);
+    if (kernels.wide) {
+      auto ifWide = scf::IfOp::create(b, cpuHasX86_64V4(b, module),
+                                      /*withElseRegion=*/true);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifWide.thenBlock());
+      func::CallOp::create(b, kernels.wide, args);
+      b.setInsertionPointToStart(ifWide.elseBlock());
+      func::CallOp::create(b, kernel, args);
+    } else {
+      func::CallOp::create(b, kernel, args);
+    }
     SmallVector<Value> results = {bufferization::ToTensorOp::create(
         b, type, outBuf, /*restrict=*/b.getUnitAttr(),
         /*writable=*/b.getUnitAttr())};
@@ -652,13 +805,15 @@ struct ConvertRelAttentionToCpuPass
       getOperation().emitError("score-rows and output-rows must be >= 1");
       return signalPassFailure();
     }
-    if (vectorBits != 256 && vectorBits != 512) {
-      getOperation().emitError("vector-bits must be 256 or 512");
+    if (vectorBits != 0 && vectorBits != 256 && vectorBits != 512) {
+      getOperation().emitError("vector-bits must be 0, 256 or 512");
       return signalPassFailure();
     }
     KernelHooks hooks;
     hooks.lanes = vectorBits / 32;
     hooks.scoreRows = scoreRows;
+    hooks.scoreWindow = scoreWindow;
+    hooks.minScoreBytes = minScoreBytes;
     hooks.outputRows = outputRows;
     hooks.relShiftOffset = testRelShiftOffset;
     RewritePatternSet patterns(&getContext());
