@@ -132,12 +132,13 @@ static cl::opt<CpuAttention> cpuAttention(
     cl::values(clEnumValN(CpuAttention::Auto, "auto",
                           "per call: the tiled kernel when the BLAS "
                           "products' scores would take more than 32 MiB, "
-                          "else the products (default)"),
+                          "else the products"),
                clEnumValN(CpuAttention::Tiled, "tiled",
                           "always one tiled kernel, no qlen x klen buffers"),
                clEnumValN(CpuAttention::Blas, "blas",
-                          "BLAS products over whole score matrices")),
-    cl::init(CpuAttention::Auto));
+                          "BLAS products over whole score matrices "
+                          "(default)")),
+    cl::init(CpuAttention::Blas));
 static cl::opt<int64_t> cpuVectorBits(
     cl::cat(txlcCategory), "cpu-vector-bits",
     cl::desc("CPU target: the vector width of the tiled attention kernel, "

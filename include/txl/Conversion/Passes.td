@@ -370,7 +370,7 @@ def ConvertRelAttentionToCpuPass : Pass<"txl-rel-attention-to-cpu", "::mlir::Mod
     convert-txl-to-linalg, which draws the masks) when training. With
     `min-score-bytes`, likewise the kernel only when the scores that
     convert-txl-to-linalg's lowering would write are larger than that
-    (txlc's default, `--cpu-attention=auto`: 32 MiB). Ops with a dynamic
+    (`txlc --cpu-attention=auto`: 32 MiB). Ops with a dynamic
     d_head keep their convert-txl-to-linalg lowering.
   }];
   let options = [
