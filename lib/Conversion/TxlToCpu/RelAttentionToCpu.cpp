@@ -5,10 +5,12 @@
 // Bq query rows and, for each, the key tiles of Bk keys that any of its
 // rows can see. A tile's scores
 //   s = (q_i + u) · k_j + (q_i + v) · r[j + qlen - 1 - i]     (AC + BD)
-// accumulate in vector registers over d_head, BD read from the row of r
-// that the rel-shift puts there (index arithmetic, no shifted copy); the
-// mask comes from the indices, the softmax is online (running max and sum
-// per row) and P·V accumulates into the tile's output rows. Nothing of size
+// accumulate in vector registers over d_head, BD from each register
+// block's product with the window of r rows the block's rows read, each row
+// reading its scores where the rel-shift puts them (index arithmetic, no
+// shifted copy); the mask comes from the indices, the softmax is online
+// (running max and sum per row) and P·V accumulates into the tile's output
+// rows. Nothing of size
 // qlen × klen exists: the kernel's buffers are the tile's scores [Bq, Bk],
 // its output rows [Bq, d_head] and per-(head, column) packed copies of the
 // operands (k and r transposed, v, q + u, q + v; rows padded to whole
@@ -216,9 +218,9 @@ void KernelBuilder::packOperands(Value h, Value c) {
 
 /// rows × `vectors` accumulators over d_head: acc[r][x] = sum_d
 /// lhs[row0 + r, d] · rhsT[d, col(r) + x·lanes], where col(r) is `col` for
-/// every row when `colStep` is 0 (the columns shared by the rows) or `col`
-/// - r otherwise. Each step loads the rhs vectors (once when shared, per
-/// row otherwise) and broadcasts lhs[row, d] per row.
+/// every row (the columns shared by the rows) or, with `perRowColumns`,
+/// `col` - r. Each step loads the rhs vectors (once when shared, per row
+/// otherwise) and broadcasts lhs[row, d] per row.
 SmallVector<Value> KernelBuilder::blockProduct(Value lhs, Value row0,
                                                Value rhsT, Value col,
                                                int64_t rows, int64_t vectors,
