@@ -22,6 +22,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "txl/Conversion/KernelBuffers.h"
 #include "txl/Conversion/Passes.h"
 #include "txl/Conversion/SizeChecks.h"
 #include "txl/IR/TxlOps.h"
@@ -733,12 +734,8 @@ struct RelAttentionToCall : public OpRewritePattern<RelAttentionOp> {
                          op.getQuery(), op.getKey(), op.getValue(),
                          op.getPosKey(), op.getRWBias(), op.getRRBias()));
     auto toBuffer = [&](Value tensor, unsigned n) -> Value {
-      auto t = cast<RankedTensorType>(tensor.getType());
-      auto view = cast<MemRefType>(kernel.getArgumentTypes()[n]);
-      Value buffer = bufferization::ToBufferOp::create(
-          b, MemRefType::get(t.getShape(), et, view.getLayout()), tensor,
-          /*read_only=*/b.getUnitAttr());
-      return memref::CastOp::create(b, view, buffer);
+      return toKernelBuffer(b, tensor,
+                            cast<MemRefType>(kernel.getArgumentTypes()[n]));
     };
     auto alloc = [&](RankedTensorType t, ArrayRef<Value> sizes) -> Value {
       SmallVector<Value> dynamic;

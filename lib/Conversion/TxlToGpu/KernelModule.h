@@ -9,6 +9,8 @@
 #ifndef TXL_LIB_CONVERSION_TXLTOGPU_KERNELMODULE_H
 #define TXL_LIB_CONVERSION_TXLTOGPU_KERNELMODULE_H
 
+#include "txl/Conversion/KernelBuffers.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -48,20 +50,6 @@ inline gpu::GPUModuleOp getOrCreateKernelModule(ModuleOp module) {
   module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                   b.getUnitAttr());
   return gpu::GPUModuleOp::create(b, module.getLoc(), name);
-}
-
-/// The kernel argument of type `view` (a memref with `tensor`'s element
-/// type and rank, dynamic or not, and a strided layout) for `tensor`: a
-/// read-only bufferization.to_buffer in `view`'s layout (bufferization
-/// copies when the tensor's buffer has another), cast to `view`.
-inline Value toKernelBuffer(ImplicitLocOpBuilder &b, Value tensor,
-                            MemRefType view) {
-  auto type = cast<RankedTensorType>(tensor.getType());
-  Value buffer = bufferization::ToBufferOp::create(
-      b,
-      MemRefType::get(type.getShape(), type.getElementType(), view.getLayout()),
-      tensor, /*read_only=*/b.getUnitAttr());
-  return memref::CastOp::create(b, view, buffer);
 }
 
 } // namespace mlir::txl
