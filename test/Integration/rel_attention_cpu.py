@@ -10,9 +10,11 @@ of 32 rows and key tiles of 64 keys whole and partial, one query row
 (generation), no memory, long memories, same_length with the memory
 shorter and longer than mem_len. The output of every case must be within
 the tolerance (1e-5 at f32, 1e-12 at f64) of the reference; an lse form
-(`--lse`) also checks each row's log-sum-exp.
+(`--lse`) also checks each row's log-sum-exp; `--strided` passes k, v and
+r as views with stride 2 along d_head (the kernel's scalar packing path).
 
-usage: rel_attention_cpu.py WORKDIR [--pipeline P] [--only f32:32]
+usage: rel_attention_cpu.py WORKDIR [--pipeline P] [--only f32:32] [--lse]
+                             [--strided]
 Prints one line per case, exits 1 if any fails.
 """
 
@@ -37,22 +39,40 @@ CASES = [(8, 8, 2, 8, False), (37, 23, 2, 23, False), (64, 64, 1, 64, False),
          (100, 30, 1, 130, True), (5, 300, 1, 256, True)]
 
 
-def module(et, n_head, d_head, lse):
+def module(et, n_head, d_head, lse, strided=False):
     t4 = "tensor<?x?x%dx%dx%s>" % (n_head, d_head, et)
     t3 = "tensor<?x%dx%dx%s>" % (n_head, d_head, et)
     t2 = "tensor<%dx%dx%s>" % (n_head, d_head, et)
     tl = "tensor<?x%dx?x%s>" % (n_head, et)
     results = "%s, %s" % (t4, tl) if lse else t4
     names = "%o, %l" if lse else "%o"
+    if not strided:
+        a4, a3, pre, kvr = t4, t3, "", "%k, %v, %r"
+    else:
+        # k, v and r as every other element of rows of 2·d_head: views
+        # with stride 2 along d_head (the kernel's scalar packing).
+        a4 = "tensor<?x?x%dx%dx%s>" % (n_head, 2 * d_head, et)
+        a3 = "tensor<?x%dx%dx%s>" % (n_head, 2 * d_head, et)
+        pre = ("  %c0 = arith.constant 0 : index\n"
+               "  %c1 = arith.constant 1 : index\n"
+               "  %kl = tensor.dim %k, %c0 : " + a4 + "\n"
+               "  %bt = tensor.dim %k, %c1 : " + a4 + "\n")
+        for name, a, t in (("k", a4, t4), ("v", a4, t4)):
+            pre += ("  %%%ss = tensor.extract_slice %%%s[0, 0, 0, 0] "
+                    "[%%kl, %%bt, %d, %d] [1, 1, 1, 2] : %s to %s\n"
+                    % (name, name, n_head, d_head, a, t))
+        pre += ("  %%rs = tensor.extract_slice %%r[0, 0, 0] [%%kl, %d, %d] "
+                "[1, 1, 2] : %s to %s\n" % (n_head, d_head, a3, t3))
+        kvr = "%ks, %vs, %rs"
     return (
         "func.func @segment(%%q: %s, %%k: %s, %%v: %s, %%r: %s, %%u: %s, "
         "%%w: %s, %%m: index, %%s: i1) -> (%s) attributes "
-        "{llvm.emit_c_interface} {\n"
-        "  %s = txl.rel_attention %%q, %%k, %%v, %%r, %%u, %%w, %%m, %%s "
+        "{llvm.emit_c_interface} {\n%s"
+        "  %s = txl.rel_attention %%q, %s, %%u, %%w, %%m, %%s "
         "{scale = 0.125 : f32} : %s, %s, %s, %s, %s, %s -> %s\n"
-        "  return %s : %s\n}\n" % (t4, t4, t4, t3, t2, t2, results, names,
-                                    t4, t4, t4, t3, t2, t2, results, names,
-                                    results))
+        "  return %s : %s\n}\n" % (t4, a4, a4, a3, t2, t2, results, pre,
+                                    names, kvr, t4, t4, t4, t3, t2, t2,
+                                    results, names, results))
 
 
 def main():
@@ -61,6 +81,8 @@ def main():
     ap.add_argument("--pipeline", default="txl-cpu-pipeline")
     ap.add_argument("--only", help="one kernel, e.g. f32:32")
     ap.add_argument("--lse", action="store_true")
+    ap.add_argument("--strided", action="store_true",
+                    help="k, v and r with stride 2 along d_head")
     args = ap.parse_args()
     rng = np.random.RandomState(0)
     failed = ran = 0
@@ -72,7 +94,7 @@ def main():
         os.makedirs(work, exist_ok=True)
         path = os.path.join(work, "segment.mlir")
         with open(path, "w") as f:
-            f.write(module(et, n_head, d_head, args.lse))
+            f.write(module(et, n_head, d_head, args.lse, args.strided))
         segment = txlrun.Segment(
             txlrun.compile_module(path, work, pipeline=args.pipeline))
         dtype = np.float32 if et == "f32" else np.float64
@@ -88,7 +110,13 @@ def main():
             shapes = [(qlen, batch, n_head, d_head)]
             if args.lse:
                 shapes.append((batch, n_head, qlen))
-            outs = segment([q, k, v, r, u, w, mem_len, same_length], shapes,
+            kvr = [k, v, r]
+            if args.strided:
+                # Every other element: the kernel sees k, v and r.
+                kvr = [np.repeat(x, 2, axis=-1) for x in kvr]
+                for x in kvr:
+                    x[..., 1::2] = np.nan
+            outs = segment([q] + kvr + [u, w, mem_len, same_length], shapes,
                            [dtype] * len(shapes))
             want = attention(q, k, v, r, u, w, mem_len, same_length, 0.125)
             err = np.abs(outs[0] - want).max()

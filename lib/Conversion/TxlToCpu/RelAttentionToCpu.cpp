@@ -147,6 +147,20 @@ private:
   }
 
   void packOperands(Value h, Value c);
+  Value rowView(Value mem, ArrayRef<Value> fixed);
+  void transposeBlock(SmallVectorImpl<Value> &rows);
+  void packTransposed(Value src, Value n, Value dst);
+  void packRows(Value src, Value n, Value dst);
+  /// scf.if `cond` with then(), else orElse().
+  void ifElse(Value cond, function_ref<void()> then,
+              function_ref<void()> orElse) {
+    auto op = scf::IfOp::create(b, cond, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(op.thenBlock());
+    then();
+    b.setInsertionPointToStart(op.elseBlock());
+    orElse();
+  }
   SmallVector<Value> blockProduct(Value lhs, Value row0, Value rhsT, Value col,
                                   int64_t rows, int64_t vectors,
                                   bool perRowColumns);
@@ -174,6 +188,9 @@ private:
   Value q, k, v, r, rwBias, rrBias, out, lse;
   Value memLen, sameLength, scale;
   Value qlen, batch, nHead, klen, mlen, shiftLen;
+  /// Whether k, v and r have unit stride along d_head (then packed by
+  /// vector loads and stores, else by scalars).
+  Value unitRows;
   // Packed operands: kT [d_head, klen + Bk] and rT [d_head, klen + Bq + Bk]
   // (column m of rT is r row m), vP [klen + Bk, dPad], qu and qv [qlen,
   // dPad]; tile buffers: scores [Bq, Bk], output rows [Bq, dPad], running
@@ -190,19 +207,112 @@ void KernelBuilder::rowBlocks(Value nr, int64_t rows,
   loop(whole, nr, idx(1), [&](Value ii) { block(ii, 1); });
 }
 
+/// The rows of `mem` (rank 3 or 4, unit stride along its last dimension)
+/// at the indices `fixed` of its middle dimensions: a [dim 0, d_head] view,
+/// row j at mem[j, fixed..., 0].
+Value KernelBuilder::rowView(Value mem, ArrayRef<Value> fixed) {
+  auto md = memref::ExtractStridedMetadataOp::create(b, mem);
+  Value offset = md.getOffset();
+  for (auto [i, at] : llvm::enumerate(fixed))
+    offset = add(offset, mul(at, md.getStrides()[i + 1]));
+  auto type = MemRefType::get(
+      {ShapedType::kDynamic, dHead}, et,
+      StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic,
+                             {ShapedType::kDynamic, 1}));
+  return memref::ReinterpretCastOp::create(
+      b, type, md.getBaseBuffer(), OpFoldResult(offset),
+      ArrayRef<OpFoldResult>{md.getSizes()[0], b.getIndexAttr(dHead)},
+      ArrayRef<OpFoldResult>{md.getStrides()[0], b.getIndexAttr(1)});
+}
+
+/// Transposes the lanes × lanes block in `rows` (row x = rows[x]) in
+/// registers: log2(lanes) rounds of two-vector shuffles, round t swapping
+/// the off-diagonal t × t blocks of every 2t × 2t block.
+void KernelBuilder::transposeBlock(SmallVectorImpl<Value> &rows) {
+  for (int64_t t = kLanes / 2; t >= 1; t /= 2) {
+    SmallVector<int64_t> lo, hi;
+    for (int64_t l = 0; l < kLanes; ++l) {
+      lo.push_back((l & t) ? kLanes + l - t : l);
+      hi.push_back((l & t) ? kLanes + l : l + t);
+    }
+    for (int64_t x = 0; x < kLanes; ++x) {
+      if (x & t)
+        continue;
+      Value a = rows[x], c = rows[x + t];
+      rows[x] = vector::ShuffleOp::create(b, a, c, lo);
+      rows[x + t] = vector::ShuffleOp::create(b, a, c, hi);
+    }
+  }
+}
+
+/// dst[d, j] = src[j, d] for j < n, d < d_head (`src` a rowView): blocks of
+/// lanes rows × lanes columns by vector loads, a register transpose and
+/// vector stores; the rows and columns past whole blocks by scalars.
+void KernelBuilder::packTransposed(Value src, Value n, Value dst) {
+  Value c0 = idx(0), c1 = idx(1), lanes = idx(kLanes);
+  Value whole = mul(arith::DivUIOp::create(b, n, lanes), lanes);
+  int64_t dWhole = dHead / kLanes * kLanes;
+  auto scalar = [&](Value j, Value d) {
+    memref::StoreOp::create(b, memref::LoadOp::create(b, src, ValueRange{j, d}),
+                            dst, ValueRange{d, j});
+  };
+  loop(c0, whole, lanes, [&](Value j) {
+    for (int64_t d0 = 0; d0 < dWhole; d0 += kLanes) {
+      SmallVector<Value> rows;
+      for (int64_t l = 0; l < kLanes; ++l)
+        rows.push_back(vload(src, {add(j, idx(l)), idx(d0)}));
+      transposeBlock(rows);
+      for (int64_t x = 0; x < kLanes; ++x)
+        vstore(rows[x], dst, {idx(d0 + x), j});
+    }
+    if (dWhole < dHead)
+      loop(idx(dWhole), idx(dHead), c1, [&](Value d) {
+        loop(c0, lanes, c1, [&](Value l) { scalar(add(j, l), d); });
+      });
+  });
+  loop(whole, n, c1, [&](Value j) {
+    loop(c0, idx(dHead), c1, [&](Value d) { scalar(j, d); });
+  });
+}
+
+/// dst[j, d] = src[j, d] for j < n, d < d_head (`src` a rowView): whole
+/// vectors, then scalars.
+void KernelBuilder::packRows(Value src, Value n, Value dst) {
+  Value c0 = idx(0), c1 = idx(1);
+  int64_t dWhole = dHead / kLanes * kLanes;
+  loop(c0, n, c1, [&](Value j) {
+    for (int64_t d0 = 0; d0 < dWhole; d0 += kLanes)
+      vstore(vload(src, {j, idx(d0)}), dst, {j, idx(d0)});
+    if (dWhole < dHead)
+      loop(idx(dWhole), idx(dHead), c1, [&](Value d) {
+        memref::StoreOp::create(
+            b, memref::LoadOp::create(b, src, ValueRange{j, d}), dst,
+            ValueRange{j, d});
+      });
+  });
+}
+
 void KernelBuilder::packOperands(Value h, Value c) {
   Value c0 = idx(0), c1 = idx(1), dh = idx(dHead);
   // kT[d, j] = k[j, c, h, d]; vP[j, d] = v[j, c, h, d].
-  loop(c0, klen, c1, [&](Value j) {
-    loop(c0, dh, c1, [&](Value d) {
-      memref::StoreOp::create(
-          b, memref::LoadOp::create(b, k, ValueRange{j, c, h, d}), kT,
-          ValueRange{d, j});
-      memref::StoreOp::create(
-          b, memref::LoadOp::create(b, v, ValueRange{j, c, h, d}), vP,
-          ValueRange{j, d});
-    });
-  });
+  ifElse(
+      unitRows,
+      [&] {
+        packTransposed(rowView(k, {c, h}), klen, kT);
+        packRows(rowView(v, {c, h}), klen, vP);
+      },
+      [&] {
+        loop(c0, klen, c1, [&](Value j) {
+          loop(c0, dh, c1, [&](Value d) {
+            memref::StoreOp::create(
+                b, memref::LoadOp::create(b, k, ValueRange{j, c, h, d}), kT,
+                ValueRange{d, j});
+            memref::StoreOp::create(
+                b, memref::LoadOp::create(b, v, ValueRange{j, c, h, d}), vP,
+                ValueRange{j, d});
+          });
+        });
+      });
   // qu[i, d] = q[i, c, h, d] + u[h, d]; qv likewise with the r_r_bias.
   loop(c0, qlen, c1, [&](Value i) {
     loop(c0, dh, c1, [&](Value d) {
@@ -487,6 +597,13 @@ void KernelBuilder::build() {
   nHead = memref::DimOp::create(b, q, 2);
   klen = memref::DimOp::create(b, k, 0);
   mlen = sub(klen, qlen);
+  auto unitInner = [&](Value mem) {
+    auto md = memref::ExtractStridedMetadataOp::create(b, mem);
+    return arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                                 md.getStrides().back(), c1);
+  };
+  unitRows = arith::AndIOp::create(
+      b, arith::AndIOp::create(b, unitInner(k), unitInner(v)), unitInner(r));
   // shiftLen of the official same_length mask: qlen - (klen - mem_len) when
   // klen > mem_len, else qlen.
   Value maskLen = sub(klen, memLen);
@@ -545,13 +662,17 @@ void KernelBuilder::build() {
 
   loop(c0, nHead, c1, [&](Value h) {
     // rT[d, m] = r[m, h, d], shared by the batch columns.
-    loop(c0, klen, c1, [&](Value m) {
-      loop(c0, dh, c1, [&](Value d) {
-        memref::StoreOp::create(
-            b, memref::LoadOp::create(b, r, ValueRange{m, h, d}), rT,
-            ValueRange{d, m});
-      });
-    });
+    ifElse(
+        unitRows, [&] { packTransposed(rowView(r, {h}), klen, rT); },
+        [&] {
+          loop(c0, klen, c1, [&](Value m) {
+            loop(c0, dh, c1, [&](Value d) {
+              memref::StoreOp::create(
+                  b, memref::LoadOp::create(b, r, ValueRange{m, h, d}), rT,
+                  ValueRange{d, m});
+            });
+          });
+        });
     loop(c0, batch, c1, [&](Value c) {
       packOperands(h, c);
       loop(c0, qlen, idx(kQueryTile), [&](Value i0) { queryTile(h, c, i0); });
