@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -32,6 +33,8 @@
 #include <tuple>
 #include <set>
 #include <vector>
+
+#include <sys/mman.h>
 
 using namespace txl::rt;
 
@@ -71,26 +74,34 @@ public:
   /// The window's first row: [rows(), count, width] (a valid pointer when
   /// empty, as the generated code takes none other).
   const float *data() const {
-    return buffer.empty() ? &kEmpty : buffer.data() + first * rowFloats;
+    return buffer ? buffer.get() + first * rowFloats : &kEmpty;
   }
   /// data() of a window with room reserved: the entry writes after it.
-  float *data() {
-    return buffer.empty() ? nullptr : buffer.data() + first * rowFloats;
-  }
+  float *data() { return buffer ? buffer.get() + first * rowFloats : nullptr; }
 
   /// Where `added` new rows go, right after the window, in a buffer of at
   /// least `capacity` rows (capacity >= rows() + added); the window moves to
-  /// the buffer's front when the rows after it do not fit.
+  /// the buffer's front when the rows after it do not fit. The buffer is
+  /// not cleared (every row is written before the window holds it) and
+  /// asks for transparent huge pages: at the enwik8 paper setting the
+  /// cache is 787.5 MiB, and zeroing it in 4 KiB page faults took about a
+  /// tenth of a 30-segment eval (Intel Xeon, session 50).
   float *reserve(int64_t added, int64_t capacity) {
     capacity = std::max(capacity, windowRows + added);
-    if (int64_t(buffer.size()) < capacity * rowFloats)
-      buffer.resize(size_t(capacity * rowFloats));
-    if ((first + windowRows + added) * rowFloats > int64_t(buffer.size())) {
-      std::copy_n(buffer.data() + first * rowFloats, windowRows * rowFloats,
-                  buffer.data());
+    if (size < capacity * rowFloats) {
+      Buffer grown = allocate(capacity * rowFloats);
+      if (windowRows)
+        std::copy_n(data(), windowRows * rowFloats, grown.get());
+      buffer = std::move(grown);
+      size = capacity * rowFloats;
       first = 0;
     }
-    return buffer.data() + (first + windowRows) * rowFloats;
+    if ((first + windowRows + added) * rowFloats > size) {
+      std::copy_n(buffer.get() + first * rowFloats, windowRows * rowFloats,
+                  buffer.get());
+      first = 0;
+    }
+    return buffer.get() + (first + windowRows) * rowFloats;
   }
 
   /// Takes the `added` rows written at reserve()'s pointer into the window
@@ -101,9 +112,25 @@ public:
   }
 
 private:
+  struct Free {
+    void operator()(float *p) const { std::free(p); }
+  };
+  using Buffer = std::unique_ptr<float[], Free>;
+  /// `floats` uninitialised floats, 2 MiB aligned, advised as huge pages.
+  static Buffer allocate(int64_t floats) {
+    constexpr size_t kHugePage = size_t(2) << 20;
+    size_t bytes = (size_t(floats) * sizeof(float) + kHugePage - 1) /
+                   kHugePage * kHugePage;
+    auto *p = static_cast<float *>(std::aligned_alloc(kHugePage, bytes));
+    if (!p)
+      throw std::bad_alloc();
+    madvise(p, bytes, MADV_HUGEPAGE);
+    return Buffer(p);
+  }
+
   static inline const float kEmpty = 0.0f;
-  std::vector<float> buffer;
-  int64_t rowFloats, first = 0, windowRows = 0;
+  Buffer buffer;
+  int64_t rowFloats, size = 0, first = 0, windowRows = 0;
 };
 } // namespace
 
@@ -926,9 +953,11 @@ static void runSegmentKv(txl_session &session, const int64_t *data,
       auto &slice = session.kvSlices[s];
       slice.first = first[s];
       slice.count = first[s + 1] - first[s];
-      slice.mems.assign(size_t(layers), RowWindow(slice.count * dModel));
+      for (int64_t l = 0; l < layers; ++l)
+        slice.mems.emplace_back(slice.count * dModel);
       for (auto *list : {&slice.k, &slice.v})
-        list->assign(size_t(info.n_layer), RowWindow(slice.count * hd));
+        for (int64_t l = 0; l < info.n_layer; ++l)
+          list->emplace_back(slice.count * hd);
     }
   }
   updateRHeadK(session, mlen + qlen, options.clamp_len);
