@@ -29,9 +29,9 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <tuple>
-#include <set>
 #include <vector>
 
 #include <sys/mman.h>
