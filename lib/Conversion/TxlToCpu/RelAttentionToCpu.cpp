@@ -456,10 +456,16 @@ void KernelBuilder::softmaxRow(Value i0, Value ii, Value j0) {
     Value s = arith::MulFOp::create(b, vload(scores, {ii, col}), scaleV);
     s = arith::SelectOp::create(b, visible, s, negInf);
     vstore(s, scores, {ii, col});
-    maxV = arith::MaximumFOp::create(b, maxV, s);
+    // max as the x86 instruction computes it (no NaN fix-up): a NaN score
+    // still reaches the output through exp(s - m') and the sum.
+    maxV = arith::SelectOp::create(
+        b, arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, s, maxV), s,
+        maxV);
   }
-  Value tileMax =
-      vector::ReductionOp::create(b, vector::CombiningKind::MAXIMUMF, maxV);
+  // Both reductions as trees of vector operations (not lane by lane in
+  // order): nnan lets the max skip NaN fix-ups, reassoc the sum reorder.
+  Value tileMax = vector::ReductionOp::create(
+      b, vector::CombiningKind::MAXNUMF, maxV, arith::FastMathFlags::nnan);
   Value oldMax = memref::LoadOp::create(b, rowMax, ValueRange{ii});
   Value newMax = arith::MaximumFOp::create(b, oldMax, tileMax);
   // Nothing visible yet: subtract 0, so that exp(-inf - base) is 0, not NaN.
@@ -477,8 +483,8 @@ void KernelBuilder::softmaxRow(Value i0, Value ii, Value j0) {
     sumV = arith::AddFOp::create(b, sumV, p);
   }
   Value alpha = math::ExpOp::create(b, arith::SubFOp::create(b, oldMax, base));
-  Value tileSum =
-      vector::ReductionOp::create(b, vector::CombiningKind::ADD, sumV);
+  Value tileSum = vector::ReductionOp::create(
+      b, vector::CombiningKind::ADD, sumV, arith::FastMathFlags::reassoc);
   Value oldSum = memref::LoadOp::create(b, rowSum, ValueRange{ii});
   memref::StoreOp::create(
       b,
