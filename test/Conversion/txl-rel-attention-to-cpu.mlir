@@ -55,9 +55,9 @@
 // KERNEL-COUNT-2: vector.load {{.+}} : memref<?x?xf32>, vector<8xf32>
 // KERNEL-COUNT-2: vector.fma
 // KERNEL: arith.cmpi sle, {{.+}} : vector<8xi64>
-// KERNEL: vector.reduction <maximumf>
+// KERNEL: vector.reduction <maxnumf>, {{.+}} fastmath<nnan>
 // KERNEL: math.exp {{.+}} : vector<8xf32>
-// KERNEL: vector.reduction <add>
+// KERNEL: vector.reduction <add>, {{.+}} fastmath<reassoc>
 // KERNEL: scf.for {{.+}} iter_args({{.+}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
 
 // ROWS2-LABEL: func.func private @txl_rel_attention_cpu_f32_d32_rows2x4

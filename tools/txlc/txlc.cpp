@@ -134,11 +134,11 @@ static cl::opt<CpuAttention> cpuAttention(
                           "products' scores would take more than 32 MiB, "
                           "else the products"),
                clEnumValN(CpuAttention::Tiled, "tiled",
-                          "always one tiled kernel, no qlen x klen buffers"),
+                          "always one tiled kernel, no qlen x klen buffers "
+                          "(default)"),
                clEnumValN(CpuAttention::Blas, "blas",
-                          "BLAS products over whole score matrices "
-                          "(default)")),
-    cl::init(CpuAttention::Blas));
+                          "BLAS products over whole score matrices")),
+    cl::init(CpuAttention::Tiled));
 static cl::opt<int64_t> cpuVectorBits(
     cl::cat(txlcCategory), "cpu-vector-bits",
     cl::desc("CPU target: the vector width of the tiled attention kernel, "

@@ -59,7 +59,7 @@ struct DriverOptions {
   std::string cudaPath = "/usr/local/cuda";
   bool fuseAttention = true;
   /// CPU target: how txl.rel_attention is lowered.
-  CpuAttention cpuAttention = CpuAttention::Blas;
+  CpuAttention cpuAttention = CpuAttention::Tiled;
   /// CPU target: the tiled attention kernel's vector width in bits, 256 or
   /// 512; 0: 512 when codegen.cpu has AVX-512 (cpuHasAvx512), else both,
   /// the executable running the 512-bit one on a CPU with x86-64-v4.

@@ -38,9 +38,9 @@ struct TxlCpuPipelineOptions
   PassOptions::Option<bool> tiledAttention{
       *this, "tiled-attention",
       llvm::cl::desc("Lower txl.rel_attention to calls of the tiled CPU "
-                     "kernel (txl-rel-attention-to-cpu, as txlc "
+                     "kernel (txl-rel-attention-to-cpu, as txlc's default "
                      "--cpu-attention=tiled; off: the BLAS-product lowering "
-                     "of convert-txl-to-linalg, txlc's default)"),
+                     "of convert-txl-to-linalg, --cpu-attention=blas)"),
       llvm::cl::init(true)};
 };
 
