@@ -467,6 +467,8 @@ int mlir::txl::runDriver(const DriverOptions &options) {
             attention.testRelShiftOffset = options.testRelShiftOffset;
             if (options.cpuAttention == CpuAttention::Auto)
               attention.minScoreBytes = kAutoAttentionScoreBytes;
+            // The backward op too (@segment_grad).
+            attention.grad = true;
             // Default: 512-bit when --mcpu has AVX-512, else both forms,
             // the executable choosing by cpuid.
             attention.vectorBits =

@@ -372,6 +372,17 @@ def ConvertRelAttentionToCpuPass : Pass<"txl-rel-attention-to-cpu", "::mlir::Mod
     convert-txl-to-linalg's lowering would write are larger than that
     (`txlc --cpu-attention=auto`: 32 MiB). Ops with a dynamic
     d_head keep their convert-txl-to-linalg lowering.
+
+    With `grad`, `txl.rel_attention_grad` likewise becomes a call of
+    `txl_rel_attention_grad_cpu_<f32|f64>_d<d_head>` (flash-attention-2's
+    backward on one thread per (head, batch column)): per query tile the
+    forward pass again (each row's lse and output, D = d_result · output),
+    then per key tile the scores again, P, dP = d_result · vᵀ and dS =
+    scale · P ⊙ (dP − D) in tile buffers, and the gradients accumulated
+    into dk and dv rows per (head, column), dr rows per head (dS placed in
+    the tile's rel-shift window), and the query tile's dq rows. No buffer
+    of size qlen × klen; an op with dropatt takes the kernel when not
+    training only. The saved group is not read.
   }];
   let options = [
     Option<"vectorBits", "vector-bits", "int64_t", "256",
@@ -394,6 +405,8 @@ def ConvertRelAttentionToCpuPass : Pass<"txl-rel-attention-to-cpu", "::mlir::Mod
            "lowering (n_head * batch * qlen * (klen + 1) elements) would "
            "take more bytes than this, the op being lowered by "
            "convert-txl-to-linalg otherwise (scf.if); 0: always the kernel">,
+    Option<"grad", "grad", "bool", "false",
+           "Also txl.rel_attention_grad, as the tiled backward kernel">,
     Option<"testRelShiftOffset", "test-rel-shift-offset", "int64_t", "0",
            "Negative controls: read BD this many pos_key rows off">
   ];

@@ -99,7 +99,10 @@ public:
     et = cast<MemRefType>(func.getArgumentTypes()[0]).getElementType();
     vt = VectorType::get({kLanes}, et);
   }
+  /// The forward kernel (txl.rel_attention).
   void build();
+  /// The backward kernel (txl.rel_attention_grad).
+  void buildBackward();
 
 private:
   Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
@@ -147,6 +150,7 @@ private:
   }
 
   void packOperands(Value h, Value c);
+  void packRT(Value h);
   Value rowView(Value mem, ArrayRef<Value> fixed);
   void transposeBlock(SmallVectorImpl<Value> &rows);
   void packTransposed(Value src, Value n, Value dst);
@@ -168,6 +172,16 @@ private:
   void softmaxRow(Value i0, Value ii, Value j0);
   void outputBlock(Value ii, Value j0, int64_t rows);
   void queryTile(Value h, Value c, Value i0);
+  Value forwardTile(Value i0);
+  void keyRange(Value i0, Value nr, Value &start, Value &end);
+  void setUp(ArrayRef<BlockArgument> sizesFrom, Value kIn, Value qIn);
+  void allocatePacked();
+  void probabilityRow(Value i0, Value ii, Value j0, Value lseRows);
+  void accumulate(Value dst, Value dstRow0, int64_t rows, Value count,
+                  function_ref<Value(int64_t, Value)> coeff, Value src,
+                  Value srcRow0);
+  void backwardTile(Value h, Value c, Value i0);
+  void zeroRows(Value mem, Value from, Value to, Value colsFrom, Value cols);
   /// Calls block(ii, rows) for ii in [0, nr): blocks of `rows` rows, then
   /// single rows.
   void rowBlocks(Value nr, int64_t rows,
@@ -196,6 +210,16 @@ private:
   // dPad]; tile buffers: scores [Bq, Bk], output rows [Bq, dPad], running
   // max, sum and rescale factor [Bq].
   Value kT, rT, vP, qu, qv, scores, window, acc, rowMax, rowSum, rowScale;
+  // The backward kernel's: its arguments (d_result and the gradients); vᵀ,
+  // k and r rows, d_result rows; the gradients' accumulators dk, dv [klen +
+  // Bk, dPad] per (head, column), dr [rT's columns, dPad] per head, the
+  // biases' [dPad]; per query tile: each row's lse and D = d_result · out
+  // [Bq], dS [Bq, Bk], dS placed in the rel-shift window [Bq, Bk + Bq + 1
+  // vector], dq's two parts [Bq, dPad].
+  Value dOut, dq, dk, dv, dr, du, dvb;
+  Value vT, kP, rP, dOP, dKP, dVP, dRP, duAcc, dvbAcc;
+  Value lseRow, dRow, dsTile, wd, dQuT, dQvT;
+  Value kCols, rCols;
 };
 
 void KernelBuilder::rowBlocks(Value nr, int64_t rows,
@@ -535,7 +559,21 @@ void KernelBuilder::outputBlock(Value ii, Value j0, int64_t rows) {
   }
 }
 
-void KernelBuilder::queryTile(Value h, Value c, Value i0) {
+/// The key tiles some row of the query tile at i0 (nr rows) sees: [start,
+/// end) by Bk, the tile's last row seeing up to i + mlen, its first (with
+/// same_length) from i - shiftLen + 1; key tiles start at multiples of Bk.
+void KernelBuilder::keyRange(Value i0, Value nr, Value &start, Value &end) {
+  Value c0 = idx(0), c1 = idx(1), bk = idx(kKeyTile);
+  end = minI(klen, add(add(i0, nr), mlen));
+  Value first = arith::SelectOp::create(
+      b, sameLength, maxI(c0, add(sub(i0, shiftLen), c1)), c0);
+  start = mul(arith::DivUIOp::create(b, first, bk), bk);
+}
+
+/// The forward pass of the query tile at i0: leaves each row's
+/// unnormalized output in `acc`, its running max in `rowMax` and sum in
+/// `rowSum`; returns the tile's rows.
+Value KernelBuilder::forwardTile(Value i0) {
   Value c0 = idx(0), c1 = idx(1), bk = idx(kKeyTile);
   Value nr = minI(idx(kQueryTile), sub(qlen, i0));
   loop(c0, nr, c1, [&](Value ii) {
@@ -546,13 +584,8 @@ void KernelBuilder::queryTile(Value h, Value c, Value i0) {
       vstore(vconst(0.0), acc, {ii, mul(x, idx(kLanes))});
     });
   });
-  // The keys some row of the tile sees: [first, end), the tile's last row
-  // seeing up to i + mlen, its first (with same_length) from
-  // i - shiftLen + 1; key tiles start at multiples of Bk.
-  Value end = minI(klen, add(add(i0, nr), mlen));
-  Value first = arith::SelectOp::create(
-      b, sameLength, maxI(c0, add(sub(i0, shiftLen), c1)), c0);
-  Value start = mul(arith::DivUIOp::create(b, first, bk), bk);
+  Value start, end;
+  keyRange(i0, nr, start, end);
   loop(start, end, bk, [&](Value j0) {
     rowBlocks(nr, hooks.scoreRows,
               [&](Value ii, int64_t rows) { scoreBlock(i0, ii, j0, rows); });
@@ -560,6 +593,12 @@ void KernelBuilder::queryTile(Value h, Value c, Value i0) {
     rowBlocks(nr, hooks.outputRows,
               [&](Value ii, int64_t rows) { outputBlock(ii, j0, rows); });
   });
+  return nr;
+}
+
+void KernelBuilder::queryTile(Value h, Value c, Value i0) {
+  Value c0 = idx(0), c1 = idx(1);
+  Value nr = forwardTile(i0);
   // out[i, c, h, :] = acc[i] / sum; lse[c, h, i] = max + log sum.
   loop(c0, nr, c1, [&](Value ii) {
     Value i = add(i0, ii);
@@ -579,29 +618,19 @@ void KernelBuilder::queryTile(Value h, Value c, Value i0) {
   });
 }
 
-void KernelBuilder::build() {
-  Block *entry = func.addEntryBlock();
-  b.setInsertionPointToStart(entry);
-  auto args = entry->getArguments();
-  q = args[0];
-  k = args[1];
-  v = args[2];
-  r = args[3];
-  rwBias = args[4];
-  rrBias = args[5];
-  out = args[6];
-  unsigned next = 7;
-  if (withLse)
-    lse = args[next++];
-  memLen = args[next++];
-  sameLength = args[next++];
-  scale = args[next++];
-
+/// Sizes from the operands (q's [qlen, batch, n_head], k's klen), the
+/// same_length shift, the unit-stride test, from the arguments after the
+/// tensors: mem_len, same_length, scale.
+void KernelBuilder::setUp(ArrayRef<BlockArgument> scalars, Value kIn,
+                          Value qIn) {
+  memLen = scalars[0];
+  sameLength = scalars[1];
+  scale = scalars[2];
   Value c0 = idx(0), c1 = idx(1);
-  qlen = memref::DimOp::create(b, q, 0);
-  batch = memref::DimOp::create(b, q, 1);
-  nHead = memref::DimOp::create(b, q, 2);
-  klen = memref::DimOp::create(b, k, 0);
+  qlen = memref::DimOp::create(b, qIn, 0);
+  batch = memref::DimOp::create(b, qIn, 1);
+  nHead = memref::DimOp::create(b, qIn, 2);
+  klen = memref::DimOp::create(b, kIn, 0);
   mlen = sub(klen, qlen);
   auto unitInner = [&](Value mem) {
     auto md = memref::ExtractStridedMetadataOp::create(b, mem);
@@ -616,16 +645,22 @@ void KernelBuilder::build() {
   shiftLen = arith::SelectOp::create(
       b, arith::CmpIOp::create(b, arith::CmpIPredicate::sgt, maskLen, c0),
       sub(qlen, maskLen), qlen);
+}
 
+/// The forward's packed operands and tile buffers, the padding the kernel
+/// reads zeroed: kT and rT past klen (finite; masked), vP past klen (zero:
+/// P there is 0) and past d_head (zero).
+void KernelBuilder::allocatePacked() {
+  Value c0 = idx(0), c1 = idx(1);
   auto matrix = [&](Value rows, Value cols) -> Value {
     return memref::AllocOp::create(
         b, MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic}, et),
         ValueRange{rows, cols});
   };
   Value bk = idx(kKeyTile);
-  Value kCols = add(klen, bk);
+  kCols = add(klen, bk);
   // The BD window of a block reads up to 2 vectors past the tile's keys.
-  Value rCols = add(kCols, idx(kQueryTile + 2 * kScoreVectors * kLanes));
+  rCols = add(kCols, idx(kQueryTile + 2 * kScoreVectors * kLanes));
   kT = matrix(idx(dHead), kCols);
   rT = matrix(idx(dHead), rCols);
   vP = matrix(kCols, idx(dPad));
@@ -645,8 +680,6 @@ void KernelBuilder::build() {
   rowSum = memref::AllocaOp::create(b, rowType);
   rowScale = memref::AllocaOp::create(b, rowType);
 
-  // Padding that the kernel reads: kT and rT past klen (finite; masked),
-  // vP past klen (zero: P there is 0) and past d_head (zero).
   Value zero = fconst(0.0);
   Value dh = idx(dHead);
   loop(c0, dh, c1, [&](Value d) {
@@ -665,20 +698,43 @@ void KernelBuilder::build() {
       memref::StoreOp::create(b, zero, vP, ValueRange{j, d});
     });
   });
+}
 
-  loop(c0, nHead, c1, [&](Value h) {
-    // rT[d, m] = r[m, h, d], shared by the batch columns.
-    ifElse(
-        unitRows, [&] { packTransposed(rowView(r, {h}), klen, rT); },
-        [&] {
-          loop(c0, klen, c1, [&](Value m) {
-            loop(c0, dh, c1, [&](Value d) {
-              memref::StoreOp::create(
-                  b, memref::LoadOp::create(b, r, ValueRange{m, h, d}), rT,
-                  ValueRange{d, m});
-            });
+/// rT[d, m] = r[m, h, d], shared by the batch columns.
+void KernelBuilder::packRT(Value h) {
+  Value c0 = idx(0), c1 = idx(1), dh = idx(dHead);
+  ifElse(
+      unitRows, [&] { packTransposed(rowView(r, {h}), klen, rT); },
+      [&] {
+        loop(c0, klen, c1, [&](Value m) {
+          loop(c0, dh, c1, [&](Value d) {
+            memref::StoreOp::create(
+                b, memref::LoadOp::create(b, r, ValueRange{m, h, d}), rT,
+                ValueRange{d, m});
           });
         });
+      });
+}
+
+void KernelBuilder::build() {
+  Block *entry = func.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  auto args = entry->getArguments();
+  q = args[0];
+  k = args[1];
+  v = args[2];
+  r = args[3];
+  rwBias = args[4];
+  rrBias = args[5];
+  out = args[6];
+  unsigned next = 7;
+  if (withLse)
+    lse = args[next++];
+  setUp(args.drop_front(next), k, q);
+  allocatePacked();
+  Value c0 = idx(0), c1 = idx(1);
+  loop(c0, nHead, c1, [&](Value h) {
+    packRT(h);
     loop(c0, batch, c1, [&](Value c) {
       packOperands(h, c);
       loop(c0, qlen, idx(kQueryTile), [&](Value i0) { queryTile(h, c, i0); });
@@ -687,10 +743,356 @@ void KernelBuilder::build() {
   func::ReturnOp::create(b);
 }
 
+/// mem[i, d] = 0 for i in [from, to), d in [colsFrom, cols).
+void KernelBuilder::zeroRows(Value mem, Value from, Value to, Value colsFrom,
+                             Value cols) {
+  Value c1 = idx(1), zero = fconst(0.0);
+  loop(from, to, c1, [&](Value i) {
+    loop(colsFrom, cols, c1, [&](Value d) {
+      memref::StoreOp::create(b, zero, mem, ValueRange{i, d});
+    });
+  });
+}
+
+/// Row ii of the tile at i0, keys j0 .. j0 + Bk: its unscaled scores
+/// replaced by the probabilities P = exp(scale · s − lse) where visible
+/// (the forward's mask), 0 elsewhere.
+void KernelBuilder::probabilityRow(Value i0, Value ii, Value j0,
+                                   Value lseRows) {
+  Value i = add(i0, ii);
+  Type i64 = b.getI64Type();
+  auto ivt = VectorType::get({kLanes}, i64);
+  auto toI64 = [&](Value x) { return arith::IndexCastOp::create(b, i64, x); };
+  Value hiV = vector::BroadcastOp::create(b, ivt, toI64(add(i, mlen)));
+  Value lo = arith::SelectOp::create(b, sameLength, toI64(sub(i, shiftLen)),
+                                     arith::ConstantIntOp::create(b, -1, 64));
+  Value loV = vector::BroadcastOp::create(b, ivt, lo);
+  SmallVector<int64_t> lanes;
+  for (int64_t l = 0; l < kLanes; ++l)
+    lanes.push_back(l);
+  Value iota = arith::ConstantOp::create(
+      b, DenseElementsAttr::get(ivt, ArrayRef<int64_t>(lanes)));
+  Value scaleV = bcast(scale);
+  Value lseV = bcast(memref::LoadOp::create(b, lseRows, ValueRange{ii}));
+  for (int64_t x = 0; x < kKeyTile / kLanes; ++x) {
+    Value col = idx(x * kLanes);
+    Value jv = arith::AddIOp::create(
+        b, vector::BroadcastOp::create(b, ivt, toI64(add(j0, col))), iota);
+    Value visible = arith::AndIOp::create(
+        b, arith::CmpIOp::create(b, arith::CmpIPredicate::sle, jv, hiV),
+        arith::CmpIOp::create(b, arith::CmpIPredicate::sgt, jv, loV));
+    Value s = arith::MulFOp::create(b, vload(scores, {ii, col}), scaleV);
+    Value p = math::ExpOp::create(b, arith::SubFOp::create(b, s, lseV));
+    vstore(arith::SelectOp::create(b, visible, p, vconst(0.0)), scores,
+           {ii, col});
+  }
+}
+
+/// dst[dstRow0 + r, :] += sum_{t < count} coeff(r, t) · src[srcRow0 + t, :]
+/// for the `rows` rows r: per group of kOutputVectors vectors of columns,
+/// rows × kOutputVectors accumulators over t, each step the src vectors
+/// shared by the rows and one broadcast coefficient per row (P·V's form).
+void KernelBuilder::accumulate(Value dst, Value dstRow0, int64_t rows,
+                               Value count,
+                               function_ref<Value(int64_t, Value)> coeff,
+                               Value src, Value srcRow0) {
+  Value c0 = idx(0), c1 = idx(1);
+  for (int64_t g = 0; g < dPad / kLanes; g += kOutputVectors) {
+    SmallVector<Value> init;
+    for (int64_t row = 0; row < rows; ++row)
+      for (int64_t x = 0; x < kOutputVectors; ++x)
+        init.push_back(
+            vload(dst, {add(dstRow0, idx(row)), idx((g + x) * kLanes)}));
+    SmallVector<Value> sums = loopAcc(
+        c0, count, c1, init, [&](Value t, ValueRange accs) {
+          SmallVector<Value> next(accs.begin(), accs.end());
+          SmallVector<Value> values;
+          for (int64_t x = 0; x < kOutputVectors; ++x)
+            values.push_back(vload(src, {add(srcRow0, t), idx((g + x) * kLanes)}));
+          for (int64_t row = 0; row < rows; ++row) {
+            Value p = bcast(coeff(row, t));
+            for (int64_t x = 0; x < kOutputVectors; ++x) {
+              Value &o = next[row * kOutputVectors + x];
+              o = vector::FMAOp::create(b, p, values[x], o);
+            }
+          }
+          return next;
+        });
+    for (int64_t row = 0; row < rows; ++row)
+      for (int64_t x = 0; x < kOutputVectors; ++x)
+        vstore(sums[row * kOutputVectors + x], dst,
+               {add(dstRow0, idx(row)), idx((g + x) * kLanes)});
+  }
+}
+
+/// The backward of the query tile at i0 (flash-attention-2's, on one
+/// thread): the forward pass again for each row's lse and output, D_i =
+/// d_result_i · out_i; then per key tile the scores again, P = exp(scale ·
+/// s − lse), dP = d_result · vᵀ (AC's register blocks), dS = scale · P ⊙
+/// (dP − D), and the products dv += Pᵀ d_result, dk += dSᵀ (q + u), dq_u +=
+/// dS k; the positional ones through dS placed in the tile's rel-shift
+/// window W[i, t] = dS[i, t − (nr − 1 − i)] (t < Bk + nr − 1, rows of r
+/// from m0 = j0 + qlen − 1 − (i0 + nr − 1)): dr[m0 + t] += Σ_i W[i, t] (q +
+/// v)_i and dq_v[i] += Σ_t W[i, t] r[m0 + t].
+void KernelBuilder::backwardTile(Value h, Value c, Value i0) {
+  Value c0 = idx(0), c1 = idx(1), bk = idx(kKeyTile);
+  auto tileAt = [&](Value tile, Value row, Value col) -> Value {
+    return memref::LoadOp::create(b, tile, ValueRange{row, col});
+  };
+  Value nr = forwardTile(i0);
+  // lse and D per row; dq's parts and the window zeroed.
+  loop(c0, nr, c1, [&](Value ii) {
+    Value i = add(i0, ii);
+    Value sum = memref::LoadOp::create(b, rowSum, ValueRange{ii});
+    Value m = memref::LoadOp::create(b, rowMax, ValueRange{ii});
+    memref::StoreOp::create(
+        b, arith::AddFOp::create(b, m, math::LogOp::create(b, sum)), lseRow,
+        ValueRange{ii});
+    Value dotV = vconst(0.0);
+    for (int64_t x = 0; x < dPad / kLanes; ++x) {
+      Value col = idx(x * kLanes);
+      dotV = vector::FMAOp::create(b, vload(acc, {ii, col}),
+                                   vload(dOP, {i, col}), dotV);
+      vstore(vconst(0.0), dQuT, {ii, col});
+      vstore(vconst(0.0), dQvT, {ii, col});
+    }
+    Value dot = vector::ReductionOp::create(
+        b, vector::CombiningKind::ADD, dotV, arith::FastMathFlags::reassoc);
+    memref::StoreOp::create(b, arith::DivFOp::create(b, dot, sum), dRow,
+                            ValueRange{ii});
+  });
+  zeroRows(wd, c0, idx(kQueryTile), c0, memref::DimOp::create(b, wd, 1));
+  Value shift = sub(nr, c1);
+  Value start, end;
+  keyRange(i0, nr, start, end);
+  loop(start, end, bk, [&](Value j0) {
+    // Scores, then P in `scores` and dP in dsTile.
+    rowBlocks(nr, hooks.scoreRows,
+              [&](Value ii, int64_t rows) { scoreBlock(i0, ii, j0, rows); });
+    loop(c0, nr, c1, [&](Value ii) { probabilityRow(i0, ii, j0, lseRow); });
+    rowBlocks(nr, hooks.scoreRows, [&](Value ii, int64_t rows) {
+      for (int64_t g = 0; g < kKeyTile / kLanes; g += kScoreVectors) {
+        SmallVector<Value> dp =
+            blockProduct(dOP, add(i0, ii), vT, add(j0, idx(g * kLanes)), rows,
+                         kScoreVectors, /*perRowColumns=*/false);
+        for (int64_t row = 0; row < rows; ++row)
+          for (int64_t x = 0; x < kScoreVectors; ++x)
+            vstore(dp[row * kScoreVectors + x], dsTile,
+                   {add(ii, idx(row)), idx((g + x) * kLanes)});
+      }
+    });
+    // dS = scale · P ⊙ (dP − D), also placed in the window.
+    Value scaleV = bcast(scale);
+    loop(c0, nr, c1, [&](Value ii) {
+      Value dV = bcast(memref::LoadOp::create(b, dRow, ValueRange{ii}));
+      Value at = sub(shift, ii);
+      for (int64_t x = 0; x < kKeyTile / kLanes; ++x) {
+        Value col = idx(x * kLanes);
+        Value p = vload(scores, {ii, col});
+        Value ds = arith::MulFOp::create(
+            b, arith::MulFOp::create(b, p, scaleV),
+            arith::SubFOp::create(b, vload(dsTile, {ii, col}), dV));
+        vstore(ds, dsTile, {ii, col});
+        vstore(ds, wd, {ii, add(at, col)});
+      }
+    });
+    // dv and dk rows of the key tile: over the tile's query rows.
+    rowBlocks(bk, hooks.outputRows, [&](Value jj, int64_t rows) {
+      accumulate(
+          dVP, add(j0, jj), rows, nr,
+          [&](int64_t row, Value t) {
+            return tileAt(scores, t, add(jj, idx(row)));
+          },
+          dOP, i0);
+      accumulate(
+          dKP, add(j0, jj), rows, nr,
+          [&](int64_t row, Value t) {
+            return tileAt(dsTile, t, add(jj, idx(row)));
+          },
+          qu, i0);
+    });
+    // dq's rows: dS k over the tile's keys, W r over its window.
+    Value m0 = sub(add(j0, qlen), add(i0, nr));
+    Value span = add(bk, shift);
+    rowBlocks(nr, hooks.outputRows, [&](Value ii, int64_t rows) {
+      accumulate(
+          dQuT, ii, rows, bk,
+          [&](int64_t row, Value t) {
+            return tileAt(dsTile, add(ii, idx(row)), t);
+          },
+          kP, j0);
+      accumulate(
+          dQvT, ii, rows, span,
+          [&](int64_t row, Value t) {
+            return tileAt(wd, add(ii, idx(row)), t);
+          },
+          rP, m0);
+    });
+    // dr's rows of the window: over the tile's query rows.
+    rowBlocks(span, hooks.outputRows, [&](Value t0, int64_t rows) {
+      accumulate(
+          dRP, add(m0, t0), rows, nr,
+          [&](int64_t row, Value i) {
+            return tileAt(wd, i, add(t0, idx(row)));
+          },
+          qv, i0);
+    });
+  });
+  // dq = dq_u + dq_v; the biases' gradients are their sums over rows.
+  loop(c0, nr, c1, [&](Value ii) {
+    Value i = add(i0, ii);
+    for (int64_t x = 0; x < dPad / kLanes; ++x) {
+      Value col = idx(x * kLanes);
+      Value gu = vload(dQuT, {ii, col}), gv = vload(dQvT, {ii, col});
+      vstore(arith::AddFOp::create(b, vload(duAcc, {col}), gu), duAcc, {col});
+      vstore(arith::AddFOp::create(b, vload(dvbAcc, {col}), gv), dvbAcc,
+             {col});
+      vstore(arith::AddFOp::create(b, gu, gv), dQuT, {ii, col});
+    }
+    loop(c0, idx(dHead), c1, [&](Value d) {
+      memref::StoreOp::create(b, tileAt(dQuT, ii, d), dq,
+                              ValueRange{i, c, h, d});
+    });
+  });
+}
+
+void KernelBuilder::buildBackward() {
+  Block *entry = func.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  auto args = entry->getArguments();
+  dOut = args[0];
+  q = args[1];
+  k = args[2];
+  v = args[3];
+  r = args[4];
+  rwBias = args[5];
+  rrBias = args[6];
+  dq = args[7];
+  dk = args[8];
+  dv = args[9];
+  dr = args[10];
+  du = args[11];
+  dvb = args[12];
+  setUp(args.drop_front(13), k, q);
+  allocatePacked();
+  Value c0 = idx(0), c1 = idx(1), dh = idx(dHead), pad = idx(dPad);
+  auto matrix = [&](Value rows, Value cols) -> Value {
+    return memref::AllocOp::create(
+        b, MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic}, et),
+        ValueRange{rows, cols});
+  };
+  vT = matrix(dh, kCols);
+  kP = matrix(kCols, pad);
+  rP = matrix(rCols, pad);
+  dOP = matrix(qlen, pad);
+  dKP = matrix(kCols, pad);
+  dVP = matrix(kCols, pad);
+  dRP = matrix(rCols, pad);
+  auto vecType = MemRefType::get({dPad}, et);
+  duAcc = memref::AllocaOp::create(b, vecType);
+  dvbAcc = memref::AllocaOp::create(b, vecType);
+  auto rowType = MemRefType::get({kQueryTile}, et);
+  lseRow = memref::AllocaOp::create(b, rowType);
+  dRow = memref::AllocaOp::create(b, rowType);
+  dsTile =
+      memref::AllocaOp::create(b, MemRefType::get({kQueryTile, kKeyTile}, et));
+  // The window: row i's dS at columns nr − 1 − i .. + Bk, read up to Bk +
+  // nr − 1 (whole vectors past that are never read).
+  wd = memref::AllocaOp::create(
+      b, MemRefType::get({kQueryTile, kKeyTile + kQueryTile + kLanes}, et));
+  auto tileType = MemRefType::get({kQueryTile, dPad}, et);
+  dQuT = memref::AllocaOp::create(b, tileType);
+  dQvT = memref::AllocaOp::create(b, tileType);
+  // Padding read as whole vectors: zero (vT past klen, the rows' columns
+  // past d_head, kP and rP past klen).
+  zeroRows(vT, c0, dh, klen, kCols);
+  zeroRows(kP, klen, kCols, c0, pad);
+  zeroRows(rP, klen, rCols, c0, pad);
+  for (Value rows : {kP, rP})
+    zeroRows(rows, c0, klen, dh, pad);
+  for (Value rows : {qu, qv, dOP})
+    zeroRows(rows, c0, qlen, dh, pad);
+
+  loop(c0, nHead, c1, [&](Value h) {
+    packRT(h);
+    // rP[m, d] = r[m, h, d]; dr's and the biases' accumulators zeroed.
+    loop(c0, klen, c1, [&](Value m) {
+      loop(c0, dh, c1, [&](Value d) {
+        memref::StoreOp::create(
+            b, memref::LoadOp::create(b, r, ValueRange{m, h, d}), rP,
+            ValueRange{m, d});
+      });
+    });
+    zeroRows(dRP, c0, rCols, c0, pad);
+    loop(c0, pad, c1, [&](Value d) {
+      memref::StoreOp::create(b, fconst(0.0), duAcc, ValueRange{d});
+      memref::StoreOp::create(b, fconst(0.0), dvbAcc, ValueRange{d});
+    });
+    loop(c0, batch, c1, [&](Value c) {
+      packOperands(h, c);
+      // vᵀ, k's rows and d_result's rows; dk and dv zeroed.
+      ifElse(
+          unitRows,
+          [&] {
+            packTransposed(rowView(v, {c, h}), klen, vT);
+            packRows(rowView(k, {c, h}), klen, kP);
+          },
+          [&] {
+            loop(c0, klen, c1, [&](Value j) {
+              loop(c0, dh, c1, [&](Value d) {
+                memref::StoreOp::create(
+                    b, memref::LoadOp::create(b, v, ValueRange{j, c, h, d}), vT,
+                    ValueRange{d, j});
+                memref::StoreOp::create(
+                    b, memref::LoadOp::create(b, k, ValueRange{j, c, h, d}), kP,
+                    ValueRange{j, d});
+              });
+            });
+          });
+      loop(c0, qlen, c1, [&](Value i) {
+        loop(c0, dh, c1, [&](Value d) {
+          memref::StoreOp::create(
+              b, memref::LoadOp::create(b, dOut, ValueRange{i, c, h, d}), dOP,
+              ValueRange{i, d});
+        });
+      });
+      zeroRows(dKP, c0, kCols, c0, pad);
+      zeroRows(dVP, c0, kCols, c0, pad);
+      loop(c0, qlen, idx(kQueryTile),
+           [&](Value i0) { backwardTile(h, c, i0); });
+      loop(c0, klen, c1, [&](Value j) {
+        loop(c0, dh, c1, [&](Value d) {
+          memref::StoreOp::create(
+              b, memref::LoadOp::create(b, dKP, ValueRange{j, d}), dk,
+              ValueRange{j, c, h, d});
+          memref::StoreOp::create(
+              b, memref::LoadOp::create(b, dVP, ValueRange{j, d}), dv,
+              ValueRange{j, c, h, d});
+        });
+      });
+    });
+    loop(c0, dh, c1, [&](Value d) {
+      loop(c0, klen, c1, [&](Value m) {
+        memref::StoreOp::create(
+            b, memref::LoadOp::create(b, dRP, ValueRange{m, d}), dr,
+            ValueRange{m, h, d});
+      });
+      memref::StoreOp::create(
+          b, memref::LoadOp::create(b, duAcc, ValueRange{d}), du,
+          ValueRange{h, d});
+      memref::StoreOp::create(
+          b, memref::LoadOp::create(b, dvbAcc, ValueRange{d}), dvb,
+          ValueRange{h, d});
+    });
+  });
+  func::ReturnOp::create(b);
+}
+
 /// The kernel's name for an element type, d_head and lse form.
-std::string kernelName(Type et, int64_t dHead, bool withLse,
+std::string kernelName(Type et, int64_t dHead, bool withLse, bool grad,
                        const KernelHooks &hooks) {
-  std::string name = "txl_rel_attention_cpu_";
+  std::string name =
+      grad ? "txl_rel_attention_grad_cpu_" : "txl_rel_attention_cpu_";
   llvm::raw_string_ostream os(name);
   et.print(os);
   os << "_d" << dHead;
@@ -715,16 +1117,27 @@ MemRefType anyLayout(MLIRContext *ctx, int64_t rank, Type et) {
       shape, et, StridedLayoutAttr::get(ctx, ShapedType::kDynamic, shape));
 }
 
+/// The forward kernel (with `withLse`, its lse form) or, with `grad`, the
+/// backward kernel: (d_result, q, k, v, r, u, v_bias, dq, dk, dv, dr, du,
+/// dv_bias, mem_len, same_length, scale).
 func::FuncOp getOrCreateKernel(ModuleOp module, Type et, int64_t dHead,
-                               bool withLse, const KernelHooks &hooks) {
-  std::string name = kernelName(et, dHead, withLse, hooks);
+                               bool withLse, bool grad,
+                               const KernelHooks &hooks) {
+  std::string name = kernelName(et, dHead, withLse, grad, hooks);
   if (auto existing = module.lookupSymbol<func::FuncOp>(name))
     return existing;
   MLIRContext *ctx = module.getContext();
-  SmallVector<Type> args = {anyLayout(ctx, 4, et), anyLayout(ctx, 4, et),
-                            anyLayout(ctx, 4, et), anyLayout(ctx, 3, et),
-                            anyLayout(ctx, 2, et), anyLayout(ctx, 2, et),
-                            anyLayout(ctx, 4, et)};
+  SmallVector<Type> args;
+  if (grad)
+    args.push_back(anyLayout(ctx, 4, et));
+  // q, k, v, r, u, v_bias; the output, or the gradients of all six.
+  for (int64_t rank : {4, 4, 4, 3, 2, 2})
+    args.push_back(anyLayout(ctx, rank, et));
+  if (grad)
+    for (int64_t rank : {4, 4, 4, 3, 2, 2})
+      args.push_back(anyLayout(ctx, rank, et));
+  else
+    args.push_back(anyLayout(ctx, 4, et));
   if (withLse)
     args.push_back(anyLayout(ctx, 3, et));
   Builder builder(ctx);
@@ -733,7 +1146,11 @@ func::FuncOp getOrCreateKernel(ModuleOp module, Type et, int64_t dHead,
   b.setInsertionPointToEnd(module.getBody());
   auto func = func::FuncOp::create(b, name, b.getFunctionType(args, {}));
   func.setPrivate();
-  KernelBuilder(b, func, dHead, withLse, hooks).build();
+  KernelBuilder builder2(b, func, dHead, withLse, hooks);
+  if (grad)
+    builder2.buildBackward();
+  else
+    builder2.build();
   return func;
 }
 
@@ -767,18 +1184,73 @@ struct Kernels {
 };
 
 Kernels getOrCreateKernels(ModuleOp module, Type et, int64_t dHead,
-                           bool withLse, const KernelHooks &hooks) {
+                           bool withLse, bool grad, const KernelHooks &hooks) {
   if (hooks.lanes)
-    return {getOrCreateKernel(module, et, dHead, withLse, hooks), nullptr};
+    return {getOrCreateKernel(module, et, dHead, withLse, grad, hooks),
+            nullptr};
   KernelHooks narrow = hooks, wide = hooks;
   narrow.lanes = 8;
   wide.lanes = 16;
-  func::FuncOp wideKernel = getOrCreateKernel(module, et, dHead, withLse, wide);
+  func::FuncOp wideKernel =
+      getOrCreateKernel(module, et, dHead, withLse, grad, wide);
   // LLVM compiles it for x86-64-v4 whatever the module's CPU (the
   // llvm.func's target_cpu).
   wideKernel->setAttr("target_cpu",
                       StringAttr::get(module.getContext(), "x86-64-v4"));
-  return {getOrCreateKernel(module, et, dHead, withLse, narrow), wideKernel};
+  return {getOrCreateKernel(module, et, dHead, withLse, grad, narrow),
+          wideKernel};
+}
+
+/// The call of `kernels` with `args` at `b`: with a wide one, of the one
+/// the CPU runs (scf.if on the runtime's x86-64-v4 byte).
+void callKernels(ImplicitLocOpBuilder &b, ModuleOp module, Kernels kernels,
+                 ArrayRef<Value> args) {
+  if (!kernels.wide) {
+    func::CallOp::create(b, kernels.narrow, args);
+    return;
+  }
+  auto ifWide = scf::IfOp::create(b, cpuHasX86_64V4(b, module),
+                                  /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifWide.thenBlock());
+  func::CallOp::create(b, kernels.wide, args);
+  b.setInsertionPointToStart(ifWide.elseBlock());
+  func::CallOp::create(b, kernels.narrow, args);
+}
+
+/// A new buffer of tensor type `t` whose sizes are those of `like`'s
+/// dimensions `dims` (like's dimension dims[i] for t's i).
+Value allocLike(ImplicitLocOpBuilder &b, RankedTensorType t, Value like,
+                ArrayRef<int64_t> dims) {
+  SmallVector<Value> dynamic;
+  for (auto [i, dim] : llvm::enumerate(dims))
+    if (t.isDynamicDim(i))
+      dynamic.push_back(tensor::DimOp::create(b, like, dim));
+  return memref::AllocOp::create(
+      b, MemRefType::get(t.getShape(), t.getElementType()), dynamic);
+}
+
+/// Whether the scores convert-txl-to-linalg's lowering would write for
+/// query and key, n_head · batch · qlen · (klen + 1) elements of `et`, take
+/// more than `minBytes` bytes; null when minBytes is 0 (always the kernel).
+Value scoresExceed(ImplicitLocOpBuilder &b, Value q, Value key, Type et,
+                   int64_t minBytes) {
+  if (minBytes <= 0)
+    return nullptr;
+  Value elements = arith::MulIOp::create(
+      b,
+      arith::MulIOp::create(
+          b,
+          arith::MulIOp::create(b, tensor::DimOp::create(b, q, 2),
+                                tensor::DimOp::create(b, q, 1)),
+          tensor::DimOp::create(b, q, 0)),
+      arith::AddIOp::create(b, tensor::DimOp::create(b, key, 0),
+                            arith::ConstantIndexOp::create(b, 1)));
+  Value bytes = arith::MulIOp::create(
+      b, elements,
+      arith::ConstantIndexOp::create(b, et.getIntOrFloatBitWidth() / 8));
+  return arith::CmpIOp::create(b, arith::CmpIPredicate::ugt, bytes,
+                               arith::ConstantIndexOp::create(b, minBytes));
 }
 
 // txl.rel_attention (static d_head) => bufferization.to_buffer of the
@@ -799,7 +1271,8 @@ struct RelAttentionToCall : public OpRewritePattern<RelAttentionOp> {
     if (ShapedType::isDynamic(dHead))
       return rewriter.notifyMatchFailure(op, "d_head must be static");
     Value lse = op.getLse();
-    Kernels kernel = getOrCreateKernels(module, et, dHead, !!lse, hooks);
+    Kernels kernel =
+        getOrCreateKernels(module, et, dHead, !!lse, /*grad=*/false, hooks);
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     // When the kernel runs: always; with dropatt, when not training
     // (dropatt is then the identity); with min-score-bytes, when the
@@ -809,26 +1282,10 @@ struct RelAttentionToCall : public OpRewritePattern<RelAttentionOp> {
     if (op.getDropatt())
       useKernel = arith::XOrIOp::create(b, op.getDropattTraining(),
                                         arith::ConstantIntOp::create(b, 1, 1));
-    if (hooks.minScoreBytes > 0) {
-      Value q = op.getQuery();
-      Value elements = arith::MulIOp::create(
-          b,
-          arith::MulIOp::create(
-              b,
-              arith::MulIOp::create(b, tensor::DimOp::create(b, q, 2),
-                                    tensor::DimOp::create(b, q, 1)),
-              tensor::DimOp::create(b, q, 0)),
-          arith::AddIOp::create(b, tensor::DimOp::create(b, op.getKey(), 0),
-                                arith::ConstantIndexOp::create(b, 1)));
-      Value bytes = arith::MulIOp::create(
-          b, elements,
-          arith::ConstantIndexOp::create(b, et.getIntOrFloatBitWidth() / 8));
-      Value large = arith::CmpIOp::create(
-          b, arith::CmpIPredicate::ugt, bytes,
-          arith::ConstantIndexOp::create(b, hooks.minScoreBytes));
+    if (Value large = scoresExceed(b, op.getQuery(), op.getKey(), et,
+                                   hooks.minScoreBytes))
       useKernel =
           useKernel ? arith::AndIOp::create(b, useKernel, large) : large;
-    }
     if (!useKernel) {
       rewriter.replaceOp(op, callKernel(b, op, kernel));
       return success();
@@ -896,23 +1353,107 @@ struct RelAttentionToCall : public OpRewritePattern<RelAttentionOp> {
     args.push_back(op.getSameLength());
     args.push_back(arith::ConstantOp::create(
         b, b.getFloatAttr(et, op.getScale().convertToDouble())));
-    if (kernels.wide) {
-      auto ifWide = scf::IfOp::create(b, cpuHasX86_64V4(b, module),
-                                      /*withElseRegion=*/true);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(ifWide.thenBlock());
-      func::CallOp::create(b, kernels.wide, args);
-      b.setInsertionPointToStart(ifWide.elseBlock());
-      func::CallOp::create(b, kernel, args);
-    } else {
-      func::CallOp::create(b, kernel, args);
-    }
+    callKernels(b, module, kernels, args);
     SmallVector<Value> results = {bufferization::ToTensorOp::create(
         b, type, outBuf, /*restrict=*/b.getUnitAttr(),
         /*writable=*/b.getUnitAttr())};
     if (lse)
       results.push_back(bufferization::ToTensorOp::create(
           b, lse.getType(), lseBuf, /*restrict=*/b.getUnitAttr(),
+          /*writable=*/b.getUnitAttr()));
+    return results;
+  }
+
+  ModuleOp module;
+  const KernelHooks &hooks;
+};
+
+// txl.rel_attention_grad (static d_head) => the backward kernel's call on
+// the operands' buffers and new buffers for the six gradients; with
+// dropatt or min-score-bytes, that where the kernel runs (as for the
+// forward) and the op itself otherwise (scf.if).
+// The saved group (lse, output) is not read: the kernel recomputes both.
+struct RelAttentionGradToCall : public OpRewritePattern<RelAttentionGradOp> {
+  RelAttentionGradToCall(MLIRContext *ctx, ModuleOp module,
+                         const KernelHooks &hooks)
+      : OpRewritePattern(ctx), module(module), hooks(hooks) {}
+
+  LogicalResult matchAndRewrite(RelAttentionGradOp op,
+                                PatternRewriter &rewriter) const override {
+    auto type = cast<RankedTensorType>(op.getDQuery().getType());
+    int64_t dHead = type.getDimSize(3);
+    if (ShapedType::isDynamic(dHead))
+      return rewriter.notifyMatchFailure(op, "d_head must be static");
+    Kernels kernels =
+        getOrCreateKernels(module, type.getElementType(), dHead,
+                           /*withLse=*/false, /*grad=*/true, hooks);
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    // When the kernel runs: always; with dropatt, when not training
+    // (dropatt is then the identity); with min-score-bytes, when the
+    // forward's would.
+    Value useKernel;
+    if (op.getDropatt())
+      useKernel = arith::XOrIOp::create(b, op.getDropattTraining(),
+                                        arith::ConstantIntOp::create(b, 1, 1));
+    if (Value large =
+            scoresExceed(b, op.getQuery(), op.getKey(),
+                         type.getElementType(), hooks.minScoreBytes))
+      useKernel =
+          useKernel ? arith::AndIOp::create(b, useKernel, large) : large;
+    if (!useKernel) {
+      rewriter.replaceOp(op, callKernel(b, op, kernels));
+      return success();
+    }
+    auto ifOp = scf::IfOp::create(b, op->getResultTypes(), useKernel,
+                                  /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      scf::YieldOp::create(b, callKernel(b, op, kernels));
+      b.setInsertionPointToStart(ifOp.elseBlock());
+      scf::YieldOp::create(b, b.clone(*op)->getResults());
+    }
+    rewriter.replaceOp(op, ifOp.getResults());
+    return success();
+  }
+
+  SmallVector<Value> callKernel(ImplicitLocOpBuilder &b,
+                                RelAttentionGradOp op, Kernels kernels) const {
+    func::FuncOp kernel = kernels.narrow;
+    Type et = cast<RankedTensorType>(op.getDQuery().getType()).getElementType();
+    assertEqualSizes(b, b.getLoc(), op,
+                     relAttentionGradSizeEqualities(
+                         op.getQuery(), op.getKey(), op.getValue(),
+                         op.getPosKey(), op.getRWBias(), op.getRRBias(),
+                         op.getDResult(), op.getLse(), op.getOutput()));
+    SmallVector<Value> args;
+    Value operands[] = {op.getDResult(), op.getQuery(),  op.getKey(),
+                        op.getValue(),   op.getPosKey(), op.getRWBias(),
+                        op.getRRBias()};
+    for (auto [n, operand] : llvm::enumerate(operands))
+      args.push_back(toKernelBuffer(
+          b, operand, cast<MemRefType>(kernel.getArgumentTypes()[n])));
+    // The gradients, each of its operand's shape.
+    SmallVector<Value> grads;
+    for (auto [n, result] : llvm::enumerate(op->getResults())) {
+      Value like = operands[n + 1];
+      auto t = cast<RankedTensorType>(result.getType());
+      SmallVector<int64_t> dims;
+      for (int64_t d = 0; d < t.getRank(); ++d)
+        dims.push_back(d);
+      grads.push_back(allocLike(b, t, like, dims));
+      args.push_back(memref::CastOp::create(
+          b, kernel.getArgumentTypes()[args.size()], grads.back()));
+    }
+    args.push_back(op.getMemLen());
+    args.push_back(op.getSameLength());
+    args.push_back(arith::ConstantOp::create(
+        b, b.getFloatAttr(et, op.getScale().convertToDouble())));
+    callKernels(b, module, kernels, args);
+    SmallVector<Value> results;
+    for (auto [grad, result] : llvm::zip(grads, op->getResults()))
+      results.push_back(bufferization::ToTensorOp::create(
+          b, result.getType(), grad, /*restrict=*/b.getUnitAttr(),
           /*writable=*/b.getUnitAttr()));
     return results;
   }
@@ -944,10 +1485,15 @@ struct ConvertRelAttentionToCpuPass
     hooks.relShiftOffset = testRelShiftOffset;
     RewritePatternSet patterns(&getContext());
     patterns.add<RelAttentionToCall>(&getContext(), module, hooks);
+    if (grad)
+      patterns.add<RelAttentionGradToCall>(&getContext(), module, hooks);
     // Only the ops themselves: the kernels the pattern adds are not walked
     // again, and nothing else is folded.
     SmallVector<Operation *> ops;
-    module.walk([&](RelAttentionOp op) { ops.push_back(op); });
+    module.walk([&](Operation *op) {
+      if (isa<RelAttentionOp>(op) || (grad && isa<RelAttentionGradOp>(op)))
+        ops.push_back(op);
+    });
     GreedyRewriteConfig config;
     config.setStrictness(GreedyRewriteStrictness::ExistingOps);
     config.enableFolding(false);

@@ -44,42 +44,16 @@ import numpy as np
 from rel_attention_kernel import (DROPATT, Device, dec_attn_mask, dropatt_args,
                                   dropatt_multiplier, kernel_layouts,
                                   launch_attention)
+from official_attention import gradients  # noqa: E402
 
 
 def reference_grads(do, q, k, v, r, u, vb, mem_len, same_length, scale,
                     dropatt=None):
     """The gradients of sum(out * do) with respect to q, k, v, r, u, vb; with
     `dropatt`, of the attention whose probabilities are dropped."""
-    qlen, klen = q.shape[0], k.shape[0]
-    do, q, k, v, r, u, vb = (x.astype(np.float64) for x in (do, q, k, v, r, u, vb))
-    qu, qv = q + u, q + vb
-    # m[i, j] = qlen - 1 - i + j: the r row of pair (i, j) (the official
-    # rel-shift of a visible pair).
-    m = qlen - 1 - np.arange(qlen)[:, None] + np.arange(klen)[None, :]
-    hidden = dec_attn_mask(qlen, klen, mem_len, same_length)
-    valid = ~hidden
-    mc = np.clip(m, 0, klen - 1)
-    ac = np.einsum("ibnd,jbnd->ijbn", qu, k)
-    bd = np.einsum("ibnd,ijnd->ijbn", qv, r[mc])
-    score = (ac + bd) * scale
-    score[hidden] = -np.inf
-    score -= score.max(axis=1, keepdims=True)
-    p = np.exp(score)
-    p /= p.sum(axis=1, keepdims=True)
-    mult = dropatt_multiplier(p.shape, dropatt)
-    dp = np.einsum("ibnd,jbnd->ijbn", do, v) * mult
-    dv = np.einsum("ijbn,ibnd->jbnd", p * mult, do)
-    ds = p * (dp - (p * dp).sum(axis=1, keepdims=True)) * scale
-    ds[hidden] = 0.0
-    dqu = np.einsum("ijbn,jbnd->ibnd", ds, k)
-    dk = np.einsum("ijbn,ibnd->jbnd", ds, qu)
-    dqv = np.einsum("ijbn,ijnd->ibnd", ds, r[mc])
-    dr = np.zeros_like(r)
-    for i in range(qlen):
-        for j in np.nonzero(valid[i])[0]:
-            dr[m[i, j]] += np.einsum("bn,bnd->nd", ds[i, j], qv[i])
-    return {"dq": dqu + dqv, "dk": dk, "dv": dv, "dr": dr,
-            "du": dqu.sum(axis=(0, 1)), "dvb": dqv.sum(axis=(0, 1))}
+    shape = (q.shape[0], k.shape[0]) + q.shape[1:3]
+    return gradients(do, q, k, v, r, u, vb, mem_len, same_length, scale,
+                     dropatt_multiplier(shape, dropatt))
 
 
 def reference_lse(q, k, r, u, vb, mem_len, same_length, scale):
