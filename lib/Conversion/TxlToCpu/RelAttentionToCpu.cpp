@@ -803,12 +803,13 @@ void KernelBuilder::accumulate(Value dst, Value dstRow0, int64_t rows,
       for (int64_t x = 0; x < kOutputVectors; ++x)
         init.push_back(
             vload(dst, {add(dstRow0, idx(row)), idx((g + x) * kLanes)}));
-    SmallVector<Value> sums = loopAcc(
-        c0, count, c1, init, [&](Value t, ValueRange accs) {
+    SmallVector<Value> sums =
+        loopAcc(c0, count, c1, init, [&](Value t, ValueRange accs) {
           SmallVector<Value> next(accs.begin(), accs.end());
           SmallVector<Value> values;
           for (int64_t x = 0; x < kOutputVectors; ++x)
-            values.push_back(vload(src, {add(srcRow0, t), idx((g + x) * kLanes)}));
+            values.push_back(
+                vload(src, {add(srcRow0, t), idx((g + x) * kLanes)}));
           for (int64_t row = 0; row < rows; ++row) {
             Value p = bcast(coeff(row, t));
             for (int64_t x = 0; x < kOutputVectors; ++x) {
@@ -856,8 +857,8 @@ void KernelBuilder::backwardTile(Value h, Value c, Value i0) {
       vstore(vconst(0.0), dQuT, {ii, col});
       vstore(vconst(0.0), dQvT, {ii, col});
     }
-    Value dot = vector::ReductionOp::create(
-        b, vector::CombiningKind::ADD, dotV, arith::FastMathFlags::reassoc);
+    Value dot = vector::ReductionOp::create(b, vector::CombiningKind::ADD, dotV,
+                                            arith::FastMathFlags::reassoc);
     memref::StoreOp::create(b, arith::DivFOp::create(b, dot, sum), dRow,
                             ValueRange{ii});
   });
@@ -945,8 +946,7 @@ void KernelBuilder::backwardTile(Value h, Value c, Value i0) {
       Value col = idx(x * kLanes);
       Value gu = vload(dQuT, {ii, col}), gv = vload(dQvT, {ii, col});
       vstore(arith::AddFOp::create(b, vload(duAcc, {col}), gu), duAcc, {col});
-      vstore(arith::AddFOp::create(b, vload(dvbAcc, {col}), gv), dvbAcc,
-             {col});
+      vstore(arith::AddFOp::create(b, vload(dvbAcc, {col}), gv), dvbAcc, {col});
       vstore(arith::AddFOp::create(b, gu, gv), dQuT, {ii, col});
     }
     loop(c0, idx(dHead), c1, [&](Value d) {
@@ -1077,12 +1077,12 @@ void KernelBuilder::buildBackward() {
             b, memref::LoadOp::create(b, dRP, ValueRange{m, d}), dr,
             ValueRange{m, h, d});
       });
-      memref::StoreOp::create(
-          b, memref::LoadOp::create(b, duAcc, ValueRange{d}), du,
-          ValueRange{h, d});
-      memref::StoreOp::create(
-          b, memref::LoadOp::create(b, dvbAcc, ValueRange{d}), dvb,
-          ValueRange{h, d});
+      memref::StoreOp::create(b,
+                              memref::LoadOp::create(b, duAcc, ValueRange{d}),
+                              du, ValueRange{h, d});
+      memref::StoreOp::create(b,
+                              memref::LoadOp::create(b, dvbAcc, ValueRange{d}),
+                              dvb, ValueRange{h, d});
     });
   });
   func::ReturnOp::create(b);
@@ -1395,9 +1395,8 @@ struct RelAttentionGradToCall : public OpRewritePattern<RelAttentionGradOp> {
     if (op.getDropatt())
       useKernel = arith::XOrIOp::create(b, op.getDropattTraining(),
                                         arith::ConstantIntOp::create(b, 1, 1));
-    if (Value large =
-            scoresExceed(b, op.getQuery(), op.getKey(),
-                         type.getElementType(), hooks.minScoreBytes))
+    if (Value large = scoresExceed(b, op.getQuery(), op.getKey(),
+                                   type.getElementType(), hooks.minScoreBytes))
       useKernel =
           useKernel ? arith::AndIOp::create(b, useKernel, large) : large;
     if (!useKernel) {
@@ -1417,8 +1416,8 @@ struct RelAttentionGradToCall : public OpRewritePattern<RelAttentionGradOp> {
     return success();
   }
 
-  SmallVector<Value> callKernel(ImplicitLocOpBuilder &b,
-                                RelAttentionGradOp op, Kernels kernels) const {
+  SmallVector<Value> callKernel(ImplicitLocOpBuilder &b, RelAttentionGradOp op,
+                                Kernels kernels) const {
     func::FuncOp kernel = kernels.narrow;
     Type et = cast<RankedTensorType>(op.getDQuery().getType()).getElementType();
     assertEqualSizes(b, b.getLoc(), op,
