@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The CPU target's attention lowerings side by side (issue #49, item 2):
 models/enwik8_base.toml compiled three times, `--cpu-attention=auto` (the
-default), `tiled` (the tiled kernel for every call) and `blas` (BLAS
-products over whole score matrices), each `eval` run interleaved on the
+tiled kernel where the products' scores would exceed 32 MiB), `tiled` (the
+default: the kernel for every call) and `blas` (BLAS products over whole
+score matrices), each `eval` run interleaved on the
 synthetic enwik8 split of bench/kv_cache.py (random weights from `init`),
 in two settings:
 

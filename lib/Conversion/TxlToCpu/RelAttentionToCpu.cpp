@@ -16,6 +16,13 @@
 // operands (k and r transposed, v, q + u, q + v; rows padded to whole
 // vectors), all O((qlen + klen) · d_head).
 //
+// The backward (txl.rel_attention_grad) is flash-attention-2's on the same
+// pieces: per query tile the forward pass again for each row's lse and
+// output, then per key tile the scores, P, dP and dS in tile buffers and
+// the gradients accumulated into packed rows (dk, dv per (head, column),
+// dr per head through dS placed in the tile's rel-shift window, dq per
+// query tile).
+//
 // Written in scf, memref, arith, math and the vector dialect, with explicit
 // register blocking (every product a vector.fma on accumulators carried as
 // loop values), so the code is the same whatever LLVM's vectorizer decides.
@@ -174,7 +181,7 @@ private:
   void queryTile(Value h, Value c, Value i0);
   Value forwardTile(Value i0);
   void keyRange(Value i0, Value nr, Value &start, Value &end);
-  void setUp(ArrayRef<BlockArgument> sizesFrom, Value kIn, Value qIn);
+  void setUp(ArrayRef<BlockArgument> scalars, Value kIn, Value qIn);
   void allocatePacked();
   void probabilityRow(Value i0, Value ii, Value j0, Value lseRows);
   void accumulate(Value dst, Value dstRow0, int64_t rows, Value count,
@@ -1146,11 +1153,11 @@ func::FuncOp getOrCreateKernel(ModuleOp module, Type et, int64_t dHead,
   b.setInsertionPointToEnd(module.getBody());
   auto func = func::FuncOp::create(b, name, b.getFunctionType(args, {}));
   func.setPrivate();
-  KernelBuilder builder2(b, func, dHead, withLse, hooks);
+  KernelBuilder kernelBuilder(b, func, dHead, withLse, hooks);
   if (grad)
-    builder2.buildBackward();
+    kernelBuilder.buildBackward();
   else
-    builder2.build();
+    kernelBuilder.build();
   return func;
 }
 
