@@ -39,6 +39,41 @@ CASES = [(8, 8, 2, 8, False), (37, 23, 2, 23, False), (64, 64, 1, 64, False),
          (100, 30, 1, 130, True), (5, 300, 1, 256, True)]
 
 
+def kvr_operands(et, n_head, d_head, strided):
+    """The k, v and r of a @segment: (their argument types [4-D, 3-D], the
+    IR that makes the views the op reads, the op's three operands). With
+    `strided` they are every other element of rows of 2·d_head: views with
+    stride 2 along d_head (the kernels' scalar packing); the caller passes
+    arrays with the last dimension doubled (strided_inputs)."""
+    t4 = "tensor<?x?x%dx%dx%s>" % (n_head, d_head, et)
+    t3 = "tensor<?x%dx%dx%s>" % (n_head, d_head, et)
+    if not strided:
+        return t4, t3, "", "%k, %v, %r"
+    a4 = "tensor<?x?x%dx%dx%s>" % (n_head, 2 * d_head, et)
+    a3 = "tensor<?x%dx%dx%s>" % (n_head, 2 * d_head, et)
+    pre = ("  %c0 = arith.constant 0 : index\n"
+           "  %c1 = arith.constant 1 : index\n"
+           "  %kl = tensor.dim %k, %c0 : " + a4 + "\n"
+           "  %bt = tensor.dim %k, %c1 : " + a4 + "\n")
+    for name in ("k", "v"):
+        pre += ("  %%%ss = tensor.extract_slice %%%s[0, 0, 0, 0] "
+                "[%%kl, %%bt, %d, %d] [1, 1, 1, 2] : %s to %s\n"
+                % (name, name, n_head, d_head, a4, t4))
+    pre += ("  %%rs = tensor.extract_slice %%r[0, 0, 0] [%%kl, %d, %d] "
+            "[1, 1, 2] : %s to %s\n" % (n_head, d_head, a3, t3))
+    return a4, a3, pre, "%ks, %vs, %rs"
+
+
+def strided_inputs(arrays):
+    """kvr_operands' strided arguments: each array's elements at the even
+    positions of a last dimension twice as long, NaN at the odd ones (which
+    the kernel must not read)."""
+    out = [np.repeat(x, 2, axis=-1) for x in arrays]
+    for x in out:
+        x[..., 1::2] = np.nan
+    return out
+
+
 def module(et, n_head, d_head, lse, strided=False):
     t4 = "tensor<?x?x%dx%dx%s>" % (n_head, d_head, et)
     t3 = "tensor<?x%dx%dx%s>" % (n_head, d_head, et)
@@ -46,24 +81,7 @@ def module(et, n_head, d_head, lse, strided=False):
     tl = "tensor<?x%dx?x%s>" % (n_head, et)
     results = "%s, %s" % (t4, tl) if lse else t4
     names = "%o, %l" if lse else "%o"
-    if not strided:
-        a4, a3, pre, kvr = t4, t3, "", "%k, %v, %r"
-    else:
-        # k, v and r as every other element of rows of 2·d_head: views
-        # with stride 2 along d_head (the kernel's scalar packing).
-        a4 = "tensor<?x?x%dx%dx%s>" % (n_head, 2 * d_head, et)
-        a3 = "tensor<?x%dx%dx%s>" % (n_head, 2 * d_head, et)
-        pre = ("  %c0 = arith.constant 0 : index\n"
-               "  %c1 = arith.constant 1 : index\n"
-               "  %kl = tensor.dim %k, %c0 : " + a4 + "\n"
-               "  %bt = tensor.dim %k, %c1 : " + a4 + "\n")
-        for name, a, t in (("k", a4, t4), ("v", a4, t4)):
-            pre += ("  %%%ss = tensor.extract_slice %%%s[0, 0, 0, 0] "
-                    "[%%kl, %%bt, %d, %d] [1, 1, 1, 2] : %s to %s\n"
-                    % (name, name, n_head, d_head, a, t))
-        pre += ("  %%rs = tensor.extract_slice %%r[0, 0, 0] [%%kl, %d, %d] "
-                "[1, 1, 2] : %s to %s\n" % (n_head, d_head, a3, t3))
-        kvr = "%ks, %vs, %rs"
+    a4, a3, pre, kvr = kvr_operands(et, n_head, d_head, strided)
     return (
         "func.func @segment(%%q: %s, %%k: %s, %%v: %s, %%r: %s, %%u: %s, "
         "%%w: %s, %%m: index, %%s: i1) -> (%s) attributes "
@@ -110,12 +128,7 @@ def main():
             shapes = [(qlen, batch, n_head, d_head)]
             if args.lse:
                 shapes.append((batch, n_head, qlen))
-            kvr = [k, v, r]
-            if args.strided:
-                # Every other element: the kernel sees k, v and r.
-                kvr = [np.repeat(x, 2, axis=-1) for x in kvr]
-                for x in kvr:
-                    x[..., 1::2] = np.nan
+            kvr = strided_inputs([k, v, r]) if args.strided else [k, v, r]
             outs = segment([q] + kvr + [u, w, mem_len, same_length], shapes,
                            [dtype] * len(shapes))
             want = attention(q, k, v, r, u, w, mem_len, same_length, 0.125)

@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 sys.path.insert(0, os.path.dirname(__file__))
 import txlrun  # noqa: E402
 from official_attention import gradients  # noqa: E402
-from rel_attention_cpu import CASES  # noqa: E402
+from rel_attention_cpu import CASES, kvr_operands, strided_inputs  # noqa: E402
 
 # (element type, n_head, d_head): ptb_small's 32, wt103_base's 41,
 # enwik8_base's 64, enwik8_large's 128, a small one; f64.
@@ -44,23 +44,7 @@ def module(et, n_head, d_head, strided=False):
     t3 = "tensor<?x%dx%dx%s>" % (n_head, d_head, et)
     t2 = "tensor<%dx%dx%s>" % (n_head, d_head, et)
     results = ", ".join([t4, t4, t4, t3, t2, t2])
-    a4, a3, pre, kvr = t4, t3, "", "%k, %v, %r"
-    if strided:
-        # k, v and r as every other element of rows of 2·d_head: views
-        # with stride 2 along d_head (the kernel's scalar packing).
-        a4 = "tensor<?x?x%dx%dx%s>" % (n_head, 2 * d_head, et)
-        a3 = "tensor<?x%dx%dx%s>" % (n_head, 2 * d_head, et)
-        pre = ("  %c0 = arith.constant 0 : index\n"
-               "  %c1 = arith.constant 1 : index\n"
-               "  %kl = tensor.dim %k, %c0 : " + a4 + "\n"
-               "  %bt = tensor.dim %k, %c1 : " + a4 + "\n")
-        for name in ("k", "v"):
-            pre += ("  %%%ss = tensor.extract_slice %%%s[0, 0, 0, 0] "
-                    "[%%kl, %%bt, %d, %d] [1, 1, 1, 2] : %s to %s\n"
-                    % (name, name, n_head, d_head, a4, t4))
-        pre += ("  %%rs = tensor.extract_slice %%r[0, 0, 0] [%%kl, %d, %d] "
-                "[1, 1, 2] : %s to %s\n" % (n_head, d_head, a3, t3))
-        kvr = "%ks, %vs, %rs"
+    a4, a3, pre, kvr = kvr_operands(et, n_head, d_head, strided)
     return (
         "func.func @segment(%%do: %s, %%q: %s, %%k: %s, %%v: %s, %%r: %s, "
         "%%u: %s, %%w: %s, %%m: index, %%s: i1) -> (%s) attributes "
@@ -107,12 +91,7 @@ def main():
             w = rng.randn(n_head, d_head).astype(dtype)
             do = rng.randn(qlen, batch, n_head, d_head).astype(dtype)
             shapes = [q.shape, k.shape, v.shape, r.shape, u.shape, w.shape]
-            kvr = [k, v, r]
-            if args.strided:
-                # Every other element: the kernel sees k, v and r.
-                kvr = [np.repeat(x, 2, axis=-1) for x in kvr]
-                for x in kvr:
-                    x[..., 1::2] = np.nan
+            kvr = strided_inputs([k, v, r]) if args.strided else [k, v, r]
             outs = segment([do, q] + kvr + [u, w, mem_len, same_length],
                            shapes, [dtype] * 6)
             want = gradients(do, q, k, v, r, u, w, mem_len, same_length,

@@ -157,6 +157,8 @@ private:
   }
 
   void packOperands(Value h, Value c);
+  void packPair(Value a, Value transposed, Value other, Value rows, Value h,
+                Value c);
   void packRT(Value h);
   Value rowView(Value mem, ArrayRef<Value> fixed);
   void transposeBlock(SmallVectorImpl<Value> &rows);
@@ -323,27 +325,35 @@ void KernelBuilder::packRows(Value src, Value n, Value dst) {
   });
 }
 
-void KernelBuilder::packOperands(Value h, Value c) {
+/// transposed[d, j] = a[j, c, h, d] and rows[j, d] = other[j, c, h, d] for
+/// j < klen, d < d_head (a and other: k and v, or v and k).
+void KernelBuilder::packPair(Value a, Value transposed, Value other, Value rows,
+                             Value h, Value c) {
   Value c0 = idx(0), c1 = idx(1), dh = idx(dHead);
-  // kT[d, j] = k[j, c, h, d]; vP[j, d] = v[j, c, h, d].
   ifElse(
       unitRows,
       [&] {
-        packTransposed(rowView(k, {c, h}), klen, kT);
-        packRows(rowView(v, {c, h}), klen, vP);
+        packTransposed(rowView(a, {c, h}), klen, transposed);
+        packRows(rowView(other, {c, h}), klen, rows);
       },
       [&] {
         loop(c0, klen, c1, [&](Value j) {
           loop(c0, dh, c1, [&](Value d) {
             memref::StoreOp::create(
-                b, memref::LoadOp::create(b, k, ValueRange{j, c, h, d}), kT,
-                ValueRange{d, j});
+                b, memref::LoadOp::create(b, a, ValueRange{j, c, h, d}),
+                transposed, ValueRange{d, j});
             memref::StoreOp::create(
-                b, memref::LoadOp::create(b, v, ValueRange{j, c, h, d}), vP,
-                ValueRange{j, d});
+                b, memref::LoadOp::create(b, other, ValueRange{j, c, h, d}),
+                rows, ValueRange{j, d});
           });
         });
       });
+}
+
+void KernelBuilder::packOperands(Value h, Value c) {
+  Value c0 = idx(0), c1 = idx(1), dh = idx(dHead);
+  // kT[d, j] = k[j, c, h, d]; vP[j, d] = v[j, c, h, d].
+  packPair(k, kT, v, vP, h, c);
   // qu[i, d] = q[i, c, h, d] + u[h, d]; qv likewise with the r_r_bias.
   loop(c0, qlen, c1, [&](Value i) {
     loop(c0, dh, c1, [&](Value d) {
@@ -1038,24 +1048,7 @@ void KernelBuilder::buildBackward() {
     loop(c0, batch, c1, [&](Value c) {
       packOperands(h, c);
       // vᵀ, k's rows and d_result's rows; dk and dv zeroed.
-      ifElse(
-          unitRows,
-          [&] {
-            packTransposed(rowView(v, {c, h}), klen, vT);
-            packRows(rowView(k, {c, h}), klen, kP);
-          },
-          [&] {
-            loop(c0, klen, c1, [&](Value j) {
-              loop(c0, dh, c1, [&](Value d) {
-                memref::StoreOp::create(
-                    b, memref::LoadOp::create(b, v, ValueRange{j, c, h, d}), vT,
-                    ValueRange{d, j});
-                memref::StoreOp::create(
-                    b, memref::LoadOp::create(b, k, ValueRange{j, c, h, d}), kP,
-                    ValueRange{j, d});
-              });
-            });
-          });
+      packPair(v, vT, k, kP, h, c);
       loop(c0, qlen, c1, [&](Value i) {
         loop(c0, dh, c1, [&](Value d) {
           memref::StoreOp::create(
@@ -1260,6 +1253,45 @@ Value scoresExceed(ImplicitLocOpBuilder &b, Value q, Value key, Type et,
                                arith::ConstantIndexOp::create(b, minBytes));
 }
 
+/// When the kernel runs for an attention op (forward or backward):
+/// always (null); with dropatt, when not training (dropatt is then the
+/// identity); with min-score-bytes, when the scores convert-txl-to-linalg's
+/// lowering would write take more bytes than that.
+template <typename OpTy>
+Value kernelCondition(ImplicitLocOpBuilder &b, OpTy op, Type et,
+                      int64_t minScoreBytes) {
+  Value useKernel;
+  if (op.getDropatt())
+    useKernel = arith::XOrIOp::create(b, op.getDropattTraining(),
+                                      arith::ConstantIntOp::create(b, 1, 1));
+  if (Value large =
+          scoresExceed(b, op.getQuery(), op.getKey(), et, minScoreBytes))
+    useKernel = useKernel ? arith::AndIOp::create(b, useKernel, large) : large;
+  return useKernel;
+}
+
+/// Replaces `op` by call()'s results, or with `useKernel` by an scf.if of
+/// them where it holds and of the op itself (for convert-txl-to-linalg's
+/// lowering, which draws dropatt's masks) elsewhere.
+void replaceByCall(PatternRewriter &rewriter, ImplicitLocOpBuilder &b,
+                   Operation *op, Value useKernel,
+                   function_ref<SmallVector<Value>()> call) {
+  if (!useKernel) {
+    rewriter.replaceOp(op, call());
+    return;
+  }
+  auto ifOp = scf::IfOp::create(b, op->getResultTypes(), useKernel,
+                                /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    scf::YieldOp::create(b, call());
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    scf::YieldOp::create(b, b.clone(*op)->getResults());
+  }
+  rewriter.replaceOp(op, ifOp.getResults());
+}
+
 // txl.rel_attention (static d_head) => bufferization.to_buffer of the
 // operands, memref.alloc of the output (and lse), func.call of the kernel,
 // to_tensor; with dropatt or min-score-bytes, that where the kernel runs
@@ -1281,34 +1313,9 @@ struct RelAttentionToCall : public OpRewritePattern<RelAttentionOp> {
     Kernels kernel =
         getOrCreateKernels(module, et, dHead, !!lse, /*grad=*/false, hooks);
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    // When the kernel runs: always; with dropatt, when not training
-    // (dropatt is then the identity); with min-score-bytes, when the
-    // scores convert-txl-to-linalg's lowering would write, n_head · batch ·
-    // qlen · (klen + 1) elements, take more bytes than that.
-    Value useKernel;
-    if (op.getDropatt())
-      useKernel = arith::XOrIOp::create(b, op.getDropattTraining(),
-                                        arith::ConstantIntOp::create(b, 1, 1));
-    if (Value large = scoresExceed(b, op.getQuery(), op.getKey(), et,
-                                   hooks.minScoreBytes))
-      useKernel =
-          useKernel ? arith::AndIOp::create(b, useKernel, large) : large;
-    if (!useKernel) {
-      rewriter.replaceOp(op, callKernel(b, op, kernel));
-      return success();
-    }
-    // Otherwise the op itself, for convert-txl-to-linalg's lowering (which
-    // draws dropatt's masks).
-    auto ifOp = scf::IfOp::create(b, op->getResultTypes(), useKernel,
-                                  /*withElseRegion=*/true);
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(ifOp.thenBlock());
-      scf::YieldOp::create(b, callKernel(b, op, kernel));
-      b.setInsertionPointToStart(ifOp.elseBlock());
-      scf::YieldOp::create(b, b.clone(*op)->getResults());
-    }
-    rewriter.replaceOp(op, ifOp.getResults());
+    replaceByCall(rewriter, b, op,
+                  kernelCondition(b, op, et, hooks.minScoreBytes),
+                  [&] { return callKernel(b, op, kernel); });
     return success();
   }
 
@@ -1395,31 +1402,10 @@ struct RelAttentionGradToCall : public OpRewritePattern<RelAttentionGradOp> {
         getOrCreateKernels(module, type.getElementType(), dHead,
                            /*withLse=*/false, /*grad=*/true, hooks);
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    // When the kernel runs: always; with dropatt, when not training
-    // (dropatt is then the identity); with min-score-bytes, when the
-    // forward's would.
-    Value useKernel;
-    if (op.getDropatt())
-      useKernel = arith::XOrIOp::create(b, op.getDropattTraining(),
-                                        arith::ConstantIntOp::create(b, 1, 1));
-    if (Value large = scoresExceed(b, op.getQuery(), op.getKey(),
-                                   type.getElementType(), hooks.minScoreBytes))
-      useKernel =
-          useKernel ? arith::AndIOp::create(b, useKernel, large) : large;
-    if (!useKernel) {
-      rewriter.replaceOp(op, callKernel(b, op, kernels));
-      return success();
-    }
-    auto ifOp = scf::IfOp::create(b, op->getResultTypes(), useKernel,
-                                  /*withElseRegion=*/true);
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(ifOp.thenBlock());
-      scf::YieldOp::create(b, callKernel(b, op, kernels));
-      b.setInsertionPointToStart(ifOp.elseBlock());
-      scf::YieldOp::create(b, b.clone(*op)->getResults());
-    }
-    rewriter.replaceOp(op, ifOp.getResults());
+    replaceByCall(
+        rewriter, b, op,
+        kernelCondition(b, op, type.getElementType(), hooks.minScoreBytes),
+        [&] { return callKernel(b, op, kernels); });
     return success();
   }
 
