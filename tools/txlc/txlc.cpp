@@ -134,8 +134,8 @@ static cl::opt<CpuAttention> cpuAttention(
                           "products' scores would take more than 32 MiB, "
                           "else the products"),
                clEnumValN(CpuAttention::Tiled, "tiled",
-                          "always one tiled kernel, no qlen x klen buffers "
-                          "(default)"),
+                          "always one tiled kernel, forward and backward, "
+                          "no qlen x klen buffers (default)"),
                clEnumValN(CpuAttention::Blas, "blas",
                           "BLAS products over whole score matrices")),
     cl::init(CpuAttention::Tiled));
