@@ -118,14 +118,17 @@ def official_model(toml):
     return model
 
 
-def torch_run(toml, stream_data, batch, tgt_len, steps, warmup, threads):
-    """Per-step ms of PyTorch eager train steps (in this process)."""
+def torch_run(toml, stream_data, batch, tgt_len, steps, warmup, threads,
+              compile=False):
+    """Per-step ms of PyTorch train steps (in this process), eager or with
+    the model under torch.compile (the optimizer and clipping stay eager)."""
     import torch
 
     torch.set_num_threads(threads)
     model = official_model(toml)
     model.train()
     opt = torch.optim.Adam(model.parameters(), lr=0.00025)
+    step_model = torch.compile(model) if compile else model
     n = stream_data.numel() // batch
     grid = stream_data[:n * batch].view(batch, -1).t().contiguous()
     others = bench.quiet_point()
@@ -135,7 +138,7 @@ def torch_run(toml, stream_data, batch, tgt_len, steps, warmup, threads):
         s = (i * tgt_len) % (n - tgt_len - 1)
         data, target = grid[s:s + tgt_len], grid[s + 1:s + 1 + tgt_len]
         t0 = time.perf_counter()
-        ret = model(data, target, *mems)
+        ret = step_model(data, target, *mems)
         loss, mems = ret[0].float().mean(), tuple(ret[1:])
         opt.zero_grad()
         loss.backward()

@@ -76,4 +76,17 @@ if [ ! -x "$cuda_tools/bin/cuobjdump" ]; then
   $SUDO mkdir -p "$cuda_tools/bin"
   $SUDO ln -sf "$found" "$cuda_tools/bin/cuobjdump"
 fi
+# oneMKL (PyPI's mkl, pinned): the CPU target's bf16 products
+# (--precision=bf16; runtime/include/txl/rt/Bf16Gemm.h), its
+# cblas_gemm_bf16bf16f32 running on AMX or AVX512-BF16 where the CPU has
+# them. The libraries only (--no-deps: the runtime takes oneMKL's sequential
+# layer, which needs neither Intel OpenMP nor TBB), installed once under
+# /opt/txlc/mkl, where the runtime looks after the loader's path. Without
+# it, bf16 products are emulated (rounded operands through OpenBLAS).
+mkl_prefix=/opt/txlc/mkl
+if [ ! -f "$mkl_prefix/lib/libmkl_rt.so.3" ]; then
+  echo "install-deps: installing oneMKL into $mkl_prefix"
+  $SUDO python3 -m pip install -q --root-user-action=ignore --no-deps --prefix "$mkl_prefix" \
+    mkl==2026.2.1
+fi
 echo "install-deps: ok"

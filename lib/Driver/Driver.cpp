@@ -262,11 +262,9 @@ LogicalResult checkTarget(const DriverOptions &options) {
     return fail("--emit=ptx needs --target=cuda");
   if (options.emit == EmitAction::Spirv && options.target != Target::OpenCL)
     return fail("--emit=spirv needs --target=opencl");
-  if (options.precision != "f32" && !gpu)
-    return fail("--precision=" +
-                llvm::Twine(options.precision == "f16" ? "fp16" : "bf16") +
-                " needs --target=cuda or --target=opencl (the CPU target is "
-                "f32)");
+  if (options.precision == "f16" && !gpu)
+    return fail("--precision=fp16 needs --target=cuda or --target=opencl "
+                "(the CPU target is f32 or bf16)");
   if (options.emit == EmitAction::Ptx && options.gpuArchs.size() != 1)
     return fail("--emit=ptx needs exactly one --gpu-arch");
   // The architectures both LLVM 22's NVPTX backend and CUDA 13's ptxas
@@ -485,7 +483,10 @@ int mlir::txl::runDriver(const DriverOptions &options) {
     return failed(writeText(options, print));
 
   if (failed(runStage(module, root, "lowering to the LLVM dialect",
-                      buildLinalgToLLVMPipeline)))
+                      [&](OpPassManager &pm) {
+                        buildLinalgToLLVMPipeline(
+                            pm, options.precision == "bf16");
+                      })))
     return 1;
   if (options.emit == EmitAction::LLVMMLIR)
     return failed(writeText(options, print));

@@ -111,11 +111,14 @@ void mlir::txl::buildTxlToLinalgPipeline(
   fn.addPass(createFuseElementwisePass());
 }
 
-void mlir::txl::buildLinalgToLLVMPipeline(OpPassManager &pm) {
+void mlir::txl::buildLinalgToLLVMPipeline(OpPassManager &pm,
+                                          bool bf16Products) {
   addBufferization(pm);
   pm.nest<func::FuncOp>().addPass(createFreeAfterLastUsePass());
-  // Module: declares cblas_sgemm.
-  pm.addPass(createConvertLinalgToBlasPass());
+  // Module: declares cblas_sgemm (or txl_rt_sgemm_bf16).
+  ConvertLinalgToBlasPassOptions blas;
+  blas.bf16 = bf16Products;
+  pm.addPass(createConvertLinalgToBlasPass(blas));
   // Module: adds the functions the strided copies move into.
   pm.addPass(createOutlineStridedCopiesPass());
   {
@@ -266,7 +269,7 @@ void mlir::txl::buildTxlCpuPipeline(OpPassManager &pm,
   ConvertRelAttentionToCpuPassOptions cpuAttention;
   buildTxlToLinalgPipeline(pm, /*stridedAttention=*/true,
                            options.tiledAttention ? &cpuAttention : nullptr);
-  buildLinalgToLLVMPipeline(pm);
+  buildLinalgToLLVMPipeline(pm, options.bf16Products);
 }
 
 void mlir::txl::registerTxlPipelines() {
@@ -284,5 +287,5 @@ void mlir::txl::registerTxlPipelines() {
   PassPipelineRegistration<>(
       "txl-linalg-to-llvm-pipeline",
       "Bufferize, call BLAS for products, and lower to the LLVM dialect",
-      buildLinalgToLLVMPipeline);
+      [](OpPassManager &pm) { buildLinalgToLLVMPipeline(pm); });
 }

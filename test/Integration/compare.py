@@ -63,10 +63,18 @@ def main():
     p.add_argument("label", nargs="?")
     p.add_argument("--atol", type=float, default=1e-5)
     p.add_argument("--rtol", type=float, default=0.0)
+    p.add_argument("--segment-mean-atol", type=float, default=None,
+                   help="nll: also each segment's mean NLL (its loss) within this")
     a = p.parse_args()
     if a.kind == "nll":
-        worst = check("nll", np.load(a.ours), np.load(a.ref), a.atol, a.rtol)
+        ours, ref = np.load(a.ours), np.load(a.ref)
+        worst = check("nll", ours, ref, a.atol, a.rtol)
         print(f"nll ok, max |diff| {worst:.3g}")
+        if a.segment_mean_atol is not None:
+            means = lambda x: x.astype(np.float64).reshape(x.shape[0], -1).mean(1)  # noqa: E731
+            worst = check("segment mean nll", means(ours), means(ref),
+                          a.segment_mean_atol, 0.0)
+            print(f"segment mean nll ok, max |diff| {worst:.3g}")
     elif a.kind == "mems":
         ours, ref = load_safetensors(a.ours), load_safetensors(a.ref)
         if sorted(ours) != sorted(ref):

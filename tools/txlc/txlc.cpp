@@ -74,7 +74,7 @@ static cl::opt<std::string>
 enum class Precision { F32, Bf16, Fp16 };
 static cl::opt<Precision> precision(
     cl::cat(txlcCategory), "precision",
-    cl::desc("Arithmetic of the GPU targets' products"),
+    cl::desc("Arithmetic of the products"),
     cl::init(Precision::F32),
     cl::values(clEnumValN(Precision::F32, "f32",
                           "f32 throughout, the exactness mode (default)"),
@@ -85,7 +85,11 @@ static cl::opt<Precision> precision(
                           "the products whose B the workgroup stages) and "
                           "cuBLAS products with CUBLAS_COMPUTE_32F_FAST_16BF; "
                           "on opencl the kernels' products are emulated "
-                          "with shuffles and the library products stay f32"),
+                          "with shuffles and the library products stay f32; "
+                          "on the CPU the BLAS products (oneMKL's "
+                          "cblas_gemm_bf16bf16f32: AMX or AVX512-BF16 where "
+                          "present; emulated without oneMKL) and the tiled "
+                          "attention stays f32"),
                clEnumValN(Precision::Fp16, "fp16",
                           "f16 operands, f32 accumulation, as bf16 (cuBLAS: "
                           "CUBLAS_COMPUTE_32F_FAST_16F); train scales the "

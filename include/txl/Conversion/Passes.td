@@ -931,14 +931,23 @@ def ConvertLinalgToBlasPass : Pass<"txl-linalg-to-blas", "::mlir::ModuleOp"> {
     A and B to bf16 for tensor cores and accumulates in f32; with `f16=true`
     (`--precision=fp16`) to `txl_device_sgemm_f16`, A and B rounded to f16.
     The two options exclude each other.
+
+    On the CPU (device=false), `bf16=true` (`--precision=bf16`) makes every
+    f32 product a call of the runtime's `txl_rt_sgemm_bf16`, cblas_sgemm's
+    signature (txl/rt/Bf16Gemm.h): A and B rounded to bf16, f32
+    accumulation, through oneMKL's `cblas_gemm_bf16bf16f32` or emulated by
+    cblas_sgemm on the rounded values; f64 products stay cblas_dgemm.
+    `f16=true` is an error there (the CPU has no f16 product).
   }];
   let options = [
     Option<"device", "device", "bool", /*default=*/"false",
            "Call txl_device_sgemm on device buffers (GPU targets) instead of "
            "cblas_sgemm/dgemm on host memory">,
     Option<"bf16", "bf16", "bool", /*default=*/"false",
-           "With device=true: call txl_device_sgemm_bf16 (bf16 tensor-core "
-           "products, f32 accumulation) instead of txl_device_sgemm">,
+           "bf16 operands, f32 accumulation: with device=true call "
+           "txl_device_sgemm_bf16 (tensor cores) instead of "
+           "txl_device_sgemm; on the CPU call txl_rt_sgemm_bf16 instead of "
+           "cblas_sgemm">,
     Option<"f16", "f16", "bool", /*default=*/"false",
            "With device=true: call txl_device_sgemm_f16 (f16 tensor-core "
            "products, f32 accumulation) instead of txl_device_sgemm">,

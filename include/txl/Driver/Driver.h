@@ -72,9 +72,10 @@ struct DriverOptions {
   /// (txl-rel-attention-to-gpu's key-parts): 0, chosen per launch by the
   /// runtime for the device; N >= 1, always N.
   int64_t attentionKeyParts = 0;
-  /// The products' operand type: "f32"; on the GPU targets also "bf16" or
-  /// "f16", tensor-core products with f32 accumulation (the attention
-  /// kernel's and cuBLAS's).
+  /// The products' operand type: "f32"; "bf16" (bf16 operands, f32
+  /// accumulation: on the GPU targets the attention kernel's and cuBLAS's
+  /// tensor-core products, on the CPU the BLAS products through
+  /// txl_rt_sgemm_bf16); on the GPU targets also "f16".
   std::string precision = "f32";
   /// Add @segment_grad (txl-generate-backward) and its txl_segment_grad
   /// entry (fused or decomposed attention).

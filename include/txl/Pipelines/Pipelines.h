@@ -42,6 +42,12 @@ struct TxlCpuPipelineOptions
                      "--cpu-attention=tiled; off: the BLAS-product lowering "
                      "of convert-txl-to-linalg, --cpu-attention=blas)"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> bf16Products{
+      *this, "bf16-products",
+      llvm::cl::desc("The f32 matrix products with bf16 operands and f32 "
+                     "accumulation (txl-linalg-to-blas bf16=true: calls of "
+                     "the runtime's txl_rt_sgemm_bf16; txlc --precision=bf16)"),
+      llvm::cl::init(false)};
 };
 
 /// txl -> txl: --txl-fuse-rel-attention (if enabled), canonicalize, CSE.
@@ -68,8 +74,10 @@ void buildTxlToLinalgPipeline(
     const ConvertRelAttentionToCpuPassOptions *cpuAttention = nullptr);
 /// linalg on tensors -> LLVM dialect with `txl_segment_forward` (and
 /// `txl_segment_grad`, `txl_optimizer_update`, `txl_learning_rate`, ... for the
-/// functions of those that exist).
-void buildLinalgToLLVMPipeline(OpPassManager &pm);
+/// functions of those that exist). `bf16Products`: the f32 products call
+/// txl_rt_sgemm_bf16 (bf16 operands, f32 accumulation) instead of
+/// cblas_sgemm.
+void buildLinalgToLLVMPipeline(OpPassManager &pm, bool bf16Products = false);
 /// All of the above.
 void buildTxlCpuPipeline(OpPassManager &pm,
                          const TxlCpuPipelineOptions &options);

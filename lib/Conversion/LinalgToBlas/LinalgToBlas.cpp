@@ -41,18 +41,21 @@ constexpr int32_t kCblasNoTrans = 111;
 constexpr int32_t kCblasTrans = 112;
 constexpr llvm::StringLiteral kSgemm = "cblas_sgemm";
 constexpr llvm::StringLiteral kDgemm = "cblas_dgemm";
+/// The runtime's bf16 product (txl/rt/Bf16Gemm.h): cblas_sgemm's signature.
+constexpr llvm::StringLiteral kSgemmBf16 = "txl_rt_sgemm_bf16";
 
 /// True for the element types BLAS has a gemm for: f32 and f64.
 static bool hasGemm(Type elementType) {
   return elementType.isF32() || elementType.isF64();
 }
 
-/// Declares `cblas_sgemm` (f32) or `cblas_dgemm` (f64) in `module` once
-/// (CBLAS row-major signature with int32 enums and sizes; alpha and beta of
-/// the element type).
+/// Declares `cblas_sgemm` (f32; with `bf16`, the runtime's
+/// `txl_rt_sgemm_bf16`) or `cblas_dgemm` (f64) in `module` once (CBLAS
+/// row-major signature with int32 enums and sizes; alpha and beta of the
+/// element type).
 static func::FuncOp getOrDeclareGemm(OpBuilder &b, ModuleOp module,
-                                     Type elementType) {
-  StringRef name = elementType.isF32() ? kSgemm : kDgemm;
+                                     Type elementType, bool bf16) {
+  StringRef name = elementType.isF32() ? (bf16 ? kSgemmBf16 : kSgemm) : kDgemm;
   if (auto fn = module.lookupSymbol<func::FuncOp>(name))
     return fn;
   MLIRContext *ctx = b.getContext();
@@ -624,6 +627,13 @@ struct ConvertLinalgToBlasPass
       return hasGemm(
           getElementTypeOrSelf(op.getDpsInitOperand(0)->get().getType()));
     };
+    // The CPU has a bf16 product (the runtime's, through oneMKL or
+    // emulated), not an f16 one.
+    if (f16) {
+      module.emitError("txl-linalg-to-blas: f16 products need device=true "
+                       "(the CPU's products are f32 or bf16)");
+      return signalPassFailure();
+    }
     auto work = collectProducts(module, hasGemmOutput);
     SmallVector<linalg::ContractOp> contracts = collectContracts(module);
     llvm::erase_if(contracts,
@@ -633,7 +643,7 @@ struct ConvertLinalgToBlasPass
     auto gemmFor = [&](linalg::LinalgOp op) {
       Type elem =
           getElementTypeOrSelf(op.getDpsInitOperand(0)->get().getType());
-      return std::make_pair(getOrDeclareGemm(b, module, elem), elem);
+      return std::make_pair(getOrDeclareGemm(b, module, elem, bf16), elem);
     };
     for (auto [op, batchDims] : work) {
       auto [gemm, elem] = gemmFor(op);

@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "txl/rt/Bf16Gemm.h"
 #include "txl/rt/Commands.h"
 #include "txl/rt/CpuBlas.h"
 #include "txl/rt/DataParallel.h"
@@ -30,6 +31,7 @@
 #include <malloc.h>
 #include <new>
 #include <string>
+#include <string_view>
 
 namespace {
 
@@ -198,6 +200,14 @@ int main(int argc, char **argv) {
   // restarts with the kernels that fit, or says so (CpuBlas.h).
   txl::rt::ensureBlasKernel(prog.c_str(), argv);
   const bool onCpu = !info.device_backend || !*info.device_backend;
+  // The BLAS line; a CPU executable of --precision=bf16 adds where its bf16
+  // products run (txl/rt/Bf16Gemm.h).
+  auto runHeader = [&] {
+    std::string line = txl::rt::blasLine();
+    if (onCpu && info.precision && std::string_view(info.precision) == "bf16")
+      line += " | bf16 products: " + txl::rt::bf16ProductLine();
+    return line;
+  };
 
   const std::string modelName = info.model_name ? info.model_name : "";
   const std::string dataset = info.dataset ? info.dataset : "";
@@ -212,9 +222,10 @@ int main(int argc, char **argv) {
       "--version",
       fmt::format("model '{}' compiled by txlc (runtime ABI {}, target {})\n{}",
                   modelName, TXL_ABI_VERSION,
-                  onCpu ? "cpu" : info.device_backend, txl::rt::blasLine()),
+                  onCpu ? "cpu" : info.device_backend, runHeader()),
       "Print the model, the runtime ABI, the BLAS with its kernel and "
-      "threads, and the CPU, then exit");
+      "threads, the CPU, and (--precision=bf16) where the bf16 products "
+      "run, then exit");
 
   bool allowExtraTensors = false; // --allow-extra-tensors of any command
 
@@ -521,7 +532,7 @@ int main(int argc, char **argv) {
     // The run header names the BLAS and its kernel (the CPU target's
     // products run there).
     if (onCpu && (eval->parsed() || train->parsed()))
-      std::fprintf(stderr, "%s\n", txl::rt::blasLine().c_str());
+      std::fprintf(stderr, "%s\n", runHeader().c_str());
     if (eval->parsed()) {
       setIfGiven(tgtLenOpt, evalTgtLen, evalOptions.tgtLen);
       setIfGiven(memLenOpt, evalMemLen, evalOptions.memLen);
