@@ -21,7 +21,9 @@
 #   Integration/ptb-small-eval.test) and the numeric comparisons whose
 #   runtime paths the half's other tests run (attention types, the Al-Rfou
 #   objective's gradients, fused vs decomposed, the reference cases but
-#   rel_basic and rel_adaptive_div2, the converter's end-to-end runs).
+#   rel_basic and rel_adaptive_div2, the converter's end-to-end runs, the
+#   numerics of the generated CPU attention kernels and of the bf16
+#   products: ASan sees neither generated code nor oneMKL).
 # --sanitize=thread: ThreadSanitizer on the runtime (build-tsan/, the
 #   runtime and its unit tests only): the unit tests, then executables
 #   compiled by build/'s txlc against that runtime, run with several
@@ -63,7 +65,7 @@ for arg in "$@"; do
       echo "tests (all):"; sed 's/^/  /' "$summary"
       rm -f "$summary" "$TXL_TIMES_FILE"
       exit "$overall" ;;
-    -h|--help) sed -n 3,34p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n 3,36p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "test.sh: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
@@ -76,6 +78,12 @@ jobs=${TXL_JOBS:-2}
 fast_skip='Integration/gpu/|Driver/gpu-targets|Driver/paper-models|Integration/train-ptb-small\.test|Integration/ptb-small-eval\.test'
 fast_skip+='|Integration/attention-types-memory|Integration/alrfou-objective|Integration/fused-vs-decomposed'
 fast_skip+='|Integration/reference-(?!rel_basic\.|rel_adaptive_div2\.)|Tools/txl-convert-reference|Tools/txl-convert-hf-generate'
+# The generated kernels' numerics (the tiled CPU attention, forward and
+# backward, and its memory bound) and the bf16 products' numerics against
+# the reference cases: AddressSanitizer sees neither generated code nor
+# oneMKL, the compiler paths they take run in the half's conversion tests,
+# and the runtime's bf16 product in its unit test (Bf16GemmTest).
+fast_skip+='|Integration/rel-attention-cpu|Integration/rel-attention-grad-cpu|Integration/attention-memory|Integration/bf16-cpu'
 lit=/usr/lib/llvm-22/bin/lit
 
 # Parts: `part_start`, then `part_end NAME` prints and records (for --all's

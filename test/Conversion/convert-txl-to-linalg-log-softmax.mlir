@@ -6,7 +6,7 @@
 // CHECK-DAG: #[[$ID:.+]] = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
 // CHECK-LABEL: func.func @log_softmax
 // CHECK-SAME: (%[[X:.+]]: tensor<?x?x50xf32>)
-// CHECK: arith.maximumf
+// CHECK: arith.maximumf %{{.+}}, %{{.+}} fastmath<reassoc,nnan,nsz> : f32
 // CHECK: math.exp
 // CHECK: math.log
 // CHECK: linalg.generic {indexing_maps = [#[[$ID]], #[[$ROW]], #[[$ID]]], iterator_types = ["parallel", "parallel", "parallel"]}

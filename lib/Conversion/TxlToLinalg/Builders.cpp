@@ -154,8 +154,10 @@ static Value allowReassociation(linalg::GenericOp reduction) {
   for (Value v : yield.getValues())
     if (auto fm = v.getDefiningOp<arith::ArithFastMathInterface>())
       fm->setAttr(fm.getFastMathAttrName(),
-                  arith::FastMathFlagsAttr::get(reduction.getContext(),
-                                                arith::FastMathFlags::reassoc));
+                  arith::FastMathFlagsAttr::get(
+                      reduction.getContext(),
+                      fm.getFastMathFlagsAttr().getValue() |
+                          arith::FastMathFlags::reassoc));
   return reduction.getResult(0);
 }
 
@@ -208,6 +210,13 @@ static Value zipWith(OpBuilder &b, Location loc, Value lhs, Value rhs,
       .getResult(0);
 }
 
+Value mlir::txl::createRunningMax(OpBuilder &b, Location loc, Value x,
+                                  Value m) {
+  return arith::MaximumFOp::create(
+      b, loc, x, m,
+      arith::FastMathFlags::nnan | arith::FastMathFlags::nsz);
+}
+
 Value mlir::txl::createLogSumExp(OpBuilder &b, Location loc, ValueRange parts) {
   double negInf = -std::numeric_limits<double>::infinity();
   Value rowMax;
@@ -215,7 +224,7 @@ Value mlir::txl::createLogSumExp(OpBuilder &b, Location loc, ValueRange parts) {
     Value partMax = reduceLastDim(
         b, loc, ValueRange{part}, negInf,
         [](OpBuilder &nb, Location l, ValueRange a) -> Value {
-          return arith::MaximumFOp::create(nb, l, a[0], a[1]);
+          return createRunningMax(nb, l, a[0], a[1]);
         });
     rowMax = !rowMax ? partMax
                      : zipWith(b, loc, rowMax, partMax,

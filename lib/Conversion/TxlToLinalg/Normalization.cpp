@@ -323,7 +323,7 @@ static Value buildBlockedLogSumExp(OpBuilder &b, Location loc, Value h2,
         Value blockMax = reduceLastDim(
             nb, l, ValueRange{x}, negInf,
             [](OpBuilder &ob, Location ol, ValueRange a) -> Value {
-              return arith::MaximumFOp::create(ob, ol, a[0], a[1]);
+              return createRunningMax(ob, ol, a[0], a[1]);
             });
         // Updated in place (the loop carries one buffer each): first the
         // old sum in units of the new max (exp(-inf) = 0 on entry), then
