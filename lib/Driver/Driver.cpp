@@ -482,11 +482,10 @@ int mlir::txl::runDriver(const DriverOptions &options) {
   if (options.emit == EmitAction::Linalg)
     return failed(writeText(options, print));
 
-  if (failed(runStage(module, root, "lowering to the LLVM dialect",
-                      [&](OpPassManager &pm) {
-                        buildLinalgToLLVMPipeline(
-                            pm, options.precision == "bf16");
-                      })))
+  if (failed(runStage(
+          module, root, "lowering to the LLVM dialect", [&](OpPassManager &pm) {
+            buildLinalgToLLVMPipeline(pm, options.precision == "bf16");
+          })))
     return 1;
   if (options.emit == EmitAction::LLVMMLIR)
     return failed(writeText(options, print));

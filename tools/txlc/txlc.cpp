@@ -73,8 +73,7 @@ static cl::opt<std::string>
              cl::init("/usr/local/cuda"));
 enum class Precision { F32, Bf16, Fp16 };
 static cl::opt<Precision> precision(
-    cl::cat(txlcCategory), "precision",
-    cl::desc("Arithmetic of the products"),
+    cl::cat(txlcCategory), "precision", cl::desc("Arithmetic of the products"),
     cl::init(Precision::F32),
     cl::values(clEnumValN(Precision::F32, "f32",
                           "f32 throughout, the exactness mode (default)"),

@@ -153,11 +153,11 @@ static Value allowReassociation(linalg::GenericOp reduction) {
   auto yield = cast<linalg::YieldOp>(reduction.getBody()->getTerminator());
   for (Value v : yield.getValues())
     if (auto fm = v.getDefiningOp<arith::ArithFastMathInterface>())
-      fm->setAttr(fm.getFastMathAttrName(),
-                  arith::FastMathFlagsAttr::get(
-                      reduction.getContext(),
-                      fm.getFastMathFlagsAttr().getValue() |
-                          arith::FastMathFlags::reassoc));
+      fm->setAttr(
+          fm.getFastMathAttrName(),
+          arith::FastMathFlagsAttr::get(reduction.getContext(),
+                                        fm.getFastMathFlagsAttr().getValue() |
+                                            arith::FastMathFlags::reassoc));
   return reduction.getResult(0);
 }
 
@@ -213,19 +213,18 @@ static Value zipWith(OpBuilder &b, Location loc, Value lhs, Value rhs,
 Value mlir::txl::createRunningMax(OpBuilder &b, Location loc, Value x,
                                   Value m) {
   return arith::MaximumFOp::create(
-      b, loc, x, m,
-      arith::FastMathFlags::nnan | arith::FastMathFlags::nsz);
+      b, loc, x, m, arith::FastMathFlags::nnan | arith::FastMathFlags::nsz);
 }
 
 Value mlir::txl::createLogSumExp(OpBuilder &b, Location loc, ValueRange parts) {
   double negInf = -std::numeric_limits<double>::infinity();
   Value rowMax;
   for (Value part : parts) {
-    Value partMax = reduceLastDim(
-        b, loc, ValueRange{part}, negInf,
-        [](OpBuilder &nb, Location l, ValueRange a) -> Value {
-          return createRunningMax(nb, l, a[0], a[1]);
-        });
+    Value partMax =
+        reduceLastDim(b, loc, ValueRange{part}, negInf,
+                      [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                        return createRunningMax(nb, l, a[0], a[1]);
+                      });
     rowMax = !rowMax ? partMax
                      : zipWith(b, loc, rowMax, partMax,
                                [](OpBuilder &nb, Location l, Value x, Value y) -> Value {

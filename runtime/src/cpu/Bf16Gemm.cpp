@@ -53,9 +53,9 @@ Bf16Backend loadBackend() {
     return backend;
   }
   try {
-    backend.mkl = openFirstLibrary(
-        {"libmkl_rt.so.3", "libmkl_rt.so.2", "/opt/txlc/mkl/lib/libmkl_rt.so.3"},
-        "oneMKL");
+    backend.mkl = openFirstLibrary({"libmkl_rt.so.3", "libmkl_rt.so.2",
+                                    "/opt/txlc/mkl/lib/libmkl_rt.so.3"},
+                                   "oneMKL");
     const char *requirement = "the bf16 products need oneMKL 2021 or newer";
     auto setLayer = reinterpret_cast<int (*)(int)>(
         backend.mkl->symbol("MKL_Set_Threading_Layer", requirement));
@@ -67,20 +67,22 @@ Bf16Backend loadBackend() {
     char text[256] = {};
     version(text, sizeof(text) - 1);
     std::string name = text;
-    // "Intel(R) oneAPI Math Kernel Library Version 2026.2.1-Product Build
-    // ..." -> "oneMKL 2026.2.1".
+    // "Intel(R) oneAPI Math Kernel Library Version 2026.2-Product Build
+    // ..." -> "oneMKL 2026.2".
     size_t at = name.find("Version ");
     std::string number =
-        at == std::string::npos ? "" : name.substr(at + 8, name.find_first_of("- ", at + 8) - at - 8);
-    backend.line = fmt::format("oneMKL {} cblas_gemm_bf16bf16f32 ({})",
-                               number.empty() ? "?" : number,
-                               backend.mkl->path());
+        at == std::string::npos
+            ? ""
+            : name.substr(at + 8, name.find_first_of("- ", at + 8) - at - 8);
+    backend.line =
+        fmt::format("oneMKL {} cblas_gemm_bf16bf16f32 ({})",
+                    number.empty() ? "?" : number, backend.mkl->path());
   } catch (const Error &error) {
     backend.mkl.reset();
     backend.gemm = nullptr;
-    backend.line = fmt::format(
-        "emulated (bf16-rounded operands through cblas_sgemm: {})",
-        error.what());
+    backend.line =
+        fmt::format("emulated (bf16-rounded operands through cblas_sgemm: {})",
+                    error.what());
   }
   return backend;
 }
@@ -109,8 +111,8 @@ Stored stored(int order, int trans, int rows, int cols) {
 /// f32 values (T = float). Inlined into the two clones below, which the
 /// compiler vectorizes for their targets.
 template <typename T>
-__attribute__((always_inline)) inline void
-roundLines(const float *src, int ld, Stored s, T *out) {
+__attribute__((always_inline)) inline void roundLines(const float *src, int ld,
+                                                      Stored s, T *out) {
   for (int line = 0; line < s.lines; ++line) {
     const float *in = src + size_t(line) * size_t(ld);
     T *row = out + size_t(line) * size_t(s.length);
@@ -163,7 +165,8 @@ extern "C" void txl_rt_sgemm_bf16(int order, int transA, int transB, int m,
   Stored sa = stored(order, transA, m, k), sb = stored(order, transB, k, n);
   // Compact copies: leading dimension = the stored length (at least 1, as
   // BLAS requires).
-  int lda2 = sa.length > 0 ? sa.length : 1, ldb2 = sb.length > 0 ? sb.length : 1;
+  int lda2 = sa.length > 0 ? sa.length : 1,
+      ldb2 = sb.length > 0 ? sb.length : 1;
   const Bf16Backend &bf16 = backend();
   if (bf16.gemm) {
     thread_local std::vector<uint16_t> a16, b16;
