@@ -20,8 +20,9 @@ and kernel the executable uses (its `--version` line), then for ptb_small:
          initialisation, eager and with the model under torch.compile
          (the optimizer stays eager), best 10-step mean after warm-up steps.
 
-Every run is a separate process; txlc, eager and compile runs alternate and
-each waits for a quiet machine (--quiet-wait). Ratios are best-of-runs
+Each eval run and each txlc train run is a separate process; PyTorch's train
+steps run in this process (as bench_train.py runs them). The sides
+alternate, each eval waiting for a quiet machine (--quiet-wait). Ratios are best-of-runs
 (medians in brackets). txlc runs twice: f32 and `--precision=bf16` (its BLAS
 products with bf16 operands and f32 accumulation; the header names where
 they run: oneMKL's cblas_gemm_bf16bf16f32, on AMX or AVX512-BF16 where the
