@@ -149,6 +149,18 @@ def torch_run(toml, stream_data, batch, tgt_len, steps, warmup, threads,
     return dict(ms=min(times), ms_all=times, others=others)
 
 
+def ptb_train_stream(data):
+    """PTB train (data/train.txt) as one token tensor, `<eos>` after each
+    line, ids by sorted word (they differ from the official corpus's, which
+    does not change the speed)."""
+    import torch
+    words = []
+    for line in open(os.path.join(data, "train.txt")):
+        words += line.split() + ["<eos>"]
+    vocab = {w: i for i, w in enumerate(sorted(set(words)))}
+    return torch.tensor([vocab[w] for w in words], dtype=torch.long)
+
+
 def window_means(times, k):
     """Means of consecutive, non-overlapping windows of k steps (as txlc's
     log intervals)."""
@@ -189,11 +201,7 @@ def main():
                    check=True)
     # The same token stream for PyTorch: PTB train as the official corpus
     # reads it (ids differ, which does not change the speed).
-    words = []
-    for line in open(os.path.join(data, "train.txt")):
-        words += line.split() + ["<eos>"]
-    vocab = {w: i for i, w in enumerate(sorted(set(words)))}
-    stream = torch.tensor([vocab[w] for w in words], dtype=torch.long)
+    stream = ptb_train_stream(data)
     rows = []
     for r in range(args.repeat):
         work = tempfile.mkdtemp(dir=args.workdir)

@@ -120,11 +120,7 @@ def train_runs(a):
     toml = os.path.join(ROOT, "models", "ptb_small.toml")
     data = os.path.join(SHARED, "data", "ptb")
     batch, tgt_len, interval = 16, 64, 10
-    words = []
-    for line in open(os.path.join(data, "train.txt")):
-        words += line.split() + ["<eos>"]
-    vocab = {w: i for i, w in enumerate(sorted(set(words)))}
-    stream = torch.tensor([vocab[w] for w in words], dtype=torch.long)
+    stream = bench_train.ptb_train_stream(data)
     sides = (["txlc f32"] + (["txlc bf16"] if a.exe_bf16 else []) +
              ["PyTorch eager"] + ([] if a.no_compile else ["torch.compile"]))
     runs = {name: [] for name in sides}
