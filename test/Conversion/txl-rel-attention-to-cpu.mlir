@@ -65,9 +65,18 @@
 
 // BADROWS: error: score-rows and output-rows must be >= 1
 
-// With vector-bits=512 the vectors are vector<16xf32> (AVX-512), d_pad 32.
+// With vector-bits=512 the vectors are vector<16xf32> (AVX-512), d_pad 32,
+// and a register block holds up to 20 of the 32 registers: AC's 4 rows x
+// the tile's 4 key vectors (16 accumulators), the BD window's 4 x 5 (20;
+// the fifth read by 3 rows), P·V's 4 x d_pad's 2 vectors (8).
 // V512-LABEL: func.func private @txl_rel_attention_cpu_f32_d32_v512
 // V512: memref.alloca() : memref<32x32xf32>
+// V512: scf.for {{.+}} iter_args({{.+}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
+// V512-COUNT-4: vector.load {{.+}} : memref<?x?xf32>, vector<16xf32>
+// V512-COUNT-16: vector.fma
+// V512: scf.for {{.+}} iter_args({{.+}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
+// V512-COUNT-5: vector.load {{.+}} : memref<?x?xf32>, vector<16xf32>
+// V512-COUNT-20: vector.fma
 // V512: scf.for {{.+}} iter_args({{.+}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
 
 // BADBITS: error: vector-bits must be 0, 256 or 512

@@ -42,8 +42,11 @@ def _descriptor(array):
     return desc
 
 
-def compile_module(mlir_path, workdir, pipeline="txl-cpu-pipeline"):
-    """Returns the path of a shared object exporting txl_segment_forward."""
+def compile_module(mlir_path, workdir, pipeline="txl-cpu-pipeline",
+                   clang_flags=("-O1",)):
+    """Returns the path of a shared object exporting txl_segment_forward
+    (clang_flags: how clang compiles the LLVM IR; bench/ passes -O3 and a
+    -march)."""
     lowered = os.path.join(workdir, "lowered.mlir")
     llvm_ir = os.path.join(workdir, "module.ll")
     shared = os.path.join(workdir, "module.so")
@@ -59,7 +62,7 @@ def compile_module(mlir_path, workdir, pipeline="txl-cpu-pipeline"):
     # byte (txl_rt_x86_64_v4, C++: libstdc++), from the build's
     # libtxl_runtime.a beside the txl-opt on PATH.
     runtime = os.path.join(os.path.dirname(shutil.which("txl-opt")), "..", "lib")
-    subprocess.run(["clang-22", "-O1", "-shared", "-fPIC", llvm_ir, "-o", shared,
+    subprocess.run(["clang-22", *clang_flags, "-shared", "-fPIC", llvm_ir, "-o", shared,
                     "-Wno-override-module", "-L" + runtime, "-ltxl_runtime",
                     "-lopenblas", "-lstdc++", "-lm"], check=True, env=env)
     return shared

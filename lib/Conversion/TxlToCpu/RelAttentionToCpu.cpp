@@ -71,6 +71,20 @@ constexpr int64_t kKeyTile = 64;
 constexpr int64_t kScoreVectors = 2;
 constexpr int64_t kOutputVectors = 2;
 
+/// `total` vectors in groups of at most `maxPer`, as even as possible
+/// (5 in 2 groups: 3 + 2): [first vector, vectors] per group.
+SmallVector<std::pair<int64_t, int64_t>> vectorGroups(int64_t total,
+                                                      int64_t maxPer) {
+  SmallVector<std::pair<int64_t, int64_t>> groups;
+  int64_t count = (total + maxPer - 1) / maxPer;
+  for (int64_t g = 0, first = 0; g < count; ++g) {
+    int64_t n = (total - first + (count - g) - 1) / (count - g);
+    groups.push_back({first, n});
+    first += n;
+  }
+  return groups;
+}
+
 /// The packed operands' d_head: whole groups of kOutputVectors vectors of
 /// `lanes`.
 int64_t paddedHead(int64_t dHead, int64_t lanes) {
@@ -195,6 +209,18 @@ private:
   /// single rows.
   void rowBlocks(Value nr, int64_t rows,
                  function_ref<void(Value, int64_t)> block);
+  /// Vectors per register block of `rows` rows in the forward's products:
+  /// 2 with 16 registers (256-bit: 8 accumulators at 4 rows); with 32
+  /// (512-bit) up to 20 registers of accumulators (f32 at 4 rows: the 4
+  /// key vectors of a 64-key tile, the 5 of its BD window, the 4 output
+  /// vectors of d_head 64 in one block each, so that a step's broadcast
+  /// feeds 4-5 FMAs and 16-20 independent chains hide the FMA latency).
+  int64_t blockVectors(int64_t rows) const {
+    if (kLanes < 16)
+      return kScoreVectors;
+    int64_t registersPerVector = et.getIntOrFloatBitWidth() / 32;
+    return std::max<int64_t>(kScoreVectors, 20 / registersPerVector / rows);
+  }
 
   ImplicitLocOpBuilder &b;
   func::FuncOp func;
@@ -422,31 +448,32 @@ void KernelBuilder::scoreBlock(Value i0, Value ii, Value j0, int64_t rows) {
   Value rowBase = add(i0, ii);
   // rT column of key j for row i: j + qlen - 1 - i.
   Value shiftBase = sub(sub(qlen, c1), sub(rowBase, idx(hooks.relShiftOffset)));
-  for (int64_t g = 0; g < kKeyTile / kLanes; g += kScoreVectors) {
+  // Without the window, AC and BD share accumulators and BD's rT vectors
+  // are per row: blocks of kScoreVectors.
+  int64_t maxPer = hooks.scoreWindow ? blockVectors(rows) : kScoreVectors;
+  for (auto [g, vectors] : vectorGroups(kKeyTile / kLanes, maxPer)) {
     Value jg = add(j0, idx(g * kLanes));
-    SmallVector<Value> sums =
-        blockProduct(qu, rowBase, kT, jg, rows, kScoreVectors,
-                     /*perRowColumns=*/false);
+    SmallVector<Value> sums = blockProduct(qu, rowBase, kT, jg, rows, vectors,
+                                           /*perRowColumns=*/false);
     if (!hooks.scoreWindow) {
       SmallVector<Value> bd =
-          blockProduct(qv, rowBase, rT, add(jg, shiftBase), rows, kScoreVectors,
+          blockProduct(qv, rowBase, rT, add(jg, shiftBase), rows, vectors,
                        /*perRowColumns=*/true);
       for (auto [s, p] : llvm::zip(sums, bd))
         s = arith::AddFOp::create(b, s, p);
     }
     for (int64_t row = 0; row < rows; ++row)
-      for (int64_t x = 0; x < kScoreVectors; ++x)
-        vstore(sums[row * kScoreVectors + x], scores,
+      for (int64_t x = 0; x < vectors; ++x)
+        vstore(sums[row * vectors + x], scores,
                {add(ii, idx(row)), idx(g * kLanes + x * kLanes)});
   }
   if (!hooks.scoreWindow)
     return;
   // m0 = j0 + shiftBase - (rows - 1); the window's vectors in blocks of
-  // kScoreVectors (the last block may be shorter).
+  // blockVectors(rows).
   Value m0 = sub(add(j0, shiftBase), idx(rows - 1));
   int64_t windowVectors = (kKeyTile + rows - 1 + kLanes - 1) / kLanes;
-  for (int64_t t = 0; t < windowVectors; t += kScoreVectors) {
-    int64_t vectors = std::min(kScoreVectors, windowVectors - t);
+  for (auto [t, vectors] : vectorGroups(windowVectors, maxPer)) {
     SmallVector<Value> x =
         blockProduct(qv, rowBase, rT, add(m0, idx(t * kLanes)), rows, vectors,
                      /*perRowColumns=*/false);
@@ -542,12 +569,13 @@ void KernelBuilder::softmaxRow(Value i0, Value ii, Value j0) {
 /// the value vectors shared by the rows and one broadcast of P per row.
 void KernelBuilder::outputBlock(Value ii, Value j0, int64_t rows) {
   Value c0 = idx(0), c1 = idx(1);
-  for (int64_t g = 0; g < dPad / kLanes; g += kOutputVectors) {
+  for (auto group : vectorGroups(dPad / kLanes, blockVectors(rows))) {
+    int64_t g = group.first, vectors = group.second;
     SmallVector<Value> init;
     for (int64_t row = 0; row < rows; ++row) {
       Value i = add(ii, idx(row));
       Value alpha = bcast(memref::LoadOp::create(b, rowScale, ValueRange{i}));
-      for (int64_t x = 0; x < kOutputVectors; ++x)
+      for (int64_t x = 0; x < vectors; ++x)
         init.push_back(arith::MulFOp::create(
             b, vload(acc, {i, idx((g + x) * kLanes)}), alpha));
     }
@@ -557,21 +585,21 @@ void KernelBuilder::outputBlock(Value ii, Value j0, int64_t rows) {
                   SmallVector<Value> next(accs.begin(), accs.end());
                   Value j = add(j0, jj);
                   SmallVector<Value> values;
-                  for (int64_t x = 0; x < kOutputVectors; ++x)
+                  for (int64_t x = 0; x < vectors; ++x)
                     values.push_back(vload(vP, {j, idx((g + x) * kLanes)}));
                   for (int64_t row = 0; row < rows; ++row) {
                     Value p = bcast(memref::LoadOp::create(
                         b, scores, ValueRange{add(ii, idx(row)), jj}));
-                    for (int64_t x = 0; x < kOutputVectors; ++x) {
-                      Value &o = next[row * kOutputVectors + x];
+                    for (int64_t x = 0; x < vectors; ++x) {
+                      Value &o = next[row * vectors + x];
                       o = vector::FMAOp::create(b, p, values[x], o);
                     }
                   }
                   return next;
                 });
     for (int64_t row = 0; row < rows; ++row)
-      for (int64_t x = 0; x < kOutputVectors; ++x)
-        vstore(sums[row * kOutputVectors + x], acc,
+      for (int64_t x = 0; x < vectors; ++x)
+        vstore(sums[row * vectors + x], acc,
                {add(ii, idx(row)), idx((g + x) * kLanes)});
   }
 }
