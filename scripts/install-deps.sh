@@ -77,7 +77,7 @@ if [ ! -x "$cuda_tools/bin/cuobjdump" ]; then
   $SUDO ln -sf "$found" "$cuda_tools/bin/cuobjdump"
 fi
 # oneMKL (PyPI's mkl, pinned): the CPU target's bf16 products
-# (--precision=bf16; runtime/include/txl/rt/Bf16Gemm.h), its
+# (--precision=bf16; runtime/include/txl/rt/device/Bf16Gemm.h), its
 # cblas_gemm_bf16bf16f32 running on AMX or AVX512-BF16 where the CPU has
 # them. The libraries only (--no-deps: the runtime takes oneMKL's sequential
 # layer, which needs neither Intel OpenMP nor TBB), installed once under

@@ -8,7 +8,7 @@
 // RUN:   | FileCheck %s --check-prefix=F16
 
 // --precision=bf16 on the CPU: every f32 product calls the runtime's
-// txl_rt_sgemm_bf16 (txl/rt/Bf16Gemm.h), cblas_sgemm's signature and
+// txl_rt_sgemm_bf16 (txl/rt/device/Bf16Gemm.h), cblas_sgemm's signature and
 // arguments (bf16 operands, f32 accumulation); f64 products stay
 // cblas_dgemm. Without bf16=true the same products call cblas_sgemm (the
 // negative control: F32). The CPU has no f16 product (F16).

@@ -11,10 +11,10 @@
 
 #include "FuzzUtil.h"
 
-#include "txl/rt/Checkpoint.h"
-#include "txl/rt/LMIterator.h"
-#include "txl/rt/SafeTensors.h"
-#include "txl/rt/Status.h"
+#include "txl/rt/data/Checkpoint.h"
+#include "txl/rt/data/LMIterator.h"
+#include "txl/rt/data/SafeTensors.h"
+#include "txl/rt/support/Status.h"
 
 #include <cstdint>
 #include <cstring>

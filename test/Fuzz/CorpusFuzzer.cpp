@@ -15,9 +15,9 @@
 
 #include "FuzzUtil.h"
 
-#include "txl/rt/Corpus.h"
-#include "txl/rt/LMIterator.h"
-#include "txl/rt/Status.h"
+#include "txl/rt/data/Corpus.h"
+#include "txl/rt/data/LMIterator.h"
+#include "txl/rt/support/Status.h"
 
 #include <fuzzer/FuzzedDataProvider.h>
 

@@ -14,7 +14,7 @@
 #ifndef TXL_TEST_FUZZ_FUZZUTIL_H
 #define TXL_TEST_FUZZ_FUZZUTIL_H
 
-#include "txl/rt/File.h"
+#include "txl/rt/support/File.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -8,8 +8,8 @@
 
 #include "FuzzUtil.h"
 
-#include "txl/rt/Npy.h"
-#include "txl/rt/Status.h"
+#include "txl/rt/data/Npy.h"
+#include "txl/rt/support/Status.h"
 
 #include <cstdint>
 #include <cstring>

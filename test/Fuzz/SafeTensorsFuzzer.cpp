@@ -10,8 +10,8 @@
 
 #include "FuzzUtil.h"
 
-#include "txl/rt/SafeTensors.h"
-#include "txl/rt/Status.h"
+#include "txl/rt/data/SafeTensors.h"
+#include "txl/rt/support/Status.h"
 
 #include <cstdint>
 #include <cstring>

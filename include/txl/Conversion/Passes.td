@@ -934,7 +934,7 @@ def ConvertLinalgToBlasPass : Pass<"txl-linalg-to-blas", "::mlir::ModuleOp"> {
 
     On the CPU (device=false), `bf16=true` (`--precision=bf16`) makes every
     f32 product a call of the runtime's `txl_rt_sgemm_bf16`, cblas_sgemm's
-    signature (txl/rt/Bf16Gemm.h): A and B rounded to bf16, f32
+    signature (txl/rt/device/Bf16Gemm.h): A and B rounded to bf16, f32
     accumulation, through oneMKL's `cblas_gemm_bf16bf16f32` or emulated by
     cblas_sgemm on the rounded values; f64 products stay cblas_dgemm.
     `f16=true` is an error there (the CPU has no f16 product).

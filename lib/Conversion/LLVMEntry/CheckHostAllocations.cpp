@@ -5,7 +5,7 @@
 // (finalize-memref-to-llvm). The generated code has no error path, so a
 // failed allocation must not return to it: this pass renames the C
 // library's functions to the runtime's checked ones, which report the
-// failure and exit (runtime/src/cpu/session.cpp).
+// failure and exit (runtime/src/session/Session.cpp).
 //
 //===----------------------------------------------------------------------===//
 

@@ -41,7 +41,8 @@ constexpr int32_t kCblasNoTrans = 111;
 constexpr int32_t kCblasTrans = 112;
 constexpr llvm::StringLiteral kSgemm = "cblas_sgemm";
 constexpr llvm::StringLiteral kDgemm = "cblas_dgemm";
-/// The runtime's bf16 product (txl/rt/Bf16Gemm.h): cblas_sgemm's signature.
+/// The runtime's bf16 product (txl/rt/device/Bf16Gemm.h): cblas_sgemm's
+/// signature.
 constexpr llvm::StringLiteral kSgemmBf16 = "txl_rt_sgemm_bf16";
 
 /// True for the element types BLAS has a gemm for: f32 and f64.
@@ -518,7 +519,7 @@ static func::FuncOp getOrDeclareDeviceGemm(OpBuilder &b, ModuleOp module,
 
 /// Rewrites `op` (matmul: batchDims 0, batch_matmul: 1) on device buffers
 /// into one `txl_device_sgemm` call. Empty products and k = 0 are the
-/// runtime's to skip (txl/rt/Gemm.h), so the call is unconditional.
+/// runtime's to skip (txl/rt/device/Gemm.h), so the call is unconditional.
 static LogicalResult lowerToDeviceGemm(linalg::LinalgOp op, unsigned batchDims,
                                        func::FuncOp gemm) {
   FailureOr<ProductPlan> plan = planProduct(op, batchDims);

@@ -1183,7 +1183,8 @@ func::FuncOp getOrCreateKernel(ModuleOp module, Type et, int64_t dHead,
 }
 
 /// The byte the runtime sets when the CPU runs x86-64-v4 code
-/// (txl/Target/ObjectEmitter.h, kX86_64V4Flag; runtime/src/cpu/CpuBlas.cpp).
+/// (txl/Target/ObjectEmitter.h, kX86_64V4Flag;
+/// runtime/src/device/host/CpuBlas.cpp).
 constexpr StringLiteral kX86_64V4Flag = "txl_rt_x86_64_v4";
 
 /// Whether the CPU runs x86-64-v4 code: the runtime's byte, declared in

@@ -4,7 +4,7 @@
  * host program (a session, a test) calls to choose the device first. The
  * mgpu* functions keep the names and signatures of MLIR's GPU runtime ABI
  * (what gpu-to-llvm and gpu.binary's translation emit), implemented here
- * over the runtime's device layer (txl/rt/Device.h) for both backends.
+ * over the runtime's device layer (txl/rt/device/Device.h) for both backends.
  *
  * Semantics shared by both backends:
  * - One device and one in-order queue per process: every "stream" is that
@@ -122,8 +122,8 @@ void txl_device_close(void);
  * k x n and C_b m x n, op a transpose when trans_a / trans_b is nonzero.
  * Each matrix is a buffer handle with, in elements, the offset of the
  * first matrix, the row stride (ld) and the batch stride. Enqueued on the
- * queue through cuBLAS or CLBlast (txl/rt/Gemm.h); an empty C is skipped.
- * A failure prints one line and exits with status 2, like the mgpu*
+ * queue through cuBLAS or CLBlast (txl/rt/device/Gemm.h); an empty C is
+ * skipped. A failure prints one line and exits with status 2, like the mgpu*
  * calls. */
 void txl_device_sgemm(int32_t trans_a, int32_t trans_b, int64_t m, int64_t n,
                       int64_t k, float alpha, void *a, int64_t a_offset,

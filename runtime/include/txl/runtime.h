@@ -16,7 +16,7 @@
 |* which a CPU call sets to its session's threads (1 per slice when slices  *|
 |* run in parallel), so concurrent sessions should use the same count or    *|
 |* see each other's; and on the GPU targets the one device context, its     *|
-|* kernel cache and allocations (runtime/src/gpu/DeviceAbi.cpp).            *|
+|* kernel cache and allocations (runtime/src/device/DeviceAbi.cpp).         *|
 \*===----------------------------------------------------------------------===*/
 
 #ifndef TXL_RUNTIME_H
@@ -376,7 +376,7 @@ txl_status_t txl_session_allow_extra_tensors(txl_session_t *session,
 
 /// Initialises every parameter from `seed` as the official train.py
 /// `weights_init` does ([train] init, init_std, init_range, proj_init_std;
-/// see txl/rt/ParamInit.h). Errors: an unknown init scheme.
+/// see txl/rt/session/ParamInit.h). Errors: an unknown init scheme.
 txl_status_t txl_session_init_parameters(txl_session_t *session,
                                          uint64_t seed);
 

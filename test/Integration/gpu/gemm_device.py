@@ -4,7 +4,7 @@ numpy, through CLBlast on the OpenCL device: every transpose pair, leading
 dimensions wider than the matrix, offsets into a shared buffer, strided
 batches (including a broadcast operand with batch stride 0), beta 0 over
 garbage and beta 1 accumulating, k = 0 and empty products. These are the
-descriptors cuBLAS receives on CUDA (txl/rt/Gemm.h converts both the same
+descriptors cuBLAS receives on CUDA (txl/rt/device/Gemm.h converts both the same
 way), so a wrong swap of m/n, A/B or a leading dimension fails here.
 
 Each case prints its largest error; the test fails above 1e-4 relative.

@@ -1,7 +1,7 @@
 //===- AlRfouTest.cpp - Objective "alrfou": schedule and windows -*- C++
 //-*-===//
 
-#include "txl/rt/AlRfou.h"
+#include "txl/rt/commands/AlRfou.h"
 
 #include "TestUtil.h"
 

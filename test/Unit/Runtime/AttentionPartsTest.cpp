@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "txl/rt/Device.h"
+#include "txl/rt/device/Device.h"
 
 #include <gtest/gtest.h>
 

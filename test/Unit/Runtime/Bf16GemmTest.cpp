@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "txl/rt/Bf16Gemm.h"
+#include "txl/rt/device/Bf16Gemm.h"
 
 #include <gtest/gtest.h>
 

@@ -8,9 +8,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "txl/rt/BlasLibraries.h"
-#include "txl/rt/Gemm.h"
-#include "txl/rt/Status.h"
+#include "txl/rt/device/BlasLibraries.h"
+#include "txl/rt/device/Gemm.h"
+#include "txl/rt/support/Status.h"
 
 #include "TestUtil.h"
 
@@ -35,7 +35,7 @@ TEST(BlasLibrariesTest, CublasFromTheToolkit) {
   Cublas cublas;
 #define TXL_CUBLAS_SYMBOL(name, ret, params)                                   \
   EXPECT_NE(cublas.name, nullptr) << #name;
-#include "txl/rt/CublasSymbols.def"
+#include "txl/rt/device/CublasSymbols.def"
 #undef TXL_CUBLAS_SYMBOL
   EXPECT_THAT(cublas.library(), HasSubstr("libcublas.so.1"));
   cublas.check(0, "cublasCreate");

@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "txl/rt/Corpus.h"
+#include "txl/rt/data/Corpus.h"
 
 #include "TestUtil.h"
 

@@ -1,8 +1,8 @@
 //===- CheckpointTest.cpp - A training checkpoint's metadata ----*- C++ -*-===//
 
-#include "txl/rt/Checkpoint.h"
+#include "txl/rt/data/Checkpoint.h"
 
-#include "txl/rt/LMIterator.h"
+#include "txl/rt/data/LMIterator.h"
 
 #include "TestUtil.h"
 

@@ -1,6 +1,6 @@
 //===- CommandSupportTest.cpp - eval defaults and report --------*- C++ -*-===//
 
-#include "txl/rt/Commands.h"
+#include "txl/rt/commands/Commands.h"
 
 #include "TestUtil.h"
 

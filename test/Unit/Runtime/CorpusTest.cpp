@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "txl/rt/Corpus.h"
+#include "txl/rt/data/Corpus.h"
 
 #include "TestUtil.h"
 

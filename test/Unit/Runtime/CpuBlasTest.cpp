@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "txl/rt/CpuBlas.h"
+#include "txl/rt/device/CpuBlas.h"
 
 #include <gtest/gtest.h>
 

@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "txl/rt/CudaDriver.h"
-#include "txl/rt/Status.h"
+#include "txl/rt/device/CudaDriver.h"
+#include "txl/rt/support/Status.h"
 
 #include "TestUtil.h"
 
@@ -53,7 +53,7 @@ TEST(CudaDriverTest, StubLibraryResolvesAndIsNamed) {
   CudaDriver driver(kStub);
 #define TXL_CUDA_SYMBOL(name, ret, params)                                     \
   EXPECT_NE(driver.name, nullptr) << #name;
-#include "txl/rt/CudaSymbols.def"
+#include "txl/rt/device/CudaSymbols.def"
 #undef TXL_CUDA_SYMBOL
   CUresult init = driver.cuInit(0);
   EXPECT_EQ(init, 34);

@@ -1,8 +1,8 @@
 //===- DataParallelTest.cpp - Ranks, columns, gradient buckets --*- C++ -*-===//
 
-#include "txl/rt/DataParallel.h"
+#include "txl/rt/collectives/DataParallel.h"
 
-#include "txl/rt/Status.h"
+#include "txl/rt/support/Status.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -56,7 +56,7 @@ TEST(DataParallelTest, UnevenColumns) {
 // Buckets cover the flat gradient exactly once, from its end, none larger
 // than asked.
 TEST(DataParallelTest, BucketsFromTheEnd) {
-  auto buckets = GradientReducer::buckets(10, 4);
+  auto buckets = gradientBuckets(10, 4);
   ASSERT_EQ(buckets.size(), 3u);
   EXPECT_EQ(buckets[0].first, 6);
   EXPECT_EQ(buckets[0].count, 4);
@@ -64,9 +64,9 @@ TEST(DataParallelTest, BucketsFromTheEnd) {
   EXPECT_EQ(buckets[1].count, 4);
   EXPECT_EQ(buckets[2].first, 0);
   EXPECT_EQ(buckets[2].count, 2);
-  EXPECT_EQ(GradientReducer::buckets(8, 4).size(), 2u);
-  EXPECT_TRUE(GradientReducer::buckets(0, 4).empty());
-  auto one = GradientReducer::buckets(5, 100);
+  EXPECT_EQ(gradientBuckets(8, 4).size(), 2u);
+  EXPECT_TRUE(gradientBuckets(0, 4).empty());
+  auto one = gradientBuckets(5, 100);
   ASSERT_EQ(one.size(), 1u);
   EXPECT_EQ(one[0].first, 0);
   EXPECT_EQ(one[0].count, 5);
@@ -77,7 +77,7 @@ TEST(DataParallelTest, BucketsFromTheEnd) {
 TEST(DataParallelTest, TensorParts) {
   // Tensors of 3, 0, 5 and 2 elements: flat [0,3) [3,3) [3,8) [8,10).
   std::vector<int64_t> sizes = {3, 0, 5, 2};
-  auto parts = GradientReducer::tensorParts(sizes, {2, 7});
+  auto parts = tensorParts(sizes, {2, 7});
   ASSERT_EQ(parts.size(), 3u);
   EXPECT_EQ(parts[0].tensor, 0u);
   EXPECT_EQ(parts[0].range.first, 2);
@@ -88,7 +88,7 @@ TEST(DataParallelTest, TensorParts) {
   EXPECT_EQ(parts[2].tensor, 3u);
   EXPECT_EQ(parts[2].range.first, 0);
   EXPECT_EQ(parts[2].range.count, 1);
-  auto inner = GradientReducer::tensorParts(sizes, {4, 2});
+  auto inner = tensorParts(sizes, {4, 2});
   ASSERT_EQ(inner.size(), 1u);
   EXPECT_EQ(inner[0].tensor, 2u);
   EXPECT_EQ(inner[0].range.first, 1);
@@ -96,8 +96,8 @@ TEST(DataParallelTest, TensorParts) {
   // Every bucket of a gradient, its parts together, covers each tensor
   // exactly once.
   std::vector<int64_t> covered(sizes.size(), 0);
-  for (IndexRange bucket : GradientReducer::buckets(10, 3))
-    for (auto part : GradientReducer::tensorParts(sizes, bucket))
+  for (IndexRange bucket : gradientBuckets(10, 3))
+    for (auto part : tensorParts(sizes, bucket))
       covered[part.tensor] += part.range.count;
   EXPECT_EQ(covered, sizes);
 }

@@ -8,7 +8,7 @@
 
 #include "TestUtil.h"
 
-#include "txl/rt/File.h"
+#include "txl/rt/support/File.h"
 
 #include <gtest/gtest.h>
 

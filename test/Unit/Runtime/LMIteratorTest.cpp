@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "txl/rt/LMIterator.h"
+#include "txl/rt/data/LMIterator.h"
 
 #include "TestUtil.h"
 

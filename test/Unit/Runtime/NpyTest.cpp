@@ -1,6 +1,6 @@
 //===- NpyTest.cpp - NumPy .npy reader/writer -------------------*- C++ -*-===//
 
-#include "txl/rt/Npy.h"
+#include "txl/rt/data/Npy.h"
 
 #include "TestUtil.h"
 

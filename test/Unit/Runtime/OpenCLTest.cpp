@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "txl/rt/OpenCL.h"
-#include "txl/rt/Status.h"
+#include "txl/rt/device/OpenCL.h"
+#include "txl/rt/support/Status.h"
 
 #include "TestUtil.h"
 

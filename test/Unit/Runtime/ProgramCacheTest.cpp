@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "txl/rt/ProgramCache.h"
+#include "txl/rt/device/ProgramCache.h"
 
 #include "TestUtil.h"
 

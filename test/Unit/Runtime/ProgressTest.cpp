@@ -1,6 +1,6 @@
 //===- ProgressTest.cpp - Progress bar and TTY gating -----------*- C++ -*-===//
 
-#include "txl/rt/Progress.h"
+#include "txl/rt/commands/Progress.h"
 
 #include <gtest/gtest.h>
 

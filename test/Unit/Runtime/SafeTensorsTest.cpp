@@ -1,6 +1,6 @@
 //===- SafeTensorsTest.cpp - safetensors reader/writer ----------*- C++ -*-===//
 
-#include "txl/rt/SafeTensors.h"
+#include "txl/rt/data/SafeTensors.h"
 
 #include "TestUtil.h"
 

@@ -1,6 +1,6 @@
 //===- StatusTest.cpp - Status objects, error boundary ----------*- C++ -*-===//
 
-#include "txl/rt/Status.h"
+#include "txl/rt/support/Status.h"
 
 #include <gtest/gtest.h>
 

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-// The session (session.cpp), which Train.cpp and the C API drive, references
+// The session (Session.cpp), which Train.cpp and the C API drive, references
 // the generated forward entry; the unit tests link no model.
 extern "C" void txl_segment_forward(void **) {}
 

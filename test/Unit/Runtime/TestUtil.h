@@ -3,8 +3,8 @@
 #ifndef TXL_TEST_UNIT_RUNTIME_TESTUTIL_H
 #define TXL_TEST_UNIT_RUNTIME_TESTUTIL_H
 
-#include "txl/rt/Corpus.h"
-#include "txl/rt/Status.h"
+#include "txl/rt/data/Corpus.h"
+#include "txl/rt/support/Status.h"
 
 #include <gtest/gtest.h>
 

@@ -1,8 +1,8 @@
 //===- TextTest.cpp - User text <-> ids, sampling ----------------*- C++
 //-*-===//
 
-#include "txl/rt/Text.h"
-#include "txl/rt/Generate.h"
+#include "txl/rt/data/Text.h"
+#include "txl/rt/commands/Generate.h"
 
 #include "TestUtil.h"
 

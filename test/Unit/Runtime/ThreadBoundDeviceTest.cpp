@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "txl/rt/Device.h"
-#include "txl/rt/Status.h"
+#include "txl/rt/device/Device.h"
+#include "txl/rt/support/Status.h"
 
 #include "TestUtil.h"
 

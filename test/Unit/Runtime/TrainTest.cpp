@@ -1,8 +1,8 @@
 //===- TrainTest.cpp - Philox, initialisation, train.py log lines -*- C++ -*-===//
 
-#include "txl/rt/ParamInit.h"
-#include "txl/rt/Philox.h"
-#include "txl/rt/Train.h"
+#include "txl/rt/commands/Train.h"
+#include "txl/rt/session/ParamInit.h"
+#include "txl/rt/support/Philox.h"
 
 #include "TestUtil.h"
 

@@ -1,6 +1,6 @@
 //===- WorkerPoolTest.cpp - Persistent threads of batch slices --*- C++ -*-===//
 
-#include "txl/rt/WorkerPool.h"
+#include "txl/rt/support/WorkerPool.h"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,151 @@
+//===- Device.h - One GPU (or OpenCL device) and its queue ------*- C++ -*-===//
+//
+// The device layer of the GPU targets: one device, one in-order queue,
+// buffers, kernel modules and launches, behind one interface with a CUDA
+// and an OpenCL backend (no MLIR in it). The code txlc generates reaches it
+// through the C functions of txl/device.h, which keep the names and
+// signatures of MLIR's GPU runtime ABI (mgpu*); the runtime's sessions use
+// it directly.
+//
+// Buffers are opaque handles (`void *`): a CUdeviceptr on CUDA, a cl_mem on
+// OpenCL. Compiled code only copies them and adds element offsets beside
+// them (memref descriptors), never dereferences or offsets the handle.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TXL_RT_DEVICE_H
+#define TXL_RT_DEVICE_H
+
+#include "txl/device.h"
+#include "txl/rt/device/Gemm.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace txl::rt {
+
+/// A kernel of a loaded module.
+class Kernel {
+public:
+  virtual ~Kernel() = default;
+};
+
+/// A loaded kernel module.
+class Module {
+public:
+  virtual ~Module() = default;
+  /// The kernel `name`. Throws Error(TXL_UNAVAILABLE) naming the kernel when
+  /// the module has none of that name.
+  virtual Kernel &kernel(const std::string &name) = 0;
+  /// How the backend obtained the module, for TXL_PROFILE ("built from
+  /// SPIR-V, cached in <path>", "from the program cache <path>"); empty
+  /// when there is nothing to say.
+  virtual std::string origin() const { return {}; }
+};
+
+/// One device and its in-order queue. Every operation is enqueued and
+/// returns without waiting, except the copies to the host and
+/// `synchronize`; every failure throws Error(TXL_UNAVAILABLE) with the
+/// API's error name.
+class Device {
+public:
+  virtual ~Device() = default;
+
+  /// "NVIDIA H100 80GB HBM3 (CUDA, sm_90, 79.1 GiB)" and the like.
+  virtual std::string description() const = 0;
+  /// Total device memory in bytes.
+  virtual size_t totalMemory() const = 0;
+  /// Compute units: streaming multiprocessors on CUDA
+  /// (CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT), CL_DEVICE_MAX_COMPUTE_UNITS
+  /// on OpenCL (cores on a CPU device).
+  virtual int64_t computeUnits() const = 0;
+  /// The queue as the API names it, for libraries that enqueue on it
+  /// (CUDA: the CUstream); null where there is none to share.
+  virtual void *nativeStream() const { return nullptr; }
+  /// Free device memory in bytes as the driver reports it, or nullopt
+  /// when the API has no such query (OpenCL).
+  virtual std::optional<size_t> freeMemory() const = 0;
+
+  virtual void *allocate(size_t bytes) = 0;
+  /// Frees after the work enqueued so far (stream order).
+  virtual void free(void *buffer) = 0;
+  virtual void copyToDevice(void *buffer, size_t offsetBytes, const void *host,
+                            size_t bytes) = 0;
+  /// Waits for the queue, then copies.
+  virtual void copyToHost(void *host, const void *buffer, size_t offsetBytes,
+                          size_t bytes) = 0;
+  virtual void copyOnDevice(void *dst, size_t dstOffsetBytes, const void *src,
+                            size_t srcOffsetBytes, size_t bytes) = 0;
+  /// Sets `count` 32-bit words from `offsetBytes` to `value`.
+  virtual void fill32(void *buffer, size_t offsetBytes, uint32_t value,
+                      size_t count) = 0;
+
+  /// Loads a module image as txlc embeds it: a CUDA fatbin, cubin or PTX,
+  /// or an OpenCL kernel image (txl/device.h).
+  virtual std::unique_ptr<Module> loadModule(std::string_view image) = 0;
+  /// Launches `kernel` on a grid of `grid` workgroups of `block`
+  /// work-items; `params[i]` points at argument i as the generated host
+  /// code lays them out (expanded memref descriptors, then scalars).
+  virtual void launch(Kernel &kernel, const size_t grid[3],
+                      const size_t block[3], size_t sharedBytes, void **params,
+                      size_t paramCount) = 0;
+
+  /// Enqueues `columnMajor` (checked, m, n, k and batch all positive) on
+  /// the queue through the backend's BLAS library (cuBLAS, CLBlast), loaded
+  /// on first use. Throws Error(TXL_UNAVAILABLE) "no cuBLAS: ..." / "no
+  /// CLBlast: ..." when the library is missing, or with its status name.
+  virtual void gemm(const GemmDesc &columnMajor) = 0;
+
+  /// Waits until the queue is empty.
+  virtual void synchronize() = 0;
+};
+
+/// The backends a GPU executable can run on.
+enum class Backend { Cuda, OpenCL };
+
+/// Opens device `ordinal` of `backend` with its queue. Throws
+/// Error(TXL_UNAVAILABLE) with one line naming what is missing: "no CUDA
+/// driver: dlopen(libcuda.so.1) failed: ...", "no OpenCL platform: ...",
+/// "no OpenCL device with SPIR-V ...".
+std::unique_ptr<Device> openDevice(Backend backend, int ordinal = 0);
+
+/// The device `open` returns, with every call of it, of its modules and of
+/// their kernels (and its construction and destruction) made on one thread
+/// the device owns; callers wait for their call, exceptions reach them
+/// unchanged, calls from several threads run one after another. Modules
+/// must not outlive the device. The OpenCL backend runs this way: Intel's
+/// CPU runtime queries the calling thread's stack on every enqueue, which
+/// glibc answers for the main thread by parsing /proc/self/maps
+/// (ThreadBoundDevice.cpp).
+std::unique_ptr<Device>
+bindToThread(const std::function<std::unique_ptr<Device>()> &open);
+
+/// The backends (OpenCLDevice.cpp, CudaDevice.cpp).
+std::unique_ptr<Device> openOpenCLDevice(int ordinal);
+std::unique_ptr<Device> openCudaDevice(int ordinal);
+
+/// The magic that starts an OpenCL kernel image (txl/device.h).
+inline constexpr std::string_view kOpenCLImageMagic = TXL_OPENCL_IMAGE_MAGIC;
+
+/// How many parts a rel_attention forward kernel splits its keys into
+/// (flash-decoding), for a grid of `workgroups` workgroups unsplit, of
+/// which `resident` fit on one of the device's `computeUnits` at once, over
+/// `keyTiles` tiles of 32 keys. 1 when the unsplit grid fills every compute
+/// unit (workgroups >= computeUnits · resident): splitting would only add
+/// the combine. Otherwise enough parts for two such waves, but each part at
+/// least 4 key tiles (128 keys, so that a part's work outweighs its share
+/// of the combine) and at most 16 parts. Inputs below 1 count as 1.
+/// Example: Transformer-XL's enwik8 evaluation (qlen 80, klen 2180,
+/// 5 × 32 workgroups of 4 resident) on 132 SMs: 7 parts (the bf16
+/// kernel's 2 × 32 workgroups of 2 resident: 9).
+int64_t attentionKeyParts(int64_t computeUnits, int64_t workgroups,
+                          int64_t resident, int64_t keyTiles);
+
+} // namespace txl::rt
+
+#endif // TXL_RT_DEVICE_H

@@ -1,0 +1,78 @@
+//===- OpenCL.h - The OpenCL API, loaded with dlopen -------------*- C++
+//-*-===//
+//
+// The OpenCL target's runtime reaches OpenCL only through this table,
+// filled from the ICD loader (libOpenCL.so.1) at run time; every cl_int
+// becomes a txl::rt::Error at one boundary (`OpenCL::check`) with the
+// code's name. Types are the API's own, declared here so that the runtime
+// needs no OpenCL header to build.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TXL_RT_OPENCL_H
+#define TXL_RT_OPENCL_H
+
+#include "txl/rt/support/DynamicLibrary.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace txl::rt {
+
+using cl_int = int32_t;
+using cl_uint = uint32_t;
+using cl_ulong = uint64_t;
+using cl_platform_id = struct _cl_platform_id *;
+using cl_device_id = struct _cl_device_id *;
+using cl_context = struct _cl_context *;
+using cl_command_queue = struct _cl_command_queue *;
+using cl_program = struct _cl_program *;
+using cl_kernel = struct _cl_kernel *;
+using cl_mem = struct _cl_mem *;
+
+/// Raises the process's default thread stack size (pthread_setattr_default_np)
+/// to 64 MiB where it is smaller, so that the threads an OpenCL CPU runtime
+/// creates afterwards (Intel's TBB workers, which run the workgroups) have
+/// room for the largest kernel frames; threads that exist keep theirs. Call
+/// it before the first OpenCL call of the process; the OpenCL constructor
+/// does.
+void reserveKernelThreadStacks();
+
+/// The OpenCL functions (OpenCLSymbols.def), resolved from one library.
+class OpenCL {
+public:
+  /// dlopen()s `library` and resolves every symbol of OpenCLSymbols.def.
+  /// Throws Error(TXL_UNAVAILABLE) "no OpenCL ICD loader: dlopen(...)
+  /// failed: ..." or "no usable OpenCL ICD loader: ... has no symbol ...
+  /// (the runtime needs OpenCL 2.1 or newer)".
+  explicit OpenCL(const std::string &library = "libOpenCL.so.1");
+
+  /// Returns when `result` is CL_SUCCESS (0); otherwise throws
+  /// Error(TXL_UNAVAILABLE) "<what>: CL_X (<explanation>)", or
+  /// "<what>: cl_int <n>" for a code the runtime does not name.
+  static void check(cl_int result, const char *what);
+
+  /// The name of `result` ("CL_INVALID_VALUE"), or "cl_int <n>".
+  static std::string errorName(cl_int result);
+
+  /// Every platform the loader finds. Throws Error(TXL_UNAVAILABLE) "no
+  /// OpenCL platform: clGetPlatformIDs: CL_PLATFORM_NOT_FOUND_KHR (...)"
+  /// when the loader finds no ICD (none in /etc/OpenCL/vendors or in the
+  /// folder OCL_ICD_VENDORS names).
+  std::vector<cl_platform_id> platforms() const;
+
+  const std::string &library() const { return library_.path(); }
+
+#define TXL_OPENCL_SYMBOL(name, ret, params) ret(*name) params = nullptr;
+#include "txl/rt/device/OpenCLSymbols.def"
+#undef TXL_OPENCL_SYMBOL
+
+private:
+  DynamicLibrary library_;
+};
+
+} // namespace txl::rt
+
+#endif // TXL_RT_OPENCL_H

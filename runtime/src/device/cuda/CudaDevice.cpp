@@ -1,0 +1,307 @@
+//===- CudaDevice.cpp - The CUDA backend of the device layer --------------===//
+//
+// One CUDA device through the driver API (CudaDriver: libcuda.so.1 loaded
+// with dlopen), its primary context, one non-blocking stream; buffers are
+// CUdeviceptr values from the stream-ordered allocator (cuMemAllocAsync,
+// cuMemFreeAsync), so that allocation and release keep the queue's order
+// without synchronizing. Module images are what txlc embeds for
+// --target=cuda: a fatbin (a cubin per --gpu-arch plus PTX for newer GPUs),
+// a cubin or PTX, all loaded by cuModuleLoadDataEx.
+//
+//===----------------------------------------------------------------------===//
+
+#include "txl/rt/device/BlasLibraries.h"
+#include "txl/rt/device/CudaDriver.h"
+#include "txl/rt/device/Device.h"
+#include "txl/rt/support/Status.h"
+
+#include <map>
+#include <string>
+
+namespace txl::rt {
+
+namespace {
+
+// cuda.h values the backend uses.
+constexpr int kAttributeComputeCapabilityMajor = 75;
+constexpr int kAttributeComputeCapabilityMinor = 76;
+constexpr int kAttributeMultiprocessorCount = 16;
+constexpr int kAttributeMaxSharedMemoryPerBlockOptin = 97;
+constexpr int kFuncAttributeMaxDynamicSharedSizeBytes = 8;
+/// Dynamic shared memory a launch gets without opting in.
+constexpr size_t kDefaultDynamicSharedBytes = 48 * 1024;
+constexpr unsigned kStreamNonBlocking = 1;
+// cublas_api.h values.
+constexpr cublasOperation_t kOpN = 0, kOpT = 1;
+constexpr cublasMath_t kDefaultMath = 0;
+constexpr cudaDataType_t kR32F = 0; // CUDA_R_32F
+constexpr cublasComputeType_t kCompute32FFast16F =
+    74; // CUBLAS_COMPUTE_32F_FAST_16F
+constexpr cublasComputeType_t kCompute32FFast16BF =
+    75;                                       // CUBLAS_COMPUTE_32F_FAST_16BF
+constexpr cublasGemmAlgo_t kGemmDefault = -1; // CUBLAS_GEMM_DEFAULT
+
+CUdeviceptr asDevicePointer(const void *buffer) {
+  return reinterpret_cast<CUdeviceptr>(buffer);
+}
+
+class CudaKernel : public Kernel {
+public:
+  CudaKernel(CUfunction function, std::string name)
+      : function_(function), name_(std::move(name)) {}
+  CUfunction function_;
+  std::string name_;
+  /// The dynamic shared memory its launches may pass (raised on demand).
+  size_t dynamicSharedLimit_ = kDefaultDynamicSharedBytes;
+};
+
+class CudaModule : public Module {
+public:
+  CudaModule(const CudaDriver &cuda, CUmodule module)
+      : cuda_(cuda), module_(module) {}
+  ~CudaModule() override { cuda_.cuModuleUnload(module_); }
+
+  Kernel &kernel(const std::string &name) override {
+    auto found = kernels_.find(name);
+    if (found != kernels_.end())
+      return found->second;
+    CUfunction function = nullptr;
+    cuda_.check(cuda_.cuModuleGetFunction(&function, module_, name.c_str()),
+                fmt::format("cuModuleGetFunction({})", name).c_str());
+    return kernels_.emplace(name, CudaKernel(function, name)).first->second;
+  }
+
+private:
+  const CudaDriver &cuda_;
+  CUmodule module_;
+  std::map<std::string, CudaKernel> kernels_;
+};
+
+class CudaDevice : public Device {
+public:
+  void *nativeStream() const override { return stream_; }
+
+  explicit CudaDevice(int ordinal) {
+    cuda_.check(cuda_.cuInit(0), "no usable CUDA driver: cuInit");
+    int count = 0;
+    cuda_.check(cuda_.cuDeviceGetCount(&count), "cuDeviceGetCount");
+    if (ordinal < 0 || ordinal >= count)
+      fail(TXL_UNAVAILABLE, "no CUDA device {} ({} found)", ordinal, count);
+    cuda_.check(cuda_.cuDeviceGet(&device_, ordinal), "cuDeviceGet");
+    cuda_.check(cuda_.cuDevicePrimaryCtxRetain(&context_, device_),
+                "cuDevicePrimaryCtxRetain");
+    cuda_.check(cuda_.cuCtxSetCurrent(context_), "cuCtxSetCurrent");
+    cuda_.check(cuda_.cuStreamCreate(&stream_, kStreamNonBlocking),
+                "cuStreamCreate");
+  }
+
+  ~CudaDevice() override {
+    cuda_.cuStreamSynchronize(stream_);
+    if (cublas_)
+      cublas_->cublasDestroy_v2(handle_);
+    cuda_.cuStreamDestroy_v2(stream_);
+    cuda_.cuDevicePrimaryCtxRelease_v2(device_);
+  }
+
+  std::string description() const override {
+    char name[256] = {};
+    cuda_.check(cuda_.cuDeviceGetName(name, sizeof(name), device_),
+                "cuDeviceGetName");
+    int major = 0, minor = 0;
+    cuda_.check(cuda_.cuDeviceGetAttribute(
+                    &major, kAttributeComputeCapabilityMajor, device_),
+                "cuDeviceGetAttribute");
+    cuda_.check(cuda_.cuDeviceGetAttribute(
+                    &minor, kAttributeComputeCapabilityMinor, device_),
+                "cuDeviceGetAttribute");
+    return fmt::format("{} (CUDA, sm_{}{}, {:.1f} GiB)", name, major, minor,
+                       totalMemory() / double(1ull << 30));
+  }
+
+  int64_t computeUnits() const override {
+    int units = 0;
+    cuda_.check(cuda_.cuDeviceGetAttribute(
+                    &units, kAttributeMultiprocessorCount, device_),
+                "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)");
+    return units;
+  }
+
+  size_t totalMemory() const override {
+    size_t bytes = 0;
+    cuda_.check(cuda_.cuDeviceTotalMem_v2(&bytes, device_), "cuDeviceTotalMem");
+    return bytes;
+  }
+
+  std::optional<size_t> freeMemory() const override {
+    size_t free = 0, total = 0;
+    cuda_.check(cuda_.cuMemGetInfo_v2(&free, &total), "cuMemGetInfo");
+    return free;
+  }
+
+  void *allocate(size_t bytes) override {
+    CUdeviceptr buffer = 0;
+    // A zero-byte allocation still gets a distinct handle.
+    cuda_.check(
+        cuda_.cuMemAllocAsync(&buffer, std::max<size_t>(bytes, 4), stream_),
+        fmt::format("cuMemAllocAsync({} bytes)", bytes).c_str());
+    return reinterpret_cast<void *>(buffer);
+  }
+
+  void free(void *buffer) override {
+    cuda_.check(cuda_.cuMemFreeAsync(asDevicePointer(buffer), stream_),
+                "cuMemFreeAsync");
+  }
+
+  void copyToDevice(void *buffer, size_t offsetBytes, const void *host,
+                    size_t bytes) override {
+    if (bytes == 0)
+      return;
+    cuda_.check(
+        cuda_.cuMemcpyHtoDAsync_v2(asDevicePointer(buffer) + offsetBytes, host,
+                                   bytes, stream_),
+        "cuMemcpyHtoDAsync");
+    // The host buffer may go away when this returns (pageable memory).
+    synchronize();
+  }
+
+  void copyToHost(void *host, const void *buffer, size_t offsetBytes,
+                  size_t bytes) override {
+    if (bytes == 0)
+      return;
+    cuda_.check(
+        cuda_.cuMemcpyDtoHAsync_v2(host, asDevicePointer(buffer) + offsetBytes,
+                                   bytes, stream_),
+        "cuMemcpyDtoHAsync");
+    synchronize();
+  }
+
+  void copyOnDevice(void *dst, size_t dstOffsetBytes, const void *src,
+                    size_t srcOffsetBytes, size_t bytes) override {
+    if (bytes == 0)
+      return;
+    cuda_.check(cuda_.cuMemcpyDtoDAsync_v2(
+                    asDevicePointer(dst) + dstOffsetBytes,
+                    asDevicePointer(src) + srcOffsetBytes, bytes, stream_),
+                "cuMemcpyDtoDAsync");
+  }
+
+  void fill32(void *buffer, size_t offsetBytes, uint32_t value,
+              size_t count) override {
+    if (count == 0)
+      return;
+    cuda_.check(cuda_.cuMemsetD32Async(asDevicePointer(buffer) + offsetBytes,
+                                       value, count, stream_),
+                "cuMemsetD32Async");
+  }
+
+  std::unique_ptr<Module> loadModule(std::string_view image) override {
+    if (image.substr(0, kOpenCLImageMagic.size()) == kOpenCLImageMagic)
+      fail(TXL_INVALID_ARGUMENT,
+           "an OpenCL kernel image cannot load on CUDA (a module built for "
+           "--target=opencl?)");
+    CUmodule module = nullptr;
+    cuda_.check(
+        cuda_.cuModuleLoadDataEx(&module, image.data(), 0, nullptr, nullptr),
+        "cuModuleLoadDataEx");
+    return std::make_unique<CudaModule>(cuda_, module);
+  }
+
+  void launch(Kernel &kernel, const size_t grid[3], const size_t block[3],
+              size_t sharedBytes, void **params, size_t) override {
+    if (grid[0] * grid[1] * grid[2] == 0)
+      return;
+    auto &cudaKernel = static_cast<CudaKernel &>(kernel);
+    if (sharedBytes > cudaKernel.dynamicSharedLimit_)
+      allowDynamicShared(cudaKernel, sharedBytes);
+    cuda_.check(cuda_.cuLaunchKernel(cudaKernel.function_, unsigned(grid[0]),
+                                     unsigned(grid[1]), unsigned(grid[2]),
+                                     unsigned(block[0]), unsigned(block[1]),
+                                     unsigned(block[2]), unsigned(sharedBytes),
+                                     stream_, params, nullptr),
+                "cuLaunchKernel");
+  }
+
+  /// Opts `kernel` into `bytes` of dynamic shared memory (more than 48 KiB:
+  /// txl-dynamic-shared-memory's kernels); fails naming the kernel when
+  /// this GPU gives a workgroup less.
+  void allowDynamicShared(CudaKernel &kernel, size_t bytes) {
+    int optin = 0;
+    cuda_.check(cuda_.cuDeviceGetAttribute(
+                    &optin, kAttributeMaxSharedMemoryPerBlockOptin, device_),
+                "cuDeviceGetAttribute");
+    if (bytes > size_t(optin))
+      fail(TXL_UNAVAILABLE,
+           "kernel {} needs {} bytes of shared memory per workgroup; this "
+           "GPU gives at most {}",
+           kernel.name_, bytes, optin);
+    cuda_.check(cuda_.cuFuncSetAttribute(
+                    kernel.function_, kFuncAttributeMaxDynamicSharedSizeBytes,
+                    int(bytes)),
+                fmt::format("cuFuncSetAttribute({}, "
+                            "MAX_DYNAMIC_SHARED_SIZE_BYTES, {})",
+                            kernel.name_, bytes)
+                    .c_str());
+    kernel.dynamicSharedLimit_ = bytes;
+  }
+
+  void gemm(const GemmDesc &desc) override {
+    if (!cublas_) {
+      auto cublas = std::make_unique<Cublas>();
+      cublas->check(cublas->cublasCreate_v2(&handle_), "cublasCreate");
+      // f32 is the exactness mode: plain f32 arithmetic, no TF32 tensor
+      // cores (which CUBLAS_TF32_TENSOR_OP_MATH would allow).
+      cublas->check(cublas->cublasSetMathMode(handle_, kDefaultMath),
+                    "cublasSetMathMode");
+      cublas->check(cublas->cublasSetStream_v2(handle_, stream_),
+                    "cublasSetStream");
+      cublas_ = std::move(cublas);
+    }
+    auto at = [](const GemmMatrix &matrix) {
+      return reinterpret_cast<float *>(matrix.buffer) + matrix.offset;
+    };
+    if (desc.inputs != GemmDesc::Inputs::F32) {
+      // f32 buffers, bf16 or f16 tensor-core products with f32
+      // accumulation.
+      cublas_->check(
+          cublas_->cublasGemmStridedBatchedEx_64(
+              handle_, desc.transA ? kOpT : kOpN, desc.transB ? kOpT : kOpN,
+              desc.m, desc.n, desc.k, &desc.alpha, at(desc.a), kR32F, desc.a.ld,
+              desc.a.stride, at(desc.b), kR32F, desc.b.ld, desc.b.stride,
+              &desc.beta, at(desc.c), kR32F, desc.c.ld, desc.c.stride,
+              desc.batch,
+              desc.inputs == GemmDesc::Inputs::Bf16 ? kCompute32FFast16BF
+                                                    : kCompute32FFast16F,
+              kGemmDefault),
+          describe(desc).c_str());
+      return;
+    }
+    cublas_->check(cublas_->cublasSgemmStridedBatched_64(
+                       handle_, desc.transA ? kOpT : kOpN,
+                       desc.transB ? kOpT : kOpN, desc.m, desc.n, desc.k,
+                       &desc.alpha, at(desc.a), desc.a.ld, desc.a.stride,
+                       at(desc.b), desc.b.ld, desc.b.stride, &desc.beta,
+                       at(desc.c), desc.c.ld, desc.c.stride, desc.batch),
+                   describe(desc).c_str());
+  }
+
+  void synchronize() override {
+    cuda_.check(cuda_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
+  }
+
+private:
+  CudaDriver cuda_;
+  /// Loaded by the first product, with its handle bound to `stream_`.
+  std::unique_ptr<Cublas> cublas_;
+  cublasHandle_t handle_ = nullptr;
+  CUdevice device_ = 0;
+  CUcontext context_ = nullptr;
+  CUstream stream_ = nullptr;
+};
+
+} // namespace
+
+std::unique_ptr<Device> openCudaDevice(int ordinal) {
+  return std::make_unique<CudaDevice>(ordinal);
+}
+
+} // namespace txl::rt

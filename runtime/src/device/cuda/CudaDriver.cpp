@@ -1,0 +1,66 @@
+//===- CudaDriver.cpp - The CUDA driver API, loaded with dlopen -----------===//
+
+#include "txl/rt/device/CudaDriver.h"
+
+#include "txl/rt/support/Status.h"
+
+namespace txl::rt {
+
+namespace {
+
+/// The CUresult codes a user is likely to meet (cuda.h's CUresult enum),
+/// for when the driver cannot name them itself.
+constexpr KnownCode kKnownResults[] = {
+    {1, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+    {2, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+    {3, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
+    {34, "CUDA_ERROR_STUB_LIBRARY",
+     "the CUDA toolkit's stub libcuda was loaded, not a driver"},
+    {35, "CUDA_ERROR_INSUFFICIENT_DRIVER",
+     "the driver is older than the CUDA runtime"},
+    {100, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
+    {101, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+    {200, "CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"},
+    {209, "CUDA_ERROR_NO_BINARY_FOR_GPU",
+     "no kernel image is available for execution on the device"},
+    {218, "CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed"},
+    {222, "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
+     "the PTX was compiled with an unsupported toolchain"},
+    {500, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+    {700, "CUDA_ERROR_ILLEGAL_ADDRESS",
+     "an illegal memory access was encountered"},
+    {719, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
+};
+
+} // namespace
+
+CudaDriver::CudaDriver(const std::string &library)
+    : library_(library, "CUDA driver") {
+  const char *requirement = "the runtime needs the CUDA 11 driver API or newer";
+#define TXL_CUDA_SYMBOL(name, ret, params)                                     \
+  name = reinterpret_cast<ret(*) params>(library_.symbol(#name, requirement));
+#include "txl/rt/device/CudaSymbols.def"
+#undef TXL_CUDA_SYMBOL
+}
+
+std::string CudaDriver::errorName(CUresult result) const {
+  const char *name = nullptr;
+  if (cuGetErrorName(result, &name) == 0 && name)
+    return name;
+  if (const KnownCode *known = findKnownCode(kKnownResults, result))
+    return known->name;
+  return fmt::format("CUresult {}", result);
+}
+
+void CudaDriver::check(CUresult result, const char *what) const {
+  if (result == 0)
+    return;
+  const char *description = nullptr;
+  if (cuGetErrorString(result, &description) != 0 || !description) {
+    const KnownCode *known = findKnownCode(kKnownResults, result);
+    description = known ? known->description : nullptr;
+  }
+  failDeviceCall(what, errorName(result), description);
+}
+
+} // namespace txl::rt

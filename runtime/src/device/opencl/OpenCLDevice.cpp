@@ -1,0 +1,573 @@
+//===- OpenCLDevice.cpp - The OpenCL backend of the device layer ----------===//
+//
+// One OpenCL 2.1+ device that takes SPIR-V (clCreateProgramWithIL), one
+// in-order command queue, buffers as cl_mem handles. Kernel images are the
+// ones txlc embeds for --target=opencl (txl/device.h): per kernel, its
+// argument kinds, which OpenCL needs to set arguments and the generated
+// host code does not pass, and a SPIR-V module of that kernel alone. Each
+// kernel's program is built on the kernel's first use, so a run builds
+// only the kernels it launches (an evaluation, none of the backward's),
+// and what the driver builds is kept in the program cache (ProgramCache.h)
+// per kernel, where every image and process that has the same kernel
+// (the same SPIR-V) finds it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "txl/device.h"
+#include "txl/rt/device/BlasLibraries.h"
+#include "txl/rt/device/Device.h"
+#include "txl/rt/device/OpenCL.h"
+#include "txl/rt/device/ProgramCache.h"
+#include "txl/rt/support/Status.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <vector>
+
+namespace txl::rt {
+
+namespace {
+
+// cl.h values the backend uses.
+constexpr cl_ulong kDeviceTypeAll = 0xFFFFFFFF;
+constexpr cl_uint kPlatformVersion = 0x0901;
+constexpr cl_uint kPlatformName = 0x0902;
+constexpr cl_uint kDeviceName = 0x102B;
+constexpr cl_uint kDriverVersion = 0x102D;
+constexpr cl_uint kDeviceVersion = 0x102F;
+constexpr cl_uint kDeviceGlobalMemSize = 0x101F;
+constexpr cl_uint kDeviceMaxComputeUnits = 0x1002;
+constexpr cl_uint kDeviceLocalMemSize = 0x1023;
+constexpr cl_uint kDeviceIlVersion = 0x105B;
+constexpr cl_uint kProgramBinarySizes = 0x1165;
+constexpr cl_uint kProgramBinaries = 0x1166;
+constexpr cl_uint kProgramBuildLog = 0x1183;
+constexpr cl_ulong kMemReadWrite = 1;
+constexpr cl_uint kBlocking = 1;
+
+/// One argument of a kernel, from the image's table.
+struct ArgSpec {
+  txl_kernel_arg_kind_t kind;
+  uint32_t bytes; ///< the value's size; for workgroup memory, its size
+};
+
+/// One kernel of an image: its arguments and its own SPIR-V module.
+struct KernelImage {
+  std::vector<ArgSpec> args;
+  std::string spirv;
+};
+
+/// Reads the little-endian fields of an OpenCL kernel image.
+class ImageReader {
+public:
+  explicit ImageReader(std::string_view image) : rest_(image) {}
+  std::string_view bytes(size_t n) {
+    if (rest_.size() < n)
+      fail(TXL_INVALID_ARGUMENT,
+           "OpenCL kernel image: truncated ({} bytes missing)",
+           n - rest_.size());
+    std::string_view out = rest_.substr(0, n);
+    rest_.remove_prefix(n);
+    return out;
+  }
+  template <typename T> T scalar() {
+    T value;
+    std::memcpy(&value, bytes(sizeof(T)).data(), sizeof(T));
+    return value;
+  }
+  std::string_view rest() const { return rest_; }
+
+private:
+  std::string_view rest_;
+};
+
+std::string deviceString(const OpenCL &cl, cl_device_id device, cl_uint what) {
+  size_t size = 0;
+  cl.check(cl.clGetDeviceInfo(device, what, 0, nullptr, &size),
+           "clGetDeviceInfo");
+  std::string value(size, '\0');
+  cl.check(cl.clGetDeviceInfo(device, what, size, value.data(), nullptr),
+           "clGetDeviceInfo");
+  while (!value.empty() && value.back() == '\0')
+    value.pop_back();
+  return value;
+}
+
+class OpenCLKernel : public Kernel {
+public:
+  OpenCLKernel(const OpenCL &cl, cl_kernel kernel, std::vector<ArgSpec> args)
+      : cl_(cl), kernel_(kernel), args_(std::move(args)) {}
+  ~OpenCLKernel() override { cl_.clReleaseKernel(kernel_); }
+
+  const OpenCL &cl_;
+  cl_kernel kernel_;
+  std::vector<ArgSpec> args_;
+};
+
+class OpenCLDevice;
+
+/// The kernels of one image, each built into a program of its own on its
+/// first kernel() call.
+class OpenCLModule : public Module {
+public:
+  OpenCLModule(const OpenCL &cl, OpenCLDevice &device,
+               std::map<std::string, KernelImage> images, size_t localMemBytes)
+      : cl_(cl), device_(device), images_(std::move(images)),
+        localMemBytes_(localMemBytes),
+        origin_(fmt::format("{} kernels, each built on its first launch",
+                            images_.size())) {}
+  ~OpenCLModule() override {
+    kernels_.clear();
+    for (auto &[name, program] : programs_)
+      cl_.clReleaseProgram(program);
+  }
+
+  /// Until the first kernel(): how many kernels the image holds; after it,
+  /// how the latest kernel's program was obtained (built from SPIR-V, from
+  /// the program cache).
+  std::string origin() const override { return origin_; }
+
+  Kernel &kernel(const std::string &name) override;
+
+private:
+  const OpenCL &cl_;
+  OpenCLDevice &device_;
+  std::map<std::string, KernelImage> images_;
+  size_t localMemBytes_;
+  std::string origin_;
+  std::map<std::string, cl_program> programs_;
+  std::map<std::string, std::unique_ptr<OpenCLKernel>> kernels_;
+};
+
+class OpenCLDevice : public Device {
+  friend class OpenCLModule;
+
+public:
+  explicit OpenCLDevice(int ordinal) {
+    // The ordinal-th device, over all platforms, that takes SPIR-V.
+    int seen = 0;
+    std::string skipped;
+    for (cl_platform_id platform : cl_.platforms()) {
+      cl_uint count = 0;
+      if (cl_.clGetDeviceIDs(platform, kDeviceTypeAll, 0, nullptr, &count) !=
+              0 ||
+          count == 0)
+        continue;
+      std::vector<cl_device_id> devices(count);
+      cl_.check(cl_.clGetDeviceIDs(platform, kDeviceTypeAll, count,
+                                   devices.data(), nullptr),
+                "clGetDeviceIDs");
+      for (cl_device_id device : devices) {
+        size_t ilSize = 0;
+        cl_.clGetDeviceInfo(device, kDeviceIlVersion, 0, nullptr, &ilSize);
+        std::string il = ilSize > 1
+                             ? deviceString(cl_, device, kDeviceIlVersion)
+                             : std::string();
+        if (il.find("SPIR-V") == std::string::npos) {
+          skipped +=
+              fmt::format(" {};", deviceString(cl_, device, kDeviceName));
+          continue;
+        }
+        if (seen++ != ordinal)
+          continue;
+        platform_ = platform;
+        device_ = device;
+      }
+      if (device_)
+        break;
+    }
+    if (!device_)
+      fail(TXL_UNAVAILABLE,
+           "no OpenCL device with SPIR-V (device {} requested, {} found{}{})",
+           ordinal, seen, skipped.empty() ? "" : "; without SPIR-V:", skipped);
+    cl_int status = 0;
+    context_ =
+        cl_.clCreateContext(nullptr, 1, &device_, nullptr, nullptr, &status);
+    cl_.check(status, "clCreateContext");
+    queue_ = cl_.clCreateCommandQueueWithProperties(context_, device_, nullptr,
+                                                    &status);
+    cl_.check(status, "clCreateCommandQueueWithProperties");
+    if (const char *options = std::getenv("TXL_OPENCL_BUILD_OPTIONS"))
+      buildOptions_ = options;
+  }
+
+  ~OpenCLDevice() override {
+    cl_.clFinish(queue_);
+    cl_.clReleaseCommandQueue(queue_);
+    cl_.clReleaseContext(context_);
+  }
+
+  std::string description() const override {
+    return fmt::format("{} ({}, {}, {:.1f} GiB)",
+                       deviceString(cl_, device_, kDeviceName),
+                       platformString(kPlatformName),
+                       deviceString(cl_, device_, kDeviceVersion),
+                       totalMemory() / double(1ull << 30));
+  }
+
+  int64_t computeUnits() const override {
+    cl_uint units = 0;
+    cl_.check(cl_.clGetDeviceInfo(device_, kDeviceMaxComputeUnits,
+                                  sizeof(units), &units, nullptr),
+              "clGetDeviceInfo(CL_DEVICE_MAX_COMPUTE_UNITS)");
+    return units;
+  }
+
+  size_t totalMemory() const override {
+    cl_ulong bytes = 0;
+    cl_.check(cl_.clGetDeviceInfo(device_, kDeviceGlobalMemSize, sizeof(bytes),
+                                  &bytes, nullptr),
+              "clGetDeviceInfo(CL_DEVICE_GLOBAL_MEM_SIZE)");
+    return bytes;
+  }
+
+  std::optional<size_t> freeMemory() const override {
+    // OpenCL has no free-memory query.
+    return std::nullopt;
+  }
+
+  void *allocate(size_t bytes) override {
+    cl_int status = 0;
+    // OpenCL has no empty buffers; an empty memref (memory of length 0)
+    // still gets a handle.
+    cl_mem buffer = cl_.clCreateBuffer(
+        context_, kMemReadWrite, std::max<size_t>(bytes, 4), nullptr, &status);
+    cl_.check(status, fmt::format("clCreateBuffer({} bytes)", bytes).c_str());
+    return buffer;
+  }
+
+  void free(void *buffer) override {
+    // Released once the commands that use it are done (OpenCL defers it).
+    cl_.check(cl_.clReleaseMemObject(static_cast<cl_mem>(buffer)),
+              "clReleaseMemObject");
+  }
+
+  void copyToDevice(void *buffer, size_t offsetBytes, const void *host,
+                    size_t bytes) override {
+    if (bytes == 0)
+      return;
+    // Blocking: the host buffer may go away when this returns.
+    cl_.check(cl_.clEnqueueWriteBuffer(queue_, static_cast<cl_mem>(buffer),
+                                       kBlocking, offsetBytes, bytes, host, 0,
+                                       nullptr, nullptr),
+              "clEnqueueWriteBuffer");
+  }
+
+  void copyToHost(void *host, const void *buffer, size_t offsetBytes,
+                  size_t bytes) override {
+    if (bytes == 0)
+      return;
+    cl_.check(cl_.clEnqueueReadBuffer(
+                  queue_, static_cast<cl_mem>(const_cast<void *>(buffer)),
+                  kBlocking, offsetBytes, bytes, host, 0, nullptr, nullptr),
+              "clEnqueueReadBuffer");
+  }
+
+  void copyOnDevice(void *dst, size_t dstOffsetBytes, const void *src,
+                    size_t srcOffsetBytes, size_t bytes) override {
+    if (bytes == 0)
+      return;
+    cl_.check(cl_.clEnqueueCopyBuffer(
+                  queue_, static_cast<cl_mem>(const_cast<void *>(src)),
+                  static_cast<cl_mem>(dst), srcOffsetBytes, dstOffsetBytes,
+                  bytes, 0, nullptr, nullptr),
+              "clEnqueueCopyBuffer");
+  }
+
+  void fill32(void *buffer, size_t offsetBytes, uint32_t value,
+              size_t count) override {
+    if (count == 0)
+      return;
+    cl_.check(cl_.clEnqueueFillBuffer(
+                  queue_, static_cast<cl_mem>(buffer), &value, sizeof(value),
+                  offsetBytes, count * sizeof(value), 0, nullptr, nullptr),
+              "clEnqueueFillBuffer");
+  }
+
+  std::unique_ptr<Module> loadModule(std::string_view image) override {
+    ImageReader reader(image);
+    if (reader.bytes(kOpenCLImageMagic.size()) != kOpenCLImageMagic)
+      fail(TXL_INVALID_ARGUMENT,
+           "not an OpenCL kernel image (a module built for --target=cuda?)");
+    if (uint32_t version = reader.scalar<uint32_t>();
+        version != TXL_OPENCL_IMAGE_VERSION)
+      fail(TXL_INVALID_ARGUMENT, "OpenCL kernel image version {} (expected {})",
+           version, TXL_OPENCL_IMAGE_VERSION);
+    std::map<std::string, KernelImage> kernels;
+    for (uint32_t k = 0, n = reader.scalar<uint32_t>(); k < n; ++k) {
+      std::string name(reader.bytes(reader.scalar<uint32_t>()));
+      KernelImage &kernel = kernels[name];
+      for (uint32_t a = 0, m = reader.scalar<uint32_t>(); a < m; ++a) {
+        auto kind =
+            static_cast<txl_kernel_arg_kind_t>(reader.scalar<uint8_t>());
+        if (kind > TXL_KERNEL_ARG_LOCAL)
+          fail(TXL_INVALID_ARGUMENT,
+               "OpenCL kernel image: kernel '{}' argument {} has kind {}", name,
+               a, int(kind));
+        kernel.args.push_back({kind, reader.scalar<uint32_t>()});
+      }
+      kernel.spirv = std::string(reader.bytes(reader.scalar<uint64_t>()));
+      if (kernel.spirv.empty())
+        fail(TXL_INVALID_ARGUMENT,
+             "OpenCL kernel image: kernel '{}' has no SPIR-V", name);
+    }
+    if (!reader.rest().empty())
+      fail(TXL_INVALID_ARGUMENT,
+           "OpenCL kernel image: {} bytes after the last kernel",
+           reader.rest().size());
+    cl_ulong localMem = 0;
+    cl_.check(cl_.clGetDeviceInfo(device_, kDeviceLocalMemSize,
+                                  sizeof(localMem), &localMem, nullptr),
+              "clGetDeviceInfo(CL_DEVICE_LOCAL_MEM_SIZE)");
+    return std::make_unique<OpenCLModule>(cl_, *this, std::move(kernels),
+                                          size_t(localMem));
+  }
+
+  void launch(Kernel &base, const size_t grid[3], const size_t block[3],
+              size_t sharedBytes, void **params, size_t paramCount) override {
+    auto &kernel = static_cast<OpenCLKernel &>(base);
+    if (sharedBytes != 0)
+      fail(TXL_INVALID_ARGUMENT,
+           "OpenCL launch with {} bytes of dynamic workgroup memory (the "
+           "kernels declare theirs)",
+           sharedBytes);
+    size_t expected = 0;
+    for (const ArgSpec &arg : kernel.args_)
+      expected += arg.kind != TXL_KERNEL_ARG_LOCAL;
+    if (expected != paramCount)
+      fail(TXL_INVALID_ARGUMENT,
+           "OpenCL launch with {} arguments, the kernel takes {}", paramCount,
+           expected);
+    size_t param = 0;
+    for (size_t i = 0; i < kernel.args_.size(); ++i) {
+      const ArgSpec &arg = kernel.args_[i];
+      cl_int status = 0;
+      if (arg.kind == TXL_KERNEL_ARG_LOCAL) {
+        status = cl_.clSetKernelArg(kernel.kernel_, i, arg.bytes, nullptr);
+      } else {
+        const void *value = params[param++];
+        status =
+            arg.kind == TXL_KERNEL_ARG_BUFFER
+                ? cl_.clSetKernelArg(kernel.kernel_, i, sizeof(cl_mem), value)
+                : cl_.clSetKernelArg(kernel.kernel_, i, arg.bytes, value);
+      }
+      cl_.check(status, fmt::format("clSetKernelArg({})", i).c_str());
+    }
+    size_t global[3], local[3];
+    for (int d = 0; d < 3; ++d) {
+      global[d] = grid[d] * block[d];
+      local[d] = block[d];
+    }
+    if (global[0] * global[1] * global[2] == 0)
+      return;
+    cl_.check(cl_.clEnqueueNDRangeKernel(queue_, kernel.kernel_, 3, nullptr,
+                                         global, local, 0, nullptr, nullptr),
+              "clEnqueueNDRangeKernel");
+  }
+
+  void synchronize() override { cl_.check(cl_.clFinish(queue_), "clFinish"); }
+
+  void gemm(const GemmDesc &desc) override {
+    if (!clblast_)
+      clblast_ = std::make_unique<CLBlast>();
+    constexpr int kColMajor = 102, kNoTrans = 111, kTrans = 112;
+    auto buffer = [](const GemmMatrix &matrix) {
+      return static_cast<cl_mem>(matrix.buffer);
+    };
+    // CLBlast computes beta * C even for beta = 0, so that NaN or Inf in C
+    // (a fresh buffer holds whatever was there) would survive; BLAS
+    // semantics, which cuBLAS keeps, are that C is not read then.
+    if (desc.beta == 0.0f)
+      zeroMatrices(desc);
+    clblast_->check(
+        clblast_->CLBlastSgemmStridedBatched(
+            kColMajor, desc.transA ? kTrans : kNoTrans,
+            desc.transB ? kTrans : kNoTrans, size_t(desc.m), size_t(desc.n),
+            size_t(desc.k), desc.alpha, buffer(desc.a), size_t(desc.a.offset),
+            size_t(desc.a.ld), size_t(desc.a.stride), buffer(desc.b),
+            size_t(desc.b.offset), size_t(desc.b.ld), size_t(desc.b.stride),
+            desc.beta, buffer(desc.c), size_t(desc.c.offset), size_t(desc.c.ld),
+            size_t(desc.c.stride), size_t(desc.batch), &queue_, nullptr),
+        describe(desc).c_str());
+  }
+
+private:
+  std::string platformString(cl_uint what) const {
+    size_t size = 0;
+    cl_.check(cl_.clGetPlatformInfo(platform_, what, 0, nullptr, &size),
+              "clGetPlatformInfo");
+    std::string value(size, '\0');
+    cl_.check(
+        cl_.clGetPlatformInfo(platform_, what, size, value.data(), nullptr),
+        "clGetPlatformInfo");
+    while (!value.empty() && value.back() == '\0')
+      value.pop_back();
+    return value;
+  }
+
+  /// What, beside the SPIR-V, decides what clBuildProgram makes: the
+  /// program cache's device key.
+  std::string cacheKey() const {
+    return fmt::format(
+        "platform {} | {}\ndevice {} | {} | driver {}\noptions {}\n",
+        platformString(kPlatformName), platformString(kPlatformVersion),
+        deviceString(cl_, device_, kDeviceName),
+        deviceString(cl_, device_, kDeviceVersion),
+        deviceString(cl_, device_, kDriverVersion), buildOptions_);
+  }
+
+  /// The program of `spirv`: the built program from the program cache
+  /// (ProgramCache::fromEnvironment) when it holds one the driver takes
+  /// back, else built from the SPIR-V and then stored. `origin` says which.
+  /// Errors: the build's, with the driver's build log.
+  cl_program buildProgram(std::string_view spirv, std::string &origin) {
+    std::optional<ProgramCache> cache = ProgramCache::fromEnvironment();
+    std::string key = cache ? cacheKey() : std::string();
+    if (cache) {
+      if (std::optional<std::string> binary = cache->lookup(key, spirv)) {
+        if (cl_program program = programFromBinary(*binary)) {
+          origin = "from the program cache " + cache->path(key, spirv);
+          return program;
+        }
+      }
+    }
+    cl_int status = 0;
+    cl_program program = cl_.clCreateProgramWithIL(context_, spirv.data(),
+                                                   spirv.size(), &status);
+    cl_.check(status, "clCreateProgramWithIL");
+    cl_int built = cl_.clBuildProgram(program, 1, &device_,
+                                      buildOptions_.c_str(), nullptr, nullptr);
+    if (built != 0) {
+      size_t size = 0;
+      cl_.clGetProgramBuildInfo(program, device_, kProgramBuildLog, 0, nullptr,
+                                &size);
+      std::string log(size, '\0');
+      cl_.clGetProgramBuildInfo(program, device_, kProgramBuildLog, size,
+                                log.data(), nullptr);
+      cl_.clReleaseProgram(program);
+      fail(TXL_UNAVAILABLE, "clBuildProgram{}: {}: {}",
+           buildOptions_.empty()
+               ? std::string()
+               : " (TXL_OPENCL_BUILD_OPTIONS=" + buildOptions_ + ")",
+           OpenCL::errorName(built), log.c_str());
+    }
+    origin = "built from SPIR-V";
+    if (cache) {
+      std::string binary = programBinary(program);
+      if (!binary.empty() && cache->store(key, spirv, binary))
+        origin += ", cached in " + cache->path(key, spirv);
+      else
+        origin += ", not cached (cannot write " + cache->directory() + ")";
+    }
+    return program;
+  }
+
+  /// A program from a binary clGetProgramInfo gave, built; null when the
+  /// driver rejects it (another driver version, a damaged entry).
+  cl_program programFromBinary(const std::string &binary) {
+    size_t size = binary.size();
+    const auto *bytes = reinterpret_cast<const unsigned char *>(binary.data());
+    cl_int binaryStatus = 0, status = 0;
+    cl_program program = cl_.clCreateProgramWithBinary(
+        context_, 1, &device_, &size, &bytes, &binaryStatus, &status);
+    if (status != 0 || binaryStatus != 0 || !program) {
+      if (program)
+        cl_.clReleaseProgram(program);
+      return nullptr;
+    }
+    if (cl_.clBuildProgram(program, 1, &device_, buildOptions_.c_str(), nullptr,
+                           nullptr) != 0) {
+      cl_.clReleaseProgram(program);
+      return nullptr;
+    }
+    return program;
+  }
+
+  /// The device binary of a built program (CL_PROGRAM_BINARIES), or empty
+  /// when the driver gives none.
+  std::string programBinary(cl_program program) {
+    size_t size = 0;
+    if (cl_.clGetProgramInfo(program, kProgramBinarySizes, sizeof size, &size,
+                             nullptr) != 0 ||
+        size == 0)
+      return {};
+    std::string binary(size, '\0');
+    unsigned char *bytes = reinterpret_cast<unsigned char *>(binary.data());
+    if (cl_.clGetProgramInfo(program, kProgramBinaries, sizeof bytes, &bytes,
+                             nullptr) != 0)
+      return {};
+    return binary;
+  }
+
+  /// Zeroes C_b for every b of `desc` (column-major, m x n, columns ld
+  /// apart): one fill when the batch is one contiguous block.
+  void zeroMatrices(const GemmDesc &desc) {
+    const GemmMatrix &c = desc.c;
+    auto at = [&](int64_t element) { return size_t(element) * sizeof(float); };
+    if (c.ld == desc.m && (desc.batch == 1 || c.stride == desc.m * desc.n)) {
+      fill32(c.buffer, at(c.offset), 0, size_t(desc.m * desc.n * desc.batch));
+      return;
+    }
+    for (int64_t b = 0; b < desc.batch; ++b)
+      for (int64_t j = 0; j < desc.n; ++j)
+        fill32(c.buffer, at(c.offset + b * c.stride + j * c.ld), 0,
+               size_t(desc.m));
+  }
+
+  OpenCL cl_;
+  /// Loaded by the first product.
+  std::unique_ptr<CLBlast> clblast_;
+  cl_platform_id platform_ = nullptr;
+  cl_device_id device_ = nullptr;
+  cl_context context_ = nullptr;
+  cl_command_queue queue_ = nullptr;
+  /// clBuildProgram's options: $TXL_OPENCL_BUILD_OPTIONS, else none. Part
+  /// of the program cache's key, so builds with other options are kept
+  /// apart. The test suite's kernel harnesses build with "-cl-opt-disable"
+  /// (test/Integration/gpu/txl_device.py).
+  std::string buildOptions_;
+};
+
+Kernel &OpenCLModule::kernel(const std::string &name) {
+  auto found = kernels_.find(name);
+  if (found != kernels_.end())
+    return *found->second;
+  auto image = images_.find(name);
+  if (image == images_.end())
+    fail(TXL_UNAVAILABLE, "OpenCL kernel image has no kernel '{}'", name);
+  // The workgroup tiles (__local arguments), checked here so that a device
+  // with less local memory gets a message, not CL_OUT_OF_RESOURCES at the
+  // launch.
+  size_t localBytes = 0;
+  for (const ArgSpec &arg : image->second.args)
+    if (arg.kind == TXL_KERNEL_ARG_LOCAL)
+      localBytes += arg.bytes;
+  if (localBytes > localMemBytes_)
+    fail(TXL_UNAVAILABLE,
+         "kernel {} needs {} bytes of local memory per workgroup; this "
+         "OpenCL device gives at most {} (CL_DEVICE_LOCAL_MEM_SIZE)",
+         name, localBytes, localMemBytes_);
+  cl_program program = device_.buildProgram(image->second.spirv, origin_);
+  programs_.emplace(name, program);
+  cl_int status = 0;
+  cl_kernel kernel = cl_.clCreateKernel(program, name.c_str(), &status);
+  cl_.check(status, fmt::format("clCreateKernel({})", name).c_str());
+  auto created =
+      std::make_unique<OpenCLKernel>(cl_, kernel, image->second.args);
+  Kernel &ref = *created;
+  kernels_.emplace(name, std::move(created));
+  return ref;
+}
+
+} // namespace
+
+std::unique_ptr<Device> openOpenCLDevice(int ordinal) {
+  // On its own thread (see bindToThread), which, like the runtime's
+  // workers, is made with room for the largest kernel frames.
+  reserveKernelThreadStacks();
+  return bindToThread(
+      [ordinal] { return std::make_unique<OpenCLDevice>(ordinal); });
+}
+
+} // namespace txl::rt
