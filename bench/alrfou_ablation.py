@@ -82,7 +82,7 @@ def main():
         work = os.path.join(args.workdir, tag + "_run")
         start = time.time()
         # A rerun of the ablation replaces its runs (--overwrite).
-        subprocess.run([exe, "train", "--work-dir", work, "--no-plot",
+        subprocess.run([exe, "train", "--work-dir", work,
                         "--no-progress", "--overwrite"], check=True,
                        stdout=subprocess.DEVNULL)
         train_s = time.time() - start

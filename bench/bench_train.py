@@ -87,7 +87,7 @@ def txlc_run(exe, data, steps, interval, threads, work):
            "--max-step", str(steps), "--log-interval", str(interval),
            "--eval-interval", str(10 ** 9), "--threads", str(threads),
            "--checkpoint-interval", str(10 ** 9),
-           "--no-plot", "--no-progress", "--max-eval-steps", "1"]
+           "--no-progress", "--max-eval-steps", "1"]
     others = bench.quiet_point()
     run = bench.run_child(cmd)
     records = [json.loads(line)

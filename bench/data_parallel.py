@@ -44,7 +44,7 @@ def main():
                    check=True)
     common = ["train", "--data", args.data, "--max-step", str(args.steps),
               "--log-interval", "1", "--eval-interval", str(10 * args.steps),
-              "--max-eval-steps", "1", "--no-plot"]
+              "--max-eval-steps", "1"]
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
                OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     ways = {

@@ -431,7 +431,7 @@ def txlc_train(exe, data, steps, interval, work, profile=False):
     cmd = [exe, "train", "--data", data, "--work-dir", work,
            "--max-step", str(steps), "--log-interval", str(interval),
            "--eval-interval", str(10 ** 9), "--checkpoint-interval",
-           str(10 ** 9), "--no-plot", "--no-progress", "--max-eval-steps", "1"]
+           str(10 ** 9), "--no-progress", "--max-eval-steps", "1"]
     run = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if run.returncode != 0:
         raise SystemExit(f"{exe} train failed:\n{run.stderr}")

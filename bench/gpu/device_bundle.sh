@@ -81,7 +81,7 @@ cp -r "$shared/reference/." "$stage/shared/reference/"
 "$txlc" models/ptb_small.toml -o "$stage/cpu_ptb_small"
 "$stage/cpu_ptb_small" train --data "$shared/data/ptb" --work-dir "$stage/cpu20" \
   --max-step 20 --log-interval 10 --eval-interval 20 --max-eval-steps 4 \
-  --threads 1 --no-plot > /dev/null
+  --threads 1 > /dev/null
 find "$stage/cpu20" -type f ! -name metrics.jsonl -delete
 rm "$stage/cpu_ptb_small"
 

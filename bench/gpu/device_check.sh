@@ -114,7 +114,7 @@ train() { # PRECISION
   local d=$w/train_$1
   # Logged every 20 updates for the step-20 record; no gnuplot there.
   "$B/ptb_small_$1" train --data "$S/data/ptb" --work-dir "$d" \
-    --log-interval 20 --no-plot
+    --log-interval 20
   if [ "$1" = f32 ]; then
     python3 "$root/test/Integration/gpu/train_targets.py" close "$d" \
       "$w/cpu20" 20 1e-4
@@ -124,12 +124,12 @@ train() { # PRECISION
       --checkpoint "$d/best.safetensors" --json | tail -1
   done
   python3 "$root/test/Integration/train_check.py" "$d" \
-    "$S/reference/ptb_small/train_log.txt" 8000 - --no-plot
+    "$S/reference/ptb_small/train_log.txt" 8000 -
 }
 
 profile() { # 100 updates of ptb_small with TXL_PROFILE's table
   TXL_PROFILE=1 "$B/ptb_small_f32" train --data "$S/data/ptb" \
-    --work-dir "$w/profile" --max-step 100 --eval-interval 1000 --no-plot \
+    --work-dir "$w/profile" --max-step 100 --eval-interval 1000 \
     2>&1 | grep -v "^| epoch"
 }
 

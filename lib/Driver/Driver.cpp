@@ -96,11 +96,7 @@ LogicalResult linkExecutable(const DriverOptions &options,
   }
   {
     llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
-    emitModelInfoSource(config,
-                        options.target == Target::Cuda     ? "cuda"
-                        : options.target == Target::OpenCL ? "opencl"
-                                                           : "",
-                        options.precision, os);
+    emitModelInfoSource(config, options.target, options.precision, os);
   }
 
   std::string linker = options.linker;
@@ -262,7 +258,7 @@ LogicalResult checkTarget(const DriverOptions &options) {
     return fail("--emit=ptx needs --target=cuda");
   if (options.emit == EmitAction::Spirv && options.target != Target::OpenCL)
     return fail("--emit=spirv needs --target=opencl");
-  if (options.precision == "f16" && !gpu)
+  if (options.precision == Precision::Fp16 && !gpu)
     return fail("--precision=fp16 needs --target=cuda or --target=opencl "
                 "(the CPU target is f32 or bf16)");
   if (options.emit == EmitAction::Ptx && options.gpuArchs.size() != 1)
@@ -482,10 +478,10 @@ int mlir::txl::runDriver(const DriverOptions &options) {
   if (options.emit == EmitAction::Linalg)
     return failed(writeText(options, print));
 
-  if (failed(runStage(
-          module, root, "lowering to the LLVM dialect", [&](OpPassManager &pm) {
-            buildLinalgToLLVMPipeline(pm, options.precision == "bf16");
-          })))
+  if (failed(runStage(module, root, "lowering to the LLVM dialect",
+                      [&](OpPassManager &pm) {
+                        buildLinalgToLLVMPipeline(pm, options.precision);
+                      })))
     return 1;
   if (options.emit == EmitAction::LLVMMLIR)
     return failed(writeText(options, print));

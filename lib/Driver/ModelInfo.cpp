@@ -38,9 +38,8 @@ static std::string formatDouble(double value) {
   return llvm::formatv("{0}", llvm::format("%.17g", value)).str();
 }
 
-void mlir::txl::emitModelInfoSource(const ModelConfig &config,
-                                    llvm::StringRef deviceBackend,
-                                    llvm::StringRef precision,
+void mlir::txl::emitModelInfoSource(const ModelConfig &config, Target target,
+                                    Precision precision,
                                     llvm::raw_ostream &os) {
   const ModelSection &m = config.model;
   const TrainSection &t = config.train;
@@ -113,7 +112,15 @@ void mlir::txl::emitModelInfoSource(const ModelConfig &config,
      << ", .intermediate_layers = " << (t.intermediateLayers ? 1 : 0)
      << ", .multiple_targets = " << (t.multipleTargets ? 1 : 0) << ",\n"
      << "  .n_params = " << params.size() << ", .params = txl_params,\n"
-     << "  .device_backend = " << cString(deviceBackend) << ",\n"
-     << "  .precision = " << cString(precision) << ",\n"
+     << "  .backend = "
+     << (target == Target::Cuda     ? "TXL_BACKEND_CUDA"
+         : target == Target::OpenCL ? "TXL_BACKEND_OPENCL"
+                                    : "TXL_BACKEND_CPU")
+     << ",\n"
+     << "  .precision = "
+     << (precision == Precision::Bf16   ? "TXL_PRECISION_BF16"
+         : precision == Precision::Fp16 ? "TXL_PRECISION_FP16"
+                                        : "TXL_PRECISION_F32")
+     << ",\n"
      << "};\n";
 }

@@ -112,12 +112,12 @@ void mlir::txl::buildTxlToLinalgPipeline(
 }
 
 void mlir::txl::buildLinalgToLLVMPipeline(OpPassManager &pm,
-                                          bool bf16Products) {
+                                          Precision products) {
   addBufferization(pm);
   pm.nest<func::FuncOp>().addPass(createFreeAfterLastUsePass());
   // Module: declares cblas_sgemm (or txl_rt_sgemm_bf16).
   ConvertLinalgToBlasPassOptions blas;
-  blas.bf16 = bf16Products;
+  blas.precision = products;
   pm.addPass(createConvertLinalgToBlasPass(blas));
   // Module: adds the functions the strided copies move into.
   pm.addPass(createOutlineStridedCopiesPass());
@@ -162,13 +162,12 @@ void mlir::txl::buildTxlToGpuPipeline(
 }
 
 void mlir::txl::buildGpuLinalgToKernelsPipeline(OpPassManager &pm,
-                                                StringRef products) {
+                                                Precision products) {
   addBufferization(pm);
   // Matrix products: cuBLAS / CLBlast calls on the device's queue.
   ConvertLinalgToBlasPassOptions blas;
   blas.device = true;
-  blas.bf16 = products == "bf16";
-  blas.f16 = products == "f16";
+  blas.precision = products;
   pm.addPass(createConvertLinalgToBlasPass(blas));
   pm.addPass(createPrepareGpuHostPass());
   // Reductions inside the kernels, not host loops of launches.
@@ -235,13 +234,15 @@ void mlir::txl::buildKernelsToPtxPipeline(OpPassManager &pm,
   MmaToNvvmPassOptions mmaOptions;
   mmaOptions.wgmma = chip == "sm_90a";
   pm.nest<gpu::GPUModuleOp>().addPass(createMmaToNvvmPass(mmaOptions));
+  // Every lowering is nested in the gpu.module: on a module that also
+  // holds host code (txl-opt) it lowers the kernels only.
   addPipeline(pm,
-              "convert-scf-to-cf,expand-strided-metadata,"
+              "gpu.module(convert-scf-to-cf,expand-strided-metadata),"
               "nvvm-attach-target{O=3 chip=" +
                   chip.str() + " features=" + ptxFeatures.str() +
-                  "},lower-affine,convert-arith-to-llvm,convert-index-to-llvm,"
-                  "canonicalize,cse,"
-                  "gpu.module(strip-debuginfo,convert-gpu-to-nvvm,txl-extern-"
+                  "},gpu.module(lower-affine,convert-arith-to-llvm,"
+                  "convert-index-to-llvm,canonicalize,cse,"
+                  "strip-debuginfo,convert-gpu-to-nvvm,txl-extern-"
                   "dynamic-shared,"
                   "llvm.func(llvm-optimize-for-nvvm-target),canonicalize,cse,"
                   "reconcile-unrealized-casts),"
@@ -253,9 +254,9 @@ void mlir::txl::buildKernelsToLlvmSpvPipeline(OpPassManager &pm) {
   // The tensor-core kernels' warp-level products as shuffles (no-op without
   // them).
   pm.nest<gpu::GPUModuleOp>().addPass(createEmulateMmaPass());
-  addPipeline(pm, "canonicalize,arith-expand,expand-strided-metadata,"
-                  "lower-affine,canonicalize,"
-                  "gpu.module(convert-gpu-to-llvm-spv{use-64bit-index=true}),"
+  addPipeline(pm, "gpu.module(canonicalize,arith-expand,"
+                  "expand-strided-metadata,lower-affine,canonicalize,"
+                  "convert-gpu-to-llvm-spv{use-64bit-index=true}),"
                   "convert-scf-to-cf,convert-cf-to-llvm,convert-arith-to-llvm,"
                   "convert-math-to-llvm,convert-index-to-llvm,"
                   "finalize-memref-to-llvm,reconcile-unrealized-casts");
@@ -269,7 +270,7 @@ void mlir::txl::buildTxlCpuPipeline(OpPassManager &pm,
   ConvertRelAttentionToCpuPassOptions cpuAttention;
   buildTxlToLinalgPipeline(pm, /*stridedAttention=*/true,
                            options.tiledAttention ? &cpuAttention : nullptr);
-  buildLinalgToLLVMPipeline(pm, options.bf16Products);
+  buildLinalgToLLVMPipeline(pm, options.precision);
 }
 
 void mlir::txl::registerTxlPipelines() {
@@ -288,4 +289,43 @@ void mlir::txl::registerTxlPipelines() {
       "txl-linalg-to-llvm-pipeline",
       "Bufferize, call BLAS for products, and lower to the LLVM dialect",
       [](OpPassManager &pm) { buildLinalgToLLVMPipeline(pm); });
+
+  // The GPU targets' stages, in txlc's order: txl-to-gpu, then
+  // txl-to-linalg, txl-gpu-linalg-to-kernels, the kernels to PTX or to the
+  // LLVM dialect of SPIR-V (txl-translate makes the OpenCL image), and the
+  // host code to LLVM once @txl_kernels is a gpu.binary.
+  PassPipelineRegistration<TxlGpuPipelineOptions>(
+      "txl-to-gpu-pipeline",
+      "GPU targets: the fused attention, layer norm and embedding gradients "
+      "as kernels in gpu.module @txl_kernels, launched from the host code",
+      [](OpPassManager &pm, const TxlGpuPipelineOptions &options) {
+        ConvertRelAttentionToGpuPassOptions attention;
+        attention.precision = options.precision;
+        attention.keyParts = options.keyParts;
+        buildTxlToGpuPipeline(pm, attention);
+      });
+  PassPipelineRegistration<TxlGpuPipelineOptions>(
+      "txl-gpu-linalg-to-kernels-pipeline",
+      "GPU targets: bufferize, the products as txl_device_sgemm calls, and a "
+      "kernel for every other loop nest",
+      [](OpPassManager &pm, const TxlGpuPipelineOptions &options) {
+        buildGpuLinalgToKernelsPipeline(pm, options.precision);
+      });
+  PassPipelineRegistration<TxlPtxPipelineOptions>(
+      "txl-kernels-to-ptx-pipeline",
+      "CUDA: gpu.module @txl_kernels to a gpu.binary of PTX (NVVM, libdevice)",
+      [](OpPassManager &pm, const TxlPtxPipelineOptions &options) {
+        buildKernelsToPtxPipeline(pm, options.chip, options.features,
+                                  options.cudaPath);
+      });
+  PassPipelineRegistration<>(
+      "txl-kernels-to-llvm-spv-pipeline",
+      "OpenCL: gpu.module @txl_kernels to LLVM dialect functions in the "
+      "SPIR-V flavour (the tensor-core products emulated)",
+      buildKernelsToLlvmSpvPipeline);
+  PassPipelineRegistration<>(
+      "txl-gpu-host-to-llvm-pipeline",
+      "GPU targets: the host code, once @txl_kernels is a gpu.binary, to the "
+      "LLVM dialect with mgpu* launches and the packed entry points",
+      buildGpuHostToLLVMPipeline);
 }

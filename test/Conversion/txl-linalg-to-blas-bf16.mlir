@@ -1,24 +1,26 @@
-// RUN: txl-opt %s --split-input-file --txl-linalg-to-blas=bf16=true \
+// RUN: txl-opt %s --split-input-file --txl-linalg-to-blas=precision=bf16 \
 // RUN:   | FileCheck %s --implicit-check-not=@cblas_sgemm
 // RUN: txl-opt %s --split-input-file --txl-linalg-to-blas \
 // RUN:   | FileCheck %s --check-prefix=F32 --implicit-check-not=@txl_rt_sgemm_bf16
-// RUN: not txl-opt %s --split-input-file --txl-linalg-to-blas=f16=true 2>&1 \
+// RUN: not txl-opt %s --split-input-file --txl-linalg-to-blas=precision=fp16 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=F16
-// RUN: not txl-opt %s --split-input-file --txl-linalg-to-blas="bf16=true f16=true" 2>&1 \
-// RUN:   | FileCheck %s --check-prefix=F16
+// RUN: not txl-opt %s --split-input-file --txl-linalg-to-blas=precision=f16 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=SPELLING
 
 // --precision=bf16 on the CPU: every f32 product calls the runtime's
 // txl_rt_sgemm_bf16 (txl/rt/device/Bf16Gemm.h), cblas_sgemm's signature and
 // arguments (bf16 operands, f32 accumulation); f64 products stay
-// cblas_dgemm. Without bf16=true the same products call cblas_sgemm (the
-// negative control: F32). The CPU has no f16 product (F16).
+// cblas_dgemm. Without precision=bf16 the same products call cblas_sgemm
+// (the negative control: F32). The CPU has no fp16 product (F16), and the
+// precision is spelled as txlc's --precision (f16 is MLIR's type: SPELLING).
 // CHECK-LABEL: func.func private @txl_rt_sgemm_bf16(i32, i32, i32, i32, i32, i32, f32, !llvm.ptr, i32, !llvm.ptr, i32, f32, !llvm.ptr, i32)
 // CHECK-LABEL: func.func @matmul
 // CHECK: scf.if
 // CHECK: func.call @txl_rt_sgemm_bf16(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}) : (i32, i32, i32, i32, i32, i32, f32, !llvm.ptr, i32, !llvm.ptr, i32, f32, !llvm.ptr, i32) -> ()
 // F32-LABEL: func.func @matmul
 // F32: func.call @cblas_sgemm(
-// F16: error: txl-linalg-to-blas: f16 products need device=true (the CPU's products are f32 or bf16)
+// F16: error: txl-linalg-to-blas: fp16 products need device=true (the CPU's products are f32 or bf16)
+// SPELLING: Cannot find option named 'f16'!
 func.func @matmul(%a: memref<?x32xf32>, %b: memref<32x64xf32>, %c: memref<?x64xf32>) {
   linalg.matmul ins(%a, %b : memref<?x32xf32>, memref<32x64xf32>)
                 outs(%c : memref<?x64xf32>)

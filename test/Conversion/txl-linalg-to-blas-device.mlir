@@ -1,18 +1,15 @@
 // RUN: txl-opt %s --split-input-file --txl-linalg-to-blas=device=true --verify-diagnostics | FileCheck %s --implicit-check-not=cblas_
-// RUN: txl-opt %s --split-input-file --txl-linalg-to-blas="device=true bf16=true" --verify-diagnostics \
+// RUN: txl-opt %s --split-input-file --txl-linalg-to-blas="device=true precision=bf16" --verify-diagnostics \
 // RUN:   | FileCheck %s --check-prefix=BF16 '--implicit-check-not=@txl_device_sgemm('
-// RUN: txl-opt %s --split-input-file --txl-linalg-to-blas="device=true f16=true" --verify-diagnostics \
+// RUN: txl-opt %s --split-input-file --txl-linalg-to-blas="device=true precision=fp16" --verify-diagnostics \
 // RUN:   | FileCheck %s --check-prefix=F16 '--implicit-check-not=@txl_device_sgemm('
-// RUN: not txl-opt %s --split-input-file --txl-linalg-to-blas="device=true bf16=true f16=true" 2>&1 \
-// RUN:   | FileCheck %s --check-prefix=BOTH
 
-// bf16=true (--precision=bf16): the same calls, to txl_device_sgemm_bf16.
+// precision=bf16 (--precision=bf16): the same calls, to txl_device_sgemm_bf16.
 // BF16: func.func private @txl_device_sgemm_bf16(i32, i32, i64, i64, i64, f32, !llvm.ptr, i64, i64, i64, !llvm.ptr, i64, i64, i64, f32, !llvm.ptr, i64, i64, i64, i64)
 // BF16: call @txl_device_sgemm_bf16(
-// f16=true (--precision=fp16): to txl_device_sgemm_f16; not with bf16.
+// precision=fp16 (--precision=fp16): to txl_device_sgemm_f16.
 // F16: func.func private @txl_device_sgemm_f16(i32, i32, i64, i64, i64, f32, !llvm.ptr, i64, i64, i64, !llvm.ptr, i64, i64, i64, f32, !llvm.ptr, i64, i64, i64, i64)
 // F16: call @txl_device_sgemm_f16(
-// BOTH: error: txl-linalg-to-blas: bf16 and f16 exclude each other
 
 // The GPU targets: a product on device buffers becomes one call of the
 // runtime's txl_device_sgemm (txl/device.h), row-major like cblas. Each

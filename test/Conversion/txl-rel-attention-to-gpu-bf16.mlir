@@ -1,6 +1,6 @@
 // RUN: txl-opt %s --txl-rel-attention-to-gpu=precision=bf16 | FileCheck %s
-// RUN: txl-opt %s --txl-rel-attention-to-gpu=precision=f16 | FileCheck %s --check-prefix=F16
-// RUN: not txl-opt %s --txl-rel-attention-to-gpu=precision=fp16 2>&1 \
+// RUN: txl-opt %s --txl-rel-attention-to-gpu=precision=fp16 | FileCheck %s --check-prefix=F16
+// RUN: not txl-opt %s --txl-rel-attention-to-gpu=precision=f16 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BAD
 
 // precision=bf16: the tensor-core kernel. Its operands are views with a
@@ -89,7 +89,7 @@
 // CHECK: memref.store %{{.+}}, %[[O]]
 // CHECK: gpu.return
 
-// precision=f16 (--precision=fp16): the same kernel with f16 operands.
+// precision=fp16 (--precision=fp16): the same kernel with f16 operands.
 // F16: gpu.launch_func @txl_kernels::@rel_attention_f16_d32
 // F16: gpu.func @rel_attention_f16_d32(
 // F16-SAME: memref<4x4x8x8xf16, 3>, %{{.+}} : memref<4x4x8x8xf16, 3>)
@@ -97,7 +97,7 @@
 // F16: txl.warpgroup_mma %{{.+}} : vector<2x4x2xf16>, memref<4x4x8x8xf16, 3>, vector<4x2x2xf32>
 // F16: nvgpu.mma.sync({{.+}}) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
 
-// BAD: error: precision must be f32, bf16 or f16, not 'fp16'
+// BAD: Cannot find option named 'f16'!
 
 func.func @eval(%q: tensor<?x?x4x32xf32>, %k: tensor<?x?x4x32xf32>, %v: tensor<?x?x4x32xf32>,
                 %r: tensor<?x4x32xf32>, %u: tensor<4x32xf32>, %vb: tensor<4x32xf32>,

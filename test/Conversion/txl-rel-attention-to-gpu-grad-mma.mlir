@@ -1,5 +1,5 @@
 // RUN: txl-opt %s --txl-rel-attention-to-gpu=precision=bf16 --split-input-file | FileCheck %s
-// RUN: txl-opt %s --txl-rel-attention-to-gpu=precision=f16 --split-input-file \
+// RUN: txl-opt %s --txl-rel-attention-to-gpu=precision=fp16 --split-input-file \
 // RUN:   | FileCheck %s --check-prefix=F16 --implicit-check-not=bf16
 // RUN: txl-opt %s --txl-rel-attention-to-gpu --split-input-file \
 // RUN:   | FileCheck %s --check-prefix=F32
@@ -12,7 +12,7 @@
 // launch rel_attention_grad_r_bf16_d<d_head> over tiles of 64 r rows x the
 // heads, with the f32 kernels' arguments (with a unit stride along
 // d_head); without the forward's saved statistics, _q stays the f32
-// kernel on 16-row tiles (with them, @saved below). precision=f16 makes the
+// kernel on 16-row tiles (with them, @saved below). precision=fp16 makes the
 // same kernels with f16 operands (rel_attention_grad_kv_f16_d<d_head>, no
 // bf16 left); precision=f32 keeps the f32 kernels. Over d_head 80 the
 // accumulators of all of d_head's columns would spill: the columns are
@@ -361,7 +361,7 @@ func.func @dropatt(%do: tensor<?x?x2x32xf32>, %q: tensor<?x?x2x32xf32>, %r: tens
 // d(q + u) += dS k as a warpgroup product on the staged k (2 k-steps of 16
 // keys, A from the lane's own dS entries) and the rolled loop of d(q + v)
 // += Y r_window (3 k-steps of 16 window rows).
-// precision=f16 keeps the f32 _q_saved (its lse and output from the f16
+// precision=fp16 keeps the f32 _q_saved (its lse and output from the f16
 // forward kernel).
 
 // CHECK: #[[NOUNROLLS:.+]] = #llvm.loop_unroll<disable = true>

@@ -1,6 +1,6 @@
 // RUN: txl-opt %s --txl-rel-attention-to-gpu=precision=bf16 \
 // RUN:   | FileCheck %s --implicit-check-not=rel_attention_dropatt_d32
-// RUN: txl-opt %s --txl-rel-attention-to-gpu=precision=f16 \
+// RUN: txl-opt %s --txl-rel-attention-to-gpu=precision=fp16 \
 // RUN:   | FileCheck %s --check-prefix=F16 --implicit-check-not=rel_attention_dropatt_d32
 // RUN: txl-opt %s --txl-rel-attention-to-gpu=precision=f32 | FileCheck %s --check-prefix=F32
 

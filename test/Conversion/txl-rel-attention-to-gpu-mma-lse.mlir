@@ -1,5 +1,5 @@
 // RUN: txl-opt %s --txl-rel-attention-to-gpu=precision=bf16 | FileCheck %s
-// RUN: txl-opt %s --txl-rel-attention-to-gpu=precision=f16 | FileCheck %s --check-prefix=F16
+// RUN: txl-opt %s --txl-rel-attention-to-gpu=precision=fp16 | FileCheck %s --check-prefix=F16
 // RUN: not txl-opt %s --txl-rel-attention-to-gpu="precision=bf16 test-drop-barrier=5" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BAD
 

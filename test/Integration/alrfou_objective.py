@@ -203,7 +203,7 @@ def check_update(name, params, ckpt, metrics, stream, update, switches, rng):
 
 
 def run(exe, work, *args):
-    subprocess.run([exe, "train", "--work-dir", work, "--no-plot",
+    subprocess.run([exe, "train", "--work-dir", work,
                     "--no-progress", "--threads", "1", *args], check=True,
                    stdout=subprocess.DEVNULL)
 

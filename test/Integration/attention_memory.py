@@ -85,7 +85,7 @@ def train_peaks(model, flags, workdir, rng):
             [exe, "train", "--data", data, "--dataset", "ptb", "--work-dir",
              os.path.join(workdir, "run%d" % qlen), "--overwrite",
              "--max-step", "2", "--log-interval", "1", "--eval-interval",
-             "2", "--max-eval-steps", "1", "--threads", "1", "--no-plot",
+             "2", "--max-eval-steps", "1", "--threads", "1",
              "--no-progress"])
     return peaks
 

@@ -31,7 +31,7 @@ def cosine(step, t_max):
 
 def main():
     exe, dev_perf_exe, data_dir, work = sys.argv[1:5]
-    common = [exe, "train", "--data", data_dir, "--threads", "1", "--no-plot",
+    common = [exe, "train", "--data", data_dir, "--threads", "1",
               "--no-progress", "--work-dir", work, "--max-eval-steps", "2"]
     quiet = {"stdout": subprocess.DEVNULL, "check": True}
     subprocess.run(common + ["--max-step", "20", "--stop-after", "10"], **quiet)

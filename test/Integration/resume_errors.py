@@ -42,7 +42,7 @@ def drop_tensor(header, data, name):
 
 def main():
     exe, data_dir, root = sys.argv[1:4]
-    common = [exe, "train", "--data", data_dir, "--threads", "1", "--no-plot"]
+    common = [exe, "train", "--data", data_dir, "--threads", "1"]
     base = os.path.join(root, "base")
     subprocess.run(common + ["--work-dir", base, "--max-step", "2"],
                    check=True, stdout=subprocess.DEVNULL)

@@ -25,7 +25,7 @@ PARTS = ("loss_main", "loss_intermediate_layers", "loss_multiple_targets")
 
 def train(exe, ptb, work, *extra):
     out = subprocess.run([exe, "train", "--data", ptb, "--work-dir", work,
-                          "--no-plot", "--no-progress", *extra],
+                          "--no-progress", *extra],
                          check=True, capture_output=True, text=True).stdout
     return [line for line in out.splitlines() if line.startswith("| epoch")]
 

@@ -14,7 +14,7 @@ import sys
 
 def train(exe, ptb, work, *extra):
     out = subprocess.run([exe, "train", "--data", ptb, "--work-dir", work,
-                          "--no-plot", "--no-progress", *extra],
+                          "--no-progress", *extra],
                          check=True, capture_output=True, text=True).stdout
     return [line for line in out.splitlines() if line.startswith("| epoch")]
 

@@ -1,13 +1,12 @@
 """Checks a `<model> train` work directory against the official train log.
 
-usage: train_check.py WORK_DIR OFFICIAL_TRAIN_LOG STEP EVAL_OUTPUT [--no-plot]
+usage: train_check.py WORK_DIR OFFICIAL_TRAIN_LOG STEP EVAL_OUTPUT
 
 - the log line of update STEP has the official format and its loss is within
   5% of the official run's loss at STEP (same configuration, another random
   initialisation);
 - metrics.jsonl has a train record per log line, a valid record and a test
   record; last.safetensors says step STEP; best.safetensors exists;
-  curves.png is a PNG (not with --no-plot: a run made without gnuplot);
 - `eval` of best.safetensors with train.py's validation settings reproduces
   the validation loss the run logged (EVAL_OUTPUT `-`: not checked, for runs
   that validate on part of the split).
@@ -45,7 +44,6 @@ def safetensors_metadata(path):
 
 def main():
     work, official_log, step, eval_output = sys.argv[1:5]
-    plotted = sys.argv[5:] != ["--no-plot"]
     step = int(step)
     ours = None
     for line in open(f"{work}/log.txt"):
@@ -74,10 +72,6 @@ def main():
     if int(meta.get("step", -1)) != step:
         fail(f"last.safetensors is at step {meta.get('step')}, not {step}")
     best = safetensors_metadata(f"{work}/best.safetensors")
-    if plotted:
-        with open(f"{work}/curves.png", "rb") as f:
-            if f.read(8) != b"\x89PNG\r\n\x1a\n":
-                fail("curves.png is not a PNG")
     if eval_output == "-":
         print("train run ok (no eval of best.safetensors)")
         return

@@ -60,7 +60,7 @@ def main():
     exe, data, root = argv[1:4]
     kills = int(argv[4]) if len(argv) > 4 else 4
     common = [exe, "train", "--data", data, "--threads", "1",
-              "--checkpoint-interval", "1", "--no-plot", *extra]
+              "--checkpoint-interval", "1", *extra]
     work_a = os.path.join(root, "a")
     subprocess.run(common + ["--work-dir", work_a], check=True,
                    stdout=subprocess.DEVNULL)

@@ -61,7 +61,7 @@ def main():
                          [trainer, "train", "--data",
                           os.path.join(SHARED, "data", "ptb"), "--work-dir",
                           os.path.join(tmp, "run"), "--threads", "2",
-                          "--max-step", "6", "--no-plot"]))
+                          "--max-step", "6"]))
         commands.append(("eval --threads 2",
                          [trainer, "eval", "--data",
                           os.path.join(SHARED, "data", "ptb"), "--checkpoint",

@@ -71,7 +71,6 @@ static cl::opt<std::string>
     cudaPath(cl::cat(txlcCategory), "cuda-path",
              cl::desc("CUDA toolkit (libdevice, ptxas, fatbinary)"),
              cl::init("/usr/local/cuda"));
-enum class Precision { F32, Bf16, Fp16 };
 static cl::opt<Precision> precision(
     cl::cat(txlcCategory), "precision", cl::desc("Arithmetic of the products"),
     cl::init(Precision::F32),
@@ -246,9 +245,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   options.attentionKeyParts = attentionKeyParts;
-  options.precision = precision == Precision::Bf16   ? "bf16"
-                      : precision == Precision::Fp16 ? "f16"
-                                                     : "f32";
+  options.precision = precision;
   options.backward = backward;
   options.kvCache = kvCache;
   options.codegen.cpu = mcpu;

@@ -18,6 +18,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Pass/Pass.h"
+#include "txl/Conversion/Precision.h"
 #include "txl/IR/TxlDialect.h"
 
 namespace mlir {

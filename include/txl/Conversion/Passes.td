@@ -542,7 +542,7 @@ def ConvertRelAttentionToGpuPass : Pass<"txl-rel-attention-to-gpu", "::mlir::Mod
     (q + u) k_windowᵀ and V = dO v_windowᵀ (32 × 96, read back at column
     m − m0 + i − i0), BD = r (q + v)ᵀ, then dr += dSᵀ (q + v). `_q`
     without a saved group stays f32, and so does the whole backward at
-    `precision=f16`.
+    `precision=fp16`.
 
     Ops the kernels do not cover (other element types, dynamic or
     over-wide d_head) are left unchanged, for the loop lowering.
@@ -575,10 +575,18 @@ def ConvertRelAttentionToGpuPass : Pass<"txl-rel-attention-to-gpu", "::mlir::Mod
     ```
   }];
   let options = [
-    Option<"precision", "precision", "std::string", /*default=*/"\"f32\"",
-           "f32: the f32 kernel (exact); bf16: the tensor-core kernel "
-           "rel_attention_bf16_d<d_head> (nvgpu.mma.sync m16n8k16, bf16 "
-           "operands, f32 accumulation)">,
+    Option<"precision", "precision", "::mlir::txl::Precision",
+           /*default=*/"::mlir::txl::Precision::F32",
+           "The kernels' operand type (txlc --precision)",
+           [{::llvm::cl::values(
+               clEnumValN(::mlir::txl::Precision::F32, "f32",
+                          "the f32 kernels (exact)"),
+               clEnumValN(::mlir::txl::Precision::Bf16, "bf16",
+                          "the tensor-core kernels rel_attention_bf16_d<d_head> "
+                          "(nvgpu.mma.sync m16n8k16, bf16 operands, f32 "
+                          "accumulation)"),
+               clEnumValN(::mlir::txl::Precision::Fp16, "fp16",
+                          "the tensor-core kernels with fp16 operands"))}]>,
     Option<"keyParts", "key-parts", "int64_t", /*default=*/"0",
            "The forward kernels' parts of the keys (grid z, flash-decoding): 0 "
            "lets the runtime choose per launch for the device "
@@ -926,31 +934,39 @@ def ConvertLinalgToBlasPass : Pass<"txl-linalg-to-blas", "::mlir::ModuleOp"> {
     offset, row stride and batch stride (0 for a plain matmul). The call is
     row-major like cblas; the runtime turns it into the column-major
     descriptor both libraries take. Other element types are an error there:
-    the GPU targets are f32. With `bf16=true` as well (`--precision=bf16`)
+    the GPU targets are f32. With `precision=bf16` (`--precision=bf16`)
     the calls are to `txl_device_sgemm_bf16`, same arguments: cuBLAS rounds
-    A and B to bf16 for tensor cores and accumulates in f32; with `f16=true`
-    (`--precision=fp16`) to `txl_device_sgemm_f16`, A and B rounded to f16.
-    The two options exclude each other.
+    A and B to bf16 for tensor cores and accumulates in f32; with
+    `precision=fp16` (`--precision=fp16`) to `txl_device_sgemm_f16`, A and
+    B rounded to fp16.
 
-    On the CPU (device=false), `bf16=true` (`--precision=bf16`) makes every
-    f32 product a call of the runtime's `txl_rt_sgemm_bf16`, cblas_sgemm's
-    signature (txl/rt/device/Bf16Gemm.h): A and B rounded to bf16, f32
-    accumulation, through oneMKL's `cblas_gemm_bf16bf16f32` or emulated by
-    cblas_sgemm on the rounded values; f64 products stay cblas_dgemm.
-    `f16=true` is an error there (the CPU has no f16 product).
+    On the CPU (device=false), `precision=bf16` (`--precision=bf16`) makes
+    every f32 product a call of the runtime's `txl_rt_sgemm_bf16`,
+    cblas_sgemm's signature (txl/rt/device/Bf16Gemm.h): A and B rounded to
+    bf16, f32 accumulation, through oneMKL's `cblas_gemm_bf16bf16f32` or
+    emulated by cblas_sgemm on the rounded values; f64 products stay
+    cblas_dgemm. `precision=fp16` is an error there (the CPU has no fp16
+    product).
   }];
   let options = [
     Option<"device", "device", "bool", /*default=*/"false",
            "Call txl_device_sgemm on device buffers (GPU targets) instead of "
            "cblas_sgemm/dgemm on host memory">,
-    Option<"bf16", "bf16", "bool", /*default=*/"false",
-           "bf16 operands, f32 accumulation: with device=true call "
-           "txl_device_sgemm_bf16 (tensor cores) instead of "
-           "txl_device_sgemm; on the CPU call txl_rt_sgemm_bf16 instead of "
-           "cblas_sgemm">,
-    Option<"f16", "f16", "bool", /*default=*/"false",
-           "With device=true: call txl_device_sgemm_f16 (f16 tensor-core "
-           "products, f32 accumulation) instead of txl_device_sgemm">,
+    Option<"precision", "precision", "::mlir::txl::Precision",
+           /*default=*/"::mlir::txl::Precision::F32",
+           "The f32 products' operand type (txlc --precision)",
+           [{::llvm::cl::values(
+               clEnumValN(::mlir::txl::Precision::F32, "f32",
+                          "cblas_sgemm, or with device=true "
+                          "txl_device_sgemm"),
+               clEnumValN(::mlir::txl::Precision::Bf16, "bf16",
+                          "bf16 operands, f32 accumulation: "
+                          "txl_rt_sgemm_bf16 on the CPU, "
+                          "txl_device_sgemm_bf16 (tensor cores) with "
+                          "device=true"),
+               clEnumValN(::mlir::txl::Precision::Fp16, "fp16",
+                          "with device=true: txl_device_sgemm_f16 (fp16 "
+                          "tensor-core products, f32 accumulation)"))}]>,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::cf::ControlFlowDialect",

@@ -9,6 +9,7 @@
 #ifndef TXL_DRIVER_DRIVER_H
 #define TXL_DRIVER_DRIVER_H
 
+#include "txl/Conversion/Precision.h"
 #include "txl/Frontend/ModelConfig.h"
 #include "txl/Frontend/SegmentBuilder.h"
 #include "txl/Target/ObjectEmitter.h"
@@ -72,11 +73,11 @@ struct DriverOptions {
   /// (txl-rel-attention-to-gpu's key-parts): 0, chosen per launch by the
   /// runtime for the device; N >= 1, always N.
   int64_t attentionKeyParts = 0;
-  /// The products' operand type: "f32"; "bf16" (bf16 operands, f32
+  /// The products' operand type: f32; bf16 (bf16 operands, f32
   /// accumulation: on the GPU targets the attention kernel's and cuBLAS's
   /// tensor-core products, on the CPU the BLAS products through
-  /// txl_rt_sgemm_bf16); on the GPU targets also "f16".
-  std::string precision = "f32";
+  /// txl_rt_sgemm_bf16); on the GPU targets also fp16.
+  Precision precision = Precision::F32;
   /// Add @segment_grad (txl-generate-backward) and its txl_segment_grad
   /// entry (fused or decomposed attention).
   bool backward = true;
@@ -92,11 +93,10 @@ struct DriverOptions {
 };
 
 /// Writes the C definition of `txl_model_info` (runtime.h) for `config`,
-/// compiled for `deviceBackend` ("" for the CPU, "cuda", "opencl") with
-/// products at `precision` ("f32", "bf16", "f16").
-void emitModelInfoSource(const ModelConfig &config,
-                         llvm::StringRef deviceBackend,
-                         llvm::StringRef precision, llvm::raw_ostream &os);
+/// compiled for `target` with products at `precision` (the table's
+/// txl_backend_t and txl_precision_t).
+void emitModelInfoSource(const ModelConfig &config, Target target,
+                         Precision precision, llvm::raw_ostream &os);
 
 /// Runs the driver; diagnostics go to stderr. Returns the process exit code.
 int runDriver(const DriverOptions &options);

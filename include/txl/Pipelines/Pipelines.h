@@ -42,12 +42,47 @@ struct TxlCpuPipelineOptions
                      "--cpu-attention=tiled; off: the BLAS-product lowering "
                      "of convert-txl-to-linalg, --cpu-attention=blas)"),
       llvm::cl::init(true)};
-  PassOptions::Option<bool> bf16Products{
-      *this, "bf16-products",
-      llvm::cl::desc("The f32 matrix products with bf16 operands and f32 "
-                     "accumulation (txl-linalg-to-blas bf16=true: calls of "
-                     "the runtime's txl_rt_sgemm_bf16; txlc --precision=bf16)"),
-      llvm::cl::init(false)};
+  PassOptions::Option<Precision> precision{
+      *this, "precision",
+      llvm::cl::desc("The matrix products' operand type (txlc --precision; "
+                     "txl-linalg-to-blas precision): f32, cblas_sgemm; bf16, "
+                     "the runtime's txl_rt_sgemm_bf16"),
+      llvm::cl::init(Precision::F32), precisionValues()};
+};
+
+/// Options of the GPU targets' stage pipelines in txl-opt
+/// (`txl-to-gpu-pipeline`, `txl-gpu-linalg-to-kernels-pipeline`).
+struct TxlGpuPipelineOptions
+    : public PassPipelineOptions<TxlGpuPipelineOptions> {
+  PassOptions::Option<Precision> precision{
+      *this, "precision",
+      llvm::cl::desc("The products' operand type (txlc --precision): the "
+                     "attention kernels' (tensor cores at bf16 and fp16) and "
+                     "the library products'"),
+      llvm::cl::init(Precision::F32), precisionValues()};
+  PassOptions::Option<int64_t> keyParts{
+      *this, "key-parts",
+      llvm::cl::desc("txl-to-gpu-pipeline: the forward attention kernels' "
+                     "parts of the keys (txl-rel-attention-to-gpu key-parts; "
+                     "0: chosen by the runtime per launch)"),
+      llvm::cl::init(0)};
+};
+
+/// Options of `txl-kernels-to-ptx-pipeline` (buildKernelsToPtxPipeline).
+struct TxlPtxPipelineOptions
+    : public PassPipelineOptions<TxlPtxPipelineOptions> {
+  PassOptions::Option<std::string> chip{
+      *this, "chip", llvm::cl::desc("The CUDA architecture (txlc --gpu-arch)"),
+      llvm::cl::init("sm_80")};
+  PassOptions::Option<std::string> features{
+      *this, "features",
+      llvm::cl::desc("The PTX ISA as an NVPTX feature (txlc picks it per "
+                     "architecture)"),
+      llvm::cl::init("+ptx80")};
+  PassOptions::Option<std::string> cudaPath{
+      *this, "cuda-path",
+      llvm::cl::desc("The CUDA toolkit (libdevice; txlc --cuda-path)"),
+      llvm::cl::init("/usr/local/cuda")};
 };
 
 /// txl -> txl: --txl-fuse-rel-attention (if enabled), canonicalize, CSE.
@@ -74,10 +109,11 @@ void buildTxlToLinalgPipeline(
     const ConvertRelAttentionToCpuPassOptions *cpuAttention = nullptr);
 /// linalg on tensors -> LLVM dialect with `txl_segment_forward` (and
 /// `txl_segment_grad`, `txl_optimizer_update`, `txl_learning_rate`, ... for the
-/// functions of those that exist). `bf16Products`: the f32 products call
+/// functions of those that exist). `products` bf16: the f32 products call
 /// txl_rt_sgemm_bf16 (bf16 operands, f32 accumulation) instead of
-/// cblas_sgemm.
-void buildLinalgToLLVMPipeline(OpPassManager &pm, bool bf16Products = false);
+/// cblas_sgemm (fp16: an error, the CPU has no fp16 product).
+void buildLinalgToLLVMPipeline(OpPassManager &pm,
+                               Precision products = Precision::F32);
 /// All of the above.
 void buildTxlCpuPipeline(OpPassManager &pm,
                          const TxlCpuPipelineOptions &options);
@@ -92,11 +128,11 @@ void buildTxlToGpuPipeline(
 /// computation is a gpu.launch_func of a kernel in @txl_kernels:
 /// bufferization as on the CPU, --txl-prepare-gpu-host,
 /// --convert-linalg-to-parallel-loops, --txl-parallel-loops-to-gpu;
-/// `products` "bf16" or "f16": the products' calls are
+/// `products` bf16 or fp16: the products' calls are
 /// txl_device_sgemm_bf16 or txl_device_sgemm_f16 (`--precision=bf16`,
-/// `--precision=fp16`); "f32": txl_device_sgemm.
+/// `--precision=fp16`); f32: txl_device_sgemm.
 void buildGpuLinalgToKernelsPipeline(OpPassManager &pm,
-                                     StringRef products = "f32");
+                                     Precision products = Precision::F32);
 /// The GPU targets' host code, once @txl_kernels is a gpu.binary -> LLVM
 /// dialect: every host allocation through the generic allocation functions
 /// (device memory, txl/device.h), gpu-to-llvm, and the packed entry points.
@@ -117,8 +153,11 @@ void buildKernelsToPtxPipeline(OpPassManager &pm, llvm::StringRef chip,
 /// GpuKernels.h) for gpu.shuffle to legalize.
 void buildKernelsToLlvmSpvPipeline(OpPassManager &pm);
 
-/// Registers `txl-cpu-pipeline`, `txl-opt-pipeline`, `txl-to-linalg-pipeline`
-/// and `txl-linalg-to-llvm-pipeline`.
+/// Registers the CPU pipelines (`txl-cpu-pipeline`, `txl-opt-pipeline`,
+/// `txl-to-linalg-pipeline`, `txl-linalg-to-llvm-pipeline`) and the GPU
+/// targets' stages as txlc runs them (`txl-to-gpu-pipeline`,
+/// `txl-gpu-linalg-to-kernels-pipeline`, `txl-kernels-to-ptx-pipeline`,
+/// `txl-kernels-to-llvm-spv-pipeline`, `txl-gpu-host-to-llvm-pipeline`).
 void registerTxlPipelines();
 
 } // namespace txl

@@ -488,16 +488,18 @@ static LogicalResult lowerContractToBlas(linalg::ContractOp op,
 }
 
 /// Declares the runtime's `txl_device_sgemm` (txl/device.h; with
-/// `operands` "bf16" or "f16", `txl_device_sgemm_bf16` or
+/// `operands` bf16 or fp16, `txl_device_sgemm_bf16` or
 /// `txl_device_sgemm_f16`, same arguments) in `module` once: transpose
 /// flags (i32), m, n, k (i64), alpha (f32), then per operand A, B (and C
 /// after beta) the buffer handle and its element offset, row stride and
 /// batch stride (i64), then the batch count.
 static func::FuncOp getOrDeclareDeviceGemm(OpBuilder &b, ModuleOp module,
-                                           StringRef operands) {
+                                           Precision operands) {
   std::string name = "txl_device_sgemm";
-  if (!operands.empty())
-    name += ("_" + operands).str();
+  if (operands == Precision::Bf16)
+    name += "_bf16";
+  else if (operands == Precision::Fp16)
+    name += "_f16";
   if (auto fn = module.lookupSymbol<func::FuncOp>(name))
     return fn;
   Type i32 = b.getI32Type(), i64 = b.getI64Type(), f32 = b.getF32Type();
@@ -629,12 +631,13 @@ struct ConvertLinalgToBlasPass
           getElementTypeOrSelf(op.getDpsInitOperand(0)->get().getType()));
     };
     // The CPU has a bf16 product (the runtime's, through oneMKL or
-    // emulated), not an f16 one.
-    if (f16) {
-      module.emitError("txl-linalg-to-blas: f16 products need device=true "
+    // emulated), not an fp16 one.
+    if (precision == Precision::Fp16) {
+      module.emitError("txl-linalg-to-blas: fp16 products need device=true "
                        "(the CPU's products are f32 or bf16)");
       return signalPassFailure();
     }
+    const bool bf16 = precision == Precision::Bf16;
     auto work = collectProducts(module, hasGemmOutput);
     SmallVector<linalg::ContractOp> contracts = collectContracts(module);
     llvm::erase_if(contracts,
@@ -667,20 +670,13 @@ struct ConvertLinalgToBlasPass
     SmallVector<linalg::ContractOp> contracts = collectContracts(module);
     if (work.empty() && contracts.empty())
       return;
-    if (bf16 && f16) {
-      module.emitError("txl-linalg-to-blas: bf16 and f16 exclude each other");
-      return signalPassFailure();
-    }
     if (!contracts.empty()) {
       contracts.front()->emitOpError(
           "has no device gemm lowering yet (CPU targets only)");
       return signalPassFailure();
     }
     OpBuilder b(&getContext());
-    func::FuncOp gemm = getOrDeclareDeviceGemm(b, module,
-                                               bf16  ? "bf16"
-                                               : f16 ? "f16"
-                                                     : "");
+    func::FuncOp gemm = getOrDeclareDeviceGemm(b, module, precision);
     for (auto [op, batchDims] : work)
       if (failed(lowerToDeviceGemm(op, batchDims, gemm)))
         return signalPassFailure();

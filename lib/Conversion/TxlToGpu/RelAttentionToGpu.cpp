@@ -797,15 +797,10 @@ struct ConvertRelAttentionToGpuPass
       module.emitError("test-drop-barrier must be 0, 1, 2, 3 or 4");
       return signalPassFailure();
     }
-    if (precision != "f32" && precision != "bf16" && precision != "f16") {
-      module.emitError("precision must be f32, bf16 or f16, not '")
-          << precision << "'";
-      return signalPassFailure();
-    }
     FloatType mmaOperandType;
-    if (precision == "bf16")
+    if (precision == Precision::Bf16)
       mmaOperandType = BFloat16Type::get(&getContext());
-    else if (precision == "f16")
+    else if (precision == Precision::Fp16)
       mmaOperandType = Float16Type::get(&getContext());
     if (keyParts < 0) {
       module.emitError("key-parts must be 0 (chosen at run time) or a "

@@ -35,7 +35,7 @@ extern "C" {
 
 /// Bumped whenever the layout below or the segment calling convention changes;
 /// the runtime refuses a generated object with another version.
-#define TXL_ABI_VERSION 7
+#define TXL_ABI_VERSION 8
 
 /// Maximum rank of a parameter tensor.
 #define TXL_MAX_RANK 4
@@ -54,6 +54,27 @@ typedef struct txl_param_info {
   /// `aux_heads.*`): evaluation may load a checkpoint without it.
   int32_t training_only;
 } txl_param_info_t;
+
+/// The device the compiled code runs on (txlc --target).
+typedef enum txl_backend {
+  TXL_BACKEND_CPU = 0,    ///< host code only, the runtime's BLAS
+  TXL_BACKEND_CUDA = 1,   ///< kernels in a fatbin, the CUDA driver, cuBLAS
+  TXL_BACKEND_OPENCL = 2, ///< kernels as SPIR-V, OpenCL 3.0, CLBlast
+} txl_backend_t;
+
+/// The products' operand type (txlc --precision).
+typedef enum txl_precision {
+  TXL_PRECISION_F32 = 0,  ///< f32 throughout
+  TXL_PRECISION_BF16 = 1, ///< bf16 operands, f32 accumulation
+  /// fp16 operands, f32 accumulation (GPU targets); `train` scales the loss
+  /// dynamically.
+  TXL_PRECISION_FP16 = 2,
+} txl_precision_t;
+
+/// The names txlc's options give them: "cpu", "cuda", "opencl"; "f32",
+/// "bf16", "fp16". NULL for a value outside the enum.
+const char *txl_backend_name(txl_backend_t backend);
+const char *txl_precision_name(txl_precision_t precision);
 
 /// Model hyper-parameters and run-time defaults as resolved by txlc from the
 /// model file. Defaults of `eval` follow the official eval.py: `[eval]` keys
@@ -97,11 +118,8 @@ typedef struct txl_model_info {
   /* parameters in the order the segment function takes them */
   int32_t n_params;
   const txl_param_info_t *params;
-  /* the device the compiled code runs on: "" (the CPU), "cuda", "opencl" */
-  const char *device_backend;
-  /* the products' operand type (txlc --precision): "f32", "bf16" or "f16";
-     "f16" trains with dynamic loss scaling */
-  const char *precision;
+  txl_backend_t backend;     ///< the device the compiled code runs on
+  txl_precision_t precision; ///< the products' operand type
 } txl_model_info_t;
 
 /// A memref argument is passed as a pointer to MLIR's descriptor for its
@@ -190,8 +208,8 @@ typedef void (*txl_segment_fn)(void **args);
 /// known. The norm (so each result) depends on `parts` only through the
 /// order of the partial sums.
 ///
-/// GPU targets (txl_model_info.device_backend set) take every tensor in one
-/// call instead, each memref a device buffer:
+/// GPU targets (txl_model_info.backend not TXL_BACKEND_CPU) take every tensor
+/// in one call instead, each memref a device buffer:
 ///
 /// The clipping norm's partial sums (`@grad_squared_norm`), packed:
 ///   grads[T]                    float32 memrefs

@@ -12,6 +12,7 @@
 #include "txl/rt/data/LMIterator.h"
 #include "txl/rt/data/Npy.h"
 #include "txl/rt/data/SafeTensors.h"
+#include "txl/rt/session/ModelInfo.h"
 #include "txl/rt/session/ParamInit.h"
 #include "txl/rt/support/Status.h"
 
@@ -326,10 +327,7 @@ void runSegmentsCommand(const txl_model_info_t &info,
   for (int32_t i = 0; i < info.n_params; ++i) {
     if (!info.params[i].trainable)
       continue;
-    int64_t count = 1;
-    for (int32_t d = 0; d < info.params[i].rank; ++d)
-      count *= info.params[i].shape[d];
-    grads[i].resize(count);
+    grads[i].resize(size_t(parameterElements(info.params[i])));
     gradPtrs[i] = grads[i].data();
   }
   int64_t kvCacheSegments = 0;

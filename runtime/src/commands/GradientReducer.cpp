@@ -2,6 +2,7 @@
 
 #include "txl/rt/commands/GradientReducer.h"
 
+#include "txl/rt/session/ModelInfo.h"
 #include "txl/rt/support/Status.h"
 
 #include <algorithm>
@@ -15,11 +16,8 @@ GradientReducer::GradientReducer(Communicator &comm,
   for (int32_t i = 0; i < info.n_params; ++i) {
     if (!info.params[i].trainable)
       continue;
-    int64_t n = 1;
-    for (int32_t d = 0; d < info.params[i].rank; ++d)
-      n *= info.params[i].shape[d];
     trainable_.push_back(i);
-    sizes_.push_back(n);
+    sizes_.push_back(parameterElements(info.params[i]));
   }
 }
 

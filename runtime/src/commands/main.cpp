@@ -200,12 +200,12 @@ int main(int argc, char **argv) {
   // Before any product: a BLAS running generic kernels on a CPU with AVX2
   // restarts with the kernels that fit, or says so (CpuBlas.h).
   txl::rt::ensureBlasKernel(prog.c_str(), argv);
-  const bool onCpu = !info.device_backend || !*info.device_backend;
+  const bool onCpu = info.backend == TXL_BACKEND_CPU;
   // The BLAS line; a CPU executable of --precision=bf16 adds where its bf16
   // products run (txl/rt/device/Bf16Gemm.h).
   auto runHeader = [&] {
     std::string line = txl::rt::blasLine();
-    if (onCpu && info.precision && std::string_view(info.precision) == "bf16")
+    if (onCpu && info.precision == TXL_PRECISION_BF16)
       line += " | bf16 products: " + txl::rt::bf16ProductLine();
     return line;
   };
@@ -225,7 +225,7 @@ int main(int argc, char **argv) {
       std::function<std::string()>([&] {
         return fmt::format(
             "model '{}' compiled by txlc (runtime ABI {}, target {})\n{}",
-            modelName, TXL_ABI_VERSION, onCpu ? "cpu" : info.device_backend,
+            modelName, TXL_ABI_VERSION, txl_backend_name(info.backend),
             runHeader());
       }),
       "Print the model, the runtime ABI, the BLAS with its kernel and "
@@ -349,22 +349,23 @@ int main(int argc, char **argv) {
   int trainThreads = 0;
   double trainLossScaleInit = 0;
   int64_t trainLossScaleWindow = 0;
-  bool noPlot = false, noProgress = false;
+  bool noProgress = false;
   CLI::App *train = app.add_subcommand(
       "train",
       "Train as the official train.py does, from the model file's [train] "
       "section: the generated backward segment, the compiled optimizer and "
       "schedule, train.py's log lines, a validation every eval-interval "
-      "updates, last/best checkpoints, metrics.jsonl and curves.png in the "
-      "work directory. Started by mpirun (Open MPI), runs as one rank of a "
+      "updates, last/best checkpoints and metrics.jsonl in the work "
+      "directory (scripts/plot_curves.py draws its loss curves). Started by "
+      "mpirun (Open MPI), runs as one rank of a "
       "data-parallel run: each rank trains batch_size / N columns and the "
       "ranks average their gradients (docs/usage.md, docs/data-parallel.md)");
   addDataOptions(train, trainOptions.dataDir, trainOptions.dataset, dataPath,
                  dataset);
   train
       ->add_option("--work-dir", trainOptions.workDir,
-                   "Directory for log.txt, metrics.jsonl, last/best "
-                   "checkpoints and curves.png (created)")
+                   "Directory for log.txt, metrics.jsonl and the last/best "
+                   "checkpoints (created)")
       ->required();
   CLI::Option *resumeOpt =
       train->add_flag("--resume", trainOptions.resume,
@@ -429,7 +430,6 @@ int main(int argc, char **argv) {
       "--loss-scale-window", trainLossScaleWindow,
       "--precision=fp16 executables: updates without overflow after which "
       "the loss scale doubles (default 1000)");
-  train->add_flag("--no-plot", noPlot, "Do not draw curves.png");
   train->add_flag("--no-progress", noProgress,
                   "Do not draw the progress bar on a terminal");
 
@@ -572,7 +572,6 @@ int main(int argc, char **argv) {
                  trainOptions.lossScaleInit);
       setIfGiven(lossScaleWindowOpt, trainLossScaleWindow,
                  trainOptions.lossScaleWindow);
-      trainOptions.plot = !noPlot;
       trainOptions.progress = !noProgress;
       txl::rt::runTrainCommand(info, trainOptions, stdout);
     } else if (init->parsed()) {

@@ -183,21 +183,25 @@ bool isBuffer(const void *p) {
 
 extern "C" {
 
-int txl_device_open(const char *backend, int ordinal, char *error,
+int txl_device_open(txl_backend_t backend, int ordinal, char *error,
                     size_t errorSize) {
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   closeLocked(s);
   try {
-    std::string name = backend ? backend : "";
     Backend which;
-    if (name == "cuda")
+    if (backend == TXL_BACKEND_CUDA)
       which = Backend::Cuda;
-    else if (name == "opencl")
+    else if (backend == TXL_BACKEND_OPENCL)
       which = Backend::OpenCL;
     else
-      fail(TXL_INVALID_ARGUMENT, "unknown device backend '{}' (cuda, opencl)",
-           name);
+      fail(TXL_INVALID_ARGUMENT,
+           "backend {} ({}) has no device (TXL_BACKEND_CUDA = {}, "
+           "TXL_BACKEND_OPENCL = {})",
+           int(backend),
+           txl_backend_name(backend) ? txl_backend_name(backend)
+                                     : "not a txl_backend_t",
+           int(TXL_BACKEND_CUDA), int(TXL_BACKEND_OPENCL));
     s.device = openDevice(which, ordinal);
     s.description = s.device->description();
     s.computeUnits = s.device->computeUnits();

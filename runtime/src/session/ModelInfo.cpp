@@ -1,6 +1,7 @@
 //===- ModelInfo.cpp - What a compiled model's info implies -----*- C++ -*-===//
 //
-// The objective and the dropout mask limit (ModelInfo.h).
+// A parameter's size, the objective and the dropout mask limit
+// (ModelInfo.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +13,13 @@
 #include <string_view>
 
 namespace txl::rt {
+
+int64_t parameterElements(const txl_param_info_t &p) {
+  int64_t count = 1;
+  for (int32_t d = 0; d < p.rank; ++d)
+    count *= p.shape[d];
+  return count;
+}
 
 bool isAlRfouObjective(const txl_model_info_t &info) {
   return info.objective && std::string_view(info.objective) == "alrfou";

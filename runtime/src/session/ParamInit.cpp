@@ -2,6 +2,7 @@
 
 #include "txl/rt/session/ParamInit.h"
 
+#include "txl/rt/session/ModelInfo.h"
 #include "txl/rt/support/Philox.h"
 #include "txl/rt/support/Status.h"
 
@@ -77,9 +78,7 @@ InitRule initRuleFor(std::string_view name) {
 void initParameter(const txl_model_info_t &info, int32_t index, uint64_t seed,
                    float *out) {
   const txl_param_info_t &p = info.params[index];
-  int64_t count = 1;
-  for (int32_t d = 0; d < p.rank; ++d)
-    count *= p.shape[d];
+  const int64_t count = parameterElements(p);
   std::string_view init = info.init ? info.init : "normal";
   if (init != "normal" && init != "uniform")
     fail(TXL_INVALID_ARGUMENT, "[train] init '{}' is not normal or uniform",

@@ -19,7 +19,8 @@ PRELUDE = textwrap.dedent("""
     lib = txl_device.load(sys.argv[1])
     image = open(sys.argv[2], "rb").read()
     error = ctypes.create_string_buffer(512)
-    def open_device(backend=b"opencl", ordinal=0):
+    # txl_backend_t (txl/runtime.h): TXL_BACKEND_CUDA 1, TXL_BACKEND_OPENCL 2.
+    def open_device(backend=2, ordinal=0):
         status = lib.txl_device_open(backend, ordinal, error, len(error))
         print("txl_device_open:", status, error.value.decode())
         return status
@@ -34,10 +35,11 @@ CASES = {
     # No OpenCL implementation: txl_device_open returns TXL_UNAVAILABLE (5)
     # with one line; nothing exits.
     "no-platform": "open_device()",
-    "unknown-backend": "open_device(b'vulkan')",
+    "unknown-backend": "open_device(7)",
+    "cpu-backend": "open_device(0)",
     "no-such-device": "open_device(ordinal=7)",
     # No GPU here: the CUDA backend says which library is missing.
-    "no-cuda-driver": "open_device(b'cuda')",
+    "no-cuda-driver": "open_device(1)",
     # A module is only loaded on first use, so a bad image fails there.
     "bad-magic": """
         open_device()

@@ -22,7 +22,8 @@ import txl_device  # noqa: E402
 
 lib = txl_device.load(sys.argv[1])
 error = ctypes.create_string_buffer(512)
-if lib.txl_device_open(b"opencl", 0, error, len(error)) != 0:
+# txl_backend_t (txl/runtime.h): TXL_BACKEND_OPENCL = 2.
+if lib.txl_device_open(2, 0, error, len(error)) != 0:
     sys.exit("txl_device_open: " + error.value.decode())
 
 rng = np.random.default_rng(7)

@@ -155,7 +155,9 @@ class Device:
     def __init__(self, library, image, backend="opencl"):
         lib = txl_device.load(library)
         error = ctypes.create_string_buffer(512)
-        if lib.txl_device_open(backend.encode(), 0, error, len(error)) != 0:
+        # txl_backend_t (txl/runtime.h).
+        code = {"cuda": 1, "opencl": 2}[backend]
+        if lib.txl_device_open(code, 0, error, len(error)) != 0:
             raise SystemExit("txl_device_open: " + error.value.decode())
         print("device:", lib.txl_device_description().decode())
         self.lib = lib

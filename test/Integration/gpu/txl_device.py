@@ -19,7 +19,8 @@ def load(path):
     os.environ.setdefault("TXL_OPENCL_BUILD_OPTIONS", "-cl-opt-disable")
     lib = ctypes.CDLL(path)
     ptr, size = ctypes.c_void_p, ctypes.c_size_t
-    lib.txl_device_open.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, size]
+    # txl_backend_t (an int), ordinal, error buffer, its size.
+    lib.txl_device_open.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_char_p, size]
     lib.txl_device_description.restype = ctypes.c_char_p
     lib.txl_device_write.argtypes = [ptr, size, ptr, size]
     lib.txl_device_read.argtypes = [ptr, ptr, size, size]

@@ -72,6 +72,32 @@ TEST(CApiTest, SessionCreateChecksTheTable) {
   info.n_layer = 0;
   EXPECT_EQ(take(txl_session_create(&info, nullptr, &session)).first,
             TXL_INVALID_ARGUMENT);
+  // The backend and the precision are enums (ABI 8): a value outside them
+  // is refused, not taken for the CPU or f32.
+  info = smallModel();
+  info.backend = static_cast<txl_backend_t>(7);
+  std::tie(code, message) = take(txl_session_create(&info, nullptr, &session));
+  EXPECT_EQ(code, TXL_INVALID_ARGUMENT);
+  EXPECT_NE(message.find("backend 7 and precision 0"), std::string::npos)
+      << message;
+  info = smallModel();
+  info.precision = static_cast<txl_precision_t>(-1);
+  std::tie(code, message) = take(txl_session_create(&info, nullptr, &session));
+  EXPECT_EQ(code, TXL_INVALID_ARGUMENT);
+  EXPECT_NE(message.find("backend 0 and precision -1"), std::string::npos)
+      << message;
+  EXPECT_EQ(session, nullptr);
+}
+
+TEST(CApiTest, AbiNames) {
+  EXPECT_STREQ(txl_backend_name(TXL_BACKEND_CPU), "cpu");
+  EXPECT_STREQ(txl_backend_name(TXL_BACKEND_CUDA), "cuda");
+  EXPECT_STREQ(txl_backend_name(TXL_BACKEND_OPENCL), "opencl");
+  EXPECT_EQ(txl_backend_name(static_cast<txl_backend_t>(3)), nullptr);
+  EXPECT_STREQ(txl_precision_name(TXL_PRECISION_F32), "f32");
+  EXPECT_STREQ(txl_precision_name(TXL_PRECISION_BF16), "bf16");
+  EXPECT_STREQ(txl_precision_name(TXL_PRECISION_FP16), "fp16");
+  EXPECT_EQ(txl_precision_name(static_cast<txl_precision_t>(3)), nullptr);
 }
 
 TEST(CApiTest, OptimizerStepChecksItsArguments) {

@@ -18,8 +18,8 @@
 //                      checkpoint_interval updates, at each validation and
 //                      at the end (see docs/design.md, "Checkpoints")
 //   best.safetensors   the parameters with the best validation loss
-//   curves.png         train / valid loss curves (gnuplot), at the end
-// and `--resume` continues from last.safetensors bit for bit.
+// and `--resume` continues from last.safetensors bit for bit. The loop draws
+// nothing: scripts/plot_curves.py draws the loss curves from metrics.jsonl.
 //
 //===----------------------------------------------------------------------===//
 
@@ -62,7 +62,6 @@ struct TrainOptions {
   /// all cores.
   std::optional<int> threads;
   bool progress = true; ///< draw the bar (only ever on a terminal)
-  bool plot = true;     ///< draw curves.png with gnuplot at the end
   /// --precision=fp16 executables' dynamic loss scaling: the first scale
   /// (a power of two; default 2^16, official train.py's apex setting) and
   /// the updates without overflow after which it doubles (default 1000,

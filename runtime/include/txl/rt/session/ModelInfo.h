@@ -1,9 +1,9 @@
 //===- ModelInfo.h - What a compiled model's info implies -------*- C++ -*-===//
 //
 // Facts of a `txl_model_info_t` that the session and the commands both
-// need: the training objective and the limit dropout's masks put on a
-// segment's tensors. Below the commands, so that the session depends on
-// nothing above it.
+// need: a parameter's size, the training objective and the limit dropout's
+// masks put on a segment's tensors. Below the commands, so that the session
+// depends on nothing above it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +21,9 @@ namespace txl::rt {
 /// (txl.dropout in TxlOps.td; the dialect's verifier checks static shapes
 /// against the same bound).
 inline constexpr int64_t kMaxDropoutElements = int64_t{1} << 34;
+
+/// The elements of parameter `p`: the product of its shape (1 at rank 0).
+int64_t parameterElements(const txl_param_info_t &p);
 
 /// Whether the model trains with Al-Rfou et al. (2018)'s objective
 /// (txl_model_info.objective "alrfou"): its backward segment takes the loss

@@ -1,0 +1,224 @@
+//===- KvCache.cpp - The key/value cache of eval runs ---------------------===//
+//
+// runtime.h, "The key/value cache": eval-mode segments keep each layer's
+// keys and values of the memory rows (and r_head_k for the run's klen), so
+// that a segment projects only its own rows (txl_segment_kv). The cache is
+// held by batch slice in RowWindows (KvCache.h) and describes the memory
+// until a run that does not go through it (training, a backward, another
+// thread count), which drops it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "SessionState.h"
+
+#include "txl/rt/session/MemRef.h"
+#include "txl/rt/support/Status.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+using namespace txl::rt;
+
+void txl::rt::syncMemory(txl_session &session) {
+  if (!session.memsInSlices)
+    return;
+  const int64_t dModel = session.info->d_model, mlen = session.mlen;
+  for (size_t l = 0; l < session.mems.size(); ++l) {
+    session.mems[l].resize(size_t(mlen * session.batch * dModel));
+    for (const auto &slice : session.kvSlices)
+      for (int64_t r = 0; r < mlen; ++r)
+        std::copy_n(slice.mems[l].data() + r * slice.count * dModel,
+                    slice.count * dModel,
+                    session.mems[l].data() +
+                        (r * session.batch + slice.first) * dModel);
+  }
+  session.memsInSlices = false;
+}
+
+void txl::rt::dropKvCache(txl_session &session) {
+  syncMemory(session);
+  session.kvValid = false;
+  session.kvSlices.clear();
+}
+
+void txl::rt::discardKvCache(txl_session &session) {
+  session.memsInSlices = false;
+  session.kvValid = false;
+  session.kvSlices.clear();
+}
+
+void txl::rt::parametersChanged(txl_session &session) {
+  dropKvCache(session);
+  session.rHeadK.clear();
+  session.rHeadKKlen = -1;
+}
+
+bool txl::rt::kvCacheActive(const txl_session &session) {
+  return session.kvCacheEnabled && !session.onDevice &&
+         session.segment == &txl_segment_forward && txl_segment_kv &&
+         txl_segment_log_probs_kv && txl_segment_r_head_k;
+}
+
+/// Brings the session's r_head_k up to date for `klen` and the run's
+/// clamp_len (txl_segment_r_head_k).
+static void updateRHeadK(txl_session &session, int64_t klen, int64_t clampLen) {
+  if (session.rHeadKKlen == klen && session.rHeadKClamp == clampLen)
+    return;
+  const txl_model_info_t &info = *session.info;
+  const int64_t hd = info.n_head * info.d_head;
+  session.rHeadK.resize(size_t(info.n_layer));
+  PackedArgs args;
+  addParameters(args, session, /*device=*/false);
+  args.i64(klen);
+  args.i64(clampLen);
+  for (auto &r : session.rHeadK) {
+    r.resize(size_t(klen * hd));
+    args.memref(r.data(), {klen, hd});
+  }
+  setBlasThreads(session.threads);
+  txl_segment_r_head_k(args.data());
+  session.rHeadKKlen = klen;
+  session.rHeadKClamp = clampLen;
+}
+
+bool txl::rt::kvSlicesMatch(const txl_session &session, int64_t batch) {
+  if (session.kvSlices.empty())
+    return session.mlen == 0;
+  std::vector<int64_t> first = sliceBounds(session, batch);
+  if (first.size() != session.kvSlices.size() + 1)
+    return false;
+  for (size_t s = 0; s < session.kvSlices.size(); ++s)
+    if (session.kvSlices[s].first != first[s] ||
+        session.kvSlices[s].count != first[s + 1] - first[s])
+      return false;
+  return true;
+}
+
+void txl::rt::runSegmentKv(txl_session &session, const int64_t *data,
+                           const int64_t *target, int64_t qlen, int64_t batch,
+                           const txl_run_options_t &options, float *out,
+                           bool logProbs) {
+  const txl_model_info_t &info = *session.info;
+  const int64_t dModel = info.d_model, hd = info.n_head * info.d_head;
+  const int64_t layers = info.n_layer + 1;
+  const int64_t width = logProbs ? info.n_token : 1;
+  const int64_t mlen = session.mlen;
+  const int64_t newMlen = std::min(options.mem_len, mlen + qlen);
+  // Room for mem_len more rows after a full memory (txl_kv_cache_floats).
+  const int64_t capacity = std::max(2 * options.mem_len, mlen + qlen);
+  std::vector<int64_t> first = sliceBounds(session, batch);
+  const int slices = int(first.size()) - 1;
+  if (session.kvSlices.empty()) { // the empty memory after a reset
+    session.kvSlices.resize(size_t(slices));
+    for (int s = 0; s < slices; ++s) {
+      auto &slice = session.kvSlices[s];
+      slice.first = first[s];
+      slice.count = first[s + 1] - first[s];
+      for (int64_t l = 0; l < layers; ++l)
+        slice.mems.emplace_back(slice.count * dModel);
+      for (auto *list : {&slice.k, &slice.v})
+        for (int64_t l = 0; l < info.n_layer; ++l)
+          list->emplace_back(slice.count * hd);
+    }
+  }
+  updateRHeadK(session, mlen + qlen, options.clamp_len);
+  txl_segment_fn entry = logProbs ? &txl_segment_log_probs_kv : &txl_segment_kv;
+  auto runSlice = [&](int s) {
+    auto &slice = session.kvSlices[s];
+    const int64_t b0 = slice.first, nb = slice.count;
+    std::vector<int64_t> sliceData, sliceTarget;
+    std::vector<float> sliceOut;
+    const int64_t *d = data, *t = target;
+    float *o = out;
+    if (slices > 1) {
+      sliceData.resize(size_t(qlen * nb));
+      sliceTarget.resize(target ? size_t(qlen * nb) : 0);
+      for (int64_t r = 0; r < qlen; ++r) {
+        std::copy_n(data + r * batch + b0, nb, sliceData.data() + r * nb);
+        if (target)
+          std::copy_n(target + r * batch + b0, nb, sliceTarget.data() + r * nb);
+      }
+      sliceOut.resize(size_t(qlen * nb * width));
+      d = sliceData.data();
+      t = target ? sliceTarget.data() : nullptr;
+      o = sliceOut.data();
+    }
+    SliceCall call{d, t, nb, {}, 0, o, {}, {}};
+    for (RowWindow &mem : slice.mems)
+      call.newMems.push_back(mem.reserve(qlen, capacity));
+    for (int64_t l = 0; l < info.n_layer; ++l) {
+      for (auto [state, windows] : {std::pair(&slice.k[l], &call.kWindows),
+                                    std::pair(&slice.v[l], &call.vWindows)}) {
+        state->reserve(qlen, capacity);
+        // After reserve(), which may move the window.
+        windows->push_back(state->data());
+      }
+      call.rHeadK.push_back(session.rHeadK[l].data());
+    }
+    callEntry(session, entry, options, qlen, newMlen, call);
+    for (auto *list : {&slice.mems, &slice.k, &slice.v})
+      for (RowWindow &state : *list)
+        state.append(qlen, newMlen);
+    if (slices > 1)
+      for (int64_t r = 0; r < qlen; ++r)
+        std::copy_n(sliceOut.data() + r * nb * width, nb * width,
+                    out + (r * batch + b0) * width);
+  };
+  if (slices == 1) {
+    setBlasThreads(session.threads);
+    runSlice(0);
+  } else {
+    setBlasThreads(1);
+    session.pool.run(slices, runSlice);
+  }
+  session.mlen = newMlen;
+  session.memsInSlices = true;
+}
+
+extern "C" txl_status_t txl_session_set_kv_cache(txl_session_t *session,
+                                                 int32_t enabled) {
+  return guardStatus([&] {
+    requireSession(session);
+    session->kvCacheEnabled = enabled != 0;
+    if (!enabled)
+      parametersChanged(*session);
+  });
+}
+
+extern "C" int32_t txl_session_kv_cache_active(const txl_session_t *session) {
+  return session && kvCacheActive(*session) ? 1 : 0;
+}
+
+extern "C" int32_t txl_session_kv_cache_ready(const txl_session_t *session) {
+  return session && kvCacheActive(*session) && session->kvValid &&
+                 kvSlicesMatch(*session, session->batch)
+             ? 1
+             : 0;
+}
+
+extern "C" txl_status_t txl_kv_cache_floats(const txl_model_info_t *info,
+                                            int64_t mem_len, int64_t batch,
+                                            int64_t *out_floats) {
+  return guardStatus([&] {
+    if (!info || !out_floats)
+      fail(TXL_INVALID_ARGUMENT, "txl_kv_cache_floats: null argument");
+    if (mem_len < 0 || batch < 0)
+      fail(TXL_INVALID_ARGUMENT,
+           "txl_kv_cache_floats: mem_len {} and batch {} must not be negative",
+           mem_len, batch);
+    // RowWindow buffers of 2·mem_len rows (runSegmentKv's capacity).
+    int64_t floats = 1;
+    for (int64_t factor : {int64_t(4), int64_t(info->n_layer), mem_len, batch,
+                           int64_t(info->n_head), int64_t(info->d_head)})
+      if (__builtin_mul_overflow(floats, factor, &floats))
+        fail(TXL_INVALID_ARGUMENT,
+             "txl_kv_cache_floats: the cache of mem_len {} and batch {} holds "
+             "more than {} floats",
+             mem_len, batch, INT64_MAX);
+    *out_floats = floats;
+  });
+}
+
+//===----------------------------------------------------------------------===//

@@ -1,0 +1,291 @@
+//===- SessionState.h - A session's state, shared by its files --*- C++ -*-===//
+//
+// What txl_session_t holds, and the functions the session's files share.
+// The session is split by concern, one file each:
+//
+//   Session.cpp     creation, threads, parameters in (checkpoint, init),
+//                   the memory and its slots
+//   Validation.cpp  the C API's argument checks
+//   Residency.cpp   what lives on a GPU target's device and its host copies
+//   Segment.cpp     a segment through the generated entries: batch slices,
+//                   the device path, txl_session_run_segment*
+//   KvCache.cpp     the key/value cache (runtime.h)
+//   Training.cpp    the training state, a chunk's backward, gradient I/O
+//   Optimizer.cpp   the update (clipping norm, compiled optimizer), the
+//                   learning rate, the optimizer state
+//   MemoryPlan.cpp  the device-memory check's dry run
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TXL_RT_SESSION_SESSIONSTATE_H
+#define TXL_RT_SESSION_SESSIONSTATE_H
+
+#include "KvCache.h"
+
+#include "txl/device.h"
+#include "txl/rt/session/MemRef.h"
+#include "txl/rt/support/WorkerPool.h"
+#include "txl/runtime.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+// OpenBLAS's thread control (see Commands.cpp for why not cblas.h).
+extern "C" void openblas_set_num_threads(int numThreads);
+extern "C" int openblas_get_num_threads(void);
+
+struct txl_session {
+  const txl_model_info_t *info = nullptr;
+  txl_segment_fn segment = nullptr;
+  txl_segment_fn segmentGrad = nullptr; ///< null: no backward entry linked
+  /// null: the model has no distribution entry (txl_segment_log_probs).
+  txl_segment_fn segmentLogProbs = nullptr;
+  std::vector<std::vector<float>> params; ///< by txl_param_info_t order
+  bool loaded = false;
+  /// The first training-only tensor (objective "alrfou"'s auxiliary heads)
+  /// the loaded checkpoint left out, now zeros; empty when none. A backward
+  /// run then refuses to start.
+  std::string missingTrainingOnly;
+  /// mems[l]: [mlen, batch, d_model] row-major, l = 0..n_layer.
+  std::vector<std::vector<float>> mems;
+  int64_t mlen = 0, batch = 0;
+  /// txl_session_set_threads: slices run in parallel (and BLAS threads when
+  /// the batch runs as one slice); the OpenBLAS default until set.
+  int threads = 0;
+  txl::rt::WorkerPool pool;
+  /// sliceGrads[s][i]: slice s's gradient of parameter i (batch-parallel
+  /// backward only).
+  std::vector<std::vector<std::vector<float>>> sliceGrads;
+
+  /// GPU targets (info->backend not the CPU): the parameters and the memory
+  /// live on the device for the whole run (`params` and `mems` above are
+  /// host copies: the parameters as loaded, the memory as last read back).
+  bool onDevice = false;
+  std::vector<void *> deviceParams;
+  std::vector<void *> deviceMems; ///< [mlen, batch, d_model] per layer
+  bool memsOnHostCurrent = true;
+
+  /// The memories not in use (txl_session_select_memory: train.py's one
+  /// `mems` per batch chunk), by slot; the fields above are slot
+  /// `memorySlot`'s. On the GPU targets a parked memory stays on the device.
+  struct ParkedMemory {
+    std::vector<std::vector<float>> mems;
+    int64_t mlen = 0, batch = 0;
+    std::vector<void *> deviceMems;
+    bool memsOnHostCurrent = true;
+  };
+  std::vector<ParkedMemory> parkedMemory;
+  int64_t memorySlot = 0;
+
+  /// The key/value cache (txl_session_run_segment, KvCache.cpp), by batch
+  /// slice.
+  bool kvCacheEnabled = true;
+  /// The slices describe the memory: every run since the last reset went
+  /// through the cache (with no slice yet, the memory is empty).
+  bool kvValid = false;
+  std::vector<txl::rt::KvSlice> kvSlices;
+  /// The slices hold the memory, and `mems` above is stale (syncMemory).
+  bool memsInSlices = false;
+  /// rHeadK[l] [rHeadKKlen, n_head·d_head]: layer l's r_head_k for
+  /// (rHeadKKlen, rHeadKClamp); stale when rHeadKKlen < 0.
+  std::vector<std::vector<float>> rHeadK;
+  int64_t rHeadKKlen = -1, rHeadKClamp = 0;
+
+  /// Training (txl_session_train_segment, txl_session_optimizer_step),
+  /// allocated on first use: the update's gradient per parameter (empty for
+  /// buffers), one chunk's gradient (batch_chunk > 1), and the optimizer
+  /// states, states[s * T + t] for trainable parameter trainable[t]. On the
+  /// GPU targets they live in the device buffers below, and the host arrays
+  /// hold the last copy read back.
+  std::vector<int32_t> trainable;
+  std::vector<std::vector<float>> grads, chunkGrads, states;
+  std::vector<void *> deviceGrads, deviceStates;
+  /// batch_chunk > 1 on the GPU targets: the gradient of the chunk being
+  /// run, per parameter, before @accumulate_grads adds it into deviceGrads.
+  std::vector<void *> deviceChunkGrads;
+  void *devicePartials = nullptr; ///< normPartials(T) floats
+  void *deviceScalar = nullptr;   ///< 8 bytes: the norm, the lr
+  bool paramsOnHostCurrent = true, statesOnHostCurrent = true;
+  /// txl_session_allow_extra_tensors.
+  bool allowExtraTensors = false;
+
+  ~txl_session() {
+    if (onDevice)
+      txl_device_close();
+  }
+};
+
+namespace txl::rt {
+
+//===----------------------------------------------------------------------===//
+// Validation.cpp
+//===----------------------------------------------------------------------===//
+
+/// Throws Error(TXL_INVALID_ARGUMENT) "null session" for a null session.
+void requireSession(txl_session_t *session);
+
+/// The checks of a segment's call (txl_session_run_segment and its
+/// variants) before it runs: a loaded checkpoint, non-null buffers, the
+/// segment's sizes (BLAS's 32-bit rows, dropout's mask elements), the
+/// batch the memory has, the run options, the entry the call needs, and
+/// every token id. `grads`: a backward run (host or device gradients);
+/// `outGrads`: its host buffers when it has them. Errors:
+/// TXL_INVALID_ARGUMENT naming the value.
+void validateSegment(const txl_session &session, const int64_t *data,
+                     const int64_t *target, int64_t qlen, int64_t batch,
+                     const txl_run_options_t *options, const float *out,
+                     bool grads, float *const *outGrads, bool logProbs);
+
+//===----------------------------------------------------------------------===//
+// Residency.cpp: a GPU target's device buffers (txl/device.h's ABI, the one
+// the compiled code uses)
+//===----------------------------------------------------------------------===//
+
+/// A device buffer holding a copy of `bytes` bytes of `host`.
+void *deviceCopy(const void *host, size_t bytes);
+/// Frees every non-null buffer of `buffers` and clears it.
+void freeDevice(std::vector<void *> &buffers);
+/// Uploads the session's parameters (after a load or an initialization).
+void uploadParameters(txl_session &session);
+/// Brings the host copies of the parameters up to date after device
+/// updates.
+void readBackParameters(txl_session &session);
+/// Uploads the host memory (txl_session_set_memory, reset).
+void uploadMemory(txl_session &session);
+/// Brings the host copy of the memory up to date after device segments.
+void readBackMemory(txl_session &session);
+/// Device buffers for the gradient of every trainable parameter (null for
+/// buffers), zeroed.
+std::vector<void *> allocateDeviceGrads(const txl_session &session);
+
+//===----------------------------------------------------------------------===//
+// Segment.cpp
+//===----------------------------------------------------------------------===//
+
+/// One call of a generated entry on `batch` columns, every array contiguous.
+struct SliceCall {
+  const int64_t *data, *target;
+  int64_t batch;
+  std::vector<const float *> mems; ///< [mlen, batch, d_model] per layer
+  /// The global batch column of column 0 (txl_run_options_t's
+  /// dropout_column plus the slice's first column).
+  int64_t dropoutColumn;
+  float *nll;                   ///< [qlen, batch] ([qlen, batch, n_token]
+                                ///< of log-probabilities when target is null)
+  std::vector<float *> newMems; ///< [newMlen, batch, d_model]
+  std::vector<float *> grads;   ///< per parameter; empty: forward
+  /// Objective "alrfou"'s backward: [3, qlen, batch], the loss's parts.
+  float *lossParts = nullptr;
+  /// Key/value-cache entries (txl_segment_kv): per layer, windows [klen,
+  /// batch, n_head·d_head] of the memory rows' keys and values followed by
+  /// room for the segment's, which the entry writes there, and r_head_k
+  /// [klen, n_head·d_head] (there, `mems` is empty and `newMems` receive
+  /// [qlen, batch, d_model]: the rows to append). Empty for the other
+  /// entries (default-initialized, so that the other entries' calls can
+  /// leave them out).
+  std::vector<float *> kWindows{}, vWindows{};
+  std::vector<const float *> rHeadK{};
+};
+
+/// Adds the parameters to a generated entry's arguments, in the model
+/// table's order: the host arrays, or on a GPU target (`device`) the device
+/// buffers.
+void addParameters(PackedArgs &args, const txl_session &session, bool device);
+
+/// Adds a forward or backward entry's run-time scalars (runtime.h:
+/// mem_len, clamp_len, same_length, dropout_seed, dropout_offset,
+/// dropout_column, training), the dropout column being `dropoutColumn`.
+void addRunScalars(PackedArgs &args, const txl_run_options_t &options,
+                   int64_t dropoutColumn);
+
+/// Calls the host entry `entry` (txl_segment_*) on `call` through the
+/// packed convention, with the session's host parameters.
+void callEntry(const txl_session &session, txl_segment_fn entry,
+               const txl_run_options_t &options, int64_t qlen, int64_t newMlen,
+               const SliceCall &call);
+
+/// Sets OpenBLAS's (process-wide) thread count for a call: the session's
+/// threads when the batch runs as one slice, 1 when slices run in parallel.
+/// Called only between a session's calls, never while its products run;
+/// sessions on other threads share the setting (txl/runtime.h, "Threads"),
+/// and a mutex keeps the last value and OpenBLAS's in step.
+void setBlasThreads(int threads);
+
+/// The batch slices of a run of `batch` columns: slice s runs columns
+/// [first[s], first[s + 1]), min(threads, batch) slices.
+std::vector<int64_t> sliceBounds(const txl_session &session, int64_t batch);
+
+/// One segment through the forward entry, or through the backward entry
+/// when `outGrads` is not null (one float32 buffer per trainable parameter,
+/// in parameter order; entries for buffers are ignored), or, with
+/// `intoDeviceGrads`, into those device gradient buffers (one per
+/// parameter, null for buffers). With `logProbs` (and no target) through
+/// txl_segment_log_probs: `out_nll` receives [qlen, batch, n_token]
+/// log-probabilities.
+void runSegment(txl_session_t *session, const int64_t *data,
+                const int64_t *target, int64_t qlen, int64_t batch,
+                const txl_run_options_t *options, float *out_nll,
+                float *const *outGrads,
+                const std::vector<void *> *intoDeviceGrads = nullptr,
+                bool logProbs = false);
+
+//===----------------------------------------------------------------------===//
+// KvCache.cpp
+//===----------------------------------------------------------------------===//
+
+/// Brings `mems` up to date from the key/value cache's slices (which keep
+/// the memory too, and stay valid).
+void syncMemory(txl_session &session);
+/// Drops the key/value cache, keeping the memory: runs use @segment until
+/// the next reset.
+void dropKvCache(txl_session &session);
+/// Drops the key/value cache and the memory it holds (the memory is being
+/// replaced).
+void discardKvCache(txl_session &session);
+/// Drops everything computed from the parameters (they may have changed).
+void parametersChanged(txl_session &session);
+/// Whether eval-mode runs may go through the cache: enabled, on the CPU
+/// target, with the session's own forward entry and the cache's entries
+/// linked.
+bool kvCacheActive(const txl_session &session);
+/// Whether the key/value cache's slices are those a run of `batch` columns
+/// uses now (the thread count may have changed since the cache was made).
+bool kvSlicesMatch(const txl_session &session, int64_t batch);
+/// One eval-mode segment through txl_segment_kv (txl_segment_log_probs_kv
+/// with `logProbs`); the caller has validated the arguments, and
+/// kvSlicesMatch holds.
+void runSegmentKv(txl_session &session, const int64_t *data,
+                  const int64_t *target, int64_t qlen, int64_t batch,
+                  const txl_run_options_t &options, float *out, bool logProbs);
+
+//===----------------------------------------------------------------------===//
+// Training.cpp
+//===----------------------------------------------------------------------===//
+
+/// The parts of the clipping norm's sum of squares on the GPU targets, one
+/// work-item each (buildTrainingFunctions with forDevice): enough
+/// work-items to stream the gradients at full bandwidth, few enough that
+/// @optimizer_step adds their sums quickly in one work-item.
+inline constexpr int64_t kDeviceNormParts = 16384;
+
+/// The size of the GPU form's partials: kDeviceNormParts per group of
+/// TXL_NORM_TENSORS_PER_KERNEL of the `trainable` gradients (txl/device.h).
+inline int64_t normPartials(size_t trainable) {
+  return kDeviceNormParts *
+         int64_t((trainable + TXL_NORM_TENSORS_PER_KERNEL - 1) /
+                 TXL_NORM_TENSORS_PER_KERNEL);
+}
+
+/// Allocates the training state on first use: the gradients and the
+/// optimizer states (zero, as torch.optim starts them). Errors: an
+/// executable without the compiled optimizer or schedule, no parameters.
+void ensureTrainingState(txl_session &session);
+
+/// The flat shape the training functions take trainable tensor `t` in
+/// (runtime.h).
+std::vector<int64_t> flatShape(const txl_session &session, size_t t);
+
+} // namespace txl::rt
+
+#endif // TXL_RT_SESSION_SESSIONSTATE_H
