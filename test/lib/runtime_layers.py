@@ -37,7 +37,7 @@ def layer_of_header(header):
     return None
 
 
-def layer_of_file(runtime, path):
+def layer_of_file(path):
     """The layer of a file of the runtime (path relative to runtime/), or
     None."""
     parts = path.split(os.sep)
@@ -65,7 +65,7 @@ def main():
     uses = {layer: set() for layer in LAYERS}
     counts = {layer: 0 for layer in LAYERS}
     for path in sorted(files):
-        layer = layer_of_file(runtime, path)
+        layer = layer_of_file(path)
         if layer is None:
             failures.append("%s is in no layer's folder" % path)
             continue

@@ -1,25 +1,25 @@
-// RUN: txl-opt %S/Inputs/warpgroup-mma.mlir \
+// RUN: txl-opt %S/../Inputs/warpgroup-mma.mlir \
 // RUN:   --pass-pipeline='builtin.module(gpu.module(txl-mma-to-nvvm{wgmma=true}))' \
 // RUN:   | FileCheck %s --implicit-check-not=txl.warpgroup_mma --implicit-check-not=nvvm.mma.sync
-// RUN: txl-opt %S/Inputs/warpgroup-mma.mlir \
+// RUN: txl-opt %S/../Inputs/warpgroup-mma.mlir \
 // RUN:   --pass-pipeline='builtin.module(gpu.module(txl-mma-to-nvvm))' -o %t.sync.mlir
 // RUN: FileCheck %s --check-prefix=SYNC --implicit-check-not=txl.warpgroup_mma \
 // RUN:   --implicit-check-not=llvm.inline_asm --implicit-check-not=wgmma < %t.sync.mlir
 // RUN: FileCheck %s --check-prefix=SYNC-MMA < %t.sync.mlir
 // RUN: txl-opt %s --verify-diagnostics \
 // RUN:   --pass-pipeline='builtin.module(gpu.module(txl-mma-to-nvvm{wgmma=true}))'
-// RUN: sed -e 's/bf16/f16/g' %S/Inputs/warpgroup-mma.mlir \
+// RUN: sed -e 's/bf16/f16/g' %S/../Inputs/warpgroup-mma.mlir \
 // RUN:   | txl-opt --pass-pipeline='builtin.module(gpu.module(txl-mma-to-nvvm{wgmma=true}))' \
 // RUN:   | FileCheck %s --check-prefix=F16
 //
 // The whole chip pipeline on sm_90a, then ptxas: the kernel assembles with
 // its wgmma (no spill, no serialization warning).
 // RUN: rm -rf %t && mkdir -p %t
-// RUN: txl-translate --kernels-to-ptx --ptx-chip=sm_90a %S/Inputs/warpgroup-mma.mlir -o %t/wg.ptx
+// RUN: txl-translate --kernels-to-ptx --ptx-chip=sm_90a %S/../Inputs/warpgroup-mma.mlir -o %t/wg.ptx
 // RUN: FileCheck %s --check-prefix=PTX < %t/wg.ptx
 // RUN: %ptxas -arch=sm_90a -warn-spills -Werror %t/wg.ptx -o %t/wg.cubin
 // And on sm_80 the same module has no wgmma.
-// RUN: txl-translate --kernels-to-ptx --ptx-chip=sm_80 %S/Inputs/warpgroup-mma.mlir -o %t/wg80.ptx
+// RUN: txl-translate --kernels-to-ptx --ptx-chip=sm_80 %S/../Inputs/warpgroup-mma.mlir -o %t/wg80.ptx
 // RUN: FileCheck %s --check-prefix=PTX80 < %t/wg80.ptx
 // RUN: %ptxas -arch=sm_80 -warn-spills -Werror %t/wg80.ptx -o %t/wg80.cubin
 

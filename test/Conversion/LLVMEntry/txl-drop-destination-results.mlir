@@ -1,5 +1,5 @@
 // RUN: txl-opt %s --split-input-file --txl-drop-destination-results --verify-diagnostics | FileCheck %s
-// RUN: txl-opt %S/Inputs/entry-on-tensors.mlir --txl-results-to-destinations \
+// RUN: txl-opt %S/../Inputs/entry-on-tensors.mlir --txl-results-to-destinations \
 // RUN:   --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" \
 // RUN:   --txl-drop-destination-results --canonicalize | FileCheck %s --check-prefix=CHAIN
 

@@ -1,4 +1,4 @@
-// RUN: txl-opt %S/Inputs/warpgroup-mma.mlir \
+// RUN: txl-opt %S/../Inputs/warpgroup-mma.mlir \
 // RUN:   --pass-pipeline='builtin.module(gpu.module(txl-emulate-mma))' \
 // RUN:   | FileCheck %s --implicit-check-not=txl.warpgroup_mma \
 // RUN:     --implicit-check-not=nvgpu.mma.sync --implicit-check-not=bf16

@@ -1,7 +1,7 @@
 // RUN: txl-opt %s --txl-parallel-loops-to-gpu --split-input-file | FileCheck %s
 // RUN: txl-opt %s --txl-parallel-loops-to-gpu=block-size=64 --split-input-file \
 // RUN:   | FileCheck %s --check-prefix=BLOCK64
-// RUN: txl-opt %S/Inputs/txl-parallel-loops-to-gpu-invalid.mlir --txl-parallel-loops-to-gpu \
+// RUN: txl-opt %S/../Inputs/txl-parallel-loops-to-gpu-invalid.mlir --txl-parallel-loops-to-gpu \
 // RUN:   --split-input-file --verify-diagnostics
 
 // A 2-D parallel loop: one launch of ceil(points / 256) workgroups of 256;

@@ -1,8 +1,8 @@
 // RUN: txl-opt %s --split-input-file --txl-emit-packed-entry --verify-diagnostics | FileCheck %s
-// RUN: txl-opt %S/Inputs/ciface-model.mlir --txl-emit-packed-entry="function=model entry=txl_model_forward" \
+// RUN: txl-opt %S/../Inputs/ciface-model.mlir --txl-emit-packed-entry="function=model entry=txl_model_forward" \
 // RUN:   | FileCheck %s --check-prefix=CUSTOM --implicit-check-not=txl_segment_forward \
 // RUN:       --implicit-check-not=txl_optimizer_step --implicit-check-not=txl_learning_rate
-// RUN: not txl-opt %S/Inputs/ciface-model.mlir --txl-emit-packed-entry 2>&1 | FileCheck %s --check-prefix=MISSING
+// RUN: not txl-opt %S/../Inputs/ciface-model.mlir --txl-emit-packed-entry 2>&1 | FileCheck %s --check-prefix=MISSING
 
 // The packed entry `void txl_segment_forward(void **args)` loads args[i] for
 // each argument of _mlir_ciface_segment: a memref descriptor is passed as the
