@@ -64,11 +64,11 @@ typedef enum txl_kernel_arg_kind {
   TXL_KERNEL_ARG_LOCAL = 4, /* workgroup memory of the given size */
 } txl_kernel_arg_kind_t;
 
-/* Opens device `ordinal` of `backend` (TXL_BACKEND_CUDA or
+/* Opens device `ordinal` of `backend` (a txl_backend_t: TXL_BACKEND_CUDA or
  * TXL_BACKEND_OPENCL) for the mgpu* calls. Returns 0, or TXL_UNAVAILABLE (5)
  * / TXL_INVALID_ARGUMENT with the one-line reason in `error` (e.g. "no CUDA
  * driver: dlopen(libcuda.so.1) failed: ..."). */
-int txl_device_open(txl_backend_t backend, int ordinal, char *error,
+int txl_device_open(int32_t backend, int ordinal, char *error,
                     size_t error_size);
 /* The open device, e.g. "AMD EPYC (Intel(R) OpenCL, OpenCL 3.0, 23.4 GiB)",
  * or "" when none is open. */

@@ -72,9 +72,10 @@ typedef enum txl_precision {
 } txl_precision_t;
 
 /// The names txlc's options give them: "cpu", "cuda", "opencl"; "f32",
-/// "bf16", "fp16". NULL for a value outside the enum.
-const char *txl_backend_name(txl_backend_t backend);
-const char *txl_precision_name(txl_precision_t precision);
+/// "bf16", "fp16". NULL for a value outside the enum (any int32_t may be
+/// asked: a table filled by hand holds what it holds).
+const char *txl_backend_name(int32_t backend);
+const char *txl_precision_name(int32_t precision);
 
 /// Model hyper-parameters and run-time defaults as resolved by txlc from the
 /// model file. Defaults of `eval` follow the official eval.py: `[eval]` keys
@@ -118,8 +119,11 @@ typedef struct txl_model_info {
   /* parameters in the order the segment function takes them */
   int32_t n_params;
   const txl_param_info_t *params;
-  txl_backend_t backend;     ///< the device the compiled code runs on
-  txl_precision_t precision; ///< the products' operand type
+  /// A txl_backend_t: the device the compiled code runs on. The table holds
+  /// the enums as int32_t so that a value outside them (a table filled by
+  /// hand) is a value to refuse, not undefined behaviour.
+  int32_t backend;
+  int32_t precision; ///< a txl_precision_t: the products' operand type
 } txl_model_info_t;
 
 /// A memref argument is passed as a pointer to MLIR's descriptor for its

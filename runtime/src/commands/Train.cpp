@@ -4,10 +4,12 @@
 // are generated code (txl_segment_grad, the optimizer update,
 // txl_learning_rate), which the session runs on the CPU or, for the GPU
 // targets, on the device, where the parameters, gradients and optimizer
-// states stay; this file only sequences them, logs, and saves / restores
-// the state. Everything a later update depends on is in the checkpoint, and
-// every quantity is computed in a fixed order, so a resumed run reproduces
-// the uninterrupted one bit for bit (with the same OpenBLAS thread count).
+// states stay; this file only sequences them and logs, and saves and
+// restores the state through TrainCheckpoint.cpp (TrainParts.h lists the
+// parts of `train`). Everything a later update depends on is in the
+// checkpoint, and every quantity is computed in a fixed order, so a resumed
+// run reproduces the uninterrupted one bit for bit (with the same OpenBLAS
+// thread count).
 //
 //===----------------------------------------------------------------------===//
 

@@ -183,7 +183,7 @@ bool isBuffer(const void *p) {
 
 extern "C" {
 
-int txl_device_open(txl_backend_t backend, int ordinal, char *error,
+int txl_device_open(int32_t backend, int ordinal, char *error,
                     size_t errorSize) {
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);

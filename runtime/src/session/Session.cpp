@@ -29,7 +29,7 @@ using namespace txl::rt;
 
 /// The device a session opens (runtime.h: txl_session_create). Errors:
 /// $TXL_DEVICE not a device number.
-static int deviceOrdinal(txl_backend_t backend) {
+static int deviceOrdinal(int32_t backend) {
   if (const char *chosen = std::getenv("TXL_DEVICE"); chosen && *chosen) {
     char *end = nullptr;
     long ordinal = std::strtol(chosen, &end, 10);

@@ -7,7 +7,7 @@
 
 #include "txl/runtime.h"
 
-extern "C" const char *txl_backend_name(txl_backend_t backend) {
+extern "C" const char *txl_backend_name(int32_t backend) {
   switch (backend) {
   case TXL_BACKEND_CPU:
     return "cpu";
@@ -19,7 +19,7 @@ extern "C" const char *txl_backend_name(txl_backend_t backend) {
   return nullptr;
 }
 
-extern "C" const char *txl_precision_name(txl_precision_t precision) {
+extern "C" const char *txl_precision_name(int32_t precision) {
   switch (precision) {
   case TXL_PRECISION_F32:
     return "f32";

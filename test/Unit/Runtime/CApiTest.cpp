@@ -75,13 +75,13 @@ TEST(CApiTest, SessionCreateChecksTheTable) {
   // The backend and the precision are enums (ABI 8): a value outside them
   // is refused, not taken for the CPU or f32.
   info = smallModel();
-  info.backend = static_cast<txl_backend_t>(7);
+  info.backend = 7;
   std::tie(code, message) = take(txl_session_create(&info, nullptr, &session));
   EXPECT_EQ(code, TXL_INVALID_ARGUMENT);
   EXPECT_NE(message.find("backend 7 and precision 0"), std::string::npos)
       << message;
   info = smallModel();
-  info.precision = static_cast<txl_precision_t>(-1);
+  info.precision = -1;
   std::tie(code, message) = take(txl_session_create(&info, nullptr, &session));
   EXPECT_EQ(code, TXL_INVALID_ARGUMENT);
   EXPECT_NE(message.find("backend 0 and precision -1"), std::string::npos)
@@ -93,11 +93,13 @@ TEST(CApiTest, AbiNames) {
   EXPECT_STREQ(txl_backend_name(TXL_BACKEND_CPU), "cpu");
   EXPECT_STREQ(txl_backend_name(TXL_BACKEND_CUDA), "cuda");
   EXPECT_STREQ(txl_backend_name(TXL_BACKEND_OPENCL), "opencl");
-  EXPECT_EQ(txl_backend_name(static_cast<txl_backend_t>(3)), nullptr);
+  EXPECT_EQ(txl_backend_name(3), nullptr);
+  EXPECT_EQ(txl_backend_name(-1), nullptr);
   EXPECT_STREQ(txl_precision_name(TXL_PRECISION_F32), "f32");
   EXPECT_STREQ(txl_precision_name(TXL_PRECISION_BF16), "bf16");
   EXPECT_STREQ(txl_precision_name(TXL_PRECISION_FP16), "fp16");
-  EXPECT_EQ(txl_precision_name(static_cast<txl_precision_t>(3)), nullptr);
+  EXPECT_EQ(txl_precision_name(3), nullptr);
+  EXPECT_EQ(txl_precision_name(1 << 30), nullptr);
 }
 
 TEST(CApiTest, OptimizerStepChecksItsArguments) {
