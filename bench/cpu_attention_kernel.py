@@ -51,7 +51,7 @@ MODULE = """func.func @segment(%q: tensor<?x?x{h}x{d}xf32>,
     %k: tensor<?x?x{h}x{d}xf32>, %v: tensor<?x?x{h}x{d}xf32>,
     %r: tensor<?x{h}x{d}xf32>, %u: tensor<{h}x{d}xf32>,
     %w: tensor<{h}x{d}xf32>, %m: index, %s: i1)
-    -> tensor<?x?x{h}x{d}xf32> attributes {{llvm.emit_c_interface}} {{
+    -> tensor<?x?x{h}x{d}xf32> attributes {{llvm.emit_c_interface, txl.entry = "txl_segment_forward"}} {{
   %o = txl.rel_attention %q, %k, %v, %r, %u, %w, %m, %s {{scale = 0.125 : f32}}
     : tensor<?x?x{h}x{d}xf32>, tensor<?x?x{h}x{d}xf32>,
       tensor<?x?x{h}x{d}xf32>, tensor<?x{h}x{d}xf32>, tensor<{h}x{d}xf32>,

@@ -187,10 +187,11 @@ public:
   /// Adds `@<name>_grad` next to `forward`: its arguments (and, with
   /// `scaleLoss`, a trailing f32 loss scale), returning its results then the
   /// gradient of the (scaled) mean of result 0 with respect to each of
-  /// `params`' argument numbers.
+  /// `params`' argument numbers. Its `txl.entry` is `gradEntry` (none when
+  /// empty).
   LogicalResult differentiateSegment(func::FuncOp forward,
                                      ArrayRef<unsigned> params,
-                                     StringRef gradName);
+                                     StringRef gradName, StringRef gradEntry);
 
 private:
   /// Appends the adjoints of `ops`, last first, at `b`; `grads` holds the
@@ -497,13 +498,19 @@ FailureOr<CalleeGrad> Differentiator::getCalleeGrad(func::FuncOp callee,
 
 LogicalResult Differentiator::differentiateSegment(func::FuncOp forward,
                                                    ArrayRef<unsigned> params,
-                                                   StringRef gradName) {
+                                                   StringRef gradName,
+                                                   StringRef gradEntry) {
   OpBuilder b(forward);
   b.setInsertionPointAfter(forward);
   auto grad = cast<func::FuncOp>(b.clone(*forward));
   grad.setSymName(gradName.empty() ? forward.getSymName().str() + "_grad"
                                    : gradName.str());
   grad.setPublic();
+  // The forward's packed entry is the forward's alone.
+  if (gradEntry.empty())
+    grad->removeAttr(TxlDialect::kEntryAttrName);
+  else
+    grad->setAttr(TxlDialect::kEntryAttrName, b.getStringAttr(gradEntry));
   symbols.insert(grad);
   Block &body = grad.getBody().front();
   auto ret = cast<func::ReturnOp>(body.getTerminator());
@@ -600,8 +607,8 @@ struct GenerateBackwardPass
                           << " already exists";
       return signalPassFailure();
     }
-    if (failed(
-            differentiator.differentiateSegment(forward, params, gradFunction)))
+    if (failed(differentiator.differentiateSegment(forward, params,
+                                                   gradFunction, gradEntry)))
       return signalPassFailure();
     for (Operation *call : differentiator.replacedCalls)
       call->erase();

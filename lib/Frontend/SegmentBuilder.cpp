@@ -763,6 +763,12 @@ void mlir::txl::setNoInline(Operation *fn) {
   fn->setAttr("passthrough", b.getArrayAttr({b.getStringAttr("noinline")}));
 }
 
+void mlir::txl::setRuntimeEntry(Operation *fn, StringRef entry) {
+  Builder b(fn->getContext());
+  fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+  fn->setAttr(TxlDialect::kEntryAttrName, b.getStringAttr(entry));
+}
+
 func::FuncOp SegmentEmitter::emitLayerFunction(ModuleOp module) {
   int64_t dyn = ShapedType::kDynamic;
   auto hType = tensorType({dyn, dyn, m.dModel});
@@ -949,9 +955,15 @@ void SegmentEmitter::emit(ModuleOp module, Kind kind) {
                                               : kSegmentFunctionName;
   auto fn =
       func::FuncOp::create(b, loc, name, b.getFunctionType(inputs, results));
-  // The training forward is only differentiated; its @segment_grad keeps
-  // the attribute.
-  fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+  // The training forward is only differentiated: its @segment_grad keeps
+  // the C interface and gets the backward's entry (txl-generate-backward).
+  if (alrfouTraining)
+    fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+  else
+    setRuntimeEntry(fn, kind == Kind::LogProbs     ? kLogProbsEntryName
+                        : kind == Kind::SegmentKv  ? kKvSegmentEntryName
+                        : kind == Kind::LogProbsKv ? kKvLogProbsEntryName
+                                                   : kSegmentEntryName);
   if (alrfouTraining)
     fn.setPrivate();
   Block *entry = fn.addEntryBlock();
@@ -1184,7 +1196,7 @@ void SegmentEmitter::emitRHeadK(ModuleOp module) {
   b.setInsertionPointToEnd(module.getBody());
   auto fn = func::FuncOp::create(b, loc, kRHeadKFunctionName,
                                  b.getFunctionType(inputs, results));
-  fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+  setRuntimeEntry(fn, kRHeadKEntryName);
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
   bindModelParams(fn, table);

@@ -256,7 +256,7 @@ void TrainingEmitter::emitSquaredNormPart(ModuleOp module) {
   auto fn = func::FuncOp::create(
       b, loc, kSquaredNormPartFunctionName,
       b.getFunctionType({flat, b.getI64Type(), b.getI64Type()}, {resultType}));
-  fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+  setRuntimeEntry(fn, kSquaredNormPartEntryName);
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
   Value g = entry->getArgument(0);
@@ -340,7 +340,7 @@ void TrainingEmitter::emitOptimizerUpdate(ModuleOp module) {
   b.setInsertionPointToEnd(module.getBody());
   auto fn = func::FuncOp::create(b, loc, kOptimizerUpdateFunctionName,
                                  b.getFunctionType(inputs, results));
-  fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+  setRuntimeEntry(fn, kOptimizerUpdateEntryName);
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
   auto args = entry->getArguments();
@@ -364,7 +364,7 @@ void TrainingEmitter::emitDeviceGradSquaredNorm(ModuleOp module) {
   b.setInsertionPointToEnd(module.getBody());
   auto fn = func::FuncOp::create(b, loc, kGradSquaredNormFunctionName,
                                  b.getFunctionType(inputs, {partialsType}));
-  fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+  setRuntimeEntry(fn, kGradSquaredNormEntryName);
   ArgumentNames names(fn);
   for (auto [i, p] : llvm::enumerate(trained))
     names.set(i, "txl.grad", p.name);
@@ -443,7 +443,7 @@ void TrainingEmitter::emitAccumulateGrads(ModuleOp module) {
   b.setInsertionPointToEnd(module.getBody());
   auto fn = func::FuncOp::create(b, loc, kAccumulateGradsFunctionName,
                                  b.getFunctionType(inputs, flat));
-  fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+  setRuntimeEntry(fn, kAccumulateGradsEntryName);
   ArgumentNames names(fn);
   for (auto [i, p] : llvm::enumerate(trained)) {
     names.set(i, "txl.grad", p.name);
@@ -504,7 +504,7 @@ void TrainingEmitter::emitDeviceOptimizerStep(ModuleOp module) {
   b.setInsertionPointToEnd(module.getBody());
   auto fn = func::FuncOp::create(b, loc, kOptimizerStepFunctionName,
                                  b.getFunctionType(inputs, results));
-  fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+  setRuntimeEntry(fn, kOptimizerStepEntryName);
   // Each tensor argument is named after its parameter, under the role it
   // plays (`txl.param`, `txl.grad`, or torch's state key).
   ArgumentNames names(fn);
@@ -622,7 +622,7 @@ void TrainingEmitter::emitLearningRate(ModuleOp module) {
       b, loc, kLearningRateFunctionName,
       b.getFunctionType({b.getI64Type(), f64Type, b.getI64Type()},
                         {resultType}));
-  fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+  setRuntimeEntry(fn, kLearningRateEntryName);
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
   Value step = entry->getArgument(0);

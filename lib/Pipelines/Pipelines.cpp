@@ -27,6 +27,13 @@ using namespace mlir::txl;
 
 /// Bufferization as on the CPU: caller-allocated outputs, identity layouts
 /// at function boundaries, ownership-based deallocation.
+/// txl-emit-packed-entry's options: every model has a forward segment.
+static EmitPackedEntryPassOptions packedEntries() {
+  EmitPackedEntryPassOptions options;
+  options.required = {"txl_segment_forward"}; // runtime.h
+  return options;
+}
+
 static void addBufferization(OpPassManager &pm) {
   // Module: they change function signatures across call sites.
   pm.addPass(createResultsToDestinationsPass());
@@ -80,6 +87,7 @@ void mlir::txl::buildTxlBackwardPipeline(OpPassManager &pm,
   backward.lossScale = true;
   backward.function = function.str();
   backward.gradFunction = "segment_grad";
+  backward.gradEntry = "txl_segment_grad"; // runtime.h
   pm.addPass(createGenerateBackwardPass(backward));
   // A separate training forward (@segment_train) is dead once differentiated.
   if (function != "segment")
@@ -149,7 +157,7 @@ void mlir::txl::buildLinalgToLLVMPipeline(OpPassManager &pm,
   pm.addPass(createReconcileUnrealizedCastsPass());
   // No null pointer from a failed allocation reaches the generated code.
   pm.addPass(createCheckHostAllocationsPass());
-  pm.addPass(createEmitPackedEntryPass());
+  pm.addPass(createEmitPackedEntryPass(packedEntries()));
   pm.addPass(createCanonicalizerPass());
 }
 
@@ -213,7 +221,7 @@ void mlir::txl::buildGpuHostToLLVMPipeline(OpPassManager &pm) {
   // Launches in host loops: one stack scope each.
   pm.addPass(createScopeLaunchStackPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
-  pm.addPass(createEmitPackedEntryPass());
+  pm.addPass(createEmitPackedEntryPass(packedEntries()));
   pm.addPass(createCanonicalizerPass());
 }
 

@@ -103,7 +103,7 @@ def main():
         targs = ", ".join("%%t%d: %s" % (i, ty(t)) for i, t in enumerate(tables))
         pargs = ", ".join("%%q%d: %s" % (i, ty(p)) for i, p in enumerate(projs))
         text = f"""
-func.func @segment({targs}, {pargs}, %ids: tensor<?x?xi64>) -> tensor<?x?x{D_MODEL}xf32> attributes {{llvm.emit_c_interface}} {{
+func.func @segment({targs}, {pargs}, %ids: tensor<?x?xi64>) -> tensor<?x?x{D_MODEL}xf32> attributes {{llvm.emit_c_interface, txl.entry = "txl_segment_forward"}} {{
   %e = txl.adaptive_embedding %ids
       tables({", ".join("%%t%d" % i for i in range(clusters))} : {sig(tables)})
       projs({", ".join("%%q%d" % i for i in range(clusters))} : {sig(projs)})
@@ -126,7 +126,7 @@ func.func @segment({targs}, {pargs}, %ids: tensor<?x?xi64>) -> tensor<?x?x{D_MOD
             names = ["%%p%d" % i for i in range(len(params))]
             nw, nb, np_ = len(ws), len(bs), len(ps)
             text = f"""
-func.func @segment({args}, %h: tensor<?x?x{D_MODEL}xf32>, %t: tensor<?x?xi64>) -> tensor<?x?xf32> attributes {{llvm.emit_c_interface}} {{
+func.func @segment({args}, %h: tensor<?x?x{D_MODEL}xf32>, %t: tensor<?x?xi64>) -> tensor<?x?xf32> attributes {{llvm.emit_c_interface, txl.entry = "txl_segment_forward"}} {{
   %nll = txl.adaptive_nll %h, %t
       weights({", ".join(names[:nw])} : {sig(ws)})
       biases({", ".join(names[nw:nw + nb])} : {sig(bs)})

@@ -140,7 +140,7 @@ def op_module(ftype, inner="?"):
     takes the lowering's one-Philox-call-per-block path."""
     t = f"tensor<?x?x{inner}x{ftype}>"
     return (f"func.func @segment(%x: {t}, %seed: i64, %offset: i64, %training: i1, %base: i64,"
-            f" %column: i64) -> ({t}, {t}, {t}) attributes {{llvm.emit_c_interface}} {{\n"
+            f" %column: i64) -> ({t}, {t}, {t}) attributes {{llvm.emit_c_interface, txl.entry = \"txl_segment_forward\"}} {{\n"
             f"  %a = txl.dropout %x, %seed, %offset, %training {{rate = {RATE} : f64, stream = 5 : i64}} : {t}\n"
             f"  %b = txl.dropout %x, %seed, %offset, %training stream_base %base"
             f" {{rate = {RATE} : f64, stream = 2 : i64}} : {t}\n"

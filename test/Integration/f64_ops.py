@@ -113,7 +113,7 @@ def segment(args, results, body):
     rtypes = ", ".join(t for _, t in results)
     values = ", ".join(v for v, _ in results)
     return (f"func.func @segment({params}) -> ({rtypes}) "
-            f"attributes {{llvm.emit_c_interface}} {{\n{body}\n"
+            f"attributes {{llvm.emit_c_interface, txl.entry = \"txl_segment_forward\"}} {{\n{body}\n"
             f"  return {values} : {rtypes}\n}}\n")
 
 

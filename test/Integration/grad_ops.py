@@ -177,7 +177,7 @@ def build(body, args):
         else:
             sig.append(f"%{name}: tensor<?x?xi64>")
     return ("func.func @segment(" + ", ".join(sig) + ") -> tensor<?x?xf64>\n"
-            "    attributes {llvm.emit_c_interface} {\n" + body + "}\n")
+            "    attributes {llvm.emit_c_interface, txl.entry = \"txl_segment_forward\"} {\n" + body + "}\n")
 
 
 def check(name, body, args, rows, options="", *, rng, work):

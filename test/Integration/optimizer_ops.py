@@ -20,7 +20,7 @@ MODULE = f"""
 func.func @segment(%p: {T}, %g: {T}, %m: {T}, %v: {T}, %b: {T}, %s: {T},
                    %lr: f64, %step: i64, %scale: f32)
     -> ({T}, {T}, {T}, {T}, {T}, {T}, {T}, tensor<1xf32>)
-    attributes {{llvm.emit_c_interface}} {{
+    attributes {{llvm.emit_c_interface, txl.entry = "txl_segment_forward"}} {{
   %p1, %m1, %v1 = txl.adam_update %p, %g, %m, %v, %lr, %step, %scale
       {{beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-08 : f64}} : {T}
   %q1, %b1 = txl.sgd_update %p, %g, %b, %lr, %scale {{momentum = 0.5 : f64}} : {T}

@@ -23,7 +23,7 @@ MODULE = """
 func.func @segment(%q: tensor<?x?x2x4xf32>, %k: tensor<?x?x2x4xf32>, %v: tensor<?x?x2x4xf32>,
                    %r: tensor<?x2x4xf32>, %u: tensor<2x4xf32>, %vb: tensor<2x4xf32>,
                    %mem_len: index, %same_length: i1) -> tensor<?x?x2x4xf32>
-    attributes {llvm.emit_c_interface} {
+    attributes {llvm.emit_c_interface, txl.entry = "txl_segment_forward"} {
   %o = txl.rel_attention %q, %k, %v, %r, %u, %vb, %mem_len, %same_length {scale = 0.5 : f32}
       : tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x2x4xf32>,
         tensor<2x4xf32>, tensor<2x4xf32> -> tensor<?x?x2x4xf32>

@@ -85,7 +85,7 @@ def module(et, n_head, d_head, lse, strided=False):
     return (
         "func.func @segment(%%q: %s, %%k: %s, %%v: %s, %%r: %s, %%u: %s, "
         "%%w: %s, %%m: index, %%s: i1) -> (%s) attributes "
-        "{llvm.emit_c_interface} {\n%s"
+        "{llvm.emit_c_interface, txl.entry = \"txl_segment_forward\"} {\n%s"
         "  %s = txl.rel_attention %%q, %s, %%u, %%w, %%m, %%s "
         "{scale = 0.125 : f32} : %s, %s, %s, %s, %s, %s -> %s\n"
         "  return %s : %s\n}\n" % (t4, a4, a4, a3, t2, t2, results, pre,

@@ -48,7 +48,7 @@ def module(et, n_head, d_head, strided=False):
     return (
         "func.func @segment(%%do: %s, %%q: %s, %%k: %s, %%v: %s, %%r: %s, "
         "%%u: %s, %%w: %s, %%m: index, %%s: i1) -> (%s) attributes "
-        "{llvm.emit_c_interface} {\n%s"
+        "{llvm.emit_c_interface, txl.entry = \"txl_segment_forward\"} {\n%s"
         "  %%g:6 = txl.rel_attention_grad %%do, %%q, %s, %%u, %%w, "
         "%%m, %%s {scale = 0.125 : f32} : %s, %s, %s, %s, %s, %s\n"
         "  return %%g#0, %%g#1, %%g#2, %%g#3, %%g#4, %%g#5 : %s\n}\n"

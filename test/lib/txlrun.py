@@ -1,7 +1,8 @@
 """Compile a txl/linalg module through the CPU pipeline and call it from numpy.
 
-The module must define a public `func.func @segment` with the
-`llvm.emit_c_interface` attribute whose arguments are ranked f32/f64/i64
+The module must define a public `func.func @segment` with the attributes
+`llvm.emit_c_interface` and `txl.entry = "txl_segment_forward"` (the packed
+entry txl-emit-packed-entry writes for it) whose arguments are ranked f32/f64/i64
 tensors, i64 or index scalars (Python ints), f32 scalars (np.float32), f64
 scalars (Python floats or np.float64) or i1 scalars (Python bools), and whose
 results are ranked f32 or f64 tensors. Other entry points of the same packed

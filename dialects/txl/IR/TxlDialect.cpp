@@ -3,7 +3,9 @@
 #include "txl/IR/TxlOps.h"
 
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallSet.h"
+#include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
 using namespace mlir::txl;
@@ -107,6 +109,24 @@ LogicalResult TxlDialect::verifyOperationAttribute(Operation *op,
     if (!bytes || !bytes.getType().isInteger(32) || bytes.getInt() <= 0)
       return op->emitError("'txl.dynamic_shared_memory' must be a positive "
                            "i32 (bytes)");
+    return success();
+  }
+  if (name == kEntryAttrName) {
+    // The packed entry's symbol: a C identifier in the runtime's namespace
+    // (txl_*), on a function with a body (func.func or its llvm.func).
+    auto fn = dyn_cast<FunctionOpInterface>(op);
+    if (!fn)
+      return op->emitError("'txl.entry' is an attribute of functions");
+    auto symbol = dyn_cast<StringAttr>(attr.getValue());
+    auto isIdentifierChar = [](char c) { return llvm::isAlnum(c) || c == '_'; };
+    if (!symbol || !symbol.getValue().starts_with("txl_") ||
+        !llvm::all_of(symbol.getValue(), isIdentifierChar))
+      return op->emitError("'txl.entry' must be a string naming the packed "
+                           "entry point, a C identifier starting with "
+                           "'txl_', got ")
+             << attr.getValue();
+    if (fn.isExternal())
+      return op->emitError("'txl.entry' needs a function with a body");
     return success();
   }
   if (name != "txl.result_destinations" && name != "txl.built_in_destination")

@@ -34,12 +34,21 @@ def Txl_Dialect : Dialect {
                            "::mlir::tensor::TensorDialect"];
   // The discardable attributes the pipeline relies on (TxlDialect.cpp):
   // function arguments name the parameter they hold (`txl.param`,
-  // `txl.buffer`, `txl.grad`, `txl.<optimizer state>`), and entry functions
-  // record where their results are written (`txl.result_destinations`,
-  // `txl.built_in_destination`); CUDA kernels record their dynamic shared
-  // memory (`txl.dynamic_shared_memory`).
+  // `txl.buffer`, `txl.grad`, `txl.<optimizer state>`), the functions the
+  // runtime calls name their packed entry point (`txl.entry`), and entry
+  // functions record where their results are written
+  // (`txl.result_destinations`, `txl.built_in_destination`); CUDA kernels
+  // record their dynamic shared memory (`txl.dynamic_shared_memory`).
   let hasOperationAttrVerify = 1;
   let hasRegionArgAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// `txl.entry = "txl_..."` on a function: the runtime calls it through
+    /// the packed entry point of that name (runtime/include/txl/runtime.h),
+    /// which txl-emit-packed-entry writes. Set by the frontend on every
+    /// function of the runtime ABI, and by txl-generate-backward on the
+    /// backward segment.
+    static constexpr ::llvm::StringLiteral kEntryAttrName = "txl.entry";
+  }];
 }
 
 // All float tensor operands and results of one op share their element type

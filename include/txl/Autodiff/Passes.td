@@ -52,6 +52,10 @@ def GenerateBackwardPass : Pass<"txl-generate-backward", "::mlir::ModuleOp"> {
            "The function to differentiate">,
     Option<"gradFunction", "grad-function", "std::string", "\"\"",
            "Name of the generated function (default: <function>_grad)">,
+    Option<"gradEntry", "grad-entry", "std::string", "\"\"",
+           "The packed entry point the runtime calls the generated function "
+           "by (its `txl.entry`; default: none, and a `txl.entry` the "
+           "function carries is not copied)">,
     Option<"saveActivations", "save-activations", "bool", "true",
            "Keep the activations a called layer's adjoints read (returned "
            "by @<callee>_fwd) instead of recomputing the layer">,

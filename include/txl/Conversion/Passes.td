@@ -1148,18 +1148,19 @@ def OutlineStridedCopiesPass : Pass<"txl-outline-strided-copies", "::mlir::Modul
 def EmitPackedEntryPass : Pass<"txl-emit-packed-entry", "::mlir::ModuleOp"> {
   let summary = "Add a void(void**) entry point around a C-interface function";
   let description = [{
-    Runs on the LLVM dialect. For the function named by `function`, whose
-    `_mlir_ciface_` wrapper takes memref descriptors by pointer and scalars by
-    value, emits `llvm.func @<entry>(%args: !llvm.ptr)` where `args[i]` points
-    at argument i (the descriptor itself, or the scalar's storage). This gives
-    the runtime one fixed calling convention for any model. The function is
-    required; the other functions of the runtime ABI are wrapped when the
-    module has their `_mlir_ciface_` wrapper: `segment_grad` as
-    `txl_segment_grad`, `grad_squared_norm` as `txl_grad_squared_norm`,
-    `optimizer_step` as `txl_optimizer_step`, `squared_norm_part` as
-    `txl_squared_norm_part`, `optimizer_update` as `txl_optimizer_update`,
-    `learning_rate` as `txl_learning_rate` and `accumulate_grads` as
-    `txl_accumulate_grads` (and the key/value-cache forms).
+    Runs on the LLVM dialect. For every function marked
+    `txl.entry = "<entry>"` (the frontend marks each function of the runtime
+    ABI, runtime/include/txl/runtime.h; txl-generate-backward marks the
+    backward segment), whose `_mlir_ciface_` wrapper takes memref
+    descriptors by pointer and scalars by value, emits
+    `llvm.func @<entry>(%args: !llvm.ptr)` where `args[i]` points at
+    argument i (the descriptor itself, or the scalar's storage). This gives
+    the runtime one fixed calling convention for any model. The wrappers
+    func-to-llvm makes carry their function's attributes and are skipped.
+    Errors: a marked function without its wrapper, an entry symbol the
+    module already has, two functions marked with one entry, and an entry
+    of `required` that no function is marked with. The marks are removed
+    once the entries exist.
 
     The `_mlir_ciface_` wrapper, whose one caller is then the entry, becomes
     `internal` and `always_inline`, and so does the function it wraps when
@@ -1174,8 +1175,9 @@ def EmitPackedEntryPass : Pass<"txl-emit-packed-entry", "::mlir::ModuleOp"> {
 
     ```mlir
     // before
+    llvm.func @learning_rate(...) attributes {txl.entry = "txl_learning_rate"}
     llvm.func @_mlir_ciface_learning_rate(%step: i64, %lr: f64, %out: !llvm.ptr)
-    // after, in addition
+    // after, in addition (and without the mark)
     llvm.func @txl_learning_rate(%args: !llvm.ptr) {
       // loads *args[0] (i64), *args[1] (f64), args[2] (the descriptor)
       llvm.call @_mlir_ciface_learning_rate(...)
@@ -1183,12 +1185,12 @@ def EmitPackedEntryPass : Pass<"txl-emit-packed-entry", "::mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"function", "function", "std::string", "\"segment\"",
-           "The function to wrap (required)">,
-    Option<"entry", "entry", "std::string", "\"txl_segment_forward\"",
-           "Symbol name of its packed entry point">,
+    ListOption<"required", "required", "std::string",
+               "Packed entry points the module must have (the compiler "
+               "requires txl_segment_forward)">,
   ];
-  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect",
+                           "::mlir::txl::TxlDialect"];
 }
 
 def CheckHostAllocationsPass : Pass<"txl-check-host-allocations", "::mlir::ModuleOp"> {

@@ -73,8 +73,16 @@ inline constexpr llvm::StringLiteral kAuxHeadFunctionName = "aux_head_nll";
 /// The parameters of `config` in the order the segment function takes them.
 SmallVector<ParamSpec> getParameterTable(const ModelConfig &config);
 
-/// Name of the generated segment function.
+/// Name of the generated segment function, and of the packed entry point
+/// the runtime calls it by (its `txl.entry`; runtime.h).
 inline constexpr llvm::StringLiteral kSegmentFunctionName = "segment";
+inline constexpr llvm::StringLiteral kSegmentEntryName = "txl_segment_forward";
+
+/// Marks `fn` as a function of the runtime ABI: `llvm.emit_c_interface`
+/// (its C interface wrapper) and `txl.entry = entry` (the packed entry point
+/// txl-emit-packed-entry writes around that wrapper, which the runtime
+/// calls).
+void setRuntimeEntry(mlir::Operation *fn, StringRef entry);
 
 /// Name of the training forward of objective "alrfou", private, from which
 /// the backward segment is generated (its gradient function becomes
@@ -104,6 +112,8 @@ inline constexpr llvm::StringLiteral kAlRfouTrainFunctionName = "segment_train";
 /// hasLogProbsFunction(config).
 inline constexpr llvm::StringLiteral kLogProbsFunctionName =
     "segment_log_probs";
+inline constexpr llvm::StringLiteral kLogProbsEntryName =
+    "txl_segment_log_probs";
 
 /// Whether the model gets @segment_log_probs: every model does now (the
 /// full softmax through txl.log_softmax, the adaptive one through
@@ -153,6 +163,10 @@ inline constexpr llvm::StringLiteral kLayerFunctionName = "decoder_layer";
 inline constexpr llvm::StringLiteral kKvSegmentFunctionName = "segment_kv";
 inline constexpr llvm::StringLiteral kKvLogProbsFunctionName =
     "segment_log_probs_kv";
+/// Their packed entry points.
+inline constexpr llvm::StringLiteral kKvSegmentEntryName = "txl_segment_kv";
+inline constexpr llvm::StringLiteral kKvLogProbsEntryName =
+    "txl_segment_log_probs_kv";
 
 /// r_head_k of every layer for one klen:
 ///
@@ -162,6 +176,7 @@ inline constexpr llvm::StringLiteral kKvLogProbsFunctionName =
 /// (official RelPartialLearnableMultiHeadAttn: r_net(pos_emb), pos_emb over
 /// distances klen-1 ... 0 clamped at clamp_len when > 0).
 inline constexpr llvm::StringLiteral kRHeadKFunctionName = "segment_r_head_k";
+inline constexpr llvm::StringLiteral kRHeadKEntryName = "txl_segment_r_head_k";
 
 /// The private layer function of the key/value-cache forms: (%h, %r_head_k,
 /// %k_mem, %v_mem, %mem_len, %same_length, layer params...) -> (%h,

@@ -38,26 +38,40 @@ namespace mlir {
 namespace txl {
 
 /// Names of the GPU targets' whole-model update and partial sums of
-/// squared gradients (clipping).
+/// squared gradients (clipping), and of their packed entry points
+/// (`txl.entry`; runtime.h).
 inline constexpr llvm::StringLiteral kOptimizerStepFunctionName =
     "optimizer_step";
+inline constexpr llvm::StringLiteral kOptimizerStepEntryName =
+    "txl_optimizer_step";
 inline constexpr llvm::StringLiteral kGradSquaredNormFunctionName =
     "grad_squared_norm";
+inline constexpr llvm::StringLiteral kGradSquaredNormEntryName =
+    "txl_grad_squared_norm";
 
-/// Names of the CPU target's per-tensor sum of squares and update.
+/// Names of the CPU target's per-tensor sum of squares and update, and of
+/// their packed entry points.
 inline constexpr llvm::StringLiteral kSquaredNormPartFunctionName =
     "squared_norm_part";
+inline constexpr llvm::StringLiteral kSquaredNormPartEntryName =
+    "txl_squared_norm_part";
 inline constexpr llvm::StringLiteral kOptimizerUpdateFunctionName =
     "optimizer_update";
+inline constexpr llvm::StringLiteral kOptimizerUpdateEntryName =
+    "txl_optimizer_update";
 
-/// Name of the generated learning-rate schedule.
+/// Name of the generated learning-rate schedule, and of its packed entry.
 inline constexpr llvm::StringLiteral kLearningRateFunctionName =
     "learning_rate";
+inline constexpr llvm::StringLiteral kLearningRateEntryName =
+    "txl_learning_rate";
 
 /// Name of the generated accumulation of a batch chunk's gradients (GPU
-/// targets with batch_chunk > 1).
+/// targets with batch_chunk > 1), and of its packed entry.
 inline constexpr llvm::StringLiteral kAccumulateGradsFunctionName =
     "accumulate_grads";
+inline constexpr llvm::StringLiteral kAccumulateGradsEntryName =
+    "txl_accumulate_grads";
 
 /// The state tensors `optim` keeps per trainable parameter, in the order
 /// @optimizer_update and @optimizer_step take and return them, named by

@@ -1,14 +1,17 @@
-//===- EmitPackedEntry.cpp - void(void**) entry for the runtime --*- C++ -*-===//
+//===- EmitPackedEntry.cpp - void(void**) entry for the runtime --*- C++
+//-*-===//
 //
 // The runtime is model-agnostic: it calls every generated function through
 // one signature, `void entry(void **args)`, where args[i] points at argument
 // i of the function's C interface. This pass writes that entry in the LLVM
-// dialect next to `_mlir_ciface_<function>`, for each function of the
-// runtime ABI (runtime/include/txl/runtime.h) that the module has.
+// dialect next to `_mlir_ciface_<function>`, for each function the frontend
+// marked `txl.entry = "<entry>"` (the runtime ABI's functions,
+// runtime/include/txl/runtime.h).
 //
 //===----------------------------------------------------------------------===//
 
 #include "txl/Conversion/Passes.h"
+#include "txl/IR/TxlDialect.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
@@ -26,32 +29,6 @@ using namespace mlir;
 using namespace mlir::txl;
 
 namespace {
-/// One generated function and the packed entry the runtime calls it by.
-struct PackedEntry {
-  StringRef function;
-  StringRef entry;
-  bool required; ///< false: the runtime declares the entry weak
-};
-
-/// The entries after the segment's (which the pass options name): the
-/// backward segment, the distribution, the key/value-cache forms and their
-/// r_head_k, the clipping norm's partial sums and the optimizer update
-/// (whole-model on the GPU targets, per tensor on the CPU), the lr schedule
-/// and the batch chunks' gradient accumulation.
-constexpr PackedEntry kOptionalEntries[] = {
-    {"segment_grad", "txl_segment_grad", false},
-    {"segment_log_probs", "txl_segment_log_probs", false},
-    {"segment_kv", "txl_segment_kv", false},
-    {"segment_log_probs_kv", "txl_segment_log_probs_kv", false},
-    {"segment_r_head_k", "txl_segment_r_head_k", false},
-    {"grad_squared_norm", "txl_grad_squared_norm", false},
-    {"optimizer_step", "txl_optimizer_step", false},
-    {"squared_norm_part", "txl_squared_norm_part", false},
-    {"optimizer_update", "txl_optimizer_update", false},
-    {"learning_rate", "txl_learning_rate", false},
-    {"accumulate_grads", "txl_accumulate_grads", false},
-};
-
 struct EmitPackedEntryPass
     : public txl::impl::EmitPackedEntryPassBase<EmitPackedEntryPass> {
   using EmitPackedEntryPassBase::EmitPackedEntryPassBase;
@@ -66,11 +43,37 @@ struct EmitPackedEntryPass
             SymbolTable::getSymbolUses(&module.getBodyRegion()))
       for (const SymbolTable::SymbolUse &use : *uses)
         ++symbolUses[use.getSymbolRef().getRootReference().getValue()];
-    SmallVector<PackedEntry> entries = {{function, entry, true}};
-    entries.append(std::begin(kOptionalEntries), std::end(kOptionalEntries));
-    for (const PackedEntry &e : entries)
-      if (failed(emitEntry(module, e.function, e.entry, e.required)))
+    // The functions marked by the frontend (and txl-generate-backward).
+    // func-to-llvm copies a function's discardable attributes to its C
+    // interface wrapper: the wrappers are not entries of their own.
+    SmallVector<std::pair<LLVM::LLVMFuncOp, StringAttr>> marked;
+    for (auto fn : module.getOps<LLVM::LLVMFuncOp>())
+      if (auto entry =
+              fn->getAttrOfType<StringAttr>(TxlDialect::kEntryAttrName))
+        if (!fn.getSymName().starts_with(kCInterfacePrefix))
+          marked.emplace_back(fn, entry);
+    llvm::StringMap<LLVM::LLVMFuncOp> emitted;
+    for (auto [fn, entry] : marked) {
+      auto [it, inserted] = emitted.try_emplace(entry.getValue(), fn);
+      if (!inserted) {
+        fn.emitError("txl-emit-packed-entry: @")
+            << it->second.getSymName() << " and @" << fn.getSymName()
+            << " are both marked txl.entry = \"" << entry.getValue() << "\"";
         return signalPassFailure();
+      }
+      if (failed(emitEntry(module, fn, entry.getValue())))
+        return signalPassFailure();
+    }
+    for (const std::string &entry : required)
+      if (!emitted.count(entry)) {
+        module.emitError("txl-emit-packed-entry: no function is marked "
+                         "txl.entry = \"")
+            << entry << "\" (the runtime needs it)";
+        return signalPassFailure();
+      }
+    // The marks have served: the packed entries are the runtime's symbols.
+    for (auto fn : module.getOps<LLVM::LLVMFuncOp>())
+      fn->removeAttr(TxlDialect::kEntryAttrName);
     // The module's own private functions (the layer functions, the aux
     // heads) are internal: LLVM may then drop the
     // arguments and returned values their bodies and callers never read
@@ -80,24 +83,24 @@ struct EmitPackedEntryPass
         fn.setLinkage(LLVM::Linkage::Internal);
   }
 
+  /// The prefix of func-to-llvm's C interface wrappers.
+  static constexpr StringLiteral kCInterfacePrefix = "_mlir_ciface_";
+
   /// Uses of each top-level symbol before the entries were added.
   llvm::StringMap<unsigned> symbolUses;
 
-  /// Emits `entry` around `_mlir_ciface_<function>`; a missing function is
-  /// an error only when `required`.
-  LogicalResult emitEntry(ModuleOp module, StringRef function, StringRef entry,
-                          bool required) {
-    std::string target = ("_mlir_ciface_" + function).str();
+  /// Emits `entry` around the C interface wrapper of `marked`.
+  LogicalResult emitEntry(ModuleOp module, LLVM::LLVMFuncOp marked,
+                          StringRef entry) {
+    StringRef function = marked.getSymName();
+    std::string target = (kCInterfacePrefix + function).str();
     auto callee = module.lookupSymbol<LLVM::LLVMFuncOp>(target);
-    if (!callee) {
-      if (!required)
-        return success();
-      return module.emitError("txl-emit-packed-entry: no function '")
+    if (!callee)
+      return marked.emitError("txl-emit-packed-entry: no function '")
              << target << "' (is '" << function
              << "' marked llvm.emit_c_interface and lowered to LLVM?)";
-    }
     if (module.lookupSymbol(entry))
-      return module.emitError("txl-emit-packed-entry: symbol '")
+      return marked.emitError("txl-emit-packed-entry: symbol '")
              << entry << "' already exists";
     MLIRContext *ctx = &getContext();
     OpBuilder b(ctx);

@@ -171,7 +171,46 @@ gpu.module @kernels {
 
 // -----
 
+// A function of the runtime ABI names its packed entry point
+// (txl-emit-packed-entry): a C identifier in the runtime's txl_ namespace.
+// expected-error @+1 {{'txl.entry' must be a string naming the packed entry point, a C identifier starting with 'txl_', got 1 : i64}}
+func.func @entry_not_a_string() attributes {txl.entry = 1 : i64} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'txl.entry' must be a string naming the packed entry point, a C identifier starting with 'txl_', got "segment_forward"}}
+func.func @entry_outside_txl() attributes {txl.entry = "segment_forward"} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'txl.entry' must be a string naming the packed entry point, a C identifier starting with 'txl_', got "txl_segment-forward"}}
+func.func @entry_not_an_identifier() attributes {txl.entry = "txl_segment-forward"} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'txl.entry' needs a function with a body}}
+func.func private @entry_declaration() attributes {txl.entry = "txl_segment_forward"}
+
+// -----
+
+func.func @entry_on_an_op() {
+  // expected-error @+1 {{'txl.entry' is an attribute of functions}}
+  %c = arith.constant {txl.entry = "txl_segment_forward"} 0 : index
+  return
+}
+
+// -----
+
 // The valid forms verify.
+llvm.func @valid_entry() attributes {txl.entry = "txl_segment_kv"} {
+  llvm.return
+}
 func.func @valid(%w: tensor<4xf32> {txl.param = "word_emb.emb_layers.0.weight"},
                  %buf: tensor<4xf32> {txl.param = "crit.cluster_weight", txl.buffer},
                  %g: tensor<4xf32> {txl.grad = "word_emb.emb_layers.0.weight"},
@@ -180,6 +219,7 @@ func.func @valid(%w: tensor<4xf32> {txl.param = "word_emb.emb_layers.0.weight"},
                  %mb: tensor<4xf32> {txl.momentum_buffer = "w"},
                  %s: tensor<4xf32> {txl.sum = "w"},
                  %out: tensor<4xf32>) -> tensor<4xf32>
-    attributes {txl.result_destinations = array<i64: 7>, txl.built_in_destination = array<i64: 0>} {
+    attributes {txl.result_destinations = array<i64: 7>, txl.built_in_destination = array<i64: 0>,
+                txl.entry = "txl_segment_forward"} {
   return %w : tensor<4xf32>
 }
