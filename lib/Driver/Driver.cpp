@@ -413,9 +413,9 @@ int mlir::txl::runDriver(const DriverOptions &options) {
       hasKvCacheFunctions(*config) &&
       failed(buildKvCacheFunctions(module, *config)))
     return 1;
-  if (failed(buildTrainingFunctions(module, *config,
-                                    /*forDevice=*/options.target !=
-                                        Target::Cpu)) ||
+  if (failed(buildTrainingFunctions(
+          module, *config,
+          options.target == Target::Cpu ? 0 : normTensorsPerKernel())) ||
       failed(verify(module)))
     return 1;
   frontendTiming.stop();

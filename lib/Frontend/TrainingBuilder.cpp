@@ -19,7 +19,6 @@
 
 #include "txl/Frontend/SegmentBuilder.h"
 #include "txl/IR/TxlOps.h"
-#include "txl/device.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -63,7 +62,7 @@ public:
 
   void emitSquaredNormPart(ModuleOp module);
   void emitOptimizerUpdate(ModuleOp module);
-  void emitDeviceGradSquaredNorm(ModuleOp module);
+  void emitDeviceGradSquaredNorm(ModuleOp module, int64_t perKernel);
   void emitAccumulateGrads(ModuleOp module);
   void emitDeviceOptimizerStep(ModuleOp module);
   void emitLearningRate(ModuleOp module);
@@ -354,7 +353,8 @@ void TrainingEmitter::emitOptimizerUpdate(ModuleOp module) {
   func::ReturnOp::create(b, loc, written);
 }
 
-void TrainingEmitter::emitDeviceGradSquaredNorm(ModuleOp module) {
+void TrainingEmitter::emitDeviceGradSquaredNorm(ModuleOp module,
+                                                int64_t perKernel) {
   SmallVector<ParamSpec> trained = trainedParams();
   SmallVector<Type> inputs = flatTypes(trained);
   auto partialsType =
@@ -373,8 +373,8 @@ void TrainingEmitter::emitDeviceGradSquaredNorm(ModuleOp module) {
   b.setInsertionPointToStart(entry);
   Value partials = entry->getArgument(trained.size());
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-  const size_t perKernel = TXL_NORM_TENSORS_PER_KERNEL;
-  const size_t groups = (trained.size() + perKernel - 1) / perKernel;
+  const size_t groups =
+      (trained.size() + size_t(perKernel) - 1) / size_t(perKernel);
   Value parts = arith::DivUIOp::create(
       b, loc, tensor::DimOp::create(b, loc, partials, zero),
       arith::ConstantIndexOp::create(b, loc, groups));
@@ -382,7 +382,7 @@ void TrainingEmitter::emitDeviceGradSquaredNorm(ModuleOp module) {
   // p + parts, ... of each gradient (neighbouring work-items read
   // neighbouring elements), each gradient's sum from 0 and then added to
   // the part's total in parameter order, as the CPU form adds its parts.
-  // Gradients go in groups of TXL_NORM_TENSORS_PER_KERNEL, one scf.forall
+  // Gradients go in groups of `perKernel`, one scf.forall
   // (one kernel) each, group g writing partials[g * parts + p].
   Value result = partials;
   for (size_t g = 0; g < groups; ++g) {
@@ -651,7 +651,8 @@ void TrainingEmitter::emitLearningRate(ModuleOp module) {
 
 LogicalResult mlir::txl::buildTrainingFunctions(ModuleOp module,
                                                 const ModelConfig &config,
-                                                bool forDevice) {
+                                                int64_t deviceNormTensors) {
+  const bool forDevice = deviceNormTensors > 0;
   MLIRContext *ctx = module.getContext();
   ctx->loadDialect<TxlDialect, func::FuncDialect, arith::ArithDialect,
                    math::MathDialect, scf::SCFDialect, tensor::TensorDialect,
@@ -663,7 +664,7 @@ LogicalResult mlir::txl::buildTrainingFunctions(ModuleOp module,
   OpBuilder b(ctx);
   TrainingEmitter emitter(b, loc, config);
   if (forDevice) {
-    emitter.emitDeviceGradSquaredNorm(module);
+    emitter.emitDeviceGradSquaredNorm(module, deviceNormTensors);
     emitter.emitDeviceOptimizerStep(module);
   } else {
     emitter.emitSquaredNormPart(module);

@@ -460,3 +460,7 @@ mlir::txl::buildCudaFatbin(Location loc, ArrayRef<CudaArchPtx> archs,
                           << fatbin.getError().message();
   return (*fatbin)->getBuffer().str();
 }
+
+int64_t mlir::txl::normTensorsPerKernel() {
+  return TXL_NORM_TENSORS_PER_KERNEL;
+}

@@ -81,7 +81,7 @@ inline constexpr llvm::StringLiteral kAccumulateGradsEntryName =
 SmallVector<StringRef, 2> getOptimizerStateNames(StringRef optim);
 
 /// Appends the training functions for `config` to `module`: for the CPU
-/// (`forDevice` false) @squared_norm_part, @optimizer_update and
+/// (`deviceNormTensors` 0) @squared_norm_part, @optimizer_update and
 /// @learning_rate, as in the file comment.
 ///
 /// Part p of `parts` of a tensor with n elements is its row-major elements
@@ -113,9 +113,9 @@ SmallVector<StringRef, 2> getOptimizerStateNames(StringRef optim);
 /// Fails with a diagnostic for an optimizer without a compiled update (the
 /// model file parser rejects those before).
 ///
-/// With `forDevice` (the GPU targets) the update takes every trainable
-/// parameter (T of them, in parameter order, flat as tensor<numel x f32>)
-/// in one call:
+/// With `deviceNormTensors` > 0 (the GPU targets) the update takes every
+/// trainable parameter (T of them, in parameter order, flat as tensor<numel x
+/// f32>) in one call:
 ///
 ///   func.func @grad_squared_norm(%g_0..%g_{T-1}, %partials: tensor<?xf32>)
 ///       -> tensor<?xf32>   // materialized in %partials, parts = its size
@@ -127,11 +127,14 @@ SmallVector<StringRef, 2> getOptimizerStateNames(StringRef optim);
 ///       -> (new params..., new states..., tensor<1xf32> grad_norm)
 ///
 /// @grad_squared_norm computes every part in one call, one work-item per
-/// part, and part p of a tensor is its elements p, p + parts,
-/// p + 2·parts, ... (neighbouring work-items read neighbouring elements);
-/// the runtime runs @optimizer_step, @optimizer_update of every parameter
-/// with the norm as its last result, as part 0 of 1 with those partials.
-/// With `forDevice` and [train] batch_chunk > 1 the module also gets
+/// part and one kernel per group of `deviceNormTensors` gradients (the
+/// runtime's TXL_NORM_TENSORS_PER_KERNEL, which the caller passes: group g
+/// writes partials[g * parts + p]), and part p of a tensor is its elements p, p
+/// + parts, p + 2·parts, ... (neighbouring work-items read neighbouring
+/// elements); the runtime runs @optimizer_step, @optimizer_update of every
+/// parameter with the norm as its last result, as part 0 of 1 with those
+/// partials. On the GPU targets with [train] batch_chunk > 1 the module also
+/// gets
 ///
 ///   func.func @accumulate_grads(%g_0..%g_{T-1}, %c_0..%c_{T-1},
 ///                               %scale: f32, %first: i64)
@@ -140,9 +143,8 @@ SmallVector<StringRef, 2> getOptimizerStateNames(StringRef optim);
 /// train.py's accumulation of chunk gradients (each chunk's backward of
 /// loss / batch_chunk adds into .grad): g_i = c_i * scale when `first` is
 /// not 0, else g_i + c_i * scale, one work-item per element.
-LogicalResult buildTrainingFunctions(ModuleOp module,
-                                     const ModelConfig &config,
-                                     bool forDevice = false);
+LogicalResult buildTrainingFunctions(ModuleOp module, const ModelConfig &config,
+                                     int64_t deviceNormTensors = 0);
 
 } // namespace txl
 } // namespace mlir

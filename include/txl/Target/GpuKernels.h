@@ -22,6 +22,11 @@
 namespace mlir {
 namespace txl {
 
+/// The most gradients one kernel of @grad_squared_norm reads (the runtime's
+/// TXL_NORM_TENSORS_PER_KERNEL, txl/device.h: a kernel's parameters stay
+/// within sm_80's 4352 bytes).
+int64_t normTensorsPerKernel();
+
 /// The name of the gpu.module holding the generated kernels.
 inline constexpr llvm::StringLiteral kKernelModuleName = "txl_kernels";
 

@@ -38,10 +38,11 @@ TEST(BlasLibrariesTest, CublasFromTheToolkit) {
 #include "txl/rt/device/CublasSymbols.def"
 #undef TXL_CUBLAS_SYMBOL
   EXPECT_THAT(cublas.library(), HasSubstr("libcublas.so.1"));
-  cublas.check(0, "cublasCreate");
+  cublas.check(CUBLAS_STATUS_SUCCESS, "cublasCreate");
   // Named by the library itself (cublasGetStatusName/String).
   std::string message = test::expectError(
-      [&] { cublas.check(3, "cublasCreate"); }, TXL_UNAVAILABLE, {});
+      [&] { cublas.check(CUBLAS_STATUS_ALLOC_FAILED, "cublasCreate"); },
+      TXL_UNAVAILABLE, {});
   EXPECT_THAT(message,
               StartsWith("cublasCreate: CUBLAS_STATUS_ALLOC_FAILED ("));
 }

@@ -64,20 +64,22 @@ TEST(CudaDriverTest, StubLibraryResolvesAndIsNamed) {
   EXPECT_EQ(driver.library(), kStub);
 }
 
-// Success passes; codes the table knows are named, others are numbered.
+// Success passes; codes the table knows are named (by value: the table
+// takes them from cuda.h), others are numbered.
 TEST(CudaDriverTest, ErrorNames) {
   if (!std::filesystem::exists(kStub))
     GTEST_SKIP() << kStub << " is not installed";
   CudaDriver driver(kStub);
-  driver.check(0, "cuMemAlloc");
-  EXPECT_EQ(driver.errorName(100), "CUDA_ERROR_NO_DEVICE");
-  EXPECT_EQ(driver.errorName(2), "CUDA_ERROR_OUT_OF_MEMORY");
-  EXPECT_EQ(driver.errorName(12345), "CUresult 12345");
+  driver.check(CUDA_SUCCESS, "cuMemAlloc");
+  EXPECT_EQ(driver.errorName(CUresult(100)), "CUDA_ERROR_NO_DEVICE");
+  EXPECT_EQ(driver.errorName(CUresult(2)), "CUDA_ERROR_OUT_OF_MEMORY");
+  EXPECT_EQ(driver.errorName(CUresult(12345)), "CUresult 12345");
   std::string message = test::expectError(
-      [&] { driver.check(12345, "cuLaunchKernel"); }, TXL_UNAVAILABLE, {});
+      [&] { driver.check(CUresult(12345), "cuLaunchKernel"); }, TXL_UNAVAILABLE,
+      {});
   EXPECT_EQ(message, "cuLaunchKernel: CUresult 12345");
-  std::string oom = test::expectError([&] { driver.check(2, "cuMemAlloc"); },
-                                      TXL_UNAVAILABLE, {});
+  std::string oom = test::expectError(
+      [&] { driver.check(CUresult(2), "cuMemAlloc"); }, TXL_UNAVAILABLE, {});
   EXPECT_EQ(oom, "cuMemAlloc: CUDA_ERROR_OUT_OF_MEMORY (out of memory)");
 }
 

@@ -42,9 +42,10 @@ void Cublas::check(cublasStatus_t status, const char *what) const {
     return;
   const char *name = cublasGetStatusName(status);
   const char *description = cublasGetStatusString(status);
-  failDeviceCall(
-      what, name ? std::string(name) : fmt::format("cublasStatus_t {}", status),
-      description);
+  failDeviceCall(what,
+                 name ? std::string(name)
+                      : fmt::format("cublasStatus_t {}", int(status)),
+                 description);
 }
 
 } // namespace txl::rt

@@ -22,24 +22,8 @@ namespace txl::rt {
 
 namespace {
 
-// cuda.h values the backend uses.
-constexpr int kAttributeComputeCapabilityMajor = 75;
-constexpr int kAttributeComputeCapabilityMinor = 76;
-constexpr int kAttributeMultiprocessorCount = 16;
-constexpr int kAttributeMaxSharedMemoryPerBlockOptin = 97;
-constexpr int kFuncAttributeMaxDynamicSharedSizeBytes = 8;
 /// Dynamic shared memory a launch gets without opting in.
 constexpr size_t kDefaultDynamicSharedBytes = 48 * 1024;
-constexpr unsigned kStreamNonBlocking = 1;
-// cublas_api.h values.
-constexpr cublasOperation_t kOpN = 0, kOpT = 1;
-constexpr cublasMath_t kDefaultMath = 0;
-constexpr cudaDataType_t kR32F = 0; // CUDA_R_32F
-constexpr cublasComputeType_t kCompute32FFast16F =
-    74; // CUBLAS_COMPUTE_32F_FAST_16F
-constexpr cublasComputeType_t kCompute32FFast16BF =
-    75;                                       // CUBLAS_COMPUTE_32F_FAST_16BF
-constexpr cublasGemmAlgo_t kGemmDefault = -1; // CUBLAS_GEMM_DEFAULT
 
 CUdeviceptr asDevicePointer(const void *buffer) {
   return reinterpret_cast<CUdeviceptr>(buffer);
@@ -91,7 +75,7 @@ public:
     cuda_.check(cuda_.cuDevicePrimaryCtxRetain(&context_, device_),
                 "cuDevicePrimaryCtxRetain");
     cuda_.check(cuda_.cuCtxSetCurrent(context_), "cuCtxSetCurrent");
-    cuda_.check(cuda_.cuStreamCreate(&stream_, kStreamNonBlocking),
+    cuda_.check(cuda_.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING),
                 "cuStreamCreate");
   }
 
@@ -108,12 +92,14 @@ public:
     cuda_.check(cuda_.cuDeviceGetName(name, sizeof(name), device_),
                 "cuDeviceGetName");
     int major = 0, minor = 0;
-    cuda_.check(cuda_.cuDeviceGetAttribute(
-                    &major, kAttributeComputeCapabilityMajor, device_),
-                "cuDeviceGetAttribute");
-    cuda_.check(cuda_.cuDeviceGetAttribute(
-                    &minor, kAttributeComputeCapabilityMinor, device_),
-                "cuDeviceGetAttribute");
+    cuda_.check(
+        cuda_.cuDeviceGetAttribute(
+            &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device_),
+        "cuDeviceGetAttribute");
+    cuda_.check(
+        cuda_.cuDeviceGetAttribute(
+            &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device_),
+        "cuDeviceGetAttribute");
     return fmt::format("{} (CUDA, sm_{}{}, {:.1f} GiB)", name, major, minor,
                        totalMemory() / double(1ull << 30));
   }
@@ -121,7 +107,7 @@ public:
   int64_t computeUnits() const override {
     int units = 0;
     cuda_.check(cuda_.cuDeviceGetAttribute(
-                    &units, kAttributeMultiprocessorCount, device_),
+                    &units, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device_),
                 "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)");
     return units;
   }
@@ -227,7 +213,9 @@ public:
   void allowDynamicShared(CudaKernel &kernel, size_t bytes) {
     int optin = 0;
     cuda_.check(cuda_.cuDeviceGetAttribute(
-                    &optin, kAttributeMaxSharedMemoryPerBlockOptin, device_),
+                    &optin,
+                    CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                    device_),
                 "cuDeviceGetAttribute");
     if (bytes > size_t(optin))
       fail(TXL_UNAVAILABLE,
@@ -235,7 +223,8 @@ public:
            "GPU gives at most {}",
            kernel.name_, bytes, optin);
     cuda_.check(cuda_.cuFuncSetAttribute(
-                    kernel.function_, kFuncAttributeMaxDynamicSharedSizeBytes,
+                    kernel.function_,
+                    CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                     int(bytes)),
                 fmt::format("cuFuncSetAttribute({}, "
                             "MAX_DYNAMIC_SHARED_SIZE_BYTES, {})",
@@ -250,7 +239,7 @@ public:
       cublas->check(cublas->cublasCreate_v2(&handle_), "cublasCreate");
       // f32 is the exactness mode: plain f32 arithmetic, no TF32 tensor
       // cores (which CUBLAS_TF32_TENSOR_OP_MATH would allow).
-      cublas->check(cublas->cublasSetMathMode(handle_, kDefaultMath),
+      cublas->check(cublas->cublasSetMathMode(handle_, CUBLAS_DEFAULT_MATH),
                     "cublasSetMathMode");
       cublas->check(cublas->cublasSetStream_v2(handle_, stream_),
                     "cublasSetStream");
@@ -262,25 +251,27 @@ public:
     if (desc.inputs != GemmDesc::Inputs::F32) {
       // f32 buffers, bf16 or f16 tensor-core products with f32
       // accumulation.
-      cublas_->check(
-          cublas_->cublasGemmStridedBatchedEx_64(
-              handle_, desc.transA ? kOpT : kOpN, desc.transB ? kOpT : kOpN,
-              desc.m, desc.n, desc.k, &desc.alpha, at(desc.a), kR32F, desc.a.ld,
-              desc.a.stride, at(desc.b), kR32F, desc.b.ld, desc.b.stride,
-              &desc.beta, at(desc.c), kR32F, desc.c.ld, desc.c.stride,
-              desc.batch,
-              desc.inputs == GemmDesc::Inputs::Bf16 ? kCompute32FFast16BF
-                                                    : kCompute32FFast16F,
-              kGemmDefault),
-          describe(desc).c_str());
+      cublas_->check(cublas_->cublasGemmStridedBatchedEx_64(
+                         handle_, desc.transA ? CUBLAS_OP_T : CUBLAS_OP_N,
+                         desc.transB ? CUBLAS_OP_T : CUBLAS_OP_N, desc.m,
+                         desc.n, desc.k, &desc.alpha, at(desc.a), CUDA_R_32F,
+                         desc.a.ld, desc.a.stride, at(desc.b), CUDA_R_32F,
+                         desc.b.ld, desc.b.stride, &desc.beta, at(desc.c),
+                         CUDA_R_32F, desc.c.ld, desc.c.stride, desc.batch,
+                         desc.inputs == GemmDesc::Inputs::Bf16
+                             ? CUBLAS_COMPUTE_32F_FAST_16BF
+                             : CUBLAS_COMPUTE_32F_FAST_16F,
+                         CUBLAS_GEMM_DEFAULT),
+                     describe(desc).c_str());
       return;
     }
     cublas_->check(cublas_->cublasSgemmStridedBatched_64(
-                       handle_, desc.transA ? kOpT : kOpN,
-                       desc.transB ? kOpT : kOpN, desc.m, desc.n, desc.k,
-                       &desc.alpha, at(desc.a), desc.a.ld, desc.a.stride,
-                       at(desc.b), desc.b.ld, desc.b.stride, &desc.beta,
-                       at(desc.c), desc.c.ld, desc.c.stride, desc.batch),
+                       handle_, desc.transA ? CUBLAS_OP_T : CUBLAS_OP_N,
+                       desc.transB ? CUBLAS_OP_T : CUBLAS_OP_N, desc.m, desc.n,
+                       desc.k, &desc.alpha, at(desc.a), desc.a.ld,
+                       desc.a.stride, at(desc.b), desc.b.ld, desc.b.stride,
+                       &desc.beta, at(desc.c), desc.c.ld, desc.c.stride,
+                       desc.batch),
                    describe(desc).c_str());
   }
 

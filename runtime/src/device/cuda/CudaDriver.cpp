@@ -9,27 +9,28 @@ namespace txl::rt {
 namespace {
 
 /// The CUresult codes a user is likely to meet (cuda.h's CUresult enum),
-/// for when the driver cannot name them itself.
+/// for when the driver cannot name them itself (the toolkit's stub libcuda).
 constexpr KnownCode kKnownResults[] = {
-    {1, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
-    {2, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
-    {3, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
-    {34, "CUDA_ERROR_STUB_LIBRARY",
-     "the CUDA toolkit's stub libcuda was loaded, not a driver"},
-    {35, "CUDA_ERROR_INSUFFICIENT_DRIVER",
-     "the driver is older than the CUDA runtime"},
-    {100, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
-    {101, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
-    {200, "CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"},
-    {209, "CUDA_ERROR_NO_BINARY_FOR_GPU",
-     "no kernel image is available for execution on the device"},
-    {218, "CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed"},
-    {222, "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
-     "the PTX was compiled with an unsupported toolchain"},
-    {500, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
-    {700, "CUDA_ERROR_ILLEGAL_ADDRESS",
-     "an illegal memory access was encountered"},
-    {719, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
+    TXL_KNOWN_CODE(CUDA_ERROR_INVALID_VALUE, "invalid argument"),
+    TXL_KNOWN_CODE(CUDA_ERROR_OUT_OF_MEMORY, "out of memory"),
+    TXL_KNOWN_CODE(CUDA_ERROR_NOT_INITIALIZED, "initialization error"),
+    TXL_KNOWN_CODE(CUDA_ERROR_STUB_LIBRARY,
+                   "the CUDA toolkit's stub libcuda was loaded, not a driver"),
+    TXL_KNOWN_CODE(CUDA_ERROR_NO_DEVICE, "no CUDA-capable device is detected"),
+    TXL_KNOWN_CODE(CUDA_ERROR_INVALID_DEVICE, "invalid device ordinal"),
+    TXL_KNOWN_CODE(CUDA_ERROR_INVALID_IMAGE, "device kernel image is invalid"),
+    TXL_KNOWN_CODE(CUDA_ERROR_NO_BINARY_FOR_GPU,
+                   "no kernel image is available for execution on the device"),
+    TXL_KNOWN_CODE(CUDA_ERROR_INVALID_PTX, "a PTX JIT compilation failed"),
+    TXL_KNOWN_CODE(CUDA_ERROR_UNSUPPORTED_PTX_VERSION,
+                   "the PTX was compiled with an unsupported toolchain"),
+    TXL_KNOWN_CODE(CUDA_ERROR_NOT_FOUND, "named symbol not found"),
+    TXL_KNOWN_CODE(CUDA_ERROR_ILLEGAL_ADDRESS,
+                   "an illegal memory access was encountered"),
+    TXL_KNOWN_CODE(CUDA_ERROR_LAUNCH_FAILED, "unspecified launch failure"),
+    TXL_KNOWN_CODE(
+        CUDA_ERROR_SYSTEM_DRIVER_MISMATCH,
+        "the CUDA driver library and the kernel driver differ in version"),
 };
 
 } // namespace
@@ -45,18 +46,18 @@ CudaDriver::CudaDriver(const std::string &library)
 
 std::string CudaDriver::errorName(CUresult result) const {
   const char *name = nullptr;
-  if (cuGetErrorName(result, &name) == 0 && name)
+  if (cuGetErrorName(result, &name) == CUDA_SUCCESS && name)
     return name;
   if (const KnownCode *known = findKnownCode(kKnownResults, result))
     return known->name;
-  return fmt::format("CUresult {}", result);
+  return fmt::format("CUresult {}", int(result));
 }
 
 void CudaDriver::check(CUresult result, const char *what) const {
-  if (result == 0)
+  if (result == CUDA_SUCCESS)
     return;
   const char *description = nullptr;
-  if (cuGetErrorString(result, &description) != 0 || !description) {
+  if (cuGetErrorString(result, &description) != CUDA_SUCCESS || !description) {
     const KnownCode *known = findKnownCode(kKnownResults, result);
     description = known ? known->description : nullptr;
   }

@@ -11,32 +11,34 @@ namespace txl::rt {
 
 namespace {
 
-/// CL_PLATFORM_NOT_FOUND_KHR (cl_ext.h): the ICD loader found no platform.
-constexpr cl_int kPlatformNotFound = -1001;
-
 /// The cl_int codes a user is likely to meet (cl.h, cl_ext.h); OpenCL has
 /// no call that names them.
 constexpr KnownCode kKnownCodes[] = {
-    {-1, "CL_DEVICE_NOT_FOUND", "no device of the requested type"},
-    {-4, "CL_MEM_OBJECT_ALLOCATION_FAILURE", "device memory exhausted"},
-    {-5, "CL_OUT_OF_RESOURCES", "the device ran out of resources"},
-    {-6, "CL_OUT_OF_HOST_MEMORY",
-     "the OpenCL implementation ran out of host memory"},
-    {-11, "CL_BUILD_PROGRAM_FAILURE", "the kernel program did not build"},
-    {-30, "CL_INVALID_VALUE", "invalid argument"},
-    {-32, "CL_INVALID_PLATFORM", "invalid platform"},
-    {-33, "CL_INVALID_DEVICE", "invalid device"},
-    {-42, "CL_INVALID_BINARY", "the program binary or SPIR-V is invalid"},
-    {-43, "CL_INVALID_BUILD_OPTIONS",
-     "the driver refuses the build options (TXL_OPENCL_BUILD_OPTIONS)"},
-    {-46, "CL_INVALID_KERNEL_NAME", "no kernel of that name in the program"},
-    {-51, "CL_INVALID_ARG_SIZE", "kernel argument of the wrong size"},
-    {-52, "CL_INVALID_KERNEL_ARGS", "kernel arguments not all set"},
-    {-54, "CL_INVALID_WORK_GROUP_SIZE", "work-group size not supported"},
-    {-61, "CL_INVALID_BUFFER_SIZE", "invalid buffer size"},
-    {kPlatformNotFound, "CL_PLATFORM_NOT_FOUND_KHR",
-     "the ICD loader found no OpenCL implementation in /etc/OpenCL/vendors "
-     "or in the folder OCL_ICD_VENDORS names"},
+    TXL_KNOWN_CODE(CL_DEVICE_NOT_FOUND, "no device of the requested type"),
+    TXL_KNOWN_CODE(CL_MEM_OBJECT_ALLOCATION_FAILURE, "device memory exhausted"),
+    TXL_KNOWN_CODE(CL_OUT_OF_RESOURCES, "the device ran out of resources"),
+    TXL_KNOWN_CODE(CL_OUT_OF_HOST_MEMORY,
+                   "the OpenCL implementation ran out of host memory"),
+    TXL_KNOWN_CODE(CL_BUILD_PROGRAM_FAILURE,
+                   "the kernel program did not build"),
+    TXL_KNOWN_CODE(CL_INVALID_VALUE, "invalid argument"),
+    TXL_KNOWN_CODE(CL_INVALID_PLATFORM, "invalid platform"),
+    TXL_KNOWN_CODE(CL_INVALID_DEVICE, "invalid device"),
+    TXL_KNOWN_CODE(CL_INVALID_BINARY,
+                   "the program binary or SPIR-V is invalid"),
+    TXL_KNOWN_CODE(
+        CL_INVALID_BUILD_OPTIONS,
+        "the driver refuses the build options (TXL_OPENCL_BUILD_OPTIONS)"),
+    TXL_KNOWN_CODE(CL_INVALID_KERNEL_NAME,
+                   "no kernel of that name in the program"),
+    TXL_KNOWN_CODE(CL_INVALID_ARG_SIZE, "kernel argument of the wrong size"),
+    TXL_KNOWN_CODE(CL_INVALID_KERNEL_ARGS, "kernel arguments not all set"),
+    TXL_KNOWN_CODE(CL_INVALID_WORK_GROUP_SIZE, "work-group size not supported"),
+    TXL_KNOWN_CODE(CL_INVALID_BUFFER_SIZE, "invalid buffer size"),
+    TXL_KNOWN_CODE(
+        CL_PLATFORM_NOT_FOUND_KHR,
+        "the ICD loader found no OpenCL implementation in /etc/OpenCL/vendors "
+        "or in the folder OCL_ICD_VENDORS names"),
 };
 
 /// Bytes of stack for the threads that run OpenCL workgroups on Intel's
@@ -103,7 +105,7 @@ std::vector<cl_platform_id> OpenCL::platforms() const {
   cl_int result = clGetPlatformIDs(0, nullptr, &count);
   // Some loaders answer "none" with success and a count of 0.
   if (result == 0 && count == 0)
-    result = kPlatformNotFound;
+    result = CL_PLATFORM_NOT_FOUND_KHR;
   check(result, "no OpenCL platform: clGetPlatformIDs");
   std::vector<cl_platform_id> ids(count);
   check(clGetPlatformIDs(count, ids.data(), nullptr), "clGetPlatformIDs");

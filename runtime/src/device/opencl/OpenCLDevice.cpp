@@ -29,23 +29,6 @@ namespace txl::rt {
 
 namespace {
 
-// cl.h values the backend uses.
-constexpr cl_ulong kDeviceTypeAll = 0xFFFFFFFF;
-constexpr cl_uint kPlatformVersion = 0x0901;
-constexpr cl_uint kPlatformName = 0x0902;
-constexpr cl_uint kDeviceName = 0x102B;
-constexpr cl_uint kDriverVersion = 0x102D;
-constexpr cl_uint kDeviceVersion = 0x102F;
-constexpr cl_uint kDeviceGlobalMemSize = 0x101F;
-constexpr cl_uint kDeviceMaxComputeUnits = 0x1002;
-constexpr cl_uint kDeviceLocalMemSize = 0x1023;
-constexpr cl_uint kDeviceIlVersion = 0x105B;
-constexpr cl_uint kProgramBinarySizes = 0x1165;
-constexpr cl_uint kProgramBinaries = 0x1166;
-constexpr cl_uint kProgramBuildLog = 0x1183;
-constexpr cl_ulong kMemReadWrite = 1;
-constexpr cl_uint kBlocking = 1;
-
 /// One argument of a kernel, from the image's table.
 struct ArgSpec {
   txl_kernel_arg_kind_t kind;
@@ -150,23 +133,23 @@ public:
     std::string skipped;
     for (cl_platform_id platform : cl_.platforms()) {
       cl_uint count = 0;
-      if (cl_.clGetDeviceIDs(platform, kDeviceTypeAll, 0, nullptr, &count) !=
-              0 ||
+      if (cl_.clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 0, nullptr,
+                             &count) != 0 ||
           count == 0)
         continue;
       std::vector<cl_device_id> devices(count);
-      cl_.check(cl_.clGetDeviceIDs(platform, kDeviceTypeAll, count,
+      cl_.check(cl_.clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, count,
                                    devices.data(), nullptr),
                 "clGetDeviceIDs");
       for (cl_device_id device : devices) {
         size_t ilSize = 0;
-        cl_.clGetDeviceInfo(device, kDeviceIlVersion, 0, nullptr, &ilSize);
+        cl_.clGetDeviceInfo(device, CL_DEVICE_IL_VERSION, 0, nullptr, &ilSize);
         std::string il = ilSize > 1
-                             ? deviceString(cl_, device, kDeviceIlVersion)
+                             ? deviceString(cl_, device, CL_DEVICE_IL_VERSION)
                              : std::string();
         if (il.find("SPIR-V") == std::string::npos) {
           skipped +=
-              fmt::format(" {};", deviceString(cl_, device, kDeviceName));
+              fmt::format(" {};", deviceString(cl_, device, CL_DEVICE_NAME));
           continue;
         }
         if (seen++ != ordinal)
@@ -200,15 +183,15 @@ public:
 
   std::string description() const override {
     return fmt::format("{} ({}, {}, {:.1f} GiB)",
-                       deviceString(cl_, device_, kDeviceName),
-                       platformString(kPlatformName),
-                       deviceString(cl_, device_, kDeviceVersion),
+                       deviceString(cl_, device_, CL_DEVICE_NAME),
+                       platformString(CL_PLATFORM_NAME),
+                       deviceString(cl_, device_, CL_DEVICE_VERSION),
                        totalMemory() / double(1ull << 30));
   }
 
   int64_t computeUnits() const override {
     cl_uint units = 0;
-    cl_.check(cl_.clGetDeviceInfo(device_, kDeviceMaxComputeUnits,
+    cl_.check(cl_.clGetDeviceInfo(device_, CL_DEVICE_MAX_COMPUTE_UNITS,
                                   sizeof(units), &units, nullptr),
               "clGetDeviceInfo(CL_DEVICE_MAX_COMPUTE_UNITS)");
     return units;
@@ -216,8 +199,8 @@ public:
 
   size_t totalMemory() const override {
     cl_ulong bytes = 0;
-    cl_.check(cl_.clGetDeviceInfo(device_, kDeviceGlobalMemSize, sizeof(bytes),
-                                  &bytes, nullptr),
+    cl_.check(cl_.clGetDeviceInfo(device_, CL_DEVICE_GLOBAL_MEM_SIZE,
+                                  sizeof(bytes), &bytes, nullptr),
               "clGetDeviceInfo(CL_DEVICE_GLOBAL_MEM_SIZE)");
     return bytes;
   }
@@ -231,8 +214,9 @@ public:
     cl_int status = 0;
     // OpenCL has no empty buffers; an empty memref (memory of length 0)
     // still gets a handle.
-    cl_mem buffer = cl_.clCreateBuffer(
-        context_, kMemReadWrite, std::max<size_t>(bytes, 4), nullptr, &status);
+    cl_mem buffer =
+        cl_.clCreateBuffer(context_, CL_MEM_READ_WRITE,
+                           std::max<size_t>(bytes, 4), nullptr, &status);
     cl_.check(status, fmt::format("clCreateBuffer({} bytes)", bytes).c_str());
     return buffer;
   }
@@ -249,7 +233,7 @@ public:
       return;
     // Blocking: the host buffer may go away when this returns.
     cl_.check(cl_.clEnqueueWriteBuffer(queue_, static_cast<cl_mem>(buffer),
-                                       kBlocking, offsetBytes, bytes, host, 0,
+                                       CL_TRUE, offsetBytes, bytes, host, 0,
                                        nullptr, nullptr),
               "clEnqueueWriteBuffer");
   }
@@ -260,7 +244,7 @@ public:
       return;
     cl_.check(cl_.clEnqueueReadBuffer(
                   queue_, static_cast<cl_mem>(const_cast<void *>(buffer)),
-                  kBlocking, offsetBytes, bytes, host, 0, nullptr, nullptr),
+                  CL_TRUE, offsetBytes, bytes, host, 0, nullptr, nullptr),
               "clEnqueueReadBuffer");
   }
 
@@ -317,7 +301,7 @@ public:
            "OpenCL kernel image: {} bytes after the last kernel",
            reader.rest().size());
     cl_ulong localMem = 0;
-    cl_.check(cl_.clGetDeviceInfo(device_, kDeviceLocalMemSize,
+    cl_.check(cl_.clGetDeviceInfo(device_, CL_DEVICE_LOCAL_MEM_SIZE,
                                   sizeof(localMem), &localMem, nullptr),
               "clGetDeviceInfo(CL_DEVICE_LOCAL_MEM_SIZE)");
     return std::make_unique<OpenCLModule>(cl_, *this, std::move(kernels),
@@ -411,10 +395,10 @@ private:
   std::string cacheKey() const {
     return fmt::format(
         "platform {} | {}\ndevice {} | {} | driver {}\noptions {}\n",
-        platformString(kPlatformName), platformString(kPlatformVersion),
-        deviceString(cl_, device_, kDeviceName),
-        deviceString(cl_, device_, kDeviceVersion),
-        deviceString(cl_, device_, kDriverVersion), buildOptions_);
+        platformString(CL_PLATFORM_NAME), platformString(CL_PLATFORM_VERSION),
+        deviceString(cl_, device_, CL_DEVICE_NAME),
+        deviceString(cl_, device_, CL_DEVICE_VERSION),
+        deviceString(cl_, device_, CL_DRIVER_VERSION), buildOptions_);
   }
 
   /// The program of `spirv`: the built program from the program cache
@@ -440,10 +424,10 @@ private:
                                       buildOptions_.c_str(), nullptr, nullptr);
     if (built != 0) {
       size_t size = 0;
-      cl_.clGetProgramBuildInfo(program, device_, kProgramBuildLog, 0, nullptr,
-                                &size);
+      cl_.clGetProgramBuildInfo(program, device_, CL_PROGRAM_BUILD_LOG, 0,
+                                nullptr, &size);
       std::string log(size, '\0');
-      cl_.clGetProgramBuildInfo(program, device_, kProgramBuildLog, size,
+      cl_.clGetProgramBuildInfo(program, device_, CL_PROGRAM_BUILD_LOG, size,
                                 log.data(), nullptr);
       cl_.clReleaseProgram(program);
       fail(TXL_UNAVAILABLE, "clBuildProgram{}: {}: {}",
@@ -488,13 +472,13 @@ private:
   /// when the driver gives none.
   std::string programBinary(cl_program program) {
     size_t size = 0;
-    if (cl_.clGetProgramInfo(program, kProgramBinarySizes, sizeof size, &size,
-                             nullptr) != 0 ||
+    if (cl_.clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof size,
+                             &size, nullptr) != 0 ||
         size == 0)
       return {};
     std::string binary(size, '\0');
     unsigned char *bytes = reinterpret_cast<unsigned char *>(binary.data());
-    if (cl_.clGetProgramInfo(program, kProgramBinaries, sizeof bytes, &bytes,
+    if (cl_.clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof bytes, &bytes,
                              nullptr) != 0)
       return {};
     return binary;

@@ -5,8 +5,9 @@
 // first product runs: a GPU executable starts on a machine without them,
 // and a missing library is one line naming it. Each status code becomes a
 // txl::rt::Error(TXL_UNAVAILABLE) at one boundary (`check`) with the
-// library's name for it. The types are the libraries' own, declared here so
-// that the runtime needs neither header to build.
+// library's name for it. cuBLAS's types and constants are cublas_api.h's
+// (the toolkit's header; the library itself is never linked); CLBlast's,
+// whose header Debian does not ship, are declared here.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,21 +17,14 @@
 #include "txl/rt/device/OpenCL.h"
 #include "txl/rt/support/DynamicLibrary.h"
 
+#include <cublas_api.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace txl::rt {
-
-using cublasStatus_t = int;
-using cublasHandle_t = struct cublasContext *;
-using cublasOperation_t = int;
-using cublasMath_t = int;
-using cublasComputeType_t = int;
-using cublasGemmAlgo_t = int;
-using cudaDataType_t = int;
-using CUstream = struct CUstream_st *;
 
 /// cuBLAS (CublasSymbols.def) from the CUDA 13 or 12 library: the
 /// soname on the loader's path first, then $CUDA_PATH/lib64 and

@@ -7,8 +7,8 @@
 // instead of failing to load. Every CUresult becomes a txl::rt::Error at one
 // boundary (`CudaDriver::check`), with the driver's error name.
 //
-// The types are the driver API's own (opaque handles and integer codes),
-// declared here so that the runtime needs no CUDA header to build.
+// The types and constants are cuda.h's (the toolkit's header; the library
+// itself is never linked).
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,19 +17,13 @@
 
 #include "txl/rt/support/DynamicLibrary.h"
 
+#include <cuda.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
 namespace txl::rt {
-
-using CUresult = int;
-using CUdevice = int;
-using CUdeviceptr = unsigned long long;
-using CUcontext = struct CUctx_st *;
-using CUstream = struct CUstream_st *;
-using CUmodule = struct CUmod_st *;
-using CUfunction = struct CUfunc_st *;
 
 /// The driver's functions (CudaSymbols.def), resolved from one library.
 class CudaDriver {

@@ -4,8 +4,8 @@
 // The OpenCL target's runtime reaches OpenCL only through this table,
 // filled from the ICD loader (libOpenCL.so.1) at run time; every cl_int
 // becomes a txl::rt::Error at one boundary (`OpenCL::check`) with the
-// code's name. Types are the API's own, declared here so that the runtime
-// needs no OpenCL header to build.
+// code's name. Types and constants are Khronos' CL/cl.h (OpenCL 3.0
+// declarations; the ICD loader itself is never linked).
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,23 +14,18 @@
 
 #include "txl/rt/support/DynamicLibrary.h"
 
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 300
+#endif
+#include <CL/cl.h>
+#include <CL/cl_ext.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace txl::rt {
-
-using cl_int = int32_t;
-using cl_uint = uint32_t;
-using cl_ulong = uint64_t;
-using cl_platform_id = struct _cl_platform_id *;
-using cl_device_id = struct _cl_device_id *;
-using cl_context = struct _cl_context *;
-using cl_command_queue = struct _cl_command_queue *;
-using cl_program = struct _cl_program *;
-using cl_kernel = struct _cl_kernel *;
-using cl_mem = struct _cl_mem *;
 
 /// Raises the process's default thread stack size (pthread_setattr_default_np)
 /// to 64 MiB where it is smaller, so that the threads an OpenCL CPU runtime

@@ -24,6 +24,11 @@ struct KnownCode {
   const char *description;
 };
 
+/// A KnownCode row from the API's own enumerator (its header's), named by
+/// its spelling: TXL_KNOWN_CODE(CL_INVALID_VALUE, "invalid argument").
+#define TXL_KNOWN_CODE(code, description)                                      \
+  { code, #code, description }
+
 /// The entry of `code` in `table`, or null.
 template <size_t N>
 const KnownCode *findKnownCode(const KnownCode (&table)[N], int code) {
