@@ -2,8 +2,10 @@
 //
 // `train` (Train.h) is split by concern, one file each:
 //
-//   Train.cpp           the loop of one rank: segments, chunks, the update,
-//                       log lines, metrics, validation, the test at the end
+//   Train.cpp           one rank's run: its set-up (trainRank), the updates
+//                       (RankRun: segments, the chunks' backward, the
+//                       optimizer step, log lines, metrics, validation,
+//                       checkpoints; RunLog: the log), the test at the end
 //   TrainSchedule.cpp   the run's settings, the compiled learning-rate
 //                       schedule and dev_perf's plateau rule
 //   TrainingData.cpp    the train iterator, each chunk's memory, and the
