@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelModule.h"
+#include "txl/Conversion/KernelModule.h"
 #include "txl/Conversion/Passes.h"
 #include "txl/IR/TxlOps.h"
 

@@ -23,8 +23,8 @@
 #ifndef TXL_LIB_CONVERSION_TXLTOGPU_MMABUILDER_H
 #define TXL_LIB_CONVERSION_TXLTOGPU_MMABUILDER_H
 
-#include "KernelModule.h"
 #include "RelAttention.h"
+#include "txl/Conversion/KernelModule.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "llvm/Support/MathExtras.h"

@@ -18,7 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelModule.h"
+#include "txl/Conversion/KernelModule.h"
 #include "txl/Conversion/Passes.h"
 #include "txl/IR/TxlOps.h"
 

@@ -39,8 +39,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelModule.h"
 #include "MmaBuilder.h"
+#include "txl/Conversion/KernelModule.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"

@@ -39,8 +39,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelModule.h"
 #include "RelAttention.h"
+#include "txl/Conversion/KernelModule.h"
 #include "txl/Conversion/SizeChecks.h"
 #include "txl/IR/TxlOps.h"
 

@@ -32,8 +32,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelModule.h"
 #include "MmaBuilder.h"
+#include "txl/Conversion/KernelModule.h"
 
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Dialect/Math/IR/Math.h"

@@ -13,7 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelModule.h"
+#include "txl/Conversion/KernelModule.h"
 #include "txl/Conversion/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -258,8 +258,7 @@ struct ParallelLoopsToGpuPass
       b.setInsertionPoint(loop.getBody()->getTerminator());
       if (type.isF64())
         value = arith::BitcastOp::create(b, type, value);
-      memref::StoreOp::create(b, value, store.getMemRef(),
-                              store.getIndices());
+      memref::StoreOp::create(b, value, store.getMemRef(), store.getIndices());
       store.erase();
     }
 
@@ -391,8 +390,8 @@ struct ParallelLoopsToGpuPass
   }
 
   /// `loop` (sequential, touching device memory) as a kernel of one
-  /// work-item. Its integer and float results (as bits) come back through a small device
-  /// buffer the host reads (mgpuMemcpy waits for the queue).
+  /// work-item. Its integer and float results (as bits) come back through a
+  /// small device buffer the host reads (mgpuMemcpy waits for the queue).
   LogicalResult convertSerial(ModuleOp module, scf::ForOp loop,
                               const std::string &name) {
     MLIRContext *ctx = module.getContext();
@@ -464,10 +463,9 @@ struct ParallelLoopsToGpuPass
       else if (auto f = dyn_cast<FloatType>(type))
         v = arith::BitcastOp::create(
             hb, type,
-            f.getWidth() == 64
-                ? v
-                : Value(arith::TruncIOp::create(
-                      hb, hb.getIntegerType(f.getWidth()), v)));
+            f.getWidth() == 64 ? v
+                               : Value(arith::TruncIOp::create(
+                                     hb, hb.getIntegerType(f.getWidth()), v)));
       else if (!type.isInteger(64))
         v = arith::TruncIOp::create(hb, type, v);
       values.push_back(v);

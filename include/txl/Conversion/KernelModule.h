@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TXL_LIB_CONVERSION_TXLTOGPU_KERNELMODULE_H
-#define TXL_LIB_CONVERSION_TXLTOGPU_KERNELMODULE_H
+#ifndef TXL_CONVERSION_KERNELMODULE_H
+#define TXL_CONVERSION_KERNELMODULE_H
 
 #include "txl/Conversion/KernelBuffers.h"
 
@@ -54,4 +54,4 @@ inline gpu::GPUModuleOp getOrCreateKernelModule(ModuleOp module) {
 
 } // namespace mlir::txl
 
-#endif // TXL_LIB_CONVERSION_TXLTOGPU_KERNELMODULE_H
+#endif // TXL_CONVERSION_KERNELMODULE_H
