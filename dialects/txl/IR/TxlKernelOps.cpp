@@ -2,7 +2,8 @@
 //-*-===//
 //
 // TxlKernelOps.td: the shapes and the memory space the ops' lowerings
-// (lib/Conversion/TxlToGpu/MmaLowering.cpp) rely on.
+// (lib/Conversion/KernelsToNvvm/MmaToNvvm.cpp,
+// lib/Conversion/KernelsToSpirv/EmulateMma.cpp) rely on.
 //
 //===----------------------------------------------------------------------===//
 

@@ -2,7 +2,7 @@
 //
 // Ops that txl's GPU kernels (lib/Conversion/TxlToGpu) are written with
 // where neither the gpu nor the nvgpu dialect has a form that both GPU
-// targets can lower: each has one lowering per target (MmaLowering.cpp).
+// targets can lower: each has one lowering per target (MmaToNvvm.cpp, EmulateMma.cpp).
 //
 //===----------------------------------------------------------------------===//
 

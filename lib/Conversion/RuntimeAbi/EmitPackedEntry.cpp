@@ -1,5 +1,4 @@
-//===- EmitPackedEntry.cpp - void(void**) entry for the runtime --*- C++
-//-*-===//
+//===- EmitPackedEntry.cpp - void(void**) entries for the runtime ---------===//
 //
 // The runtime is model-agnostic: it calls every generated function through
 // one signature, `void entry(void **args)`, where args[i] points at argument

@@ -1,0 +1,201 @@
+//===- MmaToNvvm.cpp - The tensor-core products for CUDA -----------------===//
+//
+// txl-mma-to-nvvm: the tensor-core kernels' warp-level products
+// (nvgpu.mma.sync m16n8k16, bf16 or f16 operands, f32 accumulators) as
+// nvvm.mma.sync on bf16x2 registers (packed in i32) or f16x2 vectors
+// (upstream convert-nvgpu-to-nvvm cannot deduce the PTX types of bf16
+// operands); a warpgroup product (txl.warpgroup_mma) as wgmma.mma_async on
+// sm_90a, else as the mma.sync products of its subgroups
+// (txl/Conversion/MmaFragments.h). The OpenCL target's form is
+// txl-emulate-mma (lib/Conversion/KernelsToSpirv).
+//
+//===----------------------------------------------------------------------===//
+
+#include "txl/Conversion/MmaFragments.h"
+#include "txl/Conversion/Passes.h"
+#include "txl/IR/TxlOps.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir::txl {
+#define GEN_PASS_DEF_MMATONVVMPASS
+#include "txl/Conversion/Passes.h.inc"
+} // namespace mlir::txl
+
+using namespace mlir;
+using namespace mlir::txl;
+
+namespace {
+
+/// txl.warpgroup_mma as sm_90a's wgmma: wgmma.fence, one
+/// wgmma.mma_async.m64nNk16 per k-step (A from registers, B by descriptor,
+/// the f32 accumulators in place), then commit and wait for the group, so
+/// that the result is in registers where the op stands.
+LogicalResult lowerToWgmma(txl::WarpgroupMmaOp op) {
+  // A descriptor holds bits 4-17 of the address: the tile must be 16-byte
+  // aligned, which its element type (2 bytes) does not give a workgroup
+  // attribution by itself.
+  auto tile = dyn_cast<BlockArgument>(op.getB());
+  auto func = tile ? dyn_cast<gpu::GPUFuncOp>(tile.getOwner()->getParentOp())
+                   : gpu::GPUFuncOp();
+  if (!func || tile.getArgNumber() < func.getFirstWorkgroupAttributionIndex())
+    return op.emitOpError("needs b to be a workgroup attribution of its "
+                          "kernel for wgmma (its 16-byte alignment)");
+  func.setWorkgroupAttributionAttr(
+      tile.getArgNumber() - func.getFirstWorkgroupAttributionIndex(),
+      LLVM::LLVMDialect::getAlignAttrName(),
+      IntegerAttr::get(IntegerType::get(op.getContext(), 64), 16));
+  ImplicitLocOpBuilder b(op.getLoc(), op);
+  Type i64 = b.getI64Type(), f32 = b.getF32Type();
+  Value base = arith::IndexCastUIOp::create(
+      b, i64, memref::ExtractAlignedPointerAsIndexOp::create(b, op.getB()));
+  int64_t n = 8 * op.getNBlocks(), accCount = n / 2;
+  SmallVector<Value> acc;
+  for (Value block : warpgroupSlices(b, op.getAcc()))
+    llvm::append_range(acc, fragmentElements(b, block));
+  StringRef type =
+      op.getA().getType().getElementType().isBF16() ? "bf16" : "f16";
+  // $0 .. $(accCount - 1): the accumulators, tied to the first accCount
+  // inputs; then A's four registers and B's descriptor.
+  std::string asmString, constraints;
+  llvm::raw_string_ostream os(asmString), cs(constraints);
+  os << "wgmma.mma_async.sync.aligned.m64n" << n << "k16.f32." << type << "."
+     << type << " {";
+  for (int64_t i = 0; i < accCount; ++i)
+    os << (i ? ", $" : "$") << i;
+  os << "}, {$" << 2 * accCount << ", $" << 2 * accCount + 1 << ", $"
+     << 2 * accCount + 2 << ", $" << 2 * accCount + 3 << "}, $"
+     << 2 * accCount + 4 << ", 1, 1, 1, 0;";
+  for (int64_t i = 0; i < accCount; ++i)
+    cs << "=f,";
+  for (int64_t i = 0; i < accCount; ++i)
+    cs << i << ",";
+  cs << "r,r,r,r,l";
+  SmallVector<Type> resultTypes(accCount, f32);
+  auto resultType =
+      LLVM::LLVMStructType::getLiteral(b.getContext(), resultTypes);
+  // A's registers and B's descriptors are formed before the fence, which
+  // orders the register writes before it with the products after it.
+  SmallVector<SmallVector<Value>> stepOperands;
+  for (Value a : warpgroupSlices(b, op.getA())) {
+    Value start = arith::AddIOp::create(
+        b, base,
+        arith::ConstantIntOp::create(
+            b, stepOperands.size() * MatrixDescriptor::kStepBytes, 64));
+    stepOperands.push_back(packRegisters(b, a));
+    stepOperands.back().push_back(
+        MatrixDescriptor::encode(b, start, MatrixDescriptor::kCoreMatrixBytes,
+                                 warpgroupStrideBytes(op)));
+  }
+  NVVM::WgmmaFenceAlignedOp::create(b);
+  for (ArrayRef<Value> step : stepOperands) {
+    SmallVector<Value> operands(acc);
+    llvm::append_range(operands, step);
+    auto wgmma = LLVM::InlineAsmOp::create(
+        b, resultType, operands, asmString, constraints,
+        /*has_side_effects=*/true, /*is_align_stack=*/false,
+        LLVM::tailcallkind::TailCallKind::None, /*asm_dialect=*/{},
+        /*operand_attrs=*/{});
+    for (int64_t i = 0; i < accCount; ++i)
+      acc[i] = LLVM::ExtractValueOp::create(b, wgmma.getResult(0), i);
+  }
+  NVVM::WgmmaGroupSyncAlignedOp::create(b);
+  NVVM::WgmmaWaitGroupSyncOp::create(b, 0);
+  op.replaceAllUsesWith(
+      vector::FromElementsOp::create(b, op.getType(), acc).getResult());
+  op.erase();
+  return success();
+}
+/// wgmma reads its tiles through the async proxy: in every kernel with a
+/// warpgroup product, each barrier is preceded by
+/// fence.proxy.async.shared::cta, so that the tiles written before it
+/// (generic proxy) are what the next wgmma reads.
+void fenceBarriersForWgmma(gpu::GPUModuleOp module) {
+  module.walk([](gpu::GPUFuncOp func) {
+    if (!func.walk([](txl::WarpgroupMmaOp) { return WalkResult::interrupt(); })
+             .wasInterrupted())
+      return;
+    func.walk([](gpu::BarrierOp barrier) {
+      ImplicitLocOpBuilder b(barrier.getLoc(), barrier);
+      LLVM::InlineAsmOp::create(
+          b, /*res=*/Type(), ValueRange{}, "fence.proxy.async.shared::cta;", "",
+          /*has_side_effects=*/true, /*is_align_stack=*/false,
+          LLVM::tailcallkind::TailCallKind::None, /*asm_dialect=*/{},
+          /*operand_attrs=*/{});
+    });
+  });
+}
+// nvgpu.mma.sync (bf16 or f16) => nvvm.mma.sync: each register of A and B
+// holds elements [r][0] (low half) and [r][1] (high half): for bf16 an i32,
+// as PTX's .bf16x2 operands, for f16 a vector<2xf16>, as NVVM's f16x2.
+struct MmaSyncToNvvm : public OpRewritePattern<nvgpu::MmaSyncOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(nvgpu::MmaSyncOp op,
+                                PatternRewriter &rewriter) const override {
+    FloatType operandType = getM16N8K16OperandType(op);
+    if (!operandType)
+      return rewriter.notifyMatchFailure(op, "not bf16 or f16 m16n8k16");
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    auto pack = [&](Value fragment) {
+      if (!operandType.isF16())
+        return packRegisters(b, fragment);
+      SmallVector<Value> scalars = fragmentElements(b, fragment), registers;
+      for (size_t r = 0; r < scalars.size(); r += 2)
+        registers.push_back(vector::FromElementsOp::create(
+            b, VectorType::get({2}, operandType),
+            ValueRange{scalars[r], scalars[r + 1]}));
+      return registers;
+    };
+    SmallVector<Value> a = pack(op.getMatrixA()), bReg = pack(op.getMatrixB());
+    SmallVector<Value> c = fragmentElements(b, op.getMatrixC());
+    Type f32 = b.getF32Type();
+    NVVM::MMATypes ptxType =
+        operandType.isF16() ? NVVM::MMATypes::f16 : NVVM::MMATypes::bf16;
+    auto resultType =
+        LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
+    Value d = NVVM::MmaOp::create(
+        b, resultType, a, bReg, c, ArrayRef<int64_t>{16, 8, 16},
+        /*b1Op=*/std::nullopt, /*intOverflow=*/std::nullopt,
+        std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
+        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                       NVVM::MMALayout::col});
+    SmallVector<Value> scalars;
+    for (int64_t n = 0; n < 4; ++n)
+      scalars.push_back(LLVM::ExtractValueOp::create(b, d, n));
+    rewriter.replaceOpWithNewOp<vector::FromElementsOp>(
+        op, op.getRes().getType(), scalars);
+    return success();
+  }
+};
+struct MmaToNvvmPass : public txl::impl::MmaToNvvmPassBase<MmaToNvvmPass> {
+  using MmaToNvvmPassBase::MmaToNvvmPassBase;
+
+  void runOnOperation() override {
+    if (wgmma) {
+      fenceBarriersForWgmma(getOperation());
+      SmallVector<txl::WarpgroupMmaOp> ops;
+      getOperation().walk([&](txl::WarpgroupMmaOp op) { ops.push_back(op); });
+      for (txl::WarpgroupMmaOp op : ops)
+        if (failed(lowerToWgmma(op)))
+          return signalPassFailure();
+    } else {
+      expandWarpgroupProducts(getOperation());
+    }
+    RewritePatternSet patterns(&getContext());
+    patterns.add<MmaSyncToNvvm>(&getContext());
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))) ||
+        failed(checkMmaLowered(getOperation())))
+      return signalPassFailure();
+  }
+};
+
+} // namespace

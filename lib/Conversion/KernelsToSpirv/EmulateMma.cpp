@@ -1,0 +1,296 @@
+//===- EmulateMma.cpp - The tensor-core products for OpenCL --------------===//
+//
+// txl-emulate-mma: the tensor-core kernels' products (nvgpu.mma.sync
+// m16n8k16, bf16 or f16 operands, f32 accumulators) computed by the
+// subgroup from the same register layout with shuffles, and the rounding to
+// bf16 or f16 emulated on f32 bits, so that the kernels that run on tensor
+// cores are checked numerically on the CPU (Intel's OpenCL runtime); a
+// warpgroup product (txl.warpgroup_mma) as the mma.sync products of its
+// subgroups, each lane reading its B fragment through wgmma's matrix
+// descriptors (txl/Conversion/MmaFragments.h). The CUDA target's form is
+// txl-mma-to-nvvm (lib/Conversion/KernelsToNvvm).
+//
+//===----------------------------------------------------------------------===//
+
+#include "txl/Conversion/KernelModule.h"
+#include "txl/Conversion/MmaFragments.h"
+#include "txl/Conversion/Passes.h"
+#include "txl/IR/TxlOps.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir::txl {
+#define GEN_PASS_DEF_EMULATEMMAPASS
+#include "txl/Conversion/Passes.h.inc"
+} // namespace mlir::txl
+
+using namespace mlir;
+using namespace mlir::txl;
+
+namespace {
+
+/// OpenCL has no bf16 or f16 memory: each bf16 or f16 workgroup
+/// attribution becomes f32, holding the same (rounded) values; its loads
+/// round back to the narrow type for their users (exactly), its stores
+/// widen what they store (which txl-emulate-mma's rounding then keeps).
+LogicalResult widenNarrowAttributions(gpu::GPUModuleOp module) {
+  WalkResult walk = module.walk([](gpu::GPUFuncOp func) {
+    for (BlockArgument tile : func.getWorkgroupAttributions()) {
+      auto type = cast<MemRefType>(tile.getType());
+      auto narrow = dyn_cast<FloatType>(type.getElementType());
+      if (!narrow || !(narrow.isBF16() || narrow.isF16()))
+        continue;
+      Type f32 = Float32Type::get(func.getContext());
+      tile.setType(MemRefType::get(type.getShape(), f32, type.getLayout(),
+                                   type.getMemorySpace()));
+      for (Operation *user : llvm::to_vector(tile.getUsers())) {
+        ImplicitLocOpBuilder b(user->getLoc(), user);
+        if (auto load = dyn_cast<memref::LoadOp>(user)) {
+          b.setInsertionPointAfter(load);
+          load.getResult().setType(f32);
+          auto round = arith::TruncFOp::create(b, narrow, load.getResult());
+          load.getResult().replaceAllUsesExcept(round, round);
+        } else if (auto store = dyn_cast<memref::StoreOp>(user)) {
+          store.getValueMutable().assign(
+              arith::ExtFOp::create(b, f32, store.getValueToStore()));
+        } else {
+          user->emitOpError("uses a ")
+              << narrow << " workgroup tile, which txl-emulate-mma widens "
+              << "to f32 for OpenCL: only loads and stores can";
+          return WalkResult::interrupt();
+        }
+      }
+    }
+    return WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
+}
+// nvgpu.mma.sync (bf16 or f16) => shuffles. Lane 4 g + t holds D[g + 8 r][2 t +
+// e] in [r][e]; A[row][k] sits in lane 4 (row % 8) + (k % 8) / 2, register (row
+// >= 8) + 2 (k >= 8), element k % 2; B[k][n] in lane 4 n + (k % 8) / 2,
+// register k >= 8, element k % 2. Each lane fetches the row of A and the
+// column of B it needs and sums the 16 products in f32 (products of bf16
+// or f16 values are exact in f32).
+struct MmaSyncEmulation : public OpRewritePattern<nvgpu::MmaSyncOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(nvgpu::MmaSyncOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!getM16N8K16OperandType(op))
+      return rewriter.notifyMatchFailure(op, "not bf16 or f16 m16n8k16");
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    Type f32 = b.getF32Type(), i32 = b.getI32Type();
+    auto widen = [&](SmallVector<Value> scalars) {
+      for (Value &x : scalars)
+        x = arith::ExtFOp::create(b, f32, x);
+      return scalars;
+    };
+    SmallVector<Value> a = widen(fragmentElements(b, op.getMatrixA()));
+    SmallVector<Value> bs = widen(fragmentElements(b, op.getMatrixB()));
+    SmallVector<Value> d = fragmentElements(b, op.getMatrixC());
+    auto c32 = [&](int64_t v) {
+      return arith::ConstantIntOp::create(b, v, 32);
+    };
+    Value lane = arith::IndexCastOp::create(
+        b, i32, gpu::LaneIdOp::create(b, /*upper_bound=*/IntegerAttr()));
+    Value g = arith::DivUIOp::create(b, lane, c32(4));
+    Value t = arith::RemUIOp::create(b, lane, c32(4));
+    // Each register (two elements) crosses lanes as one i64 shuffle: the
+    // lane needs 4 registers from each of lanes 4 g .. 4 g + 3 (rows g and
+    // g + 8 of A) and 2 from each of lanes 4 n .. 4 n + 3 for n = 2 t, 2 t
+    // + 1 (columns n of B): 32 shuffles per product.
+    Type i64 = b.getI64Type();
+    auto c64 = [&](int64_t v) { return i64Constant(b, v); };
+    auto bits64 = [&](Value x) {
+      return arith::ExtUIOp::create(b, i64,
+                                    arith::BitcastOp::create(b, i32, x));
+    };
+    auto fetchRegister = [&](Value low, Value high, Value srcLane) {
+      Value packed = arith::OrIOp::create(
+          b, bits64(low), arith::ShLIOp::create(b, bits64(high), c64(32)));
+      Value got = gpu::ShuffleOp::create(b, packed, srcLane, c32(kSubgroupSize),
+                                         gpu::ShuffleMode::IDX)
+                      .getShuffleResult();
+      auto half = [&](Value v) {
+        return arith::BitcastOp::create(b, f32,
+                                        arith::TruncIOp::create(b, i32, v));
+      };
+      return std::array<Value, 2>{
+          half(got), half(arith::ShRUIOp::create(b, got, c64(32)))};
+    };
+    // aRows[r][k] = A[g + 8 r][k]; bCols[e][k] = B[k][2 t + e].
+    Value aRows[2][16], bCols[2][16];
+    for (int64_t pair = 0; pair < 4; ++pair) {
+      Value aSrc = arith::AddIOp::create(b, arith::MulIOp::create(b, g, c32(4)),
+                                         c32(pair));
+      // Register reg of A holds row g + 8 (reg % 2), columns 8 (reg / 2) + 2
+      // pair + {0, 1}.
+      for (int64_t reg = 0; reg < 4; ++reg) {
+        auto got = fetchRegister(a[2 * reg], a[2 * reg + 1], aSrc);
+        for (int64_t e = 0; e < 2; ++e)
+          aRows[reg % 2][8 * (reg / 2) + 2 * pair + e] = got[e];
+      }
+      // Register reg of B holds rows 8 reg + 2 pair + {0, 1} of its column.
+      for (int64_t e = 0; e < 2; ++e) {
+        Value n = arith::AddIOp::create(b, arith::MulIOp::create(b, t, c32(2)),
+                                        c32(e));
+        Value bSrc = arith::AddIOp::create(
+            b, arith::MulIOp::create(b, n, c32(4)), c32(pair));
+        for (int64_t reg = 0; reg < 2; ++reg) {
+          auto got = fetchRegister(bs[2 * reg], bs[2 * reg + 1], bSrc);
+          for (int64_t h = 0; h < 2; ++h)
+            bCols[e][8 * reg + 2 * pair + h] = got[h];
+        }
+      }
+    }
+    for (int64_t k = 0; k < 16; ++k)
+      for (int64_t r = 0; r < 2; ++r)
+        for (int64_t e = 0; e < 2; ++e)
+          d[2 * r + e] = arith::AddFOp::create(
+              b, d[2 * r + e],
+              arith::MulFOp::create(b, aRows[r][k], bCols[e][k]));
+    rewriter.replaceOpWithNewOp<vector::FromElementsOp>(
+        op, op.getRes().getType(), d);
+    return success();
+  }
+};
+
+// extf(truncf(x : f32 to bf16 or f16) to f32) => x rounded on its bits to
+// nearest even, like PTX's cvt.rn.bf16.f32 and cvt.rn.f16.f32 (NaN kept).
+// bf16 keeps f32's exponent: the low 16 bits round away. f16 keeps 10
+// fraction bits (the low 13 round away) and 5 exponent bits: magnitudes of
+// 65520 and more (the tie above 65504, the largest f16) become infinity,
+// and below 2^-14 (the subnormals) x rounds to a multiple of 2^-24, as
+// (|x| + 0.5) - 0.5 does in f32, whose spacing on [0.5, 1) is 2^-24.
+struct RoundThroughHalf : public OpRewritePattern<arith::ExtFOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(arith::ExtFOp op,
+                                PatternRewriter &rewriter) const override {
+    auto trunc = op.getIn().getDefiningOp<arith::TruncFOp>();
+    if (!trunc || !(trunc.getType().isBF16() || trunc.getType().isF16()) ||
+        !op.getType().isF32() || !trunc.getIn().getType().isF32())
+      return rewriter.notifyMatchFailure(op, "not f32 -> bf16/f16 -> f32");
+    bool f16 = trunc.getType().isF16();
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    Type f32 = b.getF32Type(), i32 = b.getI32Type();
+    Value x = trunc.getIn();
+    auto c32 = [&](int64_t v) {
+      return arith::ConstantIntOp::create(b, v, 32);
+    };
+    auto bitsOf = [&](Value v) { return arith::BitcastOp::create(b, i32, v); };
+    // Round to nearest even at bit `drop` of `bits`.
+    auto roundAt = [&](Value bits, int64_t drop) -> Value {
+      Value lsb = arith::AndIOp::create(
+          b, arith::ShRUIOp::create(b, bits, c32(drop)), c32(1));
+      return arith::AndIOp::create(
+          b,
+          arith::AddIOp::create(
+              b, arith::AddIOp::create(b, bits, c32((1 << (drop - 1)) - 1)),
+              lsb),
+          c32(int64_t(uint32_t(-1) << drop)));
+    };
+    Value bits = bitsOf(x);
+    Value roundedBits;
+    if (!f16) {
+      roundedBits = roundAt(bits, 16);
+    } else {
+      using P = arith::CmpIPredicate;
+      Value magnitude = arith::AndIOp::create(b, bits, c32(0x7fffffff));
+      Value overflow = arith::CmpIOp::create(b, P::uge, magnitude,
+                                             c32(0x477ff000)); // 65520
+      Value subnormal = arith::CmpIOp::create(b, P::ult, magnitude,
+                                              c32(0x38800000)); // 2^-14
+      Value half = arith::ConstantFloatOp::create(b, b.getF32Type(),
+                                                  llvm::APFloat(0.5f));
+      Value quantized = arith::SubFOp::create(
+          b,
+          arith::AddFOp::create(b, arith::BitcastOp::create(b, f32, magnitude),
+                                half),
+          half);
+      Value rounded = arith::SelectOp::create(
+          b, overflow, c32(0x7f800000),
+          arith::SelectOp::create(b, subnormal, bitsOf(quantized),
+                                  roundAt(magnitude, 13)));
+      Value sign = arith::AndIOp::create(b, bits, c32(int64_t(0x80000000u)));
+      roundedBits = arith::OrIOp::create(b, rounded, sign);
+    }
+    Value isNan = arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, x, x);
+    rewriter.replaceOpWithNewOp<arith::SelectOp>(
+        op, isNan, x, arith::BitcastOp::create(b, f32, roundedBits));
+    return success();
+  }
+};
+struct EmulateMmaPass : public txl::impl::EmulateMmaPassBase<EmulateMmaPass> {
+  void runOnOperation() override {
+    gpu::GPUModuleOp module = getOperation();
+    expandWarpgroupProducts(module);
+    if (failed(widenNarrowAttributions(module)))
+      return signalPassFailure();
+    // Intel's OpenCL CPU compiler miscompiles (out-of-bounds workgroup
+    // stores) a rolled loop whose body has both emulated products and
+    // stores to workgroup memory: such loops around nvgpu.mma.sync with a
+    // constant trip count of at most 8 (the bf16 kernels' block loops) are
+    // unrolled first, innermost first. Unrolling every loop around a
+    // product would triple the kernels' code and the OpenCL compile time.
+    SmallVector<scf::ForOp> loops;
+    module.walk([&](scf::ForOp loop) {
+      std::optional<APInt> trips = loop.getStaticTripCount();
+      if (!trips || trips->getSExtValue() > 8)
+        return;
+      Block *body = loop.getBody();
+      bool hasMma =
+          body->walk([](nvgpu::MmaSyncOp) { return WalkResult::interrupt(); })
+              .wasInterrupted();
+      bool storesWorkgroup =
+          body->walk([](Operation *op) {
+                bool writes = hasEffect<MemoryEffects::Write>(op);
+                for (Value operand : op->getOperands()) {
+                  auto type = dyn_cast<MemRefType>(operand.getType());
+                  if (writes && type && isWorkgroupMemory(type))
+                    return WalkResult::interrupt();
+                }
+                return WalkResult::advance();
+              })
+              .wasInterrupted();
+      if (hasMma && storesWorkgroup)
+        loops.push_back(loop);
+    });
+    for (scf::ForOp loop : loops)
+      if (failed(loopUnrollFull(loop)))
+        return signalPassFailure();
+    RewritePatternSet patterns(&getContext());
+    patterns.add<MmaSyncEmulation, RoundThroughHalf>(&getContext());
+    if (failed(applyPatternsGreedily(module, std::move(patterns))) ||
+        failed(checkMmaLowered(module)))
+      return signalPassFailure();
+    // The kernels' OpenCL SPIR-V has no bf16 or f16: every such value must
+    // be gone.
+    WalkResult walk = module.walk([](Operation *op) {
+      for (Type type : op->getResultTypes()) {
+        Type element = getElementTypeOrSelf(type);
+        if (element.isBF16() || element.isF16()) {
+          op->emitOpError("keeps a ")
+              << (element.isBF16() ? "bf16" : "f16")
+              << " value that txl-emulate-mma cannot express on OpenCL (only "
+                 "f32 -> bf16/f16 -> f32 roundings and mma.sync operands are)";
+          return WalkResult::interrupt();
+        }
+      }
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      signalPassFailure();
+  }
+};
+
+} // namespace
