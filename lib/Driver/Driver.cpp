@@ -178,7 +178,6 @@ FailureOr<std::string> compileOpenCLKernels(ModuleOp module,
       return failure();
     table = std::move(*built);
   }
-  setOpenCLSubgroupSize(*kernels);
   if (failed(runStage(*kernels, timing,
                       "lowering the kernels to LLVM (SPIR-V flavour)",
                       buildKernelsToLlvmSpvPipeline)))

@@ -259,9 +259,11 @@ void mlir::txl::buildKernelsToPtxPipeline(OpPassManager &pm,
 }
 
 void mlir::txl::buildKernelsToLlvmSpvPipeline(OpPassManager &pm) {
-  // The tensor-core kernels' warp-level products as shuffles (no-op without
-  // them).
-  pm.nest<gpu::GPUModuleOp>().addPass(createEmulateMmaPass());
+  // Subgroups of 32 (the shuffles legalize only then), and the tensor-core
+  // kernels' warp-level products as shuffles (no-op without them).
+  OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+  kernels.addPass(createRequireSubgroupSizePass());
+  kernels.addPass(createEmulateMmaPass());
   addPipeline(pm, "gpu.module(canonicalize,arith-expand,"
                   "expand-strided-metadata,lower-affine,canonicalize,"
                   "convert-gpu-to-llvm-spv{use-64bit-index=true}),"

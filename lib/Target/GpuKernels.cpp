@@ -37,9 +37,6 @@ using namespace mlir::txl;
 
 namespace {
 
-/// The subgroup size the kernels' shuffles assume (the CUDA warp).
-constexpr int32_t kSubgroupSize = 32;
-
 const char *const kSpirvTriple = "spirv64-unknown-unknown";
 
 } // namespace
@@ -57,15 +54,6 @@ OwningOpRef<ModuleOp> mlir::txl::cloneKernelModule(ModuleOp module) {
   b.setInsertionPointToEnd(copy->getBody());
   b.clone(*kernels);
   return copy;
-}
-
-void mlir::txl::setOpenCLSubgroupSize(ModuleOp module) {
-  OpBuilder b(module.getContext());
-  module.walk([&](gpu::GPUFuncOp func) {
-    if (func.isKernel())
-      func->setAttr("intel_reqd_sub_group_size",
-                    b.getI32IntegerAttr(kSubgroupSize));
-  });
 }
 
 namespace {

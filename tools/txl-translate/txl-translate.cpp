@@ -91,8 +91,7 @@ int main(int argc, char **argv) {
       [](Operation *op, llvm::raw_ostream &os) {
         return translateKernels(
             op, os,
-            [](ModuleOp m, OpPassManager &pm) {
-              setOpenCLSubgroupSize(m);
+            [](ModuleOp, OpPassManager &pm) {
               buildKernelsToLlvmSpvPipeline(pm);
             },
             [](ModuleOp m) { return emitSpirv(m); });
@@ -110,7 +109,6 @@ int main(int argc, char **argv) {
               FailureOr<OpenCLKernelTable> built = buildOpenCLKernelTable(m);
               if (succeeded(built))
                 table = std::move(*built);
-              setOpenCLSubgroupSize(m);
               buildKernelsToLlvmSpvPipeline(pm);
             },
             [&](ModuleOp m) -> FailureOr<std::string> {

@@ -663,6 +663,28 @@ def MmaToNvvmPass : Pass<"txl-mma-to-nvvm", "::mlir::gpu::GPUModuleOp"> {
                            "::mlir::vector::VectorDialect"];
 }
 
+def RequireSubgroupSizePass : Pass<"txl-require-subgroup-size", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Make every kernel require subgroups of 32 work-items (OpenCL)";
+  let description = [{
+    The OpenCL target's first step on the kernels
+    (`txl-kernels-to-llvm-spv-pipeline`): every kernel `gpu.func` gets
+    `intel_reqd_sub_group_size = 32 : i32`, the CUDA warp that the kernels'
+    shuffles and tensor-core fragments assume; `convert-gpu-to-llvm-spv`
+    legalizes `gpu.shuffle` only in such kernels, and Intel's OpenCL runtime
+    then runs them with subgroups of 32. A kernel that already requires
+    another size is an error; functions that are not kernels are left as
+    they are.
+
+    ```mlir
+    // before
+    gpu.func @reduce() kernel { ... }
+    // after
+    gpu.func @reduce() kernel attributes {intel_reqd_sub_group_size = 32 : i32} { ... }
+    ```
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
 def EmulateMmaPass : Pass<"txl-emulate-mma", "::mlir::gpu::GPUModuleOp"> {
   let summary = "Compute the bf16 kernels' nvgpu.mma.sync with subgroup shuffles";
   let description = [{

@@ -146,11 +146,11 @@ void buildKernelsToPtxPipeline(OpPassManager &pm, llvm::StringRef chip,
                                llvm::StringRef ptxFeatures,
                                llvm::StringRef cudaPath);
 /// The kernels' module -> gpu.module of LLVM dialect functions in the
-/// OpenCL (SPIR-V) flavour: --txl-emulate-mma (the bf16 kernels' products
-/// as shuffles), convert-gpu-to-llvm-spv with 64-bit indices,
-/// then the usual conversions to LLVM. Kernels must carry
-/// `intel_reqd_sub_group_size = 32` (setOpenCLSubgroupSize in
-/// GpuKernels.h) for gpu.shuffle to legalize.
+/// OpenCL (SPIR-V) flavour: --txl-require-subgroup-size (every kernel
+/// `intel_reqd_sub_group_size = 32`, without which gpu.shuffle does not
+/// legalize), --txl-emulate-mma (the bf16 kernels' products as shuffles),
+/// convert-gpu-to-llvm-spv with 64-bit indices, then the usual conversions
+/// to LLVM.
 void buildKernelsToLlvmSpvPipeline(OpPassManager &pm);
 
 /// Registers the CPU pipelines (`txl-cpu-pipeline`, `txl-opt-pipeline`,

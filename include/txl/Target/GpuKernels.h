@@ -40,11 +40,6 @@ llvm::StringRef ptxFeatures(llvm::StringRef chip);
 /// null (with an error on `module`) when it has none.
 OwningOpRef<ModuleOp> cloneKernelModule(ModuleOp module);
 
-/// Marks every kernel of `module`'s gpu.modules as requiring subgroups of
-/// 32 work-items (`intel_reqd_sub_group_size`), the CUDA warp size the
-/// kernels' shuffles assume.
-void setOpenCLSubgroupSize(ModuleOp module);
-
 /// The PTX text of the (single) gpu.binary object in `module`, after
 /// buildKernelsToPtxPipeline (Pipelines.h).
 FailureOr<std::string> getPtx(ModuleOp module);
