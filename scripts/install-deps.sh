@@ -10,7 +10,7 @@ PKGS=(
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools clang-22 libclang-rt-22-dev
   libopenmpi-dev openmpi-bin libtomlplusplus-dev libfmt-dev libgtest-dev libgmock-dev libopenblas-dev libcli11-dev nlohmann-json3-dev
   cmake ninja-build python3 python3-pip python3-numpy gnuplot-nox
-  ocl-icd-libopencl1 opencl-c-headers spirv-tools libclblast1
+  ocl-icd-libopencl1 opencl-c-headers spirv-tools libclblast1 libclblast-dev
 )
 
 SUDO=""

@@ -12,23 +12,24 @@ namespace {
 /// CLBlastStatusCode); the OpenCL codes it shares are named by OpenCL's
 /// table.
 constexpr KnownCode kKnownCodes[] = {
-    {-1024, "CLBlastNotImplemented", "routine or option not implemented"},
-    {-1022, "CLBlastInvalidMatrixA", "matrix A is not a valid buffer"},
-    {-1021, "CLBlastInvalidMatrixB", "matrix B is not a valid buffer"},
-    {-1020, "CLBlastInvalidMatrixC", "matrix C is not a valid buffer"},
-    {-1017, "CLBlastInvalidDimension", "m, n and k must be positive"},
-    {-1016, "CLBlastInvalidLeadDimA", "leading dimension of A too small"},
-    {-1015, "CLBlastInvalidLeadDimB", "leading dimension of B too small"},
-    {-1014, "CLBlastInvalidLeadDimC", "leading dimension of C too small"},
-    {-1011, "CLBlastInsufficientMemoryA", "A's buffer is too small"},
-    {-1010, "CLBlastInsufficientMemoryB", "B's buffer is too small"},
-    {-1009, "CLBlastInsufficientMemoryC", "C's buffer is too small"},
-    {-2049, "CLBlastInvalidBatchCount", "the batch count must be positive"},
-    {-2046, "CLBlastInvalidLocalMemUsage",
-     "not enough local memory on the device"},
-    {-2041, "CLBlastDatabaseError", "no tuning entry for the device"},
-    {-2040, "CLBlastUnknownError", "unspecified error"},
-    {-2039, "CLBlastUnexpectedError", "unexpected exception"},
+    TXL_KNOWN_CODE(CLBlastNotImplemented, "routine or option not implemented"),
+    TXL_KNOWN_CODE(CLBlastInvalidMatrixA, "matrix A is not a valid buffer"),
+    TXL_KNOWN_CODE(CLBlastInvalidMatrixB, "matrix B is not a valid buffer"),
+    TXL_KNOWN_CODE(CLBlastInvalidMatrixC, "matrix C is not a valid buffer"),
+    TXL_KNOWN_CODE(CLBlastInvalidDimension, "m, n and k must be positive"),
+    TXL_KNOWN_CODE(CLBlastInvalidLeadDimA, "leading dimension of A too small"),
+    TXL_KNOWN_CODE(CLBlastInvalidLeadDimB, "leading dimension of B too small"),
+    TXL_KNOWN_CODE(CLBlastInvalidLeadDimC, "leading dimension of C too small"),
+    TXL_KNOWN_CODE(CLBlastInsufficientMemoryA, "A's buffer is too small"),
+    TXL_KNOWN_CODE(CLBlastInsufficientMemoryB, "B's buffer is too small"),
+    TXL_KNOWN_CODE(CLBlastInsufficientMemoryC, "C's buffer is too small"),
+    TXL_KNOWN_CODE(CLBlastInvalidBatchCount,
+                   "the batch count must be positive"),
+    TXL_KNOWN_CODE(CLBlastInvalidLocalMemUsage,
+                   "not enough local memory on the device"),
+    TXL_KNOWN_CODE(CLBlastDatabaseError, "no tuning entry for the device"),
+    TXL_KNOWN_CODE(CLBlastUnknownError, "unspecified error"),
+    TXL_KNOWN_CODE(CLBlastUnexpectedError, "unexpected exception"),
 };
 
 } // namespace
@@ -42,7 +43,7 @@ CLBlast::CLBlast(const std::string &library) : library_(library, "CLBlast") {
 }
 
 void CLBlast::check(CLBlastStatusCode status, const char *what) const {
-  if (status == 0)
+  if (status == CLBlastSuccess)
     return;
   if (const KnownCode *known = findKnownCode(kKnownCodes, status))
     failDeviceCall(what, known->name, known->description);
@@ -50,7 +51,8 @@ void CLBlast::check(CLBlastStatusCode status, const char *what) const {
     // An OpenCL code, passed through.
     OpenCL::check(status, what);
   }
-  failDeviceCall(what, fmt::format("CLBlastStatusCode {}", status), nullptr);
+  failDeviceCall(what, fmt::format("CLBlastStatusCode {}", int(status)),
+                 nullptr);
 }
 
 } // namespace txl::rt

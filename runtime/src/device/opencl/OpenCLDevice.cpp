@@ -355,7 +355,6 @@ public:
   void gemm(const GemmDesc &desc) override {
     if (!clblast_)
       clblast_ = std::make_unique<CLBlast>();
-    constexpr int kColMajor = 102, kNoTrans = 111, kTrans = 112;
     auto buffer = [](const GemmMatrix &matrix) {
       return static_cast<cl_mem>(matrix.buffer);
     };
@@ -366,13 +365,15 @@ public:
       zeroMatrices(desc);
     clblast_->check(
         clblast_->CLBlastSgemmStridedBatched(
-            kColMajor, desc.transA ? kTrans : kNoTrans,
-            desc.transB ? kTrans : kNoTrans, size_t(desc.m), size_t(desc.n),
-            size_t(desc.k), desc.alpha, buffer(desc.a), size_t(desc.a.offset),
-            size_t(desc.a.ld), size_t(desc.a.stride), buffer(desc.b),
-            size_t(desc.b.offset), size_t(desc.b.ld), size_t(desc.b.stride),
-            desc.beta, buffer(desc.c), size_t(desc.c.offset), size_t(desc.c.ld),
-            size_t(desc.c.stride), size_t(desc.batch), &queue_, nullptr),
+            CLBlastLayoutColMajor,
+            desc.transA ? CLBlastTransposeYes : CLBlastTransposeNo,
+            desc.transB ? CLBlastTransposeYes : CLBlastTransposeNo,
+            size_t(desc.m), size_t(desc.n), size_t(desc.k), desc.alpha,
+            buffer(desc.a), size_t(desc.a.offset), size_t(desc.a.ld),
+            size_t(desc.a.stride), buffer(desc.b), size_t(desc.b.offset),
+            size_t(desc.b.ld), size_t(desc.b.stride), desc.beta, buffer(desc.c),
+            size_t(desc.c.offset), size_t(desc.c.ld), size_t(desc.c.stride),
+            size_t(desc.batch), &queue_, nullptr),
         describe(desc).c_str());
   }
 

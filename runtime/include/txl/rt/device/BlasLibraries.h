@@ -5,9 +5,9 @@
 // first product runs: a GPU executable starts on a machine without them,
 // and a missing library is one line naming it. Each status code becomes a
 // txl::rt::Error(TXL_UNAVAILABLE) at one boundary (`check`) with the
-// library's name for it. cuBLAS's types and constants are cublas_api.h's
-// (the toolkit's header; the library itself is never linked); CLBlast's,
-// whose header Debian does not ship, are declared here.
+// library's name for it. The types and constants are the libraries' own
+// headers': cublas_api.h (the toolkit's) and clblast_c.h (Debian's
+// libclblast-dev); neither library is linked.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +17,7 @@
 #include "txl/rt/device/OpenCL.h"
 #include "txl/rt/support/DynamicLibrary.h"
 
+#include <clblast_c.h>
 #include <cublas_api.h>
 
 #include <cstdint>
@@ -50,8 +51,6 @@ public:
 private:
   std::unique_ptr<DynamicLibrary> library_;
 };
-
-using CLBlastStatusCode = int;
 
 /// CLBlast (CLBlastSymbols.def), Debian's libclblast1. It links the same
 /// ICD loader (libOpenCL.so.1) the OpenCL backend loaded, so the buffers
