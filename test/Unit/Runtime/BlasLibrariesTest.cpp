@@ -73,19 +73,16 @@ TEST(BlasLibrariesTest, CLBlastCodes) {
   CLBlast clblast;
   EXPECT_NE(clblast.CLBlastSgemmStridedBatched, nullptr);
   clblast.check(CLBlastSuccess, "sgemm");
-  EXPECT_EQ(test::expectError(
-                [&] { clblast.check(CLBlastStatusCode(-1014), "sgemm"); },
-                TXL_UNAVAILABLE, {}),
+  EXPECT_EQ(test::expectError([&] { clblast.check(-1014, "sgemm"); },
+                              TXL_UNAVAILABLE, {}),
             "sgemm: CLBlastInvalidLeadDimC (leading dimension of C too "
             "small)");
-  EXPECT_EQ(
-      test::expectError([&] { clblast.check(CLBlastStatusCode(-4), "sgemm"); },
-                        TXL_UNAVAILABLE, {}),
-      "sgemm: CL_MEM_OBJECT_ALLOCATION_FAILURE (device memory "
-      "exhausted)");
-  EXPECT_EQ(test::expectError(
-                [&] { clblast.check(CLBlastStatusCode(-3000), "sgemm"); },
-                TXL_UNAVAILABLE, {}),
+  EXPECT_EQ(test::expectError([&] { clblast.check(-4, "sgemm"); },
+                              TXL_UNAVAILABLE, {}),
+            "sgemm: CL_MEM_OBJECT_ALLOCATION_FAILURE (device memory "
+            "exhausted)");
+  EXPECT_EQ(test::expectError([&] { clblast.check(-3000, "sgemm"); },
+                              TXL_UNAVAILABLE, {}),
             "sgemm: CLBlastStatusCode -3000");
   std::string missing = test::expectError(
       [] { CLBlast clblast("libtxl-no-clblast.so.1"); }, TXL_UNAVAILABLE, {});

@@ -37,15 +37,14 @@ Cublas::Cublas(std::vector<std::string> candidates)
 #undef TXL_CUBLAS_SYMBOL
 }
 
-void Cublas::check(cublasStatus_t status, const char *what) const {
+void Cublas::check(int status, const char *what) const {
   if (status == 0)
     return;
   const char *name = cublasGetStatusName(status);
   const char *description = cublasGetStatusString(status);
-  failDeviceCall(what,
-                 name ? std::string(name)
-                      : fmt::format("cublasStatus_t {}", int(status)),
-                 description);
+  failDeviceCall(
+      what, name ? std::string(name) : fmt::format("cublasStatus_t {}", status),
+      description);
 }
 
 } // namespace txl::rt

@@ -44,16 +44,16 @@ CudaDriver::CudaDriver(const std::string &library)
 #undef TXL_CUDA_SYMBOL
 }
 
-std::string CudaDriver::errorName(CUresult result) const {
+std::string CudaDriver::errorName(int result) const {
   const char *name = nullptr;
   if (cuGetErrorName(result, &name) == CUDA_SUCCESS && name)
     return name;
   if (const KnownCode *known = findKnownCode(kKnownResults, result))
     return known->name;
-  return fmt::format("CUresult {}", int(result));
+  return fmt::format("CUresult {}", result);
 }
 
-void CudaDriver::check(CUresult result, const char *what) const {
+void CudaDriver::check(int result, const char *what) const {
   if (result == CUDA_SUCCESS)
     return;
   const char *description = nullptr;

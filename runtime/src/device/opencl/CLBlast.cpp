@@ -42,7 +42,7 @@ CLBlast::CLBlast(const std::string &library) : library_(library, "CLBlast") {
 #undef TXL_CLBLAST_SYMBOL
 }
 
-void CLBlast::check(CLBlastStatusCode status, const char *what) const {
+void CLBlast::check(int status, const char *what) const {
   if (status == CLBlastSuccess)
     return;
   if (const KnownCode *known = findKnownCode(kKnownCodes, status))
@@ -51,8 +51,7 @@ void CLBlast::check(CLBlastStatusCode status, const char *what) const {
     // An OpenCL code, passed through.
     OpenCL::check(status, what);
   }
-  failDeviceCall(what, fmt::format("CLBlastStatusCode {}", int(status)),
-                 nullptr);
+  failDeviceCall(what, fmt::format("CLBlastStatusCode {}", status), nullptr);
 }
 
 } // namespace txl::rt

@@ -7,7 +7,9 @@
 // txl::rt::Error(TXL_UNAVAILABLE) at one boundary (`check`) with the
 // library's name for it. The types and constants are the libraries' own
 // headers': cublas_api.h (the toolkit's) and clblast_c.h (Debian's
-// libclblast-dev); neither library is linked.
+// libclblast-dev); neither library is linked. Status codes are taken as
+// the ints they are (a newer library may return one the header's enum
+// does not hold, which must not be loaded as the enum).
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,7 +42,7 @@ public:
   /// Returns when `status` is CUBLAS_STATUS_SUCCESS (0); otherwise throws
   /// Error(TXL_UNAVAILABLE) "<what>: CUBLAS_STATUS_X (<description>)" with
   /// cublasGetStatusName/String.
-  void check(cublasStatus_t status, const char *what) const;
+  void check(int status, const char *what) const;
 
   const std::string &library() const { return library_->path(); }
 
@@ -63,7 +65,7 @@ public:
   /// Error(TXL_UNAVAILABLE) "<what>: <name> (<description>)" from the
   /// runtime's table of CLBlast's codes (its own and OpenCL's), or
   /// "<what>: CLBlastStatusCode <n>".
-  void check(CLBlastStatusCode status, const char *what) const;
+  void check(int status, const char *what) const;
 
   const std::string &library() const { return library_.path(); }
 

@@ -41,10 +41,10 @@ public:
   /// the driver cannot give them (the toolkit's stub libcuda answers every
   /// call with CUDA_ERROR_STUB_LIBRARY), from the runtime's own table of
   /// the codes a user is likely to meet; otherwise "CUresult <n>".
-  void check(CUresult result, const char *what) const;
+  void check(int result, const char *what) const;
 
   /// The name of `result` ("CUDA_ERROR_NO_DEVICE"), by the same rules.
-  std::string errorName(CUresult result) const;
+  std::string errorName(int result) const;
 
   /// The library the table was loaded from.
   const std::string &library() const { return library_.path(); }
