@@ -129,12 +129,12 @@ SmallVector<StringRef, 2> getOptimizerStateNames(StringRef optim);
 /// @grad_squared_norm computes every part in one call, one work-item per
 /// part and one kernel per group of `deviceNormTensors` gradients (the
 /// runtime's TXL_NORM_TENSORS_PER_KERNEL, which the caller passes: group g
-/// writes partials[g * parts + p]), and part p of a tensor is its elements p, p
-/// + parts, p + 2·parts, ... (neighbouring work-items read neighbouring
-/// elements); the runtime runs @optimizer_step, @optimizer_update of every
-/// parameter with the norm as its last result, as part 0 of 1 with those
-/// partials. On the GPU targets with [train] batch_chunk > 1 the module also
-/// gets
+/// writes partials[g * parts + p]), and part p of a tensor is its
+/// elements p, p + parts, p + 2·parts, ... (neighbouring work-items read
+/// neighbouring elements); the runtime runs @optimizer_step, @optimizer_update
+/// of every parameter with the norm as its last result, as part 0 of 1 with
+/// those partials. On the GPU targets with [train] batch_chunk > 1 the
+/// module also gets
 ///
 ///   func.func @accumulate_grads(%g_0..%g_{T-1}, %c_0..%c_{T-1},
 ///                               %scale: f32, %first: i64)
