@@ -620,11 +620,12 @@ txl_status_t txl_session_read_gradients(txl_session_t *session, int64_t offset,
 txl_status_t txl_session_write_gradients(txl_session_t *session, int64_t offset,
                                          int64_t count, const float *data);
 
-/// The GPU targets: the device buffer (a txl_device_* handle) holding
-/// trainable parameter `index`'s gradient for the next update, float32 with
-/// the parameter's shape, for collectives that sum it in place on the
-/// device (NCCL). NULL on the CPU, for a parameter that is not trainable or
-/// out of range, and before the session's first training call.
+/// The buffer of the session's device holding trainable parameter
+/// `index`'s gradient for the next update, float32 with the parameter's
+/// shape, for collectives that sum it in place (NCCL): a txl_device_*
+/// handle on the GPU targets, its host address on the CPU (whose device is
+/// the host). NULL for a parameter that is not trainable or out of range,
+/// and before the session's first training call.
 void *txl_session_device_gradient(txl_session_t *session, int32_t index);
 
 /// The generated schedule (@learning_rate): the lr train.py sets after

@@ -548,10 +548,75 @@ void _mlir_memref_to_llvm_free(void *buffer) {
 
 namespace txl::rt {
 
+namespace {
+
+/// openedDevice: the opened device through the ABI's own entry points, so
+/// that the session's buffers are counted and dry-run like the compiled
+/// code's.
+class OpenedDevice final : public Device {
+public:
+  std::string description() const override { return device().description(); }
+  size_t totalMemory() const override { return device().totalMemory(); }
+  int64_t computeUnits() const override { return device().computeUnits(); }
+  void *nativeStream() const override { return device().nativeStream(); }
+  std::optional<size_t> freeMemory() const override {
+    return device().freeMemory();
+  }
+  void *allocate(size_t bytes) override {
+    return mgpuMemAlloc(bytes, nullptr, false);
+  }
+  void free(void *buffer) override { mgpuMemFree(buffer, nullptr); }
+  void copyToDevice(void *buffer, size_t offsetBytes, const void *host,
+                    size_t bytes) override {
+    txl_device_write(buffer, offsetBytes, host, bytes);
+  }
+  void copyToHost(void *host, const void *buffer, size_t offsetBytes,
+                  size_t bytes) override {
+    txl_device_read(host, buffer, offsetBytes, bytes);
+  }
+  void copyOnDevice(void *dst, size_t dstOffsetBytes, const void *src,
+                    size_t srcOffsetBytes, size_t bytes) override {
+    if (!dryRun)
+      device().copyOnDevice(dst, dstOffsetBytes, src, srcOffsetBytes, bytes);
+  }
+  void fill32(void *buffer, size_t offsetBytes, uint32_t value,
+              size_t count) override {
+    if (!dryRun)
+      device().fill32(buffer, offsetBytes, value, count);
+  }
+  std::unique_ptr<Module> loadModule(std::string_view image) override {
+    return device().loadModule(image);
+  }
+  void launch(Kernel &kernel, const size_t grid[3], const size_t block[3],
+              size_t sharedBytes, void **params, size_t paramCount) override {
+    if (!dryRun)
+      device().launch(kernel, grid, block, sharedBytes, params, paramCount);
+  }
+  void gemm(const GemmDesc &columnMajor) override {
+    if (!dryRun)
+      device().gemm(columnMajor);
+  }
+  void synchronize() override { txl_device_sync(); }
+};
+
+} // namespace
+
+Device &openedDevice() {
+  static OpenedDevice opened;
+  device(); // fails when no device is open
+  return opened;
+}
+
 std::unique_ptr<Device> openDevice(Backend backend, int ordinal) {
-  if (backend == Backend::Cuda)
+  switch (backend) {
+  case Backend::Host:
+    return openHostDevice();
+  case Backend::Cuda:
     return openCudaDevice(ordinal);
-  return openOpenCLDevice(ordinal);
+  case Backend::OpenCL:
+    return openOpenCLDevice(ordinal);
+  }
+  fail(TXL_INVALID_ARGUMENT, "no such backend {}", int(backend));
 }
 
 int64_t attentionKeyParts(int64_t computeUnits, int64_t workgroups,

@@ -174,6 +174,9 @@ public:
   std::optional<size_t> freeMemory() const override {
     return thread_.run([&] { return inner_->freeMemory(); });
   }
+  void *hostAddress(void *buffer) const override {
+    return thread_.run([&] { return inner_->hostAddress(buffer); });
+  }
   void *allocate(size_t bytes) override {
     return thread_.run([&] { return inner_->allocate(bytes); });
   }

@@ -25,14 +25,15 @@ void txl::rt::syncMemory(txl_session &session) {
   if (!session.memsInSlices)
     return;
   const int64_t dModel = session.info->d_model, mlen = session.mlen;
+  session.mems = allocateMemory(session, size_t(mlen * session.batch * dModel));
   for (size_t l = 0; l < session.mems.size(); ++l) {
-    session.mems[l].resize(size_t(mlen * session.batch * dModel));
+    float *view = session.mems[l].map();
     for (const auto &slice : session.kvSlices)
       for (int64_t r = 0; r < mlen; ++r)
         std::copy_n(slice.mems[l].data() + r * slice.count * dModel,
                     slice.count * dModel,
-                    session.mems[l].data() +
-                        (r * session.batch + slice.first) * dModel);
+                    view + (r * session.batch + slice.first) * dModel);
+    session.mems[l].flush();
   }
   session.memsInSlices = false;
 }
@@ -70,7 +71,7 @@ static void updateRHeadK(txl_session &session, int64_t klen, int64_t clampLen) {
   const int64_t hd = info.n_head * info.d_head;
   session.rHeadK.resize(size_t(info.n_layer));
   PackedArgs args;
-  addParameters(args, session, /*device=*/false);
+  addParameters(args, session);
   args.i64(klen);
   args.i64(clampLen);
   for (auto &r : session.rHeadK) {

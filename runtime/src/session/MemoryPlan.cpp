@@ -56,19 +56,26 @@ struct DryRunSession {
     s.segmentGrad = real.segmentGrad;
     s.segmentLogProbs = real.segmentLogProbs;
     s.onDevice = true;
+    s.device = real.device;
     s.loaded = true;
     s.threads = 1;
     s.kvCacheEnabled = false;
     s.mems.resize(size_t(real.info->n_layer + 1));
     for (int32_t i = 0; i < real.info->n_params; ++i)
-      s.deviceParams.push_back(mgpuMemAlloc(
-          size_t(parameterElements(real.info->params[i])) * sizeof(float),
-          nullptr, false));
+      s.params.emplace_back(*s.device,
+                            size_t(parameterElements(real.info->params[i])));
   }
   /// The most bytes held at once since the dry run began.
   size_t end() {
     ended = true;
     s.onDevice = false;
+    // The dry run's buffers go before it ends, which forgets them.
+    s.params.clear();
+    s.mems.clear();
+    s.parkedMemory.clear();
+    s.states.clear();
+    s.grads.clear();
+    s.chunkGrads.clear();
     return txl_device_end_dry_run();
   }
   ~DryRunSession() {
@@ -78,14 +85,10 @@ struct DryRunSession {
 
   /// Replaces the memory by one of `mlen` rows x `batch` columns.
   void setMemory(int64_t mlen, int64_t batch) {
-    freeDevice(s.deviceMems);
-    for (size_t l = 0; l < s.mems.size(); ++l)
-      s.deviceMems.push_back(
-          mgpuMemAlloc(size_t(mlen * batch * s.info->d_model) * sizeof(float),
-                       nullptr, false));
+    s.mems.clear();
+    s.mems = allocateMemory(s, size_t(mlen * batch * s.info->d_model));
     s.mlen = mlen;
     s.batch = batch;
-    s.memsOnHostCurrent = false;
   }
 
   /// One segment of `qlen` rows over the memory, as a run of `kind` runs

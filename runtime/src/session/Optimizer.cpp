@@ -37,7 +37,7 @@ static float deviceOptimizerStep(txl_session &session, double lr, int64_t step,
   const size_t T = session.trainable.size();
   auto addGrads = [&](PackedArgs &args) {
     for (size_t t = 0; t < T; ++t)
-      args.memref(session.deviceGrads[session.trainable[t]],
+      args.memref(session.grads[session.trainable[t]].buffer(),
                   flatShape(session, t));
   };
   PackedArgs norm;
@@ -52,11 +52,11 @@ static float deviceOptimizerStep(txl_session &session, double lr, int64_t step,
 
   PackedArgs args;
   for (size_t t = 0; t < T; ++t)
-    args.memref(session.deviceParams[session.trainable[t]],
+    args.memref(session.params[session.trainable[t]].buffer(),
                 flatShape(session, t));
   addGrads(args);
-  for (size_t s = 0; s < session.deviceStates.size(); ++s)
-    args.memref(session.deviceStates[s], flatShape(session, s % T));
+  for (size_t s = 0; s < session.states.size(); ++s)
+    args.memref(session.states[s].buffer(), flatShape(session, s % T));
   args.f64(lr);
   args.i64(step);
   args.f32(invLossScale);
@@ -65,8 +65,6 @@ static float deviceOptimizerStep(txl_session &session, double lr, int64_t step,
   args.i64(1);
   args.memref(session.deviceScalar, {1});
   txl_optimizer_step(args.data());
-  session.paramsOnHostCurrent = false;
-  session.statesOnHostCurrent = false;
   float gradNorm = 0;
   txl_device_read(&gradNorm, session.deviceScalar, 0, sizeof(float));
   return gradNorm;
@@ -88,7 +86,7 @@ static float hostOptimizerStep(txl_session &session, double lr, int64_t step,
     for (size_t t = 0; t < T; ++t) {
       float square = 0;
       PackedArgs args;
-      args.memref(session.grads[session.trainable[t]].data(),
+      args.memref(session.grads[session.trainable[t]].buffer(),
                   flatShape(session, t));
       args.i64(part);
       args.i64(parts);
@@ -104,12 +102,12 @@ static float hostOptimizerStep(txl_session &session, double lr, int64_t step,
   session.pool.run(parts, [&](int part) {
     for (size_t t = 0; t < T; ++t) {
       PackedArgs args;
-      args.memref(session.params[session.trainable[t]].data(),
+      args.memref(session.params[session.trainable[t]].buffer(),
                   flatShape(session, t));
-      args.memref(session.grads[session.trainable[t]].data(),
+      args.memref(session.grads[session.trainable[t]].buffer(),
                   flatShape(session, t));
       for (size_t s = 0; s < S; ++s)
-        args.memref(session.states[s * T + t].data(), flatShape(session, t));
+        args.memref(session.states[s * T + t].buffer(), flatShape(session, t));
       args.f64(lr);
       args.i64(step);
       args.f32(invLossScale);
@@ -152,6 +150,11 @@ extern "C" txl_status_t txl_session_optimizer_step(txl_session_t *session,
         session->onDevice
             ? deviceOptimizerStep(*session, lr, step, invLossScale)
             : hostOptimizerStep(*session, lr, step, invLossScale, parts);
+    // The update wrote the trainable parameters and the states.
+    for (int32_t i : session->trainable)
+      session->params[i].invalidate();
+    for (DeviceArray &state : session->states)
+      state.invalidate();
     parametersChanged(*session);
   });
 }
@@ -181,10 +184,9 @@ extern "C" txl_status_t txl_session_learning_rate(txl_session_t *session,
   });
 }
 
-/// The host array of optimizer state `state` of parameter `index`, read
-/// back from the device when it is behind.
-static std::vector<float> &optimizerState(txl_session &session, int32_t state,
-                                          int32_t index) {
+/// Optimizer state `state` of parameter `index`.
+static DeviceArray &optimizerState(txl_session &session, int32_t state,
+                                   int32_t index) {
   ensureTrainingState(session);
   const txl_model_info_t &info = *session.info;
   if (state < 0 || state >= info.n_optim_states)
@@ -197,12 +199,6 @@ static std::vector<float> &optimizerState(txl_session &session, int32_t state,
          "parameter index {} has no optimizer state (out of range or not "
          "trainable)",
          index);
-  if (session.onDevice && !session.statesOnHostCurrent) {
-    for (size_t s = 0; s < session.states.size(); ++s)
-      txl_device_read(session.states[s].data(), session.deviceStates[s], 0,
-                      session.states[s].size() * sizeof(float));
-    session.statesOnHostCurrent = true;
-  }
   return session.states[size_t(state) * session.trainable.size() +
                         size_t(it - session.trainable.begin())];
 }
@@ -215,7 +211,7 @@ extern "C" txl_status_t txl_session_optimizer_state(txl_session_t *session,
     requireSession(session);
     if (!out_data)
       fail(TXL_INVALID_ARGUMENT, "txl_session_optimizer_state: null argument");
-    *out_data = optimizerState(*session, state, index).data();
+    *out_data = optimizerState(*session, state, index).map();
   });
 }
 
@@ -228,12 +224,7 @@ extern "C" txl_status_t txl_session_set_optimizer_state(txl_session_t *session,
     if (!data)
       fail(TXL_INVALID_ARGUMENT,
            "txl_session_set_optimizer_state: null argument");
-    std::vector<float> &host = optimizerState(*session, state, index);
-    std::copy_n(data, host.size(), host.begin());
-    if (session->onDevice) {
-      size_t s = size_t(&host - session->states.data());
-      txl_device_write(session->deviceStates[s], 0, host.data(),
-                       host.size() * sizeof(float));
-    }
+    DeviceArray &array = optimizerState(*session, state, index);
+    array.write(data, 0, array.size());
   });
 }

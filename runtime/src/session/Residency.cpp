@@ -1,10 +1,10 @@
-//===- Residency.cpp - A GPU target's device buffers ----------------------===//
+//===- Residency.cpp - The session's arrays on its device -----------------===//
 //
-// On the GPU targets (txl_model_info.backend) the parameters, the
-// memory, the gradients and the optimizer state live on the device for the
-// whole run; the session's host arrays are copies, brought up to date when
-// the C API hands them out. Buffers go through the ABI the compiled code
-// uses (txl/device.h).
+// The parameters, the memory, the gradients and the optimizer state live
+// in buffers of the session's device (DeviceArray: the host device's on the
+// CPU, whose host views are the buffers themselves). A GPU target's segment
+// inputs and outputs are device buffers of the ABI the compiled code uses
+// (txl/device.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +13,7 @@
 #include "txl/rt/session/ModelInfo.h"
 
 #include <cstddef>
+#include <utility>
 #include <vector>
 
 using namespace txl::rt;
@@ -30,57 +31,28 @@ void txl::rt::freeDevice(std::vector<void *> &buffers) {
   buffers.clear();
 }
 
-/// Replaces `device` by copies of the host arrays `host`.
-static void upload(const std::vector<std::vector<float>> &host,
-                   std::vector<void *> &device) {
-  freeDevice(device);
-  for (const auto &array : host)
-    device.push_back(deviceCopy(array.data(), array.size() * sizeof(float)));
+void txl::rt::setParameters(txl_session &session,
+                            const std::vector<std::vector<float>> &values) {
+  std::vector<DeviceArray> params;
+  for (const std::vector<float> &value : values)
+    params.emplace_back(*session.device, value.data(), value.size());
+  session.params = std::move(params);
 }
 
-void txl::rt::uploadParameters(txl_session &session) {
-  if (session.onDevice)
-    upload(session.params, session.deviceParams);
-  session.paramsOnHostCurrent = true;
+std::vector<DeviceArray> txl::rt::allocateMemory(txl_session &session,
+                                                 size_t count) {
+  std::vector<DeviceArray> mems;
+  for (int64_t l = 0; l <= session.info->n_layer; ++l)
+    mems.emplace_back(*session.device, count);
+  return mems;
 }
 
-void txl::rt::readBackParameters(txl_session &session) {
-  if (session.paramsOnHostCurrent)
-    return;
-  for (size_t i = 0; i < session.params.size(); ++i)
-    txl_device_read(session.params[i].data(), session.deviceParams[i], 0,
-                    session.params[i].size() * sizeof(float));
-  session.paramsOnHostCurrent = true;
-}
-
-void txl::rt::uploadMemory(txl_session &session) {
-  if (!session.onDevice)
-    return;
-  upload(session.mems, session.deviceMems);
-  session.memsOnHostCurrent = true;
-}
-
-void txl::rt::readBackMemory(txl_session &session) {
-  if (!session.onDevice || session.memsOnHostCurrent)
-    return;
-  const size_t count =
-      size_t(session.mlen * session.batch * session.info->d_model);
-  for (size_t l = 0; l < session.deviceMems.size(); ++l) {
-    session.mems[l].resize(count);
-    txl_device_read(session.mems[l].data(), session.deviceMems[l], 0,
-                    count * sizeof(float));
-  }
-  session.memsOnHostCurrent = true;
-}
-
-std::vector<void *> txl::rt::allocateDeviceGrads(const txl_session &session) {
+std::vector<DeviceArray> txl::rt::allocateGrads(txl_session &session) {
   const txl_model_info_t &info = *session.info;
-  std::vector<void *> grads(info.n_params, nullptr);
+  std::vector<DeviceArray> grads(size_t(info.n_params));
   for (int32_t i = 0; i < info.n_params; ++i)
-    if (info.params[i].trainable) {
-      size_t count = size_t(parameterElements(info.params[i]));
-      grads[i] = mgpuMemAlloc(count * sizeof(float), nullptr, false);
-      mgpuMemset32(grads[i], 0, count, nullptr);
-    }
+    if (info.params[i].trainable)
+      grads[size_t(i)] = DeviceArray::zeros(
+          *session.device, size_t(parameterElements(info.params[i])));
   return grads;
 }

@@ -5,8 +5,9 @@
 // packed convention (args[i] points at argument i: an MLIR memref descriptor
 // {allocated, aligned, offset, sizes[rank], strides[rank]} or a scalar). On
 // the CPU the batch columns run as parallel slices, each with its own memory;
-// on a GPU target the parameters and the memory stay on the device, and the
-// descriptors carry device buffer handles (Residency.cpp).
+// on a GPU target the batch runs as one call. The parameters and the memory
+// are arrays of the session's device (Residency.cpp), whose buffer handles
+// the descriptors carry: host addresses on the CPU.
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,13 +45,11 @@ static void scatterColumns(const float *src, int64_t rows, int64_t batch,
                 dst + (r * batch + first) * inner);
 }
 
-void txl::rt::addParameters(PackedArgs &args, const txl_session &session,
-                            bool device) {
+void txl::rt::addParameters(PackedArgs &args, const txl_session &session) {
   const txl_model_info_t &info = *session.info;
   for (int32_t i = 0; i < info.n_params; ++i) {
     const txl_param_info_t &p = info.params[i];
-    args.memref(device ? session.deviceParams[i]
-                       : static_cast<const void *>(session.params[i].data()),
+    args.memref(session.params[i].buffer(),
                 std::vector<int64_t>(p.shape, p.shape + p.rank));
   }
 }
@@ -72,7 +71,7 @@ void txl::rt::callEntry(const txl_session &session, txl_segment_fn entry,
   // Objective "alrfou"'s backward segment (runtime.h).
   const bool alrfou = !call.grads.empty() && isAlRfouObjective(info);
   PackedArgs args;
-  addParameters(args, session, /*device=*/false);
+  addParameters(args, session);
   args.memref(call.data, {qlen, call.batch});
   const bool logProbs = !call.target; // txl_segment_log_probs (runtime.h)
   if (!logProbs)
@@ -139,7 +138,7 @@ static void runSegmentOnDevice(txl_session &session, txl_segment_fn entry,
                                const int64_t *data, const int64_t *target,
                                int64_t qlen, int64_t newMlen,
                                const txl_run_options_t &options, float *outNll,
-                               const std::vector<void *> *grads,
+                               std::vector<DeviceArray> *grads,
                                float *lossParts) {
   const txl_model_info_t &info = *session.info;
   const int64_t batch = session.batch, dModel = info.d_model;
@@ -162,18 +161,16 @@ static void runSegmentOnDevice(txl_session &session, txl_segment_fn entry,
       parts.push_back(mgpuMemAlloc(tokens * sizeof(float), nullptr, false));
   }
   void *nll = mgpuMemAlloc(tokens * width * sizeof(float), nullptr, false);
-  std::vector<void *> newMems;
-  for (int64_t l = 0; l <= info.n_layer; ++l)
-    newMems.push_back(mgpuMemAlloc(
-        size_t(newMlen * batch * dModel) * sizeof(float), nullptr, false));
+  std::vector<DeviceArray> newMems =
+      allocateMemory(session, size_t(newMlen * batch * dModel));
 
   PackedArgs args;
-  addParameters(args, session, /*device=*/true);
+  addParameters(args, session);
   args.memref(inputs[0], {qlen, batch});
   if (target)
     args.memref(inputs[1], {qlen + (alrfou ? 1 : 0), batch});
-  for (void *m : session.deviceMems)
-    args.memref(m, {session.mlen, batch, dModel});
+  for (const DeviceArray &m : session.mems)
+    args.memref(m.buffer(), {session.mlen, batch, dModel});
   addRunScalars(args, options, options.dropout_column);
   if (alrfou) {
     args.memref(inputs[2], {2 * info.n_layer});
@@ -185,18 +182,21 @@ static void runSegmentOnDevice(txl_session &session, txl_segment_fn entry,
     args.memref(nll, {qlen, batch});
   else
     args.memref(nll, {qlen, batch, info.n_token});
-  for (void *m : newMems)
-    args.memref(m, {newMlen, batch, dModel});
+  for (const DeviceArray &m : newMems)
+    args.memref(m.buffer(), {newMlen, batch, dModel});
   for (void *part : parts)
     args.memref(part, {qlen, batch});
   if (grads)
     for (int32_t i = 0; i < info.n_params; ++i) {
       const txl_param_info_t &p = info.params[i];
       if (p.trainable)
-        args.memref((*grads)[i],
+        args.memref((*grads)[i].buffer(),
                     std::vector<int64_t>(p.shape, p.shape + p.rank));
     }
   entry(args.data());
+  if (grads)
+    for (DeviceArray &grad : *grads)
+      grad.invalidate();
 
   txl_device_read(outNll, nll, 0, tokens * width * sizeof(float));
   for (size_t part = 0; part < parts.size(); ++part)
@@ -205,10 +205,10 @@ static void runSegmentOnDevice(txl_session &session, txl_segment_fn entry,
   mgpuMemFree(nll, nullptr);
   freeDevice(parts);
   freeDevice(inputs);
-  freeDevice(session.deviceMems);
-  session.deviceMems = std::move(newMems);
+  for (DeviceArray &m : newMems)
+    m.invalidate();
+  session.mems = std::move(newMems);
   session.mlen = newMlen;
-  session.memsOnHostCurrent = false;
 }
 
 std::vector<int64_t> txl::rt::sliceBounds(const txl_session &session,
@@ -225,10 +225,9 @@ void txl::rt::runSegment(txl_session_t *session, const int64_t *data,
                          const int64_t *target, int64_t qlen, int64_t batch,
                          const txl_run_options_t *options, float *out_nll,
                          float *const *outGrads,
-                         const std::vector<void *> *intoDeviceGrads,
-                         bool logProbs) {
+                         std::vector<DeviceArray> *intoGrads, bool logProbs) {
   requireSession(session);
-  const bool backward = outGrads || intoDeviceGrads;
+  const bool backward = outGrads || intoGrads;
   validateSegment(*session, data, target, qlen, batch, options, out_nll,
                   backward, outGrads, logProbs);
   const txl_model_info_t &info = *session->info;
@@ -262,42 +261,45 @@ void txl::rt::runSegment(txl_session_t *session, const int64_t *data,
   const int64_t mlen = session->mlen;
   const int64_t newMlen = std::min(options->mem_len, mlen + qlen);
   const int64_t layers = info.n_layer + 1;
-  // An empty memory or output still needs a valid (non-null) pointer.
-  static float emptyMemory = 0.0f;
-  std::vector<std::vector<float>> newMems(layers);
-  for (auto &m : newMems)
-    m.resize(std::max<int64_t>(newMlen * batch * dModel, 1));
 
   if (session->onDevice) {
-    if (intoDeviceGrads) {
+    if (intoGrads) {
       runSegmentOnDevice(*session, entry, data, target, qlen, newMlen, *options,
-                         out_nll, intoDeviceGrads, lossParts);
+                         out_nll, intoGrads, lossParts);
       return;
     }
-    // Host gradients: through temporary device buffers, read back.
-    std::vector<void *> grads;
+    // Host gradients: through temporary device arrays, read back.
+    std::vector<DeviceArray> grads;
     if (outGrads)
-      grads = allocateDeviceGrads(*session);
+      grads = allocateGrads(*session);
     runSegmentOnDevice(*session, entry, data, target, qlen, newMlen, *options,
                        out_nll, outGrads ? &grads : nullptr, lossParts);
     for (int32_t i = 0; outGrads && i < info.n_params; ++i)
-      if (grads[i])
-        txl_device_read(outGrads[i], grads[i], 0,
-                        size_t(parameterElements(info.params[i])) *
-                            sizeof(float));
-    freeDevice(grads);
+      if (grads[i].buffer())
+        grads[i].read(outGrads[i], 0, grads[i].size());
     return;
   }
+  // Gradients into the session's arrays: through their host views.
+  std::vector<float *> gradViews;
+  if (intoGrads) {
+    for (DeviceArray &grad : *intoGrads)
+      gradViews.push_back(grad.map());
+    outGrads = gradViews.data();
+  }
+  // Every layer's memory after the segment (an array of 0 floats still has
+  // a valid, non-null host view).
+  std::vector<DeviceArray> newMems =
+      allocateMemory(*session, size_t(newMlen * batch * dModel));
   const int slices =
       static_cast<int>(std::min<int64_t>(std::max(session->threads, 1), batch));
   if (slices == 1) {
     setBlasThreads(session->threads);
     SliceCall call{data,    target, batch, {}, options->dropout_column,
                    out_nll, {},     {}};
-    for (auto &m : session->mems)
-      call.mems.push_back(m.empty() ? &emptyMemory : m.data());
-    for (auto &m : newMems)
-      call.newMems.push_back(m.data());
+    for (DeviceArray &m : session->mems)
+      call.mems.push_back(m.map());
+    for (DeviceArray &m : newMems)
+      call.newMems.push_back(m.map());
     if (outGrads)
       call.grads.assign(outGrads, outGrads + info.n_params);
     call.lossParts = lossParts;
@@ -317,6 +319,13 @@ void txl::rt::runSegment(txl_session_t *session, const int64_t *data,
           if (info.params[i].trainable)
             perParam[i].resize(session->params[i].size());
       }
+    }
+    // The host views, taken before the threads share them.
+    std::vector<const float *> oldViews;
+    std::vector<float *> newViews;
+    for (int64_t l = 0; l < layers; ++l) {
+      oldViews.push_back(session->mems[l].map());
+      newViews.push_back(newMems[l].map());
     }
     session->pool.run(slices, [&](int s) {
       const int64_t b0 = first[s], nb = first[s + 1] - first[s];
@@ -343,7 +352,7 @@ void txl::rt::runSegment(txl_session_t *session, const int64_t *data,
       for (int64_t l = 0; l < layers; ++l) {
         mems[l].resize(std::max<int64_t>(mlen * nb * dModel, 1));
         if (mlen)
-          gatherColumns(session->mems[l].data(), mlen, batch, dModel, b0, nb,
+          gatherColumns(oldViews[l], mlen, batch, dModel, b0, nb,
                         mems[l].data());
         call.mems.push_back(mems[l].data());
         outMems[l].resize(std::max<int64_t>(newMlen * nb * dModel, 1));
@@ -362,7 +371,7 @@ void txl::rt::runSegment(txl_session_t *session, const int64_t *data,
       for (int64_t l = 0; l < layers; ++l)
         if (newMlen)
           scatterColumns(outMems[l].data(), newMlen, batch, dModel, b0, nb,
-                         newMems[l].data());
+                         newViews[l]);
     });
     if (outGrads) {
       // Sum the slices' gradients in slice order (deterministic), each
@@ -393,8 +402,11 @@ void txl::rt::runSegment(txl_session_t *session, const int64_t *data,
     }
   }
 
-  for (auto &m : newMems)
-    m.resize(newMlen * batch * dModel);
+  for (DeviceArray &m : newMems)
+    m.flush();
+  if (intoGrads)
+    for (DeviceArray &grad : *intoGrads)
+      grad.flush();
   session->mems = std::move(newMems);
   session->mlen = newMlen;
 }

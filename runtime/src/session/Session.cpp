@@ -3,8 +3,9 @@
 // txl_session_create and the parameters and memory of a session
 // (runtime.h): the checkpoint or initialisation the parameters come from,
 // the memory of every layer and its slots (train.py's one `mems` per batch
-// chunk). For the GPU targets (txl_model_info.backend) the session
-// opens the device when it is created. SessionState.h lists the other
+// chunk), all in buffers of the session's device: the host device on the
+// CPU; for the GPU targets (txl_model_info.backend) the device the session
+// opens when it is created. SessionState.h lists the other
 // files of the session.
 //
 //===----------------------------------------------------------------------===//
@@ -84,7 +85,11 @@ extern "C" txl_status_t txl_session_create(const txl_model_info_t *info,
       if (status != TXL_OK)
         throw Error(static_cast<txl_status_code_t>(status), error);
       session->onDevice = true;
+      session->device = &openedDevice();
       std::fprintf(stderr, "device: %s\n", txl_device_description());
+    } else {
+      session->hostDevice = openHostDevice();
+      session->device = session->hostDevice.get();
     }
     *out_session = session.release();
   });
@@ -115,11 +120,10 @@ extern "C" txl_status_t txl_session_load_checkpoint(txl_session_t *session,
       fail(TXL_INVALID_ARGUMENT, "null checkpoint path");
     ModelParameters loaded =
         readModelParameters(path, *session->info, session->allowExtraTensors);
-    session->params = std::move(loaded.values);
+    setParameters(*session, loaded.values);
     session->loaded = true;
     session->missingTrainingOnly = std::move(loaded.missingTrainingOnly);
     parametersChanged(*session);
-    uploadParameters(*session);
   });
 }
 
@@ -141,11 +145,10 @@ extern "C" txl_status_t txl_session_init_parameters(txl_session_t *session,
       params[i].resize(size_t(parameterElements(info.params[i])));
       initParameter(info, i, seed, params[i].data());
     }
-    session->params = std::move(params);
+    setParameters(*session, params);
     session->loaded = true;
     session->missingTrainingOnly.clear();
     parametersChanged(*session);
-    uploadParameters(*session);
   });
 }
 
@@ -160,10 +163,9 @@ extern "C" txl_status_t txl_session_parameter(txl_session_t *session,
     if (index < 0 || index >= session->info->n_params)
       fail(TXL_INVALID_ARGUMENT, "parameter index {} out of range [0, {})",
            index, session->info->n_params);
-    readBackParameters(*session);
     // The caller may write through the pointer.
     parametersChanged(*session);
-    *out_data = session->params[index].data();
+    *out_data = session->params[index].map();
   });
 }
 
@@ -185,18 +187,16 @@ extern "C" txl_status_t txl_session_set_memory(txl_session_t *session,
            "fit in memory",
            mlen, batch, mlen, batch, info.d_model);
     size_t count = static_cast<size_t>(elements);
-    std::vector<std::vector<float>> mems(info.n_layer + 1);
-    for (int64_t l = 0; l <= info.n_layer; ++l) {
+    for (int64_t l = 0; l <= info.n_layer; ++l)
       if (count && (!layers || !layers[l]))
         fail(TXL_INVALID_ARGUMENT, "no memory given for layer {}", l);
-      if (count)
-        mems[l].assign(layers[l], layers[l] + count);
-    }
+    std::vector<DeviceArray> mems = allocateMemory(*session, count);
+    for (int64_t l = 0; l <= info.n_layer; ++l)
+      mems[l].write(layers ? layers[l] : nullptr, 0, count);
     discardKvCache(*session);
     session->mems = std::move(mems);
     session->mlen = mlen;
     session->batch = batch;
-    uploadMemory(*session);
   });
 }
 
@@ -207,13 +207,11 @@ extern "C" txl_status_t txl_session_reset_memory(txl_session_t *session,
     if (batch <= 0)
       fail(TXL_INVALID_ARGUMENT, "batch size must be positive, got {}", batch);
     discardKvCache(*session);
-    for (auto &m : session->mems)
-      m.clear();
+    session->mems = allocateMemory(*session, 0);
     session->mlen = 0;
     session->batch = batch;
     // An empty memory has an empty cache.
     session->kvValid = true;
-    uploadMemory(*session);
   });
 }
 
@@ -234,8 +232,6 @@ extern "C" txl_status_t txl_session_select_memory(txl_session_t *session,
     from.mems = std::move(s.mems);
     from.mlen = s.mlen;
     from.batch = s.batch;
-    from.deviceMems = std::move(s.deviceMems);
-    from.memsOnHostCurrent = s.memsOnHostCurrent;
     auto &to = s.parkedMemory[size_t(slot)];
     s.mems = std::move(to.mems);
     // A slot never used holds no memory and no batch size: runs refuse it
@@ -243,8 +239,6 @@ extern "C" txl_status_t txl_session_select_memory(txl_session_t *session,
     s.mems.resize(size_t(s.info->n_layer + 1));
     s.mlen = to.mlen;
     s.batch = to.batch;
-    s.deviceMems = std::move(to.deviceMems);
-    s.memsOnHostCurrent = to.memsOnHostCurrent;
     to = {};
     s.memorySlot = slot;
   });
@@ -262,8 +256,7 @@ extern "C" txl_status_t txl_session_memory(txl_session_t *session,
       fail(TXL_INVALID_ARGUMENT, "memory layer {} out of range [0, {}]", layer,
            session->info->n_layer);
     syncMemory(*session);
-    readBackMemory(*session);
-    *out_data = session->mems[layer].data();
+    *out_data = session->mems[layer].map();
     *out_mlen = session->mlen;
   });
 }

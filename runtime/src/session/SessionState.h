@@ -6,7 +6,7 @@
 //   Session.cpp     creation, threads, parameters in (checkpoint, init),
 //                   the memory and its slots
 //   Validation.cpp  the C API's argument checks
-//   Residency.cpp   what lives on a GPU target's device and its host copies
+//   Residency.cpp   the arrays on the session's device (DeviceArray)
 //   Segment.cpp     a segment through the generated entries: batch slices,
 //                   the device path, txl_session_run_segment*
 //   KvCache.cpp     the key/value cache (runtime.h)
@@ -23,11 +23,14 @@
 #include "KvCache.h"
 
 #include "txl/device.h"
+#include "txl/rt/device/Device.h"
+#include "txl/rt/session/DeviceArray.h"
 #include "txl/rt/session/MemRef.h"
 #include "txl/rt/support/WorkerPool.h"
 #include "txl/runtime.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -41,14 +44,20 @@ struct txl_session {
   txl_segment_fn segmentGrad = nullptr; ///< null: no backward entry linked
   /// null: the model has no distribution entry (txl_segment_log_probs).
   txl_segment_fn segmentLogProbs = nullptr;
-  std::vector<std::vector<float>> params; ///< by txl_param_info_t order
+  /// The device the session's arrays live on: the host device on the CPU
+  /// target (owned by `hostDevice`), the opened device on a GPU target.
+  txl::rt::Device *device = nullptr;
+  std::unique_ptr<txl::rt::Device> hostDevice;
+  std::vector<txl::rt::DeviceArray> params; ///< by txl_param_info_t order
   bool loaded = false;
   /// The first training-only tensor (objective "alrfou"'s auxiliary heads)
   /// the loaded checkpoint left out, now zeros; empty when none. A backward
   /// run then refuses to start.
   std::string missingTrainingOnly;
-  /// mems[l]: [mlen, batch, d_model] row-major, l = 0..n_layer.
-  std::vector<std::vector<float>> mems;
+  /// mems[l]: [mlen, batch, d_model] row-major, l = 0..n_layer; no
+  /// buffers until the first txl_session_reset_memory or
+  /// txl_session_set_memory.
+  std::vector<txl::rt::DeviceArray> mems;
   int64_t mlen = 0, batch = 0;
   /// txl_session_set_threads: slices run in parallel (and BLAS threads when
   /// the batch runs as one slice); the OpenBLAS default until set.
@@ -58,22 +67,16 @@ struct txl_session {
   /// backward only).
   std::vector<std::vector<std::vector<float>>> sliceGrads;
 
-  /// GPU targets (info->backend not the CPU): the parameters and the memory
-  /// live on the device for the whole run (`params` and `mems` above are
-  /// host copies: the parameters as loaded, the memory as last read back).
+  /// A GPU target (info->backend not the CPU): segments run the whole
+  /// batch on the device, the update is @optimizer_step's.
   bool onDevice = false;
-  std::vector<void *> deviceParams;
-  std::vector<void *> deviceMems; ///< [mlen, batch, d_model] per layer
-  bool memsOnHostCurrent = true;
 
   /// The memories not in use (txl_session_select_memory: train.py's one
   /// `mems` per batch chunk), by slot; the fields above are slot
-  /// `memorySlot`'s. On the GPU targets a parked memory stays on the device.
+  /// `memorySlot`'s. A parked memory stays on the device.
   struct ParkedMemory {
-    std::vector<std::vector<float>> mems;
+    std::vector<txl::rt::DeviceArray> mems;
     int64_t mlen = 0, batch = 0;
-    std::vector<void *> deviceMems;
-    bool memsOnHostCurrent = true;
   };
   std::vector<ParkedMemory> parkedMemory;
   int64_t memorySlot = 0;
@@ -95,22 +98,26 @@ struct txl_session {
   /// Training (txl_session_train_segment, txl_session_optimizer_step),
   /// allocated on first use: the update's gradient per parameter (empty for
   /// buffers), one chunk's gradient (batch_chunk > 1), and the optimizer
-  /// states, states[s * T + t] for trainable parameter trainable[t]. On the
-  /// GPU targets they live in the device buffers below, and the host arrays
-  /// hold the last copy read back.
+  /// states, states[s * T + t] for trainable parameter trainable[t], all
+  /// on the session's device. `grads` and `chunkGrads` are by parameter,
+  /// with no buffer for the parameters that are not trainable;
+  /// `chunkGrads` (batch_chunk > 1) holds the gradient of the chunk being
+  /// run before it is added into `grads`.
   std::vector<int32_t> trainable;
-  std::vector<std::vector<float>> grads, chunkGrads, states;
-  std::vector<void *> deviceGrads, deviceStates;
-  /// batch_chunk > 1 on the GPU targets: the gradient of the chunk being
-  /// run, per parameter, before @accumulate_grads adds it into deviceGrads.
-  std::vector<void *> deviceChunkGrads;
+  std::vector<txl::rt::DeviceArray> grads, chunkGrads, states;
   void *devicePartials = nullptr; ///< normPartials(T) floats
   void *deviceScalar = nullptr;   ///< 8 bytes: the norm, the lr
-  bool paramsOnHostCurrent = true, statesOnHostCurrent = true;
   /// txl_session_allow_extra_tensors.
   bool allowExtraTensors = false;
 
   ~txl_session() {
+    // The arrays go before the device that holds them.
+    params.clear();
+    mems.clear();
+    parkedMemory.clear();
+    states.clear();
+    grads.clear();
+    chunkGrads.clear();
     if (onDevice)
       txl_device_close();
   }
@@ -146,18 +153,16 @@ void validateSegment(const txl_session &session, const int64_t *data,
 void *deviceCopy(const void *host, size_t bytes);
 /// Frees every non-null buffer of `buffers` and clears it.
 void freeDevice(std::vector<void *> &buffers);
-/// Uploads the session's parameters (after a load or an initialization).
-void uploadParameters(txl_session &session);
-/// Brings the host copies of the parameters up to date after device
-/// updates.
-void readBackParameters(txl_session &session);
-/// Uploads the host memory (txl_session_set_memory, reset).
-void uploadMemory(txl_session &session);
-/// Brings the host copy of the memory up to date after device segments.
-void readBackMemory(txl_session &session);
-/// Device buffers for the gradient of every trainable parameter (null for
-/// buffers), zeroed.
-std::vector<void *> allocateDeviceGrads(const txl_session &session);
+/// The session's parameters from host arrays (a load or an
+/// initialization), in buffers of its device.
+void setParameters(txl_session &session,
+                   const std::vector<std::vector<float>> &values);
+/// Arrays of `count` floats on the session's device for every layer's
+/// memory (n_layer + 1), their contents undefined.
+std::vector<DeviceArray> allocateMemory(txl_session &session, size_t count);
+/// Arrays on the session's device for the gradient of every parameter,
+/// zeros for the trainable ones and no buffer for the others.
+std::vector<DeviceArray> allocateGrads(txl_session &session);
 
 //===----------------------------------------------------------------------===//
 // Segment.cpp
@@ -189,9 +194,8 @@ struct SliceCall {
 };
 
 /// Adds the parameters to a generated entry's arguments, in the model
-/// table's order: the host arrays, or on a GPU target (`device`) the device
-/// buffers.
-void addParameters(PackedArgs &args, const txl_session &session, bool device);
+/// table's order: their buffers on the session's device.
+void addParameters(PackedArgs &args, const txl_session &session);
 
 /// Adds a forward or backward entry's run-time scalars (runtime.h:
 /// mem_len, clamp_len, same_length, dropout_seed, dropout_offset,
@@ -217,17 +221,17 @@ void setBlasThreads(int threads);
 std::vector<int64_t> sliceBounds(const txl_session &session, int64_t batch);
 
 /// One segment through the forward entry, or through the backward entry
-/// when `outGrads` is not null (one float32 buffer per trainable parameter,
-/// in parameter order; entries for buffers are ignored), or, with
-/// `intoDeviceGrads`, into those device gradient buffers (one per
-/// parameter, null for buffers). With `logProbs` (and no target) through
+/// when `outGrads` is not null (one float32 host buffer per trainable
+/// parameter, in parameter order; entries for buffers are ignored), or,
+/// with `intoGrads`, into those arrays of the session's device (one per
+/// parameter, allocateGrads). With `logProbs` (and no target) through
 /// txl_segment_log_probs: `out_nll` receives [qlen, batch, n_token]
 /// log-probabilities.
 void runSegment(txl_session_t *session, const int64_t *data,
                 const int64_t *target, int64_t qlen, int64_t batch,
                 const txl_run_options_t *options, float *out_nll,
                 float *const *outGrads,
-                const std::vector<void *> *intoDeviceGrads = nullptr,
+                std::vector<DeviceArray> *intoGrads = nullptr,
                 bool logProbs = false);
 
 //===----------------------------------------------------------------------===//

@@ -42,22 +42,13 @@ void txl::rt::ensureTrainingState(txl_session &session) {
     if (info.params[i].trainable)
       session.trainable.push_back(i);
   const size_t T = session.trainable.size();
-  session.states.resize(T * size_t(info.n_optim_states));
-  for (size_t s = 0; s < session.states.size(); ++s)
-    session.states[s].assign(
-        size_t(parameterElements(info.params[session.trainable[s % T]])), 0.0f);
-  if (!session.onDevice) {
-    session.grads.resize(info.n_params);
-    for (int32_t i : session.trainable)
-      session.grads[i].resize(session.params[i].size());
+  for (size_t s = 0; s < T * size_t(info.n_optim_states); ++s)
+    session.states.push_back(DeviceArray::zeros(
+        *session.device,
+        size_t(parameterElements(info.params[session.trainable[s % T]]))));
+  session.grads = allocateGrads(session);
+  if (!session.onDevice)
     return;
-  }
-  session.deviceGrads = allocateDeviceGrads(session);
-  for (const std::vector<float> &state : session.states) {
-    void *buffer = mgpuMemAlloc(state.size() * sizeof(float), nullptr, false);
-    mgpuMemset32(buffer, 0, state.size(), nullptr);
-    session.deviceStates.push_back(buffer);
-  }
   session.devicePartials =
       mgpuMemAlloc(size_t(normPartials(T)) * sizeof(float), nullptr, false);
   session.deviceScalar = mgpuMemAlloc(sizeof(double), nullptr, false);
@@ -81,7 +72,7 @@ txl_session_train_segment(txl_session_t *session, const int64_t *data,
     if (session->onDevice) {
       if (chunks == 1) {
         runSegment(session, data, target, qlen, batch, options, out_nll,
-                   nullptr, &session->deviceGrads);
+                   nullptr, &session->grads);
         return;
       }
       // train.py: each chunk's backward of loss / batch_chunk accumulates;
@@ -92,39 +83,37 @@ txl_session_train_segment(txl_session_t *session, const int64_t *data,
              "which this executable lacks; recompile the model with this "
              "txlc",
              chunks);
-      if (session->deviceChunkGrads.empty())
-        session->deviceChunkGrads = allocateDeviceGrads(*session);
+      if (session->chunkGrads.empty())
+        session->chunkGrads = allocateGrads(*session);
       runSegment(session, data, target, qlen, batch, options, out_nll, nullptr,
-                 &session->deviceChunkGrads);
+                 &session->chunkGrads);
       PackedArgs args;
-      for (const std::vector<void *> *list :
-           {&session->deviceGrads, &session->deviceChunkGrads})
+      for (const std::vector<DeviceArray> *list :
+           {&session->grads, &session->chunkGrads})
         for (size_t t = 0; t < session->trainable.size(); ++t)
-          args.memref((*list)[session->trainable[t]], flatShape(*session, t));
+          args.memref((*list)[session->trainable[t]].buffer(),
+                      flatShape(*session, t));
       args.f32(1.0f / static_cast<float>(chunks));
       args.i64(chunk == 0 ? 1 : 0);
       txl_accumulate_grads(args.data());
+      for (int32_t i : session->trainable)
+        session->grads[i].invalidate();
       return;
     }
-    const txl_model_info_t &info = *session->info;
     if (chunks > 1 && session->chunkGrads.empty())
-      session->chunkGrads = session->grads;
-    std::vector<std::vector<float>> &into =
-        chunks > 1 ? session->chunkGrads : session->grads;
-    std::vector<float *> pointers(info.n_params, nullptr);
-    for (int32_t i : session->trainable)
-      pointers[i] = into[i].data();
-    runSegment(session, data, target, qlen, batch, options, out_nll,
-               pointers.data());
+      session->chunkGrads = allocateGrads(*session);
+    runSegment(session, data, target, qlen, batch, options, out_nll, nullptr,
+               chunks > 1 ? &session->chunkGrads : &session->grads);
     if (chunks == 1)
       return;
     // train.py: each chunk's backward of loss / batch_chunk accumulates.
     const float scale = 1.0f / static_cast<float>(chunks);
     for (int32_t i : session->trainable) {
-      std::vector<float> &total = session->grads[i];
-      const std::vector<float> &part = session->chunkGrads[i];
-      for (size_t k = 0; k < total.size(); ++k)
+      float *total = session->grads[i].map();
+      const float *part = session->chunkGrads[i].map();
+      for (size_t k = 0; k < session->grads[i].size(); ++k)
         total[k] = chunk == 0 ? part[k] * scale : total[k] + part[k] * scale;
+      session->grads[i].flush();
     }
   });
 }
@@ -168,10 +157,9 @@ static void forGradientRange(txl_session &session, int64_t offset,
 
 extern "C" void *txl_session_device_gradient(txl_session_t *session,
                                              int32_t index) {
-  if (!session || !session->onDevice || index < 0 ||
-      size_t(index) >= session->deviceGrads.size())
+  if (!session || index < 0 || size_t(index) >= session->grads.size())
     return nullptr;
-  return session->deviceGrads[size_t(index)];
+  return session->grads[size_t(index)].buffer();
 }
 
 extern "C" txl_status_t txl_session_read_gradients(txl_session_t *session,
@@ -181,13 +169,8 @@ extern "C" txl_status_t txl_session_read_gradients(txl_session_t *session,
     requireSession(session);
     forGradientRange(*session, offset, count, out,
                      [&](int32_t i, int64_t begin, int64_t n, int64_t at) {
-                       if (session->onDevice)
-                         txl_device_read(out + at, session->deviceGrads[i],
-                                         size_t(begin) * sizeof(float),
-                                         size_t(n) * sizeof(float));
-                       else
-                         std::copy_n(session->grads[i].data() + begin, n,
-                                     out + at);
+                       session->grads[i].read(out + at, size_t(begin),
+                                              size_t(n));
                      });
   });
 }
@@ -200,13 +183,8 @@ extern "C" txl_status_t txl_session_write_gradients(txl_session_t *session,
     requireSession(session);
     forGradientRange(*session, offset, count, data,
                      [&](int32_t i, int64_t begin, int64_t n, int64_t at) {
-                       if (session->onDevice)
-                         txl_device_write(session->deviceGrads[i],
-                                          size_t(begin) * sizeof(float),
-                                          data + at, size_t(n) * sizeof(float));
-                       else
-                         std::copy_n(data + at, n,
-                                     session->grads[i].data() + begin);
+                       session->grads[i].write(data + at, size_t(begin),
+                                               size_t(n));
                      });
   });
 }

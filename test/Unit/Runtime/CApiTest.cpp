@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -192,6 +193,36 @@ TEST(CApiTest, GradientRangesAreChecked) {
   }
   EXPECT_EQ(take(txl_session_read_gradients(session, 0, 1, nullptr)).first,
             TXL_INVALID_ARGUMENT);
+  txl_session_release(session);
+}
+
+// The CPU target's device is the host (Device.h): a gradient's buffer is
+// its host address, holding what txl_session_write_gradients wrote and
+// read by txl_session_read_gradients; a parameter's view is its buffer.
+TEST(CApiTest, CpuArraysAreHostBuffers) {
+  txl_param_info_t param;
+  txl_model_info_t info = oneParameterModel(param);
+  txl_session_t *session = nullptr;
+  ASSERT_EQ(take(txl_session_create(&info, nullptr, &session)).first, TXL_OK);
+  ASSERT_EQ(take(txl_session_init_parameters(session, 1)).first, TXL_OK);
+  EXPECT_EQ(txl_session_device_gradient(session, 0), nullptr)
+      << "no training state yet";
+  const float in[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  ASSERT_EQ(take(txl_session_write_gradients(session, 0, 8, in)).first, TXL_OK);
+  auto *grad = static_cast<float *>(txl_session_device_gradient(session, 0));
+  ASSERT_NE(grad, nullptr);
+  EXPECT_EQ(std::vector<float>(grad, grad + 8), std::vector<float>(in, in + 8));
+  grad[3] = 40;
+  float out = 0;
+  ASSERT_EQ(take(txl_session_read_gradients(session, 3, 1, &out)).first,
+            TXL_OK);
+  EXPECT_EQ(out, 40);
+  EXPECT_EQ(txl_session_device_gradient(session, 1), nullptr);
+  EXPECT_EQ(txl_session_device_gradient(session, -1), nullptr);
+  float *first = nullptr, *second = nullptr;
+  ASSERT_EQ(take(txl_session_parameter(session, 0, &first)).first, TXL_OK);
+  ASSERT_EQ(take(txl_session_parameter(session, 0, &second)).first, TXL_OK);
+  EXPECT_EQ(first, second);
   txl_session_release(session);
 }
 

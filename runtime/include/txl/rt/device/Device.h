@@ -1,15 +1,17 @@
 //===- Device.h - One GPU (or OpenCL device) and its queue ------*- C++ -*-===//
 //
-// The device layer of the GPU targets: one device, one in-order queue,
-// buffers, kernel modules and launches, behind one interface with a CUDA
-// and an OpenCL backend (no MLIR in it). The code txlc generates reaches it
-// through the C functions of txl/device.h, which keep the names and
-// signatures of MLIR's GPU runtime ABI (mgpu*); the runtime's sessions use
-// it directly.
+// The device layer: one device, one in-order queue, buffers, kernel
+// modules and launches, behind one interface with a host (the CPU target),
+// a CUDA and an OpenCL backend (no MLIR in it). The code txlc generates for
+// the GPU targets reaches it through the C functions of txl/device.h, which
+// keep the names and signatures of MLIR's GPU runtime ABI (mgpu*); the
+// runtime's sessions hold their arrays in its buffers on every target.
 //
 // Buffers are opaque handles (`void *`): a CUdeviceptr on CUDA, a cl_mem on
-// OpenCL. Compiled code only copies them and adds element offsets beside
-// them (memref descriptors), never dereferences or offsets the handle.
+// OpenCL, the host address on the host device. Compiled GPU code only
+// copies them and adds element offsets beside them (memref descriptors),
+// never dereferences or offsets the handle; the host device's are the
+// pointers its compiled host code takes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -50,7 +52,8 @@ public:
 
 /// One device and its in-order queue. Every operation is enqueued and
 /// returns without waiting, except the copies to the host and
-/// `synchronize`; every failure throws Error(TXL_UNAVAILABLE) with the
+/// `synchronize` (the host device's queue is the caller: everything is done
+/// when it returns); every failure throws Error(TXL_UNAVAILABLE) with the
 /// API's error name.
 class Device {
 public:
@@ -70,6 +73,14 @@ public:
   /// Free device memory in bytes as the driver reports it, or nullopt
   /// when the API has no such query (OpenCL).
   virtual std::optional<size_t> freeMemory() const = 0;
+  /// The host address of `buffer`'s first byte where the device's memory is
+  /// the host's (the host device: its buffers are their addresses, read and
+  /// written in place); null where a buffer is reached only through copies
+  /// (CUDA, OpenCL).
+  virtual void *hostAddress(void *buffer) const {
+    (void)buffer;
+    return nullptr;
+  }
 
   virtual void *allocate(size_t bytes) = 0;
   /// Frees after the work enqueued so far (stream order).
@@ -105,14 +116,23 @@ public:
   virtual void synchronize() = 0;
 };
 
-/// The backends a GPU executable can run on.
-enum class Backend { Cuda, OpenCL };
+/// The backends: the CPU (the host device) and the GPU targets'.
+enum class Backend { Host, Cuda, OpenCL };
 
 /// Opens device `ordinal` of `backend` with its queue. Throws
 /// Error(TXL_UNAVAILABLE) with one line naming what is missing: "no CUDA
 /// driver: dlopen(libcuda.so.1) failed: ...", "no OpenCL platform: ...",
-/// "no OpenCL device with SPIR-V ...".
+/// "no OpenCL device with SPIR-V ...". The host device is the one device
+/// of Backend::Host (`ordinal` unused there).
 std::unique_ptr<Device> openDevice(Backend backend, int ordinal = 0);
+
+/// The device txl_device_open opened (txl/device.h), the one a GPU
+/// target's compiled code runs on, as a Device whose allocations go through
+/// mgpuMemAlloc and mgpuMemFree (counted by txl_device_memory, backed by
+/// nothing during a dry run) and whose copies, fills, launches and products
+/// do nothing during a dry run, as the compiled code's. Throws
+/// Error(TXL_UNAVAILABLE) when no device is open.
+Device &openedDevice();
 
 /// The device `open` returns, with every call of it, of its modules and of
 /// their kernels (and its construction and destruction) made on one thread
@@ -125,7 +145,8 @@ std::unique_ptr<Device> openDevice(Backend backend, int ordinal = 0);
 std::unique_ptr<Device>
 bindToThread(const std::function<std::unique_ptr<Device>()> &open);
 
-/// The backends (OpenCLDevice.cpp, CudaDevice.cpp).
+/// The backends (HostDevice.cpp, OpenCLDevice.cpp, CudaDevice.cpp).
+std::unique_ptr<Device> openHostDevice();
 std::unique_ptr<Device> openOpenCLDevice(int ordinal);
 std::unique_ptr<Device> openCudaDevice(int ordinal);
 

@@ -1,0 +1,251 @@
+//===- HostDeviceTest.cpp - The CPU as a device, and DeviceArray ----------===//
+//
+// The host device (Device.h): buffers are aligned host addresses, copies
+// and fills honour their offsets, products match a plain triple loop
+// (batched, transposed, through enqueueGemm's row-major convention), and
+// module loads and launches are refused by name. DeviceArray on it maps to
+// the buffer itself; on a device reached only through copies (a counting
+// wrapper of the host device that hides the addresses) it reads back once
+// per device write and sends its copy back on flush, counted.
+//
+//===----------------------------------------------------------------------===//
+
+#include "txl/rt/device/Device.h"
+#include "txl/rt/device/Gemm.h"
+#include "txl/rt/session/DeviceArray.h"
+#include "txl/rt/support/Status.h"
+
+#include "TestUtil.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+namespace txl::rt {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(HostDeviceTest, BuffersAreAlignedHostAddresses) {
+  std::unique_ptr<Device> device = openDevice(Backend::Host);
+  EXPECT_THAT(device->description(), HasSubstr("host CPU"));
+  EXPECT_GE(device->computeUnits(), 1);
+  EXPECT_GT(device->totalMemory(), size_t(0));
+  void *empty = device->allocate(0), *other = device->allocate(0);
+  ASSERT_NE(empty, nullptr);
+  EXPECT_NE(empty, other);
+  void *buffer = device->allocate(100);
+  EXPECT_EQ(device->hostAddress(buffer), buffer);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(buffer) % 64, 0u);
+  for (void *b : {empty, other, buffer})
+    device->free(b);
+}
+
+TEST(HostDeviceTest, CopiesAndFillsHonourOffsets) {
+  std::unique_ptr<Device> device = openHostDevice();
+  const float in[4] = {1, 2, 3, 4};
+  auto *a = static_cast<float *>(device->allocate(8 * sizeof(float)));
+  auto *b = static_cast<float *>(device->allocate(8 * sizeof(float)));
+  device->fill32(a, 0, 0, 8);
+  uint32_t bits;
+  float minusOne = -1;
+  std::memcpy(&bits, &minusOne, sizeof(bits));
+  device->fill32(b, 0, bits, 8);
+  device->copyToDevice(a, 2 * sizeof(float), in, sizeof(in));
+  EXPECT_THAT(std::vector<float>(a, a + 8),
+              ::testing::ElementsAre(0, 0, 1, 2, 3, 4, 0, 0));
+  device->copyOnDevice(b, 1 * sizeof(float), a, 3 * sizeof(float),
+                       2 * sizeof(float));
+  EXPECT_THAT(std::vector<float>(b, b + 4),
+              ::testing::ElementsAre(-1, 2, 3, -1));
+  float out[2] = {};
+  device->copyToHost(out, a, 4 * sizeof(float), sizeof(out));
+  EXPECT_THAT(out, ::testing::ElementsAre(3, 4));
+  device->synchronize();
+  device->free(a);
+  device->free(b);
+}
+
+/// Row-major C_b = op(A_b) op(B_b) by a triple loop.
+std::vector<float> reference(const GemmDesc &d, const std::vector<float> &a,
+                             const std::vector<float> &b) {
+  std::vector<float> c(size_t(d.batch * d.c.stride));
+  for (int64_t batch = 0; batch < d.batch; ++batch)
+    for (int64_t i = 0; i < d.m; ++i)
+      for (int64_t j = 0; j < d.n; ++j) {
+        double sum = 0;
+        for (int64_t k = 0; k < d.k; ++k) {
+          float x = d.transA ? a[batch * d.a.stride + k * d.a.ld + i]
+                             : a[batch * d.a.stride + i * d.a.ld + k];
+          float y = d.transB ? b[batch * d.b.stride + j * d.b.ld + k]
+                             : b[batch * d.b.stride + k * d.b.ld + j];
+          sum += double(x) * double(y);
+        }
+        c[batch * d.c.stride + i * d.c.ld + j] = float(sum);
+      }
+  return c;
+}
+
+/// enqueueGemm on the host device of a batch of 2 row-major products with
+/// A transposed, against `reference`; returns the largest difference.
+float productError(GemmDesc::Inputs inputs) {
+  std::unique_ptr<Device> device = openHostDevice();
+  GemmDesc d;
+  d.transA = true;
+  d.m = 5;
+  d.n = 6;
+  d.k = 7;
+  d.batch = 2;
+  d.inputs = inputs;
+  std::vector<float> a(size_t(2 * 7 * 5)), b(size_t(2 * 7 * 6));
+  for (size_t i = 0; i < a.size(); ++i)
+    a[i] = float(std::sin(0.37 * double(i)));
+  for (size_t i = 0; i < b.size(); ++i)
+    b[i] = float(std::cos(0.21 * double(i)));
+  d.a = {a.data(), 0, 5, 35};
+  d.b = {b.data(), 0, 6, 42};
+  std::vector<float> c(60, 99.0f);
+  d.c = {c.data(), 0, 6, 30};
+  enqueueGemm(*device, d);
+  std::vector<float> want = reference(d, a, b);
+  float worst = 0;
+  for (size_t i = 0; i < c.size(); ++i)
+    worst = std::max(worst, std::fabs(c[i] - want[i]));
+  return worst;
+}
+
+TEST(HostDeviceTest, ProductsMatchATripleLoop) {
+  EXPECT_LT(productError(GemmDesc::Inputs::F32), 1e-5f);
+  // bf16 operands (8 bits of mantissa): close, and not the f32 product.
+  float bf16 = productError(GemmDesc::Inputs::Bf16);
+  EXPECT_LT(bf16, 0.05f);
+  EXPECT_GT(bf16, 1e-5f);
+}
+
+TEST(HostDeviceTest, LoadsNoModulesAndLaunchesNoKernels) {
+  std::unique_ptr<Device> device = openHostDevice();
+  test::expectError([&] { device->loadModule("image"); }, TXL_UNAVAILABLE,
+                    {"loads no kernel modules", "linked into the executable"});
+  struct NoKernel : Kernel {
+  } kernel;
+  size_t grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
+  test::expectError([&] { device->launch(kernel, grid, block, 0, nullptr, 0); },
+                    TXL_UNAVAILABLE, {"launches no kernels"});
+}
+
+TEST(DeviceArrayTest, OnTheHostTheViewIsTheBuffer) {
+  std::unique_ptr<Device> device = openHostDevice();
+  const float in[3] = {1.5f, -2, 3};
+  DeviceArray array(*device, in, 3);
+  EXPECT_EQ(array.size(), 3u);
+  EXPECT_EQ(array.map(), array.buffer());
+  array.map()[1] = 7;
+  float out[3];
+  array.read(out, 0, 3);
+  EXPECT_THAT(out, ::testing::ElementsAre(1.5f, 7, 3));
+  DeviceArray zeros = DeviceArray::zeros(*device, 4);
+  EXPECT_THAT(std::vector<float>(zeros.map(), zeros.map() + 4),
+              ::testing::ElementsAre(0, 0, 0, 0));
+  DeviceArray empty(*device, 0);
+  EXPECT_NE(empty.map(), nullptr);
+  void *buffer = array.buffer();
+  DeviceArray moved = std::move(array);
+  EXPECT_EQ(moved.buffer(), buffer);
+  EXPECT_EQ(array.buffer(), nullptr);
+  EXPECT_EQ(array.size(), 0u);
+  EXPECT_EQ(DeviceArray().map(), nullptr);
+}
+
+/// The host device with its addresses hidden, as a GPU's buffers are:
+/// counts the copies each way.
+class CopyingDevice final : public Device {
+public:
+  std::string description() const override { return "copying"; }
+  size_t totalMemory() const override { return host_->totalMemory(); }
+  int64_t computeUnits() const override { return 1; }
+  std::optional<size_t> freeMemory() const override { return std::nullopt; }
+  void *allocate(size_t bytes) override {
+    ++allocations;
+    return host_->allocate(bytes);
+  }
+  void free(void *buffer) override {
+    ++frees;
+    host_->free(buffer);
+  }
+  void copyToDevice(void *buffer, size_t offset, const void *host,
+                    size_t bytes) override {
+    ++uploads;
+    host_->copyToDevice(buffer, offset, host, bytes);
+  }
+  void copyToHost(void *host, const void *buffer, size_t offset,
+                  size_t bytes) override {
+    ++readBacks;
+    host_->copyToHost(host, buffer, offset, bytes);
+  }
+  void copyOnDevice(void *dst, size_t dstOffset, const void *src,
+                    size_t srcOffset, size_t bytes) override {
+    host_->copyOnDevice(dst, dstOffset, src, srcOffset, bytes);
+  }
+  void fill32(void *buffer, size_t offset, uint32_t value,
+              size_t count) override {
+    host_->fill32(buffer, offset, value, count);
+  }
+  std::unique_ptr<Module> loadModule(std::string_view image) override {
+    return host_->loadModule(image);
+  }
+  void launch(Kernel &, const size_t[3], const size_t[3], size_t, void **,
+              size_t) override {}
+  void gemm(const GemmDesc &desc) override { host_->gemm(desc); }
+  void synchronize() override {}
+
+  int allocations = 0, frees = 0, uploads = 0, readBacks = 0;
+
+private:
+  std::unique_ptr<Device> host_ = openHostDevice();
+};
+
+TEST(DeviceArrayTest, ElsewhereTheViewIsACopyReadBackAfterDeviceWrites) {
+  CopyingDevice device;
+  {
+    const float in[3] = {1, 2, 3};
+    DeviceArray array(device, in, 3);
+    EXPECT_EQ(device.uploads, 1);
+    const float *view = array.map();
+    EXPECT_NE(static_cast<const void *>(view), array.buffer());
+    EXPECT_THAT(std::vector<float>(view, view + 3),
+                ::testing::ElementsAre(1, 2, 3));
+    EXPECT_EQ(device.readBacks, 1);
+    array.map();
+    EXPECT_EQ(device.readBacks, 1) << "a current copy is not read again";
+    // The device writes the buffer (as a kernel would).
+    static_cast<float *>(array.buffer())[0] = 10;
+    EXPECT_EQ(array.map()[0], 1) << "not invalidated: the old copy";
+    array.invalidate();
+    EXPECT_EQ(array.map()[0], 10);
+    EXPECT_EQ(device.readBacks, 2);
+    // Host writes reach the buffer on flush only.
+    array.map()[2] = 30;
+    EXPECT_EQ(static_cast<float *>(array.buffer())[2], 3);
+    array.flush();
+    EXPECT_EQ(static_cast<float *>(array.buffer())[2], 30);
+    // write() keeps a current copy current, without reading back.
+    const float five = 5;
+    array.write(&five, 1, 1);
+    EXPECT_EQ(array.map()[1], 5);
+    EXPECT_EQ(device.readBacks, 2);
+    // zeros() fills on the device: its first view reads the zeros back.
+    DeviceArray zeros = DeviceArray::zeros(device, 2);
+    EXPECT_EQ(device.uploads, 3) << "filled, not uploaded";
+    EXPECT_EQ(zeros.map()[1], 0);
+    EXPECT_EQ(device.readBacks, 3);
+  }
+  EXPECT_EQ(device.allocations, 2);
+  EXPECT_EQ(device.frees, 2);
+}
+
+} // namespace
+} // namespace txl::rt
