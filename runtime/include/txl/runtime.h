@@ -568,8 +568,10 @@ txl_status_t txl_session_run_segment_grad(txl_session_t *session,
 /// them. `data`, `target`, `qlen`, `batch` (the chunk's columns) and
 /// `out_nll` as in txl_session_run_segment. Errors: those of
 /// txl_session_run_segment_grad; no compiled optimizer; chunk not in [0,
-/// chunks). On the GPU targets the chunk's gradient and the sum stay on
-/// the device (txl_accumulate_grads adds them).
+/// chunks). The chunk's gradient and the sum stay on the session's device:
+/// txl_accumulate_grads adds them where the executable has it (a GPU
+/// target's with batch_chunk > 1), the host adds them otherwise (on a GPU
+/// target without it, through copies of both).
 txl_status_t txl_session_train_segment(txl_session_t *session,
                                        const int64_t *data,
                                        const int64_t *target, int64_t qlen,

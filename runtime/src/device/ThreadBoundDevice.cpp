@@ -174,8 +174,8 @@ public:
   std::optional<size_t> freeMemory() const override {
     return thread_.run([&] { return inner_->freeMemory(); });
   }
-  void *hostAddress(void *buffer) const override {
-    return thread_.run([&] { return inner_->hostAddress(buffer); });
+  bool hostMemory() const override {
+    return thread_.run([&] { return inner_->hostMemory(); });
   }
   void *allocate(size_t bytes) override {
     return thread_.run([&] { return inner_->allocate(bytes); });

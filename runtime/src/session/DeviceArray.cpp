@@ -3,6 +3,7 @@
 #include "txl/rt/session/DeviceArray.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <utility>
 
 using namespace txl::rt;
@@ -78,6 +79,37 @@ void DeviceArray::read(float *out, size_t offset, size_t count) const {
   if (count)
     device_->copyToHost(out, buffer_, offset * sizeof(float),
                         count * sizeof(float));
+}
+
+HostArgument::HostArgument(Device &device, const void *host, size_t bytes,
+                           Kind kind)
+    : device_(&device), host_(const_cast<void *>(host)), bytes_(bytes),
+      kind_(kind) {
+  if (!host || device.hostMemory()) {
+    buffer_ = host_;
+    return;
+  }
+  buffer_ = device.allocate(bytes);
+  staged_ = true;
+  if (kind == In)
+    device.copyToDevice(buffer_, 0, host, bytes);
+  else if (kind == OutZeroed)
+    device.fill32(buffer_, 0, 0, bytes / sizeof(uint32_t));
+}
+
+HostArgument::HostArgument(HostArgument &&other) noexcept
+    : device_(other.device_), host_(other.host_), bytes_(other.bytes_),
+      kind_(other.kind_), buffer_(other.buffer_),
+      staged_(std::exchange(other.staged_, false)) {}
+
+HostArgument::~HostArgument() {
+  if (staged_)
+    device_->free(buffer_);
+}
+
+void HostArgument::finish() {
+  if (staged_ && kind_ != In)
+    device_->copyToHost(host_, buffer_, 0, bytes_);
 }
 
 void DeviceArray::write(const float *in, size_t offset, size_t count) {

@@ -57,7 +57,9 @@ void txl::rt::parametersChanged(txl_session &session) {
 }
 
 bool txl::rt::kvCacheActive(const txl_session &session) {
-  return session.kvCacheEnabled && !session.onDevice &&
+  // The windows (RowWindow) are host memory: the cache runs where the
+  // session's device is the host.
+  return session.kvCacheEnabled && session.device->hostMemory() &&
          session.segment == &txl_segment_forward && txl_segment_kv &&
          txl_segment_log_probs_kv && txl_segment_r_head_k;
 }

@@ -30,7 +30,8 @@ extern "C" txl_status_t
 txl_session_report_device_memory(txl_session_t *session) {
   return guardStatus([&] {
     requireSession(session);
-    if (!session->onDevice)
+    // The host's memory is not planned: the host device has no dry run.
+    if (session->device->hostMemory())
       return;
     size_t peak = 0;
     txl_device_memory(nullptr, nullptr, nullptr, &peak);
@@ -55,7 +56,6 @@ struct DryRunSession {
     s.segment = real.segment;
     s.segmentGrad = real.segmentGrad;
     s.segmentLogProbs = real.segmentLogProbs;
-    s.onDevice = true;
     s.device = real.device;
     s.loaded = true;
     s.threads = 1;
@@ -68,7 +68,6 @@ struct DryRunSession {
   /// The most bytes held at once since the dry run began.
   size_t end() {
     ended = true;
-    s.onDevice = false;
     // The dry run's buffers go before it ends, which forgets them.
     s.params.clear();
     s.mems.clear();
@@ -76,6 +75,8 @@ struct DryRunSession {
     s.states.clear();
     s.grads.clear();
     s.chunkGrads.clear();
+    s.normPartials = {};
+    s.scalar = {};
     return txl_device_end_dry_run();
   }
   ~DryRunSession() {
@@ -149,7 +150,7 @@ txl_session_check_device_memory(txl_session_t *session,
     requireSession(session);
     if (!plan)
       fail(TXL_INVALID_ARGUMENT, "txl_session_check_device_memory: null plan");
-    if (!session->onDevice)
+    if (session->device->hostMemory())
       return;
     const txl_device_memory_plan_t &p = *plan;
     const bool training = p.kind == TXL_RUN_TRAIN;

@@ -1,10 +1,11 @@
 //===- Optimizer.cpp - The update, the learning rate, the states ----------===//
 //
 // txl_session_optimizer_step: the clipping norm from the gradients' partial
-// sums of squares, then the compiled optimizer (@optimizer_update per
-// tensor and element range on the CPU, @optimizer_step over the whole
-// model on a GPU target); the compiled learning-rate schedule; the
-// optimizer state in and out for checkpoints.
+// sums of squares, then the compiled optimizer the executable carries
+// (@optimizer_step over the whole model, a GPU target's; @optimizer_update
+// per tensor and element range on the worker pool, the CPU's); the
+// compiled learning-rate schedule; the optimizer state in and out for
+// checkpoints. Every array is the session's device's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 using namespace txl::rt;
@@ -30,10 +32,11 @@ static float normOf(const std::vector<float> &partials, float invLossScale) {
   return std::sqrt(sum) * invLossScale;
 }
 
-/// The update on the device: every part of the clipping norm in one call,
-/// then the whole update as part 0 of 1, unless the norm is not finite.
-static float deviceOptimizerStep(txl_session &session, double lr, int64_t step,
-                                 float invLossScale) {
+/// The whole-model update (txl_optimizer_step): every part of the clipping
+/// norm in one call, then the whole update as part 0 of 1, unless the norm
+/// is not finite.
+static float wholeModelStep(txl_session &session, double lr, int64_t step,
+                            float invLossScale) {
   const size_t T = session.trainable.size();
   auto addGrads = [&](PackedArgs &args) {
     for (size_t t = 0; t < T; ++t)
@@ -42,11 +45,10 @@ static float deviceOptimizerStep(txl_session &session, double lr, int64_t step,
   };
   PackedArgs norm;
   addGrads(norm);
-  norm.memref(session.devicePartials, {normPartials(T)});
+  norm.memref(session.normPartials.buffer(), {normPartials(T)});
   txl_grad_squared_norm(norm.data());
-  std::vector<float> partials(size_t(normPartials(T)));
-  txl_device_read(partials.data(), session.devicePartials, 0,
-                  partials.size() * sizeof(float));
+  std::vector<float> partials(session.normPartials.size());
+  session.normPartials.read(partials.data(), 0, partials.size());
   if (float total = normOf(partials, invLossScale); !std::isfinite(total))
     return total;
 
@@ -60,24 +62,25 @@ static float deviceOptimizerStep(txl_session &session, double lr, int64_t step,
   args.f64(lr);
   args.i64(step);
   args.f32(invLossScale);
-  args.memref(session.devicePartials, {normPartials(T)});
+  args.memref(session.normPartials.buffer(), {normPartials(T)});
   args.i64(0);
   args.i64(1);
-  args.memref(session.deviceScalar, {1});
+  args.memref(session.scalar.buffer(), {1});
   txl_optimizer_step(args.data());
   float gradNorm = 0;
-  txl_device_read(&gradNorm, session.deviceScalar, 0, sizeof(float));
+  session.scalar.read(&gradNorm, 0, 1);
   return gradNorm;
 }
 
-/// The update on the CPU: `parts` element ranges, one per thread; first
+/// The per-tensor update (txl_optimizer_update, on the host's worker pool):
+/// `parts` element ranges, one per thread; first
 /// each range's sum of squared gradients (txl_squared_norm_part per
 /// gradient, added in parameter order), then, given them all, each range's
 /// update in place (txl_optimizer_update per parameter), unless the norm is
 /// not finite. The generated code is per tensor, so that it is compiled
 /// once whatever the number of parameters (issue #48).
-static float hostOptimizerStep(txl_session &session, double lr, int64_t step,
-                               float invLossScale, int parts) {
+static float perTensorStep(txl_session &session, double lr, int64_t step,
+                           float invLossScale, int parts) {
   const size_t T = session.trainable.size();
   const size_t S = T ? session.states.size() / T : 0;
   std::vector<float> partials(parts);
@@ -147,9 +150,9 @@ extern "C" txl_status_t txl_session_optimizer_step(txl_session_t *session,
     ensureTrainingState(*session);
     float invLossScale = std::ldexp(1.0f, -loss_scale_log2);
     *out_grad_norm =
-        session->onDevice
-            ? deviceOptimizerStep(*session, lr, step, invLossScale)
-            : hostOptimizerStep(*session, lr, step, invLossScale, parts);
+        session->wholeModelUpdate
+            ? wholeModelStep(*session, lr, step, invLossScale)
+            : perTensorStep(*session, lr, step, invLossScale, parts);
     // The update wrote the trainable parameters and the states.
     for (int32_t i : session->trainable)
       session->params[i].invalidate();
@@ -177,10 +180,11 @@ extern "C" txl_status_t txl_session_learning_rate(txl_session_t *session,
     args.i64(step);
     args.f64(lr);
     args.i64(max_step);
-    args.memref(session->onDevice ? session->deviceScalar : out_lr, {1});
+    args.memref(session->scalar.buffer(), {1});
     txl_learning_rate(args.data());
-    if (session->onDevice)
-      txl_device_read(out_lr, session->deviceScalar, 0, sizeof(double));
+    float bits[2];
+    session->scalar.read(bits, 0, 2);
+    std::memcpy(out_lr, bits, sizeof(double));
   });
 }
 

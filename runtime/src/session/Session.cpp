@@ -84,7 +84,7 @@ extern "C" txl_status_t txl_session_create(const txl_model_info_t *info,
                                    error, sizeof(error));
       if (status != TXL_OK)
         throw Error(static_cast<txl_status_code_t>(status), error);
-      session->onDevice = true;
+      session->closesDevice = true;
       session->device = &openedDevice();
       std::fprintf(stderr, "device: %s\n", txl_device_description());
     } else {

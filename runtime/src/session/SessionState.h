@@ -7,8 +7,9 @@
 //                   the memory and its slots
 //   Validation.cpp  the C API's argument checks
 //   Residency.cpp   the arrays on the session's device (DeviceArray)
-//   Segment.cpp     a segment through the generated entries: batch slices,
-//                   the device path, txl_session_run_segment*
+//   Segment.cpp     a segment through the generated entries: the whole
+//                   batch as one call, or slices on the host's worker
+//                   pool; txl_session_run_segment*
 //   KvCache.cpp     the key/value cache (runtime.h)
 //   Training.cpp    the training state, a chunk's backward, gradient I/O
 //   Optimizer.cpp   the update (clipping norm, compiled optimizer), the
@@ -67,9 +68,9 @@ struct txl_session {
   /// backward only).
   std::vector<std::vector<std::vector<float>>> sliceGrads;
 
-  /// A GPU target (info->backend not the CPU): segments run the whole
-  /// batch on the device, the update is @optimizer_step's.
-  bool onDevice = false;
+  /// The session opened the GPU device (txl_device_open) and closes it
+  /// when released.
+  bool closesDevice = false;
 
   /// The memories not in use (txl_session_select_memory: train.py's one
   /// `mems` per batch chunk), by slot; the fields above are slot
@@ -105,8 +106,15 @@ struct txl_session {
   /// run before it is added into `grads`.
   std::vector<int32_t> trainable;
   std::vector<txl::rt::DeviceArray> grads, chunkGrads, states;
-  void *devicePartials = nullptr; ///< normPartials(T) floats
-  void *deviceScalar = nullptr;   ///< 8 bytes: the norm, the lr
+  /// The update the executable carries: the whole model in one call
+  /// (txl_optimizer_step, the GPU targets'), or per tensor over element
+  /// ranges on the worker pool (txl_optimizer_update, the CPU's).
+  bool wholeModelUpdate = false;
+  /// The whole-model update's partial sums of squares, normPartials(T)
+  /// floats (no buffer for the per-tensor update).
+  txl::rt::DeviceArray normPartials;
+  /// 2 floats (8 bytes): the gradient norm, or the learning rate (f64).
+  txl::rt::DeviceArray scalar;
   /// txl_session_allow_extra_tensors.
   bool allowExtraTensors = false;
 
@@ -118,7 +126,9 @@ struct txl_session {
     states.clear();
     grads.clear();
     chunkGrads.clear();
-    if (onDevice)
+    normPartials = {};
+    scalar = {};
+    if (closesDevice)
       txl_device_close();
   }
 };
@@ -168,20 +178,24 @@ std::vector<DeviceArray> allocateGrads(txl_session &session);
 // Segment.cpp
 //===----------------------------------------------------------------------===//
 
-/// One call of a generated entry on `batch` columns, every array contiguous.
+/// One call of a generated entry on `batch` columns, every array contiguous
+/// and a buffer of the session's device (host addresses on the CPU, whose
+/// device is the host).
 struct SliceCall {
-  const int64_t *data, *target;
+  const void *data, *target;
   int64_t batch;
-  std::vector<const float *> mems; ///< [mlen, batch, d_model] per layer
+  std::vector<const void *> mems; ///< [mlen, batch, d_model] per layer
   /// The global batch column of column 0 (txl_run_options_t's
   /// dropout_column plus the slice's first column).
   int64_t dropoutColumn;
-  float *nll;                   ///< [qlen, batch] ([qlen, batch, n_token]
-                                ///< of log-probabilities when target is null)
-  std::vector<float *> newMems; ///< [newMlen, batch, d_model]
-  std::vector<float *> grads;   ///< per parameter; empty: forward
-  /// Objective "alrfou"'s backward: [3, qlen, batch], the loss's parts.
-  float *lossParts = nullptr;
+  void *nll;                   ///< [qlen, batch] ([qlen, batch, n_token]
+                               ///< of log-probabilities when target is null)
+  std::vector<void *> newMems; ///< [newMlen, batch, d_model]
+  std::vector<void *> grads;   ///< per parameter; empty: forward
+  /// Objective "alrfou"'s backward: the loss weights [2·n_layer] and the
+  /// position weights [qlen] in, the loss's three parts [qlen, batch] out.
+  const void *lossWeights = nullptr, *positionWeights = nullptr;
+  std::vector<void *> lossParts{};
   /// Key/value-cache entries (txl_segment_kv): per layer, windows [klen,
   /// batch, n_head·d_head] of the memory rows' keys and values followed by
   /// room for the segment's, which the entry writes there, and r_head_k
@@ -203,8 +217,8 @@ void addParameters(PackedArgs &args, const txl_session &session);
 void addRunScalars(PackedArgs &args, const txl_run_options_t &options,
                    int64_t dropoutColumn);
 
-/// Calls the host entry `entry` (txl_segment_*) on `call` through the
-/// packed convention, with the session's host parameters.
+/// Calls the entry `entry` (txl_segment_*) on `call` through the packed
+/// convention, with the session's parameters.
 void callEntry(const txl_session &session, txl_segment_fn entry,
                const txl_run_options_t &options, int64_t qlen, int64_t newMlen,
                const SliceCall &call);
@@ -217,7 +231,9 @@ void callEntry(const txl_session &session, txl_segment_fn entry,
 void setBlasThreads(int threads);
 
 /// The batch slices of a run of `batch` columns: slice s runs columns
-/// [first[s], first[s + 1]), min(threads, batch) slices.
+/// [first[s], first[s + 1]); min(threads, batch) slices where the session's
+/// device is the host (each a call on a thread of the worker pool), one on
+/// a GPU (one call over the batch).
 std::vector<int64_t> sliceBounds(const txl_session &session, int64_t batch);
 
 /// One segment through the forward entry, or through the backward entry

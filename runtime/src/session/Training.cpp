@@ -23,14 +23,13 @@ using namespace txl::rt;
 void txl::rt::ensureTrainingState(txl_session &session) {
   if (!session.trainable.empty())
     return;
-  // The CPU's per-tensor update, or the GPU targets' whole-model one.
-  if (session.onDevice ? !txl_optimizer_step || !txl_grad_squared_norm
-                       : !txl_optimizer_update || !txl_squared_norm_part)
+  // The GPU targets' whole-model update, or the CPU's per-tensor one.
+  const bool wholeModel = txl_optimizer_step && txl_grad_squared_norm;
+  if (!wholeModel && (!txl_optimizer_update || !txl_squared_norm_part))
     fail(TXL_INVALID_ARGUMENT,
-         "this executable has no compiled optimizer ({}); recompile the model "
-         "with this txlc",
-         session.onDevice ? "txl_optimizer_step, txl_grad_squared_norm"
-                          : "txl_optimizer_update, txl_squared_norm_part");
+         "this executable has no compiled optimizer (txl_optimizer_step and "
+         "txl_grad_squared_norm, or txl_optimizer_update and "
+         "txl_squared_norm_part); recompile the model with this txlc");
   if (!txl_learning_rate)
     fail(TXL_INVALID_ARGUMENT, "this executable has no compiled learning "
                                "rate schedule (txl_learning_rate); recompile "
@@ -47,11 +46,11 @@ void txl::rt::ensureTrainingState(txl_session &session) {
         *session.device,
         size_t(parameterElements(info.params[session.trainable[s % T]]))));
   session.grads = allocateGrads(session);
-  if (!session.onDevice)
-    return;
-  session.devicePartials =
-      mgpuMemAlloc(size_t(normPartials(T)) * sizeof(float), nullptr, false);
-  session.deviceScalar = mgpuMemAlloc(sizeof(double), nullptr, false);
+  session.wholeModelUpdate = wholeModel;
+  if (wholeModel)
+    session.normPartials =
+        DeviceArray(*session.device, size_t(normPartials(T)));
+  session.scalar = DeviceArray(*session.device, 2);
 }
 
 std::vector<int64_t> txl::rt::flatShape(const txl_session &session, size_t t) {
@@ -69,45 +68,30 @@ txl_session_train_segment(txl_session_t *session, const int64_t *data,
     if (chunks < 1 || chunk < 0 || chunk >= chunks)
       fail(TXL_INVALID_ARGUMENT, "chunk {} of {}: need 0 <= chunk < chunks",
            chunk, chunks);
-    if (session->onDevice) {
-      if (chunks == 1) {
-        runSegment(session, data, target, qlen, batch, options, out_nll,
-                   nullptr, &session->grads);
-        return;
-      }
-      // train.py: each chunk's backward of loss / batch_chunk accumulates;
-      // the chunk's gradient and the sum stay on the device.
-      if (!txl_accumulate_grads)
-        fail(TXL_INVALID_ARGUMENT,
-             "batch_chunk {} on a GPU target needs txl_accumulate_grads, "
-             "which this executable lacks; recompile the model with this "
-             "txlc",
-             chunks);
-      if (session->chunkGrads.empty())
-        session->chunkGrads = allocateGrads(*session);
-      runSegment(session, data, target, qlen, batch, options, out_nll, nullptr,
-                 &session->chunkGrads);
-      PackedArgs args;
-      for (const std::vector<DeviceArray> *list :
-           {&session->grads, &session->chunkGrads})
-        for (size_t t = 0; t < session->trainable.size(); ++t)
-          args.memref((*list)[session->trainable[t]].buffer(),
-                      flatShape(*session, t));
-      args.f32(1.0f / static_cast<float>(chunks));
-      args.i64(chunk == 0 ? 1 : 0);
-      txl_accumulate_grads(args.data());
-      for (int32_t i : session->trainable)
-        session->grads[i].invalidate();
-      return;
-    }
     if (chunks > 1 && session->chunkGrads.empty())
       session->chunkGrads = allocateGrads(*session);
     runSegment(session, data, target, qlen, batch, options, out_nll, nullptr,
                chunks > 1 ? &session->chunkGrads : &session->grads);
     if (chunks == 1)
       return;
-    // train.py: each chunk's backward of loss / batch_chunk accumulates.
+    // train.py: each chunk's backward of loss / batch_chunk accumulates:
+    // through the executable's txl_accumulate_grads where it has one (a
+    // GPU target's, on the device), else on the arrays' host views.
     const float scale = 1.0f / static_cast<float>(chunks);
+    if (txl_accumulate_grads) {
+      PackedArgs args;
+      for (const std::vector<DeviceArray> *list :
+           {&session->grads, &session->chunkGrads})
+        for (size_t t = 0; t < session->trainable.size(); ++t)
+          args.memref((*list)[session->trainable[t]].buffer(),
+                      flatShape(*session, t));
+      args.f32(scale);
+      args.i64(chunk == 0 ? 1 : 0);
+      txl_accumulate_grads(args.data());
+      for (int32_t i : session->trainable)
+        session->grads[i].invalidate();
+      return;
+    }
     for (int32_t i : session->trainable) {
       float *total = session->grads[i].map();
       const float *part = session->chunkGrads[i].map();

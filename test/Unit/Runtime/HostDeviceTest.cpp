@@ -6,7 +6,9 @@
 // module loads and launches are refused by name. DeviceArray on it maps to
 // the buffer itself; on a device reached only through copies (a counting
 // wrapper of the host device that hides the addresses) it reads back once
-// per device write and sends its copy back on flush, counted.
+// per device write and sends its copy back on flush, counted. A caller's
+// array passed as a HostArgument is the array itself on the host, a copy
+// (in, or back on finish) elsewhere.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,6 +41,7 @@ TEST(HostDeviceTest, BuffersAreAlignedHostAddresses) {
   ASSERT_NE(empty, nullptr);
   EXPECT_NE(empty, other);
   void *buffer = device->allocate(100);
+  EXPECT_TRUE(device->hostMemory());
   EXPECT_EQ(device->hostAddress(buffer), buffer);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(buffer) % 64, 0u);
   for (void *b : {empty, other, buffer})
@@ -245,6 +248,50 @@ TEST(DeviceArrayTest, ElsewhereTheViewIsACopyReadBackAfterDeviceWrites) {
   }
   EXPECT_EQ(device.allocations, 2);
   EXPECT_EQ(device.frees, 2);
+}
+
+TEST(HostArgumentTest, OnTheHostTheArgumentIsTheArray) {
+  std::unique_ptr<Device> device = openHostDevice();
+  float values[4] = {1, 2, 3, 4};
+  for (HostArgument::Kind kind :
+       {HostArgument::In, HostArgument::Out, HostArgument::OutZeroed}) {
+    HostArgument argument(*device, values, sizeof(values), kind);
+    EXPECT_EQ(argument.buffer(), values);
+    argument.finish();
+  }
+  EXPECT_THAT(values, ::testing::ElementsAre(1, 2, 3, 4)) << "never zeroed";
+  EXPECT_EQ(HostArgument(*device, nullptr, 16, HostArgument::In).buffer(),
+            nullptr);
+}
+
+TEST(HostArgumentTest, ElsewhereACopyGoesInOrComesBackOnFinish) {
+  CopyingDevice device;
+  {
+    const int64_t tokens[3] = {7, 8, 9};
+    HostArgument in(device, tokens, sizeof(tokens), HostArgument::In);
+    ASSERT_NE(in.buffer(), static_cast<const void *>(tokens));
+    EXPECT_EQ(static_cast<int64_t *>(in.buffer())[2], 9);
+    EXPECT_EQ(device.uploads, 1);
+    in.finish();
+    EXPECT_EQ(device.readBacks, 0) << "an input is not copied back";
+
+    float nll[2] = {-1, -1};
+    HostArgument out(device, nll, sizeof(nll), HostArgument::Out);
+    static_cast<float *>(out.buffer())[1] = 5; // the code writes it
+    EXPECT_EQ(nll[1], -1);
+    out.finish();
+    EXPECT_EQ(nll[1], 5);
+    EXPECT_EQ(device.readBacks, 1);
+
+    float grad[2] = {-1, -1};
+    HostArgument zeroed(device, grad, sizeof(grad), HostArgument::OutZeroed);
+    EXPECT_EQ(static_cast<float *>(zeroed.buffer())[0], 0);
+    zeroed.finish();
+    EXPECT_THAT(grad, ::testing::ElementsAre(0, 0));
+    EXPECT_EQ(device.uploads, 1) << "zeroed on the device, not uploaded";
+  }
+  EXPECT_EQ(device.allocations, 3);
+  EXPECT_EQ(device.frees, 3);
 }
 
 } // namespace

@@ -1,8 +1,8 @@
 //===- HostDevice.cpp - The CPU as a device -------------------------------===//
 //
 // openHostDevice (Device.h): the CPU target's device. Its memory is the
-// host's: a buffer is a 64-byte aligned host allocation whose handle is its
-// address (hostAddress), so the compiled host functions and the session
+// host's (hostMemory): a buffer is a 64-byte aligned host allocation whose
+// handle is its address, so the compiled host functions and the session
 // read and write it in place and a copy is a memcpy. Its queue is the
 // calling thread: every operation is done when it returns. Products run in
 // the process's BLAS (OpenBLAS's cblas_sgemm; bf16 operands through
@@ -58,7 +58,7 @@ public:
   std::optional<size_t> freeMemory() const override {
     return pagesInBytes(_SC_AVPHYS_PAGES);
   }
-  void *hostAddress(void *buffer) const override { return buffer; }
+  bool hostMemory() const override { return true; }
 
   void *allocate(size_t bytes) override {
     // Rounded up to the alignment (aligned_alloc's rule), and never 0, so

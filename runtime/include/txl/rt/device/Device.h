@@ -73,13 +73,15 @@ public:
   /// Free device memory in bytes as the driver reports it, or nullopt
   /// when the API has no such query (OpenCL).
   virtual std::optional<size_t> freeMemory() const = 0;
-  /// The host address of `buffer`'s first byte where the device's memory is
-  /// the host's (the host device: its buffers are their addresses, read and
-  /// written in place); null where a buffer is reached only through copies
-  /// (CUDA, OpenCL).
-  virtual void *hostAddress(void *buffer) const {
-    (void)buffer;
-    return nullptr;
+  /// Whether the device's memory is the host's (the host device): its
+  /// buffers are host addresses, read and written in place, and any host
+  /// address may be passed where it takes a buffer. False where buffers
+  /// are reached only through copies (CUDA, OpenCL).
+  virtual bool hostMemory() const { return false; }
+  /// The host address of `buffer`'s first byte where hostMemory(), else
+  /// null.
+  void *hostAddress(void *buffer) const {
+    return hostMemory() ? buffer : nullptr;
   }
 
   virtual void *allocate(size_t bytes) = 0;

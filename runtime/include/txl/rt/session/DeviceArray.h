@@ -77,6 +77,38 @@ private:
   bool shadowCurrent_ = false;
 };
 
+/// A caller's host array as an argument of compiled code on a device: on a
+/// device whose memory is the host's, the array itself (no copy);
+/// elsewhere a buffer of the device holding a copy of it (In), or receiving
+/// what the code writes (Out; OutZeroed: filled with zeros first), which
+/// `finish` copies back into the array.
+class HostArgument {
+public:
+  enum Kind { In, Out, OutZeroed };
+  /// `bytes` bytes at `host` (null: no argument, a null buffer).
+  HostArgument(Device &device, const void *host, size_t bytes, Kind kind);
+  HostArgument(HostArgument &&other) noexcept;
+  HostArgument(const HostArgument &) = delete;
+  HostArgument &operator=(const HostArgument &) = delete;
+  HostArgument &operator=(HostArgument &&) = delete;
+  /// Frees the device's copy, if any.
+  ~HostArgument();
+
+  /// What compiled code takes: the host array, or the device's copy.
+  void *buffer() const { return buffer_; }
+  /// An output's contents back into the host array (nothing to do where
+  /// the buffer is the array, or for an input).
+  void finish();
+
+private:
+  Device *device_;
+  void *host_;
+  size_t bytes_;
+  Kind kind_;
+  void *buffer_ = nullptr;
+  bool staged_ = false; ///< buffer_ is the device's copy
+};
+
 } // namespace txl::rt
 
 #endif // TXL_RT_SESSION_DEVICEARRAY_H
