@@ -2,6 +2,7 @@
 #===- test.sh - Install, build and run every txlc test -------------------===#
 #
 # Usage: scripts/test.sh [--sanitize[=address,undefined|thread]] [--fast]
+#        scripts/test.sh --host-only
 #        scripts/test.sh --all
 #
 # README command 2 (.ci/run calls it with --all). Without options: installs the
@@ -28,8 +29,12 @@
 #   runtime and its unit tests only): the unit tests, then executables
 #   compiled by build/'s txlc against that runtime, run with several
 #   threads (test/sanitizers/tsan_executables.py). Needs build/.
+# --host-only: the runtime and its unit tests built with the host backend
+#   only (build-host/: -DTXL_ENABLE_CUDA=OFF -DTXL_ENABLE_OPENCL=OFF), the
+#   GPU backends' CMake options off.
 # --all (what .ci/run runs): the plain run, then --sanitize --fast, then
-#   --sanitize=thread, then a table of each part's wall time.
+#   --sanitize=thread, then --host-only, then a table of each part's wall
+#   time.
 # Every part (install, build, lit, fuzzing, each sanitizer's build and run)
 # prints "time: PART Mm SSs" when it ends, and each lit run its 15 slowest
 # tests (from lit --time-tests).
@@ -38,17 +43,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 sanitize=""
 fast=0
+host_only=0
 for arg in "$@"; do
   case "$arg" in
     --sanitize) sanitize="address,undefined" ;;
     --sanitize=*) sanitize="${arg#--sanitize=}" ;;
     --fast) fast=1 ;;
+    --host-only) host_only=1 ;;
     --all)
       overall=0
       summary=$(mktemp)
       TXL_TIMES_FILE=$(mktemp); export TXL_TIMES_FILE
       all_start=$(date +%s)
-      for mode in "" "--sanitize --fast" "--sanitize=thread"; do
+      for mode in "" "--sanitize --fast" "--sanitize=thread" "--host-only"; do
         out=$(mktemp)
         set +e
         # shellcheck disable=SC2086
@@ -107,6 +114,7 @@ slowest() {
 }
 run_label="${sanitize:-plain}"
 if [ "$fast" -eq 1 ]; then run_label="$run_label, fast half"; fi
+if [ "$host_only" -eq 1 ]; then run_label="host backend only"; fi
 
 part_start
 bash scripts/install-deps.sh
@@ -131,7 +139,23 @@ configure() { # BUILD_DIR [cmake args...]
 
 log=$(mktemp)
 set +e
+if [ "$host_only" -eq 1 ]; then
+  part_start
+  configure build-host -DTXL_ENABLE_CUDA=OFF -DTXL_ENABLE_OPENCL=OFF
+  cmake --build build-host --target txl_runtime txl_runtime_main \
+    TxlRuntimeTests -j "$jobs" 2>&1 | tee "$log"
+  status=${PIPESTATUS[0]}
+  part_end "build (host backend only)"
+  if [ "$status" -eq 0 ]; then
+    part_start
+    "$lit" -sv build-host/test/Unit 2>&1 | tee "$log"
+    status=${PIPESTATUS[0]}
+    part_end "unit tests (host backend only)"
+  fi
+  sanitize=skip
+fi
 case "$sanitize" in
+  skip) ;;
   "")
     part_start
     bash scripts/build.sh build
@@ -185,7 +209,7 @@ rm -f "$log"
 if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi
 
 fuzz_seconds=${TXL_FUZZ_SECONDS:-60}
-if [ -z "$sanitize" ] && [ "$fuzz_seconds" -gt 0 ]; then
+if [ -z "$sanitize" ] && [ "$host_only" -eq 0 ] && [ "$fuzz_seconds" -gt 0 ]; then
   set +e
   # A fresh working corpus: the run starts from the committed seeds only.
   fuzz_work=$(mktemp -d)
@@ -205,7 +229,9 @@ if [ "$passed" -eq 0 ]; then
   echo "tests: no test ran"; exit 1
 fi
 label=""
-if [ -n "$sanitize" ]; then
+if [ "$host_only" -eq 1 ]; then
+  label=" (host backend only)"
+elif [ -n "$sanitize" ]; then
   half=""
   if [ "$fast" -eq 1 ]; then half=", fast half"; fi
   label=" (sanitize=$sanitize$half)"

@@ -98,4 +98,14 @@ std::vector<TensorPart> tensorParts(const std::vector<int64_t> &sizes,
   return parts;
 }
 
+#if !TXL_ENABLE_CUDA
+// Nccl.cpp is the CUDA backend's: without it, NCCL is refused by name.
+std::unique_ptr<Communicator> withNccl(std::unique_ptr<Communicator>) {
+  fail(TXL_UNAVAILABLE, "no NCCL: this runtime was built without the CUDA "
+                        "backend (TXL_ENABLE_CUDA=OFF)");
+}
+
+int ncclLibraryVersion() { return withNccl(nullptr), 0; }
+#endif
+
 } // namespace txl::rt

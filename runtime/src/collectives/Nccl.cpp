@@ -10,7 +10,6 @@
 
 #include "txl/device.h"
 #include "txl/rt/collectives/DataParallel.h"
-#include "txl/rt/device/BlasLibraries.h"
 #include "txl/rt/support/DynamicLibrary.h"
 #include "txl/rt/support/Status.h"
 

@@ -610,11 +610,24 @@ Device &openedDevice() {
 std::unique_ptr<Device> openDevice(Backend backend, int ordinal) {
   switch (backend) {
   case Backend::Host:
+    (void)ordinal; // the host device is the one device of its backend
     return openHostDevice();
   case Backend::Cuda:
+#if TXL_ENABLE_CUDA
     return openCudaDevice(ordinal);
+#else
+    fail(TXL_UNAVAILABLE, "this runtime was built without the CUDA backend "
+                          "(TXL_ENABLE_CUDA=OFF): rebuild it with "
+                          "-DTXL_ENABLE_CUDA=ON");
+#endif
   case Backend::OpenCL:
+#if TXL_ENABLE_OPENCL
     return openOpenCLDevice(ordinal);
+#else
+    fail(TXL_UNAVAILABLE, "this runtime was built without the OpenCL backend "
+                          "(TXL_ENABLE_OPENCL=OFF): rebuild it with "
+                          "-DTXL_ENABLE_OPENCL=ON");
+#endif
   }
   fail(TXL_INVALID_ARGUMENT, "no such backend {}", int(backend));
 }

@@ -4,6 +4,8 @@
 
 #include "txl/rt/support/Status.h"
 
+#include "TestUtil.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -131,12 +133,20 @@ TEST(DataParallelTest, LauncherEnvironment) {
   ::unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
 }
 
+#if TXL_ENABLE_CUDA
 // NCCL loads from the CUDA installation (no GPU needed to load it) with
 // the ncclAvg reduction the device path uses (NCCL 2.10).
 TEST(DataParallelTest, NcclLoads) {
   ::unsetenv("TXL_NCCL_LIBRARY");
   EXPECT_GE(ncclLibraryVersion(), 21000);
 }
+#else
+// Without the CUDA backend there is no NCCL, and it is said why.
+TEST(DataParallelTest, NoNcclWithoutTheCudaBackend) {
+  test::expectError([] { ncclLibraryVersion(); }, TXL_UNAVAILABLE,
+                    {"no NCCL", "built without the CUDA backend"});
+}
+#endif
 
 } // namespace
 } // namespace txl::rt

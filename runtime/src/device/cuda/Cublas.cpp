@@ -1,6 +1,6 @@
 //===- Cublas.cpp - cuBLAS, loaded with dlopen ----------------------------===//
 
-#include "txl/rt/device/BlasLibraries.h"
+#include "txl/rt/device/Cublas.h"
 
 #include "txl/rt/support/Status.h"
 

@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "txl/rt/device/BlasLibraries.h"
+#include "txl/rt/device/Cublas.h"
 #include "txl/rt/device/CudaDriver.h"
 #include "txl/rt/device/Device.h"
 #include "txl/rt/support/Status.h"

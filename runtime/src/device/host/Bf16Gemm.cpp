@@ -8,8 +8,8 @@
 
 #include "txl/rt/device/Bf16Gemm.h"
 
-#include "txl/rt/device/BlasLibraries.h"
 #include "txl/rt/device/CpuBlas.h"
+#include "txl/rt/support/DynamicLibrary.h"
 #include "txl/rt/support/Status.h"
 
 #include <fmt/format.h>

@@ -1,6 +1,6 @@
 //===- CLBlast.cpp - CLBlast, loaded with dlopen --------------------------===//
 
-#include "txl/rt/device/BlasLibraries.h"
+#include "txl/rt/device/CLBlast.h"
 
 #include "txl/rt/support/Status.h"
 

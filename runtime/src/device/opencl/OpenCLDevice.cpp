@@ -14,7 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "txl/device.h"
-#include "txl/rt/device/BlasLibraries.h"
+#include "txl/rt/device/CLBlast.h"
 #include "txl/rt/device/Device.h"
 #include "txl/rt/device/OpenCL.h"
 #include "txl/rt/device/ProgramCache.h"

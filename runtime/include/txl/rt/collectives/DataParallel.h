@@ -77,11 +77,12 @@ protected:
 /// gradients on the device, on the session's stream. Rank 0's NCCL id
 /// reaches the others through `control`. Call it after the session opened
 /// its device. Errors (TXL_UNAVAILABLE): no NCCL, or its initialisation
-/// fails (the message is NCCL's).
+/// fails (the message is NCCL's); a runtime built without the CUDA backend
+/// (TXL_ENABLE_CUDA=OFF).
 std::unique_ptr<Communicator> withNccl(std::unique_ptr<Communicator> control);
 
 /// ncclGetVersion (e.g. 22803 for 2.28.3) of the NCCL that withNccl loads.
-/// Errors (TXL_UNAVAILABLE): no NCCL.
+/// Errors (TXL_UNAVAILABLE): no NCCL, or no CUDA backend.
 int ncclLibraryVersion();
 
 /// The world size a launcher announces in the environment (Open MPI's

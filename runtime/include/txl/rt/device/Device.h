@@ -124,8 +124,10 @@ enum class Backend { Host, Cuda, OpenCL };
 /// Opens device `ordinal` of `backend` with its queue. Throws
 /// Error(TXL_UNAVAILABLE) with one line naming what is missing: "no CUDA
 /// driver: dlopen(libcuda.so.1) failed: ...", "no OpenCL platform: ...",
-/// "no OpenCL device with SPIR-V ...". The host device is the one device
-/// of Backend::Host (`ordinal` unused there).
+/// "no OpenCL device with SPIR-V ...", or "this runtime was built without
+/// the CUDA backend (TXL_ENABLE_CUDA=OFF) ..." (and OpenCL's) for a backend
+/// the build left out. The host device is the one device of Backend::Host
+/// (`ordinal` unused there).
 std::unique_ptr<Device> openDevice(Backend backend, int ordinal = 0);
 
 /// The device txl_device_open opened (txl/device.h), the one a GPU
