@@ -148,12 +148,22 @@ txl_model_info_t oneParameterModel(txl_param_info_t &param) {
   return info;
 }
 
-TEST(CApiTest, GradientRangesAreChecked) {
+/// A session of oneParameterModel with its parameters initialised.
+class CApiSessionTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    info = oneParameterModel(param);
+    ASSERT_EQ(take(txl_session_create(&info, nullptr, &session)).first, TXL_OK);
+    ASSERT_EQ(take(txl_session_init_parameters(session, 1)).first, TXL_OK);
+  }
+  void TearDown() override { txl_session_release(session); }
+
   txl_param_info_t param;
-  txl_model_info_t info = oneParameterModel(param);
+  txl_model_info_t info;
   txl_session_t *session = nullptr;
-  ASSERT_EQ(take(txl_session_create(&info, nullptr, &session)).first, TXL_OK);
-  ASSERT_EQ(take(txl_session_init_parameters(session, 1)).first, TXL_OK);
+};
+
+TEST_F(CApiSessionTest, GradientRangesAreChecked) {
   float buffer[8] = {};
   // The first gradient call makes the training state.
   ASSERT_EQ(take(txl_session_read_gradients(session, 0, 8, buffer)).first,
@@ -193,18 +203,12 @@ TEST(CApiTest, GradientRangesAreChecked) {
   }
   EXPECT_EQ(take(txl_session_read_gradients(session, 0, 1, nullptr)).first,
             TXL_INVALID_ARGUMENT);
-  txl_session_release(session);
 }
 
 // The CPU target's device is the host (Device.h): a gradient's buffer is
 // its host address, holding what txl_session_write_gradients wrote and
 // read by txl_session_read_gradients; a parameter's view is its buffer.
-TEST(CApiTest, CpuArraysAreHostBuffers) {
-  txl_param_info_t param;
-  txl_model_info_t info = oneParameterModel(param);
-  txl_session_t *session = nullptr;
-  ASSERT_EQ(take(txl_session_create(&info, nullptr, &session)).first, TXL_OK);
-  ASSERT_EQ(take(txl_session_init_parameters(session, 1)).first, TXL_OK);
+TEST_F(CApiSessionTest, CpuArraysAreHostBuffers) {
   EXPECT_EQ(txl_session_device_gradient(session, 0), nullptr)
       << "no training state yet";
   const float in[8] = {1, 2, 3, 4, 5, 6, 7, 8};
@@ -223,7 +227,6 @@ TEST(CApiTest, CpuArraysAreHostBuffers) {
   ASSERT_EQ(take(txl_session_parameter(session, 0, &first)).first, TXL_OK);
   ASSERT_EQ(take(txl_session_parameter(session, 0, &second)).first, TXL_OK);
   EXPECT_EQ(first, second);
-  txl_session_release(session);
 }
 
 } // namespace

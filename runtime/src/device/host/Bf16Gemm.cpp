@@ -19,17 +19,9 @@
 #include <string_view>
 #include <vector>
 
-// OpenBLAS's cblas_sgemm, as Session.cpp declares it (no cblas.h).
-extern "C" void cblas_sgemm(int order, int transA, int transB, int m, int n,
-                            int k, float alpha, const float *a, int lda,
-                            const float *b, int ldb, float beta, float *c,
-                            int ldc);
-
 namespace txl::rt {
 namespace {
 
-constexpr int kRowMajor = 101;
-constexpr int kNoTrans = 111;
 /// MKL_THREADING_SEQUENTIAL of mkl_service.h.
 constexpr int kMklThreadingSequential = 1;
 
@@ -100,10 +92,10 @@ struct Stored {
 
 Stored stored(int order, int trans, int rows, int cols) {
   // rows x cols is the operand as the product uses it (op(A): m x k).
-  bool asIs = trans == kNoTrans;
+  bool asIs = trans == kCblasNoTrans;
   int storedRows = asIs ? rows : cols, storedCols = asIs ? cols : rows;
-  return order == kRowMajor ? Stored{storedRows, storedCols}
-                            : Stored{storedCols, storedRows};
+  return order == kCblasRowMajor ? Stored{storedRows, storedCols}
+                                 : Stored{storedCols, storedRows};
 }
 
 /// Rounds `src` (shape `s`, leading dimension `ld`) into `out`, compact

@@ -23,18 +23,9 @@
 #include <thread>
 #include <unistd.h>
 
-// OpenBLAS's cblas_sgemm, as Bf16Gemm.cpp declares it (no cblas.h, whose
-// enum types differ between BLAS vendors); CBLAS's enum values.
-extern "C" void cblas_sgemm(int order, int transA, int transB, int m, int n,
-                            int k, float alpha, const float *a, int lda,
-                            const float *b, int ldb, float beta, float *c,
-                            int ldc);
-
 namespace txl::rt {
 
 namespace {
-
-constexpr int kCblasColMajor = 102, kCblasNoTrans = 111, kCblasTrans = 112;
 
 /// Host buffers are aligned for any vector load (AVX-512: 64 bytes).
 constexpr size_t kAlignment = 64;

@@ -19,7 +19,19 @@
 #include <string>
 #include <string_view>
 
+// OpenBLAS's cblas_sgemm, declared here rather than through cblas.h, whose
+// enum types differ between BLAS vendors; its order and transpose
+// arguments take CBLAS's values (kCblas* below).
+extern "C" void cblas_sgemm(int order, int transA, int transB, int m, int n,
+                            int k, float alpha, const float *a, int lda,
+                            const float *b, int ldb, float beta, float *c,
+                            int ldc);
+
 namespace txl::rt {
+
+/// CBLAS's CBLAS_ORDER and CBLAS_TRANSPOSE values.
+inline constexpr int kCblasRowMajor = 101, kCblasColMajor = 102,
+                     kCblasNoTrans = 111, kCblasTrans = 112;
 
 /// What cpuid says of this CPU (x86-64; all false elsewhere). A vector
 /// extension counts only when the OS saves its registers (XGETBV).
