@@ -18,6 +18,7 @@
 #include "txl/rt/commands/Train.h"
 #include "txl/rt/device/Bf16Gemm.h"
 #include "txl/rt/device/CpuBlas.h"
+#include "txl/rt/device/Device.h"
 #include "txl/rt/support/File.h"
 #include "txl/rt/support/Status.h"
 #include "txl/runtime.h"
@@ -224,12 +225,14 @@ int main(int argc, char **argv) {
       // Built when asked for: a bf16 executable's line loads oneMKL.
       std::function<std::string()>([&] {
         return fmt::format(
-            "model '{}' compiled by txlc (runtime ABI {}, target {})\n{}",
+            "model '{}' compiled by txlc (runtime ABI {}, target {}; runtime "
+            "backends: {})\n{}",
             modelName, TXL_ABI_VERSION, txl_backend_name(info.backend),
-            runHeader());
+            txl::rt::builtBackends(), runHeader());
       }),
-      "Print the model, the runtime ABI, the BLAS with its kernel and "
-      "threads, the CPU, and (--precision=bf16) where the bf16 products "
+      "Print the model, the runtime ABI and the backends it was built with, "
+      "the BLAS with its kernel and threads, the CPU, and (--precision=bf16) "
+      "where the bf16 products "
       "run, then exit");
 
   bool allowExtraTensors = false; // --allow-extra-tensors of any command

@@ -607,6 +607,19 @@ Device &openedDevice() {
   return opened;
 }
 
+#if TXL_ENABLE_CUDA
+#define TXL_CUDA_NAME " cuda"
+#else
+#define TXL_CUDA_NAME ""
+#endif
+#if TXL_ENABLE_OPENCL
+#define TXL_OPENCL_NAME " opencl"
+#else
+#define TXL_OPENCL_NAME ""
+#endif
+
+const char *builtBackends() { return "host" TXL_CUDA_NAME TXL_OPENCL_NAME; }
+
 std::unique_ptr<Device> openDevice(Backend backend, int ordinal) {
   switch (backend) {
   case Backend::Host:

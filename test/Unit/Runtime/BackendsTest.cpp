@@ -29,6 +29,9 @@ using ::testing::Not;
 TEST(BackendsTest, TheHostIsAlwaysBuilt) {
   std::unique_ptr<Device> host = openDevice(Backend::Host);
   EXPECT_TRUE(host->hostMemory());
+  EXPECT_EQ(std::string(builtBackends()),
+            std::string("host") + (TXL_ENABLE_CUDA ? " cuda" : "") +
+                (TXL_ENABLE_OPENCL ? " opencl" : ""));
 }
 
 /// What opening `backend` says: "" when it opened.

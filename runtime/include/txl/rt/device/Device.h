@@ -121,6 +121,11 @@ public:
 /// The backends: the CPU (the host device) and the GPU targets'.
 enum class Backend { Host, Cuda, OpenCL };
 
+/// The backends this runtime was built with, as txlc's --target names
+/// them after "host": "host cuda opencl", or fewer where the CMake options
+/// TXL_ENABLE_CUDA / TXL_ENABLE_OPENCL were off.
+const char *builtBackends();
+
 /// Opens device `ordinal` of `backend` with its queue. Throws
 /// Error(TXL_UNAVAILABLE) with one line naming what is missing: "no CUDA
 /// driver: dlopen(libcuda.so.1) failed: ...", "no OpenCL platform: ...",
