@@ -209,12 +209,13 @@ txl_session_check_device_memory(txl_session_t *session,
     // The dry run: the state, then the largest steps of the run.
     DryRunSession dry(*session);
     const int64_t layers = info.n_layer + 1;
-    std::vector<void *> parked; // the other chunks' memories
+    // The other chunks' memories (freed before the dry run ends, also when
+    // it throws: declared after it).
+    std::vector<DeviceArray> parked;
     for (int64_t c = 1; c < p.chunks; ++c)
       for (int64_t l = 0; l < layers; ++l)
-        parked.push_back(mgpuMemAlloc(
-            size_t(p.mem_len * p.batch * info.d_model) * sizeof(float), nullptr,
-            false));
+        parked.emplace_back(*dry.s.device,
+                            size_t(p.mem_len * p.batch * info.d_model));
     dry.setMemory(p.mem_len, p.batch);
     dry.runSegment(p.kind, p.qlen, p.mem_len, p.chunks);
     if (training) {
@@ -226,7 +227,7 @@ txl_session_check_device_memory(txl_session_t *session,
         dry.runSegment(TXL_RUN_EVAL, p.eval_qlen, p.eval_mem_len, 1);
       }
     }
-    freeDevice(parked);
+    parked.clear();
     const size_t need = dry.end();
     const size_t workspace = need - std::min(need, params + memory + optimizer);
     std::string steps =

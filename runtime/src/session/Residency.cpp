@@ -2,9 +2,8 @@
 //
 // The parameters, the memory, the gradients and the optimizer state live
 // in buffers of the session's device (DeviceArray: the host device's on the
-// CPU, whose host views are the buffers themselves). A GPU target's segment
-// inputs and outputs are device buffers of the ABI the compiled code uses
-// (txl/device.h).
+// CPU, whose host views are the buffers themselves). A segment's inputs
+// and outputs are the caller's arrays, as HostArguments (DeviceArray.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,19 +16,6 @@
 #include <vector>
 
 using namespace txl::rt;
-
-void *txl::rt::deviceCopy(const void *host, size_t bytes) {
-  void *buffer = mgpuMemAlloc(bytes, nullptr, false);
-  txl_device_write(buffer, 0, host, bytes);
-  return buffer;
-}
-
-void txl::rt::freeDevice(std::vector<void *> &buffers) {
-  for (void *b : buffers)
-    if (b)
-      mgpuMemFree(b, nullptr);
-  buffers.clear();
-}
 
 void txl::rt::setParameters(txl_session &session,
                             const std::vector<std::vector<float>> &values) {

@@ -155,14 +155,9 @@ void validateSegment(const txl_session &session, const int64_t *data,
                      bool grads, float *const *outGrads, bool logProbs);
 
 //===----------------------------------------------------------------------===//
-// Residency.cpp: a GPU target's device buffers (txl/device.h's ABI, the one
-// the compiled code uses)
+// Residency.cpp: the session's arrays on its device
 //===----------------------------------------------------------------------===//
 
-/// A device buffer holding a copy of `bytes` bytes of `host`.
-void *deviceCopy(const void *host, size_t bytes);
-/// Frees every non-null buffer of `buffers` and clears it.
-void freeDevice(std::vector<void *> &buffers);
 /// The session's parameters from host arrays (a load or an
 /// initialization), in buffers of its device.
 void setParameters(txl_session &session,
