@@ -5,12 +5,14 @@
 
 #include "txl/Frontend/SegmentBuilder.h"
 #include "txl/Frontend/TrainingBuilder.h"
+#include "txl/IR/TxlDialect.h"
 #include "txl/InitAll.h"
 #include "txl/Pipelines/Pipelines.h"
 #include "txl/Target/GpuKernels.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/Timing.h"
@@ -21,7 +23,10 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/Regex.h"
+#include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
+
+#include <optional>
 
 using namespace mlir;
 using namespace mlir::txl;
@@ -41,6 +46,104 @@ LogicalResult writeText(const DriverOptions &options, Printable &&print) {
   print(out->os());
   out->keep();
   return success();
+}
+
+/// txlc's spelling of `stage` (--emit), of the text stages a module can be
+/// written at and read back from (--input-ir).
+llvm::StringRef stageName(EmitAction stage) {
+  switch (stage) {
+  case EmitAction::Txl:
+    return "txl";
+  case EmitAction::TxlOpt:
+    return "txl-opt";
+  case EmitAction::TxlGrad:
+    return "txl-grad";
+  case EmitAction::Linalg:
+    return "linalg";
+  case EmitAction::LLVMMLIR:
+    return "llvm-mlir";
+  default:
+    return "";
+  }
+}
+
+llvm::StringRef targetName(Target target) {
+  switch (target) {
+  case Target::Cpu:
+    return "cpu";
+  case Target::Cuda:
+    return "cuda";
+  case Target::OpenCL:
+    return "opencl";
+  }
+  return "";
+}
+
+/// Prints `module` at the text stage `--emit` names, recording on it the
+/// stage, target and precision it was compiled for (`txl.emitted`), which
+/// `txlc --input-ir` reads back.
+LogicalResult writeModule(const DriverOptions &options, ModuleOp module) {
+  Builder b(module.getContext());
+  module->setAttr(
+      TxlDialect::kEmittedAttrName,
+      b.getDictionaryAttr(
+          {b.getNamedAttr("stage", b.getStringAttr(stageName(options.emit))),
+           b.getNamedAttr("target",
+                          b.getStringAttr(targetName(options.target))),
+           b.getNamedAttr("precision",
+                          b.getStringAttr(precisionName(options.precision)))}));
+  return writeText(options, [&](llvm::raw_ostream &os) { module.print(os); });
+}
+
+/// The stages a compilation resumed from --input-ir has behind it: every
+/// stage up to the one the module was emitted at.
+struct Resume {
+  std::optional<EmitAction> stage;
+  /// Whether `s` already ran (and is skipped).
+  bool done(EmitAction s) const { return stage && *stage >= s; }
+};
+
+/// Reads --input-ir: a module `txlc --emit=<stage>` wrote (possibly
+/// transformed since, e.g. by txl-opt), for the same target and precision.
+/// Errors name the file (and line:col for the parser's).
+FailureOr<OwningOpRef<ModuleOp>> readInputIr(const DriverOptions &options,
+                                             MLIRContext &context,
+                                             Resume &resume) {
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(
+      options.inputIrPath, sourceMgr, ParserConfig(&context));
+  if (!module)
+    return failure();
+  auto fail = [&](const llvm::Twine &message) {
+    llvm::errs() << "txlc: error: --input-ir " << options.inputIrPath << ": "
+                 << message << "\n";
+    return failure();
+  };
+  auto emitted =
+      (*module)->getAttrOfType<DictionaryAttr>(TxlDialect::kEmittedAttrName);
+  if (!emitted)
+    return fail("not a module txlc wrote with --emit=txl, txl-opt, txl-grad, "
+                "linalg or llvm-mlir (no txl.emitted attribute)");
+  // The dialect verified the dictionary's keys and values.
+  llvm::StringRef stage = emitted.getAs<StringAttr>("stage").getValue();
+  llvm::StringRef target = emitted.getAs<StringAttr>("target").getValue();
+  llvm::StringRef precision = emitted.getAs<StringAttr>("precision").getValue();
+  if (target != targetName(options.target))
+    return fail("emitted for --target=" + target +
+                ", not --target=" + targetName(options.target));
+  if (precision != precisionName(options.precision))
+    return fail("emitted for --precision=" + precision +
+                ", not --precision=" + precisionName(options.precision));
+  for (EmitAction s : {EmitAction::Txl, EmitAction::TxlOpt, EmitAction::TxlGrad,
+                       EmitAction::Linalg, EmitAction::LLVMMLIR})
+    if (stageName(s) == stage)
+      resume.stage = s;
+  if (!stageName(options.emit).empty() && options.emit <= *resume.stage)
+    return fail("--emit=" + stageName(options.emit) +
+                " is not after its stage, " + stage);
+  (*module)->removeAttr(TxlDialect::kEmittedAttrName);
+  return module;
 }
 
 /// Whether any of mlir-opt's IR-printing options (--mlir-print-ir-before=,
@@ -300,6 +403,31 @@ LogicalResult checkTarget(const DriverOptions &options) {
   return success();
 }
 
+/// The LLVM dialect module to the executable: LLVM's optimization and code
+/// generation in parallel parts, then the link with the runtime.
+LogicalResult compileAndLink(const DriverOptions &options,
+                             const ModelConfig &config, ModuleOp module,
+                             TimingScope &root) {
+  TimingScope codegenTiming =
+      root.nest("LLVM: optimization and code generation (parallel parts)");
+  SmallVector<std::string> objectPaths;
+  LogicalResult emitted = emitObjectFilesInParallel(module, options.codegen,
+                                                    objectPaths, codegenTiming);
+  codegenTiming.stop();
+  LogicalResult linked = failure();
+  if (succeeded(emitted)) {
+    TimingScope linkTiming = root.nest("linking");
+    linked = linkExecutable(options, config, objectPaths);
+  }
+  if (!options.keepTemps)
+    for (const std::string &path : objectPaths)
+      llvm::sys::fs::remove(path);
+  return linked;
+}
+
+LogicalResult lowerGpuKernelsAndHost(const DriverOptions &options,
+                                     ModuleOp module, TimingScope &root);
+
 /// The GPU targets after the txl-level passes: the attention kernels, the
 /// lowering to linalg, bufferization and a kernel for every other loop
 /// nest, then the kernels compiled (--emit=ptx / --emit=spirv stop there;
@@ -307,21 +435,37 @@ LogicalResult checkTarget(const DriverOptions &options) {
 /// host code to LLVM, and the executable.
 LogicalResult runGpuTarget(const DriverOptions &options,
                            const ModelConfig &config, ModuleOp module,
-                           TimingScope &root) {
-  auto print = [&](llvm::raw_ostream &os) { module.print(os); };
-  ConvertRelAttentionToGpuPassOptions attention;
-  attention.relShiftOffset = options.testRelShiftOffset;
-  attention.dropBarrier = options.testDropBarrier;
-  attention.keyParts = options.attentionKeyParts;
-  attention.precision = options.precision;
-  if (failed(runStage(
-          module, root, "the attention kernels",
-          [&](OpPassManager &pm) { buildTxlToGpuPipeline(pm, attention); })) ||
-      failed(runStage(module, root, "lowering to linalg",
-                      [](OpPassManager &pm) { buildTxlToLinalgPipeline(pm); })))
-    return failure();
+                           TimingScope &root, const Resume &resume) {
+  if (!resume.done(EmitAction::Linalg)) {
+    ConvertRelAttentionToGpuPassOptions attention;
+    attention.keyParts = options.attentionKeyParts;
+    attention.precision = options.precision;
+    if (failed(runStage(module, root, "the attention kernels",
+                        [&](OpPassManager &pm) {
+                          buildTxlToGpuPipeline(pm, attention);
+                        })) ||
+        failed(
+            runStage(module, root, "lowering to linalg",
+                     [](OpPassManager &pm) { buildTxlToLinalgPipeline(pm); })))
+      return failure();
+  }
   if (options.emit == EmitAction::Linalg)
-    return writeText(options, print);
+    return writeModule(options, module);
+  if (!resume.done(EmitAction::LLVMMLIR) &&
+      failed(lowerGpuKernelsAndHost(options, module, root)))
+    return failure();
+  if (options.emit == EmitAction::Ptx || options.emit == EmitAction::Spirv)
+    return success();
+  if (options.emit == EmitAction::LLVMMLIR)
+    return writeModule(options, module);
+  return compileAndLink(options, config, module, root);
+}
+
+/// The GPU targets from linalg to the LLVM dialect: bufferization, a kernel
+/// per loop nest, the kernels compiled (--emit=ptx and --emit=spirv write
+/// them and stop there) and embedded, the host code lowered.
+LogicalResult lowerGpuKernelsAndHost(const DriverOptions &options,
+                                     ModuleOp module, TimingScope &root) {
   if (failed(runStage(module, root, "bufferizing; a kernel per loop nest",
                       [&](OpPassManager &pm) {
                         buildGpuLinalgToKernelsPipeline(pm, options.precision);
@@ -354,27 +498,8 @@ LogicalResult runGpuTarget(const DriverOptions &options,
                        [&](llvm::raw_ostream &os) { os << *kernels; });
     replaceKernelsWithOpenCLImage(module, *kernels);
   }
-  if (failed(runStage(module, root, "lowering the host code to LLVM",
-                      buildGpuHostToLLVMPipeline)))
-    return failure();
-  if (options.emit == EmitAction::LLVMMLIR)
-    return writeText(options, print);
-
-  TimingScope codegenTiming =
-      root.nest("LLVM: optimization and code generation (parallel parts)");
-  SmallVector<std::string> objectPaths;
-  LogicalResult emitted = emitObjectFilesInParallel(module, options.codegen,
-                                                    objectPaths, codegenTiming);
-  codegenTiming.stop();
-  LogicalResult linked = failure();
-  if (succeeded(emitted)) {
-    TimingScope linkTiming = root.nest("linking");
-    linked = linkExecutable(options, config, objectPaths);
-  }
-  if (!options.keepTemps)
-    for (const std::string &path : objectPaths)
-      llvm::sys::fs::remove(path);
-  return linked;
+  return runStage(module, root, "lowering the host code to LLVM",
+                  buildGpuHostToLLVMPipeline);
 }
 
 } // namespace
@@ -401,35 +526,49 @@ int mlir::txl::runDriver(const DriverOptions &options) {
   applyDefaultTimingManagerCLOptions(timingManager);
   TimingScope root = timingManager.getRootScope();
 
-  TimingScope frontendTiming = root.nest("building the segment (frontend)");
-  FailureOr<OwningOpRef<ModuleOp>> built = buildSegmentModule(context, *config);
-  if (failed(built))
-    return 1;
-  ModuleOp module = built->get();
-  // The GPU targets evaluate through @segment (their runtime keeps no
-  // key/value cache).
-  if (options.kvCache && options.target == Target::Cpu &&
-      hasKvCacheFunctions(*config) &&
-      failed(buildKvCacheFunctions(module, *config)))
-    return 1;
-  if (failed(buildTrainingFunctions(
-          module, *config,
-          options.target == Target::Cpu ? 0 : normTensorsPerKernel())) ||
-      failed(verify(module)))
-    return 1;
-  frontendTiming.stop();
-  auto print = [&](llvm::raw_ostream &os) { module.print(os); };
+  // The module: built from the model file, or read back from --input-ir
+  // with the stages it went through skipped.
+  Resume resume;
+  OwningOpRef<ModuleOp> owned;
+  if (!options.inputIrPath.empty()) {
+    FailureOr<OwningOpRef<ModuleOp>> read =
+        readInputIr(options, context, resume);
+    if (failed(read))
+      return 1;
+    owned = std::move(*read);
+  } else {
+    TimingScope frontendTiming = root.nest("building the segment (frontend)");
+    FailureOr<OwningOpRef<ModuleOp>> built =
+        buildSegmentModule(context, *config);
+    if (failed(built))
+      return 1;
+    owned = std::move(*built);
+    ModuleOp module = owned.get();
+    // The GPU targets evaluate through @segment (their runtime keeps no
+    // key/value cache).
+    if (options.kvCache && options.target == Target::Cpu &&
+        hasKvCacheFunctions(*config) &&
+        failed(buildKvCacheFunctions(module, *config)))
+      return 1;
+    if (failed(buildTrainingFunctions(
+            module, *config,
+            options.target == Target::Cpu ? 0 : normTensorsPerKernel())) ||
+        failed(verify(module)))
+      return 1;
+  }
+  ModuleOp module = owned.get();
   if (options.emit == EmitAction::Txl)
-    return failed(writeText(options, print));
+    return failed(writeModule(options, module));
 
   TxlCpuPipelineOptions pipeline;
   pipeline.fuseAttention = options.fuseAttention;
-  if (failed(runStage(
+  if (!resume.done(EmitAction::TxlOpt) &&
+      failed(runStage(
           module, root, "txl-level optimization",
           [&](OpPassManager &pm) { buildTxlOptPipeline(pm, pipeline); })))
     return 1;
   if (options.emit == EmitAction::TxlOpt)
-    return failed(writeText(options, print));
+    return failed(writeModule(options, module));
 
   bool backward = options.backward;
   if (options.emit == EmitAction::TxlGrad && !backward) {
@@ -439,7 +578,7 @@ int mlir::txl::runDriver(const DriverOptions &options) {
   // The GPU attention kernels, f32 or tensor-core, save each row's
   // log-sum-exp for the backward (the CPU keeps P whole).
   bool saveAttentionStats = options.target != Target::Cpu;
-  if (backward &&
+  if (backward && !resume.done(EmitAction::TxlGrad) &&
       failed(runStage(module, root, "generating the backward segment",
                       [&](OpPassManager &pm) {
                         buildTxlBackwardPipeline(pm, saveAttentionStats,
@@ -449,15 +588,15 @@ int mlir::txl::runDriver(const DriverOptions &options) {
                       })))
     return 1;
   if (options.emit == EmitAction::TxlGrad)
-    return failed(writeText(options, print));
+    return failed(writeModule(options, module));
 
   if (options.target != Target::Cpu)
-    return failed(runGpuTarget(options, *config, module, root));
+    return failed(runGpuTarget(options, *config, module, root, resume));
 
-  if (failed(
+  if (!resume.done(EmitAction::Linalg) &&
+      failed(
           runStage(module, root, "lowering to linalg", [&](OpPassManager &pm) {
             ConvertRelAttentionToCpuPassOptions attention;
-            attention.testRelShiftOffset = options.testRelShiftOffset;
             if (options.cpuAttention == CpuAttention::Auto)
               attention.minScoreBytes = kAutoAttentionScoreBytes;
             // The backward op too (@segment_grad).
@@ -475,33 +614,19 @@ int mlir::txl::runDriver(const DriverOptions &options) {
           })))
     return 1;
   if (options.emit == EmitAction::Linalg)
-    return failed(writeText(options, print));
+    return failed(writeModule(options, module));
 
-  if (failed(runStage(module, root, "lowering to the LLVM dialect",
+  if (!resume.done(EmitAction::LLVMMLIR) &&
+      failed(runStage(module, root, "lowering to the LLVM dialect",
                       [&](OpPassManager &pm) {
                         buildLinalgToLLVMPipeline(pm, options.precision);
                       })))
     return 1;
   if (options.emit == EmitAction::LLVMMLIR)
-    return failed(writeText(options, print));
+    return failed(writeModule(options, module));
 
-  if (options.emit == EmitAction::Executable) {
-    TimingScope codegenTiming = root.nest("LLVM: optimization and code "
-                                          "generation (parallel parts)");
-    SmallVector<std::string> objectPaths;
-    LogicalResult emitted = emitObjectFilesInParallel(
-        module, options.codegen, objectPaths, codegenTiming);
-    codegenTiming.stop();
-    LogicalResult linked = failure();
-    if (succeeded(emitted)) {
-      TimingScope linkTiming = root.nest("linking");
-      linked = linkExecutable(options, *config, objectPaths);
-    }
-    if (!options.keepTemps)
-      for (const std::string &path : objectPaths)
-        llvm::sys::fs::remove(path);
-    return failed(linked) ? 1 : 0;
-  }
+  if (options.emit == EmitAction::Executable)
+    return failed(compileAndLink(options, *config, module, root)) ? 1 : 0;
 
   llvm::LLVMContext llvmContext;
   TimingScope optTiming = root.nest("LLVM: translation and optimization");

@@ -113,16 +113,15 @@ static cl::opt<bool> kvCache(
              "executable's eval, run-segments, generate and score use unless "
              "given --no-kv-cache (default true)"),
     cl::init(true));
-// Negative-control tests only (hidden): a GPU executable whose attention
-// kernel is broken on purpose, to show the reference tests catch it.
-static cl::opt<int64_t> testRelShiftOffset(
-    cl::cat(txlcCategory), "test-rel-shift-offset", cl::Hidden, cl::init(0),
-    cl::desc("Tests only: read BD one r row off by this much (the GPU "
-             "kernels, and the CPU's tiled attention kernel)"));
-static cl::opt<int64_t> testDropBarrier(
-    cl::cat(txlcCategory), "test-drop-barrier", cl::Hidden, cl::init(0),
-    cl::desc("GPU targets, tests only: leave out the attention kernels' "
-             "barrier 1, 2, 3 or 4"));
+static cl::opt<std::string> inputIr(
+    cl::cat(txlcCategory), "input-ir", cl::value_desc("file"),
+    cl::desc("Resume from a module that txlc wrote for this model file with "
+             "--emit=txl, txl-opt, txl-grad, linalg or llvm-mlir (possibly "
+             "transformed since, e.g. by txl-opt), with the same --target "
+             "and --precision; the stages before it are skipped (their "
+             "options have no effect) and the model file gives the "
+             "executable's model description"),
+    cl::init(""));
 static cl::opt<bool> fuseAttention(
     cl::cat(txlcCategory), "fuse-attention",
     cl::desc("Fuse the four-term relative attention (default true; false "
@@ -222,6 +221,7 @@ int main(int argc, char **argv) {
 
   DriverOptions options;
   options.inputPath = inputFile;
+  options.inputIrPath = inputIr;
   options.outputPath = outputFile;
   options.emit = emitAction;
   options.target = target;
@@ -236,8 +236,6 @@ int main(int argc, char **argv) {
     return 1;
   }
   options.cpuVectorBits = cpuVectorBits;
-  options.testRelShiftOffset = testRelShiftOffset;
-  options.testDropBarrier = testDropBarrier;
   if (attentionKeyParts < 0) {
     llvm::errs() << "txlc: error: --attention-key-parts must be 0 (chosen at "
                     "run time) or a number of parts, not "
@@ -277,14 +275,16 @@ int main(int argc, char **argv) {
                    << " is a directory: give the output file's path\n";
       return 1;
     }
-    if (!llvm::sys::fs::status(options.outputPath, out) &&
-        !llvm::sys::fs::status(options.inputPath, in) &&
-        llvm::sys::fs::equivalent(out, in)) {
-      llvm::errs() << "txlc: error: -o " << options.outputPath
-                   << " is the model file " << options.inputPath
-                   << ": refusing to overwrite it\n";
-      return 1;
-    }
+    for (const auto &[path, what] :
+         {std::pair(options.inputPath, "the model file"),
+          std::pair(options.inputIrPath, "the --input-ir file")})
+      if (!path.empty() && !llvm::sys::fs::status(options.outputPath, out) &&
+          !llvm::sys::fs::status(path, in) &&
+          llvm::sys::fs::equivalent(out, in)) {
+        llvm::errs() << "txlc: error: -o " << options.outputPath << " is "
+                     << what << " " << path << ": refusing to overwrite it\n";
+        return 1;
+      }
   }
   options.runtimeLibDir = runtimeDir;
   if (options.runtimeLibDir.empty()) {

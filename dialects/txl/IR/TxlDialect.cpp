@@ -7,6 +7,8 @@
 #include "llvm/ADT/SmallSet.h"
 #include "llvm/ADT/StringExtras.h"
 
+#include <iterator>
+
 using namespace mlir;
 using namespace mlir::txl;
 
@@ -92,6 +94,41 @@ static LogicalResult verifyIndexArray(Operation *op, NamedAttribute attr,
   return success();
 }
 
+/// The roles of `txl.sync` (TxlDialect.td).
+static constexpr llvm::StringLiteral kSyncRoles[] = {
+    "reads-done", "stores-done", "ds-stored", "kv-staged"};
+
+/// `txl.emitted` (TxlDialect.td): a dictionary of exactly `stage`, `target`
+/// and `precision`, each one of txlc's spellings, on a builtin.module.
+static LogicalResult verifyEmitted(Operation *op, NamedAttribute attr) {
+  if (op->getName().getStringRef() != "builtin.module")
+    return op->emitError("'txl.emitted' is an attribute of modules");
+  static constexpr llvm::StringLiteral kStages[] = {
+      "txl", "txl-opt", "txl-grad", "linalg", "llvm-mlir"};
+  static constexpr llvm::StringLiteral kTargets[] = {"cpu", "cuda", "opencl"};
+  static constexpr llvm::StringLiteral kPrecisions[] = {"f32", "bf16", "fp16"};
+  struct Key {
+    StringRef name;
+    ArrayRef<llvm::StringLiteral> values;
+  };
+  const Key keys[] = {
+      {"stage", kStages}, {"target", kTargets}, {"precision", kPrecisions}};
+  auto dict = dyn_cast<DictionaryAttr>(attr.getValue());
+  if (!dict || dict.size() != std::size(keys))
+    return op->emitError("'txl.emitted' must be a dictionary of 'stage', "
+                         "'target' and 'precision'");
+  for (const Key &key : keys) {
+    auto value = dict.getAs<StringAttr>(key.name);
+    if (!value)
+      return op->emitError("'txl.emitted' must be a dictionary of 'stage', "
+                           "'target' and 'precision'");
+    if (!llvm::is_contained(key.values, value.getValue()))
+      return op->emitError("'txl.emitted' has an unknown ")
+             << key.name << " \"" << value.getValue() << "\"";
+  }
+  return success();
+}
+
 LogicalResult TxlDialect::verifyOperationAttribute(Operation *op,
                                                    NamedAttribute attr) {
   StringRef name = attr.getName().strref();
@@ -129,6 +166,39 @@ LogicalResult TxlDialect::verifyOperationAttribute(Operation *op,
       return op->emitError("'txl.entry' needs a function with a body");
     return success();
   }
+  if (name == kSyncAttrName) {
+    auto role = dyn_cast<StringAttr>(attr.getValue());
+    if (op->getName().getStringRef() != "gpu.barrier")
+      return op->emitError("'txl.sync' is an attribute of gpu.barrier ops");
+    if (!role || !llvm::is_contained(kSyncRoles, role.getValue()))
+      return op->emitError("'txl.sync' must be one of \"reads-done\", "
+                           "\"stores-done\", \"ds-stored\", \"kv-staged\", "
+                           "got ")
+             << attr.getValue();
+    return success();
+  }
+  if (name == kRelShiftRowAttrName || name == kKeyPartAttrName) {
+    // An index (or, after the lowering to LLVM, integer) value: the test
+    // passes add to it or replace it.
+    if (op->getNumResults() != 1 || !op->getResult(0).getType().isIntOrIndex())
+      return op->emitError("'")
+             << name
+             << "' is an attribute of ops with one integer or index "
+                "result";
+    if (name == kRelShiftRowAttrName) {
+      if (!isa<UnitAttr>(attr.getValue()))
+        return op->emitError("'txl.rel_shift_row' must be a unit attribute");
+      return success();
+    }
+    auto role = dyn_cast<StringAttr>(attr.getValue());
+    if (!role || (role.getValue() != "tiles" && role.getValue() != "offset"))
+      return op->emitError("'txl.key_part' must be \"tiles\" or \"offset\", "
+                           "got ")
+             << attr.getValue();
+    return success();
+  }
+  if (name == kEmittedAttrName)
+    return verifyEmitted(op, attr);
   if (name != "txl.result_destinations" && name != "txl.built_in_destination")
     return op->emitError("unknown txl attribute '") << name << "'";
   auto fn = dyn_cast<FunctionOpInterface>(op);

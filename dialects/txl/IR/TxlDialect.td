@@ -38,7 +38,11 @@ def Txl_Dialect : Dialect {
   // runtime calls name their packed entry point (`txl.entry`), and entry
   // functions record where their results are written
   // (`txl.result_destinations`, `txl.built_in_destination`); CUDA kernels
-  // record their dynamic shared memory (`txl.dynamic_shared_memory`).
+  // record their dynamic shared memory (`txl.dynamic_shared_memory`); the
+  // attention kernel builders name the ops a negative-control test breaks
+  // (`txl.sync`, `txl.rel_shift_row`, `txl.key_part`; test/lib's passes),
+  // and txlc records on a module it writes the stage and target it was
+  // emitted for (`txl.emitted`, read back by `txlc --input-ir`).
   let hasOperationAttrVerify = 1;
   let hasRegionArgAttrVerify = 1;
   let extraClassDeclaration = [{
@@ -48,6 +52,27 @@ def Txl_Dialect : Dialect {
     /// function of the runtime ABI, and by txl-generate-backward on the
     /// backward segment.
     static constexpr ::llvm::StringLiteral kEntryAttrName = "txl.entry";
+    /// `txl.sync = "<role>"` on a gpu.barrier of the attention kernels: what
+    /// the barrier orders ("reads-done": every work-item finished reading
+    /// the tiles about to be overwritten; "stores-done": every work-item
+    /// stored its part of the tiles about to be read; "ds-stored": the
+    /// tensor-core `_q_saved` backward's skewed dS tile is complete;
+    /// "kv-staged": the tensor-core forward staged K and V).
+    static constexpr ::llvm::StringLiteral kSyncAttrName = "txl.sync";
+    /// `txl.rel_shift_row` (unit) on the index op that gives the r row a
+    /// tile of BD starts at (qlen - 1 - i + j, the rel_shift as index
+    /// arithmetic), in the CPU and GPU attention kernels.
+    static constexpr ::llvm::StringLiteral kRelShiftRowAttrName =
+        "txl.rel_shift_row";
+    /// `txl.key_part = "tiles" | "offset"` on the index ops of a forward
+    /// kernel's key part (flash-decoding): the key tiles of one part
+    /// (ceil(tiles / parts)), and the part's first key relative to the
+    /// visible range.
+    static constexpr ::llvm::StringLiteral kKeyPartAttrName = "txl.key_part";
+    /// `txl.emitted = {stage, target, precision}` on a module txlc wrote
+    /// with --emit (txl, txl-opt, txl-grad, linalg, llvm-mlir; cpu, cuda,
+    /// opencl; f32, bf16, fp16): where `txlc --input-ir` resumes.
+    static constexpr ::llvm::StringLiteral kEmittedAttrName = "txl.emitted";
   }];
 }
 

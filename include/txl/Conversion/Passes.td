@@ -406,9 +406,7 @@ def ConvertRelAttentionToCpuPass : Pass<"txl-rel-attention-to-cpu", "::mlir::Mod
            "take more bytes than this, the op being lowered by "
            "convert-txl-to-linalg otherwise (scf.if); 0: always the kernel">,
     Option<"grad", "grad", "bool", "false",
-           "Also txl.rel_attention_grad, as the tiled backward kernel">,
-    Option<"testRelShiftOffset", "test-rel-shift-offset", "int64_t", "0",
-           "Negative controls: read BD this many pos_key rows off">
+           "Also txl.rel_attention_grad, as the tiled backward kernel">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::bufferization::BufferizationDialect",
@@ -590,25 +588,7 @@ def ConvertRelAttentionToGpuPass : Pass<"txl-rel-attention-to-gpu", "::mlir::Mod
     Option<"keyParts", "key-parts", "int64_t", /*default=*/"0",
            "The forward kernels' parts of the keys (grid z, flash-decoding): 0 "
            "lets the runtime choose per launch for the device "
-           "(txl_device_attention_parts); N >= 1 always launches N">,
-    Option<"relShiftOffset", "test-rel-shift-offset", "int64_t", /*default=*/"0",
-           "Negative-control tests only: read BD from r row "
-           "qlen - 1 - i + j + offset, in the forward and the backward "
-           "kernels (any offset but 0 is wrong)">,
-    Option<"wholeKeyRange", "test-whole-key-range", "bool", /*default=*/"false",
-           "Negative-control tests only: every key part of the f32 forward "
-           "kernel walks all the visible keys instead of its own run of "
-           "them (the combined output stays right, each part's lse does "
-           "not)">,
-    Option<"dropBarrier", "test-drop-barrier", "int64_t", /*default=*/"0",
-           "Negative-control tests only: leave out the first barrier of "
-           "the forward kernels and the tensor-core backward kernels (1: "
-           "tiles still being read get overwritten), their second (2: "
-           "tiles read before every lane stored its part), or the third "
-           "of the tensor-core `_q_saved` kernel (3: its skewed dS tile "
-           "read before it is complete), or the tensor-core forward "
-           "kernel's barrier after it stages K and V (4: the products read "
-           "tiles not yet staged)">,
+           "(txl_device_attention_parts); N >= 1 always launches N">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::bufferization::BufferizationDialect",

@@ -10,6 +10,7 @@
 #ifndef TXL_CONVERSION_PRECISION_H
 #define TXL_CONVERSION_PRECISION_H
 
+#include "llvm/ADT/StringRef.h"
 #include "llvm/Support/CommandLine.h"
 
 namespace mlir {
@@ -21,6 +22,19 @@ enum class Precision {
   Bf16, ///< bf16 operands (tensor cores on the GPUs; AMX, AVX512-BF16)
   Fp16, ///< fp16 operands (the GPU targets); train scales the loss
 };
+
+/// txlc's spelling of `precision` ("f32", "bf16", "fp16").
+inline llvm::StringRef precisionName(Precision precision) {
+  switch (precision) {
+  case Precision::F32:
+    return "f32";
+  case Precision::Bf16:
+    return "bf16";
+  case Precision::Fp16:
+    return "fp16";
+  }
+  return "";
+}
 
 /// The values of a pipeline's `precision` option, as txlc's --precision
 /// spells them.

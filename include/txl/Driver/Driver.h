@@ -50,7 +50,14 @@ enum class CpuAttention { Auto, Tiled, Blas };
 inline constexpr int64_t kAutoAttentionScoreBytes = 32 << 20;
 
 struct DriverOptions {
+  /// The model file (TOML).
   std::string inputPath;
+  /// --input-ir: a module `txlc --emit=<stage>` wrote for this model file,
+  /// target and precision (its `txl.emitted` attribute), possibly
+  /// transformed since (txl-opt); the compilation resumes after that stage
+  /// instead of building the module from the model file, which still gives
+  /// the executable's model description. Empty: build from the model file.
+  std::string inputIrPath;
   std::string outputPath; ///< "-" = stdout for textual stages
   EmitAction emit = EmitAction::Executable;
   Target target = Target::Cpu;
@@ -65,10 +72,6 @@ struct DriverOptions {
   /// 512; 0: 512 when codegen.cpu has AVX-512 (cpuHasAvx512), else both,
   /// the executable running the 512-bit one on a CPU with x86-64-v4.
   int64_t cpuVectorBits = 0;
-  /// GPU targets, negative-control tests only: an attention kernel broken
-  /// on purpose (txl-rel-attention-to-gpu's test-* options).
-  int64_t testRelShiftOffset = 0;
-  int64_t testDropBarrier = 0;
   /// GPU targets: the forward attention kernels' parts of the keys
   /// (txl-rel-attention-to-gpu's key-parts): 0, chosen per launch by the
   /// runtime for the device; N >= 1, always N.

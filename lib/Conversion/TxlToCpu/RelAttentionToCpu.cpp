@@ -107,7 +107,6 @@ struct KernelHooks {
   /// The kernel only when the BLAS lowering's scores would take more bytes
   /// (0: always).
   int64_t minScoreBytes = 0;
-  int64_t relShiftOffset = 0;
 };
 
 /// Builds the body of one kernel function.
@@ -447,7 +446,10 @@ void KernelBuilder::scoreBlock(Value i0, Value ii, Value j0, int64_t rows) {
   Value c1 = idx(1);
   Value rowBase = add(i0, ii);
   // rT column of key j for row i: j + qlen - 1 - i.
-  Value shiftBase = sub(sub(qlen, c1), sub(rowBase, idx(hooks.relShiftOffset)));
+  Value shiftBase = sub(sub(qlen, c1), rowBase);
+  // Marked for the negative-control pass txl-test-rel-shift-offset.
+  shiftBase.getDefiningOp()->setAttr(TxlDialect::kRelShiftRowAttrName,
+                                     b.getUnitAttr());
   // Without the window, AC and BD share accumulators and BD's rT vectors
   // are per row: blocks of kScoreVectors.
   int64_t maxPer = hooks.scoreWindow ? blockVectors(rows) : kScoreVectors;
@@ -1132,8 +1134,6 @@ std::string kernelName(Type et, int64_t dHead, bool withLse, bool grad,
     os << "_rows" << hooks.scoreRows << "x" << hooks.outputRows;
   if (!hooks.scoreWindow)
     os << "_nowindow";
-  if (hooks.relShiftOffset)
-    os << "_test_shift" << hooks.relShiftOffset;
   return name;
 }
 
@@ -1503,7 +1503,6 @@ struct ConvertRelAttentionToCpuPass
     hooks.scoreWindow = scoreWindow;
     hooks.minScoreBytes = minScoreBytes;
     hooks.outputRows = outputRows;
-    hooks.relShiftOffset = testRelShiftOffset;
     RewritePatternSet patterns(&getContext());
     patterns.add<RelAttentionToCall>(&getContext(), module, hooks);
     if (grad)

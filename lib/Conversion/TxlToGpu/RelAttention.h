@@ -3,7 +3,9 @@
 //
 // What the f32 (RelAttentionToGpu.cpp) and the bf16 tensor-core
 // (RelAttentionMma.cpp) forms of the relative-attention kernel share: the
-// kernel's signature and launch geometry, and the negative-control hooks.
+// kernel's signature and launch geometry, and the helpers that mark the ops
+// the negative-control test passes break (txl.sync, txl.rel_shift_row,
+// txl.key_part).
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +14,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "txl/Conversion/Philox.h"
+#include "txl/IR/TxlDialect.h"
 
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -24,21 +27,6 @@
 #include <limits>
 
 namespace mlir::txl {
-
-/// Ways to break a kernel on purpose, for the negative-control tests only
-/// (txl-rel-attention-to-gpu's test-* options): both default to a correct
-/// kernel.
-struct KernelTestHooks {
-  /// Added to the r row of every BD term (any value but 0 is wrong).
-  int64_t relShiftOffset = 0;
-  /// 1 or 2: the kernel's first or second barrier is left out (3: the
-  /// third, in the kernels that have one; 4: the tensor-core forward
-  /// kernel's barrier after staging K and V); 0: none.
-  int64_t dropBarrier = 0;
-  /// Every key part of the forward kernels walks all the visible keys, not
-  /// its own run of them.
-  bool wholeKeyRange = false;
-};
 
 /// What both kernel builders write kernel bodies with: a builder at the
 /// kernel's location and the index, i32 and f32 arithmetic they use.
@@ -56,6 +44,21 @@ protected:
   Value add(Value x, Value y) { return arith::AddIOp::create(b, x, y); }
   Value sub(Value x, Value y) { return arith::SubIOp::create(b, x, y); }
   Value mul(Value x, Value y) { return arith::MulIOp::create(b, x, y); }
+
+  /// A workgroup barrier marked with what it orders (`txl.sync`, one of
+  /// TxlDialect::kSyncAttrName's roles), which names it to the
+  /// negative-control test pass txl-test-drop-barrier.
+  void barrier(StringRef role) {
+    gpu::BarrierOp::create(b)->setAttr(TxlDialect::kSyncAttrName,
+                                       b.getStringAttr(role));
+  }
+  /// `row` (an op's index result), marked as the r row a tile of BD starts
+  /// at (`txl.rel_shift_row`, for txl-test-rel-shift-offset).
+  Value relShiftRow(Value row) {
+    row.getDefiningOp()->setAttr(TxlDialect::kRelShiftRowAttrName,
+                                 b.getUnitAttr());
+    return row;
+  }
   Value cmp(arith::CmpIPredicate p, Value x, Value y) {
     return arith::CmpIOp::create(b, p, x, y);
   }
@@ -91,14 +94,14 @@ protected:
   /// The keys a workgroup of a launch split over the keys walks
   /// (flash-decoding): the key tiles of [m.jBegin, m.jEnd) dealt in
   /// consecutive runs of ceil(tiles / parts) to the grid's z workgroups;
-  /// with one z, the whole range. `wholeKeyRange` (a negative-control hook)
-  /// gives every part the whole range.
+  /// with one z, the whole range. The part's tiles and its first key's
+  /// offset are marked (`txl.key_part`) for txl-test-whole-key-range.
   struct KeyPart {
     /// The grid's z size and this workgroup's z.
     Value parts, part;
     Value jBegin, jEnd;
   };
-  KeyPart keyPart(const DecoderMask &m, int64_t keyTile, bool wholeKeyRange) {
+  KeyPart keyPart(const DecoderMask &m, int64_t keyTile) {
     Value zero = idx(0);
     KeyPart kp;
     kp.parts = gpu::GridDimOp::create(b, gpu::Dimension::z);
@@ -106,14 +109,14 @@ protected:
     Value tiles = arith::CeilDivSIOp::create(
         b, arith::MaxSIOp::create(b, sub(m.jEnd, m.jBegin), zero),
         idx(keyTile));
-    Value partKeys =
-        mul(arith::CeilDivSIOp::create(b, tiles, kp.parts), idx(keyTile));
-    Value first = kp.part;
-    if (wholeKeyRange) {
-      partKeys = mul(tiles, idx(keyTile));
-      first = zero;
-    }
-    kp.jBegin = add(m.jBegin, mul(first, partKeys));
+    Value partTiles = arith::CeilDivSIOp::create(b, tiles, kp.parts);
+    partTiles.getDefiningOp()->setAttr(TxlDialect::kKeyPartAttrName,
+                                       b.getStringAttr("tiles"));
+    Value partKeys = mul(partTiles, idx(keyTile));
+    Value offset = mul(kp.part, partKeys);
+    offset.getDefiningOp()->setAttr(TxlDialect::kKeyPartAttrName,
+                                    b.getStringAttr("offset"));
+    kp.jBegin = add(m.jBegin, offset);
     kp.jEnd = arith::MinSIOp::create(b, m.jEnd, add(kp.jBegin, partKeys));
     return kp;
   }
@@ -354,8 +357,7 @@ inline FunctionType attentionKernelType(MLIRContext *ctx, int64_t dHead,
 /// before the key parts') for the backward, as the f32 lse kernel.
 AttentionKernel getOrCreateMmaAttentionKernel(ModuleOp module, int64_t dHead,
                                               FloatType operandType,
-                                              bool dropatt, bool lse,
-                                              const KernelTestHooks &hooks);
+                                              bool dropatt, bool lse);
 
 /// Keys per workgroup of the tensor-core `_kv` backward kernel.
 inline constexpr int64_t kMmaGradKeyTile = 64;
@@ -407,11 +409,11 @@ inline int64_t mmaGradPartBlocks(MmaGradKernel kernel, int64_t dHead,
 /// `_kv` kernel's function type `type` and results (dk, dv), launched over
 /// ceil(klen / kMmaGradKeyTile) × (batch · n_head) × mmaGradColumnParts
 /// workgroups of 128, its products with `operandType` operands and f32
-/// accumulation; `hooks`' rel-shift offset and dropped barrier apply.
+/// accumulation.
 gpu::GPUFuncOp getOrCreateMmaKeyValueGradKernel(ModuleOp module, int64_t dHead,
                                                 FloatType operandType,
-                                                bool dropatt, FunctionType type,
-                                                const KernelTestHooks &hooks);
+                                                bool dropatt,
+                                                FunctionType type);
 
 /// Queries per workgroup of the tensor-core `_q_saved` kernel.
 inline constexpr int64_t kMmaGradQueryTile = 64;
@@ -423,12 +425,10 @@ inline constexpr int64_t kMmaGradQueryTile = 64;
 /// d(q + u), d(q + v)) from the forward's lse and output, launched over
 /// ceil(qlen / kMmaGradQueryTile) × (batch · n_head) × mmaGradColumnParts
 /// workgroups of 128 (D_i written by the first part), its products with
-/// `operandType` operands and f32 accumulation; `hooks`' rel-shift offset
-/// and dropped barrier (1, 2 or 3) apply.
+/// `operandType` operands and f32 accumulation.
 gpu::GPUFuncOp getOrCreateMmaQueryGradKernel(ModuleOp module, int64_t dHead,
                                              FloatType operandType,
-                                             bool dropatt, FunctionType type,
-                                             const KernelTestHooks &hooks);
+                                             bool dropatt, FunctionType type);
 
 /// r rows per workgroup of the tensor-core `_r` kernel.
 inline constexpr int64_t kMmaGradPosTile = 64;
@@ -438,24 +438,21 @@ inline constexpr int64_t kMmaGradPosTile = 64;
 /// @txl_kernels, created on first use (RelAttentionGradMma.cpp): the f32
 /// `_r` kernel's function type `type` and result (dr), launched over
 /// ceil(klen / kMmaGradPosTile) × n_head × mmaGradColumnParts workgroups of
-/// 128, its products with `operandType` operands and f32 accumulation;
-/// `hooks`' rel-shift offset and dropped barrier (1 or 2) apply.
+/// 128, its products with `operandType` operands and f32 accumulation.
 gpu::GPUFuncOp getOrCreateMmaPosGradKernel(ModuleOp module, int64_t dHead,
                                            FloatType operandType, bool dropatt,
-                                           FunctionType type,
-                                           const KernelTestHooks &hooks);
+                                           FunctionType type);
 
 /// Adds the pattern that rewrites an f32 `txl.rel_attention_grad` into the
 /// three launches of the fused backward kernels
 /// (RelAttentionGradToGpu.cpp), created in `module`'s @txl_kernels on first
-/// use, with `hooks` applied to their r rows; with `mmaOperandType` (bf16
+/// use; with `mmaOperandType` (bf16
 /// or f16) and d_head up to kMmaGradSplitMaxHead, the `_kv` and `_r` launches,
 /// and `_q` after a forward that saved its statistics, are the tensor-core
 /// kernels'.
 void populateRelAttentionGradToGpuPatterns(RewritePatternSet &patterns,
                                            ModuleOp module,
-                                           FloatType mmaOperandType,
-                                           const KernelTestHooks &hooks);
+                                           FloatType mmaOperandType);
 
 } // namespace mlir::txl
 

@@ -119,9 +119,9 @@ getOrCreateMmaGradKernel(ModuleOp module, StringRef kind, int64_t dHead,
 class MmaGradBodyBuilder : public MmaBodyBuilder {
 public:
   MmaGradBodyBuilder(gpu::GPUFuncOp func, int64_t dHead, FloatType operandType,
-                     bool dropatt, const KernelTestHooks &hooks)
-      : MmaBodyBuilder(func, dHead, operandType), dropatt(dropatt),
-        hooks(hooks), func(func) {}
+                     bool dropatt)
+      : MmaBodyBuilder(func, dHead, operandType), dropatt(dropatt), func(func) {
+  }
 
 protected:
   /// Sets the arguments, `numOwn` of them after delta, with the insertion
@@ -185,7 +185,6 @@ protected:
 
   /// The kernel draws dropatt (its Dropatt arguments after scale).
   bool dropatt;
-  KernelTestHooks hooks;
   gpu::GPUFuncOp func;
   // Set by unpackArguments.
   Value dO, q, k, v, r, u, vb, lse, delta, memLen, sameLength, scale;
@@ -280,8 +279,7 @@ void MmaKeyValueGradBuilder::build() {
     ValueRange state = queryLoop.getRegionIterArgs();
 
     // Every lane is done reading the previous tile's X.
-    if (hooks.dropBarrier != 1)
-      gpu::BarrierOp::create(b);
+    barrier("reads-done");
     // The workgroup stages the tile's dO and q, rounded, once: B(i, d) of
     // dv's and dk's warpgroup products, at [d / 8][i / 8][d % 8][i % 8]
     // (queries from qlen on and columns from d_head on are zero). Barrier 2
@@ -291,8 +289,7 @@ void MmaKeyValueGradBuilder::build() {
     // X: this subgroup's 6 blocks of 8 window rows for its 16 queries;
     // window rows outside [0, klen) only serve masked pairs and read as
     // zero.
-    Value rBase = add(sub(add(sub(qlen, i0), j0), idx(kQueryTile)),
-                      idx(hooks.relShiftOffset));
+    Value rBase = relShiftRow(sub(add(sub(qlen, i0), j0), idx(kQueryTile)));
     SmallVector<Fragment> qvs;
     for (int64_t ks = 0; ks < kSteps; ++ks)
       qvs.push_back(rowsA(queries(q, vb), add(i0, xRow0), ks));
@@ -305,8 +302,7 @@ void MmaKeyValueGradBuilder::build() {
     });
     // Every subgroup's X blocks are complete before the lanes read the
     // skewed entries.
-    if (hooks.dropBarrier != 2)
-      gpu::BarrierOp::create(b);
+    barrier("stores-done");
 
     // Per n-block of 8 queries (a rolled loop: unrolled, every load of the
     // tile is hoisted ahead of its products and ptxas spills): AC^T and
@@ -421,9 +417,10 @@ void MmaKeyValueGradBuilder::build() {
 
 } // namespace
 
-gpu::GPUFuncOp mlir::txl::getOrCreateMmaKeyValueGradKernel(
-    ModuleOp module, int64_t dHead, FloatType operandType, bool dropatt,
-    FunctionType type, const KernelTestHooks &hooks) {
+gpu::GPUFuncOp
+mlir::txl::getOrCreateMmaKeyValueGradKernel(ModuleOp module, int64_t dHead,
+                                            FloatType operandType, bool dropatt,
+                                            FunctionType type) {
   // X, then the P M and dS tiles, rows padded by one column; then the
   // query tile's dO and q as the B operands (K = the 32 queries, N = the
   // workgroup's part of d_head) of dv's and dk's warpgroup products.
@@ -435,8 +432,7 @@ gpu::GPUFuncOp mlir::txl::getOrCreateMmaKeyValueGradKernel(
        {kWarps * kRows, kQueryTile + 1},
        {kWarps * kRows, kQueryTile + 1}},
       [&](gpu::GPUFuncOp func) {
-        MmaKeyValueGradBuilder(func, dHead, operandType, dropatt, hooks)
-            .build();
+        MmaKeyValueGradBuilder(func, dHead, operandType, dropatt).build();
       },
       {{partBlocks, kQueryTile / 8}, {partBlocks, kQueryTile / 8}});
 }
@@ -611,16 +607,14 @@ void MmaQueryGradBuilder::build() {
 
     // Every lane is done reading the previous tile's X, dS and Y (and the
     // zeros of Y are stored, on the first tile).
-    if (hooks.dropBarrier != 1)
-      gpu::BarrierOp::create(b);
+    barrier("reads-done");
     // The workgroup stages the key tile's k, rounded, once: B(j, d) of
     // d(q + u)'s warpgroup product, at [d / 8][j / 8][d % 8][j % 8] (keys
     // from klen on and columns from d_head on are zero). Barriers 2 and 3
     // below order these stores before the product.
     stageOperands({{keys(k), kTile, true}}, j0, kKeyTile, colBase,
                   8 * dBlocks);
-    Value rBase =
-        add(sub(add(sub(qlen, iw), j0), idx(kRows)), idx(hooks.relShiftOffset));
+    Value rBase = relShiftRow(sub(add(sub(qlen, iw), j0), idx(kRows)));
     forRange(kQueryWindow / 8, [&](Value xb) {
       Value col0 = mul(xb, idx(8));
       Fragment acc = zeros();
@@ -631,8 +625,7 @@ void MmaQueryGradBuilder::build() {
     });
     // The subgroup's X is complete before its lanes read the skewed
     // entries.
-    if (hooks.dropBarrier != 2)
-      gpu::BarrierOp::create(b);
+    barrier("stores-done");
 
     // Per block of 8 keys: AC, dP, then the lane's 4 pairs' dS into the
     // dS tile (its own positions) and Y (skewed).
@@ -683,8 +676,7 @@ void MmaQueryGradBuilder::build() {
       }
     });
     // Y (written by other lanes of the subgroup) is complete.
-    if (hooks.dropBarrier != 3)
-      gpu::BarrierOp::create(b);
+    barrier("ds-stored");
 
     // d(q + u) += dS k over the tile's keys (two k-steps of 16) as a
     // warpgroup product (M = the workgroup's 64 queries, N = its part of
@@ -747,9 +739,11 @@ void MmaQueryGradBuilder::build() {
 
 } // namespace
 
-gpu::GPUFuncOp mlir::txl::getOrCreateMmaQueryGradKernel(
-    ModuleOp module, int64_t dHead, FloatType operandType, bool dropatt,
-    FunctionType type, const KernelTestHooks &hooks) {
+gpu::GPUFuncOp mlir::txl::getOrCreateMmaQueryGradKernel(ModuleOp module,
+                                                        int64_t dHead,
+                                                        FloatType operandType,
+                                                        bool dropatt,
+                                                        FunctionType type) {
   // X, dS and Y, rows padded by one column; then the key tile's k as the
   // B operand (K = the 32 keys, N = the workgroup's part of d_head) of
   // d(q + u)'s warpgroup product.
@@ -761,7 +755,7 @@ gpu::GPUFuncOp mlir::txl::getOrCreateMmaQueryGradKernel(
        {kQueryRows, kKeyTile + 1},
        {kQueryRows, kQueryWindow + 1}},
       [&](gpu::GPUFuncOp func) {
-        MmaQueryGradBuilder(func, dHead, operandType, dropatt, hooks).build();
+        MmaQueryGradBuilder(func, dHead, operandType, dropatt).build();
       },
       {{partBlocks, kKeyTile / 8}});
 }
@@ -863,16 +857,14 @@ void MmaPosGradBuilder::build() {
       Value i0 = queryLoop.getInductionVar();
 
       // Every lane is done reading the previous tile's Z and V.
-      if (hooks.dropBarrier != 1)
-        gpu::BarrierOp::create(b);
+      barrier("reads-done");
       // The workgroup stages the tile's q + v, rounded, once: B(i, d) of
       // dr's warpgroup product, at [d / 8][i / 8][d % 8][i % 8] (queries
       // from qlen on and columns from d_head on are zero). Barrier 2 below
       // orders these stores before the product.
       stageOperands({{queries(q, vb), qvTile, true}}, i0, kQueryTile, colBase,
                     8 * dBlocks);
-      Value jBase =
-          add(add(sub(m0, qlen), add(i0, idx(1))), idx(hooks.relShiftOffset));
+      Value jBase = relShiftRow(add(sub(m0, qlen), add(i0, idx(1))));
       SmallVector<Value> qus, dos;
       for (int64_t ks = 0; ks < kSteps; ++ks) {
         qus.push_back(packA(rowsA(queries(q, u), add(i0, zRow0), ks)));
@@ -890,8 +882,7 @@ void MmaPosGradBuilder::build() {
       });
       // Every subgroup's Z and V blocks are complete before the lanes read
       // the skewed entries.
-      if (hooks.dropBarrier != 2)
-        gpu::BarrierOp::create(b);
+      barrier("stores-done");
 
       // Per block of 8 queries (a rolled loop: unrolled, ptxas hoists every
       // load of the tile ahead of its products and spills): BD^T, then for
@@ -982,9 +973,11 @@ void MmaPosGradBuilder::build() {
 
 } // namespace
 
-gpu::GPUFuncOp mlir::txl::getOrCreateMmaPosGradKernel(
-    ModuleOp module, int64_t dHead, FloatType operandType, bool dropatt,
-    FunctionType type, const KernelTestHooks &hooks) {
+gpu::GPUFuncOp mlir::txl::getOrCreateMmaPosGradKernel(ModuleOp module,
+                                                      int64_t dHead,
+                                                      FloatType operandType,
+                                                      bool dropatt,
+                                                      FunctionType type) {
   // Z, V and dS^T, rows padded by one column; then the query tile's q + v
   // as the B operand (K = the 32 queries, N = the workgroup's part of
   // d_head) of dr's warpgroup product.
@@ -995,7 +988,7 @@ gpu::GPUFuncOp mlir::txl::getOrCreateMmaPosGradKernel(
        {kQueryTile, kPosWindow + 1},
        {kPosRows, kQueryTile + 1}},
       [&](gpu::GPUFuncOp func) {
-        MmaPosGradBuilder(func, dHead, operandType, dropatt, hooks).build();
+        MmaPosGradBuilder(func, dHead, operandType, dropatt).build();
       },
       {{partBlocks, kQueryTile / 8}});
 }

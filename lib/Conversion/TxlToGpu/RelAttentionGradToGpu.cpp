@@ -153,9 +153,8 @@ std::optional<GradShape> chooseShape(GradKind kind, int64_t dHead, bool dropatt,
 /// and writes delta; the others read them.
 class GradKernelBuilder : public KernelBodyBuilder {
 public:
-  GradKernelBuilder(gpu::GPUFuncOp func, const GradShape &shape,
-                    const KernelTestHooks &hooks)
-      : KernelBodyBuilder(func), s(shape), hooks(hooks), func(func) {}
+  GradKernelBuilder(gpu::GPUFuncOp func, const GradShape &shape)
+      : KernelBodyBuilder(func), s(shape), func(func) {}
 
   void build();
 
@@ -242,7 +241,6 @@ private:
   }
 
   GradShape s;
-  KernelTestHooks hooks;
   gpu::GPUFuncOp func;
   // Set by build(): operands, sizes and the work-item's coordinates.
   Value dO, q, k, v, r, u, vb, lse, delta, memLen, sameLength, scale;
@@ -454,8 +452,7 @@ void GradKernelBuilder::buildQuery() {
       return loadRow(k, add(j0, row), mask.jEnd, ValueRange{batchIdx, head},
                      col);
     });
-    Value rBase = add(sub(add(sub(qlen, i0), j0), idx(s.rowTile)),
-                      idx(hooks.relShiftOffset));
+    Value rBase = relShiftRow(sub(add(sub(qlen, i0), j0), idx(s.rowTile)));
     fillTile(rTile, s.windowRows(), [&](Value row, Value col) {
       return loadRow(r, add(rBase, row), klen, ValueRange{head}, col);
     });
@@ -661,8 +658,7 @@ void GradKernelBuilder::buildKeyValue() {
     fillQueryTiles(quTile, qvTile, doTile, kLaneTile, i0);
     // r rows qlen - 1 - i + j for i in [i0, i0 + 32), j in [j0, j0 +
     // rowTile): window row w is r row rBase + w.
-    Value rBase = add(sub(add(sub(qlen, i0), j0), idx(kLaneTile)),
-                      idx(hooks.relShiftOffset));
+    Value rBase = relShiftRow(sub(add(sub(qlen, i0), j0), idx(kLaneTile)));
     fillTile(rTile, s.windowRows(), [&](Value row, Value col) {
       return loadRow(r, add(rBase, row), klen, ValueRange{head}, col);
     });
@@ -745,8 +741,7 @@ void GradKernelBuilder::buildPosKey() {
       fillQueryTiles(quTile, qvTile, doTile, kLaneTile, i0);
       // k rows m - qlen + 1 + i for m in [m0, m0 + rowTile), i in [i0, i0 +
       // 32): window row w is k row jBase + w.
-      Value jBase =
-          add(add(sub(m0, qlen), add(i0, idx(1))), idx(hooks.relShiftOffset));
+      Value jBase = relShiftRow(add(sub(m0, qlen), add(i0, idx(1))));
       fillTile(kWin, s.windowRows(), [&](Value row, Value col) {
         return loadRow(k, add(jBase, row), klen, ValueRange{batchIdx, head},
                        col);
@@ -826,8 +821,7 @@ FunctionType gradKernelType(MLIRContext *ctx, const GradShape &s,
 
 /// The kernel `rel_attention_grad_<kind>_d<d_head>` in `module`'s
 /// @txl_kernels, created on first use.
-gpu::GPUFuncOp getOrCreateGradKernel(ModuleOp module, const GradShape &shape,
-                                     const KernelTestHooks &hooks) {
+gpu::GPUFuncOp getOrCreateGradKernel(ModuleOp module, const GradShape &shape) {
   std::string name =
       ("rel_attention_grad_" + shape.suffix() +
        (shape.dropatt ? "_dropatt_d" : "_d") + Twine(shape.dHead))
@@ -848,7 +842,7 @@ gpu::GPUFuncOp getOrCreateGradKernel(ModuleOp module, const GradShape &shape,
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({int32_t(kThreads), 1, 1}));
   func->setAttr("nvvm.maxnreg", b.getI32IntegerAttr(kMaxRegisters));
-  GradKernelBuilder(func, shape, hooks).build();
+  GradKernelBuilder(func, shape).build();
   return func;
 }
 
@@ -862,10 +856,8 @@ gpu::GPUFuncOp getOrCreateGradKernel(ModuleOp module, const GradShape &shape,
 // columns over mmaGradColumnParts workgroups along z.
 struct RelAttentionGradToLaunch : public OpRewritePattern<RelAttentionGradOp> {
   RelAttentionGradToLaunch(MLIRContext *ctx, ModuleOp module,
-                           FloatType mmaOperandType,
-                           const KernelTestHooks &hooks)
-      : OpRewritePattern(ctx), module(module), mmaOperandType(mmaOperandType),
-        hooks(hooks) {}
+                           FloatType mmaOperandType)
+      : OpRewritePattern(ctx), module(module), mmaOperandType(mmaOperandType) {}
 
   LogicalResult matchAndRewrite(RelAttentionGradOp op,
                                 PatternRewriter &rewriter) const override {
@@ -909,7 +901,7 @@ struct RelAttentionGradToLaunch : public OpRewritePattern<RelAttentionGradOp> {
                                             /*unitInnerStride=*/true);
       if (mma && shape.kind == GradKind::Query && saved) {
         funcs.push_back(getOrCreateMmaQueryGradKernel(
-            module, dHead, mmaOperandType, dropatt, mmaType, hooks));
+            module, dHead, mmaOperandType, dropatt, mmaType));
         rowTiles.push_back(kMmaGradQueryTile);
         columnParts.push_back(
             mmaGradColumnParts(MmaGradKernel::QuerySaved, dHead, dropatt));
@@ -917,7 +909,7 @@ struct RelAttentionGradToLaunch : public OpRewritePattern<RelAttentionGradOp> {
       }
       if (mma && shape.kind == GradKind::KeyValue) {
         funcs.push_back(getOrCreateMmaKeyValueGradKernel(
-            module, dHead, mmaOperandType, dropatt, mmaType, hooks));
+            module, dHead, mmaOperandType, dropatt, mmaType));
         rowTiles.push_back(kMmaGradKeyTile);
         columnParts.push_back(
             mmaGradColumnParts(MmaGradKernel::KeyValue, dHead, dropatt));
@@ -925,13 +917,13 @@ struct RelAttentionGradToLaunch : public OpRewritePattern<RelAttentionGradOp> {
       }
       if (mma && shape.kind == GradKind::PosKey) {
         funcs.push_back(getOrCreateMmaPosGradKernel(
-            module, dHead, mmaOperandType, dropatt, mmaType, hooks));
+            module, dHead, mmaOperandType, dropatt, mmaType));
         rowTiles.push_back(kMmaGradPosTile);
         columnParts.push_back(
             mmaGradColumnParts(MmaGradKernel::PosKey, dHead, dropatt));
         continue;
       }
-      funcs.push_back(getOrCreateGradKernel(module, shape, hooks));
+      funcs.push_back(getOrCreateGradKernel(module, shape));
       rowTiles.push_back(shape.rowTile);
       columnParts.push_back(1);
     }
@@ -1041,14 +1033,12 @@ struct RelAttentionGradToLaunch : public OpRewritePattern<RelAttentionGradOp> {
   /// (RelAttentionGradMma.cpp) up to kMmaGradSplitMaxHead, and f16
   /// likewise; null: f32.
   FloatType mmaOperandType;
-  KernelTestHooks hooks;
 };
 
 } // namespace
 
 void mlir::txl::populateRelAttentionGradToGpuPatterns(
-    RewritePatternSet &patterns, ModuleOp module, FloatType mmaOperandType,
-    const KernelTestHooks &hooks) {
+    RewritePatternSet &patterns, ModuleOp module, FloatType mmaOperandType) {
   patterns.add<RelAttentionGradToLaunch>(patterns.getContext(), module,
-                                         mmaOperandType, hooks);
+                                         mmaOperandType);
 }

@@ -228,9 +228,9 @@ constexpr int64_t kHeldQueryWidth = 64;
 class MmaKernelBuilder : public MmaBodyBuilder {
 public:
   MmaKernelBuilder(gpu::GPUFuncOp func, int64_t dHead, FloatType operandType,
-                   bool dropatt, bool lse, const KernelTestHooks &hooks)
+                   bool dropatt, bool lse)
       : MmaBodyBuilder(func, dHead, operandType), dropatt(dropatt), lse(lse),
-        hooks(hooks), func(func) {}
+        func(func) {}
 
   void build();
 
@@ -243,7 +243,6 @@ private:
   /// The kernel writes each row's log-sum-exp (its argument before the key
   /// parts' workspace).
   bool lse;
-  KernelTestHooks hooks;
   gpu::GPUFuncOp func;
   // Set first by build().
   Value q, qlen, iw;
@@ -302,7 +301,7 @@ void MmaKernelBuilder::build() {
   Value notSame =
       arith::XOrIOp::create(b, same, arith::ConstantIntOp::create(b, 1, 1));
   // This workgroup's part of the visible keys (grid z).
-  KeyPart keys = keyPart(mask, kKeyTile, hooks.wholeKeyRange);
+  KeyPart keys = keyPart(mask, kKeyTile);
   Value jBegin = keys.jBegin, jEnd = keys.jEnd;
 
   int64_t kSteps = dPad / 16;
@@ -328,8 +327,7 @@ void MmaKernelBuilder::build() {
     ValueRange state = keyLoop.getRegionIterArgs();
 
     // Every lane is done reading the previous tile's AC, X, K and V.
-    if (hooks.dropBarrier != 1)
-      gpu::BarrierOp::create(b);
+    barrier("reads-done");
     // The workgroup stages the key tile's K and V once, rounded, as the B
     // operands of the two warpgroup products (txl.warpgroup_mma's packed
     // core matrices): K as B(d, j) at kTile[j / 8][d / 8][j % 8][d % 8], V
@@ -339,8 +337,7 @@ void MmaKernelBuilder::build() {
                    {Rows{v, {batchIdx, head}, jEnd}, vTile, true}},
                   j0, kKeyTile, Value(), dPad);
     // K and V are staged before the products read them.
-    if (hooks.dropBarrier != 4)
-      gpu::BarrierOp::create(b);
+    barrier("kv-staged");
     SmallVector<Fragment> qus, qvs;
     for (int64_t ks = 0; ks < kSteps; ++ks) {
       qus.push_back(holdQuery ? heldQu[ks] : queryFragment(ks, u));
@@ -355,8 +352,7 @@ void MmaKernelBuilder::build() {
     }
     // X: 6 blocks of 8 window rows; window row w is r row rBase + w, rows
     // outside [0, klen) only serve masked pairs and read as zero.
-    Value rBase =
-        add(sub(add(sub(qlen, iw), j0), idx(kRows)), idx(hooks.relShiftOffset));
+    Value rBase = relShiftRow(sub(add(sub(qlen, iw), j0), idx(kRows)));
     forRange(kWindow / 8, [&](Value xb) {
       Value col0 = mul(xb, idx(8));
       Value p = add(rBase, add(g, col0));
@@ -375,8 +371,7 @@ void MmaKernelBuilder::build() {
     });
     // The subgroup's AC and X are complete before its lanes read each
     // other's entries.
-    if (hooks.dropBarrier != 2)
-      gpu::BarrierOp::create(b);
+    barrier("stores-done");
 
     // Scores of the lane's 16 positions: rows g + 8 rr, keys j0 + 8 nb +
     // 2 t + e.
@@ -525,9 +520,11 @@ void MmaKernelBuilder::build() {
 
 } // namespace
 
-AttentionKernel mlir::txl::getOrCreateMmaAttentionKernel(
-    ModuleOp module, int64_t dHead, FloatType operandType, bool dropatt,
-    bool lse, const KernelTestHooks &hooks) {
+AttentionKernel mlir::txl::getOrCreateMmaAttentionKernel(ModuleOp module,
+                                                         int64_t dHead,
+                                                         FloatType operandType,
+                                                         bool dropatt,
+                                                         bool lse) {
   assert((operandType.isBF16() || operandType.isF16()) &&
          "mma.sync m16n8k16 takes bf16 or f16 operands");
   // Resident workgroups per SM: the register file (64K) over kMaxRegisters
@@ -568,7 +565,6 @@ AttentionKernel mlir::txl::getOrCreateMmaAttentionKernel(
   kernel.func.setKnownBlockSizeAttr(
       b.getDenseI32ArrayAttr({int32_t(kernel.threads), 1, 1}));
   kernel.func->setAttr("nvvm.maxnreg", b.getI32IntegerAttr(kMaxRegisters));
-  MmaKernelBuilder(kernel.func, dHead, operandType, dropatt, lse, hooks)
-      .build();
+  MmaKernelBuilder(kernel.func, dHead, operandType, dropatt, lse).build();
   return kernel;
 }

@@ -110,9 +110,8 @@ MemRefType tileType(MLIRContext *ctx, int64_t rows, const KernelShape &s) {
 /// k, r.
 class KernelBuilder : public KernelBodyBuilder {
 public:
-  KernelBuilder(gpu::GPUFuncOp func, const KernelShape &shape,
-                const KernelTestHooks &hooks)
-      : KernelBodyBuilder(func), s(shape), hooks(hooks), func(func) {}
+  KernelBuilder(gpu::GPUFuncOp func, const KernelShape &shape)
+      : KernelBodyBuilder(func), s(shape), func(func) {}
 
   void build();
 
@@ -127,7 +126,6 @@ private:
   Value subgroupReduce(Value v, bool isMax);
 
   KernelShape s;
-  KernelTestHooks hooks;
   gpu::GPUFuncOp func;
   /// The work-item's index in the workgroup (set first by build()).
   Value tid;
@@ -179,7 +177,7 @@ void KernelBuilder::build() {
   DecoderMask mask =
       decoderMask(qlen, klen, memLen, sameLength, i0, s.queryTile);
   // This workgroup's part of the visible keys.
-  KeyPart keys = keyPart(mask, kKeyTile, hooks.wholeKeyRange);
+  KeyPart keys = keyPart(mask, kKeyTile);
   Value parts = keys.parts, part = keys.part;
   Value jBegin = keys.jBegin, jEnd = keys.jEnd;
 
@@ -218,8 +216,7 @@ void KernelBuilder::build() {
     ValueRange state = keyLoop.getRegionIterArgs();
 
     // Every subgroup is done reading the previous tiles.
-    if (hooks.dropBarrier != 1)
-      gpu::BarrierOp::create(b);
+    barrier("reads-done");
     forTileElements(kKeyTile, [&](Value row, Value col) {
       Value j = add(j0, row);
       Value inRange = cmp(P::ult, j, jEnd);
@@ -231,8 +228,7 @@ void KernelBuilder::build() {
     // Rows qlen - 1 - i + j of r for i in [i0, i0 + Bq), j in [j0, j0 +
     // Bk): window row w holds r row rBase + w, rBase = qlen - i0 - Bq + j0.
     // Rows outside [0, klen) only serve masked pairs and read as zero.
-    Value rBase = add(sub(add(sub(qlen, i0), j0), idx(s.queryTile)),
-                      idx(hooks.relShiftOffset));
+    Value rBase = relShiftRow(sub(add(sub(qlen, i0), j0), idx(s.queryTile)));
     forTileElements(s.posRows(), [&](Value row, Value col) {
       Value p = add(rBase, row);
       Value inRange =
@@ -243,8 +239,7 @@ void KernelBuilder::build() {
                               ValueRange{row, col});
     });
     // The tiles are complete before any subgroup reads them.
-    if (hooks.dropBarrier != 2)
-      gpu::BarrierOp::create(b);
+    barrier("stores-done");
 
     Value j = add(j0, lane);
     Value keyInRange = cmp(P::ult, j, jEnd);
@@ -387,8 +382,7 @@ void KernelBuilder::build() {
 
 /// The f32 kernel for `shape` in `module`'s @txl_kernels, both created on
 /// first use: one kernel per d_head.
-AttentionKernel getOrCreateKernel(ModuleOp module, const KernelShape &shape,
-                                  const KernelTestHooks &hooks) {
+AttentionKernel getOrCreateKernel(ModuleOp module, const KernelShape &shape) {
   // Resident workgroups per SM on sm_80, the smaller SM of the two default
   // architectures: 64K registers, 164 KiB of shared memory (1 KiB of it
   // reserved per workgroup).
@@ -422,7 +416,7 @@ AttentionKernel getOrCreateKernel(ModuleOp module, const KernelShape &shape,
   // an SM (65536 registers); without a bound ptxas caps d_head 64 at 96
   // registers and spills.
   func->setAttr("nvvm.maxnreg", b.getI32IntegerAttr(kMaxRegisters));
-  KernelBuilder(func, shape, hooks).build();
+  KernelBuilder(func, shape).build();
   kernel.func = func;
   return kernel;
 }
@@ -561,10 +555,9 @@ gpu::GPUFuncOp getOrCreateCombineKernel(ModuleOp module, bool lse) {
 // draws the masks (rel_attention[_bf16|_f16]_dropatt_d<d_head>).
 struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
   RelAttentionToLaunch(MLIRContext *ctx, ModuleOp module,
-                       FloatType mmaOperandType, const KernelTestHooks &hooks,
-                       int64_t keyParts)
+                       FloatType mmaOperandType, int64_t keyParts)
       : OpRewritePattern(ctx), module(module), mmaOperandType(mmaOperandType),
-        hooks(hooks), keyParts(keyParts) {}
+        keyParts(keyParts) {}
 
   LogicalResult matchAndRewrite(RelAttentionOp op,
                                 PatternRewriter &rewriter) const override {
@@ -580,12 +573,12 @@ struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
     AttentionKernel kernel;
     if (mma) {
       kernel = getOrCreateMmaAttentionKernel(module, dHead, mmaOperandType,
-                                             dropatt, !!lse, hooks);
+                                             dropatt, !!lse);
     } else {
       std::optional<KernelShape> shape = chooseShape(dHead, dropatt, !!lse);
       if (!shape)
         return rewriter.notifyMatchFailure(op, "d_head too wide for one tile");
-      kernel = getOrCreateKernel(module, *shape, hooks);
+      kernel = getOrCreateKernel(module, *shape);
     }
 
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
@@ -781,7 +774,6 @@ struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
   /// bf16 or f16: the tensor-core kernel with these operands instead of
   /// the f32 one; null: the f32 kernel.
   FloatType mmaOperandType;
-  KernelTestHooks hooks;
   /// The key-parts option: 0, chosen at run time; N >= 1, always N.
   int64_t keyParts = 0;
 };
@@ -793,10 +785,6 @@ struct ConvertRelAttentionToGpuPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     RewritePatternSet patterns(&getContext());
-    if (dropBarrier < 0 || dropBarrier > 4) {
-      module.emitError("test-drop-barrier must be 0, 1, 2, 3 or 4");
-      return signalPassFailure();
-    }
     FloatType mmaOperandType;
     if (precision == Precision::Bf16)
       mmaOperandType = BFloat16Type::get(&getContext());
@@ -808,11 +796,9 @@ struct ConvertRelAttentionToGpuPass
           << static_cast<int64_t>(keyParts);
       return signalPassFailure();
     }
-    KernelTestHooks hooks{relShiftOffset, dropBarrier, wholeKeyRange};
     patterns.add<RelAttentionToLaunch>(&getContext(), module, mmaOperandType,
-                                       hooks, keyParts);
-    populateRelAttentionGradToGpuPatterns(patterns, module, mmaOperandType,
-                                          hooks);
+                                       keyParts);
+    populateRelAttentionGradToGpuPatterns(patterns, module, mmaOperandType);
     if (failed(applyPatternsGreedily(module, std::move(patterns))))
       return signalPassFailure();
   }

@@ -1,7 +1,5 @@
 // RUN: txl-opt %s --txl-rel-attention-to-gpu=precision=bf16 | FileCheck %s
 // RUN: txl-opt %s --txl-rel-attention-to-gpu=precision=fp16 | FileCheck %s --check-prefix=F16
-// RUN: not txl-opt %s --txl-rel-attention-to-gpu="precision=bf16 test-drop-barrier=5" 2>&1 \
-// RUN:   | FileCheck %s --check-prefix=BAD
 
 // An op with an lse result (txl-save-attention-stats, the GPU training
 // path): the tensor-core kernel's lse form rel_attention_bf16_lse_d<d_head>,
@@ -43,8 +41,6 @@
 
 // F16: gpu.launch_func @txl_kernels::@rel_attention_f16_lse_d32
 // F16: gpu.func @rel_attention_f16_lse_d32(
-
-// BAD: error: test-drop-barrier must be 0, 1, 2, 3 or 4
 
 func.func @lse(%q: tensor<?x?x4x32xf32>, %k: tensor<?x?x4x32xf32>, %v: tensor<?x?x4x32xf32>,
                %r: tensor<?x4x32xf32>, %u: tensor<4x32xf32>, %vb: tensor<4x32xf32>,

@@ -119,9 +119,9 @@
 // KERNEL-NOT: memref.alloc
 // KERNEL-DAG: %[[PARTS:.+]] = gpu.grid_dim  z
 // KERNEL-DAG: %[[PART:.+]] = gpu.block_id  z
-// KERNEL: %[[PERPART:.+]] = arith.ceildivsi %{{.+}}, %[[PARTS]] : index
+// KERNEL: %[[PERPART:.+]] = arith.ceildivsi %{{.+}}, %[[PARTS]] {txl.key_part = "tiles"} : index
 // KERNEL: %[[PARTKEYS:.+]] = arith.muli %[[PERPART]], %c32 : index
-// KERNEL: %[[SKIP:.+]] = arith.muli %[[PART]], %[[PARTKEYS]] : index
+// KERNEL: %[[SKIP:.+]] = arith.muli %[[PART]], %[[PARTKEYS]] {txl.key_part = "offset"} : index
 // KERNEL: %[[JBEGIN:.+]] = arith.addi %{{.+}}, %[[SKIP]] : index
 // KERNEL: %[[JEND:.+]] = arith.minsi %{{.+}}, %{{.+}} : index
 // KERNEL-NOT: memref.store {{.+}} %[[Q]]

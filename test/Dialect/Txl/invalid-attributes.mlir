@@ -207,7 +207,115 @@ func.func @entry_on_an_op() {
 
 // -----
 
+// The marks of the attention kernels' ops that the negative-control test
+// passes break (test/lib): a barrier's role, the rel-shift row, a key part.
+func.func @sync_not_a_barrier() {
+  // expected-error @+1 {{'txl.sync' is an attribute of gpu.barrier ops}}
+  %c = arith.constant {txl.sync = "reads-done"} 0 : index
+  return
+}
+
+// -----
+
+gpu.module @kernels {
+  gpu.func @k() kernel {
+    // expected-error @+1 {{'txl.sync' must be one of "reads-done", "stores-done", "ds-stored", "kv-staged", got "all"}}
+    gpu.barrier {txl.sync = "all"}
+    gpu.return
+  }
+}
+
+// -----
+
+func.func @rel_shift_row_on_a_float() {
+  // expected-error @+1 {{'txl.rel_shift_row' is an attribute of ops with one integer or index result}}
+  %c = arith.constant {txl.rel_shift_row} 0.0 : f32
+  return
+}
+
+// -----
+
+func.func @rel_shift_row_not_unit() {
+  // expected-error @+1 {{'txl.rel_shift_row' must be a unit attribute}}
+  %c = arith.constant {txl.rel_shift_row = 1 : i64} 0 : index
+  return
+}
+
+// -----
+
+func.func @key_part_without_a_result() {
+  // expected-error @+1 {{'txl.key_part' is an attribute of ops with one integer or index result}}
+  return {txl.key_part = "tiles"}
+}
+
+// -----
+
+func.func @key_part_unknown(%x: index) {
+  // expected-error @+1 {{'txl.key_part' must be "tiles" or "offset", got "first"}}
+  %c = arith.addi %x, %x {txl.key_part = "first"} : index
+  return
+}
+
+// -----
+
+// txlc's record of the stage a module was written at (--emit, read back by
+// --input-ir).
+func.func @emitted_on_a_function() attributes {txl.emitted = {stage = "linalg", target = "cpu", precision = "f32"}} {
+  // expected-error @-1 {{'txl.emitted' is an attribute of modules}}
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'txl.emitted' must be a dictionary of 'stage', 'target' and 'precision'}}
+module attributes {txl.emitted = {stage = "linalg", target = "cpu"}} {
+}
+
+// -----
+
+// expected-error @+1 {{'txl.emitted' must be a dictionary of 'stage', 'target' and 'precision'}}
+module attributes {txl.emitted = {stage = "linalg", target = "cpu", precision = 32 : i64}} {
+}
+
+// -----
+
+// expected-error @+1 {{'txl.emitted' has an unknown stage "llvm"}}
+module attributes {txl.emitted = {stage = "llvm", target = "cpu", precision = "f32"}} {
+}
+
+// -----
+
+// expected-error @+1 {{'txl.emitted' has an unknown target "rocm"}}
+module attributes {txl.emitted = {stage = "txl", target = "rocm", precision = "f32"}} {
+}
+
+// -----
+
+// expected-error @+1 {{'txl.emitted' has an unknown precision "f16"}}
+module attributes {txl.emitted = {stage = "txl", target = "cuda", precision = "f16"}} {
+}
+
+// -----
+
 // The valid forms verify.
+module attributes {txl.emitted = {stage = "txl-grad", target = "opencl", precision = "fp16"}} {
+gpu.module @kernels {
+  gpu.func @k(%x: index) kernel {
+    gpu.barrier {txl.sync = "reads-done"}
+    gpu.barrier {txl.sync = "stores-done"}
+    gpu.barrier {txl.sync = "ds-stored"}
+    gpu.barrier {txl.sync = "kv-staged"}
+    %row = arith.subi %x, %x {txl.rel_shift_row} : index
+    %tiles = arith.ceildivsi %x, %x {txl.key_part = "tiles"} : index
+    %offset = arith.muli %x, %x {txl.key_part = "offset"} : index
+    gpu.return
+  }
+}
+}
+
+// -----
+
+// The valid forms verify (functions).
 llvm.func @valid_entry() attributes {txl.entry = "txl_segment_kv"} {
   llvm.return
 }
