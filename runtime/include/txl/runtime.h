@@ -379,6 +379,13 @@ void txl_session_release(txl_session_t *session);
 txl_status_t txl_session_set_threads(txl_session_t *session, int32_t threads);
 /// The thread count in effect (txl_session_set_threads, resolved).
 int32_t txl_session_threads(txl_session_t *session);
+/// The column slices a segment of `batch` columns runs in on this session:
+/// min(threads, batch) where the session's device is the host (the CPU
+/// target's batch-parallel slices), 1 on the GPU targets (one call over the
+/// whole batch). A data-parallel run passes ranks × slices as the
+/// optimizer step's `parts` (txl_session_optimizer_step). 0 for a NULL
+/// session or a batch below 1.
+int32_t txl_session_batch_slices(const txl_session_t *session, int64_t batch);
 
 /// Loads every parameter from a safetensors checkpoint (official names, or the
 /// tied alias). Errors name the file and the tensor: missing, wrong dtype,

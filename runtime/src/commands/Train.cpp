@@ -245,14 +245,9 @@ public:
     // rank adds them as one process of N·T threads does, the global
     // slices, so that the ranks clip exactly as that process.
     normParts = settings.threads;
-    if (comm.size() > 1) {
-      const bool onDevice = info.backend != TXL_BACKEND_CPU;
-      const int32_t slices =
-          onDevice ? 1
-                   : int32_t(std::min<int64_t>(std::max(settings.threads, 1),
-                                               data.chunkBatch()));
-      normParts = comm.size() * slices;
-    }
+    if (comm.size() > 1)
+      normParts =
+          comm.size() * txl_session_batch_slices(session, data.chunkBatch());
     if (alrfou && !state.intervalParts)
       state.intervalParts.emplace(std::array<double, 3>{0, 0, 0});
   }

@@ -112,6 +112,13 @@ extern "C" int32_t txl_session_threads(txl_session_t *session) {
   return session ? session->threads : 0;
 }
 
+extern "C" int32_t txl_session_batch_slices(const txl_session_t *session,
+                                            int64_t batch) {
+  if (!session || batch < 1)
+    return 0;
+  return int32_t(sliceBounds(*session, batch).size() - 1);
+}
+
 extern "C" txl_status_t txl_session_load_checkpoint(txl_session_t *session,
                                                     const char *path) {
   return guardStatus([&] {

@@ -229,6 +229,20 @@ TEST_F(CApiSessionTest, CpuArraysAreHostBuffers) {
   EXPECT_EQ(first, second);
 }
 
+// The CPU target runs a batch in min(threads, batch) column slices (the
+// session's device is the host); train's data-parallel gradient norm adds
+// ranks x that many parts.
+TEST_F(CApiSessionTest, BatchSlicesFollowThreads) {
+  ASSERT_EQ(take(txl_session_set_threads(session, 3)).first, TXL_OK);
+  EXPECT_EQ(txl_session_batch_slices(session, 10), 3);
+  EXPECT_EQ(txl_session_batch_slices(session, 2), 2);
+  EXPECT_EQ(txl_session_batch_slices(session, 1), 1);
+  EXPECT_EQ(txl_session_batch_slices(session, 0), 0);
+  ASSERT_EQ(take(txl_session_set_threads(session, 1)).first, TXL_OK);
+  EXPECT_EQ(txl_session_batch_slices(session, 10), 1);
+  EXPECT_EQ(txl_session_batch_slices(nullptr, 10), 0);
+}
+
 } // namespace
 
 // The range checks run before any compiled training function would: these
