@@ -484,9 +484,11 @@ txl_status_t txl_session_reset_memory(txl_session_t *session, int64_t batch);
 txl_status_t txl_session_set_kv_cache(txl_session_t *session, int32_t enabled);
 
 /// Nonzero when the session's eval-mode runs can use the key/value cache:
-/// it is on, the session is on the CPU and runs the linked segment (it was
-/// created with a NULL segment_fn), and the executable has txl_segment_kv,
-/// txl_segment_log_probs_kv and txl_segment_r_head_k.
+/// it is on, the session runs the linked segment (it was created with a
+/// NULL segment_fn), the executable has txl_segment_kv,
+/// txl_segment_log_probs_kv and txl_segment_r_head_k (txlc builds them for
+/// the CPU target), and its device's buffer handles can be offset to a
+/// window (the host, CUDA; not OpenCL).
 int32_t txl_session_kv_cache_active(const txl_session_t *session);
 
 /// Nonzero when the next eval-mode run goes through the key/value cache:

@@ -562,6 +562,7 @@ public:
   std::optional<size_t> freeMemory() const override {
     return device().freeMemory();
   }
+  bool offsetsBuffers() const override { return device().offsetsBuffers(); }
   void *allocate(size_t bytes) override {
     return mgpuMemAlloc(bytes, nullptr, false);
   }

@@ -3,7 +3,8 @@
 // runtime.h, "The key/value cache": eval-mode segments keep each layer's
 // keys and values of the memory rows (and r_head_k for the run's klen), so
 // that a segment projects only its own rows (txl_segment_kv). The cache is
-// held by batch slice in RowWindows (KvCache.h) and describes the memory
+// held by batch slice in RowWindows of the session's device (KvCache.h),
+// r_head_k in DeviceArrays, and describes the memory
 // until a run that does not go through it (training, a backward, another
 // thread count), which drops it.
 //
@@ -25,15 +26,18 @@ void txl::rt::syncMemory(txl_session &session) {
   if (!session.memsInSlices)
     return;
   const int64_t dModel = session.info->d_model, mlen = session.mlen;
+  const size_t rowBytes = size_t(dModel) * sizeof(float);
+  Device &device = *session.device;
   session.mems = allocateMemory(session, size_t(mlen * session.batch * dModel));
+  // Each slice's rows into its columns of the batch's memory, on the device.
   for (size_t l = 0; l < session.mems.size(); ++l) {
-    float *view = session.mems[l].map();
     for (const auto &slice : session.kvSlices)
       for (int64_t r = 0; r < mlen; ++r)
-        std::copy_n(slice.mems[l].data() + r * slice.count * dModel,
-                    slice.count * dModel,
-                    view + (r * session.batch + slice.first) * dModel);
-    session.mems[l].flush();
+        device.copyOnDevice(session.mems[l].buffer(),
+                            size_t(r * session.batch + slice.first) * rowBytes,
+                            slice.mems[l].data(), slice.mems[l].offsetBytes(r),
+                            size_t(slice.count) * rowBytes);
+    session.mems[l].invalidate();
   }
   session.memsInSlices = false;
 }
@@ -57,11 +61,13 @@ void txl::rt::parametersChanged(txl_session &session) {
 }
 
 bool txl::rt::kvCacheActive(const txl_session &session) {
-  // The windows (RowWindow) are host memory: the cache runs where the
-  // session's device is the host.
-  return session.kvCacheEnabled && session.device->hostMemory() &&
-         session.segment == &txl_segment_forward && txl_segment_kv &&
-         txl_segment_log_probs_kv && txl_segment_r_head_k;
+  // One implementation for every target: it runs where the executable
+  // carries the cache's entries (txlc builds them for the CPU target) and
+  // the device's buffers can be passed as windows (Device::offsetsBuffers:
+  // the host, CUDA; not OpenCL's whole-buffer handles).
+  return session.kvCacheEnabled && session.segment == &txl_segment_forward &&
+         txl_segment_kv && txl_segment_log_probs_kv && txl_segment_r_head_k &&
+         session.device->offsetsBuffers();
 }
 
 /// Brings the session's r_head_k up to date for `klen` and the run's
@@ -71,17 +77,20 @@ static void updateRHeadK(txl_session &session, int64_t klen, int64_t clampLen) {
     return;
   const txl_model_info_t &info = *session.info;
   const int64_t hd = info.n_head * info.d_head;
-  session.rHeadK.resize(size_t(info.n_layer));
+  session.rHeadK.clear();
   PackedArgs args;
   addParameters(args, session);
   args.i64(klen);
   args.i64(clampLen);
-  for (auto &r : session.rHeadK) {
-    r.resize(size_t(klen * hd));
-    args.memref(r.data(), {klen, hd});
+  for (int32_t l = 0; l < info.n_layer; ++l) {
+    session.rHeadK.emplace_back(*session.device, size_t(klen * hd));
+    args.memref(session.rHeadK.back().buffer(), {klen, hd});
   }
-  setBlasThreads(session.threads);
+  if (session.device->hostMemory())
+    setBlasThreads(session.threads);
   txl_segment_r_head_k(args.data());
+  for (DeviceArray &r : session.rHeadK)
+    r.invalidate();
   session.rHeadKKlen = klen;
   session.rHeadKClamp = clampLen;
 }
@@ -120,10 +129,10 @@ void txl::rt::runSegmentKv(txl_session &session, const int64_t *data,
       slice.first = first[s];
       slice.count = first[s + 1] - first[s];
       for (int64_t l = 0; l < layers; ++l)
-        slice.mems.emplace_back(slice.count * dModel);
+        slice.mems.emplace_back(*session.device, slice.count * dModel);
       for (auto *list : {&slice.k, &slice.v})
         for (int64_t l = 0; l < info.n_layer; ++l)
-          list->emplace_back(slice.count * hd);
+          list->emplace_back(*session.device, slice.count * hd);
     }
   }
   updateRHeadK(session, mlen + qlen, options.clamp_len);
@@ -148,7 +157,23 @@ void txl::rt::runSegmentKv(txl_session &session, const int64_t *data,
       t = target ? sliceTarget.data() : nullptr;
       o = sliceOut.data();
     }
-    SliceCall call{d, t, nb, {}, 0, o, {}, {}};
+    // The caller's arrays as the device takes them (themselves on the
+    // host).
+    Device &device = *session.device;
+    const size_t tokens = size_t(qlen * nb);
+    HostArgument dataArg(device, d, tokens * sizeof(int64_t), HostArgument::In);
+    HostArgument targetArg(device, t, tokens * sizeof(int64_t),
+                           HostArgument::In);
+    HostArgument outArg(device, o, tokens * size_t(width) * sizeof(float),
+                        HostArgument::Out);
+    SliceCall call{dataArg.buffer(),
+                   targetArg.buffer(),
+                   nb,
+                   {},
+                   0,
+                   outArg.buffer(),
+                   {},
+                   {}};
     for (RowWindow &mem : slice.mems)
       call.newMems.push_back(mem.reserve(qlen, capacity));
     for (int64_t l = 0; l < info.n_layer; ++l) {
@@ -156,11 +181,12 @@ void txl::rt::runSegmentKv(txl_session &session, const int64_t *data,
                                     std::pair(&slice.v[l], &call.vWindows)}) {
         state->reserve(qlen, capacity);
         // After reserve(), which may move the window.
-        windows->push_back(state->data());
+        windows->push_back(state->window());
       }
-      call.rHeadK.push_back(session.rHeadK[l].data());
+      call.rHeadK.push_back(session.rHeadK[l].buffer());
     }
     callEntry(session, entry, options, qlen, newMlen, call);
+    outArg.finish();
     for (auto *list : {&slice.mems, &slice.k, &slice.v})
       for (RowWindow &state : *list)
         state.append(qlen, newMlen);
@@ -170,7 +196,8 @@ void txl::rt::runSegmentKv(txl_session &session, const int64_t *data,
                     out + (r * batch + b0) * width);
   };
   if (slices == 1) {
-    setBlasThreads(session.threads);
+    if (session.device->hostMemory())
+      setBlasThreads(session.threads);
     runSlice(0);
   } else {
     setBlasThreads(1);

@@ -69,14 +69,7 @@ struct DryRunSession {
   size_t end() {
     ended = true;
     // The dry run's buffers go before it ends, which forgets them.
-    s.params.clear();
-    s.mems.clear();
-    s.parkedMemory.clear();
-    s.states.clear();
-    s.grads.clear();
-    s.chunkGrads.clear();
-    s.normPartials = {};
-    s.scalar = {};
+    s.releaseArrays();
     return txl_device_end_dry_run();
   }
   ~DryRunSession() {

@@ -83,9 +83,9 @@ void txl::rt::callEntry(const txl_session &session, txl_segment_fn entry,
   const int64_t hd = info.n_head * info.d_head;
   if (kv) {
     for (const auto *list : {&call.kWindows, &call.vWindows})
-      for (const float *m : *list)
+      for (const void *m : *list)
         args.memref(m, {session.mlen + qlen, call.batch, hd});
-    for (const float *r : call.rHeadK)
+    for (const void *r : call.rHeadK)
       args.memref(r, {session.mlen + qlen, hd});
     args.i64(options.mem_len);
     args.i64(options.same_length ? 1 : 0);

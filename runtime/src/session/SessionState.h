@@ -93,7 +93,7 @@ struct txl_session {
   bool memsInSlices = false;
   /// rHeadK[l] [rHeadKKlen, n_head·d_head]: layer l's r_head_k for
   /// (rHeadKKlen, rHeadKClamp); stale when rHeadKKlen < 0.
-  std::vector<std::vector<float>> rHeadK;
+  std::vector<txl::rt::DeviceArray> rHeadK;
   int64_t rHeadKKlen = -1, rHeadKClamp = 0;
 
   /// Training (txl_session_train_segment, txl_session_optimizer_step),
@@ -118,8 +118,11 @@ struct txl_session {
   /// txl_session_allow_extra_tensors.
   bool allowExtraTensors = false;
 
-  ~txl_session() {
-    // The arrays go before the device that holds them.
+  /// Frees every buffer the session holds on its device (its arrays, the
+  /// key/value cache): before the device closes, or a dry run ends.
+  void releaseArrays() {
+    kvSlices.clear();
+    rHeadK.clear();
     params.clear();
     mems.clear();
     parkedMemory.clear();
@@ -128,6 +131,11 @@ struct txl_session {
     chunkGrads.clear();
     normPartials = {};
     scalar = {};
+  }
+
+  ~txl_session() {
+    // The arrays go before the device that holds them.
+    releaseArrays();
     if (closesDevice)
       txl_device_close();
   }
@@ -198,8 +206,8 @@ struct SliceCall {
   /// [qlen, batch, d_model]: the rows to append). Empty for the other
   /// entries (default-initialized, so that the other entries' calls can
   /// leave them out).
-  std::vector<float *> kWindows{}, vWindows{};
-  std::vector<const float *> rHeadK{};
+  std::vector<void *> kWindows{}, vWindows{};
+  std::vector<const void *> rHeadK{};
 };
 
 /// Adds the parameters to a generated entry's arguments, in the model

@@ -15,6 +15,7 @@
 #include "txl/rt/device/Device.h"
 #include "txl/rt/device/Gemm.h"
 #include "txl/rt/session/DeviceArray.h"
+#include "txl/rt/session/RowWindow.h"
 #include "txl/rt/support/Status.h"
 
 #include "TestUtil.h"
@@ -191,6 +192,10 @@ public:
   }
   void copyOnDevice(void *dst, size_t dstOffset, const void *src,
                     size_t srcOffset, size_t bytes) override {
+    // The GPU APIs' copies take disjoint ranges (Device.h).
+    if (dst == src && dstOffset < srcOffset + bytes &&
+        srcOffset < dstOffset + bytes)
+      ++overlappingCopies;
     host_->copyOnDevice(dst, dstOffset, src, srcOffset, bytes);
   }
   void fill32(void *buffer, size_t offset, uint32_t value,
@@ -205,7 +210,8 @@ public:
   void gemm(const GemmDesc &desc) override { host_->gemm(desc); }
   void synchronize() override {}
 
-  int allocations = 0, frees = 0, uploads = 0, readBacks = 0;
+  int allocations = 0, frees = 0, uploads = 0, readBacks = 0,
+      overlappingCopies = 0;
 
 private:
   std::unique_ptr<Device> host_ = openHostDevice();
@@ -292,6 +298,80 @@ TEST(HostArgumentTest, ElsewhereACopyGoesInOrComesBackOnFinish) {
   }
   EXPECT_EQ(device.allocations, 3);
   EXPECT_EQ(device.frees, 3);
+}
+
+/// Appends `segments` segments of `qlen` rows of 3 floats (row n holds n,
+/// n + 0.5, -n) to a RowWindow keeping `memLen` rows in a buffer of
+/// 2·memLen (the key/value cache's), writing each segment at reserve()'s
+/// place as the compiled code does, and checks after each that the window
+/// holds the last memLen rows in order.
+void checkRowWindow(Device &device, int64_t qlen, int64_t memLen,
+                    int segments) {
+  constexpr int64_t kWidth = 3;
+  RowWindow window(device, kWidth);
+  int64_t next = 0;
+  for (int segment = 0; segment < segments; ++segment) {
+    window.reserve(qlen, 2 * memLen);
+    const size_t at = window.offsetBytes(window.rows());
+    std::vector<float> rows;
+    for (int64_t r = 0; r < qlen; ++r, ++next)
+      rows.insert(rows.end(), {float(next), next + 0.5f, -float(next)});
+    device.copyToDevice(window.data(), at, rows.data(),
+                        rows.size() * sizeof(float));
+    const int64_t keep = std::min(memLen, window.rows() + qlen);
+    window.append(qlen, keep);
+    ASSERT_EQ(window.rows(), keep);
+    std::vector<float> held(size_t(keep * kWidth));
+    device.copyToHost(held.data(), window.data(), window.offsetBytes(),
+                      held.size() * sizeof(float));
+    for (int64_t r = 0; r < keep; ++r) {
+      const float n = float(next - keep + r);
+      ASSERT_EQ(held[r * kWidth], n) << "segment " << segment << " row " << r;
+      ASSERT_EQ(held[r * kWidth + 1], n + 0.5f);
+      ASSERT_EQ(held[r * kWidth + 2], -n);
+    }
+  }
+}
+
+// On the host, and on a device whose copies must not overlap: the window
+// moves to the buffer's front in runs that never overlap, including when
+// it starts within its own length of the front (qlen 4, mem_len 5: the
+// window of 5 rows moves back from row 3).
+TEST(RowWindowTest, KeepsTheLastRowsOnEveryDevice) {
+  std::unique_ptr<Device> host = openHostDevice();
+  for (auto [qlen, memLen] :
+       {std::pair<int64_t, int64_t>(4, 5), {1, 5}, {5, 5}, {3, 8}, {7, 2}}) {
+    SCOPED_TRACE(::testing::Message()
+                 << "qlen " << qlen << " mem_len " << memLen);
+    checkRowWindow(*host, qlen, memLen, 12);
+    CopyingDevice device;
+    checkRowWindow(device, qlen, memLen, 12);
+    EXPECT_EQ(device.overlappingCopies, 0);
+    EXPECT_EQ(device.allocations, device.frees);
+  }
+  // The window is the device's buffer handle where handles can be offset
+  // (the host's addresses); a device without offsets has none to give.
+  RowWindow window(*host, 3);
+  void *at = window.reserve(2, 4);
+  EXPECT_EQ(at, window.data());
+  window.append(2, 2);
+  EXPECT_EQ(window.window(), window.data());
+  EXPECT_EQ(window.reserve(1, 4),
+            static_cast<char *>(window.data()) + 2 * 3 * sizeof(float));
+  CopyingDevice hidden;
+  RowWindow elsewhere(hidden, 3);
+  EXPECT_EQ(elsewhere.reserve(2, 4), nullptr);
+}
+
+// Negative control: the overlap check catches an overlapping copy.
+TEST(RowWindowTest, OverlappingCopiesAreCounted) {
+  CopyingDevice device;
+  void *buffer = device.allocate(64);
+  device.copyOnDevice(buffer, 0, buffer, 16, 32);
+  EXPECT_EQ(device.overlappingCopies, 1);
+  device.copyOnDevice(buffer, 0, buffer, 32, 32);
+  EXPECT_EQ(device.overlappingCopies, 1);
+  device.free(buffer);
 }
 
 } // namespace

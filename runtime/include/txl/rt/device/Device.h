@@ -84,6 +84,20 @@ public:
     return hostMemory() ? buffer : nullptr;
   }
 
+  /// Whether a buffer handle plus a byte offset is a handle for the bytes
+  /// from there on, which compiled code takes wherever it takes a buffer
+  /// (a window into one, as the key/value cache's): true on the host and
+  /// on CUDA (device pointers are addresses); false where a handle names a
+  /// whole buffer (OpenCL's cl_mem).
+  virtual bool offsetsBuffers() const { return false; }
+  /// `buffer`'s bytes from `offsetBytes` on as a handle where
+  /// offsetsBuffers(), else null.
+  void *offsetBuffer(void *buffer, size_t offsetBytes) const {
+    return offsetsBuffers() ? static_cast<char *>(buffer) + offsetBytes
+                            : nullptr;
+  }
+
+  /// Uninitialised device memory for `bytes` bytes.
   virtual void *allocate(size_t bytes) = 0;
   /// Frees after the work enqueued so far (stream order).
   virtual void free(void *buffer) = 0;
@@ -92,6 +106,8 @@ public:
   /// Waits for the queue, then copies.
   virtual void copyToHost(void *host, const void *buffer, size_t offsetBytes,
                           size_t bytes) = 0;
+  /// The ranges may overlap only where hostMemory() (a memmove); the GPU
+  /// APIs' copies take disjoint ranges.
   virtual void copyOnDevice(void *dst, size_t dstOffsetBytes, const void *src,
                             size_t srcOffsetBytes, size_t bytes) = 0;
   /// Sets `count` 32-bit words from `offsetBytes` to `value`.
