@@ -142,6 +142,14 @@ FailureOr<OwningOpRef<ModuleOp>> readInputIr(const DriverOptions &options,
   if (!stageName(options.emit).empty() && options.emit <= *resume.stage)
     return fail("--emit=" + stageName(options.emit) +
                 " is not after its stage, " + stage);
+  // The GPU kernels are compiled into the module on the way to llvm-mlir.
+  if ((options.emit == EmitAction::Ptx || options.emit == EmitAction::Spirv) &&
+      *resume.stage >= EmitAction::LLVMMLIR)
+    return fail(llvm::Twine("--emit=") +
+                (options.emit == EmitAction::Ptx ? "ptx" : "spirv") +
+                " needs a module from before the kernels were compiled "
+                "(stage linalg or earlier), not " +
+                stage);
   (*module)->removeAttr(TxlDialect::kEmittedAttrName);
   return module;
 }
@@ -544,8 +552,9 @@ int mlir::txl::runDriver(const DriverOptions &options) {
       return 1;
     owned = std::move(*built);
     ModuleOp module = owned.get();
-    // The GPU targets evaluate through @segment (their runtime keeps no
-    // key/value cache).
+    // The key/value-cache entries are the CPU target's: the GPU kernels do
+    // not take the cache's windows yet, so the GPU targets evaluate
+    // through @segment.
     if (options.kvCache && options.target == Target::Cpu &&
         hasKvCacheFunctions(*config) &&
         failed(buildKvCacheFunctions(module, *config)))

@@ -217,7 +217,9 @@ int main(int argc, char **argv) {
       "  txlc models/ptb_small.toml --target=opencl -o build/ptb_small_ocl\n"
       "  txlc models/ptb_small.toml --target=cuda -o build/ptb_small_cuda\n"
       "  txlc models/ptb_small.toml --target=cuda --gpu-arch=sm_90 "
-      "--emit=ptx\n");
+      "--emit=ptx\n"
+      "  txlc models/ptb_small.toml --input-ir=edited.mlir -o "
+      "build/ptb_small\n");
 
   DriverOptions options;
   options.inputPath = inputFile;
