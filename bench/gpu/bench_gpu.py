@@ -591,7 +591,7 @@ def main():
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("what", choices=["ptb", "enwik8", "attention", "train", "all"])
     p.add_argument("--target", choices=["cuda", "opencl"], default="cuda")
-    p.add_argument("--gpu-arch", default="sm_90")
+    p.add_argument("--gpu-arch", default="sm_90a")
     p.add_argument("--precision", default="f32,bf16",
                    type=lambda v: v.split(","),
                    help="txlc --precision values to compile and time, comma "

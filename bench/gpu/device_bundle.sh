@@ -54,18 +54,18 @@ open(sys.argv[1], "w").write(bench_gpu.train_model_file(512, 512, 22))
 PY
 for p in f32 bf16; do
   "$txlc" "$stage/gpu/enwik8_base.toml" --target=cuda --precision=$p \
-    --backward=false --gpu-arch=sm_90 -o "$stage/gpu/enwik8_base_cuda_$p"
+    --backward=false --gpu-arch=sm_90a -o "$stage/gpu/enwik8_base_cuda_$p"
   "$txlc" "$stage/gpu/enwik8_train.toml" --target=cuda --precision=$p \
-    --gpu-arch=sm_90 -o "$stage/gpu/enwik8_train_cuda_$p"
+    --gpu-arch=sm_90a -o "$stage/gpu/enwik8_train_cuda_$p"
   "$txlc" models/ptb_small.toml --target=cuda --precision=$p \
-    --backward=false --gpu-arch=sm_90 -o "$stage/gpu/ptb_small_cuda_$p"
+    --backward=false --gpu-arch=sm_90a -o "$stage/gpu/ptb_small_cuda_$p"
 done
 "$txlc" models/enwik8_base.toml --emit=txl-opt -o "$stage/gpu/enwik8_base.txl"
 build/bin/txl-opt "$stage/gpu/enwik8_base.txl" --txl-rel-attention-to-gpu \
   -o "$stage/gpu/enwik8_base_attention.mlir"
-{ build/bin/txl-translate --kernels-to-ptx --ptx-chip=sm_90 \
+{ build/bin/txl-translate --kernels-to-ptx --ptx-chip=sm_90a \
     "$stage/gpu/enwik8_base_attention.mlir"; printf '\0'; } \
-  > "$stage/gpu/enwik8_base_attention.sm_90.ptx"
+  > "$stage/gpu/enwik8_base_attention.sm_90a.ptx"
 
 # The libraries the executables load that a CUDA image may lack.
 for l in libopenblas.so.0 libgfortran.so.5 libquadmath.so.0; do

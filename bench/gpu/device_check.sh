@@ -136,7 +136,7 @@ profile() { # 100 updates of ptb_small with TXL_PROFILE's table
 bench() { # WHAT [bench_gpu.py options]
   local what=$1; shift
   python3 "$root/bench/gpu/bench_gpu.py" "$what" --prebuilt --workdir "$w/gpu" \
-    --device-lib "$w/lib/libtxl_device.so" --gpu-arch sm_90 --repeat 2 \
+    --device-lib "$w/lib/libtxl_device.so" --gpu-arch sm_90a --repeat 2 \
     --precision f32,bf16 --json "$out/bench_$what.json" "$@"
 }
 

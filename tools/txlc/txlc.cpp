@@ -65,7 +65,9 @@ static cl::opt<Target> target(
 static cl::list<std::string> gpuArchs(
     cl::cat(txlcCategory), "gpu-arch",
     cl::desc("--target=cuda: CUDA architectures, comma separated (default "
-             "sm_80,sm_90; --emit=ptx takes one)"),
+             "sm_80,sm_90a: cubins for A100- and H100/H200-class GPUs, the "
+             "latter with wgmma, and sm_80's PTX for newer ones; --emit=ptx "
+             "takes one)"),
     cl::CommaSeparated);
 static cl::opt<std::string>
     cudaPath(cl::cat(txlcCategory), "cuda-path",
