@@ -112,6 +112,26 @@ size_t txl_device_end_dry_run(void);
  * the most it can be (the adaptive softmax's tokens of a cluster, at most
  * the segment's), so that a dry run allocates for the largest count. */
 int64_t txl_device_count_bound(int64_t count, int64_t bound);
+/* What the open device has been asked to do since it was opened (dry runs
+ * count nothing): kernel launches; library calls (matrix products);
+ * copies from the host and to it, with their bytes; copies within the
+ * device; host synchronisations (the host waited for the device's queue:
+ * txl_device_sync, and every copy to the host, which waits for it first);
+ * buffers allocated and freed. With TXL_PROFILE=counts in the
+ * environment, the session prints the difference per segment and per
+ * optimizer step (docs/gpu.md). */
+typedef struct {
+  uint64_t launches;
+  uint64_t library_calls;
+  uint64_t uploads, upload_bytes;
+  uint64_t downloads, download_bytes;
+  uint64_t device_copies;
+  uint64_t syncs;
+  uint64_t allocations, frees;
+} txl_device_counters_t;
+/* The open device's counters (all 0 when none is open). */
+void txl_device_counters(txl_device_counters_t *out);
+
 /* Frees every module and closes the device. With TXL_PROFILE=1 in the
  * environment (each launch and matrix product then waits for the queue
  * before and after it), first prints to stderr the wall time, launches

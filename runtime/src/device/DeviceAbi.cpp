@@ -17,6 +17,7 @@
 
 #include "txl/device.h"
 
+#include "txl/rt/device/CountingDevice.h"
 #include "txl/rt/device/Device.h"
 #include "txl/rt/support/Status.h"
 
@@ -68,19 +69,16 @@ struct State {
     double seconds = 0;
   };
   std::unordered_map<std::string, Timing> timings;
+  /// What `device` has been asked to do since the open
+  /// (txl_device_counters).
+  DeviceCounters counters;
 };
 
 /// Between txl_device_begin_dry_run and txl_device_end_dry_run.
 std::atomic<bool> dryRun{false};
 
-/// TXL_PROFILE is set to something other than "0".
-bool profiling() {
-  static const bool enabled = [] {
-    const char *value = std::getenv("TXL_PROFILE");
-    return value && *value && std::string(value) != "0";
-  }();
-  return enabled;
-}
+/// TXL_PROFILE asks for the kernels' times (profileTimes, CountingDevice.h).
+bool profiling() { return profileTimes(); }
 
 /// Never destroyed: device libraries tear themselves down at exit in an
 /// order of their own, so nothing is released then (txl_device_close
@@ -202,7 +200,8 @@ int txl_device_open(int32_t backend, int ordinal, char *error,
            txl_backend_name(backend) ? txl_backend_name(backend)
                                      : "not a txl_backend_t",
            int(TXL_BACKEND_CUDA), int(TXL_BACKEND_OPENCL));
-    s.device = openDevice(which, ordinal);
+    s.counters.reset();
+    s.device = countOperations(openDevice(which, ordinal), s.counters);
     s.description = s.device->description();
     s.computeUnits = s.device->computeUnits();
     return TXL_OK;
@@ -214,6 +213,14 @@ int txl_device_open(int32_t backend, int ordinal, char *error,
 }
 
 const char *txl_device_description(void) { return state().description.c_str(); }
+
+void txl_device_counters(txl_device_counters_t *out) {
+  if (!out)
+    return;
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  *out = s.device ? s.counters.snapshot() : txl_device_counters_t{};
+}
 
 void *txl_device_native_stream(void) {
   State &s = state();

@@ -177,6 +177,9 @@ public:
   bool hostMemory() const override {
     return thread_.run([&] { return inner_->hostMemory(); });
   }
+  bool offsetsBuffers() const override {
+    return thread_.run([&] { return inner_->offsetsBuffers(); });
+  }
   void *allocate(size_t bytes) override {
     return thread_.run([&] { return inner_->allocate(bytes); });
   }

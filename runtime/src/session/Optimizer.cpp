@@ -159,6 +159,7 @@ extern "C" txl_status_t txl_session_optimizer_step(txl_session_t *session,
     for (DeviceArray &state : session->states)
       state.invalidate();
     parametersChanged(*session);
+    reportCounts(*session, "update");
   });
 }
 

@@ -21,7 +21,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <mutex>
+#include <string_view>
 #include <vector>
 
 using namespace txl::rt;
@@ -393,6 +395,7 @@ void txl::rt::runSegment(txl_session_t *session, const int64_t *data,
       kvCacheActive(*session) && kvSlicesMatch(*session, batch)) {
     runSegmentKv(*session, data, target, qlen, batch, *options, out_nll,
                  logProbs);
+    reportCounts(*session, "segment");
     return;
   }
   dropKvCache(*session);
@@ -411,6 +414,35 @@ void txl::rt::runSegment(txl_session_t *session, const int64_t *data,
     runSlices(*session, entry, *options, io, newMems);
   session->mems = std::move(newMems);
   session->mlen = newMlen;
+  reportCounts(*session, "segment");
+}
+
+void txl::rt::reportCounts(txl_session &session, const char *what) {
+  if (!session.reportsCounts)
+    return;
+  txl_device_counters_t now;
+  txl_device_counters(&now);
+  const txl_device_counters_t &was = session.countsBefore;
+  const int64_t n = std::string_view(what) == "segment"
+                        ? ++session.countedSegments
+                        : ++session.countedSteps;
+  std::fprintf(
+      stderr,
+      "counts: %s %lld: %llu launches, %llu library calls, %llu "
+      "uploads (%llu bytes), %llu downloads (%llu bytes), %llu "
+      "device copies, %llu syncs, %llu allocations, %llu frees\n",
+      what, static_cast<long long>(n),
+      static_cast<unsigned long long>(now.launches - was.launches),
+      static_cast<unsigned long long>(now.library_calls - was.library_calls),
+      static_cast<unsigned long long>(now.uploads - was.uploads),
+      static_cast<unsigned long long>(now.upload_bytes - was.upload_bytes),
+      static_cast<unsigned long long>(now.downloads - was.downloads),
+      static_cast<unsigned long long>(now.download_bytes - was.download_bytes),
+      static_cast<unsigned long long>(now.device_copies - was.device_copies),
+      static_cast<unsigned long long>(now.syncs - was.syncs),
+      static_cast<unsigned long long>(now.allocations - was.allocations),
+      static_cast<unsigned long long>(now.frees - was.frees));
+  session.countsBefore = now;
 }
 
 extern "C" txl_status_t

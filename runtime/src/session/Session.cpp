@@ -14,6 +14,7 @@
 
 #include "txl/rt/collectives/DataParallel.h"
 #include "txl/rt/data/ModelParameters.h"
+#include "txl/rt/device/CountingDevice.h"
 #include "txl/rt/session/ModelInfo.h"
 #include "txl/rt/session/ParamInit.h"
 #include "txl/rt/support/Status.h"
@@ -87,6 +88,8 @@ extern "C" txl_status_t txl_session_create(const txl_model_info_t *info,
       session->closesDevice = true;
       session->device = &openedDevice();
       std::fprintf(stderr, "device: %s\n", txl_device_description());
+      session->reportsCounts = profileCounts();
+      txl_device_counters(&session->countsBefore);
     } else {
       session->hostDevice = openHostDevice();
       session->device = session->hostDevice.get();

@@ -71,6 +71,12 @@ struct txl_session {
   /// The session opened the GPU device (txl_device_open) and closes it
   /// when released.
   bool closesDevice = false;
+  /// TXL_PROFILE=counts on a GPU target: the device's counters printed per
+  /// segment and per optimizer step (reportCounts), as differences from
+  /// `countsBefore`; `countedSegments` and `countedSteps` number them.
+  bool reportsCounts = false;
+  txl_device_counters_t countsBefore{};
+  int64_t countedSegments = 0, countedSteps = 0;
 
   /// The memories not in use (txl_session_select_memory: train.py's one
   /// `mems` per batch chunk), by slot; the fields above are slot
@@ -252,6 +258,12 @@ void runSegment(txl_session_t *session, const int64_t *data,
                 float *const *outGrads,
                 std::vector<DeviceArray> *intoGrads = nullptr,
                 bool logProbs = false);
+
+/// With reportsCounts, prints to stderr what the device was asked to do
+/// since the last report (txl_device_counters), as "counts: <what> <n>:
+/// ..." for the n-th segment or optimizer step (`what` "segment" or
+/// "update").
+void reportCounts(txl_session &session, const char *what);
 
 //===----------------------------------------------------------------------===//
 // KvCache.cpp

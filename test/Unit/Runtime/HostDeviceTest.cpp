@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "txl/rt/device/CountingDevice.h"
 #include "txl/rt/device/Device.h"
 #include "txl/rt/device/Gemm.h"
 #include "txl/rt/session/DeviceArray.h"
@@ -372,6 +373,38 @@ TEST(RowWindowTest, OverlappingCopiesAreCounted) {
   device.copyOnDevice(buffer, 0, buffer, 32, 32);
   EXPECT_EQ(device.overlappingCopies, 1);
   device.free(buffer);
+}
+
+// The device the mgpu ABI opens counts what it is asked to do
+// (txl_device_counters): each operation once, copies with their bytes, a
+// copy to the host as a synchronisation too; fills are not counted.
+TEST(CountingDeviceTest, CountsEachOperationOnce) {
+  DeviceCounters counters;
+  std::unique_ptr<Device> device = countOperations(openHostDevice(), counters);
+  EXPECT_TRUE(device->hostMemory());
+  EXPECT_TRUE(device->offsetsBuffers());
+  void *buffer = device->allocate(64);
+  float in[4] = {1, 2, 3, 4}, out[4] = {};
+  device->copyToDevice(buffer, 0, in, sizeof(in));
+  device->copyOnDevice(buffer, 16, buffer, 0, sizeof(in));
+  device->fill32(buffer, 32, 0, 4);
+  device->copyToHost(out, buffer, 16, sizeof(out));
+  device->synchronize();
+  device->free(buffer);
+  EXPECT_THAT(out, ::testing::ElementsAre(1, 2, 3, 4));
+  txl_device_counters_t c = counters.snapshot();
+  EXPECT_EQ(c.allocations, 1u);
+  EXPECT_EQ(c.frees, 1u);
+  EXPECT_EQ(c.uploads, 1u);
+  EXPECT_EQ(c.upload_bytes, sizeof(in));
+  EXPECT_EQ(c.device_copies, 1u);
+  EXPECT_EQ(c.downloads, 1u);
+  EXPECT_EQ(c.download_bytes, sizeof(out));
+  EXPECT_EQ(c.syncs, 2u) << "the copy to the host and the synchronize";
+  EXPECT_EQ(c.launches, 0u);
+  EXPECT_EQ(c.library_calls, 0u);
+  counters.reset();
+  EXPECT_EQ(counters.snapshot().syncs, 0u);
 }
 
 } // namespace

@@ -1,0 +1,50 @@
+//===- CountingDevice.h - What a device is asked to do -----------*- C++
+//-*-===//
+//
+// The open device's counters (txl_device_counters, txl/device.h): a Device
+// that forwards every operation to another and counts launches, library
+// calls, copies with their bytes, host synchronisations and allocations.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TXL_RT_DEVICE_COUNTINGDEVICE_H
+#define TXL_RT_DEVICE_COUNTINGDEVICE_H
+
+#include "txl/device.h"
+#include "txl/rt/device/Device.h"
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+namespace txl::rt {
+
+/// txl_device_counters_t's fields, counted from any thread.
+struct DeviceCounters {
+  std::atomic<uint64_t> launches{0}, libraryCalls{0}, uploads{0},
+      uploadBytes{0}, downloads{0}, downloadBytes{0}, deviceCopies{0}, syncs{0},
+      allocations{0}, frees{0};
+
+  txl_device_counters_t snapshot() const;
+  /// All back to 0 (a device opened).
+  void reset();
+};
+
+/// TXL_PROFILE (a comma-separated list): "counts" asks the session to print
+/// the device's counters per segment and per optimizer step; any other
+/// value but "0" (e.g. 1) times each kernel and library call, which waits
+/// for the device before and after each (docs/gpu.md).
+bool profileCounts();
+bool profileTimes();
+
+/// `device` with every operation counted in `counters` (which must outlive
+/// it): a launch, a matrix product (a library call), a copy each way with
+/// its bytes, a copy within the device, a synchronize or a copy to the
+/// host (each a host synchronisation: the copy waits for the queue), an
+/// allocation, a free. Fills and module loads are not counted.
+std::unique_ptr<Device> countOperations(std::unique_ptr<Device> device,
+                                        DeviceCounters &counters);
+
+} // namespace txl::rt
+
+#endif // TXL_RT_DEVICE_COUNTINGDEVICE_H

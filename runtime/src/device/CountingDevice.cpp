@@ -1,0 +1,152 @@
+//===- CountingDevice.cpp - What a device is asked to do ------------------===//
+//
+// countOperations (CountingDevice.h): the device the mgpu* ABI opens, so
+// that every operation on it (the compiled code's, the session's, the
+// profiler's synchronisations) is counted once.
+//
+//===----------------------------------------------------------------------===//
+
+#include "txl/rt/device/CountingDevice.h"
+
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace txl::rt {
+
+txl_device_counters_t DeviceCounters::snapshot() const {
+  txl_device_counters_t out;
+  out.launches = launches;
+  out.library_calls = libraryCalls;
+  out.uploads = uploads;
+  out.upload_bytes = uploadBytes;
+  out.downloads = downloads;
+  out.download_bytes = downloadBytes;
+  out.device_copies = deviceCopies;
+  out.syncs = syncs;
+  out.allocations = allocations;
+  out.frees = frees;
+  return out;
+}
+
+void DeviceCounters::reset() {
+  for (std::atomic<uint64_t> *counter :
+       {&launches, &libraryCalls, &uploads, &uploadBytes, &downloads,
+        &downloadBytes, &deviceCopies, &syncs, &allocations, &frees})
+    *counter = 0;
+}
+
+namespace {
+
+/// TXL_PROFILE's comma-separated values.
+std::vector<std::string> profileValues() {
+  std::vector<std::string> values;
+  const char *env = std::getenv("TXL_PROFILE");
+  std::string_view rest = env ? env : "";
+  while (!rest.empty()) {
+    size_t comma = rest.find(',');
+    std::string_view value = rest.substr(0, comma);
+    if (!value.empty() && value != "0")
+      values.emplace_back(value);
+    rest = comma == std::string_view::npos ? "" : rest.substr(comma + 1);
+  }
+  return values;
+}
+
+class CountingDevice final : public Device {
+public:
+  CountingDevice(std::unique_ptr<Device> inner, DeviceCounters &counters)
+      : inner_(std::move(inner)), counters_(counters) {}
+
+  std::string description() const override { return inner_->description(); }
+  size_t totalMemory() const override { return inner_->totalMemory(); }
+  int64_t computeUnits() const override { return inner_->computeUnits(); }
+  void *nativeStream() const override { return inner_->nativeStream(); }
+  std::optional<size_t> freeMemory() const override {
+    return inner_->freeMemory();
+  }
+  bool hostMemory() const override { return inner_->hostMemory(); }
+  bool offsetsBuffers() const override { return inner_->offsetsBuffers(); }
+
+  void *allocate(size_t bytes) override {
+    ++counters_.allocations;
+    return inner_->allocate(bytes);
+  }
+  void free(void *buffer) override {
+    ++counters_.frees;
+    inner_->free(buffer);
+  }
+  void copyToDevice(void *buffer, size_t offsetBytes, const void *host,
+                    size_t bytes) override {
+    ++counters_.uploads;
+    counters_.uploadBytes += bytes;
+    inner_->copyToDevice(buffer, offsetBytes, host, bytes);
+  }
+  void copyToHost(void *host, const void *buffer, size_t offsetBytes,
+                  size_t bytes) override {
+    ++counters_.downloads;
+    counters_.downloadBytes += bytes;
+    ++counters_.syncs;
+    inner_->copyToHost(host, buffer, offsetBytes, bytes);
+  }
+  void copyOnDevice(void *dst, size_t dstOffsetBytes, const void *src,
+                    size_t srcOffsetBytes, size_t bytes) override {
+    ++counters_.deviceCopies;
+    inner_->copyOnDevice(dst, dstOffsetBytes, src, srcOffsetBytes, bytes);
+  }
+  void fill32(void *buffer, size_t offsetBytes, uint32_t value,
+              size_t count) override {
+    inner_->fill32(buffer, offsetBytes, value, count);
+  }
+  std::unique_ptr<Module> loadModule(std::string_view image) override {
+    return inner_->loadModule(image);
+  }
+  void launch(Kernel &kernel, const size_t grid[3], const size_t block[3],
+              size_t sharedBytes, void **params, size_t paramCount) override {
+    ++counters_.launches;
+    inner_->launch(kernel, grid, block, sharedBytes, params, paramCount);
+  }
+  void gemm(const GemmDesc &columnMajor) override {
+    ++counters_.libraryCalls;
+    inner_->gemm(columnMajor);
+  }
+  void synchronize() override {
+    ++counters_.syncs;
+    inner_->synchronize();
+  }
+
+private:
+  std::unique_ptr<Device> inner_;
+  DeviceCounters &counters_;
+};
+
+} // namespace
+
+bool profileCounts() {
+  static const bool enabled = [] {
+    for (const std::string &value : profileValues())
+      if (value == "counts")
+        return true;
+    return false;
+  }();
+  return enabled;
+}
+
+bool profileTimes() {
+  static const bool enabled = [] {
+    for (const std::string &value : profileValues())
+      if (value != "counts")
+        return true;
+    return false;
+  }();
+  return enabled;
+}
+
+std::unique_ptr<Device> countOperations(std::unique_ptr<Device> device,
+                                        DeviceCounters &counters) {
+  return std::make_unique<CountingDevice>(std::move(device), counters);
+}
+
+} // namespace txl::rt
