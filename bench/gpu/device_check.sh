@@ -8,7 +8,9 @@
 # SECONDS (default 560; each step is cut off at what is left):
 #   1. ptb_small's trained checkpoint: `eval` valid and test against the
 #      official eval.json (1e-4 relative; ptb-small-eval-cuda.test), and
-#      the bf16 executable's perplexity beside it;
+#      the bf16 executable's perplexity beside it; the eval's run counters
+#      (TXL_PROFILE=counts: no host sync, allocation or device copy in a
+#      steady segment, as run-counts-opencl.test holds on OpenCL);
 #   2. every reference case of ../shared/reference: run-segments NLL,
 #      memory and gradient against the official implementation
 #      (reference-cuda.test's tolerances), then the bf16 kernel's cases
@@ -127,6 +129,14 @@ train() { # PRECISION
     "$S/reference/ptb_small/train_log.txt" 8000 -
 }
 
+counts() { # issue 51's run counters on CUDA: no sync, no allocation
+  TXL_PROFILE=counts "$B/ptb_small_f32" eval --data "$S/data/ptb" \
+    --split valid --checkpoint "$S/reference/ptb_small/model.safetensors" \
+    --batch-size 10 --tgt-len 64 --mem-len 64 2> "$out/counts.log" &&
+    python3 "$root/test/Integration/gpu/run_counts.py" "$out/counts.log" \
+      --steady 3 --max syncs=0,allocations=0,frees=0,device_copies=0
+}
+
 profile() { # 100 updates of ptb_small with TXL_PROFILE's table
   TXL_PROFILE=1 "$B/ptb_small_f32" train --data "$S/data/ptb" \
     --work-dir "$w/profile" --max-step 100 --eval-interval 1000 \
@@ -146,13 +156,14 @@ keep_training() {
 }
 
 export w S B compare root out
-export -f eval_ptb evals references train bench profile
+export -f eval_ptb evals counts references train bench profile
 
 # TXL_DEVICE_STEPS: the steps to run (default all, in this order).
-steps=${TXL_DEVICE_STEPS:-"evals references references_bf16 train_f32 attention attention_eval enwik8 train_enwik8 train_bf16 ptb profile"}
+steps=${TXL_DEVICE_STEPS:-"evals counts references references_bf16 train_f32 attention attention_eval enwik8 train_enwik8 train_bf16 ptb profile"}
 for s in $steps; do
   case $s in
     evals) step "eval ptb_small" 60 evals ;;
+    counts) step "run counts ptb_small eval" 30 counts ;;
     references) step "reference cases f32" 90 references "" ;;
     references_bf16) step "reference cases bf16" 60 references _bf16 ;;
     train_f32) step "train ptb_small f32" 200 train f32; keep_training ;;

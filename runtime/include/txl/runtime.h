@@ -540,6 +540,26 @@ txl_status_t txl_session_run_segment(txl_session_t *session,
                                      const txl_run_options_t *options,
                                      float *out_nll);
 
+/// txl_session_run_segment without waiting for the device (issue 51: no
+/// host synchronisation per segment on the GPU targets): the segment is
+/// enqueued on the session's device and `out_nll` is written by the time
+/// the next txl_session_synchronize(session) returns. Until then the
+/// caller keeps `out_nll` valid and does not read it; `data` and `target`
+/// may be reused when this returns. Where the session's device is the host
+/// (the CPU target) the segment runs now and `out_nll` is written on
+/// return. The same segment, memory, key/value cache and errors as
+/// txl_session_run_segment; a failure on the device may surface at the
+/// synchronisation instead.
+txl_status_t
+txl_session_enqueue_segment(txl_session_t *session, const int64_t *data,
+                            const int64_t *target, int64_t qlen, int64_t batch,
+                            const txl_run_options_t *options, float *out_nll);
+
+/// Waits for everything enqueued on the session's device: the `out_nll` of
+/// every txl_session_enqueue_segment before it is written when it returns.
+/// Errors: no session; TXL_UNAVAILABLE from the device.
+txl_status_t txl_session_synchronize(txl_session_t *session);
+
 /// txl_session_run_segment returning the model's distribution instead of
 /// the NLL of given targets (generation, scoring): `out_log_probs` receives
 /// row-major float32 [qlen, batch, n_token], every token's log-probability

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -227,26 +228,41 @@ EvalResult runEval(const txl_model_info_t &info, const EvalSettings &settings,
   ProgressBar bar(std::string(splitName(settings.split)), expectedTokens,
                   stderr);
   // Every token's NLL is kept only for --dump-nll.
-  std::vector<float> nll, all;
+  std::vector<float> all;
   double totalNll = 0;
+  // The segments are enqueued (txl_session_enqueue_segment) and their NLL
+  // read every kSegmentsPerSync segments and at the end, in segment order:
+  // on a GPU target no segment waits for the device.
+  constexpr size_t kSegmentsPerSync = 16;
+  std::deque<std::vector<float>> pending;
+  auto collect = [&] {
+    checkStatus(txl_session_synchronize(session.get()));
+    for (const std::vector<float> &nll : pending) {
+      for (float value : nll)
+        totalNll += value;
+      if (!settings.dumpNll.empty())
+        all.insert(all.end(), nll.begin(), nll.end());
+    }
+    pending.clear();
+  };
   auto start = std::chrono::steady_clock::now();
   checkStatus(txl_session_reset_memory(session.get(), settings.batchSize));
   LMSegment segment;
   while (segments.next(segment)) {
-    nll.resize(static_cast<size_t>(segment.seqLen * segment.batch));
+    std::vector<float> &nll = pending.emplace_back(
+        static_cast<size_t>(segment.seqLen * segment.batch));
     ++result.segments;
     result.kvCacheSegments += txl_session_kv_cache_ready(session.get());
-    checkStatus(txl_session_run_segment(session.get(), segment.data.data(),
-                                        segment.target.data(), segment.seqLen,
-                                        segment.batch, &options, nll.data()));
-    for (float value : nll)
-      totalNll += value;
-    if (!settings.dumpNll.empty())
-      all.insert(all.end(), nll.begin(), nll.end());
+    checkStatus(txl_session_enqueue_segment(
+        session.get(), segment.data.data(), segment.target.data(),
+        segment.seqLen, segment.batch, &options, nll.data()));
+    if (pending.size() == kSegmentsPerSync)
+      collect();
     result.tokens += segment.seqLen * segment.batch;
     if (progress)
       bar.update(result.tokens);
   }
+  collect();
   result.seconds = secondsSince(start);
   bar.finish();
   checkStatus(txl_session_report_device_memory(session.get()));

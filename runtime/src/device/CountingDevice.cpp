@@ -91,6 +91,12 @@ public:
     ++counters_.syncs;
     inner_->copyToHost(host, buffer, offsetBytes, bytes);
   }
+  void copyToHostAsync(void *host, const void *buffer, size_t offsetBytes,
+                       size_t bytes) override {
+    ++counters_.downloads;
+    counters_.downloadBytes += bytes;
+    inner_->copyToHostAsync(host, buffer, offsetBytes, bytes);
+  }
   void copyOnDevice(void *dst, size_t dstOffsetBytes, const void *src,
                     size_t srcOffsetBytes, size_t bytes) override {
     ++counters_.deviceCopies;

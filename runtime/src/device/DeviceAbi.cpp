@@ -17,6 +17,7 @@
 
 #include "txl/device.h"
 
+#include "txl/rt/device/BufferPool.h"
 #include "txl/rt/device/CountingDevice.h"
 #include "txl/rt/device/Device.h"
 #include "txl/rt/support/Status.h"
@@ -201,7 +202,11 @@ int txl_device_open(int32_t backend, int ordinal, char *error,
                                      : "not a txl_backend_t",
            int(TXL_BACKEND_CUDA), int(TXL_BACKEND_OPENCL));
     s.counters.reset();
+    // The counters see what reaches the device: the pool's allocations
+    // (BufferPool.h), not every buffer it hands out again.
     s.device = countOperations(openDevice(which, ordinal), s.counters);
+    if (devicePoolEnabled())
+      s.device = poolBuffers(std::move(s.device));
     s.description = s.device->description();
     s.computeUnits = s.device->computeUnits();
     return TXL_OK;
@@ -581,6 +586,15 @@ public:
   void copyToHost(void *host, const void *buffer, size_t offsetBytes,
                   size_t bytes) override {
     txl_device_read(host, buffer, offsetBytes, bytes);
+  }
+  void copyToHostAsync(void *host, const void *buffer, size_t offsetBytes,
+                       size_t bytes) override {
+    if (dryRun)
+      std::memset(host, 0, bytes);
+    else
+      orExit("copyToHostAsync", [&] {
+        device().copyToHostAsync(host, buffer, offsetBytes, bytes);
+      });
   }
   void copyOnDevice(void *dst, size_t dstOffsetBytes, const void *src,
                     size_t srcOffsetBytes, size_t bytes) override {

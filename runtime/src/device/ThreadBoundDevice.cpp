@@ -195,6 +195,11 @@ public:
                   size_t bytes) override {
     thread_.run([&] { inner_->copyToHost(host, buffer, offsetBytes, bytes); });
   }
+  void copyToHostAsync(void *host, const void *buffer, size_t offsetBytes,
+                       size_t bytes) override {
+    thread_.run(
+        [&] { inner_->copyToHostAsync(host, buffer, offsetBytes, bytes); });
+  }
   void copyOnDevice(void *dst, size_t dstOffsetBytes, const void *src,
                     size_t srcOffsetBytes, size_t bytes) override {
     thread_.run([&] {

@@ -112,6 +112,11 @@ void HostArgument::finish() {
     device_->copyToHost(host_, buffer_, 0, bytes_);
 }
 
+void HostArgument::finishLater() {
+  if (staged_ && kind_ != In)
+    device_->copyToHostAsync(host_, buffer_, 0, bytes_);
+}
+
 void DeviceArray::write(const float *in, size_t offset, size_t count) {
   if (!count)
     return;

@@ -111,7 +111,7 @@ bool txl::rt::kvSlicesMatch(const txl_session &session, int64_t batch) {
 void txl::rt::runSegmentKv(txl_session &session, const int64_t *data,
                            const int64_t *target, int64_t qlen, int64_t batch,
                            const txl_run_options_t &options, float *out,
-                           bool logProbs) {
+                           bool logProbs, bool deferOutput) {
   const txl_model_info_t &info = *session.info;
   const int64_t dModel = info.d_model, hd = info.n_head * info.d_head;
   const int64_t layers = info.n_layer + 1;
@@ -186,7 +186,11 @@ void txl::rt::runSegmentKv(txl_session &session, const int64_t *data,
       call.rHeadK.push_back(session.rHeadK[l].buffer());
     }
     callEntry(session, entry, options, qlen, newMlen, call);
-    outArg.finish();
+    // A slice's output is gathered into the caller's at once.
+    if (deferOutput && slices == 1)
+      outArg.finishLater();
+    else
+      outArg.finish();
     for (auto *list : {&slice.mems, &slice.k, &slice.v})
       for (RowWindow &state : *list)
         state.append(qlen, newMlen);

@@ -155,6 +155,8 @@ struct SegmentIo {
   float *const *outGrads; ///< host gradients, or null
   /// Gradients into the session's arrays, or null.
   std::vector<DeviceArray> *intoGrads;
+  /// `outNll` may arrive at the device's next synchronisation.
+  bool deferOutput;
   bool backward() const { return outGrads || intoGrads; }
 };
 } // namespace
@@ -226,7 +228,10 @@ static void runWholeBatch(txl_session &session, txl_segment_fn entry,
   callEntry(session, entry, options, io.qlen, io.newMlen, call);
 
   // The nll before the loss's parts, as the device path always read them.
-  out.back().finish();
+  if (io.deferOutput)
+    out.back().finishLater();
+  else
+    out.back().finish();
   for (size_t part = 0; part + 1 < out.size(); ++part)
     out[part].finish();
   for (HostArgument &grad : hostGrads)
@@ -370,7 +375,8 @@ void txl::rt::runSegment(txl_session_t *session, const int64_t *data,
                          const int64_t *target, int64_t qlen, int64_t batch,
                          const txl_run_options_t *options, float *out_nll,
                          float *const *outGrads,
-                         std::vector<DeviceArray> *intoGrads, bool logProbs) {
+                         std::vector<DeviceArray> *intoGrads, bool logProbs,
+                         bool deferOutput) {
   requireSession(session);
   const bool backward = outGrads || intoGrads;
   validateSegment(*session, data, target, qlen, batch, options, out_nll,
@@ -394,7 +400,7 @@ void txl::rt::runSegment(txl_session_t *session, const int64_t *data,
   if (!options->training && !backward && session->kvValid &&
       kvCacheActive(*session) && kvSlicesMatch(*session, batch)) {
     runSegmentKv(*session, data, target, qlen, batch, *options, out_nll,
-                 logProbs);
+                 logProbs, deferOutput);
     reportCounts(*session, "segment");
     return;
   }
@@ -402,11 +408,12 @@ void txl::rt::runSegment(txl_session_t *session, const int64_t *data,
 
   const int64_t newMlen = std::min(options->mem_len, session->mlen + qlen);
   // Per position: one NLL, or every token's log-probability.
-  const SegmentIo io{data,     target,
-                     qlen,     batch,
-                     newMlen,  logProbs ? info.n_token : 1,
-                     out_nll,  alrfou ? lossParts : nullptr,
-                     outGrads, intoGrads};
+  const SegmentIo io{data,       target,
+                     qlen,       batch,
+                     newMlen,    logProbs ? info.n_token : 1,
+                     out_nll,    alrfou ? lossParts : nullptr,
+                     outGrads,   intoGrads,
+                     deferOutput};
   std::vector<DeviceArray> newMems;
   if (sliceBounds(*session, batch).size() == 2)
     runWholeBatch(*session, entry, *options, io, newMems);
@@ -423,9 +430,10 @@ void txl::rt::reportCounts(txl_session &session, const char *what) {
   txl_device_counters_t now;
   txl_device_counters(&now);
   const txl_device_counters_t &was = session.countsBefore;
-  const int64_t n = std::string_view(what) == "segment"
-                        ? ++session.countedSegments
-                        : ++session.countedSteps;
+  const std::string_view kind = what;
+  const int64_t n = kind == "segment"       ? ++session.countedSegments
+                    : kind == "synchronize" ? ++session.countedSyncs
+                                            : ++session.countedSteps;
   std::fprintf(
       stderr,
       "counts: %s %lld: %llu launches, %llu library calls, %llu "
@@ -451,6 +459,24 @@ txl_session_run_segment(txl_session_t *session, const int64_t *data,
                         const txl_run_options_t *options, float *out_nll) {
   return guardStatus([&] {
     runSegment(session, data, target, qlen, batch, options, out_nll, nullptr);
+  });
+}
+
+extern "C" txl_status_t
+txl_session_enqueue_segment(txl_session_t *session, const int64_t *data,
+                            const int64_t *target, int64_t qlen, int64_t batch,
+                            const txl_run_options_t *options, float *out_nll) {
+  return guardStatus([&] {
+    runSegment(session, data, target, qlen, batch, options, out_nll, nullptr,
+               nullptr, /*logProbs=*/false, /*deferOutput=*/true);
+  });
+}
+
+extern "C" txl_status_t txl_session_synchronize(txl_session_t *session) {
+  return guardStatus([&] {
+    requireSession(session);
+    session->device->synchronize();
+    reportCounts(*session, "synchronize");
   });
 }
 

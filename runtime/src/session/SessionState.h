@@ -72,11 +72,12 @@ struct txl_session {
   /// when released.
   bool closesDevice = false;
   /// TXL_PROFILE=counts on a GPU target: the device's counters printed per
-  /// segment and per optimizer step (reportCounts), as differences from
-  /// `countsBefore`; `countedSegments` and `countedSteps` number them.
+  /// segment, per optimizer step and per txl_session_synchronize
+  /// (reportCounts), as differences from `countsBefore`; `countedSegments`,
+  /// `countedSteps` and `countedSyncs` number them.
   bool reportsCounts = false;
   txl_device_counters_t countsBefore{};
-  int64_t countedSegments = 0, countedSteps = 0;
+  int64_t countedSegments = 0, countedSteps = 0, countedSyncs = 0;
 
   /// The memories not in use (txl_session_select_memory: train.py's one
   /// `mems` per batch chunk), by slot; the fields above are slot
@@ -251,18 +252,20 @@ std::vector<int64_t> sliceBounds(const txl_session &session, int64_t batch);
 /// with `intoGrads`, into those arrays of the session's device (one per
 /// parameter, allocateGrads). With `logProbs` (and no target) through
 /// txl_segment_log_probs: `out_nll` receives [qlen, batch, n_token]
-/// log-probabilities.
+/// log-probabilities. With `deferOutput` (a forward run),
+/// `out_nll` is written once the session's device is next synchronized
+/// (txl_session_enqueue_segment) where the device is not the host.
 void runSegment(txl_session_t *session, const int64_t *data,
                 const int64_t *target, int64_t qlen, int64_t batch,
                 const txl_run_options_t *options, float *out_nll,
                 float *const *outGrads,
                 std::vector<DeviceArray> *intoGrads = nullptr,
-                bool logProbs = false);
+                bool logProbs = false, bool deferOutput = false);
 
 /// With reportsCounts, prints to stderr what the device was asked to do
 /// since the last report (txl_device_counters), as "counts: <what> <n>:
-/// ..." for the n-th segment or optimizer step (`what` "segment" or
-/// "update").
+/// ..." for the n-th segment, optimizer step or txl_session_synchronize
+/// (`what` "segment", "update" or "synchronize").
 void reportCounts(txl_session &session, const char *what);
 
 //===----------------------------------------------------------------------===//
@@ -290,9 +293,11 @@ bool kvSlicesMatch(const txl_session &session, int64_t batch);
 /// One eval-mode segment through txl_segment_kv (txl_segment_log_probs_kv
 /// with `logProbs`); the caller has validated the arguments, and
 /// kvSlicesMatch holds.
+/// With `deferOutput`, `out` as in runSegment.
 void runSegmentKv(txl_session &session, const int64_t *data,
                   const int64_t *target, int64_t qlen, int64_t batch,
-                  const txl_run_options_t &options, float *out, bool logProbs);
+                  const txl_run_options_t &options, float *out, bool logProbs,
+                  bool deferOutput = false);
 
 //===----------------------------------------------------------------------===//
 // Training.cpp

@@ -243,6 +243,35 @@ TEST_F(CApiSessionTest, BatchSlicesFollowThreads) {
   EXPECT_EQ(txl_session_batch_slices(nullptr, 10), 0);
 }
 
+// txl_session_enqueue_segment checks its arguments as
+// txl_session_run_segment does, with the same messages; on the CPU target
+// txl_session_synchronize has nothing to wait for.
+TEST_F(CApiSessionTest, EnqueuedSegmentsAreCheckedAsRunOnes) {
+  txl_run_options_t options{};
+  options.mem_len = 4;
+  float nll[4] = {};
+  const int64_t data[4] = {0, 1, 2, 3};
+  struct Case {
+    const int64_t *data;
+    int64_t qlen, batch;
+    float *out;
+  } cases[] = {{nullptr, 2, 2, nll},
+               {data, 0, 2, nll},
+               {data, 2, -1, nll},
+               {data, 2, 2, nullptr}};
+  for (const Case &c : cases) {
+    auto [runCode, runMessage] = take(txl_session_run_segment(
+        session, c.data, data, c.qlen, c.batch, &options, c.out));
+    auto [code, message] = take(txl_session_enqueue_segment(
+        session, c.data, data, c.qlen, c.batch, &options, c.out));
+    EXPECT_NE(runCode, TXL_OK) << runMessage;
+    EXPECT_EQ(code, runCode);
+    EXPECT_EQ(message, runMessage);
+  }
+  EXPECT_EQ(take(txl_session_synchronize(session)).first, TXL_OK);
+  EXPECT_EQ(take(txl_session_synchronize(nullptr)).first, TXL_INVALID_ARGUMENT);
+}
+
 } // namespace
 
 // The range checks run before any compiled training function would: these

@@ -4,7 +4,9 @@
 // with dlopen), its primary context, one non-blocking stream; buffers are
 // CUdeviceptr values from the stream-ordered allocator (cuMemAllocAsync,
 // cuMemFreeAsync), so that allocation and release keep the queue's order
-// without synchronizing. Module images are what txlc embeds for
+// without synchronizing; copies to and from the host go through
+// page-locked staging blocks (HostStaging), so that neither an upload nor
+// copyToHostAsync waits for the stream. Module images are what txlc embeds for
 // --target=cuda: a fatbin (a cubin per --gpu-arch plus PTX for newer GPUs),
 // a cubin or PTX, all loaded by cuModuleLoadDataEx.
 //
@@ -13,6 +15,7 @@
 #include "txl/rt/device/Cublas.h"
 #include "txl/rt/device/CudaDriver.h"
 #include "txl/rt/device/Device.h"
+#include "txl/rt/device/HostStaging.h"
 #include "txl/rt/support/Status.h"
 
 #include <map>
@@ -28,6 +31,23 @@ constexpr size_t kDefaultDynamicSharedBytes = 48 * 1024;
 CUdeviceptr asDevicePointer(const void *buffer) {
   return reinterpret_cast<CUdeviceptr>(buffer);
 }
+
+/// An event recorded after a copy, asked about without waiting.
+class EventFence final : public CopyFence {
+public:
+  EventFence(const CudaDriver &cuda, CUevent event)
+      : cuda_(cuda), event_(event) {}
+  ~EventFence() override { cuda_.cuEventDestroy_v2(event_); }
+  bool done() override {
+    // CUDA_ERROR_NOT_READY while pending; an error is the stream's, which
+    // the next synchronize reports (the block is no longer read).
+    return cuda_.cuEventQuery(event_) != CUDA_ERROR_NOT_READY;
+  }
+
+private:
+  const CudaDriver &cuda_;
+  CUevent event_;
+};
 
 class CudaKernel : public Kernel {
 public:
@@ -77,10 +97,20 @@ public:
     cuda_.check(cuda_.cuCtxSetCurrent(context_), "cuCtxSetCurrent");
     cuda_.check(cuda_.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING),
                 "cuStreamCreate");
+    staging_ = std::make_unique<HostStaging>(
+        [this](size_t bytes) {
+          void *block = nullptr;
+          cuda_.check(cuda_.cuMemAllocHost_v2(&block, bytes),
+                      fmt::format("cuMemAllocHost({} bytes)", bytes).c_str());
+          return block;
+        },
+        [this](void *block) { cuda_.cuMemFreeHost(block); });
   }
 
   ~CudaDevice() override {
     cuda_.cuStreamSynchronize(stream_);
+    // Page-locked blocks and events go before the context.
+    staging_.reset();
     if (cublas_)
       cublas_->cublasDestroy_v2(handle_);
     cuda_.cuStreamDestroy_v2(stream_);
@@ -142,12 +172,19 @@ public:
                     size_t bytes) override {
     if (bytes == 0)
       return;
+    // From a page-locked copy, so that the caller may reuse `host` at once
+    // and the stream need not be waited for.
+    void *block = staging_->stageUpload(host, bytes);
     cuda_.check(
-        cuda_.cuMemcpyHtoDAsync_v2(asDevicePointer(buffer) + offsetBytes, host,
+        cuda_.cuMemcpyHtoDAsync_v2(asDevicePointer(buffer) + offsetBytes, block,
                                    bytes, stream_),
         "cuMemcpyHtoDAsync");
-    // The host buffer may go away when this returns (pageable memory).
-    synchronize();
+    CUevent event = nullptr;
+    cuda_.check(cuda_.cuEventCreate(&event, CU_EVENT_DISABLE_TIMING),
+                "cuEventCreate");
+    auto fence = std::make_unique<EventFence>(cuda_, event);
+    cuda_.check(cuda_.cuEventRecord(event, stream_), "cuEventRecord");
+    staging_->inFlight(block, std::move(fence));
   }
 
   void copyToHost(void *host, const void *buffer, size_t offsetBytes,
@@ -159,6 +196,19 @@ public:
                                    bytes, stream_),
         "cuMemcpyDtoHAsync");
     synchronize();
+  }
+
+  void copyToHostAsync(void *host, const void *buffer, size_t offsetBytes,
+                       size_t bytes) override {
+    if (bytes == 0)
+      return;
+    // Into a page-locked block (a copy into pageable memory would wait for
+    // the stream), delivered to `host` by the next synchronize().
+    void *block = staging_->stageDownload(host, bytes);
+    cuda_.check(
+        cuda_.cuMemcpyDtoHAsync_v2(block, asDevicePointer(buffer) + offsetBytes,
+                                   bytes, stream_),
+        "cuMemcpyDtoHAsync");
   }
 
   bool offsetsBuffers() const override { return true; }
@@ -278,6 +328,7 @@ public:
 
   void synchronize() override {
     cuda_.check(cuda_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
+    staging_->complete();
   }
 
 private:
@@ -288,6 +339,8 @@ private:
   CUdevice device_ = 0;
   CUcontext context_ = nullptr;
   CUstream stream_ = nullptr;
+  /// The copies' page-locked blocks (released before the context).
+  std::unique_ptr<HostStaging> staging_;
 };
 
 } // namespace

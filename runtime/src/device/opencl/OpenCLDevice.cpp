@@ -16,6 +16,7 @@
 #include "txl/device.h"
 #include "txl/rt/device/CLBlast.h"
 #include "txl/rt/device/Device.h"
+#include "txl/rt/device/HostStaging.h"
 #include "txl/rt/device/OpenCL.h"
 #include "txl/rt/device/ProgramCache.h"
 #include "txl/rt/support/Status.h"
@@ -28,6 +29,26 @@
 namespace txl::rt {
 
 namespace {
+
+/// An enqueued command's event, asked about without waiting.
+class EventFence final : public CopyFence {
+public:
+  EventFence(const OpenCL &cl, cl_event event) : cl_(cl), event_(event) {}
+  ~EventFence() override { cl_.clReleaseEvent(event_); }
+  bool done() override {
+    cl_int status = CL_QUEUED;
+    cl_.check(cl_.clGetEventInfo(event_, CL_EVENT_COMMAND_EXECUTION_STATUS,
+                                 sizeof(status), &status, nullptr),
+              "clGetEventInfo(CL_EVENT_COMMAND_EXECUTION_STATUS)");
+    // A negative status is the command's error, which the next blocking
+    // call reports; its block is no longer read either way.
+    return status == CL_COMPLETE || status < 0;
+  }
+
+private:
+  const OpenCL &cl_;
+  cl_event event_;
+};
 
 /// One argument of a kernel, from the image's table.
 struct ArgSpec {
@@ -177,6 +198,7 @@ public:
 
   ~OpenCLDevice() override {
     cl_.clFinish(queue_);
+    staging_.complete(); // releases the uploads' events
     cl_.clReleaseCommandQueue(queue_);
     cl_.clReleaseContext(context_);
   }
@@ -231,11 +253,15 @@ public:
                     size_t bytes) override {
     if (bytes == 0)
       return;
-    // Blocking: the host buffer may go away when this returns.
+    // Not blocking (a blocking write waits for the whole in-order queue):
+    // the bytes are staged, so that the caller may reuse `host` at once.
+    void *block = staging_.stageUpload(host, bytes);
+    cl_event event = nullptr;
     cl_.check(cl_.clEnqueueWriteBuffer(queue_, static_cast<cl_mem>(buffer),
-                                       CL_TRUE, offsetBytes, bytes, host, 0,
-                                       nullptr, nullptr),
+                                       CL_FALSE, offsetBytes, bytes, block, 0,
+                                       nullptr, &event),
               "clEnqueueWriteBuffer");
+    staging_.inFlight(block, std::make_unique<EventFence>(cl_, event));
   }
 
   void copyToHost(void *host, const void *buffer, size_t offsetBytes,
@@ -245,6 +271,19 @@ public:
     cl_.check(cl_.clEnqueueReadBuffer(
                   queue_, static_cast<cl_mem>(const_cast<void *>(buffer)),
                   CL_TRUE, offsetBytes, bytes, host, 0, nullptr, nullptr),
+              "clEnqueueReadBuffer");
+    // The read waited for everything enqueued before it.
+    staging_.complete();
+  }
+
+  void copyToHostAsync(void *host, const void *buffer, size_t offsetBytes,
+                       size_t bytes) override {
+    if (bytes == 0)
+      return;
+    // Straight into `host`, which the caller keeps until synchronize().
+    cl_.check(cl_.clEnqueueReadBuffer(
+                  queue_, static_cast<cl_mem>(const_cast<void *>(buffer)),
+                  CL_FALSE, offsetBytes, bytes, host, 0, nullptr, nullptr),
               "clEnqueueReadBuffer");
   }
 
@@ -350,7 +389,10 @@ public:
               "clEnqueueNDRangeKernel");
   }
 
-  void synchronize() override { cl_.check(cl_.clFinish(queue_), "clFinish"); }
+  void synchronize() override {
+    cl_.check(cl_.clFinish(queue_), "clFinish");
+    staging_.complete();
+  }
 
   void gemm(const GemmDesc &desc) override {
     if (!clblast_)
@@ -512,6 +554,9 @@ private:
   /// apart. The test suite's kernel harnesses build with "-cl-opt-disable"
   /// (test/Integration/gpu/txl_device.py).
   std::string buildOptions_;
+  /// The uploads' bytes while they are in flight.
+  HostStaging staging_{[](size_t bytes) { return std::malloc(bytes); },
+                       [](void *block) { std::free(block); }};
 };
 
 Kernel &OpenCLModule::kernel(const std::string &name) {

@@ -40,8 +40,9 @@ bool profileTimes();
 /// `device` with every operation counted in `counters` (which must outlive
 /// it): a launch, a matrix product (a library call), a copy each way with
 /// its bytes, a copy within the device, a synchronize or a copy to the
-/// host (each a host synchronisation: the copy waits for the queue), an
-/// allocation, a free. Fills and module loads are not counted.
+/// host (each a host synchronisation: the copy waits for the queue; an
+/// asynchronous one, copyToHostAsync, is a download only), an allocation,
+/// a free. Fills and module loads are not counted.
 std::unique_ptr<Device> countOperations(std::unique_ptr<Device> device,
                                         DeviceCounters &counters);
 

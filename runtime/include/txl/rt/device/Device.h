@@ -51,10 +51,9 @@ public:
 };
 
 /// One device and its in-order queue. Every operation is enqueued and
-/// returns without waiting, except the copies to the host and
-/// `synchronize` (the host device's queue is the caller: everything is done
-/// when it returns); every failure throws Error(TXL_UNAVAILABLE) with the
-/// API's error name.
+/// returns without waiting, except copyToHost and `synchronize` (the host
+/// device's queue is the caller: everything is done when it returns); every
+/// failure throws Error(TXL_UNAVAILABLE) with the API's error name.
 class Device {
 public:
   virtual ~Device() = default;
@@ -101,11 +100,23 @@ public:
   virtual void *allocate(size_t bytes) = 0;
   /// Frees after the work enqueued so far (stream order).
   virtual void free(void *buffer) = 0;
+  /// Enqueues a copy of `bytes` bytes of `host` into `buffer` from
+  /// `offsetBytes` on; returns without waiting for the queue, and `host`
+  /// may be reused when it returns (the GPU backends stage it: HostStaging).
   virtual void copyToDevice(void *buffer, size_t offsetBytes, const void *host,
                             size_t bytes) = 0;
   /// Waits for the queue, then copies.
   virtual void copyToHost(void *host, const void *buffer, size_t offsetBytes,
                           size_t bytes) = 0;
+  /// Enqueues a copy of `bytes` bytes of `buffer` from `offsetBytes` on
+  /// into `host` without waiting: `host` holds them once the next
+  /// synchronize() or copyToHost returns, and must stay valid and unread
+  /// until then. The default copies at once (copyToHost); the GPU backends
+  /// override it.
+  virtual void copyToHostAsync(void *host, const void *buffer,
+                               size_t offsetBytes, size_t bytes) {
+    copyToHost(host, buffer, offsetBytes, bytes);
+  }
   /// The ranges may overlap only where hostMemory() (a memmove); the GPU
   /// APIs' copies take disjoint ranges.
   virtual void copyOnDevice(void *dst, size_t dstOffsetBytes, const void *src,

@@ -99,6 +99,10 @@ public:
   /// An output's contents back into the host array (nothing to do where
   /// the buffer is the array, or for an input).
   void finish();
+  /// finish() without waiting for the device: the host array holds the
+  /// output once the device is next synchronized
+  /// (Device::copyToHostAsync). The device's copy may be freed at once.
+  void finishLater();
 
 private:
   Device *device_;
