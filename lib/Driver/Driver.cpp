@@ -552,11 +552,9 @@ int mlir::txl::runDriver(const DriverOptions &options) {
       return 1;
     owned = std::move(*built);
     ModuleOp module = owned.get();
-    // The key/value-cache entries are the CPU target's: the GPU kernels do
-    // not take the cache's windows yet, so the GPU targets evaluate
-    // through @segment.
-    if (options.kvCache && options.target == Target::Cpu &&
-        hasKvCacheFunctions(*config) &&
+    // The key/value-cache entries, on every target (the runtime passes
+    // the cache's windows as views of device buffers).
+    if (options.kvCache && hasKvCacheFunctions(*config) &&
         failed(buildKvCacheFunctions(module, *config)))
       return 1;
     if (failed(buildTrainingFunctions(

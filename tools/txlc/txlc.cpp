@@ -109,7 +109,7 @@ static cl::opt<bool> backward(
     cl::init(true));
 static cl::opt<bool> kvCache(
     cl::cat(txlcCategory), "kv-cache",
-    cl::desc("CPU target, attn_type 0: also compile the key/value-cache "
+    cl::desc("attn_type 0 (every target): also compile the key/value-cache "
              "forms of the evaluation forward (@segment_kv, "
              "@segment_log_probs_kv, @segment_r_head_k), which the "
              "executable's eval, run-segments, generate and score use unless "

@@ -87,7 +87,7 @@ struct DriverOptions {
   /// Add @segment_grad (txl-generate-backward) and its txl_segment_grad
   /// entry (fused or decomposed attention).
   bool backward = true;
-  /// CPU target, attn_type 0: add the key/value-cache functions
+  /// attn_type 0 (every target): add the key/value-cache functions
   /// (buildKvCacheFunctions) and their txl_segment_kv,
   /// txl_segment_log_probs_kv and txl_segment_r_head_k entries.
   bool kvCache = true;

@@ -276,8 +276,9 @@ extern const txl_model_info_t txl_model_info;
 void txl_segment_forward(void **args);
 void txl_segment_grad(void **args) TXL_WEAK;
 void txl_segment_log_probs(void **args) TXL_WEAK;
-/* Absent for the GPU targets, attn_type != 0, and txlc --kv-cache=false;
-   the runtime then evaluates through txl_segment_forward. */
+/* Absent for attn_type != 0 and txlc --kv-cache=false (and from GPU
+   executables of a txlc before session 57); the runtime then evaluates
+   through txl_segment_forward. */
 void txl_segment_kv(void **args) TXL_WEAK;
 void txl_segment_log_probs_kv(void **args) TXL_WEAK;
 void txl_segment_r_head_k(void **args) TXL_WEAK;

@@ -68,7 +68,11 @@ public:
     return inner_->freeMemory();
   }
   bool hostMemory() const override { return inner_->hostMemory(); }
-  bool offsetsBuffers() const override { return inner_->offsetsBuffers(); }
+  void *view(void *buffer, size_t offsetBytes, size_t bytes) override {
+    return inner_->view(buffer, offsetBytes, bytes);
+  }
+  void releaseView(void *view) override { inner_->releaseView(view); }
+  size_t viewAlignment() const override { return inner_->viewAlignment(); }
 
   void *allocate(size_t bytes) override {
     ++counters_.allocations;

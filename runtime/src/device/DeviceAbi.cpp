@@ -58,6 +58,10 @@ struct State {
   std::vector<std::unique_ptr<LazyModule>> modules;
   /// Buffer handle -> size in bytes, for the buffers of the open device.
   std::unordered_map<const void *, size_t> buffers;
+  /// The views (Device::view) handed out and not released, so that
+  /// mgpuMemcpy tells them from host pointers (a CUDA view may equal a
+  /// buffer's handle: counted).
+  std::unordered_map<const void *, int> views;
   /// Sum of `buffers`' sizes, and its high-water mark since the open.
   size_t inUse = 0, peak = 0;
   /// The dry run's handles (in `buffers` too), and `peak` when it began.
@@ -117,6 +121,7 @@ void closeLocked(State &s) {
     else
       s.device->free(const_cast<void *>(buffer));
   s.buffers.clear();
+  s.views.clear();
   s.dryBuffers.clear();
   dryRun = false;
   s.inUse = s.peak = 0;
@@ -175,7 +180,7 @@ void printProfileLocked(State &s) {
 
 bool isBuffer(const void *p) {
   std::lock_guard<std::mutex> lock(state().mutex);
-  return state().buffers.count(p) != 0;
+  return state().buffers.count(p) != 0 || state().views.count(p) != 0;
 }
 
 } // namespace
@@ -574,7 +579,34 @@ public:
   std::optional<size_t> freeMemory() const override {
     return device().freeMemory();
   }
-  bool offsetsBuffers() const override { return device().offsetsBuffers(); }
+  void *view(void *buffer, size_t offsetBytes, size_t bytes) override {
+    if (dryRun)
+      return buffer; // a token: nothing reads a dry run's buffers
+    return orExit("view", [&] {
+      void *view = device().view(buffer, offsetBytes, bytes);
+      State &s = state();
+      std::lock_guard<std::mutex> lock(s.mutex);
+      ++s.views[view];
+      return view;
+    });
+  }
+  void releaseView(void *view) override {
+    if (dryRun)
+      return;
+    orExit("releaseView", [&] {
+      {
+        State &s = state();
+        std::lock_guard<std::mutex> lock(s.mutex);
+        auto found = s.views.find(view);
+        if (found == s.views.end())
+          fail(TXL_INVALID_ARGUMENT, "releasing {} which is no view", view);
+        if (--found->second == 0)
+          s.views.erase(found);
+      }
+      device().releaseView(view);
+    });
+  }
+  size_t viewAlignment() const override { return device().viewAlignment(); }
   void *allocate(size_t bytes) override {
     return mgpuMemAlloc(bytes, nullptr, false);
   }

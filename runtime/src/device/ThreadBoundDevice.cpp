@@ -177,8 +177,15 @@ public:
   bool hostMemory() const override {
     return thread_.run([&] { return inner_->hostMemory(); });
   }
-  bool offsetsBuffers() const override {
-    return thread_.run([&] { return inner_->offsetsBuffers(); });
+  void *view(void *buffer, size_t offsetBytes, size_t bytes) override {
+    return thread_.run(
+        [&] { return inner_->view(buffer, offsetBytes, bytes); });
+  }
+  void releaseView(void *view) override {
+    thread_.run([&] { inner_->releaseView(view); });
+  }
+  size_t viewAlignment() const override {
+    return thread_.run([&] { return inner_->viewAlignment(); });
   }
   void *allocate(size_t bytes) override {
     return thread_.run([&] { return inner_->allocate(bytes); });

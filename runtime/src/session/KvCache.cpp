@@ -62,12 +62,10 @@ void txl::rt::parametersChanged(txl_session &session) {
 
 bool txl::rt::kvCacheActive(const txl_session &session) {
   // One implementation for every target: it runs where the executable
-  // carries the cache's entries (txlc builds them for the CPU target) and
-  // the device's buffers can be passed as windows (Device::offsetsBuffers:
-  // the host, CUDA; not OpenCL's whole-buffer handles).
+  // carries the cache's entries; its windows are views of the device's
+  // buffers (Device::view), whose alignment kvSlicesMatch checks.
   return session.kvCacheEnabled && session.segment == &txl_segment_forward &&
-         txl_segment_kv && txl_segment_log_probs_kv && txl_segment_r_head_k &&
-         session.device->offsetsBuffers();
+         txl_segment_kv && txl_segment_log_probs_kv && txl_segment_r_head_k;
 }
 
 /// Brings the session's r_head_k up to date for `klen` and the run's
@@ -96,9 +94,19 @@ static void updateRHeadK(txl_session &session, int64_t klen, int64_t clampLen) {
 }
 
 bool txl::rt::kvSlicesMatch(const txl_session &session, int64_t batch) {
+  std::vector<int64_t> first = sliceBounds(session, batch);
+  // A window starts at a whole row: a row of every state must be a
+  // multiple of the device's view alignment (OpenCL's sub-buffers).
+  const size_t alignment = session.device->viewAlignment();
+  const txl_model_info_t &info = *session.info;
+  for (size_t s = 0; s + 1 < first.size(); ++s)
+    for (int64_t width : {info.d_model, info.n_head * info.d_head})
+      if (size_t(first[s + 1] - first[s]) * size_t(width) * sizeof(float) %
+              alignment !=
+          0)
+        return false;
   if (session.kvSlices.empty())
     return session.mlen == 0;
-  std::vector<int64_t> first = sliceBounds(session, batch);
   if (first.size() != session.kvSlices.size() + 1)
     return false;
   for (size_t s = 0; s < session.kvSlices.size(); ++s)
@@ -174,14 +182,19 @@ void txl::rt::runSegmentKv(txl_session &session, const int64_t *data,
                    outArg.buffer(),
                    {},
                    {}};
+    // The windows as the call takes them, released once it is enqueued.
+    std::vector<BufferView> views;
+    views.reserve(slice.mems.size() + 2 * size_t(info.n_layer));
     for (RowWindow &mem : slice.mems)
-      call.newMems.push_back(mem.reserve(qlen, capacity));
+      call.newMems.push_back(
+          views.emplace_back(mem.reserve(qlen, capacity)).handle());
     for (int64_t l = 0; l < info.n_layer; ++l) {
       for (auto [state, windows] : {std::pair(&slice.k[l], &call.kWindows),
                                     std::pair(&slice.v[l], &call.vWindows)}) {
         state->reserve(qlen, capacity);
-        // After reserve(), which may move the window.
-        windows->push_back(state->window());
+        // After reserve(), which may move the window: the window and the
+        // segment's rows after it.
+        windows->push_back(views.emplace_back(state->window(qlen)).handle());
       }
       call.rHeadK.push_back(session.rHeadK[l].buffer());
     }

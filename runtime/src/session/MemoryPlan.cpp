@@ -77,12 +77,32 @@ struct DryRunSession {
       end();
   }
 
-  /// Replaces the memory by one of `mlen` rows x `batch` columns.
+  /// Replaces the memory by one of `mlen` rows x `batch` columns (and
+  /// drops the key/value cache's windows, keeping r_head_k as a run does).
   void setMemory(int64_t mlen, int64_t batch) {
+    discardKvCache(s);
     s.mems.clear();
     s.mems = allocateMemory(s, size_t(mlen * batch * s.info->d_model));
     s.mlen = mlen;
     s.batch = batch;
+  }
+
+  /// Segments of `qlen` rows through the key/value cache (eval-mode, or
+  /// log-probabilities with `logProbs`) from an empty memory of `batch`
+  /// columns until it holds `memLen` rows, and one more: its windows, every
+  /// layer's r_head_k (which stays, as after a real run, until the
+  /// parameters change) and their workspace. Nothing where the cache does
+  /// not run (kvCacheActive, kvSlicesMatch).
+  void runKvSegments(bool logProbs, int64_t qlen, int64_t memLen,
+                     int64_t batch) {
+    s.kvCacheEnabled = true;
+    if (kvCacheActive(s)) {
+      checkStatus(txl_session_reset_memory(&s, batch));
+      for (int64_t i = 0; i < memLen / qlen + 2; ++i)
+        runSegment(logProbs ? TXL_RUN_LOG_PROBS : TXL_RUN_EVAL, qlen, memLen,
+                   1);
+    }
+    s.kvCacheEnabled = false;
   }
 
   /// One segment of `qlen` rows over the memory, as a run of `kind` runs
@@ -199,8 +219,19 @@ txl_session_check_device_memory(txl_session_t *session,
     if (params + memory + optimizer > free)
       tooBig(params + memory + optimizer, state, " before its first segment");
 
-    // The dry run: the state, then the largest steps of the run.
+    // The dry run: the state, then the largest steps of the run, after the
+    // key/value cache's segments where the run's eval-mode segments go
+    // through it (their r_head_k stays during the steps after them).
     DryRunSession dry(*session);
+    const bool kvSegments =
+        kvCacheActive(*session) && (!training || p.eval_batch > 0);
+    if (kvSegments) {
+      if (training)
+        dry.runKvSegments(false, p.eval_qlen, p.eval_mem_len, p.eval_batch);
+      else
+        dry.runKvSegments(p.kind == TXL_RUN_LOG_PROBS, p.qlen, p.mem_len,
+                          p.batch);
+    }
     const int64_t layers = info.n_layer + 1;
     // The other chunks' memories (freed before the dry run ends, also when
     // it throws: declared after it).
@@ -223,16 +254,23 @@ txl_session_check_device_memory(txl_session_t *session,
     parked.clear();
     const size_t need = dry.end();
     const size_t workspace = need - std::min(need, params + memory + optimizer);
-    std::string steps =
-        fmt::format("a dry run of a segment of {} rows over {} memory rows{}",
-                    p.qlen, p.mem_len,
-                    !training ? std::string()
-                    : p.eval_batch > 0
-                        ? fmt::format(", its backward and update, and "
-                                      "validation segments of {} rows "
-                                      "over {} at batch {}",
-                                      p.eval_qlen, p.eval_mem_len, p.eval_batch)
-                        : std::string(", its backward and update"));
+    std::string steps = fmt::format(
+        "a dry run of {}a segment of {} rows over {} memory rows{}",
+        !kvSegments ? std::string()
+        : training  ? fmt::format("the key/value cache's segments of {} rows "
+                                   "up to {} memory rows at batch {}, ",
+                                  p.eval_qlen, p.eval_mem_len, p.eval_batch)
+                    : fmt::format("the key/value cache's segments up to {} "
+                                   "memory rows, ",
+                                  p.mem_len),
+        p.qlen, p.mem_len,
+        !training ? std::string()
+        : p.eval_batch > 0
+            ? fmt::format(", its backward and update, and "
+                          "validation segments of {} rows "
+                          "over {} at batch {}",
+                          p.eval_qlen, p.eval_mem_len, p.eval_batch)
+            : std::string(", its backward and update"));
     std::string needs = fmt::format("{}, segment workspace {} ({})", state,
                                     mebibytes(workspace), steps);
     if (need > free)

@@ -283,12 +283,13 @@ void dropKvCache(txl_session &session);
 void discardKvCache(txl_session &session);
 /// Drops everything computed from the parameters (they may have changed).
 void parametersChanged(txl_session &session);
-/// Whether eval-mode runs may go through the cache: enabled, on the CPU
-/// target, with the session's own forward entry and the cache's entries
-/// linked.
+/// Whether eval-mode runs may go through the cache: enabled, with the
+/// session's own forward entry and the cache's entries linked.
 bool kvCacheActive(const txl_session &session);
 /// Whether the key/value cache's slices are those a run of `batch` columns
-/// uses now (the thread count may have changed since the cache was made).
+/// uses now (the thread count may have changed since the cache was made),
+/// and their rows start where the device can make views
+/// (Device::viewAlignment).
 bool kvSlicesMatch(const txl_session &session, int64_t batch);
 /// One eval-mode segment through txl_segment_kv (txl_segment_log_probs_kv
 /// with `logProbs`); the caller has validated the arguments, and

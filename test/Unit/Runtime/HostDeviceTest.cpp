@@ -210,9 +210,22 @@ public:
               size_t) override {}
   void gemm(const GemmDesc &desc) override { host_->gemm(desc); }
   void synchronize() override {}
+  void *view(void *buffer, size_t offset, size_t bytes) override {
+    lastView = {offset, bytes};
+    ++liveViews;
+    return host_->view(buffer, offset, bytes);
+  }
+  void releaseView(void *) override { --liveViews; }
 
   int allocations = 0, frees = 0, uploads = 0, readBacks = 0,
-      overlappingCopies = 0;
+      overlappingCopies = 0, liveViews = 0;
+  /// The last view's offset and bytes.
+  struct Region {
+    size_t offset = 0, bytes = 0;
+    bool operator==(const Region &other) const {
+      return offset == other.offset && bytes == other.bytes;
+    }
+  } lastView;
 
 private:
   std::unique_ptr<Device> host_ = openHostDevice();
@@ -350,18 +363,32 @@ TEST(RowWindowTest, KeepsTheLastRowsOnEveryDevice) {
     EXPECT_EQ(device.overlappingCopies, 0);
     EXPECT_EQ(device.allocations, device.frees);
   }
-  // The window is the device's buffer handle where handles can be offset
-  // (the host's addresses); a device without offsets has none to give.
+  // On the host a window is the buffer's address plus its offset.
   RowWindow window(*host, 3);
-  void *at = window.reserve(2, 4);
-  EXPECT_EQ(at, window.data());
+  EXPECT_EQ(window.reserve(2, 4).handle(), window.data());
   window.append(2, 2);
-  EXPECT_EQ(window.window(), window.data());
-  EXPECT_EQ(window.reserve(1, 4),
+  EXPECT_EQ(window.window().handle(), window.data());
+  EXPECT_EQ(window.reserve(1, 4).handle(),
             static_cast<char *>(window.data()) + 2 * 3 * sizeof(float));
-  CopyingDevice hidden;
-  RowWindow elsewhere(hidden, 3);
-  EXPECT_EQ(elsewhere.reserve(2, 4), nullptr);
+  // A view names its region (an OpenCL sub-buffer's), and is released.
+  const size_t rowBytes = 3 * sizeof(float);
+  CopyingDevice views;
+  RowWindow elsewhere(views, 3);
+  {
+    BufferView at = elsewhere.reserve(2, 4);
+    EXPECT_EQ(views.lastView, (CopyingDevice::Region{0, 2 * rowBytes}));
+    EXPECT_EQ(views.liveViews, 1);
+  }
+  EXPECT_EQ(views.liveViews, 0);
+  elsewhere.append(2, 2);
+  {
+    BufferView next = elsewhere.reserve(1, 4);
+    EXPECT_EQ(views.lastView, (CopyingDevice::Region{2 * rowBytes, rowBytes}));
+    BufferView whole = elsewhere.window(1);
+    EXPECT_EQ(views.lastView, (CopyingDevice::Region{0, 3 * rowBytes}));
+    EXPECT_EQ(views.liveViews, 2);
+  }
+  EXPECT_EQ(views.liveViews, 0);
 }
 
 // Negative control: the overlap check catches an overlapping copy.
@@ -382,7 +409,7 @@ TEST(CountingDeviceTest, CountsEachOperationOnce) {
   DeviceCounters counters;
   std::unique_ptr<Device> device = countOperations(openHostDevice(), counters);
   EXPECT_TRUE(device->hostMemory());
-  EXPECT_TRUE(device->offsetsBuffers());
+  EXPECT_EQ(device->viewAlignment(), 1u);
   void *buffer = device->allocate(64);
   float in[4] = {1, 2, 3, 4}, out[4] = {};
   device->copyToDevice(buffer, 0, in, sizeof(in));

@@ -211,7 +211,6 @@ public:
         "cuMemcpyDtoHAsync");
   }
 
-  bool offsetsBuffers() const override { return true; }
   void copyOnDevice(void *dst, size_t dstOffsetBytes, const void *src,
                     size_t srcOffsetBytes, size_t bytes) override {
     if (bytes == 0)

@@ -57,7 +57,6 @@ public:
     return pagesInBytes(_SC_AVPHYS_PAGES);
   }
   bool hostMemory() const override { return true; }
-  bool offsetsBuffers() const override { return true; }
 
   void *allocate(size_t bytes) override {
     // Rounded up to the alignment (aligned_alloc's rule), and never 0, so

@@ -194,6 +194,11 @@ public:
     cl_.check(status, "clCreateCommandQueueWithProperties");
     if (const char *options = std::getenv("TXL_OPENCL_BUILD_OPTIONS"))
       buildOptions_ = options;
+    cl_uint alignBits = 0;
+    cl_.check(cl_.clGetDeviceInfo(device_, CL_DEVICE_MEM_BASE_ADDR_ALIGN,
+                                  sizeof(alignBits), &alignBits, nullptr),
+              "clGetDeviceInfo(CL_DEVICE_MEM_BASE_ADDR_ALIGN)");
+    viewAlignment_ = std::max<size_t>(alignBits / 8, 1);
   }
 
   ~OpenCLDevice() override {
@@ -242,6 +247,32 @@ public:
     cl_.check(status, fmt::format("clCreateBuffer({} bytes)", bytes).c_str());
     return buffer;
   }
+
+  void *view(void *buffer, size_t offsetBytes, size_t bytes) override {
+    if (offsetBytes % viewAlignment_)
+      fail(TXL_INVALID_ARGUMENT,
+           "a view at byte {} of an OpenCL buffer: sub-buffers start at "
+           "multiples of {} bytes (CL_DEVICE_MEM_BASE_ADDR_ALIGN)",
+           offsetBytes, viewAlignment_);
+    // OpenCL has no empty sub-buffers; an empty window still gets one.
+    const cl_buffer_region region{offsetBytes, std::max<size_t>(bytes, 4)};
+    cl_int status = 0;
+    cl_mem view =
+        cl_.clCreateSubBuffer(static_cast<cl_mem>(buffer), CL_MEM_READ_WRITE,
+                              CL_BUFFER_CREATE_TYPE_REGION, &region, &status);
+    cl_.check(status, fmt::format("clCreateSubBuffer({} bytes at {})", bytes,
+                                  offsetBytes)
+                          .c_str());
+    return view;
+  }
+
+  void releaseView(void *view) override {
+    // Released once the commands that use it are done (OpenCL defers it).
+    cl_.check(cl_.clReleaseMemObject(static_cast<cl_mem>(view)),
+              "clReleaseMemObject");
+  }
+
+  size_t viewAlignment() const override { return viewAlignment_; }
 
   void free(void *buffer) override {
     // Released once the commands that use it are done (OpenCL defers it).
@@ -554,6 +585,8 @@ private:
   /// apart. The test suite's kernel harnesses build with "-cl-opt-disable"
   /// (test/Integration/gpu/txl_device.py).
   std::string buildOptions_;
+  /// CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes: where sub-buffers may start.
+  size_t viewAlignment_ = 1;
   /// The uploads' bytes while they are in flight.
   HostStaging staging_{[](size_t bytes) { return std::malloc(bytes); },
                        [](void *block) { std::free(block); }};

@@ -28,6 +28,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace txl::rt {
 
@@ -83,18 +84,21 @@ public:
     return hostMemory() ? buffer : nullptr;
   }
 
-  /// Whether a buffer handle plus a byte offset is a handle for the bytes
-  /// from there on, which compiled code takes wherever it takes a buffer
-  /// (a window into one, as the key/value cache's): true on the host and
-  /// on CUDA (device pointers are addresses); false where a handle names a
-  /// whole buffer (OpenCL's cl_mem).
-  virtual bool offsetsBuffers() const { return false; }
-  /// `buffer`'s bytes from `offsetBytes` on as a handle where
-  /// offsetsBuffers(), else null.
-  void *offsetBuffer(void *buffer, size_t offsetBytes) const {
-    return offsetsBuffers() ? static_cast<char *>(buffer) + offsetBytes
-                            : nullptr;
+  /// A handle for the `bytes` bytes of `buffer` from `offsetBytes` on,
+  /// which compiled code takes wherever it takes a buffer (a window into
+  /// one, as the key/value cache's): the handle plus the offset where
+  /// handles are addresses (the host, CUDA: the default); on OpenCL, whose
+  /// cl_mem names a whole buffer, a sub-buffer, for which `offsetBytes`
+  /// must be a multiple of viewAlignment(). Released by releaseView once
+  /// the work that uses it is enqueued (BufferView does both).
+  virtual void *view(void *buffer, size_t offsetBytes, size_t bytes) {
+    (void)bytes;
+    return static_cast<char *>(buffer) + offsetBytes;
   }
+  virtual void releaseView(void *view) { (void)view; }
+  /// What view()'s offsets must be a multiple of, in bytes: 1 where
+  /// handles are addresses; OpenCL's CL_DEVICE_MEM_BASE_ADDR_ALIGN.
+  virtual size_t viewAlignment() const { return 1; }
 
   /// Uninitialised device memory for `bytes` bytes.
   virtual void *allocate(size_t bytes) = 0;
@@ -143,6 +147,34 @@ public:
 
   /// Waits until the queue is empty.
   virtual void synchronize() = 0;
+};
+
+/// Device::view of a buffer's bytes, released when destroyed.
+class BufferView {
+public:
+  BufferView() = default;
+  BufferView(Device &device, void *buffer, size_t offsetBytes, size_t bytes)
+      : device_(&device), handle_(device.view(buffer, offsetBytes, bytes)) {}
+  BufferView(BufferView &&other) noexcept
+      : device_(other.device_), handle_(std::exchange(other.handle_, nullptr)) {
+  }
+  BufferView &operator=(BufferView &&other) noexcept {
+    std::swap(device_, other.device_);
+    std::swap(handle_, other.handle_);
+    return *this;
+  }
+  BufferView(const BufferView &) = delete;
+  BufferView &operator=(const BufferView &) = delete;
+  ~BufferView() {
+    if (handle_)
+      device_->releaseView(handle_);
+  }
+  /// What compiled code takes.
+  void *handle() const { return handle_; }
+
+private:
+  Device *device_ = nullptr;
+  void *handle_ = nullptr;
 };
 
 /// The backends: the CPU (the host device) and the GPU targets'.

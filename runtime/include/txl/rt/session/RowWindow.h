@@ -57,14 +57,18 @@ public:
   size_t offsetBytes(int64_t row = 0) const {
     return size_t(first + row) * rowBytes;
   }
-  /// The window as compiled code takes it (Device::offsetBuffer).
-  void *window() const { return device->offsetBuffer(buffer, offsetBytes()); }
+  /// The window and the `added` rows after it as compiled code takes them
+  /// (Device::view), after reserve(added, ...).
+  BufferView window(int64_t added = 0) const {
+    return BufferView(*device, buffer, offsetBytes(),
+                      size_t(windowRows + added) * rowBytes);
+  }
 
-  /// Where `added` new rows go (as compiled code takes it), right after the
-  /// window, in a buffer of at least `capacity` rows (capacity >= rows() +
-  /// added); the window moves to the buffer's front when the rows after it
-  /// do not fit.
-  void *reserve(int64_t added, int64_t capacity) {
+  /// Where `added` new rows go (as compiled code takes them), right after
+  /// the window, in a buffer of at least `capacity` rows (capacity >= rows()
+  /// + added); the window moves to the buffer's front when the rows after
+  /// it do not fit.
+  BufferView reserve(int64_t added, int64_t capacity) {
     capacity = std::max(capacity, windowRows + added);
     if (capacityRows < capacity) {
       void *grown = device->allocate(size_t(capacity) * rowBytes);
@@ -79,7 +83,8 @@ public:
     }
     if (first + windowRows + added > capacityRows)
       moveToFront();
-    return device->offsetBuffer(buffer, offsetBytes(windowRows));
+    return BufferView(*device, buffer, offsetBytes(windowRows),
+                      size_t(added) * rowBytes);
   }
 
   /// Takes the `added` rows written at reserve()'s handle into the window
