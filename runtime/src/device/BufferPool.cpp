@@ -9,6 +9,8 @@
 
 #include "txl/rt/device/BufferPool.h"
 
+#include "txl/rt/device/ForwardingDevice.h"
+
 #include "txl/rt/support/Status.h"
 
 #include <algorithm>
@@ -40,33 +42,23 @@ bool devicePoolEnabled() {
 
 namespace {
 
-class PooledDevice final : public Device {
+class PooledDevice final : public ForwardingDevice {
 public:
   PooledDevice(std::unique_ptr<Device> inner, BufferPoolStats *stats)
-      : inner_(std::move(inner)), stats_(stats) {}
+      : ForwardingDevice(std::move(inner)), stats_(stats) {}
 
   ~PooledDevice() override {
     std::lock_guard<std::mutex> lock(mutex_);
     releaseKeptLocked(0);
   }
 
-  std::string description() const override { return inner_->description(); }
-  size_t totalMemory() const override { return inner_->totalMemory(); }
-  int64_t computeUnits() const override { return inner_->computeUnits(); }
-  void *nativeStream() const override { return inner_->nativeStream(); }
   std::optional<size_t> freeMemory() const override {
-    std::optional<size_t> free = inner_->freeMemory();
+    std::optional<size_t> free = inner().freeMemory();
     if (!free)
       return free;
     std::lock_guard<std::mutex> lock(mutex_);
     return *free + keptBytes_;
   }
-  bool hostMemory() const override { return inner_->hostMemory(); }
-  void *view(void *buffer, size_t offsetBytes, size_t bytes) override {
-    return inner_->view(buffer, offsetBytes, bytes);
-  }
-  void releaseView(void *view) override { inner_->releaseView(view); }
-  size_t viewAlignment() const override { return inner_->viewAlignment(); }
 
   void *allocate(size_t bytes) override {
     const size_t size = poolSizeClass(bytes);
@@ -74,13 +66,13 @@ public:
     void *buffer = takeKeptLocked(size);
     if (!buffer) {
       try {
-        buffer = inner_->allocate(size);
+        buffer = inner().allocate(size);
       } catch (const Error &) {
         // Out of device memory, perhaps because of what is kept.
         if (kept_.empty())
           throw;
         releaseKeptLocked(0);
-        buffer = inner_->allocate(size);
+        buffer = inner().allocate(size);
       }
     }
     live_.emplace(buffer, size);
@@ -105,36 +97,6 @@ public:
     releaseKeptLocked(peakLiveBytes_);
     updateStatsLocked();
   }
-
-  void copyToDevice(void *buffer, size_t offsetBytes, const void *host,
-                    size_t bytes) override {
-    inner_->copyToDevice(buffer, offsetBytes, host, bytes);
-  }
-  void copyToHost(void *host, const void *buffer, size_t offsetBytes,
-                  size_t bytes) override {
-    inner_->copyToHost(host, buffer, offsetBytes, bytes);
-  }
-  void copyToHostAsync(void *host, const void *buffer, size_t offsetBytes,
-                       size_t bytes) override {
-    inner_->copyToHostAsync(host, buffer, offsetBytes, bytes);
-  }
-  void copyOnDevice(void *dst, size_t dstOffsetBytes, const void *src,
-                    size_t srcOffsetBytes, size_t bytes) override {
-    inner_->copyOnDevice(dst, dstOffsetBytes, src, srcOffsetBytes, bytes);
-  }
-  void fill32(void *buffer, size_t offsetBytes, uint32_t value,
-              size_t count) override {
-    inner_->fill32(buffer, offsetBytes, value, count);
-  }
-  std::unique_ptr<Module> loadModule(std::string_view image) override {
-    return inner_->loadModule(image);
-  }
-  void launch(Kernel &kernel, const size_t grid[3], const size_t block[3],
-              size_t sharedBytes, void **params, size_t paramCount) override {
-    inner_->launch(kernel, grid, block, sharedBytes, params, paramCount);
-  }
-  void gemm(const GemmDesc &columnMajor) override { inner_->gemm(columnMajor); }
-  void synchronize() override { inner_->synchronize(); }
 
 private:
   struct Kept {
@@ -165,7 +127,7 @@ private:
       stack.erase(stack.begin());
       kept_.pop_front();
       keptBytes_ -= oldest.size;
-      inner_->free(oldest.buffer);
+      inner().free(oldest.buffer);
     }
   }
 
@@ -179,7 +141,6 @@ private:
     stats_->peakLiveBytes = peakLiveBytes_;
   }
 
-  std::unique_ptr<Device> inner_;
   BufferPoolStats *stats_;
   mutable std::mutex mutex_;
   std::unordered_map<void *, size_t> live_;

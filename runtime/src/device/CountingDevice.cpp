@@ -8,6 +8,8 @@
 
 #include "txl/rt/device/CountingDevice.h"
 
+#include "txl/rt/device/ForwardingDevice.h"
+
 #include <cstdlib>
 #include <string>
 #include <string_view>
@@ -55,80 +57,58 @@ std::vector<std::string> profileValues() {
   return values;
 }
 
-class CountingDevice final : public Device {
+class CountingDevice final : public ForwardingDevice {
 public:
   CountingDevice(std::unique_ptr<Device> inner, DeviceCounters &counters)
-      : inner_(std::move(inner)), counters_(counters) {}
-
-  std::string description() const override { return inner_->description(); }
-  size_t totalMemory() const override { return inner_->totalMemory(); }
-  int64_t computeUnits() const override { return inner_->computeUnits(); }
-  void *nativeStream() const override { return inner_->nativeStream(); }
-  std::optional<size_t> freeMemory() const override {
-    return inner_->freeMemory();
-  }
-  bool hostMemory() const override { return inner_->hostMemory(); }
-  void *view(void *buffer, size_t offsetBytes, size_t bytes) override {
-    return inner_->view(buffer, offsetBytes, bytes);
-  }
-  void releaseView(void *view) override { inner_->releaseView(view); }
-  size_t viewAlignment() const override { return inner_->viewAlignment(); }
+      : ForwardingDevice(std::move(inner)), counters_(counters) {}
 
   void *allocate(size_t bytes) override {
     ++counters_.allocations;
-    return inner_->allocate(bytes);
+    return inner().allocate(bytes);
   }
   void free(void *buffer) override {
     ++counters_.frees;
-    inner_->free(buffer);
+    inner().free(buffer);
   }
   void copyToDevice(void *buffer, size_t offsetBytes, const void *host,
                     size_t bytes) override {
     ++counters_.uploads;
     counters_.uploadBytes += bytes;
-    inner_->copyToDevice(buffer, offsetBytes, host, bytes);
+    inner().copyToDevice(buffer, offsetBytes, host, bytes);
   }
   void copyToHost(void *host, const void *buffer, size_t offsetBytes,
                   size_t bytes) override {
     ++counters_.downloads;
     counters_.downloadBytes += bytes;
     ++counters_.syncs;
-    inner_->copyToHost(host, buffer, offsetBytes, bytes);
+    inner().copyToHost(host, buffer, offsetBytes, bytes);
   }
   void copyToHostAsync(void *host, const void *buffer, size_t offsetBytes,
                        size_t bytes) override {
     ++counters_.downloads;
     counters_.downloadBytes += bytes;
-    inner_->copyToHostAsync(host, buffer, offsetBytes, bytes);
+    inner().copyToHostAsync(host, buffer, offsetBytes, bytes);
   }
   void copyOnDevice(void *dst, size_t dstOffsetBytes, const void *src,
                     size_t srcOffsetBytes, size_t bytes) override {
     ++counters_.deviceCopies;
-    inner_->copyOnDevice(dst, dstOffsetBytes, src, srcOffsetBytes, bytes);
-  }
-  void fill32(void *buffer, size_t offsetBytes, uint32_t value,
-              size_t count) override {
-    inner_->fill32(buffer, offsetBytes, value, count);
-  }
-  std::unique_ptr<Module> loadModule(std::string_view image) override {
-    return inner_->loadModule(image);
+    inner().copyOnDevice(dst, dstOffsetBytes, src, srcOffsetBytes, bytes);
   }
   void launch(Kernel &kernel, const size_t grid[3], const size_t block[3],
               size_t sharedBytes, void **params, size_t paramCount) override {
     ++counters_.launches;
-    inner_->launch(kernel, grid, block, sharedBytes, params, paramCount);
+    inner().launch(kernel, grid, block, sharedBytes, params, paramCount);
   }
   void gemm(const GemmDesc &columnMajor) override {
     ++counters_.libraryCalls;
-    inner_->gemm(columnMajor);
+    inner().gemm(columnMajor);
   }
   void synchronize() override {
     ++counters_.syncs;
-    inner_->synchronize();
+    inner().synchronize();
   }
 
 private:
-  std::unique_ptr<Device> inner_;
   DeviceCounters &counters_;
 };
 
