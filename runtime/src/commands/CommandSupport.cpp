@@ -170,4 +170,26 @@ std::string formatEvalJson(const EvalResult &result) {
   return json.dump();
 }
 
+EnqueuedOutputs::~EnqueuedOutputs() {
+  if (!pending_.empty())
+    txl_status_free(txl_session_synchronize(session_));
+}
+
+float *EnqueuedOutputs::add(size_t size, Consume consume) {
+  pending_.emplace_back(std::vector<float>(size), std::move(consume));
+  return pending_.back().first.data();
+}
+
+void EnqueuedOutputs::enqueued() {
+  if (pending_.size() >= segmentsPerSync_)
+    flush();
+}
+
+void EnqueuedOutputs::flush() {
+  checkStatus(txl_session_synchronize(session_));
+  for (const auto &[values, consume] : pending_)
+    consume(values);
+  pending_.clear();
+}
+
 } // namespace txl::rt

@@ -19,7 +19,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <deque>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -155,26 +154,29 @@ EvalResult runSlidingWindow(const txl_model_info_t &info,
   ProgressBar bar(std::string(splitName(settings.split)), predictions, stderr);
   std::vector<float> nll(static_cast<size_t>(predictions));
   std::vector<int64_t> data, target;
-  std::vector<float> out;
+  EnqueuedOutputs outputs(session.get());
   // Runs `batch` windows of `len` tokens, window c ending before token
-  // first + c, and keeps the NLL of each window's last position.
+  // first + c, and keeps the NLL of each window's last position (once the
+  // window's outputs arrive: EnqueuedOutputs).
   auto runWindows = [&](int64_t first, int64_t batch, int64_t len) {
     data.resize(static_cast<size_t>(len * batch));
     target.resize(data.size());
-    out.resize(data.size());
     for (int64_t i = 0; i < len; ++i)
       for (int64_t c = 0; c < batch; ++c) {
         int64_t at = first + c - len + i; // data[i][c] = x_{t - len + i}
         data[static_cast<size_t>(i * batch + c)] = stream[at];
         target[static_cast<size_t>(i * batch + c)] = stream[at + 1];
       }
+    float *out = outputs.add(
+        data.size(), [&nll, first, batch, len](const std::vector<float> &o) {
+          for (int64_t c = 0; c < batch; ++c)
+            nll[static_cast<size_t>(first + c - 1)] =
+                o[static_cast<size_t>((len - 1) * batch + c)];
+        });
     checkStatus(txl_session_reset_memory(session.get(), batch));
-    checkStatus(txl_session_run_segment(session.get(), data.data(),
-                                        target.data(), len, batch, &options,
-                                        out.data()));
-    for (int64_t c = 0; c < batch; ++c)
-      nll[static_cast<size_t>(first + c - 1)] =
-          out[static_cast<size_t>((len - 1) * batch + c)];
+    checkStatus(txl_session_enqueue_segment(
+        session.get(), data.data(), target.data(), len, batch, &options, out));
+    outputs.enqueued();
   };
   auto start = std::chrono::steady_clock::now();
   // The start of the split: token t < window sees the t tokens before it.
@@ -190,6 +192,7 @@ EvalResult runSlidingWindow(const txl_model_info_t &info,
     if (progress)
       bar.update(t + batch - 1);
   }
+  outputs.flush();
   result.seconds = secondsSince(start);
   bar.finish();
   checkStatus(txl_session_report_device_memory(session.get()));
@@ -230,39 +233,31 @@ EvalResult runEval(const txl_model_info_t &info, const EvalSettings &settings,
   // Every token's NLL is kept only for --dump-nll.
   std::vector<float> all;
   double totalNll = 0;
-  // The segments are enqueued (txl_session_enqueue_segment) and their NLL
-  // read every kSegmentsPerSync segments and at the end, in segment order:
-  // on a GPU target no segment waits for the device.
-  constexpr size_t kSegmentsPerSync = 16;
-  std::deque<std::vector<float>> pending;
-  auto collect = [&] {
-    checkStatus(txl_session_synchronize(session.get()));
-    for (const std::vector<float> &nll : pending) {
-      for (float value : nll)
-        totalNll += value;
-      if (!settings.dumpNll.empty())
-        all.insert(all.end(), nll.begin(), nll.end());
-    }
-    pending.clear();
+  // Summed in segment order, as each segment's NLL arrives.
+  EnqueuedOutputs outputs(session.get());
+  auto consume = [&](const std::vector<float> &nll) {
+    for (float value : nll)
+      totalNll += value;
+    if (!settings.dumpNll.empty())
+      all.insert(all.end(), nll.begin(), nll.end());
   };
   auto start = std::chrono::steady_clock::now();
   checkStatus(txl_session_reset_memory(session.get(), settings.batchSize));
   LMSegment segment;
   while (segments.next(segment)) {
-    std::vector<float> &nll = pending.emplace_back(
-        static_cast<size_t>(segment.seqLen * segment.batch));
+    float *nll = outputs.add(
+        static_cast<size_t>(segment.seqLen * segment.batch), consume);
     ++result.segments;
     result.kvCacheSegments += txl_session_kv_cache_ready(session.get());
     checkStatus(txl_session_enqueue_segment(
         session.get(), segment.data.data(), segment.target.data(),
-        segment.seqLen, segment.batch, &options, nll.data()));
-    if (pending.size() == kSegmentsPerSync)
-      collect();
+        segment.seqLen, segment.batch, &options, nll));
+    outputs.enqueued();
     result.tokens += segment.seqLen * segment.batch;
     if (progress)
       bar.update(result.tokens);
   }
-  collect();
+  outputs.flush();
   result.seconds = secondsSince(start);
   bar.finish();
   checkStatus(txl_session_report_device_memory(session.get()));

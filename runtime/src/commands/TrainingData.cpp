@@ -7,6 +7,7 @@
 
 #include "TrainParts.h"
 
+#include "txl/rt/commands/Commands.h"
 #include "txl/rt/commands/Progress.h"
 
 #include <unistd.h>
@@ -147,9 +148,14 @@ double evaluateSplit(const txl_model_info_t &info, txl_session_t *session,
     checkStatus(txl_session_reset_memory(session, columns.count));
   ProgressBar bar(std::string(label), iterator.expectedTokens(), stderr,
                   progress && comm.rank() == 0 && isatty(fileno(stderr)));
-  std::vector<float> nll;
   std::vector<int64_t> data, target;
   double sums[2] = {0, 0}; // NLL, tokens (over every rank's columns)
+  // Each segment's NLL summed in segment order as it arrives.
+  EnqueuedOutputs outputs(session);
+  auto consume = [&sums](const std::vector<float> &nll) {
+    for (float value : nll)
+      sums[0] += value;
+  };
   int64_t segments = 0;
   LMSegment segment;
   while (iterator.next(segment)) {
@@ -171,14 +177,15 @@ double evaluateSplit(const txl_model_info_t &info, txl_session_t *session,
           std::copy_n(from->begin() + r * segment.batch + columns.first,
                       columns.count, into->begin() + r * columns.count);
     }
-    nll.resize(static_cast<size_t>(rows * columns.count));
-    checkStatus(txl_session_run_segment(
+    float *nll =
+        outputs.add(static_cast<size_t>(rows * columns.count), consume);
+    checkStatus(txl_session_enqueue_segment(
         session, whole ? segment.data.data() : data.data(),
         whole ? segment.target.data() : target.data(), rows, columns.count,
-        &options, nll.data()));
-    for (float value : nll)
-      sums[0] += value;
+        &options, nll));
+    outputs.enqueued();
   }
+  outputs.flush();
   comm.allreduceSum(&sums[0], 1);
   const double total = sums[0];
   const int64_t tokens = int64_t(sums[1]);

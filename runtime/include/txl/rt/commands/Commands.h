@@ -19,10 +19,14 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace txl::rt {
 
@@ -112,6 +116,38 @@ SessionPtr openSession(const txl_model_info_t &info, txl_segment_fn segmentFn,
                        const std::string &checkpoint, int threads,
                        txl_run_kind_t kind, int64_t qlen, int64_t memLen,
                        int64_t batch, bool kvCache = true);
+
+/// The outputs of segments enqueued with txl_session_enqueue_segment, read
+/// in the order the segments were enqueued, every `segmentsPerSync`
+/// segments and at the end (issue 51: on a GPU target no segment waits for
+/// the device; on the CPU each output is there when its call returns, and
+/// is read the same way).
+class EnqueuedOutputs {
+public:
+  using Consume = std::function<void(const std::vector<float> &)>;
+  explicit EnqueuedOutputs(txl_session_t *session, size_t segmentsPerSync = 16)
+      : session_(session), segmentsPerSync_(segmentsPerSync) {}
+  /// Waits for the device (ignoring its status: an error is being
+  /// reported) before the arrays the device may still write go away.
+  ~EnqueuedOutputs();
+  EnqueuedOutputs(const EnqueuedOutputs &) = delete;
+  EnqueuedOutputs &operator=(const EnqueuedOutputs &) = delete;
+
+  /// An array of `size` floats for the next segment's output, which
+  /// `consume` receives once the device has written it, after every
+  /// earlier segment's.
+  float *add(size_t size, Consume consume);
+  /// After the segment was enqueued: reads every pending output once
+  /// `segmentsPerSync` are.
+  void enqueued();
+  /// Synchronizes (txl_session_synchronize) and reads every pending output.
+  void flush();
+
+private:
+  txl_session_t *session_;
+  size_t segmentsPerSync_;
+  std::deque<std::pair<std::vector<float>, Consume>> pending_;
+};
 
 /// The command line's --allow-extra-tensors: every session openSession and
 /// train open loads checkpoints with txl_session_allow_extra_tensors(allow).
