@@ -89,10 +89,21 @@ void HostStaging::complete() {
       [](const Block *a, const Block *b) { return a->sequence < b->sequence; });
   for (const Block *block : downloads)
     std::memcpy(block->destination, block->data, block->bytes);
+  size_t kept = 0;
   for (Block &block : blocks_) {
     block.state = Block::Free;
     block.fence.reset();
     block.destination = nullptr;
+    kept += block.capacity;
+  }
+  // The smallest blocks stay.
+  std::sort(blocks_.begin(), blocks_.end(), [](const Block &a, const Block &b) {
+    return a.capacity < b.capacity;
+  });
+  while (kept > kRetainedBytes) {
+    kept -= blocks_.back().capacity;
+    free_(blocks_.back().data);
+    blocks_.pop_back();
   }
 }
 

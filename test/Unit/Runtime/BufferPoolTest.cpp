@@ -240,5 +240,25 @@ TEST(HostStagingTest, DownloadsArriveAtCompleteInOrder) {
   EXPECT_EQ(staging.blocks(), 2u);
 }
 
+// A large upload (a checkpoint's parameters) does not keep its block past
+// the queue's end; the small blocks a segment reuses stay. Negative
+// control: before complete() both are kept.
+TEST(HostStagingTest, LargeBlocksGoAtComplete) {
+  int allocations = 0;
+  HostStaging staging = mallocStaging(allocations);
+  std::vector<char> large(2 * HostStaging::kRetainedBytes), small(100);
+  bool done = false; // both in flight: two blocks
+  staging.inFlight(staging.stageUpload(large.data(), large.size()),
+                   std::make_unique<TestFence>(done));
+  staging.inFlight(staging.stageUpload(small.data(), small.size()),
+                   std::make_unique<TestFence>(done));
+  EXPECT_EQ(staging.blocks(), 2u);
+  done = true;
+  staging.complete();
+  EXPECT_EQ(staging.blocks(), 1u);
+  staging.stageUpload(small.data(), small.size());
+  EXPECT_EQ(allocations, 2) << "the small block is reused";
+}
+
 } // namespace
 } // namespace txl::rt

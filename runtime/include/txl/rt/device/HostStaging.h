@@ -53,13 +53,19 @@ public:
   /// is done.
   void inFlight(void *block, std::unique_ptr<CopyFence> fence);
 
-  /// A block of `bytes` bytes for a download whose bytes `deliver` copies
-  /// into `destination` once the queue is empty (the next `complete`).
+  /// A block of `bytes` bytes for a download, whose bytes `complete`
+  /// copies into `destination` once the queue is empty.
   void *stageDownload(void *destination, size_t bytes);
 
   /// The device's queue is empty: copies every staged download into its
-  /// destination and makes every block free.
+  /// destination and makes every block free, then releases the largest
+  /// blocks until at most kRetainedBytes are kept (a checkpoint's uploads
+  /// would otherwise keep a model's size of host memory, page-locked on
+  /// CUDA, for the rest of the run).
   void complete();
+  /// What complete() keeps for the next copies (a segment's token ids and
+  /// NLL need far less).
+  static constexpr size_t kRetainedBytes = size_t(4) << 20;
 
   /// Blocks allocated, and of them those a copy may still use.
   size_t blocks() const { return blocks_.size(); }
