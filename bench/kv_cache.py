@@ -13,12 +13,17 @@ order). Then runs, interleaved, the paper's eval.py setting
 with the cache (the default) and with --no-kv-cache, and prints tokens/s of
 each run (eval's own timer: the segment loop, as eval.py), the ratio of the
 medians, and the largest per-token NLL difference between the two paths
-(--dump-nll). The valid split holds `--segments` segments per column; the
-first 2100 / 80 = 27 fill the memory (klen grows to 2180). A second split of
-`--ramp-segments` (default 28) gives the steady state, the rate of the
-segments at the full memory, as (tokens_60 - tokens_28) / (time_60 -
-time_28), which is what a real split (enwik8 test: 15,625 segments per
-column) runs at. No torch needed.
+(--dump-nll). The valid split holds `--segments` (default 84) segments per
+column; the first 2100 / 80 = 27 fill the memory (klen grows to 2180), and
+the cache's window buffers (2 * mem_len rows each, RowWindow) take new
+pages until the window first slides, at segment (2 * 2100 - 80) / 80 + 1 =
+53: the kernel zeroes each page on its first touch (`clear_page_erms`, 11 %
+of a 40-segment run's profile on the model 167 Xeon), once per run. A
+second split of `--ramp-segments` (default 56) gives the steady state, the
+rate of the segments after both, as (tokens_84 - tokens_56) / (time_84 -
+time_56), which is what a real split (enwik8 test: 15,625 segments per
+column) runs at. (Before session 58 the defaults were 60 and 28, whose
+"steady" segments included the first touches.) No torch needed.
 
 With `--also-blas`, a second executable compiled with `--cpu-attention=blas`
 (the attention as BLAS products over whole score matrices instead of the
@@ -105,9 +110,9 @@ def main():
     ap.add_argument("--workdir",
                     default=os.path.join(os.path.dirname(ROOT), "bench-scratch",
                                          "kv_cache"))
-    ap.add_argument("--segments", type=int, default=60,
+    ap.add_argument("--segments", type=int, default=84,
                     help="segments per batch column in the valid split")
-    ap.add_argument("--ramp-segments", type=int, default=28,
+    ap.add_argument("--ramp-segments", type=int, default=56,
                     help="segments per column of the shorter split (the "
                          "steady state is the difference)")
     ap.add_argument("--repeat", type=int, default=3)

@@ -350,9 +350,11 @@ def ConvertRelAttentionToCpuPass : Pass<"txl-rel-attention-to-cpu", "::mlir::Mod
     log-sum-exp into a [batch, n_head, qlen] buffer after `out`.
 
     For each (head, batch column) the kernel packs its operands (k and
-    pos_key transposed, [d_head, klen + 64] and [d_head, klen + 96]; v
-    [klen + 64, d_pad]; q + u and q + v [qlen, d_pad], d_pad being d_head
-    rounded up to 2 vectors) and walks tiles of 32 query rows; for each,
+    pos_key transposed, [d_head, klen + 64] and [d_head, klen + 64 +
+    query-tile + 4 vectors]; v [klen + 64, d_pad]; q + u and q + v [qlen,
+    d_pad], d_pad being d_head rounded up to 2 vectors), the packing loops
+    prefetching the source row `pack-prefetch` rows ahead, and walks tiles
+    of `query-tile` (64) query rows; for each,
     the key tiles of 64 keys that some row of the tile sees (causal with
     memory and same_length as `txl.masked_softmax`). A tile's scores
     AC + BD accumulate over d_head in vector<8xT> registers (vector<16xT>
@@ -396,6 +398,13 @@ def ConvertRelAttentionToCpuPass : Pass<"txl-rel-attention-to-cpu", "::mlir::Mod
     Option<"outputRows", "output-rows", "int64_t", "4",
            "Query rows per register block of P·V (each 2 vectors of "
            "output columns)">,
+    Option<"queryTile", "query-tile", "int64_t", "64",
+           "Query rows per tile, 1 to 256 (the tile buffers are on the "
+           "stack)">,
+    Option<"packPrefetch", "pack-prefetch", "int64_t", "32",
+           "Rows ahead of the one being packed that the packing of k, v and "
+           "pos_key prefetches (memref.prefetch of each of its cache lines); "
+           "0: none">,
     Option<"scoreWindow", "score-window", "bool", "true",
            "BD of a register block through the product with the window of "
            "pos_key columns its rows read (shared, aligned loads); false: "

@@ -63,8 +63,7 @@ using namespace mlir::txl;
 
 namespace {
 
-/// Query rows per tile and keys per tile.
-constexpr int64_t kQueryTile = 32;
+/// Keys per tile.
 constexpr int64_t kKeyTile = 64;
 /// Register blocking: vectors of keys per score block and of output columns
 /// per P·V block (the rows per block are options: 4 × 2 accumulators).
@@ -102,6 +101,10 @@ struct KernelHooks {
   int64_t lanes = 8;
   int64_t scoreRows = 4;
   int64_t outputRows = 4;
+  /// Query rows per tile.
+  int64_t queryTile = 64;
+  /// Rows ahead that the packing loops prefetch (0: none).
+  int64_t packPrefetch = 32;
   /// BD through each block's window product (else per-row rT reads).
   bool scoreWindow = true;
   /// The kernel only when the BLAS lowering's scores would take more bytes
@@ -115,7 +118,8 @@ public:
   KernelBuilder(ImplicitLocOpBuilder &b, func::FuncOp func, int64_t dHead,
                 bool withLse, const KernelHooks &hooks)
       : b(b), func(func), dHead(dHead), kLanes(hooks.lanes),
-        dPad(paddedHead(dHead, hooks.lanes)), withLse(withLse), hooks(hooks) {
+        dPad(paddedHead(dHead, hooks.lanes)), tileRows(hooks.queryTile),
+        withLse(withLse), hooks(hooks) {
     et = cast<MemRefType>(func.getArgumentTypes()[0]).getElementType();
     vt = VectorType::get({kLanes}, et);
   }
@@ -175,6 +179,7 @@ private:
   void packRT(Value h);
   Value rowView(Value mem, ArrayRef<Value> fixed);
   void transposeBlock(SmallVectorImpl<Value> &rows);
+  void prefetchRow(Value src, Value j, Value n);
   void packTransposed(Value src, Value n, Value dst);
   void packRows(Value src, Value n, Value dst);
   /// scf.if `cond` with then(), else orElse().
@@ -227,6 +232,8 @@ private:
   /// Lanes of every vector (hooks.lanes).
   int64_t kLanes;
   int64_t dPad;
+  /// Query rows per tile (hooks.queryTile).
+  int64_t tileRows;
   bool withLse;
   const KernelHooks &hooks;
   Type et;
@@ -303,6 +310,22 @@ void KernelBuilder::transposeBlock(SmallVectorImpl<Value> &rows) {
   }
 }
 
+/// Prefetches into L1 the cache lines of row min(j + hooks.packPrefetch,
+/// n - 1) of `src` (a rowView): the rows the packing loops read are a head's
+/// d_head floats a whole [batch, n_head, d_head] row apart (8 KiB at the
+/// enwik8 cache setting, a page apart at most), which the hardware
+/// prefetchers do not follow across pages.
+void KernelBuilder::prefetchRow(Value src, Value j, Value n) {
+  if (hooks.packPrefetch == 0)
+    return;
+  Value row = minI(add(j, idx(hooks.packPrefetch)), sub(n, idx(1)));
+  int64_t lineElements = 64 / (et.getIntOrFloatBitWidth() / 8);
+  for (int64_t d0 = 0; d0 < dHead; d0 += lineElements)
+    memref::PrefetchOp::create(b, src, ValueRange{row, idx(d0)},
+                               /*isWrite=*/false, /*localityHint=*/3,
+                               /*isDataCache=*/true);
+}
+
 /// dst[d, j] = src[j, d] for j < n, d < d_head (`src` a rowView): blocks of
 /// lanes rows × lanes columns by vector loads, a register transpose and
 /// vector stores; the rows and columns past whole blocks by scalars.
@@ -315,6 +338,8 @@ void KernelBuilder::packTransposed(Value src, Value n, Value dst) {
                             dst, ValueRange{d, j});
   };
   loop(c0, whole, lanes, [&](Value j) {
+    for (int64_t l = 0; l < kLanes; ++l)
+      prefetchRow(src, add(j, idx(l)), n);
     for (int64_t d0 = 0; d0 < dWhole; d0 += kLanes) {
       SmallVector<Value> rows;
       for (int64_t l = 0; l < kLanes; ++l)
@@ -339,6 +364,7 @@ void KernelBuilder::packRows(Value src, Value n, Value dst) {
   Value c0 = idx(0), c1 = idx(1);
   int64_t dWhole = dHead / kLanes * kLanes;
   loop(c0, n, c1, [&](Value j) {
+    prefetchRow(src, j, n);
     for (int64_t d0 = 0; d0 < dWhole; d0 += kLanes)
       vstore(vload(src, {j, idx(d0)}), dst, {j, idx(d0)});
     if (dWhole < dHead)
@@ -622,7 +648,7 @@ void KernelBuilder::keyRange(Value i0, Value nr, Value &start, Value &end) {
 /// `rowSum`; returns the tile's rows.
 Value KernelBuilder::forwardTile(Value i0) {
   Value c0 = idx(0), c1 = idx(1), bk = idx(kKeyTile);
-  Value nr = minI(idx(kQueryTile), sub(qlen, i0));
+  Value nr = minI(idx(tileRows), sub(qlen, i0));
   loop(c0, nr, c1, [&](Value ii) {
     memref::StoreOp::create(b, fconst(-std::numeric_limits<double>::infinity()),
                             rowMax, ValueRange{ii});
@@ -707,22 +733,22 @@ void KernelBuilder::allocatePacked() {
   Value bk = idx(kKeyTile);
   kCols = add(klen, bk);
   // The BD window of a block reads up to 2 vectors past the tile's keys.
-  rCols = add(kCols, idx(kQueryTile + 2 * kScoreVectors * kLanes));
+  rCols = add(kCols, idx(tileRows + 2 * kScoreVectors * kLanes));
   kT = matrix(idx(dHead), kCols);
   rT = matrix(idx(dHead), rCols);
   vP = matrix(kCols, idx(dPad));
   qu = matrix(qlen, idx(dPad));
   qv = matrix(qlen, idx(dPad));
   scores =
-      memref::AllocaOp::create(b, MemRefType::get({kQueryTile, kKeyTile}, et));
+      memref::AllocaOp::create(b, MemRefType::get({tileRows, kKeyTile}, et));
   // A block's BD window: rows × (Bk + rows - 1), in whole vectors.
   int64_t maxRows = std::max<int64_t>(hooks.scoreRows, 1);
   window = memref::AllocaOp::create(
       b, MemRefType::get(
              {maxRows, (kKeyTile + maxRows - 1 + kLanes - 1) / kLanes * kLanes},
              et));
-  acc = memref::AllocaOp::create(b, MemRefType::get({kQueryTile, dPad}, et));
-  auto rowType = MemRefType::get({kQueryTile}, et);
+  acc = memref::AllocaOp::create(b, MemRefType::get({tileRows, dPad}, et));
+  auto rowType = MemRefType::get({tileRows}, et);
   rowMax = memref::AllocaOp::create(b, rowType);
   rowSum = memref::AllocaOp::create(b, rowType);
   rowScale = memref::AllocaOp::create(b, rowType);
@@ -784,7 +810,7 @@ void KernelBuilder::build() {
     packRT(h);
     loop(c0, batch, c1, [&](Value c) {
       packOperands(h, c);
-      loop(c0, qlen, idx(kQueryTile), [&](Value i0) { queryTile(h, c, i0); });
+      loop(c0, qlen, idx(tileRows), [&](Value i0) { queryTile(h, c, i0); });
     });
   });
   func::ReturnOp::create(b);
@@ -909,7 +935,7 @@ void KernelBuilder::backwardTile(Value h, Value c, Value i0) {
     memref::StoreOp::create(b, arith::DivFOp::create(b, dot, sum), dRow,
                             ValueRange{ii});
   });
-  zeroRows(wd, c0, idx(kQueryTile), c0, memref::DimOp::create(b, wd, 1));
+  zeroRows(wd, c0, idx(tileRows), c0, memref::DimOp::create(b, wd, 1));
   Value shift = sub(nr, c1);
   Value start, end;
   keyRange(i0, nr, start, end);
@@ -1038,16 +1064,16 @@ void KernelBuilder::buildBackward() {
   auto vecType = MemRefType::get({dPad}, et);
   duAcc = memref::AllocaOp::create(b, vecType);
   dvbAcc = memref::AllocaOp::create(b, vecType);
-  auto rowType = MemRefType::get({kQueryTile}, et);
+  auto rowType = MemRefType::get({tileRows}, et);
   lseRow = memref::AllocaOp::create(b, rowType);
   dRow = memref::AllocaOp::create(b, rowType);
   dsTile =
-      memref::AllocaOp::create(b, MemRefType::get({kQueryTile, kKeyTile}, et));
+      memref::AllocaOp::create(b, MemRefType::get({tileRows, kKeyTile}, et));
   // The window: row i's dS at columns nr − 1 − i .. + Bk, read up to Bk +
   // nr − 1 (whole vectors past that are never read).
   wd = memref::AllocaOp::create(
-      b, MemRefType::get({kQueryTile, kKeyTile + kQueryTile + kLanes}, et));
-  auto tileType = MemRefType::get({kQueryTile, dPad}, et);
+      b, MemRefType::get({tileRows, kKeyTile + tileRows + kLanes}, et));
+  auto tileType = MemRefType::get({tileRows, dPad}, et);
   dQuT = memref::AllocaOp::create(b, tileType);
   dQvT = memref::AllocaOp::create(b, tileType);
   // Padding read as whole vectors: zero (vT past klen, the rows' columns
@@ -1088,7 +1114,7 @@ void KernelBuilder::buildBackward() {
       });
       zeroRows(dKP, c0, kCols, c0, pad);
       zeroRows(dVP, c0, kCols, c0, pad);
-      loop(c0, qlen, idx(kQueryTile),
+      loop(c0, qlen, idx(tileRows),
            [&](Value i0) { backwardTile(h, c, i0); });
       loop(c0, klen, c1, [&](Value j) {
         loop(c0, dh, c1, [&](Value d) {
@@ -1134,6 +1160,10 @@ std::string kernelName(Type et, int64_t dHead, bool withLse, bool grad,
     os << "_rows" << hooks.scoreRows << "x" << hooks.outputRows;
   if (!hooks.scoreWindow)
     os << "_nowindow";
+  if (hooks.queryTile != 64)
+    os << "_q" << hooks.queryTile;
+  if (hooks.packPrefetch != 32)
+    os << "_pf" << hooks.packPrefetch;
   return name;
 }
 
@@ -1493,6 +1523,15 @@ struct ConvertRelAttentionToCpuPass
       getOperation().emitError("score-rows and output-rows must be >= 1");
       return signalPassFailure();
     }
+    // The tile buffers are on the stack: at most 256 rows (256 × 64 scores).
+    if (queryTile < 1 || queryTile > 256) {
+      getOperation().emitError("query-tile must be in [1, 256]");
+      return signalPassFailure();
+    }
+    if (packPrefetch < 0) {
+      getOperation().emitError("pack-prefetch must be >= 0");
+      return signalPassFailure();
+    }
     if (vectorBits != 0 && vectorBits != 256 && vectorBits != 512) {
       getOperation().emitError("vector-bits must be 0, 256 or 512");
       return signalPassFailure();
@@ -1503,6 +1542,8 @@ struct ConvertRelAttentionToCpuPass
     hooks.scoreWindow = scoreWindow;
     hooks.minScoreBytes = minScoreBytes;
     hooks.outputRows = outputRows;
+    hooks.queryTile = queryTile;
+    hooks.packPrefetch = packPrefetch;
     RewritePatternSet patterns(&getContext());
     patterns.add<RelAttentionToCall>(&getContext(), module, hooks);
     if (grad)

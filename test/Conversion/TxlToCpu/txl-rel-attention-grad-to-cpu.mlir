@@ -33,7 +33,7 @@
 // KERNEL-LABEL: func.func private @txl_rel_attention_grad_cpu_f32_d16(
 // KERNEL-COUNT-12: memref.alloc({{.+}}) : memref<?x?xf32>
 // KERNEL-NOT: memref.alloc(
-// KERNEL: memref.alloca() : memref<32x64xf32>
+// KERNEL: memref.alloca() : memref<64x64xf32>
 // KERNEL: vector.reduction <maxnumf>
 // KERNEL: math.exp {{.+}} : vector<8xf32>
 // KERNEL: math.log

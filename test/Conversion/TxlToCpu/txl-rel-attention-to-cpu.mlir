@@ -13,6 +13,14 @@
 // RUN:   | FileCheck %s --check-prefix=BOTH
 // RUN: txl-opt %s --txl-rel-attention-to-cpu=min-score-bytes=1000 --split-input-file \
 // RUN:   | FileCheck %s --check-prefix=AUTO
+// RUN: txl-opt %s "--txl-rel-attention-to-cpu=query-tile=32 pack-prefetch=0" --split-input-file \
+// RUN:   | FileCheck %s --check-prefix=TILE32
+// RUN: not txl-opt %s --txl-rel-attention-to-cpu=query-tile=0 --split-input-file 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BADTILE
+// RUN: not txl-opt %s --txl-rel-attention-to-cpu=query-tile=257 --split-input-file 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BADTILE
+// RUN: not txl-opt %s --txl-rel-attention-to-cpu=pack-prefetch=-1 --split-input-file 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BADPREFETCH
 
 // Each op becomes the checks of the dynamic sizes the kernel indexes by,
 // one allocation of the output, read-only views of any layout of the
@@ -39,18 +47,25 @@
 // CHECK-NOT: func.func private
 
 // The kernel: five packed operands (kT [d_head, klen + 64], rT [d_head,
-// klen + 96], v [klen + 64, d_pad], q + u and q + v [qlen, d_pad]), the
-// tile's scores [32, 64] and output rows [32, d_pad] and its row
-// statistics on the stack, nothing of size qlen x klen; the score blocks
-// of 4 rows x 2 vectors of keys, 16 vector.fma a step over d_head (8
-// accumulators carried by the loop); the mask from the indices; an online
-// softmax; the P·V blocks, 8 vector.fma a key.
+// klen + 64 + 64 + 4 vectors], v [klen + 64, d_pad], q + u and q + v [qlen, d_pad]), the
+// tile's scores [64, 64] and output rows [64, d_pad] and its row
+// statistics on the stack, nothing of size qlen x klen; the packing of k
+// (then v) prefetching the cache lines of the row 32 rows ahead, clamped
+// to the last row; the score blocks of 4 rows x 2 vectors of keys, 16
+// vector.fma a step over d_head (8 accumulators carried by the loop); the
+// mask from the indices; an online softmax; the P·V blocks, 8 vector.fma a
+// key.
 
 // KERNEL-LABEL: func.func private @txl_rel_attention_cpu_f32_d32
 // KERNEL-COUNT-5: memref.alloc({{.+}}) : memref<?x?xf32>
 // KERNEL-NOT: memref.alloc
-// KERNEL: memref.alloca() : memref<32x64xf32>
-// KERNEL: memref.alloca() : memref<32x32xf32>
+// KERNEL: memref.alloca() : memref<64x64xf32>
+// KERNEL: memref.alloca() : memref<64x32xf32>
+// KERNEL: %[[AHEAD:.+]] = arith.addi %{{.+}}, %c32{{(_[0-9]+)?}} : index
+// KERNEL: %[[LAST:.+]] = arith.subi %{{.+}}, %c1{{(_[0-9]+)?}} : index
+// KERNEL: %[[ROW:.+]] = arith.minsi %[[AHEAD]], %[[LAST]] : index
+// KERNEL: memref.prefetch %{{.+}}[%[[ROW]], %c0{{(_[0-9]+)?}}], read, locality<3>, data
+// KERNEL: memref.prefetch %{{.+}}[%[[ROW]], %c16{{(_[0-9]+)?}}], read, locality<3>, data
 // KERNEL: scf.for {{.+}} iter_args({{.+}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
 // KERNEL-COUNT-2: vector.load {{.+}} : memref<?x?xf32>, vector<8xf32>
 // KERNEL-COUNT-2: vector.fma
@@ -70,7 +85,7 @@
 // the tile's 4 key vectors (16 accumulators), the BD window's 4 x 5 (20;
 // the fifth read by 3 rows), P·V's 4 x d_pad's 2 vectors (8).
 // V512-LABEL: func.func private @txl_rel_attention_cpu_f32_d32_v512
-// V512: memref.alloca() : memref<32x32xf32>
+// V512: memref.alloca() : memref<64x32xf32>
 // V512: scf.for {{.+}} iter_args({{.+}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
 // V512-COUNT-4: vector.load {{.+}} : memref<?x?xf32>, vector<16xf32>
 // V512-COUNT-16: vector.fma
@@ -96,6 +111,18 @@
 // BOTH-SAME: attributes {target_cpu = "x86-64-v4"}
 // BOTH-LABEL: func.func private @txl_rel_attention_cpu_f32_d32(
 // BOTH-SAME: f32) {
+
+// query-tile=32 (the tile of sessions 50-57) and pack-prefetch=0: tile
+// buffers of 32 rows and no prefetch (the negative case of the two
+// KERNEL checks above); the name says both.
+// TILE32-LABEL: func.func private @txl_rel_attention_cpu_f32_d32_q32_pf0
+// TILE32-NOT: memref.prefetch
+// TILE32: memref.alloca() : memref<32x64xf32>
+// TILE32-NOT: memref.prefetch
+// TILE32: return
+
+// BADTILE: error: query-tile must be in [1, 256]
+// BADPREFETCH: error: pack-prefetch must be >= 0
 
 // With min-score-bytes, the kernel when n_head * batch * qlen * (klen + 1)
 // * 4 bytes exceed it, else the op (for convert-txl-to-linalg).
@@ -142,7 +169,7 @@ func.func @eval(%q: tensor<?x?x4x32xf32>, %k: tensor<?x?x4x32xf32>, %v: tensor<?
 // CHECK-LABEL: func.func private @txl_rel_attention_cpu_f64_d41_lse(
 // CHECK-SAME: memref<?x?x?xf64, strided<[?, ?, ?], offset: ?>>, %{{.+}}: index, %{{.+}}: i1, %{{.+}}: f64)
 // KERNEL-LABEL: func.func private @txl_rel_attention_cpu_f64_d41_lse(
-// KERNEL: memref.alloca() : memref<32x48xf64>
+// KERNEL: memref.alloca() : memref<64x48xf64>
 // KERNEL: math.log
 func.func @lse_f64(%q: tensor<?x?x2x41xf64>, %k: tensor<?x?x2x41xf64>, %v: tensor<?x?x2x41xf64>,
                    %r: tensor<?x2x41xf64>, %u: tensor<2x41xf64>, %w: tensor<2x41xf64>,
