@@ -123,9 +123,11 @@ void mlir::txl::buildLinalgToLLVMPipeline(OpPassManager &pm,
                                           Precision products) {
   addBufferization(pm);
   pm.nest<func::FuncOp>().addPass(createFreeAfterLastUsePass());
-  // Module: declares cblas_sgemm (or txl_rt_sgemm_bf16).
+  // Module: declares the runtime's txl_rt_sgemm (or txl_rt_sgemm_bf16),
+  // and cblas_dgemm for f64.
   ConvertLinalgToBlasPassOptions blas;
   blas.precision = products;
+  blas.runtimeSgemm = true;
   pm.addPass(createConvertLinalgToBlasPass(blas));
   // Module: adds the functions the strided copies move into.
   pm.addPass(createOutlineStridedCopiesPass());
@@ -286,7 +288,7 @@ void mlir::txl::buildTxlCpuPipeline(OpPassManager &pm,
 void mlir::txl::registerTxlPipelines() {
   PassPipelineRegistration<TxlCpuPipelineOptions>(
       "txl-cpu-pipeline",
-      "Lower a txl segment to the LLVM dialect for the CPU (cblas_sgemm "
+      "Lower a txl segment to the LLVM dialect for the CPU (txl_rt_sgemm "
       "products, packed entry point)",
       buildTxlCpuPipeline);
   PassPipelineRegistration<TxlCpuPipelineOptions>(

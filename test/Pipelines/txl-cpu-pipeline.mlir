@@ -13,8 +13,8 @@
 // 4, d_inner 16), lowered by the named pipelines.
 
 // The CPU pipeline ends in the LLVM dialect with the packed entry point. Every
-// projection is one cblas_sgemm call site: with fusion, 7 (q of the hidden
-// rows and kv of [mem; h], as txl-narrow-linear-slices splits qkv; r, o, two
+// projection is one call site of txl_rt_sgemm (the runtime's f32 product,
+// which runs in oneMKL or OpenBLAS): with fusion, 7 (q of the hidden rows and kv of [mem; h], as txl-narrow-linear-slices splits qkv; r, o, two
 // feed-forward, output), and the attention one call of the tiled kernel
 // (txl-rel-attention-to-cpu). The staged pipelines (txl-to-linalg-pipeline:
 // no tiled kernel) make the attention three more products, 10: the
@@ -24,13 +24,13 @@
 // become caller-provided buffers (void functions). @segment and its
 // C-interface wrapper are internal and always-inline: the packed entry is
 // the one symbol left.
-// CHECK-LABEL: llvm.func @cblas_sgemm(i32, i32, i32, i32, i32, i32, f32, !llvm.ptr, i32, !llvm.ptr, i32, f32, !llvm.ptr, i32)
+// CHECK-LABEL: llvm.func @txl_rt_sgemm(i32, i32, i32, i32, i32, i32, f32, !llvm.ptr, i32, !llvm.ptr, i32, f32, !llvm.ptr, i32)
 // CHECK-LABEL: llvm.func internal @segment(
 // CHECK-SAME: ) attributes {always_inline, llvm.emit_c_interface} {
-// CHECK-COUNT-3: llvm.call @cblas_sgemm(
+// CHECK-COUNT-3: llvm.call @txl_rt_sgemm(
 // CHECK: llvm.call @txl_rel_attention_cpu_f32_d4(
-// CHECK-COUNT-4: llvm.call @cblas_sgemm(
-// CHECK-NOT: llvm.call @cblas_sgemm(
+// CHECK-COUNT-4: llvm.call @txl_rt_sgemm(
+// CHECK-NOT: llvm.call @txl_rt_sgemm(
 // CHECK-LABEL: llvm.func internal @_mlir_ciface_segment(
 // CHECK-SAME: %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: !llvm.ptr, %{{[^:]+}}: !llvm.ptr, %{{[^:]+}}: !llvm.ptr) attributes {always_inline, llvm.emit_c_interface} {
 // CHECK: llvm.call @segment(
@@ -39,15 +39,15 @@
 // CHECK: llvm.call @_mlir_ciface_segment(
 // CHECK-NEXT: llvm.return
 // STAGED-LABEL: llvm.func internal @segment(
-// STAGED-COUNT-10: llvm.call @cblas_sgemm(
-// STAGED-NOT: llvm.call @cblas_sgemm(
+// STAGED-COUNT-10: llvm.call @txl_rt_sgemm(
+// STAGED-NOT: llvm.call @txl_rt_sgemm(
 // STAGED: llvm.func @txl_segment_forward(
 
 // Without fusion the four-term score is lowered as written: 4 score products
 // and one value product, 12 sgemm calls in all.
 // UNFUSED-LABEL: llvm.func internal @segment(
-// UNFUSED-COUNT-12: llvm.call @cblas_sgemm(
-// UNFUSED-NOT: llvm.call @cblas_sgemm(
+// UNFUSED-COUNT-12: llvm.call @txl_rt_sgemm(
+// UNFUSED-NOT: llvm.call @txl_rt_sgemm(
 // UNFUSED: llvm.func @txl_segment_forward(
 
 // The txl-level pipeline fuses the attention: no shift is left to lower.

@@ -957,9 +957,15 @@ def ConvertLinalgToBlasPass : Pass<"txl-linalg-to-blas", "::mlir::ModuleOp"> {
     bf16, f32 accumulation, through oneMKL's `cblas_gemm_bf16bf16f32` or
     emulated by cblas_sgemm on the rounded values; f64 products stay
     cblas_dgemm. `precision=fp16` is an error there (the CPU has no fp16
-    product).
+    product). With `runtime-sgemm` (the CPU pipeline's choice), f32
+    products call the runtime's `txl_rt_sgemm` instead of `cblas_sgemm`,
+    same arguments: the runtime runs them in oneMKL or OpenBLAS
+    (txl/rt/device/HostGemm.h).
   }];
   let options = [
+    Option<"runtimeSgemm", "runtime-sgemm", "bool", /*default=*/"false",
+           "CPU f32 products call the runtime's txl_rt_sgemm (which picks "
+           "oneMKL or OpenBLAS) instead of cblas_sgemm">,
     Option<"device", "device", "bool", /*default=*/"false",
            "Call txl_device_sgemm on device buffers (GPU targets) instead of "
            "cblas_sgemm/dgemm on host memory">,

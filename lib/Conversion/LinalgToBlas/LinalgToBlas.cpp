@@ -44,6 +44,9 @@ constexpr llvm::StringLiteral kDgemm = "cblas_dgemm";
 /// The runtime's bf16 product (txl/rt/device/Bf16Gemm.h): cblas_sgemm's
 /// signature.
 constexpr llvm::StringLiteral kSgemmBf16 = "txl_rt_sgemm_bf16";
+/// The runtime's f32 product, which chooses oneMKL or OpenBLAS
+/// (txl/rt/device/HostGemm.h): cblas_sgemm's signature.
+constexpr llvm::StringLiteral kSgemmRuntime = "txl_rt_sgemm";
 
 /// True for the element types BLAS has a gemm for: f32 and f64.
 static bool hasGemm(Type elementType) {
@@ -51,12 +54,16 @@ static bool hasGemm(Type elementType) {
 }
 
 /// Declares `cblas_sgemm` (f32; with `bf16`, the runtime's
-/// `txl_rt_sgemm_bf16`) or `cblas_dgemm` (f64) in `module` once (CBLAS
-/// row-major signature with int32 enums and sizes; alpha and beta of the
-/// element type).
+/// `txl_rt_sgemm_bf16`; with `runtimeSgemm`, the runtime's `txl_rt_sgemm`)
+/// or `cblas_dgemm` (f64) in `module` once (CBLAS row-major signature with
+/// int32 enums and sizes; alpha and beta of the element type).
 static func::FuncOp getOrDeclareGemm(OpBuilder &b, ModuleOp module,
-                                     Type elementType, bool bf16) {
-  StringRef name = elementType.isF32() ? (bf16 ? kSgemmBf16 : kSgemm) : kDgemm;
+                                     Type elementType, bool bf16,
+                                     bool runtimeSgemm) {
+  StringRef name = !elementType.isF32() ? kDgemm
+                   : bf16               ? kSgemmBf16
+                   : runtimeSgemm       ? kSgemmRuntime
+                                        : kSgemm;
   if (auto fn = module.lookupSymbol<func::FuncOp>(name))
     return fn;
   MLIRContext *ctx = b.getContext();
@@ -647,7 +654,8 @@ struct ConvertLinalgToBlasPass
     auto gemmFor = [&](linalg::LinalgOp op) {
       Type elem =
           getElementTypeOrSelf(op.getDpsInitOperand(0)->get().getType());
-      return std::make_pair(getOrDeclareGemm(b, module, elem, bf16), elem);
+      return std::make_pair(
+          getOrDeclareGemm(b, module, elem, bf16, runtimeSgemm), elem);
     };
     for (auto [op, batchDims] : work) {
       auto [gemm, elem] = gemmFor(op);

@@ -17,6 +17,7 @@
 #include "txl/rt/commands/Generate.h"
 #include "txl/rt/commands/Train.h"
 #include "txl/rt/device/Bf16Gemm.h"
+#include "txl/rt/device/HostGemm.h"
 #include "txl/rt/device/CpuBlas.h"
 #include "txl/rt/device/Device.h"
 #include "txl/rt/support/File.h"
@@ -202,12 +203,15 @@ int main(int argc, char **argv) {
   // restarts with the kernels that fit, or says so (CpuBlas.h).
   txl::rt::ensureBlasKernel(prog.c_str(), argv);
   const bool onCpu = info.backend == TXL_BACKEND_CPU;
-  // The BLAS line; a CPU executable of --precision=bf16 adds where its bf16
-  // products run (txl/rt/device/Bf16Gemm.h).
+  // The BLAS line; a CPU executable adds where its products run: f32 ones
+  // (txl/rt/device/HostGemm.h), or, with --precision=bf16, bf16 ones
+  // (txl/rt/device/Bf16Gemm.h).
   auto runHeader = [&] {
     std::string line = txl::rt::blasLine();
     if (onCpu && info.precision == TXL_PRECISION_BF16)
       line += " | bf16 products: " + txl::rt::bf16ProductLine();
+    else if (onCpu)
+      line += " | f32 products: " + txl::rt::f32ProductLine();
     return line;
   };
 

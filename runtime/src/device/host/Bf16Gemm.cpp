@@ -8,30 +8,20 @@
 
 #include "txl/rt/device/Bf16Gemm.h"
 
+#include "OneMkl.h"
 #include "txl/rt/device/CpuBlas.h"
-#include "txl/rt/support/DynamicLibrary.h"
-#include "txl/rt/support/Status.h"
 
 #include <fmt/format.h>
 
 #include <cstdlib>
-#include <memory>
 #include <string_view>
 #include <vector>
 
 namespace txl::rt {
 namespace {
 
-/// MKL_THREADING_SEQUENTIAL of mkl_service.h.
-constexpr int kMklThreadingSequential = 1;
-
-using MklBf16Gemm = void (*)(int, int, int, int, int, int, float,
-                             const uint16_t *, int, const uint16_t *, int,
-                             float, float *, int);
-
 /// The bf16 product of this process, chosen on first use.
 struct Bf16Backend {
-  std::unique_ptr<DynamicLibrary> mkl;
   MklBf16Gemm gemm = nullptr; ///< null: emulated
   std::string line;
 };
@@ -44,38 +34,16 @@ Bf16Backend loadBackend() {
                    "TXL_BF16_GEMM=emulate)";
     return backend;
   }
-  try {
-    backend.mkl = openFirstLibrary({"libmkl_rt.so.3", "libmkl_rt.so.2",
-                                    "/opt/txlc/mkl/lib/libmkl_rt.so.3"},
-                                   "oneMKL");
-    const char *requirement = "the bf16 products need oneMKL 2021 or newer";
-    auto setLayer = reinterpret_cast<int (*)(int)>(
-        backend.mkl->symbol("MKL_Set_Threading_Layer", requirement));
-    auto version = reinterpret_cast<void (*)(char *, int)>(
-        backend.mkl->symbol("MKL_Get_Version_String", requirement));
-    backend.gemm = reinterpret_cast<MklBf16Gemm>(
-        backend.mkl->symbol("cblas_gemm_bf16bf16f32", requirement));
-    setLayer(kMklThreadingSequential);
-    char text[256] = {};
-    version(text, sizeof(text) - 1);
-    std::string name = text;
-    // "Intel(R) oneAPI Math Kernel Library Version 2026.2-Product Build
-    // ..." -> "oneMKL 2026.2".
-    size_t at = name.find("Version ");
-    std::string number =
-        at == std::string::npos
-            ? ""
-            : name.substr(at + 8, name.find_first_of("- ", at + 8) - at - 8);
-    backend.line =
-        fmt::format("oneMKL {} cblas_gemm_bf16bf16f32 ({})",
-                    number.empty() ? "?" : number, backend.mkl->path());
-  } catch (const Error &error) {
-    backend.mkl.reset();
-    backend.gemm = nullptr;
+  const OneMkl &mkl = oneMkl();
+  if (!mkl.bf16Gemm) {
     backend.line =
         fmt::format("emulated (bf16-rounded operands through cblas_sgemm: {})",
-                    error.what());
+                    mkl.error);
+    return backend;
   }
+  backend.gemm = mkl.bf16Gemm;
+  backend.line = fmt::format("oneMKL {} cblas_gemm_bf16bf16f32 ({})",
+                             mkl.version, mkl.library->path());
   return backend;
 }
 

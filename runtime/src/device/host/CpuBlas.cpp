@@ -81,6 +81,8 @@ CpuFeatures detectCpu() {
   bool tiles = (xcr0 & 0x60000) == 0x60000;
   unsigned max = 0;
   __get_cpuid(0, &max, &b, &c, &d);
+  // The vendor string is ebx, edx, ecx: "Genu" "ineI" "ntel".
+  cpu.intel = b == 0x756e6547u && d == 0x49656e69u && c == 0x6c65746eu;
   if (max < 7)
     return cpu;
   __cpuid_count(7, 0, a, b, c, d);

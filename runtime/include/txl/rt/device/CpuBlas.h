@@ -37,6 +37,7 @@ inline constexpr int kCblasRowMajor = 101, kCblasColMajor = 102,
 /// extension counts only when the OS saves its registers (XGETBV).
 struct CpuFeatures {
   std::string brand; ///< the brand string, e.g. "AMD EPYC 9R14"
+  bool intel = false; ///< vendor "GenuineIntel"
   int family = 0, model = 0;
   bool avx2 = false, fma = false;
   /// AVX-512 F, DQ, BW and VL together (what OpenBLAS's SkylakeX kernels use).

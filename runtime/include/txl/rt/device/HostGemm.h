@@ -1,0 +1,46 @@
+//===- HostGemm.h - The CPU target's f32 matrix products --------*- C++ -*-===//
+//
+// Every f32 matrix product of a CPU executable calls txl_rt_sgemm
+// (txl-linalg-to-blas runtime-sgemm=true, which the CPU pipeline sets), and
+// the runtime chooses where it runs, by measurement (issue 49, bench/README.md
+// "Which BLAS"):
+//
+//  - oneMKL's cblas_sgemm (sequential; OneMkl.h) for a call made while
+//    OpenBLAS is set to one thread, which is every product of the batch
+//    slices (each slice is one thread) and of `--threads 1`, on Intel CPUs
+//    with AVX-512 (the two Intel Xeons measured: 1.02-1.09x OpenBLAS's
+//    SkylakeX kernel per ptb_small eval and train update);
+//  - OpenBLAS's cblas_sgemm otherwise: calls made with OpenBLAS threads
+//    (one slice over several cores), other CPUs (AMD not yet measured), no
+//    oneMKL, or TXL_SGEMM=openblas. TXL_SGEMM=mkl takes oneMKL on any CPU.
+//
+// A process makes the choice once, at its first product; each call then
+// reads OpenBLAS's thread count.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TXL_RT_HOSTGEMM_H
+#define TXL_RT_HOSTGEMM_H
+
+#include <string>
+
+namespace txl::rt {
+
+/// Where txl_rt_sgemm's products run, for the run header: "oneMKL <version>
+/// on one thread, OpenBLAS on more" or "OpenBLAS[: why not oneMKL]". Makes
+/// the choice (loads oneMKL) on first use.
+std::string f32ProductLine();
+
+} // namespace txl::rt
+
+extern "C" {
+/// cblas_sgemm's arguments and meaning (CBLAS order and transpose enums; m,
+/// n, k and the leading dimensions in elements; f32), run by oneMKL or
+/// OpenBLAS as txl/rt/device/HostGemm.h says. Called by the code of f32 CPU
+/// executables.
+void txl_rt_sgemm(int order, int transA, int transB, int m, int n, int k,
+                  float alpha, const float *a, int lda, const float *b,
+                  int ldb, float beta, float *c, int ldc);
+}
+
+#endif // TXL_RT_HOSTGEMM_H
