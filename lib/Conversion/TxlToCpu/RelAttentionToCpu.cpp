@@ -1114,8 +1114,7 @@ void KernelBuilder::buildBackward() {
       });
       zeroRows(dKP, c0, kCols, c0, pad);
       zeroRows(dVP, c0, kCols, c0, pad);
-      loop(c0, qlen, idx(tileRows),
-           [&](Value i0) { backwardTile(h, c, i0); });
+      loop(c0, qlen, idx(tileRows), [&](Value i0) { backwardTile(h, c, i0); });
       loop(c0, klen, c1, [&](Value j) {
         loop(c0, dh, c1, [&](Value d) {
           memref::StoreOp::create(

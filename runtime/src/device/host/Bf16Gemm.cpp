@@ -36,9 +36,8 @@ Bf16Backend loadBackend() {
   }
   const OneMkl &mkl = oneMkl();
   if (!mkl.bf16Gemm) {
-    backend.line =
-        fmt::format("emulated (bf16-rounded operands through cblas_sgemm: {})",
-                    mkl.error);
+    backend.line = fmt::format(
+        "emulated (bf16-rounded operands through cblas_sgemm: {})", mkl.error);
     return backend;
   }
   backend.gemm = mkl.bf16Gemm;

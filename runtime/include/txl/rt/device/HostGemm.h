@@ -17,6 +17,14 @@
 // A process makes the choice once, at its first product; each call then
 // reads OpenBLAS's thread count.
 //
+// oneMKL's sums depend on where the operands start (it takes other kernels
+// for other alignments; its strict reproducibility mode, MKL_CBWR_STRICT,
+// removes that but measured 0.87-1.03x OpenBLAS, session 58). A run repeats
+// bit for bit (an executable places its buffers the same way each run), but
+// two executables that hold the same values at other offsets may differ in
+// the last bits, as OpenBLAS's kernels for two CPUs do; TXL_SGEMM=openblas
+// where that matters (test/Integration/dropout.test).
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef TXL_RT_HOSTGEMM_H
@@ -39,8 +47,8 @@ extern "C" {
 /// OpenBLAS as txl/rt/device/HostGemm.h says. Called by the code of f32 CPU
 /// executables.
 void txl_rt_sgemm(int order, int transA, int transB, int m, int n, int k,
-                  float alpha, const float *a, int lda, const float *b,
-                  int ldb, float beta, float *c, int ldc);
+                  float alpha, const float *a, int lda, const float *b, int ldb,
+                  float beta, float *c, int ldc);
 }
 
 #endif // TXL_RT_HOSTGEMM_H
