@@ -14,6 +14,7 @@
 
 #include "txl/rt/device/CountingDevice.h"
 #include "txl/rt/device/Device.h"
+#include "txl/rt/device/ForwardingDevice.h"
 #include "txl/rt/device/Gemm.h"
 #include "txl/rt/session/DeviceArray.h"
 #include "txl/rt/session/RowWindow.h"
@@ -166,30 +167,29 @@ TEST(DeviceArrayTest, OnTheHostTheViewIsTheBuffer) {
 }
 
 /// The host device with its addresses hidden, as a GPU's buffers are:
-/// counts the copies each way.
-class CopyingDevice final : public Device {
+/// counts the allocations, the copies each way and the live views.
+class CopyingDevice final : public ForwardingDevice {
 public:
+  CopyingDevice() : ForwardingDevice(openHostDevice()) {}
   std::string description() const override { return "copying"; }
-  size_t totalMemory() const override { return host_->totalMemory(); }
-  int64_t computeUnits() const override { return 1; }
-  std::optional<size_t> freeMemory() const override { return std::nullopt; }
+  bool hostMemory() const override { return false; }
   void *allocate(size_t bytes) override {
     ++allocations;
-    return host_->allocate(bytes);
+    return ForwardingDevice::allocate(bytes);
   }
   void free(void *buffer) override {
     ++frees;
-    host_->free(buffer);
+    ForwardingDevice::free(buffer);
   }
   void copyToDevice(void *buffer, size_t offset, const void *host,
                     size_t bytes) override {
     ++uploads;
-    host_->copyToDevice(buffer, offset, host, bytes);
+    ForwardingDevice::copyToDevice(buffer, offset, host, bytes);
   }
   void copyToHost(void *host, const void *buffer, size_t offset,
                   size_t bytes) override {
     ++readBacks;
-    host_->copyToHost(host, buffer, offset, bytes);
+    ForwardingDevice::copyToHost(host, buffer, offset, bytes);
   }
   void copyOnDevice(void *dst, size_t dstOffset, const void *src,
                     size_t srcOffset, size_t bytes) override {
@@ -197,25 +197,19 @@ public:
     if (dst == src && dstOffset < srcOffset + bytes &&
         srcOffset < dstOffset + bytes)
       ++overlappingCopies;
-    host_->copyOnDevice(dst, dstOffset, src, srcOffset, bytes);
-  }
-  void fill32(void *buffer, size_t offset, uint32_t value,
-              size_t count) override {
-    host_->fill32(buffer, offset, value, count);
-  }
-  std::unique_ptr<Module> loadModule(std::string_view image) override {
-    return host_->loadModule(image);
+    ForwardingDevice::copyOnDevice(dst, dstOffset, src, srcOffset, bytes);
   }
   void launch(Kernel &, const size_t[3], const size_t[3], size_t, void **,
               size_t) override {}
-  void gemm(const GemmDesc &desc) override { host_->gemm(desc); }
-  void synchronize() override {}
   void *view(void *buffer, size_t offset, size_t bytes) override {
     lastView = {offset, bytes};
     ++liveViews;
-    return host_->view(buffer, offset, bytes);
+    return ForwardingDevice::view(buffer, offset, bytes);
   }
-  void releaseView(void *) override { --liveViews; }
+  void releaseView(void *view) override {
+    --liveViews;
+    ForwardingDevice::releaseView(view);
+  }
 
   int allocations = 0, frees = 0, uploads = 0, readBacks = 0,
       overlappingCopies = 0, liveViews = 0;
@@ -226,9 +220,6 @@ public:
       return offset == other.offset && bytes == other.bytes;
     }
   } lastView;
-
-private:
-  std::unique_ptr<Device> host_ = openHostDevice();
 };
 
 TEST(DeviceArrayTest, ElsewhereTheViewIsACopyReadBackAfterDeviceWrites) {

@@ -8,8 +8,10 @@
 //  - oneMKL's cblas_sgemm (sequential; OneMkl.h) for a call made while
 //    OpenBLAS is set to one thread, which is every product of the batch
 //    slices (each slice is one thread) and of `--threads 1`, on Intel CPUs
-//    with AVX-512 (the two Intel Xeons measured: 1.02-1.09x OpenBLAS's
-//    SkylakeX kernel per ptb_small eval and train update);
+//    with AVX-512 (against OpenBLAS's SkylakeX kernel on a family 6 model
+//    167 Xeon: ptb_small eval 1.05x, train update 1.10x, session 58; on a
+//    model 207 Xeon in session 46 oneMKL's best runs were 6-8 % ahead, its
+//    medians within noise);
 //  - OpenBLAS's cblas_sgemm otherwise: calls made with OpenBLAS threads
 //    (one slice over several cores), other CPUs (AMD not yet measured), no
 //    oneMKL, or TXL_SGEMM=openblas. TXL_SGEMM=mkl takes oneMKL on any CPU.
