@@ -614,10 +614,15 @@ int mlir::txl::runDriver(const DriverOptions &options) {
                 options.cpuVectorBits
                     ? options.cpuVectorBits
                     : (cpuHasAvx512(options.codegen.cpu) ? 512 : 0);
+            // The output layer's kernel at the same width.
+            ConvertLinearNllToCpuPassOptions output;
+            output.vectorBits = attention.vectorBits;
+            output.train = true;
             buildTxlToLinalgPipeline(pm, /*stridedAttention=*/true,
                                      options.cpuAttention != CpuAttention::Blas
                                          ? &attention
-                                         : nullptr);
+                                         : nullptr,
+                                     &output);
           })))
     return 1;
   if (options.emit == EmitAction::Linalg)

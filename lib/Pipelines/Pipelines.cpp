@@ -102,14 +102,17 @@ void mlir::txl::buildTxlBackwardPipeline(OpPassManager &pm,
 
 void mlir::txl::buildTxlToLinalgPipeline(
     OpPassManager &pm, bool stridedAttention,
-    const ConvertRelAttentionToCpuPassOptions *cpuAttention) {
-  // Module: it adds the kernel functions.
-  if (cpuAttention)
-    pm.addPass(createConvertRelAttentionToCpuPass(*cpuAttention));
-  OpPassManager &fn = pm.nest<func::FuncOp>();
+    const ConvertRelAttentionToCpuPassOptions *cpuAttention,
+    const ConvertLinearNllToCpuPassOptions *cpuOutput) {
   // After the backward, which differentiates txl.nll and txl.linear and
   // (for the decomposed form) txl.rel_shift as txl ops.
-  fn.addPass(createFuseLinearNllPass());
+  pm.nest<func::FuncOp>().addPass(createFuseLinearNllPass());
+  // Module: they add the kernel functions.
+  if (cpuAttention)
+    pm.addPass(createConvertRelAttentionToCpuPass(*cpuAttention));
+  if (cpuOutput)
+    pm.addPass(createConvertLinearNllToCpuPass(*cpuOutput));
+  OpPassManager &fn = pm.nest<func::FuncOp>();
   fn.addPass(createLowerRelShiftPass());
   ConvertTxlToLinalgPassOptions toLinalg;
   toLinalg.stridedAttention = stridedAttention;
@@ -280,8 +283,11 @@ void mlir::txl::buildTxlCpuPipeline(OpPassManager &pm,
   if (options.generateBackward)
     buildTxlBackwardPipeline(pm);
   ConvertRelAttentionToCpuPassOptions cpuAttention;
+  ConvertLinearNllToCpuPassOptions cpuOutput;
+  cpuOutput.train = true;
   buildTxlToLinalgPipeline(pm, /*stridedAttention=*/true,
-                           options.tiledAttention ? &cpuAttention : nullptr);
+                           options.tiledAttention ? &cpuAttention : nullptr,
+                           options.outputKernel ? &cpuOutput : nullptr);
   buildLinalgToLLVMPipeline(pm, options.precision);
 }
 

@@ -6,10 +6,18 @@ its instructions, FMAs, instructions that read memory and instructions
 that write it.
 
 usage: cpu_kernel_loops.py OBJECT [FUNCTION] [--check]
+       cpu_kernel_loops.py OBJECT [FUNCTION] --exp-budget N
 
 Prints one line per product loop; with --check, a verdict line and exit
 status 1 unless every product loop writes nothing (its accumulators stay
 in registers: no spill) and reads at most 1.5 operands per FMA.
+
+With --exp-budget, the exp loops instead: each innermost loop with FMAs
+and float-to-integer conversions (one per vector exp: 2^n from integer
+bits), with its instructions per conversion; a verdict line and exit
+status 1 unless the main loops (those with the most exps a step: the
+unrolled ones, not the remainder loops after them) take at most N
+instructions per exp and none writes anything.
 """
 
 import argparse
@@ -42,14 +50,40 @@ def innermost_loops(ins):
                        for s2, e2 in loops)]
 
 
+def exp_loops(ins, budget):
+    found = []
+    for start, end in innermost_loops(ins):
+        body = [(op, a) for addr, op, a in ins if start <= addr <= end]
+        fmas = sum("fmadd" in op for op, _ in body)
+        exps = sum(op.startswith("vcvt") and op.endswith("2dq")
+                   for op, _ in body)
+        if not fmas or not exps:
+            continue
+        writes = sum("(" in a and a.rstrip().endswith(")")
+                     for op, a in body if not op.startswith(("lea", "nop")))
+        found.append((start, end, len(body), exps, writes))
+    most = max((f[3] for f in found), default=0)
+    ok = bool(found)
+    for start, end, count, exps, writes in found:
+        per_exp = count / exps
+        print("exp loop %x-%x: %d instructions, %d exp, %.1f per exp, "
+              "%d writes" % (start, end, count, exps, per_exp, writes))
+        ok &= writes == 0 and (exps < most or per_exp <= budget)
+    print("%s: %d exp loops" % ("ok" if ok else "FAIL", len(found)))
+    return 0 if ok else 1
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("object")
     ap.add_argument("function", nargs="?", default="",
                     help="default: every function")
     ap.add_argument("--check", action="store_true")
+    ap.add_argument("--exp-budget", type=float, default=0)
     args = ap.parse_args()
     ins = instructions(args.object, args.function)
+    if args.exp_budget:
+        return exp_loops(ins, args.exp_budget)
     ok = True
     loops = 0
     for start, end in innermost_loops(ins):

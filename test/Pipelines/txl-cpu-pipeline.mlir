@@ -14,10 +14,13 @@
 
 // The CPU pipeline ends in the LLVM dialect with the packed entry point. Every
 // projection is one call site of txl_rt_sgemm (the runtime's f32 product,
-// which runs in oneMKL or OpenBLAS): with fusion, 7 (q of the hidden rows and kv of [mem; h], as txl-narrow-linear-slices splits qkv; r, o, two
-// feed-forward, output), and the attention one call of the tiled kernel
-// (txl-rel-attention-to-cpu). The staged pipelines (txl-to-linalg-pipeline:
-// no tiled kernel) make the attention three more products, 10: the
+// which runs in oneMKL or OpenBLAS): with fusion, 6 in @segment (q of the
+// hidden rows and kv of [mem; h], as txl-narrow-linear-slices splits qkv;
+// r, o, two feed-forward), the attention one call of the tiled kernel
+// (txl-rel-attention-to-cpu) and the output layer one call of its kernel
+// (txl-linear-nll-to-cpu), whose block product is the seventh. The staged
+// pipelines (txl-to-linalg-pipeline: no CPU kernels) make the output layer
+// their seventh product and the attention three more, 10: the
 // positional scores (q + v) rᵀ, AC (accumulated onto their shifted view)
 // and the attention-weighted values. The new memory (a strided slice) is
 // copied by generated loops, never by memrefCopy, and the results have
@@ -29,11 +32,15 @@
 // CHECK-SAME: ) attributes {always_inline, llvm.emit_c_interface} {
 // CHECK-COUNT-3: llvm.call @txl_rt_sgemm(
 // CHECK: llvm.call @txl_rel_attention_cpu_f32_d4(
-// CHECK-COUNT-4: llvm.call @txl_rt_sgemm(
+// CHECK-COUNT-3: llvm.call @txl_rt_sgemm(
+// CHECK-NOT: llvm.call @txl_rt_sgemm(
+// CHECK: llvm.call @txl_linear_nll_cpu_f32(
 // CHECK-NOT: llvm.call @txl_rt_sgemm(
 // CHECK-LABEL: llvm.func internal @_mlir_ciface_segment(
 // CHECK-SAME: %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: !llvm.ptr, %{{[^:]+}}: !llvm.ptr, %{{[^:]+}}: !llvm.ptr) attributes {always_inline, llvm.emit_c_interface} {
 // CHECK: llvm.call @segment(
+// CHECK-LABEL: llvm.func internal @txl_linear_nll_cpu_f32(
+// CHECK: llvm.call @txl_rt_sgemm(
 // CHECK-LABEL: llvm.func @txl_segment_forward(
 // CHECK-SAME: %{{[^:]+}}: !llvm.ptr) {
 // CHECK: llvm.call @_mlir_ciface_segment(

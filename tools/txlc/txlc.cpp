@@ -144,8 +144,9 @@ static cl::opt<CpuAttention> cpuAttention(
     cl::init(CpuAttention::Tiled));
 static cl::opt<int64_t> cpuVectorBits(
     cl::cat(txlcCategory), "cpu-vector-bits",
-    cl::desc("CPU target: the vector width of the tiled attention kernel, "
-             "256 or 512 (default: 512 when --mcpu has AVX-512; else both, "
+    cl::desc("CPU target: the vector width of the tiled attention kernel "
+             "and the output layer's kernel, 256 or 512 (default: 512 when "
+             "--mcpu has AVX-512; else both, "
              "the executable running the 512-bit kernel when the CPU has "
              "AVX-512 and TXL_X86_64_V4 is not 0)"),
     cl::init(0));

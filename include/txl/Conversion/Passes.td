@@ -429,6 +429,80 @@ def ConvertRelAttentionToCpuPass : Pass<"txl-rel-attention-to-cpu", "::mlir::Mod
                            "::mlir::vector::VectorDialect"];
 }
 
+def ConvertLinearNllToCpuPass : Pass<"txl-linear-nll-to-cpu", "::mlir::ModuleOp"> {
+  let summary = "Turn txl.linear_nll (f32) into calls of one CPU kernel";
+  let description = [{
+    Rewrites every f32 `txl.linear_nll` (the output layer and per-token NLL
+    of a forward-only segment, made by `--txl-fuse-linear-nll`) into a
+    `func.call` of a private function on memrefs,
+    `txl_linear_nll_cpu_f32[_nobias](h, w, [bias,] target, nll)` (one per
+    form, shared by every call), where h is the input collapsed to
+    [qlen·batch, d], w [n_token, d], bias [n_token], target [qlen·batch]
+    (i64) and nll [qlen·batch] the result, later expanded to [qlen, batch].
+
+    The kernel sweeps blocks of `block` output columns as
+    convert-txl-to-linalg's lowering does, the block's logits h · w_jᵀ a
+    matrix product (txl-linalg-to-blas makes it a BLAS call, beta = 0) into
+    one [qlen·batch, block] buffer; then takes each row while it is in the
+    L1 cache, in vector<8xf32> registers (vector<16xf32> with
+    vector-bits=512), 4 vectors at a time, the last partial vector through
+    masked loads, the bias added on the fly. A row's first block takes two
+    passes (its maximum, then its sum of exp(x − max)); every later block
+    one: the sum of exp(x − the row's running maximum) with the block's
+    maximum alongside, unless that maximum exceeds the running one by more
+    than 64 (then two passes again). The exp is the kernel's own (2^n ·
+    polynomial, for x <= 88). The running maximum and sum are updated
+    (online log-sum-exp) and the target's logit is taken when the target
+    falls in the block. The NLL is max + log(sum) − the target's logit; a
+    target outside [0, n_token) counts a logit of 0. No [qlen·batch,
+    n_token] logits and no pass writing the bias into the block.
+
+    With `train`, likewise `txl.linear_nll_fwd` (a training segment),
+    whose kernel `txl_linear_nll_fwd_cpu_f32...` computes each block's
+    logits in its slab of the op's block-major logits buffer, writes the
+    bias into them in its first pass over each row, and also writes each
+    row's log-sum-exp; and `txl.linear_nll_grad`, whose kernel
+    `txl_linear_nll_grad_cpu_f32...` sweeps the blocks last first: per row
+    dl = exp(x − lse)·g into an [rows, block] buffer and onto d_bias (the
+    row 4 ahead prefetched: the stored logits come from memory), − g at
+    the target's column, then per block the products d_input += dl · w_j
+    and d_weight_j = dlᵀ · input.
+
+    Ops of other element types keep convert-txl-to-linalg's lowering.
+  }];
+  let options = [
+    Option<"vectorBits", "vector-bits", "int64_t", "256",
+           "Bits of the kernel's vectors: 256 (vector<8xf32>, AVX2), 512 "
+           "(vector<16xf32>, AVX-512; the kernel's name ends in _v512), or "
+           "0: both, the 512-bit one compiled for x86-64-v4 and called when "
+           "the runtime's byte txl_rt_x86_64_v4 is set">,
+    Option<"block", "block", "int64_t", "512",
+           "Output columns per block, a multiple of 16 in [16, 8192] (the "
+           "name ends in _b<block> when not 512)">,
+    Option<"mathExp", "math-exp", "bool", "false",
+           "The sums' exp by math.exp (MLIR's polynomial, which also "
+           "handles overflow and NaN; about 1.5x the instructions) instead "
+           "of the kernel's own; the name ends in _mathexp">,
+    Option<"train", "train", "bool", "false",
+           "Also the training segment's txl.linear_nll_fwd and "
+           "txl.linear_nll_grad, as txl_linear_nll_fwd_cpu_f32... (which "
+           "also writes the rows' log-sum-exp and the logits + bias into the "
+           "op's block-major [⌈n_token / block⌉, rows, block] buffer) and "
+           "txl_linear_nll_grad_cpu_f32... (their block attribute, not the "
+           "option's)">
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::bufferization::BufferizationDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
 def ConvertRelAttentionToGpuPass : Pass<"txl-rel-attention-to-gpu", "::mlir::ModuleOp"> {
   let summary = "Turn txl.rel_attention and its backward into flash-style GPU kernel launches";
   let description = [{

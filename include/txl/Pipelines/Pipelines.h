@@ -42,6 +42,14 @@ struct TxlCpuPipelineOptions
                      "--cpu-attention=tiled; off: the BLAS-product lowering "
                      "of convert-txl-to-linalg, --cpu-attention=blas)"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> outputKernel{
+      *this, "output-kernel",
+      llvm::cl::desc("Lower f32 txl.linear_nll and txl.linear_nll_fwd (the "
+                     "output layer and NLL of a forward or training "
+                     "segment) to calls of the CPU kernel "
+                     "(txl-linear-nll-to-cpu with fwd; off: "
+                     "convert-txl-to-linalg's blocked lowering)"),
+      llvm::cl::init(true)};
   PassOptions::Option<Precision> precision{
       *this, "precision",
       llvm::cl::desc("The matrix products' operand type (txlc --precision; "
@@ -97,16 +105,19 @@ void buildTxlOptPipeline(OpPassManager &pm,
 void buildTxlBackwardPipeline(OpPassManager &pm,
                               bool saveAttentionStats = false,
                               StringRef function = "segment");
-/// txl -> linalg/tensor/arith/math: --txl-lower-rel-shift, then
-/// --convert-txl-to-linalg, canonicalize, CSE, --txl-fuse-elementwise.
+/// txl -> linalg/tensor/arith/math: --txl-fuse-linear-nll, then
+/// --txl-lower-rel-shift, --convert-txl-to-linalg, canonicalize, CSE,
+/// --txl-fuse-elementwise.
 /// `stridedAttention`: --convert-txl-to-linalg's strided-attention (the
 /// CPU target, whose txl-linalg-to-blas lowers linalg.contract).
-/// `cpuAttention` (the CPU target): first --txl-rel-attention-to-cpu with
-/// these options, every fused attention it can take becoming a call of the
-/// tiled kernel.
+/// `cpuAttention` (the CPU target): --txl-rel-attention-to-cpu with these
+/// options, every fused attention it can take becoming a call of the tiled
+/// kernel. `cpuOutput` (the CPU target): --txl-linear-nll-to-cpu with these
+/// options, every f32 txl.linear_nll becoming a call of its kernel.
 void buildTxlToLinalgPipeline(
     OpPassManager &pm, bool stridedAttention = false,
-    const ConvertRelAttentionToCpuPassOptions *cpuAttention = nullptr);
+    const ConvertRelAttentionToCpuPassOptions *cpuAttention = nullptr,
+    const ConvertLinearNllToCpuPassOptions *cpuOutput = nullptr);
 /// linalg on tensors -> LLVM dialect with `txl_segment_forward` (and
 /// `txl_segment_grad`, `txl_optimizer_update`, `txl_learning_rate`, ... for the
 /// functions of those that exist). `products` bf16: the f32 products call

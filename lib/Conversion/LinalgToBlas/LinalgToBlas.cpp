@@ -238,24 +238,33 @@ static void emitGemm(OpBuilder &b, Location loc, func::FuncOp gemm, bool transA,
                  bm, toI32(b, loc, ldb), betaValue, c, toI32(b, loc, ldc)});
 }
 
-/// The `linalg.fill` of +0.0 that last wrote all of `op`'s output, when the
-/// output is a fresh allocation that nothing else touches between the fill
-/// and `op`; null otherwise. The product then overwrites its output (beta =
-/// 0) and the fill, a full pass over the output, goes away. BLAS with beta =
-/// 0 never reads C, so this is exact, signed zeros included (+0 + x = x).
+/// The `linalg.fill` of +0.0 that last wrote all of `op`'s output, when it
+/// is the op just before `op`, or when the output is a fresh allocation
+/// that nothing else touches between the fill and `op`; null otherwise. The
+/// product then overwrites its output (beta = 0) and the fill, a full pass
+/// over the output, goes away. BLAS with beta = 0 never reads C, so this is
+/// exact, signed zeros included (+0 + x = x).
 static linalg::FillOp findZeroFill(linalg::LinalgOp op) {
   Value out = op.getDpsInitOperand(0)->get();
+  auto zeroFillOfOut = [&](linalg::FillOp fill) -> linalg::FillOp {
+    auto value =
+        fill.getDpsInputOperand(0)->get().getDefiningOp<arith::ConstantOp>();
+    auto attr = value ? dyn_cast<FloatAttr>(value.getValue()) : FloatAttr();
+    if (!attr || !attr.getValue().isPosZero())
+      return nullptr;
+    return fill;
+  };
+  // Any output (a view too) filled by the op just before: nothing can
+  // write it in between.
+  if (auto fill = dyn_cast_or_null<linalg::FillOp>(op->getPrevNode());
+      fill && fill.getDpsInitOperand(0)->get() == out)
+    return zeroFillOfOut(fill);
   if (!out.getDefiningOp<memref::AllocOp>())
     return nullptr;
   for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode()) {
     auto fill = dyn_cast<linalg::FillOp>(prev);
-    if (fill && fill.getDpsInitOperand(0)->get() == out) {
-      auto value = fill.getDpsInputOperand(0)->get().getDefiningOp<arith::ConstantOp>();
-      auto attr = value ? dyn_cast<FloatAttr>(value.getValue()) : FloatAttr();
-      if (!attr || !attr.getValue().isPosZero())
-        return nullptr;
-      return fill;
-    }
+    if (fill && fill.getDpsInitOperand(0)->get() == out)
+      return zeroFillOfOut(fill);
     // Anything else in between that reads or writes the output, or makes a
     // view of it that might, keeps the fill (nested regions included). A
     // fill outside the product's block (e.g. before a loop the product

@@ -29,6 +29,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "txl/Conversion/CpuKernels.h"
 #include "txl/Conversion/KernelBuffers.h"
 #include "txl/Conversion/Passes.h"
 #include "txl/Conversion/SizeChecks.h"
@@ -1169,9 +1170,7 @@ std::string kernelName(Type et, int64_t dHead, bool withLse, bool grad,
 /// Any-layout memref of `rank` dimensions of `et` (the kernel's operands:
 /// views of whatever layout bufferization gives the tensors).
 MemRefType anyLayout(MLIRContext *ctx, int64_t rank, Type et) {
-  SmallVector<int64_t> shape(rank, ShapedType::kDynamic);
-  return MemRefType::get(
-      shape, et, StridedLayoutAttr::get(ctx, ShapedType::kDynamic, shape));
+  return cpuKernelOperandType(ctx, rank, et);
 }
 
 /// The forward kernel (with `withLse`, its lse form) or, with `grad`, the
@@ -1211,38 +1210,10 @@ func::FuncOp getOrCreateKernel(ModuleOp module, Type et, int64_t dHead,
   return func;
 }
 
-/// The byte the runtime sets when the CPU runs x86-64-v4 code
-/// (txl/Target/ObjectEmitter.h, kX86_64V4Flag;
-/// runtime/src/device/host/CpuBlas.cpp).
-constexpr StringLiteral kX86_64V4Flag = "txl_rt_x86_64_v4";
-
-/// Whether the CPU runs x86-64-v4 code: the runtime's byte, declared in
-/// `module` on first use, nonzero.
-Value cpuHasX86_64V4(ImplicitLocOpBuilder &b, ModuleOp module) {
-  auto i8 = b.getI8Type();
-  if (!module.lookupSymbol<LLVM::GlobalOp>(kX86_64V4Flag)) {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(module.getBody());
-    LLVM::GlobalOp::create(b, i8, /*isConstant=*/false, LLVM::Linkage::External,
-                           kX86_64V4Flag,
-                           /*value=*/Attribute());
-  }
-  Value address = LLVM::AddressOfOp::create(
-      b, LLVM::LLVMPointerType::get(b.getContext()), kX86_64V4Flag);
-  Value flag = LLVM::LoadOp::create(b, i8, address);
-  return arith::CmpIOp::create(b, arith::CmpIPredicate::ne, flag,
-                               arith::ConstantIntOp::create(b, 0, 8));
-}
-
-/// The kernels of one op: `narrow`, and with vector-bits=0 also `wide`
-/// (the 512-bit form compiled for x86-64-v4), which runs when the runtime
-/// says the CPU has it.
-struct Kernels {
-  func::FuncOp narrow, wide;
-};
-
-Kernels getOrCreateKernels(ModuleOp module, Type et, int64_t dHead,
-                           bool withLse, bool grad, const KernelHooks &hooks) {
+/// The kernels of one op: with vector-bits=0 both forms (CpuKernels).
+CpuKernels getOrCreateKernels(ModuleOp module, Type et, int64_t dHead,
+                              bool withLse, bool grad,
+                              const KernelHooks &hooks) {
   if (hooks.lanes)
     return {getOrCreateKernel(module, et, dHead, withLse, grad, hooks),
             nullptr};
@@ -1251,29 +1222,9 @@ Kernels getOrCreateKernels(ModuleOp module, Type et, int64_t dHead,
   wide.lanes = 16;
   func::FuncOp wideKernel =
       getOrCreateKernel(module, et, dHead, withLse, grad, wide);
-  // LLVM compiles it for x86-64-v4 whatever the module's CPU (the
-  // llvm.func's target_cpu).
-  wideKernel->setAttr("target_cpu",
-                      StringAttr::get(module.getContext(), "x86-64-v4"));
+  setX86_64V4(wideKernel);
   return {getOrCreateKernel(module, et, dHead, withLse, grad, narrow),
           wideKernel};
-}
-
-/// The call of `kernels` with `args` at `b`: with a wide one, of the one
-/// the CPU runs (scf.if on the runtime's x86-64-v4 byte).
-void callKernels(ImplicitLocOpBuilder &b, ModuleOp module, Kernels kernels,
-                 ArrayRef<Value> args) {
-  if (!kernels.wide) {
-    func::CallOp::create(b, kernels.narrow, args);
-    return;
-  }
-  auto ifWide = scf::IfOp::create(b, cpuHasX86_64V4(b, module),
-                                  /*withElseRegion=*/true);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(ifWide.thenBlock());
-  func::CallOp::create(b, kernels.wide, args);
-  b.setInsertionPointToStart(ifWide.elseBlock());
-  func::CallOp::create(b, kernels.narrow, args);
 }
 
 /// A new buffer of tensor type `t` whose sizes are those of `like`'s
@@ -1368,7 +1319,7 @@ struct RelAttentionToCall : public OpRewritePattern<RelAttentionOp> {
     if (ShapedType::isDynamic(dHead))
       return rewriter.notifyMatchFailure(op, "d_head must be static");
     Value lse = op.getLse();
-    Kernels kernel =
+    CpuKernels kernel =
         getOrCreateKernels(module, et, dHead, !!lse, /*grad=*/false, hooks);
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     replaceByCall(rewriter, b, op,
@@ -1380,7 +1331,7 @@ struct RelAttentionToCall : public OpRewritePattern<RelAttentionOp> {
   /// The call of `kernels` for `op` at `b` (with a wide one, of the one
   /// the CPU runs): its output (and lse) as tensors.
   SmallVector<Value> callKernel(ImplicitLocOpBuilder &b, RelAttentionOp op,
-                                Kernels kernels) const {
+                                const CpuKernels &kernels) const {
     func::FuncOp kernel = kernels.narrow;
     auto type = cast<RankedTensorType>(op.getResult().getType());
     Type et = type.getElementType();
@@ -1425,7 +1376,7 @@ struct RelAttentionToCall : public OpRewritePattern<RelAttentionOp> {
     args.push_back(op.getSameLength());
     args.push_back(arith::ConstantOp::create(
         b, b.getFloatAttr(et, op.getScale().convertToDouble())));
-    callKernels(b, module, kernels, args);
+    callCpuKernels(b, module, kernels, args);
     SmallVector<Value> results = {bufferization::ToTensorOp::create(
         b, type, outBuf, /*restrict=*/b.getUnitAttr(),
         /*writable=*/b.getUnitAttr())};
@@ -1456,7 +1407,7 @@ struct RelAttentionGradToCall : public OpRewritePattern<RelAttentionGradOp> {
     int64_t dHead = type.getDimSize(3);
     if (ShapedType::isDynamic(dHead))
       return rewriter.notifyMatchFailure(op, "d_head must be static");
-    Kernels kernels =
+    CpuKernels kernels =
         getOrCreateKernels(module, type.getElementType(), dHead,
                            /*withLse=*/false, /*grad=*/true, hooks);
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
@@ -1468,7 +1419,7 @@ struct RelAttentionGradToCall : public OpRewritePattern<RelAttentionGradOp> {
   }
 
   SmallVector<Value> callKernel(ImplicitLocOpBuilder &b, RelAttentionGradOp op,
-                                Kernels kernels) const {
+                                const CpuKernels &kernels) const {
     func::FuncOp kernel = kernels.narrow;
     Type et = cast<RankedTensorType>(op.getDQuery().getType()).getElementType();
     assertEqualSizes(b, b.getLoc(), op,
@@ -1499,7 +1450,7 @@ struct RelAttentionGradToCall : public OpRewritePattern<RelAttentionGradOp> {
     args.push_back(op.getSameLength());
     args.push_back(arith::ConstantOp::create(
         b, b.getFloatAttr(et, op.getScale().convertToDouble())));
-    callKernels(b, module, kernels, args);
+    callCpuKernels(b, module, kernels, args);
     SmallVector<Value> results;
     for (auto [grad, result] : llvm::zip(grads, op->getResults()))
       results.push_back(bufferization::ToTensorOp::create(

@@ -256,13 +256,11 @@ func.func @matmul_zero_filled(%a: memref<?x32xf32>, %b: memref<32x64xf32>, %m: i
 
 // -----
 
-// The fill stays (beta = 1) when it is not +0.0, when the output is not a
-// fresh allocation, or when something touches the output in between.
+// The fill stays (beta = 1) when it is not +0.0, or when the output is a
+// fresh allocation that something touches in between.
 // CHECK-LABEL: func.func @matmul_fill_kept
 // CHECK: linalg.fill ins(%{{.+}} : f32) outs(%[[C1:.+]] : memref<?x64xf32>)
 // CHECK: func.call @cblas_sgemm(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[ONE1:[^,]+]], %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[ONE1]], %{{.+}}, %{{.+}})
-// CHECK: linalg.fill ins(%{{.+}} : f32) outs(%{{.+}} : memref<?x64xf32>)
-// CHECK: func.call @cblas_sgemm(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[ONE2:[^,]+]], %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[ONE2]], %{{.+}}, %{{.+}})
 // CHECK: linalg.fill ins(%{{.+}} : f32) outs(%{{.+}} : memref<?x64xf32>)
 // CHECK: memref.store
 // CHECK: func.call @cblas_sgemm(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[ONE3:[^,]+]], %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[ONE3]], %{{.+}}, %{{.+}})
@@ -278,8 +276,6 @@ func.func @matmul_fill_kept(%a: memref<?x32xf32>, %b: memref<32x64xf32>, %arg: m
   %c1 = memref.alloc(%m) : memref<?x64xf32>
   linalg.fill ins(%one : f32) outs(%c1 : memref<?x64xf32>)
   linalg.matmul ins(%a, %b : memref<?x32xf32>, memref<32x64xf32>) outs(%c1 : memref<?x64xf32>)
-  linalg.fill ins(%zero : f32) outs(%arg : memref<?x64xf32>)
-  linalg.matmul ins(%a, %b : memref<?x32xf32>, memref<32x64xf32>) outs(%arg : memref<?x64xf32>)
   %c3 = memref.alloc(%m) : memref<?x64xf32>
   linalg.fill ins(%zero : f32) outs(%c3 : memref<?x64xf32>)
   memref.store %v, %c3[%c0, %c0] : memref<?x64xf32>
@@ -288,6 +284,43 @@ func.func @matmul_fill_kept(%a: memref<?x32xf32>, %b: memref<32x64xf32>, %arg: m
   linalg.fill ins(%negzero : f32) outs(%c4 : memref<?x64xf32>)
   linalg.matmul ins(%a, %b : memref<?x32xf32>, memref<32x64xf32>) outs(%c4 : memref<?x64xf32>)
   return %c1, %c3, %c4 : memref<?x64xf32>, memref<?x64xf32>, memref<?x64xf32>
+}
+
+// -----
+
+// Any output, a view or an argument too, zero-filled by the op just before
+// the product: nothing can write it in between, so the fill goes away
+// (beta = 0). With any op in between, an output that is not a fresh
+// allocation keeps its fill (beta = 1): the op might write it through
+// another view.
+// CHECK-LABEL: func.func @matmul_view_zero_filled
+// CHECK-NOT: linalg.fill
+// CHECK: scf.if
+// CHECK: %[[ZERO1:.+]] = arith.constant 0.000000e+00 : f32
+// CHECK: func.call @cblas_sgemm(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[ZERO1]], %{{.+}}, %{{.+}})
+// CHECK-NOT: linalg.fill
+// CHECK: scf.if
+// CHECK: %[[ZERO2:.+]] = arith.constant 0.000000e+00 : f32
+// CHECK: func.call @cblas_sgemm(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[ZERO2]], %{{.+}}, %{{.+}})
+// CHECK: linalg.fill ins(%{{.+}} : f32) outs(%{{.+}} : memref<?x64xf32, strided<[128, 1]>>)
+// CHECK-NEXT: memref.store
+// CHECK: func.call @cblas_sgemm(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[ONE3:[^,]+]], %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[ONE3]], %{{.+}}, %{{.+}})
+// CHECK: return
+func.func @matmul_view_zero_filled(%a: memref<?x32xf32>, %b: memref<32x64xf32>, %arg: memref<?x64xf32>,
+                                   %m: index, %other: memref<4xf32>, %v: f32) -> memref<?x128xf32> {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %c = memref.alloc(%m) : memref<?x128xf32>
+  %view = memref.subview %c[0, 0] [%m, 64] [1, 1] : memref<?x128xf32> to memref<?x64xf32, strided<[128, 1]>>
+  linalg.fill ins(%zero : f32) outs(%view : memref<?x64xf32, strided<[128, 1]>>)
+  linalg.matmul ins(%a, %b : memref<?x32xf32>, memref<32x64xf32>) outs(%view : memref<?x64xf32, strided<[128, 1]>>)
+  linalg.fill ins(%zero : f32) outs(%arg : memref<?x64xf32>)
+  linalg.matmul ins(%a, %b : memref<?x32xf32>, memref<32x64xf32>) outs(%arg : memref<?x64xf32>)
+  %view3 = memref.subview %c[0, 0] [%m, 64] [1, 1] : memref<?x128xf32> to memref<?x64xf32, strided<[128, 1]>>
+  linalg.fill ins(%zero : f32) outs(%view3 : memref<?x64xf32, strided<[128, 1]>>)
+  memref.store %v, %other[%c0] : memref<4xf32>
+  linalg.matmul ins(%a, %b : memref<?x32xf32>, memref<32x64xf32>) outs(%view3 : memref<?x64xf32, strided<[128, 1]>>)
+  return %c : memref<?x128xf32>
 }
 
 // -----

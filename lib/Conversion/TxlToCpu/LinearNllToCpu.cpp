@@ -1,0 +1,990 @@
+//===- LinearNllToCpu.cpp - txl.linear_nll as one CPU kernel -------------===//
+//
+// The output layer of a forward-only segment (the official
+// ProjectedAdaptiveLogSoftmax with no cutoffs): nll = logsumexp(h · wᵀ + b)
+// − (h · w[t] + b[t]) per row. Its cost beyond the product is one exp per
+// logit; convert-txl-to-linalg's lowering spends it in separate passes over
+// each block of logits (the bias written into the block, the block's row
+// maxima, the exp-sum), each vectorized at the width of the module's CPU.
+// This kernel takes each row of a block once its product is done, while
+// the row (one block of columns) is in the L1 cache: its maximum and its
+// exp-sum with the bias added on the fly, in vector registers of the
+// CPU's width (the 512-bit form where the runtime says the CPU has
+// AVX-512).
+//
+// Written in scf, memref, arith, math and the vector dialect; the block's
+// product is a linalg.matmul that txl-linalg-to-blas turns into a BLAS
+// call, math.exp becomes txl-polynomial-exp's polynomial.
+//
+//===----------------------------------------------------------------------===//
+
+#include "txl/Conversion/CpuKernels.h"
+#include "txl/Conversion/KernelBuffers.h"
+#include "txl/Conversion/Passes.h"
+#include "txl/IR/TxlOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include <limits>
+
+namespace mlir {
+namespace txl {
+#define GEN_PASS_DEF_CONVERTLINEARNLLTOCPUPASS
+#include "txl/Conversion/Passes.h.inc"
+} // namespace txl
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::txl;
+
+namespace {
+
+/// Vectors per step of the row loops (independent accumulators, so that
+/// the max and add chains do not bound the loop).
+constexpr int64_t kUnroll = 4;
+
+/// Rows ahead of the one the grad form reads that it prefetches.
+constexpr int64_t kPrefetchRows = 4;
+
+/// How far above the row's running max a block's logits may reach for the
+/// one-pass sums (exp(x − old max) <= exp(64) ≈ 6e27: a block of 8192 such
+/// terms stays below f32's 3.4e38); above it, the block is taken again in
+/// two passes.
+constexpr double kLag = 64.0;
+
+/// One form of the kernel.
+struct KernelForm {
+  int64_t lanes; ///< f32 per vector: 8 or 16
+  int64_t block; ///< output columns per block
+  bool bias;
+  bool mathExp; ///< math.exp in the sums, not expClamped
+  /// txl.linear_nll_fwd: also the rows' log-sum-exp and the logits (+ bias)
+  /// in the op's block-major buffer.
+  bool fwd;
+  /// txl.linear_nll_grad (no bias operand: the stored logits hold it).
+  bool grad = false;
+};
+
+std::string kernelName(const KernelForm &form) {
+  std::string name = form.grad  ? "txl_linear_nll_grad_cpu_f32"
+                     : form.fwd ? "txl_linear_nll_fwd_cpu_f32"
+                                : "txl_linear_nll_cpu_f32";
+  if (!form.bias && !form.grad)
+    name += "_nobias";
+  if (form.block != 512)
+    name += "_b" + std::to_string(form.block);
+  if (form.mathExp)
+    name += "_mathexp";
+  if (form.lanes == 16)
+    name += "_v512";
+  return name;
+}
+
+/// Builds the kernel's body: (h [R, d], w [V, d], bias [V] (with a bias),
+/// target [R] i64, nll [R]) and, for txl.linear_nll_fwd, (lse [R], logits
+/// [⌈V / block⌉, R, block]).
+class KernelBuilder {
+public:
+  KernelBuilder(ImplicitLocOpBuilder &b, func::FuncOp func,
+                const KernelForm &form)
+      : b(b), func(func), form(form) {}
+
+  void build();
+  /// The body of the grad form: (g [R], h [R, d], w [V, d], target [R],
+  /// lse [R], logits [⌈V / block⌉, R, block], dh [R, d], dw [V, d],
+  /// db [V]).
+  void buildGrad();
+
+private:
+  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
+  Value f32(double v) {
+    return arith::ConstantOp::create(b, b.getF32FloatAttr(v));
+  }
+  VectorType vectorType() {
+    return VectorType::get({form.lanes}, b.getF32Type());
+  }
+  Value splat(double v) {
+    return arith::ConstantOp::create(
+        b, DenseElementsAttr::get(vectorType(), b.getF32FloatAttr(v)));
+  }
+  /// scf.for from lo to hi by step; body(iv).
+  void loop(Value lo, Value hi, Value step, function_ref<void(Value)> body) {
+    auto f = scf::ForOp::create(b, lo, hi, step);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(f.getBody());
+    body(f.getInductionVar());
+  }
+  /// scf.for carrying `init`; returns the final values.
+  SmallVector<Value>
+  loopAcc(Value lo, Value hi, Value step, ValueRange init,
+          function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+    auto f = scf::ForOp::create(b, lo, hi, step, init);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(f.getBody());
+      scf::YieldOp::create(b, body(f.getInductionVar(), f.getRegionIterArgs()));
+    }
+    return SmallVector<Value>(f.getResults());
+  }
+  /// scf.if `cond` yielding `types`: then() or orElse().
+  SmallVector<Value> ifElse(Value cond, TypeRange types,
+                            function_ref<SmallVector<Value>()> then,
+                            function_ref<SmallVector<Value>()> orElse) {
+    auto op = scf::IfOp::create(b, types, cond, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(op.thenBlock());
+    scf::YieldOp::create(b, then());
+    b.setInsertionPointToStart(op.elseBlock());
+    scf::YieldOp::create(b, orElse());
+    return SmallVector<Value>(op.getResults());
+  }
+
+  /// a max b, NaN operands left to the hardware (fastmath nnan: vmaxps,
+  /// no NaN checks); a NaN logit still makes the row's sum NaN.
+  Value max(Value a, Value c) {
+    auto op = arith::MaximumFOp::create(b, a, c);
+    op.setFastmath(arith::FastMathFlags::nnan);
+    return op;
+  }
+  /// exp(x) for x <= 88 (vector): see the definition.
+  Value expClamped(Value x);
+  /// exp of a vector by the form's exp.
+  Value exp(Value x) {
+    return form.mathExp ? Value(math::ExpOp::create(b, x)) : expClamped(x);
+  }
+  /// The horizontal max (NaN checks off) or sum (in any order: a tree of
+  /// shuffles, not a lane-by-lane chain) of `v`.
+  Value reduceMax(Value v) {
+    auto op =
+        vector::ReductionOp::create(b, vector::CombiningKind::MAXIMUMF, v);
+    op.setFastmath(arith::FastMathFlags::nnan);
+    return op;
+  }
+  Value reduceSum(Value v) {
+    auto op = vector::ReductionOp::create(b, vector::CombiningKind::ADD, v);
+    op.setFastmath(arith::FastMathFlags::reassoc);
+    return op;
+  }
+
+  /// The logits of row `r` of the block at columns [c, c + lanes) (output
+  /// columns j0 + c, ...), + bias when `addBias`, written back into the
+  /// block when `writeBack`; with `mask`, the lanes outside it read `pad`
+  /// (and a bias of 0) and are not written.
+  Value logits(Value r, Value c, Value mask, double pad);
+
+  /// Sweeps columns [0, cols) of row `r` in vectors: `kUnroll` vectors a
+  /// step over the whole steps, one vector a step over the rest but the
+  /// last partial one, then that one masked (lanes outside it read `pad`
+  /// and keep their accumulators). `step` folds a vector of logits into
+  /// the accumulators, which start at `inits` and are combined across the
+  /// unrolled vectors by `combine(i, a, b)`. Returns the combined vectors.
+  SmallVector<Value>
+  sweepRow(Value r, Value cols, ArrayRef<double> inits, double pad,
+           function_ref<SmallVector<Value>(ValueRange acc, Value x)> step,
+           function_ref<Value(unsigned, Value, Value)> combine);
+
+  /// Row `r`'s block max and its sum of exp(x − max(old max, block max))
+  /// in two passes: {new max, block sum}.
+  SmallVector<Value> twoPasses(Value r, Value cols, Value oldMax);
+
+  /// The row loop over the block of `cols` columns: the running max and
+  /// sum (online log-sum-exp) and the target's logit of each row.
+  void blockRows(Value cols);
+
+  /// linalg.matmul out += lhs · rhs, lhs read as [k, m] when
+  /// `transposeLhs` and rhs as [n, k] when `transposeRhs`
+  /// (txl-linalg-to-blas makes it a BLAS call).
+  void matmul(Value lhs, Value rhs, Value out, bool transposeLhs,
+              bool transposeRhs) {
+    MLIRContext *ctx = b.getContext();
+    AffineExpr m = getAffineDimExpr(0, ctx), n = getAffineDimExpr(1, ctx),
+               k = getAffineDimExpr(2, ctx);
+    SmallVector<AffineMap> maps = {
+        AffineMap::get(3, 0,
+                       transposeLhs ? ArrayRef<AffineExpr>{k, m}
+                                    : ArrayRef<AffineExpr>{m, k},
+                       ctx),
+        AffineMap::get(3, 0,
+                       transposeRhs ? ArrayRef<AffineExpr>{n, k}
+                                    : ArrayRef<AffineExpr>{k, n},
+                       ctx),
+        AffineMap::get(3, 0, {m, n}, ctx)};
+    linalg::MatmulOp::create(b, ValueRange{lhs, rhs}, ValueRange{out})
+        .setIndexingMapsAttr(b.getAffineMapArrayAttr(maps));
+  }
+
+  /// body(t, c) where row `r`'s target t falls in the block of `cols`
+  /// columns from j0, c = t − j0 (scf.if).
+  void ifTargetInBlock(Value r, Value cols,
+                       function_ref<void(Value, Value)> body) {
+    Value t = arith::IndexCastOp::create(
+        b, b.getIndexType(), memref::LoadOp::create(b, target, ValueRange{r}));
+    Value c = arith::SubIOp::create(b, t, j0);
+    Value inBlock = arith::AndIOp::create(
+        b, arith::CmpIOp::create(b, arith::CmpIPredicate::sge, t, j0),
+        arith::CmpIOp::create(b, arith::CmpIPredicate::slt, c, cols));
+    auto ifIn = scf::IfOp::create(b, inBlock, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifIn.thenBlock());
+    body(t, c);
+  }
+
+  /// The [R, block] slab of block `slab` of the block-major `blocks`.
+  Value slabOf(Value slab, Value rows);
+
+  /// Row `r` of the grad's block: dl = exp(x − lse)·g into the dl buffer
+  /// and added onto db's block, then the target's column − g.
+  void gradRow(Value r, Value rows, Value cols, Value dl, Value db);
+
+  ImplicitLocOpBuilder &b;
+  func::FuncOp func;
+  KernelForm form;
+  Value grad; ///< the grad form's d_result [R]
+  Value h, w, bias, target, nll, lse, blocks;
+  Value x;              ///< [R, block] logits of the block
+  Value runMax, runSum; ///< [R]
+  Value targetLogit;    ///< [R]
+  Value j0;             ///< first output column of the block
+  bool addBias = false, writeBack = false;
+};
+
+Value KernelBuilder::logits(Value r, Value c, Value mask, double pad) {
+  VectorType vt = vectorType();
+  Value v, col = arith::AddIOp::create(b, j0, c);
+  if (!mask) {
+    v = vector::LoadOp::create(b, vt, x, ValueRange{r, c});
+    if (addBias)
+      v = arith::AddFOp::create(
+          b, v, vector::LoadOp::create(b, vt, bias, ValueRange{col}));
+    if (writeBack)
+      vector::StoreOp::create(b, v, x, ValueRange{r, c});
+    return v;
+  }
+  v = vector::MaskedLoadOp::create(b, vt, x, ValueRange{r, c}, mask,
+                                   splat(pad));
+  if (addBias)
+    v = arith::AddFOp::create(b, v,
+                              vector::MaskedLoadOp::create(b, vt, bias,
+                                                           ValueRange{col},
+                                                           mask, splat(0.0)));
+  if (writeBack)
+    vector::MaskedStoreOp::create(b, x, ValueRange{r, c}, mask, v);
+  return v;
+}
+
+/// exp(x) = 2^n · exp(f) with n = round(x / ln 2) and f = x − n·ln 2 in
+/// [−ln 2 / 2, ln 2 / 2] (Cody-Waite: ln 2 in two parts), exp(f) by its
+/// Taylor polynomial of degree 6 (relative error < 2e-7), 2^n added to the
+/// exponent bits. x is first raised to −87 (exp(−87) ≈ 1.6e-38, so 2^n
+/// stays a normal number) and must be at most 88 (no overflow check); the
+/// kernel's x is at most kLag. Terms below exp(−87) of the row's largest
+/// are counted as exp(−87). About 14 instructions a vector where
+/// math.exp's polynomial (which also handles overflow and NaN) takes
+/// about 25.
+Value KernelBuilder::expClamped(Value x) {
+  VectorType vt = vectorType();
+  x = max(x, splat(-87.0));
+  Value n = math::RoundEvenOp::create(
+      b, arith::MulFOp::create(b, x, splat(1.4426950408889634)));
+  // ln 2 = 0.693145751953125 + 1.428606765330187e-06 (the first part has
+  // 12 significant bits, so n · part is exact for |n| < 2^12).
+  Value f = math::FmaOp::create(b, n, splat(-0.693145751953125), x);
+  f = math::FmaOp::create(b, n, splat(-1.428606765330187e-06), f);
+  Value p = splat(1.0 / 720.0);
+  for (double c : {1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0})
+    p = math::FmaOp::create(b, p, f, splat(c));
+  auto vi = VectorType::get({form.lanes}, b.getI32Type());
+  Value scale = arith::ShLIOp::create(
+      b, arith::FPToSIOp::create(b, vi, n),
+      arith::ConstantOp::create(
+          b, DenseElementsAttr::get(vi, b.getI32IntegerAttr(23))));
+  Value bits =
+      arith::AddIOp::create(b, arith::BitcastOp::create(b, vi, p), scale);
+  return arith::BitcastOp::create(b, vt, bits);
+}
+
+SmallVector<Value> KernelBuilder::sweepRow(
+    Value r, Value cols, ArrayRef<double> inits, double pad,
+    function_ref<SmallVector<Value>(ValueRange, Value)> step,
+    function_ref<Value(unsigned, Value, Value)> combine) {
+  const int64_t lanes = form.lanes;
+  const unsigned k = inits.size();
+  Value whole = arith::MulIOp::create(
+      b, arith::DivUIOp::create(b, cols, index(lanes * kUnroll)),
+      index(lanes * kUnroll));
+  Value full = arith::MulIOp::create(
+      b, arith::DivUIOp::create(b, cols, index(lanes)), index(lanes));
+  // Unrolled vector u's accumulators at [u·k, (u + 1)·k).
+  SmallVector<Value> starts;
+  for (int64_t u = 0; u < kUnroll; ++u)
+    for (double init : inits)
+      starts.push_back(splat(init));
+  SmallVector<Value> accs =
+      loopAcc(index(0), whole, index(lanes * kUnroll), starts,
+              [&](Value c, ValueRange acc) {
+                SmallVector<Value> next;
+                for (int64_t u = 0; u < kUnroll; ++u) {
+                  Value cu = arith::AddIOp::create(b, c, index(u * lanes));
+                  llvm::append_range(next, step(acc.slice(u * k, k),
+                                                logits(r, cu, nullptr, pad)));
+                }
+                return next;
+              });
+  SmallVector<Value> acc(accs.begin(), accs.begin() + k);
+  for (int64_t u = 1; u < kUnroll; ++u)
+    for (unsigned i = 0; i < k; ++i)
+      acc[i] = combine(i, acc[i], accs[u * k + i]);
+  acc = loopAcc(whole, full, index(lanes), acc,
+                [&](Value c, ValueRange a) -> SmallVector<Value> {
+                  return step(a, logits(r, c, nullptr, pad));
+                });
+  Value rest = arith::SubIOp::create(b, cols, full);
+  SmallVector<Type> types(k, vectorType());
+  return ifElse(
+      arith::CmpIOp::create(b, arith::CmpIPredicate::ne, rest, index(0)), types,
+      [&]() -> SmallVector<Value> {
+        Value mask = vector::CreateMaskOp::create(
+            b, VectorType::get({lanes}, b.getI1Type()), ValueRange{rest});
+        SmallVector<Value> stepped = step(acc, logits(r, full, mask, pad));
+        for (unsigned i = 0; i < k; ++i)
+          stepped[i] = arith::SelectOp::create(b, mask, stepped[i], acc[i]);
+        return stepped;
+      },
+      [&]() -> SmallVector<Value> { return acc; });
+}
+
+SmallVector<Value> KernelBuilder::twoPasses(Value r, Value cols, Value oldMax) {
+  const double negInf = -std::numeric_limits<double>::infinity();
+  Value vmax = sweepRow(
+      r, cols, {negInf}, negInf,
+      [&](ValueRange acc, Value v) -> SmallVector<Value> {
+        return {max(acc[0], v)};
+      },
+      [&](unsigned, Value a, Value c) { return max(a, c); })[0];
+  Value newMax = arith::MaximumFOp::create(b, oldMax, reduceMax(vmax));
+  // The second pass reads what the first wrote back.
+  bool firstAdded = addBias, firstWrote = writeBack;
+  addBias = addBias && !writeBack;
+  writeBack = false;
+  Value shift = vector::BroadcastOp::create(b, vectorType(), newMax);
+  Value vsum = sweepRow(
+      r, cols, {0.0}, negInf,
+      [&](ValueRange acc, Value v) -> SmallVector<Value> {
+        return {arith::AddFOp::create(b, acc[0],
+                                      exp(arith::SubFOp::create(b, v, shift)))};
+      },
+      [&](unsigned, Value a, Value c) {
+        return arith::AddFOp::create(b, a, c);
+      })[0];
+  addBias = firstAdded;
+  writeBack = firstWrote;
+  return {newMax, reduceSum(vsum)};
+}
+
+// A row's first block takes two passes (its max, then its sum of
+// exp(x − max)); every later block one, the sum taken relative to the row's
+// running max so far and the block's max alongside, unless the block's
+// max exceeds the running max by more than kLag (then two passes again).
+// The bias is added on the fly (eval) or, for txl.linear_nll_fwd, once,
+// by the first pass, which writes the logits + bias back into the block.
+void KernelBuilder::blockRows(Value cols) {
+  const double negInf = -std::numeric_limits<double>::infinity();
+  Type f32Type = b.getF32Type();
+  loop(index(0), memref::DimOp::create(b, h, 0), index(1), [&](Value r) {
+    addBias = !!bias;
+    writeBack = form.fwd && bias;
+    Value oldMax = memref::LoadOp::create(b, runMax, ValueRange{r});
+    Value oldSum = memref::LoadOp::create(b, runSum, ValueRange{r});
+    Value first = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, oldMax,
+                                        f32(negInf));
+    // {new max, the old sum and the block's, both relative to it}.
+    SmallVector<Value> updated = ifElse(
+        first, {f32Type, f32Type},
+        [&]() -> SmallVector<Value> {
+          SmallVector<Value> two = twoPasses(r, cols, oldMax);
+          return {two[0], two[1]};
+        },
+        [&]() -> SmallVector<Value> {
+          Value shift = vector::BroadcastOp::create(b, vectorType(), oldMax);
+          SmallVector<Value> one = sweepRow(
+              r, cols, {negInf, 0.0}, negInf,
+              [&](ValueRange acc, Value v) -> SmallVector<Value> {
+                return {
+                    max(acc[0], v),
+                    arith::AddFOp::create(
+                        b, acc[1], exp(arith::SubFOp::create(b, v, shift)))};
+              },
+              [&](unsigned i, Value a, Value c) -> Value {
+                return i == 0 ? max(a, c)
+                              : Value(arith::AddFOp::create(b, a, c));
+              });
+          Value blockMax = reduceMax(one[0]);
+          Value blockSum = reduceSum(one[1]);
+          Value within = arith::CmpFOp::create(
+              b, arith::CmpFPredicate::OLE, blockMax,
+              arith::AddFOp::create(b, oldMax, f32(kLag)));
+          return ifElse(
+              within, {f32Type, f32Type},
+              [&]() -> SmallVector<Value> {
+                Value newMax = arith::MaximumFOp::create(b, oldMax, blockMax);
+                Value scale = math::ExpOp::create(
+                    b, arith::SubFOp::create(b, oldMax, newMax));
+                return {
+                    newMax,
+                    arith::MulFOp::create(
+                        b, arith::AddFOp::create(b, oldSum, blockSum), scale)};
+              },
+              [&]() -> SmallVector<Value> {
+                // The logits already hold the bias when written back.
+                addBias = bias && !writeBack;
+                writeBack = false;
+                SmallVector<Value> two = twoPasses(r, cols, oldMax);
+                Value scale = math::ExpOp::create(
+                    b, arith::SubFOp::create(b, oldMax, two[0]));
+                return {two[0], arith::AddFOp::create(
+                                    b, arith::MulFOp::create(b, oldSum, scale),
+                                    two[1])};
+              });
+        });
+    memref::StoreOp::create(b, updated[0], runMax, ValueRange{r});
+    memref::StoreOp::create(b, updated[1], runSum, ValueRange{r});
+    // The target's logit, when the target is in this block.
+    ifTargetInBlock(r, cols, [&](Value t, Value c) {
+      Value logit = memref::LoadOp::create(b, x, ValueRange{r, c});
+      if (bias && !form.fwd)
+        logit = arith::AddFOp::create(
+            b, logit, memref::LoadOp::create(b, bias, ValueRange{t}));
+      memref::StoreOp::create(b, logit, targetLogit, ValueRange{r});
+    });
+  });
+}
+
+Value KernelBuilder::slabOf(Value slab, Value rows) {
+  OpFoldResult one = b.getIndexAttr(1), zero = b.getIndexAttr(0);
+  SmallVector<OpFoldResult> offsets = {slab, zero, zero};
+  SmallVector<OpFoldResult> sizes = {one, rows, b.getIndexAttr(form.block)};
+  SmallVector<OpFoldResult> strides = {one, one, one};
+  auto slabType = memref::SubViewOp::inferRankReducedResultType(
+      {ShapedType::kDynamic, form.block}, cast<MemRefType>(blocks.getType()),
+      offsets, sizes, strides);
+  return memref::SubViewOp::create(b, slabType, blocks, offsets, sizes,
+                                   strides);
+}
+
+void KernelBuilder::build() {
+  Block *entry = func.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  unsigned n = 0;
+  h = entry->getArgument(n++);
+  w = entry->getArgument(n++);
+  if (form.bias)
+    bias = entry->getArgument(n++);
+  target = entry->getArgument(n++);
+  nll = entry->getArgument(n++);
+  if (form.fwd) {
+    lse = entry->getArgument(n++);
+    blocks = entry->getArgument(n++);
+  }
+  Type f32Type = b.getF32Type();
+  Value rows = memref::DimOp::create(b, h, 0);
+  Value features = memref::DimOp::create(b, h, 1);
+  Value vocab = memref::DimOp::create(b, w, 0);
+  OpFoldResult one = b.getIndexAttr(1), zero = b.getIndexAttr(0);
+  if (!form.fwd)
+    x = memref::AllocOp::create(
+        b, MemRefType::get({ShapedType::kDynamic, form.block}, f32Type),
+        ValueRange{rows}, b.getI64IntegerAttr(64));
+  auto rowType = MemRefType::get({ShapedType::kDynamic}, f32Type);
+  runMax = memref::AllocOp::create(b, rowType, ValueRange{rows});
+  runSum = memref::AllocOp::create(b, rowType, ValueRange{rows});
+  targetLogit = memref::AllocOp::create(b, rowType, ValueRange{rows});
+  linalg::FillOp::create(
+      b, ValueRange{f32(-std::numeric_limits<double>::infinity())},
+      ValueRange{runMax});
+  linalg::FillOp::create(b, ValueRange{f32(0.0)}, ValueRange{runSum});
+  linalg::FillOp::create(b, ValueRange{f32(0.0)}, ValueRange{targetLogit});
+
+  loop(index(0), vocab, index(form.block), [&](Value j) {
+    j0 = j;
+    if (form.fwd)
+      x = slabOf(arith::DivUIOp::create(b, j0, index(form.block)), rows);
+    Value cols = arith::MinUIOp::create(b, index(form.block),
+                                        arith::SubIOp::create(b, vocab, j0));
+    Value xs = memref::SubViewOp::create(
+        b, x, ArrayRef<OpFoldResult>{zero, zero},
+        ArrayRef<OpFoldResult>{rows, cols}, ArrayRef<OpFoldResult>{one, one});
+    Value ws = memref::SubViewOp::create(b, w, ArrayRef<OpFoldResult>{j0, zero},
+                                         ArrayRef<OpFoldResult>{cols, features},
+                                         ArrayRef<OpFoldResult>{one, one});
+    // The block's logits h · w_jᵀ (the zero fill becomes BLAS's beta = 0).
+    linalg::FillOp::create(b, ValueRange{f32(0.0)}, ValueRange{xs});
+    matmul(h, ws, xs, /*transposeLhs=*/false, /*transposeRhs=*/true);
+    blockRows(cols);
+  });
+  // lse = max + log(sum); nll = lse − the target's logit.
+  loop(index(0), rows, index(1), [&](Value r) {
+    Value rowLse = arith::AddFOp::create(
+        b, memref::LoadOp::create(b, runMax, ValueRange{r}),
+        math::LogOp::create(b,
+                            memref::LoadOp::create(b, runSum, ValueRange{r})));
+    if (lse)
+      memref::StoreOp::create(b, rowLse, lse, ValueRange{r});
+    memref::StoreOp::create(
+        b,
+        arith::SubFOp::create(
+            b, rowLse, memref::LoadOp::create(b, targetLogit, ValueRange{r})),
+        nll, ValueRange{r});
+  });
+  // The buffers are freed by the ownership-based deallocation.
+  func::ReturnOp::create(b);
+}
+
+void KernelBuilder::gradRow(Value r, Value rows, Value cols, Value dl,
+                            Value db) {
+  const int64_t lanes = form.lanes;
+  VectorType vt = vectorType();
+  Value rowLse = vector::BroadcastOp::create(
+      b, vt, memref::LoadOp::create(b, lse, ValueRange{r}));
+  Value gr = memref::LoadOp::create(b, grad, ValueRange{r});
+  Value rowG = vector::BroadcastOp::create(b, vt, gr);
+  // The logits are read once, from memory (written by the forward): the
+  // row kPrefetchRows ahead is prefetched, a cache line a vector (the
+  // rows are 2 KiB apart at 512 columns; the hardware prefetchers stop at
+  // each 4 KiB page).
+  Value ahead = arith::MinUIOp::create(
+      b, arith::AddIOp::create(b, r, index(kPrefetchRows)),
+      arith::SubIOp::create(b, rows, index(1)));
+  auto column = [&](Value c, Value mask) {
+    Value col = arith::AddIOp::create(b, j0, c);
+    Value v, dbv;
+    if (!mask) {
+      memref::PrefetchOp::create(b, x, ValueRange{ahead, c},
+                                 /*isWrite=*/false, /*localityHint=*/3,
+                                 /*isDataCache=*/true);
+      v = vector::LoadOp::create(b, vt, x, ValueRange{r, c});
+      dbv = vector::LoadOp::create(b, vt, db, ValueRange{col});
+    } else {
+      v = vector::MaskedLoadOp::create(b, vt, x, ValueRange{r, c}, mask,
+                                       splat(0.0));
+      dbv = vector::MaskedLoadOp::create(b, vt, db, ValueRange{col}, mask,
+                                         splat(0.0));
+    }
+    Value d = arith::MulFOp::create(b, exp(arith::SubFOp::create(b, v, rowLse)),
+                                    rowG);
+    Value sum = arith::AddFOp::create(b, dbv, d);
+    if (!mask) {
+      vector::StoreOp::create(b, d, dl, ValueRange{r, c});
+      vector::StoreOp::create(b, sum, db, ValueRange{col});
+    } else {
+      vector::MaskedStoreOp::create(b, dl, ValueRange{r, c}, mask, d);
+      vector::MaskedStoreOp::create(b, db, ValueRange{col}, mask, sum);
+    }
+  };
+  Value full = arith::MulIOp::create(
+      b, arith::DivUIOp::create(b, cols, index(lanes)), index(lanes));
+  loop(index(0), full, index(lanes), [&](Value c) { column(c, nullptr); });
+  Value rest = arith::SubIOp::create(b, cols, full);
+  {
+    auto ifRest = scf::IfOp::create(
+        b, arith::CmpIOp::create(b, arith::CmpIPredicate::ne, rest, index(0)),
+        /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifRest.thenBlock());
+    column(full,
+           vector::CreateMaskOp::create(
+               b, VectorType::get({lanes}, b.getI1Type()), ValueRange{rest}));
+  }
+  // − g at the row's target when it falls in this block (a target outside
+  // [0, n_token) gets no one-hot).
+  ifTargetInBlock(r, cols, [&](Value t, Value c) {
+    memref::StoreOp::create(
+        b,
+        arith::SubFOp::create(
+            b, memref::LoadOp::create(b, dl, ValueRange{r, c}), gr),
+        dl, ValueRange{r, c});
+    memref::StoreOp::create(
+        b,
+        arith::SubFOp::create(b, memref::LoadOp::create(b, db, ValueRange{t}),
+                              gr),
+        db, ValueRange{t});
+  });
+}
+
+// The blocks last first (the slabs the forward wrote last may still be
+// cached): per block, each row's dl (gradRow) in an [R, block] buffer that
+// stays in L2, then dh += dl · w_j, dW_j = dlᵀ · h (BLAS; dW_j's zero fill
+// right before its product becomes beta = 0).
+void KernelBuilder::buildGrad() {
+  Block *entry = func.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  grad = entry->getArgument(0);
+  h = entry->getArgument(1);
+  w = entry->getArgument(2);
+  target = entry->getArgument(3);
+  lse = entry->getArgument(4);
+  blocks = entry->getArgument(5);
+  Value dh = entry->getArgument(6), dw = entry->getArgument(7),
+        db = entry->getArgument(8);
+  Type f32Type = b.getF32Type();
+  Value rows = memref::DimOp::create(b, h, 0);
+  Value features = memref::DimOp::create(b, h, 1);
+  Value vocab = memref::DimOp::create(b, w, 0);
+  OpFoldResult one = b.getIndexAttr(1), zero = b.getIndexAttr(0);
+  Value dl = memref::AllocOp::create(
+      b, MemRefType::get({ShapedType::kDynamic, form.block}, f32Type),
+      ValueRange{rows}, b.getI64IntegerAttr(64));
+  linalg::FillOp::create(b, ValueRange{f32(0.0)}, ValueRange{dh});
+  linalg::FillOp::create(b, ValueRange{f32(0.0)}, ValueRange{db});
+  Value blockSize = index(form.block);
+  Value nBlocks = arith::DivUIOp::create(
+      b, arith::AddIOp::create(b, vocab, index(form.block - 1)), blockSize);
+  loop(index(0), nBlocks, index(1), [&](Value kb) {
+    Value slab = arith::SubIOp::create(
+        b, arith::SubIOp::create(b, nBlocks, index(1)), kb);
+    j0 = arith::MulIOp::create(b, slab, blockSize);
+    x = slabOf(slab, rows);
+    Value cols = arith::MinUIOp::create(b, blockSize,
+                                        arith::SubIOp::create(b, vocab, j0));
+    loop(index(0), rows, index(1),
+         [&](Value r) { gradRow(r, rows, cols, dl, db); });
+    Value dls = memref::SubViewOp::create(
+        b, dl, ArrayRef<OpFoldResult>{zero, zero},
+        ArrayRef<OpFoldResult>{rows, cols}, ArrayRef<OpFoldResult>{one, one});
+    Value ws = memref::SubViewOp::create(b, w, ArrayRef<OpFoldResult>{j0, zero},
+                                         ArrayRef<OpFoldResult>{cols, features},
+                                         ArrayRef<OpFoldResult>{one, one});
+    Value dws =
+        memref::SubViewOp::create(b, dw, ArrayRef<OpFoldResult>{j0, zero},
+                                  ArrayRef<OpFoldResult>{cols, features},
+                                  ArrayRef<OpFoldResult>{one, one});
+    // dh [R, d] += dl [R, cols] · w_j [cols, d]; dW_j [cols, d] = dlᵀ · h.
+    matmul(dls, ws, dh, /*transposeLhs=*/false, /*transposeRhs=*/false);
+    linalg::FillOp::create(b, ValueRange{f32(0.0)}, ValueRange{dws});
+    matmul(dls, h, dws, /*transposeLhs=*/true, /*transposeRhs=*/false);
+  });
+  func::ReturnOp::create(b);
+}
+
+/// The kernel of `form`, created in `module` on first use: (h, w, [bias,]
+/// target, nll[, lse, logits]).
+func::FuncOp getOrCreateKernel(ModuleOp module, const KernelForm &form) {
+  std::string name = kernelName(form);
+  if (auto existing = module.lookupSymbol<func::FuncOp>(name))
+    return existing;
+  MLIRContext *ctx = module.getContext();
+  Type f32 = Float32Type::get(ctx);
+  ImplicitLocOpBuilder b(module.getLoc(), ctx);
+  b.setInsertionPointToEnd(module.getBody());
+  if (form.grad) {
+    // g, h, w, target, lse, logits; dh, dw, db.
+    SmallVector<Type> args = {
+        cpuKernelOperandType(ctx, 1, f32),
+        cpuKernelOperandType(ctx, 2, f32, true),
+        cpuKernelOperandType(ctx, 2, f32, true),
+        cpuKernelOperandType(ctx, 1, IntegerType::get(ctx, 64)),
+        cpuKernelOperandType(ctx, 1, f32),
+        MemRefType::get(
+            {ShapedType::kDynamic, ShapedType::kDynamic, form.block}, f32,
+            StridedLayoutAttr::get(ctx, ShapedType::kDynamic,
+                                   {ShapedType::kDynamic, form.block, 1})),
+        cpuKernelOperandType(ctx, 2, f32, true),
+        cpuKernelOperandType(ctx, 2, f32, true),
+        cpuKernelOperandType(ctx, 1, f32, true)};
+    auto func = func::FuncOp::create(b, name, b.getFunctionType(args, {}));
+    func.setPrivate();
+    KernelBuilder(b, func, form).buildGrad();
+    return func;
+  }
+  SmallVector<Type> args = {cpuKernelOperandType(ctx, 2, f32, true),
+                            cpuKernelOperandType(ctx, 2, f32, true)};
+  if (form.bias)
+    args.push_back(cpuKernelOperandType(ctx, 1, f32, true));
+  args.push_back(cpuKernelOperandType(ctx, 1, IntegerType::get(ctx, 64)));
+  args.push_back(cpuKernelOperandType(ctx, 1, f32));
+  if (form.fwd) {
+    args.push_back(cpuKernelOperandType(ctx, 1, f32));
+    // The block-major logits the call allocates: identity layout.
+    args.push_back(MemRefType::get(
+        {ShapedType::kDynamic, ShapedType::kDynamic, form.block}, f32));
+  }
+  auto func = func::FuncOp::create(b, name, b.getFunctionType(args, {}));
+  func.setPrivate();
+  KernelBuilder(b, func, form).build();
+  return func;
+}
+
+/// The kernels of `form`: with lanes 0, both widths.
+CpuKernels getOrCreateKernels(ModuleOp module, KernelForm form) {
+  if (form.lanes)
+    return {getOrCreateKernel(module, form), nullptr};
+  KernelForm narrow = form, wide = form;
+  narrow.lanes = 8;
+  wide.lanes = 16;
+  CpuKernels kernels{getOrCreateKernel(module, narrow),
+                     getOrCreateKernel(module, wide)};
+  setX86_64V4(kernels.wide);
+  return kernels;
+}
+
+/// The options of the pass the patterns read.
+struct Options {
+  int64_t vectorBits, block;
+  bool mathExp, train;
+};
+
+/// The call of `kernels` for the output layer of `input` [qlen, batch, d]
+/// and `targets` [qlen, batch] at `b`, with `extra` (the lse and logits
+/// buffers of txl.linear_nll_fwd) after the NLL's: returns the NLL as a
+/// [qlen, batch] tensor of type `type`.
+Value callOutputKernel(ImplicitLocOpBuilder &b, ModuleOp module,
+                       const CpuKernels &kernels, Value input, Value weight,
+                       Value bias, Value targets, RankedTensorType type,
+                       ArrayRef<Value> extra) {
+  func::FuncOp kernel = kernels.narrow;
+  auto inputType = cast<RankedTensorType>(input.getType());
+  SmallVector<ReassociationIndices> rowsAndFeatures = {{0, 1}, {2}};
+  Value h2 = tensor::CollapseShapeOp::create(b, input, rowsAndFeatures);
+  Value t1 = tensor::CollapseShapeOp::create(
+      b, targets, SmallVector<ReassociationIndices>{{0, 1}});
+  int64_t staticRows = cast<RankedTensorType>(h2.getType()).getDimSize(0);
+  SmallVector<Value> dynamicRows;
+  if (ShapedType::isDynamic(staticRows))
+    dynamicRows.push_back(tensor::DimOp::create(b, h2, 0));
+  Value nllBuf = memref::AllocOp::create(
+      b, MemRefType::get({staticRows}, b.getF32Type()), dynamicRows);
+  auto argType = [&](unsigned n) {
+    return cast<MemRefType>(kernel.getArgumentTypes()[n]);
+  };
+  SmallVector<Value> args = {toKernelBuffer(b, h2, argType(0)),
+                             toKernelBuffer(b, weight, argType(1))};
+  if (bias)
+    args.push_back(toKernelBuffer(b, bias, argType(args.size())));
+  args.push_back(toKernelBuffer(b, t1, argType(args.size())));
+  args.push_back(memref::CastOp::create(b, argType(args.size()), nllBuf));
+  for (Value buffer : extra)
+    args.push_back(memref::CastOp::create(b, argType(args.size()), buffer));
+  callCpuKernels(b, module, kernels, args);
+  Value nll1 = bufferization::ToTensorOp::create(
+      b, RankedTensorType::get({staticRows}, b.getF32Type()), nllBuf,
+      /*restrict=*/b.getUnitAttr(), /*writable=*/b.getUnitAttr());
+  SmallVector<OpFoldResult> shape = {
+      tensor::getMixedSize(b, b.getLoc(), input, 0),
+      tensor::getMixedSize(b, b.getLoc(), input, 1)};
+  auto expandedType = RankedTensorType::get(
+      {inputType.getDimSize(0), inputType.getDimSize(1)}, b.getF32Type());
+  Value nll = tensor::ExpandShapeOp::create(
+      b, expandedType, nll1, SmallVector<ReassociationIndices>{{0, 1}}, shape);
+  if (nll.getType() != type)
+    nll = tensor::CastOp::create(b, type, nll);
+  return nll;
+}
+
+/// `buffer` (a new allocation the kernel wrote) as a tensor of `type`
+/// (restrict, writable; cast where static sizes differ).
+Value bufferToTensor(ImplicitLocOpBuilder &b, Value buffer, Type type) {
+  auto memrefType = cast<MemRefType>(buffer.getType());
+  Value t = bufferization::ToTensorOp::create(
+      b,
+      RankedTensorType::get(memrefType.getShape(), memrefType.getElementType()),
+      buffer, /*restrict=*/b.getUnitAttr(), /*writable=*/b.getUnitAttr());
+  return t.getType() == type ? t : tensor::CastOp::create(b, type, t);
+}
+
+bool allF32(ValueRange values) {
+  return llvm::all_of(values, [](Value v) {
+    return !v || cast<ShapedType>(v.getType()).getElementType().isF32();
+  });
+}
+
+/// A rewrite of `OpTy` into a kernel call, with the module the kernels go
+/// into and the pass's options.
+template <typename OpTy> struct KernelPattern : public OpRewritePattern<OpTy> {
+  KernelPattern(MLIRContext *ctx, ModuleOp module, const Options &options)
+      : OpRewritePattern<OpTy>(ctx), module(module), options(options) {}
+  ModuleOp module;
+  Options options;
+};
+
+// txl.linear_nll (f32) => the input and target collapsed to rows, their
+// buffers and a new one for the NLL, the kernel's call (of the form the
+// CPU runs), the NLL expanded back to [qlen, batch].
+struct LinearNllToCall : public KernelPattern<LinearNllOp> {
+  using KernelPattern::KernelPattern;
+
+  LogicalResult matchAndRewrite(LinearNllOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!allF32({op.getResult(), op.getInput(), op.getWeight(), op.getBias()}))
+      return rewriter.notifyMatchFailure(op, "not f32");
+    CpuKernels kernels = getOrCreateKernels(
+        module, KernelForm{options.vectorBits / 32, options.block,
+                           !!op.getBias(), options.mathExp, /*fwd=*/false});
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    rewriter.replaceOp(
+        op, callOutputKernel(b, module, kernels, op.getInput(), op.getWeight(),
+                             op.getBias(), op.getTarget(),
+                             cast<RankedTensorType>(op.getType()), {}));
+    return success();
+  }
+};
+
+// txl.linear_nll_fwd (f32) => the same call of the fwd form, which also
+// writes the rows' log-sum-exp and the logits + bias into new buffers in
+// the op's block-major layout.
+struct LinearNllFwdToCall : public KernelPattern<LinearNllFwdOp> {
+  using KernelPattern::KernelPattern;
+
+  LogicalResult matchAndRewrite(LinearNllFwdOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!allF32({op.getResult(), op.getInput(), op.getWeight(), op.getBias()}))
+      return rewriter.notifyMatchFailure(op, "not f32");
+    const int64_t block = static_cast<int64_t>(op.getBlock());
+    CpuKernels kernels = getOrCreateKernels(
+        module, KernelForm{options.vectorBits / 32, block, !!op.getBias(),
+                           options.mathExp, /*fwd=*/true});
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    auto lseType = cast<RankedTensorType>(op.getLse().getType());
+    auto logitsType = cast<RankedTensorType>(op.getLogits().getType());
+    // Rows and blocks from the operands (the result types may be dynamic).
+    Value input = op.getInput();
+    Value rows = arith::MulIOp::create(b, tensor::DimOp::create(b, input, 0),
+                                       tensor::DimOp::create(b, input, 1));
+    Value vocab = tensor::DimOp::create(b, op.getWeight(), 0);
+    Value blockSize = arith::ConstantIndexOp::create(b, block);
+    Value nBlocks = arith::DivUIOp::create(
+        b,
+        arith::AddIOp::create(
+            b, vocab,
+            arith::SubIOp::create(b, blockSize,
+                                  arith::ConstantIndexOp::create(b, 1))),
+        blockSize);
+    Value lseBuf = memref::AllocOp::create(
+        b, MemRefType::get({ShapedType::kDynamic}, b.getF32Type()),
+        ValueRange{rows});
+    Value logitsBuf = memref::AllocOp::create(
+        b,
+        MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic, block},
+                        b.getF32Type()),
+        ValueRange{nBlocks, rows}, b.getI64IntegerAttr(64));
+    Value nll = callOutputKernel(
+        b, module, kernels, input, op.getWeight(), op.getBias(), op.getTarget(),
+        cast<RankedTensorType>(op.getResult().getType()), {lseBuf, logitsBuf});
+    rewriter.replaceOp(op, {nll, bufferToTensor(b, lseBuf, lseType),
+                            bufferToTensor(b, logitsBuf, logitsType)});
+    return success();
+  }
+};
+
+// txl.linear_nll_grad (f32) => d_result and target collapsed to rows,
+// the operands' buffers and new ones for dh, dW and db, the grad kernel's
+// call, dh expanded back to [qlen, batch, d].
+struct LinearNllGradToCall : public KernelPattern<LinearNllGradOp> {
+  using KernelPattern::KernelPattern;
+
+  LogicalResult matchAndRewrite(LinearNllGradOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!allF32({op.getDResult(), op.getInput(), op.getWeight(), op.getLse(),
+                 op.getLogits()}))
+      return rewriter.notifyMatchFailure(op, "not f32");
+    const int64_t block = static_cast<int64_t>(op.getBlock());
+    KernelForm form{options.vectorBits / 32, block, /*bias=*/false,
+                    options.mathExp, /*fwd=*/false};
+    form.grad = true;
+    CpuKernels kernels = getOrCreateKernels(module, form);
+    func::FuncOp kernel = kernels.narrow;
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    auto argType = [&](unsigned n) {
+      return cast<MemRefType>(kernel.getArgumentTypes()[n]);
+    };
+    Value input = op.getInput(), weight = op.getWeight();
+    Value h2 = tensor::CollapseShapeOp::create(
+        b, input, SmallVector<ReassociationIndices>{{0, 1}, {2}});
+    auto rows1 = SmallVector<ReassociationIndices>{{0, 1}};
+    Value g1 = tensor::CollapseShapeOp::create(b, op.getDResult(), rows1);
+    Value t1 = tensor::CollapseShapeOp::create(b, op.getTarget(), rows1);
+    auto h2Type = cast<RankedTensorType>(h2.getType());
+    auto wType = cast<RankedTensorType>(weight.getType());
+    auto alloc = [&](ArrayRef<int64_t> shape, Value like) -> Value {
+      SmallVector<Value> dynamic;
+      for (auto [d, size] : llvm::enumerate(shape))
+        if (ShapedType::isDynamic(size))
+          dynamic.push_back(tensor::DimOp::create(b, like, d));
+      return memref::AllocOp::create(b, MemRefType::get(shape, b.getF32Type()),
+                                     dynamic);
+    };
+    Value dhBuf = alloc(h2Type.getShape(), h2);
+    Value dwBuf = alloc(wType.getShape(), weight);
+    Value dbBuf = alloc({wType.getDimSize(0)}, weight);
+    SmallVector<Value> args = {toKernelBuffer(b, g1, argType(0)),
+                               toKernelBuffer(b, h2, argType(1)),
+                               toKernelBuffer(b, weight, argType(2)),
+                               toKernelBuffer(b, t1, argType(3)),
+                               toKernelBuffer(b, op.getLse(), argType(4)),
+                               toKernelBuffer(b, op.getLogits(), argType(5)),
+                               memref::CastOp::create(b, argType(6), dhBuf),
+                               memref::CastOp::create(b, argType(7), dwBuf),
+                               memref::CastOp::create(b, argType(8), dbBuf)};
+    callCpuKernels(b, module, kernels, args);
+    auto inputType = cast<RankedTensorType>(input.getType());
+    Value dh2 = bufferToTensor(b, dhBuf, h2Type);
+    Value dh = tensor::ExpandShapeOp::create(
+        b, RankedTensorType::get(inputType.getShape(), b.getF32Type()), dh2,
+        SmallVector<ReassociationIndices>{{0, 1}, {2}},
+        SmallVector<OpFoldResult>{
+            tensor::getMixedSize(b, b.getLoc(), input, 0),
+            tensor::getMixedSize(b, b.getLoc(), input, 1),
+            tensor::getMixedSize(b, b.getLoc(), input, 2)});
+    if (dh.getType() != op.getDInput().getType())
+      dh = tensor::CastOp::create(b, op.getDInput().getType(), dh);
+    rewriter.replaceOp(op,
+                       {dh, bufferToTensor(b, dwBuf, op.getDWeight().getType()),
+                        bufferToTensor(b, dbBuf, op.getDBias().getType())});
+    return success();
+  }
+};
+
+struct ConvertLinearNllToCpuPass
+    : public txl::impl::ConvertLinearNllToCpuPassBase<
+          ConvertLinearNllToCpuPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (vectorBits != 0 && vectorBits != 256 && vectorBits != 512) {
+      module.emitError("vector-bits must be 0, 256 or 512");
+      return signalPassFailure();
+    }
+    if (block < 16 || block > 8192 || block % 16 != 0) {
+      module.emitError("block must be a multiple of 16 in [16, 8192]");
+      return signalPassFailure();
+    }
+    Options options{vectorBits, block, mathExp, train};
+    RewritePatternSet patterns(&getContext());
+    patterns.add<LinearNllToCall>(&getContext(), module, options);
+    if (train)
+      patterns.add<LinearNllFwdToCall, LinearNllGradToCall>(&getContext(),
+                                                            module, options);
+    SmallVector<Operation *> ops;
+    module.walk([&](Operation *op) {
+      if (isa<LinearNllOp>(op) ||
+          (train && isa<LinearNllFwdOp, LinearNllGradOp>(op)))
+        ops.push_back(op);
+    });
+    GreedyRewriteConfig config;
+    config.setStrictness(GreedyRewriteStrictness::ExistingOps);
+    config.enableFolding(false);
+    if (failed(applyOpPatternsGreedily(ops, std::move(patterns), config)))
+      return signalPassFailure();
+  }
+};
+
+} // namespace

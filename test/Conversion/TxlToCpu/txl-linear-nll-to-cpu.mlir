@@ -1,0 +1,201 @@
+// RUN: txl-opt %s --txl-linear-nll-to-cpu --split-input-file | FileCheck %s
+// RUN: txl-opt %s --txl-linear-nll-to-cpu --split-input-file \
+// RUN:   | FileCheck %s --check-prefix=KERNEL
+// RUN: txl-opt %s --txl-linear-nll-to-cpu=vector-bits=512 --split-input-file \
+// RUN:   | FileCheck %s --check-prefix=V512
+// RUN: txl-opt %s --txl-linear-nll-to-cpu=vector-bits=0 --split-input-file \
+// RUN:   | FileCheck %s --check-prefix=BOTH
+// RUN: txl-opt %s --txl-linear-nll-to-cpu=block=256 --split-input-file \
+// RUN:   | FileCheck %s --check-prefix=B256
+// RUN: txl-opt %s --txl-linear-nll-to-cpu=math-exp=true --split-input-file \
+// RUN:   | FileCheck %s --check-prefix=MATHEXP
+// RUN: txl-opt %s --txl-linear-nll-to-cpu=train=true --split-input-file \
+// RUN:   | FileCheck %s --check-prefix=FWD
+// RUN: not txl-opt %s --txl-linear-nll-to-cpu=vector-bits=128 --split-input-file 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BADBITS
+// RUN: not txl-opt %s --txl-linear-nll-to-cpu=block=20 --split-input-file 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BADBLOCK
+// RUN: txl-opt %s --txl-linear-nll-to-cpu=block=8192 --split-input-file > /dev/null
+// RUN: not txl-opt %s --txl-linear-nll-to-cpu=block=8208 --split-input-file 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BADBLOCK
+
+// Each f32 op becomes its rows (input [qlen·batch, d], target
+// [qlen·batch]), read-only views of the operands (unit inner stride: the
+// kernel's vector loads and BLAS read them), one allocation of the NLL
+// and a call of the kernel, which both ops share; the NLL is expanded
+// back to [qlen, batch].
+
+// CHECK-LABEL: func.func @eval
+// CHECK-SAME: (%[[H:[^:]+]]: tensor<?x?x32xf32>, %[[W:[^:]+]]: tensor<1000x32xf32>, %[[B:[^:]+]]: tensor<1000xf32>, %[[T:[^:]+]]: tensor<?x?xi64>)
+// CHECK: %[[H2:.+]] = tensor.collapse_shape %[[H]] {{\[}}[0, 1], [2]]
+// CHECK: %[[T1:.+]] = tensor.collapse_shape %[[T]] {{\[}}[0, 1]]
+// CHECK: %[[OUT:.+]] = memref.alloc(%{{.+}}) : memref<?xf32>
+// CHECK: bufferization.to_buffer %[[H2]] read_only : tensor<?x32xf32> to memref<?x32xf32, strided<[?, 1], offset: ?>>
+// CHECK: bufferization.to_buffer %[[W]] read_only
+// CHECK: bufferization.to_buffer %[[B]] read_only
+// CHECK: bufferization.to_buffer %[[T1]] read_only
+// CHECK: call @txl_linear_nll_cpu_f32(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}) : (memref<?x?xf32, strided<[?, 1], offset: ?>>, memref<?x?xf32, strided<[?, 1], offset: ?>>, memref<?xf32, strided<[1], offset: ?>>, memref<?xi64, strided<[?], offset: ?>>, memref<?xf32, strided<[?], offset: ?>>) -> ()
+// CHECK: %[[NLL1:.+]] = bufferization.to_tensor %[[OUT]] restrict writable
+// CHECK: %[[NLL:.+]] = tensor.expand_shape %[[NLL1]] {{\[}}[0, 1]] output_shape
+// CHECK: call @txl_linear_nll_cpu_f32(
+// CHECK-NOT: txl.linear_nll
+// CHECK: return %[[NLL]], %{{.+}}
+// CHECK-LABEL: func.func private @txl_linear_nll_cpu_f32(
+// CHECK-NOT: func.func private
+
+// The kernel: the block's logits [rows, 512] (64-byte aligned) from a zero
+// fill and a product right after it (beta = 0 for txl-linalg-to-blas).
+// Per row, on its first block (running max -inf) two passes: the max of
+// logits + bias over 4 vectors a step (NaN checks off), the whole vectors,
+// the masked last one (padding -inf, bias 0); then the sum of exp(x - max)
+// by the kernel's polynomial (Cody-Waite reduction, degree 6, 2^n into
+// the exponent bits; no vector math.exp), reduced in any order. On later
+// blocks one pass: max and sum of exp(x - running max) together (8
+// accumulators), kept when the block's max is within 64 of the running
+// max (the old sum and the block's rescaled: the one scalar exp), two
+// passes again otherwise. Then the target's logit when it falls in the
+// block; the NLL from them.
+
+// KERNEL-LABEL: func.func private @txl_linear_nll_cpu_f32(
+// KERNEL-SAME: %[[H:[^:]+]]: memref<?x?xf32, strided<[?, 1], offset: ?>>, %[[W:[^:]+]]: memref<?x?xf32, strided<[?, 1], offset: ?>>, %[[B:[^:]+]]: memref<?xf32, strided<[1], offset: ?>>, %[[T:[^:]+]]: memref<?xi64, strided<[?], offset: ?>>, %[[NLL:[^:]+]]: memref<?xf32, strided<[?], offset: ?>>)
+// KERNEL: %[[X:.+]] = memref.alloc(%{{.+}}) {alignment = 64 : i64} : memref<?x512xf32>
+// KERNEL: scf.for %[[J:.+]] = %{{.+}} to %{{.+}} step %c512
+// KERNEL: %[[XS:.+]] = memref.subview %[[X]][0, 0]
+// KERNEL: %[[WS:.+]] = memref.subview %[[W]][%[[J]], 0]
+// KERNEL: linalg.fill ins(%{{.+}} : f32) outs(%[[XS]] :
+// KERNEL-NEXT: linalg.matmul indexing_maps = [#map, #map1, #map2] ins(%[[H]], %[[WS]] : {{.+}}) outs(%[[XS]] :
+// KERNEL: scf.for %[[R:.+]] = %{{.+}} to %{{.+}} step %c1
+// KERNEL: %[[OLD:.+]] = memref.load %{{.+}}[%[[R]]] : memref<?xf32>
+// KERNEL: %[[FIRST:.+]] = arith.cmpf oeq, %[[OLD]], %{{.+}} : f32
+// KERNEL: scf.if %[[FIRST]] -> (f32, f32) {
+// KERNEL: iter_args({{.+}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// KERNEL-COUNT-4: arith.maximumf %{{.+}}, %{{.+}} fastmath<nnan> : vector<8xf32>
+// KERNEL: vector.create_mask
+// KERNEL: vector.maskedload %[[X]]
+// KERNEL: vector.maskedload %[[B]]
+// KERNEL: vector.reduction <maximumf>, %{{.+}} fastmath<nnan> : vector<8xf32> into f32
+// KERNEL: iter_args({{.+}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// KERNEL: math.roundeven %{{.+}} : vector<8xf32>
+// KERNEL-COUNT-8: math.fma
+// KERNEL: arith.shli
+// KERNEL: vector.reduction <add>, %{{.+}} fastmath<reassoc> : vector<8xf32> into f32
+// KERNEL: } else {
+// KERNEL: iter_args({{.+}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// KERNEL: %[[BMAX:.+]] = vector.reduction <maximumf>
+// KERNEL-NEXT: vector.reduction <add>
+// KERNEL-NEXT: %[[LAG:.+]] = arith.constant 6.400000e+01 : f32
+// KERNEL-NEXT: %[[LIMIT:.+]] = arith.addf %[[OLD]], %[[LAG]] : f32
+// KERNEL-NEXT: %[[WITHIN:.+]] = arith.cmpf ole, %[[BMAX]], %[[LIMIT]] : f32
+// KERNEL-NEXT: scf.if %[[WITHIN]] -> (f32, f32) {
+// KERNEL: math.exp %{{.+}} : f32
+// KERNEL: } else {
+// KERNEL: math.roundeven %{{.+}} : vector<8xf32>
+// KERNEL: math.exp %{{.+}} : f32
+// KERNEL: memref.load %[[X]][%[[R]], %{{.+}}] : memref<?x512xf32>
+// KERNEL: math.log
+// KERNEL-NOT: math.exp
+// KERNEL: return
+
+// V512: call @txl_linear_nll_cpu_f32_v512(
+// V512-LABEL: func.func private @txl_linear_nll_cpu_f32_v512(
+// V512: arith.maximumf %{{.+}}, %{{.+}} fastmath<nnan> : vector<16xf32>
+// V512: vector.create_mask %{{.+}} : vector<16xi1>
+
+// Both forms: the 512-bit one compiled for x86-64-v4, called when the
+// runtime's byte says the CPU has it.
+// BOTH: llvm.mlir.global external @txl_rt_x86_64_v4() {addr_space = 0 : i32} : i8
+// BOTH-LABEL: func.func @eval
+// BOTH: %[[FLAG:.+]] = llvm.load %{{.+}} : !llvm.ptr -> i8
+// BOTH: %[[WIDE:.+]] = arith.cmpi ne, %[[FLAG]]
+// BOTH: scf.if %[[WIDE]] {
+// BOTH-NEXT: call @txl_linear_nll_cpu_f32_v512(
+// BOTH-NEXT: } else {
+// BOTH-NEXT: call @txl_linear_nll_cpu_f32(
+// BOTH-DAG: func.func private @txl_linear_nll_cpu_f32_v512({{.+}}) attributes {target_cpu = "x86-64-v4"}
+// BOTH-DAG: func.func private @txl_linear_nll_cpu_f32({{.+}}) {
+
+// B256: call @txl_linear_nll_cpu_f32_b256(
+// B256: memref.alloc(%{{.+}}) {alignment = 64 : i64} : memref<?x256xf32>
+
+// math-exp: the sums' exp by math.exp (the negative control of
+// linear-nll-cpu.test's instruction budget).
+// MATHEXP: call @txl_linear_nll_cpu_f32_mathexp(
+// MATHEXP-LABEL: func.func private @txl_linear_nll_cpu_f32_mathexp(
+// MATHEXP: math.exp %{{.+}} : vector<8xf32>
+// MATHEXP-NOT: math.roundeven
+// MATHEXP: return
+
+// BADBITS: error: vector-bits must be 0, 256 or 512
+// BADBLOCK: error: block must be a multiple of 16 in [16, 8192]
+
+func.func @eval(%h: tensor<?x?x32xf32>, %w: tensor<1000x32xf32>, %b: tensor<1000xf32>, %t: tensor<?x?xi64>) -> (tensor<?x?xf32>, tensor<?x?xf32>) {
+  %n = txl.linear_nll %h, %w, %t, %b : tensor<?x?x32xf32>, tensor<1000x32xf32>, tensor<?x?xi64>, tensor<1000xf32> -> tensor<?x?xf32>
+  %m = txl.linear_nll %h, %w, %t, %b : tensor<?x?x32xf32>, tensor<1000x32xf32>, tensor<?x?xi64>, tensor<1000xf32> -> tensor<?x?xf32>
+  return %n, %m : tensor<?x?xf32>, tensor<?x?xf32>
+}
+
+// -----
+
+// Without a bias: the _nobias form (no bias operand, no bias loads).
+
+// CHECK-LABEL: func.func @no_bias
+// CHECK: call @txl_linear_nll_cpu_f32_nobias(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}) : (memref<?x?xf32, strided<[?, 1], offset: ?>>, memref<?x?xf32, strided<[?, 1], offset: ?>>, memref<?xi64, strided<[?], offset: ?>>, memref<?xf32, strided<[?], offset: ?>>) -> ()
+// CHECK-LABEL: func.func private @txl_linear_nll_cpu_f32_nobias(
+// CHECK: scf.for
+// CHECK: vector.load %{{.+}} : memref<?x512xf32>, vector<8xf32>
+// CHECK-NEXT: arith.maximumf
+
+func.func @no_bias(%h: tensor<4x2x32xf32>, %w: tensor<100x32xf32>, %t: tensor<4x2xi64>) -> tensor<4x2xf32> {
+  %n = txl.linear_nll %h, %w, %t : tensor<4x2x32xf32>, tensor<100x32xf32>, tensor<4x2xi64> -> tensor<4x2xf32>
+  return %n : tensor<4x2xf32>
+}
+
+// -----
+
+// f64 keeps convert-txl-to-linalg's lowering.
+
+// CHECK-LABEL: func.func @f64
+// CHECK: txl.linear_nll
+// CHECK-NOT: call
+
+func.func @f64(%h: tensor<?x?x32xf64>, %w: tensor<100x32xf64>, %t: tensor<?x?xi64>) -> tensor<?x?xf64> {
+  %n = txl.linear_nll %h, %w, %t : tensor<?x?x32xf64>, tensor<100x32xf64>, tensor<?x?xi64> -> tensor<?x?xf64>
+  return %n : tensor<?x?xf64>
+}
+
+// -----
+
+// txl.linear_nll_fwd (a training segment) with fwd: the logits buffer in
+// the op's block-major layout (its block attribute, 256 here) and the lse
+// buffer allocated by the call, the fwd kernel writing both; the block's
+// slab of the logits is where the product writes, and the first pass over
+// each row writes the logits + bias back into it (the masked last vector
+// through a masked store). Without fwd the op stays.
+
+// CHECK-LABEL: func.func @train
+// CHECK: txl.linear_nll_fwd
+
+// FWD-LABEL: func.func @train
+// FWD: %[[LSE:.+]] = memref.alloc(%{{.+}}) : memref<?xf32>
+// FWD: %[[LOGITS:.+]] = memref.alloc(%{{.+}}, %{{.+}}) {alignment = 64 : i64} : memref<?x?x256xf32>
+// FWD: call @txl_linear_nll_fwd_cpu_f32_b256(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}) : ({{.+}}, memref<?xf32, strided<[?], offset: ?>>, memref<?x?x256xf32>) -> ()
+// FWD: bufferization.to_tensor %[[LSE]] restrict writable
+// FWD: %[[X:.+]] = bufferization.to_tensor %[[LOGITS]] restrict writable
+// FWD: tensor.cast %[[X]] : tensor<?x?x256xf32> to tensor<4x?x256xf32>
+// FWD-NOT: txl.linear_nll_fwd
+// FWD-LABEL: func.func private @txl_linear_nll_fwd_cpu_f32_b256(
+// FWD-SAME: %[[LB:[^:]+]]: memref<?xf32, strided<[?], offset: ?>>, %[[BLOCKS:[^:]+]]: memref<?x?x256xf32>)
+// FWD: scf.for %[[J:.+]] = %{{.+}} to %{{.+}} step %c256
+// FWD: %[[SLAB:.+]] = arith.divui %[[J]], %c256
+// FWD: %[[XB:.+]] = memref.subview %[[BLOCKS]][%[[SLAB]], 0, 0] [1, %{{.+}}, 256] [1, 1, 1] : memref<?x?x256xf32> to memref<?x256xf32, strided<[256, 1], offset: ?>>
+// FWD: linalg.matmul
+// FWD: vector.store %{{.+}}, %[[XB]][%{{.+}}, %{{.+}}] : memref<?x256xf32, strided<[256, 1], offset: ?>>, vector<8xf32>
+// FWD: vector.maskedstore %[[XB]]
+// FWD: memref.store %{{.+}}, %[[LB]][%{{.+}}] : memref<?xf32, strided<[?], offset: ?>>
+
+func.func @train(%h: tensor<?x?x32xf32>, %w: tensor<1000x32xf32>, %b: tensor<1000xf32>, %t: tensor<?x?xi64>) -> (tensor<?x?xf32>, tensor<?xf32>, tensor<4x?x256xf32>) {
+  %n, %lse, %x = txl.linear_nll_fwd %h, %w, %t, %b {block = 256 : i64}
+      : tensor<?x?x32xf32>, tensor<1000x32xf32>, tensor<?x?xi64>, tensor<1000xf32>
+      -> tensor<?x?xf32>, tensor<?xf32>, tensor<4x?x256xf32>
+  return %n, %lse, %x : tensor<?x?xf32>, tensor<?xf32>, tensor<4x?x256xf32>
+}
