@@ -430,7 +430,8 @@ def ConvertRelAttentionToCpuPass : Pass<"txl-rel-attention-to-cpu", "::mlir::Mod
 }
 
 def ConvertLinearNllToCpuPass : Pass<"txl-linear-nll-to-cpu", "::mlir::ModuleOp"> {
-  let summary = "Turn txl.linear_nll (f32) into calls of one CPU kernel";
+  let summary = "Turn the f32 output layer and NLL (txl.linear_nll; with "
+                "train, txl.linear_nll_fwd and _grad) into CPU kernel calls";
   let description = [{
     Rewrites every f32 `txl.linear_nll` (the output layer and per-token NLL
     of a forward-only segment, made by `--txl-fuse-linear-nll`) into a

@@ -1,20 +1,23 @@
-//===- LinearNllToCpu.cpp - txl.linear_nll as one CPU kernel -------------===//
+//===- LinearNllToCpu.cpp - The output layer and NLL as CPU kernels ------===//
 //
-// The output layer of a forward-only segment (the official
-// ProjectedAdaptiveLogSoftmax with no cutoffs): nll = logsumexp(h · wᵀ + b)
-// − (h · w[t] + b[t]) per row. Its cost beyond the product is one exp per
-// logit; convert-txl-to-linalg's lowering spends it in separate passes over
-// each block of logits (the bias written into the block, the block's row
+// The output layer and its NLL (the official ProjectedAdaptiveLogSoftmax
+// with no cutoffs): nll = logsumexp(h · wᵀ + b) − (h · w[t] + b[t]) per
+// row. Its cost beyond the product is one exp per logit;
+// convert-txl-to-linalg's lowering spends it in separate passes over each
+// block of logits (the bias written into the block, the block's row
 // maxima, the exp-sum), each vectorized at the width of the module's CPU.
-// This kernel takes each row of a block once its product is done, while
+// These kernels take each row of a block once its product is done, while
 // the row (one block of columns) is in the L1 cache: its maximum and its
-// exp-sum with the bias added on the fly, in vector registers of the
-// CPU's width (the 512-bit form where the runtime says the CPU has
-// AVX-512).
+// exp-sum in one pass (two on its first block), the bias added on the fly,
+// in vector registers of the CPU's width (the 512-bit form where the
+// runtime says the CPU has AVX-512), with their own exp. The training
+// forward also writes the logits + bias and each row's log-sum-exp; the
+// backward turns the stored logits into d_logits row by row (d_bias in
+// the same pass) and each block of them into d_input and d_weight by BLAS.
 //
-// Written in scf, memref, arith, math and the vector dialect; the block's
-// product is a linalg.matmul that txl-linalg-to-blas turns into a BLAS
-// call, math.exp becomes txl-polynomial-exp's polynomial.
+// Written in scf, memref, arith, math and the vector dialect; the blocks'
+// products are linalg.matmul ops that txl-linalg-to-blas turns into BLAS
+// calls.
 //
 //===----------------------------------------------------------------------===//
 
