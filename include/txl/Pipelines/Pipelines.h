@@ -44,10 +44,10 @@ struct TxlCpuPipelineOptions
       llvm::cl::init(true)};
   PassOptions::Option<bool> outputKernel{
       *this, "output-kernel",
-      llvm::cl::desc("Lower f32 txl.linear_nll and txl.linear_nll_fwd (the "
-                     "output layer and NLL of a forward or training "
-                     "segment) to calls of the CPU kernel "
-                     "(txl-linear-nll-to-cpu with fwd; off: "
+      llvm::cl::desc("Lower the f32 output layer and NLL (txl.linear_nll of a "
+                     "forward segment, txl.linear_nll_fwd and _grad of a "
+                     "training one) to calls of the CPU kernels "
+                     "(txl-linear-nll-to-cpu with train; off: "
                      "convert-txl-to-linalg's blocked lowering)"),
       llvm::cl::init(true)};
   PassOptions::Option<Precision> precision{
@@ -113,7 +113,8 @@ void buildTxlBackwardPipeline(OpPassManager &pm,
 /// `cpuAttention` (the CPU target): --txl-rel-attention-to-cpu with these
 /// options, every fused attention it can take becoming a call of the tiled
 /// kernel. `cpuOutput` (the CPU target): --txl-linear-nll-to-cpu with these
-/// options, every f32 txl.linear_nll becoming a call of its kernel.
+/// options, every f32 txl.linear_nll (with `train`, txl.linear_nll_fwd and
+/// txl.linear_nll_grad too) becoming a call of its kernel.
 void buildTxlToLinalgPipeline(
     OpPassManager &pm, bool stridedAttention = false,
     const ConvertRelAttentionToCpuPassOptions *cpuAttention = nullptr,
