@@ -171,6 +171,10 @@ void mlir::txl::buildTxlToGpuPipeline(
   // Module: it adds the gpu.module of kernels.
   pm.addPass(createConvertRelAttentionToGpuPass(attention));
   pm.addPass(createConvertLayerNormToGpuPass());
+  // The output layer's txl.linear_nll (txl-to-linalg runs the fusion again,
+  // finding nothing left).
+  pm.nest<func::FuncOp>().addPass(createFuseLinearNllPass());
+  pm.addPass(createConvertLinearNllToGpuPass());
   pm.addPass(createConvertEmbeddingGradToGpuPass());
 }
 

@@ -276,6 +276,62 @@ def ConvertLayerNormToGpuPass : Pass<"txl-layer-norm-to-gpu", "::mlir::ModuleOp"
                            "::mlir::tensor::TensorDialect"];
 }
 
+def ConvertLinearNllToGpuPass : Pass<"txl-linear-nll-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "Turn the output layer's txl.linear_nll (and training's fwd/grad pair) into products and row-per-workgroup kernels";
+  let description = [{
+    Rewrites every f32 `txl.linear_nll` whose n_token V is static and at
+    most 32,768 into one `txl.linear` of the [rows, d] input (qlen and batch
+    collapsed) and the weight without its bias (the [rows, V] logits: one
+    cuBLAS / CLBlast product after `txl-to-linalg`), and one
+    `gpu.launch_func` of `linear_nll_rows_w<W>_v<V>[_nobias](logits, [bias,]
+    target, nll)` in `gpu.module @txl_kernels` (one kernel per V and bias
+    form). The grid has one workgroup of W subgroups of 32 per row, W =
+    clamp(ceil(V / 128), 1, 8); its work-items stride over the row
+    (coalesced), adding the bias on the fly. The row's max, then its sum of
+    exp(x - max), are each closed by a shuffle butterfly in every subgroup
+    and a W-entry reduction in workgroup memory (fixed order: the same
+    result run to run). Work-item 0 writes
+    nll = max + log(sum) - (logit + bias) of the row's target, the logit 0
+    for a target outside [0, V) (as the CPU kernel).
+
+    A training segment's `txl.linear_nll_fwd` whose block-major logits
+    only its `txl.linear_nll_grad` reads is rewritten with that adjoint
+    (the logits' layout changes): the forward as above, the row kernel's
+    `_lse` form also writing each row's lse; the adjoint as one launch of
+    `linear_nll_dlogits_v<V>[_nobias](logits, [bias,] lse, g, target, dl)`
+    (a grid of rows x ceil(V / 256) workgroups of 256, one work-item per
+    element: dl = exp(x + bias - lse) * g, minus g at the target) into a
+    fresh [rows, V] buffer, then `txl.linear_input_grad`,
+    `txl.linear_weight_grad` (library products) and `txl.sum_leading` (the
+    bias gradient) of it. Other element types, a dynamic or wider V (the
+    adaptive softmax's tail clusters) and a forward whose logits something
+    else reads keep the generic column-block sweeps of `txl-to-linalg`.
+
+    Before:
+    ```mlir
+    %nll = txl.linear_nll %h, %w, %t, %b : tensor<?x?x128xf32>,
+        tensor<10000x128xf32>, tensor<?x?xi64>, tensor<10000xf32> -> tensor<?x?xf32>
+    ```
+    After:
+    ```mlir
+    %h2 = tensor.collapse_shape %h [[0, 1], [2]] : ... into tensor<?x128xf32>
+    %logits = txl.linear %h2, %w : ... -> tensor<?x10000xf32>
+    %out = memref.alloc(%rows) : memref<?xf32>
+    gpu.launch_func @txl_kernels::@linear_nll_rows_w8_v10000
+        blocks in (%rows, %c1, %c1) threads in (%c256, %c1, %c1)
+        args(%logitsb, %bb, %tb, %outb)
+    %nll = tensor.expand_shape (bufferization.to_tensor %out) ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::bufferization::BufferizationDialect",
+                           "::mlir::gpu::GPUDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def ConvertEmbeddingGradToGpuPass : Pass<"txl-embedding-grad-to-gpu", "::mlir::ModuleOp"> {
   let summary = "Turn txl.embedding_grad into a deterministic sort and segmented sum on the GPU";
   let description = [{

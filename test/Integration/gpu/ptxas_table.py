@@ -85,7 +85,12 @@ SHARED_RESERVED = 1024        # the driver's shared memory per workgroup
 # workgroups of 128. The embedding gradient's sort (256 work-items, a 2 KiB tile
 # of token ids): 32 registers, 8 workgroups; its rows kernel (a subgroup
 # per sorted position): 48 registers and no shared memory, 5 workgroups.
+# The output layer's row kernels (a workgroup of up to 256 work-items per
+# row) and its d_logits kernel (256, one element each): 32 registers, the
+# row kernel's two 8-float parts of shared memory, 8 workgroups.
 BUDGETS = [
+    (r"linear_nll_rows_w\d_v\d+(_nobias)?(_lse)?", 256, 32, 64, 8),
+    (r"linear_nll_dlogits_v\d+(_nobias)?", 256, 32, 0, 8),
     (r"embedding_grad_sort", 256, 32, 2048, 8),
     (r"embedding_grad_rows", 256, 48, 0, 5),
     (r"rel_attention_grad_(kv|r)(_dropatt)?_d128", 128, 128, 80 * 1024, 2),
