@@ -60,22 +60,28 @@ $SUDO mkdir -p "$ocl_prefix/vendors"
 echo "$ocl_prefix/lib/libintelocl.so" | $SUDO tee "$ocl_prefix/vendors/intel-cpu.icd" >/dev/null
 # cuobjdump (PyPI's nvidia-cuda-cuobjdump; the toolkit here has ptxas and
 # fatbinary but not it): the tests list the cubins and PTX a --target=cuda
-# executable embeds. Installed once under TXL_CUDA_TOOLS_PREFIX, with a
-# stable link to the binary.
+# executable embeds. nvdisasm (nvidia-cuda-nvdisasm), which cuobjdump -sass
+# runs: the tests read kernels' machine code
+# (test/Integration/gpu/sass_loops.py). Both pinned to the same release,
+# installed once under TXL_CUDA_TOOLS_PREFIX, each with a stable link in
+# its bin/ (the tests put it on PATH).
 cuda_tools=${TXL_CUDA_TOOLS_PREFIX:-/opt/txlc/cuda-tools}
-if [ ! -x "$cuda_tools/bin/cuobjdump" ]; then
-  echo "install-deps: installing cuobjdump into $cuda_tools"
-  $SUDO python3 -m pip install -q --root-user-action=ignore --prefix "$cuda_tools" \
-    nvidia-cuda-cuobjdump
-  found=$(find "$cuda_tools" -type f -name cuobjdump | head -n 1)
+install_cuda_tool() { # TOOL PACKAGE
+  [ -x "$cuda_tools/bin/$1" ] && return 0
+  echo "install-deps: installing $1 into $cuda_tools"
+  $SUDO python3 -m pip install -q --root-user-action=ignore --prefix "$cuda_tools" "$2"
+  local found
+  found=$(find "$cuda_tools" -type f -name "$1" | head -n 1)
   if [ -z "$found" ]; then
-    echo "install-deps: nvidia-cuda-cuobjdump installed no cuobjdump" >&2
+    echo "install-deps: $2 installed no $1" >&2
     exit 1
   fi
   $SUDO chmod +x "$found"
   $SUDO mkdir -p "$cuda_tools/bin"
-  $SUDO ln -sf "$found" "$cuda_tools/bin/cuobjdump"
-fi
+  $SUDO ln -sf "$found" "$cuda_tools/bin/$1"
+}
+install_cuda_tool cuobjdump nvidia-cuda-cuobjdump==13.5.37
+install_cuda_tool nvdisasm nvidia-cuda-nvdisasm==13.5.37
 # oneMKL (PyPI's mkl, pinned): the CPU target's bf16 products
 # (--precision=bf16; runtime/include/txl/rt/device/Bf16Gemm.h), its
 # cblas_gemm_bf16bf16f32 running on AMX or AVX512-BF16 where the CPU has

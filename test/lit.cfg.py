@@ -139,6 +139,13 @@ if not os.access(config.cuobjdump, os.X_OK):
     lit_config.fatal("no cuobjdump at %s (run scripts/install-deps.sh or set "
                      "TXL_CUOBJDUMP)" % config.cuobjdump)
 config.substitutions.append(("%cuobjdump", config.cuobjdump))
+# cuobjdump -sass runs nvdisasm from PATH: install-deps.sh links it beside
+# cuobjdump.
+_nvdisasm = os.path.join(os.path.dirname(config.cuobjdump), "nvdisasm")
+if not os.access(_nvdisasm, os.X_OK):
+    lit_config.fatal("no nvdisasm at %s (run scripts/install-deps.sh)" % _nvdisasm)
+llvm_config.with_environment("PATH", os.path.dirname(config.cuobjdump),
+                             append_path=True)
 
 
 def _cuda_device_count():

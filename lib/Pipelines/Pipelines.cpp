@@ -175,6 +175,9 @@ void mlir::txl::buildTxlToGpuPipeline(
   // finding nothing left).
   pm.nest<func::FuncOp>().addPass(createFuseLinearNllPass());
   pm.addPass(createConvertLinearNllToGpuPass());
+  // After the attention's backward and the output layer, which make bias
+  // gradients of their own.
+  pm.addPass(createConvertSumLeadingToGpuPass());
   pm.addPass(createConvertEmbeddingGradToGpuPass());
 }
 

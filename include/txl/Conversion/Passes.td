@@ -323,10 +323,55 @@ def ConvertLinearNllToGpuPass : Pass<"txl-linear-nll-to-gpu", "::mlir::ModuleOp"
     %nll = tensor.expand_shape (bufferization.to_tensor %out) ...
     ```
   }];
+  let options = [
+    Option<"mathExp", "math-exp", "bool", /*default=*/"false",
+           "Use plain math.exp for the kernels' exponentials instead of "
+           "math.exp with fastmath afn (libdevice's __nv_fast_expf on "
+           "CUDA); the negative control of the machine-code budgets">,
+  ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::bufferization::BufferizationDialect",
                            "::mlir::gpu::GPUDialect",
                            "::mlir::math::MathDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+def ConvertSumLeadingToGpuPass : Pass<"txl-sum-leading-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "Turn txl.sum_leading (bias gradients) into a split column sum on the GPU";
+  let description = [{
+    Rewrites every f32 `txl.sum_leading` with a static result of C elements
+    (a bias gradient: d_result [..., C] summed over its rows) into two
+    launches over the input collapsed to [R, C]: `sum_rows_part_c<C>(x,
+    parts)`, a grid of ceil(R / 16) x ceil(C / 256) workgroups of 256
+    whose work-item sums one column over its part of 16 consecutive rows
+    into `parts` [ceil(R / 16), C], then `sum_rows_parts_c<C>(parts, out)`,
+    ceil(C / 256) workgroups whose work-item sums one column's parts in
+    order. Both orders are fixed: the same result run to run, no atomics.
+    The generic lowering (`txl-parallel-dims-outer`) gives each column to
+    one work-item that sums all R rows, so a 512-column bias is 2
+    workgroups. Other element types and dynamic results are left to it.
+
+    Before:
+    ```mlir
+    %db = txl.sum_leading %dy : tensor<?x?x512xf32> -> tensor<512xf32>
+    ```
+    After:
+    ```mlir
+    %dy2 = tensor.collapse_shape %dy [[0, 1], [2]] : ... into tensor<?x512xf32>
+    %parts = memref.alloc(%p) : memref<?x512xf32>
+    %out = memref.alloc() : memref<512xf32>
+    gpu.launch_func @txl_kernels::@sum_rows_part_c512
+        blocks in (%p, %c2, %c1) threads in (%c256, %c1, %c1) args(%dy2b, %parts)
+    gpu.launch_func @txl_kernels::@sum_rows_parts_c512
+        blocks in (%c1, %c2, %c1) threads in (%c256, %c1, %c1) args(%parts, %out)
+    %db = bufferization.to_tensor %out restrict writable ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::bufferization::BufferizationDialect",
+                           "::mlir::gpu::GPUDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::tensor::TensorDialect"];

@@ -55,6 +55,18 @@ int64_t subgroupsFor(int64_t columns) {
                              kMaxSubgroups);
 }
 
+/// exp(d), for d <= 0 (the sums' and the softmax's arguments), with
+/// fastmath `afn`: on CUDA libdevice's __nv_fast_expf, ex2.approx of
+/// d · log2(e) (a multiplication, MUFU.EX2 and its subnormal fix-up:
+/// sass-budgets.test), where plain expf wraps the same ex2 in a longer
+/// range reduction; OpenCL's exp either way. `mathExp` (the machine-code
+/// budgets' negative control) keeps plain math.exp.
+Value expOf(ImplicitLocOpBuilder &b, Value d, bool mathExp) {
+  if (mathExp)
+    return math::ExpOp::create(b, d);
+  return math::ExpOp::create(b, d, arith::FastMathFlags::afn);
+}
+
 MemRefType stridedType(MLIRContext *ctx, ArrayRef<int64_t> shape,
                        Type element) {
   SmallVector<int64_t> strides(shape.size(), ShapedType::kDynamic);
@@ -85,7 +97,7 @@ SmallVector<Type> kernelInputs(MLIRContext *ctx, int64_t columns, bool withBias,
 
 /// Builds the body of `linear_nll_rows_w<subgroups>_v<V>[_nobias][_lse]`.
 void buildKernel(gpu::GPUFuncOp func, int64_t columns, int64_t subgroups,
-                 bool withBias, bool withLse) {
+                 bool withBias, bool withLse, bool mathExp) {
   Block &entry = func.getBody().front();
   ImplicitLocOpBuilder b(func.getLoc(), func.getContext());
   b.setInsertionPointToStart(&entry);
@@ -155,14 +167,13 @@ void buildKernel(gpu::GPUFuncOp func, int64_t columns, int64_t subgroups,
                               return arith::MaximumFOp::create(b, acc, x);
                             }),
                       /*isMax=*/true, maxParts);
-  Value rowSum =
-      workgroupReduce(sweep(f32(0.0),
-                            [&](Value acc, Value x) -> Value {
-                              Value e = math::ExpOp::create(
-                                  b, arith::SubFOp::create(b, x, rowMax));
-                              return arith::AddFOp::create(b, acc, e);
-                            }),
-                      /*isMax=*/false, sumParts);
+  Value rowSum = workgroupReduce(
+      sweep(f32(0.0),
+            [&](Value acc, Value x) -> Value {
+              Value e = expOf(b, arith::SubFOp::create(b, x, rowMax), mathExp);
+              return arith::AddFOp::create(b, acc, e);
+            }),
+      /*isMax=*/false, sumParts);
 
   // Work-item 0: nll = max + log(sum) − the target's logit (0 for a
   // target outside [0, n_token), as the CPU kernel).
@@ -192,14 +203,15 @@ void buildKernel(gpu::GPUFuncOp func, int64_t columns, int64_t subgroups,
   gpu::ReturnOp::create(b);
 }
 
-/// `linear_nll_rows_w<subgroups>_v<columns>[_nobias][_lse]` in `module`'s
+/// `linear_nll_rows_w<subgroups>_v<columns>[_nobias][_lse][_mathexp]` in
+/// `module`'s
 /// @txl_kernels, created on first use.
 gpu::GPUFuncOp getOrCreateKernel(ModuleOp module, int64_t columns,
-                                 bool withBias, bool withLse) {
+                                 bool withBias, bool withLse, bool mathExp) {
   int64_t subgroups = subgroupsFor(columns);
   std::string name = "linear_nll_rows_w" + std::to_string(subgroups) + "_v" +
                      std::to_string(columns) + (withBias ? "" : "_nobias") +
-                     (withLse ? "_lse" : "");
+                     (withLse ? "_lse" : "") + (mathExp ? "_mathexp" : "");
   gpu::GPUModuleOp kernels = getOrCreateKernelModule(module);
   if (auto existing = kernels.lookupSymbol<gpu::GPUFuncOp>(name))
     return existing;
@@ -215,7 +227,7 @@ gpu::GPUFuncOp getOrCreateKernel(ModuleOp module, int64_t columns,
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   func.setKnownBlockSizeAttr(
       b.getDenseI32ArrayAttr({int32_t(subgroups * kSubgroupSize), 1, 1}));
-  buildKernel(func, columns, subgroups, withBias, withLse);
+  buildKernel(func, columns, subgroups, withBias, withLse, mathExp);
   return func;
 }
 
@@ -228,9 +240,9 @@ constexpr int64_t kGradThreads = 256;
 /// x, whose grid limit is 2^31 - 1, CUDA's y and z stop at 65,535):
 /// dl = exp(x + bias − lse) · g, − g at the row's target.
 gpu::GPUFuncOp getOrCreateGradKernel(ModuleOp module, int64_t columns,
-                                     bool withBias) {
+                                     bool withBias, bool mathExp) {
   std::string name = "linear_nll_dlogits_v" + std::to_string(columns) +
-                     (withBias ? "" : "_nobias");
+                     (withBias ? "" : "_nobias") + (mathExp ? "_mathexp" : "");
   gpu::GPUModuleOp kernels = getOrCreateKernelModule(module);
   if (auto existing = kernels.lookupSymbol<gpu::GPUFuncOp>(name))
     return existing;
@@ -276,9 +288,10 @@ gpu::GPUFuncOp getOrCreateGradKernel(ModuleOp module, int64_t columns,
     x = arith::AddFOp::create(b, x,
                               memref::LoadOp::create(b, bias, ValueRange{col}));
   Value gr = memref::LoadOp::create(b, g, ValueRange{row});
-  Value p = math::ExpOp::create(
-      b, arith::SubFOp::create(
-             b, x, memref::LoadOp::create(b, lse, ValueRange{row})));
+  Value p = expOf(b,
+                  arith::SubFOp::create(
+                      b, x, memref::LoadOp::create(b, lse, ValueRange{row})),
+                  mathExp);
   Value d = arith::MulFOp::create(b, p, gr);
   Value t = arith::IndexCastOp::create(b, b.getI64Type(), col);
   Value isTarget =
@@ -298,12 +311,13 @@ struct RowResults {
 };
 RowResults launchRowKernel(ImplicitLocOpBuilder &b, ModuleOp module,
                            Value logits, Value bias, Value target1, Value rows,
-                           bool withLse) {
+                           bool withLse, bool mathExp) {
   MLIRContext *ctx = b.getContext();
   auto logitsType = cast<RankedTensorType>(logits.getType());
   int64_t columns = logitsType.getDimSize(1);
   bool withBias = static_cast<bool>(bias);
-  gpu::GPUFuncOp kernel = getOrCreateKernel(module, columns, withBias, withLse);
+  gpu::GPUFuncOp kernel =
+      getOrCreateKernel(module, columns, withBias, withLse, mathExp);
   SmallVector<Value> dynamicRows;
   if (logitsType.isDynamicDim(0))
     dynamicRows.push_back(rows);
@@ -392,8 +406,8 @@ OutputRows buildLogits(ImplicitLocOpBuilder &b, Value h, Value w,
 // collapsed to rows, txl.linear(h2, w) without bias (the logits), one
 // gpu.launch_func of the row kernel, the NLL expanded back to [qlen, batch].
 struct LinearNllToLaunch : public OpRewritePattern<LinearNllOp> {
-  LinearNllToLaunch(MLIRContext *ctx, ModuleOp module)
-      : OpRewritePattern(ctx), module(module) {}
+  LinearNllToLaunch(MLIRContext *ctx, ModuleOp module, bool mathExp)
+      : OpRewritePattern(ctx), module(module), mathExp(mathExp) {}
 
   LogicalResult matchAndRewrite(LinearNllOp op,
                                 PatternRewriter &rewriter) const override {
@@ -402,8 +416,9 @@ struct LinearNllToLaunch : public OpRewritePattern<LinearNllOp> {
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     OutputRows r =
         buildLogits(b, op.getInput(), op.getWeight(), op.getTarget());
-    RowResults out = launchRowKernel(b, module, r.logits, op.getBias(),
-                                     r.target1, r.rows, /*withLse=*/false);
+    RowResults out =
+        launchRowKernel(b, module, r.logits, op.getBias(), r.target1, r.rows,
+                        /*withLse=*/false, mathExp);
     Type flat = RankedTensorType::get(
         cast<MemRefType>(out.nll.getType()).getShape(), b.getF32Type());
     rewriter.replaceOp(op, expandRows(b, asTensor(b, out.nll, flat),
@@ -412,6 +427,7 @@ struct LinearNllToLaunch : public OpRewritePattern<LinearNllOp> {
   }
 
   ModuleOp module;
+  bool mathExp;
 };
 
 // txl.linear_nll_fwd whose block-major logits only its txl.linear_nll_grad
@@ -422,8 +438,8 @@ struct LinearNllToLaunch : public OpRewritePattern<LinearNllOp> {
 // products) and d_bias = txl.sum_leading of it. Both ops are replaced
 // together: the logits' layout changes.
 struct LinearNllPairToLaunches : public OpRewritePattern<LinearNllFwdOp> {
-  LinearNllPairToLaunches(MLIRContext *ctx, ModuleOp module)
-      : OpRewritePattern(ctx), module(module) {}
+  LinearNllPairToLaunches(MLIRContext *ctx, ModuleOp module, bool mathExp)
+      : OpRewritePattern(ctx), module(module), mathExp(mathExp) {}
 
   LogicalResult matchAndRewrite(LinearNllFwdOp fwd,
                                 PatternRewriter &rewriter) const override {
@@ -445,7 +461,7 @@ struct LinearNllPairToLaunches : public OpRewritePattern<LinearNllFwdOp> {
     OutputRows r =
         buildLogits(b, fwd.getInput(), fwd.getWeight(), fwd.getTarget());
     RowResults out = launchRowKernel(b, module, r.logits, bias, r.target1,
-                                     r.rows, /*withLse=*/true);
+                                     r.rows, /*withLse=*/true, mathExp);
     Type flat = RankedTensorType::get(
         cast<MemRefType>(out.nll.getType()).getShape(), b.getF32Type());
     Value nll = expandRows(b, asTensor(b, out.nll, flat), fwd.getTarget(),
@@ -454,7 +470,8 @@ struct LinearNllPairToLaunches : public OpRewritePattern<LinearNllFwdOp> {
 
     // The adjoint, where the grad op was (its operands are defined there).
     b.setInsertionPoint(grad);
-    gpu::GPUFuncOp kernel = getOrCreateGradKernel(module, columns, withBias);
+    gpu::GPUFuncOp kernel =
+        getOrCreateGradKernel(module, columns, withBias, mathExp);
     Value g1 = tensor::CollapseShapeOp::create(
         b, grad.getDResult(), SmallVector<ReassociationIndices>{{0, 1}});
     Value gradTarget = tensor::CollapseShapeOp::create(
@@ -503,6 +520,7 @@ struct LinearNllPairToLaunches : public OpRewritePattern<LinearNllFwdOp> {
   }
 
   ModuleOp module;
+  bool mathExp;
 };
 
 struct ConvertLinearNllToGpuPass
@@ -513,7 +531,7 @@ struct ConvertLinearNllToGpuPass
     ModuleOp module = getOperation();
     RewritePatternSet patterns(&getContext());
     patterns.add<LinearNllToLaunch, LinearNllPairToLaunches>(&getContext(),
-                                                             module);
+                                                             module, mathExp);
     if (failed(applyPatternsGreedily(module, std::move(patterns))))
       return signalPassFailure();
   }

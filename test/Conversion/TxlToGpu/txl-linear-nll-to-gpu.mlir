@@ -49,7 +49,7 @@
 // CHECK-NEXT: gpu.barrier
 // CHECK-COUNT-8: memref.load %[[MAXP]]
 // CHECK: scf.for
-// CHECK: math.exp
+// CHECK: math.exp %{{.+}} fastmath<afn> : f32
 // CHECK: scf.yield
 // CHECK-COUNT-5: gpu.shuffle xor
 // CHECK: memref.store %{{.+}}, %[[SUMP]]
@@ -138,7 +138,7 @@ func.func @enwik8(%h: tensor<32x2x512xf32>, %w: tensor<204x512xf32>, %t: tensor<
 // CHECK: %[[GR:.+]] = memref.load %[[DG]][%[[BX]]]
 // CHECK: %[[L:.+]] = memref.load %[[DLSE]][%[[BX]]]
 // CHECK: %[[S:.+]] = arith.subf %[[XB]], %[[L]]
-// CHECK: %[[P:.+]] = math.exp %[[S]]
+// CHECK: %[[P:.+]] = math.exp %[[S]] fastmath<afn> : f32
 // CHECK: %[[D:.+]] = arith.mulf %[[P]], %[[GR]]
 // CHECK: %[[TG:.+]] = memref.load %[[DT]][%[[BX]]]
 // CHECK: %[[IS:.+]] = arith.cmpi eq, %{{.+}}, %[[TG]] : i64

@@ -87,8 +87,11 @@ SHARED_RESERVED = 1024        # the driver's shared memory per workgroup
 # per sorted position): 48 registers and no shared memory, 5 workgroups.
 # The output layer's row kernels (a workgroup of up to 256 work-items per
 # row) and its d_logits kernel (256, one element each): 32 registers, the
-# row kernel's two 8-float parts of shared memory, 8 workgroups.
+# row kernel's two 8-float parts of shared memory, 8 workgroups. The bias
+# gradients' split column sums (256 work-items, a column each): 32
+# registers, no shared memory, 8 workgroups.
 BUDGETS = [
+    (r"sum_rows_parts?_c\d+", 256, 32, 0, 8),
     (r"linear_nll_rows_w\d_v\d+(_nobias)?(_lse)?", 256, 32, 64, 8),
     (r"linear_nll_dlogits_v\d+(_nobias)?", 256, 32, 0, 8),
     (r"embedding_grad_sort", 256, 32, 2048, 8),

@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""The loops of GPU kernels' machine code (SASS), and budgets on them.
+
+Assembles PTX with ptxas for one architecture, disassembles each named
+kernel with cuobjdump (which calls nvdisasm; both from PyPI, installed by
+scripts/install-deps.sh under /opt/txlc/cuda-tools), and lists each loop:
+a backward branch and the instructions from its target to it, with the
+opcode families that matter (LDG global loads, MUFU special functions,
+SHFL, BAR, ...). A budget bounds each loop's instructions per global load
+(`--per-load KERNEL=N`): in a loop that streams an array, the instructions
+issued per element loaded, whatever the unrolling.
+
+usage: sass_loops.py --ptxas PTXAS --arch sm_90a FILE.ptx
+           [--per-load KERNEL=N ...] [--show KERNEL ...]
+
+Prints one line per loop of each kernel named, then "ok"/"FAIL" per
+budget; exits 1 if a budget fails or a kernel is missing.
+"""
+
+import argparse
+import collections
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+FAMILIES = ["LDGSTS", "LDG", "STG", "LDS", "STS", "LDSM", "HGMMA", "HMMA",
+            "BAR", "MEMBAR", "MUFU", "SHFL", "BRA"]
+
+
+def opcode(text):
+    return re.sub(r"^@!?U?P\w+\s+", "", text).split()[0]
+
+
+def family(text):
+    op = opcode(text)
+    for f in FAMILIES:
+        if op.startswith(f):
+            return f
+    return "other"
+
+
+def sass(cuobjdump, cubin, kernel):
+    """[(address, instruction)] of `kernel` in `cubin`."""
+    out = subprocess.run([cuobjdump, "-sass", "-fun", kernel, cubin],
+                         capture_output=True, text=True)
+    if out.returncode != 0 or "/*0000*/" not in out.stdout:
+        raise SystemExit(f"FAIL {kernel}: no SASS ({out.stderr.strip()[:200]})")
+    code = []
+    for line in out.stdout.splitlines():
+        m = re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?);", line)
+        if m:
+            code.append((int(m.group(1), 16), m.group(2).strip()))
+    return code
+
+
+def loops(code):
+    """Each backward branch's body: {start, end, n, ops}."""
+    found = []
+    for address, text in code:
+        if opcode(text) != "BRA":
+            continue
+        m = re.search(r"0x([0-9a-f]+)", text.split("BRA", 1)[1])
+        if not m or int(m.group(1), 16) >= address:
+            continue
+        start = int(m.group(1), 16)
+        body = [t for a, t in code if start <= a <= address]
+        found.append({"start": start, "end": address, "n": len(body),
+                      "ops": collections.Counter(family(t) for t in body)})
+    return sorted(found, key=lambda l: l["start"])
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("ptx")
+    parser.add_argument("--ptxas", required=True)
+    parser.add_argument("--cuobjdump", default="cuobjdump")
+    parser.add_argument("--arch", required=True)
+    parser.add_argument("--per-load", action="append", default=[],
+                        metavar="KERNEL=N")
+    parser.add_argument("--show", action="append", default=[], metavar="KERNEL")
+    args = parser.parse_args()
+    budgets = {}
+    for spec in args.per_load:
+        name, _, n = spec.partition("=")
+        budgets[name] = float(n)
+    with tempfile.TemporaryDirectory() as tmp:
+        cubin = os.path.join(tmp, "k.cubin")
+        subprocess.run([args.ptxas, f"-arch={args.arch}", "-O3", args.ptx,
+                        "-o", cubin], check=True)
+        ok = True
+        for kernel in dict.fromkeys(args.show + list(budgets)):
+            kernel_loops = loops(sass(args.cuobjdump, cubin, kernel))
+            for l in kernel_loops:
+                ops = " ".join(f"{k} {v}" for k, v in sorted(l["ops"].items()))
+                print(f"{kernel} loop {l['start']:#x}-{l['end']:#x}: {l['n']} "
+                      f"instructions ({ops})")
+            if kernel not in budgets:
+                continue
+            streaming = [l for l in kernel_loops if l["ops"]["LDG"]]
+            if not streaming:
+                print(f"FAIL {kernel}: no loop loads from global memory")
+                ok = False
+                continue
+            for l in streaming:
+                per = l["n"] / l["ops"]["LDG"]
+                verdict = "ok  " if per <= budgets[kernel] else "FAIL"
+                ok &= per <= budgets[kernel]
+                print(f"{verdict} {kernel} loop {l['start']:#x}: {per:.2f} "
+                      f"instructions per global load (budget "
+                      f"{budgets[kernel]:g})")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
