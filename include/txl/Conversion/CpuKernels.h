@@ -43,6 +43,13 @@ struct CpuKernels {
 /// (the llvm.func's target_cpu).
 void setX86_64V4(func::FuncOp kernel);
 
+/// The kernels `create(lanes)` makes: with `lanes` (a forced width), that
+/// one form alone; with 0, the 8-lane form and the 16-lane form marked
+/// x86-64-v4 (setX86_64V4), between which callCpuKernels chooses.
+CpuKernels
+getOrCreateCpuKernels(int64_t lanes,
+                      llvm::function_ref<func::FuncOp(int64_t)> create);
+
 /// The call of `kernels` with `args` at `b`: with a wide one, of the one
 /// the CPU runs (scf.if on cpuHasX86_64V4).
 void callCpuKernels(ImplicitLocOpBuilder &b, ModuleOp module,

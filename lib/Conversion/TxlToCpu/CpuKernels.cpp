@@ -45,6 +45,15 @@ void mlir::txl::setX86_64V4(func::FuncOp kernel) {
                   StringAttr::get(kernel.getContext(), "x86-64-v4"));
 }
 
+CpuKernels mlir::txl::getOrCreateCpuKernels(
+    int64_t lanes, llvm::function_ref<func::FuncOp(int64_t)> create) {
+  if (lanes)
+    return {create(lanes), nullptr};
+  func::FuncOp wide = create(16);
+  setX86_64V4(wide);
+  return {create(8), wide};
+}
+
 void mlir::txl::callCpuKernels(ImplicitLocOpBuilder &b, ModuleOp module,
                                const CpuKernels &kernels,
                                ArrayRef<Value> args) {

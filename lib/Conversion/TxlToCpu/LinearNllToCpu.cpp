@@ -729,15 +729,11 @@ func::FuncOp getOrCreateKernel(ModuleOp module, const KernelForm &form) {
 
 /// The kernels of `form`: with lanes 0, both widths.
 CpuKernels getOrCreateKernels(ModuleOp module, KernelForm form) {
-  if (form.lanes)
-    return {getOrCreateKernel(module, form), nullptr};
-  KernelForm narrow = form, wide = form;
-  narrow.lanes = 8;
-  wide.lanes = 16;
-  CpuKernels kernels{getOrCreateKernel(module, narrow),
-                     getOrCreateKernel(module, wide)};
-  setX86_64V4(kernels.wide);
-  return kernels;
+  return getOrCreateCpuKernels(form.lanes, [&](int64_t lanes) {
+    KernelForm f = form;
+    f.lanes = lanes;
+    return getOrCreateKernel(module, f);
+  });
 }
 
 /// The options of the pass the patterns read.

@@ -1214,17 +1214,11 @@ func::FuncOp getOrCreateKernel(ModuleOp module, Type et, int64_t dHead,
 CpuKernels getOrCreateKernels(ModuleOp module, Type et, int64_t dHead,
                               bool withLse, bool grad,
                               const KernelHooks &hooks) {
-  if (hooks.lanes)
-    return {getOrCreateKernel(module, et, dHead, withLse, grad, hooks),
-            nullptr};
-  KernelHooks narrow = hooks, wide = hooks;
-  narrow.lanes = 8;
-  wide.lanes = 16;
-  func::FuncOp wideKernel =
-      getOrCreateKernel(module, et, dHead, withLse, grad, wide);
-  setX86_64V4(wideKernel);
-  return {getOrCreateKernel(module, et, dHead, withLse, grad, narrow),
-          wideKernel};
+  return getOrCreateCpuKernels(hooks.lanes, [&](int64_t lanes) {
+    KernelHooks h = hooks;
+    h.lanes = lanes;
+    return getOrCreateKernel(module, et, dHead, withLse, grad, h);
+  });
 }
 
 /// A new buffer of tensor type `t` whose sizes are those of `like`'s
