@@ -5,7 +5,9 @@ from numpy, each variant's calls interleaved with the others'.
 
 Shapes: `cache`, the key/value cache's segment at the enwik8 paper setting
 (80 queries over 2,180 keys, batch 4, mem_len 2,100, same_length), and
-`long` (1,024 queries over 2,048 keys, batch 1, no same_length). Reports the
+`long` (1,024 queries over 2,048 keys, batch 1, no same_length), `ptb` (a
+ptb_small eval slice: 64 queries over 128 keys, batch 5; with --n-head 4
+--d-head 32). Reports the
 median time of a call and the useful work's rate: 3 products (AC, BD, P·V)
 of 2·d_head FLOP for each visible (query, key) pair, per head and batch
 column (the window's extra BD columns, masked scores and the softmax not
@@ -36,10 +38,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "test", "lib"))
 import txlrun  # noqa: E402
 
-N_HEAD, D_HEAD = 8, 64
+N_HEAD, D_HEAD = 8, 64  # enwik8_base's; --n-head, --d-head
 # name: (qlen, klen, batch, mem_len, same_length)
 SHAPES = {"cache": (80, 2180, 4, 2100, True),
-          "long": (1024, 2048, 1, 1024, False)}
+          "long": (1024, 2048, 1, 1024, False),
+          # A ptb_small eval slice (batch 10 on 2 threads; run with
+          # --n-head 4 --d-head 32).
+          "ptb": (64, 128, 5, 64, False)}
 DEFAULT_VARIANTS = [
     "v256=builtin.module(txl-rel-attention-to-cpu{vector-bits=256},"
     "txl-cpu-pipeline)",
@@ -76,6 +81,7 @@ def visible_pairs(qlen, klen, mem_len, same_length):
 
 
 def main():
+    global N_HEAD, D_HEAD  # noqa: PLW0603 (the shapes' heads, set once)
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--variant", nargs="+", default=DEFAULT_VARIANTS,
                     help="NAME=PIPELINE[@BINDIR]")
@@ -89,9 +95,12 @@ def main():
     ap.add_argument("--layers", type=int, default=12,
                     help="distinct keys and values called in turn (default "
                     "12, enwik8_base's layers)")
+    ap.add_argument("--n-head", type=int, default=8)
+    ap.add_argument("--d-head", type=int, default=64)
     ap.add_argument("--repeat", type=int, default=24,
                     help="calls per variant and shape (interleaved)")
     args = ap.parse_args()
+    N_HEAD, D_HEAD = args.n_head, args.d_head
     os.environ["OMP_NUM_THREADS"] = "1"
     src = MODULE.format(h=N_HEAD, d=D_HEAD)
     path_env = os.environ.get("PATH", "")

@@ -11,10 +11,14 @@ of 32 rows and key tiles of 64 keys whole and partial, one query row
 shorter and longer than mem_len. The output of every case must be within
 the tolerance (1e-5 at f32, 1e-12 at f64) of the reference; an lse form
 (`--lse`) also checks each row's log-sum-exp; `--strided` passes k, v and
-r as views with stride 2 along d_head (the kernel's scalar packing path).
+r as views with stride 2 along d_head (the kernel's scalar packing path);
+`--nan` makes one key of the first batch column NaN (key klen // 3, in a
+tile that rows see whole or partly): every row that sees it must be NaN
+(as the official scores are, the mask replacing only what a row does not
+see), every other element within the tolerance.
 
 usage: rel_attention_cpu.py WORKDIR [--pipeline P] [--only f32:32] [--lse]
-                             [--strided]
+                             [--strided] [--nan]
 Prints one line per case, exits 1 if any fails.
 """
 
@@ -101,6 +105,8 @@ def main():
     ap.add_argument("--lse", action="store_true")
     ap.add_argument("--strided", action="store_true",
                     help="k, v and r with stride 2 along d_head")
+    ap.add_argument("--nan", action="store_true",
+                    help="key klen // 3 of batch column 0 NaN")
     args = ap.parse_args()
     rng = np.random.RandomState(0)
     failed = ran = 0
@@ -125,6 +131,8 @@ def main():
             r = rng.randn(klen, n_head, d_head).astype(dtype)
             u = rng.randn(n_head, d_head).astype(dtype)
             w = rng.randn(n_head, d_head).astype(dtype)
+            if args.nan:
+                k[klen // 3, 0] = np.nan
             shapes = [(qlen, batch, n_head, d_head)]
             if args.lse:
                 shapes.append((batch, n_head, qlen))
@@ -132,7 +140,14 @@ def main():
             outs = segment([q] + kvr + [u, w, mem_len, same_length], shapes,
                            [dtype] * len(shapes))
             want = attention(q, k, v, r, u, w, mem_len, same_length, 0.125)
-            err = np.abs(outs[0] - want).max()
+            nan = np.isnan(want)
+            if args.nan and not nan.any():
+                print("FAIL %s: the case has no NaN output" % name)
+                failed += 1
+            if not np.array_equal(np.isnan(outs[0]), nan):
+                err = np.inf  # a NaN lost or made
+            else:
+                err = np.abs(outs[0][~nan] - want[~nan]).max(initial=0.0)
             if args.lse:
                 s = scores(q, k, r, u, w, mem_len, same_length,
                            float(np.float32(0.125)))

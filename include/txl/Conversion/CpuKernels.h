@@ -55,6 +55,18 @@ getOrCreateCpuKernels(int64_t lanes,
 void callCpuKernels(ImplicitLocOpBuilder &b, ModuleOp module,
                     const CpuKernels &kernels, ArrayRef<Value> args);
 
+/// exp(x) of a vector of f32 for x <= 88, the kernels' own: exp(x) = 2^n ·
+/// exp(f) with n = round(x / ln 2) and f = x − n·ln 2 in [−ln 2 / 2, ln 2 /
+/// 2] (Cody-Waite: ln 2 in two parts), exp(f) by its Taylor polynomial of
+/// degree 6 (relative error < 2e-7), 2^n added to the exponent bits. x is
+/// first raised to −87 (exp(−87) ≈ 1.6e-38, so 2^n stays a normal number:
+/// terms below that are counted as exp(−87), and −inf gives 1.6e-38, not
+/// 0); no overflow check, so x must be at most 88. A NaN stays NaN (the
+/// clamp is a select that keeps it: one vmaxps with the NaN operand
+/// last). About 13 instructions a vector where math.exp's polynomial
+/// (which also handles overflow and −inf) takes about 19.
+Value expF32UpTo88(ImplicitLocOpBuilder &b, Value x);
+
 } // namespace mlir::txl
 
 #endif // TXL_CONVERSION_CPUKERNELS_H

@@ -510,6 +510,14 @@ def ConvertRelAttentionToCpuPass : Pass<"txl-rel-attention-to-cpu", "::mlir::Mod
            "BD of a register block through the product with the window of "
            "pos_key columns its rows read (shared, aligned loads); false: "
            "each row reads its own pos_key columns in the score product">,
+    Option<"boundaryMasks", "boundary-masks", "bool", "true",
+           "Compute the mask only for the key tiles that cross a row's "
+           "mask boundary (an scf.if per row and tile); false: on every "
+           "tile (the kernel before session 61, for comparison)">,
+    Option<"mathExp", "math-exp", "bool", "false",
+           "math.exp in every tile's softmax; false: the tiles a row sees "
+           "whole take the CPU kernels' own exp at f32 (expF32UpTo88, "
+           "CpuKernels.h)">,
     Option<"minScoreBytes", "min-score-bytes", "int64_t", "0",
            "Call the kernel only when the scores of convert-txl-to-linalg's "
            "lowering (n_head * batch * qlen * (klen + 1) elements) would "

@@ -8,6 +8,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
@@ -68,4 +69,32 @@ void mlir::txl::callCpuKernels(ImplicitLocOpBuilder &b, ModuleOp module,
   func::CallOp::create(b, kernels.wide, args);
   b.setInsertionPointToStart(ifWide.elseBlock());
   func::CallOp::create(b, kernels.narrow, args);
+}
+
+Value mlir::txl::expF32UpTo88(ImplicitLocOpBuilder &b, Value x) {
+  auto vt = cast<VectorType>(x.getType());
+  auto splat = [&](double v) -> Value {
+    return arith::ConstantOp::create(
+        b, DenseElementsAttr::get(vt, b.getF32FloatAttr(float(v))));
+  };
+  Value low = splat(-87.0);
+  x = arith::SelectOp::create(
+      b, arith::CmpFOp::create(b, arith::CmpFPredicate::OLT, x, low), low, x);
+  Value n = math::RoundEvenOp::create(
+      b, arith::MulFOp::create(b, x, splat(1.4426950408889634)));
+  // ln 2 = 0.693145751953125 + 1.428606765330187e-06 (the first part has
+  // 12 significant bits, so n · part is exact for |n| < 2^12).
+  Value f = math::FmaOp::create(b, n, splat(-0.693145751953125), x);
+  f = math::FmaOp::create(b, n, splat(-1.428606765330187e-06), f);
+  Value p = splat(1.0 / 720.0);
+  for (double c : {1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0})
+    p = math::FmaOp::create(b, p, f, splat(c));
+  auto vi = VectorType::get(vt.getShape(), b.getI32Type());
+  Value scale = arith::ShLIOp::create(
+      b, arith::FPToSIOp::create(b, vi, n),
+      arith::ConstantOp::create(
+          b, DenseElementsAttr::get(vi, b.getI32IntegerAttr(23))));
+  Value bits =
+      arith::AddIOp::create(b, arith::BitcastOp::create(b, vi, p), scale);
+  return arith::BitcastOp::create(b, vt, bits);
 }

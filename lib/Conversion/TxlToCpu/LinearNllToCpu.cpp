@@ -71,7 +71,7 @@ struct KernelForm {
   int64_t lanes; ///< f32 per vector: 8 or 16
   int64_t block; ///< output columns per block
   bool bias;
-  bool mathExp; ///< math.exp in the sums, not expClamped
+  bool mathExp; ///< math.exp in the sums, not expF32UpTo88
   /// txl.linear_nll_fwd: also the rows' log-sum-exp and the logits (+ bias)
   /// in the op's block-major buffer.
   bool fwd;
@@ -160,11 +160,9 @@ private:
     op.setFastmath(arith::FastMathFlags::nnan);
     return op;
   }
-  /// exp(x) for x <= 88 (vector): see the definition.
-  Value expClamped(Value x);
   /// exp of a vector by the form's exp.
   Value exp(Value x) {
-    return form.mathExp ? Value(math::ExpOp::create(b, x)) : expClamped(x);
+    return form.mathExp ? Value(math::ExpOp::create(b, x)) : expF32UpTo88(b, x);
   }
   /// The horizontal max (NaN checks off) or sum (in any order: a tree of
   /// shuffles, not a lane-by-lane chain) of `v`.
@@ -284,37 +282,6 @@ Value KernelBuilder::logits(Value r, Value c, Value mask, double pad) {
   if (writeBack)
     vector::MaskedStoreOp::create(b, x, ValueRange{r, c}, mask, v);
   return v;
-}
-
-/// exp(x) = 2^n · exp(f) with n = round(x / ln 2) and f = x − n·ln 2 in
-/// [−ln 2 / 2, ln 2 / 2] (Cody-Waite: ln 2 in two parts), exp(f) by its
-/// Taylor polynomial of degree 6 (relative error < 2e-7), 2^n added to the
-/// exponent bits. x is first raised to −87 (exp(−87) ≈ 1.6e-38, so 2^n
-/// stays a normal number) and must be at most 88 (no overflow check); the
-/// kernel's x is at most kLag. Terms below exp(−87) of the row's largest
-/// are counted as exp(−87). About 14 instructions a vector where
-/// math.exp's polynomial (which also handles overflow and NaN) takes
-/// about 25.
-Value KernelBuilder::expClamped(Value x) {
-  VectorType vt = vectorType();
-  x = max(x, splat(-87.0));
-  Value n = math::RoundEvenOp::create(
-      b, arith::MulFOp::create(b, x, splat(1.4426950408889634)));
-  // ln 2 = 0.693145751953125 + 1.428606765330187e-06 (the first part has
-  // 12 significant bits, so n · part is exact for |n| < 2^12).
-  Value f = math::FmaOp::create(b, n, splat(-0.693145751953125), x);
-  f = math::FmaOp::create(b, n, splat(-1.428606765330187e-06), f);
-  Value p = splat(1.0 / 720.0);
-  for (double c : {1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0})
-    p = math::FmaOp::create(b, p, f, splat(c));
-  auto vi = VectorType::get({form.lanes}, b.getI32Type());
-  Value scale = arith::ShLIOp::create(
-      b, arith::FPToSIOp::create(b, vi, n),
-      arith::ConstantOp::create(
-          b, DenseElementsAttr::get(vi, b.getI32IntegerAttr(23))));
-  Value bits =
-      arith::AddIOp::create(b, arith::BitcastOp::create(b, vi, p), scale);
-  return arith::BitcastOp::create(b, vt, bits);
 }
 
 SmallVector<Value> KernelBuilder::sweepRow(

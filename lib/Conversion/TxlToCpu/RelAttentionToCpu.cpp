@@ -108,6 +108,11 @@ struct KernelHooks {
   int64_t packPrefetch = 32;
   /// BD through each block's window product (else per-row rT reads).
   bool scoreWindow = true;
+  /// The mask only on the key tiles that cross a row's boundary (else on
+  /// every tile).
+  bool boundaryMasks = true;
+  /// math.exp in the unmasked tiles too (else, at f32, expF32UpTo88).
+  bool mathExp = false;
   /// The kernel only when the BLAS lowering's scores would take more bytes
   /// (0: always).
   int64_t minScoreBytes = 0;
@@ -143,6 +148,9 @@ private:
   Value mul(Value x, Value y) { return arith::MulIOp::create(b, x, y); }
   Value minI(Value x, Value y) { return arith::MinSIOp::create(b, x, y); }
   Value maxI(Value x, Value y) { return arith::MaxSIOp::create(b, x, y); }
+  Value cmp(arith::CmpIPredicate p, Value x, Value y) {
+    return arith::CmpIOp::create(b, p, x, y);
+  }
   Value bcast(Value scalar) {
     return vector::BroadcastOp::create(b, vt, scalar);
   }
@@ -198,6 +206,7 @@ private:
                                   bool perRowColumns);
   void scoreBlock(Value i0, Value ii, Value j0, int64_t rows);
   void softmaxRow(Value i0, Value ii, Value j0);
+  void softmaxRowBody(Value i, Value ii, Value j0, bool masked);
   void outputBlock(Value ii, Value j0, int64_t rows);
   void queryTile(Value h, Value c, Value i0);
   Value forwardTile(Value i0);
@@ -523,36 +532,67 @@ void KernelBuilder::scoreBlock(Value i0, Value ii, Value j0, int64_t rows) {
 /// (as txl.masked_softmax: key j visible from query i when j <= i + mlen
 /// and, with same_length, j + shiftLen > i), then the online softmax: the
 /// new running max m', rowScale = exp(m - m'), the scores replaced by
-/// exp(s - m'), the running sum rescaled and increased.
+/// exp(s - m'), the running sum rescaled and increased. Only a tile that
+/// crosses the row's mask boundary computes the mask: where the row sees
+/// all Bk keys (every tile but the last one or two of a row), the scores
+/// are scaled on the fly and never written back before their exp.
 void KernelBuilder::softmaxRow(Value i0, Value ii, Value j0) {
   Value i = add(i0, ii);
-  Type i64 = b.getI64Type();
-  auto ivt = VectorType::get({kLanes}, i64);
-  auto toI64 = [&](Value x) { return arith::IndexCastOp::create(b, i64, x); };
-  Value hi = toI64(add(i, mlen));
-  // Visible keys are those above lo: with same_length, j > i - shiftLen.
-  Value lo = arith::SelectOp::create(b, sameLength, toI64(sub(i, shiftLen)),
-                                     arith::ConstantIntOp::create(b, -1, 64));
-  Value hiV = vector::BroadcastOp::create(b, ivt, hi);
-  Value loV = vector::BroadcastOp::create(b, ivt, lo);
-  SmallVector<int64_t> lanes;
-  for (int64_t l = 0; l < kLanes; ++l)
-    lanes.push_back(l);
-  Value iota = arith::ConstantOp::create(
-      b, DenseElementsAttr::get(ivt, ArrayRef<int64_t>(lanes)));
+  if (!hooks.boundaryMasks)
+    return softmaxRowBody(i, ii, j0, /*masked=*/true);
+  // The tile's last key is visible (j0 + Bk - 1 <= i + mlen) and, with
+  // same_length, its first (j0 > i - shiftLen).
+  Value lastSeen =
+      cmp(arith::CmpIPredicate::sle, add(j0, idx(kKeyTile - 1)), add(i, mlen));
+  Value firstSeen = arith::OrIOp::create(
+      b,
+      arith::XOrIOp::create(b, sameLength,
+                            arith::ConstantIntOp::create(b, 1, 1)),
+      cmp(arith::CmpIPredicate::sgt, j0, sub(i, shiftLen)));
+  ifElse(
+      arith::AndIOp::create(b, lastSeen, firstSeen),
+      [&] { softmaxRowBody(i, ii, j0, /*masked=*/false); },
+      [&] { softmaxRowBody(i, ii, j0, /*masked=*/true); });
+}
+
+void KernelBuilder::softmaxRowBody(Value i, Value ii, Value j0, bool masked) {
   Value negInf = vconst(-std::numeric_limits<double>::infinity());
   Value scaleV = bcast(scale);
+  // The mask by lane: key j0 + col + l is visible when hi - (j0 + col) >= l
+  // and, with same_length, lo - (j0 + col) < l (i32 lanes: one compare a
+  // vector).
+  auto i32 = b.getI32Type();
+  auto lanesType = VectorType::get({kLanes}, i32);
+  Value iota, hi, lo;
+  if (masked) {
+    SmallVector<int32_t> lanes;
+    for (int64_t l = 0; l < kLanes; ++l)
+      lanes.push_back(int32_t(l));
+    iota = arith::ConstantOp::create(
+        b, DenseElementsAttr::get(lanesType, ArrayRef<int32_t>(lanes)));
+    hi = add(i, mlen);
+    // Without same_length every key from j0 on passes the lower bound.
+    lo = arith::SelectOp::create(b, sameLength, sub(i, shiftLen),
+                                 sub(j0, idx(1)));
+  }
+  auto laneBound = [&](Value bound, Value col) {
+    Value rel = arith::IndexCastOp::create(b, i32, sub(bound, add(j0, col)));
+    return vector::BroadcastOp::create(b, lanesType, rel);
+  };
+  auto scaled = [&](Value col) {
+    return arith::MulFOp::create(b, vload(scores, {ii, col}), scaleV);
+  };
   Value maxV = negInf;
   for (int64_t x = 0; x < kKeyTile / kLanes; ++x) {
     Value col = idx(x * kLanes);
-    Value jv = arith::AddIOp::create(
-        b, vector::BroadcastOp::create(b, ivt, toI64(add(j0, col))), iota);
-    Value visible = arith::AndIOp::create(
-        b, arith::CmpIOp::create(b, arith::CmpIPredicate::sle, jv, hiV),
-        arith::CmpIOp::create(b, arith::CmpIPredicate::sgt, jv, loV));
-    Value s = arith::MulFOp::create(b, vload(scores, {ii, col}), scaleV);
-    s = arith::SelectOp::create(b, visible, s, negInf);
-    vstore(s, scores, {ii, col});
+    Value s = scaled(col);
+    if (masked) {
+      Value visible = arith::AndIOp::create(
+          b, cmp(arith::CmpIPredicate::sle, iota, laneBound(hi, col)),
+          cmp(arith::CmpIPredicate::sgt, iota, laneBound(lo, col)));
+      s = arith::SelectOp::create(b, visible, s, negInf);
+      vstore(s, scores, {ii, col});
+    }
     // max as the x86 instruction computes it (no NaN fix-up): a NaN score
     // still reaches the output through exp(s - m') and the sum.
     maxV = arith::SelectOp::create(
@@ -574,8 +614,19 @@ void KernelBuilder::softmaxRow(Value i0, Value ii, Value j0) {
   Value sumV = vconst(0.0);
   for (int64_t x = 0; x < kKeyTile / kLanes; ++x) {
     Value col = idx(x * kLanes);
-    Value p = math::ExpOp::create(
-        b, arith::SubFOp::create(b, vload(scores, {ii, col}), baseV));
+    Value p;
+    if (masked) {
+      p = math::ExpOp::create(
+          b, arith::SubFOp::create(b, vload(scores, {ii, col}), baseV));
+    } else {
+      // An unmasked tile's scores were not stored: s · scale − base in one
+      // fma. No score is −inf here (none is masked), so f32 takes the
+      // kernels' own exp (its −inf would give 1.6e-38, not 0).
+      Value x = math::FmaOp::create(b, vload(scores, {ii, col}), scaleV,
+                                    arith::NegFOp::create(b, baseV));
+      p = et.isF32() && !hooks.mathExp ? expF32UpTo88(b, x)
+                                       : Value(math::ExpOp::create(b, x));
+    }
     vstore(p, scores, {ii, col});
     sumV = arith::AddFOp::create(b, sumV, p);
   }
@@ -1164,6 +1215,10 @@ std::string kernelName(Type et, int64_t dHead, bool withLse, bool grad,
     os << "_q" << hooks.queryTile;
   if (hooks.packPrefetch != 32)
     os << "_pf" << hooks.packPrefetch;
+  if (!hooks.boundaryMasks)
+    os << "_allmasks";
+  if (hooks.mathExp)
+    os << "_mathexp";
   return name;
 }
 
@@ -1484,6 +1539,8 @@ struct ConvertRelAttentionToCpuPass
     hooks.lanes = vectorBits / 32;
     hooks.scoreRows = scoreRows;
     hooks.scoreWindow = scoreWindow;
+    hooks.boundaryMasks = boundaryMasks;
+    hooks.mathExp = mathExp;
     hooks.minScoreBytes = minScoreBytes;
     hooks.outputRows = outputRows;
     hooks.queryTile = queryTile;

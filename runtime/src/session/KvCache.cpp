@@ -69,8 +69,14 @@ bool txl::rt::kvCacheActive(const txl_session &session) {
 }
 
 /// Brings the session's r_head_k up to date for `klen` and the run's
-/// clamp_len (txl_segment_r_head_k).
-static void updateRHeadK(txl_session &session, int64_t klen, int64_t clampLen) {
+/// clamp_len (txl_segment_r_head_k), its products on `blasThreads` OpenBLAS
+/// threads: 1 where the segments run as parallel slices, whose own BLAS is
+/// single-threaded. (A threaded call wakes OpenBLAS's workers, which then
+/// spin in sched_yield for about 2^28 cycles before they sleep: on a
+/// 2-core machine that took half a core from the slices for the first
+/// 0.1 s of a 1.3 s ptb_small eval.)
+static void updateRHeadK(txl_session &session, int64_t klen, int64_t clampLen,
+                         int blasThreads) {
   if (session.rHeadKKlen == klen && session.rHeadKClamp == clampLen)
     return;
   const txl_model_info_t &info = *session.info;
@@ -85,7 +91,7 @@ static void updateRHeadK(txl_session &session, int64_t klen, int64_t clampLen) {
     args.memref(session.rHeadK.back().buffer(), {klen, hd});
   }
   if (session.device->hostMemory())
-    setBlasThreads(session.threads);
+    setBlasThreads(blasThreads);
   txl_segment_r_head_k(args.data());
   for (DeviceArray &r : session.rHeadK)
     r.invalidate();
@@ -143,7 +149,8 @@ void txl::rt::runSegmentKv(txl_session &session, const int64_t *data,
           list->emplace_back(*session.device, slice.count * hd);
     }
   }
-  updateRHeadK(session, mlen + qlen, options.clamp_len);
+  updateRHeadK(session, mlen + qlen, options.clamp_len,
+               slices > 1 ? 1 : session.threads);
   txl_segment_fn entry = logProbs ? &txl_segment_log_probs_kv : &txl_segment_kv;
   auto runSlice = [&](int s) {
     auto &slice = session.kvSlices[s];

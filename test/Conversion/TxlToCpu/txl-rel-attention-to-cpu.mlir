@@ -15,6 +15,8 @@
 // RUN:   | FileCheck %s --check-prefix=AUTO
 // RUN: txl-opt %s "--txl-rel-attention-to-cpu=query-tile=32 pack-prefetch=0" --split-input-file \
 // RUN:   | FileCheck %s --check-prefix=TILE32
+// RUN: txl-opt %s "--txl-rel-attention-to-cpu=boundary-masks=false math-exp=true" --split-input-file \
+// RUN:   | FileCheck %s --check-prefix=ALLMASKS
 // RUN: not txl-opt %s --txl-rel-attention-to-cpu=query-tile=0 --split-input-file 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BADTILE
 // RUN: not txl-opt %s --txl-rel-attention-to-cpu=query-tile=257 --split-input-file 2>&1 \
@@ -53,8 +55,11 @@
 // (then v) prefetching the cache lines of the row 32 rows ahead, clamped
 // to the last row; the score blocks of 4 rows x 2 vectors of keys, 16
 // vector.fma a step over d_head (8 accumulators carried by the loop); the
-// mask from the indices; an online softmax; the P·V blocks, 8 vector.fma a
-// key.
+// online softmax of a row, the mask computed (from the indices, one i32
+// compare per bound and vector) only where the row does not see the whole
+// key tile: an scf.if on "the tile's last key visible and, with
+// same_length, its first", whose then branch has no vector compare; the
+// P·V blocks, 8 vector.fma a key.
 
 // KERNEL-LABEL: func.func private @txl_rel_attention_cpu_f32_d32
 // KERNEL-COUNT-5: memref.alloc({{.+}}) : memref<?x?xf32>
@@ -69,7 +74,27 @@
 // KERNEL: scf.for {{.+}} iter_args({{.+}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
 // KERNEL-COUNT-2: vector.load {{.+}} : memref<?x?xf32>, vector<8xf32>
 // KERNEL-COUNT-2: vector.fma
-// KERNEL: arith.cmpi sle, {{.+}} : vector<8xi64>
+// KERNEL: %[[LAST_SEEN:.+]] = arith.cmpi sle, {{.+}} : index
+// KERNEL: %[[NOT_SAME:.+]] = arith.xori %{{.+}}, %true{{(_[0-9]+)?}} : i1
+// KERNEL: %[[FIRST:.+]] = arith.cmpi sgt, {{.+}} : index
+// KERNEL: %[[FIRST_SEEN:.+]] = arith.ori %[[NOT_SAME]], %[[FIRST]] : i1
+// KERNEL: %[[SEEN:.+]] = arith.andi %[[LAST_SEEN]], %[[FIRST_SEEN]] : i1
+// KERNEL: scf.if %[[SEEN]] {
+// KERNEL-NOT: arith.cmpi {{.+}} : vector
+// KERNEL: vector.reduction <maxnumf>, {{.+}} fastmath<nnan>
+// KERNEL-NOT: arith.cmpi {{.+}} : vector
+// KERNEL: %[[X:.+]] = math.fma {{.+}} : vector<8xf32>
+// KERNEL-NOT: math.exp {{.+}} : vector
+// KERNEL: %[[LOW:.+]] = arith.cmpf olt, %[[X]], %{{.+}} : vector<8xf32>
+// KERNEL: arith.select %[[LOW]], %{{.+}}, %[[X]] : vector<8xi1>, vector<8xf32>
+// KERNEL: math.roundeven {{.+}} : vector<8xf32>
+// KERNEL-NOT: arith.cmpi {{.+}} : vector
+// KERNEL: vector.reduction <add>, {{.+}} fastmath<reassoc>
+// KERNEL-NOT: arith.cmpi {{.+}} : vector
+// KERNEL: } else {
+// KERNEL: arith.cmpi sle, {{.+}} : vector<8xi32>
+// KERNEL: arith.cmpi sgt, {{.+}} : vector<8xi32>
+// KERNEL: arith.select {{.+}} : vector<8xi1>, vector<8xf32>
 // KERNEL: vector.reduction <maxnumf>, {{.+}} fastmath<nnan>
 // KERNEL: math.exp {{.+}} : vector<8xf32>
 // KERNEL: vector.reduction <add>, {{.+}} fastmath<reassoc>
@@ -115,6 +140,16 @@
 // query-tile=32 (the tile of sessions 50-57) and pack-prefetch=0: tile
 // buffers of 32 rows and no prefetch (the negative case of the two
 // KERNEL checks above); the name says both.
+// boundary-masks=false: the mask on every tile (no scf.if on the row
+// seeing the whole tile); math-exp=true: math.exp in every softmax.
+// ALLMASKS-LABEL: func.func private @txl_rel_attention_cpu_f32_d32_allmasks_mathexp
+// ALLMASKS-NOT: math.roundeven
+// ALLMASKS: arith.cmpi sle, {{.+}} : vector<8xi32>
+// ALLMASKS: vector.reduction <maxnumf>, {{.+}} fastmath<nnan>
+// ALLMASKS-NOT: scf.if
+// ALLMASKS: math.exp {{.+}} : vector<8xf32>
+// ALLMASKS: vector.reduction <add>, {{.+}} fastmath<reassoc>
+
 // TILE32-LABEL: func.func private @txl_rel_attention_cpu_f32_d32_q32_pf0
 // TILE32-NOT: memref.prefetch
 // TILE32: memref.alloca() : memref<32x64xf32>
