@@ -1,17 +1,17 @@
 """The tiled CPU attention kernel alone (txl-rel-attention-to-cpu), one
-thread: one txl.rel_attention (f32, 8 heads, d_head 64: enwik8_base's) in a
-@segment compiled through the CPU pipeline (test/lib/txlrun.py) and called
-from numpy, each variant's calls interleaved with the others'.
+thread: one txl.rel_attention (f32; 8 heads, d_head 64: enwik8_base's,
+unless --n-head / --d-head say otherwise) in a @segment compiled through
+the CPU pipeline (test/lib/txlrun.py) and called from numpy, each
+variant's calls interleaved with the others'.
 
 Shapes: `cache`, the key/value cache's segment at the enwik8 paper setting
-(80 queries over 2,180 keys, batch 4, mem_len 2,100, same_length), and
-`long` (1,024 queries over 2,048 keys, batch 1, no same_length), `ptb` (a
-ptb_small eval slice: 64 queries over 128 keys, batch 5; with --n-head 4
---d-head 32). Reports the
-median time of a call and the useful work's rate: 3 products (AC, BD, P·V)
-of 2·d_head FLOP for each visible (query, key) pair, per head and batch
-column (the window's extra BD columns, masked scores and the softmax not
-counted).
+(80 queries over 2,180 keys, batch 4, mem_len 2,100, same_length),
+`long` (1,024 queries over 2,048 keys, batch 1, no same_length) and `ptb`
+(a ptb_small eval slice: 64 queries over 128 keys, batch 5; with --n-head
+4 --d-head 32). Reports the median time of a call and the useful work's
+rate: 3 products (AC, BD, P·V) of 2·d_head FLOP for each visible (query,
+key) pair, per head and batch column (the window's extra BD columns,
+masked scores and the softmax not counted).
 
 A variant is NAME=PIPELINE[@BINDIR]: the pass pipeline given to txl-opt
 (`--pass-pipeline`'s body), with the txl-opt of BINDIR (default build/bin),
