@@ -557,7 +557,8 @@ txl_session_enqueue_segment(txl_session_t *session, const int64_t *data,
                             const txl_run_options_t *options, float *out_nll);
 
 /// Waits for everything enqueued on the session's device: the `out_nll` of
-/// every txl_session_enqueue_segment before it is written when it returns.
+/// every txl_session_enqueue_segment and txl_session_enqueue_train_segment
+/// before it is written when it returns.
 /// Errors: no session; TXL_UNAVAILABLE from the device.
 txl_status_t txl_session_synchronize(txl_session_t *session);
 
@@ -609,6 +610,22 @@ txl_status_t txl_session_train_segment(txl_session_t *session,
                                        const txl_run_options_t *options,
                                        int64_t chunk, int64_t chunks,
                                        float *out_nll);
+
+/// txl_session_train_segment without waiting for the device (issue 51: no
+/// host synchronisation per training segment on the GPU targets): the
+/// chunk's backward is enqueued on the session's device and `out_nll` is
+/// written by the time the next txl_session_synchronize(session) returns;
+/// until then the caller keeps `out_nll` valid and does not read it. The
+/// loss's parts of objective "alrfou" (options->out_loss_parts) are
+/// written on return, as with txl_session_train_segment. Where the
+/// session's device is the host (the CPU target) the chunk runs now and
+/// `out_nll` is written on return. The same arguments, gradients and
+/// errors as txl_session_train_segment; a failure on the device may surface
+/// at the synchronisation instead.
+txl_status_t txl_session_enqueue_train_segment(
+    txl_session_t *session, const int64_t *data, const int64_t *target,
+    int64_t qlen, int64_t batch, const txl_run_options_t *options,
+    int64_t chunk, int64_t chunks, float *out_nll);
 
 /// One update with the session's gradients (the generated
 /// @squared_norm_part and @optimizer_update per tensor on the CPU,

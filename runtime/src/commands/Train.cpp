@@ -220,6 +220,9 @@ void logHeader(RunLog &log, const txl_model_info_t &info,
 /// log line every log_interval updates, validation every eval_interval and
 /// the checkpoint. Rank 0 writes the log, metrics.jsonl and the
 /// checkpoints.
+/// The most updates whose losses wait for a synchronisation (settleLosses).
+constexpr int64_t kMaxPendingUpdates = 100;
+
 class RankRun {
 public:
   RankRun(const txl_model_info_t &info, const TrainOptions &options,
@@ -263,14 +266,29 @@ private:
     double loss = 0;
     double parts[3] = {0, 0, 0};
   };
+  /// An update whose chunks' NLL the device writes at its next
+  /// synchronisation (txl_session_enqueue_train_segment): its step, each
+  /// chunk's NLL buffer, and the loss's parts (written on return).
+  struct PendingUpdate {
+    int64_t step = 0;
+    std::vector<std::vector<float>> nll;
+    double parts[3] = {0, 0, 0};
+  };
 
   /// The next update's segment: objective "alrfou"'s random windows (and
   /// the update's loss weights), or the train iterator's next, a new epoch
   /// starting when it ends.
   void nextSegment(LMSegment &segment);
-  /// The backward of every chunk of `segment` (gradients accumulate), then,
-  /// with several ranks, the global batch's loss and gradients.
-  UpdateLoss backward(const LMSegment &segment);
+  /// The backward of every chunk of `segment` (gradients accumulate), its
+  /// NLL left pending (settleLosses), then, with several ranks, the global
+  /// batch's gradients.
+  void backward(const LMSegment &segment);
+  /// One synchronisation of the session, then the pending updates' losses
+  /// in order (with several ranks, the global batch's), each checked
+  /// finite, into the interval's sums: before every log line, validation,
+  /// checkpoint and the end of the run, and every kMaxPendingUpdates
+  /// updates. Returns the last update's loss.
+  double settleLosses();
   /// The optimizer step: returns the gradients' norm. Without loss scaling
   /// a non-finite norm ends the run; with it the step is skipped and the
   /// scale halved (apex's DynamicLossScaler).
@@ -309,7 +327,9 @@ private:
   txl_run_options_t runOptions{};
   int32_t normParts = 0;
   AlRfouWeights weights;
-  std::vector<float> nll, lossParts;
+  std::vector<float> lossParts;
+  std::vector<PendingUpdate> pending;
+  double lastLoss = 0;
   /// Whether the last log line warned of divergence (a warning is logged
   /// when the loss starts diverging, not at every line while it does).
   bool warnedDivergence = false;
@@ -338,10 +358,12 @@ void RankRun::nextSegment(LMSegment &segment) {
   }
 }
 
-RankRun::UpdateLoss RankRun::backward(const LMSegment &segment) {
+void RankRun::backward(const LMSegment &segment) {
   // train.py: per chunk, loss.float().mean() / batch_chunk, backward
-  // (gradients accumulate) and train_loss += its float value.
-  UpdateLoss result;
+  // (gradients accumulate) and train_loss += its float value: the NLL is
+  // read at the next synchronisation (settleLosses), not per chunk.
+  PendingUpdate &update = pending.emplace_back();
+  update.step = state.step + 1;
   const int64_t chunks = data.chunks();
   const int64_t targetRows = segment.seqLen + (alrfou ? 1 : 0);
   for (int64_t c = 0; c < chunks; ++c) {
@@ -359,35 +381,59 @@ RankRun::UpdateLoss RankRun::backward(const LMSegment &segment) {
     runOptions.dropout_column = columns.first + c * data.chunkBatch();
     runOptions.loss_scale_log2 = state.lossScaleLog2;
     data.enterChunk(session, c);
-    nll.resize(static_cast<size_t>(segment.seqLen * data.chunkBatch()));
-    checkStatus(txl_session_train_segment(
+    std::vector<float> &nll = update.nll.emplace_back(
+        static_cast<size_t>(segment.seqLen * data.chunkBatch()));
+    checkStatus(txl_session_enqueue_train_segment(
         session, whole ? segment.data.data() : chunkData.data(),
         whole ? segment.target.data() : chunkTarget.data(), segment.seqLen,
         data.chunkBatch(), &runOptions, c, chunks, nll.data()));
-    double sum = 0;
-    for (float value : nll)
-      sum += value;
-    float mean = static_cast<float>(sum / static_cast<double>(nll.size()));
-    result.loss += static_cast<float>(mean / static_cast<float>(chunks));
     for (size_t part = 0; alrfou && part < 3; ++part) {
       double partSum = 0;
       for (size_t i = 0; i < nll.size(); ++i)
         partSum += lossParts[part * nll.size() + i];
-      result.parts[part] += partSum / double(nll.size()) / double(chunks);
+      update.parts[part] += partSum / double(nll.size()) / double(chunks);
     }
   }
-  if (comm.size() > 1) {
-    // The global batch's loss (every rank's the mean of as many tokens)
-    // and gradient: each rank's share, summed over the ranks.
-    double sums[4] = {result.loss, result.parts[0], result.parts[1],
-                      result.parts[2]};
-    comm.allreduceSum(sums, 4);
-    result.loss = sums[0] / comm.size();
-    for (int part = 0; part < 3; ++part)
-      result.parts[part] = sums[part + 1] / comm.size();
+  // The global batch's gradient: each rank's share, summed over the ranks.
+  if (comm.size() > 1)
     reducer.reduce(session);
+}
+
+double RankRun::settleLosses() {
+  if (pending.empty())
+    return lastLoss;
+  checkStatus(txl_session_synchronize(session));
+  for (const PendingUpdate &update : pending) {
+    UpdateLoss result;
+    const double chunks = double(update.nll.size());
+    for (const std::vector<float> &nll : update.nll) {
+      double sum = 0;
+      for (float value : nll)
+        sum += value;
+      float mean = static_cast<float>(sum / static_cast<double>(nll.size()));
+      result.loss += static_cast<float>(mean / static_cast<float>(chunks));
+    }
+    for (int part = 0; part < 3; ++part)
+      result.parts[part] = update.parts[part];
+    if (comm.size() > 1) {
+      // The global batch's loss (every rank's the mean of as many tokens).
+      double sums[4] = {result.loss, result.parts[0], result.parts[1],
+                        result.parts[2]};
+      comm.allreduceSum(sums, 4);
+      result.loss = sums[0] / comm.size();
+      for (int part = 0; part < 3; ++part)
+        result.parts[part] = sums[part + 1] / comm.size();
+    }
+    if (!std::isfinite(result.loss))
+      fail(TXL_DATA_ERROR, "the training loss is {} at step {}; {}",
+           result.loss, update.step, lastCheckpoint());
+    state.intervalLoss += result.loss;
+    for (int part = 0; alrfou && part < 3; ++part)
+      (*state.intervalParts)[part] += result.parts[part];
+    lastLoss = result.loss;
   }
-  return result;
+  pending.clear();
+  return lastLoss;
 }
 
 float RankRun::optimizerStep() {
@@ -577,28 +623,30 @@ bool RankRun::run() {
   LMSegment segment;
   while (state.step < settings.maxStep) {
     nextSegment(segment);
-    UpdateLoss loss = backward(segment);
+    backward(segment);
     float gradNorm = optimizerStep();
     ++state.batchInEpoch;
     state.iteratorRow = data.position();
     state.lr = scheduledLr(session, state.step, state.lr, settings.maxStep);
-    state.intervalLoss += loss.loss;
-    for (int part = 0; alrfou && part < 3; ++part)
-      (*state.intervalParts)[part] += loss.parts[part];
     ++state.intervalSteps;
     ++stepsThisInterval;
     tokensDone += segment.seqLen * info.batch_size;
     log.bar.update(tokensDone);
-    if (!std::isfinite(loss.loss))
-      fail(TXL_DATA_ERROR, "the training loss is {} at step {}; {}", loss.loss,
-           state.step, lastCheckpoint());
 
     const bool stopNow = options.stopAfter && state.step == *options.stopAfter;
     bool saveLast = state.step % settings.checkpointInterval == 0 ||
                     state.step == settings.maxStep || stopNow;
-    if (state.step % settings.logInterval == 0)
-      logInterval(loss.loss, gradNorm);
-    if (state.step % settings.evalInterval == 0) {
+    const bool logNow = state.step % settings.logInterval == 0;
+    const bool evalNow = state.step % settings.evalInterval == 0;
+    // The losses are read where something needs them (the log line, the
+    // checkpoint's interval sums) and at least every kMaxPendingUpdates
+    // updates, so that a non-finite loss ends the run soon.
+    if (logNow || evalNow || saveLast ||
+        int64_t(pending.size()) >= kMaxPendingUpdates)
+      settleLosses();
+    if (logNow)
+      logInterval(lastLoss, gradNorm);
+    if (evalNow) {
       validate();
       saveLast = true;
     }

@@ -57,48 +57,69 @@ std::vector<int64_t> txl::rt::flatShape(const txl_session &session, size_t t) {
   return {parameterElements(session.info->params[session.trainable[t]])};
 }
 
+/// txl_session_train_segment, with `out_nll` written at the device's next
+/// synchronisation when `deferOutput`.
+static void trainSegment(txl_session_t *session, const int64_t *data,
+                         const int64_t *target, int64_t qlen, int64_t batch,
+                         const txl_run_options_t *options, int64_t chunk,
+                         int64_t chunks, float *out_nll, bool deferOutput) {
+  requireSession(session);
+  ensureTrainingState(*session);
+  if (chunks < 1 || chunk < 0 || chunk >= chunks)
+    fail(TXL_INVALID_ARGUMENT, "chunk {} of {}: need 0 <= chunk < chunks",
+         chunk, chunks);
+  if (chunks > 1 && session->chunkGrads.empty())
+    session->chunkGrads = allocateGrads(*session);
+  runSegment(session, data, target, qlen, batch, options, out_nll, nullptr,
+             chunks > 1 ? &session->chunkGrads : &session->grads,
+             /*logProbs=*/false, deferOutput);
+  if (chunks == 1)
+    return;
+  // train.py: each chunk's backward of loss / batch_chunk accumulates:
+  // through the executable's txl_accumulate_grads where it has one (a
+  // GPU target's, on the device), else on the arrays' host views.
+  const float scale = 1.0f / static_cast<float>(chunks);
+  if (txl_accumulate_grads) {
+    PackedArgs args;
+    for (const std::vector<DeviceArray> *list :
+         {&session->grads, &session->chunkGrads})
+      for (size_t t = 0; t < session->trainable.size(); ++t)
+        args.memref((*list)[session->trainable[t]].buffer(),
+                    flatShape(*session, t));
+    args.f32(scale);
+    args.i64(chunk == 0 ? 1 : 0);
+    txl_accumulate_grads(args.data());
+    for (int32_t i : session->trainable)
+      session->grads[i].invalidate();
+    return;
+  }
+  for (int32_t i : session->trainable) {
+    float *total = session->grads[i].map();
+    const float *part = session->chunkGrads[i].map();
+    for (size_t k = 0; k < session->grads[i].size(); ++k)
+      total[k] = chunk == 0 ? part[k] * scale : total[k] + part[k] * scale;
+    session->grads[i].flush();
+  }
+}
+
 extern "C" txl_status_t
 txl_session_train_segment(txl_session_t *session, const int64_t *data,
                           const int64_t *target, int64_t qlen, int64_t batch,
                           const txl_run_options_t *options, int64_t chunk,
                           int64_t chunks, float *out_nll) {
   return guardStatus([&] {
-    requireSession(session);
-    ensureTrainingState(*session);
-    if (chunks < 1 || chunk < 0 || chunk >= chunks)
-      fail(TXL_INVALID_ARGUMENT, "chunk {} of {}: need 0 <= chunk < chunks",
-           chunk, chunks);
-    if (chunks > 1 && session->chunkGrads.empty())
-      session->chunkGrads = allocateGrads(*session);
-    runSegment(session, data, target, qlen, batch, options, out_nll, nullptr,
-               chunks > 1 ? &session->chunkGrads : &session->grads);
-    if (chunks == 1)
-      return;
-    // train.py: each chunk's backward of loss / batch_chunk accumulates:
-    // through the executable's txl_accumulate_grads where it has one (a
-    // GPU target's, on the device), else on the arrays' host views.
-    const float scale = 1.0f / static_cast<float>(chunks);
-    if (txl_accumulate_grads) {
-      PackedArgs args;
-      for (const std::vector<DeviceArray> *list :
-           {&session->grads, &session->chunkGrads})
-        for (size_t t = 0; t < session->trainable.size(); ++t)
-          args.memref((*list)[session->trainable[t]].buffer(),
-                      flatShape(*session, t));
-      args.f32(scale);
-      args.i64(chunk == 0 ? 1 : 0);
-      txl_accumulate_grads(args.data());
-      for (int32_t i : session->trainable)
-        session->grads[i].invalidate();
-      return;
-    }
-    for (int32_t i : session->trainable) {
-      float *total = session->grads[i].map();
-      const float *part = session->chunkGrads[i].map();
-      for (size_t k = 0; k < session->grads[i].size(); ++k)
-        total[k] = chunk == 0 ? part[k] * scale : total[k] + part[k] * scale;
-      session->grads[i].flush();
-    }
+    trainSegment(session, data, target, qlen, batch, options, chunk, chunks,
+                 out_nll, /*deferOutput=*/false);
+  });
+}
+
+extern "C" txl_status_t txl_session_enqueue_train_segment(
+    txl_session_t *session, const int64_t *data, const int64_t *target,
+    int64_t qlen, int64_t batch, const txl_run_options_t *options,
+    int64_t chunk, int64_t chunks, float *out_nll) {
+  return guardStatus([&] {
+    trainSegment(session, data, target, qlen, batch, options, chunk, chunks,
+                 out_nll, /*deferOutput=*/true);
   });
 }
 

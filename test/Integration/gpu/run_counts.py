@@ -1,12 +1,16 @@
 """Checks TXL_PROFILE=counts lines against per-segment budgets.
 
-usage: run_counts.py LOG --steady FIRST --max name=N[,name=N...]
+usage: run_counts.py LOG --steady FIRST [--last N] [--what segment|update]
+                     --max name=N[,name=N...]
 
-Reads the `counts: segment <n>: ...` lines a GPU executable prints with
+Reads the `counts: segment <n>: ...` lines (with --what update, the
+`counts: update <n>: ...` lines of `train`) a GPU executable prints with
 TXL_PROFILE=counts (runtime/include/txl/device.h, txl_device_counters) and
-checks, for every segment from FIRST on but the last (which may be shorter),
-that each named counter is at most its budget. Prints one line per checked
-segment and exits 1 with a FAIL line naming the counter over budget.
+checks, for every one from FIRST on but the last (which may be shorter;
+with --last, up to N inclusive), that each named counter is at most its
+budget. A line counts what happened since the line before it, of whatever
+kind. Prints one line per checked segment or update and exits 1 with a
+FAIL line naming the counter over budget.
 """
 import argparse
 import re
@@ -14,13 +18,11 @@ import sys
 
 FIELDS = ["launches", "library calls", "uploads", "downloads",
           "device copies", "syncs", "allocations", "frees"]
-LINE = re.compile(r"^counts: segment (\d+): (.*)$")
-
-
-def parse(text):
+def parse(text, what="segment"):
+    line_re = re.compile(r"^counts: " + what + r" (\d+): (.*)$")
     segments = {}
     for line in text.splitlines():
-        m = LINE.match(line)
+        m = line_re.match(line)
         if not m:
             continue
         counts = {}
@@ -37,25 +39,34 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("log")
     ap.add_argument("--steady", type=int, default=2)
+    ap.add_argument("--last", type=int,
+                    help="the last one checked (default: all but the last)")
+    ap.add_argument("--what", choices=["segment", "update"], default="segment")
     ap.add_argument("--max", required=True)
     args = ap.parse_args()
     budgets = {}
     for item in args.max.split(","):
         name, value = item.split("=")
         budgets[name] = int(value)
-    segments = parse(open(args.log).read())
-    checked = [n for n in sorted(segments) if n >= args.steady][:-1]
+    segments = parse(open(args.log).read(), args.what)
+    checked = [n for n in sorted(segments) if n >= args.steady]
+    if args.last is None:
+        checked = checked[:-1]
+    else:
+        checked = [n for n in checked if n <= args.last]
+        if args.last not in segments:
+            sys.exit(f"FAIL: no {args.what} {args.last} in the log")
     if not checked:
-        sys.exit("FAIL: no steady segment in the log")
+        sys.exit(f"FAIL: no steady {args.what} in the log")
     failed = False
     for n in checked:
         for name, budget in budgets.items():
             if segments[n][name] > budget:
-                print(f"FAIL: segment {n}: {segments[n][name]} {name}, "
+                print(f"FAIL: {args.what} {n}: {segments[n][name]} {name}, "
                       f"budget {budget}")
                 failed = True
         if not failed:
-            print(f"segment {n}: within budget")
+            print(f"{args.what} {n}: within budget")
     sys.exit(1 if failed else 0)
 
 

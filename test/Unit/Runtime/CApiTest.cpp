@@ -272,6 +272,38 @@ TEST_F(CApiSessionTest, EnqueuedSegmentsAreCheckedAsRunOnes) {
   EXPECT_EQ(take(txl_session_synchronize(nullptr)).first, TXL_INVALID_ARGUMENT);
 }
 
+// txl_session_enqueue_train_segment checks its arguments as
+// txl_session_train_segment does, with the same messages.
+TEST_F(CApiSessionTest, EnqueuedTrainSegmentsAreCheckedAsTrainOnes) {
+  txl_run_options_t options{};
+  options.mem_len = 4;
+  options.training = 1;
+  float nll[4] = {};
+  const int64_t data[4] = {0, 1, 2, 3};
+  struct Case {
+    const int64_t *data;
+    int64_t chunk, chunks;
+    float *out;
+  } cases[] = {{data, 2, 2, nll},
+               {data, -1, 1, nll},
+               {data, 0, 0, nll},
+               {nullptr, 0, 1, nll},
+               {data, 0, 1, nullptr}};
+  for (const Case &c : cases) {
+    auto [trainCode, trainMessage] = take(txl_session_train_segment(
+        session, c.data, data, 2, 2, &options, c.chunk, c.chunks, c.out));
+    auto [code, message] = take(txl_session_enqueue_train_segment(
+        session, c.data, data, 2, 2, &options, c.chunk, c.chunks, c.out));
+    EXPECT_NE(trainCode, TXL_OK) << trainMessage;
+    EXPECT_EQ(code, trainCode);
+    EXPECT_EQ(message, trainMessage);
+  }
+  EXPECT_EQ(take(txl_session_enqueue_train_segment(nullptr, data, data, 2, 2,
+                                                   &options, 0, 1, nll))
+                .first,
+            TXL_INVALID_ARGUMENT);
+}
+
 } // namespace
 
 // The range checks run before any compiled training function would: these
