@@ -89,6 +89,9 @@ private:
                                 Value lr, Value step, Value scale, Value part,
                                 Value parts);
   std::pair<Value, Value> clipScale(Value partials, Value invLossScale);
+  /// The gradients' factor for the clipping norm `totalNorm` (unscaled):
+  /// clip_grad_norm_'s coefficient times `invLossScale`.
+  Value clipScaleOfNorm(Value totalNorm, Value invLossScale);
   Value warmupOrAfter(Value step, Value stepF, Value lr, Value maxStepF);
   Value invSqrt(Value step, Value stepF);
 
@@ -301,6 +304,10 @@ SmallVector<Value> TrainingEmitter::updatePart(Value param, Value grad,
 /// `invLossScale`. The gradients arrive multiplied by the loss scale (1
 /// unless dynamic loss scaling runs): the norm and every gradient read are
 /// unscaled by its inverse, a power of two, so exactly.
+Value TrainingEmitter::clipScaleOfNorm(Value totalNorm, Value invLossScale) {
+  return arith::MulFOp::create(b, loc, gradScale(totalNorm), invLossScale);
+}
+
 std::pair<Value, Value> TrainingEmitter::clipScale(Value partials,
                                                    Value invLossScale) {
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
@@ -317,9 +324,7 @@ std::pair<Value, Value> TrainingEmitter::clipScale(Value partials,
           .getResult(0);
   Value totalNorm = arith::MulFOp::create(
       b, loc, math::SqrtOp::create(b, loc, sumSquares), invLossScale);
-  Value scale =
-      arith::MulFOp::create(b, loc, gradScale(totalNorm), invLossScale);
-  return {totalNorm, scale};
+  return {totalNorm, clipScaleOfNorm(totalNorm, invLossScale)};
 }
 
 /// The CPU form's @optimizer_update(%p, %g, %state_0..%state_{S-1}:
@@ -492,14 +497,16 @@ void TrainingEmitter::emitDeviceOptimizerStep(ModuleOp module) {
   SmallVector<Type> inputs;
   for (size_t list = 0; list < 2 + numStates; ++list)
     inputs.append(paramTypes);
-  // lr, step, inv_loss_scale, the parts' sums of squares, part, parts
-  inputs.append({b.getF64Type(), b.getI64Type(), b.getF32Type(),
-                 RankedTensorType::get({ShapedType::kDynamic}, b.getF32Type()),
+  // lr, step, inv_loss_scale, the clipping norm, part, parts. The norm is
+  // the host's (from @grad_squared_norm's parts, which it reads anyway to
+  // skip a non-finite update): summing the parts in a kernel of one
+  // work-item and reading that sum back cost a launch and a
+  // synchronisation every update.
+  inputs.append({b.getF64Type(), b.getI64Type(), b.getF32Type(), b.getF32Type(),
                  b.getI64Type(), b.getI64Type()});
   SmallVector<Type> results;
   for (size_t list = 0; list < 1 + numStates; ++list)
     results.append(paramTypes);
-  results.push_back(RankedTensorType::get({1}, b.getF32Type())); // grad_norm
 
   b.setInsertionPointToEnd(module.getBody());
   auto fn = func::FuncOp::create(b, loc, kOptimizerStepFunctionName,
@@ -525,12 +532,12 @@ void TrainingEmitter::emitDeviceOptimizerStep(ModuleOp module) {
   Value lr = entry->getArgument(scalars);
   Value step = entry->getArgument(scalars + 1);
   Value invLossScale = entry->getArgument(scalars + 2);
-  Value partials = entry->getArgument(scalars + 3);
+  Value totalNorm = entry->getArgument(scalars + 3);
   auto [part, parts] = partIndices(b, loc, entry->getArgument(scalars + 4),
                                    entry->getArgument(scalars + 5));
 
-  // clip_grad_norm_'s total norm: sqrt of the parts' sums, added in order.
-  auto [totalNorm, scale] = clipScale(partials, invLossScale);
+  // clip_grad_norm_'s coefficient from the total norm the host summed.
+  Value scale = clipScaleOfNorm(totalNorm, invLossScale);
 
   // This part of every parameter and state, updated and written back in
   // place: each new tensor is materialized into the argument it replaces,
@@ -551,9 +558,6 @@ void TrainingEmitter::emitDeviceOptimizerStep(ModuleOp module) {
   SmallVector<Value> returned;
   for (SmallVector<Value> &values : outLists)
     returned.append(values);
-  returned.push_back(tensor::FromElementsOp::create(
-      b, loc, RankedTensorType::get({1}, b.getF32Type()),
-      ValueRange{totalNorm}));
   func::ReturnOp::create(b, loc, returned);
 }
 
@@ -616,12 +620,13 @@ Value TrainingEmitter::invSqrt(Value step, Value stepF) {
 
 void TrainingEmitter::emitLearningRate(ModuleOp module) {
   Type f64Type = b.getF64Type();
-  auto resultType = RankedTensorType::get({1}, f64Type);
   b.setInsertionPointToEnd(module.getBody());
+  // Scalars in and out, no tensor: host code on every target (on a GPU
+  // target a tensor result would be device memory, written by a kernel and
+  // read back with a synchronisation every update).
   auto fn = func::FuncOp::create(
       b, loc, kLearningRateFunctionName,
-      b.getFunctionType({b.getI64Type(), f64Type, b.getI64Type()},
-                        {resultType}));
+      b.getFunctionType({b.getI64Type(), f64Type, b.getI64Type()}, {f64Type}));
   setRuntimeEntry(fn, kLearningRateEntryName);
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
@@ -643,10 +648,7 @@ void TrainingEmitter::emitLearningRate(ModuleOp module) {
     next = arith::SelectOp::create(b, loc, atZero, f64(train.lr),
                                    warmupOrAfter(step, stepF, lr, maxStepF));
   }
-  func::ReturnOp::create(
-      b, loc,
-      ValueRange{tensor::FromElementsOp::create(b, loc, resultType,
-                                                ValueRange{next})});
+  func::ReturnOp::create(b, loc, ValueRange{next});
 }
 
 LogicalResult mlir::txl::buildTrainingFunctions(ModuleOp module,

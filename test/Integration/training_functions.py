@@ -18,6 +18,7 @@ Python transcriptions of the official train.py (test/lib/torch_optim.py):
 Every model is compiled from its model file through `txlc --emit=txl` and the
 txl-cpu-pipeline."""
 
+import ctypes
 import os
 import re
 import subprocess
@@ -258,8 +259,8 @@ def check_schedule(lib, scheduler, warmup):
     lr_fn = txlrun.Segment(lib, entry="txl_learning_rate")
 
     def call(step, current, max_step=MAX_STEP):
-        return float(lr_fn([step, current, max_step], [(1,)],
-                           [np.float64])[0][0])
+        return float(lr_fn([step, current, max_step], [], [],
+                           scalar_result=ctypes.c_double))
 
     # dev_perf's ReduceLROnPlateau is the runtime's: halve the lr once past
     # the warmup, as it would, and expect the schedule to keep it. The

@@ -78,12 +78,16 @@ class Segment:
         self.entry.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
         self.entry.restype = None
 
-    def __call__(self, inputs, result_shapes, result_dtypes=None):
+    def __call__(self, inputs, result_shapes, result_dtypes=None,
+                 scalar_result=None):
         """Returns one array per result shape, of the matching dtype in
         `result_dtypes` (float32 for every result when it is None). Array
         inputs keep their dtype, which must be the argument's element type;
         C-contiguous ones are passed without a copy, so a function that
-        updates an argument in place updates that array."""
+        updates an argument in place updates that array. With
+        `scalar_result` (a ctypes type, e.g. ctypes.c_double) the entry
+        returns one scalar instead (txl-emit-packed-entry: through the
+        pointer after the arguments'), and so does this call."""
         if result_dtypes is None:
             result_dtypes = [np.float32] * len(result_shapes)
         if len(result_dtypes) != len(result_shapes):
@@ -122,9 +126,12 @@ class Segment:
             desc = _descriptor(array)
             keep.append(desc)
             pointers.append(ctypes.cast(ctypes.byref(desc), ctypes.c_void_p))
+        if scalar_result is not None:
+            out = scalar_result(float("nan"))
+            pointers.append(ctypes.cast(ctypes.byref(out), ctypes.c_void_p))
         packed = (ctypes.c_void_p * len(pointers))(*pointers)
         self.entry(packed)
-        return results
+        return out.value if scalar_result is not None else results
 
 
 def run(mlir_path, inputs, result_shapes, result_dtypes=None):

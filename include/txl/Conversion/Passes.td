@@ -95,7 +95,9 @@ def FuseElementwisePass : Pass<"txl-fuse-elementwise", "::mlir::func::FuncOp"> {
 def ResultsToDestinationsPass : Pass<"txl-results-to-destinations", "::mlir::ModuleOp"> {
   let summary = "Give entry functions caller-allocated output tensors";
   let description = [{
-    For each function with `llvm.emit_c_interface`, appends one tensor
+    For each function with `llvm.emit_c_interface` that returns a tensor
+    (one whose results are all scalars, the learning-rate schedule's f64,
+    keeps them: the C interface returns it by value), appends one tensor
     argument per result and returns
     `bufferization.materialize_in_destination %result in %out` instead, so
     that after `--one-shot-bufferize` and `--drop-equivalent-buffer-results`
@@ -173,7 +175,8 @@ def DropDestinationResultsPass : Pass<"txl-drop-destination-results", "::mlir::M
     After `--txl-results-to-destinations` and `--one-shot-bufferize`, an
     entry function (with `llvm.emit_c_interface`) returns exactly the buffers
     the caller passed in. This pass removes those results, so the function
-    returns nothing and no buffer ownership crosses the boundary (upstream
+    returns nothing and no buffer ownership crosses the boundary (an entry
+    whose results are all scalars keeps them; upstream
     `--drop-equivalent-buffer-results` leaves public functions alone). A
     returned value that is not the argument recorded for it in
     `txl.result_destinations` (without the record: the i-th of the trailing
@@ -1355,10 +1358,14 @@ def EmitPackedEntryPass : Pass<"txl-emit-packed-entry", "::mlir::ModuleOp"> {
     backward segment), whose `_mlir_ciface_` wrapper takes memref
     descriptors by pointer and scalars by value, emits
     `llvm.func @<entry>(%args: !llvm.ptr)` where `args[i]` points at
-    argument i (the descriptor itself, or the scalar's storage). This gives
+    argument i (the descriptor itself, or the scalar's storage) and, for a
+    function with one integer or float result (the learning-rate
+    schedule's f64), `args[n]` after the n arguments at where the result
+    goes. This gives
     the runtime one fixed calling convention for any model. The wrappers
     func-to-llvm makes carry their function's attributes and are skipped.
-    Errors: a marked function without its wrapper, an entry symbol the
+    Errors: a marked function without its wrapper, a wrapper that returns
+    something else than nothing or one integer or float, an entry symbol the
     module already has, two functions marked with one entry, and an entry
     of `required` that no function is marked with. The marks are removed
     once the entries exist.
@@ -1377,11 +1384,12 @@ def EmitPackedEntryPass : Pass<"txl-emit-packed-entry", "::mlir::ModuleOp"> {
     ```mlir
     // before
     llvm.func @learning_rate(...) attributes {txl.entry = "txl_learning_rate"}
-    llvm.func @_mlir_ciface_learning_rate(%step: i64, %lr: f64, %out: !llvm.ptr)
+    llvm.func @_mlir_ciface_learning_rate(%step: i64, %lr: f64, %max: i64) -> f64
     // after, in addition (and without the mark)
     llvm.func @txl_learning_rate(%args: !llvm.ptr) {
-      // loads *args[0] (i64), *args[1] (f64), args[2] (the descriptor)
-      llvm.call @_mlir_ciface_learning_rate(...)
+      // loads *args[0] (i64), *args[1] (f64), *args[2] (i64)
+      %lr = llvm.call @_mlir_ciface_learning_rate(...)
+      // stores %lr through args[3]
     }
     ```
   }];

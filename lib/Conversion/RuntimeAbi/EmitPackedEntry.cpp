@@ -124,7 +124,25 @@ struct EmitPackedEntryPass
                              : LLVM::LoadOp::create(b, loc, type, pointee)
                                    .getResult());
     }
-    LLVM::CallOp::create(b, loc, callee, operands);
+    // A scalar result (the learning-rate schedule's f64) goes through the
+    // pointer in the slot after the arguments': host code writes it, and
+    // no device memory is involved on the GPU targets.
+    Type resultType = calleeType.getReturnType();
+    const bool scalarResult = resultType.isIntOrFloat();
+    if (!isa<LLVM::LLVMVoidType>(resultType) && !scalarResult) {
+      fn.erase();
+      return marked.emitError("txl-emit-packed-entry: '")
+             << target << "' returns " << resultType
+             << "; an entry returns nothing or one integer or float";
+    }
+    auto call = LLVM::CallOp::create(b, loc, callee, operands);
+    if (scalarResult) {
+      Value slot = LLVM::GEPOp::create(
+          b, loc, ptrType, ptrType, args,
+          ArrayRef<LLVM::GEPArg>{int32_t(calleeType.getNumParams())});
+      Value out = LLVM::LoadOp::create(b, loc, ptrType, slot);
+      LLVM::StoreOp::create(b, loc, call.getResult(), out);
+    }
     LLVM::ReturnOp::create(b, loc, ValueRange{});
     inlineIntoEntry(module, callee, function);
     return success();

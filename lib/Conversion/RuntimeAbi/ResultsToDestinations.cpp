@@ -100,6 +100,15 @@ static Value carriedBuffer(Value v) {
   return carriedBuffer(loop.getInitArgs()[i]);
 }
 
+/// Whether `fn` returns scalars only (one or more, all integers, indices or
+/// floats: the learning-rate schedule's f64), which the C interface returns
+/// by value: such an entry keeps its results and needs no destination.
+static bool returnsScalars(func::FuncOp fn) {
+  return fn.getNumResults() > 0 &&
+         llvm::all_of(fn.getResultTypes(),
+                      [](Type t) { return t.isIntOrIndexOrFloat(); });
+}
+
 /// Entry functions change signature in these passes, so a call inside the
 /// module would break; report it instead. Returns failure if `fn` is called.
 static LogicalResult verifyNotCalled(func::FuncOp fn, ModuleOp module,
@@ -129,7 +138,8 @@ struct ResultsToDestinationsPass
           failed(convertPrivate(fn, users[fn.getSymNameAttr()])))
         return signalPassFailure();
     for (auto fn : getOperation().getOps<func::FuncOp>()) {
-      if (fn.isExternal() || !fn->hasAttr("llvm.emit_c_interface"))
+      if (fn.isExternal() || !fn->hasAttr("llvm.emit_c_interface") ||
+          returnsScalars(fn))
         continue;
       if (failed(verifyNotCalled(fn, getOperation(),
                                  "txl-results-to-destinations")) ||
@@ -344,7 +354,7 @@ struct DropDestinationResultsPass
   void runOnOperation() override {
     for (auto fn : getOperation().getOps<func::FuncOp>()) {
       if (fn.isExternal() || !fn->hasAttr("llvm.emit_c_interface") ||
-          fn.getNumResults() == 0)
+          fn.getNumResults() == 0 || returnsScalars(fn))
         continue;
       if (failed(verifyNotCalled(fn, getOperation(),
                                  "txl-drop-destination-results")))

@@ -35,7 +35,7 @@ extern "C" {
 
 /// Bumped whenever the layout below or the segment calling convention changes;
 /// the runtime refuses a generated object with another version.
-#define TXL_ABI_VERSION 8
+#define TXL_ABI_VERSION 9
 
 /// Maximum rank of a parameter tensor.
 #define TXL_MAX_RANK 4
@@ -226,10 +226,12 @@ typedef void (*txl_segment_fn)(void **args);
 ///   params[T], grads[T]         float32 memrefs
 ///   states[S][T]                as above, state list by state list
 ///   lr, step, inv_loss_scale    as above
-///   partials                    memref<?xf32>: the sums above
+///   grad_norm                   float*: the global L2 norm of the
+///                               gradients before clipping, unscaled: the
+///                               square root of the sums above added in
+///                               order, times inv_loss_scale (the host's;
+///                               the step reads no device scalar back)
 ///   part, parts                 int64_t*: 0 and 1
-///   grad_norm (out)             memref<1xf32>: the global L2 norm of the
-///                               gradients before clipping
 
 /// The generated schedule (`@learning_rate`), packed: step (int64_t*, the
 /// number of updates done), lr (double*, the lr in effect for update `step`),

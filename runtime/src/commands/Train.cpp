@@ -215,14 +215,14 @@ void logHeader(RunLog &log, const txl_model_info_t &info,
                          info.multiple_targets ? "on" : "off"));
 }
 
+/// The most updates whose losses wait for a synchronisation (settleLosses).
+constexpr int64_t kMaxPendingUpdates = 100;
+
 /// The updates of one rank's run, from `state` to max_step (or
 /// --stop-after): per update the chunks' backward, the optimizer step, the
 /// log line every log_interval updates, validation every eval_interval and
 /// the checkpoint. Rank 0 writes the log, metrics.jsonl and the
 /// checkpoints.
-/// The most updates whose losses wait for a synchronisation (settleLosses).
-constexpr int64_t kMaxPendingUpdates = 100;
-
 class RankRun {
 public:
   RankRun(const txl_model_info_t &info, const TrainOptions &options,

@@ -189,12 +189,11 @@ txl_session_check_device_memory(txl_session_t *session,
     }
     // Training: a gradient and n_optim_states states per trainable
     // parameter (and a chunk's gradient with chunks > 1), the clipping
-    // norm's partial sums and a scalar.
+    // norm's partial sums.
     size_t gradientSets = p.chunks > 1 ? 2 : 1;
     size_t optimizer =
         training ? trainable * size_t(gradientSets + info.n_optim_states) +
-                       size_t(normPartials(trainableCount)) * sizeof(float) +
-                       sizeof(double)
+                       size_t(normPartials(trainableCount)) * sizeof(float)
                  : 0;
     const int64_t columns = p.batch * p.chunks;
     size_t memory = static_cast<size_t>(info.n_layer + 1) *

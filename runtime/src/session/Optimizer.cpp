@@ -17,7 +17,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
 using namespace txl::rt;
@@ -33,8 +32,8 @@ static float normOf(const std::vector<float> &partials, float invLossScale) {
 }
 
 /// The whole-model update (txl_optimizer_step): every part of the clipping
-/// norm in one call, then the whole update as part 0 of 1, unless the norm
-/// is not finite.
+/// norm in one call, their sum on the host, then the whole update as part 0
+/// of 1 with that norm, unless it is not finite.
 static float wholeModelStep(txl_session &session, double lr, int64_t step,
                             float invLossScale) {
   const size_t T = session.trainable.size();
@@ -49,7 +48,11 @@ static float wholeModelStep(txl_session &session, double lr, int64_t step,
   txl_grad_squared_norm(norm.data());
   std::vector<float> partials(session.normPartials.size());
   session.normPartials.read(partials.data(), 0, partials.size());
-  if (float total = normOf(partials, invLossScale); !std::isfinite(total))
+  // The update's one synchronisation: the clipping norm, summed here in
+  // @optimizer_update's order, decides whether there is an update and is
+  // @optimizer_step's argument.
+  const float total = normOf(partials, invLossScale);
+  if (!std::isfinite(total))
     return total;
 
   PackedArgs args;
@@ -62,14 +65,11 @@ static float wholeModelStep(txl_session &session, double lr, int64_t step,
   args.f64(lr);
   args.i64(step);
   args.f32(invLossScale);
-  args.memref(session.normPartials.buffer(), {normPartials(T)});
+  args.f32(total);
   args.i64(0);
   args.i64(1);
-  args.memref(session.scalar.buffer(), {1});
   txl_optimizer_step(args.data());
-  float gradNorm = 0;
-  session.scalar.read(&gradNorm, 0, 1);
-  return gradNorm;
+  return total;
 }
 
 /// The per-tensor update (txl_optimizer_update, on the host's worker pool):
@@ -181,11 +181,11 @@ extern "C" txl_status_t txl_session_learning_rate(txl_session_t *session,
     args.i64(step);
     args.f64(lr);
     args.i64(max_step);
-    args.memref(session->scalar.buffer(), {1});
+    // Host code on every target: no device memory, no synchronisation.
+    double next = 0;
+    args.result(&next);
     txl_learning_rate(args.data());
-    float bits[2];
-    session->scalar.read(bits, 0, 2);
-    std::memcpy(out_lr, bits, sizeof(double));
+    *out_lr = next;
   });
 }
 

@@ -120,8 +120,6 @@ struct txl_session {
   /// The whole-model update's partial sums of squares, normPartials(T)
   /// floats (no buffer for the per-tensor update).
   txl::rt::DeviceArray normPartials;
-  /// 2 floats (8 bytes): the gradient norm, or the learning rate (f64).
-  txl::rt::DeviceArray scalar;
   /// txl_session_allow_extra_tensors.
   bool allowExtraTensors = false;
 
@@ -137,7 +135,6 @@ struct txl_session {
     grads.clear();
     chunkGrads.clear();
     normPartials = {};
-    scalar = {};
   }
 
   ~txl_session() {
@@ -307,7 +304,7 @@ void runSegmentKv(txl_session &session, const int64_t *data,
 /// The parts of the clipping norm's sum of squares on the GPU targets, one
 /// work-item each (buildTrainingFunctions with forDevice): enough
 /// work-items to stream the gradients at full bandwidth, few enough that
-/// @optimizer_step adds their sums quickly in one work-item.
+/// the host reads and adds their sums quickly (64 KiB an update).
 inline constexpr int64_t kDeviceNormParts = 16384;
 
 /// The size of the GPU form's partials: kDeviceNormParts per group of

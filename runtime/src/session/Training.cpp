@@ -50,7 +50,6 @@ void txl::rt::ensureTrainingState(txl_session &session) {
   if (wholeModel)
     session.normPartials =
         DeviceArray(*session.device, size_t(normPartials(T)));
-  session.scalar = DeviceArray(*session.device, 2);
 }
 
 std::vector<int64_t> txl::rt::flatShape(const txl_session &session, size_t t) {

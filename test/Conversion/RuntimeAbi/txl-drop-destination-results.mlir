@@ -159,3 +159,13 @@ func.func @caller(%b: memref<?xf32>) -> memref<?xf32> {
   %r = func.call @entry(%b) : (memref<?xf32>) -> memref<?xf32>
   return %r : memref<?xf32>
 }
+
+// -----
+
+// An entry whose results are all scalars keeps them (there is no buffer to
+// drop).
+// CHECK-LABEL: func.func @learning_rate(%arg0: i64, %arg1: f64) -> f64 attributes {llvm.emit_c_interface}
+// CHECK-NEXT: return %arg1 : f64
+func.func @learning_rate(%step: i64, %lr: f64) -> f64 attributes {llvm.emit_c_interface} {
+  return %lr : f64
+}

@@ -68,8 +68,13 @@ module {
 // CHECK: llvm.call @_mlir_ciface_squared_norm_part(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}) : (!llvm.ptr, i64, i64, !llvm.ptr) -> ()
 // CHECK-LABEL: llvm.func @txl_optimizer_update
 // CHECK: llvm.call @_mlir_ciface_optimizer_update(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}) : (!llvm.ptr, f64, f32, i64) -> ()
+// The schedule's f64 result goes through the pointer in args[3].
 // CHECK-LABEL: llvm.func @txl_learning_rate
-// CHECK: llvm.call @_mlir_ciface_learning_rate(%{{.+}}, %{{.+}}, %{{.+}}) : (i64, f64, !llvm.ptr) -> ()
+// CHECK-SAME: (%[[LARGS:.+]]: !llvm.ptr)
+// CHECK: %[[LR_OUT:.+]] = llvm.call @_mlir_ciface_learning_rate(%{{.+}}, %{{.+}}, %{{.+}}) : (i64, f64, i64) -> f64
+// CHECK-NEXT: %[[S3:.+]] = llvm.getelementptr %[[LARGS]][3] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+// CHECK-NEXT: %[[P3:.+]] = llvm.load %[[S3]] : !llvm.ptr -> !llvm.ptr
+// CHECK-NEXT: llvm.store %[[LR_OUT]], %[[P3]] : f64, !llvm.ptr
 // CHECK-NOT: llvm.func @txl_
 module {
   llvm.func @segment() attributes {txl.entry = "txl_segment_forward"} {
@@ -111,8 +116,8 @@ module {
   llvm.func @learning_rate() attributes {txl.entry = "txl_learning_rate"} {
     llvm.return
   }
-  llvm.func @_mlir_ciface_learning_rate(%step: i64, %lr: f64, %out: !llvm.ptr) {
-    llvm.return
+  llvm.func @_mlir_ciface_learning_rate(%step: i64, %lr: f64, %max: i64) -> f64 {
+    llvm.return %lr : f64
   }
   llvm.func @helper() {
     llvm.return
@@ -243,5 +248,20 @@ module {
   llvm.func @_mlir_ciface_segment(%x: i64) {
     llvm.call @segment(%x) : (i64) -> ()
     llvm.return
+  }
+}
+
+// -----
+
+// An entry returns nothing or one integer or float: a wrapper returning a
+// struct has no packed entry.
+module {
+  // expected-error @+1 {{txl-emit-packed-entry: '_mlir_ciface_pair' returns '!llvm.struct<(f64, f64)>'; an entry returns nothing or one integer or float}}
+  llvm.func @pair() attributes {txl.entry = "txl_pair"} {
+    llvm.return
+  }
+  llvm.func @_mlir_ciface_pair(%x: f64) -> !llvm.struct<(f64, f64)> {
+    %0 = llvm.mlir.poison : !llvm.struct<(f64, f64)>
+    llvm.return %0 : !llvm.struct<(f64, f64)>
   }
 }

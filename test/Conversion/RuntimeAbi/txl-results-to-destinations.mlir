@@ -230,10 +230,11 @@ func.func @referencing() attributes {uses = @referenced} {
 
 // -----
 
-// A result that is not a ranked tensor cannot be given a destination.
+// A result that is not a ranked tensor cannot be given a destination (an
+// entry returns tensors or scalars, not both).
 // expected-error @+1 {{'func.func' op txl-results-to-destinations: every result must be a ranked tensor}}
-func.func @scalar_result(%x: f32) -> f32 attributes {llvm.emit_c_interface} {
-  return %x : f32
+func.func @scalar_result(%t: tensor<4xf32>, %x: f32) -> (tensor<4xf32>, f32) attributes {llvm.emit_c_interface} {
+  return %t, %x : tensor<4xf32>, f32
 }
 
 // -----
@@ -246,4 +247,16 @@ func.func @entry(%x: tensor<?xf32>) -> tensor<?xf32> attributes {llvm.emit_c_int
 func.func @caller(%b: tensor<?xf32>) -> tensor<?xf32> {
   %r = func.call @entry(%b) : (tensor<?xf32>) -> tensor<?xf32>
   return %r : tensor<?xf32>
+}
+
+// -----
+
+// An entry whose results are all scalars (the learning-rate schedule's f64)
+// keeps them: the C interface returns them by value, no destination.
+// CHECK-LABEL: func.func @learning_rate(%arg0: i64, %arg1: f64) -> f64 attributes {llvm.emit_c_interface}
+// CHECK-NEXT: %[[LR:.+]] = arith.mulf %arg1, %arg1 : f64
+// CHECK-NEXT: return %[[LR]] : f64
+func.func @learning_rate(%step: i64, %lr: f64) -> f64 attributes {llvm.emit_c_interface} {
+  %0 = arith.mulf %lr, %lr : f64
+  return %0 : f64
 }

@@ -65,6 +65,9 @@ public:
     scalars_.push_back(bits);
     args_.push_back(&scalars_.back());
   }
+  /// Where a packed entry's scalar result goes (txl-emit-packed-entry:
+  /// the slot after the arguments').
+  void result(void *out) { args_.push_back(out); }
   void **data() { return args_.data(); }
 
 private:
