@@ -243,6 +243,16 @@ TEST_F(CApiSessionTest, BatchSlicesFollowThreads) {
   EXPECT_EQ(txl_session_batch_slices(nullptr, 10), 0);
 }
 
+/// Both calls fail, with the same code and message (an enqueued call
+/// checks its arguments as the synchronous one does).
+void expectSameFailure(txl_status_t synchronous, txl_status_t enqueued) {
+  auto [code, message] = take(synchronous);
+  auto [enqueuedCode, enqueuedMessage] = take(enqueued);
+  EXPECT_NE(code, TXL_OK) << message;
+  EXPECT_EQ(enqueuedCode, code);
+  EXPECT_EQ(enqueuedMessage, message);
+}
+
 // txl_session_enqueue_segment checks its arguments as
 // txl_session_run_segment does, with the same messages; on the CPU target
 // txl_session_synchronize has nothing to wait for.
@@ -259,15 +269,11 @@ TEST_F(CApiSessionTest, EnqueuedSegmentsAreCheckedAsRunOnes) {
                {data, 0, 2, nll},
                {data, 2, -1, nll},
                {data, 2, 2, nullptr}};
-  for (const Case &c : cases) {
-    auto [runCode, runMessage] = take(txl_session_run_segment(
-        session, c.data, data, c.qlen, c.batch, &options, c.out));
-    auto [code, message] = take(txl_session_enqueue_segment(
-        session, c.data, data, c.qlen, c.batch, &options, c.out));
-    EXPECT_NE(runCode, TXL_OK) << runMessage;
-    EXPECT_EQ(code, runCode);
-    EXPECT_EQ(message, runMessage);
-  }
+  for (const Case &c : cases)
+    expectSameFailure(txl_session_run_segment(session, c.data, data, c.qlen,
+                                              c.batch, &options, c.out),
+                      txl_session_enqueue_segment(session, c.data, data, c.qlen,
+                                                  c.batch, &options, c.out));
   EXPECT_EQ(take(txl_session_synchronize(session)).first, TXL_OK);
   EXPECT_EQ(take(txl_session_synchronize(nullptr)).first, TXL_INVALID_ARGUMENT);
 }
@@ -289,15 +295,12 @@ TEST_F(CApiSessionTest, EnqueuedTrainSegmentsAreCheckedAsTrainOnes) {
                {data, 0, 0, nll},
                {nullptr, 0, 1, nll},
                {data, 0, 1, nullptr}};
-  for (const Case &c : cases) {
-    auto [trainCode, trainMessage] = take(txl_session_train_segment(
-        session, c.data, data, 2, 2, &options, c.chunk, c.chunks, c.out));
-    auto [code, message] = take(txl_session_enqueue_train_segment(
-        session, c.data, data, 2, 2, &options, c.chunk, c.chunks, c.out));
-    EXPECT_NE(trainCode, TXL_OK) << trainMessage;
-    EXPECT_EQ(code, trainCode);
-    EXPECT_EQ(message, trainMessage);
-  }
+  for (const Case &c : cases)
+    expectSameFailure(
+        txl_session_train_segment(session, c.data, data, 2, 2, &options,
+                                  c.chunk, c.chunks, c.out),
+        txl_session_enqueue_train_segment(session, c.data, data, 2, 2, &options,
+                                          c.chunk, c.chunks, c.out));
   EXPECT_EQ(take(txl_session_enqueue_train_segment(nullptr, data, data, 2, 2,
                                                    &options, 0, 1, nll))
                 .first,
