@@ -476,7 +476,8 @@ LogicalResult lowerGpuKernelsAndHost(const DriverOptions &options,
                                      ModuleOp module, TimingScope &root) {
   if (failed(runStage(module, root, "bufferizing; a kernel per loop nest",
                       [&](OpPassManager &pm) {
-                        buildGpuLinalgToKernelsPipeline(pm, options.precision);
+                        buildGpuLinalgToKernelsPipeline(
+                            pm, options.precision, options.spreadReductions);
                       })))
     return failure();
   // CUDA: kernels with more than 48 KiB of workgroup tiles take them from

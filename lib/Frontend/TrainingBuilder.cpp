@@ -19,6 +19,7 @@
 
 #include "txl/Frontend/SegmentBuilder.h"
 #include "txl/IR/TxlOps.h"
+#include "txl/device.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -380,9 +381,12 @@ void TrainingEmitter::emitDeviceGradSquaredNorm(ModuleOp module,
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   const size_t groups =
       (trained.size() + size_t(perKernel) - 1) / size_t(perKernel);
-  Value parts = arith::DivUIOp::create(
+  // partials = [groups * parts of level 1 | TXL_NORM_SUMS sums of them].
+  Value allParts = arith::SubIOp::create(
       b, loc, tensor::DimOp::create(b, loc, partials, zero),
-      arith::ConstantIndexOp::create(b, loc, groups));
+      arith::ConstantIndexOp::create(b, loc, TXL_NORM_SUMS));
+  Value parts = arith::DivUIOp::create(
+      b, loc, allParts, arith::ConstantIndexOp::create(b, loc, groups));
   // One work-item per part: part p sums the squares of elements p,
   // p + parts, ... of each gradient (neighbouring work-items read
   // neighbouring elements), each gradient's sum from 0 and then added to
@@ -424,6 +428,29 @@ void TrainingEmitter::emitDeviceGradSquaredNorm(ModuleOp module,
     storeElement(b, loc, forall, slotIndex, sum);
     result = forall.getResult(0);
   }
+  // Level 2: the parts as [allParts / TXL_NORM_SUMS, TXL_NORM_SUMS], summed
+  // over the rows (txl.sum_leading: on the GPU targets two kernels with a
+  // fixed order) into the last TXL_NORM_SUMS entries, which the host reads.
+  Value level1 = tensor::ExtractSliceOp::create(
+      b, loc, result, ArrayRef<OpFoldResult>{b.getIndexAttr(0)},
+      ArrayRef<OpFoldResult>{OpFoldResult(allParts)},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+  auto rowsType = RankedTensorType::get({ShapedType::kDynamic, TXL_NORM_SUMS},
+                                        b.getF32Type());
+  Value rows = tensor::ExpandShapeOp::create(
+      b, loc, rowsType, level1, ArrayRef<ReassociationIndices>{{0, 1}},
+      ArrayRef<OpFoldResult>{
+          OpFoldResult(arith::DivUIOp::create(b, loc, allParts,
+                                              arith::ConstantIndexOp::create(
+                                                  b, loc, TXL_NORM_SUMS))
+                           .getResult()),
+          OpFoldResult(b.getIndexAttr(TXL_NORM_SUMS))});
+  Value sums = SumLeadingOp::create(
+      b, loc, RankedTensorType::get({TXL_NORM_SUMS}, b.getF32Type()), rows);
+  result = tensor::InsertSliceOp::create(
+      b, loc, sums, result, ArrayRef<OpFoldResult>{OpFoldResult(allParts)},
+      ArrayRef<OpFoldResult>{OpFoldResult(b.getIndexAttr(TXL_NORM_SUMS))},
+      ArrayRef<OpFoldResult>{OpFoldResult(b.getIndexAttr(1))});
   func::ReturnOp::create(
       b, loc,
       ValueRange{bufferization::MaterializeInDestinationOp::create(

@@ -182,7 +182,8 @@ void mlir::txl::buildTxlToGpuPipeline(
 }
 
 void mlir::txl::buildGpuLinalgToKernelsPipeline(OpPassManager &pm,
-                                                Precision products) {
+                                                Precision products,
+                                                bool spreadReductions) {
   addBufferization(pm);
   // Matrix products: cuBLAS / CLBlast calls on the device's queue.
   ConvertLinalgToBlasPassOptions blas;
@@ -195,7 +196,9 @@ void mlir::txl::buildGpuLinalgToKernelsPipeline(OpPassManager &pm,
   pm.nest<func::FuncOp>().addPass(createConvertLinalgToParallelLoopsPass());
   // The training functions' scf.forall (one work-item per part).
   pm.nest<func::FuncOp>().addPass(createForallToParallelLoopPass());
-  pm.addPass(createParallelLoopsToGpuPass());
+  ParallelLoopsToGpuPassOptions loops;
+  loops.spreadReductions = spreadReductions;
+  pm.addPass(createParallelLoopsToGpuPass(loops));
   pm.nest<func::FuncOp>().addPass(createCanonicalizerPass());
   // Each layer's loops gave it its own copies of the same kernels.
   pm.addPass(createDeduplicateKernelsPass());
@@ -334,7 +337,8 @@ void mlir::txl::registerTxlPipelines() {
       "GPU targets: bufferize, the products as txl_device_sgemm calls, and a "
       "kernel for every other loop nest",
       [](OpPassManager &pm, const TxlGpuPipelineOptions &options) {
-        buildGpuLinalgToKernelsPipeline(pm, options.precision);
+        buildGpuLinalgToKernelsPipeline(pm, options.precision,
+                                        options.spreadReductions);
       });
   PassPipelineRegistration<TxlPtxPipelineOptions>(
       "txl-kernels-to-ptx-pipeline",

@@ -102,6 +102,14 @@ static cl::opt<int64_t> attentionKeyParts(
              "only when the unsplit grid leaves the device's compute units "
              "idle, as with short segments over a long memory"),
     cl::init(0));
+static cl::opt<bool> spreadReductions(
+    cl::cat(txlcCategory), "gpu-spread-reductions",
+    cl::desc("GPU targets: spread a generic kernel's reduction of 64 steps "
+             "or more (a row's sum or max, a column sum over the segment's "
+             "rows) over a subgroup or a workgroup (default true; false: one "
+             "work-item per result element walks it, as before issue 51, "
+             "for comparison)"),
+    cl::init(true));
 static cl::opt<bool> backward(
     cl::cat(txlcCategory), "backward",
     cl::desc("Generate the backward segment for training and --grad-segment "
@@ -248,6 +256,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   options.attentionKeyParts = attentionKeyParts;
+  options.spreadReductions = spreadReductions;
   options.precision = precision;
   options.backward = backward;
   options.kvCache = kvCache;

@@ -1050,8 +1050,27 @@ def ParallelLoopsToGpuPass : Pass<"txl-parallel-loops-to-gpu", "::mlir::ModuleOp
     `gpu.launch_func` on ceil(points / block-size) workgroups of
     `block-size` work-items. Points are numbered with the innermost
     dimension fastest, so consecutive work-items access consecutive
-    elements; loops nested in the body (a linalg.generic's reduction
-    dimensions) run sequentially in each work-item.
+    elements; loops nested in the body run sequentially in each work-item,
+    except a reduction.
+
+    A body that reduces (a linalg.generic's reduction dimensions after
+    `convert-linalg-to-parallel-loops`: pure ops and loads, then a nest of
+    `scf.for` without results whose bounds come from outside the parallel
+    loop and whose innermost body is pure ops, loads of other memrefs and
+    `store(combiner(load(acc[idx]), term), acc[idx])` with idx invariant in
+    the nest and an f32 `addf`, `maximumf`, `minimumf`, `maxnumf` or
+    `minnumf` combiner) is spread unless the nest is known to take fewer
+    than 64 steps (`spread-reductions=false`: never): one subgroup of 32
+    per point when it is known to take at most 4,096 steps (ceil(points /
+    (block-size / 32)) workgroups), else one workgroup per point (`points`
+    workgroups). Each work-item combines the steps lane, lane + width, ...
+    (the nest linearized innermost fastest) from the combiner's identity
+    (−0.0, −inf, +inf), then an xor-shuffle butterfly in each subgroup and,
+    for a workgroup, the subgroups' partials in workgroup memory in order;
+    work-item 0 of the group combines the accumulator's element with the
+    result. The order is fixed: the same result every run. Such a kernel
+    takes, after the parallel loop's bounds, the nest's lower bounds, steps,
+    trip counts and step count.
 
     Values the body uses from outside reach the kernel as arguments:
     memrefs, index, i32, i64 and f32 as they are, narrower integers (i1:
@@ -1093,6 +1112,10 @@ def ParallelLoopsToGpuPass : Pass<"txl-parallel-loops-to-gpu", "::mlir::ModuleOp
   let options = [
     Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
            "Work-items per workgroup">,
+    Option<"spreadReductions", "spread-reductions", "bool",
+           /*default=*/"true",
+           "Spread a point's reduction nest of 64 steps or more over a "
+           "subgroup or workgroup (false: one work-item per point runs it)">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::func::FuncDialect",

@@ -79,6 +79,10 @@ struct DriverOptions {
   /// (txl-rel-attention-to-gpu's key-parts): 0, chosen per launch by the
   /// runtime for the device; N >= 1, always N.
   int64_t attentionKeyParts = 0;
+  /// GPU targets: a generic kernel's reduction of 64 steps or more spread
+  /// over a subgroup or a workgroup (txl-parallel-loops-to-gpu's
+  /// spread-reductions); false: one work-item per result element.
+  bool spreadReductions = true;
   /// The products' operand type: f32; bf16 (bf16 operands, f32
   /// accumulation: on the GPU targets the attention kernel's and cuBLAS's
   /// tensor-core products, on the CPU the BLAS products through

@@ -118,7 +118,8 @@ SmallVector<StringRef, 2> getOptimizerStateNames(StringRef optim);
 /// f32>) in one call:
 ///
 ///   func.func @grad_squared_norm(%g_0..%g_{T-1}, %partials: tensor<?xf32>)
-///       -> tensor<?xf32>   // materialized in %partials, parts = its size
+///       -> tensor<?xf32>   // materialized in %partials: groups · parts
+///                          // parts, then TXL_NORM_SUMS sums of them
 ///   func.func @optimizer_step(%p_0..%p_{T-1}, %g_0..%g_{T-1},
 ///                             %state_0_0..%state_{S-1}_{T-1},
 ///                             %lr: f64, %step: i64, %inv_loss_scale: f32,
@@ -131,10 +132,12 @@ SmallVector<StringRef, 2> getOptimizerStateNames(StringRef optim);
 /// runtime's TXL_NORM_TENSORS_PER_KERNEL, which the caller passes: group g
 /// writes partials[g * parts + p]), and part p of a tensor is its
 /// elements p, p + parts, p + 2·parts, ... (neighbouring work-items read
-/// neighbouring elements); the runtime runs @optimizer_step, @optimizer_update
-/// of every parameter with the norm as its last result, as part 0 of 1 with
-/// those partials. On the GPU targets with [train] batch_chunk > 1 the
-/// module also gets
+/// neighbouring elements), then sums the parts as [groups · parts /
+/// TXL_NORM_SUMS, TXL_NORM_SUMS] over the rows (txl.sum_leading) into the
+/// last TXL_NORM_SUMS entries, which the host reads and adds; the runtime runs
+/// @optimizer_step, @optimizer_update of every parameter with the norm as its
+/// last result, as part 0 of 1 with those partials. On the GPU targets with
+/// [train] batch_chunk > 1 the module also gets
 ///
 ///   func.func @accumulate_grads(%g_0..%g_{T-1}, %c_0..%c_{T-1},
 ///                               %scale: f32, %first: i64)

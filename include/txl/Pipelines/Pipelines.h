@@ -74,6 +74,11 @@ struct TxlGpuPipelineOptions
                      "parts of the keys (txl-rel-attention-to-gpu key-parts; "
                      "0: chosen by the runtime per launch)"),
       llvm::cl::init(0)};
+  PassOptions::Option<bool> spreadReductions{
+      *this, "spread-reductions",
+      llvm::cl::desc("txl-gpu-linalg-to-kernels-pipeline: "
+                     "txl-parallel-loops-to-gpu's spread-reductions"),
+      llvm::cl::init(true)};
 };
 
 /// Options of `txl-kernels-to-ptx-pipeline` (buildKernelsToPtxPipeline).
@@ -142,9 +147,12 @@ void buildTxlToGpuPipeline(
 /// --convert-linalg-to-parallel-loops, --txl-parallel-loops-to-gpu;
 /// `products` bf16 or fp16: the products' calls are
 /// txl_device_sgemm_bf16 or txl_device_sgemm_f16 (`--precision=bf16`,
-/// `--precision=fp16`); f32: txl_device_sgemm.
+/// `--precision=fp16`); f32: txl_device_sgemm. `spreadReductions`:
+/// txl-parallel-loops-to-gpu's spread-reductions (txlc
+/// --gpu-spread-reductions).
 void buildGpuLinalgToKernelsPipeline(OpPassManager &pm,
-                                     Precision products = Precision::F32);
+                                     Precision products = Precision::F32,
+                                     bool spreadReductions = true);
 /// The GPU targets' host code, once @txl_kernels is a gpu.binary -> LLVM
 /// dialect: every host allocation through the generic allocation functions
 /// (device memory, txl/device.h), gpu-to-llvm, and the packed entry points.

@@ -8,8 +8,20 @@
 // its iteration space, launched with gpu.launch_func. The iteration space is
 // linearized with the innermost dimension fastest, so that consecutive
 // work-items touch consecutive elements of row-major buffers (coalesced).
-// Loops nested in the body (the reduction dimensions of a linalg.generic)
-// run sequentially in each work-item.
+//
+// A body that reduces (a linalg.generic's reduction dimensions: a nest of
+// scf.for whose innermost body combines one term into an accumulator
+// element by addf, maximumf, minimumf, maxnumf or minnumf) is spread over
+// work-items when it may take 64 steps or more: one subgroup of 32 per
+// point for up to 4,096 steps known at compile time, one workgroup per
+// point for more or for a count known only at run time. Each work-item
+// combines the steps lane, lane + width, ... (innermost reduction
+// dimension fastest, so that a subgroup's loads are consecutive) from the
+// combiner's identity; an xor-shuffle butterfly and, across the
+// workgroup's subgroups, their partials in workgroup memory in subgroup
+// order combine them; work-item 0 of the group combines that into the
+// accumulator. The order is fixed (the same result run to run, no atomics).
+// Other loops nested in the body run sequentially in each work-item.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,6 +36,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/RegionUtils.h"
 
 namespace mlir::txl {
@@ -35,6 +48,121 @@ using namespace mlir;
 using namespace mlir::txl;
 
 namespace {
+
+/// Fewest reduction steps per point that a generic kernel spreads over a
+/// subgroup or a workgroup; a nest known to take fewer runs in one
+/// work-item per point.
+constexpr int64_t kMinSpreadSteps = 64;
+
+/// Most reduction steps (known at compile time) per point spread over one
+/// subgroup; more, or a count known only at run time, take a workgroup.
+constexpr int64_t kMaxSubgroupSteps = 4096;
+
+/// The reduction each point of a parallel loop runs: `nest`, perfectly
+/// nested scf.for without results (outermost first, bounds from outside the
+/// parallel loop), whose innermost body ends in
+/// `store(combiner(load(acc[idx]), term), acc[idx])` with idx invariant in
+/// the nest; every other op of the body (before the nest, and in the
+/// innermost body) is pure or a load of another memref.
+struct PointReduction {
+  SmallVector<scf::ForOp> nest;
+  memref::LoadOp accLoad;
+  memref::StoreOp accStore;
+  Operation *combiner = nullptr;
+  /// The combiner's operand that is the accumulator (0 or 1).
+  unsigned accOperand = 0;
+  /// The combiner's identity (−0.0 for addf, ∓inf for max/min).
+  float identity = 0;
+  /// The nest's steps when every bound is a constant.
+  std::optional<int64_t> staticSteps;
+};
+
+/// `loop`'s body as a PointReduction, if it is one.
+std::optional<PointReduction> matchPointReduction(scf::ParallelOp loop) {
+  Block *body = loop.getBody();
+  if (body->getOperations().size() < 2)
+    return std::nullopt;
+  auto outer =
+      dyn_cast<scf::ForOp>(*std::prev(body->without_terminator().end()));
+  if (!outer)
+    return std::nullopt;
+  auto pureOrLoad = [](Operation &op) {
+    return isa<memref::LoadOp>(op) || (op.getNumRegions() == 0 && isPure(&op));
+  };
+  for (Operation &op : body->without_terminator())
+    if (&op != outer.getOperation() && !pureOrLoad(op))
+      return std::nullopt;
+  PointReduction r;
+  r.staticSteps = 1;
+  for (scf::ForOp f = outer; f;) {
+    if (!f.getInitArgs().empty())
+      return std::nullopt;
+    for (Value v : {f.getLowerBound(), f.getUpperBound(), f.getStep()})
+      if (!loop.isDefinedOutsideOfLoop(v))
+        return std::nullopt;
+    std::optional<int64_t> lb = getConstantIntValue(f.getLowerBound()),
+                           ub = getConstantIntValue(f.getUpperBound()),
+                           step = getConstantIntValue(f.getStep());
+    if (r.staticSteps && lb && ub && step && *step > 0)
+      r.staticSteps = *r.staticSteps *
+                      std::max<int64_t>(0, llvm::divideCeil(*ub - *lb, *step));
+    else
+      r.staticSteps.reset();
+    r.nest.push_back(f);
+    Block *fb = f.getBody();
+    f = fb->getOperations().size() == 2 ? dyn_cast<scf::ForOp>(fb->front())
+                                        : scf::ForOp();
+  }
+  Block *inner = r.nest.back().getBody();
+  for (Operation &op : inner->without_terminator()) {
+    if (auto store = dyn_cast<memref::StoreOp>(op)) {
+      if (r.accStore)
+        return std::nullopt;
+      r.accStore = store;
+    } else if (!pureOrLoad(op)) {
+      return std::nullopt;
+    }
+  }
+  if (!r.accStore)
+    return std::nullopt;
+  Value acc = r.accStore.getMemRef();
+  for (Value index : r.accStore.getIndices())
+    if (!outer.isDefinedOutsideOfLoop(index))
+      return std::nullopt;
+  Operation *combiner = r.accStore.getValue().getDefiningOp();
+  if (!combiner || combiner->getBlock() != inner || !combiner->hasOneUse() ||
+      !combiner->getResult(0).getType().isF32())
+    return std::nullopt;
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  if (isa<arith::AddFOp>(combiner))
+    r.identity = -0.0f;
+  else if (isa<arith::MaximumFOp, arith::MaxNumFOp>(combiner))
+    r.identity = -inf;
+  else if (isa<arith::MinimumFOp, arith::MinNumFOp>(combiner))
+    r.identity = inf;
+  else
+    return std::nullopt;
+  for (unsigned i = 0; i < 2; ++i) {
+    auto load = combiner->getOperand(i).getDefiningOp<memref::LoadOp>();
+    if (load && load->getBlock() == inner && load.getMemRef() == acc &&
+        load.getIndices() == r.accStore.getIndices() && load->hasOneUse()) {
+      r.accLoad = load;
+      r.accOperand = i;
+    }
+  }
+  if (!r.accLoad)
+    return std::nullopt;
+  // The accumulator is read only as the combiner's operand.
+  WalkResult other = loop.getBody()->walk([&](memref::LoadOp load) {
+    return load != r.accLoad && load.getMemRef() == acc
+               ? WalkResult::interrupt()
+               : WalkResult::advance();
+  });
+  if (other.wasInterrupted())
+    return std::nullopt;
+  r.combiner = combiner;
+  return r;
+}
 
 /// How a value defined outside the loop reaches the kernel.
 enum class Capture {
@@ -79,7 +207,8 @@ struct Kernel {
 
 FailureOr<Kernel> makeKernel(ModuleOp module, Operation *op, StringRef name,
                              TypeRange extraTypes, int64_t blockSize,
-                             ImplicitLocOpBuilder &hb, bool withOperands) {
+                             ImplicitLocOpBuilder &hb, bool withOperands,
+                             TypeRange workgroupTypes = {}) {
   SetVector<Value> captured;
   // The operands too when the kernel clones `op` itself.
   if (withOperands)
@@ -113,7 +242,8 @@ FailureOr<Kernel> makeKernel(ModuleOp module, Operation *op, StringRef name,
   gpu::GPUModuleOp kernels = getOrCreateKernelModule(module);
   OpBuilder mb(ctx); // the kernel is inserted by the symbol table
   k.func = gpu::GPUFuncOp::create(mb, op->getLoc(), name,
-                                  FunctionType::get(ctx, argTypes, {}));
+                                  FunctionType::get(ctx, argTypes, {}),
+                                  workgroupTypes);
   k.func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), mb.getUnitAttr());
   k.func.setKnownBlockSizeAttr(
       mb.getDenseI32ArrayAttr({int32_t(blockSize), 1, 1}));
@@ -211,6 +341,124 @@ func::FuncOp getOrDeclareCountBound(ModuleOp module) {
                                  FunctionType::get(ctx, {i64, i64}, {i64}));
   fn.setPrivate();
   return fn;
+}
+
+/// The device ABI's txl_device_serial_steps(steps), which host code calls
+/// before a launch whose work-items run loops over device memory
+/// (txl/device.h).
+func::FuncOp getOrDeclareSerialSteps(ModuleOp module) {
+  StringRef name = "txl_device_serial_steps";
+  if (auto fn = module.lookupSymbol<func::FuncOp>(name))
+    return fn;
+  MLIRContext *ctx = module.getContext();
+  OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+  auto fn = func::FuncOp::create(
+      b, module.getLoc(), name,
+      FunctionType::get(ctx, {IntegerType::get(ctx, 64)}, {}));
+  fn.setPrivate();
+  return fn;
+}
+
+/// Host code, at `hb` before `root` (the loop a kernel is made of), for
+/// the most iterations of loops over device memory that one work-item of
+/// that kernel runs: nested loops multiply, sibling loops and the branches
+/// of an scf.if add; a loop's trip count is max(0, ceil((ub − lb) / step))
+/// of its bounds as the host has them, a lower bound computed in the
+/// kernel (a work-item's first element) taken as 0. Null when the kernel
+/// runs no such loop; the constant −1 when an upper bound or a step is
+/// computed in the kernel.
+class SerialSteps {
+public:
+  SerialSteps(ImplicitLocOpBuilder &hb, Operation *root) : hb(hb), root(root) {}
+
+  /// The steps of the loops in `regions`.
+  Value of(MutableArrayRef<Region> regions) {
+    Value total = sum(regions);
+    if (unknown)
+      return arith::ConstantIntOp::create(hb, -1, 64);
+    return total ? Value(arith::IndexCastOp::create(hb, hb.getI64Type(), total))
+                 : Value();
+  }
+  /// The steps of `loop` itself (the root of a kernel of one work-item)
+  /// and the loops in it.
+  Value ofLoop(scf::ForOp loop) {
+    countRoot = true;
+    Value total = term(loop);
+    if (unknown)
+      return arith::ConstantIntOp::create(hb, -1, 64);
+    return total ? Value(arith::IndexCastOp::create(hb, hb.getI64Type(), total))
+                 : Value();
+  }
+
+private:
+  /// `v` as the host has it: a constant, or a value from outside `root`.
+  Value host(Value v) {
+    if (std::optional<int64_t> c = getConstantIntValue(v))
+      return arith::ConstantIndexOp::create(hb, *c);
+    if (!root->isAncestor(v.getParentRegion()->getParentOp()))
+      return v;
+    return Value();
+  }
+  Value trip(Value lb, Value ub, Value step) {
+    Value l = host(lb), u = host(ub), s = host(step);
+    if (!u || !s) {
+      unknown = true;
+      return Value();
+    }
+    if (!l)
+      l = arith::ConstantIndexOp::create(hb, 0);
+    Value t =
+        arith::CeilDivSIOp::create(hb, arith::SubIOp::create(hb, u, l), s);
+    return arith::MaxSIOp::create(hb, t, arith::ConstantIndexOp::create(hb, 0));
+  }
+  Value add(Value a, Value b) {
+    return !a ? b : !b ? a : Value(arith::AddIOp::create(hb, a, b));
+  }
+  Value sum(MutableArrayRef<Region> regions) {
+    Value total;
+    for (Region &region : regions)
+      for (Block &block : region)
+        for (Operation &op : block)
+          total = add(total, term(&op));
+    return total;
+  }
+  /// The steps of `op`: a loop's trip count times its body's (at least 1),
+  /// or the sum of its regions'.
+  Value term(Operation *op) {
+    Value inner = sum(op->getRegions());
+    if (!isa<scf::ForOp, scf::ParallelOp>(op) || (op == root && !countRoot) ||
+        !touchesDeviceMemory(op))
+      return inner;
+    Value trips;
+    if (auto f = dyn_cast<scf::ForOp>(op)) {
+      trips = trip(f.getLowerBound(), f.getUpperBound(), f.getStep());
+    } else {
+      auto p = cast<scf::ParallelOp>(op);
+      for (auto [lb, ub, step] :
+           llvm::zip(p.getLowerBound(), p.getUpperBound(), p.getStep())) {
+        Value t = trip(lb, ub, step);
+        trips = trips && t ? Value(arith::MulIOp::create(hb, trips, t)) : t;
+      }
+    }
+    if (unknown)
+      return inner;
+    return inner ? Value(arith::MulIOp::create(hb, trips, inner)) : trips;
+  }
+
+  ImplicitLocOpBuilder &hb;
+  Operation *root;
+  /// Whether `root` itself is a loop the work-item runs (a kernel of one
+  /// work-item).
+  bool countRoot = false;
+  bool unknown = false;
+};
+
+/// Tells the runtime, before the launch `hb` is about to make, how many
+/// loop steps over device memory a work-item of it runs (SerialSteps).
+void noteSerialSteps(ModuleOp module, ImplicitLocOpBuilder &hb, Value steps) {
+  if (steps)
+    func::CallOp::create(hb, getOrDeclareSerialSteps(module),
+                         ValueRange{steps});
 }
 
 /// An !llvm.ptr to the buffer of `memref` (its handle, for mgpuMemcpy).
@@ -321,6 +569,11 @@ struct ParallelLoopsToGpuPass
                             "reductions has no GPU kernel");
     if (loop->getParentOfType<gpu::LaunchOp>())
       return success();
+    if (spreadReductions && blockSize % kSubgroupSize == 0)
+      if (std::optional<PointReduction> reduction = matchPointReduction(loop);
+          reduction && (!reduction->staticSteps ||
+                        *reduction->staticSteps >= kMinSpreadSteps))
+        return convertReduction(module, loop, name, *reduction);
     MLIRContext *ctx = module.getContext();
     Type index = IndexType::get(ctx);
     size_t rank = loop.getNumLoops();
@@ -351,6 +604,7 @@ struct ParallelLoopsToGpuPass
     Value threads = arith::ConstantIndexOp::create(hb, blockSize);
     Value blocks = arith::CeilDivUIOp::create(hb, total, threads);
     Value one = arith::ConstantIndexOp::create(hb, 1);
+    noteSerialSteps(module, hb, SerialSteps(hb, loop).of(loop->getRegions()));
     gpu::LaunchFuncOp::create(hb, k->func, gpu::KernelDim3{blocks, one, one},
                               gpu::KernelDim3{threads, one, one},
                               /*dynamicSharedMemorySize=*/Value(), hostArgs);
@@ -389,6 +643,202 @@ struct ParallelLoopsToGpuPass
     return success();
   }
 
+  /// `loop`, whose points each run `reduction`, as a kernel that gives each
+  /// point a subgroup (`reduction` known to take at most kMaxSubgroupSteps)
+  /// or a workgroup of blockSize work-items (file comment).
+  LogicalResult convertReduction(ModuleOp module, scf::ParallelOp loop,
+                                 const std::string &name,
+                                 PointReduction &reduction) {
+    MLIRContext *ctx = module.getContext();
+    const bool perWorkgroup =
+        !reduction.staticSteps || *reduction.staticSteps > kMaxSubgroupSteps;
+    const int64_t subgroups = blockSize / kSubgroupSize;
+    const size_t rank = loop.getNumLoops(), depth = reduction.nest.size();
+    Type index = IndexType::get(ctx);
+    Type f32 = Float32Type::get(ctx);
+    ImplicitLocOpBuilder hb(loop.getLoc(), loop);
+    // Extra arguments: the parallel loop's lower bounds, steps, trip counts
+    // and point count, then the nest's, then its step count.
+    SmallVector<Type> extra(3 * rank + 1 + 3 * depth + 1, index);
+    SmallVector<Type> workgroup;
+    if (perWorkgroup)
+      workgroup.push_back(
+          MemRefType::get({subgroups}, f32, MemRefLayoutAttrInterface{},
+                          IntegerAttr::get(hb.getI64Type(), 3)));
+    FailureOr<Kernel> k = makeKernel(module, loop, name, extra, blockSize, hb,
+                                     /*withOperands=*/false, workgroup);
+    if (failed(k))
+      return failure();
+
+    // Host: trip counts (ceil((ub − lb) / step), at least 0) and products.
+    auto tripsOf = [&](ValueRange lbs, ValueRange ubs, ValueRange steps,
+                       SmallVectorImpl<Value> &trips) {
+      Value total = arith::ConstantIndexOp::create(hb, 1);
+      for (auto [lb, ub, step] : llvm::zip(lbs, ubs, steps)) {
+        Value trip = arith::CeilDivSIOp::create(
+            hb, arith::SubIOp::create(hb, ub, lb), step);
+        trip = arith::MaxSIOp::create(hb, trip,
+                                      arith::ConstantIndexOp::create(hb, 0));
+        trips.push_back(trip);
+        total = arith::MulIOp::create(hb, total, trip);
+      }
+      return total;
+    };
+    SmallVector<Value> trips, nestTrips, nestLbs, nestUbs, nestSteps;
+    Value points = tripsOf(loop.getLowerBound(), loop.getUpperBound(),
+                           loop.getStep(), trips);
+    for (scf::ForOp f : reduction.nest) {
+      nestLbs.push_back(f.getLowerBound());
+      nestUbs.push_back(f.getUpperBound());
+      nestSteps.push_back(f.getStep());
+    }
+    Value steps = tripsOf(nestLbs, nestUbs, nestSteps, nestTrips);
+    SmallVector<Value> hostArgs = k->hostArgs;
+    llvm::append_range(hostArgs, loop.getLowerBound());
+    llvm::append_range(hostArgs, loop.getStep());
+    llvm::append_range(hostArgs, trips);
+    hostArgs.push_back(points);
+    llvm::append_range(hostArgs, nestLbs);
+    llvm::append_range(hostArgs, nestSteps);
+    llvm::append_range(hostArgs, nestTrips);
+    hostArgs.push_back(steps);
+    Value threads = arith::ConstantIndexOp::create(hb, blockSize);
+    Value blocks =
+        perWorkgroup
+            ? points
+            : Value(arith::CeilDivUIOp::create(
+                  hb, points, arith::ConstantIndexOp::create(hb, subgroups)));
+    Value one = arith::ConstantIndexOp::create(hb, 1);
+    // A work-item's steps: its share of the nest (the body has no other
+    // loop).
+    noteSerialSteps(
+        module, hb,
+        arith::IndexCastOp::create(
+            hb, hb.getI64Type(),
+            arith::CeilDivUIOp::create(
+                hb, steps,
+                arith::ConstantIndexOp::create(
+                    hb, perWorkgroup ? blockSize : kSubgroupSize))));
+    gpu::LaunchFuncOp::create(hb, k->func, gpu::KernelDim3{blocks, one, one},
+                              gpu::KernelDim3{threads, one, one},
+                              /*dynamicSharedMemorySize=*/Value(), hostArgs);
+
+    Block &entry = k->func.getBody().front();
+    auto arg = [&](size_t at) { return entry.getArgument(k->extraStart + at); };
+    ImplicitLocOpBuilder kb(loop.getLoc(), ctx);
+    kb.restoreInsertionPoint(k->bodyStart);
+    auto idx = [&](int64_t v) -> Value {
+      return arith::ConstantIndexOp::create(kb, v);
+    };
+    // The combiner applied to (acc, term) in its operand order.
+    auto combine = [&](Value acc, Value term) {
+      IRMapping m;
+      m.map(reduction.combiner->getOperand(reduction.accOperand), acc);
+      m.map(reduction.combiner->getOperand(1 - reduction.accOperand), term);
+      return kb.clone(*reduction.combiner, m)->getResult(0);
+    };
+    // ivs[d] = lb[d] + (linear's digit d, innermost fastest) * step[d].
+    auto delinearize = [&](Value linear, size_t n, size_t lbAt,
+                           IRMapping &mapping, ValueRange ivs) {
+      Value rest = linear;
+      for (size_t d = n; d-- > 0;) {
+        Value trip = arg(lbAt + 2 * n + d);
+        Value i = arith::RemUIOp::create(kb, rest, trip);
+        rest = arith::DivUIOp::create(kb, rest, trip);
+        mapping.map(ivs[d],
+                    arith::AddIOp::create(
+                        kb, arg(lbAt + d),
+                        arith::MulIOp::create(kb, i, arg(lbAt + n + d))));
+      }
+    };
+
+    Value tid = gpu::ThreadIdOp::create(kb, gpu::Dimension::x);
+    Value block = gpu::BlockIdOp::create(kb, gpu::Dimension::x);
+    Value subgroup = arith::DivUIOp::create(kb, tid, idx(kSubgroupSize));
+    Value laneInSubgroup = arith::RemUIOp::create(kb, tid, idx(kSubgroupSize));
+    Value point, lane, width;
+    if (perWorkgroup) {
+      // The grid is the points: no guard, the whole workgroup reaches the
+      // barrier.
+      point = block;
+      lane = tid;
+      width = idx(blockSize);
+    } else {
+      point = arith::AddIOp::create(
+          kb, arith::MulIOp::create(kb, block, idx(subgroups)), subgroup);
+      lane = laneInSubgroup;
+      width = idx(kSubgroupSize);
+      // A whole subgroup leaves together (the shuffles need all 32 lanes).
+      Value inRange = arith::CmpIOp::create(kb, arith::CmpIPredicate::ult,
+                                            point, arg(3 * rank));
+      auto guard = scf::IfOp::create(kb, inRange, /*withElseRegion=*/false);
+      kb.setInsertionPointToStart(guard.thenBlock());
+    }
+    delinearize(point, rank, 0, k->mapping, loop.getInductionVars());
+    for (Operation &op : loop.getBody()->without_terminator())
+      if (&op != reduction.nest.front().getOperation())
+        kb.clone(op, k->mapping);
+
+    // The work-item's steps lane, lane + width, ... from the identity.
+    Value identity = arith::ConstantFloatOp::create(
+        kb, cast<FloatType>(f32), APFloat(reduction.identity));
+    const size_t nestAt = 3 * rank + 1;
+    auto lanes = scf::ForOp::create(kb, lane, arg(nestAt + 3 * depth), width,
+                                    ValueRange{identity});
+    {
+      OpBuilder::InsertionGuard guard(kb);
+      kb.setInsertionPointToStart(lanes.getBody());
+      SmallVector<Value> nestIvs;
+      for (scf::ForOp f : reduction.nest)
+        nestIvs.push_back(f.getInductionVar());
+      delinearize(lanes.getInductionVar(), depth, nestAt, k->mapping, nestIvs);
+      k->mapping.map(reduction.accLoad.getResult(),
+                     lanes.getRegionIterArgs()[0]);
+      for (Operation &op :
+           reduction.nest.back().getBody()->without_terminator())
+        if (&op != reduction.accLoad.getOperation() &&
+            &op != reduction.accStore.getOperation())
+          kb.clone(op, k->mapping);
+      scf::YieldOp::create(kb,
+                           k->mapping.lookup(reduction.combiner->getResult(0)));
+    }
+    Value v = lanes.getResult(0);
+    for (int64_t offset = kSubgroupSize / 2; offset > 0; offset /= 2)
+      v = combine(v, gpu::ShuffleOp::create(kb, v, offset, kSubgroupSize,
+                                            gpu::ShuffleMode::XOR)
+                         .getShuffleResult());
+    if (perWorkgroup) {
+      Value parts = k->func.getWorkgroupAttributions()[0];
+      Value first = arith::CmpIOp::create(kb, arith::CmpIPredicate::eq,
+                                          laneInSubgroup, idx(0));
+      auto write = scf::IfOp::create(kb, first, /*withElseRegion=*/false);
+      {
+        OpBuilder::InsertionGuard guard(kb);
+        kb.setInsertionPointToStart(write.thenBlock());
+        memref::StoreOp::create(kb, v, parts, ValueRange{subgroup});
+      }
+      gpu::BarrierOp::create(kb);
+      v = memref::LoadOp::create(kb, parts, ValueRange{idx(0)});
+      for (int64_t s = 1; s < subgroups; ++s)
+        v = combine(v, memref::LoadOp::create(kb, parts, ValueRange{idx(s)}));
+    }
+    // Work-item 0 of the point's group: the accumulator combined with it.
+    Value leader =
+        arith::CmpIOp::create(kb, arith::CmpIPredicate::eq, lane, idx(0));
+    auto write = scf::IfOp::create(kb, leader, /*withElseRegion=*/false);
+    kb.setInsertionPointToStart(write.thenBlock());
+    Value acc = reduction.accStore.getMemRef();
+    SmallVector<Value> indices;
+    for (Value i : reduction.accStore.getIndices())
+      indices.push_back(k->mapping.lookupOrDefault(i));
+    Value old =
+        memref::LoadOp::create(kb, k->mapping.lookupOrDefault(acc), indices);
+    memref::StoreOp::create(kb, combine(old, v),
+                            k->mapping.lookupOrDefault(acc), indices);
+    loop.erase();
+    return success();
+  }
+
   /// `loop` (sequential, touching device memory) as a kernel of one
   /// work-item. Its integer and float results (as bits) come back through a
   /// small device buffer the host reads (mgpuMemcpy waits for the queue).
@@ -419,6 +869,7 @@ struct ParallelLoopsToGpuPass
     if (results)
       hostArgs.push_back(deviceResults);
     Value one = arith::ConstantIndexOp::create(hb, 1);
+    noteSerialSteps(module, hb, SerialSteps(hb, loop).ofLoop(loop));
     gpu::LaunchFuncOp::create(hb, k->func, gpu::KernelDim3{one, one, one},
                               gpu::KernelDim3{one, one, one},
                               /*dynamicSharedMemorySize=*/Value(), hostArgs);

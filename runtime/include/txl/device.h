@@ -56,6 +56,10 @@ extern "C" {
  * within sm_80's 4352 bytes (a 1-D memref descriptor is 40 bytes); group g
  * of ceil(T / this) writes its parts to partials[g * parts + p]. */
 #define TXL_NORM_TENSORS_PER_KERNEL 64
+/* ... and then sums those parts into the last TXL_NORM_SUMS entries of
+ * partials: sum c adds parts c, c + TXL_NORM_SUMS, ... (in a fixed order),
+ * so that the host reads these sums only. */
+#define TXL_NORM_SUMS 256
 typedef enum txl_kernel_arg_kind {
   TXL_KERNEL_ARG_BUFFER = 0, /* a cl_mem */
   TXL_KERNEL_ARG_I64 = 1,
@@ -112,6 +116,14 @@ size_t txl_device_end_dry_run(void);
  * the most it can be (the adaptive softmax's tokens of a cluster, at most
  * the segment's), so that a dry run allocates for the largest count. */
 int64_t txl_device_count_bound(int64_t count, int64_t bound);
+/* Called by compiled host code right before a launch of a generic kernel
+ * (txl-parallel-loops-to-gpu) whose work-items run loops over device
+ * memory: the most loop steps one work-item runs, -1 when the host code
+ * cannot tell. The next launch on this thread takes it for the counters'
+ * serial launches (txl_device_counters_t); with TXL_PROFILE=counts, the
+ * first serial launch of each kernel prints a `counts: serial kernel`
+ * line naming it. */
+void txl_device_serial_steps(int64_t steps);
 /* What the open device has been asked to do since it was opened (dry runs
  * count nothing): kernel launches; library calls (matrix products);
  * copies from the host and to it, with their bytes; copies within the
@@ -128,6 +140,12 @@ typedef struct {
   uint64_t device_copies;
   uint64_t syncs;
   uint64_t allocations, frees;
+  /* Launches whose work-items each run more than 64 loop steps over device
+   * memory (or a number the host code cannot tell) on a grid of fewer than
+   * 132 workgroups (an H100/H200's multiprocessors): the kernels that
+   * leave a GPU idle while a few work-items walk a loop
+   * (txl_device_serial_steps). */
+  uint64_t serial_launches;
 } txl_device_counters_t;
 /* The open device's counters (all 0 when none is open). */
 void txl_device_counters(txl_device_counters_t *out);

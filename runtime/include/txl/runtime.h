@@ -219,7 +219,9 @@ typedef void (*txl_segment_fn)(void **args);
 ///   grads[T]                    float32 memrefs
 ///   partials (out)              memref<?xf32>: all parts at once, part p
 ///                               being elements p, p + parts, ... of each
-///                               tensor, parts = the size of `partials`
+///                               tensor (parts = (its size − TXL_NORM_SUMS)
+///                               / groups), then TXL_NORM_SUMS sums of the
+///                               parts (txl/device.h), which the host reads
 ///
 /// The update (`@optimizer_update` of every parameter, `@optimizer_step`),
 /// packed:

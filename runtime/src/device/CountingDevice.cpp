@@ -30,13 +30,15 @@ txl_device_counters_t DeviceCounters::snapshot() const {
   out.syncs = syncs;
   out.allocations = allocations;
   out.frees = frees;
+  out.serial_launches = serialLaunches;
   return out;
 }
 
 void DeviceCounters::reset() {
   for (std::atomic<uint64_t> *counter :
        {&launches, &libraryCalls, &uploads, &uploadBytes, &downloads,
-        &downloadBytes, &deviceCopies, &syncs, &allocations, &frees})
+        &downloadBytes, &deviceCopies, &syncs, &allocations, &frees,
+        &serialLaunches})
     *counter = 0;
 }
 

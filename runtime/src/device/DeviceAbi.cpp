@@ -33,6 +33,7 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 using namespace txl::rt;
@@ -74,6 +75,8 @@ struct State {
     double seconds = 0;
   };
   std::unordered_map<std::string, Timing> timings;
+  /// The kernels a `counts: serial kernel` line has named.
+  std::unordered_set<const Kernel *> serialKernels;
   /// What `device` has been asked to do since the open
   /// (txl_device_counters).
   DeviceCounters counters;
@@ -81,6 +84,10 @@ struct State {
 
 /// Between txl_device_begin_dry_run and txl_device_end_dry_run.
 std::atomic<bool> dryRun{false};
+
+/// txl_device_serial_steps's value for the next launch of this thread (0:
+/// none given).
+thread_local int64_t pendingSerialSteps = 0;
 
 /// TXL_PROFILE asks for the kernels' times (profileTimes, CountingDevice.h).
 bool profiling() { return profileTimes(); }
@@ -113,6 +120,7 @@ void closeLocked(State &s) {
     orExit("txl_device_close", [&] { s.device->synchronize(); });
   printProfileLocked(s);
   s.kernelNames.clear();
+  s.serialKernels.clear();
   for (auto &module : s.modules)
     module->loaded.reset();
   for (auto &[buffer, size] : s.buffers)
@@ -412,8 +420,15 @@ void *mgpuModuleGetFunction(void *module, const char *name) {
             elapsed.count(), origin.empty() ? "" : ": ", origin.c_str());
       }
     }
-    if (!profiling())
-      return static_cast<void *>(&lazy->loaded->kernel(name));
+    if (!profiling()) {
+      Kernel &kernel = lazy->loaded->kernel(name);
+      if (profileCounts()) { // for the `counts: serial kernel` lines
+        State &s = state();
+        std::lock_guard<std::mutex> lock(s.mutex);
+        s.kernelNames[&kernel] = name;
+      }
+      return static_cast<void *>(&kernel);
+    }
     bool first = lazy->fetched.insert(name).second;
     auto start = std::chrono::steady_clock::now();
     Kernel &kernel = lazy->loaded->kernel(name);
@@ -438,12 +453,27 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
                       intptr_t gridZ, intptr_t blockX, intptr_t blockY,
                       intptr_t blockZ, int32_t sharedBytes, void *,
                       void **params, void **, size_t paramCount) {
+  const int64_t serialSteps = std::exchange(pendingSerialSteps, 0);
   if (dryRun)
     return;
   orExit("mgpuLaunchKernel", [&] {
     size_t grid[3] = {size_t(gridX), size_t(gridY), size_t(gridZ)};
     size_t block[3] = {size_t(blockX), size_t(blockY), size_t(blockZ)};
     auto &kernel = *static_cast<Kernel *>(function);
+    const uint64_t workgroups = uint64_t(gridX) * gridY * gridZ;
+    if ((serialSteps < 0 || serialSteps > kSerialStepsBudget) &&
+        workgroups < kLintMultiprocessors && workgroups > 0) {
+      State &s = state();
+      std::lock_guard<std::mutex> lock(s.mutex);
+      ++s.counters.serialLaunches;
+      if (profileCounts() && s.serialKernels.insert(&kernel).second)
+        std::fprintf(stderr,
+                     "counts: serial kernel %s: %lld loop steps per "
+                     "work-item on %llu workgroups\n",
+                     s.kernelNames[&kernel].c_str(),
+                     static_cast<long long>(serialSteps),
+                     static_cast<unsigned long long>(workgroups));
+    }
     auto launch = [&] {
       device().launch(kernel, grid, block, size_t(sharedBytes), params,
                       paramCount);
@@ -533,6 +563,8 @@ void mgpuMemcpy(void *dst, void *src, size_t bytes, void *) {
       std::memcpy(dst, src, bytes);
   });
 }
+
+void txl_device_serial_steps(int64_t steps) { pendingSerialSteps = steps; }
 
 int64_t txl_device_count_bound(int64_t count, int64_t bound) {
   return dryRun ? bound : int64_t(std::min(uint64_t(count), uint64_t(bound)));

@@ -46,8 +46,11 @@ static float wholeModelStep(txl_session &session, double lr, int64_t step,
   addGrads(norm);
   norm.memref(session.normPartials.buffer(), {normPartials(T)});
   txl_grad_squared_norm(norm.data());
-  std::vector<float> partials(session.normPartials.size());
-  session.normPartials.read(partials.data(), 0, partials.size());
+  // The device's TXL_NORM_SUMS sums of the parts, after them.
+  std::vector<float> partials(TXL_NORM_SUMS);
+  session.normPartials.read(partials.data(),
+                            session.normPartials.size() - TXL_NORM_SUMS,
+                            TXL_NORM_SUMS);
   // The update's one synchronisation: the clipping norm, summed here in
   // @optimizer_update's order, decides whether there is an update and is
   // @optimizer_step's argument.

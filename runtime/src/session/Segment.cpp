@@ -438,7 +438,8 @@ void txl::rt::reportCounts(txl_session &session, const char *what) {
       stderr,
       "counts: %s %lld: %llu launches, %llu library calls, %llu "
       "uploads (%llu bytes), %llu downloads (%llu bytes), %llu "
-      "device copies, %llu syncs, %llu allocations, %llu frees\n",
+      "device copies, %llu syncs, %llu allocations, %llu frees, %llu "
+      "serial launches\n",
       what, static_cast<long long>(n),
       static_cast<unsigned long long>(now.launches - was.launches),
       static_cast<unsigned long long>(now.library_calls - was.library_calls),
@@ -449,7 +450,9 @@ void txl::rt::reportCounts(txl_session &session, const char *what) {
       static_cast<unsigned long long>(now.device_copies - was.device_copies),
       static_cast<unsigned long long>(now.syncs - was.syncs),
       static_cast<unsigned long long>(now.allocations - was.allocations),
-      static_cast<unsigned long long>(now.frees - was.frees));
+      static_cast<unsigned long long>(now.frees - was.frees),
+      static_cast<unsigned long long>(now.serial_launches -
+                                      was.serial_launches));
   session.countsBefore = now;
 }
 

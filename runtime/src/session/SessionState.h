@@ -302,17 +302,21 @@ void runSegmentKv(txl_session &session, const int64_t *data,
 //===----------------------------------------------------------------------===//
 
 /// The parts of the clipping norm's sum of squares on the GPU targets, one
-/// work-item each (buildTrainingFunctions with forDevice): enough
-/// work-items to stream the gradients at full bandwidth, few enough that
-/// the host reads and adds their sums quickly (64 KiB an update).
-inline constexpr int64_t kDeviceNormParts = 16384;
+/// work-item each (buildTrainingFunctions with forDevice): 256 workgroups
+/// of 256, enough to fill an H100/H200's 132 multiprocessors while the
+/// gradients stream through (16,384 left half of them idle, a serial
+/// launch of the counters: txl_device_counters_t).
+inline constexpr int64_t kDeviceNormParts = 65536;
 
 /// The size of the GPU form's partials: kDeviceNormParts per group of
-/// TXL_NORM_TENSORS_PER_KERNEL of the `trainable` gradients (txl/device.h).
+/// TXL_NORM_TENSORS_PER_KERNEL of the `trainable` gradients, then the
+/// TXL_NORM_SUMS sums of those parts that the host reads (1 KiB an update;
+/// txl/device.h).
 inline int64_t normPartials(size_t trainable) {
   return kDeviceNormParts *
-         int64_t((trainable + TXL_NORM_TENSORS_PER_KERNEL - 1) /
-                 TXL_NORM_TENSORS_PER_KERNEL);
+             int64_t((trainable + TXL_NORM_TENSORS_PER_KERNEL - 1) /
+                     TXL_NORM_TENSORS_PER_KERNEL) +
+         TXL_NORM_SUMS;
 }
 
 /// Allocates the training state on first use: the gradients and the

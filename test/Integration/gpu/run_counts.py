@@ -17,7 +17,8 @@ import re
 import sys
 
 FIELDS = ["launches", "library calls", "uploads", "downloads",
-          "device copies", "syncs", "allocations", "frees"]
+          "device copies", "syncs", "allocations", "frees",
+          "serial launches"]
 def parse(text, what="segment"):
     line_re = re.compile(r"^counts: " + what + r" (\d+): (.*)$")
     segments = {}

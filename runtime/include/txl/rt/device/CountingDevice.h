@@ -23,7 +23,7 @@ namespace txl::rt {
 struct DeviceCounters {
   std::atomic<uint64_t> launches{0}, libraryCalls{0}, uploads{0},
       uploadBytes{0}, downloads{0}, downloadBytes{0}, deviceCopies{0}, syncs{0},
-      allocations{0}, frees{0};
+      allocations{0}, frees{0}, serialLaunches{0};
 
   txl_device_counters_t snapshot() const;
   /// All back to 0 (a device opened).
@@ -36,6 +36,15 @@ struct DeviceCounters {
 /// for the device before and after each (docs/gpu.md).
 bool profileCounts();
 bool profileTimes();
+
+/// The serial-launch lint of the counters (txl_device_serial_steps): a
+/// launch is serial when its work-items run more than kSerialStepsBudget
+/// loop steps over device memory (or an unknown number) on a grid of fewer
+/// than kLintMultiprocessors workgroups, the multiprocessors of an
+/// H100/H200 (SXM), which such a grid leaves partly idle while a few
+/// work-items walk their loops (issue #51, item 7).
+inline constexpr int64_t kSerialStepsBudget = 64;
+inline constexpr uint64_t kLintMultiprocessors = 132;
 
 /// `device` with every operation counted in `counters` (which must outlive
 /// it): a launch, a matrix product (a library call), a copy each way with
