@@ -70,7 +70,7 @@ def main():
     tokens = rng.integers(0, ENDS[-1], size=(qlen, bsz)).astype(np.int64)
     tokens[0, 0], tokens[0, 1], tokens[0, 2] = 4, 5, 15  # cluster edges
     hidden = rng.normal(size=(qlen, bsz, D_MODEL)).astype(np.float32)
-    # 350 positions: the cluster compaction's blocks of 128 (two full, one
+    # 350 positions: the cluster compaction's blocks of 64 (five full, one
     # partial).
     long_len, long_bsz = 70, 5
     long_tokens = rng.integers(0, ENDS[-1], size=(long_len, long_bsz)).astype(np.int64)

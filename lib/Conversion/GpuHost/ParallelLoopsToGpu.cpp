@@ -364,7 +364,9 @@ func::FuncOp getOrDeclareSerialSteps(ModuleOp module) {
 /// that kernel runs: nested loops multiply, sibling loops and the branches
 /// of an scf.if add; a loop's trip count is max(0, ceil((ub − lb) / step))
 /// of its bounds as the host has them, a lower bound computed in the
-/// kernel (a work-item's first element) taken as 0. Null when the kernel
+/// kernel (a work-item's first element) taken as 0, and ceil(c / step) for
+/// an upper bound min(lb + c, n) computed in the kernel (a block of c
+/// positions). Null when the kernel
 /// runs no such loop; the constant −1 when an upper bound or a step is
 /// computed in the kernel.
 class SerialSteps {
@@ -401,6 +403,19 @@ private:
   }
   Value trip(Value lb, Value ub, Value step) {
     Value l = host(lb), u = host(ub), s = host(step);
+    // ub = min(lb + c, n) (a block of c positions, the last one shorter):
+    // at most ceil(c / step).
+    if (!u && s)
+      if (Operation *min = ub.getDefiningOp();
+          min && isa<arith::MinUIOp, arith::MinSIOp>(min))
+        for (Value operand : min->getOperands())
+          if (auto add = operand.getDefiningOp<arith::AddIOp>())
+            for (unsigned i = 0; i < 2; ++i)
+              if (add->getOperand(i) == lb)
+                if (std::optional<int64_t> c =
+                        getConstantIntValue(add->getOperand(1 - i)))
+                  return arith::CeilDivSIOp::create(
+                      hb, arith::ConstantIndexOp::create(hb, *c), s);
     if (!u || !s) {
       unknown = true;
       return Value();

@@ -41,13 +41,15 @@ Value loadId(OpBuilder &b, Location loc, Value ids, Value pos) {
   return arith::IndexCastOp::create(b, loc, b.getIndexType(), id);
 }
 
-/// Positions per block of createClusterRows' compaction.
-constexpr int64_t kCompactionBlock = 128;
+/// Positions per block of createClusterRows' compaction: a work-item of the
+/// GPU targets' count and write kernels walks at most 64 loop steps (the
+/// run counters' serial-launch budget, txl/device.h).
+constexpr int64_t kCompactionBlock = 64;
 
 /// The positions n of the 1-D i64 tensor `ids` with lo <= ids[n] < hi, in
 /// increasing order, as a tensor<?xindex> (official `mask_i.nonzero()`).
 /// A blocked stream compaction, so that on the GPU targets only a scan over
-/// ceil(N / 128) block counts is sequential: (1) one scf.forall over the
+/// ceil(N / 64) block counts is sequential: (1) one scf.forall over the
 /// blocks counts each block's positions in the cluster, (2) an scf.for
 /// turns the counts into each block's first output slot (exclusive prefix
 /// sum) and the total, (3) one scf.forall over the blocks writes each

@@ -101,11 +101,11 @@ func.func @adaptive_nll_head_only(%h: tensor<?x?x8xf32>, %t: tensor<?x?xi64>, %w
 // CHECK-SAME: (%[[IDS:[^:]+]]: tensor<?x?xi64>, %[[A:[^:]+]]: tensor<5x8xf32>, %[[B:[^:]+]]: tensor<5x4xf32>, %[[P:[^:]+]]: tensor<8x8xf32>, %[[Q:[^:]+]]: tensor<8x4xf32>)
 // CHECK: %[[F:.+]] = tensor.collapse_shape %[[IDS]] {{\[\[}}0, 1]]
 // CHECK: %[[OUT:.+]] = linalg.fill {{.+}} -> tensor<?x8xf32>
-// The compaction, in blocks of 128 positions: each block's count (one
+// The compaction, in blocks of 64 positions: each block's count (one
 // scf.forall iteration per block), the blocks' first output slots (an
 // scf.for, the only sequential part: one step per block), then each block
 // writes its positions, in order, into its own slice of the rows.
-// CHECK: %[[NB:.+]] = arith.ceildivui %{{.+}}, %[[C128:.+]] : index
+// CHECK: %[[NB:.+]] = arith.ceildivui %{{.+}}, %c64 : index
 // CHECK: %[[COUNTS:.+]] = scf.forall (%{{.+}}) in (%[[NB]]) shared_outs(%{{.+}}) -> (tensor<?xindex>)
 // CHECK: scf.for {{.+}} -> (index)
 // CHECK: arith.select

@@ -7,8 +7,11 @@
 # backward segment, --grad-segment 1: 1e-5 relative norm per parameter)
 # with the official implementation's. Prints, per case, its
 # name, the executable's stderr (the device and device-memory lines;
-# not the BLAS kernel warning), whether the device-memory check's need covers the peak the run measured,
-# and compare.py's verdicts; stops at the first failure.
+# not the BLAS kernel warning nor the counters), whether the device-memory check's need covers the peak the run measured,
+# compare.py's verdicts, and the run's serial launches (TXL_PROFILE=counts:
+# launches of a generic kernel whose work-items each walk more than 64 loop
+# steps over device memory on fewer than 132 workgroups, txl/device.h);
+# stops at the first failure.
 #
 # usage: reference_cases.sh TARGET SHARED_DIR COMPARE_PY OUT_DIR
 set -eu
@@ -18,7 +21,7 @@ for c in rel_basic rel_basic_smallinit rel_grow_same_length_clamp_prelnorm \
          vaswani_attn2_nomem alrfou_attn3_nomem; do
   R=$shared/reference/$c
   txlc "$R/model.toml" --target="$target" -o "$out/$c"
-  "$out/$c" run-segments --checkpoint "$R/weights.safetensors" \
+  TXL_PROFILE=counts "$out/$c" run-segments --checkpoint "$R/weights.safetensors" \
     --inputs "$R/data.npy" --targets "$R/target.npy" \
     --dump-nll "$out/$c.nll.npy" --dump-mems "$out/$c.mems.safetensors" \
     --grad-segment 1 --dump-grads "$out/$c.grads.safetensors" \
@@ -27,7 +30,7 @@ for c in rel_basic rel_basic_smallinit rel_grow_same_length_clamp_prelnorm \
   # Without the BLAS warning a forced generic kernel prints
   # (OPENBLAS_CORETYPE=Prescott, the slow-machine emulation of issue 47;
   # Driver/native-executable.test checks that warning).
-  grep -v '^[^ ]*: warning: OpenBLAS runs its ' "$out/$c.err" || true
+  grep -v -e '^[^ ]*: warning: OpenBLAS runs its ' -e '^counts: ' "$out/$c.err" || true
   need=$(sed -n 's/.*the run needs [0-9.]* MiB (\([0-9]*\) bytes).*/\1/p' "$out/$c.err")
   peak=$(sed -n 's/.*peak [0-9.]* MiB (\([0-9]*\) bytes).*/\1/p' "$out/$c.err")
   if [ -n "$need" ] && [ -n "$peak" ] && [ "$need" -ge "$peak" ]; then
@@ -42,4 +45,6 @@ for c in rel_basic rel_basic_smallinit rel_grow_same_length_clamp_prelnorm \
   fi
   python3 "$compare" grads "$out/$c.grads.safetensors" "$R/grads.safetensors" \
     --rtol 1e-5
+  sed -n 's/^counts: segment .*, \([0-9]*\) serial launches$/\1/p' "$out/$c.err" |
+    awk '{ n += $1 } END { print "serial launches: " n + 0 }'
 done
