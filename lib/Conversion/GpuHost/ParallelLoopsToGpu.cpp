@@ -752,18 +752,32 @@ struct ParallelLoopsToGpuPass
       m.map(reduction.combiner->getOperand(1 - reduction.accOperand), term);
       return kb.clone(*reduction.combiner, m)->getResult(0);
     };
-    // ivs[d] = lb[d] + (linear's digit d, innermost fastest) * step[d].
+    // ivs[d] = lb[d] + (linear's digit d, innermost fastest) * step[d];
+    // `linear` is below the product of the trip counts, so the outermost
+    // digit is what the inner ones leave (no division for a 1-D nest).
+    // A lower bound or step that is a constant on the host is one in the
+    // kernel too, so that the backend strength-reduces the loop's
+    // addresses (a unit step: consecutive elements, no multiplication).
     auto delinearize = [&](Value linear, size_t n, size_t lbAt,
-                           IRMapping &mapping, ValueRange ivs) {
+                           IRMapping &mapping, ValueRange ivs,
+                           ValueRange hostLbs, ValueRange hostSteps) {
+      auto known = [&](Value host, size_t at) -> Value {
+        if (std::optional<int64_t> c = getConstantIntValue(host))
+          return idx(*c);
+        return arg(at);
+      };
       Value rest = linear;
       for (size_t d = n; d-- > 0;) {
         Value trip = arg(lbAt + 2 * n + d);
-        Value i = arith::RemUIOp::create(kb, rest, trip);
-        rest = arith::DivUIOp::create(kb, rest, trip);
-        mapping.map(ivs[d],
-                    arith::AddIOp::create(
-                        kb, arg(lbAt + d),
-                        arith::MulIOp::create(kb, i, arg(lbAt + n + d))));
+        Value i = rest;
+        if (d > 0) {
+          i = arith::RemUIOp::create(kb, rest, trip);
+          rest = arith::DivUIOp::create(kb, rest, trip);
+        }
+        mapping.map(ivs[d], arith::AddIOp::create(
+                                kb, known(hostLbs[d], lbAt + d),
+                                arith::MulIOp::create(
+                                    kb, i, known(hostSteps[d], lbAt + n + d))));
       }
     };
 
@@ -789,7 +803,8 @@ struct ParallelLoopsToGpuPass
       auto guard = scf::IfOp::create(kb, inRange, /*withElseRegion=*/false);
       kb.setInsertionPointToStart(guard.thenBlock());
     }
-    delinearize(point, rank, 0, k->mapping, loop.getInductionVars());
+    delinearize(point, rank, 0, k->mapping, loop.getInductionVars(),
+                loop.getLowerBound(), loop.getStep());
     for (Operation &op : loop.getBody()->without_terminator())
       if (&op != reduction.nest.front().getOperation())
         kb.clone(op, k->mapping);
@@ -806,7 +821,8 @@ struct ParallelLoopsToGpuPass
       SmallVector<Value> nestIvs;
       for (scf::ForOp f : reduction.nest)
         nestIvs.push_back(f.getInductionVar());
-      delinearize(lanes.getInductionVar(), depth, nestAt, k->mapping, nestIvs);
+      delinearize(lanes.getInductionVar(), depth, nestAt, k->mapping, nestIvs,
+                  nestLbs, nestSteps);
       k->mapping.map(reduction.accLoad.getResult(),
                      lanes.getRegionIterArgs()[0]);
       for (Operation &op :
