@@ -130,12 +130,12 @@ train() { # PRECISION
     "$S/reference/ptb_small/train_log.txt" 8000 -
 }
 
-counts() { # issue 51's run counters on CUDA: no sync, no allocation
+counts() { # issue 51's run counters on CUDA: no sync, no allocation, no serial launch
   TXL_PROFILE=counts "$B/ptb_small_f32" eval --data "$S/data/ptb" \
     --split valid --checkpoint "$S/reference/ptb_small/model.safetensors" \
     --batch-size 10 --tgt-len 64 --mem-len 64 2> "$out/counts.log" &&
     python3 "$root/test/Integration/gpu/run_counts.py" "$out/counts.log" \
-      --steady 3 --max syncs=0,allocations=0,frees=0,device_copies=10
+      --steady 3 --max syncs=0,allocations=0,frees=0,device_copies=10,serial_launches=0
 }
 
 profile() { # 100 updates of ptb_small with TXL_PROFILE's table

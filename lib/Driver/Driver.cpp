@@ -560,7 +560,8 @@ int mlir::txl::runDriver(const DriverOptions &options) {
       return 1;
     if (failed(buildTrainingFunctions(
             module, *config,
-            options.target == Target::Cpu ? 0 : normTensorsPerKernel())) ||
+            options.target == Target::Cpu ? 0 : normTensorsPerKernel(),
+            options.target == Target::Cpu ? 0 : normSums())) ||
         failed(verify(module)))
       return 1;
   }

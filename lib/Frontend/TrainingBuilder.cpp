@@ -19,7 +19,6 @@
 
 #include "txl/Frontend/SegmentBuilder.h"
 #include "txl/IR/TxlOps.h"
-#include "txl/device.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -63,7 +62,8 @@ public:
 
   void emitSquaredNormPart(ModuleOp module);
   void emitOptimizerUpdate(ModuleOp module);
-  void emitDeviceGradSquaredNorm(ModuleOp module, int64_t perKernel);
+  void emitDeviceGradSquaredNorm(ModuleOp module, int64_t perKernel,
+                                 int64_t sums);
   void emitAccumulateGrads(ModuleOp module);
   void emitDeviceOptimizerStep(ModuleOp module);
   void emitLearningRate(ModuleOp module);
@@ -360,7 +360,8 @@ void TrainingEmitter::emitOptimizerUpdate(ModuleOp module) {
 }
 
 void TrainingEmitter::emitDeviceGradSquaredNorm(ModuleOp module,
-                                                int64_t perKernel) {
+                                                int64_t perKernel,
+                                                int64_t sums) {
   SmallVector<ParamSpec> trained = trainedParams();
   SmallVector<Type> inputs = flatTypes(trained);
   auto partialsType =
@@ -381,10 +382,10 @@ void TrainingEmitter::emitDeviceGradSquaredNorm(ModuleOp module,
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   const size_t groups =
       (trained.size() + size_t(perKernel) - 1) / size_t(perKernel);
-  // partials = [groups * parts of level 1 | TXL_NORM_SUMS sums of them].
+  // partials = [groups * parts of level 1 | `sums` sums of them].
   Value allParts = arith::SubIOp::create(
       b, loc, tensor::DimOp::create(b, loc, partials, zero),
-      arith::ConstantIndexOp::create(b, loc, TXL_NORM_SUMS));
+      arith::ConstantIndexOp::create(b, loc, sums));
   Value parts = arith::DivUIOp::create(
       b, loc, allParts, arith::ConstantIndexOp::create(b, loc, groups));
   // One work-item per part: part p sums the squares of elements p,
@@ -428,28 +429,29 @@ void TrainingEmitter::emitDeviceGradSquaredNorm(ModuleOp module,
     storeElement(b, loc, forall, slotIndex, sum);
     result = forall.getResult(0);
   }
-  // Level 2: the parts as [allParts / TXL_NORM_SUMS, TXL_NORM_SUMS], summed
-  // over the rows (txl.sum_leading: on the GPU targets two kernels with a
-  // fixed order) into the last TXL_NORM_SUMS entries, which the host reads.
+  // Level 2: the parts as [allParts / sums, sums], summed over the rows
+  // (txl.sum_leading: on the GPU targets two kernels with a fixed order)
+  // into the last `sums` entries, which the host reads.
   Value level1 = tensor::ExtractSliceOp::create(
       b, loc, result, ArrayRef<OpFoldResult>{b.getIndexAttr(0)},
       ArrayRef<OpFoldResult>{OpFoldResult(allParts)},
       ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
-  auto rowsType = RankedTensorType::get({ShapedType::kDynamic, TXL_NORM_SUMS},
-                                        b.getF32Type());
+  auto rowsType =
+      RankedTensorType::get({ShapedType::kDynamic, sums}, b.getF32Type());
   Value rows = tensor::ExpandShapeOp::create(
       b, loc, rowsType, level1, ArrayRef<ReassociationIndices>{{0, 1}},
       ArrayRef<OpFoldResult>{
-          OpFoldResult(arith::DivUIOp::create(b, loc, allParts,
-                                              arith::ConstantIndexOp::create(
-                                                  b, loc, TXL_NORM_SUMS))
+          OpFoldResult(arith::DivUIOp::create(
+                           b, loc, allParts,
+                           arith::ConstantIndexOp::create(b, loc, sums))
                            .getResult()),
-          OpFoldResult(b.getIndexAttr(TXL_NORM_SUMS))});
-  Value sums = SumLeadingOp::create(
-      b, loc, RankedTensorType::get({TXL_NORM_SUMS}, b.getF32Type()), rows);
+          OpFoldResult(b.getIndexAttr(sums))});
+  Value columnSums = SumLeadingOp::create(
+      b, loc, RankedTensorType::get({sums}, b.getF32Type()), rows);
   result = tensor::InsertSliceOp::create(
-      b, loc, sums, result, ArrayRef<OpFoldResult>{OpFoldResult(allParts)},
-      ArrayRef<OpFoldResult>{OpFoldResult(b.getIndexAttr(TXL_NORM_SUMS))},
+      b, loc, columnSums, result,
+      ArrayRef<OpFoldResult>{OpFoldResult(allParts)},
+      ArrayRef<OpFoldResult>{OpFoldResult(b.getIndexAttr(sums))},
       ArrayRef<OpFoldResult>{OpFoldResult(b.getIndexAttr(1))});
   func::ReturnOp::create(
       b, loc,
@@ -680,7 +682,8 @@ void TrainingEmitter::emitLearningRate(ModuleOp module) {
 
 LogicalResult mlir::txl::buildTrainingFunctions(ModuleOp module,
                                                 const ModelConfig &config,
-                                                int64_t deviceNormTensors) {
+                                                int64_t deviceNormTensors,
+                                                int64_t deviceNormSums) {
   const bool forDevice = deviceNormTensors > 0;
   MLIRContext *ctx = module.getContext();
   ctx->loadDialect<TxlDialect, func::FuncDialect, arith::ArithDialect,
@@ -693,7 +696,8 @@ LogicalResult mlir::txl::buildTrainingFunctions(ModuleOp module,
   OpBuilder b(ctx);
   TrainingEmitter emitter(b, loc, config);
   if (forDevice) {
-    emitter.emitDeviceGradSquaredNorm(module, deviceNormTensors);
+    emitter.emitDeviceGradSquaredNorm(module, deviceNormTensors,
+                                      deviceNormSums);
     emitter.emitDeviceOptimizerStep(module);
   } else {
     emitter.emitSquaredNormPart(module);

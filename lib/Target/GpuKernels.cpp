@@ -452,3 +452,5 @@ mlir::txl::buildCudaFatbin(Location loc, ArrayRef<CudaArchPtx> archs,
 int64_t mlir::txl::normTensorsPerKernel() {
   return TXL_NORM_TENSORS_PER_KERNEL;
 }
+
+int64_t mlir::txl::normSums() { return TXL_NORM_SUMS; }

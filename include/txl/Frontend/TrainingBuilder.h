@@ -119,7 +119,7 @@ SmallVector<StringRef, 2> getOptimizerStateNames(StringRef optim);
 ///
 ///   func.func @grad_squared_norm(%g_0..%g_{T-1}, %partials: tensor<?xf32>)
 ///       -> tensor<?xf32>   // materialized in %partials: groups · parts
-///                          // parts, then TXL_NORM_SUMS sums of them
+///                          // parts, then deviceNormSums sums of them
 ///   func.func @optimizer_step(%p_0..%p_{T-1}, %g_0..%g_{T-1},
 ///                             %state_0_0..%state_{S-1}_{T-1},
 ///                             %lr: f64, %step: i64, %inv_loss_scale: f32,
@@ -133,8 +133,9 @@ SmallVector<StringRef, 2> getOptimizerStateNames(StringRef optim);
 /// writes partials[g * parts + p]), and part p of a tensor is its
 /// elements p, p + parts, p + 2·parts, ... (neighbouring work-items read
 /// neighbouring elements), then sums the parts as [groups · parts /
-/// TXL_NORM_SUMS, TXL_NORM_SUMS] over the rows (txl.sum_leading) into the
-/// last TXL_NORM_SUMS entries, which the host reads and adds; the runtime runs
+/// deviceNormSums, deviceNormSums] over the rows (txl.sum_leading) into
+/// the last deviceNormSums entries, which the host reads and adds; the runtime
+/// runs
 /// @optimizer_step, @optimizer_update of every parameter with the norm as its
 /// last result, as part 0 of 1 with those partials. On the GPU targets with
 /// [train] batch_chunk > 1 the module also gets
@@ -146,8 +147,12 @@ SmallVector<StringRef, 2> getOptimizerStateNames(StringRef optim);
 /// train.py's accumulation of chunk gradients (each chunk's backward of
 /// loss / batch_chunk adds into .grad): g_i = c_i * scale when `first` is
 /// not 0, else g_i + c_i * scale, one work-item per element.
+/// `deviceNormSums`: with `deviceNormTensors` > 0, how many sums of the parts
+/// @grad_squared_norm leaves at the end of its partials (the runtime's
+/// TXL_NORM_SUMS, which the caller passes).
 LogicalResult buildTrainingFunctions(ModuleOp module, const ModelConfig &config,
-                                     int64_t deviceNormTensors = 0);
+                                     int64_t deviceNormTensors = 0,
+                                     int64_t deviceNormSums = 0);
 
 } // namespace txl
 } // namespace mlir

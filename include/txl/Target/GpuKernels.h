@@ -26,6 +26,9 @@ namespace txl {
 /// TXL_NORM_TENSORS_PER_KERNEL, txl/device.h: a kernel's parameters stay
 /// within sm_80's 4352 bytes).
 int64_t normTensorsPerKernel();
+/// The sums of the parts @grad_squared_norm leaves at the end of its
+/// partials for the host (TXL_NORM_SUMS, txl/device.h).
+int64_t normSums();
 
 /// The name of the gpu.module holding the generated kernels.
 inline constexpr llvm::StringLiteral kKernelModuleName = "txl_kernels";

@@ -34,8 +34,9 @@ extern "C" {
  *===----------------------------------------------------------------------===*/
 
 /// Bumped whenever the layout below or the segment calling convention changes;
-/// the runtime refuses a generated object with another version.
-#define TXL_ABI_VERSION 9
+/// the runtime refuses a generated object with another version (10: the GPU
+/// form of @grad_squared_norm's partials end in TXL_NORM_SUMS sums).
+#define TXL_ABI_VERSION 10
 
 /// Maximum rank of a parameter tensor.
 #define TXL_MAX_RANK 4
