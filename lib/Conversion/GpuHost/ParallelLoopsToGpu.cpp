@@ -343,6 +343,26 @@ func::FuncOp getOrDeclareCountBound(ModuleOp module) {
   return fn;
 }
 
+/// Host code for a loop's trip count, max(0, ceil((ub − lb) / step)).
+Value tripCount(ImplicitLocOpBuilder &hb, Value lb, Value ub, Value step) {
+  Value trip =
+      arith::CeilDivSIOp::create(hb, arith::SubIOp::create(hb, ub, lb), step);
+  return arith::MaxSIOp::create(hb, trip,
+                                arith::ConstantIndexOp::create(hb, 0));
+}
+
+/// Host code for the trip counts of the loops (lbs, ubs, steps), appended
+/// to `trips`; returns their product.
+Value tripCounts(ImplicitLocOpBuilder &hb, ValueRange lbs, ValueRange ubs,
+                 ValueRange steps, SmallVectorImpl<Value> &trips) {
+  Value total = arith::ConstantIndexOp::create(hb, 1);
+  for (auto [lb, ub, step] : llvm::zip(lbs, ubs, steps)) {
+    trips.push_back(tripCount(hb, lb, ub, step));
+    total = arith::MulIOp::create(hb, total, trips.back());
+  }
+  return total;
+}
+
 /// The device ABI's txl_device_serial_steps(steps), which host code calls
 /// before a launch whose work-items run loops over device memory
 /// (txl/device.h).
@@ -422,9 +442,7 @@ private:
     }
     if (!l)
       l = arith::ConstantIndexOp::create(hb, 0);
-    Value t =
-        arith::CeilDivSIOp::create(hb, arith::SubIOp::create(hb, u, l), s);
-    return arith::MaxSIOp::create(hb, t, arith::ConstantIndexOp::create(hb, 0));
+    return tripCount(hb, l, u, s);
   }
   Value add(Value a, Value b) {
     return !a ? b : !b ? a : Value(arith::AddIOp::create(hb, a, b));
@@ -601,16 +619,8 @@ struct ParallelLoopsToGpuPass
       return failure();
 
     SmallVector<Value> trips;
-    Value total = arith::ConstantIndexOp::create(hb, 1);
-    for (size_t d = 0; d < rank; ++d) {
-      Value span = arith::SubIOp::create(hb, loop.getUpperBound()[d],
-                                         loop.getLowerBound()[d]);
-      Value trip = arith::CeilDivSIOp::create(hb, span, loop.getStep()[d]);
-      trip = arith::MaxSIOp::create(hb, trip,
-                                    arith::ConstantIndexOp::create(hb, 0));
-      trips.push_back(trip);
-      total = arith::MulIOp::create(hb, total, trip);
-    }
+    Value total = tripCounts(hb, loop.getLowerBound(), loop.getUpperBound(),
+                             loop.getStep(), trips);
     SmallVector<Value> hostArgs = k->hostArgs;
     llvm::append_range(hostArgs, loop.getLowerBound());
     llvm::append_range(hostArgs, loop.getStep());
@@ -685,29 +695,15 @@ struct ParallelLoopsToGpuPass
     if (failed(k))
       return failure();
 
-    // Host: trip counts (ceil((ub − lb) / step), at least 0) and products.
-    auto tripsOf = [&](ValueRange lbs, ValueRange ubs, ValueRange steps,
-                       SmallVectorImpl<Value> &trips) {
-      Value total = arith::ConstantIndexOp::create(hb, 1);
-      for (auto [lb, ub, step] : llvm::zip(lbs, ubs, steps)) {
-        Value trip = arith::CeilDivSIOp::create(
-            hb, arith::SubIOp::create(hb, ub, lb), step);
-        trip = arith::MaxSIOp::create(hb, trip,
-                                      arith::ConstantIndexOp::create(hb, 0));
-        trips.push_back(trip);
-        total = arith::MulIOp::create(hb, total, trip);
-      }
-      return total;
-    };
     SmallVector<Value> trips, nestTrips, nestLbs, nestUbs, nestSteps;
-    Value points = tripsOf(loop.getLowerBound(), loop.getUpperBound(),
-                           loop.getStep(), trips);
+    Value points = tripCounts(hb, loop.getLowerBound(), loop.getUpperBound(),
+                              loop.getStep(), trips);
     for (scf::ForOp f : reduction.nest) {
       nestLbs.push_back(f.getLowerBound());
       nestUbs.push_back(f.getUpperBound());
       nestSteps.push_back(f.getStep());
     }
-    Value steps = tripsOf(nestLbs, nestUbs, nestSteps, nestTrips);
+    Value steps = tripCounts(hb, nestLbs, nestUbs, nestSteps, nestTrips);
     SmallVector<Value> hostArgs = k->hostArgs;
     llvm::append_range(hostArgs, loop.getLowerBound());
     llvm::append_range(hostArgs, loop.getStep());
