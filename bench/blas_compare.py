@@ -15,6 +15,10 @@ ms/batch), once per BLAS, the BLAS runs interleaved in every round:
   debian-prescott   the same forced to its SSE3 kernels
                     (OPENBLAS_CORETYPE=Prescott: what a user got before the
                     runtime checked the kernel)
+  debian-zen        the same on its AVX2 Zen kernels (OPENBLAS_CORETYPE=Zen)
+  debian-onemkl-1t  the runtime's route with TXL_SGEMM=mkl: oneMKL
+                    (/opt/txlc/mkl) for the products made on one thread
+                    (the batch slices), OpenBLAS for the others
   scipy-openblas    PyPI's scipy-openblas32 (a current OpenBLAS)
   mkl               PyPI's mkl (oneMKL), Intel OpenMP threads
   blis              Debian 12's BLIS 0.9.0 (libblis4-pthread)
@@ -104,6 +108,15 @@ def candidates(cache, only):
         envs["debian-openblas"] = {}
     if want("debian-prescott"):
         envs["debian-prescott"] = {"OPENBLAS_CORETYPE": "Prescott"}
+    if want("debian-zen"):
+        # OpenBLAS's AVX2 kernels for AMD, against the AVX-512 ones it
+        # takes on Zen 4 (Cooperlake): Zen 4 runs 512-bit vectors in two
+        # 256-bit halves.
+        envs["debian-zen"] = {"OPENBLAS_CORETYPE": "Zen"}
+    if want("debian-onemkl-1t"):
+        # The runtime's own route (runtime/src/device/host/HostGemm.cpp):
+        # oneMKL for the calls made on one thread, OpenBLAS for the rest.
+        envs["debian-onemkl-1t"] = {"TXL_SGEMM": "mkl"}
     # The shims report kernels the runtime does not know as OpenBLAS
     # kernels; the variable keeps it from restarting the process (it warns).
     shimmed = {"OPENBLAS_CORETYPE": "SkylakeX"}

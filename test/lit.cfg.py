@@ -22,6 +22,8 @@ config.shared_dir = os.path.abspath(os.path.join(config.txl_src_root, "..", "sha
 config.substitutions.append(("%shared", config.shared_dir))
 config.substitutions.append(("%txl_src", config.txl_src_root))
 config.substitutions.append(("%txl_lib", config.txl_lib_dir))
+# The C++ compiler of the build (tests that compile a runtime source alone).
+config.substitutions.append(("%cxx", config.txl_cxx))
 # Sanitizer builds (TXL_SANITIZE): fatal reports, and Python runs with the
 # sanitizer runtime preloaded.
 import sys
@@ -64,6 +66,12 @@ else:
 # keep those kernels and warn once per start (CpuBlas.cpp).
 if "OPENBLAS_CORETYPE" in os.environ:
     config.environment["OPENBLAS_CORETYPE"] = os.environ["OPENBLAS_CORETYPE"]
+
+# CPUs with AVX512-BF16 run the runtime's own bf16 product
+# (runtime/src/device/host/Bf16Dot.cpp); the tests of it need one.
+with open("/proc/cpuinfo") as cpuinfo:
+    if "avx512_bf16" in cpuinfo.read().split():
+        config.available_features.add("avx512bf16")
 
 # The GPU kernels' numerics run on this CPU through SPIR-V and Intel's OpenCL
 # CPU runtime, which scripts/install-deps.sh installs with an ICD file in

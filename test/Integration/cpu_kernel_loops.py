@@ -5,12 +5,14 @@ integer bits, has one; its loop stores the probabilities by design), with
 its instructions, FMAs, instructions that read memory and instructions
 that write it.
 
-usage: cpu_kernel_loops.py OBJECT [FUNCTION] [--check]
+usage: cpu_kernel_loops.py OBJECT [FUNCTION] [--check] [--op OP]
        cpu_kernel_loops.py OBJECT [FUNCTION] --exp-budget N
 
 Prints one line per product loop; with --check, a verdict line and exit
 status 1 unless every product loop writes nothing (its accumulators stay
-in registers: no spill) and reads at most 1.5 operands per FMA.
+in registers: no spill) and reads at most 1.5 operands per FMA. With --op,
+the loops with that instruction instead of FMAs (e.g. vdpbf16ps, the
+runtime's bf16 product), counted as the FMAs are.
 
 With --exp-budget, the exp loops instead: each innermost loop with FMAs
 and float-to-integer conversions (one per vector exp: 2^n from integer
@@ -80,7 +82,11 @@ def main():
                     help="default: every function")
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--exp-budget", type=float, default=0)
+    ap.add_argument("--op", default="",
+                    help="the product instruction (default: any fmadd)")
     args = ap.parse_args()
+    product = ((lambda op: op == args.op) if args.op
+               else (lambda op: "fmadd" in op))
     ins = instructions(args.object, args.function)
     if args.exp_budget:
         return exp_loops(ins, args.exp_budget)
@@ -88,7 +94,7 @@ def main():
     loops = 0
     for start, end in innermost_loops(ins):
         body = [(op, a) for addr, op, a in ins if start <= addr <= end]
-        fmas = sum("fmadd" in op for op, _ in body)
+        fmas = sum(product(op) for op, _ in body)
         if not fmas or any("cvt" in op for op, _ in body):
             continue
         memory = [(op, a) for op, a in body
