@@ -15,8 +15,6 @@
 
 #include "Bf16Dot.h"
 
-#include "txl/rt/device/Bf16Gemm.h"
-
 #include <immintrin.h>
 
 #include <algorithm>
@@ -41,54 +39,102 @@ constexpr int MR = TXL_BF16_DOT_MR, NR = 32;
 constexpr int KC = 256, MC = 8 * MR, NC = 512;
 static_assert(KC % 2 == 0 && NC % NR == 0);
 
-/// Two bf16-rounded values as the 32-bit word of a pair: `lo` in the low
-/// half, as vdpbf16ps pairs them.
-inline uint32_t pair(float lo, float hi) {
-  return uint32_t(toBf16(lo)) | uint32_t(toBf16(hi)) << 16;
+/// The lanes below `n` (0 to 16) of a 16-lane mask.
+inline __mmask16 lanesBelow(int n) {
+  return n >= 16 ? __mmask16(0xffff) : __mmask16((1u << std::max(n, 0)) - 1);
+}
+
+/// 16 f32 rounded to bf16 (vcvtneps2bf16: ties to even, NaN kept quiet,
+/// subnormals to zero, as vdpbf16ps takes them anyway), each in the low half
+/// of a 32-bit lane.
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) inline __m512i
+bf16Lanes(__m512 x) {
+  return _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(x));
+}
+
+/// The 16 × 16 transpose of 32-bit lanes: row i of the result is lane i of
+/// every row of `r`, in order (two unpack stages leave 4 × 4 blocks
+/// transposed in each 128-bit lane; two 128-bit shuffles place them).
+__attribute__((target("avx512f,avx512bw,avx512vl"))) inline void
+transpose16(__m512i r[16]) {
+  __m512i t[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+  }
+  // s[4g + j], lane L: rows 4g .. 4g + 3 of column 4L + j.
+  __m512i s[16];
+  for (int g = 0; g < 4; ++g) {
+    s[4 * g + 0] = _mm512_unpacklo_epi64(t[4 * g], t[4 * g + 2]);
+    s[4 * g + 1] = _mm512_unpackhi_epi64(t[4 * g], t[4 * g + 2]);
+    s[4 * g + 2] = _mm512_unpacklo_epi64(t[4 * g + 1], t[4 * g + 3]);
+    s[4 * g + 3] = _mm512_unpackhi_epi64(t[4 * g + 1], t[4 * g + 3]);
+  }
+  for (int j = 0; j < 4; ++j) {
+    __m512i u0 = _mm512_shuffle_i32x4(s[j], s[4 + j], 0x44),
+            u1 = _mm512_shuffle_i32x4(s[j], s[4 + j], 0xee),
+            u2 = _mm512_shuffle_i32x4(s[8 + j], s[12 + j], 0x44),
+            u3 = _mm512_shuffle_i32x4(s[8 + j], s[12 + j], 0xee);
+    r[j] = _mm512_shuffle_i32x4(u0, u2, 0x88);
+    r[4 + j] = _mm512_shuffle_i32x4(u0, u2, 0xdd);
+    r[8 + j] = _mm512_shuffle_i32x4(u1, u3, 0x88);
+    r[12 + j] = _mm512_shuffle_i32x4(u1, u3, 0xdd);
+  }
 }
 
 /// Packs op(X)'s block of rows [p0, p0 + kc) (the k dimension) and lines
 /// [l0, l0 + lines) (op(A)'s rows or op(B)'s columns) into strips of W
-/// lines: word (strip · kc2 + q) · W + w holds lines l0 + strip · W + w at
-/// k = p0 + 2q and p0 + 2q + 1. `kMajor`: op(X)[line][p] is
-/// x[p · ld + line] (consecutive lines adjacent in memory), otherwise
-/// x[line · ld + p].
+/// lines: word (strip · kc2 + q) · W + w holds the bf16 values of line
+/// l0 + strip · W + w at k = p0 + 2q (low half) and p0 + 2q + 1, zero past
+/// the block's lines and an odd kc. `kMajor`: op(X)[line][p] is
+/// x[p · ld + line] (consecutive lines adjacent in memory: two rows of 16
+/// lines make 16 words), otherwise x[line · ld + p] (consecutive k
+/// adjacent: 32 k of 16 lines make 16 × 16 words, transposed in registers
+/// into 16 pairs of 16 lines).
 template <int W>
-__attribute__((target("avx512f,avx512bw,avx512vl"))) void
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void
 pack(const float *x, int ld, bool kMajor, int p0, int kc, int l0, int lines,
      uint32_t *out) {
-  const int kc2 = (kc + 1) / 2, pairs = kc / 2;
+  const int kc2 = (kc + 1) / 2;
   for (int s = 0; s * W < lines; ++s) {
     uint32_t *strip = out + size_t(s) * kc2 * W;
     const int first = l0 + s * W, count = std::min(W, lines - s * W);
-    if (kMajor) {
-      for (int q = 0; q < pairs; ++q) {
-        const float *r0 = x + size_t(p0 + 2 * q) * ld + first, *r1 = r0 + ld;
-        uint32_t *o = strip + size_t(q) * W;
-        for (int w = 0; w < count; ++w)
-          o[w] = pair(r0[w], r1[w]);
-        for (int w = count; w < W; ++w)
-          o[w] = 0;
+    for (int w0 = 0; w0 < W; w0 += 16) {
+      const __mmask16 store = lanesBelow(W - w0);
+      if (kMajor) {
+        const __mmask16 load = lanesBelow(count - w0);
+        for (int q = 0; q < kc2; ++q) {
+          const float *r0 = x + size_t(p0 + 2 * q) * ld + first + w0;
+          __m512i lo = bf16Lanes(_mm512_maskz_loadu_ps(load, r0));
+          __m512i hi = 2 * q + 1 < kc
+                           ? bf16Lanes(_mm512_maskz_loadu_ps(load, r0 + ld))
+                           : _mm512_setzero_si512();
+          _mm512_mask_storeu_epi32(
+              strip + size_t(q) * W + w0, store,
+              _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+        }
+        continue;
       }
-      if (kc % 2) {
-        const float *r0 = x + size_t(p0 + kc - 1) * ld + first;
-        uint32_t *o = strip + size_t(pairs) * W;
-        for (int w = 0; w < count; ++w)
-          o[w] = pair(r0[w], 0.0f);
-        for (int w = count; w < W; ++w)
-          o[w] = 0;
+      for (int q0 = 0; q0 < kc2; q0 += 16) {
+        // 32 k (16 pairs) of each of 16 lines, one line per vector.
+        const int ks = kc - 2 * q0;
+        const __mmask16 k0 = lanesBelow(ks), k1 = lanesBelow(ks - 16);
+        __m512i r[16];
+        for (int w = 0; w < 16; ++w) {
+          if (w0 + w >= count) {
+            r[w] = _mm512_setzero_si512();
+            continue;
+          }
+          const float *line = x + size_t(first + w0 + w) * ld + p0 + 2 * q0;
+          r[w] =
+              (__m512i)_mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(k1, line + 16),
+                                           _mm512_maskz_loadu_ps(k0, line));
+        }
+        transpose16(r);
+        for (int q = 0; q < 16 && q0 + q < kc2; ++q)
+          _mm512_mask_storeu_epi32(strip + size_t(q0 + q) * W + w0, store,
+                                   r[q]);
       }
-    } else {
-      for (int w = 0; w < count; ++w) {
-        const float *line = x + size_t(first + w) * ld + p0;
-        for (int q = 0; q < pairs; ++q)
-          strip[size_t(q) * W + w] = pair(line[2 * q], line[2 * q + 1]);
-        if (kc % 2)
-          strip[size_t(pairs) * W + w] = pair(line[kc - 1], 0.0f);
-      }
-      for (int w = count; w < W; ++w)
-        for (int q = 0; q < kc2; ++q)
-          strip[size_t(q) * W + w] = 0;
     }
   }
 }

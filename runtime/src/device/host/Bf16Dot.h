@@ -15,7 +15,8 @@ namespace txl::rt {
 
 /// C = alpha · op(A) · op(B) + beta · C for row-major A, B and C (op(X) = X
 /// or Xᵀ: `transA`, `transB`), op(A) m × k, op(B) k × n, leading dimensions
-/// in elements. A and B are rounded to bf16 (ties to even, as toBf16), the
+/// in elements. A and B are rounded to bf16 (ties to even, as toBf16, except
+/// that subnormal values become zero, as vdpbf16ps would take them), the
 /// products summed in f32; C is not read where beta = 0 (a NaN there does
 /// not propagate), as BLAS. Single-threaded; its packing buffers are the
 /// calling thread's, kept between calls. Requires AVX512-BF16 (the caller
