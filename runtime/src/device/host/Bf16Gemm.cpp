@@ -52,7 +52,7 @@ Bf16Backend loadBackend() {
                : Bf16Backend{Bf16Product::Emulated,
                              emulatedLine("TXL_BF16_GEMM=avx512bf16, but "
                                           "this CPU has no AVX512-BF16")};
-  // By measurement (bench/README.md, "bf16 products on AMD Zen 4"): on
+  // By measurement (bench/README.md, "Session 63"): on
   // Intel, oneMKL's product (AMX or AVX512-BF16); elsewhere oneMKL runs
   // bf16 no faster than f32, and the runtime's kernel 1.8x faster.
   if (choice != "mkl" && dot && !detectCpu().intel)
