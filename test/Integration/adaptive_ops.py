@@ -75,8 +75,14 @@ def main():
     long_len, long_bsz = 70, 5
     long_tokens = rng.integers(0, ENDS[-1], size=(long_len, long_bsz)).astype(np.int64)
     long_hidden = rng.normal(size=(long_len, long_bsz, D_MODEL)).astype(np.float32)
+    # 5,000 positions: 79 blocks, more than one group of 64 blocks in the
+    # compaction's blocked scan of the block counts.
+    huge_len, huge_bsz = 100, 50
+    huge_tokens = rng.integers(0, ENDS[-1], size=(huge_len, huge_bsz)).astype(np.int64)
+    huge_hidden = rng.normal(size=(huge_len, huge_bsz, D_MODEL)).astype(np.float32)
     shapes = [("", tokens, hidden),
-              (f" {long_len * long_bsz} positions", long_tokens, long_hidden)]
+              (f" {long_len * long_bsz} positions", long_tokens, long_hidden),
+              (f" {huge_len * huge_bsz} positions", huge_tokens, huge_hidden)]
     tables = [rng.normal(size=(ENDS[i + 1] - ENDS[i], dims[i])).astype(np.float32)
               for i in range(clusters)]
     projs = [rng.normal(size=(D_MODEL, dims[i])).astype(np.float32)

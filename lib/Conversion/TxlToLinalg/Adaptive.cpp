@@ -49,11 +49,13 @@ constexpr int64_t kCompactionBlock = 64;
 /// The positions n of the 1-D i64 tensor `ids` with lo <= ids[n] < hi, in
 /// increasing order, as a tensor<?xindex> (official `mask_i.nonzero()`).
 /// A blocked stream compaction, so that on the GPU targets only a scan over
-/// ceil(N / 64) block counts is sequential: (1) one scf.forall over the
-/// blocks counts each block's positions in the cluster, (2) an scf.for
-/// turns the counts into each block's first output slot (exclusive prefix
-/// sum) and the total, (3) one scf.forall over the blocks writes each
-/// block's positions, in order, into its contiguous slice of the output.
+/// ceil(N / 4096) group sums is sequential: (1) one scf.forall over the
+/// blocks of 64 positions counts each block's positions in the cluster,
+/// (2) a blocked scan (group sums, their scan, the offsets within each
+/// group) turns the counts into each block's first output slot (exclusive
+/// prefix sum) and the total, (3) one scf.forall over the blocks writes
+/// each block's positions, in order, into its contiguous slice of the
+/// output.
 Value createClusterRows(OpBuilder &b, Location loc, Value ids, int64_t lo,
                         int64_t hi) {
   OpBuilder::InsertionGuard guard(b);
@@ -99,21 +101,89 @@ Value createClusterRows(OpBuilder &b, Location loc, Value ids, int64_t lo,
   }
   Value counts = count.getResult(0);
 
-  // (2) offsets[blk] = counts[0] + ... + counts[blk - 1], and the total.
+  // (2) offsets[blk] = counts[0] + ... + counts[blk - 1], and the total, as
+  // a blocked scan over groups of 64 blocks: (2a) one scf.forall sums each
+  // group's counts, (2b) an scf.for scans the groups' sums (ceil(blocks /
+  // 64) steps: at most 64 up to 4,096 blocks, 262,144 positions), (2c) one
+  // scf.forall adds, to its group's offset, the counts of the blocks before
+  // each block in its group. No work-item walks more than 64 steps there.
   b.setInsertionPointAfter(count);
-  Value offsetsInit = tensor::EmptyOp::create(
-      b, loc, SmallVector<OpFoldResult>{blocks}, b.getIndexType());
-  auto scan = scf::ForOp::create(
-      b, loc, zero, blocks, one, ValueRange{offsetsInit, zero},
-      [&](OpBuilder &lb, Location l, Value blk, ValueRange iter) {
+  Value groups = arith::CeilDivUIOp::create(b, loc, blocks, block);
+  // The blocks [begin, end) of group `g`.
+  auto groupRange = [&](OpBuilder &ib, Value g) {
+    Value begin = arith::MulIOp::create(ib, loc, g, block);
+    Value end = arith::MinUIOp::create(
+        ib, loc, arith::AddIOp::create(ib, loc, begin, block), blocks);
+    return std::make_pair(begin, end);
+  };
+  // Σ counts[begin .. end).
+  auto sumCounts = [&](OpBuilder &ib, Value begin, Value end) {
+    return scf::ForOp::create(
+               ib, loc, begin, end, one, ValueRange{zero},
+               [&](OpBuilder &lb, Location l, Value blk, ValueRange iter) {
+                 Value c =
+                     tensor::ExtractOp::create(lb, l, counts, ValueRange{blk});
+                 scf::YieldOp::create(
+                     lb, l,
+                     ValueRange{arith::AddIOp::create(lb, l, iter[0], c)});
+               })
+        .getResult(0);
+  };
+  auto groupSum = scf::ForallOp::create(
+      b, loc, SmallVector<OpFoldResult>{groups},
+      ValueRange{tensor::EmptyOp::create(
+          b, loc, SmallVector<OpFoldResult>{groups}, b.getIndexType())},
+      std::nullopt, nullptr);
+  {
+    b.setInsertionPointToStart(groupSum.getBody());
+    Value g = groupSum.getInductionVar(0);
+    auto [begin, end] = groupRange(b, g);
+    Value sum = sumCounts(b, begin, end);
+    updateForallElement(b, loc, groupSum, {g},
+                        [&](OpBuilder &, Value) { return sum; });
+  }
+  b.setInsertionPointAfter(groupSum);
+  Value groupSums = groupSum.getResult(0);
+  auto groupScan = scf::ForOp::create(
+      b, loc, zero, groups, one,
+      ValueRange{tensor::EmptyOp::create(b, loc,
+                                         SmallVector<OpFoldResult>{groups},
+                                         b.getIndexType()),
+                 zero},
+      [&](OpBuilder &lb, Location l, Value g, ValueRange iter) {
         Value offsets =
-            tensor::InsertOp::create(lb, l, iter[1], iter[0], ValueRange{blk});
-        Value c = tensor::ExtractOp::create(lb, l, counts, ValueRange{blk});
+            tensor::InsertOp::create(lb, l, iter[1], iter[0], ValueRange{g});
+        Value c = tensor::ExtractOp::create(lb, l, groupSums, ValueRange{g});
         scf::YieldOp::create(
             lb, l,
             ValueRange{offsets, arith::AddIOp::create(lb, l, iter[1], c)});
       });
-  Value offsets = scan.getResult(0), total = scan.getResult(1);
+  Value groupOffsets = groupScan.getResult(0), total = groupScan.getResult(1);
+  auto blockOffset = scf::ForallOp::create(
+      b, loc, SmallVector<OpFoldResult>{blocks},
+      ValueRange{tensor::EmptyOp::create(
+          b, loc, SmallVector<OpFoldResult>{blocks}, b.getIndexType())},
+      std::nullopt, nullptr);
+  {
+    b.setInsertionPointToStart(blockOffset.getBody());
+    Value blk = blockOffset.getInductionVar(0);
+    Value g = arith::DivUIOp::create(b, loc, blk, block);
+    Value first = arith::MulIOp::create(b, loc, g, block);
+    // min(first + 64, blk) is blk: the bound in that form states the loop's
+    // most steps, 63, to the GPU targets' serial-launch count
+    // (txl-parallel-loops-to-gpu's SerialSteps).
+    Value before = sumCounts(
+        b, first,
+        arith::MinUIOp::create(
+            b, loc, arith::AddIOp::create(b, loc, first, block), blk));
+    Value offset = arith::AddIOp::create(
+        b, loc, tensor::ExtractOp::create(b, loc, groupOffsets, ValueRange{g}),
+        before);
+    updateForallElement(b, loc, blockOffset, {blk},
+                        [&](OpBuilder &, Value) { return offset; });
+  }
+  b.setInsertionPointAfter(blockOffset);
+  Value offsets = blockOffset.getResult(0);
 
   // (3) each block's positions into rows[offsets[blk], + counts[blk]).
   Value rowsInit = tensor::EmptyOp::create(b, loc, SmallVector<OpFoldResult>{n},

@@ -37,7 +37,9 @@
 // CHECK: arith.cmpi sge, %{{.+}}, %[[C4:.+]] : index
 // CHECK: tensor.extract %[[CLUSTER]]
 // CHECK: %[[NCOUNT:.+]] = scf.forall {{.+}} -> (tensor<?xindex>)
+// CHECK: %[[NGROUPS:.+]] = scf.forall {{.+}} -> (tensor<?xindex>)
 // CHECK: %[[NSCAN:.+]]:2 = scf.for {{.+}} -> (tensor<?xindex>, index)
+// CHECK: %[[NOFFSETS:.+]] = scf.forall {{.+}} -> (tensor<?xindex>)
 // CHECK: %[[NROWS:.+]] = scf.forall {{.+}} -> (tensor<?xindex>)
 // CHECK: %[[NSCANBOUNDED:.+]] = arith.minui %[[NSCAN]]#1, %{{.+}} : index
 // CHECK: %[[IDX:.+]] = tensor.extract_slice %[[NROWS]][0] [%[[NSCANBOUNDED]]] [1]
@@ -102,18 +104,34 @@ func.func @adaptive_nll_head_only(%h: tensor<?x?x8xf32>, %t: tensor<?x?xi64>, %w
 // CHECK: %[[F:.+]] = tensor.collapse_shape %[[IDS]] {{\[\[}}0, 1]]
 // CHECK: %[[OUT:.+]] = linalg.fill {{.+}} -> tensor<?x8xf32>
 // The compaction, in blocks of 64 positions: each block's count (one
-// scf.forall iteration per block), the blocks' first output slots (an
-// scf.for, the only sequential part: one step per block), then each block
-// writes its positions, in order, into its own slice of the rows.
+// scf.forall iteration per block), the blocks' first output slots (a
+// blocked scan over groups of 64 blocks: each group's sum, one scf.forall
+// iteration per group; the scan of the groups' sums, an scf.for, the only
+// sequential part, one step per group; each block's offset in its group,
+// one scf.forall iteration per block, adding the counts of the group's
+// blocks before it), then each block writes its positions, in order, into
+// its own slice of the rows.
 // CHECK: %[[NB:.+]] = arith.ceildivui %{{.+}}, %c64 : index
 // CHECK: %[[COUNTS:.+]] = scf.forall (%{{.+}}) in (%[[NB]]) shared_outs(%{{.+}}) -> (tensor<?xindex>)
 // CHECK: scf.for {{.+}} -> (index)
 // CHECK: arith.select
 // CHECK: tensor.parallel_insert_slice
-// CHECK: %[[SCAN:.+]]:2 = scf.for %{{.+}} = %{{.+}} to %[[NB]] {{.+}} -> (tensor<?xindex>, index)
+// CHECK: %[[NG:.+]] = arith.ceildivui %[[NB]], %c64 : index
+// CHECK: %[[GROUPS:.+]] = scf.forall (%{{.+}}) in (%[[NG]]) shared_outs(%{{.+}}) -> (tensor<?xindex>)
+// CHECK: scf.for {{.+}} -> (index)
 // CHECK: tensor.extract %[[COUNTS]]
+// CHECK: %[[SCAN:.+]]:2 = scf.for %{{.+}} = %{{.+}} to %[[NG]] {{.+}} -> (tensor<?xindex>, index)
+// CHECK: tensor.extract %[[GROUPS]]
+// CHECK: %[[OFFSETS:.+]] = scf.forall (%[[BLK:.+]]) in (%[[NB]]) shared_outs(%{{.+}}) -> (tensor<?xindex>)
+// CHECK: %[[G:.+]] = arith.divui %[[BLK]], %c64 : index
+// CHECK: %[[G0:.+]] = arith.muli %[[G]], %c64 : index
+// CHECK: %[[G0END:.+]] = arith.addi %[[G0]], %c64 : index
+// CHECK: %[[BEFORE:.+]] = arith.minui %[[G0END]], %[[BLK]] : index
+// CHECK: scf.for %{{.+}} = %[[G0]] to %[[BEFORE]] {{.+}} -> (index)
+// CHECK: tensor.extract %[[COUNTS]]
+// CHECK: tensor.extract %[[SCAN]]#0[%[[G]]]
 // CHECK: %[[ROWS:.+]] = scf.forall (%{{.+}}) in (%[[NB]]) shared_outs(%[[RO:.+]] = %{{.+}}) -> (tensor<?xindex>)
-// CHECK: %[[FIRST:.+]] = tensor.extract %[[SCAN]]#0
+// CHECK: %[[FIRST:.+]] = tensor.extract %[[OFFSETS]]
 // CHECK: %[[SIZE:.+]] = tensor.extract %[[COUNTS]]
 // CHECK: %[[SLICE:.+]] = tensor.extract_slice %[[RO]][%[[FIRST]]] [%[[SIZE]]] [1]
 // CHECK: %[[WROTE:.+]]:2 = scf.for {{.+}} iter_args(%{{.+}} = %[[SLICE]], {{.+}}) -> (tensor<?xindex>, index)
