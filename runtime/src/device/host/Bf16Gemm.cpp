@@ -19,7 +19,6 @@
 
 #include <cstdlib>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 namespace txl::rt {

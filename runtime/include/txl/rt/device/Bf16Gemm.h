@@ -22,8 +22,9 @@
 //    f32 through cblas_sgemm ("emulated"): the same products of bf16
 //    values (exact in f32) and f32 sums, in another order.
 //
-// The three agree to f32 rounding, except that vdpbf16ps treats subnormal
-// bf16 operands and sums as zero (magnitudes below 1.2e-38).
+// The three agree to f32 rounding, except that the AVX512-BF16 kernel takes
+// subnormal operands as zero (magnitudes below 1.2e-38: its conversion and
+// vdpbf16ps flush them).
 //
 //===----------------------------------------------------------------------===//
 
