@@ -41,6 +41,24 @@ Value loadId(OpBuilder &b, Location loc, Value ids, Value pos) {
   return arith::IndexCastOp::create(b, loc, b.getIndexType(), id);
 }
 
+/// result[i] = element(b, i) for i < size, as one scf.forall over a new
+/// tensor<?xindex> (a kernel of one work-item per element on the GPU
+/// targets); the builder continues after it.
+Value indexForall(OpBuilder &b, Location loc, Value size,
+                  function_ref<Value(OpBuilder &, Value)> element) {
+  Value init = tensor::EmptyOp::create(b, loc, SmallVector<OpFoldResult>{size},
+                                       b.getIndexType());
+  auto forall = scf::ForallOp::create(b, loc, SmallVector<OpFoldResult>{size},
+                                      ValueRange{init}, std::nullopt, nullptr);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(forall.getBody());
+  Value i = forall.getInductionVar(0);
+  Value value = element(b, i);
+  updateForallElement(b, loc, forall, {i},
+                      [&](OpBuilder &, Value) { return value; });
+  return forall.getResult(0);
+}
+
 /// Positions per block of createClusterRows' compaction: a work-item of the
 /// GPU targets' count and write kernels walks at most 64 loop steps (the
 /// run counters' serial-launch budget, txl/device.h).
@@ -79,27 +97,19 @@ Value createClusterRows(OpBuilder &b, Location loc, Value ids, int64_t lo,
   };
 
   // (1) counts[blk].
-  Value countsInit = tensor::EmptyOp::create(
-      b, loc, SmallVector<OpFoldResult>{blocks}, b.getIndexType());
-  auto count =
-      scf::ForallOp::create(b, loc, SmallVector<OpFoldResult>{blocks},
-                            ValueRange{countsInit}, std::nullopt, nullptr);
-  {
-    b.setInsertionPointToStart(count.getBody());
-    Value blk = count.getInductionVar(0);
-    auto [begin, end] = blockRange(b, blk);
-    auto loop = scf::ForOp::create(
-        b, loc, begin, end, one, ValueRange{zero},
-        [&](OpBuilder &lb, Location l, Value pos, ValueRange iter) {
-          Value add =
-              arith::SelectOp::create(lb, l, inside(lb, l, pos), one, zero);
-          scf::YieldOp::create(
-              lb, l, ValueRange{arith::AddIOp::create(lb, l, iter[0], add)});
-        });
-    updateForallElement(b, loc, count, {blk},
-                        [&](OpBuilder &, Value) { return loop.getResult(0); });
-  }
-  Value counts = count.getResult(0);
+  Value counts = indexForall(b, loc, blocks, [&](OpBuilder &fb, Value blk) {
+    auto [begin, end] = blockRange(fb, blk);
+    return scf::ForOp::create(
+               fb, loc, begin, end, one, ValueRange{zero},
+               [&](OpBuilder &lb, Location l, Value pos, ValueRange iter) {
+                 Value add = arith::SelectOp::create(lb, l, inside(lb, l, pos),
+                                                     one, zero);
+                 scf::YieldOp::create(
+                     lb, l,
+                     ValueRange{arith::AddIOp::create(lb, l, iter[0], add)});
+               })
+        .getResult(0);
+  });
 
   // (2) offsets[blk] = counts[0] + ... + counts[blk - 1], and the total, as
   // a blocked scan over groups of 64 blocks: (2a) one scf.forall sums each
@@ -107,15 +117,7 @@ Value createClusterRows(OpBuilder &b, Location loc, Value ids, int64_t lo,
   // 64) steps: at most 64 up to 4,096 blocks, 262,144 positions), (2c) one
   // scf.forall adds, to its group's offset, the counts of the blocks before
   // each block in its group. No work-item walks more than 64 steps there.
-  b.setInsertionPointAfter(count);
   Value groups = arith::CeilDivUIOp::create(b, loc, blocks, block);
-  // The blocks [begin, end) of group `g`.
-  auto groupRange = [&](OpBuilder &ib, Value g) {
-    Value begin = arith::MulIOp::create(ib, loc, g, block);
-    Value end = arith::MinUIOp::create(
-        ib, loc, arith::AddIOp::create(ib, loc, begin, block), blocks);
-    return std::make_pair(begin, end);
-  };
   // Σ counts[begin .. end).
   auto sumCounts = [&](OpBuilder &ib, Value begin, Value end) {
     return scf::ForOp::create(
@@ -129,21 +131,14 @@ Value createClusterRows(OpBuilder &b, Location loc, Value ids, int64_t lo,
                })
         .getResult(0);
   };
-  auto groupSum = scf::ForallOp::create(
-      b, loc, SmallVector<OpFoldResult>{groups},
-      ValueRange{tensor::EmptyOp::create(
-          b, loc, SmallVector<OpFoldResult>{groups}, b.getIndexType())},
-      std::nullopt, nullptr);
-  {
-    b.setInsertionPointToStart(groupSum.getBody());
-    Value g = groupSum.getInductionVar(0);
-    auto [begin, end] = groupRange(b, g);
-    Value sum = sumCounts(b, begin, end);
-    updateForallElement(b, loc, groupSum, {g},
-                        [&](OpBuilder &, Value) { return sum; });
-  }
-  b.setInsertionPointAfter(groupSum);
-  Value groupSums = groupSum.getResult(0);
+  // (2a) The blocks [g · 64, min(g · 64 + 64, blocks)) of group g.
+  Value groupSums = indexForall(b, loc, groups, [&](OpBuilder &fb, Value g) {
+    Value begin = arith::MulIOp::create(fb, loc, g, block);
+    Value end = arith::MinUIOp::create(
+        fb, loc, arith::AddIOp::create(fb, loc, begin, block), blocks);
+    return sumCounts(fb, begin, end);
+  });
+  // (2b)
   auto groupScan = scf::ForOp::create(
       b, loc, zero, groups, one,
       ValueRange{tensor::EmptyOp::create(b, loc,
@@ -159,31 +154,23 @@ Value createClusterRows(OpBuilder &b, Location loc, Value ids, int64_t lo,
             ValueRange{offsets, arith::AddIOp::create(lb, l, iter[1], c)});
       });
   Value groupOffsets = groupScan.getResult(0), total = groupScan.getResult(1);
-  auto blockOffset = scf::ForallOp::create(
-      b, loc, SmallVector<OpFoldResult>{blocks},
-      ValueRange{tensor::EmptyOp::create(
-          b, loc, SmallVector<OpFoldResult>{blocks}, b.getIndexType())},
-      std::nullopt, nullptr);
-  {
-    b.setInsertionPointToStart(blockOffset.getBody());
-    Value blk = blockOffset.getInductionVar(0);
-    Value g = arith::DivUIOp::create(b, loc, blk, block);
-    Value first = arith::MulIOp::create(b, loc, g, block);
+  // (2c)
+  Value offsets = indexForall(b, loc, blocks, [&](OpBuilder &fb, Value blk) {
+    Value g = arith::DivUIOp::create(fb, loc, blk, block);
+    Value first = arith::MulIOp::create(fb, loc, g, block);
     // min(first + 64, blk) is blk: the bound in that form states the loop's
     // most steps, 63, to the GPU targets' serial-launch count
     // (txl-parallel-loops-to-gpu's SerialSteps).
     Value before = sumCounts(
-        b, first,
+        fb, first,
         arith::MinUIOp::create(
-            b, loc, arith::AddIOp::create(b, loc, first, block), blk));
-    Value offset = arith::AddIOp::create(
-        b, loc, tensor::ExtractOp::create(b, loc, groupOffsets, ValueRange{g}),
-        before);
-    updateForallElement(b, loc, blockOffset, {blk},
-                        [&](OpBuilder &, Value) { return offset; });
-  }
-  b.setInsertionPointAfter(blockOffset);
-  Value offsets = blockOffset.getResult(0);
+            fb, loc, arith::AddIOp::create(fb, loc, first, block), blk));
+    return arith::AddIOp::create(
+               fb, loc,
+               tensor::ExtractOp::create(fb, loc, groupOffsets, ValueRange{g}),
+               before)
+        .getResult();
+  });
 
   // (3) each block's positions into rows[offsets[blk], + counts[blk]).
   Value rowsInit = tensor::EmptyOp::create(b, loc, SmallVector<OpFoldResult>{n},
