@@ -812,6 +812,12 @@ def MmaToNvvmPass : Pass<"txl-mma-to-nvvm", "::mlir::gpu::GPUModuleOp"> {
     deduce the PTX types of bf16 operands. Any other `nvgpu.mma.sync` is an
     error.
 
+    Each f32 `math.exp2` with fastmath `afn` (the tensor-core attention's
+    probabilities, 2^(s - m) <= 1) becomes `llvm.nvvm.ex2.approx.ftz.f32`:
+    PTX `ex2.approx.ftz.f32`, one MUFU.EX2, subnormal results flushed to
+    zero, where libdevice's `__nv_exp2f` adds a fix-up for them; any other
+    `math.exp2` is left to the NVVM lowering.
+
     Each `txl.warpgroup_mma` becomes, with `wgmma` (sm_90a, the only
     architecture with wgmma), `wgmma.fence`, one
     `wgmma.mma_async.sync.aligned.m64nNk16` per k-step (inline PTX: A's

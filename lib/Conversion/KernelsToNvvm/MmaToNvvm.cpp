@@ -6,8 +6,9 @@
 // (upstream convert-nvgpu-to-nvvm cannot deduce the PTX types of bf16
 // operands); a warpgroup product (txl.warpgroup_mma) as wgmma.mma_async on
 // sm_90a, else as the mma.sync products of its subgroups
-// (txl/Conversion/MmaFragments.h). The OpenCL target's form is
-// txl-emulate-mma (lib/Conversion/KernelsToSpirv).
+// (txl/Conversion/MmaFragments.h); and f32 math.exp2 with fastmath afn
+// (the attention kernels' probabilities) as ex2.approx.ftz. The OpenCL
+// target's form is txl-emulate-mma (lib/Conversion/KernelsToSpirv).
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +19,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -176,6 +178,25 @@ struct MmaSyncToNvvm : public OpRewritePattern<nvgpu::MmaSyncOp> {
     return success();
   }
 };
+// f32 math.exp2 with fastmath afn => PTX ex2.approx.ftz.f32 (one MUFU.EX2),
+// where libdevice's __nv_exp2f wraps ex2.approx.f32 in a fix-up for
+// subnormal results (two multiplications, a compare and a select).
+struct Exp2ToApproxFtz : public OpRewritePattern<math::Exp2Op> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(math::Exp2Op op,
+                                PatternRewriter &rewriter) const override {
+    if (!op.getType().isF32() ||
+        !bitEnumContainsAll(op.getFastmath(), arith::FastMathFlags::afn))
+      return rewriter.notifyMatchFailure(op, "not f32 with afn");
+    rewriter.replaceOpWithNewOp<LLVM::CallIntrinsicOp>(
+        op, op.getType(),
+        rewriter.getStringAttr("llvm.nvvm.ex2.approx.ftz.f32"),
+        ValueRange{op.getOperand()});
+    return success();
+  }
+};
+
 struct MmaToNvvmPass : public txl::impl::MmaToNvvmPassBase<MmaToNvvmPass> {
   using MmaToNvvmPassBase::MmaToNvvmPassBase;
 
@@ -191,7 +212,7 @@ struct MmaToNvvmPass : public txl::impl::MmaToNvvmPassBase<MmaToNvvmPass> {
       expandWarpgroupProducts(getOperation());
     }
     RewritePatternSet patterns(&getContext());
-    patterns.add<MmaSyncToNvvm>(&getContext());
+    patterns.add<MmaSyncToNvvm, Exp2ToApproxFtz>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))) ||
         failed(checkMmaLowered(getOperation())))
       return signalPassFailure();

@@ -62,6 +62,13 @@ protected:
   };
   /// Element (row, d) of `rows`.
   Value rowValue(const Rows &rows, Value row, Value d);
+  /// The same for a row known to be below rowEnd: the row index enters the
+  /// address unchanged, so that the addresses of rows row + c, c constant,
+  /// are one addition apart (NVPTX's straight-line strength reduction)
+  /// rather than a 64-bit product each.
+  Value wholeRowValue(const Rows &rows, Value row, Value d);
+  /// `x` plus `rows.bias[head, d]` when the rows have a bias.
+  Value withBias(const Rows &rows, Value x, Value d);
   /// The A fragment of `rows` row0 + [0, 16) (the M), d_head k-step `ks`.
   Fragment rowsA(const Rows &rows, Value row0, int64_t ks);
   /// The B fragment of d_head k-step `ks` (the K) × `rows` row0 + [0, 8)
@@ -95,10 +102,18 @@ protected:
   /// warpgroup): work-item x takes the elements x + 128 s of the row-major
   /// block, so that a subgroup reads 32 consecutive columns of a row. Rows
   /// outside the operand's rowEnd and columns from d_head on are zero. numRows
-  /// × numCols must be a multiple of 128. Needs a barrier before the tiles are
-  /// read.
+  /// × numCols must be a multiple of 128. With `unroll`, the steps are
+  /// written out (straight-line loads that ptxas keeps in flight together)
+  /// instead of a rolled loop, each work-item keeping one column and
+  /// stepping down the rows: numCols must divide 128 into rows of
+  /// work-items that divide a core matrix's 8 (16, 32, 64 or 128 columns).
+  /// Then without `checkRows` (every row of the block below its operand's
+  /// rowEnd) each operand's rows are read unchecked through one view per
+  /// work-item (wholeRowValue), a constant offset apart. Needs a barrier
+  /// before the tiles are read.
   void stageOperands(ArrayRef<StagedOperand> operands, Value row0,
-                     int64_t numRows, Value col0, int64_t numCols);
+                     int64_t numRows, Value col0, int64_t numCols,
+                     bool unroll = false, bool checkRows = true);
   /// An A fragment as the mma's vector<4x2x(bf16|f16)> operand: a fragment
   /// held across a loop this way stays in 4 registers of two halves each.
   Value packA(const Fragment &a);

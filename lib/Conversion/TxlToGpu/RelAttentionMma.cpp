@@ -11,16 +11,21 @@
 // key tile the workgroup first stages the tile's K and V, rounded, in
 // workgroup memory as the B operands of two warpgroup products
 // (txl.warpgroup_mma: wgmma on sm_90a, each subgroup's mma.sync
-// elsewhere), AC and P·V, for the 64 rows at once. Subgroup w forms
+// elsewhere), AC and P·V, for the 64 rows at once, and (d_head padded to
+// 32 or 64) the 96 rows of r its subgroups' windows span, whence their X
+// products read their B fragments. The walk's whole key tiles stage in
+// straight-line steps with unchecked rows; the tail tile, where the keys
+// end inside one, checks them. Subgroup w forms
 //   AC = (q + u) k^T            16 × 32, 4 n-blocks of 8 keys
 //   X  = (q + v) r_window^T     16 × 48, the 16 + 32 - 1 rows of r that the
 //                               (16 rows, 32 keys) block reads, row w of the
 //                               window being r row qlen - iw - 16 + j0 + w
 // over d_head in k-steps of 16 (d_head padded with zeros to a multiple of
 // 16). BD(i, j) = X(i - iw, 15 - (i - iw) + (j - j0)) is the rel-shift as
-// index arithmetic: AC and X go through the subgroup's own rows of two
-// workgroup tiles (16 × 32 and 16 × 48) and, after a barrier, every lane
-// reads back AC and the skewed X entries of its own accumulator positions.
+// index arithmetic: X goes through the subgroup's own rows of a workgroup
+// tile (16 × 48) and, after a barrier, every lane reads back the skewed X
+// entries of its own accumulator positions; AC stays in the registers of
+// the lane's positions.
 // Masks, online softmax and P·V then follow the f32 kernel, P entering the P·V
 // product as the A operand straight from the score accumulators' registers.
 // As the f32 kernel, it may walk only the grid's z-th part of the keys and
@@ -62,16 +67,29 @@ Value MmaBodyBuilder::loadOrZero(Value memref, SmallVector<Value> rowIndices,
   return select(ok, x, f32(0.0));
 }
 
-Value MmaBodyBuilder::rowValue(const Rows &rows, Value row, Value d) {
-  SmallVector<Value> indices = {row};
-  llvm::append_range(indices, rows.rest);
-  Value x = loadOrZero(rows.mem, indices,
-                       cmp(arith::CmpIPredicate::ult, row, rows.rowEnd), d);
+Value MmaBodyBuilder::withBias(const Rows &rows, Value x, Value d) {
   if (!rows.bias)
     return x;
   Value bias =
       loadOrZero(rows.bias, {head}, arith::ConstantIntOp::create(b, 1, 1), d);
   return arith::AddFOp::create(b, x, bias);
+}
+
+Value MmaBodyBuilder::wholeRowValue(const Rows &rows, Value row, Value d) {
+  SmallVector<Value> indices = {row};
+  llvm::append_range(indices, rows.rest);
+  return withBias(
+      rows,
+      loadOrZero(rows.mem, indices, arith::ConstantIntOp::create(b, 1, 1), d),
+      d);
+}
+
+Value MmaBodyBuilder::rowValue(const Rows &rows, Value row, Value d) {
+  SmallVector<Value> indices = {row};
+  llvm::append_range(indices, rows.rest);
+  Value x = loadOrZero(rows.mem, indices,
+                       cmp(arith::CmpIPredicate::ult, row, rows.rowEnd), d);
+  return withBias(rows, x, d);
 }
 
 Fragment MmaBodyBuilder::rowsA(const Rows &rows, Value row0, int64_t ks) {
@@ -158,21 +176,78 @@ Fragment MmaBodyBuilder::warpgroupMma(ArrayRef<Fragment> a, Value tile,
 }
 
 void MmaBodyBuilder::stageOperands(ArrayRef<StagedOperand> operands, Value row0,
-                                   int64_t numRows, Value col0,
-                                   int64_t numCols) {
+                                   int64_t numRows, Value col0, int64_t numCols,
+                                   bool unroll, bool checkRows) {
   // The tensor-core kernels' workgroups are one warpgroup.
   constexpr int64_t threads = 4 * kSubgroupSize;
   assert((numRows * numCols) % threads == 0 &&
          "every work-item stages the same number of elements");
+  int64_t steps = numRows * numCols / threads;
   Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
-  forRange(numRows * numCols / threads, [&](Value s) {
+  auto split = [&](Value x) {
+    return std::pair<Value, Value>{arith::DivUIOp::create(b, x, idx(8)),
+                                   arith::RemUIOp::create(b, x, idx(8))};
+  };
+  // Unrolled: a row of the block every rowsPerStep work-items, dividing 8:
+  // each work-item keeps its column, and step s adds rowsPerStep s rows,
+  // whose offset within a core matrix never carries into the next (rIn =
+  // laneRow + (rowsPerStep s) % 8 < 8), so that every step's tile offsets
+  // are immediates.
+  int64_t rowsPerStep = threads / numCols;
+  if (unroll) {
+    assert(threads % numCols == 0 && 8 % rowsPerStep == 0 &&
+           "unrolled, every work-item keeps a column");
+    Value laneRow = arith::DivUIOp::create(b, tid, idx(numCols));
+    Value c = arith::RemUIOp::create(b, tid, idx(numCols));
+    auto [cBlock, cIn] = split(c);
+    // Whole rows: each operand's rows of this work-item as a view whose
+    // first row is the work-item's and whose rows are rowsPerStep apart,
+    // one address computation per operand, then a constant offset per step.
+    SmallVector<StagedOperand> views;
+    if (!checkRows)
+      for (const StagedOperand &op : operands) {
+        auto type = cast<MemRefType>(op.rows.mem.getType());
+        SmallVector<OpFoldResult> offsets = {add(row0, laneRow)};
+        SmallVector<OpFoldResult> sizes = {b.getIndexAttr(steps)};
+        SmallVector<OpFoldResult> strides = {b.getIndexAttr(rowsPerStep)};
+        for (Value r : op.rows.rest) {
+          offsets.push_back(r);
+          sizes.push_back(b.getIndexAttr(1));
+          strides.push_back(b.getIndexAttr(1));
+        }
+        offsets.push_back(b.getIndexAttr(0));
+        sizes.push_back(OpFoldResult(
+            memref::DimOp::create(b, op.rows.mem, type.getRank() - 1)
+                .getResult()));
+        strides.push_back(b.getIndexAttr(1));
+        Value view =
+            memref::SubViewOp::create(b, op.rows.mem, offsets, sizes, strides);
+        Rows rows = op.rows;
+        rows.mem = view;
+        rows.rest.assign(op.rows.rest.size(), idx(0));
+        views.push_back({rows, op.tile, op.rowsAlongK});
+      }
+    Value d = col0 ? add(col0, c) : c;
+    for (int64_t s = 0; s < steps; ++s) {
+      Value rIn = add(laneRow, idx(rowsPerStep * s % 8));
+      Value rBlock = idx(rowsPerStep * s / 8);
+      Value row = add(row0, add(laneRow, idx(rowsPerStep * s)));
+      for (int64_t o = 0, e = operands.size(); o < e; ++o) {
+        const StagedOperand &op = operands[o];
+        Value x = checkRows ? rowValue(op.rows, row, d)
+                            : wholeRowValue(views[o].rows, idx(s), d);
+        memref::StoreOp::create(b, operand(x), op.tile,
+                                op.rowsAlongK
+                                    ? ValueRange{cBlock, rBlock, cIn, rIn}
+                                    : ValueRange{rBlock, cBlock, rIn, cIn});
+      }
+    }
+    return;
+  }
+  forRange(steps, [&](Value s) {
     Value flat = add(tid, mul(s, idx(threads)));
     Value rr = arith::DivUIOp::create(b, flat, idx(numCols));
     Value c = arith::RemUIOp::create(b, flat, idx(numCols));
-    auto split = [&](Value x) {
-      return std::pair<Value, Value>{arith::DivUIOp::create(b, x, idx(8)),
-                                     arith::RemUIOp::create(b, x, idx(8))};
-    };
     auto [rBlock, rIn] = split(rr);
     auto [cBlock, cIn] = split(c);
     Value row = add(row0, rr), d = col0 ? add(col0, c) : c;
@@ -218,6 +293,19 @@ constexpr int64_t kRows = 16;
 constexpr int64_t kKeyTile = 32;
 /// Columns of X: the 16 + 32 - 1 window rows, rounded up to n-blocks of 8.
 constexpr int64_t kWindow = kRows + kKeyTile;
+/// Rows of r a workgroup's key tile reads: its 4 subgroups' windows,
+/// 16 rows apart, 48 + 3 * 16.
+constexpr int64_t kWindowRows = kWindow + (kWarps - 1) * kRows;
+/// Whether the kernel stages straight-line (K and V unrolled, the r
+/// window): d_head padded to 32 or 64, which divide a warpgroup's
+/// work-items into rows and need at most 16 steps.
+bool stagesWhole(int64_t dPad) { return dPad == 32 || dPad == 64; }
+/// PTX's cap on a kernel's static shared memory.
+constexpr int64_t kStaticSharedBytes = 48 * 1024;
+/// Padding of each staged r row, in elements: 16 bytes, so that the 8
+/// rows and 4 column pairs of a B fragment's 32-bit reads fall in 32
+/// different banks.
+constexpr int64_t kWindowPad = 8;
 /// Registers per work-item on CUDA (PTX .maxnreg): 2 workgroups of 128 per
 /// SM at least.
 constexpr int32_t kMaxRegisters = 255;
@@ -238,6 +326,20 @@ private:
   /// The A fragment of (q + bias) for the subgroup's rows, d_head k-step
   /// `ks`.
   Fragment queryFragment(int64_t ks, Value bias);
+  /// Stores r rows w0 + [0, kWindowRows) × the padded d_head, rounded, into
+  /// `rTile` (row-major, rows padded by kWindowPad), d_head padded to 32 or
+  /// 64 (stagesWhole). A row outside [0, klen)
+  /// holds r's row 0 instead: it only serves masked pairs, whose scores the
+  /// mask replaces (with every r row finite, as the products make them); a
+  /// column from d_head on holds column d_head - 1, which meets the zeros
+  /// of the (q + v) fragments. Each work-item takes the same 8 consecutive
+  /// columns of every 8th or 16th row (a subgroup reads whole rows),
+  /// unrolled.
+  void stageWindow(Value r, Value w0, Value klen, Value rTile);
+  /// 2^x, with fastmath afn: ex2.approx on CUDA (libdevice's __nv_exp2f).
+  Value exp2(Value x) {
+    return math::Exp2Op::create(b, x, arith::FastMathFlags::afn);
+  }
   /// The kernel draws dropatt (its Dropatt arguments after scale).
   bool dropatt;
   /// The kernel writes each row's log-sum-exp (its argument before the key
@@ -264,6 +366,37 @@ Fragment MmaKernelBuilder::queryFragment(int64_t ks, Value bias) {
   return frag;
 }
 
+void MmaKernelBuilder::stageWindow(Value r, Value w0, Value klen, Value rTile) {
+  using P = arith::CmpIPredicate;
+  constexpr int64_t threads = kWarps * kSubgroupSize;
+  // d_head padded to 32 or 64 (stagesWhole): 4 or 8 chunks a row, which
+  // divide the work-items, so that each keeps its columns and steps down
+  // 32 or 16 rows at a time.
+  int64_t chunksPerRow = dPad / 8;
+  assert(threads % chunksPerRow == 0 &&
+         (kWindowRows * chunksPerRow) % threads == 0 &&
+         "every work-item stages whole chunks of fixed columns");
+  int64_t rowsPerStep = threads / chunksPerRow;
+  Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  Value laneRow = arith::DivUIOp::create(b, tid, idx(chunksPerRow));
+  Value d0 = mul(arith::RemUIOp::create(b, tid, idx(chunksPerRow)), idx(8));
+  for (int64_t row0 = 0; row0 < kWindowRows; row0 += rowsPerStep) {
+    Value row = add(laneRow, idx(row0));
+    Value p = add(w0, row);
+    Value ok = both(cmp(P::sge, p, idx(0)), cmp(P::slt, p, klen));
+    p = select(ok, p, idx(0));
+    for (int64_t e = 0; e < 8; ++e) {
+      Value d = add(d0, idx(e));
+      // Columns from d_head on repeat the last: the (q + v) fragments are
+      // zero there.
+      Value dIn =
+          dPad == dHead ? d : arith::MinUIOp::create(b, d, idx(dHead - 1));
+      Value x = memref::LoadOp::create(b, r, ValueRange{p, head, dIn});
+      memref::StoreOp::create(b, operand(x), rTile, ValueRange{row, d});
+    }
+  }
+}
+
 void MmaKernelBuilder::build() {
   Block &entry = func.getBody().front();
   b.setInsertionPointToStart(&entry);
@@ -278,10 +411,12 @@ void MmaKernelBuilder::build() {
     drop = {entry.getArgument(10), entry.getArgument(11),
             entry.getArgument(12), entry.getArgument(13),
             entry.getArgument(14), entry.getArgument(15)};
-  Value acTile = func.getWorkgroupAttributions()[0];
-  Value xTile = func.getWorkgroupAttributions()[1];
-  Value kTile = func.getWorkgroupAttributions()[2];
-  Value vTile = func.getWorkgroupAttributions()[3];
+  Value xTile = func.getWorkgroupAttributions()[0];
+  Value kTile = func.getWorkgroupAttributions()[1];
+  Value vTile = func.getWorkgroupAttributions()[2];
+  Value rTile = func.getNumWorkgroupAttributions() > 3
+                    ? Value(func.getWorkgroupAttributions()[3])
+                    : Value();
 
   using P = arith::CmpIPredicate;
   Value zero = idx(0);
@@ -306,6 +441,11 @@ void MmaKernelBuilder::build() {
 
   int64_t kSteps = dPad / 16;
   int64_t dBlocks = dPad / 8;
+  Value scaleLog2e = arith::MulFOp::create(b, scale, f32(M_LOG2E));
+  // K and V are staged in straight-line steps, each work-item keeping a
+  // column, where d_head is padded to 32 or 64 (8 or 16 steps of 2
+  // loads); wider, the loads all in flight would spill.
+  bool unrollStaging = stagesWhole(dPad);
   bool holdQuery = dPad <= kHeldQueryWidth;
   SmallVector<Fragment> heldQu, heldQv;
   if (holdQuery)
@@ -314,19 +454,18 @@ void MmaKernelBuilder::build() {
       heldQv.push_back(queryFragment(ks, vb));
     }
 
-  // Loop state: running max and sum of rows g and g + 8, then the P·V
+  // Loop state: running max (base 2) and sum of rows g and g + 8, then the P·V
   // accumulators, dBlocks fragments of 4.
   SmallVector<Value> init = {negInf(), negInf(), f32(0.0), f32(0.0)};
   for (int64_t n = 0; n < dBlocks * 4; ++n)
     init.push_back(f32(0.0));
-  auto keyLoop = scf::ForOp::create(b, jBegin, jEnd, idx(kKeyTile), init);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(keyLoop.getBody());
-    Value j0 = keyLoop.getInductionVar();
-    ValueRange state = keyLoop.getRegionIterArgs();
-
-    // Every lane is done reading the previous tile's AC, X, K and V.
+  // One key tile from j0 on, given the loop state; returns the next state.
+  // A `tail` tile (the walk's last when its keys end inside it) stages its
+  // keys under bounds checks; the whole tiles before it read every row, so
+  // that their addresses are one addition apart.
+  auto keyTile = [&](Value j0, ValueRange state,
+                     bool tail) -> SmallVector<Value> {
+    // Every lane is done reading the previous tile's X, K, V and r window.
     barrier("reads-done");
     // The workgroup stages the key tile's K and V once, rounded, as the B
     // operands of the two warpgroup products (txl.warpgroup_mma's packed
@@ -335,66 +474,89 @@ void MmaKernelBuilder::build() {
     // and columns from d_head on are zero.
     stageOperands({{Rows{k, {batchIdx, head}, jEnd}, kTile, false},
                    {Rows{v, {batchIdx, head}, jEnd}, vTile, true}},
-                  j0, kKeyTile, Value(), dPad);
-    // K and V are staged before the products read them.
+                  j0, kKeyTile, Value(), dPad, /*unroll=*/unrollStaging,
+                  /*checkRows=*/tail);
+    // The workgroup's window of r: rows qlen - i0 - 64 + j0 + [0, 96),
+    // the union of its subgroups' 16 + 32 - 1 rows (rounded up to 48).
+    if (rTile)
+      stageWindow(r, relShiftRow(sub(add(sub(qlen, i0), j0), idx(queryTile))),
+                  klen, rTile);
+    // K, V and the r window are staged before the products read them.
     barrier("kv-staged");
     SmallVector<Fragment> qus, qvs;
     for (int64_t ks = 0; ks < kSteps; ++ks) {
       qus.push_back(holdQuery ? heldQu[ks] : queryFragment(ks, u));
       qvs.push_back(holdQuery ? heldQv[ks] : queryFragment(ks, vb));
     }
-    // AC: M = the workgroup's 64 rows, N = the 32 keys, K = dPad.
-    {
-      Fragment ac = warpgroupMma(qus, kTile, SmallVector<Value>(16, f32(0.0)));
-      for (int64_t nb = 0; nb < kKeyTile / 8; ++nb)
-        storeC(Fragment(ArrayRef<Value>(ac).slice(4 * nb, 4)), acTile, warpRow0,
-               idx(8 * nb));
-    }
+    // AC: M = the workgroup's 64 rows, N = the 32 keys, K = dPad; it stays
+    // in the registers it is accumulated in, which hold the lane's own
+    // score positions.
+    Fragment ac = warpgroupMma(qus, kTile, SmallVector<Value>(16, f32(0.0)));
     // X: 6 blocks of 8 window rows; window row w is r row rBase + w, rows
     // outside [0, klen) only serve masked pairs and read as zero.
-    Value rBase = relShiftRow(sub(add(sub(qlen, iw), j0), idx(kRows)));
-    forRange(kWindow / 8, [&](Value xb) {
-      Value col0 = mul(xb, idx(8));
-      Value p = add(rBase, add(g, col0));
-      Value pOk = both(cmp(P::sge, p, zero), cmp(P::slt, p, klen));
+    // X from the staged window: the subgroup's 48 rows start at window
+    // row 48 - 16 w (its rBase = window start + 48 - 16 w).
+    if (!rTile) {
+      // Without a staged window, each lane reads its B fragments' r rows;
+      // rows outside [0, klen) only serve masked pairs and read as zero.
+      Value rBase = relShiftRow(sub(add(sub(qlen, iw), j0), idx(kRows)));
+      forRange(kWindow / 8, [&](Value xb) {
+        Value col0 = mul(xb, idx(8));
+        Value p = add(rBase, add(g, col0));
+        Value pOk = both(cmp(P::sge, p, zero), cmp(P::slt, p, klen));
+        Fragment acc = zeros();
+        for (int64_t ks = 0; ks < kSteps; ++ks) {
+          Fragment rf;
+          for (int64_t rr = 0; rr < 2; ++rr)
+            for (int64_t e = 0; e < 2; ++e) {
+              Value d = add(mul(t, idx(2)), idx(ks * 16 + e + 8 * rr));
+              rf.push_back(operand(loadOrZero(r, {p, head}, pOk, d)));
+            }
+          acc = mma(qvs[ks], rf, acc);
+        }
+        storeC(acc, xTile, warpRow0, col0);
+      });
+    }
+    Value wRow0 = sub(idx(kWindowRows - kWindow), warpRow0);
+    for (int64_t xb = 0; rTile && xb < kWindow / 8; ++xb) {
+      Value row = add(wRow0, add(g, idx(8 * xb)));
       Fragment acc = zeros();
       for (int64_t ks = 0; ks < kSteps; ++ks) {
         Fragment rf;
         for (int64_t rr = 0; rr < 2; ++rr)
           for (int64_t e = 0; e < 2; ++e) {
             Value d = add(mul(t, idx(2)), idx(ks * 16 + e + 8 * rr));
-            rf.push_back(operand(loadOrZero(r, {p, head}, pOk, d)));
+            rf.push_back(memref::LoadOp::create(b, rTile, ValueRange{row, d}));
           }
         acc = mma(qvs[ks], rf, acc);
       }
-      storeC(acc, xTile, warpRow0, col0);
-    });
-    // The subgroup's AC and X are complete before its lanes read each
-    // other's entries.
+      storeC(acc, xTile, warpRow0, idx(8 * xb));
+    }
+    // The subgroup's X is complete before its lanes read each other's
+    // entries.
     barrier("stores-done");
 
-    // Scores of the lane's 16 positions: rows g + 8 rr, keys j0 + 8 nb +
-    // 2 t + e.
-    SmallVector<Value> score(16), visible(16);
+    // Scores of the lane's 16 positions, rows g + 8 rr, keys j0 + 8 nb +
+    // 2 t + e, in base 2: (AC + BD) scale log2(e), so that each
+    // probability is one exp2 (ex2.approx on CUDA) of the score less the
+    // row's running maximum, kept in base 2 as well.
+    SmallVector<Value> score(16);
     for (int64_t nb = 0; nb < 4; ++nb)
       for (int64_t rr = 0; rr < 2; ++rr)
         for (int64_t e = 0; e < 2; ++e) {
           int64_t n = 4 * nb + 2 * rr + e;
           Value row = add(g, idx(8 * rr));
           Value col = add(mul(t, idx(2)), idx(8 * nb + e));
-          Value ac = memref::LoadOp::create(
-              b, acTile, ValueRange{add(warpRow0, row), col});
           Value bd = memref::LoadOp::create(
               b, xTile,
               ValueRange{add(warpRow0, row),
                          add(sub(idx(kRows - 1), row), col)});
-          Value s =
-              arith::MulFOp::create(b, arith::AddFOp::create(b, ac, bd), scale);
+          Value s = arith::MulFOp::create(
+              b, arith::AddFOp::create(b, ac[n], bd), scaleLog2e);
           Value i = add(iw, row), j = add(j0, col);
           Value ok = both(cmp(P::ult, j, jEnd), cmp(P::sle, j, add(i, mlen)));
           ok = both(ok, arith::OrIOp::create(b, notSame,
                                              cmp(P::sgt, j, sub(i, shift))));
-          visible[n] = ok;
           score[n] = select(ok, s, negInf());
         }
 
@@ -411,16 +573,17 @@ void MmaKernelBuilder::build() {
       Value mWasEmpty =
           arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m, negInf());
       alpha[rr] =
-          select(mWasEmpty, f32(0.0),
-                 math::ExpOp::create(b, arith::SubFOp::create(b, m, mNew)));
+          select(mWasEmpty, f32(0.0), exp2(arith::SubFOp::create(b, m, mNew)));
+      // A masked score is -inf, its probability exp2(-inf) = 0; only a row
+      // with no visible key yet (mNew = -inf) subtracts 0 instead.
+      Value mSub = select(
+          arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, mNew, negInf()),
+          f32(0.0), mNew);
       Value rowSum = f32(0.0);
       for (int64_t nb = 0; nb < 4; ++nb)
         for (int64_t e = 0; e < 2; ++e) {
           int64_t n = 4 * nb + 2 * rr + e;
-          prob[n] = select(
-              visible[n],
-              math::ExpOp::create(b, arith::SubFOp::create(b, score[n], mNew)),
-              f32(0.0));
+          prob[n] = exp2(arith::SubFOp::create(b, score[n], mSub));
           rowSum = arith::AddFOp::create(b, rowSum, prob[n]);
         }
       next[rr] = mNew;
@@ -464,7 +627,32 @@ void MmaKernelBuilder::build() {
       for (Value &x : pa)
         x = operand(x);
     llvm::append_range(next, warpgroupMma(pas, vTile, oInit));
-    scf::YieldOp::create(b, next);
+    return next;
+  };
+  // The whole tiles of [jBegin, jEnd), then the tail tile if any.
+  Value wholeEnd =
+      add(jBegin, mul(arith::DivUIOp::create(
+                          b, arith::MaxSIOp::create(b, sub(jEnd, jBegin), zero),
+                          idx(kKeyTile)),
+                      idx(kKeyTile)));
+  auto wholeLoop = scf::ForOp::create(b, jBegin, wholeEnd, idx(kKeyTile), init);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(wholeLoop.getBody());
+    scf::YieldOp::create(b, keyTile(wholeLoop.getInductionVar(),
+                                    wholeLoop.getRegionIterArgs(),
+                                    /*tail=*/false));
+  }
+  auto keyLoop = scf::IfOp::create(b, TypeRange(ValueRange(init)),
+                                   cmp(P::slt, wholeEnd, jEnd),
+                                   /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(keyLoop.thenBlock());
+    scf::YieldOp::create(b, keyTile(wholeEnd, wholeLoop.getResults(),
+                                    /*tail=*/true));
+    b.setInsertionPointToStart(keyLoop.elseBlock());
+    scf::YieldOp::create(b, wholeLoop.getResults());
   }
 
   // out[i, batch, head, d] = o / l for the lane's rows and columns and,
@@ -497,8 +685,9 @@ void MmaKernelBuilder::build() {
             b, both(cmp(P::ult, i, qlen), cmp(P::eq, t, zero)), false);
         OpBuilder::InsertionGuard lseGuard(b);
         b.setInsertionPointToStart(ifLse.thenBlock());
-        Value rowLse = arith::AddFOp::create(b, keyLoop.getResult(rr),
-                                             math::LogOp::create(b, l));
+        Value rowLse = arith::AddFOp::create(
+            b, arith::MulFOp::create(b, keyLoop.getResult(rr), f32(M_LN2)),
+            math::LogOp::create(b, l));
         memref::StoreOp::create(b, rowLse, lseBuffer, at({batchIdx, head, i}));
       }
       for (int64_t db = 0; db < dBlocks; ++db)
@@ -528,8 +717,8 @@ AttentionKernel mlir::txl::getOrCreateMmaAttentionKernel(ModuleOp module,
   assert((operandType.isBF16() || operandType.isF16()) &&
          "mma.sync m16n8k16 takes bf16 or f16 operands");
   // Resident workgroups per SM: the register file (64K) over kMaxRegisters
-  // per work-item (the tiles' 21 KiB of f32 scores and 4 d_head bytes per
-  // key of K and V, 37 KiB at d_head 128, allow more).
+  // per work-item (the X tile's 12.5 KiB of f32 and 4 d_head bytes per key
+  // of K and V, 28.5 KiB at d_head 128, allow more).
   int64_t threads = kWarps * kSubgroupSize;
   AttentionKernel kernel{nullptr, kWarps * kRows, threads,
                          65536 / (kMaxRegisters * threads)};
@@ -553,13 +742,31 @@ AttentionKernel mlir::txl::getOrCreateMmaAttentionKernel(ModuleOp module,
     return MemRefType::get({nBlocks, kBlocks, 8, 8}, operandType,
                            MemRefLayoutAttrInterface{}, b.getI64IntegerAttr(3));
   };
+  // The r window is staged where d_head is padded to 32 or 64: its 24 or
+  // 48 loads per work-item in flight take up to nvvm.maxnreg's registers
+  // (wider heads, or 48's chunks of varying columns, would spill),
+  // and every tile still fits PTX's 48 KiB of static shared memory
+  // (dynamic shared memory would not give wgmma its operands as workgroup
+  // attributions).
+  SmallVector<Type> tiles = {tile(kWindow), coreMatrices(kKeyTile / 8, dBlocks),
+                             coreMatrices(dBlocks, kKeyTile / 8)};
+  auto window =
+      MemRefType::get({kWindowRows, 8 * dBlocks + kWindowPad}, operandType,
+                      MemRefLayoutAttrInterface{}, b.getI64IntegerAttr(3));
+  auto bytesOf = [](Type t) {
+    auto type = cast<MemRefType>(t);
+    return type.getNumElements() * type.getElementTypeBitWidth() / 8;
+  };
+  int64_t bytes = bytesOf(window);
+  for (Type t : tiles)
+    bytes += bytesOf(t);
+  if (stagesWhole(llvm::alignTo(dHead, 16)) && bytes <= kStaticSharedBytes)
+    tiles.push_back(window);
   kernel.func = gpu::GPUFuncOp::create(
       b, kernels.getLoc(), name,
       attentionKernelType(ctx, dHead, /*unitInnerStride=*/true, dropatt, lse,
                           /*keyParts=*/true),
-      TypeRange{tile(kKeyTile), tile(kWindow),
-                coreMatrices(kKeyTile / 8, dBlocks),
-                coreMatrices(dBlocks, kKeyTile / 8)});
+      tiles);
   kernel.func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
                        b.getUnitAttr());
   kernel.func.setKnownBlockSizeAttr(

@@ -41,43 +41,75 @@
 // CHECK-SAME: %[[V:arg2]]: memref<?x?x?x32xf32, strided<[?, ?, ?, 1], offset: ?>>
 // CHECK-SAME: %[[O:arg6]]: memref<?x?x?x32xf32, strided<[?, ?, ?, 1], offset: ?>>
 // CHECK-SAME: %[[PO:arg10]]: memref<?x?x?x?x32xf32>, %[[PL:arg11]]: memref<?x?x?x?xf32>)
-// CHECK-SAME: workgroup(%[[AC:.+]] : memref<64x33xf32, 3>, %[[X:.+]] : memref<64x49xf32, 3>, %[[KT:.+]] : memref<4x4x8x8xbf16, 3>, %[[VT:.+]] : memref<4x4x8x8xbf16, 3>)
+// CHECK-SAME: workgroup(%[[X:.+]] : memref<64x49xf32, 3>, %[[KT:.+]] : memref<4x4x8x8xbf16, 3>, %[[VT:.+]] : memref<4x4x8x8xbf16, 3>, %[[RT:.+]] : memref<96x40xbf16, 3>)
 // CHECK-SAME: kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.maxnreg = 255 : i32}
 // CHECK-NOT: memref.alloc
 // CHECK-COUNT-4: arith.truncf %{{.+}} : f32 to bf16
+//
+// The whole key tiles: each work-item stages its column (d_head 32: rows
+// of 4 work-items) of K and V through one view each, its rows 4 apart, in 8
+// unrolled steps whose row offsets are constants.
 // CHECK: scf.for
-// CHECK-NEXT: gpu.barrier
-// CHECK-NEXT: %[[TID:.+]] = gpu.thread_id  x
-// CHECK-NEXT: scf.for %[[S:.+]] = %c0 to %c8 step %c1 {
-// CHECK-NEXT: %[[SX:.+]] = arith.muli %[[S]], %c128
-// CHECK-NEXT: %[[FLAT:.+]] = arith.addi %[[TID]], %[[SX]]
-// CHECK-NEXT: %[[JJ:.+]] = arith.divui %[[FLAT]], %c32
-// CHECK-NEXT: %[[D:.+]] = arith.remui %[[FLAT]], %c32
-// CHECK: %[[JB:.+]] = arith.divui %[[JJ]], %c8
-// CHECK-NEXT: %[[JI:.+]] = arith.remui %[[JJ]], %c8
-// CHECK-NEXT: %[[DB:.+]] = arith.divui %[[D]], %c8
-// CHECK-NEXT: %[[DI:.+]] = arith.remui %[[D]], %c8
-// CHECK: memref.load %[[K]]
-// CHECK: memref.store %{{.+}}, %[[KT]][%[[JB]], %[[DB]], %[[JI]], %[[DI]]] : memref<4x4x8x8xbf16, 3>
-// CHECK: memref.load %[[V]]
-// CHECK: memref.store %{{.+}}, %[[VT]][%[[DB]], %[[JB]], %[[DI]], %[[JI]]] : memref<4x4x8x8xbf16, 3>
-// CHECK-NEXT: } {loop_annotation = #loop_annotation}
-// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: gpu.barrier {txl.sync = "reads-done"}
+// CHECK: %[[KV:.+]] = memref.subview %[[K]][{{.+}}] [8, 1, 1, %{{.+}}] [4, 1, 1, 1]
+// CHECK: %[[VV:.+]] = memref.subview %[[V]][{{.+}}] [8, 1, 1, %{{.+}}] [4, 1, 1, 1]
 // CHECK-NOT: memref.load %[[K]]
+// CHECK: memref.load %[[KV]][%c0, %c0, %c0, %[[D:.+]]]
+// CHECK: memref.store %{{.+}}, %[[KT]][%c0, %[[DB:.+]], %[[JI:.+]], %[[DI:.+]]] : memref<4x4x8x8xbf16, 3>
+// CHECK: memref.load %[[VV]][%c0, %c0, %c0, %[[D]]]
+// CHECK: memref.store %{{.+}}, %[[VT]][%[[DB]], %c0, %[[DI]], %[[JI]]] : memref<4x4x8x8xbf16, 3>
+// CHECK: memref.load %[[KV]][%c7, %c0, %c0, %[[D]]]
+// CHECK: memref.store %{{.+}}, %[[KT]][%c3, %[[DB]], %[[JI7:.+]], %[[DI]]] : memref<4x4x8x8xbf16, 3>
+// CHECK: memref.load %[[VV]][%c7, %c0, %c0, %[[D]]]
+// CHECK: memref.store %{{.+}}, %[[VT]][%[[DB]], %c3, %[[DI]], %[[JI7]]] : memref<4x4x8x8xbf16, 3>
+// The workgroup's r window, rows qlen - i0 - 64 + j0 + [0, 96) (rows
+// outside [0, klen) read row 0), 8 columns per work-item in 3 steps, its
+// rows padded to 32 + 8.
+// CHECK: %[[W0:.+]] = arith.subi %{{.+}}, %c64 {txl.rel_shift_row} : index
+// CHECK: %[[P:.+]] = arith.addi %[[W0]], %{{.+}} : index
+// CHECK: %[[POK:.+]] = arith.andi
+// CHECK: %[[PIN:.+]] = arith.select %[[POK]], %[[P]], %c0 : index
+// CHECK: memref.load %[[R:arg3]][%[[PIN]], %{{.+}}, %{{.+}}]
+// CHECK-COUNT-24: memref.store %{{.+}}, %[[RT]][%{{.+}}, %{{.+}}] : memref<96x40xbf16, 3>
+// CHECK-NOT: memref.store
+// CHECK: gpu.barrier {txl.sync = "kv-staged"}
+// CHECK-NOT: memref.load %[[K]]
+// CHECK-NOT: memref.load %[[R]]
 // CHECK: txl.warpgroup_mma %{{.+}}, %[[KT]], %{{.+}} : vector<2x4x2xbf16>, memref<4x4x8x8xbf16, 3>, vector<4x2x2xf32>
-// CHECK-COUNT-16: memref.store %{{.+}}, %[[AC]]
-// CHECK: scf.for %{{.+}} = %c0 to %c6 step %c1 {
+// AC stays in registers: X is the only tile written. X's 6 blocks of 8
+// window rows (unrolled), their B fragments read from the staged window.
+// CHECK-NOT: memref.store
+// CHECK-NOT: scf.for
+// CHECK: memref.load %[[RT]]
 // CHECK-COUNT-2: nvgpu.mma.sync({{.+}}) {mmaShape = [16, 8, 16]} : (vector<4x2xbf16>, vector<2x2xbf16>, vector<2x2xf32>) -> vector<2x2xf32>
 // CHECK-COUNT-4: memref.store %{{.+}}, %[[X]]
-// CHECK-NEXT: } {loop_annotation = #loop_annotation}
-// CHECK-NEXT: gpu.barrier
+// CHECK-COUNT-10: nvgpu.mma.sync
+// CHECK-COUNT-4: memref.store %{{.+}}, %[[X]]
+// CHECK-NOT: nvgpu.mma.sync
+// CHECK: gpu.barrier {txl.sync = "stores-done"}
 // CHECK-NOT: gpu.barrier
-// CHECK: memref.load %[[AC]]
 // CHECK: memref.load %[[X]]
+// Probabilities in base 2, the scale times log2(e) folded into the scores.
+// CHECK: math.exp2 %{{.+}} fastmath<afn> : f32
 // CHECK: gpu.shuffle  xor %{{.+}}, %c2_i32, %c32_i32 : f32
 // CHECK: gpu.shuffle  xor %{{.+}}, %c1_i32, %c32_i32 : f32
 // CHECK-NOT: memref.load %[[V]]
 // CHECK: txl.warpgroup_mma %{{.+}}, %[[VT]], %{{.+}} : vector<2x4x2xbf16>, memref<4x4x8x8xbf16, 3>, vector<4x2x2xf32>
+// CHECK-NOT: gpu.barrier
+// CHECK: scf.yield
+//
+// The tail tile, when the keys end inside one: the same tile, its rows
+// checked against the visible keys' end (K and V read themselves).
+// CHECK-NEXT: }
+// CHECK-NEXT: %[[HASTAIL:.+]] = arith.cmpi slt
+// CHECK-NEXT: scf.if %[[HASTAIL]]
+// CHECK-NEXT: gpu.barrier {txl.sync = "reads-done"}
+// CHECK-NOT: memref.subview
+// CHECK: memref.load %[[K]]
+// CHECK: memref.load %[[V]]
+// CHECK: gpu.barrier {txl.sync = "kv-staged"}
+// CHECK: txl.warpgroup_mma %{{.+}}, %[[VT]], %{{.+}}
+// CHECK: } else {
 // CHECK-NOT: nvgpu.mma.sync
 // CHECK-NOT: txl.warpgroup_mma
 // CHECK-NOT: gpu.barrier
@@ -92,7 +124,7 @@
 // precision=fp16 (--precision=fp16): the same kernel with f16 operands.
 // F16: gpu.launch_func @txl_kernels::@rel_attention_f16_d32
 // F16: gpu.func @rel_attention_f16_d32(
-// F16-SAME: memref<4x4x8x8xf16, 3>, %{{.+}} : memref<4x4x8x8xf16, 3>)
+// F16-SAME: memref<4x4x8x8xf16, 3>, %{{.+}} : memref<4x4x8x8xf16, 3>, %{{.+}} : memref<96x40xf16, 3>)
 // F16-COUNT-4: arith.truncf %{{.+}} : f32 to f16
 // F16: txl.warpgroup_mma %{{.+}} : vector<2x4x2xf16>, memref<4x4x8x8xf16, 3>, vector<4x2x2xf32>
 // F16: nvgpu.mma.sync({{.+}}) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
@@ -107,3 +139,4 @@ func.func @eval(%q: tensor<?x?x4x32xf32>, %k: tensor<?x?x4x32xf32>, %v: tensor<?
         tensor<?x4x32xf32>, tensor<4x32xf32>, tensor<4x32xf32> -> tensor<?x?x4x32xf32>
   return %o : tensor<?x?x4x32xf32>
 }
+

@@ -33,8 +33,10 @@
 // CHECK: %[[T0:.+]] = arith.cmpi eq, %{{.+}}, %c0 : index
 // CHECK-NEXT: %[[FIRST:.+]] = arith.andi %{{.+}}, %[[T0]] : i1
 // CHECK-NEXT: scf.if %[[FIRST]] {
+// The running maximum is kept in base 2: m ln 2 + log l.
+// CHECK-NEXT: %[[M:.+]] = arith.mulf %{{.+}}, %[[LN2:.+]] : f32
 // CHECK-NEXT: %[[LOGL:.+]] = math.log %[[L:.+]] : f32
-// CHECK-NEXT: %[[ROWLSE:.+]] = arith.addf %[[M:.+]], %[[LOGL]] : f32
+// CHECK-NEXT: %[[ROWLSE:.+]] = arith.addf %[[M]], %[[LOGL]] : f32
 // CHECK-NEXT: memref.store %[[ROWLSE]], %[[LSEK]]
 // CHECK: memref.store %{{.+}}, %[[O]]
 // CHECK: gpu.return

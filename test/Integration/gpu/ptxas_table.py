@@ -68,11 +68,14 @@ SHARED_RESERVED = 1024        # the driver's shared memory per workgroup
 # memory, 8 workgroups. The tensor-core attention kernels
 # (--precision=bf16 and fp16): 128 work-items, the P·V accumulators (and, up to
 # d_head 64, the query fragments) in registers, with or without the lse
-# output of training: 192 registers, d_head 80
-# and 128 and the dropatt forms (the Philox draws) up to the 255 of
-# nvvm.maxnreg, which leaves 2 workgroups per SM as 192 does; 21 KB of AC
-# and X tiles and the key tile's K and V in bf16 or f16 (4 d_head bytes per
-# key: 16 KB at d_head 128). The tensor-core `_kv` backward kernels (d_head up to 80):
+# output of training, up to the 255 registers of nvvm.maxnreg (d_head 32
+# and 64 keep a key tile's K, V and r window loads in flight together,
+# the AC accumulators stay live across X, the dropatt forms hold the
+# Philox draws), which leaves 2 workgroups per SM (what the launch
+# geometry plans the key parts for); 12.5 KB of X tile, the key
+# tile's K and V in bf16 or f16 (4 d_head bytes per key: 16 KB at d_head
+# 128) and at d_head 32 and 64 the r window (96 rows of d_head + 8: 13.5 KB
+# at 64). The tensor-core `_kv` backward kernels (d_head up to 80):
 # 128 work-items, dk's and dv's accumulators in registers, up to 255 of
 # nvvm.maxnreg, 2 workgroups per SM; 29 KB of X, P and dS tiles and the
 # query tile's dO and q in bf16 or f16 (128 bytes per column of the
@@ -101,8 +104,7 @@ BUDGETS = [
     (r"rel_attention_grad_(q|q_saved|kv|r)(_dropatt)?_d\d+", 128, 128, 48 * 1024, 3),
     (r"rel_attention_grad_kv_(bf16|f16)(_dropatt)?_d\d+", 128, 255, 39 * 1024, 2),
     (r"rel_attention_grad_(q_saved|r)_(bf16|f16)(_dropatt)?_d\d+", 128, 255, 38 * 1024, 2),
-    (r"rel_attention_(bf16|f16)(_dropatt(_lse)?_d\d+|(_lse)?_d(80|128))", 128, 255, 37 * 1024, 2),
-    (r"rel_attention_(bf16|f16)(_lse)?_d\d+", 128, 192, 37 * 1024, 2),
+    (r"rel_attention_(bf16|f16)(_dropatt)?(_lse)?_d\d+", 128, 255, 37 * 1024, 2),
     (r"rel_attention(_dropatt)?(_lse)?_d128", 128, 128, 48 * 1024, 3),
     (r"rel_attention(_dropatt)?(_lse)?_d\d+", 128, 128, 48 * 1024, 4),
     (r"rel_attention_combine(_lse)?", 128, 48, 0, 8),

@@ -10,8 +10,16 @@ SHFL, BAR, ...). A budget bounds each loop's instructions per global load
 (`--per-load KERNEL=N`): in a loop that streams an array, the instructions
 issued per element loaded, whatever the unrolling.
 
+`--per-tile KERNEL=N` bounds the instructions a warp issues per iteration
+of a tiled kernel's main loop: the outermost loop holding tensor-core
+products (HGMMA, HMMA), e.g. the attention's walk over key tiles. A loop
+nested in it fails the budget (its trip count is not in the machine code)
+unless `--inner-trips KERNEL=T` says how often each nested loop runs per
+iteration; each then counts T times.
+
 usage: sass_loops.py --ptxas PTXAS --arch sm_90a FILE.ptx
-           [--per-load KERNEL=N ...] [--show KERNEL ...]
+           [--per-load KERNEL=N ...] [--per-tile KERNEL=N ...]
+           [--inner-trips KERNEL=T ...] [--show KERNEL ...]
 
 Prints one line per loop of each kernel named, then "ok"/"FAIL" per
 budget; exits 1 if a budget fails or a kernel is missing.
@@ -71,6 +79,31 @@ def loops(code):
     return sorted(found, key=lambda l: l["start"])
 
 
+def per_tile(kernel, kernel_loops, budget, trips):
+    """Checks the main loop's instructions per iteration; prints a line."""
+    products = [l for l in kernel_loops
+                if l["ops"]["HGMMA"] or l["ops"]["HMMA"]]
+    if not products:
+        print(f"FAIL {kernel}: no loop holds tensor-core products")
+        return False
+    main = max(products, key=lambda l: l["end"] - l["start"])
+    nested = [l for l in kernel_loops if l is not main and
+              main["start"] <= l["start"] and l["end"] <= main["end"]]
+    if nested and trips is None:
+        print(f"FAIL {kernel} main loop {main['start']:#x}: {len(nested)} "
+              f"nested loop(s), trip count unknown")
+        return False
+    n = main["n"] + sum((trips - 1) * l["n"] for l in nested)
+    ldg = main["ops"]["LDG"] + sum((trips - 1) * l["ops"]["LDG"]
+                                   for l in nested)
+    verdict = "ok  " if n <= budget else "FAIL"
+    print(f"{verdict} {kernel} main loop {main['start']:#x}: {n:g} "
+          f"instructions per iteration (budget {budget:g}; "
+          f"{len(nested)} nested loop(s); LDG {ldg:g}, "
+          f"BAR {main['ops']['BAR']})")
+    return n <= budget
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("ptx")
@@ -79,23 +112,38 @@ def main():
     parser.add_argument("--arch", required=True)
     parser.add_argument("--per-load", action="append", default=[],
                         metavar="KERNEL=N")
+    parser.add_argument("--per-tile", action="append", default=[],
+                        metavar="KERNEL=N")
+    parser.add_argument("--inner-trips", action="append", default=[],
+                        metavar="KERNEL=T")
     parser.add_argument("--show", action="append", default=[], metavar="KERNEL")
     args = parser.parse_args()
-    budgets = {}
-    for spec in args.per_load:
-        name, _, n = spec.partition("=")
-        budgets[name] = float(n)
+
+    def specs(values):
+        out = {}
+        for spec in values:
+            name, _, n = spec.partition("=")
+            out[name] = float(n)
+        return out
+
+    budgets = specs(args.per_load)
+    tile_budgets = specs(args.per_tile)
+    inner_trips = specs(args.inner_trips)
     with tempfile.TemporaryDirectory() as tmp:
         cubin = os.path.join(tmp, "k.cubin")
         subprocess.run([args.ptxas, f"-arch={args.arch}", "-O3", args.ptx,
                         "-o", cubin], check=True)
         ok = True
-        for kernel in dict.fromkeys(args.show + list(budgets)):
+        for kernel in dict.fromkeys(args.show + list(budgets) +
+                                    list(tile_budgets)):
             kernel_loops = loops(sass(args.cuobjdump, cubin, kernel))
             for l in kernel_loops:
                 ops = " ".join(f"{k} {v}" for k, v in sorted(l["ops"].items()))
                 print(f"{kernel} loop {l['start']:#x}-{l['end']:#x}: {l['n']} "
                       f"instructions ({ops})")
+            if kernel in tile_budgets:
+                ok &= per_tile(kernel, kernel_loops, tile_budgets[kernel],
+                               inner_trips.get(kernel))
             if kernel not in budgets:
                 continue
             streaming = [l for l in kernel_loops if l["ops"]["LDG"]]
