@@ -492,45 +492,42 @@ void MmaKernelBuilder::build() {
     // in the registers it is accumulated in, which hold the lane's own
     // score positions.
     Fragment ac = warpgroupMma(qus, kTile, SmallVector<Value>(16, f32(0.0)));
-    // X: 6 blocks of 8 window rows; window row w is r row rBase + w, rows
-    // outside [0, klen) only serve masked pairs and read as zero.
-    // X from the staged window: the subgroup's 48 rows start at window
-    // row 48 - 16 w (its rBase = window start + 48 - 16 w).
-    if (!rTile) {
-      // Without a staged window, each lane reads its B fragments' r rows;
-      // rows outside [0, klen) only serve masked pairs and read as zero.
-      Value rBase = relShiftRow(sub(add(sub(qlen, iw), j0), idx(kRows)));
-      forRange(kWindow / 8, [&](Value xb) {
-        Value col0 = mul(xb, idx(8));
-        Value p = add(rBase, add(g, col0));
-        Value pOk = both(cmp(P::sge, p, zero), cmp(P::slt, p, klen));
-        Fragment acc = zeros();
-        for (int64_t ks = 0; ks < kSteps; ++ks) {
-          Fragment rf;
-          for (int64_t rr = 0; rr < 2; ++rr)
-            for (int64_t e = 0; e < 2; ++e) {
-              Value d = add(mul(t, idx(2)), idx(ks * 16 + e + 8 * rr));
-              rf.push_back(operand(loadOrZero(r, {p, head}, pOk, d)));
-            }
-          acc = mma(qvs[ks], rf, acc);
-        }
-        storeC(acc, xTile, warpRow0, col0);
-      });
-    }
-    Value wRow0 = sub(idx(kWindowRows - kWindow), warpRow0);
-    for (int64_t xb = 0; rTile && xb < kWindow / 8; ++xb) {
-      Value row = add(wRow0, add(g, idx(8 * xb)));
+    // X: 6 blocks of 8 window rows; the subgroup's window row w is r row
+    // rBase + w. Block xb's B fragment elements are those of window row
+    // `row` (the lane's g-th of the block), columns d, from `element`.
+    auto xBlock = [&](Value xb, Value row,
+                      function_ref<Value(Value row, Value d)> element) {
       Fragment acc = zeros();
       for (int64_t ks = 0; ks < kSteps; ++ks) {
         Fragment rf;
         for (int64_t rr = 0; rr < 2; ++rr)
-          for (int64_t e = 0; e < 2; ++e) {
-            Value d = add(mul(t, idx(2)), idx(ks * 16 + e + 8 * rr));
-            rf.push_back(memref::LoadOp::create(b, rTile, ValueRange{row, d}));
-          }
+          for (int64_t e = 0; e < 2; ++e)
+            rf.push_back(
+                element(row, add(mul(t, idx(2)), idx(ks * 16 + e + 8 * rr))));
         acc = mma(qvs[ks], rf, acc);
       }
-      storeC(acc, xTile, warpRow0, idx(8 * xb));
+      storeC(acc, xTile, warpRow0, mul(xb, idx(8)));
+    };
+    if (rTile) {
+      // The subgroup's 48 rows start at window row 48 - 16 w (its rBase =
+      // the window's start + 48 - 16 w).
+      Value wRow0 = sub(idx(kWindowRows - kWindow), warpRow0);
+      for (int64_t xb = 0; xb < kWindow / 8; ++xb)
+        xBlock(idx(xb), add(wRow0, add(g, idx(8 * xb))),
+               [&](Value row, Value d) -> Value {
+                 return memref::LoadOp::create(b, rTile, ValueRange{row, d});
+               });
+    } else {
+      // Without a staged window, each lane reads its B fragments' r rows;
+      // rows outside [0, klen) only serve masked pairs and read as zero.
+      Value rBase = relShiftRow(sub(add(sub(qlen, iw), j0), idx(kRows)));
+      forRange(kWindow / 8, [&](Value xb) {
+        Value p = add(rBase, add(g, mul(xb, idx(8))));
+        Value pOk = both(cmp(P::sge, p, zero), cmp(P::slt, p, klen));
+        xBlock(xb, p, [&](Value row, Value d) {
+          return operand(loadOrZero(r, {row, head}, pOk, d));
+        });
+      });
     }
     // The subgroup's X is complete before its lanes read each other's
     // entries.
