@@ -666,11 +666,14 @@ def ConvertRelAttentionToGpuPass : Pass<"txl-rel-attention-to-gpu", "::mlir::Mod
     (same arguments and result): grid ceil(qlen / 64) × (batch · n_head),
     4 subgroups of 16 query rows, keys in tiles of 32, and AC, the window
     product X = (q + v) r_windowᵀ and P·V as `nvgpu.mma.sync` m16n8k16 with
-    bf16 operands and f32 accumulators; AC and X pass through two
-    workgroup tiles (64 × 33 and 64 × 49 f32) so that each lane reads
-    AC(i, j) + X(i, 15 − i + j). Its operands have a unit stride along
-    d_head. txl-mma-to-nvvm (CUDA) or txl-emulate-mma (OpenCL) lower the
-    products.
+    bf16 operands and f32 accumulators; AC stays in its accumulators' registers
+    and X passes through a workgroup tile (64 × 49 f32) so that each lane
+    reads AC(i, j) + X(i, 15 − i + j). K, V and (d_head padded to 32 or 64)
+    the tile's 96-row window of r are staged in workgroup memory; the walk's
+    whole key tiles read their rows unchecked, its tail tile checks them. The
+    softmax runs in base 2 (`math.exp2` afn). Its operands have a unit stride
+    along d_head. txl-mma-to-nvvm (CUDA) or txl-emulate-mma (OpenCL) lower
+    the products.
 
     An op with dropatt gets the kernel's dropatt form
     `rel_attention_dropatt_d<d_head>` (at bf16 / f16,

@@ -24,6 +24,7 @@
 // with its subnormal fix-up).
 // PTX-COUNT-2: ex2.approx.ftz.f32
 // PTX-NOT: ex2.approx.ftz.f32
+// PTX: ret;
 gpu.module @txl_kernels {
   gpu.func @exp2(%x: f32, %z: f32, %y: f64, %out: memref<3xf32>, %out64: memref<1xf64>) kernel {
     %c0 = arith.constant 0 : index
