@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """The device ABI's matrix product (txl_device_sgemm, txl/device.h) against
-numpy, through CLBlast on the OpenCL device: every transpose pair, leading
+numpy, on the OpenCL device (CLBlast, or on a CPU device the host's BLAS on
+the mapped buffers: TXL_OPENCL_GEMM picks): every transpose pair, leading
 dimensions wider than the matrix, offsets into a shared buffer, strided
 batches (including a broadcast operand with batch stride 0), beta 0 over
 garbage and beta 1 accumulating, k = 0 and empty products. These are the
 descriptors cuBLAS receives on CUDA (txl/rt/device/Gemm.h converts both the same
 way), so a wrong swap of m/n, A/B or a leading dimension fails here.
 
-Each case prints its largest error; the test fails above 1e-4 relative.
+Prints the device line first (it names where the products run); each case
+prints its largest error; the test fails above 1e-4 relative.
 
 usage: gemm_device.py LIBTXL_DEVICE TEST_DIR
 """
@@ -25,6 +27,7 @@ error = ctypes.create_string_buffer(512)
 # txl_backend_t (txl/runtime.h): TXL_BACKEND_OPENCL = 2.
 if lib.txl_device_open(2, 0, error, len(error)) != 0:
     sys.exit("txl_device_open: " + error.value.decode())
+print("device:", lib.txl_device_description().decode())
 
 rng = np.random.default_rng(7)
 
@@ -50,7 +53,16 @@ class Matrices:
             for r in range(rows):
                 self.host[start + r * ld:start + r * ld + cols] = v[r]
         self.buffer = lib.mgpuMemAlloc(self.host.nbytes, None, False)
+        self.base = 0  # where `host` starts in the buffer, in elements
         lib.txl_device_write(self.buffer, 0, self.host.ctypes.data,
+                             self.host.nbytes)
+
+    def move_into(self, buffer, base):
+        """Places these matrices (and their NaN gaps) at element `base` of
+        `buffer`, which other Matrices share, as a generated workspace
+        holds several operands of one product."""
+        self.buffer, self.base = buffer, base
+        lib.txl_device_write(buffer, base * 4, self.host.ctypes.data,
                              self.host.nbytes)
 
     def view(self, flat, b):
@@ -61,19 +73,22 @@ class Matrices:
 
     def read(self):
         flat = np.empty_like(self.host)
-        lib.txl_device_read(flat.ctypes.data, self.buffer, 0, flat.nbytes)
+        lib.txl_device_read(flat.ctypes.data, self.buffer, self.base * 4,
+                            flat.nbytes)
         return flat, np.stack([self.view(flat, b) for b in range(self.batch)])
 
     def args(self):
-        return [self.buffer, self.offset, self.ld, self.stride]
+        return [self.buffer, self.base + self.offset, self.ld, self.stride]
 
 
 def case(name, trans_a, trans_b, m, n, k, batch=1, pad=0, offset=0,
-         beta=0.0, a_stride=None, c_init=np.nan, plain=False, entry=""):
+         beta=0.0, a_stride=None, c_init=np.nan, plain=False, entry="",
+         one_buffer=False):
     """plain: batch 1 with every batch stride 0, as generated code passes
     a linalg.matmul. entry "_bf16" / "_f16": through txl_device_sgemm_bf16 /
     txl_device_sgemm_f16 (--precision=bf16 / fp16), which on OpenCL are the
-    f32 product (CLBlast has no such modes)."""
+    f32 product (CLBlast has no such modes). one_buffer: A, B and C in
+    one buffer, one after the other."""
     shape_a = (k, m) if trans_a else (m, k)
     shape_b = (n, k) if trans_b else (k, n)
 
@@ -90,6 +105,12 @@ def case(name, trans_a, trans_b, m, n, k, batch=1, pad=0, offset=0,
     c = Matrices(batch, m, n, n + pad, offset,
                  0 if plain else m * (n + pad) + 5,
                  values=np.full((m, n), c_init, np.float32))
+    if one_buffer:
+        total = a.host.size + b.host.size + c.host.size
+        shared = lib.mgpuMemAlloc(total * 4, None, False)
+        a.move_into(shared, 0)
+        b.move_into(shared, a.host.size)
+        c.move_into(shared, a.host.size + b.host.size)
     before = c.values.copy()
     gemm = getattr(lib, "txl_device_sgemm" + entry)
     gemm(trans_a, trans_b, m, n, k, 1.0, *a.args(), *b.args(), beta,
@@ -132,6 +153,8 @@ results = [
     case("k0-beta1-keeps", 0, 0, 6, 7, 0, beta=1.0, c_init=2.0),
     case("empty-m", 0, 0, 0, 7, 5),
     case("large", 0, 1, 256, 384, 200),
+    case("one-buffer-batched-TN", 1, 0, 20, 12, 8, batch=3, pad=2, offset=5,
+         one_buffer=True),
     case("bf16-entry-batched-NT", 0, 1, 20, 12, 8, batch=3, pad=2,
          entry="_bf16"),
     case("f16-entry-batched-TN", 1, 0, 20, 12, 8, batch=3, pad=2,

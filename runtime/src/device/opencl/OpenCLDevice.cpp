@@ -9,21 +9,26 @@
 // only the kernels it launches (an evaluation, none of the backward's),
 // and what the driver builds is kept in the program cache (ProgramCache.h)
 // per kernel, where every image and process that has the same kernel
-// (the same SPIR-V) finds it.
+// (the same SPIR-V) finds it. Matrix products go to CLBlast, except on a
+// CPU device, whose buffers are host memory: there they run in the host's
+// BLAS on the mapped buffers (OpenCLDevice::hostGemm).
 //
 //===----------------------------------------------------------------------===//
 
 #include "txl/device.h"
 #include "txl/rt/device/CLBlast.h"
+#include "txl/rt/device/CpuBlas.h"
 #include "txl/rt/device/Device.h"
 #include "txl/rt/device/HostStaging.h"
 #include "txl/rt/device/OpenCL.h"
 #include "txl/rt/device/ProgramCache.h"
 #include "txl/rt/support/Status.h"
 
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <string_view>
 #include <vector>
 
 namespace txl::rt {
@@ -199,6 +204,21 @@ public:
                                   sizeof(alignBits), &alignBits, nullptr),
               "clGetDeviceInfo(CL_DEVICE_MEM_BASE_ADDR_ALIGN)");
     viewAlignment_ = std::max<size_t>(alignBits / 8, 1);
+    cl_ulong type = 0;
+    cl_.check(cl_.clGetDeviceInfo(device_, CL_DEVICE_TYPE, sizeof(type), &type,
+                                  nullptr),
+              "clGetDeviceInfo(CL_DEVICE_TYPE)");
+    const char *choice = std::getenv("TXL_OPENCL_GEMM");
+    std::string_view gemm = choice ? choice : "";
+    if (gemm.empty())
+      hostProducts_ = (type & CL_DEVICE_TYPE_CPU) != 0;
+    else if (gemm == "host" || gemm == "clblast")
+      hostProducts_ = gemm == "host";
+    else
+      fail(TXL_INVALID_ARGUMENT,
+           "TXL_OPENCL_GEMM={}: expected host (the host's BLAS on mapped "
+           "buffers) or clblast",
+           gemm);
   }
 
   ~OpenCLDevice() override {
@@ -208,12 +228,17 @@ public:
     cl_.clReleaseContext(context_);
   }
 
+  /// "NAME (PLATFORM, VERSION, N GiB); products: WHERE", WHERE naming
+  /// CLBlast or the host's BLAS (gemm()).
   std::string description() const override {
-    return fmt::format("{} ({}, {}, {:.1f} GiB)",
-                       deviceString(cl_, device_, CL_DEVICE_NAME),
-                       platformString(CL_PLATFORM_NAME),
-                       deviceString(cl_, device_, CL_DEVICE_VERSION),
-                       totalMemory() / double(1ull << 30));
+    return fmt::format(
+        "{} ({}, {}, {:.1f} GiB); products: {}",
+        deviceString(cl_, device_, CL_DEVICE_NAME),
+        platformString(CL_PLATFORM_NAME),
+        deviceString(cl_, device_, CL_DEVICE_VERSION),
+        totalMemory() / double(1ull << 30),
+        hostProducts_ ? "the host's OpenBLAS on the mapped buffers"
+                      : "CLBlast");
   }
 
   int64_t computeUnits() const override {
@@ -425,7 +450,14 @@ public:
     staging_.complete();
   }
 
+  /// CLBlast's strided-batched product, or on a CPU device (or with
+  /// TXL_OPENCL_GEMM=host) hostGemm(); TXL_OPENCL_GEMM=clblast keeps
+  /// CLBlast on a CPU device too.
   void gemm(const GemmDesc &desc) override {
+    if (hostProducts_) {
+      hostGemm(desc);
+      return;
+    }
     if (!clblast_)
       clblast_ = std::make_unique<CLBlast>();
     auto buffer = [](const GemmMatrix &matrix) {
@@ -451,6 +483,81 @@ public:
   }
 
 private:
+  /// `desc` in the host's OpenBLAS (cblas_sgemm per matrix of the batch,
+  /// column-major as given) on the operands' buffers mapped for the host:
+  /// each distinct buffer once, over the elements the batch reads or
+  /// writes, blocking (the map waits for the commands before it in the
+  /// queue), and unmapped after (later commands wait for the unmap). On a
+  /// CPU device the map is the buffer's own memory, not a copy: Intel's
+  /// OpenCL CPU runtime ran CLBlast's products about 30x slower than
+  /// OpenBLAS on the same cores (docs/gpu.md). OpenBLAS does not read C
+  /// where beta = 0. Throws Error(TXL_INVALID_ARGUMENT) for a dimension
+  /// past CBLAS's int.
+  void hostGemm(const GemmDesc &desc) {
+    struct Mapped {
+      cl_mem buffer;
+      int64_t begin, end; ///< elements [begin, end) of the buffer
+      bool write;
+      float *host = nullptr;
+    };
+    std::vector<Mapped> mapped;
+    // Elements of `matrix` (rows x cols stored column-major) the batch uses.
+    auto use = [&](const GemmMatrix &matrix, int64_t rows, int64_t cols,
+                   bool write) -> size_t {
+      int64_t end = matrix.offset + (desc.batch - 1) * matrix.stride +
+                    (cols - 1) * matrix.ld + rows;
+      auto *buffer = static_cast<cl_mem>(matrix.buffer);
+      for (size_t i = 0; i < mapped.size(); ++i)
+        if (mapped[i].buffer == buffer) {
+          mapped[i].begin = std::min(mapped[i].begin, matrix.offset);
+          mapped[i].end = std::max(mapped[i].end, end);
+          mapped[i].write |= write;
+          return i;
+        }
+      mapped.push_back({buffer, matrix.offset, end, write});
+      return mapped.size() - 1;
+    };
+    size_t a = use(desc.a, desc.transA ? desc.k : desc.m,
+                   desc.transA ? desc.m : desc.k, false);
+    size_t b = use(desc.b, desc.transB ? desc.n : desc.k,
+                   desc.transB ? desc.k : desc.n, false);
+    size_t c = use(desc.c, desc.m, desc.n, true);
+    for (int64_t v : {desc.m, desc.n, desc.k, desc.a.ld, desc.b.ld, desc.c.ld})
+      if (v > INT_MAX)
+        fail(TXL_INVALID_ARGUMENT,
+             "{}: a dimension past the host BLAS's int (TXL_OPENCL_GEMM=clblast "
+             "takes it)",
+             describe(desc));
+    for (Mapped &m : mapped) {
+      cl_int status = 0;
+      void *host = cl_.clEnqueueMapBuffer(
+          queue_, m.buffer, CL_TRUE,
+          m.write ? CL_MAP_READ | CL_MAP_WRITE : CL_MAP_READ,
+          size_t(m.begin) * sizeof(float),
+          size_t(m.end - m.begin) * sizeof(float), 0, nullptr, nullptr,
+          &status);
+      cl_.check(status, "clEnqueueMapBuffer");
+      m.host = static_cast<float *>(host) - m.begin;
+    }
+    for (int64_t i = 0; i < desc.batch; ++i)
+      cblas_sgemm(kCblasColMajor, desc.transA ? kCblasTrans : kCblasNoTrans,
+                  desc.transB ? kCblasTrans : kCblasNoTrans, int(desc.m),
+                  int(desc.n), int(desc.k), desc.alpha,
+                  mapped[a].host + desc.a.offset + i * desc.a.stride,
+                  int(desc.a.ld),
+                  mapped[b].host + desc.b.offset + i * desc.b.stride,
+                  int(desc.b.ld), desc.beta,
+                  mapped[c].host + desc.c.offset + i * desc.c.stride,
+                  int(desc.c.ld));
+    // The staged uploads the maps waited for are done.
+    staging_.complete();
+    for (Mapped &m : mapped)
+      cl_.check(cl_.clEnqueueUnmapMemObject(queue_, m.buffer,
+                                            m.host + m.begin, 0, nullptr,
+                                            nullptr),
+                "clEnqueueUnmapMemObject");
+  }
+
   std::string platformString(cl_uint what) const {
     size_t size = 0;
     cl_.check(cl_.clGetPlatformInfo(platform_, what, 0, nullptr, &size),
@@ -585,6 +692,9 @@ private:
   /// apart. The test suite's kernel harnesses build with "-cl-opt-disable"
   /// (test/Integration/gpu/txl_device.py).
   std::string buildOptions_;
+  /// Products in the host's BLAS (hostGemm) rather than CLBlast: a CPU
+  /// device, unless TXL_OPENCL_GEMM says otherwise.
+  bool hostProducts_ = false;
   /// CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes: where sub-buffers may start.
   size_t viewAlignment_ = 1;
   /// The uploads' bytes while they are in flight.
