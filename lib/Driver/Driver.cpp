@@ -320,13 +320,23 @@ FailureOr<std::string> lowerKernelsToPtx(const DriverOptions &options,
   return getPtx(*kernels);
 }
 
-/// --emit=ptx: the PTX of `module`'s kernels for the one --gpu-arch.
+/// --emit=ptx: the PTX of `module`'s kernels, one module per --gpu-arch in
+/// their order, each after a `// txl.ptx_module <arch>` line (with several,
+/// split the text at those lines to give ptxas one module), all of them
+/// after one `// txl.dynamic_shared_memory <kernel> <bytes>` line per
+/// kernel that takes dynamic shared memory. The kernels are built once and
+/// lowered per architecture, so several architectures cost one compile of
+/// the model and one NVVM lowering each.
 LogicalResult emitPtx(const DriverOptions &options, ModuleOp module,
                       TimingScope &timing) {
-  FailureOr<std::string> ptx =
-      lowerKernelsToPtx(options, module, options.gpuArchs.front(), timing);
-  if (failed(ptx))
-    return failure();
+  std::vector<std::string> ptx;
+  for (const std::string &chip : options.gpuArchs) {
+    FailureOr<std::string> text =
+        lowerKernelsToPtx(options, module, chip, timing);
+    if (failed(text))
+      return failure();
+    ptx.push_back(std::move(*text));
+  }
   return writeText(options, [&](llvm::raw_ostream &os) {
     // What a launch of each kernel needs besides its PTX (ptxas reports
     // static shared memory only).
@@ -336,7 +346,8 @@ LogicalResult emitPtx(const DriverOptions &options, ModuleOp module,
         os << "// " << kDynamicSharedMemoryAttrName << " " << func.getName()
            << " " << bytes.getInt() << "\n";
     });
-    os << *ptx;
+    for (size_t i = 0; i < ptx.size(); ++i)
+      os << "// txl.ptx_module " << options.gpuArchs[i] << "\n" << ptx[i];
   });
 }
 
@@ -371,8 +382,10 @@ LogicalResult checkTarget(const DriverOptions &options) {
   if (options.precision == Precision::Fp16 && !gpu)
     return fail("--precision=fp16 needs --target=cuda or --target=opencl "
                 "(the CPU target is f32 or bf16)");
-  if (options.emit == EmitAction::Ptx && options.gpuArchs.size() != 1)
-    return fail("--emit=ptx needs exactly one --gpu-arch");
+  for (size_t i = 0; i < options.gpuArchs.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (options.gpuArchs[i] == options.gpuArchs[j])
+        return fail("--gpu-arch: '" + options.gpuArchs[i] + "' given twice");
   // The architectures both LLVM 22's NVPTX backend and CUDA 13's ptxas
   // take, from sm_80 (the kernels' budgets are set for sm_80 and newer);
   // a/f: the arch- and family-specific variants of Hopper and Blackwell.

@@ -43,8 +43,9 @@ static cl::opt<EmitAction> emitAction(
         clEnumValN(EmitAction::Object, "obj", "an object file (needs -o)"),
         clEnumValN(EmitAction::Executable, "exe",
                    "a standalone executable (default; needs -o)"),
-        clEnumValN(EmitAction::Ptx, "ptx",
-                   "the GPU kernels as PTX (--target=cuda, one --gpu-arch)"),
+        clEnumValN(
+            EmitAction::Ptx, "ptx",
+            "the GPU kernels as PTX (--target=cuda; a module per --gpu-arch)"),
         clEnumValN(EmitAction::Spirv, "spirv",
                    "the GPU kernels as a SPIR-V module (--target=opencl; "
                    "binary, or LLVM's SPIR-V assembly for -o *.spvasm)")));
@@ -67,7 +68,8 @@ static cl::list<std::string> gpuArchs(
     cl::desc("--target=cuda: CUDA architectures, comma separated (default "
              "sm_80,sm_90a: cubins for A100- and H100/H200-class GPUs, the "
              "latter with wgmma, and sm_80's PTX for newer ones; --emit=ptx "
-             "takes one)"),
+             "writes one PTX module per architecture, each after a line "
+             "'// txl.ptx_module <arch>')"),
     cl::CommaSeparated);
 static cl::opt<std::string>
     cudaPath(cl::cat(txlcCategory), "cuda-path",

@@ -5,8 +5,9 @@ with ptxas and checks it against its budget.
 usage: ptxas_table.py --models DIR --ptxas PTXAS --out DIR
                       [--precision f32|bf16|fp16[:ARCH,...]] ...
 
-For each models/*.toml and architecture: `txlc --target=cuda --gpu-arch=A
---emit=ptx`, then `ptxas -arch=A -v -warn-spills -Werror` (spills are
+For each models/*.toml and precision: `txlc --target=cuda
+--gpu-arch=A,B,.. --emit=ptx` (one compile of the model, a PTX module per
+architecture), then for each architecture `ptxas -arch=A -v -warn-spills -Werror` (spills are
 errors; without -c an unresolved libdevice function fails). Per kernel it
 records registers, workgroup (shared) memory (static, or the dynamic
 bytes a launch passes), spills and barriers, and the
@@ -14,7 +15,7 @@ workgroups of 128 work-items an SM can hold from those (the occupancy), and
 asserts the budgets below. Per precision, writes a Markdown table and the
 lines below to OUT/<precision>.txt and prints them; exits 1 when a kernel
 misses its budget or fails to assemble. Each model's PTX is emitted once
-per precision and architecture in one run. A model's
+per precision, by one txlc run for all architectures. A model's
 sm_90 PTX that is its sm_90a PTX but for the `.target` line (every f32
 module) is not assembled again: ptxas makes the same code of it, and a
 line "sm_90 PTX = sm_90a PTX ..." names those models.
@@ -190,13 +191,25 @@ def without_target(ptx):
 SECONDS = {"txlc": 0.0, "ptxas": 0.0}
 
 
-def emit_ptx(txlc, model, arch, precision, out):
+def emit_ptx(txlc, model, archs, precision, out):
+    """{arch: PTX} of `model` at `precision` from one txlc run for all of
+    `archs`: its output split at the `// txl.ptx_module <arch>` lines, each
+    module's text after the `// txl.dynamic_shared_memory` lines, which
+    come once, first, and hold for every architecture."""
     start = time.monotonic()
-    subprocess.run([txlc, str(model), "--target=cuda", f"--gpu-arch={arch}",
+    subprocess.run([txlc, str(model), "--target=cuda",
+                    f"--gpu-arch={','.join(archs)}",
                     f"--precision={precision}", "--emit=ptx", "-o", str(out)],
                    check=True)
     SECONDS["txlc"] += time.monotonic() - start
-    return out.read_text()
+    parts = re.split(r"(?m)^// txl\.ptx_module (\w+)\n", out.read_text())
+    header, modules = parts[0], parts[1:]
+    ptx = {modules[i]: header + modules[i + 1]
+           for i in range(0, len(modules), 2)}
+    if sorted(ptx) != sorted(archs):
+        raise RuntimeError(f"{model.stem} {precision}: modules for "
+                           f"{sorted(ptx)}, asked for {sorted(archs)}")
+    return ptx
 
 
 def run_ptxas(ptxas, arch, entries, ptx):
@@ -339,21 +352,23 @@ def main():
         # of the checks, in the order they ask for them (the checks and
         # ptxas stay in order: what counts as assembled before depends on
         # it). A lit worker otherwise spends most of this test's time on one
-        # core in txlc.
-        emitted = {}
+        # core in txlc. One txlc run per model and precision gives every
+        # architecture's module (the f32 ones also those a bf16 or fp16
+        # pass compares with).
+        wanted = {}  # precision -> the architectures it is emitted for
         for precision, archs in specs:
+            for prec in dict.fromkeys([precision, "f32"]):
+                wanted.setdefault(prec, [])
+                wanted[prec] += [a for a in archs if a not in wanted[prec]]
+        emitted = {}
+        for prec, archs in wanted.items():
             for model in models:
-                for arch in sorted(archs, key=lambda a: (a != "sm_90a",
-                                                         archs.index(a))):
-                    for prec in dict.fromkeys([precision, "f32"]):
-                        key = (model.stem, arch, prec)
-                        if key not in emitted:
-                            emitted[key] = pool.submit(
-                                emit_ptx, args.txlc, model, arch, prec,
-                                pathlib.Path(tmp) / f"emit.{'.'.join(key)}.ptx")
+                emitted[(model.stem, prec)] = pool.submit(
+                    emit_ptx, args.txlc, model, archs, prec,
+                    pathlib.Path(tmp) / f"emit.{model.stem}.{prec}.ptx")
 
         def emit(model, arch, precision):
-            return emitted[(model.stem, arch, precision)].result()
+            return emitted[(model.stem, precision)].result()[arch]
 
         for precision, archs in specs:
             text, problems = check_precision(precision, archs, models, emit,
