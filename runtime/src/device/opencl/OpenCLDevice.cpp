@@ -231,14 +231,14 @@ public:
   /// "NAME (PLATFORM, VERSION, N GiB); products: WHERE", WHERE naming
   /// CLBlast or the host's BLAS (gemm()).
   std::string description() const override {
-    return fmt::format(
-        "{} ({}, {}, {:.1f} GiB); products: {}",
-        deviceString(cl_, device_, CL_DEVICE_NAME),
-        platformString(CL_PLATFORM_NAME),
-        deviceString(cl_, device_, CL_DEVICE_VERSION),
-        totalMemory() / double(1ull << 30),
-        hostProducts_ ? "the host's OpenBLAS on the mapped buffers"
-                      : "CLBlast");
+    return fmt::format("{} ({}, {}, {:.1f} GiB); products: {}",
+                       deviceString(cl_, device_, CL_DEVICE_NAME),
+                       platformString(CL_PLATFORM_NAME),
+                       deviceString(cl_, device_, CL_DEVICE_VERSION),
+                       totalMemory() / double(1ull << 30),
+                       hostProducts_
+                           ? "the host's OpenBLAS on the mapped buffers"
+                           : "CLBlast");
   }
 
   int64_t computeUnits() const override {
@@ -524,10 +524,11 @@ private:
     size_t c = use(desc.c, desc.m, desc.n, true);
     for (int64_t v : {desc.m, desc.n, desc.k, desc.a.ld, desc.b.ld, desc.c.ld})
       if (v > INT_MAX)
-        fail(TXL_INVALID_ARGUMENT,
-             "{}: a dimension past the host BLAS's int (TXL_OPENCL_GEMM=clblast "
-             "takes it)",
-             describe(desc));
+        fail(
+            TXL_INVALID_ARGUMENT,
+            "{}: a dimension past the host BLAS's int (TXL_OPENCL_GEMM=clblast "
+            "takes it)",
+            describe(desc));
     for (Mapped &m : mapped) {
       cl_int status = 0;
       void *host = cl_.clEnqueueMapBuffer(
@@ -540,21 +541,19 @@ private:
       m.host = static_cast<float *>(host) - m.begin;
     }
     for (int64_t i = 0; i < desc.batch; ++i)
-      cblas_sgemm(kCblasColMajor, desc.transA ? kCblasTrans : kCblasNoTrans,
-                  desc.transB ? kCblasTrans : kCblasNoTrans, int(desc.m),
-                  int(desc.n), int(desc.k), desc.alpha,
-                  mapped[a].host + desc.a.offset + i * desc.a.stride,
-                  int(desc.a.ld),
-                  mapped[b].host + desc.b.offset + i * desc.b.stride,
-                  int(desc.b.ld), desc.beta,
-                  mapped[c].host + desc.c.offset + i * desc.c.stride,
-                  int(desc.c.ld));
+      cblas_sgemm(
+          kCblasColMajor, desc.transA ? kCblasTrans : kCblasNoTrans,
+          desc.transB ? kCblasTrans : kCblasNoTrans, int(desc.m), int(desc.n),
+          int(desc.k), desc.alpha,
+          mapped[a].host + desc.a.offset + i * desc.a.stride, int(desc.a.ld),
+          mapped[b].host + desc.b.offset + i * desc.b.stride, int(desc.b.ld),
+          desc.beta, mapped[c].host + desc.c.offset + i * desc.c.stride,
+          int(desc.c.ld));
     // The staged uploads the maps waited for are done.
     staging_.complete();
     for (Mapped &m : mapped)
-      cl_.check(cl_.clEnqueueUnmapMemObject(queue_, m.buffer,
-                                            m.host + m.begin, 0, nullptr,
-                                            nullptr),
+      cl_.check(cl_.clEnqueueUnmapMemObject(queue_, m.buffer, m.host + m.begin,
+                                            0, nullptr, nullptr),
                 "clEnqueueUnmapMemObject");
   }
 
