@@ -597,13 +597,15 @@ int mlir::txl::runDriver(const DriverOptions &options) {
     llvm::errs() << "txlc: error: --emit=txl-grad needs --backward\n";
     return 1;
   }
-  // The GPU attention kernels, f32 or tensor-core, save each row's
-  // log-sum-exp for the backward (the CPU keeps P whole).
-  bool saveAttentionStats = options.target != Target::Cpu;
   if (backward && !resume.done(EmitAction::TxlGrad) &&
       failed(runStage(module, root, "generating the backward segment",
                       [&](OpPassManager &pm) {
-                        buildTxlBackwardPipeline(pm, saveAttentionStats,
+                        // The attention kernels of every target save each
+                        // row's log-sum-exp (and the output) for the
+                        // backward, which then does not run the forward
+                        // again.
+                        buildTxlBackwardPipeline(pm,
+                                                 /*saveAttentionStats=*/true,
                                                  config->train.isAlRfou()
                                                      ? kAlRfouTrainFunctionName
                                                      : kSegmentFunctionName);

@@ -291,7 +291,7 @@ void mlir::txl::buildTxlCpuPipeline(OpPassManager &pm,
                                     const TxlCpuPipelineOptions &options) {
   buildTxlOptPipeline(pm, options);
   if (options.generateBackward)
-    buildTxlBackwardPipeline(pm);
+    buildTxlBackwardPipeline(pm, /*saveAttentionStats=*/true);
   ConvertRelAttentionToCpuPassOptions cpuAttention;
   ConvertLinearNllToCpuPassOptions cpuOutput;
   cpuOutput.train = true;

@@ -12,10 +12,13 @@ within the relative tolerance ||g - g_ref|| / ||g_ref|| (1e-5 at f32,
 1e-12 at f64).
 
 `--strided` passes k, v and r as views with stride 2 along d_head (the
-kernel's scalar packing path).
+kernel's scalar packing path). `--saved` computes the forward first
+(txl.rel_attention with its lse result) and passes its lse and output to
+the backward as its saved group, as training does (the kernel form that
+reads them instead of running the forward again).
 
 usage: rel_attention_grad_cpu.py WORKDIR [--pipeline P] [--only f32:32]
-                                 [--strided]
+                                 [--strided] [--saved]
 Prints one line per case with the worst relative error, exits 1 if any
 fails or none ran.
 """
@@ -39,21 +42,28 @@ KERNELS = [("f32", 2, 32), ("f32", 2, 41), ("f32", 1, 64), ("f32", 1, 128),
 NAMES = ["dq", "dk", "dv", "dr", "du", "dvb"]
 
 
-def module(et, n_head, d_head, strided=False):
+def module(et, n_head, d_head, strided=False, saved=False):
     t4 = "tensor<?x?x%dx%dx%s>" % (n_head, d_head, et)
     t3 = "tensor<?x%dx%dx%s>" % (n_head, d_head, et)
     t2 = "tensor<%dx%dx%s>" % (n_head, d_head, et)
+    tl = "tensor<?x%dx?x%s>" % (n_head, et)
     results = ", ".join([t4, t4, t4, t3, t2, t2])
     a4, a3, pre, kvr = kvr_operands(et, n_head, d_head, strided)
+    group = ""
+    if saved:
+        pre += ("  %%o, %%lse = txl.rel_attention %%q, %s, %%u, %%w, %%m, %%s "
+                "{scale = 0.125 : f32} : %s, %s, %s, %s, %s, %s -> %s, %s\n"
+                % (kvr, t4, t4, t4, t3, t2, t2, t4, tl))
+        group = " saved(%%lse, %%o : %s, %s)" % (tl, t4)
     return (
         "func.func @segment(%%do: %s, %%q: %s, %%k: %s, %%v: %s, %%r: %s, "
         "%%u: %s, %%w: %s, %%m: index, %%s: i1) -> (%s) attributes "
         "{llvm.emit_c_interface, txl.entry = \"txl_segment_forward\"} {\n%s"
         "  %%g:6 = txl.rel_attention_grad %%do, %%q, %s, %%u, %%w, "
-        "%%m, %%s {scale = 0.125 : f32} : %s, %s, %s, %s, %s, %s\n"
+        "%%m, %%s%s {scale = 0.125 : f32} : %s, %s, %s, %s, %s, %s\n"
         "  return %%g#0, %%g#1, %%g#2, %%g#3, %%g#4, %%g#5 : %s\n}\n"
-        % (t4, t4, a4, a4, a3, t2, t2, results, pre, kvr, t4, t4, t4, t3, t2,
-           t2, results))
+        % (t4, t4, a4, a4, a3, t2, t2, results, pre, kvr, group, t4, t4, t4,
+           t3, t2, t2, results))
 
 
 def main():
@@ -65,6 +75,8 @@ def main():
     ap.add_argument("--only", help="one kernel, e.g. f32:32")
     ap.add_argument("--strided", action="store_true",
                     help="k, v and r with stride 2 along d_head")
+    ap.add_argument("--saved", action="store_true",
+                    help="the forward's lse and output passed as saved")
     args = ap.parse_args()
     rng = np.random.RandomState(0)
     failed = ran = 0
@@ -76,7 +88,7 @@ def main():
         os.makedirs(work, exist_ok=True)
         path = os.path.join(work, "segment.mlir")
         with open(path, "w") as f:
-            f.write(module(et, n_head, d_head, args.strided))
+            f.write(module(et, n_head, d_head, args.strided, args.saved))
         segment = txlrun.Segment(
             txlrun.compile_module(path, work, pipeline=args.pipeline))
         dtype = np.float32 if et == "f32" else np.float64

@@ -311,8 +311,8 @@ def Txl_RelAttentionGradOp : Txl_Op<"rel_attention_grad", [Pure,
     `d_query = dS k + dS ⋆ r` where `(dS ⋆ r)[i] = sum_j dS[i, j] r[j + qlen - 1 - i]`,
     `d_pos_key[m] = sum_{i, b} dS[i, m - qlen + 1 + i] (q_i + v)`,
     `d_r_w_bias` and `d_r_r_bias` the sums of the two query terms over
-    positions and batch. The CPU lowering recomputes the forward's padded
-    score buffer and probabilities, writes dP and dS ([n_head·batch, qlen,
+    positions and batch. convert-txl-to-linalg's lowering recomputes the
+    forward's padded score buffer and probabilities, writes dP and dS ([n_head·batch, qlen,
     klen] each) and shifts dS back to the unshifted positional columns
     once, into a third such tensor dRaw (the adjoint of the forward's
     shifted view), from which the positional parts of `d_query` and
@@ -322,10 +322,11 @@ def Txl_RelAttentionGradOp : Txl_Op<"rel_attention_grad", [Pure,
 
     The optional `saved(lse, output)` group passes the forward's statistics:
     `lse` [batch, n_head, qlen], the forward op's second result, and
-    `output`, its first (the query's type). The GPU kernels then read each
-    row's log-sum-exp instead of recomputing it and take
-    `rowsum(P ⊙ dP) = d_result_i · output_i` (flash-attention-2's D); the
-    CPU lowering, which keeps P whole, does not need them and ignores them.
+    `output`, its first (the query's type). The GPU kernels and the CPU
+    kernel (txl-rel-attention-to-cpu) then read each row's log-sum-exp
+    instead of recomputing it and take `rowsum(P ⊙ dP) = d_result_i ·
+    output_i` (flash-attention-2's D); convert-txl-to-linalg's lowering,
+    which keeps P whole, does not need them and ignores them.
     The values must be the matching forward's: the adjoint of a
     `txl.rel_attention` with an lse result passes its two results.
 

@@ -104,9 +104,10 @@ void buildTxlOptPipeline(OpPassManager &pm,
 /// txl -> txl: --txl-generate-backward{loss-scale} on `function` (@segment,
 /// or objective "alrfou"'s @segment_train, which is then erased; adds
 /// @segment_grad, whose last argument is the runtime's loss scale), then
-/// canonicalization and CSE. With `saveAttentionStats` (the GPU targets,
-/// every precision), --txl-save-attention-stats first: the fused attention's
-/// backward reads the forward's row log-sum-exp and output.
+/// canonicalization and CSE. With `saveAttentionStats` (what txlc and
+/// buildTxlCpuPipeline pass, every target and precision),
+/// --txl-save-attention-stats first: the fused attention's backward reads
+/// the forward's row log-sum-exp and output.
 void buildTxlBackwardPipeline(OpPassManager &pm,
                               bool saveAttentionStats = false,
                               StringRef function = "segment");

@@ -47,9 +47,10 @@ def SaveAttentionStatsPass : Pass<"txl-save-attention-stats",
   let summary = "Give every txl.rel_attention its lse result, for the "
                 "backward to save";
   let description = [{
-    Runs before --txl-generate-backward on the GPU targets, whose backward
-    kernels recompute the probabilities tile by tile (flash-attention-2
-    style) and so need each query row's softmax statistic. Every
+    Runs before --txl-generate-backward on every target: the backward
+    kernels (GPU and CPU) recompute the probabilities tile by tile
+    (flash-attention-2 style) from each query row's softmax statistic,
+    which the CPU kernel would otherwise get by running the forward again. Every
     `txl.rel_attention` without one gains its `lse` result ([batch, n_head,
     qlen] of the query's element type: n·b·qlen floats, not a qlen × klen
     tensor). The adjoint of an op with an lse result passes it and the

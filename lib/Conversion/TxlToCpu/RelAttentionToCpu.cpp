@@ -17,11 +17,13 @@
 // vectors), all O((qlen + klen) · d_head).
 //
 // The backward (txl.rel_attention_grad) is flash-attention-2's on the same
-// pieces: per query tile the forward pass again for each row's lse and
-// output, then per key tile the scores, P, dP and dS in tile buffers and
-// the gradients accumulated into packed rows (dk, dv per (head, column),
-// dr per head through dS placed in the tile's rel-shift window, dq per
-// query tile).
+// pieces: per query tile each row's lse and D = d_result · output, read
+// from the forward's saved statistics when the op has them (its `saved`
+// group: the training forward's lse form, txl-save-attention-stats) and
+// otherwise from the forward pass again; then per key tile the scores, P,
+// dP and dS in tile buffers and the gradients accumulated into packed rows
+// (dk, dv per (head, column), dr per head through dS placed in the tile's
+// rel-shift window, dq per query tile).
 //
 // Written in scf, memref, arith, math and the vector dialect, with explicit
 // register blocking (every product a vector.fma on accumulators carried as
@@ -218,6 +220,7 @@ private:
                   function_ref<Value(int64_t, Value)> coeff, Value src,
                   Value srcRow0);
   void backwardTile(Value h, Value c, Value i0);
+  void backwardKeyTiles(Value h, Value c, Value i0, Value nr);
   void zeroRows(Value mem, Value from, Value to, Value colsFrom, Value cols);
   /// Calls block(ii, rows) for ii in [0, nr): blocks of `rows` rows, then
   /// single rows.
@@ -952,19 +955,45 @@ void KernelBuilder::accumulate(Value dst, Value dstRow0, int64_t rows,
 }
 
 /// The backward of the query tile at i0 (flash-attention-2's, on one
-/// thread): the forward pass again for each row's lse and output, D_i =
-/// d_result_i · out_i; then per key tile the scores again, P = exp(scale ·
-/// s − lse), dP = d_result · vᵀ (AC's register blocks), dS = scale · P ⊙
-/// (dP − D), and the products dv += Pᵀ d_result, dk += dSᵀ (q + u), dq_u +=
-/// dS k; the positional ones through dS placed in the tile's rel-shift
-/// window W[i, t] = dS[i, t − (nr − 1 − i)] (t < Bk + nr − 1, rows of r
-/// from m0 = j0 + qlen − 1 − (i0 + nr − 1)): dr[m0 + t] += Σ_i W[i, t] (q +
-/// v)_i and dq_v[i] += Σ_t W[i, t] r[m0 + t].
+/// thread): each row's lse and D_i = d_result_i · out_i, from the saved
+/// lse and output (withLse) or else from the forward pass again; then per key
+/// tile the scores again, P = exp(scale · s − lse), dP = d_result · vᵀ (AC's
+/// register blocks), dS = scale · P ⊙ (dP − D), and the products dv += Pᵀ
+/// d_result, dk += dSᵀ (q + u), dq_u += dS k; the positional ones through dS
+/// placed in the tile's rel-shift window W[i, t] = dS[i, t − (nr − 1 − i)] (t <
+/// Bk + nr − 1, rows of r from m0 = j0 + qlen − 1 − (i0 + nr − 1)): dr[m0 + t]
+/// += Σ_i W[i, t] (q + v)_i and dq_v[i] += Σ_t W[i, t] r[m0 + t].
 void KernelBuilder::backwardTile(Value h, Value c, Value i0) {
-  Value c0 = idx(0), c1 = idx(1), bk = idx(kKeyTile);
-  auto tileAt = [&](Value tile, Value row, Value col) -> Value {
-    return memref::LoadOp::create(b, tile, ValueRange{row, col});
-  };
+  Value c0 = idx(0), c1 = idx(1);
+  if (withLse) {
+    // The saved statistics: lse[c, h, i] and D from the saved output.
+    Value nr = minI(idx(tileRows), sub(qlen, i0));
+    loop(c0, nr, c1, [&](Value ii) {
+      Value i = add(i0, ii);
+      memref::StoreOp::create(
+          b, memref::LoadOp::create(b, lse, ValueRange{c, h, i}), lseRow,
+          ValueRange{ii});
+      auto dot =
+          scf::ForOp::create(b, c0, idx(dHead), c1, ValueRange{fconst(0.0)});
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(dot.getBody());
+        Value d = dot.getInductionVar();
+        Value o = memref::LoadOp::create(b, out, ValueRange{i, c, h, d});
+        Value g = memref::LoadOp::create(b, dOP, ValueRange{i, d});
+        scf::YieldOp::create(b, ValueRange{arith::AddFOp::create(
+                                    b, dot.getRegionIterArgs()[0],
+                                    arith::MulFOp::create(b, o, g))});
+      }
+      memref::StoreOp::create(b, dot.getResult(0), dRow, ValueRange{ii});
+      for (int64_t x = 0; x < dPad / kLanes; ++x) {
+        vstore(vconst(0.0), dQuT, {ii, idx(x * kLanes)});
+        vstore(vconst(0.0), dQvT, {ii, idx(x * kLanes)});
+      }
+    });
+    backwardKeyTiles(h, c, i0, nr);
+    return;
+  }
   Value nr = forwardTile(i0);
   // lse and D per row; dq's parts and the window zeroed.
   loop(c0, nr, c1, [&](Value ii) {
@@ -987,6 +1016,16 @@ void KernelBuilder::backwardTile(Value h, Value c, Value i0) {
     memref::StoreOp::create(b, arith::DivFOp::create(b, dot, sum), dRow,
                             ValueRange{ii});
   });
+  backwardKeyTiles(h, c, i0, nr);
+}
+
+/// backwardTile's walk over the key tiles and dq's write-back, once lseRow,
+/// dRow and dq's parts are set for the tile's `nr` rows.
+void KernelBuilder::backwardKeyTiles(Value h, Value c, Value i0, Value nr) {
+  Value c0 = idx(0), c1 = idx(1), bk = idx(kKeyTile);
+  auto tileAt = [&](Value tile, Value row, Value col) -> Value {
+    return memref::LoadOp::create(b, tile, ValueRange{row, col});
+  };
   zeroRows(wd, c0, idx(tileRows), c0, memref::DimOp::create(b, wd, 1));
   Value shift = sub(nr, c1);
   Value start, end;
@@ -1098,7 +1137,12 @@ void KernelBuilder::buildBackward() {
   dr = args[10];
   du = args[11];
   dvb = args[12];
-  setUp(args.drop_front(13), k, q);
+  unsigned next = 13;
+  if (withLse) {
+    lse = args[next++];
+    out = args[next++];
+  }
+  setUp(args.drop_front(next), k, q);
   allocatePacked();
   Value c0 = idx(0), c1 = idx(1), dh = idx(dHead), pad = idx(dPad);
   auto matrix = [&](Value rows, Value cols) -> Value {
@@ -1204,7 +1248,7 @@ std::string kernelName(Type et, int64_t dHead, bool withLse, bool grad,
   et.print(os);
   os << "_d" << dHead;
   if (withLse)
-    os << "_lse";
+    os << (grad ? "_saved" : "_lse");
   if (hooks.lanes != 8)
     os << "_v" << hooks.lanes * 32;
   if (hooks.scoreRows != 4 || hooks.outputRows != 4)
@@ -1230,7 +1274,9 @@ MemRefType anyLayout(MLIRContext *ctx, int64_t rank, Type et) {
 
 /// The forward kernel (with `withLse`, its lse form) or, with `grad`, the
 /// backward kernel: (d_result, q, k, v, r, u, v_bias, dq, dk, dv, dr, du,
-/// dv_bias, mem_len, same_length, scale).
+/// dv_bias, mem_len, same_length, scale); with `grad` and `withLse`, the
+/// backward on the forward's saved statistics, lse [batch, n_head, qlen]
+/// and output after dv_bias.
 func::FuncOp getOrCreateKernel(ModuleOp module, Type et, int64_t dHead,
                                bool withLse, bool grad,
                                const KernelHooks &hooks) {
@@ -1251,6 +1297,8 @@ func::FuncOp getOrCreateKernel(ModuleOp module, Type et, int64_t dHead,
     args.push_back(anyLayout(ctx, 4, et));
   if (withLse)
     args.push_back(anyLayout(ctx, 3, et));
+  if (withLse && grad)
+    args.push_back(anyLayout(ctx, 4, et));
   Builder builder(ctx);
   args.append({builder.getIndexType(), builder.getI1Type(), et});
   ImplicitLocOpBuilder b(module.getLoc(), ctx);
@@ -1443,8 +1491,9 @@ struct RelAttentionToCall : public OpRewritePattern<RelAttentionOp> {
 // txl.rel_attention_grad (static d_head) => the backward kernel's call on
 // the operands' buffers and new buffers for the six gradients; with
 // dropatt or min-score-bytes, that where the kernel runs (as for the
-// forward) and the op itself otherwise (scf.if).
-// The saved group (lse, output) is not read: the kernel recomputes both.
+// forward) and the op itself otherwise (scf.if). With the saved group
+// (lse, output), the kernel form that reads them instead of recomputing
+// the forward.
 struct RelAttentionGradToCall : public OpRewritePattern<RelAttentionGradOp> {
   RelAttentionGradToCall(MLIRContext *ctx, ModuleOp module,
                          const KernelHooks &hooks)
@@ -1458,7 +1507,7 @@ struct RelAttentionGradToCall : public OpRewritePattern<RelAttentionGradOp> {
       return rewriter.notifyMatchFailure(op, "d_head must be static");
     CpuKernels kernels =
         getOrCreateKernels(module, type.getElementType(), dHead,
-                           /*withLse=*/false, /*grad=*/true, hooks);
+                           /*withLse=*/!!op.getLse(), /*grad=*/true, hooks);
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     replaceByCall(
         rewriter, b, op,
@@ -1495,6 +1544,11 @@ struct RelAttentionGradToCall : public OpRewritePattern<RelAttentionGradOp> {
       args.push_back(memref::CastOp::create(
           b, kernel.getArgumentTypes()[args.size()], grads.back()));
     }
+    for (Value saved : {op.getLse(), op.getOutput()})
+      if (saved)
+        args.push_back(toKernelBuffer(
+            b, saved,
+            cast<MemRefType>(kernel.getArgumentTypes()[args.size()])));
     args.push_back(op.getMemLen());
     args.push_back(op.getSameLength());
     args.push_back(arith::ConstantOp::create(

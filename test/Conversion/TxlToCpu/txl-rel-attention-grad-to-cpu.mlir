@@ -71,21 +71,54 @@ func.func @grad(%do: tensor<?x?x2x16xf32>, %q: tensor<?x?x2x16xf32>, %k: tensor<
 
 // -----
 
+// With the saved group (the training forward's lse and output, what
+// txl-save-attention-stats gives every txlc target): the kernel form that
+// reads them, the two more operands viewed as the others, where the form
+// above runs the forward again for each query tile (the negative case:
+// its math.log and running max, which this form has neither of).
+
+// CHECK-LABEL: func.func @saved
+// CHECK-COUNT-9: bufferization.to_buffer {{.*}} read_only
+// CHECK: call @txl_rel_attention_grad_cpu_f32_d16_saved(
+// CHECK-LABEL: func.func private @txl_rel_attention_grad_cpu_f32_d16_saved(
+// CHECK-SAME: memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, %{{.+}}: memref<?x?x?x?xf32, strided<[?, ?, ?, ?], offset: ?>>, %{{.+}}: index, %{{.+}}: i1, %{{.+}}: f32)
+
+// KERNEL-LABEL: func.func private @txl_rel_attention_grad_cpu_f32_d16_saved(
+// KERNEL-NOT: vector.reduction <maxnumf>
+// KERNEL: math.exp {{.+}} : vector<8xf32>
+// KERNEL-NOT: math.log
+// KERNEL-NOT: vector.reduction <maxnumf>
+// KERNEL: return
+func.func @saved(%do: tensor<?x?x2x16xf32>, %q: tensor<?x?x2x16xf32>, %k: tensor<?x?x2x16xf32>,
+                 %v: tensor<?x?x2x16xf32>, %r: tensor<?x2x16xf32>, %u: tensor<2x16xf32>,
+                 %vb: tensor<2x16xf32>, %lse: tensor<?x2x?xf32>, %o: tensor<?x?x2x16xf32>,
+                 %m: index, %s: i1)
+    -> (tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x2x16xf32>,
+        tensor<2x16xf32>, tensor<2x16xf32>) {
+  %g:6 = txl.rel_attention_grad %do, %q, %k, %v, %r, %u, %vb, %m, %s
+      saved(%lse, %o : tensor<?x2x?xf32>, tensor<?x?x2x16xf32>) {scale = 0.25 : f32}
+      : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x2x16xf32>,
+        tensor<2x16xf32>, tensor<2x16xf32>
+  return %g#0, %g#1, %g#2, %g#3, %g#4, %g#5 : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>,
+      tensor<?x?x2x16xf32>, tensor<?x2x16xf32>, tensor<2x16xf32>, tensor<2x16xf32>
+}
+
+// -----
+
 // With dropatt: the kernel when not training (dropatt is the identity),
 // the op itself (for convert-txl-to-linalg, which draws the masks) when
-// training. The saved group is not read: the kernel recomputes lse and the
-// output.
+// training; the kernel's saved form, for the saved group.
 
 // CHECK-LABEL: func.func @dropatt_saved
 // CHECK-SAME: : i64, %[[TRAINING:[^:]+]]: i1, %{{[^:]+}}: i64)
 // CHECK: %[[EVAL:.+]] = arith.xori %[[TRAINING]], %true
 // CHECK: %[[G:.+]]:6 = scf.if %[[EVAL]] -> (
-// CHECK: call @txl_rel_attention_grad_cpu_f64_d41(
+// CHECK: call @txl_rel_attention_grad_cpu_f64_d41_saved(
 // CHECK: } else {
 // CHECK-NEXT: %[[DQ:[^,]+]], {{.+}} = txl.rel_attention_grad {{.+}} dropatt({{.+}}) saved(
 // CHECK-NEXT: scf.yield %[[DQ]], 
 // CHECK: return %[[G]]#0
-// CHECK-LABEL: func.func private @txl_rel_attention_grad_cpu_f64_d41(
+// CHECK-LABEL: func.func private @txl_rel_attention_grad_cpu_f64_d41_saved(
 func.func @dropatt_saved(%do: tensor<?x?x2x41xf64>, %q: tensor<?x?x2x41xf64>, %k: tensor<?x?x2x41xf64>,
                          %v: tensor<?x?x2x41xf64>, %r: tensor<?x2x41xf64>, %u: tensor<2x41xf64>,
                          %vb: tensor<2x41xf64>, %lse: tensor<?x2x?xf64>, %o: tensor<?x?x2x41xf64>,
