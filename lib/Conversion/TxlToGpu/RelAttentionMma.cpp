@@ -26,8 +26,10 @@
 // tile (16 × 48) and, after a barrier, every lane reads back the skewed X
 // entries of its own accumulator positions; AC stays in the registers of
 // the lane's positions.
-// Masks, online softmax and P·V then follow the f32 kernel, P entering the P·V
-// product as the A operand straight from the score accumulators' registers.
+// Masks (one 32-bit unsigned comparison per score against bounds set per row
+// and tile), online softmax and P·V then follow the f32 kernel, P entering
+// the P·V product as the A operand straight from the score accumulators'
+// registers.
 // As the f32 kernel, it may walk only the grid's z-th part of the keys and
 // write that part's rows and log-sum-exps for rel_attention_combine, and
 // its lse form writes each row's log-sum-exp for the backward.
@@ -433,8 +435,6 @@ void MmaKernelBuilder::build() {
   // The decoder mask, as in the f32 kernel (txl.masked_softmax).
   DecoderMask mask = decoderMask(qlen, klen, memLen, sameLength, i0, queryTile);
   Value mlen = mask.mlen, shift = mask.shift, same = mask.same;
-  Value notSame =
-      arith::XOrIOp::create(b, same, arith::ConstantIntOp::create(b, 1, 1));
   // This workgroup's part of the visible keys (grid z).
   KeyPart keys = keyPart(mask, kKeyTile);
   Value jBegin = keys.jBegin, jEnd = keys.jEnd;
@@ -537,6 +537,24 @@ void MmaKernelBuilder::build() {
     // 2 t + e, in base 2: (AC + BD) scale log2(e), so that each
     // probability is one exp2 (ex2.approx on CUDA) of the score less the
     // row's running maximum, kept in base 2 as well.
+    // The mask (txl.masked_softmax's) as one unsigned comparison per
+    // score, in 32 bits: row i sees the keys j with lo < j <= hi, hi =
+    // min(jEnd - 1, i + mlen) and lo = i - shift with same_length, -1
+    // without (j >= 0); that is (j - lo - 1) <u max(hi - lo, 0), where j -
+    // lo - 1 = col + (j0 - lo - 1) and col, the score's key in the tile,
+    // is the lane's constant.
+    auto toI32 = [&](Value x) -> Value {
+      return arith::IndexCastOp::create(b, b.getI32Type(), x);
+    };
+    SmallVector<Value> keyBase(2), keyCount(2);
+    for (int64_t rr = 0; rr < 2; ++rr) {
+      Value i = toI32(add(iw, add(g, idx(8 * rr))));
+      Value hi = arith::MinSIOp::create(b, sub(toI32(jEnd), i32(1)),
+                                        add(i, toI32(mlen)));
+      Value lo = select(same, sub(i, toI32(shift)), i32(-1));
+      keyCount[rr] = arith::MaxSIOp::create(b, sub(hi, lo), i32(0));
+      keyBase[rr] = sub(sub(toI32(j0), lo), i32(1));
+    }
     SmallVector<Value> score(16);
     for (int64_t nb = 0; nb < 4; ++nb)
       for (int64_t rr = 0; rr < 2; ++rr)
@@ -550,10 +568,7 @@ void MmaKernelBuilder::build() {
                          add(sub(idx(kRows - 1), row), col)});
           Value s = arith::MulFOp::create(
               b, arith::AddFOp::create(b, ac[n], bd), scaleLog2e);
-          Value i = add(iw, row), j = add(j0, col);
-          Value ok = both(cmp(P::ult, j, jEnd), cmp(P::sle, j, add(i, mlen)));
-          ok = both(ok, arith::OrIOp::create(b, notSame,
-                                             cmp(P::sgt, j, sub(i, shift))));
+          Value ok = cmp(P::ult, add(toI32(col), keyBase[rr]), keyCount[rr]);
           score[n] = select(ok, s, negInf());
         }
 
