@@ -492,8 +492,8 @@ private:
   /// writes, blocking (the map waits for the commands before it in the
   /// queue), and unmapped after (later commands wait for the unmap). On a
   /// CPU device the map is the buffer's own memory, not a copy: Intel's
-  /// OpenCL CPU runtime ran CLBlast's products about 30x slower than
-  /// OpenBLAS on the same cores (docs/gpu.md). OpenBLAS does not read C
+  /// OpenCL CPU runtime ran ptb_small's products about 18x slower in
+  /// CLBlast than in OpenBLAS on the same cores (docs/design.md). OpenBLAS does not read C
   /// where beta = 0. Throws Error(TXL_INVALID_ARGUMENT) for a dimension
   /// past CBLAS's int.
   void hostGemm(const GemmDesc &desc) {
