@@ -133,6 +133,39 @@ protected:
     return arith::AndIOp::create(b, causal, sameOk);
   }
 
+  /// Row i's visible keys under `m` as one 32-bit range, so that the mask
+  /// costs one unsigned comparison per score (`isVisibleKey`): key j,
+  /// possibly negative, is visible to row i and below `jEnd` iff
+  /// (j - first) <u count, where first = lo + 1 and count = max(hi - lo,
+  /// 0), with hi = min(jEnd - 1, i + mlen) and lo = max(i - shift, -1)
+  /// with same_length, -1 without. `rowOk` false (a row past qlen) gives
+  /// count 0: no key. Both values are i32; i, jEnd and the mask's values
+  /// are index values that fit in 32 bits (a launch's sizes do).
+  struct VisibleKeys {
+    Value first, count;
+  };
+  Value toI32(Value x) {
+    return arith::IndexCastOp::create(b, b.getI32Type(), x);
+  }
+  VisibleKeys visibleKeys(const DecoderMask &m, Value i, Value jEnd,
+                          Value rowOk = {}) {
+    Value row = toI32(i);
+    Value hi = arith::MinSIOp::create(b, sub(toI32(jEnd), i32(1)),
+                                      add(row, toI32(m.mlen)));
+    Value lo = select(
+        m.same, arith::MaxSIOp::create(b, sub(row, toI32(m.shift)), i32(-1)),
+        i32(-1));
+    Value count = arith::MaxSIOp::create(b, sub(hi, lo), i32(0));
+    if (rowOk)
+      count = select(rowOk, count, i32(0));
+    return {add(lo, i32(1)), count};
+  }
+  /// Whether key j (an index value) is in `keys`.
+  Value isVisibleKey(const VisibleKeys &keys, Value j) {
+    return cmp(arith::CmpIPredicate::ult, sub(toI32(j), keys.first),
+               keys.count);
+  }
+
   /// `body(row, col)` for every element of a [rows, dHead] tile, the
   /// `threads` work-items of the workgroup (`tid` the work-item's index)
   /// striding over the elements: consecutive work-items take consecutive

@@ -328,6 +328,7 @@ void MmaKeyValueGradBuilder::build() {
             memref::LoadOp::create(b, lse, ValueRange{batchIdx, head, iSafe});
         Value deltaI =
             memref::LoadOp::create(b, delta, ValueRange{batchIdx, head, iSafe});
+        VisibleKeys visibleI = visibleKeys(mask, i, klen, iOk);
         for (int64_t rr = 0; rr < 2; ++rr) {
           int64_t n = 2 * rr + e;
           Value jj = add(warpKey0, add(g, idx(8 * rr)));
@@ -340,7 +341,7 @@ void MmaKeyValueGradBuilder::build() {
               arith::AddFOp::create(b, arith::AddFOp::create(b, ac[n], ku[rr]),
                                     bd),
               scale);
-          Value ok = both(both(iOk, cmp(P::ult, j, klen)), visible(mask, i, j));
+          Value ok = isVisibleKey(visibleI, j);
           Value p = select(
               ok, math::ExpOp::create(b, arith::SubFOp::create(b, sc, lseI)),
               f32(0.0));
@@ -539,14 +540,17 @@ void MmaQueryGradBuilder::build() {
                    arith::RemUIOp::create(b, n, idx(columns))});
   }
 
-  // The lane's rows g and g + 8: lse_i, and D_i = dO_i · O_i summed over
-  // the quad, which its lane t = 0 writes.
+  // The lane's rows g and g + 8: lse_i, D_i = dO_i · O_i summed over
+  // the quad, which its lane t = 0 writes, and the keys the row sees (one
+  // unsigned comparison per score in the walk).
   SmallVector<Value> rowLse, rowDelta;
+  SmallVector<VisibleKeys> rowKeys;
   {
     SmallVector<Value> rows, rowOk;
     for (int64_t rr = 0; rr < 2; ++rr) {
       rows.push_back(add(iw, add(g, idx(8 * rr))));
       rowOk.push_back(cmp(P::ult, rows.back(), qlen));
+      rowKeys.push_back(visibleKeys(mask, rows.back(), klen, rowOk.back()));
     }
     auto loop = scf::ForOp::create(b, t, idx(dHead), idx(4),
                                    ValueRange{f32(0.0), f32(0.0)});
@@ -651,8 +655,7 @@ void MmaQueryGradBuilder::build() {
               b, xTile, ValueRange{add(warpRow0, ii), skew});
           Value sc = arith::MulFOp::create(
               b, arith::AddFOp::create(b, ac[n], bd), scale);
-          Value ok = both(both(cmp(P::ult, i, qlen), cmp(P::ult, j, klen)),
-                          visible(mask, i, j));
+          Value ok = isVisibleKey(rowKeys[rr], j);
           Value p = select(
               ok,
               math::ExpOp::create(b, arith::SubFOp::create(b, sc, rowLse[rr])),
@@ -904,6 +907,7 @@ void MmaPosGradBuilder::build() {
               memref::LoadOp::create(b, lse, ValueRange{batchIdx, head, iSafe});
           Value deltaI = memref::LoadOp::create(
               b, delta, ValueRange{batchIdx, head, iSafe});
+          VisibleKeys visibleI = visibleKeys(mask, i, klen, iOk);
           for (int64_t rr = 0; rr < 2; ++rr) {
             Value mm = add(warpRow0, add(g, idx(8 * rr)));
             Value m = add(m0, mm);
@@ -914,9 +918,7 @@ void MmaPosGradBuilder::build() {
             Value j = add(jBase, add(mm, ii));
             Value sc = arith::MulFOp::create(
                 b, arith::AddFOp::create(b, ac, bd[2 * rr + e]), scale);
-            Value jOk = both(cmp(P::sge, j, zero), cmp(P::slt, j, klen));
-            Value ok = both(both(iOk, cmp(P::ult, m, klen)),
-                            both(jOk, visible(mask, i, j)));
+            Value ok = both(cmp(P::ult, m, klen), isVisibleKey(visibleI, j));
             Value p = select(
                 ok, math::ExpOp::create(b, arith::SubFOp::create(b, sc, lseI)),
                 f32(0.0));

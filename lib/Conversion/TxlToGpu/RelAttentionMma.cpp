@@ -434,7 +434,6 @@ void MmaKernelBuilder::build() {
 
   // The decoder mask, as in the f32 kernel (txl.masked_softmax).
   DecoderMask mask = decoderMask(qlen, klen, memLen, sameLength, i0, queryTile);
-  Value mlen = mask.mlen, shift = mask.shift, same = mask.same;
   // This workgroup's part of the visible keys (grid z).
   KeyPart keys = keyPart(mask, kKeyTile);
   Value jBegin = keys.jBegin, jEnd = keys.jEnd;
@@ -538,22 +537,15 @@ void MmaKernelBuilder::build() {
     // probability is one exp2 (ex2.approx on CUDA) of the score less the
     // row's running maximum, kept in base 2 as well.
     // The mask (txl.masked_softmax's) as one unsigned comparison per
-    // score, in 32 bits: row i sees the keys j with lo < j <= hi, hi =
-    // min(jEnd - 1, i + mlen) and lo = i - shift with same_length, -1
-    // without (j >= 0); that is (j - lo - 1) <u max(hi - lo, 0), where j -
-    // lo - 1 = col + (j0 - lo - 1) and col, the score's key in the tile,
-    // is the lane's constant.
-    auto toI32 = [&](Value x) -> Value {
-      return arith::IndexCastOp::create(b, b.getI32Type(), x);
-    };
+    // score, in 32 bits (visibleKeys): row i sees the keys j with
+    // (j - first_i) <u count_i, where j - first_i = col + (j0 - first_i)
+    // and col, the score's key in the tile, is the lane's constant.
     SmallVector<Value> keyBase(2), keyCount(2);
     for (int64_t rr = 0; rr < 2; ++rr) {
-      Value i = toI32(add(iw, add(g, idx(8 * rr))));
-      Value hi = arith::MinSIOp::create(b, sub(toI32(jEnd), i32(1)),
-                                        add(i, toI32(mlen)));
-      Value lo = select(same, sub(i, toI32(shift)), i32(-1));
-      keyCount[rr] = arith::MaxSIOp::create(b, sub(hi, lo), i32(0));
-      keyBase[rr] = sub(sub(toI32(j0), lo), i32(1));
+      VisibleKeys rowKeys =
+          visibleKeys(mask, add(iw, add(g, idx(8 * rr))), jEnd);
+      keyCount[rr] = rowKeys.count;
+      keyBase[rr] = sub(toI32(j0), rowKeys.first);
     }
     SmallVector<Value> score(16);
     for (int64_t nb = 0; nb < 4; ++nb)

@@ -24,6 +24,7 @@
 #include "KvCache.h"
 
 #include "txl/device.h"
+#include "txl/rt/device/CpuBlas.h"
 #include "txl/rt/device/Device.h"
 #include "txl/rt/session/DeviceArray.h"
 #include "txl/rt/session/MemRef.h"
@@ -34,10 +35,6 @@
 #include <memory>
 #include <string>
 #include <vector>
-
-// OpenBLAS's thread control (see Commands.cpp for why not cblas.h).
-extern "C" void openblas_set_num_threads(int numThreads);
-extern "C" int openblas_get_num_threads(void);
 
 struct txl_session {
   const txl_model_info_t *info = nullptr;

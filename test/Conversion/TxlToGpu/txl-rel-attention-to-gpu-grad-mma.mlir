@@ -185,11 +185,19 @@
 // CHECK-COUNT-2: nvgpu.mma.sync
 // CHECK: memref.load %[[LSER]]
 // CHECK-NEXT: memref.load %[[DELTAR]]
+// The query's visible keys as one 32-bit range (first, count), set once per
+// query; then per pair one unsigned comparison of the key against it.
+// CHECK: %[[COUNTR:.+]] = arith.select %{{.+}}, %{{.+}}, %c0_i32 : i32
+// CHECK-NEXT: %[[FIRSTR:.+]] = arith.addi %{{.+}}, %c1_i32 : i32
 // CHECK-NEXT: %[[MM:.+]] = arith.addi %{{.+}}, %{{.+}} : index
 // CHECK-NEXT: arith.addi %{{.+}}, %[[MM]] : index
 // CHECK-NEXT: %[[WR:.+]] = arith.addi %[[MM]], %[[IIR:.+]] : index
 // CHECK-NEXT: memref.load %[[Z]][%[[IIR]], %[[WR]]]
 // CHECK-NEXT: memref.load %[[V]][%[[IIR]], %[[WR]]]
+// CHECK-NOT: arith.cmpi {{sle|sgt|sge|slt}}
+// CHECK: %[[KEYR:.+]] = arith.subi %{{.+}}, %[[FIRSTR]] : i32
+// CHECK-NEXT: arith.cmpi ult, %[[KEYR]], %[[COUNTR]] : i32
+// CHECK-NOT: arith.cmpi {{sle|sgt|sge|slt}}
 // CHECK: math.exp
 // CHECK: memref.store %{{.+}}, %[[DSR]][%[[MM]], %[[IIR]]]
 // CHECK: } {loop_annotation = #[[$ROLLED]]}

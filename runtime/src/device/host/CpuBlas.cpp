@@ -17,10 +17,9 @@
 #include <cpuid.h>
 #endif
 
-// OpenBLAS's own queries (see Session.cpp for why not cblas.h).
+// OpenBLAS's own queries (see CpuBlas.h for why not cblas.h).
 extern "C" char *openblas_get_config(void);
 extern "C" char *openblas_get_corename(void);
-extern "C" int openblas_get_num_threads(void);
 
 namespace txl::rt {
 

@@ -16,8 +16,6 @@
 #include <cstdlib>
 #include <string_view>
 
-extern "C" int openblas_get_num_threads(void);
-
 namespace txl::rt {
 namespace {
 

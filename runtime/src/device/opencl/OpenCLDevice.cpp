@@ -29,9 +29,6 @@
 #include <cstring>
 #include <map>
 #include <string_view>
-
-extern "C" int openblas_get_num_threads(void);
-extern "C" void openblas_set_num_threads(int numThreads);
 #include <vector>
 
 namespace txl::rt {

@@ -27,6 +27,11 @@ extern "C" void cblas_sgemm(int order, int transA, int transB, int m, int n,
                             const float *b, int ldb, float beta, float *c,
                             int ldc);
 
+// OpenBLAS's thread count: the threads its products run on (the calling one
+// included), process-wide.
+extern "C" int openblas_get_num_threads(void);
+extern "C" void openblas_set_num_threads(int numThreads);
+
 namespace txl::rt {
 
 /// CBLAS's CBLAS_ORDER and CBLAS_TRANSPOSE values.
