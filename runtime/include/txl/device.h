@@ -146,6 +146,13 @@ typedef struct {
    * leave a GPU idle while a few work-items walk a loop
    * (txl_device_serial_steps). */
   uint64_t serial_launches;
+  /* The work asked for, as bench/gpu/cost_model.py reads it: the
+   * work-items of every launch (grid size times workgroup size, summed),
+   * and the matrix products' floating-point operations (2 m n k per
+   * matrix of a batch) and the bytes their operands and results take in
+   * device memory (f32: A, B and C once each, C twice where beta != 0). */
+  uint64_t work_items;
+  uint64_t product_flops, product_bytes;
 } txl_device_counters_t;
 /* The open device's counters (all 0 when none is open). */
 void txl_device_counters(txl_device_counters_t *out);

@@ -10,6 +10,7 @@
 
 #include "txl/rt/device/ForwardingDevice.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <string_view>
@@ -31,6 +32,9 @@ txl_device_counters_t DeviceCounters::snapshot() const {
   out.allocations = allocations;
   out.frees = frees;
   out.serial_launches = serialLaunches;
+  out.work_items = workItems;
+  out.product_flops = productFlops;
+  out.product_bytes = productBytes;
   return out;
 }
 
@@ -38,7 +42,7 @@ void DeviceCounters::reset() {
   for (std::atomic<uint64_t> *counter :
        {&launches, &libraryCalls, &uploads, &uploadBytes, &downloads,
         &downloadBytes, &deviceCopies, &syncs, &allocations, &frees,
-        &serialLaunches})
+        &serialLaunches, &workItems, &productFlops, &productBytes})
     *counter = 0;
 }
 
@@ -99,10 +103,18 @@ public:
   void launch(Kernel &kernel, const size_t grid[3], const size_t block[3],
               size_t sharedBytes, void **params, size_t paramCount) override {
     ++counters_.launches;
+    counters_.workItems += uint64_t(grid[0] * grid[1] * grid[2]) *
+                           uint64_t(block[0] * block[1] * block[2]);
     inner().launch(kernel, grid, block, sharedBytes, params, paramCount);
   }
   void gemm(const GemmDesc &columnMajor) override {
     ++counters_.libraryCalls;
+    const GemmDesc &g = columnMajor;
+    const uint64_t batch = uint64_t(std::max<int64_t>(g.batch, 0));
+    const uint64_t m = uint64_t(g.m), n = uint64_t(g.n), k = uint64_t(g.k);
+    counters_.productFlops += 2 * m * n * k * batch;
+    counters_.productBytes +=
+        sizeof(float) * batch * (m * k + k * n + (g.beta != 0 ? 2 : 1) * m * n);
     inner().gemm(columnMajor);
   }
   void synchronize() override {

@@ -439,7 +439,8 @@ void txl::rt::reportCounts(txl_session &session, const char *what) {
       "counts: %s %lld: %llu launches, %llu library calls, %llu "
       "uploads (%llu bytes), %llu downloads (%llu bytes), %llu "
       "device copies, %llu syncs, %llu allocations, %llu frees, %llu "
-      "serial launches\n",
+      "serial launches, %llu work-items, %llu product FLOPs, %llu product "
+      "bytes\n",
       what, static_cast<long long>(n),
       static_cast<unsigned long long>(now.launches - was.launches),
       static_cast<unsigned long long>(now.library_calls - was.library_calls),
@@ -452,7 +453,10 @@ void txl::rt::reportCounts(txl_session &session, const char *what) {
       static_cast<unsigned long long>(now.allocations - was.allocations),
       static_cast<unsigned long long>(now.frees - was.frees),
       static_cast<unsigned long long>(now.serial_launches -
-                                      was.serial_launches));
+                                      was.serial_launches),
+      static_cast<unsigned long long>(now.work_items - was.work_items),
+      static_cast<unsigned long long>(now.product_flops - was.product_flops),
+      static_cast<unsigned long long>(now.product_bytes - was.product_bytes));
   session.countsBefore = now;
 }
 

@@ -45,6 +45,6 @@ for c in rel_basic rel_basic_smallinit rel_grow_same_length_clamp_prelnorm \
   fi
   python3 "$compare" grads "$out/$c.grads.safetensors" "$R/grads.safetensors" \
     --rtol 1e-5
-  sed -n 's/^counts: segment .*, \([0-9]*\) serial launches$/\1/p' "$out/$c.err" |
+  sed -n 's/^counts: segment .*, \([0-9]*\) serial launches,.*$/\1/p' "$out/$c.err" |
     awk '{ n += $1 } END { print "serial launches: " n + 0 " in " NR " segments" }'
 done

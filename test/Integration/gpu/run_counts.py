@@ -18,7 +18,7 @@ import sys
 
 FIELDS = ["launches", "library calls", "uploads", "downloads",
           "device copies", "syncs", "allocations", "frees",
-          "serial launches"]
+          "serial launches", "work-items", "product FLOPs", "product bytes"]
 def parse(text, what="segment"):
     line_re = re.compile(r"^counts: " + what + r" (\d+): (.*)$")
     segments = {}
@@ -31,7 +31,7 @@ def parse(text, what="segment"):
             f = re.search(r"(\d+) " + field + r"\b", m.group(2))
             if not f:
                 sys.exit(f"FAIL: no '{field}' in: {line}")
-            counts[field.replace(" ", "_")] = int(f.group(1))
+            counts[re.sub(r"[ -]", "_", field)] = int(f.group(1))
         segments[int(m.group(1))] = counts
     return segments
 

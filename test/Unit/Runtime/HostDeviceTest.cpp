@@ -425,5 +425,39 @@ TEST(CountingDeviceTest, CountsEachOperationOnce) {
   EXPECT_EQ(counters.snapshot().syncs, 0u);
 }
 
+// The products' work: 2 m n k FLOPs a matrix of the batch, and the f32
+// bytes of A, B and C (C twice where beta != 0: read and written).
+TEST(CountingDeviceTest, CountsProductWork) {
+  DeviceCounters counters;
+  std::unique_ptr<Device> device = countOperations(openHostDevice(), counters);
+  const int64_t m = 2, n = 3, k = 4, batch = 2;
+  void *a = device->allocate(sizeof(float) * m * k * batch);
+  void *b = device->allocate(sizeof(float) * k * n * batch);
+  void *c = device->allocate(sizeof(float) * m * n * batch);
+  device->fill32(a, 0, 0x3f800000u, m * k * batch); // 1.0f
+  device->fill32(b, 0, 0x3f800000u, k * n * batch);
+  GemmDesc d;
+  d.m = m, d.n = n, d.k = k, d.batch = batch;
+  d.a = {a, 0, m, m * k};
+  d.b = {b, 0, k, k * n};
+  d.c = {c, 0, m, m * n};
+  d.beta = 0;
+  device->gemm(d);
+  txl_device_counters_t c0 = counters.snapshot();
+  EXPECT_EQ(c0.library_calls, 1u);
+  EXPECT_EQ(c0.product_flops, uint64_t(2 * m * n * k * batch));
+  EXPECT_EQ(c0.product_bytes,
+            uint64_t(sizeof(float) * batch * (m * k + k * n + m * n)));
+  d.beta = 1;
+  device->gemm(d);
+  txl_device_counters_t c1 = counters.snapshot();
+  EXPECT_EQ(c1.product_flops, uint64_t(2 * 2 * m * n * k * batch));
+  EXPECT_EQ(c1.product_bytes - c0.product_bytes,
+            uint64_t(sizeof(float) * batch * (m * k + k * n + 2 * m * n)));
+  EXPECT_EQ(c1.work_items, 0u) << "a product is no launch";
+  for (void *buffer : {a, b, c})
+    device->free(buffer);
+}
+
 } // namespace
 } // namespace txl::rt

@@ -23,7 +23,8 @@ namespace txl::rt {
 struct DeviceCounters {
   std::atomic<uint64_t> launches{0}, libraryCalls{0}, uploads{0},
       uploadBytes{0}, downloads{0}, downloadBytes{0}, deviceCopies{0}, syncs{0},
-      allocations{0}, frees{0}, serialLaunches{0};
+      allocations{0}, frees{0}, serialLaunches{0}, workItems{0},
+      productFlops{0}, productBytes{0};
 
   txl_device_counters_t snapshot() const;
   /// All back to 0 (a device opened).
