@@ -171,6 +171,8 @@ void mlir::txl::buildTxlToGpuPipeline(
   // Module: it adds the gpu.module of kernels.
   pm.addPass(createConvertRelAttentionToGpuPass(attention));
   pm.addPass(createConvertLayerNormToGpuPass());
+  // Each feed-forward's first bias into its ReLU (one launch fewer).
+  pm.nest<func::FuncOp>().addPass(createFuseBiasReluPass());
   // The output layer's txl.linear_nll (txl-to-linalg runs the fusion again,
   // finding nothing left).
   pm.nest<func::FuncOp>().addPass(createFuseLinearNllPass());

@@ -65,8 +65,11 @@ SHARED_RESERVED = 1024        # the driver's shared memory per workgroup
 # registers and at most the 32 bytes of a workgroup-spread reduction's
 # partials (8 subgroups' f32) keep 4 workgroups of 256 work-items on an
 # SM; the one-work-item serial kernels: 64 registers. The layer norm
-# kernels (a subgroup per row, 256 work-items): 32 registers and no shared
-# memory, 8 workgroups. The tensor-core attention kernels
+# kernels (a subgroup per row, 256 work-items; with the residual add, the
+# product's bias and the sum's store taken in or not): 32 registers and no
+# shared memory, 8 workgroups; the one with all three (training's second
+# norm of a layer) takes 38 registers at sm_80 for d 1024 (lm1b_base):
+# 40 and 6 workgroups (1,536 work-items an SM). The tensor-core attention kernels
 # (--precision=bf16 and fp16): 128 work-items, the P·V accumulators (and, up to
 # d_head 64, the query fragments) in registers, with or without the lse
 # output of training, up to the 255 registers of nvvm.maxnreg (d_head 32
@@ -109,7 +112,8 @@ BUDGETS = [
     (r"rel_attention(_dropatt)?(_lse)?_d128", 128, 128, 48 * 1024, 3),
     (r"rel_attention(_dropatt)?(_lse)?_d\d+", 128, 128, 48 * 1024, 4),
     (r"rel_attention_combine(_lse)?", 128, 48, 0, 8),
-    (r"layer_norm_d\d+", 256, 32, 0, 8),
+    (r"layer_norm_add_bias_sum_d\d+", 256, 40, 0, 6),
+    (r"layer_norm(_add)?(_bias)?(_sum)?_d\d+", 256, 32, 0, 8),
     (r"\w+_loop\d+", 256, 64, 32, 4),
     (r"\w+_serial\d+", 1, 64, 0, 1),
 ]
