@@ -47,13 +47,14 @@ other product and attention rates that no GPU run has timed: not
 predicted here.
 
     bench/gpu/cost_model.py                       # compiles, runs, predicts
-    bench/gpu/cost_model.py --counts-dir DIR      # reuse DIR's logs
+    bench/gpu/cost_model.py --counts-dir DIR --reuse   # DIR's logs as they are
 """
 
 import argparse
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -211,10 +212,15 @@ def run(cmd, env=None):
 
 
 def gather(a):
-    """The counts logs of the cases below, in a.counts_dir (made here unless
-    present)."""
+    """The counts logs of the cases below, in a.counts_dir: made afresh by
+    this build's txlc, or with a.reuse those already there."""
     os.makedirs(a.counts_dir, exist_ok=True)
     exe = os.path.join(a.counts_dir, "ptb_small_ocl")
+    if not a.reuse:
+        for name in ["ptb_small_ocl"] + [n + ".log" for n in CASES]:
+            path = os.path.join(a.counts_dir, name)
+            if os.path.exists(path):
+                os.remove(path)
     env = dict(os.environ, TXL_PROFILE="counts")
     env.setdefault("OCL_ICD_VENDORS", OCL_VENDORS)
     logs = {}
@@ -224,7 +230,10 @@ def gather(a):
             if not os.path.exists(exe):
                 run([a.txlc, os.path.join(ROOT, "models", "ptb_small.toml"),
                      "--target=opencl", "-o", exe])
+            # A fresh work directory: `train` resumes from a checkpoint in
+            # an old one.
             work = os.path.join(a.counts_dir, "work_" + name)
+            shutil.rmtree(work, ignore_errors=True)
             text = run([exe] + [x.format(shared=SHARED, work=work) for x in args],
                        env)
             with open(path, "w") as f:
@@ -248,6 +257,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--counts-dir", default=os.path.join(
         ROOT, "..", "bench-scratch", "cost_model"))
+    ap.add_argument("--reuse", action="store_true",
+                    help="take the counts logs already in --counts-dir "
+                         "instead of compiling and running again")
     ap.add_argument("--txlc", default=os.path.join(ROOT, "build", "bin", "txlc"))
     ap.add_argument("--json", help="write the predictions here")
     a = ap.parse_args()

@@ -109,9 +109,11 @@ public:
   }
   void gemm(const GemmDesc &columnMajor) override {
     ++counters_.libraryCalls;
+    // Counted before the device checks the sizes: a negative one counts 0.
     const GemmDesc &g = columnMajor;
-    const uint64_t batch = uint64_t(std::max<int64_t>(g.batch, 0));
-    const uint64_t m = uint64_t(g.m), n = uint64_t(g.n), k = uint64_t(g.k);
+    auto size = [](int64_t v) { return uint64_t(std::max<int64_t>(v, 0)); };
+    const uint64_t batch = size(g.batch), m = size(g.m), n = size(g.n),
+                   k = size(g.k);
     counters_.productFlops += 2 * m * n * k * batch;
     counters_.productBytes +=
         sizeof(float) * batch * (m * k + k * n + (g.beta != 0 ? 2 : 1) * m * n);
