@@ -177,7 +177,8 @@ LogicalResult TxlDialect::verifyOperationAttribute(Operation *op,
              << attr.getValue();
     return success();
   }
-  if (name == kRelShiftRowAttrName || name == kKeyPartAttrName) {
+  if (name == kRelShiftRowAttrName || name == kKeyPartAttrName ||
+      name == kInteriorTileAttrName) {
     // An index (or, after the lowering to LLVM, integer) value: the test
     // passes add to it or replace it.
     if (op->getNumResults() != 1 || !op->getResult(0).getType().isIntOrIndex())
@@ -185,9 +186,9 @@ LogicalResult TxlDialect::verifyOperationAttribute(Operation *op,
              << name
              << "' is an attribute of ops with one integer or index "
                 "result";
-    if (name == kRelShiftRowAttrName) {
+    if (name == kRelShiftRowAttrName || name == kInteriorTileAttrName) {
       if (!isa<UnitAttr>(attr.getValue()))
-        return op->emitError("'txl.rel_shift_row' must be a unit attribute");
+        return op->emitError("'") << name << "' must be a unit attribute";
       return success();
     }
     auto role = dyn_cast<StringAttr>(attr.getValue());

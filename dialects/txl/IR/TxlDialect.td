@@ -40,7 +40,8 @@ def Txl_Dialect : Dialect {
   // (`txl.result_destinations`, `txl.built_in_destination`); CUDA kernels
   // record their dynamic shared memory (`txl.dynamic_shared_memory`); the
   // attention kernel builders name the ops a negative-control test breaks
-  // (`txl.sync`, `txl.rel_shift_row`, `txl.key_part`; test/lib's passes),
+  // (`txl.sync`, `txl.rel_shift_row`, `txl.key_part`, `txl.interior_tile`;
+  // test/lib's passes),
   // and txlc records on a module it writes the stage and target it was
   // emitted for (`txl.emitted`, read back by `txlc --input-ir`).
   let hasOperationAttrVerify = 1;
@@ -69,6 +70,11 @@ def Txl_Dialect : Dialect {
     /// (ceil(tiles / parts)), and the part's first key relative to the
     /// visible range.
     static constexpr ::llvm::StringLiteral kKeyPartAttrName = "txl.key_part";
+    /// `txl.interior_tile` (unit) on the i1 op that decides whether a key
+    /// tile of the tensor-core attention forward is seen whole by every
+    /// query row of its subgroup, so that its scores skip the mask.
+    static constexpr ::llvm::StringLiteral kInteriorTileAttrName =
+        "txl.interior_tile";
     /// `txl.emitted = {stage, target, precision}` on a module txlc wrote
     /// with --emit (txl, txl-opt, txl-grad, linalg, llvm-mlir; cpu, cuda,
     /// opencl; f32, bf16, fp16): where `txlc --input-ir` resumes.

@@ -5,7 +5,7 @@
 // (RelAttentionMma.cpp) forms of the relative-attention kernel share: the
 // kernel's signature and launch geometry, and the helpers that mark the ops
 // the negative-control test passes break (txl.sync, txl.rel_shift_row,
-// txl.key_part).
+// txl.key_part, txl.interior_tile).
 //
 //===----------------------------------------------------------------------===//
 
@@ -58,6 +58,13 @@ protected:
     row.getDefiningOp()->setAttr(TxlDialect::kRelShiftRowAttrName,
                                  b.getUnitAttr());
     return row;
+  }
+  /// `interior` (an op's i1 result), marked as the condition under which a
+  /// key tile skips the mask (`txl.interior_tile`, for
+  /// txl-test-interior-tile).
+  void markInteriorTile(Value interior) {
+    interior.getDefiningOp()->setAttr(TxlDialect::kInteriorTileAttrName,
+                                      b.getUnitAttr());
   }
   Value cmp(arith::CmpIPredicate p, Value x, Value y) {
     return arith::CmpIOp::create(b, p, x, y);

@@ -27,7 +27,8 @@
 // entries of its own accumulator positions; AC stays in the registers of
 // the lane's positions.
 // Masks (one 32-bit unsigned comparison per score against bounds set per row
-// and tile), online softmax and P·V then follow the f32 kernel, P entering
+// and tile, skipped on the interior tiles that every row of the subgroup
+// sees whole), online softmax and P·V then follow the f32 kernel, P entering
 // the P·V product as the A operand straight from the score accumulators'
 // registers.
 // As the f32 kernel, it may walk only the grid's z-th part of the keys and
@@ -458,6 +459,9 @@ void MmaKernelBuilder::build() {
   SmallVector<Value> init = {negInf(), negInf(), f32(0.0), f32(0.0)};
   for (int64_t n = 0; n < dBlocks * 4; ++n)
     init.push_back(f32(0.0));
+  // The whole tiles that need no mask, as the (first, count) of their
+  // first keys (set before the walk).
+  VisibleKeys interiorStarts;
   // One key tile from j0 on, given the loop state; returns the next state.
   // A `tail` tile (the walk's last when its keys end inside it) stages its
   // keys under bounds checks; the whole tiles before it read every row, so
@@ -540,13 +544,6 @@ void MmaKernelBuilder::build() {
     // score, in 32 bits (visibleKeys): row i sees the keys j with
     // (j - first_i) <u count_i, where j - first_i = col + (j0 - first_i)
     // and col, the score's key in the tile, is the lane's constant.
-    SmallVector<Value> keyBase(2), keyCount(2);
-    for (int64_t rr = 0; rr < 2; ++rr) {
-      VisibleKeys rowKeys =
-          visibleKeys(mask, add(iw, add(g, idx(8 * rr))), jEnd);
-      keyCount[rr] = rowKeys.count;
-      keyBase[rr] = sub(toI32(j0), rowKeys.first);
-    }
     SmallVector<Value> score(16);
     for (int64_t nb = 0; nb < 4; ++nb)
       for (int64_t rr = 0; rr < 2; ++rr)
@@ -558,11 +555,44 @@ void MmaKernelBuilder::build() {
               b, xTile,
               ValueRange{add(warpRow0, row),
                          add(sub(idx(kRows - 1), row), col)});
-          Value s = arith::MulFOp::create(
+          score[n] = arith::MulFOp::create(
               b, arith::AddFOp::create(b, ac[n], bd), scaleLog2e);
-          Value ok = cmp(P::ult, add(toI32(col), keyBase[rr]), keyCount[rr]);
-          score[n] = select(ok, s, negInf());
         }
+    auto applyMask = [&](SmallVector<Value> scores) {
+      SmallVector<Value> keyBase(2), keyCount(2);
+      for (int64_t rr = 0; rr < 2; ++rr) {
+        VisibleKeys rowKeys =
+            visibleKeys(mask, add(iw, add(g, idx(8 * rr))), jEnd);
+        keyCount[rr] = rowKeys.count;
+        keyBase[rr] = sub(toI32(j0), rowKeys.first);
+      }
+      for (int64_t nb = 0; nb < 4; ++nb)
+        for (int64_t rr = 0; rr < 2; ++rr)
+          for (int64_t e = 0; e < 2; ++e) {
+            int64_t n = 4 * nb + 2 * rr + e;
+            Value col = add(mul(t, idx(2)), idx(8 * nb + e));
+            Value ok = cmp(P::ult, add(toI32(col), keyBase[rr]), keyCount[rr]);
+            scores[n] = select(ok, scores[n], negInf());
+          }
+      return scores;
+    };
+    if (tail) {
+      score = applyMask(score);
+    } else {
+      // An interior tile (interiorStarts) branches past the mask,
+      // uniformly for the subgroup.
+      Value interior = isVisibleKey(interiorStarts, j0);
+      markInteriorTile(interior);
+      auto ifInterior = scf::IfOp::create(b, TypeRange(ValueRange(score)),
+                                          interior, /*withElseRegion=*/true);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifInterior.thenBlock());
+      scf::YieldOp::create(b, score);
+      b.setInsertionPointToStart(ifInterior.elseBlock());
+      scf::YieldOp::create(b, applyMask(score));
+      score.assign(ifInterior.getResults().begin(),
+                   ifInterior.getResults().end());
+    }
 
     // Online softmax per row, as in the f32 kernel.
     SmallVector<Value> next(4), alpha(2), prob(16);
@@ -639,6 +669,22 @@ void MmaKernelBuilder::build() {
                           b, arith::MaxSIOp::create(b, sub(jEnd, jBegin), zero),
                           idx(kKeyTile)),
                       idx(kKeyTile)));
+  // Masks only where a tile needs them: a row's visible keys are an
+  // interval whose two ends never decrease with the row, so every row of
+  // the subgroup sees every key of the tile from j0 on iff its last row
+  // sees key j0 (j0 >= that row's first key) and its first row key j0 +
+  // 31 (j0 <= that row's last key - 31). Such interior tiles are all but
+  // those along the diagonal, the same_length edge and a key part's end;
+  // whether a tile is one costs a subtraction and an unsigned comparison.
+  {
+    VisibleKeys top = visibleKeys(mask, iw, jEnd);
+    VisibleKeys bottom = visibleKeys(mask, add(iw, idx(kRows - 1)), jEnd);
+    Value lastStart = sub(add(top.first, top.count), i32(kKeyTile));
+    interiorStarts = {
+        bottom.first,
+        arith::MaxSIOp::create(b, add(sub(lastStart, bottom.first), i32(1)),
+                               i32(0))};
+  }
   auto wholeLoop = scf::ForOp::create(b, jBegin, wholeEnd, idx(kKeyTile), init);
   {
     OpBuilder::InsertionGuard guard(b);

@@ -46,10 +46,18 @@
 // CHECK-NOT: memref.alloc
 // CHECK-COUNT-4: arith.truncf %{{.+}} : f32 to bf16
 //
+// Before the walk, the whole tiles every row of the subgroup sees whole
+// (interior tiles): those whose first key j0 is in [first, first + count),
+// one unsigned comparison per tile.
+// CHECK: %[[LASTSTART:.+]] = arith.subi %{{.+}}, %c32_i32 : i32
+// CHECK-NEXT: arith.subi %[[LASTSTART]]
+// CHECK: %[[ICOUNT:.+]] = arith.maxsi %{{.+}}, %c0_i32 : i32
+// CHECK-NOT: gpu.barrier
+//
 // The whole key tiles: each work-item stages its column (d_head 32: rows
 // of 4 work-items) of K and V through one view each, its rows 4 apart, in 8
 // unrolled steps whose row offsets are constants.
-// CHECK: scf.for
+// CHECK: scf.for %[[J0:.+]] = %{{.+}} to
 // CHECK-NEXT: gpu.barrier {txl.sync = "reads-done"}
 // CHECK: %[[KV:.+]] = memref.subview %[[K]][{{.+}}] [8, 1, 1, %{{.+}}] [4, 1, 1, 1]
 // CHECK: %[[VV:.+]] = memref.subview %[[V]][{{.+}}] [8, 1, 1, %{{.+}}] [4, 1, 1, 1]
@@ -89,6 +97,18 @@
 // CHECK: gpu.barrier {txl.sync = "stores-done"}
 // CHECK-NOT: gpu.barrier
 // CHECK: memref.load %[[X]]
+// The mask on the tiles that need it: an interior tile yields its 16
+// scores as they are, any other one each through one unsigned comparison.
+// CHECK-NOT: arith.select
+// CHECK: %[[J0I:.+]] = arith.index_cast %[[J0]] : index to i32
+// CHECK-NEXT: %[[JREL:.+]] = arith.subi %[[J0I]], %{{.+}} : i32
+// CHECK-NEXT: %[[INTERIOR:.+]] = arith.cmpi ult, %[[JREL]], %[[ICOUNT]] {txl.interior_tile} : i32
+// CHECK-NEXT: scf.if %[[INTERIOR]] -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
+// CHECK-NEXT: scf.yield
+// CHECK-NEXT: } else {
+// CHECK-COUNT-16: arith.cmpi ult
+// CHECK-NOT: arith.cmpi
+// CHECK: scf.yield
 // Probabilities in base 2, the scale times log2(e) folded into the scores.
 // CHECK: math.exp2 %{{.+}} fastmath<afn> : f32
 // CHECK: gpu.shuffle  xor %{{.+}}, %c2_i32, %c32_i32 : f32

@@ -243,6 +243,22 @@ func.func @rel_shift_row_not_unit() {
 
 // -----
 
+func.func @interior_tile_on_a_float(%x: f32) {
+  // expected-error @+1 {{'txl.interior_tile' is an attribute of ops with one integer or index result}}
+  %c = arith.addf %x, %x {txl.interior_tile} : f32
+  return
+}
+
+// -----
+
+func.func @interior_tile_not_unit(%x: i32) {
+  // expected-error @+1 {{'txl.interior_tile' must be a unit attribute}}
+  %c = arith.cmpi ult, %x, %x {txl.interior_tile = true} : i32
+  return
+}
+
+// -----
+
 func.func @key_part_without_a_result() {
   // expected-error @+1 {{'txl.key_part' is an attribute of ops with one integer or index result}}
   return {txl.key_part = "tiles"}
@@ -308,6 +324,8 @@ gpu.module @kernels {
     %row = arith.subi %x, %x {txl.rel_shift_row} : index
     %tiles = arith.ceildivsi %x, %x {txl.key_part = "tiles"} : index
     %offset = arith.muli %x, %x {txl.key_part = "offset"} : index
+    %i = arith.index_cast %x : index to i32
+    %interior = arith.cmpi ult, %i, %i {txl.interior_tile} : i32
     gpu.return
   }
 }

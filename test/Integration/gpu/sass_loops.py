@@ -17,9 +17,16 @@ nested in it fails the budget (its trip count is not in the machine code)
 unless `--inner-trips KERNEL=T` says how often each nested loop runs per
 iteration; each then counts T times.
 
+`--per-tile-path KERNEL=N` bounds the fewest instructions of one iteration
+of that main loop (no loop nested in it): the shortest path from its first
+instruction to its backward branch, taking any forward branch inside it,
+i.e. what a warp issues on a tile whose uniform branches skip code (the
+attention's interior key tiles, which skip the mask).
+
 usage: sass_loops.py --ptxas PTXAS --arch sm_90a FILE.ptx
            [--per-load KERNEL=N ...] [--per-tile KERNEL=N ...]
-           [--inner-trips KERNEL=T ...] [--show KERNEL ...]
+           [--inner-trips KERNEL=T ...] [--per-tile-path KERNEL=N ...]
+           [--show KERNEL ...]
 
 Prints one line per loop of each kernel named, then "ok"/"FAIL" per
 budget; exits 1 if a budget fails or a kernel is missing.
@@ -63,30 +70,83 @@ def sass(cuobjdump, cubin, kernel):
     return code
 
 
+def branch_target(text):
+    """The target address of a BRA instruction, or None for another one."""
+    if opcode(text) != "BRA":
+        return None
+    m = re.findall(r"0x([0-9a-f]+)", text.split("BRA", 1)[1])
+    return int(m[-1], 16) if m else None
+
+
 def loops(code):
-    """Each backward branch's body: {start, end, n, ops}."""
+    """Each backward branch's body: {start, end, n, ops, code}."""
     found = []
     for address, text in code:
-        if opcode(text) != "BRA":
+        target = branch_target(text)
+        if target is None or target >= address:
             continue
-        m = re.search(r"0x([0-9a-f]+)", text.split("BRA", 1)[1])
-        if not m or int(m.group(1), 16) >= address:
-            continue
-        start = int(m.group(1), 16)
-        body = [t for a, t in code if start <= a <= address]
-        found.append({"start": start, "end": address, "n": len(body),
-                      "ops": collections.Counter(family(t) for t in body)})
+        body = [(a, t) for a, t in code if target <= a <= address]
+        found.append({"start": target, "end": address, "n": len(body),
+                      "ops": collections.Counter(family(t) for _, t in body),
+                      "code": body})
     return sorted(found, key=lambda l: l["start"])
+
+
+def shortest_path(loop):
+    """The fewest instructions from the loop's first instruction to its
+    backward branch: each forward branch inside the loop may be taken (an
+    unpredicated one must be), a branch out of it is not."""
+    body = loop["code"]
+    index = {a: i for i, (a, _) in enumerate(body)}
+    cost = [0] * len(body)
+    cost[-1] = 1
+    for i in range(len(body) - 2, -1, -1):
+        text = body[i][1]
+        target = branch_target(text)
+        inside = target is not None and target > body[i][0] and \
+            target in index
+        options = []
+        if not (inside and not text.startswith("@")):
+            options.append(cost[i + 1])
+        if inside:
+            options.append(cost[index[target]])
+        cost[i] = 1 + min(options)
+    return cost[0]
+
+
+def main_loop(kernel_loops):
+    """The outermost loop holding tensor-core products, or None."""
+    products = [l for l in kernel_loops
+                if l["ops"]["HGMMA"] or l["ops"]["HMMA"]]
+    return max(products, key=lambda l: l["end"] - l["start"]) \
+        if products else None
+
+
+def per_tile_path(kernel, kernel_loops, budget):
+    """Checks the main loop's shortest path; prints a line."""
+    main = main_loop(kernel_loops)
+    if main is None:
+        print(f"FAIL {kernel}: no loop holds tensor-core products")
+        return False
+    if any(l is not main and main["start"] <= l["start"] and
+           l["end"] <= main["end"] for l in kernel_loops):
+        print(f"FAIL {kernel} main loop {main['start']:#x}: nested loops, "
+              f"no path count")
+        return False
+    n = shortest_path(main)
+    verdict = "ok  " if n <= budget else "FAIL"
+    print(f"{verdict} {kernel} main loop {main['start']:#x}: {n} "
+          f"instructions on its shortest path (budget {budget:g}; "
+          f"{main['n']} in the loop)")
+    return n <= budget
 
 
 def per_tile(kernel, kernel_loops, budget, trips):
     """Checks the main loop's instructions per iteration; prints a line."""
-    products = [l for l in kernel_loops
-                if l["ops"]["HGMMA"] or l["ops"]["HMMA"]]
-    if not products:
+    main = main_loop(kernel_loops)
+    if main is None:
         print(f"FAIL {kernel}: no loop holds tensor-core products")
         return False
-    main = max(products, key=lambda l: l["end"] - l["start"])
     nested = [l for l in kernel_loops if l is not main and
               main["start"] <= l["start"] and l["end"] <= main["end"]]
     if nested and trips is None:
@@ -116,6 +176,8 @@ def main():
                         metavar="KERNEL=N")
     parser.add_argument("--inner-trips", action="append", default=[],
                         metavar="KERNEL=T")
+    parser.add_argument("--per-tile-path", action="append", default=[],
+                        metavar="KERNEL=N")
     parser.add_argument("--show", action="append", default=[], metavar="KERNEL")
     args = parser.parse_args()
 
@@ -129,13 +191,14 @@ def main():
     budgets = specs(args.per_load)
     tile_budgets = specs(args.per_tile)
     inner_trips = specs(args.inner_trips)
+    path_budgets = specs(args.per_tile_path)
     with tempfile.TemporaryDirectory() as tmp:
         cubin = os.path.join(tmp, "k.cubin")
         subprocess.run([args.ptxas, f"-arch={args.arch}", "-O3", args.ptx,
                         "-o", cubin], check=True)
         ok = True
         for kernel in dict.fromkeys(args.show + list(budgets) +
-                                    list(tile_budgets)):
+                                    list(tile_budgets) + list(path_budgets)):
             kernel_loops = loops(sass(args.cuobjdump, cubin, kernel))
             for l in kernel_loops:
                 ops = " ".join(f"{k} {v}" for k, v in sorted(l["ops"].items()))
@@ -144,6 +207,8 @@ def main():
             if kernel in tile_budgets:
                 ok &= per_tile(kernel, kernel_loops, tile_budgets[kernel],
                                inner_trips.get(kernel))
+            if kernel in path_budgets:
+                ok &= per_tile_path(kernel, kernel_loops, path_budgets[kernel])
             if kernel not in budgets:
                 continue
             streaming = [l for l in kernel_loops if l["ops"]["LDG"]]

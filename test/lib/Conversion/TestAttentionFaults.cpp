@@ -15,7 +15,15 @@
 //                                      keys (`txl.key_part`: one part's
 //                                      tiles become all tiles, its offset
 //                                      0): the combined output stays right,
-//                                      each part's log-sum-exp does not.
+//                                      each part's log-sum-exp does not;
+//   txl-test-interior-tile{interior=B} decides every whole key tile of the
+//                                      tensor-core forward interior
+//                                      (`txl.interior_tile` = B): true,
+//                                      every tile skips the mask (the
+//                                      diagonal's future keys count);
+//                                      false, every tile takes it (right,
+//                                      but the machine-code path budget
+//                                      fails).
 //
 // Each fails when the module holds no marked op, so that a test cannot pass
 // on a kernel it did not break.
@@ -165,10 +173,49 @@ struct TestWholeKeyRangePass
   }
 };
 
+struct TestInteriorTilePass
+    : public PassWrapper<TestInteriorTilePass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(TestInteriorTilePass)
+
+  TestInteriorTilePass() = default;
+  TestInteriorTilePass(const TestInteriorTilePass &pass) : PassWrapper(pass) {}
+
+  StringRef getArgument() const final { return "txl-test-interior-tile"; }
+  StringRef getDescription() const final {
+    return "Test only: decide every whole key tile of the tensor-core "
+           "attention forward interior (skipping the mask) or not "
+           "(txl.interior_tile)";
+  }
+
+  Option<bool> interior{
+      *this, "interior",
+      llvm::cl::desc("true: every whole key tile skips the mask; false: "
+                     "every one takes it"),
+      llvm::cl::init(true)};
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<Operation *> marked =
+        markedOps(module, TxlDialect::kInteriorTileAttrName);
+    if (marked.empty()) {
+      module.emitError("txl-test-interior-tile: no value marked "
+                       "txl.interior_tile");
+      return signalPassFailure();
+    }
+    for (Operation *op : marked) {
+      OpBuilder b(op);
+      op->getResult(0).replaceAllUsesWith(
+          arith::ConstantIntOp::create(b, op->getLoc(), interior ? 1 : 0, 1));
+      op->erase();
+    }
+  }
+};
+
 } // namespace
 
 void mlir::txl::test::registerTestAttentionFaultPasses() {
   PassRegistration<TestDropBarrierPass>();
   PassRegistration<TestRelShiftOffsetPass>();
   PassRegistration<TestWholeKeyRangePass>();
+  PassRegistration<TestInteriorTilePass>();
 }

@@ -11,8 +11,9 @@
 
 namespace mlir::txl::test {
 
-/// txl-test-drop-barrier, txl-test-rel-shift-offset and
-/// txl-test-whole-key-range (TestAttentionFaults.cpp).
+/// txl-test-drop-barrier, txl-test-rel-shift-offset,
+/// txl-test-whole-key-range and txl-test-interior-tile
+/// (TestAttentionFaults.cpp).
 void registerTestAttentionFaultPasses();
 
 } // namespace mlir::txl::test
