@@ -284,7 +284,8 @@ void mlir::txl::buildKernelsToLlvmSpvPipeline(OpPassManager &pm) {
   addPipeline(pm, "gpu.module(canonicalize,arith-expand,"
                   "expand-strided-metadata,lower-affine,canonicalize,"
                   "convert-gpu-to-llvm-spv{use-64bit-index=true}),"
-                  "convert-scf-to-cf,convert-cf-to-llvm,convert-arith-to-llvm,"
+                  "convert-scf-to-cf,convert-cf-to-llvm,convert-vector-to-llvm,"
+                  "convert-arith-to-llvm,"
                   "convert-math-to-llvm,convert-index-to-llvm,"
                   "finalize-memref-to-llvm,reconcile-unrealized-casts");
 }

@@ -109,11 +109,17 @@ protected:
   /// work-items that divide a core matrix's 8 (16, 32, 64 or 128 columns).
   /// Then without `checkRows` (every row of the block below its operand's
   /// rowEnd) each operand's rows are read unchecked through one view per
-  /// work-item (wholeRowValue), a constant offset apart. Needs a barrier
-  /// before the tiles are read.
+  /// work-item (wholeRowValue), a constant offset apart; with
+  /// `vectorLoads` too, when d_head needs no padding, no operand has a bias
+  /// and 4 columns a work-item still give rows of work-items that are
+  /// whole core matrices (32 or 64 columns), each work-item takes 4
+  /// consecutive columns as one 16-byte load (the operands' rows are whole
+  /// multiples of 4 floats from 16-byte aligned device buffers). Needs a
+  /// barrier before the tiles are read.
   void stageOperands(ArrayRef<StagedOperand> operands, Value row0,
                      int64_t numRows, Value col0, int64_t numCols,
-                     bool unroll = false, bool checkRows = true);
+                     bool unroll = false, bool checkRows = true,
+                     bool vectorLoads = false);
   /// An A fragment as the mma's vector<4x2x(bf16|f16)> operand: a fragment
   /// held across a loop this way stays in 4 registers of two halves each.
   Value packA(const Fragment &a);

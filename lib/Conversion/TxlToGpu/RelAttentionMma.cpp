@@ -180,7 +180,8 @@ Fragment MmaBodyBuilder::warpgroupMma(ArrayRef<Fragment> a, Value tile,
 
 void MmaBodyBuilder::stageOperands(ArrayRef<StagedOperand> operands, Value row0,
                                    int64_t numRows, Value col0, int64_t numCols,
-                                   bool unroll, bool checkRows) {
+                                   bool unroll, bool checkRows,
+                                   bool vectorLoads) {
   // The tensor-core kernels' workgroups are one warpgroup.
   constexpr int64_t threads = 4 * kSubgroupSize;
   assert((numRows * numCols) % threads == 0 &&
@@ -196,6 +197,63 @@ void MmaBodyBuilder::stageOperands(ArrayRef<StagedOperand> operands, Value row0,
   // whose offset within a core matrix never carries into the next (rIn =
   // laneRow + (rowsPerStep s) % 8 < 8), so that every step's tile offsets
   // are immediates.
+  // 4 columns a work-item, in one 16-byte load: rows of work-items that
+  // are whole core matrices, so that each work-item's row within one is
+  // fixed and step s moves it rowsPerStep / 8 core matrices down.
+  constexpr int64_t kVector = 4;
+  int64_t vectorRowsPerStep = threads * kVector / numCols;
+  if (unroll && !checkRows && vectorLoads && dPad == dHead &&
+      numCols % kVector == 0 && (threads * kVector) % numCols == 0 &&
+      vectorRowsPerStep % 8 == 0 && numRows % vectorRowsPerStep == 0 &&
+      llvm::none_of(operands,
+                    [](const StagedOperand &op) { return op.rows.bias; })) {
+    int64_t vectorSteps = numRows / vectorRowsPerStep;
+    int64_t itemsPerRow = numCols / kVector;
+    Value laneRow = arith::DivUIOp::create(b, tid, idx(itemsPerRow));
+    Value c =
+        mul(arith::RemUIOp::create(b, tid, idx(itemsPerRow)), idx(kVector));
+    auto [cBlock, cIn] = split(c);
+    auto [laneBlock, rIn] = split(laneRow);
+    Value d = col0 ? add(col0, c) : c;
+    auto vectorType = VectorType::get({kVector}, b.getF32Type());
+    for (const StagedOperand &op : operands) {
+      // The work-item's rows of the operand as one view, vectorRowsPerStep
+      // apart: one address, then a constant offset a step.
+      auto type = cast<MemRefType>(op.rows.mem.getType());
+      SmallVector<OpFoldResult> offsets = {add(row0, laneRow)};
+      SmallVector<OpFoldResult> sizes = {b.getIndexAttr(vectorSteps)};
+      SmallVector<OpFoldResult> strides = {b.getIndexAttr(vectorRowsPerStep)};
+      for (Value r : op.rows.rest) {
+        offsets.push_back(r);
+        sizes.push_back(b.getIndexAttr(1));
+        strides.push_back(b.getIndexAttr(1));
+      }
+      offsets.push_back(b.getIndexAttr(0));
+      sizes.push_back(
+          OpFoldResult(memref::DimOp::create(b, op.rows.mem, type.getRank() - 1)
+                           .getResult()));
+      strides.push_back(b.getIndexAttr(1));
+      Value view =
+          memref::SubViewOp::create(b, op.rows.mem, offsets, sizes, strides);
+      for (int64_t s = 0; s < vectorSteps; ++s) {
+        SmallVector<Value> indices = {idx(s)};
+        indices.append(op.rows.rest.size(), idx(0));
+        indices.push_back(d);
+        Value x =
+            vector::LoadOp::create(b, vectorType, view, indices,
+                                   /*nontemporal=*/false, llvm::MaybeAlign(16));
+        Value rBlock = add(laneBlock, idx(vectorRowsPerStep / 8 * s));
+        for (int64_t e = 0; e < kVector; ++e) {
+          Value col = add(cIn, idx(e));
+          memref::StoreOp::create(
+              b, operand(vector::ExtractOp::create(b, x, e)), op.tile,
+              op.rowsAlongK ? ValueRange{cBlock, rBlock, col, rIn}
+                            : ValueRange{rBlock, cBlock, rIn, col});
+        }
+      }
+    }
+    return;
+  }
   int64_t rowsPerStep = threads / numCols;
   if (unroll) {
     assert(threads % numCols == 0 && 8 % rowsPerStep == 0 &&
@@ -388,6 +446,20 @@ void MmaKernelBuilder::stageWindow(Value r, Value w0, Value klen, Value rTile) {
     Value p = add(w0, row);
     Value ok = both(cmp(P::sge, p, idx(0)), cmp(P::slt, p, klen));
     p = select(ok, p, idx(0));
+    if (dPad == dHead) {
+      // The chunk's 8 columns in one load of 32 bytes (two 16-byte global
+      // loads): r's rows are whole d_head (32 or 64) floats of a buffer the
+      // device allocated, and d0 a multiple of 8, so the chunk is 16-byte
+      // aligned.
+      Value chunk = vector::LoadOp::create(
+          b, VectorType::get({8}, b.getF32Type()), r, ValueRange{p, head, d0},
+          /*nontemporal=*/false, llvm::MaybeAlign(16));
+      for (int64_t e = 0; e < 8; ++e)
+        memref::StoreOp::create(b,
+                                operand(vector::ExtractOp::create(b, chunk, e)),
+                                rTile, ValueRange{row, add(d0, idx(e))});
+      continue;
+    }
     for (int64_t e = 0; e < 8; ++e) {
       Value d = add(d0, idx(e));
       // Columns from d_head on repeat the last: the (q + v) fragments are
@@ -478,7 +550,7 @@ void MmaKernelBuilder::build() {
     stageOperands({{Rows{k, {batchIdx, head}, jEnd}, kTile, false},
                    {Rows{v, {batchIdx, head}, jEnd}, vTile, true}},
                   j0, kKeyTile, Value(), dPad, /*unroll=*/unrollStaging,
-                  /*checkRows=*/tail);
+                  /*checkRows=*/tail, /*vectorLoads=*/true);
     // The workgroup's window of r: rows qlen - i0 - 64 + j0 + [0, 96),
     // the union of its subgroups' 16 + 32 - 1 rows (rounded up to 48).
     if (rTile)

@@ -25,8 +25,8 @@
 // AC (64 x 32) and X (64 x 48: the 16 + 32 - 1 window rows of r, padded to
 // 6 blocks of 8) tiles of the 4 subgroups, and the key tile's K and V in
 // bf16 core matrices (32 keys x 32 d_head: 4 x 4 blocks of 8 x 8). Per key
-// tile: a barrier, the rolled staging loop (32 x 32 / 128 = 8 elements of
-// K and of V per work-item, K at [j/8][d/8][j%8][d%8], V transposed at
+// tile: a barrier, the staging (32 x 32 / 128 = 8 elements of K and of V
+// per work-item, K at [j/8][d/8][j%8][d%8], V transposed at
 // [d/8][j/8][d%8][j%8]), a barrier, AC as one warpgroup product (2
 // k-steps, 4 n-blocks of keys) stored to the AC tile, the X block loop (6
 // blocks, mma.sync, r read from global memory) kept rolled, a third
@@ -54,30 +54,40 @@
 // CHECK: %[[ICOUNT:.+]] = arith.maxsi %{{.+}}, %c0_i32 : i32
 // CHECK-NOT: gpu.barrier
 //
-// The whole key tiles: each work-item stages its column (d_head 32: rows
-// of 4 work-items) of K and V through one view each, its rows 4 apart, in 8
-// unrolled steps whose row offsets are constants.
+// The whole key tiles: each work-item stages 4 consecutive columns
+// (d_head 32: rows of 8 work-items, each row of 8 a core matrix's) of K and
+// V through one view each, its rows 16 apart, in 2 unrolled steps of one
+// 16-byte load, whose row offsets are constants: K's 4 columns side by side
+// in its core matrix, V's (transposed) 8 apart.
 // CHECK: scf.for %[[J0:.+]] = %{{.+}} to
 // CHECK-NEXT: gpu.barrier {txl.sync = "reads-done"}
-// CHECK: %[[KV:.+]] = memref.subview %[[K]][{{.+}}] [8, 1, 1, %{{.+}}] [4, 1, 1, 1]
-// CHECK: %[[VV:.+]] = memref.subview %[[V]][{{.+}}] [8, 1, 1, %{{.+}}] [4, 1, 1, 1]
+// CHECK: %[[C4:.+]] = arith.muli %{{.+}}, %c4 : index
+// CHECK-NEXT: %[[DB:.+]] = arith.divui %[[C4]], %c8 : index
+// CHECK-NEXT: %[[DI:.+]] = arith.remui %[[C4]], %c8 : index
+// CHECK-NEXT: %[[JB:.+]] = arith.divui
+// CHECK-NEXT: %[[JI:.+]] = arith.remui
+// CHECK: %[[KV:.+]] = memref.subview %[[K]][{{.+}}] [2, 1, 1, %{{.+}}] [16, 1, 1, 1]
 // CHECK-NOT: memref.load %[[K]]
-// CHECK: memref.load %[[KV]][%c0, %c0, %c0, %[[D:.+]]]
-// CHECK: memref.store %{{.+}}, %[[KT]][%c0, %[[DB:.+]], %[[JI:.+]], %[[DI:.+]]] : memref<4x4x8x8xbf16, 3>
-// CHECK: memref.load %[[VV]][%c0, %c0, %c0, %[[D]]]
-// CHECK: memref.store %{{.+}}, %[[VT]][%[[DB]], %c0, %[[DI]], %[[JI]]] : memref<4x4x8x8xbf16, 3>
-// CHECK: memref.load %[[KV]][%c7, %c0, %c0, %[[D]]]
-// CHECK: memref.store %{{.+}}, %[[KT]][%c3, %[[DB]], %[[JI7:.+]], %[[DI]]] : memref<4x4x8x8xbf16, 3>
-// CHECK: memref.load %[[VV]][%c7, %c0, %c0, %[[D]]]
-// CHECK: memref.store %{{.+}}, %[[VT]][%[[DB]], %c3, %[[DI]], %[[JI7]]] : memref<4x4x8x8xbf16, 3>
+// CHECK-NEXT: %[[K0:.+]] = vector.load %[[KV]][%c0, %c0, %c0, %[[C4]]] {alignment = 16 : i64} : {{.+}}, vector<4xf32>
+// CHECK: memref.store %{{.+}}, %[[KT]][%[[JB]], %[[DB]], %[[JI]], %[[DI]]] : memref<4x4x8x8xbf16, 3>
+// CHECK: %[[DI3:.+]] = arith.addi %[[DI]], %c3 : index
+// CHECK: memref.store %{{.+}}, %[[KT]][%[[JB]], %[[DB]], %[[JI]], %[[DI3]]] : memref<4x4x8x8xbf16, 3>
+// CHECK-NEXT: vector.load %[[KV]][%c1, %c0, %c0, %[[C4]]] {alignment = 16 : i64}
+// CHECK-NEXT: %[[JB2:.+]] = arith.addi %[[JB]], %c2 : index
+// CHECK: memref.store %{{.+}}, %[[KT]][%[[JB2]], %[[DB]], %[[JI]], %[[DI]]] : memref<4x4x8x8xbf16, 3>
+// CHECK: %[[VV:.+]] = memref.subview %[[V]][{{.+}}] [2, 1, 1, %{{.+}}] [16, 1, 1, 1]
+// CHECK-NEXT: vector.load %[[VV]][%c0, %c0, %c0, %[[C4]]] {alignment = 16 : i64}
+// CHECK: memref.store %{{.+}}, %[[VT]][%[[DB]], %[[JB]], %[[DI]], %[[JI]]] : memref<4x4x8x8xbf16, 3>
+// CHECK: vector.load %[[VV]][%c1, %c0, %c0, %[[C4]]] {alignment = 16 : i64}
+// CHECK-NOT: memref.load
 // The workgroup's r window, rows qlen - i0 - 64 + j0 + [0, 96) (rows
-// outside [0, klen) read row 0), 8 columns per work-item in 3 steps, its
-// rows padded to 32 + 8.
+// outside [0, klen) read row 0), 8 columns per work-item in 3 steps of
+// one 32-byte load, its rows padded to 32 + 8.
 // CHECK: %[[W0:.+]] = arith.subi %{{.+}}, %c64 {txl.rel_shift_row} : index
 // CHECK: %[[P:.+]] = arith.addi %[[W0]], %{{.+}} : index
 // CHECK: %[[POK:.+]] = arith.andi
 // CHECK: %[[PIN:.+]] = arith.select %[[POK]], %[[P]], %c0 : index
-// CHECK: memref.load %[[R:arg3]][%[[PIN]], %{{.+}}, %{{.+}}]
+// CHECK: vector.load %[[R:arg3]][%[[PIN]], %{{.+}}, %{{.+}}] {alignment = 16 : i64} : {{.+}}, vector<8xf32>
 // CHECK-COUNT-24: memref.store %{{.+}}, %[[RT]][%{{.+}}, %{{.+}}] : memref<96x40xbf16, 3>
 // CHECK-NOT: memref.store
 // CHECK: gpu.barrier {txl.sync = "kv-staged"}
