@@ -111,11 +111,13 @@ protected:
   /// rowEnd) each operand's rows are read unchecked through one view per
   /// work-item (wholeRowValue), a constant offset apart; with
   /// `vectorLoads` too, when d_head needs no padding, no operand has a bias
-  /// and 4 columns a work-item still give rows of work-items that are
-  /// whole core matrices (32 or 64 columns), each work-item takes 4
-  /// consecutive columns as one 16-byte load (the operands' rows are whole
-  /// multiples of 4 floats from 16-byte aligned device buffers). Needs a
-  /// barrier before the tiles are read.
+  /// and 4 columns of 2 rows a work-item still give pairs of rows of
+  /// work-items that are whole core matrices (32 or 64 columns), each
+  /// work-item takes 4 consecutive columns of 2 consecutive rows, a row's
+  /// in one 16-byte load (the operands' rows are whole multiples of 4
+  /// floats from 16-byte aligned device buffers, which the launch checks),
+  /// so that a transposed tile gets each column's two rows side by side.
+  /// Needs a barrier before the tiles are read.
   void stageOperands(ArrayRef<StagedOperand> operands, Value row0,
                      int64_t numRows, Value col0, int64_t numCols,
                      bool unroll = false, bool checkRows = true,

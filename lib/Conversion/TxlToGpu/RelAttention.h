@@ -275,6 +275,11 @@ struct AttentionKernel {
   /// its ptxas budget asserts), for the choice of the number of key parts
   /// (grid z; the kernel's last two arguments are the parts' workspace).
   int64_t residentWorkgroups = 1;
+  /// The kernel loads rows of key, value and pos_key 16 bytes at a time
+  /// (the tensor-core kernel at d_head 32 and 64): their views' offsets and
+  /// row strides must be multiples of 4 floats (device buffers are
+  /// aligned), which the launch checks (`cf.assert`).
+  bool vectorRows = false;
 };
 
 /// The memref type a rel_attention kernel takes for an operand of `rank`

@@ -192,24 +192,24 @@ void MmaBodyBuilder::stageOperands(ArrayRef<StagedOperand> operands, Value row0,
     return std::pair<Value, Value>{arith::DivUIOp::create(b, x, idx(8)),
                                    arith::RemUIOp::create(b, x, idx(8))};
   };
-  // Unrolled: a row of the block every rowsPerStep work-items, dividing 8:
-  // each work-item keeps its column, and step s adds rowsPerStep s rows,
-  // whose offset within a core matrix never carries into the next (rIn =
-  // laneRow + (rowsPerStep s) % 8 < 8), so that every step's tile offsets
-  // are immediates.
-  // 4 columns a work-item, in one 16-byte load: rows of work-items that
-  // are whole core matrices, so that each work-item's row within one is
-  // fixed and step s moves it rowsPerStep / 8 core matrices down.
+  // 4 columns and 2 consecutive rows a work-item, each row's 4 columns in
+  // one 16-byte load: an operand stored with its rows along K (V,
+  // transposed) then has each column's two rows side by side in its core
+  // matrix (one 32-bit store), the other (K) each row's 4 columns. The
+  // work-items' pairs of rows span whole core matrices, so a work-item's
+  // rows within one stay fixed and step s moves them rowsPerPairStep / 8
+  // core matrices down.
   constexpr int64_t kVector = 4;
-  int64_t vectorRowsPerStep = threads * kVector / numCols;
+  int64_t itemsPerRow = numCols / kVector;
+  int64_t rowsPerPairStep = itemsPerRow ? 2 * threads / itemsPerRow : 0;
   if (unroll && !checkRows && vectorLoads && dPad == dHead &&
-      numCols % kVector == 0 && (threads * kVector) % numCols == 0 &&
-      vectorRowsPerStep % 8 == 0 && numRows % vectorRowsPerStep == 0 &&
+      numCols % kVector == 0 && threads % itemsPerRow == 0 &&
+      rowsPerPairStep % 8 == 0 && numRows % rowsPerPairStep == 0 &&
       llvm::none_of(operands,
                     [](const StagedOperand &op) { return op.rows.bias; })) {
-    int64_t vectorSteps = numRows / vectorRowsPerStep;
-    int64_t itemsPerRow = numCols / kVector;
-    Value laneRow = arith::DivUIOp::create(b, tid, idx(itemsPerRow));
+    int64_t pairSteps = numRows / rowsPerPairStep;
+    Value laneRow =
+        mul(arith::DivUIOp::create(b, tid, idx(itemsPerRow)), idx(2));
     Value c =
         mul(arith::RemUIOp::create(b, tid, idx(itemsPerRow)), idx(kVector));
     auto [cBlock, cIn] = split(c);
@@ -217,12 +217,13 @@ void MmaBodyBuilder::stageOperands(ArrayRef<StagedOperand> operands, Value row0,
     Value d = col0 ? add(col0, c) : c;
     auto vectorType = VectorType::get({kVector}, b.getF32Type());
     for (const StagedOperand &op : operands) {
-      // The work-item's rows of the operand as one view, vectorRowsPerStep
-      // apart: one address, then a constant offset a step.
+      // The work-item's rows of the operand as one view: one address, then
+      // a constant offset a row.
       auto type = cast<MemRefType>(op.rows.mem.getType());
       SmallVector<OpFoldResult> offsets = {add(row0, laneRow)};
-      SmallVector<OpFoldResult> sizes = {b.getIndexAttr(vectorSteps)};
-      SmallVector<OpFoldResult> strides = {b.getIndexAttr(vectorRowsPerStep)};
+      SmallVector<OpFoldResult> sizes = {
+          b.getIndexAttr((pairSteps - 1) * rowsPerPairStep + 2)};
+      SmallVector<OpFoldResult> strides = {b.getIndexAttr(1)};
       for (Value r : op.rows.rest) {
         offsets.push_back(r);
         sizes.push_back(b.getIndexAttr(1));
@@ -235,25 +236,36 @@ void MmaBodyBuilder::stageOperands(ArrayRef<StagedOperand> operands, Value row0,
       strides.push_back(b.getIndexAttr(1));
       Value view =
           memref::SubViewOp::create(b, op.rows.mem, offsets, sizes, strides);
-      for (int64_t s = 0; s < vectorSteps; ++s) {
-        SmallVector<Value> indices = {idx(s)};
-        indices.append(op.rows.rest.size(), idx(0));
-        indices.push_back(d);
-        Value x =
-            vector::LoadOp::create(b, vectorType, view, indices,
-                                   /*nontemporal=*/false, llvm::MaybeAlign(16));
-        Value rBlock = add(laneBlock, idx(vectorRowsPerStep / 8 * s));
+      for (int64_t s = 0; s < pairSteps; ++s) {
+        Value rBlock = add(laneBlock, idx(rowsPerPairStep / 8 * s));
+        SmallVector<Value, 2> rows;
+        for (int64_t h = 0; h < 2; ++h) {
+          SmallVector<Value> indices = {idx(rowsPerPairStep * s + h)};
+          indices.append(op.rows.rest.size(), idx(0));
+          indices.push_back(d);
+          rows.push_back(vector::LoadOp::create(b, vectorType, view, indices,
+                                                /*nontemporal=*/false,
+                                                llvm::MaybeAlign(16)));
+        }
         for (int64_t e = 0; e < kVector; ++e) {
           Value col = add(cIn, idx(e));
-          memref::StoreOp::create(
-              b, operand(vector::ExtractOp::create(b, x, e)), op.tile,
-              op.rowsAlongK ? ValueRange{cBlock, rBlock, col, rIn}
-                            : ValueRange{rBlock, cBlock, rIn, col});
+          for (int64_t h = 0; h < 2; ++h) {
+            Value rowIn = add(rIn, idx(h));
+            memref::StoreOp::create(
+                b, operand(vector::ExtractOp::create(b, rows[h], e)), op.tile,
+                op.rowsAlongK ? ValueRange{cBlock, rBlock, col, rowIn}
+                              : ValueRange{rBlock, cBlock, rowIn, col});
+          }
         }
       }
     }
     return;
   }
+  // Unrolled: a row of the block every rowsPerStep work-items, dividing 8:
+  // each work-item keeps its column, and step s adds rowsPerStep s rows,
+  // whose offset within a core matrix never carries into the next (rIn =
+  // laneRow + (rowsPerStep s) % 8 < 8), so that every step's tile offsets
+  // are immediates.
   int64_t rowsPerStep = threads / numCols;
   if (unroll) {
     assert(threads % numCols == 0 && 8 % rowsPerStep == 0 &&
@@ -843,7 +855,8 @@ AttentionKernel mlir::txl::getOrCreateMmaAttentionKernel(ModuleOp module,
   // of K and V, 28.5 KiB at d_head 128, allow more).
   int64_t threads = kWarps * kSubgroupSize;
   AttentionKernel kernel{nullptr, kWarps * kRows, threads,
-                         65536 / (kMaxRegisters * threads)};
+                         65536 / (kMaxRegisters * threads),
+                         /*vectorRows=*/stagesWhole(dHead)};
   std::string name = std::string("rel_attention_") +
                      (operandType.isBF16() ? "bf16" : "f16") +
                      (dropatt ? "_dropatt" : "") + (lse ? "_lse_d" : "_d") +

@@ -5,6 +5,10 @@
 // the r window would take the tiles past 48 KiB of static shared memory,
 // and K and V's 32 steps in flight would spill; so K and V are staged in a
 // rolled loop, and each lane reads its r rows in another.
+// Its loads are of one f32 each: the launch checks no alignment.
+// CHECK-LABEL: func.func @eval_d128
+// CHECK-NOT: memref.extract_strided_metadata
+// CHECK: gpu.launch_func @txl_kernels::@rel_attention_bf16_d128
 // CHECK-LABEL: gpu.func @rel_attention_bf16_d128(
 // CHECK-SAME: workgroup(%{{.+}} : memref<64x49xf32, 3>, %{{.+}} : memref<4x16x8x8xbf16, 3>, %{{.+}} : memref<16x4x8x8xbf16, 3>) kernel
 // CHECK-NOT: memref.subview

@@ -15,6 +15,18 @@
 // CHECK-DAG: %[[C128:.+]] = arith.constant 128 : index
 // CHECK: %[[TILES:.+]] = arith.ceildivui %{{.+}}, %[[C64]] : index
 // CHECK: bufferization.to_buffer %{{.+}} read_only : tensor<?x?x4x32xf32> to memref<?x?x4x32xf32, strided<[?, ?, ?, 1], offset: ?>>
+// The kernel loads rows of key, value and pos_key 16 bytes at a time: the
+// launch checks that each view's offset and row strides are multiples of 4
+// floats.
+// CHECK: %{{[a-z_0-9]+}}, %[[OFF:[a-z_0-9]+]], %{{[a-z_0-9]+}}:4, %[[STRIDES:[a-z_0-9]+]]:4 = memref.extract_strided_metadata
+// CHECK-NEXT: %[[OR0:.+]] = arith.ori %[[OFF]], %[[STRIDES]]#0 : index
+// CHECK-NEXT: %[[OR1:.+]] = arith.ori %[[OR0]], %[[STRIDES]]#1 : index
+// CHECK-NEXT: %[[OR2:.+]] = arith.ori %[[OR1]], %[[STRIDES]]#2 : index
+// CHECK-NEXT: %[[LOW:.+]] = arith.andi %[[OR2]], %c3 : index
+// CHECK-NEXT: %[[ALIGNED:.+]] = arith.cmpi eq, %[[LOW]], %c0 : index
+// CHECK-NEXT: cf.assert %[[ALIGNED]], "txl.rel_attention: key rows must start a multiple of 4 floats apart (the tensor-core kernel's 16-byte loads)"
+// CHECK: cf.assert %{{.+}}, "txl.rel_attention: value rows must start
+// CHECK: cf.assert %{{.+}}, "txl.rel_attention: pos_key rows must start
 // CHECK: call @txl_device_attention_parts(%{{.+}}, %[[C2I64]], %{{.+}})
 // CHECK: %[[PARTS:.+]] = arith.index_cast %{{.+}} : i64 to index
 // CHECK: gpu.launch_func @txl_kernels::@rel_attention_bf16_d32 blocks in (%[[TILES]], %{{.+}}, %[[PARTS]]) threads in (%[[C128]], %c1, %c1)
@@ -54,31 +66,33 @@
 // CHECK: %[[ICOUNT:.+]] = arith.maxsi %{{.+}}, %c0_i32 : i32
 // CHECK-NOT: gpu.barrier
 //
-// The whole key tiles: each work-item stages 4 consecutive columns
-// (d_head 32: rows of 8 work-items, each row of 8 a core matrix's) of K and
-// V through one view each, its rows 16 apart, in 2 unrolled steps of one
-// 16-byte load, whose row offsets are constants: K's 4 columns side by side
-// in its core matrix, V's (transposed) 8 apart.
+// The whole key tiles: each work-item stages 4 consecutive columns of 2
+// consecutive rows (d_head 32: 8 work-items a row, 16 pairs of rows a
+// step, so one step) of K and V through one view each, a row's columns in
+// one 16-byte load: K's 4 columns side by side in its core matrix, V's
+// (transposed) two rows of a column side by side.
 // CHECK: scf.for %[[J0:.+]] = %{{.+}} to
 // CHECK-NEXT: gpu.barrier {txl.sync = "reads-done"}
+// CHECK: %[[PAIR:.+]] = arith.divui %{{.+}}, %c8 : index
+// CHECK-NEXT: %[[ROW:.+]] = arith.muli %[[PAIR]], %c2 : index
 // CHECK: %[[C4:.+]] = arith.muli %{{.+}}, %c4 : index
 // CHECK-NEXT: %[[DB:.+]] = arith.divui %[[C4]], %c8 : index
 // CHECK-NEXT: %[[DI:.+]] = arith.remui %[[C4]], %c8 : index
-// CHECK-NEXT: %[[JB:.+]] = arith.divui
-// CHECK-NEXT: %[[JI:.+]] = arith.remui
-// CHECK: %[[KV:.+]] = memref.subview %[[K]][{{.+}}] [2, 1, 1, %{{.+}}] [16, 1, 1, 1]
+// CHECK-NEXT: %[[JB:.+]] = arith.divui %[[ROW]], %c8 : index
+// CHECK-NEXT: %[[JI:.+]] = arith.remui %[[ROW]], %c8 : index
+// CHECK: %[[KV:.+]] = memref.subview %[[K]][{{.+}}] [2, 1, 1, %{{.+}}] [1, 1, 1, 1]
 // CHECK-NOT: memref.load %[[K]]
 // CHECK-NEXT: %[[K0:.+]] = vector.load %[[KV]][%c0, %c0, %c0, %[[C4]]] {alignment = 16 : i64} : {{.+}}, vector<4xf32>
+// CHECK-NEXT: %[[K1:.+]] = vector.load %[[KV]][%c1, %c0, %c0, %[[C4]]] {alignment = 16 : i64} : {{.+}}, vector<4xf32>
 // CHECK: memref.store %{{.+}}, %[[KT]][%[[JB]], %[[DB]], %[[JI]], %[[DI]]] : memref<4x4x8x8xbf16, 3>
-// CHECK: %[[DI3:.+]] = arith.addi %[[DI]], %c3 : index
-// CHECK: memref.store %{{.+}}, %[[KT]][%[[JB]], %[[DB]], %[[JI]], %[[DI3]]] : memref<4x4x8x8xbf16, 3>
-// CHECK-NEXT: vector.load %[[KV]][%c1, %c0, %c0, %[[C4]]] {alignment = 16 : i64}
-// CHECK-NEXT: %[[JB2:.+]] = arith.addi %[[JB]], %c2 : index
-// CHECK: memref.store %{{.+}}, %[[KT]][%[[JB2]], %[[DB]], %[[JI]], %[[DI]]] : memref<4x4x8x8xbf16, 3>
-// CHECK: %[[VV:.+]] = memref.subview %[[V]][{{.+}}] [2, 1, 1, %{{.+}}] [16, 1, 1, 1]
+// CHECK: %[[JI1:.+]] = arith.addi %[[JI]], %c1 : index
+// CHECK: memref.store %{{.+}}, %[[KT]][%[[JB]], %[[DB]], %[[JI1]], %[[DI]]] : memref<4x4x8x8xbf16, 3>
+// CHECK: %[[VV:.+]] = memref.subview %[[V]][{{.+}}] [2, 1, 1, %{{.+}}] [1, 1, 1, 1]
 // CHECK-NEXT: vector.load %[[VV]][%c0, %c0, %c0, %[[C4]]] {alignment = 16 : i64}
+// CHECK-NEXT: vector.load %[[VV]][%c1, %c0, %c0, %[[C4]]] {alignment = 16 : i64}
 // CHECK: memref.store %{{.+}}, %[[VT]][%[[DB]], %[[JB]], %[[DI]], %[[JI]]] : memref<4x4x8x8xbf16, 3>
-// CHECK: vector.load %[[VV]][%c1, %c0, %c0, %[[C4]]] {alignment = 16 : i64}
+// CHECK: %[[VJI1:.+]] = arith.addi %[[JI]], %c1 : index
+// CHECK: memref.store %{{.+}}, %[[VT]][%[[DB]], %[[JB]], %[[DI]], %[[VJI1]]] : memref<4x4x8x8xbf16, 3>
 // CHECK-NOT: memref.load
 // The workgroup's r window, rows qlen - i0 - 64 + j0 + [0, 96) (rows
 // outside [0, klen) read row 0), 8 columns per work-item in 3 steps of
