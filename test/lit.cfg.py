@@ -104,6 +104,14 @@ config.environment["TXL_OPENCL_CACHE_DIR"] = config.opencl_cache
 # rel-attention-opencl.test runs a tensor-core kernel built by the
 # optimizer (txl-emulate-mma works around it).
 config.environment["CL_CONFIG_CPU_O0_VECTORIZATION"] = "True"
+# A short run of a bf16 or fp16 executable (20 training updates of a tiny
+# model) spends most of its time in the driver's optimized build of its
+# emulated tensor-core kernels (train-opencl.test's bf16 run: 44 s, 13 s
+# without the optimizer, the same losses and norms to the printed digits):
+# such runs are prefixed %opencl_o0. Every run of one executable in a test
+# takes it or none does (the options are part of the program cache's key).
+config.substitutions.append(
+    ("%opencl_o0", "env TXL_OPENCL_BUILD_OPTIONS=-cl-opt-disable"))
 # CLBlast builds its kernels from source in every process (3 to 5 s of each
 # OpenCL executable's run on Intel's CPU runtime, which has no driver cache
 # as a GPU's has): test/tools/cl_program_cache.c, preloaded, keeps them for

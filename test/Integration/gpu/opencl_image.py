@@ -9,13 +9,21 @@ usage:
   opencl_image.py compare IMAGE_A IMAGE_B
       for each kernel both images hold, "same NAME" when its SPIR-V is the
       same bytes in both, else "differs NAME"
+  opencl_image.py validate IMAGE [SPIRV_VAL]
+      runs spirv-val (or SPIRV_VAL) on each kernel's SPIR-V module, the one
+      the runtime builds, and prints "valid NAME: B bytes" for each; exits 1
+      with spirv-val's message on the first that does not validate. (The
+      numerics tests validate the image they run rather than lower the
+      kernels a second time with --kernels-to-spirv.)
 
 Exits 1 on an image that does not parse to its last byte.
 """
 
 import os
 import struct
+import subprocess
 import sys
+import tempfile
 
 
 def kernels(path):
@@ -53,6 +61,22 @@ def main():
         b = {name: spirv for name, _, spirv in kernels(sys.argv[3])}
         for name in sorted(a.keys() & b.keys()):
             print(f"{'same' if a[name] == b[name] else 'differs'} {name}")
+    elif sys.argv[1] == "validate":
+        tool = sys.argv[3] if len(sys.argv) > 3 else "spirv-val"
+        found = kernels(sys.argv[2])
+        if not found:
+            sys.exit(f"{sys.argv[2]}: no kernel")
+        with tempfile.TemporaryDirectory() as tmp:
+            for name, _, spirv in found:
+                path = os.path.join(tmp, name + ".spv")
+                with open(path, "wb") as f:
+                    f.write(spirv)
+                run = subprocess.run([tool, path], capture_output=True,
+                                     text=True)
+                if run.returncode != 0:
+                    sys.exit(f"{name}: {tool} failed:\n{run.stdout}"
+                             f"{run.stderr}")
+                print(f"valid {name}: {len(spirv)} bytes")
     else:
         sys.exit(__doc__)
     return 0
