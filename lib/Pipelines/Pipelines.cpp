@@ -260,9 +260,12 @@ void mlir::txl::buildKernelsToPtxPipeline(OpPassManager &pm,
   mmaOptions.wgmma = chip == "sm_90a";
   pm.nest<gpu::GPUModuleOp>().addPass(createMmaToNvvmPass(mmaOptions));
   // Every lowering is nested in the gpu.module: on a module that also
-  // holds host code (txl-opt) it lowers the kernels only.
+  // holds host code (txl-opt) it lowers the kernels only. Upstream's
+  // convert-nvgpu-to-nvvm lowers what txl-mma-to-nvvm leaves of the nvgpu
+  // dialect: nvgpu.ldmatrix (the attention forward's B fragments of X).
   addPipeline(pm,
-              "gpu.module(convert-scf-to-cf,expand-strided-metadata),"
+              "gpu.module(convert-nvgpu-to-nvvm,convert-scf-to-cf,"
+              "expand-strided-metadata),"
               "nvvm-attach-target{O=3 chip=" +
                   chip.str() + " features=" + ptxFeatures.str() +
                   "},gpu.module(lower-affine,convert-arith-to-llvm,"

@@ -868,14 +868,25 @@ def MmaToNvvmPass : Pass<"txl-mma-to-nvvm", "::mlir::gpu::GPUModuleOp"> {
     `wgmma.mma_async.sync.aligned.m64nNk16` per k-step (inline PTX: A's
     four registers, B's no-swizzle matrix descriptor built from the tile's
     shared-memory address, the accumulators in place), `wgmma.commit_group`
-    and `wgmma.wait_group 0`; every `gpu.barrier` of such a kernel is then
+    and `wgmma.wait_group 0`; every `gpu.barrier` of such a kernel that
+    may follow a write to one of its products' tiles (searching back to
+    the barrier before, around loops: the previous iteration's end, then
+    what precedes the loop; a view of a tile counts as a write) is then
     preceded by `fence.proxy.async.shared::cta`, so that the tiles written
-    before the barrier are visible to wgmma's async proxy. The tile must be
+    before the barrier are visible to wgmma's async proxy. The others get
+    none: the fence waits for the work-item's outstanding memory operations. The tile must be
     a workgroup attribution of the kernel, which gets `llvm.align = 16`
     (a descriptor keeps bits 4-17 of the address); anything else is an
     error. Without `wgmma`
     each becomes its subgroups' `mma.sync` products, their B fragments
-    loaded at the addresses the same descriptors give.
+    read at the addresses the same descriptors give, two n-blocks of a
+    k-step by one `nvgpu.ldmatrix` of 4 core matrices.
+
+    Every workgroup tile that an `nvgpu.ldmatrix` reads (those, and the
+    attention forward's r window) gets `llvm.align = 16` (ldmatrix reads
+    16-byte aligned rows); an ldmatrix of anything else is an error. The
+    ldmatrix itself is left to upstream `convert-nvgpu-to-nvvm`, which the
+    PTX pipeline runs next.
   }];
   let options = [
     Option<"wgmma", "wgmma", "bool", /*default=*/"false",
@@ -938,8 +949,13 @@ def EmulateMmaPass : Pass<"txl-emulate-mma", "::mlir::gpu::GPUModuleOp"> {
     each lane loading its B fragment at the byte address that wgmma's
     matrix descriptor of the k-step gives (the descriptor built as on
     sm_90a with the tile at address 0, and its fields decoded as PTX
-    defines them); then the kernels' bf16 and f16 workgroup tiles become
-    f32 tiles of the same rounded values.
+    defines them), two n-blocks of a k-step by one `nvgpu.ldmatrix`. Each
+    `nvgpu.ldmatrix` (1, 2 or 4 core matrices of 16-bit elements, not
+    transposed; anything else is an error) becomes the lane's own loads of
+    what `ldmatrix.sync` delivers it: lane 4 g + t takes elements 2 t and
+    2 t + 1 of the row whose address lane 8 m + g gave for matrix m, that
+    lane's indices fetched with `gpu.shuffle idx`. Then the kernels' bf16
+    and f16 workgroup tiles become f32 tiles of the same rounded values.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::gpu::GPUDialect",

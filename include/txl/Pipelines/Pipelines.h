@@ -160,7 +160,8 @@ void buildGpuLinalgToKernelsPipeline(OpPassManager &pm,
 void buildGpuHostToLLVMPipeline(OpPassManager &pm);
 /// The kernels' module (a module holding gpu.module @txl_kernels: gpu, scf,
 /// memref, arith, math, and the bf16 kernels' nvgpu.mma.sync, lowered by
-/// --txl-mma-to-nvvm) -> gpu.binary with the PTX of `chip` (ptx ISA
+/// --txl-mma-to-nvvm, and nvgpu.ldmatrix, by upstream's
+/// convert-nvgpu-to-nvvm) -> gpu.binary with the PTX of `chip` (ptx ISA
 /// `ptxFeatures`, e.g. "+ptx80"), gpu-module-to-binary in format isa;
 /// libdevice (math.exp is __nv_expf) from the CUDA toolkit at `cudaPath`.
 void buildKernelsToPtxPipeline(OpPassManager &pm, llvm::StringRef chip,

@@ -6,7 +6,9 @@
 // (upstream convert-nvgpu-to-nvvm cannot deduce the PTX types of bf16
 // operands); a warpgroup product (txl.warpgroup_mma) as wgmma.mma_async on
 // sm_90a, else as the mma.sync products of its subgroups
-// (txl/Conversion/MmaFragments.h); and f32 math.exp2 with fastmath afn
+// (txl/Conversion/MmaFragments.h), their B fragments by nvgpu.ldmatrix
+// (lowered by upstream's convert-nvgpu-to-nvvm), whose tiles get 16-byte
+// alignment; and f32 math.exp2 with fastmath afn
 // (the attention kernels' probabilities) as ex2.approx.ftz. The OpenCL
 // target's form is txl-emulate-mma (lib/Conversion/KernelsToSpirv).
 //
@@ -25,6 +27,8 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::txl {
@@ -36,6 +40,30 @@ using namespace mlir;
 using namespace mlir::txl;
 
 namespace {
+
+/// Gives every workgroup tile that an nvgpu.ldmatrix reads 16-byte
+/// alignment: ldmatrix reads 16-byte rows at 16-byte aligned addresses,
+/// which a 2-byte element type does not give a workgroup attribution by
+/// itself (the rows' offsets are the kernels' to keep aligned).
+LogicalResult alignLdMatrixTiles(gpu::GPUModuleOp module) {
+  WalkResult walk = module.walk([](nvgpu::LdMatrixOp op) {
+    auto tile = dyn_cast<BlockArgument>(op.getSrcMemref());
+    auto func = tile ? dyn_cast<gpu::GPUFuncOp>(tile.getOwner()->getParentOp())
+                     : gpu::GPUFuncOp();
+    if (!func ||
+        tile.getArgNumber() < func.getFirstWorkgroupAttributionIndex()) {
+      op.emitOpError("needs its source to be a workgroup attribution of its "
+                     "kernel (its 16-byte alignment)");
+      return WalkResult::interrupt();
+    }
+    func.setWorkgroupAttributionAttr(
+        tile.getArgNumber() - func.getFirstWorkgroupAttributionIndex(),
+        LLVM::LLVMDialect::getAlignAttrName(),
+        IntegerAttr::get(IntegerType::get(op.getContext(), 64), 16));
+    return WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
+}
 
 /// txl.warpgroup_mma as sm_90a's wgmma: wgmma.fence, one
 /// wgmma.mma_async.m64nNk16 per k-step (A from registers, B by descriptor,
@@ -116,23 +144,85 @@ LogicalResult lowerToWgmma(txl::WarpgroupMmaOp op) {
   op.erase();
   return success();
 }
+/// Whether `op` or an op nested in it may write one of `tiles`: a use
+/// whose effects are a write, unknown, or a view of the tile (an alias
+/// whose writes this does not follow).
+bool writesTile(Operation *op, const llvm::SmallPtrSetImpl<Value> &tiles) {
+  return op
+      ->walk([&](Operation *inner) {
+        bool usesTile = llvm::any_of(
+            inner->getOperands(), [&](Value v) { return tiles.contains(v); });
+        if (!usesTile)
+          return WalkResult::advance();
+        auto effects = dyn_cast<MemoryEffectOpInterface>(inner);
+        bool view = llvm::any_of(inner->getResultTypes(), [](Type type) {
+          return isa<BaseMemRefType>(type);
+        });
+        if (!effects || view || effects.hasEffect<MemoryEffects::Write>())
+          return WalkResult::interrupt();
+        return WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
+/// Whether a write to one of `tiles` may come between the barrier that
+/// runs last before `op` (in program order, around loops) and `op`: the
+/// ops before it in its block back to a barrier; at the block's start, a
+/// loop's blocks each from its end back to a barrier (the previous
+/// iteration) and then what comes before the loop; any other region, what comes
+/// before its op; the kernel's start ends the search.
+bool tileWrittenSinceBarrier(Operation *op,
+                             const llvm::SmallPtrSetImpl<Value> &tiles) {
+  for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode()) {
+    if (isa<gpu::BarrierOp>(prev))
+      return false;
+    if (writesTile(prev, tiles))
+      return true;
+  }
+  Operation *parent = op->getParentOp();
+  if (isa<gpu::GPUFuncOp>(parent))
+    return false;
+  if (isa<LoopLikeOpInterface>(parent)) {
+    // The previous iteration: each block of the loop from its end back.
+    for (Region &region : parent->getRegions())
+      for (Block &block : region)
+        for (Operation &prev : llvm::reverse(block)) {
+          if (isa<gpu::BarrierOp>(prev))
+            break;
+          if (writesTile(&prev, tiles))
+            return true;
+        }
+  }
+  return tileWrittenSinceBarrier(parent, tiles);
+}
+
 /// wgmma reads its tiles through the async proxy: in every kernel with a
-/// warpgroup product, each barrier is preceded by
-/// fence.proxy.async.shared::cta, so that the tiles written before it
-/// (generic proxy) are what the next wgmma reads.
+/// warpgroup product, each barrier that may follow a write (generic
+/// proxy) to one of its products' tiles is preceded by
+/// fence.proxy.async.shared::cta, so that what was written is what the
+/// next wgmma reads (tileWrittenSinceBarrier). A barrier behind which no
+/// such tile was written (the forward's before the next tile's staging,
+/// and after X's stores) gets none: the fence waits for the work-item's
+/// outstanding memory operations (MEMBAR.ALL.CTA in SASS).
 void fenceBarriersForWgmma(gpu::GPUModuleOp module) {
   module.walk([](gpu::GPUFuncOp func) {
-    if (!func.walk([](txl::WarpgroupMmaOp) { return WalkResult::interrupt(); })
-             .wasInterrupted())
+    llvm::SmallPtrSet<Value, 4> tiles;
+    func.walk([&](txl::WarpgroupMmaOp op) { tiles.insert(op.getB()); });
+    if (tiles.empty())
       return;
-    func.walk([](gpu::BarrierOp barrier) {
+    SmallVector<gpu::BarrierOp> barriers;
+    func.walk([&](gpu::BarrierOp barrier) {
+      if (tileWrittenSinceBarrier(barrier, tiles))
+        barriers.push_back(barrier);
+    });
+    for (gpu::BarrierOp barrier : barriers) {
       ImplicitLocOpBuilder b(barrier.getLoc(), barrier);
       LLVM::InlineAsmOp::create(
           b, /*res=*/Type(), ValueRange{}, "fence.proxy.async.shared::cta;", "",
           /*has_side_effects=*/true, /*is_align_stack=*/false,
           LLVM::tailcallkind::TailCallKind::None, /*asm_dialect=*/{},
           /*operand_attrs=*/{});
-    });
+    }
   });
 }
 // nvgpu.mma.sync (bf16 or f16) => nvvm.mma.sync: each register of A and B
@@ -211,6 +301,8 @@ struct MmaToNvvmPass : public txl::impl::MmaToNvvmPassBase<MmaToNvvmPass> {
     } else {
       expandWarpgroupProducts(getOperation());
     }
+    if (failed(alignLdMatrixTiles(getOperation())))
+      return signalPassFailure();
     RewritePatternSet patterns(&getContext());
     patterns.add<MmaSyncToNvvm, Exp2ToApproxFtz>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))) ||

@@ -7,7 +7,8 @@
 // cores are checked numerically on the CPU (Intel's OpenCL runtime); a
 // warpgroup product (txl.warpgroup_mma) as the mma.sync products of its
 // subgroups, each lane reading its B fragment through wgmma's matrix
-// descriptors (txl/Conversion/MmaFragments.h). The CUDA target's form is
+// descriptors (txl/Conversion/MmaFragments.h); nvgpu.ldmatrix as each
+// lane's loads of what ldmatrix.sync gives it. The CUDA target's form is
 // txl-mma-to-nvvm (lib/Conversion/KernelsToNvvm).
 //
 //===----------------------------------------------------------------------===//
@@ -74,6 +75,63 @@ LogicalResult widenNarrowAttributions(gpu::GPUModuleOp module) {
   });
   return failure(walk.wasInterrupted());
 }
+/// nvgpu.ldmatrix (not transposed; 1, 2 or 4 core matrices of 8 rows of 8
+/// 16-bit elements) => each lane's own loads, as ldmatrix.sync delivers
+/// them: lane 4 g + t gets elements 2 t and 2 t + 1 of row g of core
+/// matrix m in result[m], the row whose address lane 8 m + g gave, so
+/// each lane fetches that lane's indices with shuffles. Runs before the
+/// narrow tiles are widened (the loads it makes are theirs to widen).
+LogicalResult emulateLdMatrix(gpu::GPUModuleOp module) {
+  SmallVector<nvgpu::LdMatrixOp> ops;
+  module.walk([&](nvgpu::LdMatrixOp op) { ops.push_back(op); });
+  for (nvgpu::LdMatrixOp op : ops) {
+    auto type = cast<VectorType>(op.getRes().getType());
+    if (op.getTranspose() || type.getRank() != 2 || type.getDimSize(1) != 2 ||
+        type.getElementTypeBitWidth() != 16 ||
+        type.getDimSize(0) != op.getNumTiles())
+      return op.emitOpError(
+          "is not emulated: txl-emulate-mma takes 1, 2 or 4 core matrices "
+          "of 16-bit elements, not transposed, as vector<Nx2x(bf16|f16)>");
+    ImplicitLocOpBuilder b(op.getLoc(), op);
+    Type i32 = b.getI32Type();
+    auto c32 = [&](int64_t v) {
+      return arith::ConstantIntOp::create(b, v, 32);
+    };
+    Value lane = arith::IndexCastOp::create(
+        b, i32, gpu::LaneIdOp::create(b, /*upper_bound=*/IntegerAttr()));
+    Value g = arith::DivUIOp::create(b, lane, c32(4));
+    Value t = arith::RemUIOp::create(b, lane, c32(4));
+    SmallVector<Value> indices(op.getIndices());
+    SmallVector<Value> elements;
+    for (int64_t m = 0; m < type.getDimSize(0); ++m) {
+      Value src = arith::AddIOp::create(b, g, c32(8 * m));
+      SmallVector<Value> at;
+      for (Value index : indices) {
+        Value got = gpu::ShuffleOp::create(
+                        b, arith::IndexCastOp::create(b, i32, index), src,
+                        c32(kSubgroupSize), gpu::ShuffleMode::IDX)
+                        .getShuffleResult();
+        at.push_back(arith::IndexCastOp::create(b, b.getIndexType(), got));
+      }
+      for (int64_t e = 0; e < 2; ++e) {
+        SmallVector<Value> element = at;
+        element.back() = arith::AddIOp::create(
+            b, at.back(),
+            arith::IndexCastOp::create(
+                b, b.getIndexType(),
+                arith::AddIOp::create(b, arith::MulIOp::create(b, t, c32(2)),
+                                      c32(e))));
+        elements.push_back(
+            memref::LoadOp::create(b, op.getSrcMemref(), element));
+      }
+    }
+    op.replaceAllUsesWith(
+        vector::FromElementsOp::create(b, type, elements).getResult());
+    op.erase();
+  }
+  return success();
+}
+
 // nvgpu.mma.sync (bf16 or f16) => shuffles. Lane 4 g + t holds D[g + 8 r][2 t +
 // e] in [r][e]; A[row][k] sits in lane 4 (row % 8) + (k % 8) / 2, register (row
 // >= 8) + 2 (k >= 8), element k % 2; B[k][n] in lane 4 n + (k % 8) / 2,
@@ -234,7 +292,8 @@ struct EmulateMmaPass : public txl::impl::EmulateMmaPassBase<EmulateMmaPass> {
   void runOnOperation() override {
     gpu::GPUModuleOp module = getOperation();
     expandWarpgroupProducts(module);
-    if (failed(widenNarrowAttributions(module)))
+    if (failed(emulateLdMatrix(module)) ||
+        failed(widenNarrowAttributions(module)))
       return signalPassFailure();
     // Intel's OpenCL CPU compiler miscompiles (out-of-bounds workgroup
     // stores) a rolled loop whose body has both emulated products and

@@ -77,6 +77,15 @@ protected:
   /// The B fragment of `rows` row0 + [0, 16) (the K) × d_head columns 8 db
   /// + [0, 8) (the N), from column `col0` on when set.
   Fragment rowsB(const Rows &rows, Value row0, int64_t db, Value col0 = {});
+  /// The B fragments of two consecutive k-steps (K = columns col0 + [0,
+  /// 32)) × rows row0 + [0, 8) (the N) of `tile`, a row-major workgroup
+  /// tile of operandType whose rows are the product's columns, by one
+  /// nvgpu.ldmatrix of 4 core matrices (ldmatrix.sync.x4: a shared-memory
+  /// load instruction where the lane's own 32-bit reads take 8): lane
+  /// 8 m + i gives the address of row i of core matrix m, columns col0 +
+  /// 8 m on. Row addresses must be 16-byte aligned (the tile's row length
+  /// and col0 multiples of 8 elements). result[s] is k-step s's fragment.
+  std::array<Fragment, 2> ldmatrixB(Value tile, Value row0, Value col0);
   /// D = A B + C for one m16n8k16 block.
   Fragment mma(const Fragment &a, const Fragment &bOp, const Fragment &c);
   /// The same with A packed by packA.

@@ -51,17 +51,21 @@ SmallVector<Value> fragmentElements(ImplicitLocOpBuilder &b, Value fragment) {
 
 /// The 32-bit registers of a [rows, 2] bf16 or f16 fragment: elements
 /// [r][0] in the low and [r][1] in the high half of register r, as PTX's
-/// .bf16x2 and .f16x2 operands.
+/// .bf16x2 and .f16x2 operands. Each register is its pair as a 2-element
+/// vector bitcast to i32, so that a pair rounded from f32 (the
+/// probabilities) becomes one cvt.rn.bf16x2.f32 (F2FP) and a pair that an
+/// ldmatrix delivered stays the register it came in.
 SmallVector<Value> packRegisters(ImplicitLocOpBuilder &b, Value fragment) {
-  Type i16 = b.getI16Type(), i32 = b.getI32Type();
   SmallVector<Value> scalars = fragmentElements(b, fragment), registers;
-  auto half = [&](Value x) {
-    return arith::ExtUIOp::create(b, i32, arith::BitcastOp::create(b, i16, x));
-  };
+  Type element = scalars.front().getType();
   for (size_t r = 0; r < scalars.size(); r += 2) {
-    Value high = arith::ShLIOp::create(b, half(scalars[r + 1]),
-                                       arith::ConstantIntOp::create(b, 16, 32));
-    registers.push_back(arith::OrIOp::create(b, half(scalars[r]), high));
+    Value pair =
+        vector::FromElementsOp::create(b, VectorType::get({2}, element),
+                                       ValueRange{scalars[r], scalars[r + 1]});
+    Value bits = vector::BitCastOp::create(
+        b, VectorType::get({1}, b.getI32Type()), pair);
+    registers.push_back(
+        vector::ExtractOp::create(b, bits, ArrayRef<int64_t>{0}));
   }
   return registers;
 }
@@ -94,26 +98,32 @@ SmallVector<Value> warpgroupSlices(ImplicitLocOpBuilder &b, Value v) {
 }
 
 /// txl.warpgroup_mma as the m16n8k16 products of each subgroup's own 16
-/// rows: lane 4 g + t reads B(k, n) of its fragments (k = 2 t + e + 8 r, n
-/// = g, of n-block nb and k-step s) at the byte address that the k-step's
-/// descriptor gives, start + nb SBO + g 16 + r LBO + (2 t + e) 2, with the
-/// tile's own address taken as 0 and the fields decoded as wgmma decodes
-/// them; so the tile layout and the descriptors that sm_90a's wgmma reads
-/// are what this form computes with.
+/// rows, their B fragments read by ldmatrix: the 2 core matrices of
+/// n-block nb at k-step s (r = 0, 1: k 8 r + [0, 8)) start at byte start +
+/// nb SBO + r LBO of the tile, with the k-step's descriptor decoded as
+/// wgmma decodes it (the tile's own address taken as 0), so the tile
+/// layout and the descriptors that sm_90a's wgmma reads are what this form
+/// computes with. One nvgpu.ldmatrix of 4 core matrices takes two n-blocks
+/// (an odd last one, 2): lane 8 m + i gives the address of row i of core
+/// matrix m (n-block nb + m / 2, r = m % 2), 16 bytes on from row i - 1;
+/// lane 4 g + t receives B(k = 8 r + 2 t + e, n = g) of each, as
+/// mma.sync's B fragment holds them.
 void expandToSubgroupProducts(txl::WarpgroupMmaOp op) {
   ImplicitLocOpBuilder b(op.getLoc(), op);
   Type i64 = b.getI64Type();
   auto c64 = [&](int64_t v) { return i64Constant(b, v); };
   Value lane = arith::IndexCastOp::create(
       b, i64, gpu::LaneIdOp::create(b, /*upper_bound=*/IntegerAttr()));
-  Value g = arith::DivUIOp::create(b, lane, c64(4));
-  Value t = arith::RemUIOp::create(b, lane, c64(4));
+  // The core matrix (m) and the row (i) whose address the lane gives.
+  Value m = arith::DivUIOp::create(b, lane, c64(8));
+  Value i = arith::RemUIOp::create(b, lane, c64(8));
   int64_t kBlocks = 2 * op.getKSteps();
   SmallVector<Value> a = warpgroupSlices(b, op.getA()),
                      acc = warpgroupSlices(b, op.getAcc());
   auto index = [&](Value v) {
     return arith::IndexCastOp::create(b, b.getIndexType(), v);
   };
+  Type operand = op.getA().getType().getElementType();
   for (int64_t s = 0; s < op.getKSteps(); ++s) {
     Value descriptor = MatrixDescriptor::encode(
         b, c64(s * MatrixDescriptor::kStepBytes),
@@ -121,38 +131,47 @@ void expandToSubgroupProducts(txl::WarpgroupMmaOp op) {
     Value start = MatrixDescriptor::field(b, descriptor, 0);
     Value lbo = MatrixDescriptor::field(b, descriptor, 16);
     Value sbo = MatrixDescriptor::field(b, descriptor, 32);
-    Value rowBytes =
-        arith::AddIOp::create(b, start, arith::MulIOp::create(b, g, c64(16)));
-    for (int64_t nb = 0; nb < op.getNBlocks(); ++nb) {
-      Value blockBytes = arith::AddIOp::create(
-          b, rowBytes, arith::MulIOp::create(b, sbo, c64(nb)));
-      SmallVector<Value> fragment;
-      for (int64_t r = 0; r < 2; ++r)
-        for (int64_t e = 0; e < 2; ++e) {
-          Value k = arith::AddIOp::create(
-              b, arith::MulIOp::create(b, t, c64(2)), c64(e));
-          Value bytes = arith::AddIOp::create(
+    for (int64_t nb = 0; nb < op.getNBlocks(); nb += 2) {
+      int64_t matrices = std::min<int64_t>(4, 2 * (op.getNBlocks() - nb));
+      // With 2 matrices, lanes 16-31 repeat lanes 0-15's addresses (PTX
+      // reads only lanes 0-15's).
+      Value lm = matrices == 4 ? m : arith::RemUIOp::create(b, m, c64(2));
+      Value bytes = arith::AddIOp::create(
+          b,
+          arith::AddIOp::create(
+              b, start,
+              arith::MulIOp::create(
+                  b, sbo,
+                  arith::AddIOp::create(
+                      b, c64(nb), arith::DivUIOp::create(b, lm, c64(2))))),
+          arith::AddIOp::create(
               b,
-              arith::AddIOp::create(b, blockBytes,
-                                    arith::MulIOp::create(b, lbo, c64(r))),
-              arith::MulIOp::create(b, k, c64(2)));
-          // The element's position in the packed [n/8][k/8][8][8] tile.
-          Value element = arith::DivUIOp::create(b, bytes, c64(2));
-          Value coreMatrix = arith::DivUIOp::create(b, element, c64(64));
-          fragment.push_back(memref::LoadOp::create(
-              b, op.getB(),
-              ValueRange{
-                  index(arith::DivUIOp::create(b, coreMatrix, c64(kBlocks))),
-                  index(arith::RemUIOp::create(b, coreMatrix, c64(kBlocks))),
-                  index(arith::RemUIOp::create(
-                      b, arith::DivUIOp::create(b, element, c64(8)), c64(8))),
-                  index(arith::RemUIOp::create(b, element, c64(8)))}));
-        }
-      Value bOp = vector::FromElementsOp::create(
-          b, VectorType::get({2, 2}, op.getA().getType().getElementType()),
-          fragment);
-      acc[nb] = nvgpu::MmaSyncOp::create(b, a[s], bOp, acc[nb],
-                                         ArrayRef<int64_t>{16, 8, 16});
+              arith::MulIOp::create(b, lbo,
+                                    arith::RemUIOp::create(b, lm, c64(2))),
+              arith::MulIOp::create(b, i, c64(16))));
+      // The row's first element in the packed [n/8][k/8][8][8] tile.
+      Value element = arith::DivUIOp::create(b, bytes, c64(2));
+      Value coreMatrix = arith::DivUIOp::create(b, element, c64(64));
+      Value fragments = nvgpu::LdMatrixOp::create(
+          b, VectorType::get({matrices, 2}, operand), op.getB(),
+          ValueRange{
+              index(arith::DivUIOp::create(b, coreMatrix, c64(kBlocks))),
+              index(arith::RemUIOp::create(b, coreMatrix, c64(kBlocks))),
+              index(arith::RemUIOp::create(
+                  b, arith::DivUIOp::create(b, element, c64(8)), c64(8))),
+              index(arith::RemUIOp::create(b, element, c64(8)))},
+          /*transpose=*/false, /*numTiles=*/matrices);
+      for (int64_t half = 0; half < matrices / 2; ++half) {
+        SmallVector<Value> fragment;
+        for (int64_t r = 0; r < 2; ++r)
+          for (int64_t e = 0; e < 2; ++e)
+            fragment.push_back(vector::ExtractOp::create(
+                b, fragments, ArrayRef<int64_t>{2 * half + r, e}));
+        Value bOp = vector::FromElementsOp::create(
+            b, VectorType::get({2, 2}, operand), fragment);
+        acc[nb + half] = nvgpu::MmaSyncOp::create(b, a[s], bOp, acc[nb + half],
+                                                  ArrayRef<int64_t>{16, 8, 16});
+      }
     }
   }
   Value result =

@@ -133,6 +133,23 @@ Fragment MmaBodyBuilder::rowsB(const Rows &rows, Value row0, int64_t db,
   return frag;
 }
 
+std::array<Fragment, 2> MmaBodyBuilder::ldmatrixB(Value tile, Value row0,
+                                                  Value col0) {
+  // lane = 4 g + t: lane % 8 = 4 (g % 2) + t, lane / 8 = g / 2.
+  Value row =
+      add(row0, add(mul(arith::RemUIOp::create(b, g, idx(2)), idx(4)), t));
+  Value col = add(col0, mul(arith::DivUIOp::create(b, g, idx(2)), idx(8)));
+  Value matrices = nvgpu::LdMatrixOp::create(
+      b, VectorType::get({4, 2}, operandType), tile, ValueRange{row, col},
+      /*transpose=*/false, /*numTiles=*/4);
+  std::array<Fragment, 2> frags;
+  for (int64_t m = 0; m < 4; ++m)
+    for (int64_t e = 0; e < 2; ++e)
+      frags[m / 2].push_back(
+          vector::ExtractOp::create(b, matrices, ArrayRef<int64_t>{m, e}));
+  return frags;
+}
+
 Value MmaBodyBuilder::packA(const Fragment &a) {
   return vector::FromElementsOp::create(b, VectorType::get({4, 2}, operandType),
                                         a);
@@ -597,13 +614,20 @@ void MmaKernelBuilder::build() {
     };
     if (rTile) {
       // The subgroup's 48 rows start at window row 48 - 16 w (its rBase =
-      // the window's start + 48 - 16 w).
+      // the window's start + 48 - 16 w). Each block's B fragments come two
+      // k-steps an ldmatrix (the window's rows are 16-byte aligned: dPad +
+      // kWindowPad elements of 2 bytes).
       Value wRow0 = sub(idx(kWindowRows - kWindow), warpRow0);
-      for (int64_t xb = 0; xb < kWindow / 8; ++xb)
-        xBlock(idx(xb), add(wRow0, add(g, idx(8 * xb))),
-               [&](Value row, Value d) -> Value {
-                 return memref::LoadOp::create(b, rTile, ValueRange{row, d});
-               });
+      for (int64_t xb = 0; xb < kWindow / 8; ++xb) {
+        Fragment acc = zeros();
+        for (int64_t ks = 0; ks < kSteps; ks += 2) {
+          std::array<Fragment, 2> rf =
+              ldmatrixB(rTile, add(wRow0, idx(8 * xb)), idx(16 * ks));
+          acc = mma(qvs[ks], rf[0], acc);
+          acc = mma(qvs[ks + 1], rf[1], acc);
+        }
+        storeC(acc, xTile, warpRow0, idx(8 * xb));
+      }
     } else {
       // Without a staged window, each lane reads its B fragments' r rows;
       // rows outside [0, klen) only serve masked pairs and read as zero.

@@ -21,6 +21,7 @@
 // And on sm_80 the same module has no wgmma.
 // RUN: txl-translate --kernels-to-ptx --ptx-chip=sm_80 %S/../Inputs/warpgroup-mma.mlir -o %t/wg80.ptx
 // RUN: FileCheck %s --check-prefix=PTX80 < %t/wg80.ptx
+// RUN: FileCheck %s --check-prefix=PTX80-LD < %t/wg80.ptx
 // RUN: %ptxas -arch=sm_80 -warn-spills -Werror %t/wg80.ptx -o %t/wg80.cubin
 
 // wgmma=true (sm_90a): the barrier after the staging gets the async-proxy
@@ -58,12 +59,17 @@
 // F16: wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16
 // F16: wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16
 
-// Without wgmma: each subgroup's 2 k-steps x 4 n-blocks of mma.sync, its B
-// fragments loaded from the tile (4 per product), no fence.
+// Without wgmma: each subgroup's 2 k-steps x 4 n-blocks of mma.sync, the
+// B fragments of two n-blocks read by one ldmatrix of 4 core matrices
+// from the tile, which gets 16-byte alignment; no scalar load of it, no
+// fence.
 // SYNC-LABEL: gpu.func @wg
+// SYNC-SAME: workgroup(%[[TILE:.+]] : memref<4x4x8x8xbf16, 3> {llvm.align = 16 : i64})
 // SYNC: gpu.barrier
-// SYNC-COUNT-32: memref.load %{{.+}} : memref<4x4x8x8xbf16, 3>
 // SYNC-NOT: memref.load %{{.+}} : memref<4x4x8x8xbf16, 3>
+// SYNC-COUNT-4: nvgpu.ldmatrix %[[TILE]][{{.+}}] {numTiles = 4 : i32, transpose = false} : memref<4x4x8x8xbf16, 3> -> vector<4x2xbf16>
+// SYNC-NOT: memref.load %{{.+}} : memref<4x4x8x8xbf16, 3>
+// SYNC-NOT: nvgpu.ldmatrix
 // SYNC: gpu.return
 // SYNC-MMA-COUNT-8: nvvm.mma.sync
 // SYNC-MMA-NOT: nvvm.mma.sync
@@ -78,9 +84,13 @@
 // PTX: wgmma.commit_group.sync.aligned;
 // PTX: wgmma.wait_group.sync.aligned 0;
 // PTX80: .target sm_80
+// PTX80: .shared .align 16 .b8 __wg_wg_0[2048];
 // PTX80-NOT: wgmma
 // PTX80-NOT: fence.proxy
 // PTX80-COUNT-8: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// PTX80-LD-COUNT-4: ldmatrix.sync.aligned.m8n8.x4.shared.b16
+// PTX80-LD-NOT: ldmatrix
+// PTX80-LD: ret;
 
 // B must be a workgroup attribution (whose alignment the lowering sets).
 gpu.module @txl_kernels {

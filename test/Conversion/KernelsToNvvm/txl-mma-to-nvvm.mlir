@@ -3,20 +3,18 @@
 // RUN:   | FileCheck %s --implicit-check-not=nvgpu.mma.sync
 
 // bf16 m16n8k16 => nvvm.mma.sync: A's registers r = 0..3 and B's r = 0, 1
-// are i32 with element [r][0] in the low and [r][1] in the high 16 bits;
+// are i32 with element [r][0] in the low and [r][1] in the high 16 bits
+// (the pair as a vector<2xbf16>, bitcast: a pair rounded from f32 becomes
+// one cvt.rn.bf16x2.f32);
 // the four f32 accumulators pass through in [r][e] order.
 
 // CHECK-LABEL: gpu.func @bf16
 // CHECK-SAME: (%[[A:[^:]+]]: vector<4x2xbf16>, %[[B:[^:]+]]: vector<2x2xbf16>, %[[C:[^:]+]]: vector<2x2xf32>
-// CHECK-DAG: %[[C16:.+]] = arith.constant 16 : i32
 // CHECK: %[[A00:.+]] = vector.extract %[[A]][0, 0]
 // CHECK: %[[A01:.+]] = vector.extract %[[A]][0, 1]
-// CHECK: %[[HI:.+]] = arith.bitcast %[[A01]] : bf16 to i16
-// CHECK: %[[HI32:.+]] = arith.extui %[[HI]] : i16 to i32
-// CHECK: %[[HISH:.+]] = arith.shli %[[HI32]], %[[C16]] : i32
-// CHECK: %[[LO:.+]] = arith.bitcast %[[A00]] : bf16 to i16
-// CHECK: %[[LO32:.+]] = arith.extui %[[LO]] : i16 to i32
-// CHECK: %[[R0:.+]] = arith.ori %[[LO32]], %[[HISH]] : i32
+// CHECK: %[[PAIR:.+]] = vector.from_elements %[[A00]], %[[A01]] : vector<2xbf16>
+// CHECK: %[[BITS:.+]] = vector.bitcast %[[PAIR]] : vector<2xbf16> to vector<1xi32>
+// CHECK: %[[R0:.+]] = vector.extract %[[BITS]][0] : i32 from vector<1xi32>
 // CHECK: %[[C00:.+]] = vector.extract %[[C]][0, 0] : f32
 // CHECK: %[[C01:.+]] = vector.extract %[[C]][0, 1] : f32
 // CHECK: %[[C10:.+]] = vector.extract %[[C]][1, 0] : f32

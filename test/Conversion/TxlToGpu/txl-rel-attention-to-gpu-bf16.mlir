@@ -109,13 +109,26 @@
 // CHECK-NOT: memref.load %[[R]]
 // CHECK: txl.warpgroup_mma %{{.+}}, %[[KT]], %{{.+}} : vector<2x4x2xbf16>, memref<4x4x8x8xbf16, 3>, vector<4x2x2xf32>
 // AC stays in registers: X is the only tile written. X's 6 blocks of 8
-// window rows (unrolled), their B fragments read from the staged window.
+// window rows (unrolled), the B fragments of a block's 2 k-steps read from
+// the staged window by one ldmatrix of 4 core matrices (lane 8 m + i: row
+// i of matrix m, columns 8 m on), no scalar load of the window.
 // CHECK-NOT: memref.store
 // CHECK-NOT: scf.for
-// CHECK: memref.load %[[RT]]
+// CHECK-NOT: memref.load %[[RT]]
+// CHECK: %[[GM2:.+]] = arith.remui %[[G:[a-z_0-9]+]], %c2 : index
+// CHECK: %[[I4:.+]] = arith.muli %[[GM2]], %c4 : index
+// CHECK: %[[I:.+]] = arith.addi %[[I4]], %{{.+}} : index
+// CHECK: %[[ROW:.+]] = arith.addi %{{.+}}, %[[I]] : index
+// CHECK: %[[M:.+]] = arith.divui %[[G]], %c2 : index
+// CHECK: %[[COL:.+]] = arith.muli %[[M]], %c8 : index
+// CHECK-NOT: memref.load %[[RT]]
+// CHECK: nvgpu.ldmatrix %[[RT]][%[[ROW]], %[[COL]]] {numTiles = 4 : i32, transpose = false} : memref<96x40xbf16, 3> -> vector<4x2xbf16>
 // CHECK-COUNT-2: nvgpu.mma.sync({{.+}}) {mmaShape = [16, 8, 16]} : (vector<4x2xbf16>, vector<2x2xbf16>, vector<2x2xf32>) -> vector<2x2xf32>
 // CHECK-COUNT-4: memref.store %{{.+}}, %[[X]]
-// CHECK-COUNT-10: nvgpu.mma.sync
+// CHECK-COUNT-5: nvgpu.ldmatrix %[[RT]]
+// CHECK-NOT: memref.load %[[RT]]
+// CHECK: nvgpu.mma.sync
+// CHECK: nvgpu.mma.sync
 // CHECK-COUNT-4: memref.store %{{.+}}, %[[X]]
 // CHECK-NOT: nvgpu.mma.sync
 // CHECK: gpu.barrier {txl.sync = "stores-done"}

@@ -40,7 +40,9 @@ import subprocess
 import sys
 import tempfile
 
-FAMILIES = ["LDGSTS", "LDG", "STG", "LDS", "STS", "LDSM", "HGMMA", "HMMA",
+# A family is the first whose name starts the opcode: LDSM (ldmatrix)
+# before LDS.
+FAMILIES = ["LDGSTS", "LDG", "STG", "LDSM", "LDS", "STS", "HGMMA", "HMMA",
             "BAR", "MEMBAR", "MUFU", "SHFL", "BRA"]
 
 
@@ -160,7 +162,8 @@ def per_tile(kernel, kernel_loops, budget, trips):
     print(f"{verdict} {kernel} main loop {main['start']:#x}: {n:g} "
           f"instructions per iteration (budget {budget:g}; "
           f"{len(nested)} nested loop(s); LDG {ldg:g}, "
-          f"BAR {main['ops']['BAR']})")
+          f"BAR {main['ops']['BAR']}, LDS {main['ops']['LDS']}, "
+          f"LDSM {main['ops']['LDSM']}, MEMBAR {main['ops']['MEMBAR']})")
     return n <= budget
 
 

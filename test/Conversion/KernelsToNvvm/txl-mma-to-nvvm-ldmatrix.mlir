@@ -1,0 +1,35 @@
+// RUN: txl-opt %s --split-input-file --verify-diagnostics \
+// RUN:   --pass-pipeline='builtin.module(gpu.module(txl-mma-to-nvvm))' | FileCheck %s
+
+// A workgroup tile that nvgpu.ldmatrix reads gets 16-byte alignment (its
+// rows' addresses must be 16-byte aligned; 2-byte elements alone give a
+// workgroup attribution 2); the other tile keeps its own. The ldmatrix
+// stays for upstream's convert-nvgpu-to-nvvm.
+// CHECK-LABEL: gpu.func @tile
+// CHECK-SAME: workgroup(%[[TILE:.+]] : memref<16x40xbf16, 3> {llvm.align = 16 : i64}, %{{.+}} : memref<8xbf16, 3>)
+// CHECK: nvgpu.ldmatrix %[[TILE]]
+gpu.module @txl_kernels {
+  gpu.func @tile(%row: index, %o: memref<2xf32>)
+      workgroup(%tile : memref<16x40xbf16, 3>, %other : memref<8xbf16, 3>) kernel {
+    %c0 = arith.constant 0 : index
+    %v = nvgpu.ldmatrix %tile[%row, %c0] {numTiles = 2 : i32, transpose = false}
+        : memref<16x40xbf16, 3> -> vector<2x2xbf16>
+    %x = vector.extract %v[1, 1] : bf16 from vector<2x2xbf16>
+    memref.store %x, %other[%c0] : memref<8xbf16, 3>
+    gpu.return
+  }
+}
+
+// -----
+
+// A source that is not the kernel's workgroup attribution has no alignment
+// the lowering can set.
+gpu.module @txl_kernels {
+  gpu.func @argument(%row: index, %tile: memref<16x40xbf16, 3>, %o: memref<2xf32>) kernel {
+    %c0 = arith.constant 0 : index
+    // expected-error @+1 {{needs its source to be a workgroup attribution of its kernel (its 16-byte alignment)}}
+    %v = nvgpu.ldmatrix %tile[%row, %c0] {numTiles = 2 : i32, transpose = false}
+        : memref<16x40xbf16, 3> -> vector<2x2xbf16>
+    gpu.return
+  }
+}
