@@ -168,8 +168,11 @@ LogicalResult TxlDialect::verifyOperationAttribute(Operation *op,
   }
   if (name == kSyncAttrName) {
     auto role = dyn_cast<StringAttr>(attr.getValue());
-    if (op->getName().getStringRef() != "gpu.barrier")
-      return op->emitError("'txl.sync' is an attribute of gpu.barrier ops");
+    if (op->getName().getStringRef() != "gpu.barrier" &&
+        !isa<SubgroupBarrierOp>(op))
+      return op->emitError(
+          "'txl.sync' is an attribute of gpu.barrier and txl.subgroup_barrier "
+          "ops");
     if (!role || !llvm::is_contained(kSyncRoles, role.getValue()))
       return op->emitError("'txl.sync' must be one of \"reads-done\", "
                            "\"stores-done\", \"ds-stored\", \"kv-staged\", "

@@ -53,7 +53,8 @@ def Txl_Dialect : Dialect {
     /// function of the runtime ABI, and by txl-generate-backward on the
     /// backward segment.
     static constexpr ::llvm::StringLiteral kEntryAttrName = "txl.entry";
-    /// `txl.sync = "<role>"` on a gpu.barrier of the attention kernels: what
+    /// `txl.sync = "<role>"` on a gpu.barrier (or txl.subgroup_barrier) of
+    /// the attention kernels: what
     /// the barrier orders ("reads-done": every work-item finished reading
     /// the tiles about to be overwritten; "stores-done": every work-item
     /// stored its part of the tiles about to be read; "ds-stored": the

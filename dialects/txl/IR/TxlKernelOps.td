@@ -63,4 +63,26 @@ def Txl_WarpgroupMmaOp : Txl_Op<"warpgroup_mma",
   }];
 }
 
+def Txl_SubgroupBarrierOp : Txl_Op<"subgroup_barrier"> {
+  let summary = "the work-items of a subgroup wait for each other";
+  let description = [{
+    Every work-item of the subgroup (the 32 lanes of a CUDA warp) waits
+    until all of them reach it, and the workgroup-memory writes each made
+    before it are visible to the others after it: a `gpu.barrier` for one
+    subgroup, where only the subgroup's own lanes read what it wrote (the
+    tensor-core attention forward's X rows, read back skewed). The other
+    subgroups of the workgroup go on. All lanes of the subgroup must reach
+    it (uniform control flow), as for `gpu.barrier`.
+
+    CUDA: `bar.warp.sync 0xffffffff` (`__syncwarp()`; txl-mma-to-nvvm);
+    OpenCL: SPIR-V's `OpControlBarrier` of subgroup scope, workgroup
+    memory ordered (txl-emulate-mma).
+
+    ```mlir
+    txl.subgroup_barrier
+    ```
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
 #endif // TXL_KERNEL_OPS

@@ -882,6 +882,9 @@ def MmaToNvvmPass : Pass<"txl-mma-to-nvvm", "::mlir::gpu::GPUModuleOp"> {
     read at the addresses the same descriptors give, two n-blocks of a
     k-step by one `nvgpu.ldmatrix` of 4 core matrices.
 
+    Each `txl.subgroup_barrier` becomes `nvvm.bar.warp.sync` over the
+    whole warp (mask 0xffffffff).
+
     Every workgroup tile that an `nvgpu.ldmatrix` reads (those, and the
     attention forward's r window) gets `llvm.align = 16` (ldmatrix reads
     16-byte aligned rows); an ldmatrix of anything else is an error. The
@@ -954,11 +957,15 @@ def EmulateMmaPass : Pass<"txl-emulate-mma", "::mlir::gpu::GPUModuleOp"> {
     transposed; anything else is an error) becomes the lane's own loads of
     what `ldmatrix.sync` delivers it: lane 4 g + t takes elements 2 t and
     2 t + 1 of the row whose address lane 8 m + g gave for matrix m, that
-    lane's indices fetched with `gpu.shuffle idx`. Then the kernels' bf16
+    lane's indices fetched with `gpu.shuffle idx`. Each
+    `txl.subgroup_barrier` becomes `__spirv_ControlBarrier(Subgroup,
+    Subgroup, SequentiallyConsistent | WorkgroupMemory)`, which LLVM's
+    SPIR-V backend makes an OpControlBarrier. Then the kernels' bf16
     and f16 workgroup tiles become f32 tiles of the same rounded values.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::gpu::GPUDialect",
+                           "::mlir::LLVM::LLVMDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::nvgpu::NVGPUDialect",
                            "::mlir::vector::VectorDialect"];

@@ -8,7 +8,8 @@
 // sm_90a, else as the mma.sync products of its subgroups
 // (txl/Conversion/MmaFragments.h), their B fragments by nvgpu.ldmatrix
 // (lowered by upstream's convert-nvgpu-to-nvvm), whose tiles get 16-byte
-// alignment; and f32 math.exp2 with fastmath afn
+// alignment; txl.subgroup_barrier as bar.warp.sync; and f32 math.exp2
+// with fastmath afn
 // (the attention kernels' probabilities) as ex2.approx.ftz. The OpenCL
 // target's form is txl-emulate-mma (lib/Conversion/KernelsToSpirv).
 //
@@ -303,6 +304,15 @@ struct MmaToNvvmPass : public txl::impl::MmaToNvvmPassBase<MmaToNvvmPass> {
     }
     if (failed(alignLdMatrixTiles(getOperation())))
       return signalPassFailure();
+    // txl.subgroup_barrier => bar.warp.sync over the whole warp.
+    SmallVector<txl::SubgroupBarrierOp> warpBarriers;
+    getOperation().walk(
+        [&](txl::SubgroupBarrierOp op) { warpBarriers.push_back(op); });
+    for (txl::SubgroupBarrierOp op : warpBarriers) {
+      ImplicitLocOpBuilder b(op.getLoc(), op);
+      NVVM::SyncWarpOp::create(b, arith::ConstantIntOp::create(b, -1, 32));
+      op.erase();
+    }
     RewritePatternSet patterns(&getContext());
     patterns.add<MmaSyncToNvvm, Exp2ToApproxFtz>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))) ||

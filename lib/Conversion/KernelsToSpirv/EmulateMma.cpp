@@ -8,7 +8,8 @@
 // warpgroup product (txl.warpgroup_mma) as the mma.sync products of its
 // subgroups, each lane reading its B fragment through wgmma's matrix
 // descriptors (txl/Conversion/MmaFragments.h); nvgpu.ldmatrix as each
-// lane's loads of what ldmatrix.sync gives it. The CUDA target's form is
+// lane's loads of what ldmatrix.sync gives it; txl.subgroup_barrier as
+// SPIR-V's OpControlBarrier of subgroup scope. The CUDA target's form is
 // txl-mma-to-nvvm (lib/Conversion/KernelsToNvvm).
 //
 //===----------------------------------------------------------------------===//
@@ -19,6 +20,7 @@
 #include "txl/IR/TxlOps.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -130,6 +132,45 @@ LogicalResult emulateLdMatrix(gpu::GPUModuleOp module) {
     op.erase();
   }
   return success();
+}
+
+/// txl.subgroup_barrier => SPIR-V's OpControlBarrier of subgroup scope
+/// (execution and memory scope Subgroup, semantics SequentiallyConsistent |
+/// WorkgroupMemory), as the call __spirv_ControlBarrier(3, 3, 0x110) that
+/// LLVM's SPIR-V backend turns into the instruction (gpu.barrier's OpenCL
+/// barrier() becomes the same instruction of workgroup scope).
+void lowerSubgroupBarriers(gpu::GPUModuleOp module) {
+  SmallVector<txl::SubgroupBarrierOp> ops;
+  module.walk([&](txl::SubgroupBarrierOp op) { ops.push_back(op); });
+  if (ops.empty())
+    return;
+  constexpr StringLiteral kName = "_Z22__spirv_ControlBarrieriii";
+  MLIRContext *context = module.getContext();
+  Type i32 = IntegerType::get(context, 32);
+  auto type = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(context),
+                                          {i32, i32, i32});
+  auto func = module.lookupSymbol<LLVM::LLVMFuncOp>(kName);
+  if (!func) {
+    OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+    func = LLVM::LLVMFuncOp::create(b, module.getLoc(), kName, type);
+    func.setCConv(LLVM::CConv::SPIR_FUNC);
+    func.setConvergent(true);
+    func.setNoUnwind(true);
+    func.setWillReturn(true);
+  }
+  for (txl::SubgroupBarrierOp op : ops) {
+    ImplicitLocOpBuilder b(op.getLoc(), op);
+    constexpr int64_t kSubgroupScope = 3, kSemantics = 0x110;
+    Value scope = arith::ConstantIntOp::create(b, kSubgroupScope, 32);
+    Value semantics = arith::ConstantIntOp::create(b, kSemantics, 32);
+    auto call =
+        LLVM::CallOp::create(b, func, ValueRange{scope, scope, semantics});
+    call.setCConv(LLVM::CConv::SPIR_FUNC);
+    call.setConvergent(true);
+    call.setNoUnwind(true);
+    call.setWillReturn(true);
+    op.erase();
+  }
 }
 
 // nvgpu.mma.sync (bf16 or f16) => shuffles. Lane 4 g + t holds D[g + 8 r][2 t +
@@ -292,6 +333,7 @@ struct EmulateMmaPass : public txl::impl::EmulateMmaPassBase<EmulateMmaPass> {
   void runOnOperation() override {
     gpu::GPUModuleOp module = getOperation();
     expandWarpgroupProducts(module);
+    lowerSubgroupBarriers(module);
     if (failed(emulateLdMatrix(module)) ||
         failed(widenNarrowAttributions(module)))
       return signalPassFailure();

@@ -641,8 +641,10 @@ void MmaKernelBuilder::build() {
       });
     }
     // The subgroup's X is complete before its lanes read each other's
-    // entries.
-    barrier("stores-done");
+    // entries; only the subgroup reads its rows of X (and the next tile's
+    // X is stored after the next tile's first barrier).
+    txl::SubgroupBarrierOp::create(b)->setAttr(TxlDialect::kSyncAttrName,
+                                               b.getStringAttr("stores-done"));
 
     // Scores of the lane's 16 positions, rows g + 8 rr, keys j0 + 8 nb +
     // 2 t + e, in base 2: (AC + BD) scale log2(e), so that each

@@ -33,3 +33,18 @@ gpu.module @txl_kernels {
     gpu.return
   }
 }
+
+// -----
+
+// txl.subgroup_barrier => bar.warp.sync over the whole warp.
+// CHECK-LABEL: gpu.func @warp_barrier
+// CHECK: %[[ALL:.+]] = arith.constant -1 : i32
+// CHECK-NEXT: nvvm.bar.warp.sync %[[ALL]] : i32
+// CHECK-NOT: txl.subgroup_barrier
+// CHECK: gpu.return
+gpu.module @txl_kernels {
+  gpu.func @warp_barrier() kernel {
+    txl.subgroup_barrier
+    gpu.return
+  }
+}

@@ -106,3 +106,24 @@ gpu.module @k {
     gpu.return
   }
 }
+
+// -----
+
+// txl.subgroup_barrier => __spirv_ControlBarrier(Subgroup = 3, Subgroup,
+// SequentiallyConsistent | WorkgroupMemory = 0x110), declared once.
+// CHECK: llvm.func spir_funccc @_Z22__spirv_ControlBarrieriii(i32, i32, i32) attributes {convergent, no_unwind, will_return}
+// CHECK-NOT: llvm.func
+// CHECK-LABEL: gpu.func @warp_barrier
+// CHECK-DAG: %[[SCOPE:.+]] = arith.constant 3 : i32
+// CHECK-DAG: %[[SEM:.+]] = arith.constant 272 : i32
+// CHECK: llvm.call spir_funccc @_Z22__spirv_ControlBarrieriii(%[[SCOPE]], %[[SCOPE]], %[[SEM]]) {convergent, no_unwind, will_return} : (i32, i32, i32) -> ()
+// CHECK-NEXT: llvm.call spir_funccc @_Z22__spirv_ControlBarrieriii
+// CHECK-NOT: txl.subgroup_barrier
+// CHECK: gpu.return
+gpu.module @k {
+  gpu.func @warp_barrier() kernel {
+    txl.subgroup_barrier
+    txl.subgroup_barrier
+    gpu.return
+  }
+}

@@ -12,14 +12,14 @@
 // MARKS: gpu.barrier {txl.sync = "reads-done"}
 // MARKS: gpu.barrier {txl.sync = "kv-staged"}
 // MARKS: arith.subi {{.*}} {txl.rel_shift_row} : index
-// MARKS: gpu.barrier {txl.sync = "stores-done"}
+// MARKS: txl.subgroup_barrier {txl.sync = "stores-done"}
 //
 // txl-test-drop-barrier erases the barriers of one role, and only those.
 // RUN: txl-opt %S/txl-rel-attention-to-gpu-mma-lse.mlir --txl-rel-attention-to-gpu=precision=bf16 \
 // RUN:   --txl-test-drop-barrier=sync=kv-staged | FileCheck %s --check-prefix=DROP \
 // RUN:   --implicit-check-not='txl.sync = "kv-staged"'
 // DROP: gpu.barrier {txl.sync = "reads-done"}
-// DROP: gpu.barrier {txl.sync = "stores-done"}
+// DROP: txl.subgroup_barrier {txl.sync = "stores-done"}
 //
 // txl-test-rel-shift-offset adds its offset to the marked row, which every
 // other use then reads.

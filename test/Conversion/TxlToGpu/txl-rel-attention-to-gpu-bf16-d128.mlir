@@ -17,7 +17,7 @@
 // CHECK: scf.for %{{.+}} = %c0 to %c32 step %c1
 // CHECK: gpu.barrier {txl.sync = "kv-staged"}
 // CHECK: scf.for %{{.+}} = %c0 to %c6 step %c1
-// CHECK: gpu.barrier {txl.sync = "stores-done"}
+// CHECK: txl.subgroup_barrier {txl.sync = "stores-done"}
 
 func.func @eval_d128(%q: tensor<?x?x2x128xf32>, %k: tensor<?x?x2x128xf32>, %v: tensor<?x?x2x128xf32>,
                      %r: tensor<?x2x128xf32>, %u: tensor<2x128xf32>, %vb: tensor<2x128xf32>,

@@ -131,7 +131,9 @@
 // CHECK: nvgpu.mma.sync
 // CHECK-COUNT-4: memref.store %{{.+}}, %[[X]]
 // CHECK-NOT: nvgpu.mma.sync
-// CHECK: gpu.barrier {txl.sync = "stores-done"}
+// Only the subgroup reads its rows of X: a subgroup barrier, not the
+// workgroup's.
+// CHECK: txl.subgroup_barrier {txl.sync = "stores-done"}
 // CHECK-NOT: gpu.barrier
 // CHECK: memref.load %[[X]]
 // The mask on the tiles that need it: an interior tile yields its 16

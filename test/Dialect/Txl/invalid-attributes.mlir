@@ -210,7 +210,7 @@ func.func @entry_on_an_op() {
 // The marks of the attention kernels' ops that the negative-control test
 // passes break (test/lib): a barrier's role, the rel-shift row, a key part.
 func.func @sync_not_a_barrier() {
-  // expected-error @+1 {{'txl.sync' is an attribute of gpu.barrier ops}}
+  // expected-error @+1 {{'txl.sync' is an attribute of gpu.barrier and txl.subgroup_barrier ops}}
   %c = arith.constant {txl.sync = "reads-done"} 0 : index
   return
 }

@@ -10,3 +10,12 @@ func.func @warpgroup_mma(%a: vector<2x4x2xbf16>, %b: memref<4x4x8x8xbf16, 3>, %c
   %e = txl.warpgroup_mma %a16, %b16, %c32 : vector<1x4x2xf16>, memref<32x2x8x8xf16, 3>, vector<32x2x2xf32>
   return %d, %e : vector<4x2x2xf32>, vector<32x2x2xf32>
 }
+
+// CHECK-LABEL: func.func @subgroup_barrier
+// CHECK-NEXT: txl.subgroup_barrier
+// CHECK-NEXT: txl.subgroup_barrier {txl.sync = "stores-done"}
+func.func @subgroup_barrier() {
+  txl.subgroup_barrier
+  txl.subgroup_barrier {txl.sync = "stores-done"}
+  return
+}
