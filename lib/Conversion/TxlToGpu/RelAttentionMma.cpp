@@ -647,9 +647,10 @@ void MmaKernelBuilder::build() {
                                                b.getStringAttr("stores-done"));
 
     // Scores of the lane's 16 positions, rows g + 8 rr, keys j0 + 8 nb +
-    // 2 t + e, in base 2: (AC + BD) scale log2(e), so that each
-    // probability is one exp2 (ex2.approx on CUDA) of the score less the
-    // row's running maximum, kept in base 2 as well.
+    // 2 t + e, unscaled: AC + BD. The softmax scales them into base 2 with
+    // the subtraction of the row's running maximum (kept in base 2), so
+    // that each probability is one fma and one exp2 (ex2.approx on CUDA):
+    // exp2(s scale log2(e) - m).
     // The mask (txl.masked_softmax's) as one unsigned comparison per
     // score, in 32 bits (visibleKeys): row i sees the keys j with
     // (j - first_i) <u count_i, where j - first_i = col + (j0 - first_i)
@@ -665,8 +666,7 @@ void MmaKernelBuilder::build() {
               b, xTile,
               ValueRange{add(warpRow0, row),
                          add(sub(idx(kRows - 1), row), col)});
-          score[n] = arith::MulFOp::create(
-              b, arith::AddFOp::create(b, ac[n], bd), scaleLog2e);
+          score[n] = arith::AddFOp::create(b, ac[n], bd);
         }
     auto applyMask = [&](SmallVector<Value> scores) {
       SmallVector<Value> keyBase(2), keyCount(2);
@@ -713,7 +713,11 @@ void MmaKernelBuilder::build() {
         for (int64_t e = 0; e < 2; ++e)
           tileMax =
               arith::MaximumFOp::create(b, tileMax, score[4 * nb + 2 * rr + e]);
-      Value mNew = arith::MaximumFOp::create(b, m, quadReduce(tileMax, true));
+      // The tile's maximum scaled once (scaling by a positive factor keeps
+      // the order, and its rounding is monotonic).
+      Value mNew = arith::MaximumFOp::create(
+          b, m,
+          arith::MulFOp::create(b, quadReduce(tileMax, true), scaleLog2e));
       Value mWasEmpty =
           arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m, negInf());
       alpha[rr] =
@@ -723,11 +727,11 @@ void MmaKernelBuilder::build() {
       Value mSub = select(
           arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, mNew, negInf()),
           f32(0.0), mNew);
-      Value rowSum = f32(0.0);
+      Value rowSum = f32(0.0), mNeg = arith::NegFOp::create(b, mSub);
       for (int64_t nb = 0; nb < 4; ++nb)
         for (int64_t e = 0; e < 2; ++e) {
           int64_t n = 4 * nb + 2 * rr + e;
-          prob[n] = exp2(arith::SubFOp::create(b, score[n], mSub));
+          prob[n] = exp2(math::FmaOp::create(b, score[n], scaleLog2e, mNeg));
           rowSum = arith::AddFOp::create(b, rowSum, prob[n]);
         }
       next[rr] = mNew;

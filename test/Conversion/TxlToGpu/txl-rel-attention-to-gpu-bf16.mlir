@@ -148,8 +148,14 @@
 // CHECK-COUNT-16: arith.cmpi ult
 // CHECK-NOT: arith.cmpi
 // CHECK: scf.yield
-// Probabilities in base 2, the scale times log2(e) folded into the scores.
+// Probabilities in base 2: the tile's row maximum scaled once by scale
+// log2(e), each probability exp2 of one fma of its unscaled score (AC +
+// BD) with scale log2(e), less the running maximum.
 // CHECK: math.exp2 %{{.+}} fastmath<afn> : f32
+// CHECK: %[[NEGM:.+]] = arith.negf %{{.+}} : f32
+// CHECK-NEXT: %[[ARG:.+]] = math.fma %{{.+}}, %[[SL2E:[a-z_0-9]+]], %[[NEGM]] : f32
+// CHECK-NEXT: math.exp2 %[[ARG]] fastmath<afn> : f32
+// CHECK-COUNT-7: math.fma %{{.+}}, %[[SL2E]], %[[NEGM]] : f32
 // CHECK: gpu.shuffle  xor %{{.+}}, %c2_i32, %c32_i32 : f32
 // CHECK: gpu.shuffle  xor %{{.+}}, %c1_i32, %c32_i32 : f32
 // CHECK-NOT: memref.load %[[V]]
