@@ -77,6 +77,17 @@ LogicalResult widenNarrowAttributions(gpu::GPUModuleOp module) {
   });
   return failure(walk.wasInterrupted());
 }
+/// The lane's g and t (lane = 4 g + t), i32: its quad and its place in it,
+/// the coordinates of the mma.sync and ldmatrix register layouts.
+std::pair<Value, Value> laneQuad(ImplicitLocOpBuilder &b) {
+  Value four = arith::ConstantIntOp::create(b, 4, 32);
+  Value lane = arith::IndexCastOp::create(
+      b, b.getI32Type(),
+      gpu::LaneIdOp::create(b, /*upper_bound=*/IntegerAttr()));
+  return {arith::DivUIOp::create(b, lane, four),
+          arith::RemUIOp::create(b, lane, four)};
+}
+
 /// nvgpu.ldmatrix (not transposed; 1, 2 or 4 core matrices of 8 rows of 8
 /// 16-bit elements) => each lane's own loads, as ldmatrix.sync delivers
 /// them: lane 4 g + t gets elements 2 t and 2 t + 1 of row g of core
@@ -99,10 +110,7 @@ LogicalResult emulateLdMatrix(gpu::GPUModuleOp module) {
     auto c32 = [&](int64_t v) {
       return arith::ConstantIntOp::create(b, v, 32);
     };
-    Value lane = arith::IndexCastOp::create(
-        b, i32, gpu::LaneIdOp::create(b, /*upper_bound=*/IntegerAttr()));
-    Value g = arith::DivUIOp::create(b, lane, c32(4));
-    Value t = arith::RemUIOp::create(b, lane, c32(4));
+    auto [g, t] = laneQuad(b);
     SmallVector<Value> indices(op.getIndices());
     SmallVector<Value> elements;
     for (int64_t m = 0; m < type.getDimSize(0); ++m) {
@@ -199,10 +207,7 @@ struct MmaSyncEmulation : public OpRewritePattern<nvgpu::MmaSyncOp> {
     auto c32 = [&](int64_t v) {
       return arith::ConstantIntOp::create(b, v, 32);
     };
-    Value lane = arith::IndexCastOp::create(
-        b, i32, gpu::LaneIdOp::create(b, /*upper_bound=*/IntegerAttr()));
-    Value g = arith::DivUIOp::create(b, lane, c32(4));
-    Value t = arith::RemUIOp::create(b, lane, c32(4));
+    auto [g, t] = laneQuad(b);
     // Each register (two elements) crosses lanes as one i64 shuffle: the
     // lane needs 4 registers from each of lanes 4 g .. 4 g + 3 (rows g and
     // g + 8 of A) and 2 from each of lanes 4 n .. 4 n + 3 for n = 2 t, 2 t
