@@ -145,6 +145,7 @@ LogicalResult lowerToWgmma(txl::WarpgroupMmaOp op) {
   op.erase();
   return success();
 }
+
 /// Whether `op` or an op nested in it may write one of `tiles`: a use
 /// whose effects are a write, unknown, or a view of the tile (an alias
 /// whose writes this does not follow).
@@ -170,8 +171,8 @@ bool writesTile(Operation *op, const llvm::SmallPtrSetImpl<Value> &tiles) {
 /// runs last before `op` (in program order, around loops) and `op`: the
 /// ops before it in its block back to a barrier; at the block's start, a
 /// loop's blocks each from its end back to a barrier (the previous
-/// iteration) and then what comes before the loop; any other region, what comes
-/// before its op; the kernel's start ends the search.
+/// iteration) and then what comes before the loop; any other region, what
+/// comes before its op; the kernel's start ends the search.
 bool tileWrittenSinceBarrier(Operation *op,
                              const llvm::SmallPtrSetImpl<Value> &tiles) {
   for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode()) {
@@ -226,6 +227,7 @@ void fenceBarriersForWgmma(gpu::GPUModuleOp module) {
     }
   });
 }
+
 // nvgpu.mma.sync (bf16 or f16) => nvvm.mma.sync: each register of A and B
 // holds elements [r][0] (low half) and [r][1] (high half): for bf16 an i32,
 // as PTX's .bf16x2 operands, for f16 a vector<2xf16>, as NVVM's f16x2.
