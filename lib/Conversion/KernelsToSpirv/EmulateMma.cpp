@@ -112,16 +112,44 @@ LogicalResult emulateLdMatrix(gpu::GPUModuleOp module) {
     };
     auto [g, t] = laneQuad(b);
     SmallVector<Value> indices(op.getIndices());
+    auto memref = cast<MemRefType>(op.getSrcMemref().getType());
+    // A static row-major tile: the lane's row start crosses lanes as one
+    // linear offset (the attention tiles are 2-D and 4-D).
+    bool linear = memref.hasStaticShape() && memref.getLayout().isIdentity();
+    SmallVector<int64_t> strides(memref.getRank(), 1);
+    for (int64_t d = memref.getRank() - 2; d >= 0; --d)
+      strides[d] = strides[d + 1] * memref.getDimSize(d + 1);
+    Value offset;
+    if (linear) {
+      offset = c32(0);
+      for (auto [index, stride] : llvm::zip(indices, strides))
+        offset = arith::AddIOp::create(
+            b, offset,
+            arith::MulIOp::create(b, arith::IndexCastOp::create(b, i32, index),
+                                  c32(stride)));
+    }
     SmallVector<Value> elements;
     for (int64_t m = 0; m < type.getDimSize(0); ++m) {
       Value src = arith::AddIOp::create(b, g, c32(8 * m));
+      auto shuffle = [&](Value v) {
+        return gpu::ShuffleOp::create(b, v, src, c32(kSubgroupSize),
+                                      gpu::ShuffleMode::IDX)
+            .getShuffleResult();
+      };
       SmallVector<Value> at;
-      for (Value index : indices) {
-        Value got = gpu::ShuffleOp::create(
-                        b, arith::IndexCastOp::create(b, i32, index), src,
-                        c32(kSubgroupSize), gpu::ShuffleMode::IDX)
-                        .getShuffleResult();
-        at.push_back(arith::IndexCastOp::create(b, b.getIndexType(), got));
+      if (linear) {
+        Value got = shuffle(offset);
+        for (auto [d, stride] : llvm::enumerate(strides)) {
+          Value index = arith::DivUIOp::create(b, got, c32(stride));
+          if (d > 0)
+            index = arith::RemUIOp::create(b, index, c32(memref.getDimSize(d)));
+          at.push_back(arith::IndexCastOp::create(b, b.getIndexType(), index));
+        }
+      } else {
+        for (Value index : indices)
+          at.push_back(arith::IndexCastOp::create(
+              b, b.getIndexType(),
+              shuffle(arith::IndexCastOp::create(b, i32, index))));
       }
       for (int64_t e = 0; e < 2; ++e) {
         SmallVector<Value> element = at;

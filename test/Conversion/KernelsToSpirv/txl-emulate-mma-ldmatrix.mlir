@@ -3,8 +3,9 @@
 
 // nvgpu.ldmatrix of 4 core matrices from a bf16 workgroup tile => each
 // lane's own loads, as ldmatrix.sync.x4 delivers them: lane 4 g + t takes
-// the row of core matrix m whose address lane 8 m + g gave (both indices
-// fetched by a shuffle from that lane), its elements 2 t and 2 t + 1.
+// the row of core matrix m whose address lane 8 m + g gave (that lane's
+// linear offset in the static row-major tile, fetched by one shuffle and
+// split back into the row and column), its elements 2 t and 2 t + 1.
 // The tile is widened to f32 and each load rounds back to bf16 (exactly);
 // the rounding of the extf that uses it becomes the bit arithmetic, and no
 // bf16 value is left.
@@ -15,12 +16,15 @@
 // CHECK: %[[LANE:.+]] = arith.index_cast %[[LANEIDX]] : index to i32
 // CHECK: %[[G:.+]] = arith.divui %[[LANE]], %c4_i32 : i32
 // CHECK: %[[T:.+]] = arith.remui %[[LANE]], %c4_i32 : i32
-// CHECK: %[[ROW32:.+]] = arith.index_cast %[[ROW:[a-z_0-9]+]] : index to i32
-// CHECK: %[[GOTROW:[a-zA-Z_0-9]+]], %{{.+}} = gpu.shuffle  idx %[[ROW32]], %[[G]], %c32_i32 : i32
-// CHECK: %[[ROW0:.+]] = arith.index_cast %[[GOTROW]] : i32 to index
-// CHECK: %[[COL32:.+]] = arith.index_cast %[[COL:[a-z_0-9]+]] : index to i32
-// CHECK: %[[GOTCOL:[a-zA-Z_0-9]+]], %{{.+}} = gpu.shuffle  idx %[[COL32]], %[[G]], %c32_i32 : i32
-// CHECK: %[[COL0:.+]] = arith.index_cast %[[GOTCOL]] : i32 to index
+// CHECK: %[[ROW32:.+]] = arith.index_cast %{{.+}} : index to i32
+// CHECK: %[[ROWOFF:.+]] = arith.muli %[[ROW32]], %c72_i32 : i32
+// CHECK: %[[COL32:.+]] = arith.index_cast %{{.+}} : index to i32
+// CHECK: %[[OFF:.+]] = arith.addi %[[ROWOFF]], %[[COL32]] : i32
+// CHECK: %[[GOT:[a-zA-Z_0-9]+]], %{{.+}} = gpu.shuffle  idx %[[OFF]], %[[G]], %c32_i32 : i32
+// CHECK: %[[R32:.+]] = arith.divui %[[GOT]], %c72_i32 : i32
+// CHECK: %[[ROW0:.+]] = arith.index_cast %[[R32]] : i32 to index
+// CHECK: %[[C32:.+]] = arith.remui %[[GOT]], %c72_i32 : i32
+// CHECK: %[[COL0:.+]] = arith.index_cast %[[C32]] : i32 to index
 // CHECK: %[[T2:.+]] = arith.muli %[[T]], %c2_i32 : i32
 // CHECK: %[[E0:.+]] = arith.index_cast %[[T2]] : i32 to index
 // CHECK: %[[AT0:.+]] = arith.addi %[[COL0]], %[[E0]] : index
@@ -30,21 +34,13 @@
 // CHECK: %[[AT1:.+]] = arith.addi %[[COL0]], %[[E1]] : index
 // CHECK: memref.load %[[TILE]][%[[ROW0]], %[[AT1]]]
 // CHECK: %[[SRC1:.+]] = arith.addi %[[G]], %c8_i32 : i32
-// CHECK: %[[GOTROW1:[a-zA-Z_0-9]+]], %{{.+}} = gpu.shuffle  idx %[[ROW32]], %[[SRC1]], %c32_i32 : i32
-// CHECK: %[[ROW1:.+]] = arith.index_cast %[[GOTROW1]] : i32 to index
-// CHECK: %[[GOTCOL1:[a-zA-Z_0-9]+]], %{{.+}} = gpu.shuffle  idx %[[COL32]], %[[SRC1]], %c32_i32 : i32
-// CHECK: %[[COL1:.+]] = arith.index_cast %[[GOTCOL1]] : i32 to index
-// CHECK: %[[AT10:.+]] = arith.addi %[[COL1]], %[[E0]] : index
-// CHECK: memref.load %[[TILE]][%[[ROW1]], %[[AT10]]]
-// CHECK: %[[AT11:.+]] = arith.addi %[[COL1]], %[[E1]] : index
-// CHECK: memref.load %[[TILE]][%[[ROW1]], %[[AT11]]]
+// CHECK: gpu.shuffle  idx %[[OFF]], %[[SRC1]], %c32_i32 : i32
+// CHECK-COUNT-2: memref.load %[[TILE]]
 // CHECK: %[[SRC2:.+]] = arith.addi %[[G]], %c16_i32 : i32
-// CHECK: gpu.shuffle  idx %[[ROW32]], %[[SRC2]], %c32_i32 : i32
-// CHECK: gpu.shuffle  idx %[[COL32]], %[[SRC2]], %c32_i32 : i32
+// CHECK: gpu.shuffle  idx %[[OFF]], %[[SRC2]], %c32_i32 : i32
 // CHECK-COUNT-2: memref.load %[[TILE]]
 // CHECK: %[[SRC3:.+]] = arith.addi %[[G]], %c24_i32 : i32
-// CHECK: gpu.shuffle  idx %[[ROW32]], %[[SRC3]], %c32_i32 : i32
-// CHECK: gpu.shuffle  idx %[[COL32]], %[[SRC3]], %c32_i32 : i32
+// CHECK: gpu.shuffle  idx %[[OFF]], %[[SRC3]], %c32_i32 : i32
 // CHECK-COUNT-2: memref.load %[[TILE]]
 // CHECK-NOT: gpu.shuffle
 // CHECK-NOT: bf16
