@@ -105,6 +105,24 @@ gpu.module @k {
 
 // -----
 
+// Nor is an ldmatrix of a tile whose shape is not static (its row start
+// has no linear offset to fetch).
+gpu.module @k {
+  gpu.func @dynamic(%row: index, %col: index, %tile: memref<?x72xbf16, #gpu.address_space<workgroup>>,
+                    %o: memref<8xf32>) kernel {
+    // expected-error @+1 {{is not emulated: txl-emulate-mma takes an ldmatrix of a static row-major tile}}
+    %v = nvgpu.ldmatrix %tile[%row, %col] {numTiles = 4 : i32, transpose = false}
+        : memref<?x72xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
+    %x = vector.extract %v[0, 0] : bf16 from vector<4x2xbf16>
+    %w = arith.extf %x : bf16 to f32
+    %c0 = arith.constant 0 : index
+    memref.store %w, %o[%c0] : memref<8xf32>
+    gpu.return
+  }
+}
+
+// -----
+
 // txl.subgroup_barrier => __spirv_ControlBarrier(Subgroup = 3, Subgroup,
 // SequentiallyConsistent | WorkgroupMemory = 0x110), declared once.
 // CHECK: llvm.func spir_funccc @_Z22__spirv_ControlBarrieriii(i32, i32, i32) attributes {convergent, no_unwind, will_return}
