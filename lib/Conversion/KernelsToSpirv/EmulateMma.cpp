@@ -92,7 +92,8 @@ std::pair<Value, Value> laneQuad(ImplicitLocOpBuilder &b) {
 /// 16-bit elements) => each lane's own loads, as ldmatrix.sync delivers
 /// them: lane 4 g + t gets elements 2 t and 2 t + 1 of row g of core
 /// matrix m in result[m], the row whose address lane 8 m + g gave, so
-/// each lane fetches that lane's indices with shuffles. Runs before the
+/// each lane fetches that lane's row start (a linear offset of the static
+/// row-major tile) with a shuffle. Runs before the
 /// narrow tiles are widened (the loads it makes are theirs to widen).
 LogicalResult emulateLdMatrix(gpu::GPUModuleOp module) {
   SmallVector<nvgpu::LdMatrixOp> ops;
@@ -105,6 +106,10 @@ LogicalResult emulateLdMatrix(gpu::GPUModuleOp module) {
       return op.emitOpError(
           "is not emulated: txl-emulate-mma takes 1, 2 or 4 core matrices "
           "of 16-bit elements, not transposed, as vector<Nx2x(bf16|f16)>");
+    auto memref = cast<MemRefType>(op.getSrcMemref().getType());
+    if (!memref.hasStaticShape() || !memref.getLayout().isIdentity())
+      return op.emitOpError("is not emulated: txl-emulate-mma takes an "
+                            "ldmatrix of a static row-major tile");
     ImplicitLocOpBuilder b(op.getLoc(), op);
     Type i32 = b.getI32Type();
     auto c32 = [&](int64_t v) {
@@ -112,16 +117,29 @@ LogicalResult emulateLdMatrix(gpu::GPUModuleOp module) {
     };
     auto [g, t] = laneQuad(b);
     SmallVector<Value> indices(op.getIndices());
+    // The lane's row start crosses lanes as one linear offset of the tile
+    // (the attention tiles are 2-D and 4-D).
+    SmallVector<int64_t> strides(memref.getRank(), 1);
+    for (int64_t d = memref.getRank() - 2; d >= 0; --d)
+      strides[d] = strides[d + 1] * memref.getDimSize(d + 1);
+    Value offset = c32(0);
+    for (auto [index, stride] : llvm::zip(indices, strides))
+      offset = arith::AddIOp::create(
+          b, offset,
+          arith::MulIOp::create(b, arith::IndexCastOp::create(b, i32, index),
+                                c32(stride)));
     SmallVector<Value> elements;
     for (int64_t m = 0; m < type.getDimSize(0); ++m) {
       Value src = arith::AddIOp::create(b, g, c32(8 * m));
+      Value got = gpu::ShuffleOp::create(b, offset, src, c32(kSubgroupSize),
+                                         gpu::ShuffleMode::IDX)
+                      .getShuffleResult();
       SmallVector<Value> at;
-      for (Value index : indices) {
-        Value got = gpu::ShuffleOp::create(
-                        b, arith::IndexCastOp::create(b, i32, index), src,
-                        c32(kSubgroupSize), gpu::ShuffleMode::IDX)
-                        .getShuffleResult();
-        at.push_back(arith::IndexCastOp::create(b, b.getIndexType(), got));
+      for (auto [d, stride] : llvm::enumerate(strides)) {
+        Value index = arith::DivUIOp::create(b, got, c32(stride));
+        if (d > 0)
+          index = arith::RemUIOp::create(b, index, c32(memref.getDimSize(d)));
+        at.push_back(arith::IndexCastOp::create(b, b.getIndexType(), index));
       }
       for (int64_t e = 0; e < 2; ++e) {
         SmallVector<Value> element = at;

@@ -3,8 +3,9 @@
 
 // nvgpu.ldmatrix of 4 core matrices from a bf16 workgroup tile => each
 // lane's own loads, as ldmatrix.sync.x4 delivers them: lane 4 g + t takes
-// the row of core matrix m whose address lane 8 m + g gave (both indices
-// fetched by a shuffle from that lane), its elements 2 t and 2 t + 1.
+// the row of core matrix m whose address lane 8 m + g gave (that lane's
+// linear offset in the static row-major tile, fetched by one shuffle and
+// split back into the row and column), its elements 2 t and 2 t + 1.
 // The tile is widened to f32 and each load rounds back to bf16 (exactly);
 // the rounding of the extf that uses it becomes the bit arithmetic, and no
 // bf16 value is left.
@@ -15,12 +16,15 @@
 // CHECK: %[[LANE:.+]] = arith.index_cast %[[LANEIDX]] : index to i32
 // CHECK: %[[G:.+]] = arith.divui %[[LANE]], %c4_i32 : i32
 // CHECK: %[[T:.+]] = arith.remui %[[LANE]], %c4_i32 : i32
-// CHECK: %[[ROW32:.+]] = arith.index_cast %[[ROW:[a-z_0-9]+]] : index to i32
-// CHECK: %[[GOTROW:[a-zA-Z_0-9]+]], %{{.+}} = gpu.shuffle  idx %[[ROW32]], %[[G]], %c32_i32 : i32
-// CHECK: %[[ROW0:.+]] = arith.index_cast %[[GOTROW]] : i32 to index
-// CHECK: %[[COL32:.+]] = arith.index_cast %[[COL:[a-z_0-9]+]] : index to i32
-// CHECK: %[[GOTCOL:[a-zA-Z_0-9]+]], %{{.+}} = gpu.shuffle  idx %[[COL32]], %[[G]], %c32_i32 : i32
-// CHECK: %[[COL0:.+]] = arith.index_cast %[[GOTCOL]] : i32 to index
+// CHECK: %[[ROW32:.+]] = arith.index_cast %{{.+}} : index to i32
+// CHECK: %[[ROWOFF:.+]] = arith.muli %[[ROW32]], %c72_i32 : i32
+// CHECK: %[[COL32:.+]] = arith.index_cast %{{.+}} : index to i32
+// CHECK: %[[OFF:.+]] = arith.addi %[[ROWOFF]], %[[COL32]] : i32
+// CHECK: %[[GOT:[a-zA-Z_0-9]+]], %{{.+}} = gpu.shuffle  idx %[[OFF]], %[[G]], %c32_i32 : i32
+// CHECK: %[[R32:.+]] = arith.divui %[[GOT]], %c72_i32 : i32
+// CHECK: %[[ROW0:.+]] = arith.index_cast %[[R32]] : i32 to index
+// CHECK: %[[C32:.+]] = arith.remui %[[GOT]], %c72_i32 : i32
+// CHECK: %[[COL0:.+]] = arith.index_cast %[[C32]] : i32 to index
 // CHECK: %[[T2:.+]] = arith.muli %[[T]], %c2_i32 : i32
 // CHECK: %[[E0:.+]] = arith.index_cast %[[T2]] : i32 to index
 // CHECK: %[[AT0:.+]] = arith.addi %[[COL0]], %[[E0]] : index
@@ -30,21 +34,13 @@
 // CHECK: %[[AT1:.+]] = arith.addi %[[COL0]], %[[E1]] : index
 // CHECK: memref.load %[[TILE]][%[[ROW0]], %[[AT1]]]
 // CHECK: %[[SRC1:.+]] = arith.addi %[[G]], %c8_i32 : i32
-// CHECK: %[[GOTROW1:[a-zA-Z_0-9]+]], %{{.+}} = gpu.shuffle  idx %[[ROW32]], %[[SRC1]], %c32_i32 : i32
-// CHECK: %[[ROW1:.+]] = arith.index_cast %[[GOTROW1]] : i32 to index
-// CHECK: %[[GOTCOL1:[a-zA-Z_0-9]+]], %{{.+}} = gpu.shuffle  idx %[[COL32]], %[[SRC1]], %c32_i32 : i32
-// CHECK: %[[COL1:.+]] = arith.index_cast %[[GOTCOL1]] : i32 to index
-// CHECK: %[[AT10:.+]] = arith.addi %[[COL1]], %[[E0]] : index
-// CHECK: memref.load %[[TILE]][%[[ROW1]], %[[AT10]]]
-// CHECK: %[[AT11:.+]] = arith.addi %[[COL1]], %[[E1]] : index
-// CHECK: memref.load %[[TILE]][%[[ROW1]], %[[AT11]]]
+// CHECK: gpu.shuffle  idx %[[OFF]], %[[SRC1]], %c32_i32 : i32
+// CHECK-COUNT-2: memref.load %[[TILE]]
 // CHECK: %[[SRC2:.+]] = arith.addi %[[G]], %c16_i32 : i32
-// CHECK: gpu.shuffle  idx %[[ROW32]], %[[SRC2]], %c32_i32 : i32
-// CHECK: gpu.shuffle  idx %[[COL32]], %[[SRC2]], %c32_i32 : i32
+// CHECK: gpu.shuffle  idx %[[OFF]], %[[SRC2]], %c32_i32 : i32
 // CHECK-COUNT-2: memref.load %[[TILE]]
 // CHECK: %[[SRC3:.+]] = arith.addi %[[G]], %c24_i32 : i32
-// CHECK: gpu.shuffle  idx %[[ROW32]], %[[SRC3]], %c32_i32 : i32
-// CHECK: gpu.shuffle  idx %[[COL32]], %[[SRC3]], %c32_i32 : i32
+// CHECK: gpu.shuffle  idx %[[OFF]], %[[SRC3]], %c32_i32 : i32
 // CHECK-COUNT-2: memref.load %[[TILE]]
 // CHECK-NOT: gpu.shuffle
 // CHECK-NOT: bf16
@@ -99,6 +95,24 @@ gpu.module @k {
     // expected-error @+1 {{is not emulated: txl-emulate-mma takes 1, 2 or 4 core matrices of 16-bit elements, not transposed}}
     %v = nvgpu.ldmatrix %tile[%row, %col] {numTiles = 4 : i32, transpose = true}
         : memref<48x72xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
+    %x = vector.extract %v[0, 0] : bf16 from vector<4x2xbf16>
+    %w = arith.extf %x : bf16 to f32
+    %c0 = arith.constant 0 : index
+    memref.store %w, %o[%c0] : memref<8xf32>
+    gpu.return
+  }
+}
+
+// -----
+
+// Nor is an ldmatrix of a tile whose shape is not static (its row start
+// has no linear offset to fetch).
+gpu.module @k {
+  gpu.func @dynamic(%row: index, %col: index, %tile: memref<?x72xbf16, #gpu.address_space<workgroup>>,
+                    %o: memref<8xf32>) kernel {
+    // expected-error @+1 {{is not emulated: txl-emulate-mma takes an ldmatrix of a static row-major tile}}
+    %v = nvgpu.ldmatrix %tile[%row, %col] {numTiles = 4 : i32, transpose = false}
+        : memref<?x72xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
     %x = vector.extract %v[0, 0] : bf16 from vector<4x2xbf16>
     %w = arith.extf %x : bf16 to f32
     %c0 = arith.constant 0 : index
