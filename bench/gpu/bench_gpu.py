@@ -15,9 +15,10 @@ Three benchmarks (bench/gpu/README.md has the details):
              clamp_len 820, same_length. `EXE run-segments` (each segment
              timed by its output line) against eager and torch.compile;
              steady state = segments with a full memory.
-  attention  the rel_attention kernel alone at enwik8-base shapes (qlen 512,
-             klen 1024, 8 heads x 64, batch 4), launched through the
-             runtime's device ABI, against the official attention math in
+  attention  the rel_attention kernels alone at enwik8-base shapes (qlen 512,
+             klen 1024, 8 heads x 64, batch 4): f32, and bf16 (tensor
+             cores) with and without its packing kernel, launched through
+             the runtime's device ABI, against the official attention math in
              PyTorch (einsum AC + BD, pad/view/slice rel-shift, mask,
              softmax) and PyTorch SDPA (flash attention where available)
              on plain causal attention of the same shape.
@@ -318,17 +319,22 @@ def bench_attention(a):
     work = a.workdir
     toml = os.path.join(ROOT, "models", "enwik8_base.toml")
     txl = os.path.join(work, "enwik8_base.txl")
-    mlir = os.path.join(work, "enwik8_base_attention.mlir")
     bin_dir = os.path.dirname(a.txlc)
-    if a.prebuilt:
-        # device_bundle.sh wrote the kernel's MLIR and PTX (NUL-terminated).
-        with open(os.path.join(work, f"enwik8_base_attention.{a.gpu_arch}.ptx"),
-                  "rb") as f:
-            image = f.read()
-    else:
+    if not a.prebuilt:
         subprocess.run([a.txlc, toml, "--emit=txl-opt", "-o", txl], check=True)
+
+    def kernels(precision):
+        """The attention kernels of `precision` (f32 or bf16): their MLIR
+        text and device image (device_bundle.sh's with --prebuilt)."""
+        stem = "enwik8_base_attention" + ("" if precision == "f32" else f"_{precision}")
+        mlir = os.path.join(work, stem + ".mlir")
+        if a.prebuilt:
+            # device_bundle.sh wrote the kernels' MLIR and PTX (NUL-terminated).
+            with open(os.path.join(work, f"{stem}.{a.gpu_arch}.ptx"), "rb") as f:
+                return open(mlir).read(), f.read()
         subprocess.run([os.path.join(bin_dir, "txl-opt"), txl,
-                        "--txl-rel-attention-to-gpu", "-o", mlir], check=True)
+                        f"--txl-rel-attention-to-gpu=precision={precision}",
+                        "-o", mlir], check=True)
         if a.target == "cuda":
             image = subprocess.run(
                 [os.path.join(bin_dir, "txl-translate"), "--kernels-to-ptx",
@@ -339,8 +345,8 @@ def bench_attention(a):
                 [os.path.join(bin_dir, "txl-translate"),
                  "--kernels-to-opencl-image", mlir], check=True,
                 capture_output=True).stdout
-    tiles, block = rak.kernel_layouts(open(mlir).read())[f"rel_attention_d{d_head}"]
-    dev = rak.Device(a.device_lib, image, backend=a.target)
+        return open(mlir).read(), image
+
     rng = np.random.default_rng(0)
     heads = rng.standard_normal((klen, bsz, n_head, 3 * d_head)).astype(np.float32)
     q, k, v = (heads[mlen:, :, :, :d_head], heads[:, :, :, d_head:2 * d_head],
@@ -349,48 +355,72 @@ def bench_attention(a):
     u = rng.standard_normal((n_head, d_head)).astype(np.float32)
     vb = rng.standard_normal((n_head, d_head)).astype(np.float32)
     out = np.zeros((qlen, bsz, n_head, d_head), np.float32)
-    args = []
-    for x in (q, k, v):
-        args += dev.memref(x, heads)[1]
-    for x in (r, u, vb):
-        args += dev.memref(x)[1]
-    out_buf, desc = dev.memref(out)
-    args += desc + [ctypes.c_int64(mlen), ctypes.c_int32(0),
-                    ctypes.c_float(1 / d_head ** 0.5)]
-    kernel = dev.kernel(f"rel_attention_d{d_head}")
-    combine = dev.kernel("rel_attention_combine")
-    grid = (-(-qlen // tiles[0][0]), bsz * n_head)
-    # The parts of the keys the runtime chooses for this device (as the
-    # executables' host code asks it), and their workspace.
-    dev.lib.txl_device_attention_parts.restype = ctypes.c_int64
-    parts = dev.lib.txl_device_attention_parts(
-        ctypes.c_int64(grid[0] * grid[1]), ctypes.c_int64(4),
-        ctypes.c_int64(-(-klen // 32)))
-    workspaces = {}
-    for n in {1, parts}:
-        slices = n if n > 1 else 0
-        workspaces[n] = (
-            dev.memref(np.zeros((slices, qlen, bsz, n_head, d_head), np.float32))[1]
-            + dev.memref(np.zeros((slices, bsz, n_head, qlen), np.float32))[1])
-
-    def ours(n=1):
-        dev.launch(kernel, (*grid, n), (block, 1, 1), args + workspaces[n])
-        if n > 1:
-            dev.launch(combine, (-(-out.size // rak.COMBINE_THREADS), 1, 1),
-                       (rak.COMBINE_THREADS, 1, 1), workspaces[n] + desc)
-
-    def timed(fn, wait):
-        return timed_calls(fn, wait, a.iters)
-
     want = rak.reference(q, k, v, r, u, vb, mlen, False, 1 / d_head ** 0.5)
-    rows, err = [], 0.0
-    for n in sorted({1, parts}):
-        name = "txlc rel_attention kernel" + (f", {n} key parts" if n > 1 else "")
-        rows.append((name, timed(lambda: ours(n), dev.lib.txl_device_sync)))
-        dev.read(out, out_buf)
-        err = max(err, float(np.abs(out - want).max()))
-    dev.free()
-    dev.lib.txl_device_close()
+    rows, errors = [], {}
+    # The f32 kernel, then the bf16 tensor-core kernel after its packing
+    # kernel (timed with it, as the host code launches them, and alone).
+    for precision, name, resident in (("f32", f"rel_attention_d{d_head}", 4),
+                                      ("bf16", f"rel_attention_bf16_d{d_head}", 2)):
+        text, image = kernels(precision)
+        layouts = rak.kernel_layouts(text)
+        tiles, block = layouts[name]
+        dev = rak.Device(a.device_lib, image, backend=a.target)
+        args = dev.memref(q, heads)[1]
+        pack = f"rel_attention_pack_{precision}_d{d_head}"
+        if pack in layouts:
+            packed, _, repack = rak.launch_pack(dev, pack, layouts[pack][1], heads,
+                                                k, v, r, precision)
+            for desc in packed:
+                args += desc
+        else:
+            for x in (k, v):
+                args += dev.memref(x, heads)[1]
+            args += dev.memref(r)[1]
+        for x in (u, vb):
+            args += dev.memref(x)[1]
+        out_buf, desc = dev.memref(out)
+        args += desc
+        if pack in layouts:
+            args += [ctypes.c_int64(klen)]
+        args += [ctypes.c_int64(mlen), ctypes.c_int32(0),
+                 ctypes.c_float(1 / d_head ** 0.5)]
+        kernel = dev.kernel(name)
+        combine = dev.kernel("rel_attention_combine")
+        grid = (-(-qlen // tiles[0][0]), bsz * n_head)
+        # The parts of the keys the runtime chooses for this device (as the
+        # executables' host code asks it), and their workspace.
+        dev.lib.txl_device_attention_parts.restype = ctypes.c_int64
+        parts = dev.lib.txl_device_attention_parts(
+            ctypes.c_int64(grid[0] * grid[1]), ctypes.c_int64(resident),
+            ctypes.c_int64(-(-klen // 32)))
+        workspaces = {}
+        for n in {1, parts}:
+            slices = n if n > 1 else 0
+            workspaces[n] = (
+                dev.memref(np.zeros((slices, qlen, bsz, n_head, d_head), np.float32))[1]
+                + dev.memref(np.zeros((slices, bsz, n_head, qlen), np.float32))[1])
+
+        def ours(n=1, packing=True):
+            if pack in layouts and packing:
+                repack()
+            dev.launch(kernel, (*grid, n), (block, 1, 1), args + workspaces[n])
+            if n > 1:
+                dev.launch(combine, (-(-out.size // rak.COMBINE_THREADS), 1, 1),
+                           (rak.COMBINE_THREADS, 1, 1), workspaces[n] + desc)
+
+        for n in sorted({1, parts}):
+            label = f"txlc {precision} kernel" + (f", {n} key parts" if n > 1 else "")
+            forms = [(label, True)]
+            if pack in layouts:
+                forms = [(label + " + packing", True), (label + " alone", False)]
+            for row_name, packing in forms:
+                rows.append((row_name, timed_calls(lambda: ours(n, packing),
+                                                   dev.lib.txl_device_sync, a.iters)))
+                dev.read(out, out_buf)
+                errors[precision] = max(errors.get(precision, 0.0),
+                                        float(np.abs(out - want).max()))
+        dev.free()
+        dev.lib.txl_device_close()
 
     t = lambda x: torch.from_numpy(np.ascontiguousarray(x)).to(a.torch_device)
     tq, tk, tv, tr, tu, tvb = map(t, (q, k, v, r, u, vb))
@@ -408,15 +438,16 @@ def bench_attention(a):
         return F.scaled_dot_product_attention(sq, sk, sv, is_causal=True)
 
     with torch.inference_mode():
-        rows.append(("pytorch official math", timed(official, lambda: sync(a.torch_device))))
-        rows.append(("pytorch SDPA causal", timed(sdpa, lambda: sync(a.torch_device))))
+        wait = lambda: sync(a.torch_device)  # noqa: E731
+        rows.append(("pytorch official math", timed_calls(official, wait, a.iters)))
+        rows.append(("pytorch SDPA causal", timed_calls(sdpa, wait, a.iters)))
     # Useful FLOPs of the relative attention: AC, BD and P.V over the
     # visible (causal) pairs, 2 flops per multiply-add.
     pairs = sum(min(klen, mlen + i + 1) for i in range(qlen))
     flops = 3 * 2 * pairs * d_head * bsz * n_head
     print(f"# attention alone: qlen {qlen}, klen {klen}, batch {bsz}, "
-          f"{n_head} heads x {d_head}; our kernel vs the official math: max "
-          f"abs err {err:.2g}")
+          f"{n_head} heads x {d_head}; our kernels vs the official math: max "
+          f"abs err f32 {errors['f32']:.2g}, bf16 {errors['bf16']:.2g}")
     for name, seconds in rows:
         print(f"  {name:28s} {seconds * 1e3:9.3f} ms   "
               f"{flops / seconds / 1e12:7.3f} TFLOP/s (relative attention's)")

@@ -6,7 +6,7 @@
 # A lent GPU machine has the CUDA driver, cuBLAS and PyTorch but neither
 # txlc's LLVM/MLIR nor ../shared. This compiles here every executable that
 # bench/gpu/device_check.sh runs there (--target=cuda, default --gpu-arch,
-# f32 and bf16), the attention kernel's PTX for bench_gpu.py --prebuilt,
+# f32 and bf16), the attention kernels' PTX (f32, bf16) for bench_gpu.py --prebuilt,
 # and packs them with the shared libraries they load (OpenBLAS), the
 # runtime's device ABI library, ../shared's PTB data and reference cases,
 # and a CPU run of ptb_small's first 20 updates (the step-20 comparison) into
@@ -61,11 +61,13 @@ for p in f32 bf16; do
     --backward=false --gpu-arch=sm_90a -o "$stage/gpu/ptb_small_cuda_$p"
 done
 "$txlc" models/enwik8_base.toml --emit=txl-opt -o "$stage/gpu/enwik8_base.txl"
-build/bin/txl-opt "$stage/gpu/enwik8_base.txl" --txl-rel-attention-to-gpu \
-  -o "$stage/gpu/enwik8_base_attention.mlir"
-{ build/bin/txl-translate --kernels-to-ptx --ptx-chip=sm_90a \
-    "$stage/gpu/enwik8_base_attention.mlir"; printf '\0'; } \
-  > "$stage/gpu/enwik8_base_attention.sm_90a.ptx"
+for p in f32 bf16; do
+  stem="$stage/gpu/enwik8_base_attention$([ $p = f32 ] || echo _$p)"
+  build/bin/txl-opt "$stage/gpu/enwik8_base.txl" \
+    --txl-rel-attention-to-gpu=precision=$p -o "$stem.mlir"
+  { build/bin/txl-translate --kernels-to-ptx --ptx-chip=sm_90a "$stem.mlir"
+    printf '\0'; } > "$stem.sm_90a.ptx"
+done
 
 # The libraries the executables load that a CUDA image may lack.
 for l in libopenblas.so.0 libgfortran.so.5 libquadmath.so.0; do

@@ -711,11 +711,19 @@ def ConvertRelAttentionToGpuPass : Pass<"txl-rel-attention-to-gpu", "::mlir::Mod
     bf16 operands and f32 accumulators; AC stays in its accumulators' registers
     and X passes through a workgroup tile (64 × 49 f32) so that each lane
     reads AC(i, j) + X(i, 15 − i + j). K, V and (d_head padded to 32 or 64)
-    the tile's 96-row window of r are staged in workgroup memory; the walk's
-    whole key tiles read their rows unchecked, its tail tile checks them. The
-    softmax runs in base 2 (`math.exp2` afn). Its operands have a unit stride
-    along d_head. txl-mma-to-nvvm (CUDA) or txl-emulate-mma (OpenCL) lower
-    the products.
+    the tile's 96-row window of r are staged in workgroup memory. At d_head
+    padded to 32 or 64, `rel_attention_pack_bf16_d<d_head>` (grid
+    ceil(klen / 32) × (batch · n_head)) first writes key, value
+    (transposed) and pos_key rounded to bf16, klen padded to a multiple of
+    32 with zeros, to buffers the kernel takes in their place (with klen
+    after out), and every tile stages by asynchronous 16-byte copies
+    (`nvgpu.device_async_copy`, one group waited for before the barrier),
+    its walk starting at a multiple of 32; at other widths the walk's whole
+    key tiles read
+    the f32 rows unchecked, its tail tile checks them. The softmax runs in
+    base 2 (`math.exp2` afn). Its f32 operands have a unit stride along
+    d_head. txl-mma-to-nvvm (CUDA) or txl-emulate-mma (OpenCL) lower the
+    products.
 
     An op with dropatt gets the kernel's dropatt form
     `rel_attention_dropatt_d<d_head>` (at bf16 / f16,
@@ -886,10 +894,12 @@ def MmaToNvvmPass : Pass<"txl-mma-to-nvvm", "::mlir::gpu::GPUModuleOp"> {
     whole warp (mask 0xffffffff).
 
     Every workgroup tile that an `nvgpu.ldmatrix` reads (those, and the
-    attention forward's r window) gets `llvm.align = 16` (ldmatrix reads
-    16-byte aligned rows); an ldmatrix of anything else is an error. The
-    ldmatrix itself is left to upstream `convert-nvgpu-to-nvvm`, which the
-    PTX pipeline runs next.
+    attention forward's r window) or an `nvgpu.device_async_copy` writes
+    (cp.async of 16 bytes: the attention forward's K, V and r window) gets
+    `llvm.align = 16` (both access 16-byte aligned rows); an ldmatrix from,
+    or a copy to, anything else is an error. The ldmatrix and the copies
+    themselves are left to upstream `convert-nvgpu-to-nvvm`, which the PTX
+    pipeline runs next.
   }];
   let options = [
     Option<"wgmma", "wgmma", "bool", /*default=*/"false",
@@ -961,7 +971,16 @@ def EmulateMmaPass : Pass<"txl-emulate-mma", "::mlir::gpu::GPUModuleOp"> {
     `txl.subgroup_barrier` becomes `__spirv_ControlBarrier(Subgroup,
     Subgroup, SequentiallyConsistent | WorkgroupMemory)`, which LLVM's
     SPIR-V backend makes an OpControlBarrier. Then the kernels' bf16
-    and f16 workgroup tiles become f32 tiles of the same rounded values.
+    and f16 workgroup tiles become f32 tiles of the same rounded values
+    (each `nvgpu.device_async_copy` first the work-item's load and store of
+    its elements, its groups and waits dropped; a copy with a source size
+    is an error),
+    and their bf16 and f16 global memref arguments (the tensor-core
+    attention's packed operands) memrefs of i16 holding the same bits: a
+    load widens the bits to f32 exactly, a store rounds its f32 source to
+    nearest even and stores the bits (vectors element by element); any
+    other use of such an argument, or a stored value not rounded from f32,
+    is an error.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::gpu::GPUDialect",

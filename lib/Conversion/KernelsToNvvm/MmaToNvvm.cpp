@@ -42,26 +42,39 @@ using namespace mlir::txl;
 
 namespace {
 
-/// Gives every workgroup tile that an nvgpu.ldmatrix reads 16-byte
-/// alignment: ldmatrix reads 16-byte rows at 16-byte aligned addresses,
-/// which a 2-byte element type does not give a workgroup attribution by
-/// itself (the rows' offsets are the kernels' to keep aligned).
-LogicalResult alignLdMatrixTiles(gpu::GPUModuleOp module) {
-  WalkResult walk = module.walk([](nvgpu::LdMatrixOp op) {
-    auto tile = dyn_cast<BlockArgument>(op.getSrcMemref());
-    auto func = tile ? dyn_cast<gpu::GPUFuncOp>(tile.getOwner()->getParentOp())
-                     : gpu::GPUFuncOp();
-    if (!func ||
-        tile.getArgNumber() < func.getFirstWorkgroupAttributionIndex()) {
-      op.emitOpError("needs its source to be a workgroup attribution of its "
-                     "kernel (its 16-byte alignment)");
-      return WalkResult::interrupt();
-    }
-    func.setWorkgroupAttributionAttr(
-        tile.getArgNumber() - func.getFirstWorkgroupAttributionIndex(),
-        LLVM::LLVMDialect::getAlignAttrName(),
-        IntegerAttr::get(IntegerType::get(op.getContext(), 64), 16));
-    return WalkResult::advance();
+/// Gives `tile`, which `op` reads or writes 16 bytes at a time at 16-byte
+/// aligned addresses, 16-byte alignment (`llvm.align`), which a 2-byte
+/// element type does not give a workgroup attribution by itself; the
+/// offsets within it are the kernels' to keep aligned. `role` names the
+/// operand in the error when the tile is not a workgroup attribution of
+/// its kernel.
+LogicalResult alignTile(Operation *op, Value tile, StringRef role) {
+  auto arg = dyn_cast<BlockArgument>(tile);
+  auto func = arg ? dyn_cast<gpu::GPUFuncOp>(arg.getOwner()->getParentOp())
+                  : gpu::GPUFuncOp();
+  if (!func || arg.getArgNumber() < func.getFirstWorkgroupAttributionIndex())
+    return op->emitOpError("needs ")
+           << role
+           << " to be a workgroup attribution of its kernel (its 16-byte "
+              "alignment)";
+  func.setWorkgroupAttributionAttr(
+      arg.getArgNumber() - func.getFirstWorkgroupAttributionIndex(),
+      LLVM::LLVMDialect::getAlignAttrName(),
+      IntegerAttr::get(IntegerType::get(op->getContext(), 64), 16));
+  return success();
+}
+
+/// Aligns every workgroup tile that an nvgpu.ldmatrix reads (16-byte
+/// rows) or an nvgpu.device_async_copy writes (cp.async of 16 bytes)
+/// (alignTile).
+LogicalResult alignCopiedTiles(gpu::GPUModuleOp module) {
+  WalkResult walk = module.walk([](Operation *op) {
+    LogicalResult aligned = success();
+    if (auto ldmatrix = dyn_cast<nvgpu::LdMatrixOp>(op))
+      aligned = alignTile(op, ldmatrix.getSrcMemref(), "its source");
+    else if (auto copy = dyn_cast<nvgpu::DeviceAsyncCopyOp>(op))
+      aligned = alignTile(op, copy.getDst(), "its destination");
+    return failed(aligned) ? WalkResult::interrupt() : WalkResult::advance();
   });
   return failure(walk.wasInterrupted());
 }
@@ -72,18 +85,9 @@ LogicalResult alignLdMatrixTiles(gpu::GPUModuleOp module) {
 /// that the result is in registers where the op stands.
 LogicalResult lowerToWgmma(txl::WarpgroupMmaOp op) {
   // A descriptor holds bits 4-17 of the address: the tile must be 16-byte
-  // aligned, which its element type (2 bytes) does not give a workgroup
-  // attribution by itself.
-  auto tile = dyn_cast<BlockArgument>(op.getB());
-  auto func = tile ? dyn_cast<gpu::GPUFuncOp>(tile.getOwner()->getParentOp())
-                   : gpu::GPUFuncOp();
-  if (!func || tile.getArgNumber() < func.getFirstWorkgroupAttributionIndex())
-    return op.emitOpError("needs b to be a workgroup attribution of its "
-                          "kernel for wgmma (its 16-byte alignment)");
-  func.setWorkgroupAttributionAttr(
-      tile.getArgNumber() - func.getFirstWorkgroupAttributionIndex(),
-      LLVM::LLVMDialect::getAlignAttrName(),
-      IntegerAttr::get(IntegerType::get(op.getContext(), 64), 16));
+  // aligned.
+  if (failed(alignTile(op, op.getB(), "b")))
+    return failure();
   ImplicitLocOpBuilder b(op.getLoc(), op);
   Type i64 = b.getI64Type(), f32 = b.getF32Type();
   Value base = arith::IndexCastUIOp::create(
@@ -304,7 +308,7 @@ struct MmaToNvvmPass : public txl::impl::MmaToNvvmPassBase<MmaToNvvmPass> {
     } else {
       expandWarpgroupProducts(getOperation());
     }
-    if (failed(alignLdMatrixTiles(getOperation())))
+    if (failed(alignCopiedTiles(getOperation())))
       return signalPassFailure();
     // txl.subgroup_barrier => bar.warp.sync over the whole warp.
     SmallVector<txl::SubgroupBarrierOp> warpBarriers;

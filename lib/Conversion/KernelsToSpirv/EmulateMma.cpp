@@ -8,8 +8,10 @@
 // warpgroup product (txl.warpgroup_mma) as the mma.sync products of its
 // subgroups, each lane reading its B fragment through wgmma's matrix
 // descriptors (txl/Conversion/MmaFragments.h); nvgpu.ldmatrix as each
-// lane's loads of what ldmatrix.sync gives it; txl.subgroup_barrier as
-// SPIR-V's OpControlBarrier of subgroup scope. The CUDA target's form is
+// lane's loads of what ldmatrix.sync gives it; nvgpu.device_async_copy as
+// the work-item's load and store; txl.subgroup_barrier as SPIR-V's
+// OpControlBarrier of subgroup scope; bf16 and f16 memory as f32 tiles and
+// i16 global buffers. The CUDA target's form is
 // txl-mma-to-nvvm (lib/Conversion/KernelsToNvvm).
 //
 //===----------------------------------------------------------------------===//
@@ -65,6 +67,10 @@ LogicalResult widenNarrowAttributions(gpu::GPUModuleOp module) {
         } else if (auto store = dyn_cast<memref::StoreOp>(user)) {
           store.getValueMutable().assign(
               arith::ExtFOp::create(b, f32, store.getValueToStore()));
+        } else if (auto store = dyn_cast<vector::StoreOp>(user)) {
+          auto type = cast<VectorType>(store.getValueToStore().getType());
+          store.getValueToStoreMutable().assign(arith::ExtFOp::create(
+              b, type.clone(f32), store.getValueToStore()));
         } else {
           user->emitOpError("uses a ")
               << narrow << " workgroup tile, which txl-emulate-mma widens "
@@ -77,6 +83,273 @@ LogicalResult widenNarrowAttributions(gpu::GPUModuleOp module) {
   });
   return failure(walk.wasInterrupted());
 }
+/// `x` (f32) rounded to bf16 or (`f16`) f16 on its bits, to nearest even,
+/// as an f32: like PTX's cvt.rn.bf16.f32 and cvt.rn.f16.f32 (NaN kept).
+/// bf16 keeps f32's exponent: the low 16 bits round away. f16 keeps 10
+/// fraction bits (the low 13 round away) and 5 exponent bits: magnitudes of
+/// 65520 and more (the tie above 65504, the largest f16) become infinity,
+/// and below 2^-14 (the subnormals) x rounds to a multiple of 2^-24, as
+/// (|x| + 0.5) - 0.5 does in f32, whose spacing on [0.5, 1) is 2^-24.
+Value roundThroughHalf(ImplicitLocOpBuilder &b, Value x, bool f16) {
+  Type f32 = b.getF32Type(), i32 = b.getI32Type();
+  auto c32 = [&](int64_t v) { return arith::ConstantIntOp::create(b, v, 32); };
+  auto bitsOf = [&](Value v) { return arith::BitcastOp::create(b, i32, v); };
+  // Round to nearest even at bit `drop` of `bits`.
+  auto roundAt = [&](Value bits, int64_t drop) -> Value {
+    Value lsb = arith::AndIOp::create(
+        b, arith::ShRUIOp::create(b, bits, c32(drop)), c32(1));
+    return arith::AndIOp::create(
+        b,
+        arith::AddIOp::create(
+            b, arith::AddIOp::create(b, bits, c32((1 << (drop - 1)) - 1)), lsb),
+        c32(int64_t(uint32_t(-1) << drop)));
+  };
+  Value bits = bitsOf(x);
+  Value roundedBits;
+  if (!f16) {
+    roundedBits = roundAt(bits, 16);
+  } else {
+    using P = arith::CmpIPredicate;
+    Value magnitude = arith::AndIOp::create(b, bits, c32(0x7fffffff));
+    Value overflow =
+        arith::CmpIOp::create(b, P::uge, magnitude, c32(0x477ff000)); // 65520
+    Value subnormal =
+        arith::CmpIOp::create(b, P::ult, magnitude, c32(0x38800000)); // 2^-14
+    Value half =
+        arith::ConstantFloatOp::create(b, b.getF32Type(), llvm::APFloat(0.5f));
+    Value quantized = arith::SubFOp::create(
+        b,
+        arith::AddFOp::create(b, arith::BitcastOp::create(b, f32, magnitude),
+                              half),
+        half);
+    Value rounded = arith::SelectOp::create(
+        b, overflow, c32(0x7f800000),
+        arith::SelectOp::create(b, subnormal, bitsOf(quantized),
+                                roundAt(magnitude, 13)));
+    Value sign = arith::AndIOp::create(b, bits, c32(int64_t(0x80000000u)));
+    roundedBits = arith::OrIOp::create(b, rounded, sign);
+  }
+  Value isNan = arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, x, x);
+  return arith::SelectOp::create(b, isNan, x,
+                                 arith::BitcastOp::create(b, f32, roundedBits));
+}
+
+/// The 16 bits of bf16 or (`f16`) f16 that hold `y`, an f32 that one of
+/// them represents exactly (roundThroughHalf's result); a NaN becomes the
+/// quiet NaN of its sign.
+Value narrowBits(ImplicitLocOpBuilder &b, Value y, bool f16) {
+  using P = arith::CmpIPredicate;
+  Type i32 = b.getI32Type();
+  auto c32 = [&](int64_t v) { return arith::ConstantIntOp::create(b, v, 32); };
+  Value bits = arith::BitcastOp::create(b, i32, y);
+  Value sign = arith::AndIOp::create(
+      b, arith::ShRUIOp::create(b, bits, c32(16)), c32(0x8000));
+  Value magnitude = arith::AndIOp::create(b, bits, c32(0x7fffffff));
+  Value isNan = arith::CmpIOp::create(b, P::ugt, magnitude, c32(0x7f800000));
+  Value result;
+  if (!f16) {
+    result = arith::SelectOp::create(b, isNan,
+                                     arith::OrIOp::create(b, sign, c32(0x7fc0)),
+                                     arith::ShRUIOp::create(b, bits, c32(16)));
+  } else {
+    // Normal: the exponent rebiased (127 -> 15) and 10 fraction bits;
+    // subnormal (below 2^-14): y · 2^24, an integer below 1024; infinity
+    // and NaN with exponent 31.
+    Value normal = arith::ShRUIOp::create(
+        b, arith::SubIOp::create(b, magnitude, c32(0x38000000)), c32(13));
+    Value scaled = arith::MulFOp::create(
+        b, arith::BitcastOp::create(b, b.getF32Type(), magnitude),
+        arith::ConstantFloatOp::create(b, b.getF32Type(),
+                                       llvm::APFloat(16777216.0f)));
+    Value subnormal = arith::FPToUIOp::create(b, i32, scaled);
+    Value h = arith::SelectOp::create(
+        b, arith::CmpIOp::create(b, P::ult, magnitude, c32(0x38800000)),
+        subnormal, normal);
+    h = arith::SelectOp::create(
+        b, arith::CmpIOp::create(b, P::eq, magnitude, c32(0x7f800000)),
+        c32(0x7c00), h);
+    h = arith::SelectOp::create(b, isNan, c32(0x7e00), h);
+    result = arith::OrIOp::create(b, sign, h);
+  }
+  return arith::TruncIOp::create(b, b.getI16Type(), result);
+}
+
+/// The f32 value of the bf16 or (`f16`) f16 `bits` (i16), exactly.
+Value widenBits(ImplicitLocOpBuilder &b, Value bits, bool f16) {
+  using P = arith::CmpIPredicate;
+  FloatType f32 = b.getF32Type();
+  Type i32 = b.getI32Type();
+  auto c32 = [&](int64_t v) { return arith::ConstantIntOp::create(b, v, 32); };
+  Value h = arith::ExtUIOp::create(b, i32, bits);
+  if (!f16)
+    return arith::BitcastOp::create(b, f32,
+                                    arith::ShLIOp::create(b, h, c32(16)));
+  Value sign = arith::ShLIOp::create(
+      b, arith::AndIOp::create(b, h, c32(0x8000)), c32(16));
+  Value exponent = arith::AndIOp::create(
+      b, arith::ShRUIOp::create(b, h, c32(10)), c32(0x1f));
+  Value fraction = arith::AndIOp::create(b, h, c32(0x3ff));
+  Value shifted = arith::ShLIOp::create(b, fraction, c32(13));
+  // Normal: exponent + 112 (15 -> 127); 31: infinity or NaN.
+  Value normal = arith::OrIOp::create(
+      b,
+      arith::ShLIOp::create(b, arith::AddIOp::create(b, exponent, c32(112)),
+                            c32(23)),
+      shifted);
+  Value special = arith::OrIOp::create(b, c32(0x7f800000), shifted);
+  // Subnormal or zero: fraction · 2^-24, exact in f32.
+  Value subnormal = arith::BitcastOp::create(
+      b, i32,
+      arith::MulFOp::create(
+          b, arith::UIToFPOp::create(b, f32, fraction),
+          arith::ConstantFloatOp::create(b, f32, llvm::APFloat(0x1p-24f))));
+  Value magnitude = arith::SelectOp::create(
+      b, arith::CmpIOp::create(b, P::eq, exponent, c32(0)), subnormal,
+      arith::SelectOp::create(
+          b, arith::CmpIOp::create(b, P::eq, exponent, c32(31)), special,
+          normal));
+  return arith::BitcastOp::create(b, f32,
+                                  arith::OrIOp::create(b, sign, magnitude));
+}
+
+/// OpenCL has no bf16 or f16 memory: each kernel argument that is a global
+/// memref of bf16 or f16 (the tensor-core attention's packed operands)
+/// becomes one of i16 holding the same bits, so that the buffers the host
+/// code allocates keep their layout. A load widens the bits to f32 exactly
+/// (an extension of the load to f32 is that value; other users get it
+/// rounded back, exactly); a store takes an f32 value rounded to the
+/// narrow type (truncf's operand) and stores its bits rounded to nearest
+/// even. Vector loads and stores go element by element. Runs after the
+/// narrow tiles are widened, whose stores then extend what a load gives.
+LogicalResult narrowGlobalArguments(gpu::GPUModuleOp module) {
+  WalkResult walk = module.walk([](gpu::GPUFuncOp func) {
+    SmallVector<Type> inputs(func.getArgumentTypes());
+    for (BlockArgument arg : func.getArguments()) {
+      auto type = dyn_cast<MemRefType>(arg.getType());
+      auto narrow =
+          type ? dyn_cast<FloatType>(type.getElementType()) : FloatType();
+      if (!narrow || !(narrow.isBF16() || narrow.isF16()))
+        continue;
+      bool f16 = narrow.isF16();
+      Type i16 = IntegerType::get(func.getContext(), 16);
+      Type f32 = Float32Type::get(func.getContext());
+      arg.setType(type.clone(i16));
+      inputs[arg.getArgNumber()] = arg.getType();
+      for (Operation *user : llvm::to_vector(arg.getUsers())) {
+        ImplicitLocOpBuilder b(user->getLoc(), user);
+        // The widened value (f32, of the load's shape) of a narrow load's
+        // bits, for its users.
+        auto replaceLoad = [&](Value result, Value wide) {
+          for (OpOperand &use : llvm::make_early_inc_range(result.getUses())) {
+            auto ext = dyn_cast<arith::ExtFOp>(use.getOwner());
+            if (ext && getElementTypeOrSelf(ext.getType()).isF32()) {
+              ext.getResult().replaceAllUsesWith(wide);
+              ext.erase();
+              continue;
+            }
+            b.setInsertionPoint(use.getOwner());
+            use.set(arith::TruncFOp::create(b, result.getType(), wide));
+          }
+        };
+        // The f32 value a narrow store's value is rounded from.
+        auto roundedFrom = [&](Operation *store, Value value) -> Value {
+          auto trunc = value.getDefiningOp<arith::TruncFOp>();
+          if (trunc && getElementTypeOrSelf(trunc.getIn().getType()).isF32())
+            return trunc.getIn();
+          store->emitOpError("stores a ")
+              << narrow << " value not rounded from f32 to a " << narrow
+              << " kernel argument, which txl-emulate-mma cannot express on "
+                 "OpenCL";
+          return Value();
+        };
+        if (auto load = dyn_cast<memref::LoadOp>(user)) {
+          b.setInsertionPointAfter(load);
+          Value bits = memref::LoadOp::create(b, arg, load.getIndices());
+          replaceLoad(load.getResult(), widenBits(b, bits, f16));
+          load.erase();
+        } else if (auto load = dyn_cast<vector::LoadOp>(user)) {
+          auto vectorType = cast<VectorType>(load.getType());
+          assert(vectorType.getRank() == 1 && "a row of elements");
+          b.setInsertionPointAfter(load);
+          auto bitsLoad = vector::LoadOp::create(
+              b, vectorType.clone(i16), arg, load.getIndices(),
+              load.getNontemporal(),
+              load.getAlignment() ? llvm::MaybeAlign(*load.getAlignment())
+                                  : llvm::MaybeAlign());
+          SmallVector<Value> elements;
+          for (int64_t e = 0; e < vectorType.getDimSize(0); ++e)
+            elements.push_back(
+                widenBits(b, vector::ExtractOp::create(b, bitsLoad, e), f16));
+          Value wide = vector::FromElementsOp::create(b, vectorType.clone(f32),
+                                                      elements);
+          replaceLoad(load.getResult(), wide);
+          load.erase();
+        } else if (auto store = dyn_cast<memref::StoreOp>(user)) {
+          Value x = roundedFrom(store, store.getValueToStore());
+          if (!x)
+            return WalkResult::interrupt();
+          store.getValueMutable().assign(
+              narrowBits(b, roundThroughHalf(b, x, f16), f16));
+        } else if (auto store = dyn_cast<vector::StoreOp>(user)) {
+          Value x = roundedFrom(store, store.getValueToStore());
+          if (!x)
+            return WalkResult::interrupt();
+          auto vectorType = cast<VectorType>(x.getType());
+          SmallVector<Value> elements;
+          for (int64_t e = 0; e < vectorType.getDimSize(0); ++e)
+            elements.push_back(narrowBits(
+                b, roundThroughHalf(b, vector::ExtractOp::create(b, x, e), f16),
+                f16));
+          store.getValueToStoreMutable().assign(vector::FromElementsOp::create(
+              b, vectorType.clone(i16), elements));
+        } else {
+          user->emitOpError("uses a ")
+              << narrow << " kernel argument, which txl-emulate-mma makes i16 "
+              << "for OpenCL: only loads and stores can";
+          return WalkResult::interrupt();
+        }
+      }
+    }
+    func.setFunctionType(FunctionType::get(func.getContext(), inputs, {}));
+    return WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
+}
+
+/// nvgpu.device_async_copy => the work-item's own load and store of the
+/// same elements, done where the copy is issued; its groups and waits go
+/// (a copy is complete when issued). The kernels' barrier after the wait
+/// orders the stores for the workgroup as it orders cp.async's. Zero-fill
+/// (a source size) is an error.
+LogicalResult emulateAsyncCopies(gpu::GPUModuleOp module) {
+  SmallVector<nvgpu::DeviceAsyncCopyOp> copies;
+  SmallVector<Operation *> syncs;
+  module.walk([&](Operation *op) {
+    if (auto copy = dyn_cast<nvgpu::DeviceAsyncCopyOp>(op))
+      copies.push_back(copy);
+    else if (isa<nvgpu::DeviceAsyncCreateGroupOp, nvgpu::DeviceAsyncWaitOp>(op))
+      syncs.push_back(op);
+  });
+  for (nvgpu::DeviceAsyncCopyOp copy : copies)
+    if (copy.getSrcElements())
+      return copy.emitOpError(
+          "is not emulated: txl-emulate-mma takes whole copies, without a "
+          "source size");
+  for (Operation *op : llvm::reverse(syncs))
+    op->erase();
+  for (nvgpu::DeviceAsyncCopyOp copy : copies) {
+    ImplicitLocOpBuilder b(copy.getLoc(), copy);
+    auto type = VectorType::get(
+        {int64_t(copy.getDstElements().getZExtValue())},
+        cast<MemRefType>(copy.getDst().getType()).getElementType());
+    Value chunk =
+        vector::LoadOp::create(b, type, copy.getSrc(), copy.getSrcIndices());
+    vector::StoreOp::create(b, chunk, copy.getDst(), copy.getDstIndices());
+    copy.erase();
+  }
+  return success();
+}
+
 /// The lane's g and t (lane = 4 g + t), i32: its quad and its place in it,
 /// the coordinates of the mma.sync and ldmatrix register layouts.
 std::pair<Value, Value> laneQuad(ImplicitLocOpBuilder &b) {
@@ -286,13 +559,8 @@ struct MmaSyncEmulation : public OpRewritePattern<nvgpu::MmaSyncOp> {
   }
 };
 
-// extf(truncf(x : f32 to bf16 or f16) to f32) => x rounded on its bits to
-// nearest even, like PTX's cvt.rn.bf16.f32 and cvt.rn.f16.f32 (NaN kept).
-// bf16 keeps f32's exponent: the low 16 bits round away. f16 keeps 10
-// fraction bits (the low 13 round away) and 5 exponent bits: magnitudes of
-// 65520 and more (the tie above 65504, the largest f16) become infinity,
-// and below 2^-14 (the subnormals) x rounds to a multiple of 2^-24, as
-// (|x| + 0.5) - 0.5 does in f32, whose spacing on [0.5, 1) is 2^-24.
+// extf(truncf(x : f32 to bf16 or f16) to f32) => x rounded on its bits
+// (roundThroughHalf).
 struct RoundThroughHalf : public OpRewritePattern<arith::ExtFOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -302,63 +570,21 @@ struct RoundThroughHalf : public OpRewritePattern<arith::ExtFOp> {
     if (!trunc || !(trunc.getType().isBF16() || trunc.getType().isF16()) ||
         !op.getType().isF32() || !trunc.getIn().getType().isF32())
       return rewriter.notifyMatchFailure(op, "not f32 -> bf16/f16 -> f32");
-    bool f16 = trunc.getType().isF16();
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    Type f32 = b.getF32Type(), i32 = b.getI32Type();
-    Value x = trunc.getIn();
-    auto c32 = [&](int64_t v) {
-      return arith::ConstantIntOp::create(b, v, 32);
-    };
-    auto bitsOf = [&](Value v) { return arith::BitcastOp::create(b, i32, v); };
-    // Round to nearest even at bit `drop` of `bits`.
-    auto roundAt = [&](Value bits, int64_t drop) -> Value {
-      Value lsb = arith::AndIOp::create(
-          b, arith::ShRUIOp::create(b, bits, c32(drop)), c32(1));
-      return arith::AndIOp::create(
-          b,
-          arith::AddIOp::create(
-              b, arith::AddIOp::create(b, bits, c32((1 << (drop - 1)) - 1)),
-              lsb),
-          c32(int64_t(uint32_t(-1) << drop)));
-    };
-    Value bits = bitsOf(x);
-    Value roundedBits;
-    if (!f16) {
-      roundedBits = roundAt(bits, 16);
-    } else {
-      using P = arith::CmpIPredicate;
-      Value magnitude = arith::AndIOp::create(b, bits, c32(0x7fffffff));
-      Value overflow = arith::CmpIOp::create(b, P::uge, magnitude,
-                                             c32(0x477ff000)); // 65520
-      Value subnormal = arith::CmpIOp::create(b, P::ult, magnitude,
-                                              c32(0x38800000)); // 2^-14
-      Value half = arith::ConstantFloatOp::create(b, b.getF32Type(),
-                                                  llvm::APFloat(0.5f));
-      Value quantized = arith::SubFOp::create(
-          b,
-          arith::AddFOp::create(b, arith::BitcastOp::create(b, f32, magnitude),
-                                half),
-          half);
-      Value rounded = arith::SelectOp::create(
-          b, overflow, c32(0x7f800000),
-          arith::SelectOp::create(b, subnormal, bitsOf(quantized),
-                                  roundAt(magnitude, 13)));
-      Value sign = arith::AndIOp::create(b, bits, c32(int64_t(0x80000000u)));
-      roundedBits = arith::OrIOp::create(b, rounded, sign);
-    }
-    Value isNan = arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, x, x);
-    rewriter.replaceOpWithNewOp<arith::SelectOp>(
-        op, isNan, x, arith::BitcastOp::create(b, f32, roundedBits));
+    rewriter.replaceOp(
+        op, roundThroughHalf(b, trunc.getIn(), trunc.getType().isF16()));
     return success();
   }
 };
+
 struct EmulateMmaPass : public txl::impl::EmulateMmaPassBase<EmulateMmaPass> {
   void runOnOperation() override {
     gpu::GPUModuleOp module = getOperation();
     expandWarpgroupProducts(module);
     lowerSubgroupBarriers(module);
-    if (failed(emulateLdMatrix(module)) ||
-        failed(widenNarrowAttributions(module)))
+    if (failed(emulateAsyncCopies(module)) || failed(emulateLdMatrix(module)) ||
+        failed(widenNarrowAttributions(module)) ||
+        failed(narrowGlobalArguments(module)))
       return signalPassFailure();
     // Intel's OpenCL CPU compiler miscompiles (out-of-bounds workgroup
     // stores) a rolled loop whose body has both emulated products and

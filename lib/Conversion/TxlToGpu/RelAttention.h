@@ -280,6 +280,12 @@ struct AttentionKernel {
   /// row strides must be multiples of 4 floats (device buffers are
   /// aligned), which the launch checks (`cf.assert`).
   bool vectorRows = false;
+  /// The kernel takes key, value and pos_key packed by
+  /// rel_attention_pack_<bf16|f16>_d<d_head> (getOrCreateMmaPackKernel),
+  /// and klen as an argument: (q, k_packed, v_packed, r_packed, u, v_bias,
+  /// out, klen, mem_len, same_length, scale, ...) (the tensor-core kernel
+  /// where its r window is staged, d_head padded to 32 or 64).
+  bool packed = false;
 };
 
 /// The memref type a rel_attention kernel takes for an operand of `rank`
@@ -403,6 +409,30 @@ inline FunctionType attentionKernelType(MLIRContext *ctx, int64_t dHead,
 AttentionKernel getOrCreateMmaAttentionKernel(ModuleOp module, int64_t dHead,
                                               FloatType operandType,
                                               bool dropatt, bool lse);
+
+/// Whether the tensor-core kernel of `dHead` takes its key, value and
+/// pos_key packed (AttentionKernel::packed): d_head padded to 16 is 32 or
+/// 64, the widths whose r window it stages.
+bool mmaAttentionPacksOperands(int64_t dHead);
+
+/// Keys per workgroup of rel_attention_pack_<bf16|f16>_d<d_head>, and the
+/// multiple the packed operands' klen is padded to (klenPad): the
+/// tensor-core kernel's key tile.
+inline constexpr int64_t kMmaPackKeys = 32;
+
+/// `rel_attention_pack_<bf16|f16>_d<d_head>` in `module`'s @txl_kernels,
+/// created on first use (RelAttentionMma.cpp): (k, v [klen, batch, n_head,
+/// d_head], r [klen, n_head, d_head] f32, as attentionOperandType with a
+/// unit inner stride; k_packed [batch, n_head, klenPad, dPad], v_packed
+/// [batch, n_head, dPad, klenPad], r_packed [n_head, klenPad, dPad] of
+/// `operandType`, contiguous), with dPad d_head padded to 16 and klenPad
+/// klen to kMmaPackKeys: the operands of the tensor-core kernel rounded to
+/// nearest even, value transposed, every element past klen or d_head zero.
+/// Grid (klenPad / kMmaPackKeys, batch · n_head), 128 work-items; a
+/// workgroup packs its keys of one (batch, head), and those of batch 0 its
+/// rows of r.
+gpu::GPUFuncOp getOrCreateMmaPackKernel(ModuleOp module, int64_t dHead,
+                                        FloatType operandType);
 
 /// Keys per workgroup of the tensor-core `_kv` backward kernel.
 inline constexpr int64_t kMmaGradKeyTile = 64;

@@ -13,9 +13,12 @@
 // (txl.warpgroup_mma: wgmma on sm_90a, each subgroup's mma.sync
 // elsewhere), AC and P·V, for the 64 rows at once, and (d_head padded to
 // 32 or 64) the 96 rows of r its subgroups' windows span, whence their X
-// products read their B fragments. The walk's whole key tiles stage in
-// straight-line steps with unchecked rows; the tail tile, where the keys
-// end inside one, checks them. Subgroup w forms
+// products read their B fragments. At those two widths key, value and
+// pos_key come packed in the operand type by rel_attention_pack_<type>_d<d>
+// (rounded, value transposed, klen padded to the key tile with zeros), so
+// that every tile stages by 16-byte copies; at the others the walk's whole
+// key tiles stage the f32 rows in straight-line steps unchecked, and the
+// tail tile, where the keys end inside one, checks them. Subgroup w forms
 //   AC = (q + u) k^T            16 × 32, 4 n-blocks of 8 keys
 //   X  = (q + v) r_window^T     16 × 48, the 16 + 32 - 1 rows of r that the
 //                               (16 rows, 32 keys) block reads, row w of the
@@ -406,9 +409,9 @@ constexpr int64_t kHeldQueryWidth = 64;
 class MmaKernelBuilder : public MmaBodyBuilder {
 public:
   MmaKernelBuilder(gpu::GPUFuncOp func, int64_t dHead, FloatType operandType,
-                   bool dropatt, bool lse)
+                   bool dropatt, bool lse, bool packed)
       : MmaBodyBuilder(func, dHead, operandType), dropatt(dropatt), lse(lse),
-        func(func) {}
+        packed(packed), func(func) {}
 
   void build();
 
@@ -426,6 +429,24 @@ private:
   /// columns of every 8th or 16th row (a subgroup reads whole rows),
   /// unrolled.
   void stageWindow(Value r, Value w0, Value klen, Value rTile);
+  /// Copies key tile j0's K and V from the packed operands
+  /// (getOrCreateMmaPackKernel: rows padded to klenPad with zeros, so that
+  /// no tile checks its rows) into kTile and vTile, 16 bytes a work-item
+  /// and step: one row of a core matrix each, the 8 work-items of a
+  /// quarter-subgroup the 8 rows of one (128 consecutive bytes of the
+  /// tile), so that the stores meet no bank conflict. Asynchronous
+  /// (copyAsync).
+  void stagePacked(Value kPacked, Value vPacked, Value j0, Value kTile,
+                   Value vTile);
+  /// The 8 elements of global `src` at `from` into workgroup `tile` at
+  /// `to` (16 bytes, both 16-byte aligned) as one asynchronous copy
+  /// (nvgpu.device_async_copy: cp.async.cg on CUDA, which bypasses the
+  /// registers and L1), whose token joins `copies`.
+  void copyAsync(Value src, ValueRange from, Value tile, ValueRange to);
+  /// Waits for the work-item's asynchronous copies since the last wait
+  /// (one group of `copies`, nvgpu.device_async_wait: cp.async.wait_group
+  /// 0), when there are any.
+  void waitForCopies();
   /// 2^x, with fastmath afn: ex2.approx on CUDA (libdevice's __nv_exp2f).
   Value exp2(Value x) {
     return math::Exp2Op::create(b, x, arith::FastMathFlags::afn);
@@ -435,9 +456,14 @@ private:
   /// The kernel writes each row's log-sum-exp (its argument before the key
   /// parts' workspace).
   bool lse;
+  /// The kernel takes key, value and pos_key packed, and klen
+  /// (AttentionKernel::packed).
+  bool packed;
   gpu::GPUFuncOp func;
   // Set first by build().
   Value q, qlen, iw;
+  /// The asynchronous copies issued since the last waitForCopies.
+  SmallVector<Value> copies;
 };
 
 Fragment MmaKernelBuilder::queryFragment(int64_t ks, Value bias) {
@@ -475,6 +501,12 @@ void MmaKernelBuilder::stageWindow(Value r, Value w0, Value klen, Value rTile) {
     Value p = add(w0, row);
     Value ok = both(cmp(P::sge, p, idx(0)), cmp(P::slt, p, klen));
     p = select(ok, p, idx(0));
+    if (packed) {
+      // The chunk's 8 columns of the packed r (rows of dPad elements of 2
+      // bytes, d0 a multiple of 8): one 16-byte copy.
+      copyAsync(r, {head, p, d0}, rTile, {row, d0});
+      continue;
+    }
     if (dPad == dHead) {
       // The chunk's 8 columns in one load of 32 bytes (two 16-byte global
       // loads): r's rows are whole d_head (32 or 64) floats of a buffer the
@@ -501,20 +533,75 @@ void MmaKernelBuilder::stageWindow(Value r, Value w0, Value klen, Value rTile) {
   }
 }
 
+void MmaKernelBuilder::stagePacked(Value kPacked, Value vPacked, Value j0,
+                                   Value kTile, Value vTile) {
+  constexpr int64_t threads = kWarps * kSubgroupSize;
+  int64_t dBlocks = dPad / 8;
+  assert(threads % (8 * dBlocks) == 0 && (kKeyTile * dBlocks) % threads == 0 &&
+         "every work-item copies whole chunks of fixed columns");
+  Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  Value rowIn = arith::RemUIOp::create(b, tid, idx(8));
+  Value rest = arith::DivUIOp::create(b, tid, idx(8));
+  // K: chunk x = tid + 128 s is row x % 8 of core matrix (key block kb =
+  // x / (8 dBlocks), d block db = x / 8 % dBlocks): keys j0 + 8 kb + x % 8,
+  // columns 8 db + [0, 8).
+  Value kDb = arith::RemUIOp::create(b, rest, idx(dBlocks));
+  Value kKb = arith::DivUIOp::create(b, rest, idx(dBlocks));
+  Value kKey = add(j0, add(mul(kKb, idx(8)), rowIn));
+  Value kCol = mul(kDb, idx(8));
+  for (int64_t s = 0; s < kKeyTile * dBlocks / threads; ++s) {
+    int64_t kbStep = s * threads / (8 * dBlocks);
+    copyAsync(kPacked, {batchIdx, head, add(kKey, idx(8 * kbStep)), kCol},
+              kTile, {add(kKb, idx(kbStep)), kDb, rowIn, idx(0)});
+  }
+  // V, transposed: chunk x is row x % 8 of core matrix (d block db = x /
+  // 32, key block kb = x / 8 % 4): column 8 db + x % 8, keys j0 + 8 kb +
+  // [0, 8).
+  Value vKb = arith::RemUIOp::create(b, rest, idx(kKeyTile / 8));
+  Value vDb = arith::DivUIOp::create(b, rest, idx(kKeyTile / 8));
+  Value vCol = add(mul(vDb, idx(8)), rowIn);
+  Value vKey = add(j0, mul(vKb, idx(8)));
+  for (int64_t s = 0; s < kKeyTile * dBlocks / threads; ++s) {
+    int64_t dbStep = s * threads / kKeyTile;
+    copyAsync(vPacked, {batchIdx, head, add(vCol, idx(8 * dbStep)), vKey},
+              vTile, {add(vDb, idx(dbStep)), vKb, rowIn, idx(0)});
+  }
+}
+
+void MmaKernelBuilder::copyAsync(Value src, ValueRange from, Value tile,
+                                 ValueRange to) {
+  copies.push_back(nvgpu::DeviceAsyncCopyOp::create(
+      b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), tile, to, src, from,
+      b.getIndexAttr(8), /*srcElements=*/Value(),
+      /*bypassL1=*/b.getUnitAttr()));
+}
+
+void MmaKernelBuilder::waitForCopies() {
+  if (copies.empty())
+    return;
+  Value group = nvgpu::DeviceAsyncCreateGroupOp::create(
+      b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), copies);
+  nvgpu::DeviceAsyncWaitOp::create(b, group, b.getI32IntegerAttr(0));
+  copies.clear();
+}
+
 void MmaKernelBuilder::build() {
   Block &entry = func.getBody().front();
   b.setInsertionPointToStart(&entry);
   q = entry.getArgument(0);
   Value k = entry.getArgument(1), v = entry.getArgument(2),
         r = entry.getArgument(3), u = entry.getArgument(4),
-        vb = entry.getArgument(5), out = entry.getArgument(6),
-        memLen = entry.getArgument(7), sameLength = entry.getArgument(8),
-        scale = entry.getArgument(9);
+        vb = entry.getArgument(5), out = entry.getArgument(6);
+  // The packed form takes klen before mem_len.
+  unsigned scalars = packed ? 8 : 7;
+  Value memLen = entry.getArgument(scalars),
+        sameLength = entry.getArgument(scalars + 1),
+        scale = entry.getArgument(scalars + 2);
   Dropatt drop{};
   if (dropatt)
-    drop = {entry.getArgument(10), entry.getArgument(11),
-            entry.getArgument(12), entry.getArgument(13),
-            entry.getArgument(14), entry.getArgument(15)};
+    drop = {entry.getArgument(scalars + 3), entry.getArgument(scalars + 4),
+            entry.getArgument(scalars + 5), entry.getArgument(scalars + 6),
+            entry.getArgument(scalars + 7), entry.getArgument(scalars + 8)};
   Value xTile = func.getWorkgroupAttributions()[0];
   Value kTile = func.getWorkgroupAttributions()[1];
   Value vTile = func.getWorkgroupAttributions()[2];
@@ -526,7 +613,8 @@ void MmaKernelBuilder::build() {
   Value zero = idx(0);
   qlen = memref::DimOp::create(b, q, 0);
   Value nHead = memref::DimOp::create(b, q, 2);
-  Value klen = memref::DimOp::create(b, k, 0);
+  Value klen = packed ? Value(entry.getArgument(7))
+                      : Value(memref::DimOp::create(b, k, 0));
   setColumn(nHead);
   int64_t queryTile = kWarps * kRows;
   Value i0 = mul(gpu::BlockIdOp::create(b, gpu::Dimension::x), idx(queryTile));
@@ -536,6 +624,13 @@ void MmaKernelBuilder::build() {
 
   // The decoder mask, as in the f32 kernel (txl.masked_softmax).
   DecoderMask mask = decoderMask(qlen, klen, memLen, sameLength, i0, queryTile);
+  // The packed operands are read a whole key tile at a time from a
+  // multiple of the tile (16-byte aligned chunks of v_packed's rows, never
+  // past klenPad): the walk starts at the tile holding the first visible
+  // key (the keys before it are masked).
+  if (packed)
+    mask.jBegin = mul(arith::DivUIOp::create(b, mask.jBegin, idx(kKeyTile)),
+                      idx(kKeyTile));
   // This workgroup's part of the visible keys (grid z).
   KeyPart keys = keyPart(mask, kKeyTile);
   Value jBegin = keys.jBegin, jEnd = keys.jEnd;
@@ -574,18 +669,24 @@ void MmaKernelBuilder::build() {
     // The workgroup stages the key tile's K and V once, rounded, as the B
     // operands of the two warpgroup products (txl.warpgroup_mma's packed
     // core matrices): K as B(d, j) at kTile[j / 8][d / 8][j % 8][d % 8], V
-    // as B(j, d) at vTile[d / 8][j / 8][d % 8][j % 8]; keys from jEnd on
-    // and columns from d_head on are zero.
-    stageOperands({{Rows{k, {batchIdx, head}, jEnd}, kTile, false},
-                   {Rows{v, {batchIdx, head}, jEnd}, vTile, true}},
-                  j0, kKeyTile, Value(), dPad, /*unroll=*/unrollStaging,
-                  /*checkRows=*/tail, /*vectorLoads=*/true);
+    // as B(j, d) at vTile[d / 8][j / 8][d % 8][j % 8]; columns from d_head
+    // on are zero, and so are keys from jEnd on (from the packed operands,
+    // keys from klen on; those between jEnd and klen are masked).
+    if (packed)
+      stagePacked(k, v, j0, kTile, vTile);
+    else
+      stageOperands({{Rows{k, {batchIdx, head}, jEnd}, kTile, false},
+                     {Rows{v, {batchIdx, head}, jEnd}, vTile, true}},
+                    j0, kKeyTile, Value(), dPad, /*unroll=*/unrollStaging,
+                    /*checkRows=*/tail, /*vectorLoads=*/true);
     // The workgroup's window of r: rows qlen - i0 - 64 + j0 + [0, 96),
     // the union of its subgroups' 16 + 32 - 1 rows (rounded up to 48).
     if (rTile)
       stageWindow(r, relShiftRow(sub(add(sub(qlen, i0), j0), idx(queryTile))),
                   klen, rTile);
-    // K, V and the r window are staged before the products read them.
+    // K, V and the r window are staged before the products read them:
+    // the work-item's own copies complete, then the barrier.
+    waitForCopies();
     barrier("kv-staged");
     SmallVector<Fragment> qus, qvs;
     for (int64_t ks = 0; ks < kSteps; ++ks) {
@@ -871,6 +972,114 @@ void MmaKernelBuilder::build() {
   gpu::ReturnOp::create(b);
 }
 
+/// The packed operands' types (getOrCreateMmaPackKernel): k_packed
+/// [batch, n_head, klenPad, dPad], v_packed [batch, n_head, dPad,
+/// klenPad], r_packed [n_head, klenPad, dPad] of `operandType`, contiguous.
+std::array<Type, 3> mmaPackedTypes(MLIRContext *ctx, int64_t dHead,
+                                   FloatType operandType) {
+  int64_t dPad = llvm::alignTo(dHead, 16), dyn = ShapedType::kDynamic;
+  return {MemRefType::get({dyn, dyn, dyn, dPad}, operandType),
+          MemRefType::get({dyn, dyn, dPad, dyn}, operandType),
+          MemRefType::get({dyn, dyn, dPad}, operandType)};
+}
+
+/// Builds rel_attention_pack_<bf16|f16>_d<d_head> (RelAttention.h). Each
+/// work-item writes chunks of 8 consecutive elements of a packed row (16
+/// bytes), each read as 8 f32 of the operand; the rounding of a chunk is
+/// one vector truncation (cvt.rn.bf16x2.f32 a pair on CUDA).
+class PackKernelBuilder : public KernelBodyBuilder {
+public:
+  PackKernelBuilder(gpu::GPUFuncOp func, int64_t dHead, FloatType operandType)
+      : KernelBodyBuilder(func), func(func), dHead(dHead),
+        dPad(llvm::alignTo(dHead, 16)), operandType(operandType) {}
+
+  void build() {
+    using P = arith::CmpIPredicate;
+    constexpr int64_t threads = kWarps * kSubgroupSize;
+    Block &entry = func.getBody().front();
+    b.setInsertionPointToStart(&entry);
+    Value k = entry.getArgument(0), v = entry.getArgument(1),
+          r = entry.getArgument(2), kPacked = entry.getArgument(3),
+          vPacked = entry.getArgument(4), rPacked = entry.getArgument(5);
+    Value klen = memref::DimOp::create(b, k, 0);
+    Value nHead = memref::DimOp::create(b, k, 2);
+    Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+    Value j0 =
+        mul(gpu::BlockIdOp::create(b, gpu::Dimension::x), idx(kMmaPackKeys));
+    Value column = gpu::BlockIdOp::create(b, gpu::Dimension::y);
+    Value batch = arith::DivUIOp::create(b, column, nHead);
+    Value head = arith::RemUIOp::create(b, column, nHead);
+    int64_t chunksPerRow = dPad / 8;
+    assert((kMmaPackKeys * chunksPerRow) % threads == 0 &&
+           (kMmaPackKeys / 8 * dPad) % threads == 0 &&
+           "every work-item packs whole chunks");
+    // Element (row, d) of `mem` (at [row, rest..., d]), or 0 for a row
+    // from klen on or a column from d_head on, never read out of bounds.
+    auto element = [&](Value mem, Value row, ValueRange rest,
+                       Value d) -> Value {
+      Value ok = cmp(P::ult, row, klen);
+      if (dPad != dHead)
+        ok = arith::AndIOp::create(b, ok, cmp(P::ult, d, idx(dHead)));
+      SmallVector<Value> indices = {select(ok, row, idx(0))};
+      llvm::append_range(indices, rest);
+      indices.push_back(
+          dPad == dHead ? d : arith::MinUIOp::create(b, d, idx(dHead - 1)));
+      return select(ok, memref::LoadOp::create(b, mem, indices), f32(0.0));
+    };
+    // 8 f32 values rounded, as one 16-byte store at `indices`.
+    auto store = [&](ArrayRef<Value> values, Value mem, ValueRange indices) {
+      Value chunk = vector::FromElementsOp::create(
+          b, VectorType::get({8}, b.getF32Type()), values);
+      Value rounded =
+          arith::TruncFOp::create(b, VectorType::get({8}, operandType), chunk);
+      vector::StoreOp::create(b, rounded, mem, indices, /*nontemporal=*/false,
+                              llvm::MaybeAlign(16));
+    };
+    // K and r row-major: chunk x = tid + 128 s is row j0 + x / chunksPerRow,
+    // columns 8 (x % chunksPerRow) + [0, 8), so that a subgroup reads and
+    // writes consecutive columns of consecutive rows.
+    auto packRows = [&](Value src, ValueRange rest, Value dst) {
+      for (int64_t x0 = 0; x0 < kMmaPackKeys * chunksPerRow; x0 += threads) {
+        Value x = add(tid, idx(x0));
+        Value row = add(j0, arith::DivUIOp::create(b, x, idx(chunksPerRow)));
+        Value d0 = mul(arith::RemUIOp::create(b, x, idx(chunksPerRow)), idx(8));
+        SmallVector<Value, 8> values;
+        for (int64_t e = 0; e < 8; ++e)
+          values.push_back(element(src, row, rest, add(d0, idx(e))));
+        SmallVector<Value> indices(rest);
+        indices.push_back(row);
+        indices.push_back(d0);
+        store(values, dst, indices);
+      }
+    };
+    packRows(k, {batch, head}, kPacked);
+    // V transposed: chunk x is column d = x % dPad, keys j0 + 8 (x / dPad) +
+    // [0, 8), so that a subgroup's loads of one key read consecutive
+    // columns.
+    for (int64_t x0 = 0; x0 < kMmaPackKeys / 8 * dPad; x0 += threads) {
+      Value x = add(tid, idx(x0));
+      Value d = arith::RemUIOp::create(b, x, idx(dPad));
+      Value key = add(j0, mul(arith::DivUIOp::create(b, x, idx(dPad)), idx(8)));
+      SmallVector<Value, 8> values;
+      for (int64_t e = 0; e < 8; ++e)
+        values.push_back(element(v, add(key, idx(e)), {batch, head}, d));
+      store(values, vPacked, {batch, head, d, key});
+    }
+    // r (klen rows, as the launch checks) by the workgroups of batch 0.
+    auto ifFirst =
+        scf::IfOp::create(b, cmp(P::eq, batch, idx(0)), /*withElse=*/false);
+    b.setInsertionPointToStart(ifFirst.thenBlock());
+    packRows(r, {head}, rPacked);
+    b.setInsertionPointAfter(ifFirst);
+    gpu::ReturnOp::create(b);
+  }
+
+private:
+  gpu::GPUFuncOp func;
+  int64_t dHead, dPad;
+  FloatType operandType;
+};
+
 } // namespace
 
 AttentionKernel mlir::txl::getOrCreateMmaAttentionKernel(ModuleOp module,
@@ -884,9 +1093,13 @@ AttentionKernel mlir::txl::getOrCreateMmaAttentionKernel(ModuleOp module,
   // per work-item (the X tile's 12.5 KiB of f32 and 4 d_head bytes per key
   // of K and V, 28.5 KiB at d_head 128, allow more).
   int64_t threads = kWarps * kSubgroupSize;
-  AttentionKernel kernel{nullptr, kWarps * kRows, threads,
+  bool packed = mmaAttentionPacksOperands(dHead);
+  AttentionKernel kernel{nullptr,
+                         kWarps * kRows,
+                         threads,
                          65536 / (kMaxRegisters * threads),
-                         /*vectorRows=*/stagesWhole(dHead)};
+                         /*vectorRows=*/!packed && stagesWhole(dHead),
+                         packed};
   std::string name = std::string("rel_attention_") +
                      (operandType.isBF16() ? "bf16" : "f16") +
                      (dropatt ? "_dropatt" : "") + (lse ? "_lse_d" : "_d") +
@@ -925,18 +1138,59 @@ AttentionKernel mlir::txl::getOrCreateMmaAttentionKernel(ModuleOp module,
   int64_t bytes = bytesOf(window);
   for (Type t : tiles)
     bytes += bytesOf(t);
-  if (stagesWhole(llvm::alignTo(dHead, 16)) && bytes <= kStaticSharedBytes)
+  if (packed) {
+    if (bytes > kStaticSharedBytes)
+      llvm::report_fatal_error("the tensor-core attention's tiles exceed "
+                               "48 KiB of static shared memory");
     tiles.push_back(window);
-  kernel.func = gpu::GPUFuncOp::create(
-      b, kernels.getLoc(), name,
-      attentionKernelType(ctx, dHead, /*unitInnerStride=*/true, dropatt, lse,
-                          /*keyParts=*/true),
-      tiles);
+  }
+  FunctionType type = attentionKernelType(ctx, dHead, /*unitInnerStride=*/true,
+                                          dropatt, lse, /*keyParts=*/true);
+  if (packed) {
+    // key, value and pos_key packed (getOrCreateMmaPackKernel), then klen.
+    SmallVector<Type> inputs(type.getInputs());
+    std::array<Type, 3> packedTypes = mmaPackedTypes(ctx, dHead, operandType);
+    std::copy(packedTypes.begin(), packedTypes.end(), inputs.begin() + 1);
+    inputs.insert(inputs.begin() + 7, IndexType::get(ctx));
+    type = FunctionType::get(ctx, inputs, {});
+  }
+  kernel.func = gpu::GPUFuncOp::create(b, kernels.getLoc(), name, type, tiles);
   kernel.func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
                        b.getUnitAttr());
   kernel.func.setKnownBlockSizeAttr(
       b.getDenseI32ArrayAttr({int32_t(kernel.threads), 1, 1}));
   kernel.func->setAttr("nvvm.maxnreg", b.getI32IntegerAttr(kMaxRegisters));
-  MmaKernelBuilder(kernel.func, dHead, operandType, dropatt, lse).build();
+  MmaKernelBuilder(kernel.func, dHead, operandType, dropatt, lse, packed)
+      .build();
   return kernel;
+}
+
+bool mlir::txl::mmaAttentionPacksOperands(int64_t dHead) {
+  return stagesWhole(llvm::alignTo(dHead, 16));
+}
+
+gpu::GPUFuncOp mlir::txl::getOrCreateMmaPackKernel(ModuleOp module,
+                                                   int64_t dHead,
+                                                   FloatType operandType) {
+  assert(mmaAttentionPacksOperands(dHead) && "a width the kernel packs for");
+  std::string name = std::string("rel_attention_pack_") +
+                     (operandType.isBF16() ? "bf16" : "f16") + "_d" +
+                     std::to_string(dHead);
+  gpu::GPUModuleOp kernels = getOrCreateKernelModule(module);
+  if (auto func = kernels.lookupSymbol<gpu::GPUFuncOp>(name))
+    return func;
+  MLIRContext *ctx = kernels.getContext();
+  OpBuilder b = OpBuilder::atBlockEnd(kernels.getBody());
+  SmallVector<Type> inputs = {
+      attentionOperandType(ctx, 4, dHead, /*unitInnerStride=*/true),
+      attentionOperandType(ctx, 4, dHead, /*unitInnerStride=*/true),
+      attentionOperandType(ctx, 3, dHead, /*unitInnerStride=*/true)};
+  llvm::append_range(inputs, mmaPackedTypes(ctx, dHead, operandType));
+  auto func = gpu::GPUFuncOp::create(b, kernels.getLoc(), name,
+                                     FunctionType::get(ctx, inputs, {}));
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  func.setKnownBlockSizeAttr(
+      b.getDenseI32ArrayAttr({int32_t(kWarps * kSubgroupSize), 1, 1}));
+  PackKernelBuilder(func, dHead, operandType).build();
+  return func;
 }

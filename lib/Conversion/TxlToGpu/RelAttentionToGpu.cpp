@@ -654,15 +654,27 @@ struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
         arith::ConstantFloatOp::create(b, b.getF32Type(), op.getScale());
     SmallVector<Value> args = {
         toBuffer(q, 0),
-        toBuffer(op.getKey(), 1),
-        toBuffer(op.getValue(), 2),
-        toBuffer(op.getPosKey(), 3),
+        Value(),
+        Value(),
+        Value(),
         toBuffer(op.getRWBias(), 4),
         toBuffer(op.getRRBias(), 5),
         memref::CastOp::create(b, kernel.func.getArgumentTypes()[6], out),
         op.getMemLen(),
         same,
         scale};
+    if (kernel.packed) {
+      // key, value and pos_key packed first (rounded, value transposed,
+      // klen padded to the key tile), then passed with klen.
+      Value klen = tensor::DimOp::create(b, op.getKey(), 0);
+      std::array<Value, 3> packed = pack(b, op, klen, batch, nHead);
+      std::copy(packed.begin(), packed.end(), args.begin() + 1);
+      args.insert(args.begin() + 7, klen);
+    } else {
+      args[1] = toBuffer(op.getKey(), 1);
+      args[2] = toBuffer(op.getValue(), 2);
+      args[3] = toBuffer(op.getPosKey(), 3);
+    }
     if (kernel.vectorRows)
       for (auto [n, name] : {std::pair<unsigned, StringRef>{1, "key"},
                              {2, "value"},
@@ -744,6 +756,42 @@ struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
           /*dynamicSharedMemorySize=*/Value(), combineArgs);
     }
     return toTensors(b, op, out, lseBuffer);
+  }
+
+  /// The launch of rel_attention_pack_<bf16|f16>_d<d_head> for `op`'s key,
+  /// value and pos_key (klen rows, `batch` × `nHead` heads) at `b`: the
+  /// packed buffers, klen padded to kMmaPackKeys (getOrCreateMmaPackKernel).
+  std::array<Value, 3> pack(ImplicitLocOpBuilder &b, RelAttentionOp op,
+                            Value klen, Value batch, Value nHead) const {
+    int64_t dHead =
+        cast<RankedTensorType>(op.getResult().getType()).getDimSize(3);
+    gpu::GPUFuncOp kernel =
+        getOrCreateMmaPackKernel(module, dHead, mmaOperandType);
+    TypeRange types = kernel.getArgumentTypes();
+    Value keyTile = arith::ConstantIndexOp::create(b, kMmaPackKeys);
+    Value tiles = arith::CeilDivUIOp::create(b, klen, keyTile);
+    Value klenPad = arith::MulIOp::create(b, tiles, keyTile);
+    std::array<Value, 3> packed = {
+        memref::AllocOp::create(b, cast<MemRefType>(types[3]),
+                                ValueRange{batch, nHead, klenPad}),
+        memref::AllocOp::create(b, cast<MemRefType>(types[4]),
+                                ValueRange{batch, nHead, klenPad}),
+        memref::AllocOp::create(b, cast<MemRefType>(types[5]),
+                                ValueRange{nHead, klenPad})};
+    SmallVector<Value> args = {
+        toKernelBuffer(b, op.getKey(), cast<MemRefType>(types[0])),
+        toKernelBuffer(b, op.getValue(), cast<MemRefType>(types[1])),
+        toKernelBuffer(b, op.getPosKey(), cast<MemRefType>(types[2]))};
+    llvm::append_range(args, packed);
+    Value c1 = arith::ConstantIndexOp::create(b, 1);
+    gpu::LaunchFuncOp::create(
+        b, kernel,
+        gpu::KernelDim3{tiles, arith::MulIOp::create(b, batch, nHead), c1},
+        gpu::KernelDim3{
+            arith::ConstantIndexOp::create(b, (*kernel.getKnownBlockSize())[0]),
+            c1, c1},
+        /*dynamicSharedMemorySize=*/Value(), args);
+    return packed;
   }
 
   /// The op's results from the buffers the kernels wrote: the output and,

@@ -36,6 +36,41 @@ gpu.module @txl_kernels {
 
 // -----
 
+// So does the destination of an nvgpu.device_async_copy (cp.async of 16
+// bytes to a 16-byte aligned address); the copy, its group and wait stay
+// for convert-nvgpu-to-nvvm.
+// CHECK-LABEL: gpu.func @async_copy
+// CHECK-SAME: workgroup(%[[DST:.+]] : memref<4x8xbf16, 3> {llvm.align = 16 : i64})
+// CHECK: %[[TOKEN:.+]] = nvgpu.device_async_copy %{{.+}}[%{{.+}}], %[[DST]][%{{.+}}, %{{.+}}], 8 {bypassL1}
+// CHECK-NEXT: %[[GROUP:.+]] = nvgpu.device_async_create_group %[[TOKEN]]
+// CHECK-NEXT: nvgpu.device_async_wait %[[GROUP]] {numGroups = 0 : i32}
+gpu.module @txl_kernels {
+  gpu.func @async_copy(%src: memref<64xbf16>, %i: index)
+      workgroup(%dst : memref<4x8xbf16, 3>) kernel {
+    %c0 = arith.constant 0 : index
+    %t = nvgpu.device_async_copy %src[%i], %dst[%i, %c0], 8 {bypassL1}
+        : memref<64xbf16> to memref<4x8xbf16, 3>
+    %g = nvgpu.device_async_create_group %t
+    nvgpu.device_async_wait %g {numGroups = 0 : i32}
+    gpu.return
+  }
+}
+
+// -----
+
+// A destination that is not a workgroup attribution is an error.
+gpu.module @txl_kernels {
+  gpu.func @async_argument(%src: memref<64xbf16>, %dst: memref<4x8xbf16, 3>, %i: index) kernel {
+    %c0 = arith.constant 0 : index
+    // expected-error @+1 {{needs its destination to be a workgroup attribution of its kernel (its 16-byte alignment)}}
+    %t = nvgpu.device_async_copy %src[%i], %dst[%i, %c0], 8 {bypassL1}
+        : memref<64xbf16> to memref<4x8xbf16, 3>
+    gpu.return
+  }
+}
+
+// -----
+
 // txl.subgroup_barrier => bar.warp.sync over the whole warp.
 // CHECK-LABEL: gpu.func @warp_barrier
 // CHECK: %[[ALL:.+]] = arith.constant -1 : i32

@@ -215,12 +215,13 @@ gpu.module @k {
 // Negative: f16 accumulators are not a form the kernels use.
 gpu.module @k {
   gpu.func @f16acc(%a: vector<4x2xf16>, %b: vector<2x2xf16>, %c: vector<2x2xf16>,
-                   %o: memref<2x2xf16>) kernel {
+                   %o: memref<2x2xf32>) kernel {
     // expected-error @below {{'nvgpu.mma.sync' op is not lowered: txlc's kernels use m16n8k16 with vector<4x2xbf16> A and vector<2x2xbf16> B, or vector<4x2xf16> A and vector<2x2xf16> B, and vector<2x2xf32> accumulators only}}
     %d = nvgpu.mma.sync (%a, %b, %c) {mmaShape = [16, 8, 16]}
         : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf16>) -> vector<2x2xf16>
+    %e = arith.extf %d : vector<2x2xf16> to vector<2x2xf32>
     %c0 = arith.constant 0 : index
-    vector.store %d, %o[%c0, %c0] : memref<2x2xf16>, vector<2x2xf16>
+    vector.store %e, %o[%c0, %c0] : memref<2x2xf32>, vector<2x2xf32>
     gpu.return
   }
 }
@@ -230,11 +231,108 @@ gpu.module @k {
 // Negative: a bf16 value other than an operand's rounding has no OpenCL
 // form.
 gpu.module @k {
-  gpu.func @stored(%x: f32, %o: memref<4xbf16>) kernel {
+  gpu.func @kept(%x: f32, %o: memref<4xf32>) kernel {
     // expected-error @below {{'arith.truncf' op keeps a bf16 value that txl-emulate-mma cannot express on OpenCL (only f32 -> bf16/f16 -> f32 roundings and mma.sync operands are)}}
     %h = arith.truncf %x : f32 to bf16
+    %s = arith.addf %h, %h : bf16
+    %w = arith.extf %s : bf16 to f32
     %c0 = arith.constant 0 : index
+    memref.store %w, %o[%c0] : memref<4xf32>
+    gpu.return
+  }
+}
+
+// -----
+
+// A bf16 or f16 kernel argument (the attention's packed operands) holds
+// the bits as i16: a store rounds its f32 source to nearest even and
+// packs the bits, a load widens them exactly, and a load stored to a
+// narrow workgroup tile (widened to f32) stores the widened value itself,
+// element by element for vectors.
+// CHECK-LABEL: gpu.func @narrow_arguments
+// CHECK-SAME: %[[P:[a-zA-Z_0-9]+]]: memref<8xi16>, %[[Q:[a-zA-Z_0-9]+]]: memref<4xi16>
+// CHECK: %[[BITS:[a-zA-Z_0-9]+]] = vector.load %[[P]]{{.*}} : memref<8xi16>, vector<8xi16>
+// CHECK-COUNT-8: vector.extract %[[BITS]]
+// CHECK: %[[WIDE:[a-zA-Z_0-9]+]] = vector.from_elements {{.*}} : vector<8xf32>
+// CHECK: vector.store %[[WIDE]], %{{.*}} : memref<8xf32, 3>, vector<8xf32>
+// CHECK: %[[R:[a-zA-Z_0-9]+]] = arith.trunci %{{.*}} : i32 to i16
+// CHECK: memref.store %[[R]], %[[Q]]{{.*}} : memref<4xi16>
+// CHECK-NOT: bf16
+// CHECK-NOT: f16
+// CHECK: gpu.return
+gpu.module @k {
+  gpu.func @narrow_arguments(%p: memref<8xbf16>, %q: memref<4xf16>, %x: f32)
+      workgroup(%tile: memref<8xbf16, 3>) kernel {
+    %c0 = arith.constant 0 : index
+    %v = vector.load %p[%c0] : memref<8xbf16>, vector<8xbf16>
+    vector.store %v, %tile[%c0] : memref<8xbf16, 3>, vector<8xbf16>
+    %h = arith.truncf %x : f32 to f16
+    memref.store %h, %q[%c0] : memref<4xf16>
+    gpu.return
+  }
+}
+
+// -----
+
+// An asynchronous copy (the attention's packed K, V and r into their
+// tiles) is the work-item's own load and store where it is issued; its
+// group and wait go. Here, a bf16 row into a bf16 tile: the load widens
+// the argument's bits, the tile (widened to f32) stores that value.
+// CHECK-LABEL: gpu.func @async_copy
+// CHECK-SAME: %[[SRC:[a-zA-Z_0-9]+]]: memref<64xi16>
+// CHECK-NOT: nvgpu.device_async
+// CHECK: %[[BITS:.+]] = vector.load %[[SRC]][%{{.+}}] : memref<64xi16>, vector<8xi16>
+// CHECK: %[[WIDE:.+]] = vector.from_elements {{.+}} : vector<8xf32>
+// CHECK-NEXT: vector.store %[[WIDE]], %{{.+}}[%{{.+}}, %{{.+}}] : memref<4x8xf32, 3>, vector<8xf32>
+// CHECK-NOT: nvgpu.device_async
+// CHECK: gpu.return
+gpu.module @k {
+  gpu.func @async_copy(%src: memref<64xbf16>, %i: index)
+      workgroup(%dst : memref<4x8xbf16, 3>) kernel {
+    %c0 = arith.constant 0 : index
+    %t = nvgpu.device_async_copy %src[%i], %dst[%i, %c0], 8 {bypassL1}
+        : memref<64xbf16> to memref<4x8xbf16, 3>
+    %g = nvgpu.device_async_create_group %t
+    nvgpu.device_async_wait %g {numGroups = 0 : i32}
+    gpu.return
+  }
+}
+
+// -----
+
+// Negative: a copy that zero-fills past a source size is not emulated.
+gpu.module @k {
+  gpu.func @zero_fill(%src: memref<64xbf16>, %i: index, %n: index)
+      workgroup(%dst : memref<4x8xbf16, 3>) kernel {
+    %c0 = arith.constant 0 : index
+    // expected-error @+1 {{'nvgpu.device_async_copy' op is not emulated: txl-emulate-mma takes whole copies, without a source size}}
+    %t = nvgpu.device_async_copy %src[%i], %dst[%i, %c0], 8, %n
+        : memref<64xbf16> to memref<4x8xbf16, 3>
+    gpu.return
+  }
+}
+
+// -----
+
+// Negative: a narrow kernel argument stores only what is rounded from f32.
+gpu.module @k {
+  gpu.func @copied(%h: bf16, %o: memref<4xbf16>) kernel {
+    %c0 = arith.constant 0 : index
+    // expected-error @below {{'memref.store' op stores a 'bf16' value not rounded from f32 to a 'bf16' kernel argument, which txl-emulate-mma cannot express on OpenCL}}
     memref.store %h, %o[%c0] : memref<4xbf16>
+    gpu.return
+  }
+}
+
+// -----
+
+// Negative: a narrow kernel argument is only loaded and stored.
+gpu.module @k {
+  gpu.func @viewed(%o: memref<4xbf16>, %n: memref<1xindex>) kernel {
+    %c0 = arith.constant 0 : index
+    // expected-error @below {{'memref.dim' op uses a 'bf16' kernel argument, which txl-emulate-mma makes i16 for OpenCL: only loads and stores can}}
+    %d = memref.dim %o, %c0 : memref<4xbf16>
+    memref.store %d, %n[%c0] : memref<1xindex>
     gpu.return
   }
 }

@@ -3,58 +3,67 @@
 // RUN: not txl-opt %s --txl-rel-attention-to-gpu=precision=f16 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BAD
 
-// precision=bf16: the tensor-core kernel. Its operands are views with a
-// unit stride along d_head (column offsets become immediates of the loads),
-// the grid is ceil(qlen / 64) x (batch * n_head) x parts workgroups of 128
-// work-items (4 subgroups of 16 query rows); the runtime chooses the parts
-// for 2 resident workgroups per SM, and rel_attention_combine joins them.
+// precision=bf16: the tensor-core kernel, its key, value and pos_key
+// packed first by rel_attention_pack_bf16_d32: grid ceil(klen / 32) x
+// (batch * n_head) of 128 work-items, into buffers of bf16 with klen
+// padded to 32 (k [batch, n_head, klenPad, 32], v transposed [batch,
+// n_head, 32, klenPad], r [n_head, klenPad, 32]). The attention's grid is
+// ceil(qlen / 64) x (batch * n_head) x parts workgroups of 128 work-items
+// (4 subgroups of 16 query rows); the runtime chooses the parts for 2
+// resident workgroups per SM, and rel_attention_combine joins them. The
+// packed operands are the kernel's own allocations: no alignment check.
 
 // CHECK-LABEL: func.func @eval
 // CHECK-DAG: %[[C2I64:.+]] = arith.constant 2 : i64
+// CHECK-DAG: %[[C32:.+]] = arith.constant 32 : index
 // CHECK-DAG: %[[C64:.+]] = arith.constant 64 : index
 // CHECK-DAG: %[[C128:.+]] = arith.constant 128 : index
+// CHECK-NOT: cf.assert {{.+}} must start a multiple
 // CHECK: %[[TILES:.+]] = arith.ceildivui %{{.+}}, %[[C64]] : index
 // CHECK: bufferization.to_buffer %{{.+}} read_only : tensor<?x?x4x32xf32> to memref<?x?x4x32xf32, strided<[?, ?, ?, 1], offset: ?>>
-// The kernel loads rows of key, value and pos_key 16 bytes at a time: the
-// launch checks that each view's offset and row strides are multiples of 4
-// floats.
-// CHECK: %{{[a-z_0-9]+}}, %[[OFF:[a-z_0-9]+]], %{{[a-z_0-9]+}}:4, %[[STRIDES:[a-z_0-9]+]]:4 = memref.extract_strided_metadata
-// CHECK-NEXT: %[[OR0:.+]] = arith.ori %[[OFF]], %[[STRIDES]]#0 : index
-// CHECK-NEXT: %[[OR1:.+]] = arith.ori %[[OR0]], %[[STRIDES]]#1 : index
-// CHECK-NEXT: %[[OR2:.+]] = arith.ori %[[OR1]], %[[STRIDES]]#2 : index
-// CHECK-NEXT: %[[LOW:.+]] = arith.andi %[[OR2]], %c3 : index
-// CHECK-NEXT: %[[ALIGNED:.+]] = arith.cmpi eq, %[[LOW]], %c0 : index
-// CHECK-NEXT: cf.assert %[[ALIGNED]], "txl.rel_attention: key rows must start a multiple of 4 floats apart (the tensor-core kernel's 16-byte loads)"
-// CHECK: cf.assert %{{.+}}, "txl.rel_attention: value rows must start
-// CHECK: cf.assert %{{.+}}, "txl.rel_attention: pos_key rows must start
+// CHECK: %[[KLEN:.+]] = tensor.dim %arg1, %c0
+// CHECK-NEXT: %[[KTILES:.+]] = arith.ceildivui %[[KLEN]], %[[C32]] : index
+// CHECK-NEXT: %[[KLENPAD:.+]] = arith.muli %[[KTILES]], %[[C32]] : index
+// CHECK-NEXT: %[[KP:.+]] = memref.alloc(%{{.+}}, %c4, %[[KLENPAD]]) : memref<?x?x?x32xbf16>
+// CHECK-NEXT: %[[VP:.+]] = memref.alloc(%{{.+}}, %c4, %[[KLENPAD]]) : memref<?x?x32x?xbf16>
+// CHECK-NEXT: %[[RP:.+]] = memref.alloc(%c4, %[[KLENPAD]]) : memref<?x?x32xbf16>
+// CHECK: gpu.launch_func @txl_kernels::@rel_attention_pack_bf16_d32 blocks in (%[[KTILES]], %{{.+}}, %c1) threads in (%[[C128]], %c1, %c1)
+// CHECK-SAME: %[[KP]] : memref<?x?x?x32xbf16>, %[[VP]] : memref<?x?x32x?xbf16>, %[[RP]] : memref<?x?x32xbf16>)
+// CHECK-NOT: cf.assert {{.+}} must start a multiple
 // CHECK: call @txl_device_attention_parts(%{{.+}}, %[[C2I64]], %{{.+}})
 // CHECK: %[[PARTS:.+]] = arith.index_cast %{{.+}} : i64 to index
 // CHECK: gpu.launch_func @txl_kernels::@rel_attention_bf16_d32 blocks in (%[[TILES]], %{{.+}}, %[[PARTS]]) threads in (%[[C128]], %c1, %c1)
+// CHECK-SAME: %[[KP]] : memref<?x?x?x32xbf16>, %[[VP]] : memref<?x?x32x?xbf16>, %[[RP]] : memref<?x?x32xbf16>,
+// CHECK-SAME: %[[KLEN]] : index, %arg6 : index,
 // CHECK-SAME: memref<?x?x?x?x32xf32>, %{{.+}} : memref<?x?x?x?xf32>)
 // CHECK: gpu.launch_func @txl_kernels::@rel_attention_combine
 
 // The kernel: global buffers are only its operands; workgroup memory is the
-// AC (64 x 32) and X (64 x 48: the 16 + 32 - 1 window rows of r, padded to
-// 6 blocks of 8) tiles of the 4 subgroups, and the key tile's K and V in
-// bf16 core matrices (32 keys x 32 d_head: 4 x 4 blocks of 8 x 8). Per key
-// tile: a barrier, the staging (32 x 32 / 128 = 8 elements of K and of V
-// per work-item, K at [j/8][d/8][j%8][d%8], V transposed at
-// [d/8][j/8][d%8][j%8]), a barrier, AC as one warpgroup product (2
-// k-steps, 4 n-blocks of keys) stored to the AC tile, the X block loop (6
-// blocks, mma.sync, r read from global memory) kept rolled, a third
-// barrier, then the online softmax (quad shuffles) and P·V as one
-// warpgroup product (2 k-steps of keys, 4 n-blocks of d_head). K and V are
-// read from global memory by the staging only. Nothing allocated; the
-// output is the only global store.
+// X tile (64 x 48: the 16 + 32 - 1 window rows of r, padded to 6 blocks
+// of 8) of the 4 subgroups, the key tile's K and V in bf16 core matrices
+// (32 keys x 32 d_head: 4 x 4 blocks of 8 x 8) and the window of r. Per
+// key tile: a barrier, the staging (asynchronous 16-byte copies from the
+// packed operands, no rounding: 1 of K, 1 of V and 3 of the window per
+// work-item, then their wait), a barrier, AC as one warpgroup product (2 k-steps, 4
+// n-blocks of keys) kept in registers, the X blocks (mma.sync, B by
+// ldmatrix) stored to the X tile, a subgroup barrier, then the online
+// softmax (quad shuffles) and P·V as one warpgroup product (2 k-steps of
+// keys, 4 n-blocks of d_head). Nothing allocated; the output is the only
+// global store.
 
 // CHECK: gpu.func @rel_attention_bf16_d32(
 // CHECK-SAME: %[[Q:arg0]]: memref<?x?x?x32xf32, strided<[?, ?, ?, 1], offset: ?>>
-// CHECK-SAME: %[[K:arg1]]: memref<?x?x?x32xf32, strided<[?, ?, ?, 1], offset: ?>>
-// CHECK-SAME: %[[V:arg2]]: memref<?x?x?x32xf32, strided<[?, ?, ?, 1], offset: ?>>
-// CHECK-SAME: %[[O:arg6]]: memref<?x?x?x32xf32, strided<[?, ?, ?, 1], offset: ?>>
-// CHECK-SAME: %[[PO:arg10]]: memref<?x?x?x?x32xf32>, %[[PL:arg11]]: memref<?x?x?x?xf32>)
+// CHECK-SAME: %[[K:arg1]]: memref<?x?x?x32xbf16>, %[[V:arg2]]: memref<?x?x32x?xbf16>, %[[R:arg3]]: memref<?x?x32xbf16>
+// CHECK-SAME: %[[O:arg6]]: memref<?x?x?x32xf32, strided<[?, ?, ?, 1], offset: ?>>, %[[KLENARG:arg7]]: index
+// CHECK-SAME: %[[PO:arg11]]: memref<?x?x?x?x32xf32>, %[[PL:arg12]]: memref<?x?x?x?xf32>)
 // CHECK-SAME: workgroup(%[[X:.+]] : memref<64x49xf32, 3>, %[[KT:.+]] : memref<4x4x8x8xbf16, 3>, %[[VT:.+]] : memref<4x4x8x8xbf16, 3>, %[[RT:.+]] : memref<96x40xbf16, 3>)
 // CHECK-SAME: kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.maxnreg = 255 : i32}
+// The walk starts at the key tile of the first visible key (a multiple
+// of 32: the packed rows are read in whole aligned tiles).
+// CHECK: %[[JEND:.+]] = arith.minsi %[[KLENARG]], %{{.+}} : index
+// CHECK-NEXT: %[[FIRSTTILE:.+]] = arith.divui %{{.+}}, %c32 : index
+// CHECK-NEXT: %[[JBEGIN:.+]] = arith.muli %[[FIRSTTILE]], %c32 : index
+// CHECK: arith.subi %[[JEND]], %[[JBEGIN]] : index
 // CHECK-NOT: memref.alloc
 // CHECK-COUNT-4: arith.truncf %{{.+}} : f32 to bf16
 //
@@ -66,44 +75,43 @@
 // CHECK: %[[ICOUNT:.+]] = arith.maxsi %{{.+}}, %c0_i32 : i32
 // CHECK-NOT: gpu.barrier
 //
-// The whole key tiles: each work-item stages 4 consecutive columns of 2
-// consecutive rows (d_head 32: 8 work-items a row, 16 pairs of rows a
-// step, so one step) of K and V through one view each, a row's columns in
-// one 16-byte load: K's 4 columns side by side in its core matrix, V's
-// (transposed) two rows of a column side by side.
+// The whole key tiles: each work-item copies one row of a core matrix
+// of K (d_head 32: 4 d-blocks, so keys j0 + 8 (tid / 32) + tid % 8,
+// columns 8 (tid / 8 % 4)) and one of V (transposed: column 8 (tid / 32)
+// + tid % 8, keys j0 + 8 (tid / 8 % 4)), 16 bytes each, the 8 work-items
+// of a quarter-subgroup the 8 rows of one core matrix.
 // CHECK: scf.for %[[J0:.+]] = %{{.+}} to
 // CHECK-NEXT: gpu.barrier {txl.sync = "reads-done"}
-// CHECK: %[[PAIR:.+]] = arith.divui %{{.+}}, %c8 : index
-// CHECK-NEXT: %[[ROW:.+]] = arith.muli %[[PAIR]], %c2 : index
-// CHECK: %[[C4:.+]] = arith.muli %{{.+}}, %c4 : index
-// CHECK-NEXT: %[[DB:.+]] = arith.divui %[[C4]], %c8 : index
-// CHECK-NEXT: %[[DI:.+]] = arith.remui %[[C4]], %c8 : index
-// CHECK-NEXT: %[[JB:.+]] = arith.divui %[[ROW]], %c8 : index
-// CHECK-NEXT: %[[JI:.+]] = arith.remui %[[ROW]], %c8 : index
-// CHECK: %[[KV:.+]] = memref.subview %[[K]][{{.+}}] [2, 1, 1, %{{.+}}] [1, 1, 1, 1]
-// CHECK-NOT: memref.load %[[K]]
-// CHECK-NEXT: %[[K0:.+]] = vector.load %[[KV]][%c0, %c0, %c0, %[[C4]]] {alignment = 16 : i64} : {{.+}}, vector<4xf32>
-// CHECK-NEXT: %[[K1:.+]] = vector.load %[[KV]][%c1, %c0, %c0, %[[C4]]] {alignment = 16 : i64} : {{.+}}, vector<4xf32>
-// CHECK: memref.store %{{.+}}, %[[KT]][%[[JB]], %[[DB]], %[[JI]], %[[DI]]] : memref<4x4x8x8xbf16, 3>
-// CHECK: %[[JI1:.+]] = arith.addi %[[JI]], %c1 : index
-// CHECK: memref.store %{{.+}}, %[[KT]][%[[JB]], %[[DB]], %[[JI1]], %[[DI]]] : memref<4x4x8x8xbf16, 3>
-// CHECK: %[[VV:.+]] = memref.subview %[[V]][{{.+}}] [2, 1, 1, %{{.+}}] [1, 1, 1, 1]
-// CHECK-NEXT: vector.load %[[VV]][%c0, %c0, %c0, %[[C4]]] {alignment = 16 : i64}
-// CHECK-NEXT: vector.load %[[VV]][%c1, %c0, %c0, %[[C4]]] {alignment = 16 : i64}
-// CHECK: memref.store %{{.+}}, %[[VT]][%[[DB]], %[[JB]], %[[DI]], %[[JI]]] : memref<4x4x8x8xbf16, 3>
-// CHECK: %[[VJI1:.+]] = arith.addi %[[JI]], %c1 : index
-// CHECK: memref.store %{{.+}}, %[[VT]][%[[DB]], %[[JB]], %[[DI]], %[[VJI1]]] : memref<4x4x8x8xbf16, 3>
-// CHECK-NOT: memref.load
+// CHECK: %[[RIN:.+]] = arith.remui %{{.+}}, %c8 : index
+// CHECK-NEXT: %[[REST:.+]] = arith.divui %{{.+}}, %c8 : index
+// CHECK-NEXT: %[[DB:.+]] = arith.remui %[[REST]], %c4 : index
+// CHECK-NEXT: %[[KB:.+]] = arith.divui %[[REST]], %c4 : index
+// CHECK-NEXT: %[[KB8:.+]] = arith.muli %[[KB]], %c8 : index
+// CHECK-NEXT: %[[KIN:.+]] = arith.addi %[[KB8]], %[[RIN]] : index
+// CHECK-NEXT: %[[KEY:.+]] = arith.addi %[[J0]], %[[KIN]] : index
+// CHECK-NEXT: %[[COL:.+]] = arith.muli %[[DB]], %c8 : index
+// CHECK-NEXT: %[[KCOPY:.+]] = nvgpu.device_async_copy %[[K]][%{{.+}}, %{{.+}}, %[[KEY]], %[[COL]]], %[[KT]][%[[KB]], %[[DB]], %[[RIN]], %c0], 8 {bypassL1} : memref<?x?x?x32xbf16> to memref<4x4x8x8xbf16, 3>
+// CHECK: %[[VKB:.+]] = arith.remui %[[REST]], %c4 : index
+// CHECK-NEXT: %[[VDB:.+]] = arith.divui %[[REST]], %c4 : index
+// CHECK: %[[VCOPY:.+]] = nvgpu.device_async_copy %[[V]][{{.+}}], %[[VT]][%[[VDB]], %[[VKB]], %[[RIN]], %c0], 8 {bypassL1} : memref<?x?x32x?xbf16> to memref<4x4x8x8xbf16, 3>
+// CHECK-NOT: arith.truncf
 // The workgroup's r window, rows qlen - i0 - 64 + j0 + [0, 96) (rows
 // outside [0, klen) read row 0), 8 columns per work-item in 3 steps of
-// one 32-byte load, its rows padded to 32 + 8.
+// one 16-byte copy, its rows padded to 32 + 8. Each copy is asynchronous
+// (cp.async): one group of the work-item's 5, waited for before the
+// barrier; nothing passes through registers.
 // CHECK: %[[W0:.+]] = arith.subi %{{.+}}, %c64 {txl.rel_shift_row} : index
 // CHECK: %[[P:.+]] = arith.addi %[[W0]], %{{.+}} : index
+// CHECK: arith.cmpi slt, %[[P]], %[[KLENARG]] : index
 // CHECK: %[[POK:.+]] = arith.andi
 // CHECK: %[[PIN:.+]] = arith.select %[[POK]], %[[P]], %c0 : index
-// CHECK: vector.load %[[R:arg3]][%[[PIN]], %{{.+}}, %{{.+}}] {alignment = 16 : i64} : {{.+}}, vector<8xf32>
-// CHECK-COUNT-24: memref.store %{{.+}}, %[[RT]][%{{.+}}, %{{.+}}] : memref<96x40xbf16, 3>
+// CHECK: %[[RCOPY0:.+]] = nvgpu.device_async_copy %[[R]][%{{.+}}, %[[PIN]], %{{.+}}], %[[RT]][%{{.+}}, %{{.+}}], 8 {bypassL1} : memref<?x?x32xbf16> to memref<96x40xbf16, 3>
+// CHECK: %[[RCOPY1:.+]] = nvgpu.device_async_copy %[[R]]
+// CHECK: %[[RCOPY2:.+]] = nvgpu.device_async_copy %[[R]]
+// CHECK-NEXT: %[[GROUP:.+]] = nvgpu.device_async_create_group %[[KCOPY]], %[[VCOPY]], %[[RCOPY0]], %[[RCOPY1]], %[[RCOPY2]]
+// CHECK-NEXT: nvgpu.device_async_wait %[[GROUP]] {numGroups = 0 : i32}
 // CHECK-NOT: memref.store
+// CHECK-NOT: vector.store
 // CHECK: gpu.barrier {txl.sync = "kv-staged"}
 // CHECK-NOT: memref.load %[[K]]
 // CHECK-NOT: memref.load %[[R]]
@@ -163,16 +171,17 @@
 // CHECK-NOT: gpu.barrier
 // CHECK: scf.yield
 //
-// The tail tile, when the keys end inside one: the same tile, its rows
-// checked against the visible keys' end (K and V read themselves).
+// The tail tile, when the keys end inside one: the same copies (the
+// packed rows past klen are zeros), then the mask.
 // CHECK-NEXT: }
 // CHECK-NEXT: %[[HASTAIL:.+]] = arith.cmpi slt
 // CHECK-NEXT: scf.if %[[HASTAIL]]
 // CHECK-NEXT: gpu.barrier {txl.sync = "reads-done"}
-// CHECK-NOT: memref.subview
-// CHECK: memref.load %[[K]]
-// CHECK: memref.load %[[V]]
-// CHECK: gpu.barrier {txl.sync = "kv-staged"}
+// CHECK-NOT: memref.load %[[K]]
+// CHECK: nvgpu.device_async_copy %[[K]]
+// CHECK: nvgpu.device_async_copy %[[V]]
+// CHECK: nvgpu.device_async_wait
+// CHECK-NEXT: gpu.barrier {txl.sync = "kv-staged"}
 // CHECK: txl.warpgroup_mma %{{.+}}, %[[VT]], %{{.+}}
 // CHECK: } else {
 // CHECK-NOT: nvgpu.mma.sync
@@ -186,13 +195,43 @@
 // CHECK: memref.store %{{.+}}, %[[O]]
 // CHECK: gpu.return
 
+// The pack kernel: its workgroup's 32 keys of one (batch, head) of K (one
+// chunk of 8 columns of a row per work-item, rows from klen on zero),
+// of V (8 keys of one column per work-item, stored transposed), and, for
+// batch 0, of r; each chunk rounded by one vector truncation and stored
+// as 16 bytes.
+// CHECK: gpu.func @rel_attention_pack_bf16_d32(
+// CHECK-SAME: %[[PK:arg0]]: memref<?x?x?x32xf32, strided<[?, ?, ?, 1], offset: ?>>, %[[PV:arg1]]: memref<?x?x?x32xf32, strided<[?, ?, ?, 1], offset: ?>>, %[[PR:arg2]]: memref<?x?x32xf32, strided<[?, ?, 1], offset: ?>>
+// CHECK-SAME: %[[PKP:arg3]]: memref<?x?x?x32xbf16>, %[[PVP:arg4]]: memref<?x?x32x?xbf16>, %[[PRP:arg5]]: memref<?x?x32xbf16>)
+// CHECK: %[[PKLEN:.+]] = memref.dim %[[PK]], %c0
+// CHECK: %[[PJ0:.+]] = arith.muli %{{.+}}, %c32 : index
+// CHECK: %[[PROW:.+]] = arith.addi %[[PJ0]], %{{.+}} : index
+// CHECK: %[[PROWOK:.+]] = arith.cmpi ult, %[[PROW]], %[[PKLEN]] : index
+// CHECK: %[[PIN:.+]] = arith.select %[[PROWOK]], %[[PROW]], %c0 : index
+// CHECK: memref.load %[[PK]][%[[PIN]],
+// CHECK: %[[KF:.+]] = vector.from_elements {{.+}} : vector<8xf32>
+// CHECK-NEXT: %[[KH:.+]] = arith.truncf %[[KF]] : vector<8xf32> to vector<8xbf16>
+// CHECK-NEXT: vector.store %[[KH]], %[[PKP]][%{{.+}}, %{{.+}}, %[[PROW]], %{{.+}}] {alignment = 16 : i64}
+// CHECK-COUNT-8: memref.load %[[PV]]
+// CHECK: arith.truncf %{{.+}} : vector<8xf32> to vector<8xbf16>
+// CHECK-NEXT: vector.store %{{.+}}, %[[PVP]]
+// CHECK: %[[FIRST:.+]] = arith.cmpi eq, %{{.+}}, %c0 : index
+// CHECK-NEXT: scf.if %[[FIRST]] {
+// CHECK-COUNT-8: memref.load %[[PR]]
+// CHECK: vector.store %{{.+}}, %[[PRP]]
+// CHECK: gpu.return
+
 // precision=fp16 (--precision=fp16): the same kernel with f16 operands.
+// F16: gpu.launch_func @txl_kernels::@rel_attention_pack_f16_d32
+// F16-SAME: memref<?x?x?x32xf16>, %{{.+}} : memref<?x?x32x?xf16>, %{{.+}} : memref<?x?x32xf16>)
 // F16: gpu.launch_func @txl_kernels::@rel_attention_f16_d32
 // F16: gpu.func @rel_attention_f16_d32(
 // F16-SAME: memref<4x4x8x8xf16, 3>, %{{.+}} : memref<4x4x8x8xf16, 3>, %{{.+}} : memref<96x40xf16, 3>)
 // F16-COUNT-4: arith.truncf %{{.+}} : f32 to f16
 // F16: txl.warpgroup_mma %{{.+}} : vector<2x4x2xf16>, memref<4x4x8x8xf16, 3>, vector<4x2x2xf32>
 // F16: nvgpu.mma.sync({{.+}}) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
+// F16: gpu.func @rel_attention_pack_f16_d32(
+// F16: arith.truncf %{{.+}} : vector<8xf32> to vector<8xf16>
 
 // BAD: Cannot find option named 'f16'!
 

@@ -22,7 +22,7 @@
 
 // CHECK-LABEL: gpu.func @rel_attention_bf16_lse_d32(
 // CHECK-SAME: %[[O:arg6]]: memref<?x?x?x32xf32, strided<[?, ?, ?, 1], offset: ?>>
-// CHECK-SAME: %{{.+}}: f32, %[[LSEK:arg10]]: memref<?x?x?xf32>, %[[PO:arg11]]: memref<?x?x?x?x32xf32>, %[[PL:arg12]]: memref<?x?x?x?xf32>)
+// CHECK-SAME: %{{.+}}: f32, %[[LSEK:arg11]]: memref<?x?x?xf32>, %[[PO:arg12]]: memref<?x?x?x?x32xf32>, %[[PL:arg13]]: memref<?x?x?x?xf32>)
 // CHECK: nvgpu.mma.sync
 // CHECK: scf.if
 // CHECK: math.log

@@ -88,7 +88,10 @@ SHARED_RESERVED = 1024        # the driver's shared memory per workgroup
 # d(q + v)'s (or dr's) accumulators and 33 KB of tiles (X, dS and skewed
 # dS; Z, V and dS) and the B tile of their warpgroup product in bf16 or
 # f16 (the key tile's k, the query tile's q + v: 64 bytes per column of
-# the part of d_head, 5 KB at d_head 80). The
+# the part of d_head, 5 KB at d_head 80). The packing of the
+# tensor-core kernels' key, value and pos_key (rel_attention_pack_<type>_d<d>:
+# 128 work-items, 8 f32 loads a chunk): 48 registers, no shared memory, 8
+# workgroups. The
 # combine of the attention's key parts: 48 registers, 8
 # workgroups of 128. The embedding gradient's sort (256 work-items, a 2 KiB tile
 # of token ids): 32 registers, 8 workgroups; its rows kernel (a subgroup
@@ -108,6 +111,7 @@ BUDGETS = [
     (r"rel_attention_grad_(q|q_saved|kv|r)(_dropatt)?_d\d+", 128, 128, 48 * 1024, 3),
     (r"rel_attention_grad_kv_(bf16|f16)(_dropatt)?_d\d+", 128, 255, 39 * 1024, 2),
     (r"rel_attention_grad_(q_saved|r)_(bf16|f16)(_dropatt)?_d\d+", 128, 255, 38 * 1024, 2),
+    (r"rel_attention_pack_(bf16|f16)_d\d+", 128, 48, 0, 8),
     (r"rel_attention_(bf16|f16)(_dropatt)?(_lse)?_d\d+", 128, 255, 37 * 1024, 2),
     (r"rel_attention(_dropatt)?(_lse)?_d128", 128, 128, 48 * 1024, 3),
     (r"rel_attention(_dropatt)?(_lse)?_d\d+", 128, 128, 48 * 1024, 4),

@@ -89,16 +89,20 @@ def kernel_layouts(mlir_text):
     return kernels
 
 
-def part_ranges(qlen, klen, mem_len, same_length, query_tile, parts):
+def part_ranges(qlen, klen, mem_len, same_length, query_tile, parts,
+                aligned=False):
     """{(query tile, part): [begin, end)} of the keys each workgroup of a
     launch over `parts` key parts walks: the tile's visible keys
-    (KernelBodyBuilder::decoderMask) in runs of whole 32-key tiles."""
+    (KernelBodyBuilder::decoderMask) in runs of whole 32-key tiles, from a
+    multiple of 32 when `aligned` (the kernels of packed operands)."""
     mlen, mask_len = klen - qlen, klen - mem_len
     shift = qlen - mask_len if mask_len > 0 else qlen
     ranges = {}
     for t in range(-(-qlen // query_tile)):
         i0 = t * query_tile
         begin = max(0, i0 - shift + 1) if same_length else 0
+        if aligned:
+            begin -= begin % 32
         end = min(klen, i0 + query_tile + mlen)
         key_tiles = -(-max(end - begin, 0) // 32)
         part_keys = -(-key_tiles // parts) * 32
@@ -146,6 +150,61 @@ def launch_attention(dev, name, grid_xy, block, args, out, out_desc,
     return part_lse, pl_buf
 
 
+PACK_KEYS = 32  # kMmaPackKeys: klen padded to the key tile
+
+
+def narrow_bits(x, mma):
+    """The bf16 or f16 bits (uint16) of float32 `x` rounded to nearest even,
+    as cvt.rn.bf16.f32 / cvt.rn.f16.f32 (finite values)."""
+    if mma == "f16":
+        return x.astype(np.float16).view(np.uint16)
+    u = x.view(np.uint32).astype(np.uint64)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def launch_pack(dev, name, block, heads, k, v, r, mma):
+    """Launches the pack kernel `name` on k and v (views of `heads`) and r
+    as the host code does: grid (klenPad / 32, batch * n_head). Returns the
+    descriptors of the packed k, v (transposed) and r, a check that reads
+    them back and returns what differs from numpy's rounding of the
+    operands (None when every bit matches, padding zeros included), and a
+    function that launches the kernel again on the same buffers."""
+    klen, batch, n_head, d_head = k.shape
+    d_pad = -(-d_head // 16) * 16
+    klen_pad = -(-klen // PACK_KEYS) * PACK_KEYS
+    want = []
+    for x, axes in ((k, (1, 2, 0, 3)), (v, (1, 2, 3, 0))):
+        padded = np.zeros((klen_pad, batch, n_head, d_pad), np.float32)
+        padded[:klen, :, :, :d_head] = x
+        want.append(narrow_bits(np.ascontiguousarray(padded.transpose(axes)), mma))
+    padded = np.zeros((klen_pad, n_head, d_pad), np.float32)
+    padded[:klen, :, :d_head] = r
+    want.append(narrow_bits(np.ascontiguousarray(padded.transpose(1, 0, 2)), mma))
+    got = [np.full(w.shape, 0xFFFF, np.uint16) for w in want]
+    bufs, descs = zip(*(dev.memref(g) for g in got))
+    args = []
+    for x in (k, v):
+        args += dev.memref(x, heads)[1]
+    args += dev.memref(r)[1]
+    for desc in descs:
+        args += desc
+    kernel = dev.kernel(name)
+
+    def launch():
+        dev.launch(kernel, (klen_pad // PACK_KEYS, batch * n_head, 1),
+                   (block, 1, 1), args)
+    launch()
+
+    def check():
+        bad = []
+        for what, g, w, buf in zip(("k", "v", "r"), got, want, bufs):
+            dev.read(g, buf)
+            if not np.array_equal(g, w):
+                bad.append(f"{what}: {int(np.sum(g != w))} of {w.size} differ")
+        return "; ".join(bad) or None
+    return descs, check, launch
+
+
 class Device:
     """The runtime's device layer (libtxl_device.so, txl/device.h), driven
     through the ABI that compiled host code uses: mgpuModuleLoad,
@@ -169,7 +228,7 @@ class Device:
         return self.lib.mgpuModuleGetFunction(self.module, name.encode())
 
     def memref(self, array, base=None):
-        """A device copy of `base` (a contiguous float32 array, or `array`
+        """A device copy of `base` (a contiguous array, or `array`
         itself) and the expanded descriptor of `array` as a view of it:
         buffer, buffer, offset, sizes, strides (in elements)."""
         base = array if base is None else base
@@ -224,14 +283,30 @@ def run_case(dev, layouts, case, rng, tol, dropatt=None, training=False,
     out = np.full((qlen, batch, n_head, d_head), np.nan, np.float32)
 
     args = []
-    for x in (q, k, v):
-        _, desc = dev.memref(x, heads)
+    pack = f"rel_attention_pack_{mma}_d{d_head}" if mma else None
+    if pack in layouts:
+        # The packed form: key, value and pos_key packed by the pack kernel
+        # first (as the host code launches it), then klen after out.
+        _, desc = dev.memref(q, heads)
         args += desc
-    for x in (r, u, vb):
+        packed_descs, packed_check, _ = launch_pack(dev, pack, layouts[pack][1],
+                                                    heads, k, v, r, mma)
+        for desc in packed_descs:
+            args += desc
+    else:
+        packed_check = None
+        for x in (q, k, v):
+            _, desc = dev.memref(x, heads)
+            args += desc
+        _, desc = dev.memref(r)
+        args += desc
+    for x in (u, vb):
         _, desc = dev.memref(x)
         args += desc
     out_buf, desc = dev.memref(out)
     args += desc
+    if packed_check:
+        args += [ctypes.c_int64(klen)]
     args += [ctypes.c_int64(mem_len), ctypes.c_int32(same_length),
              ctypes.c_float(scale)]
     if dropatt:
@@ -243,6 +318,7 @@ def run_case(dev, layouts, case, rng, tol, dropatt=None, training=False,
     dev.read(out, out_buf)
     if parts > 1:
         dev.read(part_lse, part_lse_buf)
+    pack_err = packed_check() if packed_check else None
     dev.free()
 
     want = reference(q, k, v, r, u, vb, mem_len, same_length, float(scale),
@@ -260,7 +336,8 @@ def run_case(dev, layouts, case, rng, tol, dropatt=None, training=False,
         # Each part walked its own keys only: its lse is that of its range
         # (a kernel walking every key in every part would still combine to
         # the right output).
-        ranges = part_ranges(qlen, klen, mem_len, same_length, query_tile, parts)
+        ranges = part_ranges(qlen, klen, mem_len, same_length, query_tile, parts,
+                             aligned=packed_check is not None)
         part_want = part_lse_reference(
             scores(q, k, r, u, vb, mem_len, same_length, float(scale)),
             query_tile, ranges, parts)
@@ -271,11 +348,15 @@ def run_case(dev, layouts, case, rng, tol, dropatt=None, training=False,
             err = max(err, float(np.max(np.abs(part_lse[finite] - part_want[finite])
                                         / np.maximum(1.0, np.abs(part_want[finite])),
                                         initial=0.0)))
+    if pack_err:
+        err = float("inf")
     ok = err <= tol
     mode = f" dropatt={dropatt[0]} training={int(training)}" if dropatt else ""
     mode += f" parts={parts}"
     tail = ("" if undropped_err is None
             else f" (the undropped attention: {undropped_err:.3g})")
+    if pack_err:
+        tail += f" (packed operands: {pack_err})"
     print(f"{'ok  ' if ok else 'FAIL'} {name} qlen={qlen} mlen={mlen} batch={batch} "
           f"n_head={n_head} same_length={int(same_length)} mem_len={mem_len}{mode}: "
           f"max abs err {err:.3g}{tail}")

@@ -41,9 +41,9 @@ import sys
 import tempfile
 
 # A family is the first whose name starts the opcode: LDSM (ldmatrix)
-# before LDS.
-FAMILIES = ["LDGSTS", "LDG", "STG", "LDSM", "LDS", "STS", "HGMMA", "HMMA",
-            "BAR", "MEMBAR", "MUFU", "SHFL", "BRA"]
+# before LDS, LDGSTS (cp.async) and LDGDEPBAR (its commit_group) before LDG.
+FAMILIES = ["LDGSTS", "LDGDEPBAR", "LDG", "STG", "LDSM", "LDS", "STS", "HGMMA",
+            "HMMA", "BAR", "MEMBAR", "MUFU", "SHFL", "BRA"]
 
 
 def opcode(text):
@@ -51,6 +51,11 @@ def opcode(text):
 
 
 def family(text):
+    """The family of the instruction `text`; "other" for one predicated on
+    !PT, which issues but never runs (the placeholders ptxas puts around a
+    cp.async wait: `@!PT LDS RZ, [RZ]`)."""
+    if text.startswith("@!PT "):
+        return "other"
     op = opcode(text)
     for f in FAMILIES:
         if op.startswith(f):
@@ -162,6 +167,7 @@ def per_tile(kernel, kernel_loops, budget, trips):
     print(f"{verdict} {kernel} main loop {main['start']:#x}: {n:g} "
           f"instructions per iteration (budget {budget:g}; "
           f"{len(nested)} nested loop(s); LDG {ldg:g}, "
+          f"LDGSTS {main['ops']['LDGSTS']}, "
           f"BAR {main['ops']['BAR']}, LDS {main['ops']['LDS']}, "
           f"LDSM {main['ops']['LDSM']}, MEMBAR {main['ops']['MEMBAR']})")
     return n <= budget

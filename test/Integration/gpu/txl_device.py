@@ -12,11 +12,16 @@ def load(path):
     The kernels these tests launch run a few small cases each, so their time
     goes to the OpenCL driver's build: unless TXL_OPENCL_BUILD_OPTIONS is
     set (even empty, for the driver's optimized build), the driver builds
-    them with -cl-opt-disable (and test/lit.cfg.py's
-    CL_CONFIG_CPU_O0_VECTORIZATION=True, which keeps Intel's subgroups),
-    about 4x faster for the emulated tensor-core kernels, with the same
-    results."""
-    os.environ.setdefault("TXL_OPENCL_BUILD_OPTIONS", "-cl-opt-disable")
+    them with -cl-opt-disable, about 4x faster for the emulated tensor-core
+    kernels, with the same results, and with
+    CL_CONFIG_CPU_O0_VECTORIZATION=True (as test/lit.cfg.py sets it):
+    without it such a build runs a subgroup as one work-item and the
+    kernels' shuffles read garbage (a run outside lit, such as
+    bench/gpu/bench_gpu.py's on OpenCL, got NaN from the f32 attention
+    kernel)."""
+    if "TXL_OPENCL_BUILD_OPTIONS" not in os.environ:
+        os.environ["TXL_OPENCL_BUILD_OPTIONS"] = "-cl-opt-disable"
+        os.environ.setdefault("CL_CONFIG_CPU_O0_VECTORIZATION", "True")
     lib = ctypes.CDLL(path)
     ptr, size = ctypes.c_void_p, ctypes.c_size_t
     # txl_backend_t (an int), ordinal, error buffer, its size.

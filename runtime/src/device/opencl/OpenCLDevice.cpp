@@ -578,14 +578,20 @@ private:
   }
 
   /// What, beside the SPIR-V, decides what clBuildProgram makes: the
-  /// program cache's device key.
+  /// program cache's device key. Intel's CPU runtime also reads
+  /// CL_CONFIG_CPU_O0_VECTORIZATION: without it a -cl-opt-disable build
+  /// runs a subgroup as one work-item (the kernels' shuffles then read
+  /// garbage), so a build made without it must not serve one made with it.
   std::string cacheKey() const {
+    const char *o0Vectorization = std::getenv("CL_CONFIG_CPU_O0_VECTORIZATION");
     return fmt::format(
-        "platform {} | {}\ndevice {} | {} | driver {}\noptions {}\n",
+        "platform {} | {}\ndevice {} | {} | driver {}\noptions {}\n"
+        "CL_CONFIG_CPU_O0_VECTORIZATION {}\n",
         platformString(CL_PLATFORM_NAME), platformString(CL_PLATFORM_VERSION),
         deviceString(cl_, device_, CL_DEVICE_NAME),
         deviceString(cl_, device_, CL_DEVICE_VERSION),
-        deviceString(cl_, device_, CL_DRIVER_VERSION), buildOptions_);
+        deviceString(cl_, device_, CL_DRIVER_VERSION), buildOptions_,
+        o0Vectorization ? o0Vectorization : "(unset)");
   }
 
   /// The program of `spirv`: the built program from the program cache

@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""The issue-bound ceiling of the tensor-core attention forward on an
+H100/H200 (sm_90a, bf16, d_head 64), from the SASS instructions a warp
+issues per key tile of 32 keys (sass-budgets-attention.test's counts: an
+interior tile, which skips the mask, and a masked one). A prediction from
+the machine code, not a measurement.
+
+The model: each workgroup (4 warps, 64 query rows: 4 subgroups of 16)
+walks, per subgroup, the key tiles its last row sees (rows past qlen walk
+too); a tile whose keys every row of the subgroup sees is interior, the
+others (the diagonal, the tail tile) masked. An SM issues at most 4
+warp-instructions a cycle; 132 SMs at 1.98 GHz (H100 SXM and H200 alike).
+Useful work is 6 FLOPs per visible (query, key) pair and d_head element
+(AC, BD and P·V). Latency is ignored: the kernel runs below the ceiling.
+
+usage: attention_ceiling.py [INTERIOR MASKED ...]
+prints, for each pair of counts (default: the table of bench/gpu/README.md),
+the ceiling in TFLOP/s at qlen 512 / klen 1024 and at the paper's 80 / 2180
+(tgt_len 80, mem_len 2100)."""
+
+import math
+import sys
+
+SMS, CLOCK_HZ, ISSUE_PER_CYCLE = 132, 1.98e9, 4
+
+
+def ceiling(qlen, klen, interior, masked, d_head=64):
+    """TFLOP/s of useful work when only instruction issue bounds the kernel."""
+    mlen = klen - qlen
+    issued = pairs = 0
+    for i0 in range(0, math.ceil(qlen / 64) * 64, 16):
+        last = min(klen, i0 + 15 + mlen + 1)  # keys the subgroup's last row sees
+        whole = last // 32
+        for t in range(math.ceil(last / 32)):
+            inside = t < whole and 32 * t + 31 <= i0 + mlen  # its first row sees the tile
+            issued += interior if inside else masked
+        pairs += sum(min(klen, i + mlen + 1) for i in range(i0, i0 + 16) if i < qlen)
+    seconds = issued / (ISSUE_PER_CYCLE * SMS * CLOCK_HZ)
+    return 6 * d_head * pairs / seconds / 1e12
+
+
+# (label, interior, masked): bench/gpu/README.md's rows.
+TABLE = [
+    ("commit 529c73f", 2255, 2255),
+    ("2026-12-05, before", 782, 782),
+    ("2026-12-05, interior tiles, 16-byte loads", 575, 625),
+    ("2026-12-05, ldmatrix, paired rounding, one fence, scale in the fma", 506, 556),
+    ("2026-12-06, packed bf16 key, value and pos_key", 417, 467),
+]
+
+
+def main(argv):
+    rows = TABLE
+    if argv:
+        if len(argv) % 2:
+            sys.exit(__doc__)
+        rows = [(f"{a} / {b}", int(a), int(b)) for a, b in zip(argv[::2], argv[1::2])]
+    print("| kernel (interior / masked) | qlen 512, klen 1024 | 80/2180 |")
+    print("|---|---|---|")
+    for label, interior, masked in rows:
+        print(f"| {label} ({interior} / {masked}) | "
+              f"{ceiling(512, 1024, interior, masked):.0f} TFLOP/s | "
+              f"{ceiling(80, 2180, interior, masked):.0f} TFLOP/s |")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
