@@ -718,7 +718,9 @@ def ConvertRelAttentionToGpuPass : Pass<"txl-rel-attention-to-gpu", "::mlir::Mod
     32 with zeros, to buffers the kernel takes in their place (with klen
     after out), and every tile stages by asynchronous 16-byte copies
     (`nvgpu.device_async_copy`, one group waited for before the barrier),
-    its walk starting at a multiple of 32; at other widths the walk's whole
+    its walk starting at a multiple of 32, its r window in a ring of 128
+    rows of which each tile copies the 32 its window adds (the first 64
+    before the walk); at other widths the walk's whole
     key tiles read
     the f32 rows unchecked, its tail tile checks them. The softmax runs in
     base 2 (`math.exp2` afn). Its f32 operands have a unit stride along

@@ -16,7 +16,9 @@
 // products read their B fragments. At those two widths key, value and
 // pos_key come packed in the operand type by rel_attention_pack_<type>_d<d>
 // (rounded, value transposed, klen padded to the key tile with zeros), so
-// that every tile stages by 16-byte copies; at the others the walk's whole
+// that every tile stages by asynchronous 16-byte copies (cp.async), the r
+// window in a ring of 128 rows of which a tile copies only the 32 its
+// window adds; at the others the walk's whole
 // key tiles stage the f32 rows in straight-line steps unchecked, and the
 // tail tile, where the keys end inside one, checks them. Subgroup w forms
 //   AC = (q + u) k^T            16 × 32, 4 n-blocks of 8 keys
@@ -389,6 +391,15 @@ constexpr int64_t kWindow = kRows + kKeyTile;
 /// Rows of r a workgroup's key tile reads: its 4 subgroups' windows,
 /// 16 rows apart, 48 + 3 * 16.
 constexpr int64_t kWindowRows = kWindow + (kWarps - 1) * kRows;
+/// Rows of the ring of r rows the packed kernel keeps (4 chunks of a key
+/// tile's 32): the window of the tile at j0 (kWindowRows rows from
+/// qlen - i0 - 64 + j0) is its rows (j0 - jBegin + [0, kWindowRows)) mod
+/// kRingRows, so that each tile copies only the 32 rows its window adds
+/// to the previous one's.
+constexpr int64_t kRingRows = 4 * kKeyTile;
+static_assert(kWindowRows == 3 * kKeyTile && kRingRows % kKeyTile == 0 &&
+                  llvm::isPowerOf2_64(kRingRows),
+              "a tile's window is 3 chunks of the ring, a power of 2 rows");
 /// Whether the kernel stages straight-line (K and V unrolled, the r
 /// window): d_head padded to 32 or 64, which divide a warpgroup's
 /// work-items into rows and need at most 16 steps.
@@ -419,16 +430,26 @@ private:
   /// The A fragment of (q + bias) for the subgroup's rows, d_head k-step
   /// `ks`.
   Fragment queryFragment(int64_t ks, Value bias);
-  /// Stores r rows w0 + [0, kWindowRows) × the padded d_head, rounded, into
-  /// `rTile` (row-major, rows padded by kWindowPad), d_head padded to 32 or
-  /// 64 (stagesWhole). A row outside [0, klen)
-  /// holds r's row 0 instead: it only serves masked pairs, whose scores the
-  /// mask replaces (with every r row finite, as the products make them); a
-  /// column from d_head on holds column d_head - 1, which meets the zeros
-  /// of the (q + v) fragments. Each work-item takes the same 8 consecutive
-  /// columns of every 8th or 16th row (a subgroup reads whole rows),
-  /// unrolled.
-  void stageWindow(Value r, Value w0, Value klen, Value rTile);
+  /// Copies rows [rowBegin, rowBegin + rowCount) of the r window that
+  /// starts at r row w0 from the packed r into the ring `rTile` (kRingRows
+  /// rows, each padded by kWindowPad), window row w at ring row (ringBase +
+  /// w) mod kRingRows; d_head padded to 32 or 64 (stagesWhole). A row
+  /// outside [0, klen) holds r's row 0 instead: it only serves masked
+  /// pairs, whose scores the mask replaces (every packed r row is finite);
+  /// columns from d_head on are the packing's zeros. Each work-item copies
+  /// the same 8 consecutive columns of every 8th or 16th row (a subgroup
+  /// copies whole rows), asynchronously (copyAsync).
+  void stageWindow(Value r, Value w0, Value klen, Value rTile, int64_t rowBegin,
+                   int64_t rowCount, Value ringBase);
+  /// The first r row of the window of the key tile at j0: qlen - i0 - 64 +
+  /// j0, marked as the rel-shift's row (relShiftRow).
+  Value windowStart(Value j0) {
+    return relShiftRow(sub(add(sub(qlen, i0), j0), idx(kWarps * kRows)));
+  }
+  /// The ring row of `row` (an index that may pass kRingRows).
+  Value ringRow(Value row) {
+    return arith::AndIOp::create(b, row, idx(kRingRows - 1));
+  }
   /// Copies key tile j0's K and V from the packed operands
   /// (getOrCreateMmaPackKernel: rows padded to klenPad with zeros, so that
   /// no tile checks its rows) into kTile and vTile, 16 bytes a work-item
@@ -443,9 +464,12 @@ private:
   /// (nvgpu.device_async_copy: cp.async.cg on CUDA, which bypasses the
   /// registers and L1), whose token joins `copies`.
   void copyAsync(Value src, ValueRange from, Value tile, ValueRange to);
-  /// Waits for the work-item's asynchronous copies since the last wait
-  /// (one group of `copies`, nvgpu.device_async_wait: cp.async.wait_group
-  /// 0), when there are any.
+  /// Commits the work-item's asynchronous copies since the last commit as
+  /// one group (nvgpu.device_async_create_group: cp.async.commit_group);
+  /// returns its token.
+  Value commitCopies();
+  /// Commits them (commitCopies) and waits for every group the work-item
+  /// committed (nvgpu.device_async_wait 0: cp.async.wait_group 0).
   void waitForCopies();
   /// 2^x, with fastmath afn: ex2.approx on CUDA (libdevice's __nv_exp2f).
   Value exp2(Value x) {
@@ -461,7 +485,7 @@ private:
   bool packed;
   gpu::GPUFuncOp func;
   // Set first by build().
-  Value q, qlen, iw;
+  Value q, qlen, i0, iw;
   /// The asynchronous copies issued since the last waitForCopies.
   SmallVector<Value> copies;
 };
@@ -482,7 +506,9 @@ Fragment MmaKernelBuilder::queryFragment(int64_t ks, Value bias) {
   return frag;
 }
 
-void MmaKernelBuilder::stageWindow(Value r, Value w0, Value klen, Value rTile) {
+void MmaKernelBuilder::stageWindow(Value r, Value w0, Value klen, Value rTile,
+                                   int64_t rowBegin, int64_t rowCount,
+                                   Value ringBase) {
   using P = arith::CmpIPredicate;
   constexpr int64_t threads = kWarps * kSubgroupSize;
   // d_head padded to 32 or 64 (stagesWhole): 4 or 8 chunks a row, which
@@ -490,46 +516,21 @@ void MmaKernelBuilder::stageWindow(Value r, Value w0, Value klen, Value rTile) {
   // 32 or 16 rows at a time.
   int64_t chunksPerRow = dPad / 8;
   assert(threads % chunksPerRow == 0 &&
-         (kWindowRows * chunksPerRow) % threads == 0 &&
+         (rowCount * chunksPerRow) % threads == 0 &&
          "every work-item stages whole chunks of fixed columns");
   int64_t rowsPerStep = threads / chunksPerRow;
   Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   Value laneRow = arith::DivUIOp::create(b, tid, idx(chunksPerRow));
   Value d0 = mul(arith::RemUIOp::create(b, tid, idx(chunksPerRow)), idx(8));
-  for (int64_t row0 = 0; row0 < kWindowRows; row0 += rowsPerStep) {
+  for (int64_t row0 = rowBegin; row0 < rowBegin + rowCount;
+       row0 += rowsPerStep) {
     Value row = add(laneRow, idx(row0));
     Value p = add(w0, row);
     Value ok = both(cmp(P::sge, p, idx(0)), cmp(P::slt, p, klen));
-    p = select(ok, p, idx(0));
-    if (packed) {
-      // The chunk's 8 columns of the packed r (rows of dPad elements of 2
-      // bytes, d0 a multiple of 8): one 16-byte copy.
-      copyAsync(r, {head, p, d0}, rTile, {row, d0});
-      continue;
-    }
-    if (dPad == dHead) {
-      // The chunk's 8 columns in one load of 32 bytes (two 16-byte global
-      // loads): r's rows are whole d_head (32 or 64) floats of a buffer the
-      // device allocated, and d0 a multiple of 8, so the chunk is 16-byte
-      // aligned.
-      Value chunk = vector::LoadOp::create(
-          b, VectorType::get({8}, b.getF32Type()), r, ValueRange{p, head, d0},
-          /*nontemporal=*/false, llvm::MaybeAlign(16));
-      for (int64_t e = 0; e < 8; ++e)
-        memref::StoreOp::create(b,
-                                operand(vector::ExtractOp::create(b, chunk, e)),
-                                rTile, ValueRange{row, add(d0, idx(e))});
-      continue;
-    }
-    for (int64_t e = 0; e < 8; ++e) {
-      Value d = add(d0, idx(e));
-      // Columns from d_head on repeat the last: the (q + v) fragments are
-      // zero there.
-      Value dIn =
-          dPad == dHead ? d : arith::MinUIOp::create(b, d, idx(dHead - 1));
-      Value x = memref::LoadOp::create(b, r, ValueRange{p, head, dIn});
-      memref::StoreOp::create(b, operand(x), rTile, ValueRange{row, d});
-    }
+    // The chunk's 8 columns of the packed r (rows of dPad elements of 2
+    // bytes, d0 a multiple of 8): one 16-byte copy.
+    copyAsync(r, {head, select(ok, p, idx(0)), d0}, rTile,
+              {ringRow(add(ringBase, row)), d0});
   }
 }
 
@@ -576,13 +577,18 @@ void MmaKernelBuilder::copyAsync(Value src, ValueRange from, Value tile,
       /*bypassL1=*/b.getUnitAttr()));
 }
 
+Value MmaKernelBuilder::commitCopies() {
+  assert(!copies.empty() && "a group of at least one copy");
+  Value group = nvgpu::DeviceAsyncCreateGroupOp::create(
+      b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), copies);
+  copies.clear();
+  return group;
+}
+
 void MmaKernelBuilder::waitForCopies() {
   if (copies.empty())
     return;
-  Value group = nvgpu::DeviceAsyncCreateGroupOp::create(
-      b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), copies);
-  nvgpu::DeviceAsyncWaitOp::create(b, group, b.getI32IntegerAttr(0));
-  copies.clear();
+  nvgpu::DeviceAsyncWaitOp::create(b, commitCopies(), b.getI32IntegerAttr(0));
 }
 
 void MmaKernelBuilder::build() {
@@ -617,7 +623,7 @@ void MmaKernelBuilder::build() {
                       : Value(memref::DimOp::create(b, k, 0));
   setColumn(nHead);
   int64_t queryTile = kWarps * kRows;
-  Value i0 = mul(gpu::BlockIdOp::create(b, gpu::Dimension::x), idx(queryTile));
+  i0 = mul(gpu::BlockIdOp::create(b, gpu::Dimension::x), idx(queryTile));
   setLane();
   Value warpRow0 = mul(warp, idx(kRows));
   iw = add(i0, warpRow0);
@@ -680,10 +686,15 @@ void MmaKernelBuilder::build() {
                     j0, kKeyTile, Value(), dPad, /*unroll=*/unrollStaging,
                     /*checkRows=*/tail, /*vectorLoads=*/true);
     // The workgroup's window of r: rows qlen - i0 - 64 + j0 + [0, 96),
-    // the union of its subgroups' 16 + 32 - 1 rows (rounded up to 48).
+    // the union of its subgroups' 16 + 32 - 1 rows (rounded up to 48), in
+    // the ring from row j0 - jBegin on: the previous tiles copied its
+    // first 64 rows (the walk's first tile, before the walk), this one
+    // copies its last 32 (into the ring's chunk that the tile before the
+    // previous one read last).
+    Value ringBase = sub(j0, jBegin);
     if (rTile)
-      stageWindow(r, relShiftRow(sub(add(sub(qlen, i0), j0), idx(queryTile))),
-                  klen, rTile);
+      stageWindow(r, windowStart(j0), klen, rTile, 2 * kKeyTile, kKeyTile,
+                  ringBase);
     // K, V and the r window are staged before the products read them:
     // the work-item's own copies complete, then the barrier.
     waitForCopies();
@@ -718,12 +729,14 @@ void MmaKernelBuilder::build() {
       // the window's start + 48 - 16 w). Each block's B fragments come two
       // k-steps an ldmatrix (the window's rows are 16-byte aligned: dPad +
       // kWindowPad elements of 2 bytes).
-      Value wRow0 = sub(idx(kWindowRows - kWindow), warpRow0);
+      // A block's 8 rows are one run of the ring (its first row and the
+      // ring's chunks are multiples of 8).
+      Value wRow0 = add(ringBase, sub(idx(kWindowRows - kWindow), warpRow0));
       for (int64_t xb = 0; xb < kWindow / 8; ++xb) {
         Fragment acc = zeros();
+        Value blockRow = ringRow(add(wRow0, idx(8 * xb)));
         for (int64_t ks = 0; ks < kSteps; ks += 2) {
-          std::array<Fragment, 2> rf =
-              ldmatrixB(rTile, add(wRow0, idx(8 * xb)), idx(16 * ks));
+          std::array<Fragment, 2> rf = ldmatrixB(rTile, blockRow, idx(16 * ks));
           acc = mma(qvs[ks], rf[0], acc);
           acc = mma(qvs[ks + 1], rf[1], acc);
         }
@@ -900,6 +913,14 @@ void MmaKernelBuilder::build() {
         arith::MaxSIOp::create(b, add(sub(lastStart, bottom.first), i32(1)),
                                i32(0))};
   }
+  // The first 64 rows of the walk's first window, at the ring's start
+  // (each tile copies its last 32), committed as one group that the first
+  // tile's wait takes with its own.
+  Value prologue;
+  if (rTile) {
+    stageWindow(r, windowStart(jBegin), klen, rTile, 0, 2 * kKeyTile, zero);
+    prologue = commitCopies();
+  }
   auto wholeLoop = scf::ForOp::create(b, jBegin, wholeEnd, idx(kKeyTile), init);
   {
     OpBuilder::InsertionGuard guard(b);
@@ -919,6 +940,9 @@ void MmaKernelBuilder::build() {
     b.setInsertionPointToStart(keyLoop.elseBlock());
     scf::YieldOp::create(b, wholeLoop.getResults());
   }
+  // No copy outlives the walk (the prologue's, when no tile ran).
+  if (prologue)
+    nvgpu::DeviceAsyncWaitOp::create(b, prologue, b.getI32IntegerAttr(0));
 
   // out[i, batch, head, d] = o / l for the lane's rows and columns and,
   // in the lse form, lse[batch, head, i] = m + log l from the lanes with t
@@ -1129,7 +1153,7 @@ AttentionKernel mlir::txl::getOrCreateMmaAttentionKernel(ModuleOp module,
   SmallVector<Type> tiles = {tile(kWindow), coreMatrices(kKeyTile / 8, dBlocks),
                              coreMatrices(dBlocks, kKeyTile / 8)};
   auto window =
-      MemRefType::get({kWindowRows, 8 * dBlocks + kWindowPad}, operandType,
+      MemRefType::get({kRingRows, 8 * dBlocks + kWindowPad}, operandType,
                       MemRefLayoutAttrInterface{}, b.getI64IntegerAttr(3));
   auto bytesOf = [](Type t) {
     auto type = cast<MemRefType>(t);

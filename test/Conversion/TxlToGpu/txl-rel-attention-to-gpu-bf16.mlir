@@ -41,10 +41,10 @@
 // The kernel: global buffers are only its operands; workgroup memory is the
 // X tile (64 x 48: the 16 + 32 - 1 window rows of r, padded to 6 blocks
 // of 8) of the 4 subgroups, the key tile's K and V in bf16 core matrices
-// (32 keys x 32 d_head: 4 x 4 blocks of 8 x 8) and the window of r. Per
+// (32 keys x 32 d_head: 4 x 4 blocks of 8 x 8) and a ring of 128 rows of r (4 chunks of 32). Per
 // key tile: a barrier, the staging (asynchronous 16-byte copies from the
-// packed operands, no rounding: 1 of K, 1 of V and 3 of the window per
-// work-item, then their wait), a barrier, AC as one warpgroup product (2 k-steps, 4
+// packed operands, no rounding: 1 of K, 1 of V and 1 of the 32 rows the
+// tile's r window adds to a ring of r rows, then their wait), a barrier, AC as one warpgroup product (2 k-steps, 4
 // n-blocks of keys) kept in registers, the X blocks (mma.sync, B by
 // ldmatrix) stored to the X tile, a subgroup barrier, then the online
 // softmax (quad shuffles) and P·V as one warpgroup product (2 k-steps of
@@ -56,7 +56,7 @@
 // CHECK-SAME: %[[K:arg1]]: memref<?x?x?x32xbf16>, %[[V:arg2]]: memref<?x?x32x?xbf16>, %[[R:arg3]]: memref<?x?x32xbf16>
 // CHECK-SAME: %[[O:arg6]]: memref<?x?x?x32xf32, strided<[?, ?, ?, 1], offset: ?>>, %[[KLENARG:arg7]]: index
 // CHECK-SAME: %[[PO:arg11]]: memref<?x?x?x?x32xf32>, %[[PL:arg12]]: memref<?x?x?x?xf32>)
-// CHECK-SAME: workgroup(%[[X:.+]] : memref<64x49xf32, 3>, %[[KT:.+]] : memref<4x4x8x8xbf16, 3>, %[[VT:.+]] : memref<4x4x8x8xbf16, 3>, %[[RT:.+]] : memref<96x40xbf16, 3>)
+// CHECK-SAME: workgroup(%[[X:.+]] : memref<64x49xf32, 3>, %[[KT:.+]] : memref<4x4x8x8xbf16, 3>, %[[VT:.+]] : memref<4x4x8x8xbf16, 3>, %[[RT:.+]] : memref<128x40xbf16, 3>)
 // CHECK-SAME: kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.maxnreg = 255 : i32}
 // The walk starts at the key tile of the first visible key (a multiple
 // of 32: the packed rows are read in whole aligned tiles).
@@ -73,6 +73,16 @@
 // CHECK: %[[LASTSTART:.+]] = arith.subi %{{.+}}, %c32_i32 : i32
 // CHECK-NEXT: arith.subi %[[LASTSTART]]
 // CHECK: %[[ICOUNT:.+]] = arith.maxsi %{{.+}}, %c0_i32 : i32
+// CHECK-NOT: gpu.barrier
+//
+// The ring of r rows (4 chunks of 32, 128 rows padded to 32 + 8): before
+// the walk, the first 64 rows of its first window at the ring's start
+// (d_head 32: 2 copies a work-item), committed as one group.
+// CHECK: arith.subi %{{.+}}, %c64 {txl.rel_shift_row} : index
+// CHECK: %[[PRING:.+]] = arith.andi %{{.+}}, %c127 : index
+// CHECK-NEXT: %[[PCOPY0:.+]] = nvgpu.device_async_copy %[[R]][{{.+}}], %[[RT]][%[[PRING]], %{{.+}}], 8 {bypassL1} : memref<?x?x32xbf16> to memref<128x40xbf16, 3>
+// CHECK: %[[PCOPY1:.+]] = nvgpu.device_async_copy %[[R]]
+// CHECK-NEXT: %[[PROLOGUE:.+]] = nvgpu.device_async_create_group %[[PCOPY0]], %[[PCOPY1]]
 // CHECK-NOT: gpu.barrier
 //
 // The whole key tiles: each work-item copies one row of a core matrix
@@ -96,19 +106,22 @@
 // CHECK: %[[VCOPY:.+]] = nvgpu.device_async_copy %[[V]][{{.+}}], %[[VT]][%[[VDB]], %[[VKB]], %[[RIN]], %c0], 8 {bypassL1} : memref<?x?x32x?xbf16> to memref<4x4x8x8xbf16, 3>
 // CHECK-NOT: arith.truncf
 // The workgroup's r window, rows qlen - i0 - 64 + j0 + [0, 96) (rows
-// outside [0, klen) read row 0), 8 columns per work-item in 3 steps of
-// one 16-byte copy, its rows padded to 32 + 8. Each copy is asynchronous
-// (cp.async): one group of the work-item's 5, waited for before the
+// outside [0, klen) read row 0), at ring rows (j0 - jBegin + [0, 96)) mod
+// 128: the tile copies only its last 32 rows (8 columns per work-item, one
+// 16-byte copy at d_head 32). Each copy is asynchronous (cp.async): one
+// group of the work-item's 3, waited for (with the prologue's) before the
 // barrier; nothing passes through registers.
+// CHECK: %[[RB:.+]] = arith.subi %[[J0]], %{{.+}} : index
 // CHECK: %[[W0:.+]] = arith.subi %{{.+}}, %c64 {txl.rel_shift_row} : index
-// CHECK: %[[P:.+]] = arith.addi %[[W0]], %{{.+}} : index
+// CHECK: %[[WROW:.+]] = arith.addi %{{.+}}, %c64 : index
+// CHECK-NEXT: %[[P:.+]] = arith.addi %[[W0]], %[[WROW]] : index
 // CHECK: arith.cmpi slt, %[[P]], %[[KLENARG]] : index
 // CHECK: %[[POK:.+]] = arith.andi
 // CHECK: %[[PIN:.+]] = arith.select %[[POK]], %[[P]], %c0 : index
-// CHECK: %[[RCOPY0:.+]] = nvgpu.device_async_copy %[[R]][%{{.+}}, %[[PIN]], %{{.+}}], %[[RT]][%{{.+}}, %{{.+}}], 8 {bypassL1} : memref<?x?x32xbf16> to memref<96x40xbf16, 3>
-// CHECK: %[[RCOPY1:.+]] = nvgpu.device_async_copy %[[R]]
-// CHECK: %[[RCOPY2:.+]] = nvgpu.device_async_copy %[[R]]
-// CHECK-NEXT: %[[GROUP:.+]] = nvgpu.device_async_create_group %[[KCOPY]], %[[VCOPY]], %[[RCOPY0]], %[[RCOPY1]], %[[RCOPY2]]
+// CHECK: %[[RINGROW:.+]] = arith.addi %[[RB]], %[[WROW]] : index
+// CHECK-NEXT: %[[RING:.+]] = arith.andi %[[RINGROW]], %c127 : index
+// CHECK-NEXT: %[[RCOPY:.+]] = nvgpu.device_async_copy %[[R]][%{{.+}}, %[[PIN]], %{{.+}}], %[[RT]][%[[RING]], %{{.+}}], 8 {bypassL1} : memref<?x?x32xbf16> to memref<128x40xbf16, 3>
+// CHECK-NEXT: %[[GROUP:.+]] = nvgpu.device_async_create_group %[[KCOPY]], %[[VCOPY]], %[[RCOPY]]
 // CHECK-NEXT: nvgpu.device_async_wait %[[GROUP]] {numGroups = 0 : i32}
 // CHECK-NOT: memref.store
 // CHECK-NOT: vector.store
@@ -123,14 +136,16 @@
 // CHECK-NOT: memref.store
 // CHECK-NOT: scf.for
 // CHECK-NOT: memref.load %[[RT]]
+// CHECK: %[[SUBROW:.+]] = arith.addi %[[RB]], %{{.+}} : index
+// CHECK-NEXT: %[[BLOCKROW:.+]] = arith.andi %[[SUBROW]], %c127 : index
 // CHECK: %[[GM2:.+]] = arith.remui %[[G:[a-z_0-9]+]], %c2 : index
 // CHECK: %[[I4:.+]] = arith.muli %[[GM2]], %c4 : index
 // CHECK: %[[I:.+]] = arith.addi %[[I4]], %{{.+}} : index
-// CHECK: %[[ROW:.+]] = arith.addi %{{.+}}, %[[I]] : index
+// CHECK: %[[ROW:.+]] = arith.addi %[[BLOCKROW]], %[[I]] : index
 // CHECK: %[[M:.+]] = arith.divui %[[G]], %c2 : index
 // CHECK: %[[COL:.+]] = arith.muli %[[M]], %c8 : index
 // CHECK-NOT: memref.load %[[RT]]
-// CHECK: nvgpu.ldmatrix %[[RT]][%[[ROW]], %[[COL]]] {numTiles = 4 : i32, transpose = false} : memref<96x40xbf16, 3> -> vector<4x2xbf16>
+// CHECK: nvgpu.ldmatrix %[[RT]][%[[ROW]], %[[COL]]] {numTiles = 4 : i32, transpose = false} : memref<128x40xbf16, 3> -> vector<4x2xbf16>
 // CHECK-COUNT-2: nvgpu.mma.sync({{.+}}) {mmaShape = [16, 8, 16]} : (vector<4x2xbf16>, vector<2x2xbf16>, vector<2x2xf32>) -> vector<2x2xf32>
 // CHECK-COUNT-4: memref.store %{{.+}}, %[[X]]
 // CHECK-COUNT-5: nvgpu.ldmatrix %[[RT]]
@@ -188,6 +203,8 @@
 // CHECK-NOT: txl.warpgroup_mma
 // CHECK-NOT: gpu.barrier
 // CHECK-NOT: memref.alloc
+// No copy outlives the walk (the prologue's, when no tile ran).
+// CHECK: nvgpu.device_async_wait %[[PROLOGUE]] {numGroups = 0 : i32}
 // CHECK: scf.if
 // CHECK: memref.store %{{.+}}, %[[PL]]
 // CHECK: memref.store %{{.+}}, %[[PO]]
@@ -226,7 +243,7 @@
 // F16-SAME: memref<?x?x?x32xf16>, %{{.+}} : memref<?x?x32x?xf16>, %{{.+}} : memref<?x?x32xf16>)
 // F16: gpu.launch_func @txl_kernels::@rel_attention_f16_d32
 // F16: gpu.func @rel_attention_f16_d32(
-// F16-SAME: memref<4x4x8x8xf16, 3>, %{{.+}} : memref<4x4x8x8xf16, 3>, %{{.+}} : memref<96x40xf16, 3>)
+// F16-SAME: memref<4x4x8x8xf16, 3>, %{{.+}} : memref<4x4x8x8xf16, 3>, %{{.+}} : memref<128x40xf16, 3>)
 // F16-COUNT-4: arith.truncf %{{.+}} : f32 to f16
 // F16: txl.warpgroup_mma %{{.+}} : vector<2x4x2xf16>, memref<4x4x8x8xf16, 3>, vector<4x2x2xf32>
 // F16: nvgpu.mma.sync({{.+}}) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
