@@ -43,7 +43,7 @@ import numpy as np
 
 from rel_attention_kernel import (DROPATT, Device, dec_attn_mask, dropatt_args,
                                   dropatt_multiplier, kernel_layouts,
-                                  launch_attention)
+                                  launch_attention, launch_pack)
 from official_attention import gradients  # noqa: E402
 
 
@@ -153,9 +153,23 @@ def run_case(dev, layouts, parts, case, rng, tol, dropatt=None,
         out = np.full(q.shape, np.nan, np.float32)
         out_buf = dev.memref(out)
         tiles, block = layouts[fwd]
+        fwd_operands = operands
+        fwd_tail = tail
+        pack = f"rel_attention_pack_{precision}_d{d_head}"
+        if pack in layouts:
+            # The packed form: key, value and pos_key packed first (as the
+            # host code launches it), klen after out.
+            packed, check, _ = launch_pack(dev, pack, layouts[pack][1], heads,
+                                           k, v, r, precision)
+            fwd_operands = dev.memref(q, heads)[1]
+            for desc in packed:
+                fwd_operands += desc
+            for x in (u, vb):
+                fwd_operands += dev.memref(x)[1]
+            fwd_tail = [ctypes.c_int64(klen)] + tail
         # Over the keys in 3 parts: the combine writes the lse.
         launch_attention(dev, fwd, (-(-qlen // tiles[0][0]), batch * n_head), block,
-                         operands + out_buf[1] + tail + stat_bufs[0][1], out,
+                         fwd_operands + out_buf[1] + fwd_tail + stat_bufs[0][1], out,
                          out_buf[1], lse_desc=stat_bufs[0][1], parts=3)
         lse = np.empty_like(stats[0])
         dev.read(lse, stat_bufs[0][0])
