@@ -437,7 +437,7 @@ private:
   /// outside [0, klen) holds r's row 0 instead: it only serves masked
   /// pairs, whose scores the mask replaces (every packed r row is finite);
   /// columns from d_head on are the packing's zeros. Each work-item copies
-  /// the same 8 consecutive columns of every 8th or 16th row (a subgroup
+  /// the same 8 consecutive columns of every 16th (d_head 64) or 32nd (32) row (a subgroup
   /// copies whole rows), asynchronously (copyAsync).
   void stageWindow(Value r, Value w0, Value klen, Value rTile, int64_t rowBegin,
                    int64_t rowCount, Value ringBase);
