@@ -24,7 +24,9 @@
 #   objective's gradients, fused vs decomposed, the reference cases but
 #   rel_basic and rel_adaptive_div2, the converter's end-to-end runs, the
 #   numerics of the generated CPU attention kernels and of the bf16
-#   products: ASan sees neither generated code nor oneMKL).
+#   products: ASan sees neither generated code nor oneMKL), and the tests
+#   of the compiled code's structure (entry parts, --input-ir, the
+#   x86-64-v4 clones).
 # --sanitize=thread: ThreadSanitizer on the runtime (build-tsan/, the
 #   runtime and its unit tests only): the unit tests, then executables
 #   compiled by build/'s txlc against that runtime, run with several
@@ -72,7 +74,7 @@ for arg in "$@"; do
       echo "tests (all):"; sed 's/^/  /' "$summary"
       rm -f "$summary" "$TXL_TIMES_FILE"
       exit "$overall" ;;
-    -h|--help) sed -n 3,36p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n 3,43p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "test.sh: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
@@ -91,6 +93,10 @@ fast_skip+='|Integration/reference-(?!rel_basic\.|rel_adaptive_div2\.)|Tools/txl
 # oneMKL, the compiler paths they take run in the half's conversion tests,
 # and the runtime's bf16 product in its unit test (Bf16GemmTest).
 fast_skip+='|Integration/rel-attention-cpu|Integration/rel-attention-grad-cpu|Integration/attention-memory|Integration/bf16-cpu'
+# The compiled code's structure (entries cut into parts, IR resumed at each
+# stage, the x86-64-v4 clones): compiles through the instrumented compiler,
+# whose executables' runtime paths the half's other tests run.
+fast_skip+='|Integration/entry-parts|Driver/entry-structure|Driver/input-ir|Integration/cpu-variants'
 lit=/usr/lib/llvm-22/bin/lit
 
 # Parts: `part_start`, then `part_end NAME` prints and records (for --all's

@@ -499,60 +499,82 @@ struct MmaSyncEmulation : public OpRewritePattern<nvgpu::MmaSyncOp> {
       return arith::ConstantIntOp::create(b, v, 32);
     };
     auto [g, t] = laneQuad(b);
-    // Each register (two elements) crosses lanes as one i64 shuffle: the
-    // lane needs 4 registers from each of lanes 4 g .. 4 g + 3 (rows g and
-    // g + 8 of A) and 2 from each of lanes 4 n .. 4 n + 3 for n = 2 t, 2 t
-    // + 1 (columns n of B): 32 shuffles per product.
+    // Each register (two elements) crosses lanes as one i64 shuffle,
+    // element 0 in the low word.
     Type i64 = b.getI64Type();
     auto c64 = [&](int64_t v) { return i64Constant(b, v); };
     auto bits64 = [&](Value x) {
       return arith::ExtUIOp::create(b, i64,
                                     arith::BitcastOp::create(b, i32, x));
     };
-    auto fetchRegister = [&](Value low, Value high, Value srcLane) {
-      Value packed = arith::OrIOp::create(
-          b, bits64(low), arith::ShLIOp::create(b, bits64(high), c64(32)));
-      Value got = gpu::ShuffleOp::create(b, packed, srcLane, c32(kSubgroupSize),
-                                         gpu::ShuffleMode::IDX)
-                      .getShuffleResult();
-      auto half = [&](Value v) {
-        return arith::BitcastOp::create(b, f32,
-                                        arith::TruncIOp::create(b, i32, v));
-      };
-      return std::array<Value, 2>{
-          half(got), half(arith::ShRUIOp::create(b, got, c64(32)))};
+    auto packRegisters = [&](ArrayRef<Value> elements) {
+      SmallVector<Value> regs;
+      for (size_t reg = 0; 2 * reg < elements.size(); ++reg)
+        regs.push_back(arith::OrIOp::create(
+            b, bits64(elements[2 * reg]),
+            arith::ShLIOp::create(b, bits64(elements[2 * reg + 1]), c64(32))));
+      return regs;
     };
-    // aRows[r][k] = A[g + 8 r][k]; bCols[e][k] = B[k][2 t + e].
-    Value aRows[2][16], bCols[2][16];
-    for (int64_t pair = 0; pair < 4; ++pair) {
-      Value aSrc = arith::AddIOp::create(b, arith::MulIOp::create(b, g, c32(4)),
-                                         c32(pair));
-      // Register reg of A holds row g + 8 (reg % 2), columns 8 (reg / 2) + 2
-      // pair + {0, 1}.
-      for (int64_t reg = 0; reg < 4; ++reg) {
-        auto got = fetchRegister(a[2 * reg], a[2 * reg + 1], aSrc);
-        for (int64_t e = 0; e < 2; ++e)
-          aRows[reg % 2][8 * (reg / 2) + 2 * pair + e] = got[e];
-      }
-      // Register reg of B holds rows 8 reg + 2 pair + {0, 1} of its column.
-      for (int64_t e = 0; e < 2; ++e) {
-        Value n = arith::AddIOp::create(b, arith::MulIOp::create(b, t, c32(2)),
-                                        c32(e));
-        Value bSrc = arith::AddIOp::create(
-            b, arith::MulIOp::create(b, n, c32(4)), c32(pair));
-        for (int64_t reg = 0; reg < 2; ++reg) {
-          auto got = fetchRegister(bs[2 * reg], bs[2 * reg + 1], bSrc);
-          for (int64_t h = 0; h < 2; ++h)
-            bCols[e][8 * reg + 2 * pair + h] = got[h];
-        }
-      }
-    }
-    for (int64_t k = 0; k < 16; ++k)
+    SmallVector<Value> aRegs = packRegisters(a), bRegs = packRegisters(bs);
+    // The first lane of A's quad (4 g) and of B's column 2 t + e (4 (2 t +
+    // e)).
+    Value aLane = arith::MulIOp::create(b, g, c32(4));
+    Value bLane[2];
+    for (int64_t e = 0; e < 2; ++e)
+      bLane[e] = arith::MulIOp::create(
+          b,
+          arith::AddIOp::create(b, arith::MulIOp::create(b, t, c32(2)), c32(e)),
+          c32(4));
+    // The products run as a loop of 8 steps, not unrolled: the OpenCL
+    // driver's compile time grows with the emulated code (the d_head 32
+    // attention kernel has 57 products). Step s = 4 h + p takes k = 8 h +
+    // 2 p and 8 h + 2 p + 1: register h of B or 2 h + r of A (row g + 8 r)
+    // from lane 4 g + p (A) or 4 (2 t + e) + p (B, column 2 t + e); 4
+    // shuffles a step, 32 a product. Each D element sums its 16 products
+    // in the order of k.
+    Value zero = arith::ConstantIndexOp::create(b, 0);
+    Value steps = arith::ConstantIndexOp::create(b, 8);
+    Value one = arith::ConstantIndexOp::create(b, 1);
+    auto loop = scf::ForOp::create(b, zero, steps, one, d);
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(loop.getBody());
+      ImplicitLocOpBuilder lb(op.getLoc(), rewriter);
+      Value s = arith::IndexCastOp::create(lb, i32, loop.getInductionVar());
+      Value p = arith::AndIOp::create(lb, s, c32(3));
+      Value high =
+          arith::CmpIOp::create(lb, arith::CmpIPredicate::uge, s, c32(4));
+      // Element j of register `highReg` (k >= 8) or `lowReg` of lane
+      // `lane` + p: its k = 8 h + 2 p + j.
+      auto fetch = [&](Value lowReg, Value highReg, Value lane) {
+        Value own = arith::SelectOp::create(lb, high, highReg, lowReg);
+        Value got =
+            gpu::ShuffleOp::create(lb, own, arith::AddIOp::create(lb, lane, p),
+                                   c32(kSubgroupSize), gpu::ShuffleMode::IDX)
+                .getShuffleResult();
+        auto half = [&](Value v) {
+          return arith::BitcastOp::create(lb, f32,
+                                          arith::TruncIOp::create(lb, i32, v));
+        };
+        return std::array<Value, 2>{
+            half(got), half(arith::ShRUIOp::create(lb, got, c64(32)))};
+      };
+      // aRow[r][j] = A[g + 8 r][k]; bCol[e][j] = B[k][2 t + e].
+      std::array<Value, 2> aRow[2], bCol[2];
       for (int64_t r = 0; r < 2; ++r)
-        for (int64_t e = 0; e < 2; ++e)
-          d[2 * r + e] = arith::AddFOp::create(
-              b, d[2 * r + e],
-              arith::MulFOp::create(b, aRows[r][k], bCols[e][k]));
+        aRow[r] = fetch(aRegs[r], aRegs[2 + r], aLane);
+      for (int64_t e = 0; e < 2; ++e)
+        bCol[e] = fetch(bRegs[0], bRegs[1], bLane[e]);
+      SmallVector<Value> sums(loop.getRegionIterArgs());
+      for (int64_t j = 0; j < 2; ++j)
+        for (int64_t r = 0; r < 2; ++r)
+          for (int64_t e = 0; e < 2; ++e)
+            sums[2 * r + e] = arith::AddFOp::create(
+                lb, sums[2 * r + e],
+                arith::MulFOp::create(lb, aRow[r][j], bCol[e][j]));
+      scf::YieldOp::create(lb, sums);
+    }
+    d.assign(loop.getResults().begin(), loop.getResults().end());
     rewriter.replaceOpWithNewOp<vector::FromElementsOp>(
         op, op.getRes().getType(), d);
     return success();

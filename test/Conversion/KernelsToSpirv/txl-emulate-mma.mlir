@@ -4,16 +4,17 @@
 // bf16 m16n8k16 => shuffles. Every f32 -> bf16 -> f32 round trip becomes
 // round-to-nearest-even on the bits (x + 0x7fff + lsb, low half cleared;
 // NaN kept). Each 32-bit register (two elements) crosses lanes as one i64
-// shuffle, element 0 in the low word. Lane 4 g + t fetches, from lane 4 g,
-// A's registers 0 (A[g][0..1]), 1 (A[g + 8][0..1]), 2 (A[g][8..9]) and 3
-// (A[g + 8][8..9]); from lane 4 (2 t + e), B's registers 0 (B[0..1][2 t +
-// e]) and 1 (B[8..9][..]); then the same from the next lane of each quad
-// for k = 2, 3, 10, 11, and so on: 4 x (4 + 2 x 2) = 32 shuffles. D[g][2 t]
-// starts with C + A[g][0] B[0][2 t]; no bf16 value is left.
+// shuffle, element 0 in the low word, packed once before the products'
+// loop of 8 steps: step s = 4 h + p (k = 8 h + 2 p and 8 h + 2 p + 1)
+// fetches A's register 2 h + r (row g + 8 r) from lane 4 g + p and B's
+// register h from lane 4 (2 t + e) + p, 4 shuffles a step (32 a product),
+// and adds the step's 8 products to D in the order of k: D[g][2 t] starts
+// with C + A[g][0] B[0][2 t]. No bf16 value is left.
 
 // CHECK-LABEL: gpu.func @bf16
 // CHECK-SAME: (%[[A0:[^:]+]]: f32, %[[A1:[^:]+]]: f32, %[[A2:[^:]+]]: f32, %[[A3:[^:]+]]: f32
 // CHECK-SAME: %[[B0:arg8]]: f32, %[[B1:arg9]]: f32
+// CHECK-SAME: %[[C:arg12]]: vector<2x2xf32>
 // CHECK: %[[BITS:.+]] = arith.bitcast %[[A0]] : f32 to i32
 // CHECK: %[[LSB0:.+]] = arith.shrui %[[BITS]], %c16_i32 : i32
 // CHECK: %[[LSB:.+]] = arith.andi %[[LSB0]], %c1_i32 : i32
@@ -28,38 +29,61 @@
 // CHECK: %[[RA3:.+]] = arith.select %{{.+}}, %[[A3]], %{{.+}} : f32
 // CHECK: %[[RB0:.+]] = arith.select %{{.+}}, %[[B0]], %{{.+}} : f32
 // CHECK: %[[RB1:.+]] = arith.select %{{.+}}, %[[B1]], %{{.+}} : f32
+// CHECK: %[[C00:.+]] = vector.extract %[[C]][0, 0] : f32 from vector<2x2xf32>
+// CHECK: %[[C01:.+]] = vector.extract %[[C]][0, 1]
+// CHECK: %[[C10:.+]] = vector.extract %[[C]][1, 0]
+// CHECK: %[[C11:.+]] = vector.extract %[[C]][1, 1]
 // CHECK: %[[LANEIDX:.+]] = gpu.lane_id
 // CHECK: %[[LANE:.+]] = arith.index_cast %[[LANEIDX]] : index to i32
 // CHECK: %[[G:.+]] = arith.divui %[[LANE]], %c4_i32 : i32
 // CHECK: %[[T:.+]] = arith.remui %[[LANE]], %c4_i32 : i32
-// CHECK: %[[ASRC:.+]] = arith.muli %[[G]], %c4_i32 : i32
+// A's register 0 (A[g][0..1]): element 0 low, element 1 high.
 // CHECK: %[[L0:.+]] = arith.bitcast %[[RA0]] : f32 to i32
 // CHECK: %[[L1:.+]] = arith.extui %[[L0]] : i32 to i64
 // CHECK: %[[H0:.+]] = arith.bitcast %[[RA1]] : f32 to i32
 // CHECK: %[[H1:.+]] = arith.extui %[[H0]] : i32 to i64
 // CHECK: %[[H2:.+]] = arith.shli %[[H1]], %c32_i64 : i64
-// CHECK: %[[REG0:.+]] = arith.ori %[[L1]], %[[H2]] : i64
-// CHECK: %[[GOT0:.+]], %{{.+}} = gpu.shuffle  idx %[[REG0]], %[[ASRC]], %c32_i32 : i64
-// CHECK: %[[LO0:.+]] = arith.trunci %[[GOT0]] : i64 to i32
-// CHECK: %[[AG0:.+]] = arith.bitcast %[[LO0]] : i32 to f32
-// CHECK: %[[HI0:.+]] = arith.shrui %[[GOT0]], %c32_i64 : i64
-// CHECK-COUNT-3: gpu.shuffle  idx %{{.+}}, %[[ASRC]], %c32_i32 : i64
+// CHECK: %[[AREG0:.+]] = arith.ori %[[L1]], %[[H2]] : i64
+// CHECK: %[[AREG1:.+]] = arith.ori
+// CHECK: %[[AREG2:.+]] = arith.ori
+// CHECK: %[[AREG3:.+]] = arith.ori
+// CHECK: %[[BREG0:.+]] = arith.ori
+// CHECK: %[[BREG1:.+]] = arith.ori
+// CHECK: %[[ALANE:.+]] = arith.muli %[[G]], %c4_i32 : i32
 // CHECK: %[[T2:.+]] = arith.muli %[[T]], %c2_i32 : i32
-// CHECK: %[[BSRC:.+]] = arith.muli %[[T2]], %c4_i32 : i32
-// CHECK: %[[BL:.+]] = arith.bitcast %[[RB0]] : f32 to i32
-// CHECK: %[[GOTB:.+]], %{{.+}} = gpu.shuffle  idx %{{.+}}, %[[BSRC]], %c32_i32 : i64
-// CHECK: %[[LOB:.+]] = arith.trunci %[[GOTB]] : i64 to i32
-// CHECK: %[[B0G:.+]] = arith.bitcast %[[LOB]] : i32 to f32
-// CHECK: gpu.shuffle  idx %{{.+}}, %[[BSRC]], %c32_i32 : i64
+// CHECK: %[[BLANE0:.+]] = arith.muli %[[T2]], %c4_i32 : i32
 // CHECK: %[[N1:.+]] = arith.addi %[[T2]], %c1_i32 : i32
-// CHECK: %[[BSRC1:.+]] = arith.muli %[[N1]], %c4_i32 : i32
-// CHECK-COUNT-2: gpu.shuffle  idx %{{.+}}, %[[BSRC1]], %c32_i32 : i64
-// CHECK: %[[ASRC2:.+]] = arith.addi %[[ASRC]], %c1_i32 : i32
-// CHECK: gpu.shuffle  idx %{{.+}}, %[[ASRC2]], %c32_i32 : i64
-// CHECK-COUNT-23: gpu.shuffle
+// CHECK: %[[BLANE1:.+]] = arith.muli %[[N1]], %c4_i32 : i32
 // CHECK-NOT: gpu.shuffle
-// CHECK: %[[P:.+]] = arith.mulf %[[AG0]], %[[B0G]] : f32
-// CHECK: arith.addf %{{.+}}, %[[P]] : f32
+// CHECK: %{{.+}}:4 = scf.for %[[STEP:.+]] = %c0 to %c8 step %c1 iter_args(%[[D00:.+]] = %[[C00]], %[[D01:.+]] = %[[C01]], %[[D10:.+]] = %[[C10]], %[[D11:.+]] = %[[C11]])
+// CHECK: %[[S:.+]] = arith.index_cast %[[STEP]] : index to i32
+// CHECK: %[[P:.+]] = arith.andi %[[S]], %c3_i32 : i32
+// CHECK: %[[HIGH:.+]] = arith.cmpi uge, %[[S]], %c4_i32 : i32
+// CHECK: %[[OWNA0:.+]] = arith.select %[[HIGH]], %[[AREG2]], %[[AREG0]] : i64
+// CHECK: %[[ASRC:.+]] = arith.addi %[[ALANE]], %[[P]] : i32
+// CHECK: %[[GOTA0:.+]], %{{.+}} = gpu.shuffle  idx %[[OWNA0]], %[[ASRC]], %c32_i32 : i64
+// CHECK: %[[LOA0:.+]] = arith.trunci %[[GOTA0]] : i64 to i32
+// CHECK: %[[A00:.+]] = arith.bitcast %[[LOA0]] : i32 to f32
+// CHECK: %[[HIA0:.+]] = arith.shrui %[[GOTA0]], %c32_i64 : i64
+// CHECK: %[[OWNA1:.+]] = arith.select %[[HIGH]], %[[AREG3]], %[[AREG1]] : i64
+// CHECK: gpu.shuffle  idx %[[OWNA1]], %[[ASRC]], %c32_i32 : i64
+// CHECK: %[[OWNB:.+]] = arith.select %[[HIGH]], %[[BREG1]], %[[BREG0]] : i64
+// CHECK: %[[BSRC0:.+]] = arith.addi %[[BLANE0]], %[[P]] : i32
+// CHECK: %[[GOTB0:.+]], %{{.+}} = gpu.shuffle  idx %[[OWNB]], %[[BSRC0]], %c32_i32 : i64
+// CHECK: %[[LOB0:.+]] = arith.trunci %[[GOTB0]] : i64 to i32
+// CHECK: %[[B00:.+]] = arith.bitcast %[[LOB0]] : i32 to f32
+// CHECK: %[[BSRC1:.+]] = arith.addi %[[BLANE1]], %[[P]] : i32
+// CHECK: gpu.shuffle  idx %[[OWNB]], %[[BSRC1]], %c32_i32 : i64
+// CHECK-NOT: gpu.shuffle
+// CHECK: %[[PROD:.+]] = arith.mulf %[[A00]], %[[B00]] : f32
+// CHECK: %[[SUM:.+]] = arith.addf %[[D00]], %[[PROD]] : f32
+// CHECK: arith.mulf %[[A00]]
+// CHECK: arith.addf %[[D01]]
+// CHECK: arith.addf %[[D10]]
+// CHECK: arith.addf %[[D11]]
+// CHECK: arith.addf %[[SUM]]
+// CHECK-COUNT-3: arith.addf
+// CHECK-NEXT: scf.yield
 // CHECK: vector.from_elements {{.+}} : vector<2x2xf32>
 // CHECK-NOT: bf16
 // CHECK: gpu.return
@@ -94,22 +118,26 @@ gpu.module @k {
 // The loops of the bf16 kernels (constant trip count <= 8) around an mma
 // that also store to workgroup memory are unrolled first (Intel's OpenCL
 // CPU compiler miscompiles them rolled): @tile's loop is gone, one
-// workgroup store per iteration (CSE merges the two equal products). @global's loop, whose stores go to global
-// memory, stays rolled, as does @long's, of 9 trips.
+// workgroup store per iteration (CSE merges the two equal products; the
+// one loop left is the product's own 8 steps). @global's loop, whose
+// stores go to global memory, stays rolled, as does @long's, of 9 trips.
 // CHECK-LABEL: gpu.func @tile
-// CHECK-NOT: scf.for
+// CHECK: %[[D:.+]]:4 = scf.for %{{.+}} = %c0 to %c8 step %c1 iter_args
 // CHECK: gpu.shuffle  idx
-// CHECK: memref.store %{{.+}}, %{{.+}}[%c0] : memref<4xf32, 3>
-// CHECK: memref.store %{{.+}}, %{{.+}}[%c1] : memref<4xf32, 3>
+// CHECK: scf.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: memref.store %[[D]]#0, %{{.+}}[%c0] : memref<4xf32, 3>
+// CHECK-NEXT: memref.store %[[D]]#0, %{{.+}}[%c1] : memref<4xf32, 3>
 // CHECK-NOT: scf.for
 // CHECK: gpu.return
 // CHECK-LABEL: gpu.func @global
-// CHECK: scf.for
+// CHECK: scf.for %{{.+}} = %c0 to %c2 step %c1 {
+// CHECK: scf.for %{{.+}} = %c0 to %c8 step %c1 iter_args
 // CHECK: gpu.shuffle  idx
 // CHECK: vector.store
 // CHECK: gpu.return
 // CHECK-LABEL: gpu.func @long
-// CHECK: scf.for
+// CHECK: scf.for %{{.+}} = %c0 to %c9 step %c1 {
 // CHECK: gpu.shuffle  idx
 // CHECK: memref.store
 // CHECK: gpu.return
