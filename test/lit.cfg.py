@@ -43,7 +43,6 @@ llvm_config.use_default_substitutions()
 # substitution, which would also rewrite `--emit=txl-opt`.
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.txl_tools_dir, append_path=True)
-if os.environ.get("TXL_TIME_WRAP"): llvm_config.with_environment("PATH", "/tmp/tw", append_path=True)
 # `txlc` is test/tools/txlc, ahead of the build's: the build's txlc, with the
 # executables it writes shared between the tests of this lit run (the cache
 # is emptied when lit starts; what it serves and what it never does is in
