@@ -119,7 +119,11 @@ def candidates(cache, only):
         envs["debian-onemkl-1t"] = {"TXL_SGEMM": "mkl"}
     # The shims report kernels the runtime does not know as OpenBLAS
     # kernels; the variable keeps it from restarting the process (it warns).
-    shimmed = {"OPENBLAS_CORETYPE": "SkylakeX"}
+    # A kernel the CPU can run: SkylakeX (AVX-512) killed scipy-openblas
+    # with SIGILL on a Zen 3; Haswell is OpenBLAS's AVX2 kernel set.
+    with open("/proc/cpuinfo") as f:
+        avx512 = " avx512f " in f.read()
+    shimmed = {"OPENBLAS_CORETYPE": "SkylakeX" if avx512 else "Haswell"}
     if want("scipy-openblas"):
         root = pip_install(cache, "scipy-openblas32")
         lib = glob.glob(os.path.join(root, "scipy_openblas32", "lib",
