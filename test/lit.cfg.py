@@ -100,9 +100,9 @@ config.environment["TXL_OPENCL_CACHE_DIR"] = config.opencl_cache
 # (clBuildProgram's -cl-opt-disable, TXL_OPENCL_BUILD_OPTIONS): most of them
 # run a small model for a few segments or updates, so their time goes to
 # Intel's compiler building each kernel they launch, and the optimizer is
-# most of that (rel_untied at --precision=bf16: 23 s to 3.6 s for one
-# forward run, the same NLL; train-opencl.test's dropatt model, 20 f32
-# updates: 22 s to 9 s). Intel's vectorizer, which makes the subgroups,
+# most of that (on an AMD Zen 3, cold program cache: rel_untied at
+# --precision=bf16, one forward run, 23 s to 3.6 s with the same NLL;
+# train-opencl.test's dropatt model, 20 f32 updates, 22 s to 9 s). Intel's vectorizer, which makes the subgroups,
 # must stay on for it (CL_CONFIG_CPU_O0_VECTORIZATION: without it a
 # subgroup is one work-item and the shuffles of the tensor-core layouts
 # read the wrong lanes). The runs whose time goes to running the kernels
