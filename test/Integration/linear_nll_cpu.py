@@ -6,6 +6,7 @@ of 0; for the fwd form also each row's log-sum-exp and the logits + bias
 in their block-major slabs.
 
 usage: linear_nll_cpu.py WORKDIR [--pipeline P] [--fwd | --grad] [--block B]
+                         [--features D]
 
 With --grad, txl.linear_nll_fwd and its adjoint txl.linear_nll_grad
 (d_logits = (softmax − onehot(target))·g; d_input = d_logits·w, d_weight =
@@ -15,8 +16,13 @@ no one-hot), checked with the NLL.
 Cases: n_token 1000 (a partial last vector and a partial last block), with
 and without a bias, several column blocks (the one-pass sums of the later
 blocks), and "jump" weights whose later columns give logits more than 64
-above the earlier blocks' maximum (the two-pass fallback). Prints one line
-per case, ok or FAIL; exit status 1 on any FAIL.
+above the earlier blocks' maximum (the two-pass fallback); rows from 1 to
+120, so that the eval form takes both of its sweeps (row tiles from 2
+tiles of rows: 32 rows in 256-bit vectors, 64 in 512-bit; 1000 columns
+leave a partial step of the tile's columns, 66 and 120 rows a partial
+tile). d_model is 32 (one chunk of columns) or --features (256: several
+chunks of the row-tiled sweep). Prints one line per case, ok or FAIL;
+exit status 1 on any FAIL.
 """
 
 import argparse
@@ -28,10 +34,10 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import txlrun  # noqa: E402
 
-D, V = 32, 1000
+D, V = 32, 1000  # D: --features
 # (qlen, batch, weight kind)
 CASES = [(5, 3, "normal"), (16, 2, "jump"), (1, 1, "normal"),
-         (7, 4, "jump")]
+         (7, 4, "jump"), (40, 3, "normal"), (33, 2, "jump")]
 
 
 def grad_module(bias, block):
@@ -83,6 +89,7 @@ def module(bias, fwd, block):
 
 
 def main():
+    global D
     ap = argparse.ArgumentParser()
     ap.add_argument("workdir")
     ap.add_argument("--pipeline", default="txl-cpu-pipeline")
@@ -90,7 +97,10 @@ def main():
     ap.add_argument("--grad", action="store_true")
     ap.add_argument("--block", type=int, default=512,
                     help="the fwd op's block attribute")
+    ap.add_argument("--features", type=int, default=32,
+                    help="d_model (the input's and weight's last dimension)")
     args = ap.parse_args()
+    D = args.features
     rng = np.random.RandomState(0)
     failed = ran = 0
     for bias in (True, False):

@@ -644,7 +644,12 @@ def ConvertLinearNllToCpuPass : Pass<"txl-linear-nll-to-cpu", "::mlir::ModuleOp"
            "also writes the rows' log-sum-exp and the logits + bias into the "
            "op's block-major [⌈n_token / block⌉, rows, block] buffer) and "
            "txl_linear_nll_grad_cpu_f32... (their block attribute, not the "
-           "option's)">
+           "option's)">,
+    Option<"tileColumns", "tile-columns", "int64_t", "6",
+           "Output columns per register tile of txl.linear_nll's row-tiled "
+           "sweep, in [0, 16] (tiles of 2 vectors of rows: 2 · tile-columns "
+           "vector accumulators; the name ends in _t<n> when not 6); 0: the "
+           "blocked sweep whatever the rows">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::bufferization::BufferizationDialect",

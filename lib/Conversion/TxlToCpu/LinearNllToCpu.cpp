@@ -66,6 +66,16 @@ constexpr int64_t kPrefetchRows = 4;
 /// two passes.
 constexpr double kLag = 64.0;
 
+/// The eval form's row tiles: vectors of rows per tile (the tile is
+/// kTileUnits · lanes rows by tileColumns output columns) and the default
+/// tileColumns (12 vector accumulators of the 16 AVX2 registers).
+constexpr int64_t kTileUnits = 2;
+constexpr int64_t kTileColumns = 6;
+
+/// Bytes of the weight's rows a chunk of the row-tiled sweep reads (kept in
+/// the L2 cache while every tile of rows passes over them).
+constexpr int64_t kTileChunkBytes = 192 * 1024;
+
 /// One form of the kernel.
 struct KernelForm {
   int64_t lanes; ///< f32 per vector: 8 or 16
@@ -77,6 +87,9 @@ struct KernelForm {
   bool fwd;
   /// txl.linear_nll_grad (no bias operand: the stored logits hold it).
   bool grad = false;
+  /// The eval form's row tiles: output columns per register tile (0: the
+  /// blocked sweep alone).
+  int64_t tileColumns = 0;
 };
 
 std::string kernelName(const KernelForm &form) {
@@ -89,6 +102,8 @@ std::string kernelName(const KernelForm &form) {
     name += "_b" + std::to_string(form.block);
   if (form.mathExp)
     name += "_mathexp";
+  if (!form.fwd && !form.grad && form.tileColumns != kTileColumns)
+    name += "_t" + std::to_string(form.tileColumns);
   if (form.lanes == 16)
     name += "_v512";
   return name;
@@ -202,6 +217,23 @@ private:
   /// The row loop over the block of `cols` columns: the running max and
   /// sum (online log-sum-exp) and the target's logit of each row.
   void blockRows(Value cols);
+
+  /// The blocked sweep of the eval and fwd forms: per block of columns its
+  /// logits by BLAS, then blockRows; the rows' NLL (and lse).
+  void blockedSweep(Value rows, Value features, Value vocab);
+
+  /// The eval form's row-tiled sweep (no BLAS, no logits in memory): the
+  /// rows transposed into tiles of kTileUnits vectors of rows, each tile's
+  /// logits for form.tileColumns columns at a time computed in vector
+  /// registers (an FMA a row vector and column per feature, the weight's
+  /// element broadcast) and folded into the rows' running max and sum of
+  /// exp while still in registers; the rows' NLL.
+  void rowTiles(Value rows, Value features, Value vocab);
+
+  /// Folds columns [lo, hi) into tile `s`'s running max and sum (lanes
+  /// of runMax and runSum from s · kTileUnits · lanes), `cols` columns a
+  /// step (hi − lo a multiple of it).
+  void sweepTiles(Value packed, Value s, Value lo, Value hi, int64_t cols);
 
   /// linalg.matmul out += lhs · rhs, lhs read as [k, m] when
   /// `transposeLhs` and rhs as [n, k] when `transposeRhs`
@@ -466,10 +498,31 @@ void KernelBuilder::build() {
     lse = entry->getArgument(n++);
     blocks = entry->getArgument(n++);
   }
-  Type f32Type = b.getF32Type();
   Value rows = memref::DimOp::create(b, h, 0);
   Value features = memref::DimOp::create(b, h, 1);
   Value vocab = memref::DimOp::create(b, w, 0);
+  if (form.fwd || form.tileColumns == 0) {
+    blockedSweep(rows, features, vocab);
+  } else {
+    // Row tiles when there are at least two tiles of rows (a tile computes
+    // all its rows: fewer rows would waste most of it; BLAS's product
+    // then reads the weight once as well).
+    Value tiled = arith::CmpIOp::create(
+        b, arith::CmpIPredicate::uge, rows,
+        index(2 * kTileUnits * form.lanes));
+    auto ifTiled = scf::IfOp::create(b, tiled, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifTiled.thenBlock());
+    rowTiles(rows, features, vocab);
+    b.setInsertionPointToStart(ifTiled.elseBlock());
+    blockedSweep(rows, features, vocab);
+  }
+  // The buffers are freed by the ownership-based deallocation.
+  func::ReturnOp::create(b);
+}
+
+void KernelBuilder::blockedSweep(Value rows, Value features, Value vocab) {
+  Type f32Type = b.getF32Type();
   OpFoldResult one = b.getIndexAttr(1), zero = b.getIndexAttr(0);
   if (!form.fwd)
     x = memref::AllocOp::create(
@@ -516,8 +569,227 @@ void KernelBuilder::build() {
             b, rowLse, memref::LoadOp::create(b, targetLogit, ValueRange{r})),
         nll, ValueRange{r});
   });
-  // The buffers are freed by the ownership-based deallocation.
-  func::ReturnOp::create(b);
+}
+
+// The rows are taken kTileUnits vectors at a time (a tile of rows), the
+// input transposed once into [tiles, d, rows of a tile] (rows past the
+// last zero) so that a feature's rows are contiguous vectors. Per chunk of
+// columns (kTileChunkBytes of the weight's rows, which stay in the L2
+// cache), every tile of rows passes over the chunk tileColumns columns at
+// a time: the logits of those columns for the tile's rows are
+// kTileUnits · tileColumns vector accumulators, started at the bias and
+// updated by one FMA per feature (a vector of packed rows times the
+// column's weight broadcast), then folded into each row's running max and
+// sum where they are, in registers. The columns past the last whole step
+// follow one at a time. No product by BLAS and no logits in memory.
+void KernelBuilder::rowTiles(Value rows, Value features, Value vocab) {
+  const int64_t lanes = form.lanes, tileRows = kTileUnits * lanes;
+  const int64_t cols = form.tileColumns;
+  const double negInf = -std::numeric_limits<double>::infinity();
+  Type f32Type = b.getF32Type();
+  Value tiles = arith::CeilDivUIOp::create(b, rows, index(tileRows));
+  Value packed = memref::AllocOp::create(
+      b,
+      MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic, tileRows},
+                      f32Type),
+      ValueRange{tiles, features}, b.getI64IntegerAttr(64));
+  loop(index(0), tiles, index(1), [&](Value s) {
+    loop(index(0), index(tileRows), index(1), [&](Value i) {
+      Value r = arith::AddIOp::create(
+          b, arith::MulIOp::create(b, s, index(tileRows)), i);
+      Value inRows =
+          arith::CmpIOp::create(b, arith::CmpIPredicate::ult, r, rows);
+      loop(index(0), features, index(1), [&](Value k) {
+        Value v = ifElse(
+            inRows, {f32Type},
+            [&]() -> SmallVector<Value> {
+              return {memref::LoadOp::create(b, h, ValueRange{r, k})};
+            },
+            [&]() -> SmallVector<Value> { return {f32(0.0)}; })[0];
+        memref::StoreOp::create(b, v, packed, ValueRange{s, k, i});
+      });
+    });
+  });
+  auto stateType = MemRefType::get({ShapedType::kDynamic}, f32Type);
+  Value stateRows = arith::MulIOp::create(b, tiles, index(tileRows));
+  runMax = memref::AllocOp::create(b, stateType, ValueRange{stateRows});
+  runSum = memref::AllocOp::create(b, stateType, ValueRange{stateRows});
+  linalg::FillOp::create(b, ValueRange{f32(negInf)}, ValueRange{runMax});
+  linalg::FillOp::create(b, ValueRange{f32(0.0)}, ValueRange{runSum});
+
+  // Columns a chunk: the weight rows of kTileChunkBytes, a multiple of
+  // `cols` (at least one step).
+  Value perChunk = arith::DivUIOp::create(
+      b, index(kTileChunkBytes / 4),
+      arith::MaxUIOp::create(b, features, index(1)));
+  Value chunk = arith::MaxUIOp::create(
+      b,
+      arith::MulIOp::create(b, arith::DivUIOp::create(b, perChunk, index(cols)),
+                            index(cols)),
+      index(cols));
+  Value whole = arith::MulIOp::create(
+      b, arith::DivUIOp::create(b, vocab, index(cols)), index(cols));
+  loop(index(0), whole, chunk, [&](Value jc) {
+    Value je = arith::MinUIOp::create(
+        b, arith::AddIOp::create(b, jc, chunk), whole);
+    loop(index(0), tiles, index(1),
+         [&](Value s) { sweepTiles(packed, s, jc, je, cols); });
+  });
+  loop(index(0), tiles, index(1),
+       [&](Value s) { sweepTiles(packed, s, whole, vocab, 1); });
+
+  // nll = max + log(sum) − the target's logit, which is recomputed: the
+  // same FMAs in the same order as the tile's (bit for bit its value); a
+  // target outside [0, n_token) counts 0.
+  loop(index(0), rows, index(1), [&](Value r) {
+    Value rowLse = arith::AddFOp::create(
+        b, memref::LoadOp::create(b, runMax, ValueRange{r}),
+        math::LogOp::create(b,
+                            memref::LoadOp::create(b, runSum, ValueRange{r})));
+    Value t = memref::LoadOp::create(b, target, ValueRange{r});
+    Value inRange = arith::AndIOp::create(
+        b,
+        arith::CmpIOp::create(b, arith::CmpIPredicate::sge, t,
+                              arith::ConstantIntOp::create(b, 0, 64)),
+        arith::CmpIOp::create(
+            b, arith::CmpIPredicate::slt, t,
+            arith::IndexCastOp::create(b, b.getI64Type(), vocab)));
+    Value logit = ifElse(
+        inRange, {f32Type},
+        [&]() -> SmallVector<Value> {
+          Value ti = arith::IndexCastOp::create(b, b.getIndexType(), t);
+          Value start =
+              bias ? Value(memref::LoadOp::create(b, bias, ValueRange{ti}))
+                   : f32(0.0);
+          return loopAcc(index(0), features, index(1), {start},
+                         [&](Value k, ValueRange acc) -> SmallVector<Value> {
+                           return {math::FmaOp::create(
+                               b,
+                               memref::LoadOp::create(b, h, ValueRange{r, k}),
+                               memref::LoadOp::create(b, w, ValueRange{ti, k}),
+                               acc[0])};
+                         });
+        },
+        [&]() -> SmallVector<Value> { return {f32(0.0)}; })[0];
+    memref::StoreOp::create(b, arith::SubFOp::create(b, rowLse, logit), nll,
+                            ValueRange{r});
+  });
+}
+
+// Per step, the tile's logits for `cols` columns; then, when a row's
+// largest of them exceeds its running max by more than kLag (always the
+// first step: the max starts at −inf), every lane's max is raised to
+// include them and its sums scaled to it; then exp(logit − max) is added
+// to the chunk's partial sum (added to the running sum at the end: two
+// levels of summation rather than one chain over every column).
+void KernelBuilder::sweepTiles(Value packed, Value s, Value lo, Value hi,
+                               int64_t cols) {
+  const int64_t lanes = form.lanes, tileRows = kTileUnits * lanes;
+  VectorType vt = vectorType();
+  Value base = arith::MulIOp::create(b, s, index(tileRows));
+  SmallVector<Value> offsets, state;
+  for (int64_t u = 0; u < kTileUnits; ++u)
+    offsets.push_back(arith::AddIOp::create(b, base, index(u * lanes)));
+  // {max, sum, partial sum} per unit.
+  for (Value buffer : {runMax, runSum})
+    for (Value at : offsets)
+      state.push_back(vector::LoadOp::create(b, vt, buffer, ValueRange{at}));
+  for (int64_t u = 0; u < kTileUnits; ++u)
+    state.push_back(splat(0.0));
+  const unsigned n = kTileUnits;
+  SmallVector<Value> swept = loopAcc(
+      lo, hi, index(cols), state,
+      [&](Value j, ValueRange st) -> SmallVector<Value> {
+        // acc[c · n + u]: column j + c, rows of unit u.
+        SmallVector<Value> columns, inits;
+        for (int64_t c = 0; c < cols; ++c) {
+          columns.push_back(arith::AddIOp::create(b, j, index(c)));
+          Value start =
+              bias ? Value(vector::BroadcastOp::create(
+                         b, vt,
+                         memref::LoadOp::create(b, bias,
+                                                ValueRange{columns.back()})))
+                   : splat(0.0);
+          for (unsigned u = 0; u < n; ++u)
+            inits.push_back(start);
+        }
+        SmallVector<Value> acc = loopAcc(
+            index(0), memref::DimOp::create(b, h, 1), index(1), inits,
+            [&](Value k, ValueRange a) -> SmallVector<Value> {
+              SmallVector<Value> rowsOf;
+              for (unsigned u = 0; u < n; ++u)
+                rowsOf.push_back(vector::LoadOp::create(
+                    b, vt, packed, ValueRange{s, k, index(u * lanes)}));
+              SmallVector<Value> next;
+              for (int64_t c = 0; c < cols; ++c) {
+                Value wv = vector::BroadcastOp::create(
+                    b, vt,
+                    memref::LoadOp::create(b, w, ValueRange{columns[c], k}));
+                for (unsigned u = 0; u < n; ++u)
+                  next.push_back(vector::FMAOp::create(b, rowsOf[u], wv,
+                                                       a[c * n + u]));
+              }
+              return next;
+            });
+        SmallVector<Value> runMaxes(st.begin(), st.begin() + n);
+        SmallVector<Value> tileMax;
+        Value over;
+        for (unsigned u = 0; u < n; ++u) {
+          Value m = acc[u];
+          for (int64_t c = 1; c < cols; ++c)
+            m = max(m, acc[c * n + u]);
+          tileMax.push_back(m);
+          Value above = arith::CmpFOp::create(
+              b, arith::CmpFPredicate::OGT, m,
+              arith::AddFOp::create(b, runMaxes[u], splat(kLag)));
+          over = over ? Value(arith::OrIOp::create(b, over, above)) : above;
+        }
+        Value anyOver =
+            vector::ReductionOp::create(b, vector::CombiningKind::OR, over);
+        SmallVector<Type> types(3 * n, vt);
+        SmallVector<Value> kept = ifElse(
+            anyOver, types,
+            [&]() -> SmallVector<Value> {
+              SmallVector<Value> raised(3 * n);
+              for (unsigned u = 0; u < n; ++u) {
+                Value newMax = max(runMaxes[u], tileMax[u]);
+                Value scale =
+                    exp(arith::SubFOp::create(b, runMaxes[u], newMax));
+                raised[u] = newMax;
+                raised[n + u] = arith::MulFOp::create(b, st[n + u], scale);
+                raised[2 * n + u] =
+                    arith::MulFOp::create(b, st[2 * n + u], scale);
+              }
+              return raised;
+            },
+            [&]() -> SmallVector<Value> {
+              return SmallVector<Value>(st.begin(), st.end());
+            });
+        for (unsigned u = 0; u < n; ++u) {
+          // The exps of the tile's columns summed as a tree.
+          SmallVector<Value> terms;
+          for (int64_t c = 0; c < cols; ++c)
+            terms.push_back(
+                exp(arith::SubFOp::create(b, acc[c * n + u], kept[u])));
+          while (terms.size() > 1) {
+            SmallVector<Value> pairs;
+            for (size_t i = 0; i + 1 < terms.size(); i += 2)
+              pairs.push_back(arith::AddFOp::create(b, terms[i], terms[i + 1]));
+            if (terms.size() % 2)
+              pairs.push_back(terms.back());
+            terms = pairs;
+          }
+          kept[2 * n + u] =
+              arith::AddFOp::create(b, kept[2 * n + u], terms.front());
+        }
+        return kept;
+      });
+  for (unsigned u = 0; u < n; ++u) {
+    vector::StoreOp::create(b, swept[u], runMax, ValueRange{offsets[u]});
+    vector::StoreOp::create(
+        b, arith::AddFOp::create(b, swept[n + u], swept[2 * n + u]), runSum,
+        ValueRange{offsets[u]});
+  }
 }
 
 void KernelBuilder::gradRow(Value r, Value rows, Value cols, Value dl,
@@ -707,6 +979,7 @@ CpuKernels getOrCreateKernels(ModuleOp module, KernelForm form) {
 struct Options {
   int64_t vectorBits, block;
   bool mathExp, train;
+  int64_t tileColumns;
 };
 
 /// The call of `kernels` for the output layer of `input` [qlen, batch, d]
@@ -792,9 +1065,10 @@ struct LinearNllToCall : public KernelPattern<LinearNllOp> {
                                 PatternRewriter &rewriter) const override {
     if (!allF32({op.getResult(), op.getInput(), op.getWeight(), op.getBias()}))
       return rewriter.notifyMatchFailure(op, "not f32");
-    CpuKernels kernels = getOrCreateKernels(
-        module, KernelForm{options.vectorBits / 32, options.block,
-                           !!op.getBias(), options.mathExp, /*fwd=*/false});
+    KernelForm form{options.vectorBits / 32, options.block, !!op.getBias(),
+                    options.mathExp, /*fwd=*/false};
+    form.tileColumns = options.tileColumns;
+    CpuKernels kernels = getOrCreateKernels(module, form);
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     rewriter.replaceOp(
         op, callOutputKernel(b, module, kernels, op.getInput(), op.getWeight(),
@@ -933,7 +1207,11 @@ struct ConvertLinearNllToCpuPass
       module.emitError("block must be a multiple of 16 in [16, 8192]");
       return signalPassFailure();
     }
-    Options options{vectorBits, block, mathExp, train};
+    if (tileColumns < 0 || tileColumns > 16) {
+      module.emitError("tile-columns must be in [0, 16]");
+      return signalPassFailure();
+    }
+    Options options{vectorBits, block, mathExp, train, tileColumns};
     RewritePatternSet patterns(&getContext());
     patterns.add<LinearNllToCall>(&getContext(), module, options);
     if (train)

@@ -11,6 +11,14 @@
 // RUN:   | FileCheck %s --check-prefix=MATHEXP
 // RUN: txl-opt %s --txl-linear-nll-to-cpu=train=true --split-input-file \
 // RUN:   | FileCheck %s --check-prefix=FWD
+// RUN: txl-opt %s --txl-linear-nll-to-cpu=tile-columns=0 --split-input-file \
+// RUN:   | FileCheck %s --check-prefix=NOTILES
+// RUN: txl-opt %s --txl-linear-nll-to-cpu=tile-columns=3 --split-input-file \
+// RUN:   | FileCheck %s --check-prefix=TILES3
+// RUN: not txl-opt %s --txl-linear-nll-to-cpu=tile-columns=17 --split-input-file 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BADTILES
+// RUN: not txl-opt %s --txl-linear-nll-to-cpu=tile-columns=-1 --split-input-file 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BADTILES
 // RUN: not txl-opt %s --txl-linear-nll-to-cpu=vector-bits=128 --split-input-file 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BADBITS
 // RUN: not txl-opt %s --txl-linear-nll-to-cpu=block=20 --split-input-file 2>&1 \
@@ -43,8 +51,66 @@
 // CHECK-LABEL: func.func private @txl_linear_nll_cpu_f32(
 // CHECK-NOT: func.func private
 
-// The kernel: the block's logits [rows, 512] (64-byte aligned) from a zero
-// fill and a product right after it (beta = 0 for txl-linalg-to-blas).
+// The kernel: from 32 rows (two tiles of 2 vectors of rows), the row
+// tiles. The rows transposed into [tiles, d, 16] (64-byte aligned; rows
+// past the last read as 0), the running max and sum of every row in
+// memory between chunks. Per chunk of columns and tile of rows, 6 columns
+// a step (the whole steps first): 12 vector accumulators started at the
+// bias, one FMA each per feature (2 loads of the tile's rows, the weight's
+// 6 elements broadcast), kept in registers; the tile's max per row
+// against the running max + 64, any lane above it raising every lane's
+// max (its sums rescaled by the kernel's exp); then the 12 exps added to
+// the chunk's partial sums, which join the running sums after the chunk.
+// The last columns one at a time. The NLL: max + log(sum) − the target's
+// logit, recomputed by the same FMAs.
+
+// KERNEL-LABEL: func.func private @txl_linear_nll_cpu_f32(
+// KERNEL-SAME: %[[H:[^:]+]]: memref<?x?xf32, strided<[?, 1], offset: ?>>, %[[W:[^:]+]]: memref<?x?xf32, strided<[?, 1], offset: ?>>, %[[B:[^:]+]]: memref<?xf32, strided<[1], offset: ?>>, %[[T:[^:]+]]: memref<?xi64, strided<[?], offset: ?>>, %[[NLL:[^:]+]]: memref<?xf32, strided<[?], offset: ?>>)
+// KERNEL: %[[ROWS:.+]] = memref.dim %[[H]], %c0
+// KERNEL: %[[TILED:.+]] = arith.cmpi uge, %[[ROWS]], %c32 : index
+// KERNEL-NEXT: scf.if %[[TILED]] {
+// KERNEL: %[[TILES:.+]] = arith.ceildivui %[[ROWS]], %c16
+// KERNEL-NEXT: %[[PACKED:.+]] = memref.alloc(%[[TILES]], %{{.+}}) {alignment = 64 : i64} : memref<?x?x16xf32>
+// KERNEL: memref.load %[[H]]
+// KERNEL: memref.store %{{.+}}, %[[PACKED]]
+// KERNEL: %[[MAXES:.+]] = memref.alloc(%{{.+}}) : memref<?xf32>
+// KERNEL-NEXT: %[[SUMS:.+]] = memref.alloc(%{{.+}}) : memref<?xf32>
+// KERNEL: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %[[CHUNK:[^ ]+]] {
+// KERNEL: vector.load %[[MAXES]]
+// KERNEL: vector.load %[[SUMS]]
+// KERNEL: scf.for %{{.+}} step %c6{{.*}} iter_args({{.+}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
+// KERNEL-COUNT-6: memref.load %[[B]]
+// KERNEL: scf.for %[[K:.+]] = %{{.+}} to %{{.+}} step %{{.+}} iter_args({{.+}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
+// KERNEL-NEXT: %c0{{.*}} = arith.constant 0 : index
+// KERNEL-NEXT: %[[R0:.+]] = vector.load %[[PACKED]][%{{.+}}, %[[K]], %c0{{.*}}] : memref<?x?x16xf32>, vector<8xf32>
+// KERNEL-NEXT: %c8{{.*}} = arith.constant 8 : index
+// KERNEL-NEXT: %[[R1:.+]] = vector.load %[[PACKED]][%{{.+}}, %[[K]], %c8{{.*}}] : memref<?x?x16xf32>, vector<8xf32>
+// KERNEL-NEXT: %[[W0:.+]] = memref.load %[[W]][%{{.+}}, %[[K]]]
+// KERNEL-NEXT: %[[WB:.+]] = vector.broadcast %[[W0]] : f32 to vector<8xf32>
+// KERNEL-NEXT: vector.fma %[[R0]], %[[WB]], %{{.+}} : vector<8xf32>
+// KERNEL-NEXT: vector.fma %[[R1]], %[[WB]], %{{.+}} : vector<8xf32>
+// KERNEL-COUNT-5: vector.fma %[[R1]], %{{.+}}, %{{.+}} : vector<8xf32>
+// KERNEL-NEXT: scf.yield %{{.+}} : vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>{{$}}
+// KERNEL: arith.cmpf ogt, %{{.+}}, %{{.+}} : vector<8xf32>
+// KERNEL: %[[OVER:.+]] = arith.ori %{{.+}}, %{{.+}} : vector<8xi1>
+// KERNEL-NEXT: %[[ANY:.+]] = vector.reduction <or>, %[[OVER]] : vector<8xi1> into i1
+// KERNEL-NEXT: scf.if %[[ANY]] -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
+// KERNEL: math.roundeven %{{.+}} : vector<8xf32>
+// KERNEL: } else {
+// KERNEL-COUNT-12: math.roundeven %{{.+}} : vector<8xf32>
+// KERNEL-NOT: math.roundeven
+// KERNEL: vector.store %{{.+}}, %[[MAXES]]
+// KERNEL: vector.store %{{.+}}, %[[SUMS]]
+// KERNEL: scf.for %{{.+}} step %c1{{.*}} iter_args({{.+}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
+// KERNEL: math.log
+// KERNEL: %[[TARGET:.+]] = memref.load %[[T]]
+// KERNEL: math.fma
+// KERNEL: memref.store %{{.+}}, %[[NLL]]
+// KERNEL-NOT: math.roundeven
+// KERNEL: } else {
+
+// Fewer rows: the blocked sweep. The block's logits [rows, 512] (64-byte
+// aligned) from a zero fill and a product right after it (beta = 0 for txl-linalg-to-blas).
 // Per row, on its first block (running max -inf) two passes: the max of
 // logits + bias over 4 vectors a step (NaN checks off), the whole vectors,
 // the masked last one (padding -inf, bias 0); then the sum of exp(x - max)
@@ -56,8 +122,6 @@
 // passes again otherwise. Then the target's logit when it falls in the
 // block; the NLL from them.
 
-// KERNEL-LABEL: func.func private @txl_linear_nll_cpu_f32(
-// KERNEL-SAME: %[[H:[^:]+]]: memref<?x?xf32, strided<[?, 1], offset: ?>>, %[[W:[^:]+]]: memref<?x?xf32, strided<[?, 1], offset: ?>>, %[[B:[^:]+]]: memref<?xf32, strided<[1], offset: ?>>, %[[T:[^:]+]]: memref<?xi64, strided<[?], offset: ?>>, %[[NLL:[^:]+]]: memref<?xf32, strided<[?], offset: ?>>)
 // KERNEL: %[[X:.+]] = memref.alloc(%{{.+}}) {alignment = 64 : i64} : memref<?x512xf32>
 // KERNEL: scf.for %[[J:.+]] = %{{.+}} to %{{.+}} step %c512
 // KERNEL: %[[XS:.+]] = memref.subview %[[X]][0, 0]
@@ -125,6 +189,21 @@
 // MATHEXP-NOT: math.roundeven
 // MATHEXP: return
 
+// tile-columns=0: the blocked sweep alone; 3: tiles of 3 columns (6
+// accumulators).
+// NOTILES: call @txl_linear_nll_cpu_f32_t0(
+// NOTILES-LABEL: func.func private @txl_linear_nll_cpu_f32_t0(
+// NOTILES-NOT: scf.if
+// NOTILES: linalg.matmul
+// NOTILES-NOT: memref<?x?x16xf32>
+// NOTILES: return
+// TILES3: call @txl_linear_nll_cpu_f32_t3(
+// TILES3-LABEL: func.func private @txl_linear_nll_cpu_f32_t3(
+// TILES3: scf.for %{{.+}} step %c3{{.*}} iter_args(
+// TILES3: iter_args({{.+}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
+// TILES3-COUNT-6: vector.fma
+
+// BADTILES: error: tile-columns must be in [0, 16]
 // BADBITS: error: vector-bits must be 0, 256 or 512
 // BADBLOCK: error: block must be a multiple of 16 in [16, 8192]
 
