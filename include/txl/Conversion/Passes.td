@@ -595,8 +595,22 @@ def ConvertLinearNllToCpuPass : Pass<"txl-linear-nll-to-cpu", "::mlir::ModuleOp"
     [qlen·batch, d], w [n_token, d], bias [n_token], target [qlen·batch]
     (i64) and nll [qlen·batch] the result, later expanded to [qlen, batch].
 
-    The kernel sweeps blocks of `block` output columns as
-    convert-txl-to-linalg's lowering does, the block's logits h · w_jᵀ a
+    From 2 · 2 · (vector lanes) rows (32 in 256-bit vectors, 64 in 512-bit
+    ones) the kernel takes row tiles (`tile-columns`): the rows transposed
+    once into tiles of 2 vectors of rows; per chunk of columns (192 KiB of
+    the weight's rows, kept in the L2 cache) each tile's logits for
+    `tile-columns` columns at a time are 2 · tile-columns vector
+    accumulators, started at the bias and updated by one FMA per feature
+    (the weight's element broadcast), and go straight from the registers
+    into each row's running maximum and sum of exp (a step whose logits
+    exceed a row's running maximum by more than 64 raises the maxima and
+    rescales the sums); the last columns one at a time. The target's logit
+    is recomputed by the same FMAs. No BLAS product and no logits in
+    memory.
+
+    With fewer rows (a tile computes all of its rows) the kernel sweeps
+    blocks of `block` output columns as convert-txl-to-linalg's lowering
+    does, the block's logits h · w_jᵀ a
     matrix product (txl-linalg-to-blas makes it a BLAS call, beta = 0) into
     one [qlen·batch, block] buffer; then takes each row while it is in the
     L1 cache, in vector<8xf32> registers (vector<16xf32> with
@@ -614,9 +628,9 @@ def ConvertLinearNllToCpuPass : Pass<"txl-linear-nll-to-cpu", "::mlir::ModuleOp"
 
     With `train`, likewise `txl.linear_nll_fwd` (a training segment),
     whose kernel `txl_linear_nll_fwd_cpu_f32...` computes each block's
-    logits in its slab of the op's block-major logits buffer, writes the
-    bias into them in its first pass over each row, and also writes each
-    row's log-sum-exp; and `txl.linear_nll_grad`, whose kernel
+    logits in its slab of the op's block-major logits buffer (with a bias,
+    the slab filled with the bias rows and the product added onto it:
+    BLAS's beta = 1), and also writes each row's log-sum-exp; and `txl.linear_nll_grad`, whose kernel
     `txl_linear_nll_grad_cpu_f32...` sweeps the blocks last first: per row
     dl = exp(x − lse)·g into an [rows, block] buffer and onto d_bias (the
     row 4 ahead prefetched: the stored logits come from memory), − g at

@@ -2,7 +2,11 @@
 //
 // The output layer and its NLL (the official ProjectedAdaptiveLogSoftmax
 // with no cutoffs): nll = logsumexp(h · wᵀ + b) − (h · w[t] + b[t]) per
-// row. Its cost beyond the product is one exp per logit;
+// row. The eval form with enough rows computes the logits itself, a tile
+// of rows by a few columns in vector registers, and folds them into the
+// rows' log-sum-exp there (rowTiles); otherwise, and in training, each
+// block of logits is a BLAS product, and then: its cost beyond the product
+// is one exp per logit;
 // convert-txl-to-linalg's lowering spends it in separate passes over each
 // block of logits (the bias written into the block, the block's row
 // maxima, the exp-sum), each vectorized at the width of the module's CPU.
@@ -17,7 +21,7 @@
 //
 // Written in scf, memref, arith, math and the vector dialect; the blocks'
 // products are linalg.matmul ops that txl-linalg-to-blas turns into BLAS
-// calls.
+// calls, the row tiles' vector.fma chains.
 //
 //===----------------------------------------------------------------------===//
 
@@ -194,9 +198,8 @@ private:
   }
 
   /// The logits of row `r` of the block at columns [c, c + lanes) (output
-  /// columns j0 + c, ...), + bias when `addBias`, written back into the
-  /// block when `writeBack`; with `mask`, the lanes outside it read `pad`
-  /// (and a bias of 0) and are not written.
+  /// columns j0 + c, ...), + bias when `addBias`; with `mask`, the lanes
+  /// outside it read `pad` (and a bias of 0).
   Value logits(Value r, Value c, Value mask, double pad);
 
   /// Sweeps columns [0, cols) of row `r` in vectors: `kUnroll` vectors a
@@ -213,6 +216,10 @@ private:
   /// Row `r`'s block max and its sum of exp(x − max(old max, block max))
   /// in two passes: {new max, block sum}.
   SmallVector<Value> twoPasses(Value r, Value cols, Value oldMax);
+
+  /// Rows [0, rows) of the block, columns [0, cols), set to the bias of
+  /// their columns, in vectors (the last partial one masked).
+  void fillWithBias(Value rows, Value cols);
 
   /// The row loop over the block of `cols` columns: the running max and
   /// sum (online log-sum-exp) and the target's logit of each row.
@@ -289,7 +296,7 @@ private:
   Value runMax, runSum; ///< [R]
   Value targetLogit;    ///< [R]
   Value j0;             ///< first output column of the block
-  bool addBias = false, writeBack = false;
+  bool addBias = false;
 };
 
 Value KernelBuilder::logits(Value r, Value c, Value mask, double pad) {
@@ -300,8 +307,6 @@ Value KernelBuilder::logits(Value r, Value c, Value mask, double pad) {
     if (addBias)
       v = arith::AddFOp::create(
           b, v, vector::LoadOp::create(b, vt, bias, ValueRange{col}));
-    if (writeBack)
-      vector::StoreOp::create(b, v, x, ValueRange{r, c});
     return v;
   }
   v = vector::MaskedLoadOp::create(b, vt, x, ValueRange{r, c}, mask,
@@ -311,8 +316,6 @@ Value KernelBuilder::logits(Value r, Value c, Value mask, double pad) {
                               vector::MaskedLoadOp::create(b, vt, bias,
                                                            ValueRange{col},
                                                            mask, splat(0.0)));
-  if (writeBack)
-    vector::MaskedStoreOp::create(b, x, ValueRange{r, c}, mask, v);
   return v;
 }
 
@@ -375,10 +378,6 @@ SmallVector<Value> KernelBuilder::twoPasses(Value r, Value cols, Value oldMax) {
       },
       [&](unsigned, Value a, Value c) { return max(a, c); })[0];
   Value newMax = arith::MaximumFOp::create(b, oldMax, reduceMax(vmax));
-  // The second pass reads what the first wrote back.
-  bool firstAdded = addBias, firstWrote = writeBack;
-  addBias = addBias && !writeBack;
-  writeBack = false;
   Value shift = vector::BroadcastOp::create(b, vectorType(), newMax);
   Value vsum = sweepRow(
       r, cols, {0.0}, negInf,
@@ -389,8 +388,6 @@ SmallVector<Value> KernelBuilder::twoPasses(Value r, Value cols, Value oldMax) {
       [&](unsigned, Value a, Value c) {
         return arith::AddFOp::create(b, a, c);
       })[0];
-  addBias = firstAdded;
-  writeBack = firstWrote;
   return {newMax, reduceSum(vsum)};
 }
 
@@ -398,14 +395,13 @@ SmallVector<Value> KernelBuilder::twoPasses(Value r, Value cols, Value oldMax) {
 // exp(x − max)); every later block one, the sum taken relative to the row's
 // running max so far and the block's max alongside, unless the block's
 // max exceeds the running max by more than kLag (then two passes again).
-// The bias is added on the fly (eval) or, for txl.linear_nll_fwd, once,
-// by the first pass, which writes the logits + bias back into the block.
+// The bias is added on the fly (eval); txl.linear_nll_fwd's block holds it
+// (blockedSweep fills the block with it before the product).
 void KernelBuilder::blockRows(Value cols) {
   const double negInf = -std::numeric_limits<double>::infinity();
   Type f32Type = b.getF32Type();
   loop(index(0), memref::DimOp::create(b, h, 0), index(1), [&](Value r) {
-    addBias = !!bias;
-    writeBack = form.fwd && bias;
+    addBias = bias && !form.fwd;
     Value oldMax = memref::LoadOp::create(b, runMax, ValueRange{r});
     Value oldSum = memref::LoadOp::create(b, runSum, ValueRange{r});
     Value first = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, oldMax,
@@ -448,9 +444,6 @@ void KernelBuilder::blockRows(Value cols) {
                         b, arith::AddFOp::create(b, oldSum, blockSum), scale)};
               },
               [&]() -> SmallVector<Value> {
-                // The logits already hold the bias when written back.
-                addBias = bias && !writeBack;
-                writeBack = false;
                 SmallVector<Value> two = twoPasses(r, cols, oldMax);
                 Value scale = math::ExpOp::create(
                     b, arith::SubFOp::create(b, oldMax, two[0]));
@@ -521,6 +514,34 @@ void KernelBuilder::build() {
   func::ReturnOp::create(b);
 }
 
+void KernelBuilder::fillWithBias(Value rows, Value cols) {
+  const int64_t lanes = form.lanes;
+  VectorType vt = vectorType();
+  Value full = arith::MulIOp::create(
+      b, arith::DivUIOp::create(b, cols, index(lanes)), index(lanes));
+  Value rest = arith::SubIOp::create(b, cols, full);
+  loop(index(0), rows, index(1), [&](Value r) {
+    loop(index(0), full, index(lanes), [&](Value c) {
+      Value col = arith::AddIOp::create(b, j0, c);
+      vector::StoreOp::create(
+          b, vector::LoadOp::create(b, vt, bias, ValueRange{col}), x,
+          ValueRange{r, c});
+    });
+    auto ifRest = scf::IfOp::create(
+        b, arith::CmpIOp::create(b, arith::CmpIPredicate::ne, rest, index(0)),
+        /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifRest.thenBlock());
+    Value mask = vector::CreateMaskOp::create(
+        b, VectorType::get({lanes}, b.getI1Type()), ValueRange{rest});
+    Value col = arith::AddIOp::create(b, j0, full);
+    vector::MaskedStoreOp::create(
+        b, x, ValueRange{r, full}, mask,
+        vector::MaskedLoadOp::create(b, vt, bias, ValueRange{col}, mask,
+                                     splat(0.0)));
+  });
+}
+
 void KernelBuilder::blockedSweep(Value rows, Value features, Value vocab) {
   Type f32Type = b.getF32Type();
   OpFoldResult one = b.getIndexAttr(1), zero = b.getIndexAttr(0);
@@ -550,8 +571,13 @@ void KernelBuilder::blockedSweep(Value rows, Value features, Value vocab) {
     Value ws = memref::SubViewOp::create(b, w, ArrayRef<OpFoldResult>{j0, zero},
                                          ArrayRef<OpFoldResult>{cols, features},
                                          ArrayRef<OpFoldResult>{one, one});
-    // The block's logits h · w_jᵀ (the zero fill becomes BLAS's beta = 0).
-    linalg::FillOp::create(b, ValueRange{f32(0.0)}, ValueRange{xs});
+    // The block's logits h · w_jᵀ: from a zero fill (BLAS's beta = 0), or
+    // for txl.linear_nll_fwd with a bias onto the bias (beta = 1), which
+    // the logits it stores include.
+    if (form.fwd && bias)
+      fillWithBias(rows, cols);
+    else
+      linalg::FillOp::create(b, ValueRange{f32(0.0)}, ValueRange{xs});
     matmul(h, ws, xs, /*transposeLhs=*/false, /*transposeRhs=*/true);
     blockRows(cols);
   });
