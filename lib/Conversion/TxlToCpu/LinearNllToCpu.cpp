@@ -500,9 +500,8 @@ void KernelBuilder::build() {
     // Row tiles when there are at least two tiles of rows (a tile computes
     // all its rows: fewer rows would waste most of it; BLAS's product
     // then reads the weight once as well).
-    Value tiled = arith::CmpIOp::create(
-        b, arith::CmpIPredicate::uge, rows,
-        index(2 * kTileUnits * form.lanes));
+    Value tiled = arith::CmpIOp::create(b, arith::CmpIPredicate::uge, rows,
+                                        index(2 * kTileUnits * form.lanes));
     auto ifTiled = scf::IfOp::create(b, tiled, /*withElseRegion=*/true);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifTiled.thenBlock());
@@ -645,9 +644,9 @@ void KernelBuilder::rowTiles(Value rows, Value features, Value vocab) {
 
   // Columns a chunk: the weight rows of kTileChunkBytes, a multiple of
   // `cols` (at least one step).
-  Value perChunk = arith::DivUIOp::create(
-      b, index(kTileChunkBytes / 4),
-      arith::MaxUIOp::create(b, features, index(1)));
+  Value perChunk =
+      arith::DivUIOp::create(b, index(kTileChunkBytes / 4),
+                             arith::MaxUIOp::create(b, features, index(1)));
   Value chunk = arith::MaxUIOp::create(
       b,
       arith::MulIOp::create(b, arith::DivUIOp::create(b, perChunk, index(cols)),
@@ -656,8 +655,8 @@ void KernelBuilder::rowTiles(Value rows, Value features, Value vocab) {
   Value whole = arith::MulIOp::create(
       b, arith::DivUIOp::create(b, vocab, index(cols)), index(cols));
   loop(index(0), whole, chunk, [&](Value jc) {
-    Value je = arith::MinUIOp::create(
-        b, arith::AddIOp::create(b, jc, chunk), whole);
+    Value je =
+        arith::MinUIOp::create(b, arith::AddIOp::create(b, jc, chunk), whole);
     loop(index(0), tiles, index(1),
          [&](Value s) { sweepTiles(packed, s, jc, je, cols); });
   });
@@ -687,14 +686,13 @@ void KernelBuilder::rowTiles(Value rows, Value features, Value vocab) {
           Value start =
               bias ? Value(memref::LoadOp::create(b, bias, ValueRange{ti}))
                    : f32(0.0);
-          return loopAcc(index(0), features, index(1), {start},
-                         [&](Value k, ValueRange acc) -> SmallVector<Value> {
-                           return {math::FmaOp::create(
-                               b,
-                               memref::LoadOp::create(b, h, ValueRange{r, k}),
-                               memref::LoadOp::create(b, w, ValueRange{ti, k}),
-                               acc[0])};
-                         });
+          return loopAcc(
+              index(0), features, index(1), {start},
+              [&](Value k, ValueRange acc) -> SmallVector<Value> {
+                return {math::FmaOp::create(
+                    b, memref::LoadOp::create(b, h, ValueRange{r, k}),
+                    memref::LoadOp::create(b, w, ValueRange{ti, k}), acc[0])};
+              });
         },
         [&]() -> SmallVector<Value> { return {f32(0.0)}; })[0];
     memref::StoreOp::create(b, arith::SubFOp::create(b, rowLse, logit), nll,
@@ -730,12 +728,11 @@ void KernelBuilder::sweepTiles(Value packed, Value s, Value lo, Value hi,
         SmallVector<Value> columns, inits;
         for (int64_t c = 0; c < cols; ++c) {
           columns.push_back(arith::AddIOp::create(b, j, index(c)));
-          Value start =
-              bias ? Value(vector::BroadcastOp::create(
-                         b, vt,
-                         memref::LoadOp::create(b, bias,
-                                                ValueRange{columns.back()})))
-                   : splat(0.0);
+          Value start = bias ? Value(vector::BroadcastOp::create(
+                                   b, vt,
+                                   memref::LoadOp::create(
+                                       b, bias, ValueRange{columns.back()})))
+                             : splat(0.0);
           for (unsigned u = 0; u < n; ++u)
             inits.push_back(start);
         }
@@ -752,8 +749,8 @@ void KernelBuilder::sweepTiles(Value packed, Value s, Value lo, Value hi,
                     b, vt,
                     memref::LoadOp::create(b, w, ValueRange{columns[c], k}));
                 for (unsigned u = 0; u < n; ++u)
-                  next.push_back(vector::FMAOp::create(b, rowsOf[u], wv,
-                                                       a[c * n + u]));
+                  next.push_back(
+                      vector::FMAOp::create(b, rowsOf[u], wv, a[c * n + u]));
               }
               return next;
             });
