@@ -34,9 +34,8 @@ import time
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "test", "lib"))
-import txlrun  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kernel_variants  # noqa: E402
 
 N_HEAD, D_HEAD = 8, 64  # enwik8_base's; --n-head, --d-head
 # name: (qlen, klen, batch, mem_len, same_length)
@@ -83,13 +82,8 @@ def visible_pairs(qlen, klen, mem_len, same_length):
 def main():
     global N_HEAD, D_HEAD  # noqa: PLW0603 (the shapes' heads, set once)
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--variant", nargs="+", default=DEFAULT_VARIANTS,
-                    help="NAME=PIPELINE[@BINDIR]")
-    ap.add_argument("--shape", nargs="+", default=list(SHAPES),
-                    choices=list(SHAPES))
-    ap.add_argument("--march", default="native",
-                    help="clang -march for the generated code (txlc's "
-                    "--mcpu; default native)")
+    kernel_variants.add_arguments(ap, DEFAULT_VARIANTS, SHAPES,
+                                  march_help="txlc's --mcpu; ")
     ap.add_argument("--workdir", help="keep the compiled variants here "
                     "(for perf annotate; default a temporary directory)")
     ap.add_argument("--layers", type=int, default=12,
@@ -103,7 +97,6 @@ def main():
     N_HEAD, D_HEAD = args.n_head, args.d_head
     os.environ["OMP_NUM_THREADS"] = "1"
     src = MODULE.format(h=N_HEAD, d=D_HEAD)
-    path_env = os.environ.get("PATH", "")
     segments = {}
     with tempfile.TemporaryDirectory() as tmp:
         work = args.workdir or tmp
@@ -111,17 +104,10 @@ def main():
         with open(mlir, "w") as f:
             f.write(src)
         for spec in args.variant:
-            name, rest = spec.split("=", 1)
-            pipeline, _, bindir = rest.partition("@")
-            bindir = os.path.abspath(bindir or os.path.join(ROOT, "build",
-                                                           "bin"))
-            os.environ["PATH"] = bindir + os.pathsep + path_env
-            out = os.path.join(work, name)
-            os.makedirs(out, exist_ok=True)
-            segments[name] = txlrun.Segment(txlrun.compile_module(
-                mlir, out, pipeline="pass-pipeline=" + pipeline,
-                clang_flags=("-O3", "-march=" + args.march)))
-        os.environ["PATH"] = path_env
+            name, segment = kernel_variants.compile_variant(
+                spec, mlir, os.path.join(work, spec.split("=", 1)[0]),
+                args.march)
+            segments[name] = segment
         rng = np.random.RandomState(0)
         for shape in args.shape:
             qlen, klen, batch, mem_len, same_length = SHAPES[shape]

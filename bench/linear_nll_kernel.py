@@ -28,9 +28,8 @@ import time
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "test", "lib"))
-import txlrun  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kernel_variants  # noqa: E402
 
 # name: (rows, d_model, n_token)
 SHAPES = {"ptb": (320, 128, 10000), "ptb-train": (512, 128, 10000)}
@@ -52,19 +51,12 @@ MODULE = """func.func @segment(%h: tensor<?x?x{d}xf32>, %w: tensor<{v}x{d}xf32>,
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--variant", nargs="+", default=DEFAULT_VARIANTS,
-                    help="NAME=PIPELINE[@BINDIR]")
-    ap.add_argument("--shape", nargs="+", default=list(SHAPES),
-                    choices=list(SHAPES))
-    ap.add_argument("--march", default="native",
-                    help="clang -march for the generated code (default "
-                    "native)")
+    kernel_variants.add_arguments(ap, DEFAULT_VARIANTS, SHAPES)
     ap.add_argument("--repeat", type=int, default=40,
                     help="calls per variant and shape (interleaved)")
     args = ap.parse_args()
     os.environ["OMP_NUM_THREADS"] = "1"
     os.environ["OPENBLAS_NUM_THREADS"] = "1"
-    path_env = os.environ.get("PATH", "")
     rng = np.random.RandomState(0)
     with tempfile.TemporaryDirectory() as work:
         for shape in args.shape:
@@ -74,17 +66,11 @@ def main():
                 f.write(MODULE.format(d=d, v=vocab))
             segments = {}
             for spec in args.variant:
-                name, rest = spec.split("=", 1)
-                pipeline, _, bindir = rest.partition("@")
-                bindir = os.path.abspath(
-                    bindir or os.path.join(ROOT, "build", "bin"))
-                os.environ["PATH"] = bindir + os.pathsep + path_env
-                out = os.path.join(work, shape + "-" + name)
-                os.makedirs(out, exist_ok=True)
-                segments[name] = txlrun.Segment(txlrun.compile_module(
-                    mlir, out, pipeline="pass-pipeline=" + pipeline,
-                    clang_flags=("-O3", "-march=" + args.march)))
-            os.environ["PATH"] = path_env
+                name, segment = kernel_variants.compile_variant(
+                    spec, mlir,
+                    os.path.join(work, shape + "-" + spec.split("=", 1)[0]),
+                    args.march)
+                segments[name] = segment
             h = rng.randn(rows, 1, d).astype(np.float32)
             w = (0.3 * rng.randn(vocab, d)).astype(np.float32)
             b = (0.5 * rng.randn(vocab)).astype(np.float32)
