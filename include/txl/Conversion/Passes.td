@@ -732,14 +732,17 @@ def ConvertRelAttentionToGpuPass : Pass<"txl-rel-attention-to-gpu", "::mlir::Mod
     reads AC(i, j) + X(i, 15 − i + j). K, V and (d_head padded to 32 or 64)
     the tile's 96-row window of r are staged in workgroup memory. At d_head
     padded to 32 or 64, `rel_attention_pack_bf16_d<d_head>` (grid
-    ceil(klen / 32) × (batch · n_head)) first writes key, value
+    (ceil(klen / 32) + 1) × (batch · n_head)) first writes key, value
     (transposed) and pos_key rounded to bf16, klen padded to a multiple of
-    32 with zeros, to buffers the kernel takes in their place (with klen
-    after out), and every tile stages by asynchronous 16-byte copies
-    (`nvgpu.device_async_copy`, one group waited for before the barrier),
-    its walk starting at a multiple of 32, its r window in a ring of 128
-    rows of which each tile copies the 32 its window adds (the first 64
-    before the walk); at other widths the walk's whole
+    32 and one tile more with zeros, to buffers the kernel takes in their
+    place (with klen after out), and every tile is staged by asynchronous
+    16-byte copies (`nvgpu.device_async_copy`) a tile ahead, into the
+    second of two buffers of K and V (chosen by the tile's parity with
+    `arith.select`): a tile waits for its copies, takes its one barrier,
+    then issues the next tile's, which fly during its products; the walk
+    starts at a multiple of 32, its r window in a ring of 128 rows of
+    which each tile copies the 32 the next window adds (the first tile's
+    96 before the walk); at other widths the walk's whole
     key tiles read
     the f32 rows unchecked, its tail tile checks them. The softmax runs in
     base 2 (`math.exp2` afn). Its f32 operands have a unit stride along
@@ -905,8 +908,12 @@ def MmaToNvvmPass : Pass<"txl-mma-to-nvvm", "::mlir::gpu::GPUModuleOp"> {
     before the barrier are visible to wgmma's async proxy. The others get
     none: the fence waits for the work-item's outstanding memory operations. The tile must be
     a workgroup attribution of the kernel, which gets `llvm.align = 16`
-    (a descriptor keeps bits 4-17 of the address); anything else is an
-    error. Without `wgmma`
+    (a descriptor keeps bits 4-17 of the address), or an `arith.select` of
+    two (a kernel's buffers by a tile's parity): both are aligned, each
+    descriptor is the false one's plus the select of their difference or
+    0 in its low 32 bits (loop-invariant descriptors, one addition a
+    k-step), and a use of either that yields a memref counts as a write
+    for the fences; anything else is an error. Without `wgmma`
     each becomes its subgroups' `mma.sync` products, their B fragments
     read at the addresses the same descriptors give, two n-blocks of a
     k-step by one `nvgpu.ldmatrix` of 4 core matrices.
@@ -997,7 +1004,8 @@ def EmulateMmaPass : Pass<"txl-emulate-mma", "::mlir::gpu::GPUModuleOp"> {
     Subgroup, SequentiallyConsistent | WorkgroupMemory)`, which LLVM's
     SPIR-V backend makes an OpControlBarrier. Then the kernels' bf16
     and f16 workgroup tiles become f32 tiles of the same rounded values
-    (each `nvgpu.device_async_copy` first the work-item's load and store of
+    (an `arith.select` among them a select among the f32 tiles, its uses
+    widened alike; each `nvgpu.device_async_copy` first the work-item's load and store of
     its elements, its groups and waits dropped; a copy with a source size
     is an error),
     and their bf16 and f16 global memref arguments (the tensor-core

@@ -47,8 +47,12 @@ namespace {
 /// element type does not give a workgroup attribution by itself; the
 /// offsets within it are the kernels' to keep aligned. `role` names the
 /// operand in the error when the tile is not a workgroup attribution of
-/// its kernel.
+/// its kernel, or an arith.select of such tiles (a kernel's buffers chosen
+/// by a tile's parity): each is aligned.
 LogicalResult alignTile(Operation *op, Value tile, StringRef role) {
+  if (auto choice = tile.getDefiningOp<arith::SelectOp>())
+    return success(succeeded(alignTile(op, choice.getTrueValue(), role)) &&
+                   succeeded(alignTile(op, choice.getFalseValue(), role)));
   auto arg = dyn_cast<BlockArgument>(tile);
   auto func = arg ? dyn_cast<gpu::GPUFuncOp>(arg.getOwner()->getParentOp())
                   : gpu::GPUFuncOp();
@@ -90,8 +94,47 @@ LogicalResult lowerToWgmma(txl::WarpgroupMmaOp op) {
     return failure();
   ImplicitLocOpBuilder b(op.getLoc(), op);
   Type i64 = b.getI64Type(), f32 = b.getF32Type();
-  Value base = arith::IndexCastUIOp::create(
-      b, i64, memref::ExtractAlignedPointerAsIndexOp::create(b, op.getB()));
+  // B's k-step descriptors: of its tile, or of a tile that an arith.select
+  // chooses (a kernel's two buffers by a key tile's parity) the false
+  // one's, loop-invariant, plus the select of the two tiles' difference or
+  // 0 in the descriptors' low 32 bits. Shared-memory addresses are below
+  // 2^18, so that the difference of two start fields never carries out of
+  // the field: a select and one 32-bit addition a step, where selecting
+  // the tiles would re-encode every descriptor.
+  llvm::SmallDenseMap<Value, Value, 2> bases;
+  auto encode = [&](Value tile, int64_t step) {
+    Value &base = bases[tile];
+    if (!base)
+      base = arith::IndexCastUIOp::create(
+          b, i64, memref::ExtractAlignedPointerAsIndexOp::create(b, tile));
+    Value start =
+        arith::AddIOp::create(b, base,
+                              arith::ConstantIntOp::create(
+                                  b, step * MatrixDescriptor::kStepBytes, 64));
+    return MatrixDescriptor::encode(
+        b, start, MatrixDescriptor::kCoreMatrixBytes, warpgroupStrideBytes(op));
+  };
+  auto choice = op.getB().getDefiningOp<arith::SelectOp>();
+  Value lowDelta;
+  if (choice) {
+    Type i32 = b.getI32Type();
+    Value delta = arith::SubIOp::create(
+        b, arith::TruncIOp::create(b, i32, encode(choice.getTrueValue(), 0)),
+        arith::TruncIOp::create(b, i32, encode(choice.getFalseValue(), 0)));
+    lowDelta = arith::SelectOp::create(b, choice.getCondition(), delta,
+                                       arith::ConstantIntOp::create(b, 0, 32));
+  }
+  auto descriptor = [&](int64_t step) -> Value {
+    if (!choice)
+      return encode(op.getB(), step);
+    Value base = encode(choice.getFalseValue(), step);
+    Type i32 = b.getI32Type();
+    Value low = arith::AddIOp::create(b, arith::TruncIOp::create(b, i32, base),
+                                      lowDelta);
+    Value high = arith::AndIOp::create(
+        b, base, arith::ConstantIntOp::create(b, ~int64_t(0xffffffff), 64));
+    return arith::OrIOp::create(b, high, arith::ExtUIOp::create(b, i64, low));
+  };
   int64_t n = 8 * op.getNBlocks(), accCount = n / 2;
   SmallVector<Value> acc;
   for (Value block : warpgroupSlices(b, op.getAcc()))
@@ -121,14 +164,9 @@ LogicalResult lowerToWgmma(txl::WarpgroupMmaOp op) {
   // orders the register writes before it with the products after it.
   SmallVector<SmallVector<Value>> stepOperands;
   for (Value a : warpgroupSlices(b, op.getA())) {
-    Value start = arith::AddIOp::create(
-        b, base,
-        arith::ConstantIntOp::create(
-            b, stepOperands.size() * MatrixDescriptor::kStepBytes, 64));
+    int64_t step = stepOperands.size();
     stepOperands.push_back(packRegisters(b, a));
-    stepOperands.back().push_back(
-        MatrixDescriptor::encode(b, start, MatrixDescriptor::kCoreMatrixBytes,
-                                 warpgroupStrideBytes(op)));
+    stepOperands.back().push_back(descriptor(step));
   }
   NVVM::WgmmaFenceAlignedOp::create(b);
   for (ArrayRef<Value> step : stepOperands) {
@@ -212,8 +250,17 @@ bool tileWrittenSinceBarrier(Operation *op,
 /// outstanding memory operations (MEMBAR.ALL.CTA in SASS).
 void fenceBarriersForWgmma(gpu::GPUModuleOp module) {
   module.walk([](gpu::GPUFuncOp func) {
+    // The products' tiles, and the tiles an arith.select chooses among
+    // for one: any other use of those that yields a memref (the select
+    // that chooses where the next tile's copies go) counts as a write.
     llvm::SmallPtrSet<Value, 4> tiles;
-    func.walk([&](txl::WarpgroupMmaOp op) { tiles.insert(op.getB()); });
+    func.walk([&](txl::WarpgroupMmaOp op) {
+      tiles.insert(op.getB());
+      if (auto choice = op.getB().getDefiningOp<arith::SelectOp>()) {
+        tiles.insert(choice.getTrueValue());
+        tiles.insert(choice.getFalseValue());
+      }
+    });
     if (tiles.empty())
       return;
     SmallVector<gpu::BarrierOp> barriers;

@@ -47,9 +47,17 @@ namespace {
 /// attribution becomes f32, holding the same (rounded) values; its loads
 /// round back to the narrow type for their users (exactly), its stores
 /// widen what they store (which txl-emulate-mma's rounding then keeps).
+/// An arith.select among such tiles (a kernel's two buffers chosen by a
+/// tile's parity) becomes a select among the widened tiles, its uses
+/// widened alike.
 LogicalResult widenNarrowAttributions(gpu::GPUModuleOp module) {
   WalkResult walk = module.walk([](gpu::GPUFuncOp func) {
-    for (BlockArgument tile : func.getWorkgroupAttributions()) {
+    SmallVector<Value> worklist;
+    for (BlockArgument tile : func.getWorkgroupAttributions())
+      worklist.push_back(tile);
+    llvm::SmallPtrSet<Operation *, 4> selects;
+    for (size_t i = 0; i < worklist.size(); ++i) {
+      Value tile = worklist[i];
       auto type = cast<MemRefType>(tile.getType());
       auto narrow = dyn_cast<FloatType>(type.getElementType());
       if (!narrow || !(narrow.isBF16() || narrow.isF16()))
@@ -59,7 +67,10 @@ LogicalResult widenNarrowAttributions(gpu::GPUModuleOp module) {
                                    type.getMemorySpace()));
       for (Operation *user : llvm::to_vector(tile.getUsers())) {
         ImplicitLocOpBuilder b(user->getLoc(), user);
-        if (auto load = dyn_cast<memref::LoadOp>(user)) {
+        if (auto choice = dyn_cast<arith::SelectOp>(user)) {
+          if (selects.insert(choice).second)
+            worklist.push_back(choice.getResult());
+        } else if (auto load = dyn_cast<memref::LoadOp>(user)) {
           b.setInsertionPointAfter(load);
           load.getResult().setType(f32);
           auto round = arith::TruncFOp::create(b, narrow, load.getResult());

@@ -416,8 +416,8 @@ AttentionKernel getOrCreateMmaAttentionKernel(ModuleOp module, int64_t dHead,
 bool mmaAttentionPacksOperands(int64_t dHead);
 
 /// Keys per workgroup of rel_attention_pack_<bf16|f16>_d<d_head>, and the
-/// multiple the packed operands' klen is padded to (klenPad): the
-/// tensor-core kernel's key tile.
+/// multiple the packed operands' klen is padded to (klenPad, with one tile
+/// more): the tensor-core kernel's key tile.
 inline constexpr int64_t kMmaPackKeys = 32;
 
 /// `rel_attention_pack_<bf16|f16>_d<d_head>` in `module`'s @txl_kernels,
@@ -426,8 +426,10 @@ inline constexpr int64_t kMmaPackKeys = 32;
 /// unit inner stride; k_packed [batch, n_head, klenPad, dPad], v_packed
 /// [batch, n_head, dPad, klenPad], r_packed [n_head, klenPad, dPad] of
 /// `operandType`, contiguous), with dPad d_head padded to 16 and klenPad
-/// klen to kMmaPackKeys: the operands of the tensor-core kernel rounded to
-/// nearest even, value transposed, every element past klen or d_head zero.
+/// klen to kMmaPackKeys, plus one key tile (the forward kernel's walk
+/// copies the tile after its last, unread, and reads no row past it): the
+/// operands of the tensor-core kernel rounded to nearest even, value
+/// transposed, every element past klen or d_head zero.
 /// Grid (klenPad / kMmaPackKeys, batch · n_head), 128 work-items; a
 /// workgroup packs its keys of one (batch, head), and those of batch 0 its
 /// rows of r.

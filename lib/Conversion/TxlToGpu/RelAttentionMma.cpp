@@ -8,7 +8,7 @@
 //
 // A workgroup has 4 subgroups of 32 (one warpgroup); subgroup w owns 16
 // query rows, iw = i0 + 16 w, and walks the keys in tiles of Bk = 32. Per
-// key tile the workgroup first stages the tile's K and V, rounded, in
+// key tile the workgroup stages the tile's K and V, rounded, in
 // workgroup memory as the B operands of two warpgroup products
 // (txl.warpgroup_mma: wgmma on sm_90a, each subgroup's mma.sync
 // elsewhere), AC and P·V, for the 64 rows at once, and (d_head padded to
@@ -18,9 +18,12 @@
 // (rounded, value transposed, klen padded to the key tile with zeros), so
 // that every tile stages by asynchronous 16-byte copies (cp.async), the r
 // window in a ring of 128 rows of which a tile copies only the 32 its
-// window adds; at the others the walk's whole
-// key tiles stage the f32 rows in straight-line steps unchecked, and the
-// tail tile, where the keys end inside one, checks them. Subgroup w forms
+// window adds, K and V into two buffers by the tile's parity: a tile
+// issues the next tile's copies after its one barrier, and they are in
+// flight during its products (the copies of the walk's first tile before
+// the walk). At the others the walk's whole key tiles stage the f32 rows
+// in straight-line steps unchecked between two barriers, and the tail
+// tile, where the keys end inside one, checks them. Subgroup w forms
 //   AC = (q + u) k^T            16 × 32, 4 n-blocks of 8 keys
 //   X  = (q + v) r_window^T     16 × 48, the 16 + 32 - 1 rows of r that the
 //                               (16 rows, 32 keys) block reads, row w of the
@@ -468,9 +471,6 @@ private:
   /// one group (nvgpu.device_async_create_group: cp.async.commit_group);
   /// returns its token.
   Value commitCopies();
-  /// Commits them (commitCopies) and waits for every group the work-item
-  /// committed (nvgpu.device_async_wait 0: cp.async.wait_group 0).
-  void waitForCopies();
   /// 2^x, with fastmath afn: ex2.approx on CUDA (libdevice's __nv_exp2f).
   Value exp2(Value x) {
     return math::Exp2Op::create(b, x, arith::FastMathFlags::afn);
@@ -486,7 +486,7 @@ private:
   gpu::GPUFuncOp func;
   // Set first by build().
   Value q, qlen, i0, iw;
-  /// The asynchronous copies issued since the last waitForCopies.
+  /// The asynchronous copies issued since the last commitCopies.
   SmallVector<Value> copies;
 };
 
@@ -525,12 +525,16 @@ void MmaKernelBuilder::stageWindow(Value r, Value w0, Value klen, Value rTile,
   for (int64_t row0 = rowBegin; row0 < rowBegin + rowCount;
        row0 += rowsPerStep) {
     Value row = add(laneRow, idx(row0));
-    Value p = add(w0, row);
-    Value ok = both(cmp(P::sge, p, idx(0)), cmp(P::slt, p, klen));
+    // p in [0, klen) as one unsigned 32-bit comparison (a negative p
+    // wraps to more than any klen; rows, klen and the window's start fit
+    // 32 bits).
+    Value p = add(toI32(w0), toI32(row));
+    Value ok = cmp(P::ult, p, toI32(klen));
+    Value pIn = arith::IndexCastUIOp::create(b, b.getIndexType(),
+                                             select(ok, p, i32(0)));
     // The chunk's 8 columns of the packed r (rows of dPad elements of 2
     // bytes, d0 a multiple of 8): one 16-byte copy.
-    copyAsync(r, {head, select(ok, p, idx(0)), d0}, rTile,
-              {ringRow(add(ringBase, row)), d0});
+    copyAsync(r, {head, pIn, d0}, rTile, {ringRow(add(ringBase, row)), d0});
   }
 }
 
@@ -585,12 +589,6 @@ Value MmaKernelBuilder::commitCopies() {
   return group;
 }
 
-void MmaKernelBuilder::waitForCopies() {
-  if (copies.empty())
-    return;
-  nvgpu::DeviceAsyncWaitOp::create(b, commitCopies(), b.getI32IntegerAttr(0));
-}
-
 void MmaKernelBuilder::build() {
   Block &entry = func.getBody().front();
   b.setInsertionPointToStart(&entry);
@@ -611,9 +609,13 @@ void MmaKernelBuilder::build() {
   Value xTile = func.getWorkgroupAttributions()[0];
   Value kTile = func.getWorkgroupAttributions()[1];
   Value vTile = func.getWorkgroupAttributions()[2];
-  Value rTile = func.getNumWorkgroupAttributions() > 3
-                    ? Value(func.getWorkgroupAttributions()[3])
-                    : Value();
+  // The packed form: the r ring, then K's and V's second buffers.
+  Value rTile, kTileNext, vTileNext;
+  if (packed) {
+    rTile = func.getWorkgroupAttributions()[3];
+    kTileNext = func.getWorkgroupAttributions()[4];
+    vTileNext = func.getWorkgroupAttributions()[5];
+  }
 
   using P = arith::CmpIPredicate;
   Value zero = idx(0);
@@ -664,41 +666,70 @@ void MmaKernelBuilder::build() {
   // The whole tiles that need no mask, as the (first, count) of their
   // first keys (set before the walk).
   VisibleKeys interiorStarts;
+  // The packed form's first group of copies (before the walk).
+  Value prologue;
+  // The packed form stages each key tile into one of two buffers of K and
+  // V (kTile and kTileNext by the tile's parity from jBegin) and the r
+  // ring, so that tile j0 + 32's copies are in flight during tile j0's
+  // products, into the buffers tile j0 does not read: `evenTile` or
+  // `oddTile` by `odd`.
+  auto byParity = [&](Value odd, Value evenTile, Value oddTile) {
+    return arith::SelectOp::create(b, odd, oddTile, evenTile).getResult();
+  };
   // One key tile from j0 on, given the loop state; returns the next state.
   // A `tail` tile (the walk's last when its keys end inside it) stages its
-  // keys under bounds checks; the whole tiles before it read every row, so
-  // that their addresses are one addition apart.
+  // keys under bounds checks (the packed form: copies nothing next); the
+  // whole tiles before it read every row, so that their addresses are one
+  // addition apart.
   auto keyTile = [&](Value j0, ValueRange state,
                      bool tail) -> SmallVector<Value> {
-    // Every lane is done reading the previous tile's X, K, V and r window.
-    barrier("reads-done");
-    // The workgroup stages the key tile's K and V once, rounded, as the B
-    // operands of the two warpgroup products (txl.warpgroup_mma's packed
-    // core matrices): K as B(d, j) at kTile[j / 8][d / 8][j % 8][d % 8], V
-    // as B(j, d) at vTile[d / 8][j / 8][d % 8][j % 8]; columns from d_head
-    // on are zero, and so are keys from jEnd on (from the packed operands,
-    // keys from klen on; those between jEnd and klen are masked).
-    if (packed)
-      stagePacked(k, v, j0, kTile, vTile);
-    else
+    Value ringBase = sub(j0, jBegin);
+    Value kCur = kTile, vCur = vTile;
+    if (packed) {
+      // The tile's K, V and the last 32 rows of its r window were copied
+      // by the previous tile (the walk's first tile, by the prologue): the
+      // work-item's own copies complete (every group it committed: the
+      // token names the first, the count 0 takes them all), then the one
+      // barrier of the tile, after which every work-item's copies are
+      // visible and every work-item is done reading the previous tile's
+      // buffers, ring chunk and X.
+      nvgpu::DeviceAsyncWaitOp::create(b, prologue, b.getI32IntegerAttr(0));
+      barrier("kv-staged");
+      Value odd =
+          cmp(P::ne, arith::AndIOp::create(b, ringBase, idx(kKeyTile)), zero);
+      kCur = byParity(odd, kTile, kTileNext);
+      vCur = byParity(odd, vTile, vTileNext);
+      // The next tile's K and V into the other buffers and the 32 rows its
+      // window adds into the ring's chunk that the previous tile read last,
+      // as one group, waited for at the next tile's start. The last whole
+      // tile copies the tail tile or, when there is none, rows no tile
+      // reads (the packed operands' klenPad holds a key tile past the
+      // last one any walk reaches: getOrCreateMmaPackKernel); the tail tile
+      // copies nothing.
+      if (!tail) {
+        Value next = add(j0, idx(kKeyTile));
+        stagePacked(k, v, next, byParity(odd, kTileNext, kTile),
+                    byParity(odd, vTileNext, vTile));
+        stageWindow(r, windowStart(next), klen, rTile, 2 * kKeyTile, kKeyTile,
+                    add(ringBase, idx(kKeyTile)));
+        commitCopies();
+      }
+    } else {
+      // Every lane is done reading the previous tile's X, K and V.
+      barrier("reads-done");
+      // The workgroup stages the key tile's K and V once, rounded, as the
+      // B operands of the two warpgroup products (txl.warpgroup_mma's
+      // packed core matrices): K as B(d, j) at kTile[j / 8][d / 8][j %
+      // 8][d % 8], V as B(j, d) at vTile[d / 8][j / 8][d % 8][j % 8];
+      // columns from d_head on are zero, and so are keys from jEnd on
+      // (those between jEnd and klen are masked).
       stageOperands({{Rows{k, {batchIdx, head}, jEnd}, kTile, false},
                      {Rows{v, {batchIdx, head}, jEnd}, vTile, true}},
                     j0, kKeyTile, Value(), dPad, /*unroll=*/unrollStaging,
                     /*checkRows=*/tail, /*vectorLoads=*/true);
-    // The workgroup's window of r: rows qlen - i0 - 64 + j0 + [0, 96),
-    // the union of its subgroups' 16 + 32 - 1 rows (rounded up to 48), in
-    // the ring from row j0 - jBegin on: the previous tiles copied its
-    // first 64 rows (the walk's first tile, before the walk), this one
-    // copies its last 32 (into the ring's chunk that the tile before the
-    // previous one read last).
-    Value ringBase = sub(j0, jBegin);
-    if (rTile)
-      stageWindow(r, windowStart(j0), klen, rTile, 2 * kKeyTile, kKeyTile,
-                  ringBase);
-    // K, V and the r window are staged before the products read them:
-    // the work-item's own copies complete, then the barrier.
-    waitForCopies();
-    barrier("kv-staged");
+      // K and V are staged before the products read them.
+      barrier("kv-staged");
+    }
     SmallVector<Fragment> qus, qvs;
     for (int64_t ks = 0; ks < kSteps; ++ks) {
       qus.push_back(holdQuery ? heldQu[ks] : queryFragment(ks, u));
@@ -707,7 +738,7 @@ void MmaKernelBuilder::build() {
     // AC: M = the workgroup's 64 rows, N = the 32 keys, K = dPad; it stays
     // in the registers it is accumulated in, which hold the lane's own
     // score positions.
-    Fragment ac = warpgroupMma(qus, kTile, SmallVector<Value>(16, f32(0.0)));
+    Fragment ac = warpgroupMma(qus, kCur, SmallVector<Value>(16, f32(0.0)));
     // X: 6 blocks of 8 window rows; the subgroup's window row w is r row
     // rBase + w. Block xb's B fragment elements are those of window row
     // `row` (the lane's g-th of the block), columns d, from `element`.
@@ -888,7 +919,7 @@ void MmaKernelBuilder::build() {
     for (Fragment &pa : pas)
       for (Value &x : pa)
         x = operand(x);
-    llvm::append_range(next, warpgroupMma(pas, vTile, oInit));
+    llvm::append_range(next, warpgroupMma(pas, vCur, oInit));
     return next;
   };
   // The whole tiles of [jBegin, jEnd), then the tail tile if any.
@@ -913,12 +944,13 @@ void MmaKernelBuilder::build() {
         arith::MaxSIOp::create(b, add(sub(lastStart, bottom.first), i32(1)),
                                i32(0))};
   }
-  // The first 64 rows of the walk's first window, at the ring's start
-  // (each tile copies its last 32), committed as one group that the first
-  // tile's wait takes with its own.
-  Value prologue;
-  if (rTile) {
-    stageWindow(r, windowStart(jBegin), klen, rTile, 0, 2 * kKeyTile, zero);
+  // The walk's first tile: its K and V (when no tile runs, rows of the
+  // packed operands that none reads) into the first buffers and its whole
+  // r window (96 rows) at the ring's start, one group that the first
+  // tile's wait takes.
+  if (packed) {
+    stagePacked(k, v, jBegin, kTile, vTile);
+    stageWindow(r, windowStart(jBegin), klen, rTile, 0, kWindowRows, zero);
     prologue = commitCopies();
   }
   auto wholeLoop = scf::ForOp::create(b, jBegin, wholeEnd, idx(kKeyTile), init);
@@ -940,7 +972,8 @@ void MmaKernelBuilder::build() {
     b.setInsertionPointToStart(keyLoop.elseBlock());
     scf::YieldOp::create(b, wholeLoop.getResults());
   }
-  // No copy outlives the walk (the prologue's, when no tile ran).
+  // No copy outlives the walk (the last whole tile's of the rows after it,
+  // the prologue's when no tile ran).
   if (prologue)
     nvgpu::DeviceAsyncWaitOp::create(b, prologue, b.getI32IntegerAttr(0));
 
@@ -1159,14 +1192,18 @@ AttentionKernel mlir::txl::getOrCreateMmaAttentionKernel(ModuleOp module,
     auto type = cast<MemRefType>(t);
     return type.getNumElements() * type.getElementTypeBitWidth() / 8;
   };
-  int64_t bytes = bytesOf(window);
-  for (Type t : tiles)
-    bytes += bytesOf(t);
   if (packed) {
+    // The r ring, then K's and V's second buffers (the next key tile's
+    // copies fly into them during this tile's products).
+    tiles.push_back(window);
+    tiles.push_back(tiles[1]);
+    tiles.push_back(tiles[2]);
+    int64_t bytes = 0;
+    for (Type t : tiles)
+      bytes += bytesOf(t);
     if (bytes > kStaticSharedBytes)
       llvm::report_fatal_error("the tensor-core attention's tiles exceed "
                                "48 KiB of static shared memory");
-    tiles.push_back(window);
   }
   FunctionType type = attentionKernelType(ctx, dHead, /*unitInnerStride=*/true,
                                           dropatt, lse, /*keyParts=*/true);

@@ -760,7 +760,8 @@ struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
 
   /// The launch of rel_attention_pack_<bf16|f16>_d<d_head> for `op`'s key,
   /// value and pos_key (klen rows, `batch` × `nHead` heads) at `b`: the
-  /// packed buffers, klen padded to kMmaPackKeys (getOrCreateMmaPackKernel).
+  /// packed buffers, klen padded to kMmaPackKeys and one key tile more
+  /// (getOrCreateMmaPackKernel).
   std::array<Value, 3> pack(ImplicitLocOpBuilder &b, RelAttentionOp op,
                             Value klen, Value batch, Value nHead) const {
     int64_t dHead =
@@ -769,7 +770,9 @@ struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
         getOrCreateMmaPackKernel(module, dHead, mmaOperandType);
     TypeRange types = kernel.getArgumentTypes();
     Value keyTile = arith::ConstantIndexOp::create(b, kMmaPackKeys);
-    Value tiles = arith::CeilDivUIOp::create(b, klen, keyTile);
+    Value tiles =
+        arith::AddIOp::create(b, arith::CeilDivUIOp::create(b, klen, keyTile),
+                              arith::ConstantIndexOp::create(b, 1));
     Value klenPad = arith::MulIOp::create(b, tiles, keyTile);
     std::array<Value, 3> packed = {
         memref::AllocOp::create(b, cast<MemRefType>(types[3]),

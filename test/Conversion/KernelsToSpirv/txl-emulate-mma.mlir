@@ -328,6 +328,37 @@ gpu.module @k {
 
 // -----
 
+// Two bf16 buffers that an arith.select chooses between (the attention's
+// K and V by a key tile's parity): both become f32 tiles, the select one
+// between them, and what goes through it is widened as through a tile
+// (the copy's store; the load rounded back once, here to the bits of a
+// bf16 argument).
+// CHECK-LABEL: gpu.func @buffers
+// CHECK-SAME: workgroup(%[[EVEN:.+]] : memref<4x8xf32, 3>, %[[ODD:.+]] : memref<4x8xf32, 3>)
+// CHECK: %[[CHOSEN:.+]] = arith.select %{{.+}}, %[[ODD]], %[[EVEN]] : memref<4x8xf32, 3>
+// CHECK: vector.store %{{.+}}, %[[CHOSEN]][%{{.+}}, %{{.+}}] : memref<4x8xf32, 3>, vector<8xf32>
+// CHECK: memref.load %[[CHOSEN]][%{{.+}}, %{{.+}}] : memref<4x8xf32, 3>
+// CHECK: arith.andi %{{.+}}, %c-65536_i32 : i32
+// CHECK-NOT: arith.andi %{{.+}}, %c-65536_i32 : i32
+// CHECK: memref.store %{{.+}}, %{{.+}}[%{{.+}}] : memref<1xi16>
+// CHECK-NEXT: gpu.return
+gpu.module @k {
+  gpu.func @buffers(%src: memref<64xbf16>, %i: index, %p: i1, %out: memref<1xbf16>)
+      workgroup(%even : memref<4x8xbf16, 3>, %odd : memref<4x8xbf16, 3>) kernel {
+    %c0 = arith.constant 0 : index
+    %chosen = arith.select %p, %odd, %even : memref<4x8xbf16, 3>
+    %t = nvgpu.device_async_copy %src[%i], %chosen[%i, %c0], 8 {bypassL1}
+        : memref<64xbf16> to memref<4x8xbf16, 3>
+    %g = nvgpu.device_async_create_group %t
+    nvgpu.device_async_wait %g {numGroups = 0 : i32}
+    %x = memref.load %chosen[%i, %c0] : memref<4x8xbf16, 3>
+    memref.store %x, %out[%c0] : memref<1xbf16>
+    gpu.return
+  }
+}
+
+// -----
+
 // Negative: a copy that zero-fills past a source size is not emulated.
 gpu.module @k {
   gpu.func @zero_fill(%src: memref<64xbf16>, %i: index, %n: index)

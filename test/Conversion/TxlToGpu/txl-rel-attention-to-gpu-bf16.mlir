@@ -4,10 +4,11 @@
 // RUN:   | FileCheck %s --check-prefix=BAD
 
 // precision=bf16: the tensor-core kernel, its key, value and pos_key
-// packed first by rel_attention_pack_bf16_d32: grid ceil(klen / 32) x
-// (batch * n_head) of 128 work-items, into buffers of bf16 with klen
-// padded to 32 (k [batch, n_head, klenPad, 32], v transposed [batch,
-// n_head, 32, klenPad], r [n_head, klenPad, 32]). The attention's grid is
+// packed first by rel_attention_pack_bf16_d32: grid (ceil(klen / 32) + 1)
+// x (batch * n_head) of 128 work-items, into buffers of bf16 with klen
+// padded to 32 and one tile more, which the walk's last whole tile copies
+// unread (k [batch, n_head, klenPad, 32], v transposed [batch, n_head, 32,
+// klenPad], r [n_head, klenPad, 32]). The attention's grid is
 // ceil(qlen / 64) x (batch * n_head) x parts workgroups of 128 work-items
 // (4 subgroups of 16 query rows); the runtime chooses the parts for 2
 // resident workgroups per SM, and rel_attention_combine joins them. The
@@ -22,7 +23,8 @@
 // CHECK: %[[TILES:.+]] = arith.ceildivui %{{.+}}, %[[C64]] : index
 // CHECK: bufferization.to_buffer %{{.+}} read_only : tensor<?x?x4x32xf32> to memref<?x?x4x32xf32, strided<[?, ?, ?, 1], offset: ?>>
 // CHECK: %[[KLEN:.+]] = tensor.dim %arg1, %c0
-// CHECK-NEXT: %[[KTILES:.+]] = arith.ceildivui %[[KLEN]], %[[C32]] : index
+// CHECK-NEXT: %[[KCEIL:.+]] = arith.ceildivui %[[KLEN]], %[[C32]] : index
+// CHECK-NEXT: %[[KTILES:.+]] = arith.addi %[[KCEIL]], %c1 : index
 // CHECK-NEXT: %[[KLENPAD:.+]] = arith.muli %[[KTILES]], %[[C32]] : index
 // CHECK-NEXT: %[[KP:.+]] = memref.alloc(%{{.+}}, %c4, %[[KLENPAD]]) : memref<?x?x?x32xbf16>
 // CHECK-NEXT: %[[VP:.+]] = memref.alloc(%{{.+}}, %c4, %[[KLENPAD]]) : memref<?x?x32x?xbf16>
@@ -40,23 +42,25 @@
 
 // The kernel: global buffers are only its operands; workgroup memory is the
 // X tile (64 x 48: the 16 + 32 - 1 window rows of r, padded to 6 blocks
-// of 8) of the 4 subgroups, the key tile's K and V in bf16 core matrices
-// (32 keys x 32 d_head: 4 x 4 blocks of 8 x 8) and a ring of 128 rows of r (4 chunks of 32). Per
-// key tile: a barrier, the staging (asynchronous 16-byte copies from the
-// packed operands, no rounding: 1 of K, 1 of V and 1 of the 32 rows the
-// tile's r window adds to a ring of r rows, then their wait), a barrier, AC as one warpgroup product (2 k-steps, 4
-// n-blocks of keys) kept in registers, the X blocks (mma.sync, B by
-// ldmatrix) stored to the X tile, a subgroup barrier, then the online
-// softmax (quad shuffles) and P·V as one warpgroup product (2 k-steps of
-// keys, 4 n-blocks of d_head). Nothing allocated; the output is the only
-// global store.
+// of 8) of the 4 subgroups, two buffers each of a key tile's K and V in
+// bf16 core matrices (32 keys x 32 d_head: 4 x 4 blocks of 8 x 8) and a
+// ring of 128 rows of r (4 chunks of 32). Per key tile: the wait for the
+// work-item's copies, the tile's one barrier, the next tile's staging
+// into the buffers this tile does not read (asynchronous 16-byte copies
+// from the packed operands, no rounding: 1 of K, 1 of V and 1 of the 32
+// rows the next tile's r window adds to the ring), in flight during AC as
+// one warpgroup product (2 k-steps, 4 n-blocks of keys) kept in
+// registers, the X blocks (mma.sync, B by ldmatrix) stored to the X tile,
+// a subgroup barrier, then the online softmax (quad shuffles) and P·V as
+// one warpgroup product (2 k-steps of keys, 4 n-blocks of d_head).
+// Nothing allocated; the output is the only global store.
 
 // CHECK: gpu.func @rel_attention_bf16_d32(
 // CHECK-SAME: %[[Q:arg0]]: memref<?x?x?x32xf32, strided<[?, ?, ?, 1], offset: ?>>
 // CHECK-SAME: %[[K:arg1]]: memref<?x?x?x32xbf16>, %[[V:arg2]]: memref<?x?x32x?xbf16>, %[[R:arg3]]: memref<?x?x32xbf16>
 // CHECK-SAME: %[[O:arg6]]: memref<?x?x?x32xf32, strided<[?, ?, ?, 1], offset: ?>>, %[[KLENARG:arg7]]: index
 // CHECK-SAME: %[[PO:arg11]]: memref<?x?x?x?x32xf32>, %[[PL:arg12]]: memref<?x?x?x?xf32>)
-// CHECK-SAME: workgroup(%[[X:.+]] : memref<64x49xf32, 3>, %[[KT:.+]] : memref<4x4x8x8xbf16, 3>, %[[VT:.+]] : memref<4x4x8x8xbf16, 3>, %[[RT:.+]] : memref<128x40xbf16, 3>)
+// CHECK-SAME: workgroup(%[[X:.+]] : memref<64x49xf32, 3>, %[[KT:.+]] : memref<4x4x8x8xbf16, 3>, %[[VT:.+]] : memref<4x4x8x8xbf16, 3>, %[[RT:.+]] : memref<128x40xbf16, 3>, %[[KT1:.+]] : memref<4x4x8x8xbf16, 3>, %[[VT1:.+]] : memref<4x4x8x8xbf16, 3>)
 // CHECK-SAME: kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.maxnreg = 255 : i32}
 // The walk starts at the key tile of the first visible key (a multiple
 // of 32: the packed rows are read in whole aligned tiles).
@@ -75,60 +79,101 @@
 // CHECK: %[[ICOUNT:.+]] = arith.maxsi %{{.+}}, %c0_i32 : i32
 // CHECK-NOT: gpu.barrier
 //
-// The ring of r rows (4 chunks of 32, 128 rows padded to 32 + 8): before
-// the walk, the first 64 rows of its first window at the ring's start
-// (d_head 32: 2 copies a work-item), committed as one group.
-// CHECK: arith.subi %{{.+}}, %c64 {txl.rel_shift_row} : index
-// CHECK: %[[PRING:.+]] = arith.andi %{{.+}}, %c127 : index
-// CHECK-NEXT: %[[PCOPY0:.+]] = nvgpu.device_async_copy %[[R]][{{.+}}], %[[RT]][%[[PRING]], %{{.+}}], 8 {bypassL1} : memref<?x?x32xbf16> to memref<128x40xbf16, 3>
+// Before the walk, the first tile's copies: a row of a core matrix of K
+// (d_head 32: 4 d-blocks, so keys jBegin + 8 (tid / 32) + tid % 8,
+// columns 8 (tid / 8 % 4)) and one of V (transposed: column 8 (tid / 32)
+// + tid % 8, keys jBegin + 8 (tid / 8 % 4); jBegin, the first key of
+// the workgroup's part) per work-item, 16 bytes each,
+// the 8 work-items of a quarter-subgroup the 8 rows of one core matrix,
+// into the first buffers; then the whole r window of the first tile, 96
+// rows (rows outside [0, klen) read row 0: one unsigned 32-bit
+// comparison, a negative row wrapping past any klen), at
+// the start of the ring of r rows (4 chunks of 32, 128 rows padded to 32
+// + 8), 3 copies a work-item at d_head 32; all committed as one group.
+// CHECK: %[[RIN0:.+]] = arith.remui %{{.+}}, %c8 : index
+// CHECK-NEXT: %[[REST0:.+]] = arith.divui %{{.+}}, %c8 : index
+// CHECK-NEXT: %[[DB0:.+]] = arith.remui %[[REST0]], %c4 : index
+// CHECK-NEXT: %[[KB0:.+]] = arith.divui %[[REST0]], %c4 : index
+// CHECK-NEXT: %[[KB80:.+]] = arith.muli %[[KB0]], %c8 : index
+// CHECK-NEXT: %[[KIN0:.+]] = arith.addi %[[KB80]], %[[RIN0]] : index
+// CHECK-NEXT: %[[KEY0:.+]] = arith.addi %[[WALK0:.+]], %[[KIN0]] : index
+// CHECK-NEXT: %[[COL0:.+]] = arith.muli %[[DB0]], %c8 : index
+// CHECK-NEXT: %[[KCOPY0:.+]] = nvgpu.device_async_copy %[[K]][%{{.+}}, %{{.+}}, %[[KEY0]], %[[COL0]]], %[[KT]][%[[KB0]], %[[DB0]], %[[RIN0]], %c0], 8 {bypassL1} : memref<?x?x?x32xbf16> to memref<4x4x8x8xbf16, 3>
+// CHECK: %[[VCOPY0:.+]] = nvgpu.device_async_copy %[[V]][{{.+}}], %[[VT]][{{.+}}], 8 {bypassL1} : memref<?x?x32x?xbf16> to memref<4x4x8x8xbf16, 3>
+// CHECK: %[[PW0:.+]] = arith.subi %{{.+}}, %c64 {txl.rel_shift_row} : index
+// CHECK: %[[PW032:.+]] = arith.index_cast %[[PW0]] : index to i32
+// CHECK-NEXT: %[[PROW32:.+]] = arith.index_cast %{{.+}} : index to i32
+// CHECK-NEXT: %[[PP:.+]] = arith.addi %[[PW032]], %[[PROW32]] : i32
+// CHECK-NEXT: %[[PKLEN:.+]] = arith.index_cast %[[KLENARG]] : index to i32
+// CHECK-NEXT: %[[PPOK:.+]] = arith.cmpi ult, %[[PP]], %[[PKLEN]] : i32
+// CHECK-NEXT: %[[PPSEL:.+]] = arith.select %[[PPOK]], %[[PP]], %c0_i32 : i32
+// CHECK-NEXT: %[[PPIN:.+]] = arith.index_castui %[[PPSEL]] : i32 to index
+// CHECK-NEXT: %[[PRING:.+]] = arith.andi %{{.+}}, %c127 : index
+// CHECK-NEXT: %[[PCOPY0:.+]] = nvgpu.device_async_copy %[[R]][%{{.+}}, %[[PPIN]], %{{.+}}], %[[RT]][%[[PRING]], %{{.+}}], 8 {bypassL1} : memref<?x?x32xbf16> to memref<128x40xbf16, 3>
 // CHECK: %[[PCOPY1:.+]] = nvgpu.device_async_copy %[[R]]
-// CHECK-NEXT: %[[PROLOGUE:.+]] = nvgpu.device_async_create_group %[[PCOPY0]], %[[PCOPY1]]
+// CHECK: %[[PCOPY2:.+]] = nvgpu.device_async_copy %[[R]]
+// CHECK-NEXT: %[[PROLOGUE:.+]] = nvgpu.device_async_create_group %[[KCOPY0]], %[[VCOPY0]], %[[PCOPY0]], %[[PCOPY1]], %[[PCOPY2]]
 // CHECK-NOT: gpu.barrier
 //
-// The whole key tiles: each work-item copies one row of a core matrix
-// of K (d_head 32: 4 d-blocks, so keys j0 + 8 (tid / 32) + tid % 8,
-// columns 8 (tid / 8 % 4)) and one of V (transposed: column 8 (tid / 32)
-// + tid % 8, keys j0 + 8 (tid / 8 % 4)), 16 bytes each, the 8 work-items
-// of a quarter-subgroup the 8 rows of one core matrix.
-// CHECK: scf.for %[[J0:.+]] = %{{.+}} to
-// CHECK-NEXT: gpu.barrier {txl.sync = "reads-done"}
+// The whole key tiles: the wait for every group the work-item committed
+// (the count 0), the tile's one barrier, then the buffers by the tile's
+// parity from jBegin (bit 5 of j0 - jBegin): this tile's products read
+// the first ones on even tiles, the second on odd; the next tile's copies
+// go to the others.
+// CHECK: scf.for %[[J0:.+]] = %[[WALK0]] to
+// CHECK-NEXT: %[[RB:.+]] = arith.subi %[[J0]], %[[WALK0]] : index
+// CHECK-NEXT: nvgpu.device_async_wait %[[PROLOGUE]] {numGroups = 0 : i32}
+// CHECK-NEXT: gpu.barrier {txl.sync = "kv-staged"}
+// CHECK-NEXT: %[[PARBIT:.+]] = arith.andi %[[RB]], %c32 : index
+// CHECK-NEXT: %[[ODD:.+]] = arith.cmpi ne, %[[PARBIT]], %c0 : index
+// CHECK-NEXT: %[[KCUR:.+]] = arith.select %[[ODD]], %[[KT1]], %[[KT]] : memref<4x4x8x8xbf16, 3>
+// CHECK-NEXT: %[[VCUR:.+]] = arith.select %[[ODD]], %[[VT1]], %[[VT]] : memref<4x4x8x8xbf16, 3>
+// CHECK-NEXT: %[[NEXT:.+]] = arith.addi %[[J0]], %c32 : index
+// CHECK-NEXT: %[[KNEXT:.+]] = arith.select %[[ODD]], %[[KT]], %[[KT1]] : memref<4x4x8x8xbf16, 3>
+// CHECK-NEXT: %[[VNEXT:.+]] = arith.select %[[ODD]], %[[VT]], %[[VT1]] : memref<4x4x8x8xbf16, 3>
+// The next tile's K and V (keys from j0 + 32, the copies as before the
+// walk) into the other buffers.
 // CHECK: %[[RIN:.+]] = arith.remui %{{.+}}, %c8 : index
 // CHECK-NEXT: %[[REST:.+]] = arith.divui %{{.+}}, %c8 : index
 // CHECK-NEXT: %[[DB:.+]] = arith.remui %[[REST]], %c4 : index
 // CHECK-NEXT: %[[KB:.+]] = arith.divui %[[REST]], %c4 : index
 // CHECK-NEXT: %[[KB8:.+]] = arith.muli %[[KB]], %c8 : index
 // CHECK-NEXT: %[[KIN:.+]] = arith.addi %[[KB8]], %[[RIN]] : index
-// CHECK-NEXT: %[[KEY:.+]] = arith.addi %[[J0]], %[[KIN]] : index
+// CHECK-NEXT: %[[KEY:.+]] = arith.addi %[[NEXT]], %[[KIN]] : index
 // CHECK-NEXT: %[[COL:.+]] = arith.muli %[[DB]], %c8 : index
-// CHECK-NEXT: %[[KCOPY:.+]] = nvgpu.device_async_copy %[[K]][%{{.+}}, %{{.+}}, %[[KEY]], %[[COL]]], %[[KT]][%[[KB]], %[[DB]], %[[RIN]], %c0], 8 {bypassL1} : memref<?x?x?x32xbf16> to memref<4x4x8x8xbf16, 3>
+// CHECK-NEXT: %[[KCOPY:.+]] = nvgpu.device_async_copy %[[K]][%{{.+}}, %{{.+}}, %[[KEY]], %[[COL]]], %[[KNEXT]][%[[KB]], %[[DB]], %[[RIN]], %c0], 8 {bypassL1} : memref<?x?x?x32xbf16> to memref<4x4x8x8xbf16, 3>
 // CHECK: %[[VKB:.+]] = arith.remui %[[REST]], %c4 : index
 // CHECK-NEXT: %[[VDB:.+]] = arith.divui %[[REST]], %c4 : index
-// CHECK: %[[VCOPY:.+]] = nvgpu.device_async_copy %[[V]][{{.+}}], %[[VT]][%[[VDB]], %[[VKB]], %[[RIN]], %c0], 8 {bypassL1} : memref<?x?x32x?xbf16> to memref<4x4x8x8xbf16, 3>
+// CHECK: %[[VCOPY:.+]] = nvgpu.device_async_copy %[[V]][{{.+}}], %[[VNEXT]][%[[VDB]], %[[VKB]], %[[RIN]], %c0], 8 {bypassL1} : memref<?x?x32x?xbf16> to memref<4x4x8x8xbf16, 3>
 // CHECK-NOT: arith.truncf
-// The workgroup's r window, rows qlen - i0 - 64 + j0 + [0, 96) (rows
-// outside [0, klen) read row 0), at ring rows (j0 - jBegin + [0, 96)) mod
-// 128: the tile copies only its last 32 rows (8 columns per work-item, one
-// 16-byte copy at d_head 32). Each copy is asynchronous (cp.async): one
-// group of the work-item's 3, waited for (with the prologue's) before the
-// barrier; nothing passes through registers.
-// CHECK: %[[RB:.+]] = arith.subi %[[J0]], %{{.+}} : index
+// The next tile's r window, rows qlen - i0 - 64 + j0 + 32 + [0, 96) (rows
+// outside [0, klen) read row 0), at ring rows (j0 + 32 - jBegin + [0,
+// 96)) mod 128: the copies add only its last 32 rows (8 columns per
+// work-item, one 16-byte copy at d_head 32), into the ring's chunk that
+// the previous tile read last and this one does not. One group of the
+// work-item's 3 copies, not waited for here: nothing passes through
+// registers.
 // CHECK: %[[W0:.+]] = arith.subi %{{.+}}, %c64 {txl.rel_shift_row} : index
+// CHECK-NEXT: %[[NRB:.+]] = arith.addi %[[RB]], %c32 : index
 // CHECK: %[[WROW:.+]] = arith.addi %{{.+}}, %c64 : index
-// CHECK-NEXT: %[[P:.+]] = arith.addi %[[W0]], %[[WROW]] : index
-// CHECK: arith.cmpi slt, %[[P]], %[[KLENARG]] : index
-// CHECK: %[[POK:.+]] = arith.andi
-// CHECK: %[[PIN:.+]] = arith.select %[[POK]], %[[P]], %c0 : index
-// CHECK: %[[RINGROW:.+]] = arith.addi %[[RB]], %[[WROW]] : index
+// CHECK-NEXT: %[[W032:.+]] = arith.index_cast %[[W0]] : index to i32
+// CHECK-NEXT: %[[WROW32:.+]] = arith.index_cast %[[WROW]] : index to i32
+// CHECK-NEXT: %[[P:.+]] = arith.addi %[[W032]], %[[WROW32]] : i32
+// CHECK-NEXT: %[[KLEN32:.+]] = arith.index_cast %[[KLENARG]] : index to i32
+// CHECK-NEXT: %[[POK:.+]] = arith.cmpi ult, %[[P]], %[[KLEN32]] : i32
+// CHECK-NEXT: %[[PSEL:.+]] = arith.select %[[POK]], %[[P]], %c0_i32 : i32
+// CHECK-NEXT: %[[PIN:.+]] = arith.index_castui %[[PSEL]] : i32 to index
+// CHECK-NEXT: %[[RINGROW:.+]] = arith.addi %[[NRB]], %[[WROW]] : index
 // CHECK-NEXT: %[[RING:.+]] = arith.andi %[[RINGROW]], %c127 : index
 // CHECK-NEXT: %[[RCOPY:.+]] = nvgpu.device_async_copy %[[R]][%{{.+}}, %[[PIN]], %{{.+}}], %[[RT]][%[[RING]], %{{.+}}], 8 {bypassL1} : memref<?x?x32xbf16> to memref<128x40xbf16, 3>
-// CHECK-NEXT: %[[GROUP:.+]] = nvgpu.device_async_create_group %[[KCOPY]], %[[VCOPY]], %[[RCOPY]]
-// CHECK-NEXT: nvgpu.device_async_wait %[[GROUP]] {numGroups = 0 : i32}
+// CHECK-NEXT: nvgpu.device_async_create_group %[[KCOPY]], %[[VCOPY]], %[[RCOPY]]
+// CHECK-NOT: nvgpu.device_async_wait
 // CHECK-NOT: memref.store
 // CHECK-NOT: vector.store
-// CHECK: gpu.barrier {txl.sync = "kv-staged"}
+// CHECK-NOT: gpu.barrier
 // CHECK-NOT: memref.load %[[K]]
 // CHECK-NOT: memref.load %[[R]]
-// CHECK: txl.warpgroup_mma %{{.+}}, %[[KT]], %{{.+}} : vector<2x4x2xbf16>, memref<4x4x8x8xbf16, 3>, vector<4x2x2xf32>
+// CHECK: txl.warpgroup_mma %{{.+}}, %[[KCUR]], %{{.+}} : vector<2x4x2xbf16>, memref<4x4x8x8xbf16, 3>, vector<4x2x2xf32>
 // AC stays in registers: X is the only tile written. X's 6 blocks of 8
 // window rows (unrolled), the B fragments of a block's 2 k-steps read from
 // the staged window by one ldmatrix of 4 core matrices (lane 8 m + i: row
@@ -182,28 +227,31 @@
 // CHECK: gpu.shuffle  xor %{{.+}}, %c2_i32, %c32_i32 : f32
 // CHECK: gpu.shuffle  xor %{{.+}}, %c1_i32, %c32_i32 : f32
 // CHECK-NOT: memref.load %[[V]]
-// CHECK: txl.warpgroup_mma %{{.+}}, %[[VT]], %{{.+}} : vector<2x4x2xbf16>, memref<4x4x8x8xbf16, 3>, vector<4x2x2xf32>
+// CHECK: txl.warpgroup_mma %{{.+}}, %[[VCUR]], %{{.+}} : vector<2x4x2xbf16>, memref<4x4x8x8xbf16, 3>, vector<4x2x2xf32>
 // CHECK-NOT: gpu.barrier
 // CHECK: scf.yield
 //
-// The tail tile, when the keys end inside one: the same copies (the
-// packed rows past klen are zeros), then the mask.
+// The tail tile, when the keys end inside one: its copies came with the
+// last whole tile's (or before the walk; the packed rows past klen are
+// zeros): the wait, the barrier, its buffers by parity, then the mask,
+// and no copy.
 // CHECK-NEXT: }
 // CHECK-NEXT: %[[HASTAIL:.+]] = arith.cmpi slt
 // CHECK-NEXT: scf.if %[[HASTAIL]]
-// CHECK-NEXT: gpu.barrier {txl.sync = "reads-done"}
-// CHECK-NOT: memref.load %[[K]]
-// CHECK: nvgpu.device_async_copy %[[K]]
-// CHECK: nvgpu.device_async_copy %[[V]]
-// CHECK: nvgpu.device_async_wait
+// CHECK-NEXT: nvgpu.device_async_wait %[[PROLOGUE]] {numGroups = 0 : i32}
 // CHECK-NEXT: gpu.barrier {txl.sync = "kv-staged"}
-// CHECK: txl.warpgroup_mma %{{.+}}, %[[VT]], %{{.+}}
+// CHECK-NOT: memref.load %[[K]]
+// CHECK-NOT: nvgpu.device_async_copy
+// CHECK: %[[TAILV:.+]] = arith.select %{{.+}}, %[[VT1]], %[[VT]] : memref<4x4x8x8xbf16, 3>
+// CHECK-NOT: nvgpu.device_async_copy
+// CHECK: txl.warpgroup_mma %{{.+}}, %[[TAILV]], %{{.+}}
 // CHECK: } else {
 // CHECK-NOT: nvgpu.mma.sync
 // CHECK-NOT: txl.warpgroup_mma
 // CHECK-NOT: gpu.barrier
 // CHECK-NOT: memref.alloc
-// No copy outlives the walk (the prologue's, when no tile ran).
+// No copy outlives the walk (the last whole tile's, of rows after it; the
+// prologue's, when no tile ran).
 // CHECK: nvgpu.device_async_wait %[[PROLOGUE]] {numGroups = 0 : i32}
 // CHECK: scf.if
 // CHECK: memref.store %{{.+}}, %[[PL]]
@@ -243,7 +291,7 @@
 // F16-SAME: memref<?x?x?x32xf16>, %{{.+}} : memref<?x?x32x?xf16>, %{{.+}} : memref<?x?x32xf16>)
 // F16: gpu.launch_func @txl_kernels::@rel_attention_f16_d32
 // F16: gpu.func @rel_attention_f16_d32(
-// F16-SAME: memref<4x4x8x8xf16, 3>, %{{.+}} : memref<4x4x8x8xf16, 3>, %{{.+}} : memref<128x40xf16, 3>)
+// F16-SAME: memref<4x4x8x8xf16, 3>, %{{.+}} : memref<4x4x8x8xf16, 3>, %{{.+}} : memref<128x40xf16, 3>, %{{.+}} : memref<4x4x8x8xf16, 3>, %{{.+}} : memref<4x4x8x8xf16, 3>)
 // F16-COUNT-4: arith.truncf %{{.+}} : f32 to f16
 // F16: txl.warpgroup_mma %{{.+}} : vector<2x4x2xf16>, memref<4x4x8x8xf16, 3>, vector<4x2x2xf32>
 // F16: nvgpu.mma.sync({{.+}}) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>

@@ -164,14 +164,16 @@ def narrow_bits(x, mma):
 
 def launch_pack(dev, name, block, heads, k, v, r, mma):
     """Launches the pack kernel `name` on k and v (views of `heads`) and r
-    as the host code does: grid (klenPad / 32, batch * n_head). Returns the
+    as the host code does: grid (klenPad / 32, batch * n_head), klenPad
+    klen rounded up to 32 and one tile more (the attention's walk copies
+    the tile after its last one, unread). Returns the
     descriptors of the packed k, v (transposed) and r, a check that reads
     them back and returns what differs from numpy's rounding of the
     operands (None when every bit matches, padding zeros included), and a
     function that launches the kernel again on the same buffers."""
     klen, batch, n_head, d_head = k.shape
     d_pad = -(-d_head // 16) * 16
-    klen_pad = -(-klen // PACK_KEYS) * PACK_KEYS
+    klen_pad = (-(-klen // PACK_KEYS) + 1) * PACK_KEYS
     want = []
     for x, axes in ((k, (1, 2, 0, 3)), (v, (1, 2, 3, 0))):
         padded = np.zeros((klen_pad, batch, n_head, d_pad), np.float32)
