@@ -48,6 +48,7 @@ TABLE = [
     ("2026-12-06, packed bf16 key, value and pos_key", 417, 467),
     ("2026-12-06, asynchronous copies, a ring of r rows", 393, 443),
     ("2026-12-06, two stages: the next tile's copies in flight, one barrier", 390, 441),
+    ("2026-12-06, AC's product asynchronous, waited for after X", 389, 440),
 ]
 
 

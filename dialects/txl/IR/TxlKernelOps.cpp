@@ -43,5 +43,33 @@ LogicalResult WarpgroupMmaOp::verify() {
   auto space = dyn_cast_or_null<IntegerAttr>(tile.getMemorySpace());
   if (!space || space.getInt() != 3)
     return emitOpError("b must be in workgroup memory (address space 3)");
+  if (getAsync() && (!getResult().hasOneUse() ||
+                     !isa<WarpgroupMmaWaitOp>(*getResult().user_begin())))
+    return emitOpError("async: its result must have one use, a "
+                       "txl.warpgroup_mma_wait (the product is in flight "
+                       "until then)");
+  return success();
+}
+
+LogicalResult WarpgroupMmaWaitOp::verify() {
+  auto product = getProduct().getDefiningOp<WarpgroupMmaOp>();
+  if (!product || !product.getAsync())
+    return emitOpError("must wait for the result of an async "
+                       "txl.warpgroup_mma");
+  if (product->getBlock() != (*this)->getBlock())
+    return emitOpError("must be in the block of the product it waits for");
+  // The async products issued after this one, before the wait: those the
+  // wait may leave in flight.
+  int64_t later = 0;
+  for (Operation *op = product->getNextNode(); op != getOperation();
+       op = op->getNextNode()) {
+    auto mma = dyn_cast<WarpgroupMmaOp>(op);
+    later += mma && mma.getAsync();
+  }
+  if (later < static_cast<int64_t>(getPending()))
+    return emitOpError("leaves ")
+           << getPending() << " products in flight, but only " << later
+           << " were issued after the one it waits for (products complete "
+              "in order)";
   return success();
 }

@@ -41,18 +41,30 @@ def Txl_WarpgroupMmaOp : Txl_Op<"warpgroup_mma",
     and by `txl-emulate-mma` on OpenCL, which reads B through the same
     descriptors, decoded as PTX defines them.
 
+    With `async` the product is only issued where the op stands (sm_90a:
+    its group committed, not waited for): its result is in flight, and its
+    one use is the `txl.warpgroup_mma_wait` that makes it ready, so that
+    the work between the two overlaps the product. Until then neither `a`'s
+    registers nor `b` may change. Without it the op waits for its own
+    product (and every earlier one). The other lowerings compute the
+    product where the op stands either way.
+
     ```mlir
     %d = txl.warpgroup_mma %a, %tile, %c : vector<2x4x2xbf16>,
+        memref<4x4x8x8xbf16, 3>, vector<4x2x2xf32>
+    %e = txl.warpgroup_mma async %a, %tile, %c : vector<2x4x2xbf16>,
         memref<4x4x8x8xbf16, 3>, vector<4x2x2xf32>
     ```
   }];
   let arguments = (ins VectorOfRankAndType<[3], [BF16, F16]>:$a,
                        Arg<MemRefRankOf<[BF16, F16], [4]>,
                            "B, staged in workgroup memory", [MemRead]>:$b,
-                       VectorOfRankAndType<[3], [F32]>:$acc);
+                       VectorOfRankAndType<[3], [F32]>:$acc,
+                       UnitAttr:$async);
   let results = (outs VectorOfRankAndType<[3], [F32]>:$result);
   let assemblyFormat = [{
-    $a `,` $b `,` $acc attr-dict `:` type($a) `,` type($b) `,` type($acc)
+    (`async` $async^)? $a `,` $b `,` $acc attr-dict `:` type($a) `,` type($b)
+    `,` type($acc)
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
@@ -61,6 +73,43 @@ def Txl_WarpgroupMmaOp : Txl_Op<"warpgroup_mma",
     /// N / 8.
     int64_t getNBlocks() { return getAcc().getType().getDimSize(0); }
   }];
+}
+
+def Txl_WarpgroupMmaWaitOp : Txl_Op<"warpgroup_mma_wait",
+    [AllTypesMatch<["product", "result"]>]> {
+  let summary = "waits for an asynchronous warpgroup product";
+  let description = [{
+    Waits until at most `pending` of the warpgroup products that the
+    work-item issued with `async` are still in flight, and returns
+    `product`, the result of an earlier one, ready to use. Products
+    complete in the order they were issued, so `product` must have been
+    issued, in the wait's block, before at least `pending` others
+    (PTX's `wgmma.wait_group.sync.aligned pending`, PTX ISA §9.7.15.7: the
+    products issued last may go on while the ones before them are used;
+    FlashAttention-3's softmax of one tile during the next tile's product,
+    Shah et al. 2024 §3.2).
+
+    Every work-item of the workgroup must reach it together. Lowered by
+    `txl-mma-to-nvvm` on sm_90a to the wait, each result register passed
+    through an empty `asm volatile` after it so that no use moves above it;
+    elsewhere (products computed where they stand) to its operands.
+
+    ```mlir
+    %d = txl.warpgroup_mma async %a, %k, %c : vector<2x4x2xbf16>,
+        memref<4x4x8x8xbf16, 3>, vector<4x2x2xf32>
+    %e = txl.warpgroup_mma async %p, %v, %o : vector<2x4x2xbf16>,
+        memref<8x4x8x8xbf16, 3>, vector<8x2x2xf32>
+    %ready = txl.warpgroup_mma_wait %d {pending = 1} : vector<4x2x2xf32>
+    %o = txl.warpgroup_mma_wait %e {pending = 0} : vector<8x2x2xf32>
+    ```
+  }];
+  let arguments = (ins VectorOfRankAndType<[3], [F32]>:$product,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$pending);
+  let results = (outs VectorOfRankAndType<[3], [F32]>:$result);
+  let assemblyFormat = [{
+    $product attr-dict `:` type($product)
+  }];
+  let hasVerifier = 1;
 }
 
 def Txl_SubgroupBarrierOp : Txl_Op<"subgroup_barrier"> {

@@ -92,7 +92,9 @@ SmallVector<Value> warpgroupSlices(ImplicitLocOpBuilder &b, Value v);
 /// (MmaFragments.cpp).
 void expandToSubgroupProducts(txl::WarpgroupMmaOp op);
 
-/// Expands every txl.warpgroup_mma of `module` into subgroup products.
+/// Expands every txl.warpgroup_mma of `module` (async or not) into subgroup
+/// products, computed where they stand, and drops every
+/// txl.warpgroup_mma_wait (its result is its product).
 void expandWarpgroupProducts(gpu::GPUModuleOp module);
 
 /// Fails (with an error on the op) when an nvgpu.mma.sync is left in

@@ -900,7 +900,10 @@ def MmaToNvvmPass : Pass<"txl-mma-to-nvvm", "::mlir::gpu::GPUModuleOp"> {
     `wgmma.mma_async.sync.aligned.m64nNk16` per k-step (inline PTX: A's
     four registers, B's no-swizzle matrix descriptor built from the tile's
     shared-memory address, the accumulators in place), `wgmma.commit_group`
-    and `wgmma.wait_group 0`; every `gpu.barrier` of such a kernel that
+    and `wgmma.wait_group 0` (an `async` one: no wait; each
+    `txl.warpgroup_mma_wait` becomes `wgmma.wait_group N` with the
+    product's registers passed through one empty volatile asm after it, so
+    that their uses stay after the wait); every `gpu.barrier` of such a kernel that
     may follow a write to one of its products' tiles (searching back to
     the barrier before, around loops: the previous iteration's end, then
     what precedes the loop; a view of a tile counts as a write) is then
@@ -916,7 +919,9 @@ def MmaToNvvmPass : Pass<"txl-mma-to-nvvm", "::mlir::gpu::GPUModuleOp"> {
     for the fences; anything else is an error. Without `wgmma`
     each becomes its subgroups' `mma.sync` products, their B fragments
     read at the addresses the same descriptors give, two n-blocks of a
-    k-step by one `nvgpu.ldmatrix` of 4 core matrices.
+    k-step by one `nvgpu.ldmatrix` of 4 core matrices, computed where the
+    op stands (`async` or not), and each `txl.warpgroup_mma_wait` its
+    product.
 
     Each `txl.subgroup_barrier` becomes `nvvm.bar.warp.sync` over the
     whole warp (mask 0xffffffff).
@@ -990,7 +995,8 @@ def EmulateMmaPass : Pass<"txl-emulate-mma", "::mlir::gpu::GPUModuleOp"> {
     OpenCL compile time down. An `nvgpu.mma.sync` of another form, or a bf16 value left over,
     is an error.
 
-    A `txl.warpgroup_mma` becomes first its subgroups' `mma.sync` products,
+    A `txl.warpgroup_mma` (`async` or not: computed where it stands; each
+    `txl.warpgroup_mma_wait` becomes its product) becomes first its subgroups' `mma.sync` products,
     each lane loading its B fragment at the byte address that wgmma's
     matrix descriptor of the k-step gives (the descriptor built as on
     sm_90a with the tile at address 0, and its fields decoded as PTX

@@ -86,7 +86,8 @@ LogicalResult alignCopiedTiles(gpu::GPUModuleOp module) {
 /// txl.warpgroup_mma as sm_90a's wgmma: wgmma.fence, one
 /// wgmma.mma_async.m64nNk16 per k-step (A from registers, B by descriptor,
 /// the f32 accumulators in place), then commit and wait for the group, so
-/// that the result is in registers where the op stands.
+/// that the result is in registers where the op stands; an `async` one
+/// only commits (its txl.warpgroup_mma_wait waits: lowerWait).
 LogicalResult lowerToWgmma(txl::WarpgroupMmaOp op) {
   // A descriptor holds bits 4-17 of the address: the tile must be 16-byte
   // aligned.
@@ -181,11 +182,44 @@ LogicalResult lowerToWgmma(txl::WarpgroupMmaOp op) {
       acc[i] = LLVM::ExtractValueOp::create(b, wgmma.getResult(0), i);
   }
   NVVM::WgmmaGroupSyncAlignedOp::create(b);
-  NVVM::WgmmaWaitGroupSyncOp::create(b, 0);
+  if (!op.getAsync())
+    NVVM::WgmmaWaitGroupSyncOp::create(b, 0);
   op.replaceAllUsesWith(
       vector::FromElementsOp::create(b, op.getType(), acc).getResult());
   op.erase();
   return success();
+}
+
+/// txl.warpgroup_mma_wait as wgmma.wait_group `pending`, then every
+/// register of the product passed through one empty volatile asm whose
+/// outputs are tied to them: the wait orders nothing by itself, and the
+/// registers that the uses read are those outputs, which the volatile asm
+/// keeps after the wait (CUTLASS's warpgroup_fence_operand).
+void lowerWait(txl::WarpgroupMmaWaitOp op) {
+  ImplicitLocOpBuilder b(op.getLoc(), op);
+  NVVM::WgmmaWaitGroupSyncOp::create(b, op.getPending());
+  SmallVector<Value> registers;
+  for (Value block : warpgroupSlices(b, op.getProduct()))
+    llvm::append_range(registers, fragmentElements(b, block));
+  std::string constraints;
+  llvm::raw_string_ostream cs(constraints);
+  for (size_t i = 0; i < registers.size(); ++i)
+    cs << "=f,";
+  for (size_t i = 0; i < registers.size(); ++i)
+    cs << (i ? "," : "") << i;
+  Type f32 = b.getF32Type();
+  auto resultType = LLVM::LLVMStructType::getLiteral(
+      b.getContext(), SmallVector<Type>(registers.size(), f32));
+  auto fence = LLVM::InlineAsmOp::create(
+      b, resultType, registers, "", constraints,
+      /*has_side_effects=*/true, /*is_align_stack=*/false,
+      LLVM::tailcallkind::TailCallKind::None, /*asm_dialect=*/{},
+      /*operand_attrs=*/{});
+  for (size_t i = 0; i < registers.size(); ++i)
+    registers[i] = LLVM::ExtractValueOp::create(b, fence.getResult(0), i);
+  op.replaceAllUsesWith(
+      vector::FromElementsOp::create(b, op.getType(), registers).getResult());
+  op.erase();
 }
 
 /// Whether `op` or an op nested in it may write one of `tiles`: a use
@@ -352,6 +386,11 @@ struct MmaToNvvmPass : public txl::impl::MmaToNvvmPassBase<MmaToNvvmPass> {
       for (txl::WarpgroupMmaOp op : ops)
         if (failed(lowerToWgmma(op)))
           return signalPassFailure();
+      SmallVector<txl::WarpgroupMmaWaitOp> waits;
+      getOperation().walk(
+          [&](txl::WarpgroupMmaWaitOp op) { waits.push_back(op); });
+      for (txl::WarpgroupMmaWaitOp op : waits)
+        lowerWait(op);
     } else {
       expandWarpgroupProducts(getOperation());
     }

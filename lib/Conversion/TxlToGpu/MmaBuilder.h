@@ -95,6 +95,14 @@ protected:
   /// memory as the op's core matrices; `acc`, the accumulators of each
   /// n-block in turn (4 each), and so is the result.
   Fragment warpgroupMma(ArrayRef<Fragment> a, Value tile, ArrayRef<Value> acc);
+  /// The same product issued asynchronously (txl.warpgroup_mma async): the
+  /// result is in flight until waitWarpgroupMma.
+  Value issueWarpgroupMma(ArrayRef<Fragment> a, Value tile,
+                          ArrayRef<Value> acc);
+  /// The accumulators of `product` (issueWarpgroupMma's), ready once at
+  /// most `pending` products issued after it are in flight
+  /// (txl.warpgroup_mma_wait).
+  Fragment waitWarpgroupMma(Value product, int64_t pending);
   /// A global operand staged for txl.warpgroup_mma: `rows` into `tile`, as
   /// B(row, column) (the rows along the product's K) when `rowsAlongK`, at
   /// tile[c / 8][r / 8][c % 8][r % 8], else as B(column, row) at

@@ -183,8 +183,16 @@ void expandToSubgroupProducts(txl::WarpgroupMmaOp op) {
   op.erase();
 }
 
-/// Expands every txl.warpgroup_mma of `module` into subgroup products.
+/// Expands every txl.warpgroup_mma of `module` into subgroup products
+/// (`async` ones too: computed where they stand), and each
+/// txl.warpgroup_mma_wait into its product, ready.
 void expandWarpgroupProducts(gpu::GPUModuleOp module) {
+  SmallVector<txl::WarpgroupMmaWaitOp> waits;
+  module.walk([&](txl::WarpgroupMmaWaitOp op) { waits.push_back(op); });
+  for (txl::WarpgroupMmaWaitOp op : waits) {
+    op.replaceAllUsesWith(op.getProduct());
+    op.erase();
+  }
   SmallVector<txl::WarpgroupMmaOp> ops;
   module.walk([&](txl::WarpgroupMmaOp op) { ops.push_back(op); });
   for (txl::WarpgroupMmaOp op : ops)

@@ -183,8 +183,10 @@ Fragment MmaBodyBuilder::mma(Value va, const Fragment &bOp, const Fragment &c) {
   return result;
 }
 
-Fragment MmaBodyBuilder::warpgroupMma(ArrayRef<Fragment> a, Value tile,
-                                      ArrayRef<Value> acc) {
+/// txl.warpgroup_mma of the fragments' values (MmaBuilder.h).
+static Value createWarpgroupMma(ImplicitLocOpBuilder &b, Type operandType,
+                                ArrayRef<Fragment> a, Value tile,
+                                ArrayRef<Value> acc, bool async) {
   SmallVector<Value> aScalars;
   for (const Fragment &frag : a)
     llvm::append_range(aScalars, frag);
@@ -193,7 +195,14 @@ Fragment MmaBodyBuilder::warpgroupMma(ArrayRef<Fragment> a, Value tile,
       b, VectorType::get({kSteps, 4, 2}, operandType), aScalars);
   Value vc = vector::FromElementsOp::create(
       b, VectorType::get({nBlocks, 2, 2}, b.getF32Type()), acc);
-  Value d = WarpgroupMmaOp::create(b, va, tile, vc);
+  auto op = WarpgroupMmaOp::create(b, va, tile, vc);
+  op.setAsync(async);
+  return op.getResult();
+}
+
+/// The accumulators of a warpgroup product's result, n-block by n-block.
+static Fragment warpgroupAccumulators(ImplicitLocOpBuilder &b, Value d) {
+  int64_t nBlocks = cast<VectorType>(d.getType()).getDimSize(0);
   Fragment result;
   for (int64_t nb = 0; nb < nBlocks; ++nb)
     for (int64_t r = 0; r < 2; ++r)
@@ -201,6 +210,22 @@ Fragment MmaBodyBuilder::warpgroupMma(ArrayRef<Fragment> a, Value tile,
         result.push_back(
             vector::ExtractOp::create(b, d, ArrayRef<int64_t>{nb, r, e}));
   return result;
+}
+
+Fragment MmaBodyBuilder::warpgroupMma(ArrayRef<Fragment> a, Value tile,
+                                      ArrayRef<Value> acc) {
+  return warpgroupAccumulators(
+      b, createWarpgroupMma(b, operandType, a, tile, acc, /*async=*/false));
+}
+
+Value MmaBodyBuilder::issueWarpgroupMma(ArrayRef<Fragment> a, Value tile,
+                                        ArrayRef<Value> acc) {
+  return createWarpgroupMma(b, operandType, a, tile, acc, /*async=*/true);
+}
+
+Fragment MmaBodyBuilder::waitWarpgroupMma(Value product, int64_t pending) {
+  return warpgroupAccumulators(
+      b, WarpgroupMmaWaitOp::create(b, product, pending).getResult());
 }
 
 void MmaBodyBuilder::stageOperands(ArrayRef<StagedOperand> operands, Value row0,
@@ -737,8 +762,11 @@ void MmaKernelBuilder::build() {
     }
     // AC: M = the workgroup's 64 rows, N = the 32 keys, K = dPad; it stays
     // in the registers it is accumulated in, which hold the lane's own
-    // score positions.
-    Fragment ac = warpgroupMma(qus, kCur, SmallVector<Value>(16, f32(0.0)));
+    // score positions. Issued asynchronously (sm_90a: wgmma without its
+    // wait), it is in flight during X's products and the skew's round
+    // trip through workgroup memory, and waited for by the scores.
+    Value acProduct =
+        issueWarpgroupMma(qus, kCur, SmallVector<Value>(16, f32(0.0)));
     // X: 6 blocks of 8 window rows; the subgroup's window row w is r row
     // rBase + w. Block xb's B fragment elements are those of window row
     // `row` (the lane's g-th of the block), columns d, from `element`.
@@ -800,19 +828,22 @@ void MmaKernelBuilder::build() {
     // score, in 32 bits (visibleKeys): row i sees the keys j with
     // (j - first_i) <u count_i, where j - first_i = col + (j0 - first_i)
     // and col, the score's key in the tile, is the lane's constant.
-    SmallVector<Value> score(16);
+    // BD's entries are read before AC is waited for.
+    SmallVector<Value> bd(16), score(16);
     for (int64_t nb = 0; nb < 4; ++nb)
       for (int64_t rr = 0; rr < 2; ++rr)
         for (int64_t e = 0; e < 2; ++e) {
           int64_t n = 4 * nb + 2 * rr + e;
           Value row = add(g, idx(8 * rr));
           Value col = add(mul(t, idx(2)), idx(8 * nb + e));
-          Value bd = memref::LoadOp::create(
+          bd[n] = memref::LoadOp::create(
               b, xTile,
               ValueRange{add(warpRow0, row),
                          add(sub(idx(kRows - 1), row), col)});
-          score[n] = arith::AddFOp::create(b, ac[n], bd);
         }
+    Fragment ac = waitWarpgroupMma(acProduct, /*pending=*/0);
+    for (int64_t n = 0; n < 16; ++n)
+      score[n] = arith::AddFOp::create(b, ac[n], bd[n]);
     auto applyMask = [&](SmallVector<Value> scores) {
       SmallVector<Value> keyBase(2), keyCount(2);
       for (int64_t rr = 0; rr < 2; ++rr) {

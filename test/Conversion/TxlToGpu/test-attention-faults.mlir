@@ -49,7 +49,18 @@
 // WHOLE-NEXT: %[[FIRST:.+]] = arith.constant 0 : index
 // WHOLE-NEXT: arith.addi %{{.+}}, %[[FIRST]] : index
 //
-// Negative cases: no barrier of that role, offset 0, no marked op.
+// txl-test-wait-at-issue: the tensor-core forward's AC product waited for
+// where it is issued (its wait right after it, pending 0).
+// RUN: txl-opt %S/txl-rel-attention-to-gpu-mma-lse.mlir --txl-rel-attention-to-gpu=precision=bf16 \
+// RUN:   --txl-test-wait-at-issue | FileCheck %s --check-prefix=ATISSUE
+// ATISSUE: %[[AC:.+]] = txl.warpgroup_mma async
+// ATISSUE-NEXT: txl.warpgroup_mma_wait %[[AC]] {pending = 0 : i64}
+//
+// Negative cases: no barrier of that role, offset 0, no marked op, no
+// asynchronous product (the f32 kernel).
+// RUN: not txl-opt %S/txl-rel-attention-to-gpu-mma-lse.mlir --txl-rel-attention-to-gpu \
+// RUN:   --txl-test-wait-at-issue 2>&1 | FileCheck %s --check-prefix=NOWAIT
+// NOWAIT: error: txl-test-wait-at-issue: no txl.warpgroup_mma_wait
 // RUN: not txl-opt %S/txl-rel-attention-to-gpu-mma-lse.mlir --txl-rel-attention-to-gpu \
 // RUN:   --txl-test-drop-barrier=sync=kv-staged 2>&1 | FileCheck %s --check-prefix=NOSYNC
 // NOSYNC: error: txl-test-drop-barrier: no gpu.barrier marked txl.sync = "kv-staged"

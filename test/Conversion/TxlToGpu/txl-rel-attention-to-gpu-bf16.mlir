@@ -173,7 +173,10 @@
 // CHECK-NOT: gpu.barrier
 // CHECK-NOT: memref.load %[[K]]
 // CHECK-NOT: memref.load %[[R]]
-// CHECK: txl.warpgroup_mma %{{.+}}, %[[KCUR]], %{{.+}} : vector<2x4x2xbf16>, memref<4x4x8x8xbf16, 3>, vector<4x2x2xf32>
+// AC, issued asynchronously: in flight during X's products and the
+// skew's round trip, waited for by the scores.
+// CHECK: %[[AC:.+]] = txl.warpgroup_mma async %{{.+}}, %[[KCUR]], %{{.+}} : vector<2x4x2xbf16>, memref<4x4x8x8xbf16, 3>, vector<4x2x2xf32>
+// CHECK-NOT: txl.warpgroup_mma_wait
 // AC stays in registers: X is the only tile written. X's 6 blocks of 8
 // window rows (unrolled), the B fragments of a block's 2 k-steps read from
 // the staged window by one ldmatrix of 4 core matrices (lane 8 m + i: row
@@ -203,7 +206,12 @@
 // workgroup's.
 // CHECK: txl.subgroup_barrier {txl.sync = "stores-done"}
 // CHECK-NOT: gpu.barrier
-// CHECK: memref.load %[[X]]
+// CHECK-NOT: txl.warpgroup_mma_wait
+// CHECK-COUNT-16: memref.load %[[X]]
+// CHECK-NOT: memref.load %[[X]]
+// CHECK: %[[ACREADY:.+]] = txl.warpgroup_mma_wait %[[AC]] {pending = 0 : i64} : vector<4x2x2xf32>
+// CHECK-NOT: memref.load %[[X]]
+// CHECK: vector.extract %[[ACREADY]][0, 0, 0]
 // The mask on the tiles that need it: an interior tile yields its 16
 // scores as they are, any other one each through one unsigned comparison.
 // CHECK-NOT: arith.select
@@ -244,6 +252,8 @@
 // CHECK-NOT: nvgpu.device_async_copy
 // CHECK: %[[TAILV:.+]] = arith.select %{{.+}}, %[[VT1]], %[[VT]] : memref<4x4x8x8xbf16, 3>
 // CHECK-NOT: nvgpu.device_async_copy
+// CHECK: %[[TAILAC:.+]] = txl.warpgroup_mma async
+// CHECK: txl.warpgroup_mma_wait %[[TAILAC]] {pending = 0 : i64}
 // CHECK: txl.warpgroup_mma %{{.+}}, %[[TAILV]], %{{.+}}
 // CHECK: } else {
 // CHECK-NOT: nvgpu.mma.sync
@@ -293,7 +303,7 @@
 // F16: gpu.func @rel_attention_f16_d32(
 // F16-SAME: memref<4x4x8x8xf16, 3>, %{{.+}} : memref<4x4x8x8xf16, 3>, %{{.+}} : memref<128x40xf16, 3>, %{{.+}} : memref<4x4x8x8xf16, 3>, %{{.+}} : memref<4x4x8x8xf16, 3>)
 // F16-COUNT-4: arith.truncf %{{.+}} : f32 to f16
-// F16: txl.warpgroup_mma %{{.+}} : vector<2x4x2xf16>, memref<4x4x8x8xf16, 3>, vector<4x2x2xf32>
+// F16: txl.warpgroup_mma async %{{.+}} : vector<2x4x2xf16>, memref<4x4x8x8xf16, 3>, vector<4x2x2xf32>
 // F16: nvgpu.mma.sync({{.+}}) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
 // F16: gpu.func @rel_attention_pack_f16_d32(
 // F16: arith.truncf %{{.+}} : vector<8xf32> to vector<8xf16>

@@ -63,3 +63,72 @@ func.func @f32_operands(%a: vector<2x4x2xf32>, %b: memref<4x4x8x8xf32, 3>, %c: v
   %d = txl.warpgroup_mma %a, %b, %c : vector<2x4x2xf32>, memref<4x4x8x8xf32, 3>, vector<4x2x2xf32>
   return
 }
+
+// -----
+
+// An async product's result is in flight until its one wait.
+func.func @async_unwaited(%a: vector<2x4x2xbf16>, %b: memref<4x4x8x8xbf16, 3>, %c: vector<4x2x2xf32>) -> vector<4x2x2xf32> {
+  // expected-error @+1 {{async: its result must have one use, a txl.warpgroup_mma_wait (the product is in flight until then)}}
+  %d = txl.warpgroup_mma async %a, %b, %c : vector<2x4x2xbf16>, memref<4x4x8x8xbf16, 3>, vector<4x2x2xf32>
+  return %d : vector<4x2x2xf32>
+}
+
+// -----
+
+func.func @async_never_used(%a: vector<2x4x2xbf16>, %b: memref<4x4x8x8xbf16, 3>, %c: vector<4x2x2xf32>) {
+  // expected-error @+1 {{async: its result must have one use}}
+  %d = txl.warpgroup_mma async %a, %b, %c : vector<2x4x2xbf16>, memref<4x4x8x8xbf16, 3>, vector<4x2x2xf32>
+  return
+}
+
+// -----
+
+// Each verifier message of txl.warpgroup_mma_wait.
+
+func.func @wait_sync(%a: vector<2x4x2xbf16>, %b: memref<4x4x8x8xbf16, 3>, %c: vector<4x2x2xf32>) -> vector<4x2x2xf32> {
+  %d = txl.warpgroup_mma %a, %b, %c : vector<2x4x2xbf16>, memref<4x4x8x8xbf16, 3>, vector<4x2x2xf32>
+  // expected-error @+1 {{must wait for the result of an async txl.warpgroup_mma}}
+  %r = txl.warpgroup_mma_wait %d {pending = 0} : vector<4x2x2xf32>
+  return %r : vector<4x2x2xf32>
+}
+
+// -----
+
+func.func @wait_argument(%c: vector<4x2x2xf32>) -> vector<4x2x2xf32> {
+  // expected-error @+1 {{must wait for the result of an async txl.warpgroup_mma}}
+  %r = txl.warpgroup_mma_wait %c {pending = 0} : vector<4x2x2xf32>
+  return %r : vector<4x2x2xf32>
+}
+
+// -----
+
+func.func @wait_other_block(%a: vector<2x4x2xbf16>, %b: memref<4x4x8x8xbf16, 3>, %c: vector<4x2x2xf32>, %p: i1) {
+  %d = txl.warpgroup_mma async %a, %b, %c : vector<2x4x2xbf16>, memref<4x4x8x8xbf16, 3>, vector<4x2x2xf32>
+  scf.if %p {
+    // expected-error @+1 {{must be in the block of the product it waits for}}
+    %r = txl.warpgroup_mma_wait %d {pending = 0} : vector<4x2x2xf32>
+  }
+  return
+}
+
+// -----
+
+// Products complete in order: waiting for the newer one while the older
+// stays in flight is not a wait the hardware has.
+func.func @wait_pending(%a: vector<2x4x2xbf16>, %b: memref<4x4x8x8xbf16, 3>, %c: vector<4x2x2xf32>) -> (vector<4x2x2xf32>, vector<4x2x2xf32>) {
+  %d = txl.warpgroup_mma async %a, %b, %c : vector<2x4x2xbf16>, memref<4x4x8x8xbf16, 3>, vector<4x2x2xf32>
+  %e = txl.warpgroup_mma async %a, %b, %c : vector<2x4x2xbf16>, memref<4x4x8x8xbf16, 3>, vector<4x2x2xf32>
+  // expected-error @+1 {{leaves 1 products in flight, but only 0 were issued after the one it waits for (products complete in order)}}
+  %s = txl.warpgroup_mma_wait %e {pending = 1} : vector<4x2x2xf32>
+  %r = txl.warpgroup_mma_wait %d {pending = 0} : vector<4x2x2xf32>
+  return %r, %s : vector<4x2x2xf32>, vector<4x2x2xf32>
+}
+
+// -----
+
+func.func @wait_negative(%a: vector<2x4x2xbf16>, %b: memref<4x4x8x8xbf16, 3>, %c: vector<4x2x2xf32>) -> vector<4x2x2xf32> {
+  %d = txl.warpgroup_mma async %a, %b, %c : vector<2x4x2xbf16>, memref<4x4x8x8xbf16, 3>, vector<4x2x2xf32>
+  // expected-error @+1 {{attribute 'pending' failed to satisfy constraint: 64-bit signless integer attribute whose value is non-negative}}
+  %r = txl.warpgroup_mma_wait %d {pending = -1} : vector<4x2x2xf32>
+  return %r : vector<4x2x2xf32>
+}

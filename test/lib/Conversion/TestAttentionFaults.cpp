@@ -24,6 +24,12 @@
 //                                      false, every tile takes it (right,
 //                                      but the machine-code path budget
 //                                      fails).
+//   txl-test-wait-at-issue             moves every txl.warpgroup_mma_wait
+//                                      to just after its product, waiting
+//                                      for all (pending 0): right, but
+//                                      nothing overlaps an async product
+//                                      (the machine-code order check
+//                                      fails).
 //
 // Each fails when the module holds no marked op, so that a test cannot pass
 // on a kernel it did not break.
@@ -33,6 +39,7 @@
 #include "TestPasses.h"
 
 #include "txl/IR/TxlDialect.h"
+#include "txl/IR/TxlOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
@@ -211,6 +218,31 @@ struct TestInteriorTilePass
   }
 };
 
+struct TestWaitAtIssuePass
+    : public PassWrapper<TestWaitAtIssuePass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(TestWaitAtIssuePass)
+
+  StringRef getArgument() const final { return "txl-test-wait-at-issue"; }
+  StringRef getDescription() const final {
+    return "Test only: wait for every asynchronous warpgroup product where "
+           "it is issued (txl.warpgroup_mma_wait moved after it, pending 0)";
+  }
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<WarpgroupMmaWaitOp> waits;
+    module.walk([&](WarpgroupMmaWaitOp op) { waits.push_back(op); });
+    if (waits.empty()) {
+      module.emitError("txl-test-wait-at-issue: no txl.warpgroup_mma_wait");
+      return signalPassFailure();
+    }
+    for (WarpgroupMmaWaitOp op : waits) {
+      op->moveAfter(op.getProduct().getDefiningOp());
+      op.setPending(0);
+    }
+  }
+};
+
 } // namespace
 
 void mlir::txl::test::registerTestAttentionFaultPasses() {
@@ -218,4 +250,5 @@ void mlir::txl::test::registerTestAttentionFaultPasses() {
   PassRegistration<TestRelShiftOffsetPass>();
   PassRegistration<TestWholeKeyRangePass>();
   PassRegistration<TestInteriorTilePass>();
+  PassRegistration<TestWaitAtIssuePass>();
 }
