@@ -911,12 +911,16 @@ def MmaToNvvmPass : Pass<"txl-mma-to-nvvm", "::mlir::gpu::GPUModuleOp"> {
     before the barrier are visible to wgmma's async proxy. The others get
     none: the fence waits for the work-item's outstanding memory operations. The tile must be
     a workgroup attribution of the kernel, which gets `llvm.align = 16`
-    (a descriptor keeps bits 4-17 of the address), or an `arith.select` of
-    two (a kernel's buffers by a tile's parity): both are aligned, each
-    descriptor is the false one's plus the select of their difference or
-    0 in its low 32 bits (loop-invariant descriptors, one addition a
-    k-step), and a use of either that yields a memref counts as a write
-    for the fences; anything else is an error. Without `wgmma`
+    (a descriptor keeps bits 4-17 of the address), a view of the kernel's
+    dynamic shared memory at a constant multiple of 16 bytes (what
+    `txl-dynamic-shared-memory` makes of the attributions of a kernel past
+    48 KiB: aligned as it is), or `arith.select`s (of selects) of those
+    (a kernel's buffers by a tile's parity, or among three): each is
+    aligned, each descriptor is the last false one's plus the same selects
+    of each tile's difference from it (0 for itself) in its low 32 bits
+    (loop-invariant descriptors, one addition a k-step), and a use of any
+    of them that yields a memref counts as a write for the fences;
+    anything else is an error. Without `wgmma`
     each becomes its subgroups' `mma.sync` products, their B fragments
     read at the addresses the same descriptors give, two n-blocks of a
     k-step by one `nvgpu.ldmatrix` of 4 core matrices, computed where the

@@ -27,10 +27,13 @@
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/LoopLikeInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include <functional>
 
 namespace mlir::txl {
 #define GEN_PASS_DEF_MMATONVVMPASS
@@ -42,24 +45,47 @@ using namespace mlir::txl;
 
 namespace {
 
+/// Whether `tile` is a view of the kernel's dynamic shared memory (as
+/// txl-dynamic-shared-memory makes of a workgroup attribution when a
+/// kernel's tiles pass 48 KiB) at a constant multiple of 16 bytes: the
+/// buffer is 16-byte aligned (the NVVM lowering's global), and so is the
+/// view.
+bool isAlignedDynamicSharedView(Value tile) {
+  auto view = tile.getDefiningOp<memref::ViewOp>();
+  if (!view)
+    return false;
+  Value buffer = view.getSource();
+  if (auto cast = buffer.getDefiningOp<memref::MemorySpaceCastOp>())
+    buffer = cast.getSource();
+  APInt shift;
+  return buffer.getDefiningOp<gpu::DynamicSharedMemoryOp>() &&
+         matchPattern(view.getByteShift(), m_ConstantInt(&shift)) &&
+         shift.urem(16) == 0;
+}
+
 /// Gives `tile`, which `op` reads or writes 16 bytes at a time at 16-byte
 /// aligned addresses, 16-byte alignment (`llvm.align`), which a 2-byte
 /// element type does not give a workgroup attribution by itself; the
 /// offsets within it are the kernels' to keep aligned. `role` names the
 /// operand in the error when the tile is not a workgroup attribution of
-/// its kernel, or an arith.select of such tiles (a kernel's buffers chosen
-/// by a tile's parity): each is aligned.
+/// its kernel, a 16-byte aligned view of its dynamic shared memory
+/// (isAlignedDynamicSharedView: aligned already), or an arith.select of
+/// such tiles (a kernel's buffers chosen by a tile's parity): each is
+/// aligned.
 LogicalResult alignTile(Operation *op, Value tile, StringRef role) {
   if (auto choice = tile.getDefiningOp<arith::SelectOp>())
     return success(succeeded(alignTile(op, choice.getTrueValue(), role)) &&
                    succeeded(alignTile(op, choice.getFalseValue(), role)));
+  if (isAlignedDynamicSharedView(tile))
+    return success();
   auto arg = dyn_cast<BlockArgument>(tile);
   auto func = arg ? dyn_cast<gpu::GPUFuncOp>(arg.getOwner()->getParentOp())
                   : gpu::GPUFuncOp();
   if (!func || arg.getArgNumber() < func.getFirstWorkgroupAttributionIndex())
     return op->emitOpError("needs ")
            << role
-           << " to be a workgroup attribution of its kernel (its 16-byte "
+           << " to be a workgroup attribution of its kernel or a view of its "
+              "dynamic shared memory at a multiple of 16 bytes (its 16-byte "
               "alignment)";
   func.setWorkgroupAttributionAttr(
       arg.getArgNumber() - func.getFirstWorkgroupAttributionIndex(),
@@ -95,13 +121,14 @@ LogicalResult lowerToWgmma(txl::WarpgroupMmaOp op) {
     return failure();
   ImplicitLocOpBuilder b(op.getLoc(), op);
   Type i64 = b.getI64Type(), f32 = b.getF32Type();
-  // B's k-step descriptors: of its tile, or of a tile that an arith.select
-  // chooses (a kernel's two buffers by a key tile's parity) the false
-  // one's, loop-invariant, plus the select of the two tiles' difference or
-  // 0 in the descriptors' low 32 bits. Shared-memory addresses are below
-  // 2^18, so that the difference of two start fields never carries out of
-  // the field: a select and one 32-bit addition a step, where selecting
-  // the tiles would re-encode every descriptor.
+  // B's k-step descriptors: of its tile, or of a tile that arith.selects
+  // choose (a kernel's buffers by a key tile's parity, or among three by
+  // selects of selects) the last false one's (`reference`),
+  // loop-invariant, plus the same selects of each tile's difference from
+  // it (0 for itself) in the descriptors' low 32 bits. Shared-memory
+  // addresses are below 2^18, so that the difference of two start fields
+  // never carries out of the field: the selects and one 32-bit addition a
+  // step, where selecting the tiles would re-encode every descriptor.
   llvm::SmallDenseMap<Value, Value, 2> bases;
   auto encode = [&](Value tile, int64_t step) {
     Value &base = bases[tile];
@@ -116,19 +143,28 @@ LogicalResult lowerToWgmma(txl::WarpgroupMmaOp op) {
         b, start, MatrixDescriptor::kCoreMatrixBytes, warpgroupStrideBytes(op));
   };
   auto choice = op.getB().getDefiningOp<arith::SelectOp>();
-  Value lowDelta;
+  Value reference = op.getB(), lowDelta;
+  while (auto inner = reference.getDefiningOp<arith::SelectOp>())
+    reference = inner.getFalseValue();
   if (choice) {
     Type i32 = b.getI32Type();
-    Value delta = arith::SubIOp::create(
-        b, arith::TruncIOp::create(b, i32, encode(choice.getTrueValue(), 0)),
-        arith::TruncIOp::create(b, i32, encode(choice.getFalseValue(), 0)));
-    lowDelta = arith::SelectOp::create(b, choice.getCondition(), delta,
-                                       arith::ConstantIntOp::create(b, 0, 32));
+    std::function<Value(Value)> deltaOf = [&](Value tile) -> Value {
+      if (auto select = tile.getDefiningOp<arith::SelectOp>())
+        return arith::SelectOp::create(b, select.getCondition(),
+                                       deltaOf(select.getTrueValue()),
+                                       deltaOf(select.getFalseValue()));
+      if (tile == reference)
+        return arith::ConstantIntOp::create(b, 0, 32);
+      return arith::SubIOp::create(
+          b, arith::TruncIOp::create(b, i32, encode(tile, 0)),
+          arith::TruncIOp::create(b, i32, encode(reference, 0)));
+    };
+    lowDelta = deltaOf(op.getB());
   }
   auto descriptor = [&](int64_t step) -> Value {
     if (!choice)
       return encode(op.getB(), step);
-    Value base = encode(choice.getFalseValue(), step);
+    Value base = encode(reference, step);
     Type i32 = b.getI32Type();
     Value low = arith::AddIOp::create(b, arith::TruncIOp::create(b, i32, base),
                                       lowDelta);
@@ -284,17 +320,19 @@ bool tileWrittenSinceBarrier(Operation *op,
 /// outstanding memory operations (MEMBAR.ALL.CTA in SASS).
 void fenceBarriersForWgmma(gpu::GPUModuleOp module) {
   module.walk([](gpu::GPUFuncOp func) {
-    // The products' tiles, and the tiles an arith.select chooses among
-    // for one: any other use of those that yields a memref (the select
-    // that chooses where the next tile's copies go) counts as a write.
+    // The products' tiles, and the tiles arith.selects (of selects)
+    // choose among for one: any other use of those that yields a memref
+    // (the select that chooses where the next tile's copies go) counts as
+    // a write.
     llvm::SmallPtrSet<Value, 4> tiles;
-    func.walk([&](txl::WarpgroupMmaOp op) {
-      tiles.insert(op.getB());
-      if (auto choice = op.getB().getDefiningOp<arith::SelectOp>()) {
-        tiles.insert(choice.getTrueValue());
-        tiles.insert(choice.getFalseValue());
+    std::function<void(Value)> addTiles = [&](Value tile) {
+      tiles.insert(tile);
+      if (auto choice = tile.getDefiningOp<arith::SelectOp>()) {
+        addTiles(choice.getTrueValue());
+        addTiles(choice.getFalseValue());
       }
-    });
+    };
+    func.walk([&](txl::WarpgroupMmaOp op) { addTiles(op.getB()); });
     if (tiles.empty())
       return;
     SmallVector<gpu::BarrierOp> barriers;

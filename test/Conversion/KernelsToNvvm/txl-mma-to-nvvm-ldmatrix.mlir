@@ -27,7 +27,7 @@ gpu.module @txl_kernels {
 gpu.module @txl_kernels {
   gpu.func @argument(%row: index, %tile: memref<16x40xbf16, 3>, %o: memref<2xf32>) kernel {
     %c0 = arith.constant 0 : index
-    // expected-error @+1 {{needs its source to be a workgroup attribution of its kernel (its 16-byte alignment)}}
+    // expected-error @+1 {{needs its source to be a workgroup attribution of its kernel or a view of its dynamic shared memory at a multiple of 16 bytes (its 16-byte alignment)}}
     %v = nvgpu.ldmatrix %tile[%row, %c0] {numTiles = 2 : i32, transpose = false}
         : memref<16x40xbf16, 3> -> vector<2x2xbf16>
     gpu.return
@@ -62,7 +62,7 @@ gpu.module @txl_kernels {
 gpu.module @txl_kernels {
   gpu.func @async_argument(%src: memref<64xbf16>, %dst: memref<4x8xbf16, 3>, %i: index) kernel {
     %c0 = arith.constant 0 : index
-    // expected-error @+1 {{needs its destination to be a workgroup attribution of its kernel (its 16-byte alignment)}}
+    // expected-error @+1 {{needs its destination to be a workgroup attribution of its kernel or a view of its dynamic shared memory at a multiple of 16 bytes (its 16-byte alignment)}}
     %t = nvgpu.device_async_copy %src[%i], %dst[%i, %c0], 8 {bypassL1}
         : memref<64xbf16> to memref<4x8xbf16, 3>
     gpu.return

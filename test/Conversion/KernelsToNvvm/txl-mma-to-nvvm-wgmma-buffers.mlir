@@ -73,7 +73,7 @@ gpu.module @txl_kernels {
                         %c: vector<1x2x2xf32>, %p: i1)
       workgroup(%tile : memref<1x2x8x8xbf16, 3>) kernel {
     %chosen = arith.select %p, %tile, %b : memref<1x2x8x8xbf16, 3>
-    // expected-error @+1 {{needs b to be a workgroup attribution of its kernel (its 16-byte alignment)}}
+    // expected-error @+1 {{needs b to be a workgroup attribution of its kernel or a view of its dynamic shared memory at a multiple of 16 bytes (its 16-byte alignment)}}
     %d = txl.warpgroup_mma %a, %chosen, %c : vector<1x4x2xbf16>, memref<1x2x8x8xbf16, 3>, vector<1x2x2xf32>
     gpu.return
   }
