@@ -49,6 +49,7 @@ TABLE = [
     ("2026-12-06, asynchronous copies, a ring of r rows", 393, 443),
     ("2026-12-06, two stages: the next tile's copies in flight, one barrier", 390, 441),
     ("2026-12-06, AC's product asynchronous, waited for after X", 389, 440),
+    ("2026-12-06, the previous tile's P·V in flight during this tile's (wait_group 1)", 396, 447),
 ]
 
 

@@ -737,9 +737,17 @@ def ConvertRelAttentionToGpuPass : Pass<"txl-rel-attention-to-gpu", "::mlir::Mod
     32 and one tile more with zeros, to buffers the kernel takes in their
     place (with klen after out), and every tile is staged by asynchronous
     16-byte copies (`nvgpu.device_async_copy`) a tile ahead, into the
-    second of two buffers of K and V (chosen by the tile's parity with
-    `arith.select`): a tile waits for its copies, takes its one barrier,
-    then issues the next tile's, which fly during its products; the walk
+    second of two buffers of K (chosen by the tile's parity with
+    `arith.select`) and the next of three of V (by the tile's index mod 3,
+    kept in the loop state): a tile waits for its copies, takes its one
+    barrier, then issues the next tile's, which fly during its products;
+    AC (`txl.warpgroup_mma async`) and then the previous tile's P·V (its
+    probabilities carried in the loop state; the first tile's on a zeroed
+    buffer with P = 0) are in flight during X's products and the skew's
+    reads, AC waited for with P·V left in flight (`pending = 1`), P·V
+    before O is scaled by the tile's alpha, the last tile's after the
+    walk; the tiles take 51,456 bytes at d_head 64 (on CUDA
+    `txl-dynamic-shared-memory` moves them into dynamic shared memory); the walk
     starts at a multiple of 32, its r window in a ring of 128 rows of
     which each tile copies the 32 the next window adds (the first tile's
     96 before the walk); at other widths the walk's whole

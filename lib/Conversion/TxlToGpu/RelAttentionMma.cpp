@@ -18,11 +18,15 @@
 // (rounded, value transposed, klen padded to the key tile with zeros), so
 // that every tile stages by asynchronous 16-byte copies (cp.async), the r
 // window in a ring of 128 rows of which a tile copies only the 32 its
-// window adds, K and V into two buffers by the tile's parity: a tile
-// issues the next tile's copies after its one barrier, and they are in
-// flight during its products (the copies of the walk's first tile before
-// the walk). At the others the walk's whole key tiles stage the f32 rows
-// in straight-line steps unchecked between two barriers, and the tail
+// window adds, K into two buffers by the tile's parity and V into three
+// by its index mod 3: a tile issues the next tile's copies after its one
+// barrier, and they are in flight during its products (the copies of the
+// walk's first tile before the walk); its AC and then the previous tile's
+// P·V are asynchronous (txl.warpgroup_mma async), in flight during X's
+// products, AC waited for with P·V left in flight, P·V before O is scaled
+// (FlashAttention-3's overlap, Shah et al. 2024 §3.2), the last tile's
+// P·V after the walk. At the others the walk's whole key tiles stage the f32
+// rows in straight-line steps unchecked between two barriers, and the tail
 // tile, where the keys end inside one, checks them. Subgroup w forms
 //   AC = (q + u) k^T            16 × 32, 4 n-blocks of 8 keys
 //   X  = (q + v) r_window^T     16 × 48, the 16 + 32 - 1 rows of r that the
@@ -432,8 +436,10 @@ static_assert(kWindowRows == 3 * kKeyTile && kRingRows % kKeyTile == 0 &&
 /// window): d_head padded to 32 or 64, which divide a warpgroup's
 /// work-items into rows and need at most 16 steps.
 bool stagesWhole(int64_t dPad) { return dPad == 32 || dPad == 64; }
-/// PTX's cap on a kernel's static shared memory.
-constexpr int64_t kStaticSharedBytes = 48 * 1024;
+/// The workgroup memory a kernel may take on every CUDA target (sm_80's
+/// dynamic shared memory per workgroup, txl-dynamic-shared-memory's
+/// max-bytes).
+constexpr int64_t kMaxSharedBytes = 99 * 1024;
 /// Padding of each staged r row, in elements: 16 bytes, so that the 8
 /// rows and 4 column pairs of a B fragment's 32-bit reads fall in 32
 /// different banks.
@@ -634,12 +640,14 @@ void MmaKernelBuilder::build() {
   Value xTile = func.getWorkgroupAttributions()[0];
   Value kTile = func.getWorkgroupAttributions()[1];
   Value vTile = func.getWorkgroupAttributions()[2];
-  // The packed form: the r ring, then K's and V's second buffers.
-  Value rTile, kTileNext, vTileNext;
+  // The packed form: the r ring, then K's and V's second buffers and V's
+  // third.
+  Value rTile, kTileNext, vTileNext, vTileThird;
   if (packed) {
     rTile = func.getWorkgroupAttributions()[3];
     kTileNext = func.getWorkgroupAttributions()[4];
     vTileNext = func.getWorkgroupAttributions()[5];
+    vTileThird = func.getWorkgroupAttributions()[6];
   }
 
   using P = arith::CmpIPredicate;
@@ -684,10 +692,19 @@ void MmaKernelBuilder::build() {
     }
 
   // Loop state: running max (base 2) and sum of rows g and g + 8, then the P·V
-  // accumulators, dBlocks fragments of 4.
+  // accumulators, dBlocks fragments of 4; in the packed form then the
+  // previous tile's 16 probabilities, whose P·V the tile issues (0 before
+  // the first tile), and the tile's index from jBegin's mod 3 (i32: which
+  // of V's three buffers it reads).
   SmallVector<Value> init = {negInf(), negInf(), f32(0.0), f32(0.0)};
   for (int64_t n = 0; n < dBlocks * 4; ++n)
     init.push_back(f32(0.0));
+  const int64_t probState = init.size();
+  if (packed) {
+    for (int64_t n = 0; n < 16; ++n)
+      init.push_back(f32(0.0));
+    init.push_back(i32(0));
+  }
   // The whole tiles that need no mask, as the (first, count) of their
   // first keys (set before the walk).
   VisibleKeys interiorStarts;
@@ -701,6 +718,30 @@ void MmaKernelBuilder::build() {
   auto byParity = [&](Value odd, Value evenTile, Value oddTile) {
     return arith::SelectOp::create(b, odd, oddTile, evenTile).getResult();
   };
+  // V's buffer of key tile `index` (from jBegin's, 0) of the packed form:
+  // the three in turn, index mod 3 given as `mod3` (the loop state's);
+  // `shift` 1 names the next tile's, 2 the previous tile's.
+  std::array<Value, 3> vBuffers = {vTile, vTileNext, vTileThird};
+  auto vBuffer = [&](Value mod3, int64_t shift) {
+    auto is = [&](int64_t m) { return cmp(P::eq, mod3, i32(m)); };
+    // Index mod 3 = 0, 1, 2 reads buffer (m + shift) mod 3.
+    Value other = arith::SelectOp::create(b, is(2), vBuffers[(2 + shift) % 3],
+                                          vBuffers[(0 + shift) % 3]);
+    return arith::SelectOp::create(b, is(1), vBuffers[(1 + shift) % 3], other)
+        .getResult();
+  };
+  // P (the 16 probabilities of the lane's scores, 4 blocks of 8 keys) as
+  // the A fragments of P·V: for keys 16 kk.. the score blocks 2 kk and 2 kk
+  // + 1 as they sit in the lane's registers.
+  auto probFragments = [&](ValueRange prob) {
+    SmallVector<Fragment> pas(2);
+    for (int64_t kk = 0; kk < 2; ++kk)
+      for (int64_t half = 0; half < 2; ++half)
+        for (int64_t rr = 0; rr < 2; ++rr)
+          for (int64_t e = 0; e < 2; ++e)
+            pas[kk].push_back(operand(prob[4 * (2 * kk + half) + 2 * rr + e]));
+    return pas;
+  };
   // One key tile from j0 on, given the loop state; returns the next state.
   // A `tail` tile (the walk's last when its keys end inside it) stages its
   // keys under bounds checks (the packed form: copies nothing next); the
@@ -709,7 +750,7 @@ void MmaKernelBuilder::build() {
   auto keyTile = [&](Value j0, ValueRange state,
                      bool tail) -> SmallVector<Value> {
     Value ringBase = sub(j0, jBegin);
-    Value kCur = kTile, vCur = vTile;
+    Value kCur = kTile, vCur = vTile, vPrev;
     if (packed) {
       // The tile's K, V and the last 32 rows of its r window were copied
       // by the previous tile (the walk's first tile, by the prologue): the
@@ -722,9 +763,12 @@ void MmaKernelBuilder::build() {
       barrier("kv-staged");
       Value odd =
           cmp(P::ne, arith::AndIOp::create(b, ringBase, idx(kKeyTile)), zero);
+      Value mod3 = state.back();
       kCur = byParity(odd, kTile, kTileNext);
-      vCur = byParity(odd, vTile, vTileNext);
-      // The next tile's K and V into the other buffers and the 32 rows its
+      // The previous tile's V, which its P·V, issued by this tile, reads.
+      vPrev = vBuffer(mod3, 2);
+      // The next tile's K into the other buffer, its V into the buffer
+      // that the P·V before the previous one read last, and the 32 rows its
       // window adds into the ring's chunk that the previous tile read last,
       // as one group, waited for at the next tile's start. The last whole
       // tile copies the tail tile or, when there is none, rows no tile
@@ -734,7 +778,7 @@ void MmaKernelBuilder::build() {
       if (!tail) {
         Value next = add(j0, idx(kKeyTile));
         stagePacked(k, v, next, byParity(odd, kTileNext, kTile),
-                    byParity(odd, vTileNext, vTile));
+                    vBuffer(mod3, 1));
         stageWindow(r, windowStart(next), klen, rTile, 2 * kKeyTile, kKeyTile,
                     add(ringBase, idx(kKeyTile)));
         commitCopies();
@@ -767,6 +811,16 @@ void MmaKernelBuilder::build() {
     // trip through workgroup memory, and waited for by the scores.
     Value acProduct =
         issueWarpgroupMma(qus, kCur, SmallVector<Value>(16, f32(0.0)));
+    // The packed form's P·V of the previous tile, issued after AC (products
+    // complete in order: AC's wait can leave it in flight) onto O, which the
+    // previous tile scaled by its alpha: in flight during X's products and
+    // this tile's softmax, waited for before O is scaled by this tile's
+    // alpha (FlashAttention-3's overlap, Shah et al. 2024 §3.2).
+    Value pvProduct;
+    if (packed)
+      pvProduct =
+          issueWarpgroupMma(probFragments(state.slice(probState, 16)), vPrev,
+                            SmallVector<Value>(state.slice(4, 4 * dBlocks)));
     // X: 6 blocks of 8 window rows; the subgroup's window row w is r row
     // rBase + w. Block xb's B fragment elements are those of window row
     // `row` (the lane's g-th of the block), columns d, from `element`.
@@ -841,7 +895,7 @@ void MmaKernelBuilder::build() {
               ValueRange{add(warpRow0, row),
                          add(sub(idx(kRows - 1), row), col)});
         }
-    Fragment ac = waitWarpgroupMma(acProduct, /*pending=*/0);
+    Fragment ac = waitWarpgroupMma(acProduct, /*pending=*/packed ? 1 : 0);
     for (int64_t n = 0; n < 16; ++n)
       score[n] = arith::AddFOp::create(b, ac[n], bd[n]);
     auto applyMask = [&](SmallVector<Value> scores) {
@@ -930,27 +984,26 @@ void MmaKernelBuilder::build() {
                                                         i, j, batchIdx, head));
           }
 
-    // O = O alpha + P V (M = 64 rows, N = dPad, K = the 32 keys): P's A
-    // fragment for keys 16 kk.. is the score blocks 2 kk and 2 kk + 1 as
-    // they sit in the lane's registers.
-    SmallVector<Fragment> o(dBlocks);
-    for (int64_t db = 0; db < dBlocks; ++db)
-      for (int64_t n = 0; n < 4; ++n)
-        o[db].push_back(
-            arith::MulFOp::create(b, state[4 + 4 * db + n], alpha[n / 2]));
-    SmallVector<Fragment> pas(2);
-    for (int64_t kk = 0; kk < 2; ++kk)
-      for (int64_t half = 0; half < 2; ++half)
-        for (int64_t rr = 0; rr < 2; ++rr)
-          for (int64_t e = 0; e < 2; ++e)
-            pas[kk].push_back(prob[4 * (2 * kk + half) + 2 * rr + e]);
-    SmallVector<Value> oInit;
-    for (const Fragment &frag : o)
-      llvm::append_range(oInit, frag);
-    for (Fragment &pa : pas)
-      for (Value &x : pa)
-        x = operand(x);
-    llvm::append_range(next, warpgroupMma(pas, vCur, oInit));
+    // O = O alpha + P V (M = 64 rows, N = dPad, K = the 32 keys). The
+    // packed form: O (with the previous tile's P·V, waited for now) scaled
+    // by alpha, this tile's P carried to the next tile (or after the walk),
+    // which issues its P·V; the other forms: P·V here, on O scaled.
+    SmallVector<Value> oPrev(state.slice(4, 4 * dBlocks));
+    if (packed)
+      oPrev = waitWarpgroupMma(pvProduct, /*pending=*/0);
+    SmallVector<Value> oScaled;
+    for (int64_t n = 0; n < 4 * dBlocks; ++n)
+      oScaled.push_back(arith::MulFOp::create(b, oPrev[n], alpha[n % 4 / 2]));
+    if (packed) {
+      llvm::append_range(next, oScaled);
+      llvm::append_range(next, prob);
+      Value mod3 = state.back();
+      next.push_back(select(cmp(P::eq, mod3, i32(2)), i32(0),
+                            arith::AddIOp::create(b, mod3, i32(1))));
+    } else {
+      llvm::append_range(next,
+                         warpgroupMma(probFragments(prob), vCur, oScaled));
+    }
     return next;
   };
   // The whole tiles of [jBegin, jEnd), then the tail tile if any.
@@ -979,10 +1032,28 @@ void MmaKernelBuilder::build() {
   // packed operands that none reads) into the first buffers and its whole
   // r window (96 rows) at the ring's start, one group that the first
   // tile's wait takes.
+  // V's third buffer holds zeros for the first tile, which issues the P·V
+  // of a tile before it with P = 0 (workgroup memory starts undefined, and
+  // 0 times a NaN is not 0); the first tile's barrier orders the stores.
   if (packed) {
     stagePacked(k, v, jBegin, kTile, vTile);
     stageWindow(r, windowStart(jBegin), klen, rTile, 0, kWindowRows, zero);
     prologue = commitCopies();
+    constexpr int64_t threads = kWarps * kSubgroupSize;
+    auto type = cast<MemRefType>(vTileThird.getType());
+    Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+    Value zeroOperand = operand(f32(0.0));
+    for (int64_t n = 0; n < type.getNumElements() / threads; ++n) {
+      // Element tid + threads n of the tile, row-major.
+      Value e = add(tid, idx(threads * n));
+      SmallVector<Value, 4> at;
+      for (int64_t dim = type.getRank() - 1; dim >= 0; --dim) {
+        at.insert(at.begin(),
+                  arith::RemUIOp::create(b, e, idx(type.getDimSize(dim))));
+        e = arith::DivUIOp::create(b, e, idx(type.getDimSize(dim)));
+      }
+      memref::StoreOp::create(b, zeroOperand, vTileThird, at);
+    }
   }
   auto wholeLoop = scf::ForOp::create(b, jBegin, wholeEnd, idx(kKeyTile), init);
   {
@@ -1007,6 +1078,18 @@ void MmaKernelBuilder::build() {
   // the prologue's when no tile ran).
   if (prologue)
     nvgpu::DeviceAsyncWaitOp::create(b, prologue, b.getI32IntegerAttr(0));
+  // The packed form: the last tile's P·V (of a tile before the first, P =
+  // 0 on the zeros of V's third buffer, when no tile ran), from the
+  // buffer of the walk's last tile: the previous one of the index the
+  // state holds after it.
+  SmallVector<Value> result(keyLoop.getResults());
+  if (packed) {
+    Fragment o = warpgroupMma(
+        probFragments(ValueRange(result).slice(probState, 16)),
+        vBuffer(result.back(), 2),
+        SmallVector<Value>(ValueRange(result).slice(4, 4 * dBlocks)));
+    std::copy(o.begin(), o.end(), result.begin() + 4);
+  }
 
   // out[i, batch, head, d] = o / l for the lane's rows and columns and,
   // in the lse form, lse[batch, head, i] = m + log l from the lanes with t
@@ -1032,14 +1115,14 @@ void MmaKernelBuilder::build() {
     };
     for (int64_t rr = 0; rr < 2; ++rr) {
       Value i = add(iw, add(g, idx(8 * rr)));
-      Value l = keyLoop.getResult(2 + rr);
+      Value l = result[2 + rr];
       if (Value lseBuffer = split ? partLse : lseOut) {
         auto ifLse = scf::IfOp::create(
             b, both(cmp(P::ult, i, qlen), cmp(P::eq, t, zero)), false);
         OpBuilder::InsertionGuard lseGuard(b);
         b.setInsertionPointToStart(ifLse.thenBlock());
         Value rowLse = arith::AddFOp::create(
-            b, arith::MulFOp::create(b, keyLoop.getResult(rr), f32(M_LN2)),
+            b, arith::MulFOp::create(b, result[rr], f32(M_LN2)),
             math::LogOp::create(b, l));
         memref::StoreOp::create(b, rowLse, lseBuffer, at({batchIdx, head, i}));
       }
@@ -1050,8 +1133,8 @@ void MmaKernelBuilder::build() {
               b, both(cmp(P::ult, i, qlen), cmp(P::ult, d, idx(dHead))), false);
           OpBuilder::InsertionGuard storeGuard(b);
           b.setInsertionPointToStart(ifIn.thenBlock());
-          Value o = arith::DivFOp::create(
-              b, keyLoop.getResult(4 + 4 * db + 2 * rr + e), l);
+          Value o =
+              arith::DivFOp::create(b, result[4 + 4 * db + 2 * rr + e], l);
           memref::StoreOp::create(b, o, split ? partOut : out,
                                   at({i, batchIdx, head, d}));
         }
@@ -1210,10 +1293,10 @@ AttentionKernel mlir::txl::getOrCreateMmaAttentionKernel(ModuleOp module,
   };
   // The r window is staged where d_head is padded to 32 or 64: its 24 or
   // 48 loads per work-item in flight take up to nvvm.maxnreg's registers
-  // (wider heads, or 48's chunks of varying columns, would spill),
-  // and every tile still fits PTX's 48 KiB of static shared memory
-  // (dynamic shared memory would not give wgmma its operands as workgroup
-  // attributions).
+  // (wider heads, or 48's chunks of varying columns, would spill). With
+  // V's third buffer the tiles pass PTX's 48 KiB of static shared memory
+  // at d_head 64 (51,456 bytes): on CUDA txl-dynamic-shared-memory moves
+  // them into dynamic shared memory.
   SmallVector<Type> tiles = {tile(kWindow), coreMatrices(kKeyTile / 8, dBlocks),
                              coreMatrices(dBlocks, kKeyTile / 8)};
   auto window =
@@ -1224,17 +1307,20 @@ AttentionKernel mlir::txl::getOrCreateMmaAttentionKernel(ModuleOp module,
     return type.getNumElements() * type.getElementTypeBitWidth() / 8;
   };
   if (packed) {
-    // The r ring, then K's and V's second buffers (the next key tile's
-    // copies fly into them during this tile's products).
+    // The r ring, then K's and V's second buffers and V's third (the next
+    // key tile's copies fly into them during this tile's products, and the
+    // previous tile's P·V reads its V during this tile's).
     tiles.push_back(window);
     tiles.push_back(tiles[1]);
+    tiles.push_back(tiles[2]);
     tiles.push_back(tiles[2]);
     int64_t bytes = 0;
     for (Type t : tiles)
       bytes += bytesOf(t);
-    if (bytes > kStaticSharedBytes)
+    if (bytes > kMaxSharedBytes)
       llvm::report_fatal_error("the tensor-core attention's tiles exceed "
-                               "48 KiB of static shared memory");
+                               "the dynamic shared memory of an sm_80 "
+                               "workgroup");
   }
   FunctionType type = attentionKernelType(ctx, dHead, /*unitInnerStride=*/true,
                                           dropatt, lse, /*keyParts=*/true);

@@ -42,25 +42,27 @@
 
 // The kernel: global buffers are only its operands; workgroup memory is the
 // X tile (64 x 48: the 16 + 32 - 1 window rows of r, padded to 6 blocks
-// of 8) of the 4 subgroups, two buffers each of a key tile's K and V in
-// bf16 core matrices (32 keys x 32 d_head: 4 x 4 blocks of 8 x 8) and a
-// ring of 128 rows of r (4 chunks of 32). Per key tile: the wait for the
-// work-item's copies, the tile's one barrier, the next tile's staging
-// into the buffers this tile does not read (asynchronous 16-byte copies
-// from the packed operands, no rounding: 1 of K, 1 of V and 1 of the 32
-// rows the next tile's r window adds to the ring), in flight during AC as
-// one warpgroup product (2 k-steps, 4 n-blocks of keys) kept in
-// registers, the X blocks (mma.sync, B by ldmatrix) stored to the X tile,
-// a subgroup barrier, then the online softmax (quad shuffles) and P·V as
-// one warpgroup product (2 k-steps of keys, 4 n-blocks of d_head).
-// Nothing allocated; the output is the only global store.
+// of 8) of the 4 subgroups, two buffers of a key tile's K and three of
+// its V in bf16 core matrices (32 keys x 32 d_head: 4 x 4 blocks of 8 x
+// 8) and a ring of 128 rows of r (4 chunks of 32). Per key tile: the wait
+// for the work-item's copies, the tile's one barrier, the next tile's
+// staging into buffers no product in flight reads (asynchronous 16-byte
+// copies from the packed operands, no rounding: 1 of K, 1 of V and 1 of
+// the 32 rows the next tile's r window adds to the ring), AC as one
+// asynchronous warpgroup product (2 k-steps, 4 n-blocks of keys) kept in
+// registers, then the previous tile's P·V as another (2 k-steps of keys,
+// 4 n-blocks of d_head), both in flight during the X blocks (mma.sync, B
+// by ldmatrix) stored to the X tile, a subgroup barrier and X's skewed
+// reads; AC's wait, the online softmax (quad shuffles), P·V's wait. After
+// the walk, the last tile's P·V. Nothing allocated; the output is the
+// only global store.
 
 // CHECK: gpu.func @rel_attention_bf16_d32(
 // CHECK-SAME: %[[Q:arg0]]: memref<?x?x?x32xf32, strided<[?, ?, ?, 1], offset: ?>>
 // CHECK-SAME: %[[K:arg1]]: memref<?x?x?x32xbf16>, %[[V:arg2]]: memref<?x?x32x?xbf16>, %[[R:arg3]]: memref<?x?x32xbf16>
 // CHECK-SAME: %[[O:arg6]]: memref<?x?x?x32xf32, strided<[?, ?, ?, 1], offset: ?>>, %[[KLENARG:arg7]]: index
 // CHECK-SAME: %[[PO:arg11]]: memref<?x?x?x?x32xf32>, %[[PL:arg12]]: memref<?x?x?x?xf32>)
-// CHECK-SAME: workgroup(%[[X:.+]] : memref<64x49xf32, 3>, %[[KT:.+]] : memref<4x4x8x8xbf16, 3>, %[[VT:.+]] : memref<4x4x8x8xbf16, 3>, %[[RT:.+]] : memref<128x40xbf16, 3>, %[[KT1:.+]] : memref<4x4x8x8xbf16, 3>, %[[VT1:.+]] : memref<4x4x8x8xbf16, 3>)
+// CHECK-SAME: workgroup(%[[X:.+]] : memref<64x49xf32, 3>, %[[KT:.+]] : memref<4x4x8x8xbf16, 3>, %[[VT:.+]] : memref<4x4x8x8xbf16, 3>, %[[RT:.+]] : memref<128x40xbf16, 3>, %[[KT1:.+]] : memref<4x4x8x8xbf16, 3>, %[[VT1:.+]] : memref<4x4x8x8xbf16, 3>, %[[VT2:.+]] : memref<4x4x8x8xbf16, 3>)
 // CHECK-SAME: kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.maxnreg = 255 : i32}
 // The walk starts at the key tile of the first visible key (a multiple
 // of 32: the packed rows are read in whole aligned tiles).
@@ -113,24 +115,35 @@
 // CHECK: %[[PCOPY1:.+]] = nvgpu.device_async_copy %[[R]]
 // CHECK: %[[PCOPY2:.+]] = nvgpu.device_async_copy %[[R]]
 // CHECK-NEXT: %[[PROLOGUE:.+]] = nvgpu.device_async_create_group %[[KCOPY0]], %[[VCOPY0]], %[[PCOPY0]], %[[PCOPY1]], %[[PCOPY2]]
+// V's third buffer zeroed (the first tile's P·V of no tile before it
+// reads it, with P = 0): 8 elements a work-item.
+// CHECK-COUNT-8: memref.store %{{.+}}, %[[VT2]][%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}] : memref<4x4x8x8xbf16, 3>
 // CHECK-NOT: gpu.barrier
 //
 // The whole key tiles: the wait for every group the work-item committed
-// (the count 0), the tile's one barrier, then the buffers by the tile's
-// parity from jBegin (bit 5 of j0 - jBegin): this tile's products read
-// the first ones on even tiles, the second on odd; the next tile's copies
-// go to the others.
-// CHECK: scf.for %[[J0:.+]] = %[[WALK0]] to
+// (the count 0), the tile's one barrier, then K's buffers by the tile's
+// parity from jBegin (bit 5 of j0 - jBegin): this tile's AC reads the
+// first on even tiles, the second on odd, and the next tile's copies go to
+// the other; V's three buffers by the tile's index mod 3 (the loop state's
+// last value, 0 at the first tile): the previous tile's P·V reads buffer
+// (index + 2) mod 3, the next tile's copies go to (index + 1) mod 3.
+// CHECK: scf.for %[[J0:.+]] = %[[WALK0]] to %{{.+}} step %c32 iter_args(%[[M0:[a-z0-9_]+]] = {{.+}}, %[[MOD3:[a-z0-9_]+]] = %c0_i32)
 // CHECK-NEXT: %[[RB:.+]] = arith.subi %[[J0]], %[[WALK0]] : index
 // CHECK-NEXT: nvgpu.device_async_wait %[[PROLOGUE]] {numGroups = 0 : i32}
 // CHECK-NEXT: gpu.barrier {txl.sync = "kv-staged"}
 // CHECK-NEXT: %[[PARBIT:.+]] = arith.andi %[[RB]], %c32 : index
 // CHECK-NEXT: %[[ODD:.+]] = arith.cmpi ne, %[[PARBIT]], %c0 : index
 // CHECK-NEXT: %[[KCUR:.+]] = arith.select %[[ODD]], %[[KT1]], %[[KT]] : memref<4x4x8x8xbf16, 3>
-// CHECK-NEXT: %[[VCUR:.+]] = arith.select %[[ODD]], %[[VT1]], %[[VT]] : memref<4x4x8x8xbf16, 3>
+// CHECK-NEXT: %[[PIS2:.+]] = arith.cmpi eq, %[[MOD3]], %c2_i32 : i32
+// CHECK-NEXT: %[[PREV2:.+]] = arith.select %[[PIS2]], %[[VT1]], %[[VT2]] : memref<4x4x8x8xbf16, 3>
+// CHECK-NEXT: %[[PIS1:.+]] = arith.cmpi eq, %[[MOD3]], %c1_i32 : i32
+// CHECK-NEXT: %[[VPREV:.+]] = arith.select %[[PIS1]], %[[VT]], %[[PREV2]] : memref<4x4x8x8xbf16, 3>
 // CHECK-NEXT: %[[NEXT:.+]] = arith.addi %[[J0]], %c32 : index
 // CHECK-NEXT: %[[KNEXT:.+]] = arith.select %[[ODD]], %[[KT]], %[[KT1]] : memref<4x4x8x8xbf16, 3>
-// CHECK-NEXT: %[[VNEXT:.+]] = arith.select %[[ODD]], %[[VT]], %[[VT1]] : memref<4x4x8x8xbf16, 3>
+// CHECK-NEXT: %[[NIS2:.+]] = arith.cmpi eq, %[[MOD3]], %c2_i32 : i32
+// CHECK-NEXT: %[[NEXT2:.+]] = arith.select %[[NIS2]], %[[VT]], %[[VT1]] : memref<4x4x8x8xbf16, 3>
+// CHECK-NEXT: %[[NIS1:.+]] = arith.cmpi eq, %[[MOD3]], %c1_i32 : i32
+// CHECK-NEXT: %[[VNEXT:.+]] = arith.select %[[NIS1]], %[[VT2]], %[[NEXT2]] : memref<4x4x8x8xbf16, 3>
 // The next tile's K and V (keys from j0 + 32, the copies as before the
 // walk) into the other buffers.
 // CHECK: %[[RIN:.+]] = arith.remui %{{.+}}, %c8 : index
@@ -173,9 +186,13 @@
 // CHECK-NOT: gpu.barrier
 // CHECK-NOT: memref.load %[[K]]
 // CHECK-NOT: memref.load %[[R]]
-// AC, issued asynchronously: in flight during X's products and the
-// skew's round trip, waited for by the scores.
+// AC, issued asynchronously, then the previous tile's P·V on its V (P
+// carried in the loop state as f32, rounded here) onto O: both in flight
+// during X's products and the skew's round trip; AC's wait leaves P·V in
+// flight (pending 1) during the scores and the softmax.
 // CHECK: %[[AC:.+]] = txl.warpgroup_mma async %{{.+}}, %[[KCUR]], %{{.+}} : vector<2x4x2xbf16>, memref<4x4x8x8xbf16, 3>, vector<4x2x2xf32>
+// CHECK-COUNT-16: arith.truncf %{{.+}} : f32 to bf16
+// CHECK: %[[PV:.+]] = txl.warpgroup_mma async %{{.+}}, %[[VPREV]], %{{.+}} : vector<2x4x2xbf16>, memref<4x4x8x8xbf16, 3>, vector<4x2x2xf32>
 // CHECK-NOT: txl.warpgroup_mma_wait
 // AC stays in registers: X is the only tile written. X's 6 blocks of 8
 // window rows (unrolled), the B fragments of a block's 2 k-steps read from
@@ -209,7 +226,7 @@
 // CHECK-NOT: txl.warpgroup_mma_wait
 // CHECK-COUNT-16: memref.load %[[X]]
 // CHECK-NOT: memref.load %[[X]]
-// CHECK: %[[ACREADY:.+]] = txl.warpgroup_mma_wait %[[AC]] {pending = 0 : i64} : vector<4x2x2xf32>
+// CHECK: %[[ACREADY:.+]] = txl.warpgroup_mma_wait %[[AC]] {pending = 1 : i64} : vector<4x2x2xf32>
 // CHECK-NOT: memref.load %[[X]]
 // CHECK: vector.extract %[[ACREADY]][0, 0, 0]
 // The mask on the tiles that need it: an interior tile yields its 16
@@ -235,14 +252,21 @@
 // CHECK: gpu.shuffle  xor %{{.+}}, %c2_i32, %c32_i32 : f32
 // CHECK: gpu.shuffle  xor %{{.+}}, %c1_i32, %c32_i32 : f32
 // CHECK-NOT: memref.load %[[V]]
-// CHECK: txl.warpgroup_mma %{{.+}}, %[[VCUR]], %{{.+}} : vector<2x4x2xbf16>, memref<4x4x8x8xbf16, 3>, vector<4x2x2xf32>
+// P·V waited for after the softmax; O scaled by this tile's alpha; the
+// next index mod 3.
+// CHECK-NOT: txl.warpgroup_mma
+// CHECK: %[[PVREADY:.+]] = txl.warpgroup_mma_wait %[[PV]] {pending = 0 : i64} : vector<4x2x2xf32>
+// CHECK-NOT: txl.warpgroup_mma
+// CHECK: %[[WRAP:.+]] = arith.cmpi eq, %[[MOD3]], %c2_i32 : i32
+// CHECK-NEXT: %[[INC:.+]] = arith.addi %[[MOD3]], %c1_i32 : i32
+// CHECK-NEXT: %[[MOD3NEXT:.+]] = arith.select %[[WRAP]], %c0_i32, %[[INC]] : i32
 // CHECK-NOT: gpu.barrier
-// CHECK: scf.yield
+// CHECK: scf.yield {{.+}}, %[[MOD3NEXT]] :
 //
 // The tail tile, when the keys end inside one: its copies came with the
 // last whole tile's (or before the walk; the packed rows past klen are
-// zeros): the wait, the barrier, its buffers by parity, then the mask,
-// and no copy.
+// zeros): the wait, the barrier, its buffers, then the mask, and no copy;
+// its AC and the previous tile's P·V as in the walk.
 // CHECK-NEXT: }
 // CHECK-NEXT: %[[HASTAIL:.+]] = arith.cmpi slt
 // CHECK-NEXT: scf.if %[[HASTAIL]]
@@ -250,11 +274,11 @@
 // CHECK-NEXT: gpu.barrier {txl.sync = "kv-staged"}
 // CHECK-NOT: memref.load %[[K]]
 // CHECK-NOT: nvgpu.device_async_copy
-// CHECK: %[[TAILV:.+]] = arith.select %{{.+}}, %[[VT1]], %[[VT]] : memref<4x4x8x8xbf16, 3>
 // CHECK-NOT: nvgpu.device_async_copy
 // CHECK: %[[TAILAC:.+]] = txl.warpgroup_mma async
-// CHECK: txl.warpgroup_mma_wait %[[TAILAC]] {pending = 0 : i64}
-// CHECK: txl.warpgroup_mma %{{.+}}, %[[TAILV]], %{{.+}}
+// CHECK: %[[TAILPV:.+]] = txl.warpgroup_mma async
+// CHECK: txl.warpgroup_mma_wait %[[TAILAC]] {pending = 1 : i64}
+// CHECK: txl.warpgroup_mma_wait %[[TAILPV]] {pending = 0 : i64}
 // CHECK: } else {
 // CHECK-NOT: nvgpu.mma.sync
 // CHECK-NOT: txl.warpgroup_mma
@@ -263,6 +287,11 @@
 // No copy outlives the walk (the last whole tile's, of rows after it; the
 // prologue's, when no tile ran).
 // CHECK: nvgpu.device_async_wait %[[PROLOGUE]] {numGroups = 0 : i32}
+// The last tile's P·V (waited for where it stands), on the buffer before
+// the index the walk ends with.
+// CHECK: %[[LAST2:.+]] = arith.select %{{.+}}, %[[VT1]], %[[VT2]] : memref<4x4x8x8xbf16, 3>
+// CHECK: %[[LASTV:.+]] = arith.select %{{.+}}, %[[VT]], %[[LAST2]] : memref<4x4x8x8xbf16, 3>
+// CHECK: txl.warpgroup_mma %{{.+}}, %[[LASTV]], %{{.+}} : vector<2x4x2xbf16>, memref<4x4x8x8xbf16, 3>, vector<4x2x2xf32>
 // CHECK: scf.if
 // CHECK: memref.store %{{.+}}, %[[PL]]
 // CHECK: memref.store %{{.+}}, %[[PO]]

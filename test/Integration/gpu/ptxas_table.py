@@ -79,9 +79,12 @@ SHARED_RESERVED = 1024        # the driver's shared memory per workgroup
 # geometry plans the key parts for); 12.5 KB of X tile, the key
 # tile's K and V in bf16 or f16 (4 d_head bytes per key: 16 KB at d_head
 # 128) and at d_head 32 and 64 a second buffer of each, which the next
-# key tile's copies fill during this tile's products (16 KB at 64), and
-# the ring of r rows (128 rows of d_head + 8: 18 KB at 64): 47,360 bytes
-# at 64, two workgroups in sm_80's 164 KB. The tensor-core `_kv` backward kernels (d_head up to 80):
+# key tile's copies fill during this tile's products, and a third of V,
+# which the previous tile's P·V reads meanwhile (20 KB at 64), and the
+# ring of r rows (128 rows of d_head + 8: 18 KB at 64): 51,456 bytes at
+# 64, past PTX's 48 KiB of static shared memory (on CUDA in dynamic
+# shared memory, txl-dynamic-shared-memory), two workgroups in sm_80's
+# 164 KB. The tensor-core `_kv` backward kernels (d_head up to 80):
 # 128 work-items, dk's and dv's accumulators in registers, up to 255 of
 # nvvm.maxnreg, 2 workgroups per SM; 29 KB of X, P and dS tiles and the
 # query tile's dO and q in bf16 or f16 (128 bytes per column of the
@@ -114,7 +117,7 @@ BUDGETS = [
     (r"rel_attention_grad_kv_(bf16|f16)(_dropatt)?_d\d+", 128, 255, 39 * 1024, 2),
     (r"rel_attention_grad_(q_saved|r)_(bf16|f16)(_dropatt)?_d\d+", 128, 255, 38 * 1024, 2),
     (r"rel_attention_pack_(bf16|f16)_d\d+", 128, 48, 0, 8),
-    (r"rel_attention_(bf16|f16)(_dropatt)?(_lse)?_d\d+", 128, 255, 47 * 1024, 2),
+    (r"rel_attention_(bf16|f16)(_dropatt)?(_lse)?_d\d+", 128, 255, 51 * 1024, 2),
     (r"rel_attention(_dropatt)?(_lse)?_d128", 128, 128, 48 * 1024, 3),
     (r"rel_attention(_dropatt)?(_lse)?_d\d+", 128, 128, 48 * 1024, 4),
     (r"rel_attention_combine(_lse)?", 128, 48, 0, 8),
