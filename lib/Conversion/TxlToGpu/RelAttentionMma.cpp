@@ -1034,7 +1034,7 @@ void MmaKernelBuilder::build() {
   // tile's wait takes.
   // V's third buffer holds zeros for the first tile, which issues the P·V
   // of a tile before it with P = 0 (workgroup memory starts undefined, and
-  // 0 times a NaN is not 0); the first tile's barrier orders the stores.
+  // 0 times a NaN is NaN); the first tile's barrier orders the stores.
   if (packed) {
     stagePacked(k, v, jBegin, kTile, vTile);
     stageWindow(r, windowStart(jBegin), klen, rTile, 0, kWindowRows, zero);
