@@ -16,6 +16,9 @@ ms/batch), once per BLAS, the BLAS runs interleaved in every round:
                     (OPENBLAS_CORETYPE=Prescott: what a user got before the
                     runtime checked the kernel)
   debian-zen        the same on its AVX2 Zen kernels (OPENBLAS_CORETYPE=Zen)
+  debian-haswell    the same on its AVX2 Haswell kernels
+  debian-skylakex   the same on its AVX-512 SkylakeX kernels (CPUs with
+                    AVX-512 only)
   debian-onemkl-1t  the runtime's route with TXL_SGEMM=mkl: oneMKL
                     (/opt/txlc/mkl) for the products made on one thread
                     (the batch slices), OpenBLAS for the others
@@ -113,6 +116,12 @@ def candidates(cache, only):
         # takes on Zen 4 (Cooperlake): Zen 4 runs 512-bit vectors in two
         # 256-bit halves.
         envs["debian-zen"] = {"OPENBLAS_CORETYPE": "Zen"}
+    if want("debian-skylakex"):
+        # OpenBLAS's AVX-512 kernels, against the AVX2 ones (Haswell) that
+        # 0.3.21 takes by itself on Zen 5 (family 26), which it does not know.
+        envs["debian-skylakex"] = {"OPENBLAS_CORETYPE": "SkylakeX"}
+    if want("debian-haswell"):
+        envs["debian-haswell"] = {"OPENBLAS_CORETYPE": "Haswell"}
     if want("debian-onemkl-1t"):
         # The runtime's own route (runtime/src/device/host/HostGemm.cpp):
         # oneMKL for the calls made on one thread, OpenBLAS for the rest.
