@@ -729,9 +729,9 @@ def ConvertRelAttentionToGpuPass : Pass<"txl-rel-attention-to-gpu", "::mlir::Mod
     product X = (q + v) r_windowᵀ and P·V as `nvgpu.mma.sync` m16n8k16 with
     bf16 operands and f32 accumulators; AC stays in its accumulators' registers
     and X passes through a workgroup tile (64 × 49 f32) so that each lane
-    reads AC(i, j) + X(i, 15 − i + j). K, V and (d_head padded to 32 or 64)
-    the tile's 96-row window of r are staged in workgroup memory. At d_head
-    padded to 32 or 64, `rel_attention_pack_bf16_d<d_head>` (grid
+    reads AC(i, j) + X(i, 15 − i + j). K, V and (d_head padded to 32, 64 or
+    128) the tile's 96-row window of r are staged in workgroup memory. At
+    d_head padded to 32, 64 or 128, `rel_attention_pack_bf16_d<d_head>` (grid
     (ceil(klen / 32) + 1) × (batch · n_head)) first writes key, value
     (transposed) and pos_key rounded to bf16, klen padded to a multiple of
     32 and one tile more with zeros, to buffers the kernel takes in their
@@ -739,20 +739,23 @@ def ConvertRelAttentionToGpuPass : Pass<"txl-rel-attention-to-gpu", "::mlir::Mod
     16-byte copies (`nvgpu.device_async_copy`) a tile ahead, into the
     second of two buffers of K (chosen by the tile's parity with
     `arith.select`) and the next of three of V (by the tile's index mod 3,
-    kept in the loop state): a tile waits for its copies, takes its one
-    barrier, then issues the next tile's, which fly during its products;
-    AC (`txl.warpgroup_mma async`) and then the previous tile's P·V (its
-    probabilities carried in the loop state; the first tile's on a zeroed
-    buffer with P = 0) are in flight during X's products and the skew's
-    reads, AC waited for with P·V left in flight (`pending = 1`), P·V
-    before O is scaled by the tile's alpha, the last tile's after the
-    walk; the tiles take 51,456 bytes at d_head 64 (on CUDA
-    `txl-dynamic-shared-memory` moves them into dynamic shared memory); the walk
+    kept in the loop state; two by parity at 128): a tile waits for its
+    copies, takes its one barrier, then issues the next tile's, which fly
+    during its products; AC (`txl.warpgroup_mma async`) and then, up to
+    d_head 64, the previous tile's P·V (its probabilities carried in the
+    loop state; the first tile's on a zeroed buffer with P = 0) are in
+    flight during X's products and the skew's reads, AC waited for with
+    P·V left in flight (`pending = 1`), P·V before O is scaled by the
+    tile's alpha, the last tile's after the walk (at 128 AC is waited for
+    with `pending = 0` and each tile's P·V is its own: the carried
+    registers would spill on sm_80); the tiles take 51,456 bytes at d_head
+    64 and 80,128 at 128 (on CUDA `txl-dynamic-shared-memory` moves them
+    into dynamic shared memory); the walk
     starts at a multiple of 32, its r window in a ring of 128 rows of
     which each tile copies the 32 the next window adds (the first tile's
-    96 before the walk); at other widths the walk's whole
-    key tiles read
-    the f32 rows unchecked, its tail tile checks them. The softmax runs in
+    96 before the walk); at other widths (padded to 48 or 80) the walk's
+    whole key tiles read the f32 rows in rolled loops unchecked, its tail
+    tile checks them. The softmax runs in
     base 2 (`math.exp2` afn). Its f32 operands have a unit stride along
     d_head. txl-mma-to-nvvm (CUDA) or txl-emulate-mma (OpenCL) lower the
     products.

@@ -275,16 +275,11 @@ struct AttentionKernel {
   /// its ptxas budget asserts), for the choice of the number of key parts
   /// (grid z; the kernel's last two arguments are the parts' workspace).
   int64_t residentWorkgroups = 1;
-  /// The kernel loads rows of key, value and pos_key 16 bytes at a time
-  /// (the tensor-core kernel at d_head 32 and 64): their views' offsets and
-  /// row strides must be multiples of 4 floats (device buffers are
-  /// aligned), which the launch checks (`cf.assert`).
-  bool vectorRows = false;
   /// The kernel takes key, value and pos_key packed by
   /// rel_attention_pack_<bf16|f16>_d<d_head> (getOrCreateMmaPackKernel),
   /// and klen as an argument: (q, k_packed, v_packed, r_packed, u, v_bias,
   /// out, klen, mem_len, same_length, scale, ...) (the tensor-core kernel
-  /// where its r window is staged, d_head padded to 32 or 64).
+  /// where its r window is staged, d_head padded to 32, 64 or 128).
   bool packed = false;
 };
 

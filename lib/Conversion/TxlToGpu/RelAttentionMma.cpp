@@ -12,22 +12,26 @@
 // workgroup memory as the B operands of two warpgroup products
 // (txl.warpgroup_mma: wgmma on sm_90a, each subgroup's mma.sync
 // elsewhere), AC and P·V, for the 64 rows at once, and (d_head padded to
-// 32 or 64) the 96 rows of r its subgroups' windows span, whence their X
-// products read their B fragments. At those two widths key, value and
+// 32, 64 or 128) the 96 rows of r its subgroups' windows span, whence their
+// X products read their B fragments. At those widths key, value and
 // pos_key come packed in the operand type by rel_attention_pack_<type>_d<d>
 // (rounded, value transposed, klen padded to the key tile with zeros), so
 // that every tile stages by asynchronous 16-byte copies (cp.async), the r
 // window in a ring of 128 rows of which a tile copies only the 32 its
-// window adds, K into two buffers by the tile's parity and V into three
-// by its index mod 3: a tile issues the next tile's copies after its one
-// barrier, and they are in flight during its products (the copies of the
-// walk's first tile before the walk); its AC and then the previous tile's
-// P·V are asynchronous (txl.warpgroup_mma async), in flight during X's
-// products, AC waited for with P·V left in flight, P·V before O is scaled
+// window adds, K into two buffers by the tile's parity: a tile issues the
+// next tile's copies after its one barrier, and they are in flight during
+// its products (the copies of the walk's first tile before the walk); its
+// AC is asynchronous (txl.warpgroup_mma async), in flight during X's
+// products. At 32 and 64 V takes three buffers, by the tile's index mod 3,
+// and the previous tile's P·V is issued after AC, also in flight, AC
+// waited for with P·V left in flight, P·V before O is scaled
 // (FlashAttention-3's overlap, Shah et al. 2024 §3.2), the last tile's
-// P·V after the walk. At the others the walk's whole key tiles stage the f32
-// rows in straight-line steps unchecked between two barriers, and the tail
-// tile, where the keys end inside one, checks them. Subgroup w forms
+// P·V after the walk; at 128 V takes two, by parity, and a tile's P·V is
+// its own (carried, the probabilities' 16 registers would spill on
+// sm_80: carriesPv). At the others (d_head padded to 48 or 80) the walk's
+// whole key tiles stage the f32 rows in rolled loops between two
+// barriers, and the tail tile, where the keys end inside one, checks
+// them. Subgroup w forms
 //   AC = (q + u) k^T            16 × 32, 4 n-blocks of 8 keys
 //   X  = (q + v) r_window^T     16 × 48, the 16 + 32 - 1 rows of r that the
 //                               (16 rows, 32 keys) block reads, row w of the
@@ -432,10 +436,20 @@ constexpr int64_t kRingRows = 4 * kKeyTile;
 static_assert(kWindowRows == 3 * kKeyTile && kRingRows % kKeyTile == 0 &&
                   llvm::isPowerOf2_64(kRingRows),
               "a tile's window is 3 chunks of the ring, a power of 2 rows");
-/// Whether the kernel stages straight-line (K and V unrolled, the r
-/// window): d_head padded to 32 or 64, which divide a warpgroup's
-/// work-items into rows and need at most 16 steps.
-bool stagesWhole(int64_t dPad) { return dPad == 32 || dPad == 64; }
+/// Whether the kernel stages with asynchronous copies (the packed form):
+/// d_head padded to 32, 64 or 128, whose rows are whole 16-byte chunks
+/// that divide a warpgroup's work-items (4, 8 or 16 chunks of 8 columns
+/// a row; AttentionKernel::packed). 48 and 80 (6 and 10 chunks) stage the
+/// f32 rows in rolled loops instead.
+bool stagesWhole(int64_t dPad) {
+  return dPad == 32 || dPad == 64 || dPad == 128;
+}
+/// Whether the packed form carries a tile's probabilities into the next
+/// tile, which issues their P·V during its own products (three V buffers):
+/// up to d_head 64. At 128 the 16 carried registers pass nvvm.maxnreg on
+/// sm_80 (spills), and its P·V stays in its tile (two V buffers by
+/// parity, as K's).
+bool carriesPv(int64_t dPad) { return stagesWhole(dPad) && dPad <= 64; }
 /// The workgroup memory a kernel may take on every CUDA target (sm_80's
 /// dynamic shared memory per workgroup, txl-dynamic-shared-memory's
 /// max-bytes).
@@ -449,14 +463,14 @@ constexpr int64_t kWindowPad = 8;
 constexpr int32_t kMaxRegisters = 255;
 /// Up to this padded d_head the query fragments stay in registers for the
 /// whole key walk; wider heads reload them per key tile.
-constexpr int64_t kHeldQueryWidth = 64;
+constexpr int64_t kHeldQueryWidth = 128;
 
 class MmaKernelBuilder : public MmaBodyBuilder {
 public:
   MmaKernelBuilder(gpu::GPUFuncOp func, int64_t dHead, FloatType operandType,
                    bool dropatt, bool lse, bool packed)
       : MmaBodyBuilder(func, dHead, operandType), dropatt(dropatt), lse(lse),
-        packed(packed), func(func) {}
+        packed(packed), carryPv(packed && carriesPv(dPad)), func(func) {}
 
   void build();
 
@@ -467,12 +481,13 @@ private:
   /// Copies rows [rowBegin, rowBegin + rowCount) of the r window that
   /// starts at r row w0 from the packed r into the ring `rTile` (kRingRows
   /// rows, each padded by kWindowPad), window row w at ring row (ringBase +
-  /// w) mod kRingRows; d_head padded to 32 or 64 (stagesWhole). A row
+  /// w) mod kRingRows; d_head padded to 32, 64 or 128 (stagesWhole). A row
   /// outside [0, klen) holds r's row 0 instead: it only serves masked
   /// pairs, whose scores the mask replaces (every packed r row is finite);
   /// columns from d_head on are the packing's zeros. Each work-item copies
-  /// the same 8 consecutive columns of every 16th (d_head 64) or 32nd (32) row (a subgroup
-  /// copies whole rows), asynchronously (copyAsync).
+  /// the same 8 consecutive columns of every 8th (d_head 128), 16th (64)
+  /// or 32nd (32) row (a subgroup copies whole rows), asynchronously
+  /// (copyAsync).
   void stageWindow(Value r, Value w0, Value klen, Value rTile, int64_t rowBegin,
                    int64_t rowCount, Value ringBase);
   /// The first r row of the window of the key tile at j0: qlen - i0 - 64 +
@@ -514,6 +529,8 @@ private:
   /// The kernel takes key, value and pos_key packed, and klen
   /// (AttentionKernel::packed).
   bool packed;
+  /// The packed form's P·V of a tile issued by the next tile (carriesPv).
+  bool carryPv;
   gpu::GPUFuncOp func;
   // Set first by build().
   Value q, qlen, i0, iw;
@@ -542,9 +559,9 @@ void MmaKernelBuilder::stageWindow(Value r, Value w0, Value klen, Value rTile,
                                    Value ringBase) {
   using P = arith::CmpIPredicate;
   constexpr int64_t threads = kWarps * kSubgroupSize;
-  // d_head padded to 32 or 64 (stagesWhole): 4 or 8 chunks a row, which
-  // divide the work-items, so that each keeps its columns and steps down
-  // 32 or 16 rows at a time.
+  // d_head padded to 32, 64 or 128 (stagesWhole): 4, 8 or 16 chunks a
+  // row, which divide the work-items, so that each keeps its columns and
+  // steps down 32, 16 or 8 rows at a time.
   int64_t chunksPerRow = dPad / 8;
   assert(threads % chunksPerRow == 0 &&
          (rowCount * chunksPerRow) % threads == 0 &&
@@ -640,15 +657,16 @@ void MmaKernelBuilder::build() {
   Value xTile = func.getWorkgroupAttributions()[0];
   Value kTile = func.getWorkgroupAttributions()[1];
   Value vTile = func.getWorkgroupAttributions()[2];
-  // The packed form: the r ring, then K's and V's second buffers and V's
-  // third.
+  // The packed form: the r ring, then K's and V's second buffers and,
+  // carrying P·V, V's third.
   Value rTile, kTileNext, vTileNext, vTileThird;
   if (packed) {
     rTile = func.getWorkgroupAttributions()[3];
     kTileNext = func.getWorkgroupAttributions()[4];
     vTileNext = func.getWorkgroupAttributions()[5];
-    vTileThird = func.getWorkgroupAttributions()[6];
   }
+  if (carryPv)
+    vTileThird = func.getWorkgroupAttributions()[6];
 
   using P = arith::CmpIPredicate;
   Value zero = idx(0);
@@ -679,10 +697,6 @@ void MmaKernelBuilder::build() {
   int64_t kSteps = dPad / 16;
   int64_t dBlocks = dPad / 8;
   Value scaleLog2e = arith::MulFOp::create(b, scale, f32(M_LOG2E));
-  // K and V are staged in straight-line steps, each work-item keeping a
-  // column, where d_head is padded to 32 or 64 (8 or 16 steps of 2
-  // loads); wider, the loads all in flight would spill.
-  bool unrollStaging = stagesWhole(dPad);
   bool holdQuery = dPad <= kHeldQueryWidth;
   SmallVector<Fragment> heldQu, heldQv;
   if (holdQuery)
@@ -692,15 +706,15 @@ void MmaKernelBuilder::build() {
     }
 
   // Loop state: running max (base 2) and sum of rows g and g + 8, then the P·V
-  // accumulators, dBlocks fragments of 4; in the packed form then the
-  // previous tile's 16 probabilities, whose P·V the tile issues (0 before
-  // the first tile), and the tile's index from jBegin's mod 3 (i32: which
-  // of V's three buffers it reads).
+  // accumulators, dBlocks fragments of 4; carrying P·V then the previous
+  // tile's 16 probabilities, whose P·V the tile issues (0 before the first
+  // tile), and the tile's index from jBegin's mod 3 (i32: which of V's
+  // three buffers it reads).
   SmallVector<Value> init = {negInf(), negInf(), f32(0.0), f32(0.0)};
   for (int64_t n = 0; n < dBlocks * 4; ++n)
     init.push_back(f32(0.0));
   const int64_t probState = init.size();
-  if (packed) {
+  if (carryPv) {
     for (int64_t n = 0; n < 16; ++n)
       init.push_back(f32(0.0));
     init.push_back(i32(0));
@@ -710,16 +724,17 @@ void MmaKernelBuilder::build() {
   VisibleKeys interiorStarts;
   // The packed form's first group of copies (before the walk).
   Value prologue;
-  // The packed form stages each key tile into one of two buffers of K and
-  // V (kTile and kTileNext by the tile's parity from jBegin) and the r
-  // ring, so that tile j0 + 32's copies are in flight during tile j0's
-  // products, into the buffers tile j0 does not read: `evenTile` or
-  // `oddTile` by `odd`.
+  // The packed form stages each key tile into one of two buffers of K
+  // (kTile and kTileNext by the tile's parity from jBegin), of V (the same
+  // by parity, or carrying P·V one of three: vBuffer) and the r ring, so
+  // that tile j0 + 32's copies are in flight during tile j0's products,
+  // into the buffers tile j0 does not read: `evenTile` or `oddTile` by
+  // `odd`.
   auto byParity = [&](Value odd, Value evenTile, Value oddTile) {
     return arith::SelectOp::create(b, odd, oddTile, evenTile).getResult();
   };
-  // V's buffer of key tile `index` (from jBegin's, 0) of the packed form:
-  // the three in turn, index mod 3 given as `mod3` (the loop state's);
+  // V's buffer of key tile `index` (from jBegin's, 0) carrying P·V: the
+  // three in turn, index mod 3 given as `mod3` (the loop state's);
   // `shift` 1 names the next tile's, 2 the previous tile's.
   std::array<Value, 3> vBuffers = {vTile, vTileNext, vTileThird};
   auto vBuffer = [&](Value mod3, int64_t shift) {
@@ -763,14 +778,19 @@ void MmaKernelBuilder::build() {
       barrier("kv-staged");
       Value odd =
           cmp(P::ne, arith::AndIOp::create(b, ringBase, idx(kKeyTile)), zero);
-      Value mod3 = state.back();
+      Value mod3 = carryPv ? state.back() : Value();
       kCur = byParity(odd, kTile, kTileNext);
-      // The previous tile's V, which its P·V, issued by this tile, reads.
-      vPrev = vBuffer(mod3, 2);
-      // The next tile's K into the other buffer, its V into the buffer
-      // that the P·V before the previous one read last, and the 32 rows its
-      // window adds into the ring's chunk that the previous tile read last,
-      // as one group, waited for at the next tile's start. The last whole
+      // Carrying P·V, the previous tile's V, which its P·V, issued by this
+      // tile, reads; otherwise this tile's.
+      if (carryPv)
+        vPrev = vBuffer(mod3, 2);
+      else
+        vCur = byParity(odd, vTile, vTileNext);
+      // The next tile's K into the other buffer, its V into the other
+      // buffer or, carrying P·V, the one that the P·V before the previous
+      // one read last, and the 32 rows its window adds into the ring's
+      // chunk that the previous tile read last, as one group, waited for
+      // at the next tile's start. The last whole
       // tile copies the tail tile or, when there is none, rows no tile
       // reads (the packed operands' klenPad holds a key tile past the
       // last one any walk reaches: getOrCreateMmaPackKernel); the tail tile
@@ -778,7 +798,8 @@ void MmaKernelBuilder::build() {
       if (!tail) {
         Value next = add(j0, idx(kKeyTile));
         stagePacked(k, v, next, byParity(odd, kTileNext, kTile),
-                    vBuffer(mod3, 1));
+                    carryPv ? vBuffer(mod3, 1)
+                            : byParity(odd, vTileNext, vTile));
         stageWindow(r, windowStart(next), klen, rTile, 2 * kKeyTile, kKeyTile,
                     add(ringBase, idx(kKeyTile)));
         commitCopies();
@@ -791,11 +812,12 @@ void MmaKernelBuilder::build() {
       // packed core matrices): K as B(d, j) at kTile[j / 8][d / 8][j %
       // 8][d % 8], V as B(j, d) at vTile[d / 8][j / 8][d % 8][j % 8];
       // columns from d_head on are zero, and so are keys from jEnd on
-      // (those between jEnd and klen are masked).
+      // (those between jEnd and klen are masked). In a rolled loop: d_head
+      // padded to 48 or 80, whose loads all in flight would spill.
       stageOperands({{Rows{k, {batchIdx, head}, jEnd}, kTile, false},
                      {Rows{v, {batchIdx, head}, jEnd}, vTile, true}},
-                    j0, kKeyTile, Value(), dPad, /*unroll=*/unrollStaging,
-                    /*checkRows=*/tail, /*vectorLoads=*/true);
+                    j0, kKeyTile, Value(), dPad, /*unroll=*/false,
+                    /*checkRows=*/tail, /*vectorLoads=*/false);
       // K and V are staged before the products read them.
       barrier("kv-staged");
     }
@@ -811,13 +833,13 @@ void MmaKernelBuilder::build() {
     // trip through workgroup memory, and waited for by the scores.
     Value acProduct =
         issueWarpgroupMma(qus, kCur, SmallVector<Value>(16, f32(0.0)));
-    // The packed form's P·V of the previous tile, issued after AC (products
+    // Carrying P·V, the previous tile's, issued after AC (products
     // complete in order: AC's wait can leave it in flight) onto O, which the
     // previous tile scaled by its alpha: in flight during X's products and
     // this tile's softmax, waited for before O is scaled by this tile's
     // alpha (FlashAttention-3's overlap, Shah et al. 2024 §3.2).
     Value pvProduct;
-    if (packed)
+    if (carryPv)
       pvProduct =
           issueWarpgroupMma(probFragments(state.slice(probState, 16)), vPrev,
                             SmallVector<Value>(state.slice(4, 4 * dBlocks)));
@@ -895,7 +917,7 @@ void MmaKernelBuilder::build() {
               ValueRange{add(warpRow0, row),
                          add(sub(idx(kRows - 1), row), col)});
         }
-    Fragment ac = waitWarpgroupMma(acProduct, /*pending=*/packed ? 1 : 0);
+    Fragment ac = waitWarpgroupMma(acProduct, /*pending=*/carryPv ? 1 : 0);
     for (int64_t n = 0; n < 16; ++n)
       score[n] = arith::AddFOp::create(b, ac[n], bd[n]);
     auto applyMask = [&](SmallVector<Value> scores) {
@@ -984,17 +1006,17 @@ void MmaKernelBuilder::build() {
                                                         i, j, batchIdx, head));
           }
 
-    // O = O alpha + P V (M = 64 rows, N = dPad, K = the 32 keys). The
-    // packed form: O (with the previous tile's P·V, waited for now) scaled
+    // O = O alpha + P V (M = 64 rows, N = dPad, K = the 32 keys).
+    // Carrying P·V: O (with the previous tile's P·V, waited for now) scaled
     // by alpha, this tile's P carried to the next tile (or after the walk),
-    // which issues its P·V; the other forms: P·V here, on O scaled.
+    // which issues its P·V; otherwise P·V here, on O scaled.
     SmallVector<Value> oPrev(state.slice(4, 4 * dBlocks));
-    if (packed)
+    if (carryPv)
       oPrev = waitWarpgroupMma(pvProduct, /*pending=*/0);
     SmallVector<Value> oScaled;
     for (int64_t n = 0; n < 4 * dBlocks; ++n)
       oScaled.push_back(arith::MulFOp::create(b, oPrev[n], alpha[n % 4 / 2]));
-    if (packed) {
+    if (carryPv) {
       llvm::append_range(next, oScaled);
       llvm::append_range(next, prob);
       Value mod3 = state.back();
@@ -1032,13 +1054,16 @@ void MmaKernelBuilder::build() {
   // packed operands that none reads) into the first buffers and its whole
   // r window (96 rows) at the ring's start, one group that the first
   // tile's wait takes.
-  // V's third buffer holds zeros for the first tile, which issues the P·V
-  // of a tile before it with P = 0 (workgroup memory starts undefined, and
-  // 0 times a NaN is NaN); the first tile's barrier orders the stores.
+  // Carrying P·V, V's third buffer holds zeros for the first tile, which
+  // issues the P·V of a tile before it with P = 0 (workgroup memory starts
+  // undefined, and 0 times a NaN is NaN); the first tile's barrier orders
+  // the stores.
   if (packed) {
     stagePacked(k, v, jBegin, kTile, vTile);
     stageWindow(r, windowStart(jBegin), klen, rTile, 0, kWindowRows, zero);
     prologue = commitCopies();
+  }
+  if (carryPv) {
     constexpr int64_t threads = kWarps * kSubgroupSize;
     auto type = cast<MemRefType>(vTileThird.getType());
     Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
@@ -1078,12 +1103,12 @@ void MmaKernelBuilder::build() {
   // the prologue's when no tile ran).
   if (prologue)
     nvgpu::DeviceAsyncWaitOp::create(b, prologue, b.getI32IntegerAttr(0));
-  // The packed form: the last tile's P·V (of a tile before the first, P =
-  // 0 on the zeros of V's third buffer, when no tile ran), from the
-  // buffer of the walk's last tile: the previous one of the index the
-  // state holds after it.
+  // Carrying P·V: the last tile's P·V (of a tile before the first, P = 0
+  // on the zeros of V's third buffer, when no tile ran), from the buffer
+  // of the walk's last tile: the previous one of the index the state
+  // holds after it.
   SmallVector<Value> result(keyLoop.getResults());
-  if (packed) {
+  if (carryPv) {
     Fragment o = warpgroupMma(
         probFragments(ValueRange(result).slice(probState, 16)),
         vBuffer(result.back(), 2),
@@ -1261,16 +1286,12 @@ AttentionKernel mlir::txl::getOrCreateMmaAttentionKernel(ModuleOp module,
   assert((operandType.isBF16() || operandType.isF16()) &&
          "mma.sync m16n8k16 takes bf16 or f16 operands");
   // Resident workgroups per SM: the register file (64K) over kMaxRegisters
-  // per work-item (the X tile's 12.5 KiB of f32 and 4 d_head bytes per key
-  // of K and V, 28.5 KiB at d_head 128, allow more).
+  // per work-item (the tiles, at most 78.25 KiB at d_head 128, allow as
+  // many in sm_80's 164 KiB of shared memory).
   int64_t threads = kWarps * kSubgroupSize;
   bool packed = mmaAttentionPacksOperands(dHead);
-  AttentionKernel kernel{nullptr,
-                         kWarps * kRows,
-                         threads,
-                         65536 / (kMaxRegisters * threads),
-                         /*vectorRows=*/!packed && stagesWhole(dHead),
-                         packed};
+  AttentionKernel kernel{nullptr, kWarps * kRows, threads,
+                         65536 / (kMaxRegisters * threads), packed};
   std::string name = std::string("rel_attention_") +
                      (operandType.isBF16() ? "bf16" : "f16") +
                      (dropatt ? "_dropatt" : "") + (lse ? "_lse_d" : "_d") +
@@ -1291,12 +1312,11 @@ AttentionKernel mlir::txl::getOrCreateMmaAttentionKernel(ModuleOp module,
     return MemRefType::get({nBlocks, kBlocks, 8, 8}, operandType,
                            MemRefLayoutAttrInterface{}, b.getI64IntegerAttr(3));
   };
-  // The r window is staged where d_head is padded to 32 or 64: its 24 or
-  // 48 loads per work-item in flight take up to nvvm.maxnreg's registers
-  // (wider heads, or 48's chunks of varying columns, would spill). With
-  // V's third buffer the tiles pass PTX's 48 KiB of static shared memory
-  // at d_head 64 (51,456 bytes): on CUDA txl-dynamic-shared-memory moves
-  // them into dynamic shared memory.
+  // The r window is staged in the packed form (d_head padded to 32, 64 or
+  // 128: asynchronous copies, which take no registers). With V's third
+  // buffer the tiles pass PTX's 48 KiB of static shared memory at d_head
+  // 64 (51,456 bytes), and at d_head 128 they take 80,128 bytes: on CUDA
+  // txl-dynamic-shared-memory moves them into dynamic shared memory.
   SmallVector<Type> tiles = {tile(kWindow), coreMatrices(kKeyTile / 8, dBlocks),
                              coreMatrices(dBlocks, kKeyTile / 8)};
   auto window =
@@ -1307,13 +1327,14 @@ AttentionKernel mlir::txl::getOrCreateMmaAttentionKernel(ModuleOp module,
     return type.getNumElements() * type.getElementTypeBitWidth() / 8;
   };
   if (packed) {
-    // The r ring, then K's and V's second buffers and V's third (the next
-    // key tile's copies fly into them during this tile's products, and the
-    // previous tile's P·V reads its V during this tile's).
+    // The r ring, then K's and V's second buffers (the next key tile's
+    // copies fly into them during this tile's products) and, carrying P·V,
+    // V's third (the previous tile's P·V reads its V during this tile's).
     tiles.push_back(window);
     tiles.push_back(tiles[1]);
     tiles.push_back(tiles[2]);
-    tiles.push_back(tiles[2]);
+    if (carriesPv(llvm::alignTo(dHead, 16)))
+      tiles.push_back(tiles[2]);
     int64_t bytes = 0;
     for (Type t : tiles)
       bytes += bytesOf(t);

@@ -593,33 +593,6 @@ struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
     return success();
   }
 
-  /// A `cf.assert` that every row of `buffer` (a kernel argument whose last
-  /// dimension is d_head, unit stride) starts a multiple of 4 floats into
-  /// its device buffer: the view's offset and its other strides, so that a
-  /// kernel's 16-byte loads of it (AttentionKernel::vectorRows) are aligned
-  /// wherever the buffer is. Every view the compiled code makes of a whole
-  /// tensor of rows of d_head 32 or 64 passes; a failing one ends the run
-  /// with an error before the launch rather than the kernel at a
-  /// misaligned address.
-  static void assertVectorRows(ImplicitLocOpBuilder &b, Operation *op,
-                               Value buffer, StringRef name) {
-    auto metadata = memref::ExtractStridedMetadataOp::create(b, buffer);
-    Value bits = metadata.getOffset();
-    ValueRange strides = metadata.getStrides();
-    for (Value stride : strides.drop_back())
-      bits = arith::OrIOp::create(b, bits, stride);
-    Value aligned = arith::CmpIOp::create(
-        b, arith::CmpIPredicate::eq,
-        arith::AndIOp::create(b, bits, arith::ConstantIndexOp::create(b, 3)),
-        arith::ConstantIndexOp::create(b, 0));
-    cf::AssertOp::create(
-        b, aligned,
-        (op->getName().getStringRef() + ": " + name +
-         " rows must start a multiple of 4 floats apart (the tensor-core "
-         "kernel's 16-byte loads)")
-            .str());
-  }
-
   /// One launch of `kernel` for `op` at `b` (with dropatt's arguments when
   /// `dropatt`); returns the output (and the lse) as tensors.
   SmallVector<Value> launch(ImplicitLocOpBuilder &b, RelAttentionOp op,
@@ -675,11 +648,6 @@ struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
       args[2] = toBuffer(op.getValue(), 2);
       args[3] = toBuffer(op.getPosKey(), 3);
     }
-    if (kernel.vectorRows)
-      for (auto [n, name] : {std::pair<unsigned, StringRef>{1, "key"},
-                             {2, "value"},
-                             {3, "pos_key"}})
-        assertVectorRows(b, op, args[n], name);
     if (dropatt)
       llvm::append_range(
           args, dropattLaunchArguments(

@@ -1,23 +1,67 @@
 // RUN: txl-opt %s --txl-rel-attention-to-gpu=precision=bf16 | FileCheck %s
+// RUN: txl-opt %s --txl-rel-attention-to-gpu=precision=bf16 | FileCheck %s --check-prefix=NOCARRY
 
-// precision=bf16 at d_head 128, the negative case of
-// txl-rel-attention-to-gpu-bf16.mlir's straight-line staging (d_head 32):
-// the r window would take the tiles past 48 KiB of static shared memory,
-// and K and V's 32 steps in flight would spill; so K and V are staged in a
-// rolled loop, and each lane reads its r rows in another.
-// Its loads are of one f32 each: the launch checks no alignment.
+// precision=bf16 at d_head 128: the packed form of
+// txl-rel-attention-to-gpu-bf16.mlir (d_head 32), 16 chunks of 16 bytes a
+// row: K, V and pos_key packed in bf16 by rel_attention_pack_bf16_d128,
+// every key tile's K, V and r rows copied asynchronously (cp.async) into
+// the other of two buffers and the r ring (128 rows of 128 + 8 columns)
+// during the tile before, one barrier a tile, the query fragments held in
+// registers. Unlike d_head 32 and 64 it does not carry a tile's
+// probabilities into the next tile (their 16 registers would spill on
+// sm_80): V has two buffers, chosen by the tile's parity as K's, no third,
+// and each tile's P·V is its own, not async, after AC's wait with
+// pending = 0.
 // CHECK-LABEL: func.func @eval_d128
-// CHECK-NOT: memref.extract_strided_metadata
+// CHECK: gpu.launch_func @txl_kernels::@rel_attention_pack_bf16_d128
 // CHECK: gpu.launch_func @txl_kernels::@rel_attention_bf16_d128
+// CHECK-SAME: memref<?x?x?x128xbf16>, %{{.+}} : memref<?x?x128x?xbf16>, %{{.+}} : memref<?x?x128xbf16>
 // CHECK-LABEL: gpu.func @rel_attention_bf16_d128(
-// CHECK-SAME: workgroup(%{{.+}} : memref<64x49xf32, 3>, %{{.+}} : memref<4x16x8x8xbf16, 3>, %{{.+}} : memref<16x4x8x8xbf16, 3>) kernel
-// CHECK-NOT: memref.subview
-// CHECK: scf.for
-// CHECK: gpu.barrier {txl.sync = "reads-done"}
-// CHECK: scf.for %{{.+}} = %c0 to %c32 step %c1
-// CHECK: gpu.barrier {txl.sync = "kv-staged"}
-// CHECK: scf.for %{{.+}} = %c0 to %c6 step %c1
-// CHECK: txl.subgroup_barrier {txl.sync = "stores-done"}
+// CHECK-SAME: workgroup(%[[X:.+]] : memref<64x49xf32, 3>, %[[KT:.+]] : memref<4x16x8x8xbf16, 3>, %[[VT:.+]] : memref<16x4x8x8xbf16, 3>, %[[RT:.+]] : memref<128x136xbf16, 3>, %[[KT1:.+]] : memref<4x16x8x8xbf16, 3>, %[[VT1:.+]] : memref<16x4x8x8xbf16, 3>) kernel
+// The prologue: the first tile's K (4 copies a work-item), V (4) and its
+// whole r window (96 rows: 12) as one group.
+// CHECK: %[[PROLOGUE:.+]] = nvgpu.device_async_create_group
+// CHECK-SAME: %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}{{$}}
+// The walk's state: m, l (2 each) and the 64 accumulators of O, nothing
+// carried.
+// CHECK: %{{.+}}:68 = scf.for %[[J0:.+]] = %[[WALK0:.+]] to %{{.+}} step %c32 iter_args(
+// CHECK-NEXT: %[[RB:.+]] = arith.subi %[[J0]], %[[WALK0]] : index
+// CHECK-NEXT: nvgpu.device_async_wait %[[PROLOGUE]] {numGroups = 0 : i32}
+// CHECK-NEXT: gpu.barrier {txl.sync = "kv-staged"}
+// CHECK-NEXT: %[[PARBIT:.+]] = arith.andi %[[RB]], %c32 : index
+// CHECK-NEXT: %[[ODD:.+]] = arith.cmpi ne, %[[PARBIT]], %c0 : index
+// CHECK-NEXT: %[[KCUR:.+]] = arith.select %[[ODD]], %[[KT1]], %[[KT]] : memref<4x16x8x8xbf16, 3>
+// CHECK-NEXT: %[[VCUR:.+]] = arith.select %[[ODD]], %[[VT1]], %[[VT]] : memref<16x4x8x8xbf16, 3>
+// CHECK-NEXT: arith.addi %[[J0]], %c32 : index
+// CHECK-NEXT: %[[KNEXT:.+]] = arith.select %[[ODD]], %[[KT]], %[[KT1]] : memref<4x16x8x8xbf16, 3>
+// CHECK-NEXT: %[[VNEXT:.+]] = arith.select %[[ODD]], %[[VT]], %[[VT1]] : memref<16x4x8x8xbf16, 3>
+// CHECK-COUNT-4: nvgpu.device_async_copy %arg1[{{.+}}], %[[KNEXT]][{{.+}}], 8 {bypassL1}
+// CHECK-COUNT-4: nvgpu.device_async_copy %arg2[{{.+}}], %[[VNEXT]][{{.+}}], 8 {bypassL1}
+// CHECK-COUNT-4: nvgpu.device_async_copy %arg3[{{.+}}], %[[RT]][{{.+}}], 8 {bypassL1}
+// CHECK-NEXT: nvgpu.device_async_create_group
+// CHECK-NEXT: %[[QV:.+]] = vector.from_elements
+// CHECK-NEXT: %[[AC:.+]] = txl.warpgroup_mma async %[[QV]], %[[KCUR]], %{{.+}} : vector<8x4x2xbf16>, memref<4x16x8x8xbf16, 3>, vector<4x2x2xf32>
+// CHECK-NOT: gpu.barrier
+// CHECK: txl.warpgroup_mma_wait %[[AC]] {pending = 0 : i64}
+// CHECK-NOT: gpu.barrier
+// CHECK: txl.warpgroup_mma %{{.+}}, %[[VCUR]], %{{.+}} : vector<2x4x2xbf16>, memref<16x4x8x8xbf16, 3>, vector<16x2x2xf32>
+// CHECK-NOT: txl.warpgroup_mma
+// CHECK: scf.yield
+// The tail tile likewise, then no copy outlives the walk.
+// CHECK: nvgpu.device_async_wait %[[PROLOGUE]] {numGroups = 0 : i32}
+// CHECK-NEXT: gpu.barrier {txl.sync = "kv-staged"}
+// CHECK: nvgpu.device_async_wait %[[PROLOGUE]] {numGroups = 0 : i32}
+// CHECK-NOT: txl.warpgroup_mma
+// CHECK: gpu.return
+
+// No async P·V, no second wait, no rolled staging loop or per-lane r
+// reads (the old d_head 128 form: scf.for to 32 and 6 inside the walk).
+// NOCARRY-LABEL: gpu.func @rel_attention_bf16_d128(
+// NOCARRY-NOT: pending = 1
+// NOCARRY-NOT: reads-done
+// NOCARRY-NOT: scf.for %{{.+}} = %c0 to %c32 step %c1
+// NOCARRY-NOT: scf.for %{{.+}} = %c0 to %c6 step %c1
+// NOCARRY: gpu.return
 
 func.func @eval_d128(%q: tensor<?x?x2x128xf32>, %k: tensor<?x?x2x128xf32>, %v: tensor<?x?x2x128xf32>,
                      %r: tensor<?x2x128xf32>, %u: tensor<2x128xf32>, %vb: tensor<2x128xf32>,

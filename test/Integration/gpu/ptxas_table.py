@@ -70,21 +70,22 @@ SHARED_RESERVED = 1024        # the driver's shared memory per workgroup
 # shared memory, 8 workgroups; the one with all three (training's second
 # norm of a layer) takes 38 registers at sm_80 for d 1024 (lm1b_base):
 # 40 and 6 workgroups (1,536 work-items an SM). The tensor-core attention kernels
-# (--precision=bf16 and fp16): 128 work-items, the P·V accumulators (and, up to
-# d_head 64, the query fragments) in registers, with or without the lse
+# (--precision=bf16 and fp16): 128 work-items, the P·V accumulators and
+# the query fragments in registers, with or without the lse
 # output of training, up to the 255 registers of nvvm.maxnreg (d_head 32
 # and 64 keep a key tile's K, V and r window loads in flight together,
 # the AC accumulators stay live across X, the dropatt forms hold the
 # Philox draws), which leaves 2 workgroups per SM (what the launch
 # geometry plans the key parts for); 12.5 KB of X tile, the key
 # tile's K and V in bf16 or f16 (4 d_head bytes per key: 16 KB at d_head
-# 128) and at d_head 32 and 64 a second buffer of each, which the next
+# 128) and at d_head 32, 64 and 128 a second buffer of each, which the next
 # key tile's copies fill during this tile's products, and a third of V,
 # which the previous tile's P·V reads meanwhile (20 KB at 64), and the
 # ring of r rows (128 rows of d_head + 8: 18 KB at 64): 51,456 bytes at
 # 64, past PTX's 48 KiB of static shared memory (on CUDA in dynamic
 # shared memory, txl-dynamic-shared-memory), two workgroups in sm_80's
-# 164 KB. The tensor-core `_kv` backward kernels (d_head up to 80):
+# 164 KB; at d_head 128 the packed form too, with two buffers of V (its
+# P·V not carried): 80,128 bytes, up to 80 KiB, still two workgroups. The tensor-core `_kv` backward kernels (d_head up to 80):
 # 128 work-items, dk's and dv's accumulators in registers, up to 255 of
 # nvvm.maxnreg, 2 workgroups per SM; 29 KB of X, P and dS tiles and the
 # query tile's dO and q in bf16 or f16 (128 bytes per column of the
@@ -96,7 +97,8 @@ SHARED_RESERVED = 1024        # the driver's shared memory per workgroup
 # the part of d_head, 5 KB at d_head 80). The packing of the
 # tensor-core kernels' key, value and pos_key (rel_attention_pack_<type>_d<d>:
 # 128 work-items, 8 f32 loads a chunk): 48 registers, no shared memory, 8
-# workgroups. The
+# workgroups; at d_head 128, 4 chunks of each operand a work-item (32
+# loads in flight: a copy bound by memory), 96 registers, 5 workgroups. The
 # combine of the attention's key parts: 48 registers, 8
 # workgroups of 128. The embedding gradient's sort (256 work-items, a 2 KiB tile
 # of token ids): 32 registers, 8 workgroups; its rows kernel (a subgroup
@@ -116,7 +118,9 @@ BUDGETS = [
     (r"rel_attention_grad_(q|q_saved|kv|r)(_dropatt)?_d\d+", 128, 128, 48 * 1024, 3),
     (r"rel_attention_grad_kv_(bf16|f16)(_dropatt)?_d\d+", 128, 255, 39 * 1024, 2),
     (r"rel_attention_grad_(q_saved|r)_(bf16|f16)(_dropatt)?_d\d+", 128, 255, 38 * 1024, 2),
+    (r"rel_attention_pack_(bf16|f16)_d128", 128, 96, 0, 5),
     (r"rel_attention_pack_(bf16|f16)_d\d+", 128, 48, 0, 8),
+    (r"rel_attention_(bf16|f16)(_dropatt)?(_lse)?_d128", 128, 255, 80 * 1024, 2),
     (r"rel_attention_(bf16|f16)(_dropatt)?(_lse)?_d\d+", 128, 255, 51 * 1024, 2),
     (r"rel_attention(_dropatt)?(_lse)?_d128", 128, 128, 48 * 1024, 3),
     (r"rel_attention(_dropatt)?(_lse)?_d\d+", 128, 128, 48 * 1024, 4),

@@ -378,6 +378,7 @@ CASES = [
     (21, 40, 1, 3, 80, False, 40),    # d_head not a multiple of 32
     (30, 45, 2, 2, 41, True, 45),     # wt103_base's odd d_head
     (17, 35, 2, 2, 128, True, 35),    # narrower query tile
+    (40, 150, 1, 2, 128, False, 150), # 6 key tiles: the r ring wraps
 ]
 
 
