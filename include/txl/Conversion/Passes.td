@@ -729,9 +729,10 @@ def ConvertRelAttentionToGpuPass : Pass<"txl-rel-attention-to-gpu", "::mlir::Mod
     product X = (q + v) r_windowᵀ and P·V as `nvgpu.mma.sync` m16n8k16 with
     bf16 operands and f32 accumulators; AC stays in its accumulators' registers
     and X passes through a workgroup tile (64 × 49 f32) so that each lane
-    reads AC(i, j) + X(i, 15 − i + j). K, V and (d_head padded to 32, 64 or
-    128) the tile's 96-row window of r are staged in workgroup memory. At
-    d_head padded to 32, 64 or 128, `rel_attention_pack_bf16_d<d_head>` (grid
+    reads AC(i, j) + X(i, 15 − i + j). K, V and (d_head up to 128) the
+    tile's 96-row window of r are staged in workgroup memory. Up to d_head
+    128, padded with zero columns to 32, 64 or 128 (41 to 64, 80 to 128),
+    `rel_attention_pack_bf16_d<d_head>` (grid
     (ceil(klen / 32) + 1) × (batch · n_head)) first writes key, value
     (transposed) and pos_key rounded to bf16, klen padded to a multiple of
     32 and one tile more with zeros, to buffers the kernel takes in their
@@ -753,9 +754,8 @@ def ConvertRelAttentionToGpuPass : Pass<"txl-rel-attention-to-gpu", "::mlir::Mod
     into dynamic shared memory); the walk
     starts at a multiple of 32, its r window in a ring of 128 rows of
     which each tile copies the 32 the next window adds (the first tile's
-    96 before the walk); at other widths (padded to 48 or 80) the walk's
-    whole key tiles read the f32 rows in rolled loops unchecked, its tail
-    tile checks them. The softmax runs in
+    96 before the walk); over d_head 128 the walk's whole key tiles read
+    the f32 rows in rolled loops unchecked, its tail tile checks them. The softmax runs in
     base 2 (`math.exp2` afn). Its f32 operands have a unit stride along
     d_head. txl-mma-to-nvvm (CUDA) or txl-emulate-mma (OpenCL) lower the
     products.

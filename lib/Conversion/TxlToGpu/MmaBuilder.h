@@ -37,8 +37,12 @@ using Fragment = SmallVector<Value, 8>;
 
 class MmaBodyBuilder : public KernelBodyBuilder {
 protected:
-  MmaBodyBuilder(gpu::GPUFuncOp func, int64_t dHead, FloatType operandType)
-      : KernelBodyBuilder(func), dHead(dHead), dPad(llvm::alignTo(dHead, 16)),
+  /// `dPad`: the products' K width, d_head padded with zero columns (0:
+  /// to a multiple of 16, the mma's k-step).
+  MmaBodyBuilder(gpu::GPUFuncOp func, int64_t dHead, FloatType operandType,
+                 int64_t dPad = 0)
+      : KernelBodyBuilder(func), dHead(dHead),
+        dPad(dPad ? dPad : int64_t(llvm::alignTo(dHead, 16))),
         operandType(operandType) {}
 
   Value both(Value x, Value y) { return arith::AndIOp::create(b, x, y); }

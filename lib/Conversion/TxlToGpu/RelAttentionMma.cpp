@@ -11,9 +11,10 @@
 // key tile the workgroup stages the tile's K and V, rounded, in
 // workgroup memory as the B operands of two warpgroup products
 // (txl.warpgroup_mma: wgmma on sm_90a, each subgroup's mma.sync
-// elsewhere), AC and P·V, for the 64 rows at once, and (d_head padded to
-// 32, 64 or 128) the 96 rows of r its subgroups' windows span, whence their
-// X products read their B fragments. At those widths key, value and
+// elsewhere), AC and P·V, for the 64 rows at once, and (d_head up to 128,
+// padded with zero columns to 32, 64 or 128: forwardPad) the 96 rows of r
+// its subgroups' windows span, whence their X products read their B
+// fragments. At those widths key, value and
 // pos_key come packed in the operand type by rel_attention_pack_<type>_d<d>
 // (rounded, value transposed, klen padded to the key tile with zeros), so
 // that every tile stages by asynchronous 16-byte copies (cp.async), the r
@@ -28,10 +29,10 @@
 // (FlashAttention-3's overlap, Shah et al. 2024 §3.2), the last tile's
 // P·V after the walk; at 128 V takes two, by parity, and a tile's P·V is
 // its own (carried, the probabilities' 16 registers would spill on
-// sm_80: carriesPv). At the others (d_head padded to 48 or 80) the walk's
-// whole key tiles stage the f32 rows in rolled loops between two
-// barriers, and the tail tile, where the keys end inside one, checks
-// them. Subgroup w forms
+// sm_80: carriesPv). Wider heads (padded to a multiple of 16) stage the
+// walk's whole key tiles' f32 rows in rolled loops between two barriers,
+// and the tail tile, where the keys end inside one, checks them.
+// Subgroup w forms
 //   AC = (q + u) k^T            16 × 32, 4 n-blocks of 8 keys
 //   X  = (q + v) r_window^T     16 × 48, the 16 + 32 - 1 rows of r that the
 //                               (16 rows, 32 keys) block reads, row w of the
@@ -439,8 +440,8 @@ static_assert(kWindowRows == 3 * kKeyTile && kRingRows % kKeyTile == 0 &&
 /// Whether the kernel stages with asynchronous copies (the packed form):
 /// d_head padded to 32, 64 or 128, whose rows are whole 16-byte chunks
 /// that divide a warpgroup's work-items (4, 8 or 16 chunks of 8 columns
-/// a row; AttentionKernel::packed). 48 and 80 (6 and 10 chunks) stage the
-/// f32 rows in rolled loops instead.
+/// a row; AttentionKernel::packed). d_head 41 and 80 are padded to 64 and
+/// 128 (forwardPad); wider heads stage the f32 rows in rolled loops.
 bool stagesWhole(int64_t dPad) {
   return dPad == 32 || dPad == 64 || dPad == 128;
 }
@@ -450,6 +451,17 @@ bool stagesWhole(int64_t dPad) {
 /// sm_80 (spills), and its P·V stays in its tile (two V buffers by
 /// parity, as K's).
 bool carriesPv(int64_t dPad) { return stagesWhole(dPad) && dPad <= 64; }
+/// The forward's padded d_head: up to 128 the next packed width (41 ->
+/// 64, 80 -> 128: zero columns cost tensor-core products, where 48's 6
+/// and 80's 10 chunks a row, which do not divide the work-items, would
+/// stage in rolled loops of loads), wider a multiple of 16.
+int64_t forwardPad(int64_t dHead) {
+  int64_t dPad = llvm::alignTo(dHead, 16);
+  for (int64_t width : {32, 64, 128})
+    if (dPad <= width)
+      return width;
+  return dPad;
+}
 /// The workgroup memory a kernel may take on every CUDA target (sm_80's
 /// dynamic shared memory per workgroup, txl-dynamic-shared-memory's
 /// max-bytes).
@@ -469,8 +481,9 @@ class MmaKernelBuilder : public MmaBodyBuilder {
 public:
   MmaKernelBuilder(gpu::GPUFuncOp func, int64_t dHead, FloatType operandType,
                    bool dropatt, bool lse, bool packed)
-      : MmaBodyBuilder(func, dHead, operandType), dropatt(dropatt), lse(lse),
-        packed(packed), carryPv(packed && carriesPv(dPad)), func(func) {}
+      : MmaBodyBuilder(func, dHead, operandType, forwardPad(dHead)),
+        dropatt(dropatt), lse(lse), packed(packed),
+        carryPv(packed && carriesPv(dPad)), func(func) {}
 
   void build();
 
@@ -813,7 +826,7 @@ void MmaKernelBuilder::build() {
       // 8][d % 8], V as B(j, d) at vTile[d / 8][j / 8][d % 8][j % 8];
       // columns from d_head on are zero, and so are keys from jEnd on
       // (those between jEnd and klen are masked). In a rolled loop: d_head
-      // padded to 48 or 80, whose loads all in flight would spill.
+      // over 128, whose loads all in flight would spill.
       stageOperands({{Rows{k, {batchIdx, head}, jEnd}, kTile, false},
                      {Rows{v, {batchIdx, head}, jEnd}, vTile, true}},
                     j0, kKeyTile, Value(), dPad, /*unroll=*/false,
@@ -1173,7 +1186,7 @@ void MmaKernelBuilder::build() {
 /// klenPad], r_packed [n_head, klenPad, dPad] of `operandType`, contiguous.
 std::array<Type, 3> mmaPackedTypes(MLIRContext *ctx, int64_t dHead,
                                    FloatType operandType) {
-  int64_t dPad = llvm::alignTo(dHead, 16), dyn = ShapedType::kDynamic;
+  int64_t dPad = forwardPad(dHead), dyn = ShapedType::kDynamic;
   return {MemRefType::get({dyn, dyn, dyn, dPad}, operandType),
           MemRefType::get({dyn, dyn, dPad, dyn}, operandType),
           MemRefType::get({dyn, dyn, dPad}, operandType)};
@@ -1187,7 +1200,7 @@ class PackKernelBuilder : public KernelBodyBuilder {
 public:
   PackKernelBuilder(gpu::GPUFuncOp func, int64_t dHead, FloatType operandType)
       : KernelBodyBuilder(func), func(func), dHead(dHead),
-        dPad(llvm::alignTo(dHead, 16)), operandType(operandType) {}
+        dPad(forwardPad(dHead)), operandType(operandType) {}
 
   void build() {
     using P = arith::CmpIPredicate;
@@ -1307,7 +1320,7 @@ AttentionKernel mlir::txl::getOrCreateMmaAttentionKernel(ModuleOp module,
   };
   // K and V of a key tile as txl.warpgroup_mma's B operands: core
   // matrices of 8 × 8 (N blocks × K blocks).
-  int64_t dBlocks = llvm::alignTo(dHead, 16) / 8;
+  int64_t dBlocks = forwardPad(dHead) / 8;
   auto coreMatrices = [&](int64_t nBlocks, int64_t kBlocks) {
     return MemRefType::get({nBlocks, kBlocks, 8, 8}, operandType,
                            MemRefLayoutAttrInterface{}, b.getI64IntegerAttr(3));
@@ -1333,7 +1346,7 @@ AttentionKernel mlir::txl::getOrCreateMmaAttentionKernel(ModuleOp module,
     tiles.push_back(window);
     tiles.push_back(tiles[1]);
     tiles.push_back(tiles[2]);
-    if (carriesPv(llvm::alignTo(dHead, 16)))
+    if (carriesPv(forwardPad(dHead)))
       tiles.push_back(tiles[2]);
     int64_t bytes = 0;
     for (Type t : tiles)
@@ -1365,7 +1378,7 @@ AttentionKernel mlir::txl::getOrCreateMmaAttentionKernel(ModuleOp module,
 }
 
 bool mlir::txl::mmaAttentionPacksOperands(int64_t dHead) {
-  return stagesWhole(llvm::alignTo(dHead, 16));
+  return stagesWhole(forwardPad(dHead));
 }
 
 gpu::GPUFuncOp mlir::txl::getOrCreateMmaPackKernel(ModuleOp module,

@@ -84,8 +84,9 @@ SHARED_RESERVED = 1024        # the driver's shared memory per workgroup
 # ring of r rows (128 rows of d_head + 8: 18 KB at 64): 51,456 bytes at
 # 64, past PTX's 48 KiB of static shared memory (on CUDA in dynamic
 # shared memory, txl-dynamic-shared-memory), two workgroups in sm_80's
-# 164 KB; at d_head 128 the packed form too, with two buffers of V (its
-# P·V not carried): 80,128 bytes, up to 80 KiB, still two workgroups. The tensor-core `_kv` backward kernels (d_head up to 80):
+# 164 KB; at d_head 128 (and 80, padded to 128) the packed form too, with
+# two buffers of V (its P·V not carried): 80,128 bytes, up to 80 KiB,
+# still two workgroups. The tensor-core `_kv` backward kernels (d_head up to 80):
 # 128 work-items, dk's and dv's accumulators in registers, up to 255 of
 # nvvm.maxnreg, 2 workgroups per SM; 29 KB of X, P and dS tiles and the
 # query tile's dO and q in bf16 or f16 (128 bytes per column of the
@@ -98,7 +99,9 @@ SHARED_RESERVED = 1024        # the driver's shared memory per workgroup
 # tensor-core kernels' key, value and pos_key (rel_attention_pack_<type>_d<d>:
 # 128 work-items, 8 f32 loads a chunk): 48 registers, no shared memory, 8
 # workgroups; at d_head 128, 4 chunks of each operand a work-item (32
-# loads in flight: a copy bound by memory), 96 registers, 5 workgroups. The
+# loads in flight: a copy bound by memory), and at the widths padded past
+# d_head (41 to 64, 80 to 128), whose every element is checked against
+# d_head, up to 136 registers, 3 workgroups. The
 # combine of the attention's key parts: 48 registers, 8
 # workgroups of 128. The embedding gradient's sort (256 work-items, a 2 KiB tile
 # of token ids): 32 registers, 8 workgroups; its rows kernel (a subgroup
@@ -118,9 +121,9 @@ BUDGETS = [
     (r"rel_attention_grad_(q|q_saved|kv|r)(_dropatt)?_d\d+", 128, 128, 48 * 1024, 3),
     (r"rel_attention_grad_kv_(bf16|f16)(_dropatt)?_d\d+", 128, 255, 39 * 1024, 2),
     (r"rel_attention_grad_(q_saved|r)_(bf16|f16)(_dropatt)?_d\d+", 128, 255, 38 * 1024, 2),
-    (r"rel_attention_pack_(bf16|f16)_d128", 128, 96, 0, 5),
-    (r"rel_attention_pack_(bf16|f16)_d\d+", 128, 48, 0, 8),
-    (r"rel_attention_(bf16|f16)(_dropatt)?(_lse)?_d128", 128, 255, 80 * 1024, 2),
+    (r"rel_attention_pack_(bf16|f16)_d(32|64)", 128, 48, 0, 8),
+    (r"rel_attention_pack_(bf16|f16)_d\d+", 128, 136, 0, 3),
+    (r"rel_attention_(bf16|f16)(_dropatt)?(_lse)?_d(80|128)", 128, 255, 80 * 1024, 2),
     (r"rel_attention_(bf16|f16)(_dropatt)?(_lse)?_d\d+", 128, 255, 51 * 1024, 2),
     (r"rel_attention(_dropatt)?(_lse)?_d128", 128, 128, 48 * 1024, 3),
     (r"rel_attention(_dropatt)?(_lse)?_d\d+", 128, 128, 48 * 1024, 4),

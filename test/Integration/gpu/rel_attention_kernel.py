@@ -172,7 +172,7 @@ def launch_pack(dev, name, block, heads, k, v, r, mma):
     operands (None when every bit matches, padding zeros included), and a
     function that launches the kernel again on the same buffers."""
     klen, batch, n_head, d_head = k.shape
-    d_pad = -(-d_head // 16) * 16
+    d_pad = next((w for w in (32, 64, 128) if w >= d_head), -(-d_head // 16) * 16)
     klen_pad = (-(-klen // PACK_KEYS) + 1) * PACK_KEYS
     want = []
     for x, axes in ((k, (1, 2, 0, 3)), (v, (1, 2, 3, 0))):
