@@ -28,8 +28,8 @@
 // waited for with P·V left in flight, P·V before O is scaled
 // (FlashAttention-3's overlap, Shah et al. 2024 §3.2), the last tile's
 // P·V after the walk; at 128 V takes two, by parity, and a tile's P·V is
-// its own (carried, the probabilities' 16 registers would spill on
-// sm_80: carriesPv). Wider heads (padded to a multiple of 16) stage the
+// its own (carrying its probabilities' 16 registers spilled on sm_80:
+// carriesPv). Wider heads (padded to a multiple of 16) stage the
 // walk's whole key tiles' f32 rows in rolled loops between two barriers,
 // and the tail tile, where the keys end inside one, checks them.
 // Subgroup w forms
