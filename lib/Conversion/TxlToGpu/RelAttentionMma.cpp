@@ -878,12 +878,16 @@ void MmaKernelBuilder::build() {
       // k-steps an ldmatrix (the window's rows are 16-byte aligned: dPad +
       // kWindowPad elements of 2 bytes).
       // A block's 8 rows are one run of the ring (its first row and the
-      // ring's chunks are multiples of 8).
+      // ring's chunks are multiples of 8). The pairs of k-steps wholly
+      // past d_head (forwardPad's zero columns: 96 to 127 at d_head 80)
+      // add nothing and are skipped.
       Value wRow0 = add(ringBase, sub(idx(kWindowRows - kWindow), warpRow0));
+      int64_t xSteps = std::min<int64_t>(
+          kSteps, llvm::alignTo(llvm::divideCeil(dHead, 16), 2));
       for (int64_t xb = 0; xb < kWindow / 8; ++xb) {
         Fragment acc = zeros();
         Value blockRow = ringRow(add(wRow0, idx(8 * xb)));
-        for (int64_t ks = 0; ks < kSteps; ks += 2) {
+        for (int64_t ks = 0; ks < xSteps; ks += 2) {
           std::array<Fragment, 2> rf = ldmatrixB(rTile, blockRow, idx(16 * ks));
           acc = mma(qvs[ks], rf[0], acc);
           acc = mma(qvs[ks + 1], rf[1], acc);
