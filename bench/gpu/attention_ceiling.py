@@ -13,19 +13,32 @@ warp-instructions a cycle; 132 SMs at 1.98 GHz (H100 SXM and H200 alike).
 Useful work is 6 FLOPs per visible (query, key) pair and d_head element
 (AC, BD and P·V). Latency is ignored: the kernel runs below the ceiling.
 
-usage: attention_ceiling.py [--d-head 64|128] [INTERIOR MASKED ...]
-prints, for each pair of counts (default: the table of bench/gpu/README.md
-for that d_head), the ceiling in TFLOP/s at qlen 512 / klen 1024 and at the
+Where a row gives the loop's fixed stall cycles a tile (`sass_loops.py
+--stall-cycles`: the stall counts ptxas writes into the control bits, the
+cycles a warp waits before its next issue), a second ceiling counts them
+too: each of an SM's 4 schedulers holds 2 warps (2 workgroups of 4 warps
+per SM: 255 registers a work-item), so a warp's tile takes at least
+max(instructions, stall cycles / 2) of its scheduler's cycles. Variable
+latencies (memory, the warpgroup products' waits) are still ignored.
+
+usage: attention_ceiling.py [--d-head 64|128] [INTERIOR MASKED [STALLS] ...]
+prints, for each row (default: the table of bench/gpu/README.md for that
+d_head), the ceilings in TFLOP/s at qlen 512 / klen 1024 and at the
 paper's 80 / 2180 (tgt_len 80, mem_len 2100)."""
 
 import math
 import sys
 
 SMS, CLOCK_HZ, ISSUE_PER_CYCLE = 132, 1.98e9, 4
+WARPS_PER_SCHEDULER = 2
 
 
-def ceiling(qlen, klen, interior, masked, d_head=64):
-    """TFLOP/s of useful work when only instruction issue bounds the kernel."""
+def ceiling(qlen, klen, interior, masked, d_head=64, stalls=None):
+    """TFLOP/s of useful work when only instruction issue bounds the kernel
+    (and, given `stalls`, the fixed stall cycles a warp waits a tile)."""
+    if stalls is not None:
+        interior = max(interior, stalls / WARPS_PER_SCHEDULER)
+        masked = max(masked, stalls / WARPS_PER_SCHEDULER)
     mlen = klen - qlen
     issued = pairs = 0
     for i0 in range(0, math.ceil(qlen / 64) * 64, 16):
@@ -39,7 +52,8 @@ def ceiling(qlen, klen, interior, masked, d_head=64):
     return 6 * d_head * pairs / seconds / 1e12
 
 
-# (label, interior, masked): bench/gpu/README.md's rows.
+# (label, interior, masked[, fixed stall cycles of the loop]):
+# bench/gpu/README.md's rows.
 TABLE = [
     ("commit 529c73f", 2255, 2255),
     ("2026-12-05, before", 782, 782),
@@ -49,7 +63,8 @@ TABLE = [
     ("2026-12-06, asynchronous copies, a ring of r rows", 393, 443),
     ("2026-12-06, two stages: the next tile's copies in flight, one barrier", 390, 441),
     ("2026-12-06, AC's product asynchronous, waited for after X", 389, 440),
-    ("2026-12-06, the previous tile's P·V in flight during this tile's (wait_group 1)", 396, 447),
+    ("2026-12-06, the previous tile's P·V in flight during this tile's (wait_group 1)", 396, 447, 1328),
+    ("2026-12-07, X's product chains interleaved, 3 at a time", 379, 430, 948),
 ]
 
 
@@ -59,7 +74,8 @@ TABLE = [
 TABLE_128 = [
     ("before session 75, rolled staging loops, r rows from global memory "
      "(a lower bound: the staging loop counted 6 of its 32 trips)", 2105, 2105),
-    ("2026-12-06, packed form: asynchronous copies, the r ring, two stages, AC asynchronous", 525, 576),
+    ("2026-12-06, packed form: asynchronous copies, the r ring, two stages, AC asynchronous", 525, 576, 1938),
+    ("2026-12-07, X's product chains interleaved, 3 at a time", 482, 533, 1190),
 ]
 
 
@@ -69,15 +85,24 @@ def main(argv):
         d_head, argv = int(argv[1]), argv[2:]
     rows = TABLE if d_head == 64 else TABLE_128
     if argv:
-        if len(argv) % 2:
+        if len(argv) not in (2, 3):
             sys.exit(__doc__)
-        rows = [(f"{a} / {b}", int(a), int(b)) for a, b in zip(argv[::2], argv[1::2])]
-    print("| kernel (interior / masked) | qlen 512, klen 1024 | 80/2180 |")
-    print("|---|---|---|")
-    for label, interior, masked in rows:
-        print(f"| {label} ({interior} / {masked}) | "
-              f"{ceiling(512, 1024, interior, masked, d_head):.0f} TFLOP/s | "
-              f"{ceiling(80, 2180, interior, masked, d_head):.0f} TFLOP/s |")
+        numbers = [int(a) for a in argv]
+        rows = [("given counts", *numbers)]
+    print("| kernel (interior / masked[; stall cycles]) | qlen 512, klen 1024 "
+          "| 80/2180 | with fixed stalls: 512/1024 | 80/2180 |")
+    print("|---|---|---|---|---|")
+    for label, interior, masked, *rest in rows:
+        stalls = rest[0] if rest else None
+        cells = [ceiling(512, 1024, interior, masked, d_head),
+                 ceiling(80, 2180, interior, masked, d_head)]
+        if stalls is not None:
+            cells += [ceiling(512, 1024, interior, masked, d_head, stalls),
+                      ceiling(80, 2180, interior, masked, d_head, stalls)]
+        counts = f"{interior} / {masked}" + (f"; {stalls}" if stalls else "")
+        print(f"| {label} ({counts}) | " +
+              " | ".join(f"{c:.0f} TFLOP/s" for c in cells) +
+              " | –" * (4 - len(cells)) + " |")
 
 
 if __name__ == "__main__":

@@ -30,13 +30,13 @@ LogicalResult WarpgroupMmaOp::verify() {
   if (tile.getElementType() != a.getElementType())
     return emitOpError("b's element type must be a's, got ")
            << tile.getElementType() << " and " << a.getElementType();
-  if (tile.getShape() != ArrayRef<int64_t>{nBlocks, 2 * kSteps, 8, 8})
-    return emitOpError("b must be ")
-           << MemRefType::get(
-                  {nBlocks, 2 * kSteps, 8, 8}, a.getElementType(),
-                  MemRefLayoutAttrInterface{},
-                  IntegerAttr::get(IntegerType::get(getContext(), 64), 3))
-           << " (n_blocks x 2 k_steps core matrices of 8 x 8), got " << tile;
+  if (tile.getRank() != 4 || tile.getDimSize(0) < nBlocks ||
+      tile.getDimSize(1) < 2 * kSteps || tile.getDimSize(1) % 2 != 0 ||
+      tile.getShape().drop_front(2) != ArrayRef<int64_t>{8, 8})
+    return emitOpError("b must be at least n_blocks (")
+           << nBlocks << ") x k_blocks x 8 x 8 with k_blocks even and at "
+           << "least 2 k_steps (" << 2 * kSteps
+           << ") (core matrices of 8 x 8), got " << tile;
   if (!tile.getLayout().isIdentity())
     return emitOpError("b must have the identity layout (its matrix "
                        "descriptors assume packed core matrices)");

@@ -26,13 +26,16 @@ def Txl_WarpgroupMmaOp : Txl_Op<"warpgroup_mma",
       16 s + 2 t + e + 8 (r >> 1));
     - `acc` and `result`, vector<n_blocks x 2 x 2 x f32>: `[nb][r][e]` is
       D(g + 8 r, 8 nb + 2 t + e).
-    `b`, memref<n_blocks x 2 k_steps x 8 x 8 x T, 3> in workgroup memory,
+    `b`, memref<nb x k_blocks x 8 x 8 x T, 3> in workgroup memory,
     holds B(k, n) at `b[n / 8][k / 8][n % 8][k % 8]`: K-major 8 × 8 core
     matrices of 16-byte rows, the canonical no-swizzle layout of a wgmma
     operand, so that each k-step's matrix descriptor is the tile's address
     plus 256 bytes per step, with 128 bytes between core matrices along K
-    (the leading-dimension byte offset) and 16 k_steps × 16 bytes along N
-    (the stride-dimension byte offset).
+    (the leading-dimension byte offset) and k_blocks × 128 bytes along N
+    (the stride-dimension byte offset). nb is at least n_blocks, k_blocks
+    even and at least 2 k_steps: the product reads N = [0, 8 n_blocks) and
+    K = [0, 16 k_steps) of the tile, and the rest of a larger tile (a head
+    padded with zero columns) is skipped.
 
     Every work-item of the workgroup must reach the op together (it is a
     warpgroup-wide instruction on sm_90a), after a barrier that follows the
@@ -70,6 +73,8 @@ def Txl_WarpgroupMmaOp : Txl_Op<"warpgroup_mma",
   let extraClassDeclaration = [{
     /// K / 16: the number of 16-deep products.
     int64_t getKSteps() { return getA().getType().getDimSize(0); }
+    /// The tile's core matrices along K (at least 2 k_steps).
+    int64_t getKBlocks() { return getB().getType().getDimSize(1); }
     /// N / 8.
     int64_t getNBlocks() { return getAcc().getType().getDimSize(0); }
   }];

@@ -80,7 +80,7 @@ struct MatrixDescriptor {
 };
 
 /// The stride dimension byte offset of `op`'s tile: the bytes of one row
-/// of core matrices (2 k_steps of them).
+/// of core matrices (k_blocks of them).
 int64_t warpgroupStrideBytes(txl::WarpgroupMmaOp op);
 
 /// The [k_steps][4 x 2] A fragments or [n_blocks][2 x 2] accumulators of a

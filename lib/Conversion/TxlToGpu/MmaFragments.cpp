@@ -82,9 +82,9 @@ bool isWorkgroupMemory(MemRefType type) {
 }
 
 /// The stride dimension byte offset of `op`'s tile: the bytes of one row
-/// of core matrices (2 k_steps of them).
+/// of core matrices (k_blocks of them).
 int64_t warpgroupStrideBytes(txl::WarpgroupMmaOp op) {
-  return op.getKSteps() * MatrixDescriptor::kStepBytes;
+  return op.getKBlocks() * MatrixDescriptor::kCoreMatrixBytes;
 }
 
 /// The [k_steps][4 x 2] A fragments or [n_blocks][2 x 2] accumulators of a
@@ -117,7 +117,7 @@ void expandToSubgroupProducts(txl::WarpgroupMmaOp op) {
   // The core matrix (m) and the row (i) whose address the lane gives.
   Value m = arith::DivUIOp::create(b, lane, c64(8));
   Value i = arith::RemUIOp::create(b, lane, c64(8));
-  int64_t kBlocks = 2 * op.getKSteps();
+  int64_t kBlocks = op.getKBlocks();
   SmallVector<Value> a = warpgroupSlices(b, op.getA()),
                      acc = warpgroupSlices(b, op.getAcc());
   auto index = [&](Value v) {

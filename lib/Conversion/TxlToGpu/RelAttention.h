@@ -392,6 +392,16 @@ inline FunctionType attentionKernelType(MLIRContext *ctx, int64_t dHead,
   return FunctionType::get(ctx, inputs, {});
 }
 
+/// The blocks of 8 window rows of the tensor-core forward's positional
+/// term X: a subgroup's 16 query rows see 16 + 32 - 1 rows of r in a key
+/// tile of 32, padded to 48.
+inline constexpr int64_t kMmaXBlocks = 6;
+/// X's blocks whose mma.sync chains the forward interleaves by default.
+/// Each block accumulates its k-steps in one dependent chain; three chains
+/// keep the tensor pipe busy during each other's latency with no spill at
+/// 255 registers (six spill at d_head 128 with dropatt on sm_90a).
+inline constexpr int64_t kMmaXChains = 3;
+
 /// The tensor-core kernel `rel_attention_<bf16|f16>_d<d_head>` in
 /// `module`'s @txl_kernels, created on first use (RelAttentionMma.cpp):
 /// same signature (key parts included) and result as the f32 kernel,
@@ -401,13 +411,18 @@ inline FunctionType attentionKernelType(MLIRContext *ctx, int64_t dHead,
 /// arguments and masks); with `lse`, the form `..._lse_d<d_head>` that also
 /// writes each row's log-sum-exp ([batch, n_head, qlen] f32, the argument
 /// before the key parts') for the backward, as the f32 lse kernel.
+/// `xChains` (a divisor of kMmaXBlocks) is how many of the positional
+/// term's blocks of 8 window rows run their mma.sync chains interleaved
+/// (the pass option x-chains); the first request of a kernel name fixes
+/// it for the module.
 AttentionKernel getOrCreateMmaAttentionKernel(ModuleOp module, int64_t dHead,
                                               FloatType operandType,
-                                              bool dropatt, bool lse);
+                                              bool dropatt, bool lse,
+                                              int64_t xChains = kMmaXChains);
 
 /// Whether the tensor-core kernel of `dHead` takes its key, value and
-/// pos_key packed (AttentionKernel::packed): d_head padded to 16 is 32 or
-/// 64, the widths whose r window it stages.
+/// pos_key packed (AttentionKernel::packed): d_head up to 128, padded to
+/// 32, 64 or 128, the widths whose r window it stages.
 bool mmaAttentionPacksOperands(int64_t dHead);
 
 /// Keys per workgroup of rel_attention_pack_<bf16|f16>_d<d_head>, and the

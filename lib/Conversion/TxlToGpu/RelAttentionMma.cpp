@@ -434,6 +434,7 @@ constexpr int64_t kWindowRows = kWindow + (kWarps - 1) * kRows;
 /// kRingRows, so that each tile copies only the 32 rows its window adds
 /// to the previous one's.
 constexpr int64_t kRingRows = 4 * kKeyTile;
+static_assert(kWindow / 8 == kMmaXBlocks, "X's blocks of 8 window rows");
 static_assert(kWindowRows == 3 * kKeyTile && kRingRows % kKeyTile == 0 &&
                   llvm::isPowerOf2_64(kRingRows),
               "a tile's window is 3 chunks of the ring, a power of 2 rows");
@@ -480,10 +481,10 @@ constexpr int64_t kHeldQueryWidth = 128;
 class MmaKernelBuilder : public MmaBodyBuilder {
 public:
   MmaKernelBuilder(gpu::GPUFuncOp func, int64_t dHead, FloatType operandType,
-                   bool dropatt, bool lse, bool packed)
+                   bool dropatt, bool lse, bool packed, int64_t xChains)
       : MmaBodyBuilder(func, dHead, operandType, forwardPad(dHead)),
-        dropatt(dropatt), lse(lse), packed(packed),
-        carryPv(packed && carriesPv(dPad)), func(func) {}
+        dropatt(dropatt), lse(lse), packed(packed), carryPv(carriesPv(dPad)),
+        xChains(xChains), func(func) {}
 
   void build();
 
@@ -544,6 +545,8 @@ private:
   bool packed;
   /// The packed form's P·V of a tile issued by the next tile (carriesPv).
   bool carryPv;
+  /// X's blocks whose product chains interleave (kMmaXChains).
+  int64_t xChains;
   gpu::GPUFuncOp func;
   // Set first by build().
   Value q, qlen, i0, iw;
@@ -708,23 +711,30 @@ void MmaKernelBuilder::build() {
   Value jBegin = keys.jBegin, jEnd = keys.jEnd;
 
   int64_t kSteps = dPad / 16;
-  int64_t dBlocks = dPad / 8;
+  // The k-steps that hold columns of d_head: the query fragments of the
+  // others (forwardPad's zero columns: 48 to 63 at d_head 41, 80 to 127 at
+  // 80) are zeros, and their products add nothing.
+  int64_t dSteps = llvm::divideCeil(dHead, 16);
+  // O's blocks of 8 columns that hold d_head's: P·V's N (80 at d_head 80,
+  // where V's tile is 128 wide: its zero columns are not multiplied, and
+  // O holds 40 accumulators a work-item, not 64).
+  int64_t oBlocks = llvm::divideCeil(dHead, 8);
   Value scaleLog2e = arith::MulFOp::create(b, scale, f32(M_LOG2E));
   bool holdQuery = dPad <= kHeldQueryWidth;
   SmallVector<Fragment> heldQu, heldQv;
   if (holdQuery)
-    for (int64_t ks = 0; ks < kSteps; ++ks) {
+    for (int64_t ks = 0; ks < dSteps; ++ks) {
       heldQu.push_back(queryFragment(ks, u));
       heldQv.push_back(queryFragment(ks, vb));
     }
 
   // Loop state: running max (base 2) and sum of rows g and g + 8, then the P·V
-  // accumulators, dBlocks fragments of 4; carrying P·V then the previous
+  // accumulators, oBlocks fragments of 4; carrying P·V then the previous
   // tile's 16 probabilities, whose P·V the tile issues (0 before the first
   // tile), and the tile's index from jBegin's mod 3 (i32: which of V's
   // three buffers it reads).
   SmallVector<Value> init = {negInf(), negInf(), f32(0.0), f32(0.0)};
-  for (int64_t n = 0; n < dBlocks * 4; ++n)
+  for (int64_t n = 0; n < oBlocks * 4; ++n)
     init.push_back(f32(0.0));
   const int64_t probState = init.size();
   if (carryPv) {
@@ -835,15 +845,19 @@ void MmaKernelBuilder::build() {
       barrier("kv-staged");
     }
     SmallVector<Fragment> qus, qvs;
-    for (int64_t ks = 0; ks < kSteps; ++ks) {
+    for (int64_t ks = 0; ks < dSteps; ++ks) {
       qus.push_back(holdQuery ? heldQu[ks] : queryFragment(ks, u));
       qvs.push_back(holdQuery ? heldQv[ks] : queryFragment(ks, vb));
     }
-    // AC: M = the workgroup's 64 rows, N = the 32 keys, K = dPad; it stays
+    // AC: M = the workgroup's 64 rows, N = the 32 keys, K = 16 dSteps (K's
+    // tile is dPad wide: its zero columns past them are skipped); it stays
     // in the registers it is accumulated in, which hold the lane's own
     // score positions. Issued asynchronously (sm_90a: wgmma without its
     // wait), it is in flight during X's products and the skew's round
-    // trip through workgroup memory, and waited for by the scores.
+    // trip through workgroup memory, and waited for by the scores. (A
+    // product over the zero k-steps gave sm_90a's wgmma one register for
+    // all four A registers, and ptxas serialized every wgmma of the kernel:
+    // ptxas-budgets.test.)
     Value acProduct =
         issueWarpgroupMma(qus, kCur, SmallVector<Value>(16, f32(0.0)));
     // Carrying P·V, the previous tile's, issued after AC (products
@@ -855,14 +869,14 @@ void MmaKernelBuilder::build() {
     if (carryPv)
       pvProduct =
           issueWarpgroupMma(probFragments(state.slice(probState, 16)), vPrev,
-                            SmallVector<Value>(state.slice(4, 4 * dBlocks)));
+                            SmallVector<Value>(state.slice(4, 4 * oBlocks)));
     // X: 6 blocks of 8 window rows; the subgroup's window row w is r row
     // rBase + w. Block xb's B fragment elements are those of window row
     // `row` (the lane's g-th of the block), columns d, from `element`.
     auto xBlock = [&](Value xb, Value row,
                       function_ref<Value(Value row, Value d)> element) {
       Fragment acc = zeros();
-      for (int64_t ks = 0; ks < kSteps; ++ks) {
+      for (int64_t ks = 0; ks < dSteps; ++ks) {
         Fragment rf;
         for (int64_t rr = 0; rr < 2; ++rr)
           for (int64_t e = 0; e < 2; ++e)
@@ -878,21 +892,33 @@ void MmaKernelBuilder::build() {
       // k-steps an ldmatrix (the window's rows are 16-byte aligned: dPad +
       // kWindowPad elements of 2 bytes).
       // A block's 8 rows are one run of the ring (its first row and the
-      // ring's chunks are multiples of 8). The pairs of k-steps wholly
-      // past d_head (forwardPad's zero columns: 96 to 127 at d_head 80)
-      // add nothing and are skipped.
+      // ring's chunks are multiples of 8). The k-steps past dSteps
+      // (forwardPad's zero columns) add nothing: the ldmatrix of a pair
+      // wholly past them (96 to 127 at d_head 80) and the product of a
+      // k-step past them (80 to 95) are skipped.
       Value wRow0 = add(ringBase, sub(idx(kWindowRows - kWindow), warpRow0));
-      int64_t xSteps = std::min<int64_t>(
-          kSteps, llvm::alignTo(llvm::divideCeil(dHead, 16), 2));
-      for (int64_t xb = 0; xb < kWindow / 8; ++xb) {
-        Fragment acc = zeros();
-        Value blockRow = ringRow(add(wRow0, idx(8 * xb)));
+      int64_t xSteps = std::min<int64_t>(kSteps, llvm::alignTo(dSteps, 2));
+      // Each block's products are one chain of dependent mma.sync (each
+      // accumulates onto the last); the blocks of a group of xChains run
+      // their chains interleaved, k-step by k-step, so that each product's
+      // latency is spent issuing the others' (one chain at a time, ptxas
+      // fills the wait with stalls and NOPs: 1,933 fixed stall cycles a
+      // tile at d_head 128, 1,185 in groups of 3).
+      for (int64_t xb0 = 0; xb0 < kWindow / 8; xb0 += xChains) {
+        SmallVector<Fragment> acc(xChains, zeros());
+        SmallVector<Value> blockRow;
+        for (int64_t x = 0; x < xChains; ++x)
+          blockRow.push_back(ringRow(add(wRow0, idx(8 * (xb0 + x)))));
         for (int64_t ks = 0; ks < xSteps; ks += 2) {
-          std::array<Fragment, 2> rf = ldmatrixB(rTile, blockRow, idx(16 * ks));
-          acc = mma(qvs[ks], rf[0], acc);
-          acc = mma(qvs[ks + 1], rf[1], acc);
+          SmallVector<std::array<Fragment, 2>> rf;
+          for (int64_t x = 0; x < xChains; ++x)
+            rf.push_back(ldmatrixB(rTile, blockRow[x], idx(16 * ks)));
+          for (int64_t h = 0; h < 2 && ks + h < dSteps; ++h)
+            for (int64_t x = 0; x < xChains; ++x)
+              acc[x] = mma(qvs[ks + h], rf[x][h], acc[x]);
         }
-        storeC(acc, xTile, warpRow0, idx(8 * xb));
+        for (int64_t x = 0; x < xChains; ++x)
+          storeC(acc[x], xTile, warpRow0, idx(8 * (xb0 + x)));
       }
     } else {
       // Without a staged window, each lane reads its B fragments' r rows;
@@ -1023,15 +1049,15 @@ void MmaKernelBuilder::build() {
                                                         i, j, batchIdx, head));
           }
 
-    // O = O alpha + P V (M = 64 rows, N = dPad, K = the 32 keys).
+    // O = O alpha + P V (M = 64 rows, N = 8 oBlocks, K = the 32 keys).
     // Carrying P·V: O (with the previous tile's P·V, waited for now) scaled
     // by alpha, this tile's P carried to the next tile (or after the walk),
     // which issues its P·V; otherwise P·V here, on O scaled.
-    SmallVector<Value> oPrev(state.slice(4, 4 * dBlocks));
+    SmallVector<Value> oPrev(state.slice(4, 4 * oBlocks));
     if (carryPv)
       oPrev = waitWarpgroupMma(pvProduct, /*pending=*/0);
     SmallVector<Value> oScaled;
-    for (int64_t n = 0; n < 4 * dBlocks; ++n)
+    for (int64_t n = 0; n < 4 * oBlocks; ++n)
       oScaled.push_back(arith::MulFOp::create(b, oPrev[n], alpha[n % 4 / 2]));
     if (carryPv) {
       llvm::append_range(next, oScaled);
@@ -1129,7 +1155,7 @@ void MmaKernelBuilder::build() {
     Fragment o = warpgroupMma(
         probFragments(ValueRange(result).slice(probState, 16)),
         vBuffer(result.back(), 2),
-        SmallVector<Value>(ValueRange(result).slice(4, 4 * dBlocks)));
+        SmallVector<Value>(ValueRange(result).slice(4, 4 * oBlocks)));
     std::copy(o.begin(), o.end(), result.begin() + 4);
   }
 
@@ -1168,7 +1194,7 @@ void MmaKernelBuilder::build() {
             math::LogOp::create(b, l));
         memref::StoreOp::create(b, rowLse, lseBuffer, at({batchIdx, head, i}));
       }
-      for (int64_t db = 0; db < dBlocks; ++db)
+      for (int64_t db = 0; db < oBlocks; ++db)
         for (int64_t e = 0; e < 2; ++e) {
           Value d = add(mul(t, idx(2)), idx(8 * db + e));
           auto ifIn = scf::IfOp::create(
@@ -1298,10 +1324,12 @@ private:
 AttentionKernel mlir::txl::getOrCreateMmaAttentionKernel(ModuleOp module,
                                                          int64_t dHead,
                                                          FloatType operandType,
-                                                         bool dropatt,
-                                                         bool lse) {
+                                                         bool dropatt, bool lse,
+                                                         int64_t xChains) {
   assert((operandType.isBF16() || operandType.isF16()) &&
          "mma.sync m16n8k16 takes bf16 or f16 operands");
+  assert(xChains > 0 && kMmaXBlocks % xChains == 0 &&
+         "xChains divides X's blocks");
   // Resident workgroups per SM: the register file (64K) over kMaxRegisters
   // per work-item (the tiles, at most 78.25 KiB at d_head 128, allow as
   // many in sm_80's 164 KiB of shared memory).
@@ -1376,7 +1404,8 @@ AttentionKernel mlir::txl::getOrCreateMmaAttentionKernel(ModuleOp module,
   kernel.func.setKnownBlockSizeAttr(
       b.getDenseI32ArrayAttr({int32_t(kernel.threads), 1, 1}));
   kernel.func->setAttr("nvvm.maxnreg", b.getI32IntegerAttr(kMaxRegisters));
-  MmaKernelBuilder(kernel.func, dHead, operandType, dropatt, lse, packed)
+  MmaKernelBuilder(kernel.func, dHead, operandType, dropatt, lse, packed,
+                   xChains)
       .build();
   return kernel;
 }

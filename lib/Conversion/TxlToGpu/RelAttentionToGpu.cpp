@@ -556,9 +556,10 @@ gpu::GPUFuncOp getOrCreateCombineKernel(ModuleOp module, bool lse) {
 // draws the masks (rel_attention[_bf16|_f16]_dropatt_d<d_head>).
 struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
   RelAttentionToLaunch(MLIRContext *ctx, ModuleOp module,
-                       FloatType mmaOperandType, int64_t keyParts)
+                       FloatType mmaOperandType, int64_t keyParts,
+                       int64_t xChains)
       : OpRewritePattern(ctx), module(module), mmaOperandType(mmaOperandType),
-        keyParts(keyParts) {}
+        keyParts(keyParts), xChains(xChains) {}
 
   LogicalResult matchAndRewrite(RelAttentionOp op,
                                 PatternRewriter &rewriter) const override {
@@ -574,7 +575,7 @@ struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
     AttentionKernel kernel;
     if (mma) {
       kernel = getOrCreateMmaAttentionKernel(module, dHead, mmaOperandType,
-                                             dropatt, !!lse);
+                                             dropatt, !!lse, xChains);
     } else {
       std::optional<KernelShape> shape = chooseShape(dHead, dropatt, !!lse);
       if (!shape)
@@ -828,6 +829,8 @@ struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
   FloatType mmaOperandType;
   /// The key-parts option: 0, chosen at run time; N >= 1, always N.
   int64_t keyParts = 0;
+  /// The x-chains option (getOrCreateMmaAttentionKernel).
+  int64_t xChains = kMmaXChains;
 };
 
 struct ConvertRelAttentionToGpuPass
@@ -848,8 +851,14 @@ struct ConvertRelAttentionToGpuPass
           << static_cast<int64_t>(keyParts);
       return signalPassFailure();
     }
+    if (xChains < 1 || kMmaXBlocks % xChains != 0) {
+      module.emitError("x-chains must divide the positional term's ")
+          << kMmaXBlocks << " blocks (1, 2, 3 or 6), not "
+          << static_cast<int64_t>(xChains);
+      return signalPassFailure();
+    }
     patterns.add<RelAttentionToLaunch>(&getContext(), module, mmaOperandType,
-                                       keyParts);
+                                       keyParts, xChains);
     populateRelAttentionGradToGpuPatterns(patterns, module, mmaOperandType);
     if (failed(applyPatternsGreedily(module, std::move(patterns))))
       return signalPassFailure();

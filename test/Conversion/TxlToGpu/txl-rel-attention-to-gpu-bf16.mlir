@@ -197,7 +197,11 @@
 // AC stays in registers: X is the only tile written. X's 6 blocks of 8
 // window rows (unrolled), the B fragments of a block's 2 k-steps read from
 // the staged window by one ldmatrix of 4 core matrices (lane 8 m + i: row
-// i of matrix m, columns 8 m on), no scalar load of the window.
+// i of matrix m, columns 8 m on), no scalar load of the window. The blocks
+// run in 2 groups of 3 (x-chains=3): a group's 3 ldmatrix, then its 3
+// chains of products interleaved k-step by k-step (each of the first
+// three starts from zeros, and no product continues a chain before all
+// three have started), then its 12 stores.
 // CHECK-NOT: memref.store
 // CHECK-NOT: scf.for
 // CHECK-NOT: memref.load %[[RT]]
@@ -211,13 +215,20 @@
 // CHECK: %[[COL:.+]] = arith.muli %[[M]], %c8 : index
 // CHECK-NOT: memref.load %[[RT]]
 // CHECK: nvgpu.ldmatrix %[[RT]][%[[ROW]], %[[COL]]] {numTiles = 4 : i32, transpose = false} : memref<128x40xbf16, 3> -> vector<4x2xbf16>
-// CHECK-COUNT-2: nvgpu.mma.sync({{.+}}) {mmaShape = [16, 8, 16]} : (vector<4x2xbf16>, vector<2x2xbf16>, vector<2x2xf32>) -> vector<2x2xf32>
-// CHECK-COUNT-4: memref.store %{{.+}}, %[[X]]
-// CHECK-COUNT-5: nvgpu.ldmatrix %[[RT]]
+// CHECK-COUNT-2: nvgpu.ldmatrix %[[RT]]
+// CHECK-NOT: memref.store
+// CHECK: nvgpu.mma.sync(%{{.+}}, %{{.+}}, %cst{{[_0-9]*}}) {mmaShape = [16, 8, 16]} : (vector<4x2xbf16>, vector<2x2xbf16>, vector<2x2xf32>) -> vector<2x2xf32>
+// CHECK-NOT: nvgpu.mma.sync(%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}})
+// CHECK: nvgpu.mma.sync(%{{.+}}, %{{.+}}, %cst{{[_0-9]*}})
+// CHECK-NOT: nvgpu.mma.sync(%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}})
+// CHECK: nvgpu.mma.sync(%{{.+}}, %{{.+}}, %cst{{[_0-9]*}})
+// CHECK-NOT: memref.store
+// CHECK-COUNT-3: nvgpu.mma.sync(%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}})
+// CHECK-COUNT-12: memref.store %{{.+}}, %[[X]]
+// CHECK-COUNT-3: nvgpu.ldmatrix %[[RT]]
 // CHECK-NOT: memref.load %[[RT]]
-// CHECK: nvgpu.mma.sync
-// CHECK: nvgpu.mma.sync
-// CHECK-COUNT-4: memref.store %{{.+}}, %[[X]]
+// CHECK-COUNT-6: nvgpu.mma.sync
+// CHECK-COUNT-12: memref.store %{{.+}}, %[[X]]
 // CHECK-NOT: nvgpu.mma.sync
 // Only the subgroup reads its rows of X: a subgroup barrier, not the
 // workgroup's.

@@ -7,6 +7,8 @@
 // RUN:   | FileCheck %s --check-prefix=PARTS1
 // RUN: not txl-opt %s --txl-rel-attention-to-gpu=key-parts=-1 --split-input-file 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BADPARTS
+// RUN: not txl-opt %s --txl-rel-attention-to-gpu=x-chains=4 --split-input-file 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BADCHAINS
 
 // One launch per op, after the checks of the dynamic sizes the kernel
 // indexes by (pos_key's and value's rows against klen, key's and value's
@@ -83,6 +85,7 @@
 // PARTS1-NOT: rel_attention_combine
 // PARTS1: gpu.return
 // BADPARTS: error: key-parts must be 0 (chosen at run time) or a number of parts, not -1
+// BADCHAINS: error: x-chains must divide the positional term's 6 blocks (1, 2, 3 or 6), not 4
 
 // Two layers of one d_head share one kernel.
 // CHECK-LABEL: func.func @two_layers

@@ -35,7 +35,7 @@ func.func @element(%a: vector<2x4x2xbf16>, %b: memref<4x4x8x8xf16, 3>, %c: vecto
 // -----
 
 func.func @tile_shape(%a: vector<2x4x2xbf16>, %b: memref<4x2x8x8xbf16, 3>, %c: vector<4x2x2xf32>) {
-  // expected-error @+1 {{b must be 'memref<4x4x8x8xbf16, 3>' (n_blocks x 2 k_steps core matrices of 8 x 8), got 'memref<4x2x8x8xbf16, 3>'}}
+  // expected-error @+1 {{b must be at least n_blocks (4) x k_blocks x 8 x 8 with k_blocks even and at least 2 k_steps (4) (core matrices of 8 x 8), got 'memref<4x2x8x8xbf16, 3>'}}
   %d = txl.warpgroup_mma %a, %b, %c : vector<2x4x2xbf16>, memref<4x2x8x8xbf16, 3>, vector<4x2x2xf32>
   return
 }

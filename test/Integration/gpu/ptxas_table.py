@@ -12,7 +12,8 @@ errors; without -c an unresolved libdevice function fails). Per kernel it
 records registers, workgroup (shared) memory (static, or the dynamic
 bytes a launch passes), spills and barriers, and the
 workgroups of 128 work-items an SM can hold from those (the occupancy), and
-asserts the budgets below. Per precision, writes a Markdown table and the
+asserts the budgets below; any "Potential Performance Loss" ptxas reports
+for a kernel (C7511: its wgmma serialized) is a problem too. Per precision, writes a Markdown table and the
 lines below to OUT/<precision>.txt and prints them; exits 1 when a kernel
 misses its budget or fails to assemble. Each model's PTX is emitted once
 per precision, by one txlc run for all architectures. A model's
@@ -185,6 +186,21 @@ def parse_ptxas(output):
     return kernels
 
 
+def performance_losses(output):
+    """{kernel: [ptxas's "Potential Performance Loss" messages]}: the info
+    lines ptxas -v prints when it gives up an optimization of a kernel, e.g.
+    (C7511) when it serializes a kernel's wgmma (each waited for where it
+    is issued) for want of registers for the pipeline."""
+    losses = {}
+    for line in output.splitlines():
+        m = re.search(r"\((C\d+)\) Potential Performance Loss: (.*?) in the "
+                      r"function '(\w+)'", line)
+        if m:
+            losses.setdefault(m.group(3), []).append(
+                f"{m.group(1)} {m.group(2)}")
+    return losses
+
+
 def entry_bodies(ptx):
     """{kernel name: its PTX text up to the next kernel}, without the
     `// .globl NEXT` comment that ends it, which names the next kernel."""
@@ -307,6 +323,10 @@ def check_precision(precision, archs, models, emit, ptxas, tmp, pool):
         kernels = parse_ptxas(run.stderr + run.stdout)
         if not kernels:
             problems.append(f"{model.stem} {arch}: no kernel")
+        for name, messages in sorted(
+                performance_losses(run.stderr + run.stdout).items()):
+            problems += [f"{model.stem} {arch} {name}: ptxas: {message}"
+                         for message in messages]
         dynamic = dynamic_shared(text)
         for name, k in sorted(kernels.items()):
             k["smem"] += dynamic.get(name, 0)

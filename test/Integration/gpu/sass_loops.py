@@ -23,10 +23,21 @@ instruction to its backward branch, taking any forward branch inside it,
 i.e. what a warp issues on a tile whose uniform branches skip code (the
 attention's interior key tiles, which skip the mask).
 
+`--stall-cycles KERNEL=N` bounds the fixed stall cycles of one iteration
+of that main loop (no loop nested in it): the sum over its instructions
+of the stall count in each one's control bits (bits 41-44 of the second
+64-bit word on sm_70 to sm_90: the cycles the scheduler waits before the
+warp's next instruction, which ptxas sets to cover fixed-latency
+dependences, such as an HMMA whose result the next HMMA accumulates
+onto, and fills with NOPs when nothing independent is left). It is what
+one warp alone takes per tile at least, scoreboard waits (memory,
+variable-latency units) not counted; a loop whose stalls far exceed its
+instructions is latency-bound, however few instructions it issues.
+
 usage: sass_loops.py --ptxas PTXAS --arch sm_90a FILE.ptx
            [--per-load KERNEL=N ...] [--per-tile KERNEL=N ...]
            [--inner-trips KERNEL=T ...] [--per-tile-path KERNEL=N ...]
-           [--show KERNEL ...]
+           [--stall-cycles KERNEL=N ...] [--show KERNEL ...]
 
 Prints one line per loop of each kernel named, then "ok"/"FAIL" per
 budget; exits 1 if a budget fails or a kernel is missing.
@@ -64,17 +75,26 @@ def family(text):
 
 
 def sass(cuobjdump, cubin, kernel):
-    """[(address, instruction)] of `kernel` in `cubin`."""
+    """([(address, instruction)], {address: stall cycles}) of `kernel` in
+    `cubin`: cuobjdump prints an instruction's two 64-bit words on its
+    line and the next; the second holds the control bits."""
     out = subprocess.run([cuobjdump, "-sass", "-fun", kernel, cubin],
                          capture_output=True, text=True)
     if out.returncode != 0 or "/*0000*/" not in out.stdout:
         raise SystemExit(f"FAIL {kernel}: no SASS ({out.stderr.strip()[:200]})")
-    code = []
-    for line in out.stdout.splitlines():
+    code, stalls = [], {}
+    lines = out.stdout.splitlines()
+    for i, line in enumerate(lines):
         m = re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?);", line)
-        if m:
-            code.append((int(m.group(1), 16), m.group(2).strip()))
-    return code
+        if not m:
+            continue
+        address = int(m.group(1), 16)
+        code.append((address, m.group(2).strip()))
+        word = re.match(r"\s*/\*\s*0x([0-9a-f]{16})\s*\*/\s*$",
+                        lines[i + 1] if i + 1 < len(lines) else "")
+        if word:
+            stalls[address] = (int(word.group(1), 16) >> 41) & 0xF
+    return code, stalls
 
 
 def branch_target(text):
@@ -173,6 +193,32 @@ def per_tile(kernel, kernel_loops, budget, trips):
     return n <= budget
 
 
+def stall_cycles(kernel, kernel_loops, stalls, budget):
+    """Checks the fixed stall cycles of one iteration of the main loop;
+    prints a line."""
+    main = main_loop(kernel_loops)
+    if main is None:
+        print(f"FAIL {kernel}: no loop holds tensor-core products")
+        return False
+    if any(l is not main and main["start"] <= l["start"] and
+           l["end"] <= main["end"] for l in kernel_loops):
+        print(f"FAIL {kernel} main loop {main['start']:#x}: nested loops, "
+              f"no stall count")
+        return False
+    missing = [a for a, _ in main["code"] if a not in stalls]
+    if missing:
+        print(f"FAIL {kernel} main loop {main['start']:#x}: no control bits "
+              f"at {missing[0]:#x}")
+        return False
+    n = sum(stalls[a] for a, _ in main["code"])
+    nops = sum(1 for _, t in main["code"] if opcode(t) == "NOP")
+    verdict = "ok  " if n <= budget else "FAIL"
+    print(f"{verdict} {kernel} main loop {main['start']:#x}: {n} fixed "
+          f"stall cycles per iteration (budget {budget:g}; {main['n']} "
+          f"instructions, NOP {nops})")
+    return n <= budget
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("ptx")
@@ -186,6 +232,8 @@ def main():
     parser.add_argument("--inner-trips", action="append", default=[],
                         metavar="KERNEL=T")
     parser.add_argument("--per-tile-path", action="append", default=[],
+                        metavar="KERNEL=N")
+    parser.add_argument("--stall-cycles", action="append", default=[],
                         metavar="KERNEL=N")
     parser.add_argument("--show", action="append", default=[], metavar="KERNEL")
     args = parser.parse_args()
@@ -201,14 +249,17 @@ def main():
     tile_budgets = specs(args.per_tile)
     inner_trips = specs(args.inner_trips)
     path_budgets = specs(args.per_tile_path)
+    stall_budgets = specs(args.stall_cycles)
     with tempfile.TemporaryDirectory() as tmp:
         cubin = os.path.join(tmp, "k.cubin")
         subprocess.run([args.ptxas, f"-arch={args.arch}", "-O3", args.ptx,
                         "-o", cubin], check=True)
         ok = True
         for kernel in dict.fromkeys(args.show + list(budgets) +
-                                    list(tile_budgets) + list(path_budgets)):
-            kernel_loops = loops(sass(args.cuobjdump, cubin, kernel))
+                                    list(tile_budgets) + list(path_budgets) +
+                                    list(stall_budgets)):
+            code, stalls = sass(args.cuobjdump, cubin, kernel)
+            kernel_loops = loops(code)
             for l in kernel_loops:
                 ops = " ".join(f"{k} {v}" for k, v in sorted(l["ops"].items()))
                 print(f"{kernel} loop {l['start']:#x}-{l['end']:#x}: {l['n']} "
@@ -218,6 +269,9 @@ def main():
                                inner_trips.get(kernel))
             if kernel in path_budgets:
                 ok &= per_tile_path(kernel, kernel_loops, path_budgets[kernel])
+            if kernel in stall_budgets:
+                ok &= stall_cycles(kernel, kernel_loops, stalls,
+                                   stall_budgets[kernel])
             if kernel not in budgets:
                 continue
             streaming = [l for l in kernel_loops if l["ops"]["LDG"]]
