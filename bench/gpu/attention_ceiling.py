@@ -16,12 +16,13 @@ Useful work is 6 FLOPs per visible (query, key) pair and d_head element
 Where a row gives the loop's fixed stall cycles a tile (`sass_loops.py
 --stall-cycles`: the stall counts ptxas writes into the control bits, the
 cycles a warp waits before its next issue), a second ceiling counts them
-too: each of an SM's 4 schedulers holds 2 warps (2 workgroups of 4 warps
-per SM: 255 registers a work-item), so a warp's tile takes at least
-max(instructions, stall cycles / 2) of its scheduler's cycles. Variable
-latencies (memory, the warpgroup products' waits) are still ignored.
+too: each of an SM's 4 schedulers holds W warps (W workgroups of 4 warps
+per SM: 2 at 255 registers a work-item, 3 at 168), so a warp's tile takes
+at least max(instructions, stall cycles / W) of its scheduler's cycles.
+Variable latencies (memory, the warpgroup products' waits) are still
+ignored.
 
-usage: attention_ceiling.py [--d-head 64|128] [INTERIOR MASKED [STALLS] ...]
+usage: attention_ceiling.py [--d-head 64|128] [INTERIOR MASKED [STALLS [W]]]
 prints, for each row (default: the table of bench/gpu/README.md for that
 d_head), the ceilings in TFLOP/s at qlen 512 / klen 1024 and at the
 paper's 80 / 2180 (tgt_len 80, mem_len 2100)."""
@@ -30,15 +31,15 @@ import math
 import sys
 
 SMS, CLOCK_HZ, ISSUE_PER_CYCLE = 132, 1.98e9, 4
-WARPS_PER_SCHEDULER = 2
 
 
-def ceiling(qlen, klen, interior, masked, d_head=64, stalls=None):
+def ceiling(qlen, klen, interior, masked, d_head=64, stalls=None, warps=2):
     """TFLOP/s of useful work when only instruction issue bounds the kernel
-    (and, given `stalls`, the fixed stall cycles a warp waits a tile)."""
+    (and, given `stalls`, the fixed stall cycles a warp waits a tile, with
+    `warps` warps per scheduler)."""
     if stalls is not None:
-        interior = max(interior, stalls / WARPS_PER_SCHEDULER)
-        masked = max(masked, stalls / WARPS_PER_SCHEDULER)
+        interior = max(interior, stalls / warps)
+        masked = max(masked, stalls / warps)
     mlen = klen - qlen
     issued = pairs = 0
     for i0 in range(0, math.ceil(qlen / 64) * 64, 16):
@@ -52,8 +53,8 @@ def ceiling(qlen, klen, interior, masked, d_head=64, stalls=None):
     return 6 * d_head * pairs / seconds / 1e12
 
 
-# (label, interior, masked[, fixed stall cycles of the loop]):
-# bench/gpu/README.md's rows.
+# (label, interior, masked[, fixed stall cycles of the loop[, warps per
+# scheduler, 2 if not given]]): bench/gpu/README.md's rows.
 TABLE = [
     ("commit 529c73f", 2255, 2255),
     ("2026-12-05, before", 782, 782),
@@ -65,6 +66,8 @@ TABLE = [
     ("2026-12-06, AC's product asynchronous, waited for after X", 389, 440),
     ("2026-12-06, the previous tile's P·V in flight during this tile's (wait_group 1)", 396, 447, 1328),
     ("2026-12-07, X's product chains interleaved, 3 at a time", 379, 430, 948),
+    ("2026-12-07, at most 168 registers: 3 workgroups per SM", 389, 440, 1134, 3),
+    ("2026-12-07, X's entries stored in pairs (rows of 56 floats)", 376, 427, 1105, 3),
 ]
 
 
@@ -76,6 +79,7 @@ TABLE_128 = [
      "(a lower bound: the staging loop counted 6 of its 32 trips)", 2105, 2105),
     ("2026-12-06, packed form: asynchronous copies, the r ring, two stages, AC asynchronous", 525, 576, 1938),
     ("2026-12-07, X's product chains interleaved, 3 at a time", 482, 533, 1190),
+    ("2026-12-07, X's entries stored in pairs (rows of 56 floats)", 470, 521, 1140),
 ]
 
 
@@ -85,7 +89,7 @@ def main(argv):
         d_head, argv = int(argv[1]), argv[2:]
     rows = TABLE if d_head == 64 else TABLE_128
     if argv:
-        if len(argv) not in (2, 3):
+        if len(argv) not in (2, 3, 4):
             sys.exit(__doc__)
         numbers = [int(a) for a in argv]
         rows = [("given counts", *numbers)]
@@ -94,12 +98,14 @@ def main(argv):
     print("|---|---|---|---|---|")
     for label, interior, masked, *rest in rows:
         stalls = rest[0] if rest else None
+        warps = rest[1] if len(rest) > 1 else 2
         cells = [ceiling(512, 1024, interior, masked, d_head),
                  ceiling(80, 2180, interior, masked, d_head)]
         if stalls is not None:
-            cells += [ceiling(512, 1024, interior, masked, d_head, stalls),
-                      ceiling(80, 2180, interior, masked, d_head, stalls)]
-        counts = f"{interior} / {masked}" + (f"; {stalls}" if stalls else "")
+            cells += [ceiling(512, 1024, interior, masked, d_head, stalls, warps),
+                      ceiling(80, 2180, interior, masked, d_head, stalls, warps)]
+        counts = f"{interior} / {masked}" + (
+            f"; {stalls}, {warps} warps" if stalls else "")
         print(f"| {label} ({counts}) | " +
               " | ".join(f"{c:.0f} TFLOP/s" for c in cells) +
               " | –" * (4 - len(cells)) + " |")

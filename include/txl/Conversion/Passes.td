@@ -728,7 +728,7 @@ def ConvertRelAttentionToGpuPass : Pass<"txl-rel-attention-to-gpu", "::mlir::Mod
     4 subgroups of 16 query rows, keys in tiles of 32, and AC, the window
     product X = (q + v) r_windowᵀ and P·V as `nvgpu.mma.sync` m16n8k16 with
     bf16 operands and f32 accumulators; AC stays in its accumulators' registers
-    and X passes through a workgroup tile (64 × 49 f32) so that each lane
+    and X passes through a workgroup tile (64 × 56 f32) so that each lane
     reads AC(i, j) + X(i, 15 − i + j); X's 6 blocks of 8 window rows run
     `x-chains` (3) at a time, their chains of dependent products
     interleaved k-step by k-step. K, V and (d_head up to 128) the
@@ -753,8 +753,8 @@ def ConvertRelAttentionToGpuPass : Pass<"txl-rel-attention-to-gpu", "::mlir::Mod
     P·V left in flight (`pending = 1`), P·V before O is scaled by the
     tile's alpha, the last tile's after the walk (at 128 AC is waited for
     with `pending = 0` and each tile's P·V is its own: the carried
-    registers would spill on sm_80); the tiles take 51,456 bytes at d_head
-    64 and 80,128 at 128 (on CUDA `txl-dynamic-shared-memory` moves them
+    registers would spill on sm_80); the tiles take 53,248 bytes at d_head
+    64 and 81,920 at 128 (on CUDA `txl-dynamic-shared-memory` moves them
     into dynamic shared memory); the walk
     starts at a multiple of 32, its r window in a ring of 128 rows of
     which each tile copies the 32 the next window adds (the first tile's

@@ -425,6 +425,17 @@ constexpr int64_t kRows = 16;
 constexpr int64_t kKeyTile = 32;
 /// Columns of X: the 16 + 32 - 1 window rows, rounded up to n-blocks of 8.
 constexpr int64_t kWindow = kRows + kKeyTile;
+/// The row length of the X tile (64 rows of f32): kWindow + 8, even, so
+/// that each lane's two adjacent X entries of a row (columns 2 t, 2 t + 1
+/// of a block) are 8-byte aligned and go out as one 64-bit store
+/// (STS.64), a half-subgroup's 16 of which meet no bank conflict (row g's
+/// words at 56 g + 2 t: 56 g mod 32 = 24 g mod 32 spaces the 4 rows of a
+/// half 8 banks apart), and the skewed reads X(i, 15 - i + j) meet 2-way
+/// conflicts (55 g + 2 t + ...: no row length makes both free: an even one
+/// makes the reads' 55 g odd steps collide at most twice, an odd one the
+/// stores' 32-bit pairs). 49 columns, the width plus one, gave 4-way
+/// conflicts in both.
+constexpr int64_t kXColumns = kWindow + 8;
 /// Rows of r a workgroup's key tile reads: its 4 subgroups' windows,
 /// 16 rows apart, 48 + 3 * 16.
 constexpr int64_t kWindowRows = kWindow + (kWarps - 1) * kRows;
@@ -471,9 +482,18 @@ constexpr int64_t kMaxSharedBytes = 99 * 1024;
 /// rows and 4 column pairs of a B fragment's 32-bit reads fall in 32
 /// different banks.
 constexpr int64_t kWindowPad = 8;
-/// Registers per work-item on CUDA (PTX .maxnreg): 2 workgroups of 128 per
-/// SM at least.
-constexpr int32_t kMaxRegisters = 255;
+/// Registers per work-item on CUDA (PTX .maxnreg) for the forward of
+/// padded width `dPad`: 168 up to 64 without dropatt, so that 3 workgroups
+/// of 128 fit an SM's 64K registers (their 53,248 bytes of tiles at 64 fit
+/// sm_80's 164 KiB three times), which ptxas meets without a spill (it
+/// takes 139 to 187 at sm_90a and 252 at sm_80 when free), and each SM
+/// scheduler holds 3 warps where it held 2 to issue during one another's
+/// stalls (the walk is latency-bound: sass-budgets-attention.test);
+/// otherwise 255 (2 workgroups): dropatt spills 8 bytes at 168 on sm_90a,
+/// d_head 80 and 128 spill hundreds.
+int32_t maxRegisters(int64_t dPad, bool dropatt) {
+  return dPad <= 64 && !dropatt ? 168 : 255;
+}
 /// Up to this padded d_head the query fragments stay in registers for the
 /// whole key walk; wider heads reload them per key tile.
 constexpr int64_t kHeldQueryWidth = 128;
@@ -1330,13 +1350,14 @@ AttentionKernel mlir::txl::getOrCreateMmaAttentionKernel(ModuleOp module,
          "mma.sync m16n8k16 takes bf16 or f16 operands");
   assert(xChains > 0 && kMmaXBlocks % xChains == 0 &&
          "xChains divides X's blocks");
-  // Resident workgroups per SM: the register file (64K) over kMaxRegisters
-  // per work-item (the tiles, at most 78.25 KiB at d_head 128, allow as
+  // Resident workgroups per SM: the register file (64K) over maxRegisters
+  // per work-item (the tiles, at most 80 KiB at d_head 128, allow as
   // many in sm_80's 164 KiB of shared memory).
   int64_t threads = kWarps * kSubgroupSize;
   bool packed = mmaAttentionPacksOperands(dHead);
+  int32_t registers = maxRegisters(forwardPad(dHead), dropatt);
   AttentionKernel kernel{nullptr, kWarps * kRows, threads,
-                         65536 / (kMaxRegisters * threads), packed};
+                         65536 / (registers * threads), packed};
   std::string name = std::string("rel_attention_") +
                      (operandType.isBF16() ? "bf16" : "f16") +
                      (dropatt ? "_dropatt" : "") + (lse ? "_lse_d" : "_d") +
@@ -1347,7 +1368,7 @@ AttentionKernel mlir::txl::getOrCreateMmaAttentionKernel(ModuleOp module,
   MLIRContext *ctx = kernels.getContext();
   OpBuilder b = OpBuilder::atBlockEnd(kernels.getBody());
   auto tile = [&](int64_t columns) {
-    return MemRefType::get({kWarps * kRows, columns + 1}, b.getF32Type(),
+    return MemRefType::get({kWarps * kRows, columns}, b.getF32Type(),
                            MemRefLayoutAttrInterface{}, b.getI64IntegerAttr(3));
   };
   // K and V of a key tile as txl.warpgroup_mma's B operands: core
@@ -1360,9 +1381,10 @@ AttentionKernel mlir::txl::getOrCreateMmaAttentionKernel(ModuleOp module,
   // The r window is staged in the packed form (d_head padded to 32, 64 or
   // 128: asynchronous copies, which take no registers). With V's third
   // buffer the tiles pass PTX's 48 KiB of static shared memory at d_head
-  // 64 (51,456 bytes), and at d_head 128 they take 80,128 bytes: on CUDA
+  // 64 (53,248 bytes), and at d_head 128 they take 81,920 bytes: on CUDA
   // txl-dynamic-shared-memory moves them into dynamic shared memory.
-  SmallVector<Type> tiles = {tile(kWindow), coreMatrices(kKeyTile / 8, dBlocks),
+  SmallVector<Type> tiles = {tile(kXColumns),
+                             coreMatrices(kKeyTile / 8, dBlocks),
                              coreMatrices(dBlocks, kKeyTile / 8)};
   auto window =
       MemRefType::get({kRingRows, 8 * dBlocks + kWindowPad}, operandType,
@@ -1403,7 +1425,7 @@ AttentionKernel mlir::txl::getOrCreateMmaAttentionKernel(ModuleOp module,
                        b.getUnitAttr());
   kernel.func.setKnownBlockSizeAttr(
       b.getDenseI32ArrayAttr({int32_t(kernel.threads), 1, 1}));
-  kernel.func->setAttr("nvvm.maxnreg", b.getI32IntegerAttr(kMaxRegisters));
+  kernel.func->setAttr("nvvm.maxnreg", b.getI32IntegerAttr(registers));
   MmaKernelBuilder(kernel.func, dHead, operandType, dropatt, lse, packed,
                    xChains)
       .build();

@@ -17,7 +17,7 @@
 // CHECK: gpu.launch_func @txl_kernels::@rel_attention_bf16_d128
 // CHECK-SAME: memref<?x?x?x128xbf16>, %{{.+}} : memref<?x?x128x?xbf16>, %{{.+}} : memref<?x?x128xbf16>
 // CHECK-LABEL: gpu.func @rel_attention_bf16_d128(
-// CHECK-SAME: workgroup(%[[X:.+]] : memref<64x49xf32, 3>, %[[KT:.+]] : memref<4x16x8x8xbf16, 3>, %[[VT:.+]] : memref<16x4x8x8xbf16, 3>, %[[RT:.+]] : memref<128x136xbf16, 3>, %[[KT1:.+]] : memref<4x16x8x8xbf16, 3>, %[[VT1:.+]] : memref<16x4x8x8xbf16, 3>) kernel
+// CHECK-SAME: workgroup(%[[X:.+]] : memref<64x56xf32, 3>, %[[KT:.+]] : memref<4x16x8x8xbf16, 3>, %[[VT:.+]] : memref<16x4x8x8xbf16, 3>, %[[RT:.+]] : memref<128x136xbf16, 3>, %[[KT1:.+]] : memref<4x16x8x8xbf16, 3>, %[[VT1:.+]] : memref<16x4x8x8xbf16, 3>) kernel
 // The prologue: the first tile's K (4 copies a work-item), V (4) and its
 // whole r window (96 rows: 12) as one group.
 // CHECK: %[[PROLOGUE:.+]] = nvgpu.device_async_create_group

@@ -10,12 +10,12 @@
 // unread (k [batch, n_head, klenPad, 32], v transposed [batch, n_head, 32,
 // klenPad], r [n_head, klenPad, 32]). The attention's grid is
 // ceil(qlen / 64) x (batch * n_head) x parts workgroups of 128 work-items
-// (4 subgroups of 16 query rows); the runtime chooses the parts for 2
-// resident workgroups per SM, and rel_attention_combine joins them. The
+// (4 subgroups of 16 query rows); the runtime chooses the parts for 3
+// resident workgroups per SM (at most 168 registers a work-item), and rel_attention_combine joins them. The
 // packed operands are the kernel's own allocations: no alignment check.
 
 // CHECK-LABEL: func.func @eval
-// CHECK-DAG: %[[C2I64:.+]] = arith.constant 2 : i64
+// CHECK-DAG: %[[C3I64:.+]] = arith.constant 3 : i64
 // CHECK-DAG: %[[C32:.+]] = arith.constant 32 : index
 // CHECK-DAG: %[[C64:.+]] = arith.constant 64 : index
 // CHECK-DAG: %[[C128:.+]] = arith.constant 128 : index
@@ -32,7 +32,7 @@
 // CHECK: gpu.launch_func @txl_kernels::@rel_attention_pack_bf16_d32 blocks in (%[[KTILES]], %{{.+}}, %c1) threads in (%[[C128]], %c1, %c1)
 // CHECK-SAME: %[[KP]] : memref<?x?x?x32xbf16>, %[[VP]] : memref<?x?x32x?xbf16>, %[[RP]] : memref<?x?x32xbf16>)
 // CHECK-NOT: cf.assert {{.+}} must start a multiple
-// CHECK: call @txl_device_attention_parts(%{{.+}}, %[[C2I64]], %{{.+}})
+// CHECK: call @txl_device_attention_parts(%{{.+}}, %[[C3I64]], %{{.+}})
 // CHECK: %[[PARTS:.+]] = arith.index_cast %{{.+}} : i64 to index
 // CHECK: gpu.launch_func @txl_kernels::@rel_attention_bf16_d32 blocks in (%[[TILES]], %{{.+}}, %[[PARTS]]) threads in (%[[C128]], %c1, %c1)
 // CHECK-SAME: %[[KP]] : memref<?x?x?x32xbf16>, %[[VP]] : memref<?x?x32x?xbf16>, %[[RP]] : memref<?x?x32xbf16>,
@@ -62,8 +62,8 @@
 // CHECK-SAME: %[[K:arg1]]: memref<?x?x?x32xbf16>, %[[V:arg2]]: memref<?x?x32x?xbf16>, %[[R:arg3]]: memref<?x?x32xbf16>
 // CHECK-SAME: %[[O:arg6]]: memref<?x?x?x32xf32, strided<[?, ?, ?, 1], offset: ?>>, %[[KLENARG:arg7]]: index
 // CHECK-SAME: %[[PO:arg11]]: memref<?x?x?x?x32xf32>, %[[PL:arg12]]: memref<?x?x?x?xf32>)
-// CHECK-SAME: workgroup(%[[X:.+]] : memref<64x49xf32, 3>, %[[KT:.+]] : memref<4x4x8x8xbf16, 3>, %[[VT:.+]] : memref<4x4x8x8xbf16, 3>, %[[RT:.+]] : memref<128x40xbf16, 3>, %[[KT1:.+]] : memref<4x4x8x8xbf16, 3>, %[[VT1:.+]] : memref<4x4x8x8xbf16, 3>, %[[VT2:.+]] : memref<4x4x8x8xbf16, 3>)
-// CHECK-SAME: kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.maxnreg = 255 : i32}
+// CHECK-SAME: workgroup(%[[X:.+]] : memref<64x56xf32, 3>, %[[KT:.+]] : memref<4x4x8x8xbf16, 3>, %[[VT:.+]] : memref<4x4x8x8xbf16, 3>, %[[RT:.+]] : memref<128x40xbf16, 3>, %[[KT1:.+]] : memref<4x4x8x8xbf16, 3>, %[[VT1:.+]] : memref<4x4x8x8xbf16, 3>, %[[VT2:.+]] : memref<4x4x8x8xbf16, 3>)
+// CHECK-SAME: kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.maxnreg = 168 : i32}
 // The walk starts at the key tile of the first visible key (a multiple
 // of 32: the packed rows are read in whole aligned tiles).
 // CHECK: %[[JEND:.+]] = arith.minsi %[[KLENARG]], %{{.+}} : index

@@ -73,20 +73,23 @@ SHARED_RESERVED = 1024        # the driver's shared memory per workgroup
 # 40 and 6 workgroups (1,536 work-items an SM). The tensor-core attention kernels
 # (--precision=bf16 and fp16): 128 work-items, the P·V accumulators and
 # the query fragments in registers, with or without the lse
-# output of training, up to the 255 registers of nvvm.maxnreg (d_head 32
-# and 64 keep a key tile's K, V and r window loads in flight together,
-# the AC accumulators stay live across X, the dropatt forms hold the
-# Philox draws), which leaves 2 workgroups per SM (what the launch
-# geometry plans the key parts for); 12.5 KB of X tile, the key
+# output of training: without dropatt up to d_head 64 (32, 41 and 64) at
+# most 168 registers (nvvm.maxnreg; ptxas takes 139 to 187 at sm_90a and
+# 252 at sm_80 when free, and spills nothing at 168), so that 3
+# workgroups fit an SM and each scheduler has 3 warps to issue from
+# during the walk's fixed stalls; otherwise up to 255 (the dropatt forms
+# hold the Philox draws and spill at 168; d_head 80 and 128 hold twice
+# the accumulators), which leaves 2 workgroups per SM (the launch
+# geometry plans the key parts for the kernel's own count); 14 KB of X tile (64 rows of 56 f32), the key
 # tile's K and V in bf16 or f16 (4 d_head bytes per key: 16 KB at d_head
 # 128) and at d_head 32, 64 and 128 a second buffer of each, which the next
 # key tile's copies fill during this tile's products, and a third of V,
 # which the previous tile's P·V reads meanwhile (20 KB at 64), and the
-# ring of r rows (128 rows of d_head + 8: 18 KB at 64): 51,456 bytes at
+# ring of r rows (128 rows of d_head + 8: 18 KB at 64): 53,248 bytes at
 # 64, past PTX's 48 KiB of static shared memory (on CUDA in dynamic
-# shared memory, txl-dynamic-shared-memory), two workgroups in sm_80's
+# shared memory, txl-dynamic-shared-memory), three workgroups in sm_80's
 # 164 KB; at d_head 128 (and 80, padded to 128) the packed form too, with
-# two buffers of V (its P·V not carried): 80,128 bytes, up to 80 KiB,
+# two buffers of V (its P·V not carried): 81,920 bytes, 80 KiB,
 # still two workgroups. The tensor-core `_kv` backward kernels (d_head up to 80):
 # 128 work-items, dk's and dv's accumulators in registers, up to 255 of
 # nvvm.maxnreg, 2 workgroups per SM; 29 KB of X, P and dS tiles and the
@@ -125,7 +128,8 @@ BUDGETS = [
     (r"rel_attention_pack_(bf16|f16)_d(32|64)", 128, 48, 0, 8),
     (r"rel_attention_pack_(bf16|f16)_d\d+", 128, 136, 0, 3),
     (r"rel_attention_(bf16|f16)(_dropatt)?(_lse)?_d(80|128)", 128, 255, 80 * 1024, 2),
-    (r"rel_attention_(bf16|f16)(_dropatt)?(_lse)?_d\d+", 128, 255, 51 * 1024, 2),
+    (r"rel_attention_(bf16|f16)(_lse)?_d\d+", 128, 168, 52 * 1024, 3),
+    (r"rel_attention_(bf16|f16)(_dropatt)?(_lse)?_d\d+", 128, 255, 52 * 1024, 2),
     (r"rel_attention(_dropatt)?(_lse)?_d128", 128, 128, 48 * 1024, 3),
     (r"rel_attention(_dropatt)?(_lse)?_d\d+", 128, 128, 48 * 1024, 4),
     (r"rel_attention_combine(_lse)?", 128, 48, 0, 8),

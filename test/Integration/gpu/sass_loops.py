@@ -189,7 +189,8 @@ def per_tile(kernel, kernel_loops, budget, trips):
           f"{len(nested)} nested loop(s); LDG {ldg:g}, "
           f"LDGSTS {main['ops']['LDGSTS']}, "
           f"BAR {main['ops']['BAR']}, LDS {main['ops']['LDS']}, "
-          f"LDSM {main['ops']['LDSM']}, MEMBAR {main['ops']['MEMBAR']})")
+          f"LDSM {main['ops']['LDSM']}, MEMBAR {main['ops']['MEMBAR']}, "
+          f"STS {main['ops']['STS']})")
     return n <= budget
 
 
