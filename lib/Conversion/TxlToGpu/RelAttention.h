@@ -398,8 +398,9 @@ inline FunctionType attentionKernelType(MLIRContext *ctx, int64_t dHead,
 inline constexpr int64_t kMmaXBlocks = 6;
 /// X's blocks whose mma.sync chains the forward interleaves by default.
 /// Each block accumulates its k-steps in one dependent chain; three chains
-/// keep the tensor pipe busy during each other's latency with no spill at
-/// 255 registers (six spill at d_head 128 with dropatt on sm_90a).
+/// keep the tensor pipe busy during each other's latency with no spill in
+/// the kernels' register budgets (six spill at d_head 128 with dropatt on
+/// sm_90a).
 inline constexpr int64_t kMmaXChains = 3;
 
 /// The tensor-core kernel `rel_attention_<bf16|f16>_d<d_head>` in

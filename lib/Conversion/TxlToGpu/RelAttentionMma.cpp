@@ -922,8 +922,8 @@ void MmaKernelBuilder::build() {
       // accumulates onto the last); the blocks of a group of xChains run
       // their chains interleaved, k-step by k-step, so that each product's
       // latency is spent issuing the others' (one chain at a time, ptxas
-      // fills the wait with stalls and NOPs: 1,933 fixed stall cycles a
-      // tile at d_head 128, 1,185 in groups of 3).
+      // fills the wait with stalls and NOPs: sass-budgets-attention.test's
+      // stall budgets, which x-chains=1 fails).
       for (int64_t xb0 = 0; xb0 < kWindow / 8; xb0 += xChains) {
         SmallVector<Fragment> acc(xChains, zeros());
         SmallVector<Value> blockRow;

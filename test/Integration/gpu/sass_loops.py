@@ -149,16 +149,25 @@ def main_loop(kernel_loops):
         if products else None
 
 
-def per_tile_path(kernel, kernel_loops, budget):
-    """Checks the main loop's shortest path; prints a line."""
+def flat_main_loop(kernel, kernel_loops, what):
+    """The main loop when no loop is nested in it; else prints why `what`
+    (a count of one iteration) cannot be taken, and returns None."""
     main = main_loop(kernel_loops)
     if main is None:
         print(f"FAIL {kernel}: no loop holds tensor-core products")
-        return False
+        return None
     if any(l is not main and main["start"] <= l["start"] and
            l["end"] <= main["end"] for l in kernel_loops):
         print(f"FAIL {kernel} main loop {main['start']:#x}: nested loops, "
-              f"no path count")
+              f"no {what}")
+        return None
+    return main
+
+
+def per_tile_path(kernel, kernel_loops, budget):
+    """Checks the main loop's shortest path; prints a line."""
+    main = flat_main_loop(kernel, kernel_loops, "path count")
+    if main is None:
         return False
     n = shortest_path(main)
     verdict = "ok  " if n <= budget else "FAIL"
@@ -197,14 +206,8 @@ def per_tile(kernel, kernel_loops, budget, trips):
 def stall_cycles(kernel, kernel_loops, stalls, budget):
     """Checks the fixed stall cycles of one iteration of the main loop;
     prints a line."""
-    main = main_loop(kernel_loops)
+    main = flat_main_loop(kernel, kernel_loops, "stall count")
     if main is None:
-        print(f"FAIL {kernel}: no loop holds tensor-core products")
-        return False
-    if any(l is not main and main["start"] <= l["start"] and
-           l["end"] <= main["end"] for l in kernel_loops):
-        print(f"FAIL {kernel} main loop {main['start']:#x}: nested loops, "
-              f"no stall count")
         return False
     missing = [a for a, _ in main["code"] if a not in stalls]
     if missing:
