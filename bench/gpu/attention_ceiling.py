@@ -80,6 +80,7 @@ TABLE_128 = [
     ("2026-12-06, packed form: asynchronous copies, the r ring, two stages, AC asynchronous", 525, 576, 1938),
     ("2026-12-07, X's product chains interleaved, 3 at a time", 482, 533, 1190),
     ("2026-12-07, X's entries stored in pairs (rows of 56 floats)", 470, 521, 1140),
+    ("2026-12-07, X's 6 chains all interleaved", 470, 521, 1082),
 ]
 
 

@@ -730,8 +730,9 @@ def ConvertRelAttentionToGpuPass : Pass<"txl-rel-attention-to-gpu", "::mlir::Mod
     bf16 operands and f32 accumulators; AC stays in its accumulators' registers
     and X passes through a workgroup tile (64 × 56 f32) so that each lane
     reads AC(i, j) + X(i, 15 − i + j); X's 6 blocks of 8 window rows run
-    `x-chains` (3) at a time, their chains of dependent products
-    interleaved k-step by k-step. K, V and (d_head up to 128) the
+    `x-chains` at a time (by default 6 at d_head 80 and 128 without
+    dropatt, else 3), their chains of dependent products interleaved
+    k-step by k-step. K, V and (d_head up to 128) the
     tile's 96-row window of r are staged in workgroup memory. Up to d_head
     128, padded with zero columns to 32, 64 or 128 (41 to 64, 80 to 128;
     the products skip what lies wholly in the zero columns: AC's K and
@@ -877,10 +878,12 @@ def ConvertRelAttentionToGpuPass : Pass<"txl-rel-attention-to-gpu", "::mlir::Mod
            "The forward kernels' parts of the keys (grid z, flash-decoding): 0 "
            "lets the runtime choose per launch for the device "
            "(txl_device_attention_parts); N >= 1 always launches N">,
-    Option<"xChains", "x-chains", "int64_t", /*default=*/"3",
+    Option<"xChains", "x-chains", "int64_t", /*default=*/"0",
            "The tensor-core forward's blocks of 8 window rows of the "
-           "positional term whose mma.sync chains are interleaved (1, 2, 3 "
-           "or 6); 1 issues each block's dependent products alone">
+           "positional term whose mma.sync chains are interleaved: 0 chooses "
+           "per kernel (6 at d_head 80 and 128 without dropatt, else 3); 1, "
+           "2, 3 or 6 for every kernel, 1 issuing each block's dependent "
+           "products alone">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::bufferization::BufferizationDialect",

@@ -565,7 +565,7 @@ private:
   bool packed;
   /// The packed form's P·V of a tile issued by the next tile (carriesPv).
   bool carryPv;
-  /// X's blocks whose product chains interleave (kMmaXChains).
+  /// X's blocks whose product chains interleave (defaultMmaXChains).
   int64_t xChains;
   gpu::GPUFuncOp func;
   // Set first by build().
@@ -1348,6 +1348,8 @@ AttentionKernel mlir::txl::getOrCreateMmaAttentionKernel(ModuleOp module,
                                                          int64_t xChains) {
   assert((operandType.isBF16() || operandType.isF16()) &&
          "mma.sync m16n8k16 takes bf16 or f16 operands");
+  if (xChains == 0)
+    xChains = defaultMmaXChains(forwardPad(dHead), dropatt);
   assert(xChains > 0 && kMmaXBlocks % xChains == 0 &&
          "xChains divides X's blocks");
   // Resident workgroups per SM: the register file (64K) over maxRegisters

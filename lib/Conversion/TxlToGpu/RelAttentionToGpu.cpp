@@ -829,8 +829,8 @@ struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
   FloatType mmaOperandType;
   /// The key-parts option: 0, chosen at run time; N >= 1, always N.
   int64_t keyParts = 0;
-  /// The x-chains option (getOrCreateMmaAttentionKernel).
-  int64_t xChains = kMmaXChains;
+  /// The x-chains option (getOrCreateMmaAttentionKernel): 0, per kernel.
+  int64_t xChains = 0;
 };
 
 struct ConvertRelAttentionToGpuPass
@@ -851,8 +851,9 @@ struct ConvertRelAttentionToGpuPass
           << static_cast<int64_t>(keyParts);
       return signalPassFailure();
     }
-    if (xChains < 1 || kMmaXBlocks % xChains != 0) {
-      module.emitError("x-chains must divide the positional term's ")
+    if (xChains < 0 || (xChains > 0 && kMmaXBlocks % xChains != 0)) {
+      module.emitError("x-chains must be 0 (chosen per kernel) or divide "
+                       "the positional term's ")
           << kMmaXBlocks << " blocks (1, 2, 3 or 6), not "
           << static_cast<int64_t>(xChains);
       return signalPassFailure();

@@ -7,9 +7,10 @@
 // vector<5x4x2xbf16> against memref<4x16x8x8xbf16>), P·V N = 80 of V's (10
 // n-blocks: vector<10x2x2xf32> against memref<16x4x8x8xbf16>), so that O is
 // 40 accumulators a work-item (the walk's state: m, l and O, 44 values);
-// X's products read 3 pairs of k-steps (3 ldmatrix a pair for a group of
-// 3 blocks) and skip the sixth k-step (columns 80 to 95): 5 products a
-// block.
+// X's products read 3 pairs of k-steps and skip the sixth k-step
+// (columns 80 to 95): 5 products a block; without dropatt the 6 blocks'
+// chains interleave all together (defaultMmaXChains: 6 ldmatrix a pair of
+// k-steps, then the 6 blocks' products of each k-step).
 // Products over the zero columns gave sm_90a's wgmma one register for all
 // four of A's, and ptxas serialized every wgmma of the kernel (C7511,
 // ptxas-budgets.test).
@@ -17,22 +18,14 @@
 // CHECK-SAME: %[[KT:[a-z0-9]+]] : memref<4x16x8x8xbf16, 3>, %[[VT:[a-z0-9]+]] : memref<16x4x8x8xbf16, 3>
 // CHECK: %{{.+}}:44 = scf.for
 // CHECK: txl.warpgroup_mma async %{{.+}}, %{{.+}}, %{{.+}} : vector<5x4x2xbf16>, memref<4x16x8x8xbf16, 3>, vector<4x2x2xf32>
-// CHECK-COUNT-3: nvgpu.ldmatrix
+// CHECK-COUNT-6: nvgpu.ldmatrix
+// CHECK-COUNT-12: nvgpu.mma.sync
+// CHECK-COUNT-6: nvgpu.ldmatrix
+// CHECK-COUNT-12: nvgpu.mma.sync
+// CHECK-COUNT-6: nvgpu.ldmatrix
 // CHECK-COUNT-6: nvgpu.mma.sync
-// CHECK-COUNT-3: nvgpu.ldmatrix
-// CHECK-COUNT-6: nvgpu.mma.sync
-// CHECK-COUNT-3: nvgpu.ldmatrix
-// CHECK-COUNT-3: nvgpu.mma.sync
 // CHECK-NOT: nvgpu.mma.sync
-// CHECK-COUNT-12: memref.store
-// CHECK-COUNT-3: nvgpu.ldmatrix
-// CHECK-COUNT-6: nvgpu.mma.sync
-// CHECK-COUNT-3: nvgpu.ldmatrix
-// CHECK-COUNT-6: nvgpu.mma.sync
-// CHECK-COUNT-3: nvgpu.ldmatrix
-// CHECK-COUNT-3: nvgpu.mma.sync
-// CHECK-NOT: nvgpu.mma.sync
-// CHECK-COUNT-12: memref.store
+// CHECK-COUNT-24: memref.store
 // CHECK-NOT: nvgpu.mma.sync
 // CHECK: txl.warpgroup_mma_wait
 // CHECK: txl.warpgroup_mma %{{.+}}, %{{.+}}, %{{.+}} : vector<2x4x2xbf16>, memref<16x4x8x8xbf16, 3>, vector<10x2x2xf32>

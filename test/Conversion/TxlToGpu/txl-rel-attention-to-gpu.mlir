@@ -85,7 +85,7 @@
 // PARTS1-NOT: rel_attention_combine
 // PARTS1: gpu.return
 // BADPARTS: error: key-parts must be 0 (chosen at run time) or a number of parts, not -1
-// BADCHAINS: error: x-chains must divide the positional term's 6 blocks (1, 2, 3 or 6), not 4
+// BADCHAINS: error: x-chains must be 0 (chosen per kernel) or divide the positional term's 6 blocks (1, 2, 3 or 6), not 4
 
 // Two layers of one d_head share one kernel.
 // CHECK-LABEL: func.func @two_layers
