@@ -396,17 +396,6 @@ inline FunctionType attentionKernelType(MLIRContext *ctx, int64_t dHead,
 /// term X: a subgroup's 16 query rows see 16 + 32 - 1 rows of r in a key
 /// tile of 32, padded to 48.
 inline constexpr int64_t kMmaXBlocks = 6;
-/// X's blocks whose mma.sync chains the forward of padded width `dPad`
-/// interleaves by default. Each block accumulates its k-steps in one
-/// dependent chain, whose latency the others' products fill. Without
-/// dropatt at 128 (d_head 80 and 128: 255 registers, 2 warps a scheduler,
-/// the walk latency-bound) all 6: 976 fixed stall cycles on d_head 128's
-/// interior path where 3 left 1,034, and 802 where 885 at 80. Otherwise 3:
-/// at 168 registers (up to 64) the walk is issue-bound and 6 add
-/// instructions, and with dropatt 6 spill at d_head 128 on sm_90a.
-inline int64_t defaultMmaXChains(int64_t dPad, bool dropatt) {
-  return dPad == 128 && !dropatt ? 6 : 3;
-}
 
 /// The tensor-core kernel `rel_attention_<bf16|f16>_d<d_head>` in
 /// `module`'s @txl_kernels, created on first use (RelAttentionMma.cpp):
@@ -417,7 +406,7 @@ inline int64_t defaultMmaXChains(int64_t dPad, bool dropatt) {
 /// arguments and masks); with `lse`, the form `..._lse_d<d_head>` that also
 /// writes each row's log-sum-exp ([batch, n_head, qlen] f32, the argument
 /// before the key parts') for the backward, as the f32 lse kernel.
-/// `xChains` (a divisor of kMmaXBlocks, or 0 for defaultMmaXChains) is
+/// `xChains` (a divisor of kMmaXBlocks, or 0: chosen per kernel) is
 /// how many of the positional term's blocks of 8 window rows run their
 /// mma.sync chains interleaved (the pass option x-chains); the first
 /// request of a kernel name fixes it for the module.

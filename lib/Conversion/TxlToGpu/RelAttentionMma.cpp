@@ -494,6 +494,18 @@ constexpr int64_t kWindowPad = 8;
 int32_t maxRegisters(int64_t dPad, bool dropatt) {
   return dPad <= 64 && !dropatt ? 168 : 255;
 }
+/// X's blocks whose mma.sync chains the forward of padded width `dPad`
+/// interleaves unless the pass option x-chains says otherwise. Each block
+/// accumulates its k-steps in one dependent chain, whose latency the
+/// others' products fill. Without dropatt at 128 (d_head 80 and 128: 255
+/// registers, 2 warps a scheduler, the walk latency-bound) all 6: 976
+/// fixed stall cycles on d_head 128's interior path where 3 left 1,034,
+/// and 802 where 885 at 80. Otherwise 3: at 168 registers (up to 64) the
+/// walk is issue-bound and 6 add instructions, and with dropatt 6 spill
+/// at d_head 128 on sm_90a.
+int64_t defaultXChains(int64_t dPad, bool dropatt) {
+  return dPad == 128 && !dropatt ? 6 : 3;
+}
 /// Up to this padded d_head the query fragments stay in registers for the
 /// whole key walk; wider heads reload them per key tile.
 constexpr int64_t kHeldQueryWidth = 128;
@@ -565,7 +577,7 @@ private:
   bool packed;
   /// The packed form's P·V of a tile issued by the next tile (carriesPv).
   bool carryPv;
-  /// X's blocks whose product chains interleave (defaultMmaXChains).
+  /// X's blocks whose product chains interleave (defaultXChains).
   int64_t xChains;
   gpu::GPUFuncOp func;
   // Set first by build().
@@ -1348,8 +1360,9 @@ AttentionKernel mlir::txl::getOrCreateMmaAttentionKernel(ModuleOp module,
                                                          int64_t xChains) {
   assert((operandType.isBF16() || operandType.isF16()) &&
          "mma.sync m16n8k16 takes bf16 or f16 operands");
+  int64_t dPad = forwardPad(dHead);
   if (xChains == 0)
-    xChains = defaultMmaXChains(forwardPad(dHead), dropatt);
+    xChains = defaultXChains(dPad, dropatt);
   assert(xChains > 0 && kMmaXBlocks % xChains == 0 &&
          "xChains divides X's blocks");
   // Resident workgroups per SM: the register file (64K) over maxRegisters
@@ -1357,7 +1370,7 @@ AttentionKernel mlir::txl::getOrCreateMmaAttentionKernel(ModuleOp module,
   // many in sm_80's 164 KiB of shared memory).
   int64_t threads = kWarps * kSubgroupSize;
   bool packed = mmaAttentionPacksOperands(dHead);
-  int32_t registers = maxRegisters(forwardPad(dHead), dropatt);
+  int32_t registers = maxRegisters(dPad, dropatt);
   AttentionKernel kernel{nullptr, kWarps * kRows, threads,
                          65536 / (registers * threads), packed};
   std::string name = std::string("rel_attention_") +
@@ -1375,7 +1388,7 @@ AttentionKernel mlir::txl::getOrCreateMmaAttentionKernel(ModuleOp module,
   };
   // K and V of a key tile as txl.warpgroup_mma's B operands: core
   // matrices of 8 × 8 (N blocks × K blocks).
-  int64_t dBlocks = forwardPad(dHead) / 8;
+  int64_t dBlocks = dPad / 8;
   auto coreMatrices = [&](int64_t nBlocks, int64_t kBlocks) {
     return MemRefType::get({nBlocks, kBlocks, 8, 8}, operandType,
                            MemRefLayoutAttrInterface{}, b.getI64IntegerAttr(3));
@@ -1402,7 +1415,7 @@ AttentionKernel mlir::txl::getOrCreateMmaAttentionKernel(ModuleOp module,
     tiles.push_back(window);
     tiles.push_back(tiles[1]);
     tiles.push_back(tiles[2]);
-    if (carriesPv(forwardPad(dHead)))
+    if (carriesPv(dPad))
       tiles.push_back(tiles[2]);
     int64_t bytes = 0;
     for (Type t : tiles)

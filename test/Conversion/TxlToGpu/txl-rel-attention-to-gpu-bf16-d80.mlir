@@ -9,7 +9,7 @@
 // 40 accumulators a work-item (the walk's state: m, l and O, 44 values);
 // X's products read 3 pairs of k-steps and skip the sixth k-step
 // (columns 80 to 95): 5 products a block; without dropatt the 6 blocks'
-// chains interleave all together (defaultMmaXChains: 6 ldmatrix a pair of
+// chains interleave all together (defaultXChains: 6 ldmatrix a pair of
 // k-steps, then the 6 blocks' products of each k-step).
 // Products over the zero columns gave sm_90a's wgmma one register for all
 // four of A's, and ptxas serialized every wgmma of the kernel (C7511,
