@@ -635,6 +635,11 @@ int mlir::txl::runDriver(const DriverOptions &options) {
             ConvertLinearNllToCpuPassOptions output;
             output.vectorBits = attention.vectorBits;
             output.train = true;
+            // bf16: the eval output layer's products too (the blocked
+            // sweep's BLAS product, which txl-linalg-to-blas makes bf16);
+            // the row tiles' FMAs would run it in f32.
+            if (options.precision == Precision::Bf16)
+              output.tileColumns = 0;
             buildTxlToLinalgPipeline(pm, /*stridedAttention=*/true,
                                      options.cpuAttention != CpuAttention::Blas
                                          ? &attention

@@ -301,6 +301,9 @@ void mlir::txl::buildTxlCpuPipeline(OpPassManager &pm,
   ConvertRelAttentionToCpuPassOptions cpuAttention;
   ConvertLinearNllToCpuPassOptions cpuOutput;
   cpuOutput.train = true;
+  // As txlc: at bf16 the eval output layer's product is a (bf16) BLAS one.
+  if (options.precision == Precision::Bf16)
+    cpuOutput.tileColumns = 0;
   buildTxlToLinalgPipeline(pm, /*stridedAttention=*/true,
                            options.tiledAttention ? &cpuAttention : nullptr,
                            options.outputKernel ? &cpuOutput : nullptr);

@@ -595,11 +595,12 @@ def ConvertLinearNllToCpuPass : Pass<"txl-linear-nll-to-cpu", "::mlir::ModuleOp"
     [qlen·batch, d], w [n_token, d], bias [n_token], target [qlen·batch]
     (i64) and nll [qlen·batch] the result, later expanded to [qlen, batch].
 
-    From 2 · 2 · (vector lanes) rows (32 in 256-bit vectors, 64 in 512-bit
-    ones) the kernel takes row tiles (`tile-columns`): the rows transposed
-    once into tiles of 2 vectors of rows; per chunk of columns (192 KiB of
+    From two tiles of rows (`tile-units` vectors of rows a tile: 2 in
+    256-bit vectors, 32 rows, 4 in 512-bit ones, 64 rows; so from 64 and
+    128 rows) the kernel takes row tiles (`tile-columns`): the rows
+    transposed once into tiles; per chunk of columns (192 KiB of
     the weight's rows, kept in the L2 cache) each tile's logits for
-    `tile-columns` columns at a time are 2 · tile-columns vector
+    `tile-columns` columns at a time are tile-units · tile-columns vector
     accumulators, started at the bias and updated by one FMA per feature
     (the weight's element broadcast), and go straight from the registers
     into each row's running maximum and sum of exp (a step whose logits
@@ -661,9 +662,14 @@ def ConvertLinearNllToCpuPass : Pass<"txl-linear-nll-to-cpu", "::mlir::ModuleOp"
            "option's)">,
     Option<"tileColumns", "tile-columns", "int64_t", "6",
            "Output columns per register tile of txl.linear_nll's row-tiled "
-           "sweep, in [0, 16] (tiles of 2 vectors of rows: 2 · tile-columns "
+           "sweep, in [0, 16] (tile-units · tile-columns "
            "vector accumulators; the name ends in _t<n> when not 6); 0: the "
-           "blocked sweep whatever the rows">
+           "blocked sweep whatever the rows">,
+    Option<"tileUnits", "tile-units", "int64_t", "0",
+           "Vectors of rows per register tile of the row-tiled sweep, in "
+           "[0, 4] (tile-units · tile-columns vector accumulators; the name "
+           "ends in _u<n> when not the width's default); 0: 2 at 256 bits, "
+           "4 at 512">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::bufferization::BufferizationDialect",

@@ -70,11 +70,16 @@ constexpr int64_t kPrefetchRows = 4;
 /// two passes.
 constexpr double kLag = 64.0;
 
-/// The eval form's row tiles: vectors of rows per tile (the tile is
-/// kTileUnits · lanes rows by tileColumns output columns) and the default
-/// tileColumns (12 vector accumulators of the 16 AVX2 registers).
-constexpr int64_t kTileUnits = 2;
+/// The eval form's row tiles (tileUnits · lanes rows by tileColumns output
+/// columns): the default tileColumns.
 constexpr int64_t kTileColumns = 6;
+
+/// The eval form's row tiles: the default vectors of rows per tile at
+/// `lanes` f32 a vector. 256-bit: 2, 12 accumulators of the 16 AVX2
+/// registers; 512-bit: 4, 24 of the 32 AVX-512 ones, 10 reads for 24 FMAs
+/// where 2 took 8 for 12 (ptb_small's output layer on an Intel Xeon with
+/// AVX-512: 1.06x the kernel alone; bench/README.md, "Session 77").
+int64_t defaultTileUnits(int64_t lanes) { return lanes == 16 ? 4 : 2; }
 
 /// Bytes of the weight's rows a chunk of the row-tiled sweep reads (kept in
 /// the L2 cache while every tile of rows passes over them).
@@ -94,6 +99,9 @@ struct KernelForm {
   /// The eval form's row tiles: output columns per register tile (0: the
   /// blocked sweep alone).
   int64_t tileColumns = 0;
+  /// The eval form's row tiles: vectors of rows per tile (0:
+  /// defaultTileUnits, set with lanes).
+  int64_t tileUnits = 0;
 };
 
 std::string kernelName(const KernelForm &form) {
@@ -108,6 +116,9 @@ std::string kernelName(const KernelForm &form) {
     name += "_mathexp";
   if (!form.fwd && !form.grad && form.tileColumns != kTileColumns)
     name += "_t" + std::to_string(form.tileColumns);
+  if (!form.fwd && !form.grad && form.tileColumns &&
+      form.tileUnits != defaultTileUnits(form.lanes))
+    name += "_u" + std::to_string(form.tileUnits);
   if (form.lanes == 16)
     name += "_v512";
   return name;
@@ -230,7 +241,7 @@ private:
   void blockedSweep(Value rows, Value features, Value vocab);
 
   /// The eval form's row-tiled sweep (no BLAS, no logits in memory): the
-  /// rows transposed into tiles of kTileUnits vectors of rows, each tile's
+  /// rows transposed into tiles of form.tileUnits vectors of rows, each tile's
   /// logits for form.tileColumns columns at a time computed in vector
   /// registers (an FMA a row vector and column per feature, the weight's
   /// element broadcast) and folded into the rows' running max and sum of
@@ -238,7 +249,7 @@ private:
   void rowTiles(Value rows, Value features, Value vocab);
 
   /// Folds columns [lo, hi) into tile `s`'s running max and sum (lanes
-  /// of runMax and runSum from s · kTileUnits · lanes), `cols` columns a
+  /// of runMax and runSum from s · form.tileUnits · lanes), `cols` columns a
   /// step (hi − lo a multiple of it).
   void sweepTiles(Value packed, Value s, Value lo, Value hi, int64_t cols);
 
@@ -501,7 +512,7 @@ void KernelBuilder::build() {
     // all its rows: fewer rows would waste most of it; BLAS's product
     // then reads the weight once as well).
     Value tiled = arith::CmpIOp::create(b, arith::CmpIPredicate::uge, rows,
-                                        index(2 * kTileUnits * form.lanes));
+                                        index(2 * form.tileUnits * form.lanes));
     auto ifTiled = scf::IfOp::create(b, tiled, /*withElseRegion=*/true);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifTiled.thenBlock());
@@ -596,19 +607,19 @@ void KernelBuilder::blockedSweep(Value rows, Value features, Value vocab) {
   });
 }
 
-// The rows are taken kTileUnits vectors at a time (a tile of rows), the
+// The rows are taken form.tileUnits vectors at a time (a tile of rows), the
 // input transposed once into [tiles, d, rows of a tile] (rows past the
 // last zero) so that a feature's rows are contiguous vectors. Per chunk of
 // columns (kTileChunkBytes of the weight's rows, which stay in the L2
 // cache), every tile of rows passes over the chunk tileColumns columns at
 // a time: the logits of those columns for the tile's rows are
-// kTileUnits · tileColumns vector accumulators, started at the bias and
+// form.tileUnits · tileColumns vector accumulators, started at the bias and
 // updated by one FMA per feature (a vector of packed rows times the
 // column's weight broadcast), then folded into each row's running max and
 // sum where they are, in registers. The columns past the last whole step
 // follow one at a time. No product by BLAS and no logits in memory.
 void KernelBuilder::rowTiles(Value rows, Value features, Value vocab) {
-  const int64_t lanes = form.lanes, tileRows = kTileUnits * lanes;
+  const int64_t lanes = form.lanes, tileRows = form.tileUnits * lanes;
   const int64_t cols = form.tileColumns;
   const double negInf = -std::numeric_limits<double>::infinity();
   Type f32Type = b.getF32Type();
@@ -708,19 +719,19 @@ void KernelBuilder::rowTiles(Value rows, Value features, Value vocab) {
 // levels of summation rather than one chain over every column).
 void KernelBuilder::sweepTiles(Value packed, Value s, Value lo, Value hi,
                                int64_t cols) {
-  const int64_t lanes = form.lanes, tileRows = kTileUnits * lanes;
+  const int64_t lanes = form.lanes, tileRows = form.tileUnits * lanes;
   VectorType vt = vectorType();
   Value base = arith::MulIOp::create(b, s, index(tileRows));
   SmallVector<Value> offsets, state;
-  for (int64_t u = 0; u < kTileUnits; ++u)
+  for (int64_t u = 0; u < form.tileUnits; ++u)
     offsets.push_back(arith::AddIOp::create(b, base, index(u * lanes)));
   // {max, sum, partial sum} per unit.
   for (Value buffer : {runMax, runSum})
     for (Value at : offsets)
       state.push_back(vector::LoadOp::create(b, vt, buffer, ValueRange{at}));
-  for (int64_t u = 0; u < kTileUnits; ++u)
+  for (int64_t u = 0; u < form.tileUnits; ++u)
     state.push_back(splat(0.0));
-  const unsigned n = kTileUnits;
+  const unsigned n = form.tileUnits;
   SmallVector<Value> swept = loopAcc(
       lo, hi, index(cols), state,
       [&](Value j, ValueRange st) -> SmallVector<Value> {
@@ -994,6 +1005,8 @@ CpuKernels getOrCreateKernels(ModuleOp module, KernelForm form) {
   return getOrCreateCpuKernels(form.lanes, [&](int64_t lanes) {
     KernelForm f = form;
     f.lanes = lanes;
+    if (!f.tileUnits)
+      f.tileUnits = defaultTileUnits(lanes);
     return getOrCreateKernel(module, f);
   });
 }
@@ -1003,6 +1016,7 @@ struct Options {
   int64_t vectorBits, block;
   bool mathExp, train;
   int64_t tileColumns;
+  int64_t tileUnits;
 };
 
 /// The call of `kernels` for the output layer of `input` [qlen, batch, d]
@@ -1091,6 +1105,7 @@ struct LinearNllToCall : public KernelPattern<LinearNllOp> {
     KernelForm form{options.vectorBits / 32, options.block, !!op.getBias(),
                     options.mathExp, /*fwd=*/false};
     form.tileColumns = options.tileColumns;
+    form.tileUnits = options.tileUnits;
     CpuKernels kernels = getOrCreateKernels(module, form);
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     rewriter.replaceOp(
@@ -1234,7 +1249,11 @@ struct ConvertLinearNllToCpuPass
       module.emitError("tile-columns must be in [0, 16]");
       return signalPassFailure();
     }
-    Options options{vectorBits, block, mathExp, train, tileColumns};
+    if (tileUnits < 0 || tileUnits > 4) {
+      module.emitError("tile-units must be in [0, 4]");
+      return signalPassFailure();
+    }
+    Options options{vectorBits, block, mathExp, train, tileColumns, tileUnits};
     RewritePatternSet patterns(&getContext());
     patterns.add<LinearNllToCall>(&getContext(), module, options);
     if (train)

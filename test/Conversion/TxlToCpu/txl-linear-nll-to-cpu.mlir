@@ -19,6 +19,12 @@
 // RUN:   | FileCheck %s --check-prefix=BADTILES
 // RUN: not txl-opt %s --txl-linear-nll-to-cpu=tile-columns=-1 --split-input-file 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BADTILES
+// RUN: txl-opt %s --txl-linear-nll-to-cpu="vector-bits=512 tile-units=2" --split-input-file \
+// RUN:   | FileCheck %s --check-prefix=UNITS2
+// RUN: not txl-opt %s --txl-linear-nll-to-cpu=tile-units=5 --split-input-file 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BADUNITS
+// RUN: not txl-opt %s --txl-linear-nll-to-cpu=tile-units=-1 --split-input-file 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BADUNITS
 // RUN: not txl-opt %s --txl-linear-nll-to-cpu=vector-bits=128 --split-input-file 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BADBITS
 // RUN: not txl-opt %s --txl-linear-nll-to-cpu=block=20 --split-input-file 2>&1 \
@@ -162,6 +168,10 @@
 
 // V512: call @txl_linear_nll_cpu_f32_v512(
 // V512-LABEL: func.func private @txl_linear_nll_cpu_f32_v512(
+// V512: %[[TILED:.+]] = arith.cmpi uge, %{{.+}}, %c128 : index
+// V512: memref.alloc(%{{.+}}, %{{.+}}) {alignment = 64 : i64} : memref<?x?x64xf32>
+// V512: iter_args({{.+}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
+// V512-COUNT-24: vector.fma
 // V512: arith.maximumf %{{.+}}, %{{.+}} fastmath<nnan> : vector<16xf32>
 // V512: vector.create_mask %{{.+}} : vector<16xi1>
 
@@ -204,6 +214,15 @@
 // TILES3-COUNT-6: vector.fma
 
 // BADTILES: error: tile-columns must be in [0, 16]
+// BADUNITS: error: tile-units must be in [0, 4]
+
+// At 512 bits a tile is 4 vectors of rows (64 rows, from 128 rows: 24
+// accumulators of 6 columns; above); tile-units=2 gives tiles of 32 rows
+// (from 64), named for it.
+// UNITS2: call @txl_linear_nll_cpu_f32_u2_v512(
+// UNITS2-LABEL: func.func private @txl_linear_nll_cpu_f32_u2_v512(
+// UNITS2: arith.cmpi uge, %{{.+}}, %c64 : index
+// UNITS2: memref<?x?x32xf32>
 // BADBITS: error: vector-bits must be 0, 256 or 512
 // BADBLOCK: error: block must be a multiple of 16 in [16, 8192]
 
