@@ -596,7 +596,7 @@ def ConvertLinearNllToCpuPass : Pass<"txl-linear-nll-to-cpu", "::mlir::ModuleOp"
     (i64) and nll [qlen·batch] the result, later expanded to [qlen, batch].
 
     From two tiles of rows (`tile-units` vectors of rows a tile: 2 in
-    256-bit vectors, 32 rows, 4 in 512-bit ones, 64 rows; so from 64 and
+    256-bit vectors, 16 rows, 4 in 512-bit ones, 64 rows; so from 32 and
     128 rows) the kernel takes row tiles (`tile-columns`): the rows
     transposed once into tiles; per chunk of columns (192 KiB of
     the weight's rows, kept in the L2 cache) each tile's logits for
