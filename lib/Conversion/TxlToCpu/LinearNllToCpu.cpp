@@ -78,7 +78,8 @@ constexpr int64_t kTileColumns = 6;
 /// `lanes` f32 a vector. 256-bit: 2, 12 accumulators of the 16 AVX2
 /// registers; 512-bit: 4, 24 of the 32 AVX-512 ones, 10 reads for 24 FMAs
 /// where 2 took 8 for 12 (ptb_small's output layer on an Intel Xeon with
-/// AVX-512: 1.06x the kernel alone; bench/README.md, "Session 77").
+/// AVX-512: 1.09x the kernel alone, 1.08x the eval; bench/README.md,
+/// "Session 77").
 int64_t defaultTileUnits(int64_t lanes) { return lanes == 16 ? 4 : 2; }
 
 /// Bytes of the weight's rows a chunk of the row-tiled sweep reads (kept in
