@@ -632,14 +632,9 @@ int mlir::txl::runDriver(const DriverOptions &options) {
                     ? options.cpuVectorBits
                     : (cpuHasAvx512(options.codegen.cpu) ? 512 : 0);
             // The output layer's kernel at the same width.
-            ConvertLinearNllToCpuPassOptions output;
+            ConvertLinearNllToCpuPassOptions output =
+                cpuOutputOptions(options.precision);
             output.vectorBits = attention.vectorBits;
-            output.train = true;
-            // bf16: the eval output layer's products too (the blocked
-            // sweep's BLAS product, which txl-linalg-to-blas makes bf16);
-            // the row tiles' FMAs would run it in f32.
-            if (options.precision == Precision::Bf16)
-              output.tileColumns = 0;
             buildTxlToLinalgPipeline(pm, /*stridedAttention=*/true,
                                      options.cpuAttention != CpuAttention::Blas
                                          ? &attention

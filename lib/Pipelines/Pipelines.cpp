@@ -100,6 +100,15 @@ void mlir::txl::buildTxlBackwardPipeline(OpPassManager &pm,
   fn.addPass(createCSEPass());
 }
 
+ConvertLinearNllToCpuPassOptions
+mlir::txl::cpuOutputOptions(Precision products) {
+  ConvertLinearNllToCpuPassOptions options;
+  options.train = true;
+  if (products == Precision::Bf16)
+    options.tileColumns = 0;
+  return options;
+}
+
 void mlir::txl::buildTxlToLinalgPipeline(
     OpPassManager &pm, bool stridedAttention,
     const ConvertRelAttentionToCpuPassOptions *cpuAttention,
@@ -299,11 +308,8 @@ void mlir::txl::buildTxlCpuPipeline(OpPassManager &pm,
   if (options.generateBackward)
     buildTxlBackwardPipeline(pm, /*saveAttentionStats=*/true);
   ConvertRelAttentionToCpuPassOptions cpuAttention;
-  ConvertLinearNllToCpuPassOptions cpuOutput;
-  cpuOutput.train = true;
-  // As txlc: at bf16 the eval output layer's product is a (bf16) BLAS one.
-  if (options.precision == Precision::Bf16)
-    cpuOutput.tileColumns = 0;
+  ConvertLinearNllToCpuPassOptions cpuOutput =
+      cpuOutputOptions(options.precision);
   buildTxlToLinalgPipeline(pm, /*stridedAttention=*/true,
                            options.tiledAttention ? &cpuAttention : nullptr,
                            options.outputKernel ? &cpuOutput : nullptr);

@@ -111,6 +111,12 @@ void buildTxlOptPipeline(OpPassManager &pm,
 void buildTxlBackwardPipeline(OpPassManager &pm,
                               bool saveAttentionStats = false,
                               StringRef function = "segment");
+/// --txl-linear-nll-to-cpu's options for the CPU target whose products take
+/// `products` operands (txlc, txl-cpu-pipeline): the training forms too, and
+/// at bf16 the blocked sweep alone (tile-columns 0), whose product is the
+/// BLAS call that txl-linalg-to-blas makes bf16, where the eval row tiles'
+/// FMAs would compute it in f32.
+ConvertLinearNllToCpuPassOptions cpuOutputOptions(Precision products);
 /// txl -> linalg/tensor/arith/math: --txl-fuse-linear-nll, then
 /// --txl-lower-rel-shift, --convert-txl-to-linalg, canonicalize, CSE,
 /// --txl-fuse-elementwise.
