@@ -26,7 +26,7 @@ namespace {
 
 /// The register tile: MR rows × NR columns of f32 sums, 2 · MR zmm
 /// accumulators (24 of the 32), the two B vectors of a step and the
-/// broadcast A word in the rest. (test/Integration/bf16-dot-cpu.test
+/// broadcast A word in the rest. (test/Integration/bf16-cpu.test
 /// compiles this file with TXL_BF16_DOT_MR=16, 32 accumulators, to show
 /// that its loop check fails on a tile that spills.)
 #ifndef TXL_BF16_DOT_MR
