@@ -379,6 +379,8 @@ CASES = [
     (30, 45, 2, 2, 41, True, 45),     # wt103_base's odd d_head
     (17, 35, 2, 2, 128, True, 35),    # narrower query tile
     (40, 150, 1, 2, 128, False, 150), # 6 key tiles: the r ring wraps
+    (24, 40, 2, 2, 16, False, 40),    # d_head 16 (train_tiny): padded to 32
+    (24, 40, 2, 2, 16, True, 40),
 ]
 
 
