@@ -25,9 +25,8 @@
 #   rel_basic and rel_adaptive_div2, the converter's end-to-end runs, the
 #   numerics of the generated CPU attention and output-layer kernels and
 #   of the bf16 products: ASan sees neither generated code nor oneMKL),
-#   and the tests
-#   of the compiled code's structure (entry parts, --input-ir, the
-#   x86-64-v4 clones).
+#   and the tests of the compiled code's structure (entry parts,
+#   --input-ir, the x86-64-v4 clones).
 # --sanitize=thread: ThreadSanitizer on the runtime (build-tsan/, the
 #   runtime and its unit tests only): the unit tests, then executables
 #   compiled by build/'s txlc against that runtime, run with several
@@ -90,9 +89,10 @@ fast_skip+='|Integration/attention-types-memory|Integration/alrfou-objective|Int
 fast_skip+='|Integration/reference-(?!rel_basic\.|rel_adaptive_div2\.)|Tools/txl-convert-reference|Tools/txl-convert-hf-generate'
 # The generated kernels' numerics (the tiled CPU attention, forward and
 # backward, and its memory bound; the output layer's kernel) and the bf16
-# products' numerics against the reference cases: AddressSanitizer sees neither generated code nor
-# oneMKL, the compiler paths they take run in the half's conversion tests,
-# and the runtime's bf16 product in its unit test (Bf16GemmTest).
+# products' numerics against the reference cases: AddressSanitizer sees
+# neither generated code nor oneMKL, the compiler paths they take run in
+# the half's conversion tests, and the runtime's bf16 products in its unit
+# test (Bf16GemmTest).
 fast_skip+='|Integration/rel-attention-cpu|Integration/rel-attention-grad-cpu|Integration/attention-memory|Integration/bf16-cpu'
 fast_skip+='|Integration/linear-nll-cpu'
 # The compiled code's structure (entries cut into parts, IR resumed at each
