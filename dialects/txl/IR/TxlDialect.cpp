@@ -181,7 +181,7 @@ LogicalResult TxlDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (name == kRelShiftRowAttrName || name == kKeyPartAttrName ||
-      name == kInteriorTileAttrName) {
+      name == kInteriorTileAttrName || name == kRescaleAttrName) {
     // An index (or, after the lowering to LLVM, integer) value: the test
     // passes add to it or replace it.
     if (op->getNumResults() != 1 || !op->getResult(0).getType().isIntOrIndex())
@@ -189,7 +189,8 @@ LogicalResult TxlDialect::verifyOperationAttribute(Operation *op,
              << name
              << "' is an attribute of ops with one integer or index "
                 "result";
-    if (name == kRelShiftRowAttrName || name == kInteriorTileAttrName) {
+    if (name == kRelShiftRowAttrName || name == kInteriorTileAttrName ||
+        name == kRescaleAttrName) {
       if (!isa<UnitAttr>(attr.getValue()))
         return op->emitError("'") << name << "' must be a unit attribute";
       return success();

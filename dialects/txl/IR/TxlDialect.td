@@ -76,6 +76,10 @@ def Txl_Dialect : Dialect {
     /// query row of its subgroup, so that its scores skip the mask.
     static constexpr ::llvm::StringLiteral kInteriorTileAttrName =
         "txl.interior_tile";
+    /// `txl.rescale` (unit) on the i1 op that decides whether a lane of
+    /// the tensor-core attention forward rescales its rows' O and l this
+    /// key tile (a row's running maximum moved).
+    static constexpr ::llvm::StringLiteral kRescaleAttrName = "txl.rescale";
     /// `txl.emitted = {stage, target, precision}` on a module txlc wrote
     /// with --emit (txl, txl-opt, txl-grad, linalg, llvm-mlir; cpu, cuda,
     /// opencl; f32, bf16, fp16): where `txlc --input-ir` resumes.

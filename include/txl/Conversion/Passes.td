@@ -745,7 +745,7 @@ def ConvertRelAttentionToGpuPass : Pass<"txl-rel-attention-to-gpu", "::mlir::Mod
     P·V's N end at d_head rounded up to 16 and 8),
     `rel_attention_pack_bf16_d<d_head>` (grid
     (ceil(klen / 32) + 1) × (batch · n_head)) first writes key, value
-    (transposed) and pos_key rounded to bf16, klen padded to a multiple of
+    (transposed, tile-major) and pos_key rounded to bf16, klen padded to a multiple of
     32 and one tile more with zeros, to buffers the kernel takes in their
     place (with klen after out), and every tile is staged by asynchronous
     16-byte copies (`nvgpu.device_async_copy`) a tile ahead, into the
@@ -757,8 +757,8 @@ def ConvertRelAttentionToGpuPass : Pass<"txl-rel-attention-to-gpu", "::mlir::Mod
     d_head 64, the previous tile's P·V (its probabilities carried in the
     loop state; the first tile's on a zeroed buffer with P = 0) are in
     flight during X's products and the skew's reads, AC waited for with
-    P·V left in flight (`pending = 1`), P·V before O is scaled by the
-    tile's alpha, the last tile's after the walk (at 128 AC is waited for
+    P·V left in flight (`pending = 1`), P·V before O is scaled, the last
+    tile's after the walk (at 128 AC is waited for
     with `pending = 0` and each tile's P·V is its own: the carried
     registers would spill on sm_80); the tiles take 53,248 bytes at d_head
     64 and 81,920 at 128 (on CUDA `txl-dynamic-shared-memory` moves them
@@ -767,7 +767,13 @@ def ConvertRelAttentionToGpuPass : Pass<"txl-rel-attention-to-gpu", "::mlir::Mod
     which each tile copies the 32 the next window adds (the first tile's
     96 before the walk); over d_head 128 the walk's whole key tiles read
     the f32 rows in rolled loops unchecked, its tail tile checks them. The softmax runs in
-    base 2 (`math.exp2` afn). Its f32 operands have a unit stride along
+    base 2 (`math.exp2` afn); up to d_head 64 (padded) a row's running
+    maximum m moves only when a tile's maximum passes it by more than 8
+    (so that a probability is at most 256), O and l scaled by
+    exp2(m - m_new) in an `scf.if` on an i1 marked `txl.rescale` that a
+    subgroup skips when none of its rows' m moved (at 128, where the walk
+    is latency-bound, m follows the maximum and O and l are scaled on
+    every tile). Its f32 operands have a unit stride along
     d_head. txl-mma-to-nvvm (CUDA) or txl-emulate-mma (OpenCL) lower the
     products.
 

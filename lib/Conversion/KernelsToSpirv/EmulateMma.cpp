@@ -230,8 +230,11 @@ Value widenBits(ImplicitLocOpBuilder &b, Value bits, bool f16) {
 /// (an extension of the load to f32 is that value; other users get it
 /// rounded back, exactly); a store takes an f32 value rounded to the
 /// narrow type (truncf's operand) and stores its bits rounded to nearest
-/// even. Vector loads and stores go element by element. Runs after the
-/// narrow tiles are widened, whose stores then extend what a load gives.
+/// even. Vector loads and stores go element by element. A subview of such
+/// an argument (the packed K's chunks at a static offset) becomes the same
+/// view of i16, whose users are treated the same way; memref.dim of either
+/// stays. Runs after the narrow tiles are widened, whose stores then extend
+/// what a load gives.
 LogicalResult narrowGlobalArguments(gpu::GPUModuleOp module) {
   WalkResult walk = module.walk([](gpu::GPUFuncOp func) {
     SmallVector<Type> inputs(func.getArgumentTypes());
@@ -246,7 +249,22 @@ LogicalResult narrowGlobalArguments(gpu::GPUModuleOp module) {
       Type f32 = Float32Type::get(func.getContext());
       arg.setType(type.clone(i16));
       inputs[arg.getArgNumber()] = arg.getType();
-      for (Operation *user : llvm::to_vector(arg.getUsers())) {
+      // The argument and its subviews (the packed K's chunks at a static
+      // offset), each retyped to i16 with the same layout, and the other
+      // users of each with the view they use.
+      SmallVector<Value> views = {arg};
+      SmallVector<std::pair<Operation *, Value>> users;
+      for (size_t v = 0; v < views.size(); ++v)
+        for (Operation *user : views[v].getUsers()) {
+          if (auto view = dyn_cast<memref::SubViewOp>(user)) {
+            view.getResult().setType(
+                cast<MemRefType>(view.getType().clone(i16)));
+            views.push_back(view.getResult());
+          } else if (!isa<memref::DimOp>(user)) {
+            users.push_back({user, views[v]});
+          }
+        }
+      for (auto [user, view] : users) {
         ImplicitLocOpBuilder b(user->getLoc(), user);
         // The widened value (f32, of the load's shape) of a narrow load's
         // bits, for its users.
@@ -275,7 +293,7 @@ LogicalResult narrowGlobalArguments(gpu::GPUModuleOp module) {
         };
         if (auto load = dyn_cast<memref::LoadOp>(user)) {
           b.setInsertionPointAfter(load);
-          Value bits = memref::LoadOp::create(b, arg, load.getIndices());
+          Value bits = memref::LoadOp::create(b, view, load.getIndices());
           replaceLoad(load.getResult(), widenBits(b, bits, f16));
           load.erase();
         } else if (auto load = dyn_cast<vector::LoadOp>(user)) {
@@ -283,7 +301,7 @@ LogicalResult narrowGlobalArguments(gpu::GPUModuleOp module) {
           assert(vectorType.getRank() == 1 && "a row of elements");
           b.setInsertionPointAfter(load);
           auto bitsLoad = vector::LoadOp::create(
-              b, vectorType.clone(i16), arg, load.getIndices(),
+              b, vectorType.clone(i16), view, load.getIndices(),
               load.getNontemporal(),
               load.getAlignment() ? llvm::MaybeAlign(*load.getAlignment())
                                   : llvm::MaybeAlign());
@@ -316,7 +334,8 @@ LogicalResult narrowGlobalArguments(gpu::GPUModuleOp module) {
         } else {
           user->emitOpError("uses a ")
               << narrow << " kernel argument, which txl-emulate-mma makes i16 "
-              << "for OpenCL: only loads and stores can";
+              << "for OpenCL: only loads, stores, subviews and memref.dim "
+                 "can";
           return WalkResult::interrupt();
         }
       }

@@ -5,7 +5,7 @@
 // (RelAttentionMma.cpp) forms of the relative-attention kernel share: the
 // kernel's signature and launch geometry, and the helpers that mark the ops
 // the negative-control test passes break (txl.sync, txl.rel_shift_row,
-// txl.key_part, txl.interior_tile).
+// txl.key_part, txl.interior_tile, txl.rescale).
 //
 //===----------------------------------------------------------------------===//
 
@@ -58,6 +58,13 @@ protected:
     row.getDefiningOp()->setAttr(TxlDialect::kRelShiftRowAttrName,
                                  b.getUnitAttr());
     return row;
+  }
+  /// `rescale` (an op's i1 result), marked as the condition under which a
+  /// lane of the tensor-core forward rescales its rows' O and l
+  /// (`txl.rescale`, for txl-test-rescale).
+  void markRescale(Value rescale) {
+    rescale.getDefiningOp()->setAttr(TxlDialect::kRescaleAttrName,
+                                     b.getUnitAttr());
   }
   /// `interior` (an op's i1 result), marked as the condition under which a
   /// key tile skips the mask (`txl.interior_tile`, for
@@ -429,12 +436,14 @@ inline constexpr int64_t kMmaPackKeys = 32;
 /// created on first use (RelAttentionMma.cpp): (k, v [klen, batch, n_head,
 /// d_head], r [klen, n_head, d_head] f32, as attentionOperandType with a
 /// unit inner stride; k_packed [batch, n_head, klenPad, dPad], v_packed
-/// [batch, n_head, dPad, klenPad], r_packed [n_head, klenPad, dPad] of
-/// `operandType`, contiguous), with dPad d_head padded to 16 and klenPad
-/// klen to kMmaPackKeys, plus one key tile (the forward kernel's walk
-/// copies the tile after its last, unread, and reads no row past it): the
-/// operands of the tensor-core kernel rounded to nearest even, value
-/// transposed, every element past klen or d_head zero.
+/// [batch, n_head, klenPad / kMmaPackKeys, dPad, kMmaPackKeys], r_packed
+/// [n_head, klenPad, dPad] of `operandType`, contiguous), with dPad d_head
+/// padded to 16 and klenPad klen to kMmaPackKeys, plus one key tile (the
+/// forward kernel's walk copies the tile after its last, unread, and reads
+/// no row past it): the operands of the tensor-core kernel rounded to
+/// nearest even, value transposed and tile-major (a key tile's V^T
+/// contiguous, so that the forward kernel's copies of one tile are one
+/// address and static offsets), every element past klen or d_head zero.
 /// Grid (klenPad / kMmaPackKeys, batch · n_head), 128 work-items; a
 /// workgroup packs its keys of one (batch, head), and those of batch 0 its
 /// rows of r.

@@ -423,6 +423,22 @@ constexpr int64_t kWarps = 4;
 constexpr int64_t kRows = 16;
 /// Keys per tile.
 constexpr int64_t kKeyTile = 32;
+/// How far (base 2) a tile's maximum score may pass a row's running
+/// maximum m before m moves and the row's O and l are rescaled (up to
+/// kLazyRescaleWidth): its probabilities are then at most 2^8 = 256,
+/// which f32 accumulators and bf16 / f16 P hold without loss of relative
+/// precision, and most tiles skip the rescale (as FlashAttention-4 does on
+/// Blackwell).
+constexpr float kRescaleThreshold = 8.0f;
+/// The widest padded d_head whose walk skips the rescale when no row's
+/// maximum moved. Up to 64 (168 registers, 3 warps a scheduler) the walk
+/// is issue-bound, and the skip takes 33 of 367 instructions off d_head
+/// 64's interior tile at sm_90a (32 of 393 at sm_80). At 128 (255
+/// registers, 2 warps) it is latency-bound: the branch left the interior
+/// tile 65 instructions fewer but 15 (sm_90a) and 85 (sm_80) more fixed
+/// stall cycles, 475 and 710 issue-or-stall cycles a tile where 467 and
+/// 667 were (sass-budgets-attention.test), so it scales on every tile.
+constexpr int64_t kLazyRescaleWidth = 64;
 /// Columns of X: the 16 + 32 - 1 window rows, rounded up to n-blocks of 8.
 constexpr int64_t kWindow = kRows + kKeyTile;
 /// The row length of the X tile (64 rows of f32): kWindow + 8, even, so
@@ -516,7 +532,7 @@ public:
                    bool dropatt, bool lse, bool packed, int64_t xChains)
       : MmaBodyBuilder(func, dHead, operandType, forwardPad(dHead)),
         dropatt(dropatt), lse(lse), packed(packed), carryPv(carriesPv(dPad)),
-        xChains(xChains), func(func) {}
+        xChains(xChains), lazyRescale(dPad <= kLazyRescaleWidth), func(func) {}
 
   void build();
 
@@ -545,15 +561,25 @@ private:
   Value ringRow(Value row) {
     return arith::AndIOp::create(b, row, idx(kRingRows - 1));
   }
-  /// Copies key tile j0's K and V from the packed operands
-  /// (getOrCreateMmaPackKernel: rows padded to klenPad with zeros, so that
-  /// no tile checks its rows) into kTile and vTile, 16 bytes a work-item
-  /// and step: one row of a core matrix each, the 8 work-items of a
-  /// quarter-subgroup the 8 rows of one (128 consecutive bytes of the
-  /// tile), so that the stores meet no bank conflict. Asynchronous
-  /// (copyAsync).
-  void stagePacked(Value kPacked, Value vPacked, Value j0, Value kTile,
-                   Value vTile);
+  /// Copies key tile j0 (a multiple of kKeyTile)'s K and V from the
+  /// packed operands (getOrCreateMmaPackKernel: rows padded to klenPad
+  /// with zeros, so that no tile checks its rows; V tile-major) into kTile
+  /// and vTile, 16 bytes a work-item and step: one row of a core matrix
+  /// each, the 8 work-items of a quarter-subgroup the 8 rows of one (128
+  /// consecutive bytes of the tile), so that the stores meet no bank
+  /// conflict. Step s reads kChunks[s] and vChunks[s] (chunkViews) at the
+  /// same indices. Asynchronous (copyAsync).
+  void stagePacked(Value j0, Value kTile, Value vTile);
+  /// `steps` views of `packed`, step s's starting s * `rowsPerStep` rows
+  /// further along dimension `dim` (a static offset, as `packed`'s strides
+  /// from `dim` on are static), so that each step's constant stays out of
+  /// the work-item's index: the memref lowering gives the offset its own
+  /// address step, which LLVM moves last and ptxas folds into the copy's
+  /// immediate (`cp.async.cg.shared.global [..], [%rd + 2048]` at d_head
+  /// 128). Step 0's view is `packed` itself. Built once, at the kernel's
+  /// entry.
+  SmallVector<Value> chunkViews(Value packed, int64_t dim, int64_t steps,
+                                int64_t rowsPerStep);
   /// The 8 elements of global `src` at `from` into workgroup `tile` at
   /// `to` (16 bytes, both 16-byte aligned) as one asynchronous copy
   /// (nvgpu.device_async_copy: cp.async.cg on CUDA, which bypasses the
@@ -579,11 +605,19 @@ private:
   bool carryPv;
   /// X's blocks whose product chains interleave (defaultXChains).
   int64_t xChains;
+  /// A row's m moves only past kRescaleThreshold, and O and l are scaled
+  /// in a branch (txl.rescale) that a subgroup skips when no row's m
+  /// moved (kLazyRescaleWidth); otherwise m follows the maximum and O and
+  /// l are scaled on every tile.
+  bool lazyRescale;
   gpu::GPUFuncOp func;
   // Set first by build().
   Value q, qlen, i0, iw;
   /// The asynchronous copies issued since the last commitCopies.
   SmallVector<Value> copies;
+  /// The views of the packed form's k_packed and v_packed that
+  /// stagePacked's steps read (chunkViews).
+  SmallVector<Value> kChunks, vChunks;
 };
 
 Fragment MmaKernelBuilder::queryFragment(int64_t ks, Value bias) {
@@ -634,38 +668,69 @@ void MmaKernelBuilder::stageWindow(Value r, Value w0, Value klen, Value rTile,
   }
 }
 
-void MmaKernelBuilder::stagePacked(Value kPacked, Value vPacked, Value j0,
-                                   Value kTile, Value vTile) {
+SmallVector<Value> MmaKernelBuilder::chunkViews(Value packed, int64_t dim,
+                                                int64_t steps,
+                                                int64_t rowsPerStep) {
+  auto type = cast<MemRefType>(packed.getType());
+  SmallVector<Value> views = {packed};
+  for (int64_t s = 1; s < steps; ++s) {
+    int64_t rows = s * rowsPerStep;
+    SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
+    offsets[dim] = b.getIndexAttr(rows);
+    SmallVector<OpFoldResult> sizes;
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      sizes.push_back(
+          type.isDynamicDim(d)
+              ? OpFoldResult(memref::DimOp::create(b, packed, d).getResult())
+              : OpFoldResult(b.getIndexAttr(type.getDimSize(d))));
+    sizes[dim] =
+        type.isDynamicDim(dim)
+            ? OpFoldResult(
+                  sub(memref::DimOp::create(b, packed, dim), idx(rows)))
+            : OpFoldResult(b.getIndexAttr(type.getDimSize(dim) - rows));
+    SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
+    views.push_back(
+        memref::SubViewOp::create(b, packed, offsets, sizes, strides));
+  }
+  return views;
+}
+
+void MmaKernelBuilder::stagePacked(Value j0, Value kTile, Value vTile) {
   constexpr int64_t threads = kWarps * kSubgroupSize;
   int64_t dBlocks = dPad / 8;
+  int64_t steps = kKeyTile * dBlocks / threads;
   assert(threads % (8 * dBlocks) == 0 && (kKeyTile * dBlocks) % threads == 0 &&
          "every work-item copies whole chunks of fixed columns");
+  assert(kChunks.size() == size_t(steps) && vChunks.size() == size_t(steps) &&
+         "one view of k_packed and of v_packed a step");
   Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   Value rowIn = arith::RemUIOp::create(b, tid, idx(8));
   Value rest = arith::DivUIOp::create(b, tid, idx(8));
   // K: chunk x = tid + 128 s is row x % 8 of core matrix (key block kb =
   // x / (8 dBlocks), d block db = x / 8 % dBlocks): keys j0 + 8 kb + x % 8,
-  // columns 8 db + [0, 8).
+  // columns 8 db + [0, 8); step s's view starts 128 / dBlocks keys on.
   Value kDb = arith::RemUIOp::create(b, rest, idx(dBlocks));
   Value kKb = arith::DivUIOp::create(b, rest, idx(dBlocks));
   Value kKey = add(j0, add(mul(kKb, idx(8)), rowIn));
   Value kCol = mul(kDb, idx(8));
-  for (int64_t s = 0; s < kKeyTile * dBlocks / threads; ++s) {
+  for (int64_t s = 0; s < steps; ++s) {
     int64_t kbStep = s * threads / (8 * dBlocks);
-    copyAsync(kPacked, {batchIdx, head, add(kKey, idx(8 * kbStep)), kCol},
-              kTile, {add(kKb, idx(kbStep)), kDb, rowIn, idx(0)});
+    copyAsync(kChunks[s], {batchIdx, head, kKey, kCol}, kTile,
+              {add(kKb, idx(kbStep)), kDb, rowIn, idx(0)});
   }
-  // V, transposed: chunk x is row x % 8 of core matrix (d block db = x /
-  // 32, key block kb = x / 8 % 4): column 8 db + x % 8, keys j0 + 8 kb +
-  // [0, 8).
+  // V, transposed and tile-major: chunk x is row x % 8 of core matrix (d
+  // block db = x / 32, key block kb = x / 8 % 4): column 8 db + x % 8 of
+  // tile j0 / 32, its keys 8 kb + [0, 8); step s's view starts 32 columns
+  // on (8 KB of the tile's rows at d_head 128: the copy's immediate).
   Value vKb = arith::RemUIOp::create(b, rest, idx(kKeyTile / 8));
   Value vDb = arith::DivUIOp::create(b, rest, idx(kKeyTile / 8));
   Value vCol = add(mul(vDb, idx(8)), rowIn);
-  Value vKey = add(j0, mul(vKb, idx(8)));
-  for (int64_t s = 0; s < kKeyTile * dBlocks / threads; ++s) {
+  Value vKey = mul(vKb, idx(8));
+  Value tile = arith::DivUIOp::create(b, j0, idx(kKeyTile));
+  for (int64_t s = 0; s < steps; ++s) {
     int64_t dbStep = s * threads / kKeyTile;
-    copyAsync(vPacked, {batchIdx, head, add(vCol, idx(8 * dbStep)), vKey},
-              vTile, {add(vDb, idx(dbStep)), vKb, rowIn, idx(0)});
+    copyAsync(vChunks[s], {batchIdx, head, tile, vCol, vKey}, vTile,
+              {add(vDb, idx(dbStep)), vKb, rowIn, idx(0)});
   }
 }
 
@@ -712,6 +777,10 @@ void MmaKernelBuilder::build() {
     rTile = func.getWorkgroupAttributions()[3];
     kTileNext = func.getWorkgroupAttributions()[4];
     vTileNext = func.getWorkgroupAttributions()[5];
+    constexpr int64_t threads = kWarps * kSubgroupSize;
+    int64_t steps = kKeyTile * (dPad / 8) / threads;
+    kChunks = chunkViews(k, /*dim=*/2, steps, threads / (dPad / 8));
+    vChunks = chunkViews(v, /*dim=*/3, steps, threads / (kKeyTile / 8));
   }
   if (carryPv)
     vTileThird = func.getWorkgroupAttributions()[6];
@@ -732,9 +801,9 @@ void MmaKernelBuilder::build() {
   // The decoder mask, as in the f32 kernel (txl.masked_softmax).
   DecoderMask mask = decoderMask(qlen, klen, memLen, sameLength, i0, queryTile);
   // The packed operands are read a whole key tile at a time from a
-  // multiple of the tile (16-byte aligned chunks of v_packed's rows, never
-  // past klenPad): the walk starts at the tile holding the first visible
-  // key (the keys before it are masked).
+  // multiple of the tile (v_packed's tiles, never past klenPad): the walk
+  // starts at the tile holding the first visible key (the keys before it
+  // are masked).
   if (packed)
     mask.jBegin = mul(arith::DivUIOp::create(b, mask.jBegin, idx(kKeyTile)),
                       idx(kKeyTile));
@@ -852,7 +921,7 @@ void MmaKernelBuilder::build() {
       // copies nothing.
       if (!tail) {
         Value next = add(j0, idx(kKeyTile));
-        stagePacked(k, v, next, byParity(odd, kTileNext, kTile),
+        stagePacked(next, byParity(odd, kTileNext, kTile),
                     carryPv ? vBuffer(mod3, 1)
                             : byParity(odd, vTileNext, vTile));
         stageWindow(r, windowStart(next), klen, rTile, 2 * kKeyTile, kKeyTile,
@@ -1031,10 +1100,15 @@ void MmaKernelBuilder::build() {
                    ifInterior.getResults().end());
     }
 
-    // Online softmax per row, as in the f32 kernel.
-    SmallVector<Value> next(4), alpha(2), prob(16);
+    // Online softmax per row, with the f32 kernel's running maximum m and
+    // sum l, except that (lazyRescale) m moves, and O and l are rescaled,
+    // only when the tile's maximum passes it by more than
+    // kRescaleThreshold (base 2): a probability is then at most
+    // 2^kRescaleThreshold, and O / l, the lse (m + log2 l) and the key
+    // parts' combine are the same with any m that O and l share.
+    SmallVector<Value> next(4), prob(16), grows(2), rowSums(2);
     for (int64_t rr = 0; rr < 2; ++rr) {
-      Value m = state[rr], l = state[2 + rr];
+      Value m = state[rr];
       Value tileMax = negInf();
       for (int64_t nb = 0; nb < 4; ++nb)
         for (int64_t e = 0; e < 2; ++e)
@@ -1042,13 +1116,18 @@ void MmaKernelBuilder::build() {
               arith::MaximumFOp::create(b, tileMax, score[4 * nb + 2 * rr + e]);
       // The tile's maximum scaled once (scaling by a positive factor keeps
       // the order, and its rounding is monotonic).
-      Value mNew = arith::MaximumFOp::create(
+      Value seen = arith::MaximumFOp::create(
           b, m,
           arith::MulFOp::create(b, quadReduce(tileMax, true), scaleLog2e));
-      Value mWasEmpty =
-          arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m, negInf());
-      alpha[rr] =
-          select(mWasEmpty, f32(0.0), exp2(arith::SubFOp::create(b, m, mNew)));
+      // m = -inf (no visible key yet: O and l are 0) grows to any finite
+      // maximum; -inf + threshold is -inf.
+      Value mNew = seen;
+      if (lazyRescale) {
+        grows[rr] = arith::CmpFOp::create(
+            b, arith::CmpFPredicate::OGT, seen,
+            arith::AddFOp::create(b, m, f32(kRescaleThreshold)));
+        mNew = select(grows[rr], seen, m);
+      }
       // A masked score is -inf, its probability exp2(-inf) = 0; only a row
       // with no visible key yet (mNew = -inf) subtracts 0 instead.
       Value mSub = select(
@@ -1062,8 +1141,7 @@ void MmaKernelBuilder::build() {
           rowSum = arith::AddFOp::create(b, rowSum, prob[n]);
         }
       next[rr] = mNew;
-      next[2 + rr] = arith::AddFOp::create(
-          b, arith::MulFOp::create(b, l, alpha[rr]), quadReduce(rowSum, false));
+      rowSums[rr] = quadReduce(rowSum, false);
     }
 
     // P·V takes the probabilities through dropatt (l does not), each
@@ -1088,9 +1166,47 @@ void MmaKernelBuilder::build() {
     SmallVector<Value> oPrev(state.slice(4, 4 * oBlocks));
     if (carryPv)
       oPrev = waitWarpgroupMma(pvProduct, /*pending=*/0);
-    SmallVector<Value> oScaled;
-    for (int64_t n = 0; n < 4 * oBlocks; ++n)
-      oScaled.push_back(arith::MulFOp::create(b, oPrev[n], alpha[n % 4 / 2]));
+    // l and O scaled by alpha = exp2(m - mNew) (0 when m was -inf, where
+    // -inf - -inf would be NaN); with lazyRescale only a row whose m moved
+    // (the others keep alpha 1), in a branch (txl.rescale) that a subgroup
+    // skips when none of its rows' m moved: most tiles once the first have
+    // set m.
+    SmallVector<Value> scaled = {state[2], state[3]};
+    llvm::append_range(scaled, oPrev);
+    auto rescale = [&] {
+      Value alpha[2];
+      for (int64_t rr = 0; rr < 2; ++rr) {
+        Value scale = exp2(arith::SubFOp::create(b, state[rr], next[rr]));
+        alpha[rr] =
+            lazyRescale
+                ? select(grows[rr], scale, f32(1.0))
+                : select(arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ,
+                                               state[rr], negInf()),
+                         f32(0.0), scale);
+      }
+      SmallVector<Value> values;
+      for (int64_t n = 0; n < int64_t(scaled.size()); ++n)
+        values.push_back(arith::MulFOp::create(
+            b, scaled[n], alpha[n < 2 ? n : (n - 2) % 4 / 2]));
+      return values;
+    };
+    if (lazyRescale) {
+      Value anyGrows = arith::OrIOp::create(b, grows[0], grows[1]);
+      markRescale(anyGrows);
+      auto ifGrows = scf::IfOp::create(b, TypeRange(ValueRange(scaled)),
+                                       anyGrows, /*withElseRegion=*/true);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifGrows.thenBlock());
+      scf::YieldOp::create(b, rescale());
+      b.setInsertionPointToStart(ifGrows.elseBlock());
+      scf::YieldOp::create(b, scaled);
+      scaled.assign(ifGrows.getResults().begin(), ifGrows.getResults().end());
+    } else {
+      scaled = rescale();
+    }
+    for (int64_t rr = 0; rr < 2; ++rr)
+      next[2 + rr] = arith::AddFOp::create(b, scaled[rr], rowSums[rr]);
+    SmallVector<Value> oScaled(ArrayRef<Value>(scaled).drop_front(2));
     if (carryPv) {
       llvm::append_range(next, oScaled);
       llvm::append_range(next, prob);
@@ -1134,7 +1250,7 @@ void MmaKernelBuilder::build() {
   // undefined, and 0 times a NaN is NaN); the first tile's barrier orders
   // the stores.
   if (packed) {
-    stagePacked(k, v, jBegin, kTile, vTile);
+    stagePacked(jBegin, kTile, vTile);
     stageWindow(r, windowStart(jBegin), klen, rTile, 0, kWindowRows, zero);
     prologue = commitCopies();
   }
@@ -1244,13 +1360,15 @@ void MmaKernelBuilder::build() {
 }
 
 /// The packed operands' types (getOrCreateMmaPackKernel): k_packed
-/// [batch, n_head, klenPad, dPad], v_packed [batch, n_head, dPad,
-/// klenPad], r_packed [n_head, klenPad, dPad] of `operandType`, contiguous.
+/// [batch, n_head, klenPad, dPad], v_packed [batch, n_head, klenPad /
+/// kMmaPackKeys, dPad, kMmaPackKeys], r_packed [n_head, klenPad, dPad] of
+/// `operandType`, contiguous.
 std::array<Type, 3> mmaPackedTypes(MLIRContext *ctx, int64_t dHead,
                                    FloatType operandType) {
   int64_t dPad = forwardPad(dHead), dyn = ShapedType::kDynamic;
+  static_assert(kMmaPackKeys == kKeyTile, "v_packed's tiles are key tiles");
   return {MemRefType::get({dyn, dyn, dyn, dPad}, operandType),
-          MemRefType::get({dyn, dyn, dPad, dyn}, operandType),
+          MemRefType::get({dyn, dyn, dyn, dPad, kMmaPackKeys}, operandType),
           MemRefType::get({dyn, dyn, dPad}, operandType)};
 }
 
@@ -1275,8 +1393,9 @@ public:
     Value klen = memref::DimOp::create(b, k, 0);
     Value nHead = memref::DimOp::create(b, k, 2);
     Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
-    Value j0 =
-        mul(gpu::BlockIdOp::create(b, gpu::Dimension::x), idx(kMmaPackKeys));
+    // The workgroup's tile of keys [j0, j0 + kMmaPackKeys).
+    Value tile = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+    Value j0 = mul(tile, idx(kMmaPackKeys));
     Value column = gpu::BlockIdOp::create(b, gpu::Dimension::y);
     Value batch = arith::DivUIOp::create(b, column, nHead);
     Value head = arith::RemUIOp::create(b, column, nHead);
@@ -1324,17 +1443,18 @@ public:
       }
     };
     packRows(k, {batch, head}, kPacked);
-    // V transposed: chunk x is column d = x % dPad, keys j0 + 8 (x / dPad) +
-    // [0, 8), so that a subgroup's loads of one key read consecutive
-    // columns.
+    // V transposed, the workgroup's keys its tile of v_packed: chunk x is
+    // column d = x % dPad, keys 8 (x / dPad) + [0, 8) of the tile, so that
+    // a subgroup's loads of one key read consecutive columns.
     for (int64_t x0 = 0; x0 < kMmaPackKeys / 8 * dPad; x0 += threads) {
       Value x = add(tid, idx(x0));
       Value d = arith::RemUIOp::create(b, x, idx(dPad));
-      Value key = add(j0, mul(arith::DivUIOp::create(b, x, idx(dPad)), idx(8)));
+      Value key = mul(arith::DivUIOp::create(b, x, idx(dPad)), idx(8));
+      Value row = add(j0, key);
       SmallVector<Value, 8> values;
       for (int64_t e = 0; e < 8; ++e)
-        values.push_back(element(v, add(key, idx(e)), {batch, head}, d));
-      store(values, vPacked, {batch, head, d, key});
+        values.push_back(element(v, add(row, idx(e)), {batch, head}, d));
+      store(values, vPacked, {batch, head, tile, d, key});
     }
     // r (klen rows, as the launch checks) by the workgroups of batch 0.
     auto ifFirst =

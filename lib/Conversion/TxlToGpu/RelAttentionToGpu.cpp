@@ -747,7 +747,7 @@ struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
         memref::AllocOp::create(b, cast<MemRefType>(types[3]),
                                 ValueRange{batch, nHead, klenPad}),
         memref::AllocOp::create(b, cast<MemRefType>(types[4]),
-                                ValueRange{batch, nHead, klenPad}),
+                                ValueRange{batch, nHead, tiles}),
         memref::AllocOp::create(b, cast<MemRefType>(types[5]),
                                 ValueRange{nHead, klenPad})};
     SmallVector<Value> args = {

@@ -328,6 +328,38 @@ gpu.module @k {
 
 // -----
 
+// A subview of a narrow argument (the packed K's chunks at a static row
+// offset) is the same view of the i16 bits: the copy through it loads the
+// view, with the view's static offset, and memref.dim of the argument
+// stays.
+// CHECK-LABEL: gpu.func @async_copy_view
+// CHECK-SAME: %[[SRC:[a-zA-Z_0-9]+]]: memref<?x8xi16>
+// CHECK: %[[N:.+]] = memref.dim %[[SRC]], %c0 : memref<?x8xi16>
+// CHECK: %[[VIEW:.+]] = memref.subview %[[SRC]][8, 0] [%{{.+}}, 8] [1, 1] : memref<?x8xi16> to memref<?x8xi16, strided<[8, 1], offset: 64>>
+// CHECK: %[[BITS:.+]] = vector.load %[[VIEW]][%{{.+}}, %c0] : memref<?x8xi16, strided<[8, 1], offset: 64>>, vector<8xi16>
+// CHECK: %[[WIDE:.+]] = vector.from_elements {{.+}} : vector<8xf32>
+// CHECK-NEXT: vector.store %[[WIDE]], %{{.+}}[%{{.+}}, %{{.+}}] : memref<4x8xf32, 3>, vector<8xf32>
+// CHECK-NOT: bf16
+// CHECK: gpu.return
+gpu.module @k {
+  gpu.func @async_copy_view(%src: memref<?x8xbf16>, %i: index)
+      workgroup(%dst : memref<4x8xbf16, 3>) kernel {
+    %c0 = arith.constant 0 : index
+    %c8 = arith.constant 8 : index
+    %n = memref.dim %src, %c0 : memref<?x8xbf16>
+    %rows = arith.subi %n, %c8 : index
+    %view = memref.subview %src[8, 0] [%rows, 8] [1, 1]
+        : memref<?x8xbf16> to memref<?x8xbf16, strided<[8, 1], offset: 64>>
+    %t = nvgpu.device_async_copy %view[%i, %c0], %dst[%i, %c0], 8 {bypassL1}
+        : memref<?x8xbf16, strided<[8, 1], offset: 64>> to memref<4x8xbf16, 3>
+    %g = nvgpu.device_async_create_group %t
+    nvgpu.device_async_wait %g {numGroups = 0 : i32}
+    gpu.return
+  }
+}
+
+// -----
+
 // Two bf16 buffers that an arith.select chooses between (the attention's
 // K and V by a key tile's parity): both become f32 tiles, the select one
 // between them, and what goes through it is widened as through a tile
@@ -385,12 +417,31 @@ gpu.module @k {
 
 // -----
 
-// Negative: a narrow kernel argument is only loaded and stored.
+// Negative: a narrow kernel argument is only loaded, stored, viewed by a
+// subview and measured.
 gpu.module @k {
-  gpu.func @viewed(%o: memref<4xbf16>, %n: memref<1xindex>) kernel {
+  gpu.func @cast(%o: memref<4xbf16>, %n: memref<1xindex>) kernel {
     %c0 = arith.constant 0 : index
-    // expected-error @below {{'memref.dim' op uses a 'bf16' kernel argument, which txl-emulate-mma makes i16 for OpenCL: only loads and stores can}}
-    %d = memref.dim %o, %c0 : memref<4xbf16>
+    // expected-error @below {{'memref.cast' op uses a 'bf16' kernel argument, which txl-emulate-mma makes i16 for OpenCL: only loads, stores, subviews and memref.dim can}}
+    %c = memref.cast %o : memref<4xbf16> to memref<?xbf16>
+    %d = memref.dim %c, %c0 : memref<?xbf16>
+    memref.store %d, %n[%c0] : memref<1xindex>
+    gpu.return
+  }
+}
+
+// -----
+
+// Negative: so is a subview of one.
+gpu.module @k {
+  gpu.func @view_cast(%o: memref<8xbf16>, %n: memref<1xindex>) kernel {
+    %c0 = arith.constant 0 : index
+    %v = memref.subview %o[4] [4] [1]
+        : memref<8xbf16> to memref<4xbf16, strided<[1], offset: 4>>
+    // expected-error @below {{'memref.cast' op uses a 'bf16' kernel argument, which txl-emulate-mma makes i16 for OpenCL: only loads, stores, subviews and memref.dim can}}
+    %c = memref.cast %v
+        : memref<4xbf16, strided<[1], offset: 4>> to memref<?xbf16, strided<[1], offset: ?>>
+    %d = memref.dim %c, %c0 : memref<?xbf16, strided<[1], offset: ?>>
     memref.store %d, %n[%c0] : memref<1xindex>
     gpu.return
   }

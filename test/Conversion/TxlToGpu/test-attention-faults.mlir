@@ -56,8 +56,24 @@
 // ATISSUE: %[[AC:.+]] = txl.warpgroup_mma async
 // ATISSUE-NEXT: txl.warpgroup_mma_wait %[[AC]] {pending = 0 : i64}
 //
-// Negative cases: no barrier of that role, offset 0, no marked op, no
-// asynchronous product (the f32 kernel).
+// txl-test-rescale: the tensor-core forward's branch that rescales O and l
+// (on the marked i1, a row's maximum moved) taken never or always.
+// RUN: txl-opt %S/txl-rel-attention-to-gpu-mma-lse.mlir --txl-rel-attention-to-gpu=precision=bf16 \
+// RUN:   | FileCheck %s --check-prefix=RESCALE
+// RESCALE: %[[GROWS:.+]] = arith.ori %{{.+}}, %{{.+}} {txl.rescale} : i1
+// RESCALE-NEXT: scf.if %[[GROWS]] -> (f32, f32,
+// RUN: txl-opt %S/txl-rel-attention-to-gpu-mma-lse.mlir --txl-rel-attention-to-gpu=precision=bf16 \
+// RUN:   --txl-test-rescale=rescale=false | FileCheck %s --check-prefix=NEVER --implicit-check-not=txl.rescale
+// NEVER: %[[NO:.+]] = arith.constant false
+// NEVER-NEXT: scf.if %[[NO]] -> (f32, f32,
+// RUN: txl-opt %S/txl-rel-attention-to-gpu-mma-lse.mlir --txl-rel-attention-to-gpu=precision=bf16 \
+// RUN:   --txl-test-rescale=rescale=true | FileCheck %s --check-prefix=ALWAYS --implicit-check-not=txl.rescale
+// ALWAYS: %[[YES:.+]] = arith.constant true
+// ALWAYS-NEXT: scf.if %[[YES]] -> (f32, f32,
+//
+// Negative cases: no barrier of that role, offset 0, no marked op (the
+// f32 kernel has no rescale branch), no asynchronous product (the f32
+// kernel).
 // RUN: not txl-opt %S/txl-rel-attention-to-gpu-mma-lse.mlir --txl-rel-attention-to-gpu \
 // RUN:   --txl-test-wait-at-issue 2>&1 | FileCheck %s --check-prefix=NOWAIT
 // NOWAIT: error: txl-test-wait-at-issue: no txl.warpgroup_mma_wait
@@ -73,6 +89,9 @@
 // RUN: not txl-opt %S/txl-rel-attention-to-gpu-mma-lse.mlir \
 // RUN:   --txl-test-whole-key-range 2>&1 | FileCheck %s --check-prefix=NOPART
 // NOPART: error: txl-test-whole-key-range: no value marked txl.key_part
+// RUN: not txl-opt %S/txl-rel-attention-to-gpu-mma-lse.mlir --txl-rel-attention-to-gpu \
+// RUN:   --txl-test-rescale 2>&1 | FileCheck %s --check-prefix=NORESCALE
+// NORESCALE: error: txl-test-rescale: no value marked txl.rescale
 // RUN: not txl-opt %S/txl-rel-attention-to-gpu-mma-lse.mlir \
 // RUN:   --txl-test-drop-barrier=sync=reads-done 2>&1 | FileCheck %s --check-prefix=NOBARRIER
 // NOBARRIER: error: txl-test-drop-barrier: no gpu.barrier marked txl.sync = "reads-done"

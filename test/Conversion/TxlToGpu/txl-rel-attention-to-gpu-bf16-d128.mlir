@@ -15,7 +15,7 @@
 // CHECK-LABEL: func.func @eval_d128
 // CHECK: gpu.launch_func @txl_kernels::@rel_attention_pack_bf16_d128
 // CHECK: gpu.launch_func @txl_kernels::@rel_attention_bf16_d128
-// CHECK-SAME: memref<?x?x?x128xbf16>, %{{.+}} : memref<?x?x128x?xbf16>, %{{.+}} : memref<?x?x128xbf16>
+// CHECK-SAME: memref<?x?x?x128xbf16>, %{{.+}} : memref<?x?x?x128x32xbf16>, %{{.+}} : memref<?x?x128xbf16>
 // CHECK-LABEL: gpu.func @rel_attention_bf16_d128(
 // CHECK-SAME: workgroup(%[[X:.+]] : memref<64x56xf32, 3>, %[[KT:.+]] : memref<4x16x8x8xbf16, 3>, %[[VT:.+]] : memref<16x4x8x8xbf16, 3>, %[[RT:.+]] : memref<128x136xbf16, 3>, %[[KT1:.+]] : memref<4x16x8x8xbf16, 3>, %[[VT1:.+]] : memref<16x4x8x8xbf16, 3>) kernel
 // The prologue: the first tile's K (4 copies a work-item), V (4) and its
@@ -35,8 +35,18 @@
 // CHECK-NEXT: arith.addi %[[J0]], %c32 : index
 // CHECK-NEXT: %[[KNEXT:.+]] = arith.select %[[ODD]], %[[KT]], %[[KT1]] : memref<4x16x8x8xbf16, 3>
 // CHECK-NEXT: %[[VNEXT:.+]] = arith.select %[[ODD]], %[[VT]], %[[VT1]] : memref<16x4x8x8xbf16, 3>
-// CHECK-COUNT-4: nvgpu.device_async_copy %arg1[{{.+}}], %[[KNEXT]][{{.+}}], 8 {bypassL1}
-// CHECK-COUNT-4: nvgpu.device_async_copy %arg2[{{.+}}], %[[VNEXT]][{{.+}}], 8 {bypassL1}
+// K's steps 1-3 read views of k_packed whose static offsets hold their 8,
+// 16 and 24 keys, V's views of v_packed (tile-major: [batch, n_head,
+// tile, d, 32]) 32, 64 and 96 columns on, at the same indices as step 0
+// (the offsets are the copies' immediates on CUDA).
+// CHECK: nvgpu.device_async_copy %arg1[%[[KI0:[0-9a-z_]+]], %[[KI1:[0-9a-z_]+]], %[[KI2:[0-9a-z_]+]], %[[KI3:[0-9a-z_]+]]], %[[KNEXT]][{{.+}}], 8 {bypassL1} : memref<?x?x?x128xbf16> to
+// CHECK: nvgpu.device_async_copy %{{subview[_0-9]*}}[%[[KI0]], %[[KI1]], %[[KI2]], %[[KI3]]], %[[KNEXT]][{{.+}}], 8 {bypassL1} : memref<?x?x?x128xbf16, strided<[?, ?, 128, 1], offset: 1024>> to
+// CHECK: nvgpu.device_async_copy %{{subview[_0-9]*}}[%[[KI0]], %[[KI1]], %[[KI2]], %[[KI3]]], %[[KNEXT]][{{.+}}], 8 {bypassL1} : memref<?x?x?x128xbf16, strided<[?, ?, 128, 1], offset: 2048>> to
+// CHECK: nvgpu.device_async_copy %{{subview[_0-9]*}}[%[[KI0]], %[[KI1]], %[[KI2]], %[[KI3]]], %[[KNEXT]][{{.+}}], 8 {bypassL1} : memref<?x?x?x128xbf16, strided<[?, ?, 128, 1], offset: 3072>> to
+// CHECK: nvgpu.device_async_copy %arg2[%[[VI0:[0-9a-z_]+]], %[[VI1:[0-9a-z_]+]], %[[VI2:[0-9a-z_]+]], %[[VI3:[0-9a-z_]+]], %[[VI4:[0-9a-z_]+]]], %[[VNEXT]][{{.+}}], 8 {bypassL1} : memref<?x?x?x128x32xbf16> to
+// CHECK: nvgpu.device_async_copy %{{subview[_0-9]*}}[%[[VI0]], %[[VI1]], %[[VI2]], %[[VI3]], %[[VI4]]], %[[VNEXT]][{{.+}}], 8 {bypassL1} : memref<?x?x?x96x32xbf16, strided<[?, ?, 4096, 32, 1], offset: 1024>> to
+// CHECK: nvgpu.device_async_copy %{{subview[_0-9]*}}[%[[VI0]], %[[VI1]], %[[VI2]], %[[VI3]], %[[VI4]]], %[[VNEXT]][{{.+}}], 8 {bypassL1} : memref<?x?x?x64x32xbf16, strided<[?, ?, 4096, 32, 1], offset: 2048>> to
+// CHECK: nvgpu.device_async_copy %{{subview[_0-9]*}}[%[[VI0]], %[[VI1]], %[[VI2]], %[[VI3]], %[[VI4]]], %[[VNEXT]][{{.+}}], 8 {bypassL1} : memref<?x?x?x32x32xbf16, strided<[?, ?, 4096, 32, 1], offset: 3072>> to
 // CHECK-COUNT-4: nvgpu.device_async_copy %arg3[{{.+}}], %[[RT]][{{.+}}], 8 {bypassL1}
 // CHECK-NEXT: nvgpu.device_async_create_group
 // CHECK-NEXT: %[[QV:.+]] = vector.from_elements

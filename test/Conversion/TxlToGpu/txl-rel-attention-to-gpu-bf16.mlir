@@ -27,15 +27,15 @@
 // CHECK-NEXT: %[[KTILES:.+]] = arith.addi %[[KCEIL]], %c1 : index
 // CHECK-NEXT: %[[KLENPAD:.+]] = arith.muli %[[KTILES]], %[[C32]] : index
 // CHECK-NEXT: %[[KP:.+]] = memref.alloc(%{{.+}}, %c4, %[[KLENPAD]]) : memref<?x?x?x32xbf16>
-// CHECK-NEXT: %[[VP:.+]] = memref.alloc(%{{.+}}, %c4, %[[KLENPAD]]) : memref<?x?x32x?xbf16>
+// CHECK-NEXT: %[[VP:.+]] = memref.alloc(%{{.+}}, %c4, %[[KTILES]]) : memref<?x?x?x32x32xbf16>
 // CHECK-NEXT: %[[RP:.+]] = memref.alloc(%c4, %[[KLENPAD]]) : memref<?x?x32xbf16>
 // CHECK: gpu.launch_func @txl_kernels::@rel_attention_pack_bf16_d32 blocks in (%[[KTILES]], %{{.+}}, %c1) threads in (%[[C128]], %c1, %c1)
-// CHECK-SAME: %[[KP]] : memref<?x?x?x32xbf16>, %[[VP]] : memref<?x?x32x?xbf16>, %[[RP]] : memref<?x?x32xbf16>)
+// CHECK-SAME: %[[KP]] : memref<?x?x?x32xbf16>, %[[VP]] : memref<?x?x?x32x32xbf16>, %[[RP]] : memref<?x?x32xbf16>)
 // CHECK-NOT: cf.assert {{.+}} must start a multiple
 // CHECK: call @txl_device_attention_parts(%{{.+}}, %[[C3I64]], %{{.+}})
 // CHECK: %[[PARTS:.+]] = arith.index_cast %{{.+}} : i64 to index
 // CHECK: gpu.launch_func @txl_kernels::@rel_attention_bf16_d32 blocks in (%[[TILES]], %{{.+}}, %[[PARTS]]) threads in (%[[C128]], %c1, %c1)
-// CHECK-SAME: %[[KP]] : memref<?x?x?x32xbf16>, %[[VP]] : memref<?x?x32x?xbf16>, %[[RP]] : memref<?x?x32xbf16>,
+// CHECK-SAME: %[[KP]] : memref<?x?x?x32xbf16>, %[[VP]] : memref<?x?x?x32x32xbf16>, %[[RP]] : memref<?x?x32xbf16>,
 // CHECK-SAME: %[[KLEN]] : index, %arg6 : index,
 // CHECK-SAME: memref<?x?x?x?x32xf32>, %{{.+}} : memref<?x?x?x?xf32>)
 // CHECK: gpu.launch_func @txl_kernels::@rel_attention_combine
@@ -59,7 +59,7 @@
 
 // CHECK: gpu.func @rel_attention_bf16_d32(
 // CHECK-SAME: %[[Q:arg0]]: memref<?x?x?x32xf32, strided<[?, ?, ?, 1], offset: ?>>
-// CHECK-SAME: %[[K:arg1]]: memref<?x?x?x32xbf16>, %[[V:arg2]]: memref<?x?x32x?xbf16>, %[[R:arg3]]: memref<?x?x32xbf16>
+// CHECK-SAME: %[[K:arg1]]: memref<?x?x?x32xbf16>, %[[V:arg2]]: memref<?x?x?x32x32xbf16>, %[[R:arg3]]: memref<?x?x32xbf16>
 // CHECK-SAME: %[[O:arg6]]: memref<?x?x?x32xf32, strided<[?, ?, ?, 1], offset: ?>>, %[[KLENARG:arg7]]: index
 // CHECK-SAME: %[[PO:arg11]]: memref<?x?x?x?x32xf32>, %[[PL:arg12]]: memref<?x?x?x?xf32>)
 // CHECK-SAME: workgroup(%[[X:.+]] : memref<64x56xf32, 3>, %[[KT:.+]] : memref<4x4x8x8xbf16, 3>, %[[VT:.+]] : memref<4x4x8x8xbf16, 3>, %[[RT:.+]] : memref<128x40xbf16, 3>, %[[KT1:.+]] : memref<4x4x8x8xbf16, 3>, %[[VT1:.+]] : memref<4x4x8x8xbf16, 3>, %[[VT2:.+]] : memref<4x4x8x8xbf16, 3>)
@@ -101,7 +101,7 @@
 // CHECK-NEXT: %[[KEY0:.+]] = arith.addi %[[WALK0:.+]], %[[KIN0]] : index
 // CHECK-NEXT: %[[COL0:.+]] = arith.muli %[[DB0]], %c8 : index
 // CHECK-NEXT: %[[KCOPY0:.+]] = nvgpu.device_async_copy %[[K]][%{{.+}}, %{{.+}}, %[[KEY0]], %[[COL0]]], %[[KT]][%[[KB0]], %[[DB0]], %[[RIN0]], %c0], 8 {bypassL1} : memref<?x?x?x32xbf16> to memref<4x4x8x8xbf16, 3>
-// CHECK: %[[VCOPY0:.+]] = nvgpu.device_async_copy %[[V]][{{.+}}], %[[VT]][{{.+}}], 8 {bypassL1} : memref<?x?x32x?xbf16> to memref<4x4x8x8xbf16, 3>
+// CHECK: %[[VCOPY0:.+]] = nvgpu.device_async_copy %[[V]][{{.+}}], %[[VT]][{{.+}}], 8 {bypassL1} : memref<?x?x?x32x32xbf16> to memref<4x4x8x8xbf16, 3>
 // CHECK: %[[PW0:.+]] = arith.subi %{{.+}}, %c64 {txl.rel_shift_row} : index
 // CHECK: %[[PW032:.+]] = arith.index_cast %[[PW0]] : index to i32
 // CHECK-NEXT: %[[PROW32:.+]] = arith.index_cast %{{.+}} : index to i32
@@ -157,7 +157,7 @@
 // CHECK-NEXT: %[[KCOPY:.+]] = nvgpu.device_async_copy %[[K]][%{{.+}}, %{{.+}}, %[[KEY]], %[[COL]]], %[[KNEXT]][%[[KB]], %[[DB]], %[[RIN]], %c0], 8 {bypassL1} : memref<?x?x?x32xbf16> to memref<4x4x8x8xbf16, 3>
 // CHECK: %[[VKB:.+]] = arith.remui %[[REST]], %c4 : index
 // CHECK-NEXT: %[[VDB:.+]] = arith.divui %[[REST]], %c4 : index
-// CHECK: %[[VCOPY:.+]] = nvgpu.device_async_copy %[[V]][{{.+}}], %[[VNEXT]][%[[VDB]], %[[VKB]], %[[RIN]], %c0], 8 {bypassL1} : memref<?x?x32x?xbf16> to memref<4x4x8x8xbf16, 3>
+// CHECK: %[[VCOPY:.+]] = nvgpu.device_async_copy %[[V]][{{.+}}], %[[VNEXT]][%[[VDB]], %[[VKB]], %[[RIN]], %c0], 8 {bypassL1} : memref<?x?x?x32x32xbf16> to memref<4x4x8x8xbf16, 3>
 // CHECK-NOT: arith.truncf
 // The next tile's r window, rows qlen - i0 - 64 + j0 + 32 + [0, 96) (rows
 // outside [0, klen) read row 0), at ring rows (j0 + 32 - jBegin + [0,
@@ -312,14 +312,16 @@
 
 // The pack kernel: its workgroup's 32 keys of one (batch, head) of K (one
 // chunk of 8 columns of a row per work-item, rows from klen on zero),
-// of V (8 keys of one column per work-item, stored transposed), and, for
+// of V (8 keys of one column per work-item, stored transposed into the
+// workgroup's tile of v_packed: [batch, head, tile, d, key]), and, for
 // batch 0, of r; each chunk rounded by one vector truncation and stored
 // as 16 bytes.
 // CHECK: gpu.func @rel_attention_pack_bf16_d32(
 // CHECK-SAME: %[[PK:arg0]]: memref<?x?x?x32xf32, strided<[?, ?, ?, 1], offset: ?>>, %[[PV:arg1]]: memref<?x?x?x32xf32, strided<[?, ?, ?, 1], offset: ?>>, %[[PR:arg2]]: memref<?x?x32xf32, strided<[?, ?, 1], offset: ?>>
-// CHECK-SAME: %[[PKP:arg3]]: memref<?x?x?x32xbf16>, %[[PVP:arg4]]: memref<?x?x32x?xbf16>, %[[PRP:arg5]]: memref<?x?x32xbf16>)
+// CHECK-SAME: %[[PKP:arg3]]: memref<?x?x?x32xbf16>, %[[PVP:arg4]]: memref<?x?x?x32x32xbf16>, %[[PRP:arg5]]: memref<?x?x32xbf16>)
 // CHECK: %[[PKLEN:.+]] = memref.dim %[[PK]], %c0
-// CHECK: %[[PJ0:.+]] = arith.muli %{{.+}}, %c32 : index
+// CHECK: %[[PTILE:.+]] = gpu.block_id x
+// CHECK-NEXT: %[[PJ0:.+]] = arith.muli %[[PTILE]], %c32 : index
 // CHECK: %[[PROW:.+]] = arith.addi %[[PJ0]], %{{.+}} : index
 // CHECK: %[[PROWOK:.+]] = arith.cmpi ult, %[[PROW]], %[[PKLEN]] : index
 // CHECK: %[[PIN:.+]] = arith.select %[[PROWOK]], %[[PROW]], %c0 : index
@@ -329,7 +331,7 @@
 // CHECK-NEXT: vector.store %[[KH]], %[[PKP]][%{{.+}}, %{{.+}}, %[[PROW]], %{{.+}}] {alignment = 16 : i64}
 // CHECK-COUNT-8: memref.load %[[PV]]
 // CHECK: arith.truncf %{{.+}} : vector<8xf32> to vector<8xbf16>
-// CHECK-NEXT: vector.store %{{.+}}, %[[PVP]]
+// CHECK-NEXT: vector.store %{{.+}}, %[[PVP]][%{{.+}}, %{{.+}}, %[[PTILE]], %{{.+}}, %{{.+}}] {alignment = 16 : i64} : memref<?x?x?x32x32xbf16>, vector<8xbf16>
 // CHECK: %[[FIRST:.+]] = arith.cmpi eq, %{{.+}}, %c0 : index
 // CHECK-NEXT: scf.if %[[FIRST]] {
 // CHECK-COUNT-8: memref.load %[[PR]]
@@ -338,7 +340,7 @@
 
 // precision=fp16 (--precision=fp16): the same kernel with f16 operands.
 // F16: gpu.launch_func @txl_kernels::@rel_attention_pack_f16_d32
-// F16-SAME: memref<?x?x?x32xf16>, %{{.+}} : memref<?x?x32x?xf16>, %{{.+}} : memref<?x?x32xf16>)
+// F16-SAME: memref<?x?x?x32xf16>, %{{.+}} : memref<?x?x?x32x32xf16>, %{{.+}} : memref<?x?x32xf16>)
 // F16: gpu.launch_func @txl_kernels::@rel_attention_f16_d32
 // F16: gpu.func @rel_attention_f16_d32(
 // F16-SAME: memref<4x4x8x8xf16, 3>, %{{.+}} : memref<4x4x8x8xf16, 3>, %{{.+}} : memref<128x40xf16, 3>, %{{.+}} : memref<4x4x8x8xf16, 3>, %{{.+}} : memref<4x4x8x8xf16, 3>)

@@ -259,6 +259,22 @@ func.func @interior_tile_not_unit(%x: i32) {
 
 // -----
 
+func.func @rescale_on_a_float(%x: f32) {
+  // expected-error @+1 {{'txl.rescale' is an attribute of ops with one integer or index result}}
+  %c = arith.addf %x, %x {txl.rescale} : f32
+  return
+}
+
+// -----
+
+func.func @rescale_not_unit(%x: i1) {
+  // expected-error @+1 {{'txl.rescale' must be a unit attribute}}
+  %c = arith.ori %x, %x {txl.rescale = 1 : i64} : i1
+  return
+}
+
+// -----
+
 func.func @key_part_without_a_result() {
   // expected-error @+1 {{'txl.key_part' is an attribute of ops with one integer or index result}}
   return {txl.key_part = "tiles"}

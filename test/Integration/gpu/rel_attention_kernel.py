@@ -162,12 +162,20 @@ def narrow_bits(x, mma):
     return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
 
 
+def rounded(x, mma):
+    """float32 `x` rounded to bf16 or f16 (narrow_bits) and widened back."""
+    bits = np.ascontiguousarray(narrow_bits(np.ascontiguousarray(x), mma))
+    if mma == "f16":
+        return bits.view(np.float16).astype(np.float32)
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
 def launch_pack(dev, name, block, heads, k, v, r, mma):
     """Launches the pack kernel `name` on k and v (views of `heads`) and r
     as the host code does: grid (klenPad / 32, batch * n_head), klenPad
     klen rounded up to 32 and one tile more (the attention's walk copies
     the tile after its last one, unread). Returns the
-    descriptors of the packed k, v (transposed) and r, a check that reads
+    descriptors of the packed k, v (transposed, tile-major) and r, a check that reads
     them back and returns what differs from numpy's rounding of the
     operands (None when every bit matches, padding zeros included), and a
     function that launches the kernel again on the same buffers."""
@@ -175,10 +183,17 @@ def launch_pack(dev, name, block, heads, k, v, r, mma):
     d_pad = next((w for w in (32, 64, 128) if w >= d_head), -(-d_head // 16) * 16)
     klen_pad = (-(-klen // PACK_KEYS) + 1) * PACK_KEYS
     want = []
-    for x, axes in ((k, (1, 2, 0, 3)), (v, (1, 2, 3, 0))):
+    for x in (k, v):
         padded = np.zeros((klen_pad, batch, n_head, d_pad), np.float32)
         padded[:klen, :, :, :d_head] = x
-        want.append(narrow_bits(np.ascontiguousarray(padded.transpose(axes)), mma))
+        if x is k:
+            # [batch, n_head, klen_pad, d_pad]
+            packed = padded.transpose(1, 2, 0, 3)
+        else:
+            # [batch, n_head, klen_pad / 32, d_pad, 32]: V^T tile-major.
+            packed = padded.reshape(klen_pad // PACK_KEYS, PACK_KEYS, batch,
+                                    n_head, d_pad).transpose(2, 3, 0, 4, 1)
+        want.append(narrow_bits(np.ascontiguousarray(packed), mma))
     padded = np.zeros((klen_pad, n_head, d_pad), np.float32)
     padded[:klen, :, :d_head] = r
     want.append(narrow_bits(np.ascontiguousarray(padded.transpose(1, 0, 2)), mma))
@@ -261,12 +276,14 @@ class Device:
 
 
 def run_case(dev, layouts, case, rng, tol, dropatt=None, training=False,
-             parts=1, mma=None):
+             parts=1, mma=None, key_scales=None):
     """One launch of the kernel for `case` over `parts` key parts (then
     the combine, and each part's log-sum-exp checked against its key range);
     with `dropatt` (rate, seed, offset, stream), of its dropatt form,
     training (the masks drawn) or not (the identity); with `mma` ("bf16" or
-    "f16"), of the tensor-core kernel."""
+    "f16"), of the tensor-core kernel; with `key_scales`, the keys of key
+    tile t (32 keys) scaled by key_scales[t] (the last for the tiles
+    after), so that a row's maximum score jumps from tile to tile."""
     qlen, mlen, batch, n_head, d_head, same_length, mem_len = case
     klen = qlen + mlen
     form = "_dropatt" if dropatt else ""
@@ -276,6 +293,10 @@ def run_case(dev, layouts, case, rng, tol, dropatt=None, training=False,
     # q, k, v as views of one [klen, batch, n_head, 3 * d_head] projection
     # (strided operands, q offset by mlen rows), like the model's qkv split.
     heads = rng.standard_normal((klen, batch, n_head, 3 * d_head)).astype(np.float32)
+    if key_scales:
+        tile_scale = np.array(key_scales, np.float32)[
+            np.minimum(np.arange(klen) // PACK_KEYS, len(key_scales) - 1)]
+        heads[:, :, :, d_head:2 * d_head] *= tile_scale[:, None, None, None]
     q = heads[mlen:, :, :, :d_head]
     k = heads[:, :, :, d_head:2 * d_head]
     v = heads[:, :, :, 2 * d_head:]
@@ -323,6 +344,11 @@ def run_case(dev, layouts, case, rng, tol, dropatt=None, training=False,
     pack_err = packed_check() if packed_check else None
     dev.free()
 
+    # Scaled keys are the scores' largest factor: the reference takes them
+    # as the packing rounds them, so that the comparison measures the
+    # kernel more than that rounding times the scale.
+    if key_scales and mma:
+        k = rounded(k, mma)
     want = reference(q, k, v, r, u, vb, mem_len, same_length, float(scale),
                      dropatt if training else None)
     err = float(np.max(np.abs(out - want)))
@@ -354,6 +380,8 @@ def run_case(dev, layouts, case, rng, tol, dropatt=None, training=False,
         err = float("inf")
     ok = err <= tol
     mode = f" dropatt={dropatt[0]} training={int(training)}" if dropatt else ""
+    if key_scales:
+        mode += " key_scales=" + ",".join(f"{x:g}" for x in key_scales)
     mode += f" parts={parts}"
     tail = ("" if undropped_err is None
             else f" (the undropped attention: {undropped_err:.3g})")
@@ -381,6 +409,18 @@ CASES = [
     (40, 150, 1, 2, 128, False, 150), # 6 key tiles: the r ring wraps
     (24, 40, 2, 2, 16, False, 40),    # d_head 16 (train_tiny): padded to 32
     (24, 40, 2, 2, 16, True, 40),
+]
+
+
+# Cases of the tensor-core kernels whose keys are scaled per key tile
+# (run_case's key_scales): from the first tile to the second a row's
+# maximum score jumps by about 9 (base 2), mostly more than the kernel's
+# rescale threshold (8), so that its O and l are rescaled (txl.rescale:
+# d_head up to 64), and from the second on by less, so that probabilities
+# up to 2^8 accumulate against the maximum a row keeps.
+SCALED_CASES = [
+    ((64, 32, 2, 4, 32, False, 32), (0.3, 3.0, 3.5)),
+    ((33, 70, 2, 2, 64, False, 70), (0.3, 3.0, 3.0, 3.5)),
 ]
 
 
@@ -431,6 +471,12 @@ def main():
                         results.append(run_case(dev, layouts, case, rng,
                                                 args.mma_tol, DROPATT, training,
                                                 parts, mma))
+            for case, key_scales in SCALED_CASES:
+                if f"rel_attention_{mma}_d{case[4]}" in layouts:
+                    for parts in (1, 3):
+                        results.append(run_case(dev, layouts, case, rng,
+                                                args.mma_tol, parts=parts,
+                                                mma=mma, key_scales=key_scales))
         # The dropatt kernels: evaluating (the identity) and training (the
         # masks of txl.dropout's Philox layout), the latter in 3 parts too.
         for case in CASES:

@@ -24,8 +24,9 @@ i.e. what a warp issues on a tile whose uniform branches skip code (the
 attention's interior key tiles, which skip the mask).
 
 `--stall-cycles KERNEL=N` bounds the fixed stall cycles of one iteration
-of that main loop (no loop nested in it): the sum over its instructions
-of the stall count in each one's control bits (bits 41-44 of the second
+of that main loop (no loop nested in it): the sum over all its
+instructions (those of every branch; the line also gives the fewest on a
+path through it) of the stall count in each one's control bits (bits 41-44 of the second
 64-bit word on sm_70 to sm_90: the cycles the scheduler waits before the
 warp's next instruction, which ptxas sets to cover fixed-latency
 dependences, such as an HMMA whose result the next HMMA accumulates
@@ -119,14 +120,16 @@ def loops(code):
     return sorted(found, key=lambda l: l["start"])
 
 
-def shortest_path(loop):
+def shortest_path(loop, weight=None):
     """The fewest instructions from the loop's first instruction to its
     backward branch: each forward branch inside the loop may be taken (an
-    unpredicated one must be), a branch out of it is not."""
+    unpredicated one must be), a branch out of it is not. With `weight`
+    ({address: cost}), the least total cost of such a path instead."""
     body = loop["code"]
     index = {a: i for i, (a, _) in enumerate(body)}
+    cost_of = [1 if weight is None else weight[a] for a, _ in body]
     cost = [0] * len(body)
-    cost[-1] = 1
+    cost[-1] = cost_of[-1]
     for i in range(len(body) - 2, -1, -1):
         text = body[i][1]
         target = branch_target(text)
@@ -137,7 +140,7 @@ def shortest_path(loop):
             options.append(cost[i + 1])
         if inside:
             options.append(cost[index[target]])
-        cost[i] = 1 + min(options)
+        cost[i] = cost_of[i] + min(options)
     return cost[0]
 
 
@@ -219,7 +222,8 @@ def stall_cycles(kernel, kernel_loops, stalls, budget):
     verdict = "ok  " if n <= budget else "FAIL"
     print(f"{verdict} {kernel} main loop {main['start']:#x}: {n} fixed "
           f"stall cycles per iteration (budget {budget:g}; {main['n']} "
-          f"instructions, NOP {nops})")
+          f"instructions, NOP {nops}; {shortest_path(main, stalls)} on the "
+          f"path of fewest)")
     return n <= budget
 
 

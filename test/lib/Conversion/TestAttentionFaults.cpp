@@ -24,6 +24,14 @@
 //                                      false, every tile takes it (right,
 //                                      but the machine-code path budget
 //                                      fails).
+//   txl-test-rescale{rescale=B}        decides every key tile's rescale of
+//                                      O and l in the tensor-core forward
+//                                      (`txl.rescale` = B): false, no tile
+//                                      rescales (a row whose maximum grows
+//                                      past the threshold overflows);
+//                                      true, every tile takes the branch
+//                                      (right, but the machine-code path
+//                                      budget fails).
 //   txl-test-wait-at-issue             moves every txl.warpgroup_mma_wait
 //                                      to just after its product, waiting
 //                                      for all (pending 0): right, but
@@ -218,6 +226,41 @@ struct TestInteriorTilePass
   }
 };
 
+struct TestRescalePass
+    : public PassWrapper<TestRescalePass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(TestRescalePass)
+
+  TestRescalePass() = default;
+  TestRescalePass(const TestRescalePass &pass) : PassWrapper(pass) {}
+
+  StringRef getArgument() const final { return "txl-test-rescale"; }
+  StringRef getDescription() const final {
+    return "Test only: decide every key tile's rescale of O and l in the "
+           "tensor-core attention forward (txl.rescale)";
+  }
+
+  Option<bool> rescale{*this, "rescale",
+                       llvm::cl::desc("true: every key tile rescales; false: "
+                                      "none does"),
+                       llvm::cl::init(false)};
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<Operation *> marked =
+        markedOps(module, TxlDialect::kRescaleAttrName);
+    if (marked.empty()) {
+      module.emitError("txl-test-rescale: no value marked txl.rescale");
+      return signalPassFailure();
+    }
+    for (Operation *op : marked) {
+      OpBuilder b(op);
+      op->getResult(0).replaceAllUsesWith(
+          arith::ConstantIntOp::create(b, op->getLoc(), rescale ? 1 : 0, 1));
+      op->erase();
+    }
+  }
+};
+
 struct TestWaitAtIssuePass
     : public PassWrapper<TestWaitAtIssuePass, OperationPass<ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(TestWaitAtIssuePass)
@@ -250,5 +293,6 @@ void mlir::txl::test::registerTestAttentionFaultPasses() {
   PassRegistration<TestRelShiftOffsetPass>();
   PassRegistration<TestWholeKeyRangePass>();
   PassRegistration<TestInteriorTilePass>();
+  PassRegistration<TestRescalePass>();
   PassRegistration<TestWaitAtIssuePass>();
 }
