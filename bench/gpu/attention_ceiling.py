@@ -68,6 +68,8 @@ TABLE = [
     ("2026-12-07, X's product chains interleaved, 3 at a time", 379, 430, 948),
     ("2026-12-07, at most 168 registers: 3 workgroups per SM", 389, 440, 1134, 3),
     ("2026-12-07, X's entries stored in pairs (rows of 56 floats)", 376, 427, 1105, 3),
+    ("2026-12-07, session 79: K's and V's copies on one address each (static-offset views, v_packed tile-major)", 367, 418, 1018, 3),
+    ("2026-12-07, session 79: O's rescale skipped when no row's maximum moved (threshold 8)", 340, 382, 925, 3),
 ]
 
 
@@ -81,6 +83,7 @@ TABLE_128 = [
     ("2026-12-07, X's product chains interleaved, 3 at a time", 482, 533, 1190),
     ("2026-12-07, X's entries stored in pairs (rows of 56 floats)", 470, 521, 1140),
     ("2026-12-07, X's 6 chains all interleaved", 470, 521, 1082),
+    ("2026-12-07, session 79: K's and V's copies on one address each (static-offset views, v_packed tile-major)", 456, 507, 1045),
 ]
 
 

@@ -767,13 +767,13 @@ def ConvertRelAttentionToGpuPass : Pass<"txl-rel-attention-to-gpu", "::mlir::Mod
     which each tile copies the 32 the next window adds (the first tile's
     96 before the walk); over d_head 128 the walk's whole key tiles read
     the f32 rows in rolled loops unchecked, its tail tile checks them. The softmax runs in
-    base 2 (`math.exp2` afn); up to d_head 64 (padded) a row's running
-    maximum m moves only when a tile's maximum passes it by more than 8
-    (so that a probability is at most 256), O and l scaled by
+    base 2 (`math.exp2` afn); at d_head 32 and 64 without an lse a row's
+    running maximum m moves only when a tile's maximum passes it by more
+    than 8 (so that a probability is at most 256), O scaled by
     exp2(m - m_new) in an `scf.if` on an i1 marked `txl.rescale` that a
-    subgroup skips when none of its rows' m moved (at 128, where the walk
-    is latency-bound, m follows the maximum and O and l are scaled on
-    every tile). Its f32 operands have a unit stride along
+    subgroup skips when none of its rows' m moved (at the padded widths,
+    in the lse form and at 128, where the walk is latency-bound, m follows
+    the maximum and O is scaled on every tile). Its f32 operands have a unit stride along
     d_head. txl-mma-to-nvvm (CUDA) or txl-emulate-mma (OpenCL) lower the
     products.
 

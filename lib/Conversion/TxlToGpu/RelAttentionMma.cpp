@@ -424,20 +424,24 @@ constexpr int64_t kRows = 16;
 /// Keys per tile.
 constexpr int64_t kKeyTile = 32;
 /// How far (base 2) a tile's maximum score may pass a row's running
-/// maximum m before m moves and the row's O and l are rescaled (up to
-/// kLazyRescaleWidth): its probabilities are then at most 2^8 = 256,
+/// maximum m before m moves and the row's O and l are rescaled
+/// (kLazyRescaleWidth): its probabilities are then at most 2^8 = 256,
 /// which f32 accumulators and bf16 / f16 P hold without loss of relative
 /// precision, and most tiles skip the rescale (as FlashAttention-4 does on
 /// Blackwell).
 constexpr float kRescaleThreshold = 8.0f;
-/// The widest padded d_head whose walk skips the rescale when no row's
-/// maximum moved. Up to 64 (168 registers, 3 warps a scheduler) the walk
-/// is issue-bound, and the skip takes 33 of 367 instructions off d_head
-/// 64's interior tile at sm_90a (32 of 393 at sm_80). At 128 (255
-/// registers, 2 warps) it is latency-bound: the branch left the interior
-/// tile 65 instructions fewer but 15 (sm_90a) and 85 (sm_80) more fixed
-/// stall cycles, 475 and 710 issue-or-stall cycles a tile where 467 and
-/// 667 were (sass-budgets-attention.test), so it scales on every tile.
+/// The widest d_head whose walk skips the rescale when no row's maximum
+/// moved (an unpadded one: d_head 32 and 64). There (168 registers, 3
+/// warps a scheduler) the walk is issue-bound, and the skip takes 29 of
+/// 369 instructions off d_head 64's interior tile at sm_90a (28 of 395 at
+/// sm_80; sass-budgets-attention.test). At 128 (255 registers, 2 warps)
+/// it is latency-bound: the branch left the interior tile 65 instructions
+/// fewer but 15 (sm_90a) and 85 (sm_80) more fixed stall cycles, 475 and
+/// 710 issue-or-stall cycles a tile where 467 and 667 were. With the
+/// branch ptxas spilled, at sm_80 and 168 registers, a zero-padded pair
+/// of d_head 41's held query fragments (padded to 64) and a value of
+/// d_head 64's lse form (the training forward), which therefore rescale
+/// on every tile too.
 constexpr int64_t kLazyRescaleWidth = 64;
 /// Columns of X: the 16 + 32 - 1 window rows, rounded up to n-blocks of 8.
 constexpr int64_t kWindow = kRows + kKeyTile;
@@ -532,7 +536,9 @@ public:
                    bool dropatt, bool lse, bool packed, int64_t xChains)
       : MmaBodyBuilder(func, dHead, operandType, forwardPad(dHead)),
         dropatt(dropatt), lse(lse), packed(packed), carryPv(carriesPv(dPad)),
-        xChains(xChains), lazyRescale(dPad <= kLazyRescaleWidth), func(func) {}
+        xChains(xChains),
+        lazyRescale(dPad <= kLazyRescaleWidth && dHead == dPad && !lse),
+        func(func) {}
 
   void build();
 
@@ -605,10 +611,10 @@ private:
   bool carryPv;
   /// X's blocks whose product chains interleave (defaultXChains).
   int64_t xChains;
-  /// A row's m moves only past kRescaleThreshold, and O and l are scaled
-  /// in a branch (txl.rescale) that a subgroup skips when no row's m
-  /// moved (kLazyRescaleWidth); otherwise m follows the maximum and O and
-  /// l are scaled on every tile.
+  /// A row's m moves only past kRescaleThreshold, and O is scaled in a
+  /// branch (txl.rescale) that a subgroup skips when no row's m moved
+  /// (kLazyRescaleWidth); otherwise m follows the maximum and O is scaled
+  /// on every tile. l is scaled on every tile.
   bool lazyRescale;
   gpu::GPUFuncOp func;
   // Set first by build().
@@ -1106,7 +1112,8 @@ void MmaKernelBuilder::build() {
     // kRescaleThreshold (base 2): a probability is then at most
     // 2^kRescaleThreshold, and O / l, the lse (m + log2 l) and the key
     // parts' combine are the same with any m that O and l share.
-    SmallVector<Value> next(4), prob(16), grows(2), rowSums(2);
+    SmallVector<Value> next(4), prob(16), grows(2), rowSums(2), mDrop(2),
+        alpha(2);
     for (int64_t rr = 0; rr < 2; ++rr) {
       Value m = state[rr];
       Value tileMax = negInf();
@@ -1133,6 +1140,18 @@ void MmaKernelBuilder::build() {
       Value mSub = select(
           arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, mNew, negInf()),
           f32(0.0), mNew);
+      // alpha = exp2(m - mNew) scales the row's O and l: 0 when m was
+      // -inf (O and l are 0, and -inf - -inf would be NaN). With
+      // lazyRescale it is taken after P·V's wait, as exp2(m - mSub) (1
+      // where m stays; never NaN: mSub is finite or m is -inf); otherwise
+      // here, by the f32 kernel's select (the form above, here, spilled
+      // d_head 41's lse kernel at sm_80).
+      if (lazyRescale)
+        mDrop[rr] = arith::SubFOp::create(b, m, mSub);
+      else
+        alpha[rr] = select(
+            arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m, negInf()),
+            f32(0.0), exp2(arith::SubFOp::create(b, m, mNew)));
       Value rowSum = f32(0.0), mNeg = arith::NegFOp::create(b, mSub);
       for (int64_t nb = 0; nb < 4; ++nb)
         for (int64_t e = 0; e < 2; ++e) {
@@ -1142,6 +1161,9 @@ void MmaKernelBuilder::build() {
         }
       next[rr] = mNew;
       rowSums[rr] = quadReduce(rowSum, false);
+      if (!lazyRescale)
+        next[2 + rr] = arith::AddFOp::create(
+            b, arith::MulFOp::create(b, state[2 + rr], alpha[rr]), rowSums[rr]);
     }
 
     // P·V takes the probabilities through dropatt (l does not), each
@@ -1166,28 +1188,22 @@ void MmaKernelBuilder::build() {
     SmallVector<Value> oPrev(state.slice(4, 4 * oBlocks));
     if (carryPv)
       oPrev = waitWarpgroupMma(pvProduct, /*pending=*/0);
-    // l and O scaled by alpha = exp2(m - mNew) (0 when m was -inf, where
-    // -inf - -inf would be NaN); with lazyRescale only a row whose m moved
-    // (the others keep alpha 1), in a branch (txl.rescale) that a subgroup
-    // skips when none of its rows' m moved: most tiles once the first have
-    // set m.
-    SmallVector<Value> scaled = {state[2], state[3]};
-    llvm::append_range(scaled, oPrev);
-    auto rescale = [&] {
-      Value alpha[2];
+    // O scaled by alpha; with lazyRescale (l scaled here) in a branch
+    // (txl.rescale) that a subgroup skips when none of its rows' m moved,
+    // most tiles once the first have set m (l's two products stay out of
+    // it: with them the branch's values took one more register, which
+    // d_head 64 spilled at sm_80).
+    if (lazyRescale)
       for (int64_t rr = 0; rr < 2; ++rr) {
-        Value scale = exp2(arith::SubFOp::create(b, state[rr], next[rr]));
-        alpha[rr] =
-            lazyRescale
-                ? select(grows[rr], scale, f32(1.0))
-                : select(arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ,
-                                               state[rr], negInf()),
-                         f32(0.0), scale);
+        alpha[rr] = exp2(mDrop[rr]);
+        next[2 + rr] = arith::AddFOp::create(
+            b, arith::MulFOp::create(b, state[2 + rr], alpha[rr]), rowSums[rr]);
       }
+    SmallVector<Value> scaled(oPrev);
+    auto rescale = [&] {
       SmallVector<Value> values;
       for (int64_t n = 0; n < int64_t(scaled.size()); ++n)
-        values.push_back(arith::MulFOp::create(
-            b, scaled[n], alpha[n < 2 ? n : (n - 2) % 4 / 2]));
+        values.push_back(arith::MulFOp::create(b, scaled[n], alpha[n % 4 / 2]));
       return values;
     };
     if (lazyRescale) {
@@ -1204,9 +1220,7 @@ void MmaKernelBuilder::build() {
     } else {
       scaled = rescale();
     }
-    for (int64_t rr = 0; rr < 2; ++rr)
-      next[2 + rr] = arith::AddFOp::create(b, scaled[rr], rowSums[rr]);
-    SmallVector<Value> oScaled(ArrayRef<Value>(scaled).drop_front(2));
+    SmallVector<Value> oScaled(scaled);
     if (carryPv) {
       llvm::append_range(next, oScaled);
       llvm::append_range(next, prob);

@@ -56,24 +56,25 @@
 // ATISSUE: %[[AC:.+]] = txl.warpgroup_mma async
 // ATISSUE-NEXT: txl.warpgroup_mma_wait %[[AC]] {pending = 0 : i64}
 //
-// txl-test-rescale: the tensor-core forward's branch that rescales O and l
-// (on the marked i1, a row's maximum moved) taken never or always.
-// RUN: txl-opt %S/txl-rel-attention-to-gpu-mma-lse.mlir --txl-rel-attention-to-gpu=precision=bf16 \
+// txl-test-rescale: the tensor-core forward's branch that rescales O (on
+// the marked i1, a row's maximum moved) taken never or always; the
+// evaluation form at d_head 32 has it (the lse form does not).
+// RUN: txl-opt %S/txl-rel-attention-to-gpu-bf16.mlir --txl-rel-attention-to-gpu=precision=bf16 \
 // RUN:   | FileCheck %s --check-prefix=RESCALE
 // RESCALE: %[[GROWS:.+]] = arith.ori %{{.+}}, %{{.+}} {txl.rescale} : i1
 // RESCALE-NEXT: scf.if %[[GROWS]] -> (f32, f32,
-// RUN: txl-opt %S/txl-rel-attention-to-gpu-mma-lse.mlir --txl-rel-attention-to-gpu=precision=bf16 \
+// RUN: txl-opt %S/txl-rel-attention-to-gpu-bf16.mlir --txl-rel-attention-to-gpu=precision=bf16 \
 // RUN:   --txl-test-rescale=rescale=false | FileCheck %s --check-prefix=NEVER --implicit-check-not=txl.rescale
 // NEVER: %[[NO:.+]] = arith.constant false
 // NEVER-NEXT: scf.if %[[NO]] -> (f32, f32,
-// RUN: txl-opt %S/txl-rel-attention-to-gpu-mma-lse.mlir --txl-rel-attention-to-gpu=precision=bf16 \
+// RUN: txl-opt %S/txl-rel-attention-to-gpu-bf16.mlir --txl-rel-attention-to-gpu=precision=bf16 \
 // RUN:   --txl-test-rescale=rescale=true | FileCheck %s --check-prefix=ALWAYS --implicit-check-not=txl.rescale
 // ALWAYS: %[[YES:.+]] = arith.constant true
 // ALWAYS-NEXT: scf.if %[[YES]] -> (f32, f32,
 //
-// Negative cases: no barrier of that role, offset 0, no marked op (the
-// f32 kernel has no rescale branch), no asynchronous product (the f32
-// kernel).
+// Negative cases: no barrier of that role, offset 0, no marked op (no
+// rescale branch in the f32 kernel, nor in the tensor-core lse form), no
+// asynchronous product (the f32 kernel).
 // RUN: not txl-opt %S/txl-rel-attention-to-gpu-mma-lse.mlir --txl-rel-attention-to-gpu \
 // RUN:   --txl-test-wait-at-issue 2>&1 | FileCheck %s --check-prefix=NOWAIT
 // NOWAIT: error: txl-test-wait-at-issue: no txl.warpgroup_mma_wait
@@ -90,6 +91,8 @@
 // RUN:   --txl-test-whole-key-range 2>&1 | FileCheck %s --check-prefix=NOPART
 // NOPART: error: txl-test-whole-key-range: no value marked txl.key_part
 // RUN: not txl-opt %S/txl-rel-attention-to-gpu-mma-lse.mlir --txl-rel-attention-to-gpu \
+// RUN:   --txl-test-rescale 2>&1 | FileCheck %s --check-prefix=NORESCALE
+// RUN: not txl-opt %S/txl-rel-attention-to-gpu-mma-lse.mlir --txl-rel-attention-to-gpu=precision=bf16 \
 // RUN:   --txl-test-rescale 2>&1 | FileCheck %s --check-prefix=NORESCALE
 // NORESCALE: error: txl-test-rescale: no value marked txl.rescale
 // RUN: not txl-opt %S/txl-rel-attention-to-gpu-mma-lse.mlir \
