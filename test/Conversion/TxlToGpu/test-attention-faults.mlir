@@ -95,6 +95,9 @@
 // RUN: not txl-opt %S/txl-rel-attention-to-gpu-mma-lse.mlir --txl-rel-attention-to-gpu=precision=bf16 \
 // RUN:   --txl-test-rescale 2>&1 | FileCheck %s --check-prefix=NORESCALE
 // NORESCALE: error: txl-test-rescale: no value marked txl.rescale
+// RUN: not txl-opt %S/txl-rel-attention-to-gpu-mma-lse.mlir --txl-rel-attention-to-gpu \
+// RUN:   --txl-test-interior-tile 2>&1 | FileCheck %s --check-prefix=NOINTERIOR
+// NOINTERIOR: error: txl-test-interior-tile: no value marked txl.interior_tile
 // RUN: not txl-opt %S/txl-rel-attention-to-gpu-mma-lse.mlir \
 // RUN:   --txl-test-drop-barrier=sync=reads-done 2>&1 | FileCheck %s --check-prefix=NOBARRIER
 // NOBARRIER: error: txl-test-drop-barrier: no gpu.barrier marked txl.sync = "reads-done"

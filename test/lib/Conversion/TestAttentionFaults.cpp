@@ -25,10 +25,10 @@
 //                                      but the machine-code path budget
 //                                      fails).
 //   txl-test-rescale{rescale=B}        decides every key tile's rescale of
-//                                      O and l in the tensor-core forward
+//                                      O in the tensor-core forward
 //                                      (`txl.rescale` = B): false, no tile
 //                                      rescales (a row whose maximum grows
-//                                      past the threshold overflows);
+//                                      past the threshold goes wrong);
 //                                      true, every tile takes the branch
 //                                      (right, but the machine-code path
 //                                      budget fails).
@@ -69,6 +69,22 @@ SmallVector<Operation *> markedOps(ModuleOp module, StringRef name) {
       ops.push_back(op);
   });
   return ops;
+}
+
+/// Replaces every i1 op of `module` marked `name` by the constant `value`;
+/// fails, naming the pass `pass`, when none is marked.
+LogicalResult decideMarked(ModuleOp module, StringRef name, bool value,
+                           StringRef pass) {
+  SmallVector<Operation *> marked = markedOps(module, name);
+  if (marked.empty())
+    return module.emitError(pass) << ": no value marked " << name;
+  for (Operation *op : marked) {
+    OpBuilder b(op);
+    op->getResult(0).replaceAllUsesWith(
+        arith::ConstantIntOp::create(b, op->getLoc(), value ? 1 : 0, 1));
+    op->erase();
+  }
+  return success();
 }
 
 struct TestDropBarrierPass
@@ -209,20 +225,9 @@ struct TestInteriorTilePass
       llvm::cl::init(true)};
 
   void runOnOperation() override {
-    ModuleOp module = getOperation();
-    SmallVector<Operation *> marked =
-        markedOps(module, TxlDialect::kInteriorTileAttrName);
-    if (marked.empty()) {
-      module.emitError("txl-test-interior-tile: no value marked "
-                       "txl.interior_tile");
-      return signalPassFailure();
-    }
-    for (Operation *op : marked) {
-      OpBuilder b(op);
-      op->getResult(0).replaceAllUsesWith(
-          arith::ConstantIntOp::create(b, op->getLoc(), interior ? 1 : 0, 1));
-      op->erase();
-    }
+    if (failed(decideMarked(getOperation(), TxlDialect::kInteriorTileAttrName,
+                            interior, getArgument())))
+      signalPassFailure();
   }
 };
 
@@ -235,7 +240,7 @@ struct TestRescalePass
 
   StringRef getArgument() const final { return "txl-test-rescale"; }
   StringRef getDescription() const final {
-    return "Test only: decide every key tile's rescale of O and l in the "
+    return "Test only: decide every key tile's rescale of O in the "
            "tensor-core attention forward (txl.rescale)";
   }
 
@@ -245,19 +250,9 @@ struct TestRescalePass
                        llvm::cl::init(false)};
 
   void runOnOperation() override {
-    ModuleOp module = getOperation();
-    SmallVector<Operation *> marked =
-        markedOps(module, TxlDialect::kRescaleAttrName);
-    if (marked.empty()) {
-      module.emitError("txl-test-rescale: no value marked txl.rescale");
-      return signalPassFailure();
-    }
-    for (Operation *op : marked) {
-      OpBuilder b(op);
-      op->getResult(0).replaceAllUsesWith(
-          arith::ConstantIntOp::create(b, op->getLoc(), rescale ? 1 : 0, 1));
-      op->erase();
-    }
+    if (failed(decideMarked(getOperation(), TxlDialect::kRescaleAttrName,
+                            rescale, getArgument())))
+      signalPassFailure();
   }
 };
 
