@@ -77,8 +77,8 @@ def Txl_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kInteriorTileAttrName =
         "txl.interior_tile";
     /// `txl.rescale` (unit) on the i1 op that decides whether a lane of
-    /// the tensor-core attention forward rescales its rows' O and l this
-    /// key tile (a row's running maximum moved).
+    /// the tensor-core attention forward rescales its rows' O this key
+    /// tile (a row's running maximum moved).
     static constexpr ::llvm::StringLiteral kRescaleAttrName = "txl.rescale";
     /// `txl.emitted = {stage, target, precision}` on a module txlc wrote
     /// with --emit (txl, txl-opt, txl-grad, linalg, llvm-mlir; cpu, cuda,

@@ -231,7 +231,7 @@ Value widenBits(ImplicitLocOpBuilder &b, Value bits, bool f16) {
 /// rounded back, exactly); a store takes an f32 value rounded to the
 /// narrow type (truncf's operand) and stores its bits rounded to nearest
 /// even. Vector loads and stores go element by element. A subview of such
-/// an argument (the packed K's chunks at a static offset) becomes the same
+/// an argument (packed K's and V's steps at a static offset) becomes the same
 /// view of i16, whose users are treated the same way; memref.dim of either
 /// stays. Runs after the narrow tiles are widened, whose stores then extend
 /// what a load gives.
@@ -249,7 +249,7 @@ LogicalResult narrowGlobalArguments(gpu::GPUModuleOp module) {
       Type f32 = Float32Type::get(func.getContext());
       arg.setType(type.clone(i16));
       inputs[arg.getArgNumber()] = arg.getType();
-      // The argument and its subviews (the packed K's chunks at a static
+      // The argument and its subviews (packed K's and V's steps at a static
       // offset), each retyped to i16 with the same layout, and the other
       // users of each with the view they use.
       SmallVector<Value> views = {arg};

@@ -60,8 +60,8 @@ protected:
     return row;
   }
   /// `rescale` (an op's i1 result), marked as the condition under which a
-  /// lane of the tensor-core forward rescales its rows' O and l
-  /// (`txl.rescale`, for txl-test-rescale).
+  /// lane of the tensor-core forward rescales its rows' O (`txl.rescale`,
+  /// for txl-test-rescale).
   void markRescale(Value rescale) {
     rescale.getDefiningOp()->setAttr(TxlDialect::kRescaleAttrName,
                                      b.getUnitAttr());

@@ -415,8 +415,8 @@ CASES = [
 # Cases of the tensor-core kernels whose keys are scaled per key tile
 # (run_case's key_scales): from the first tile to the second a row's
 # maximum score jumps by about 9 (base 2), mostly more than the kernel's
-# rescale threshold (8), so that its O and l are rescaled (txl.rescale:
-# d_head up to 64), and from the second on by less, so that probabilities
+# rescale threshold (8), so that its O is rescaled (txl.rescale: d_head
+# 32 and 64), and from the second on by less, so that probabilities
 # up to 2^8 accumulate against the maximum a row keeps.
 SCALED_CASES = [
     ((64, 32, 2, 4, 32, False, 32), (0.3, 3.0, 3.5)),
