@@ -70,6 +70,7 @@ TABLE = [
     ("2026-12-07, X's entries stored in pairs (rows of 56 floats)", 376, 427, 1105, 3),
     ("2026-12-07, session 79: K's and V's copies on one address each (static-offset views, v_packed tile-major)", 367, 418, 1018, 3),
     ("2026-12-07, session 79: O's rescale skipped when no row's maximum moved (threshold 8)", 340, 382, 925, 3),
+    ("2026-12-07, session 80: K and V packed as the image of the workgroup's tiles, chunk x to chunk x", 334, 377, 846, 3),
 ]
 
 
@@ -84,6 +85,7 @@ TABLE_128 = [
     ("2026-12-07, X's entries stored in pairs (rows of 56 floats)", 470, 521, 1140),
     ("2026-12-07, X's 6 chains all interleaved", 470, 521, 1082),
     ("2026-12-07, session 79: K's and V's copies on one address each (static-offset views, v_packed tile-major)", 456, 507, 1045),
+    ("2026-12-07, session 80: K and V packed as the image of the workgroup's tiles, chunk x to chunk x", 456, 507, 1036),
 ]
 
 

@@ -745,7 +745,9 @@ def ConvertRelAttentionToGpuPass : Pass<"txl-rel-attention-to-gpu", "::mlir::Mod
     P·V's N end at d_head rounded up to 16 and 8),
     `rel_attention_pack_bf16_d<d_head>` (grid
     (ceil(klen / 32) + 1) × (batch · n_head)) first writes key, value
-    (transposed, tile-major) and pos_key rounded to bf16, klen padded to a multiple of
+    (each key tile of K and V the image of the kernel's workgroup tile,
+    16-byte chunks in the order of its core matrices) and pos_key rounded
+    to bf16, klen padded to a multiple of
     32 and one tile more with zeros, to buffers the kernel takes in their
     place (with klen after out), and every tile is staged by asynchronous
     16-byte copies (`nvgpu.device_async_copy`) a tile ahead, into the

@@ -69,13 +69,16 @@ bool isAlignedDynamicSharedView(Value tile) {
 /// offsets within it are the kernels' to keep aligned. `role` names the
 /// operand in the error when the tile is not a workgroup attribution of
 /// its kernel, a 16-byte aligned view of its dynamic shared memory
-/// (isAlignedDynamicSharedView: aligned already), or an arith.select of
-/// such tiles (a kernel's buffers chosen by a tile's parity): each is
+/// (isAlignedDynamicSharedView: aligned already), an arith.select of
+/// such tiles (a kernel's buffers chosen by a tile's parity) or a
+/// memref.collapse_shape of one (a tile as its 16-byte chunks): each is
 /// aligned.
 LogicalResult alignTile(Operation *op, Value tile, StringRef role) {
   if (auto choice = tile.getDefiningOp<arith::SelectOp>())
     return success(succeeded(alignTile(op, choice.getTrueValue(), role)) &&
                    succeeded(alignTile(op, choice.getFalseValue(), role)));
+  if (auto chunks = tile.getDefiningOp<memref::CollapseShapeOp>())
+    return alignTile(op, chunks.getSrc(), role);
   if (isAlignedDynamicSharedView(tile))
     return success();
   auto arg = dyn_cast<BlockArgument>(tile);

@@ -48,8 +48,9 @@ namespace {
 /// round back to the narrow type for their users (exactly), its stores
 /// widen what they store (which txl-emulate-mma's rounding then keeps).
 /// An arith.select among such tiles (a kernel's two buffers chosen by a
-/// tile's parity) becomes a select among the widened tiles, its uses
-/// widened alike.
+/// tile's parity) becomes a select among the widened tiles, and a
+/// memref.collapse_shape of one (a tile as its 16-byte chunks) a view of
+/// the widened tile, their uses widened alike.
 LogicalResult widenNarrowAttributions(gpu::GPUModuleOp module) {
   WalkResult walk = module.walk([](gpu::GPUFuncOp func) {
     SmallVector<Value> worklist;
@@ -70,6 +71,8 @@ LogicalResult widenNarrowAttributions(gpu::GPUModuleOp module) {
         if (auto choice = dyn_cast<arith::SelectOp>(user)) {
           if (selects.insert(choice).second)
             worklist.push_back(choice.getResult());
+        } else if (auto chunks = dyn_cast<memref::CollapseShapeOp>(user)) {
+          worklist.push_back(chunks.getResult());
         } else if (auto load = dyn_cast<memref::LoadOp>(user)) {
           b.setInsertionPointAfter(load);
           load.getResult().setType(f32);

@@ -435,15 +435,21 @@ inline constexpr int64_t kMmaPackKeys = 32;
 /// `rel_attention_pack_<bf16|f16>_d<d_head>` in `module`'s @txl_kernels,
 /// created on first use (RelAttentionMma.cpp): (k, v [klen, batch, n_head,
 /// d_head], r [klen, n_head, d_head] f32, as attentionOperandType with a
-/// unit inner stride; k_packed [batch, n_head, klenPad, dPad], v_packed
-/// [batch, n_head, klenPad / kMmaPackKeys, dPad, kMmaPackKeys], r_packed
-/// [n_head, klenPad, dPad] of `operandType`, contiguous), with dPad d_head
-/// padded to 16 and klenPad klen to kMmaPackKeys, plus one key tile (the
-/// forward kernel's walk copies the tile after its last, unread, and reads
-/// no row past it): the operands of the tensor-core kernel rounded to
-/// nearest even, value transposed and tile-major (a key tile's V^T
-/// contiguous, so that the forward kernel's copies of one tile are one
-/// address and static offsets), every element past klen or d_head zero.
+/// unit inner stride; k_packed and v_packed [batch, n_head, klenPad /
+/// kMmaPackKeys, kMmaPackKeys * dPad / 8, 8], r_packed [n_head, klenPad,
+/// dPad] of `operandType`, contiguous), with dPad d_head padded to 16 and
+/// klenPad klen to kMmaPackKeys, plus one key tile (the forward kernel's
+/// walk copies the tile after its last, unread, and reads no row past it):
+/// the operands of the tensor-core kernel rounded to nearest even, every
+/// element past klen or d_head zero. Each key tile of K and of V is the
+/// image of the forward kernel's workgroup tile, 16-byte chunks in the
+/// order of its 8 x 8 core matrices (txl.warpgroup_mma's B operands): K's
+/// chunk c is row c % 8 of core matrix [c / dPad, c / 8 % (dPad / 8)]
+/// (keys 8 (c / dPad) + c % 8, columns 8 (c / 8 % (dPad / 8)) + [0, 8)),
+/// V's row c % 8 of core matrix [c / 32, c / 8 % 4] (column 8 (c / 32) + c
+/// % 8, keys 8 (c / 8 % 4) + [0, 8)), so that a tile's copies are one
+/// address and static offsets and chunk c lands at the same byte offset
+/// of the workgroup's tile.
 /// Grid (klenPad / kMmaPackKeys, batch · n_head), 128 work-items; a
 /// workgroup packs its keys of one (batch, head), and those of batch 0 its
 /// rows of r.

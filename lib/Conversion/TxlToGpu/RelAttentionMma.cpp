@@ -569,9 +569,11 @@ private:
   }
   /// Copies key tile j0 (a multiple of kKeyTile)'s K and V from the
   /// packed operands (getOrCreateMmaPackKernel: rows padded to klenPad
-  /// with zeros, so that no tile checks its rows; V tile-major) into kTile
+  /// with zeros, so that no tile checks its rows; each tile the image of
+  /// kTile's and vTile's core matrices, one contiguous block) into kTile
   /// and vTile, 16 bytes a work-item and step: one row of a core matrix
-  /// each, the 8 work-items of a quarter-subgroup the 8 rows of one (128
+  /// each, at the same offset in the packed tile and in the workgroup's,
+  /// the 8 work-items of a quarter-subgroup the 8 rows of one (128
   /// consecutive bytes of the tile), so that the stores meet no bank
   /// conflict. Step s reads kChunks[s] and vChunks[s] (chunkViews) at the
   /// same indices. Asynchronous (copyAsync).
@@ -709,35 +711,24 @@ void MmaKernelBuilder::stagePacked(Value j0, Value kTile, Value vTile) {
          "every work-item copies whole chunks of fixed columns");
   assert(kChunks.size() == size_t(steps) && vChunks.size() == size_t(steps) &&
          "one view of k_packed and of v_packed a step");
+  // The packed tile and the workgroup's tile are one image: chunk x = tid +
+  // 128 s of the packed tile is row x % 8 of core matrix [x / (8 inner), x
+  // / 8 % inner] of the workgroup's (inner: K's d blocks, V's key blocks),
+  // 128 consecutive bytes a quarter-subgroup, so that K's and V's copies
+  // read one offset in their tiles; step s's view starts 128 chunks (2
+  // KiB) on.
   Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
-  Value rowIn = arith::RemUIOp::create(b, tid, idx(8));
-  Value rest = arith::DivUIOp::create(b, tid, idx(8));
-  // K: chunk x = tid + 128 s is row x % 8 of core matrix (key block kb =
-  // x / (8 dBlocks), d block db = x / 8 % dBlocks): keys j0 + 8 kb + x % 8,
-  // columns 8 db + [0, 8); step s's view starts 128 / dBlocks keys on.
-  Value kDb = arith::RemUIOp::create(b, rest, idx(dBlocks));
-  Value kKb = arith::DivUIOp::create(b, rest, idx(dBlocks));
-  Value kKey = add(j0, add(mul(kKb, idx(8)), rowIn));
-  Value kCol = mul(kDb, idx(8));
-  for (int64_t s = 0; s < steps; ++s) {
-    int64_t kbStep = s * threads / (8 * dBlocks);
-    copyAsync(kChunks[s], {batchIdx, head, kKey, kCol}, kTile,
-              {add(kKb, idx(kbStep)), kDb, rowIn, idx(0)});
-  }
-  // V, transposed and tile-major: chunk x is row x % 8 of core matrix (d
-  // block db = x / 32, key block kb = x / 8 % 4): column 8 db + x % 8 of
-  // tile j0 / 32, its keys 8 kb + [0, 8); step s's view starts 32 columns
-  // on (8 KB of the tile's rows at d_head 128: the copy's immediate).
-  Value vKb = arith::RemUIOp::create(b, rest, idx(kKeyTile / 8));
-  Value vDb = arith::DivUIOp::create(b, rest, idx(kKeyTile / 8));
-  Value vCol = add(mul(vDb, idx(8)), rowIn);
-  Value vKey = mul(vKb, idx(8));
   Value tile = arith::DivUIOp::create(b, j0, idx(kKeyTile));
-  for (int64_t s = 0; s < steps; ++s) {
-    int64_t dbStep = s * threads / kKeyTile;
-    copyAsync(vChunks[s], {batchIdx, head, tile, vCol, vKey}, vTile,
-              {add(vDb, idx(dbStep)), vKb, rowIn, idx(0)});
-  }
+  auto stage = [&](ArrayRef<Value> chunks, Value dst) {
+    // The workgroup's tile as its 16-byte chunks.
+    Value dstChunks = memref::CollapseShapeOp::create(
+        b, dst, ArrayRef<ReassociationIndices>{{0, 1, 2}, {3}});
+    for (int64_t s = 0; s < steps; ++s)
+      copyAsync(chunks[s], {batchIdx, head, tile, tid, idx(0)}, dstChunks,
+                {add(tid, idx(s * threads)), idx(0)});
+  };
+  stage(kChunks, kTile);
+  stage(vChunks, vTile);
 }
 
 void MmaKernelBuilder::copyAsync(Value src, ValueRange from, Value tile,
@@ -785,8 +776,8 @@ void MmaKernelBuilder::build() {
     vTileNext = func.getWorkgroupAttributions()[5];
     constexpr int64_t threads = kWarps * kSubgroupSize;
     int64_t steps = kKeyTile * (dPad / 8) / threads;
-    kChunks = chunkViews(k, /*dim=*/2, steps, threads / (dPad / 8));
-    vChunks = chunkViews(v, /*dim=*/3, steps, threads / (kKeyTile / 8));
+    kChunks = chunkViews(k, /*dim=*/3, steps, threads);
+    vChunks = chunkViews(v, /*dim=*/3, steps, threads);
   }
   if (carryPv)
     vTileThird = func.getWorkgroupAttributions()[6];
@@ -1199,28 +1190,28 @@ void MmaKernelBuilder::build() {
         next[2 + rr] = arith::AddFOp::create(
             b, arith::MulFOp::create(b, state[2 + rr], alpha[rr]), rowSums[rr]);
       }
-    SmallVector<Value> scaled(oPrev);
+    SmallVector<Value> oScaled(oPrev);
     auto rescale = [&] {
       SmallVector<Value> values;
-      for (int64_t n = 0; n < int64_t(scaled.size()); ++n)
-        values.push_back(arith::MulFOp::create(b, scaled[n], alpha[n % 4 / 2]));
+      for (int64_t n = 0; n < int64_t(oScaled.size()); ++n)
+        values.push_back(
+            arith::MulFOp::create(b, oScaled[n], alpha[n % 4 / 2]));
       return values;
     };
     if (lazyRescale) {
       Value anyGrows = arith::OrIOp::create(b, grows[0], grows[1]);
       markRescale(anyGrows);
-      auto ifGrows = scf::IfOp::create(b, TypeRange(ValueRange(scaled)),
+      auto ifGrows = scf::IfOp::create(b, TypeRange(ValueRange(oScaled)),
                                        anyGrows, /*withElseRegion=*/true);
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(ifGrows.thenBlock());
       scf::YieldOp::create(b, rescale());
       b.setInsertionPointToStart(ifGrows.elseBlock());
-      scf::YieldOp::create(b, scaled);
-      scaled.assign(ifGrows.getResults().begin(), ifGrows.getResults().end());
+      scf::YieldOp::create(b, oScaled);
+      oScaled.assign(ifGrows.getResults().begin(), ifGrows.getResults().end());
     } else {
-      scaled = rescale();
+      oScaled = rescale();
     }
-    SmallVector<Value> oScaled(scaled);
     if (carryPv) {
       llvm::append_range(next, oScaled);
       llvm::append_range(next, prob);
@@ -1373,17 +1364,17 @@ void MmaKernelBuilder::build() {
   gpu::ReturnOp::create(b);
 }
 
-/// The packed operands' types (getOrCreateMmaPackKernel): k_packed
-/// [batch, n_head, klenPad, dPad], v_packed [batch, n_head, klenPad /
-/// kMmaPackKeys, dPad, kMmaPackKeys], r_packed [n_head, klenPad, dPad] of
-/// `operandType`, contiguous.
+/// The packed operands' types (getOrCreateMmaPackKernel): k_packed and
+/// v_packed [batch, n_head, klenPad / kMmaPackKeys, kMmaPackKeys * dPad /
+/// 8, 8] (key tiles of 16-byte chunks), r_packed [n_head, klenPad, dPad]
+/// of `operandType`, contiguous.
 std::array<Type, 3> mmaPackedTypes(MLIRContext *ctx, int64_t dHead,
                                    FloatType operandType) {
   int64_t dPad = forwardPad(dHead), dyn = ShapedType::kDynamic;
-  static_assert(kMmaPackKeys == kKeyTile, "v_packed's tiles are key tiles");
-  return {MemRefType::get({dyn, dyn, dyn, dPad}, operandType),
-          MemRefType::get({dyn, dyn, dyn, dPad, kMmaPackKeys}, operandType),
-          MemRefType::get({dyn, dyn, dPad}, operandType)};
+  static_assert(kMmaPackKeys == kKeyTile, "the packed tiles are key tiles");
+  auto tiles =
+      MemRefType::get({dyn, dyn, dyn, kMmaPackKeys * dPad / 8, 8}, operandType);
+  return {tiles, tiles, MemRefType::get({dyn, dyn, dPad}, operandType)};
 }
 
 /// Builds rel_attention_pack_<bf16|f16>_d<d_head> (RelAttention.h). Each
@@ -1439,7 +1430,7 @@ public:
       vector::StoreOp::create(b, rounded, mem, indices, /*nontemporal=*/false,
                               llvm::MaybeAlign(16));
     };
-    // K and r row-major: chunk x = tid + 128 s is row j0 + x / chunksPerRow,
+    // r row-major: chunk x = tid + 128 s is row j0 + x / chunksPerRow,
     // columns 8 (x % chunksPerRow) + [0, 8), so that a subgroup reads and
     // writes consecutive columns of consecutive rows.
     auto packRows = [&](Value src, ValueRange rest, Value dst) {
@@ -1456,19 +1447,45 @@ public:
         store(values, dst, indices);
       }
     };
-    packRows(k, {batch, head}, kPacked);
-    // V transposed, the workgroup's keys its tile of v_packed: chunk x is
-    // column d = x % dPad, keys 8 (x / dPad) + [0, 8) of the tile, so that
-    // a subgroup's loads of one key read consecutive columns.
+    // Chunk c of a packed key tile is row c % 8 of core matrix [c / (8
+    // inner), c / 8 % inner] of the forward kernel's workgroup tile
+    // (inner: K's d blocks, V's key blocks).
+    auto chunkOf = [&](Value outer, int64_t inner, Value block, Value row) {
+      return add(mul(add(mul(outer, idx(inner)), block), idx(8)), row);
+    };
+    // K by the tile's chunks: chunk c = tid + 128 s is key j0 + 8 (c /
+    // dPad) + c % 8, columns 8 (c / 8 % chunksPerRow) + [0, 8), so that
+    // the store's index is c and a subgroup writes 512 consecutive bytes.
+    for (int64_t c0 = 0; c0 < kMmaPackKeys * chunksPerRow; c0 += threads) {
+      Value c = add(tid, idx(c0));
+      Value rest = arith::DivUIOp::create(b, c, idx(8));
+      Value key =
+          add(mul(arith::DivUIOp::create(b, rest, idx(chunksPerRow)), idx(8)),
+              arith::RemUIOp::create(b, c, idx(8)));
+      Value d0 =
+          mul(arith::RemUIOp::create(b, rest, idx(chunksPerRow)), idx(8));
+      SmallVector<Value, 8> values;
+      for (int64_t e = 0; e < 8; ++e)
+        values.push_back(
+            element(k, add(j0, key), {batch, head}, add(d0, idx(e))));
+      store(values, kPacked, {batch, head, tile, c, idx(0)});
+    }
+    // V transposed: chunk x = tid + 128 s is column d = x % dPad, keys j0 +
+    // 8 kb + [0, 8) (kb = x / dPad), so that a subgroup's loads of one key
+    // read consecutive columns; it goes to chunk (d / 8 * 4 + kb) * 8 + d %
+    // 8 of the tile.
     for (int64_t x0 = 0; x0 < kMmaPackKeys / 8 * dPad; x0 += threads) {
       Value x = add(tid, idx(x0));
       Value d = arith::RemUIOp::create(b, x, idx(dPad));
-      Value key = mul(arith::DivUIOp::create(b, x, idx(dPad)), idx(8));
-      Value row = add(j0, key);
+      Value kb = arith::DivUIOp::create(b, x, idx(dPad));
+      Value row = add(j0, mul(kb, idx(8)));
       SmallVector<Value, 8> values;
       for (int64_t e = 0; e < 8; ++e)
         values.push_back(element(v, add(row, idx(e)), {batch, head}, d));
-      store(values, vPacked, {batch, head, tile, d, key});
+      Value chunk =
+          chunkOf(arith::DivUIOp::create(b, d, idx(8)), kMmaPackKeys / 8, kb,
+                  arith::RemUIOp::create(b, d, idx(8)));
+      store(values, vPacked, {batch, head, tile, chunk, idx(0)});
     }
     // r (klen rows, as the launch checks) by the workgroups of batch 0.
     auto ifFirst =

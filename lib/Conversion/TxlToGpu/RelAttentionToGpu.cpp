@@ -745,7 +745,7 @@ struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
     Value klenPad = arith::MulIOp::create(b, tiles, keyTile);
     std::array<Value, 3> packed = {
         memref::AllocOp::create(b, cast<MemRefType>(types[3]),
-                                ValueRange{batch, nHead, klenPad}),
+                                ValueRange{batch, nHead, tiles}),
         memref::AllocOp::create(b, cast<MemRefType>(types[4]),
                                 ValueRange{batch, nHead, tiles}),
         memref::AllocOp::create(b, cast<MemRefType>(types[5]),

@@ -58,6 +58,42 @@ gpu.module @txl_kernels {
 
 // -----
 
+// A destination that views such a tile as its 16-byte chunks
+// (memref.collapse_shape: the attention forward's copies of a key tile,
+// chunk x to chunk x) aligns the tile it views.
+// CHECK-LABEL: gpu.func @async_copy_chunks
+// CHECK-SAME: workgroup(%[[TILE:.+]] : memref<2x4x8x8xbf16, 3> {llvm.align = 16 : i64})
+// CHECK: %[[CHUNKS:.+]] = memref.collapse_shape %[[TILE]] {{\[}}[0, 1, 2], [3]] : memref<2x4x8x8xbf16, 3> into memref<64x8xbf16, 3>
+// CHECK-NEXT: nvgpu.device_async_copy %{{.+}}[%{{.+}}, %{{.+}}], %[[CHUNKS]][%{{.+}}, %{{.+}}], 8 {bypassL1}
+gpu.module @txl_kernels {
+  gpu.func @async_copy_chunks(%src: memref<64x8xbf16>, %i: index)
+      workgroup(%tile : memref<2x4x8x8xbf16, 3>) kernel {
+    %c0 = arith.constant 0 : index
+    %chunks = memref.collapse_shape %tile [[0, 1, 2], [3]]
+        : memref<2x4x8x8xbf16, 3> into memref<64x8xbf16, 3>
+    %t = nvgpu.device_async_copy %src[%i, %c0], %chunks[%i, %c0], 8 {bypassL1}
+        : memref<64x8xbf16> to memref<64x8xbf16, 3>
+    gpu.return
+  }
+}
+
+// -----
+
+// A view of a tile that is not a workgroup attribution is not either.
+gpu.module @txl_kernels {
+  gpu.func @async_chunks_argument(%src: memref<64x8xbf16>, %tile: memref<2x4x8x8xbf16, 3>, %i: index) kernel {
+    %c0 = arith.constant 0 : index
+    %chunks = memref.collapse_shape %tile [[0, 1, 2], [3]]
+        : memref<2x4x8x8xbf16, 3> into memref<64x8xbf16, 3>
+    // expected-error @+1 {{needs its destination to be a workgroup attribution of its kernel or a view of its dynamic shared memory at a multiple of 16 bytes (its 16-byte alignment)}}
+    %t = nvgpu.device_async_copy %src[%i, %c0], %chunks[%i, %c0], 8 {bypassL1}
+        : memref<64x8xbf16> to memref<64x8xbf16, 3>
+    gpu.return
+  }
+}
+
+// -----
+
 // A destination that is not a workgroup attribution is an error.
 gpu.module @txl_kernels {
   gpu.func @async_argument(%src: memref<64xbf16>, %dst: memref<4x8xbf16, 3>, %i: index) kernel {

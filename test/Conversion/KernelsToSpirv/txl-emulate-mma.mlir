@@ -391,6 +391,33 @@ gpu.module @k {
 
 // -----
 
+// A collapse_shape of a bf16 tile chosen by a select (the attention's K
+// and V buffers seen as their 16-byte chunks, chunk x copied to chunk x)
+// is the same view of the widened tile: the copy stores f32 into it.
+// CHECK-LABEL: gpu.func @chunks
+// CHECK-SAME: workgroup(%[[EVEN:.+]] : memref<2x4x8x8xf32, 3>, %[[ODD:.+]] : memref<2x4x8x8xf32, 3>)
+// CHECK: %[[CHOSEN:.+]] = arith.select %{{.+}}, %[[ODD]], %[[EVEN]] : memref<2x4x8x8xf32, 3>
+// CHECK: %[[CHUNKS:.+]] = memref.collapse_shape %[[CHOSEN]] {{\[}}[0, 1, 2], [3]] : memref<2x4x8x8xf32, 3> into memref<64x8xf32, 3>
+// CHECK: vector.store %{{.+}}, %[[CHUNKS]][%{{.+}}, %{{.+}}] : memref<64x8xf32, 3>, vector<8xf32>
+// CHECK-NOT: bf16
+// CHECK: gpu.return
+gpu.module @k {
+  gpu.func @chunks(%src: memref<64x8xbf16>, %i: index, %p: i1)
+      workgroup(%even : memref<2x4x8x8xbf16, 3>, %odd : memref<2x4x8x8xbf16, 3>) kernel {
+    %c0 = arith.constant 0 : index
+    %chosen = arith.select %p, %odd, %even : memref<2x4x8x8xbf16, 3>
+    %chunks = memref.collapse_shape %chosen [[0, 1, 2], [3]]
+        : memref<2x4x8x8xbf16, 3> into memref<64x8xbf16, 3>
+    %t = nvgpu.device_async_copy %src[%i, %c0], %chunks[%i, %c0], 8 {bypassL1}
+        : memref<64x8xbf16> to memref<64x8xbf16, 3>
+    %g = nvgpu.device_async_create_group %t
+    nvgpu.device_async_wait %g {numGroups = 0 : i32}
+    gpu.return
+  }
+}
+
+// -----
+
 // Negative: a copy that zero-fills past a source size is not emulated.
 gpu.module @k {
   gpu.func @zero_fill(%src: memref<64xbf16>, %i: index, %n: index)

@@ -15,7 +15,7 @@
 // CHECK-LABEL: func.func @eval_d128
 // CHECK: gpu.launch_func @txl_kernels::@rel_attention_pack_bf16_d128
 // CHECK: gpu.launch_func @txl_kernels::@rel_attention_bf16_d128
-// CHECK-SAME: memref<?x?x?x128xbf16>, %{{.+}} : memref<?x?x?x128x32xbf16>, %{{.+}} : memref<?x?x128xbf16>
+// CHECK-SAME: memref<?x?x?x512x8xbf16>, %{{.+}} : memref<?x?x?x512x8xbf16>, %{{.+}} : memref<?x?x128xbf16>
 // CHECK-LABEL: gpu.func @rel_attention_bf16_d128(
 // CHECK-SAME: workgroup(%[[X:.+]] : memref<64x56xf32, 3>, %[[KT:.+]] : memref<4x16x8x8xbf16, 3>, %[[VT:.+]] : memref<16x4x8x8xbf16, 3>, %[[RT:.+]] : memref<128x136xbf16, 3>, %[[KT1:.+]] : memref<4x16x8x8xbf16, 3>, %[[VT1:.+]] : memref<16x4x8x8xbf16, 3>) kernel
 // The prologue: the first tile's K (4 copies a work-item), V (4) and its
@@ -35,18 +35,29 @@
 // CHECK-NEXT: arith.addi %[[J0]], %c32 : index
 // CHECK-NEXT: %[[KNEXT:.+]] = arith.select %[[ODD]], %[[KT]], %[[KT1]] : memref<4x16x8x8xbf16, 3>
 // CHECK-NEXT: %[[VNEXT:.+]] = arith.select %[[ODD]], %[[VT]], %[[VT1]] : memref<16x4x8x8xbf16, 3>
-// K's steps 1-3 read views of k_packed whose static offsets hold their 8,
-// 16 and 24 keys, V's views of v_packed (tile-major: [batch, n_head,
-// tile, d, 32]) 32, 64 and 96 columns on, at the same indices as step 0
-// (the offsets are the copies' immediates on CUDA).
-// CHECK: nvgpu.device_async_copy %arg1[%[[KI0:[0-9a-z_]+]], %[[KI1:[0-9a-z_]+]], %[[KI2:[0-9a-z_]+]], %[[KI3:[0-9a-z_]+]]], %[[KNEXT]][{{.+}}], 8 {bypassL1} : memref<?x?x?x128xbf16> to
-// CHECK: nvgpu.device_async_copy %{{subview[_0-9]*}}[%[[KI0]], %[[KI1]], %[[KI2]], %[[KI3]]], %[[KNEXT]][{{.+}}], 8 {bypassL1} : memref<?x?x?x128xbf16, strided<[?, ?, 128, 1], offset: 1024>> to
-// CHECK: nvgpu.device_async_copy %{{subview[_0-9]*}}[%[[KI0]], %[[KI1]], %[[KI2]], %[[KI3]]], %[[KNEXT]][{{.+}}], 8 {bypassL1} : memref<?x?x?x128xbf16, strided<[?, ?, 128, 1], offset: 2048>> to
-// CHECK: nvgpu.device_async_copy %{{subview[_0-9]*}}[%[[KI0]], %[[KI1]], %[[KI2]], %[[KI3]]], %[[KNEXT]][{{.+}}], 8 {bypassL1} : memref<?x?x?x128xbf16, strided<[?, ?, 128, 1], offset: 3072>> to
-// CHECK: nvgpu.device_async_copy %arg2[%[[VI0:[0-9a-z_]+]], %[[VI1:[0-9a-z_]+]], %[[VI2:[0-9a-z_]+]], %[[VI3:[0-9a-z_]+]], %[[VI4:[0-9a-z_]+]]], %[[VNEXT]][{{.+}}], 8 {bypassL1} : memref<?x?x?x128x32xbf16> to
-// CHECK: nvgpu.device_async_copy %{{subview[_0-9]*}}[%[[VI0]], %[[VI1]], %[[VI2]], %[[VI3]], %[[VI4]]], %[[VNEXT]][{{.+}}], 8 {bypassL1} : memref<?x?x?x96x32xbf16, strided<[?, ?, 4096, 32, 1], offset: 1024>> to
-// CHECK: nvgpu.device_async_copy %{{subview[_0-9]*}}[%[[VI0]], %[[VI1]], %[[VI2]], %[[VI3]], %[[VI4]]], %[[VNEXT]][{{.+}}], 8 {bypassL1} : memref<?x?x?x64x32xbf16, strided<[?, ?, 4096, 32, 1], offset: 2048>> to
-// CHECK: nvgpu.device_async_copy %{{subview[_0-9]*}}[%[[VI0]], %[[VI1]], %[[VI2]], %[[VI3]], %[[VI4]]], %[[VNEXT]][{{.+}}], 8 {bypassL1} : memref<?x?x?x32x32xbf16, strided<[?, ?, 4096, 32, 1], offset: 3072>> to
+// Each key tile of k_packed and v_packed is the image of the workgroup's
+// tile (its core matrices, 512 chunks of 16 bytes), so that a work-item
+// copies chunk x of the packed tile to chunk x of the workgroup's tile
+// (a collapse_shape of it), x = its id + 128 s; steps 1-3 read views of
+// k_packed and v_packed whose static offsets hold their 128, 256 and 384
+// chunks, at the same indices as step 0 (the offsets are the copies'
+// immediates on CUDA).
+// CHECK: %[[KCH:.+]] = memref.collapse_shape %[[KNEXT]] {{\[}}[0, 1, 2], [3]] : memref<4x16x8x8xbf16, 3> into memref<512x8xbf16, 3>
+// CHECK-NEXT: nvgpu.device_async_copy %arg1[%[[B:[0-9a-z_]+]], %[[H:[0-9a-z_]+]], %[[TILE:[0-9a-z_]+]], %[[TID:[0-9a-z_]+]], %c0], %[[KCH]][%[[TID]], %c0], 8 {bypassL1} : memref<?x?x?x512x8xbf16> to memref<512x8xbf16, 3>
+// CHECK-NEXT: %[[S1:.+]] = arith.addi %[[TID]], %c128 : index
+// CHECK-NEXT: nvgpu.device_async_copy %{{subview[_0-9]*}}[%[[B]], %[[H]], %[[TILE]], %[[TID]], %c0], %[[KCH]][%[[S1]], %c0], 8 {bypassL1} : memref<?x?x?x384x8xbf16, strided<[?, ?, 4096, 8, 1], offset: 1024>> to
+// CHECK-NEXT: %[[S2:.+]] = arith.addi %[[TID]], %c256 : index
+// CHECK-NEXT: nvgpu.device_async_copy %{{subview[_0-9]*}}[%[[B]], %[[H]], %[[TILE]], %[[TID]], %c0], %[[KCH]][%[[S2]], %c0], 8 {bypassL1} : memref<?x?x?x256x8xbf16, strided<[?, ?, 4096, 8, 1], offset: 2048>> to
+// CHECK-NEXT: %[[S3:.+]] = arith.addi %[[TID]], %c384 : index
+// CHECK-NEXT: nvgpu.device_async_copy %{{subview[_0-9]*}}[%[[B]], %[[H]], %[[TILE]], %[[TID]], %c0], %[[KCH]][%[[S3]], %c0], 8 {bypassL1} : memref<?x?x?x128x8xbf16, strided<[?, ?, 4096, 8, 1], offset: 3072>> to
+// CHECK-NEXT: %[[VCH:.+]] = memref.collapse_shape %[[VNEXT]] {{\[}}[0, 1, 2], [3]] : memref<16x4x8x8xbf16, 3> into memref<512x8xbf16, 3>
+// CHECK-NEXT: nvgpu.device_async_copy %arg2[%[[B]], %[[H]], %[[TILE]], %[[TID]], %c0], %[[VCH]][%[[TID]], %c0], 8 {bypassL1} : memref<?x?x?x512x8xbf16> to memref<512x8xbf16, 3>
+// CHECK-NEXT: arith.addi %[[TID]], %c128 : index
+// CHECK-NEXT: nvgpu.device_async_copy %{{subview[_0-9]*}}[%[[B]], %[[H]], %[[TILE]], %[[TID]], %c0], %[[VCH]][%{{.+}}, %c0], 8 {bypassL1} : memref<?x?x?x384x8xbf16, strided<[?, ?, 4096, 8, 1], offset: 1024>> to
+// CHECK-NEXT: arith.addi %[[TID]], %c256 : index
+// CHECK-NEXT: nvgpu.device_async_copy %{{subview[_0-9]*}}[%[[B]], %[[H]], %[[TILE]], %[[TID]], %c0], %[[VCH]][%{{.+}}, %c0], 8 {bypassL1} : memref<?x?x?x256x8xbf16, strided<[?, ?, 4096, 8, 1], offset: 2048>> to
+// CHECK-NEXT: arith.addi %[[TID]], %c384 : index
+// CHECK-NEXT: nvgpu.device_async_copy %{{subview[_0-9]*}}[%[[B]], %[[H]], %[[TILE]], %[[TID]], %c0], %[[VCH]][%{{.+}}, %c0], 8 {bypassL1} : memref<?x?x?x128x8xbf16, strided<[?, ?, 4096, 8, 1], offset: 3072>> to
 // CHECK-COUNT-4: nvgpu.device_async_copy %arg3[{{.+}}], %[[RT]][{{.+}}], 8 {bypassL1}
 // CHECK-NEXT: nvgpu.device_async_create_group
 // CHECK-NEXT: %[[QV:.+]] = vector.from_elements

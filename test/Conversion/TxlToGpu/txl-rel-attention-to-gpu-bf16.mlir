@@ -7,8 +7,9 @@
 // packed first by rel_attention_pack_bf16_d32: grid (ceil(klen / 32) + 1)
 // x (batch * n_head) of 128 work-items, into buffers of bf16 with klen
 // padded to 32 and one tile more, which the walk's last whole tile copies
-// unread (k [batch, n_head, klenPad, 32], v transposed [batch, n_head, 32,
-// klenPad], r [n_head, klenPad, 32]). The attention's grid is
+// unread (k and v [batch, n_head, klenPad / 32, 128, 8], each key tile
+// the image of the kernel's workgroup tile of K or V^T as 128 chunks of 16
+// bytes, r [n_head, klenPad, 32]). The attention's grid is
 // ceil(qlen / 64) x (batch * n_head) x parts workgroups of 128 work-items
 // (4 subgroups of 16 query rows); the runtime chooses the parts for 3
 // resident workgroups per SM (at most 168 registers a work-item), and rel_attention_combine joins them. The
@@ -26,16 +27,16 @@
 // CHECK-NEXT: %[[KCEIL:.+]] = arith.ceildivui %[[KLEN]], %[[C32]] : index
 // CHECK-NEXT: %[[KTILES:.+]] = arith.addi %[[KCEIL]], %c1 : index
 // CHECK-NEXT: %[[KLENPAD:.+]] = arith.muli %[[KTILES]], %[[C32]] : index
-// CHECK-NEXT: %[[KP:.+]] = memref.alloc(%{{.+}}, %c4, %[[KLENPAD]]) : memref<?x?x?x32xbf16>
-// CHECK-NEXT: %[[VP:.+]] = memref.alloc(%{{.+}}, %c4, %[[KTILES]]) : memref<?x?x?x32x32xbf16>
+// CHECK-NEXT: %[[KP:.+]] = memref.alloc(%{{.+}}, %c4, %[[KTILES]]) : memref<?x?x?x128x8xbf16>
+// CHECK-NEXT: %[[VP:.+]] = memref.alloc(%{{.+}}, %c4, %[[KTILES]]) : memref<?x?x?x128x8xbf16>
 // CHECK-NEXT: %[[RP:.+]] = memref.alloc(%c4, %[[KLENPAD]]) : memref<?x?x32xbf16>
 // CHECK: gpu.launch_func @txl_kernels::@rel_attention_pack_bf16_d32 blocks in (%[[KTILES]], %{{.+}}, %c1) threads in (%[[C128]], %c1, %c1)
-// CHECK-SAME: %[[KP]] : memref<?x?x?x32xbf16>, %[[VP]] : memref<?x?x?x32x32xbf16>, %[[RP]] : memref<?x?x32xbf16>)
+// CHECK-SAME: %[[KP]] : memref<?x?x?x128x8xbf16>, %[[VP]] : memref<?x?x?x128x8xbf16>, %[[RP]] : memref<?x?x32xbf16>)
 // CHECK-NOT: cf.assert {{.+}} must start a multiple
 // CHECK: call @txl_device_attention_parts(%{{.+}}, %[[C3I64]], %{{.+}})
 // CHECK: %[[PARTS:.+]] = arith.index_cast %{{.+}} : i64 to index
 // CHECK: gpu.launch_func @txl_kernels::@rel_attention_bf16_d32 blocks in (%[[TILES]], %{{.+}}, %[[PARTS]]) threads in (%[[C128]], %c1, %c1)
-// CHECK-SAME: %[[KP]] : memref<?x?x?x32xbf16>, %[[VP]] : memref<?x?x?x32x32xbf16>, %[[RP]] : memref<?x?x32xbf16>,
+// CHECK-SAME: %[[KP]] : memref<?x?x?x128x8xbf16>, %[[VP]] : memref<?x?x?x128x8xbf16>, %[[RP]] : memref<?x?x32xbf16>,
 // CHECK-SAME: %[[KLEN]] : index, %arg6 : index,
 // CHECK-SAME: memref<?x?x?x?x32xf32>, %{{.+}} : memref<?x?x?x?xf32>)
 // CHECK: gpu.launch_func @txl_kernels::@rel_attention_combine
@@ -59,7 +60,7 @@
 
 // CHECK: gpu.func @rel_attention_bf16_d32(
 // CHECK-SAME: %[[Q:arg0]]: memref<?x?x?x32xf32, strided<[?, ?, ?, 1], offset: ?>>
-// CHECK-SAME: %[[K:arg1]]: memref<?x?x?x32xbf16>, %[[V:arg2]]: memref<?x?x?x32x32xbf16>, %[[R:arg3]]: memref<?x?x32xbf16>
+// CHECK-SAME: %[[K:arg1]]: memref<?x?x?x128x8xbf16>, %[[V:arg2]]: memref<?x?x?x128x8xbf16>, %[[R:arg3]]: memref<?x?x32xbf16>
 // CHECK-SAME: %[[O:arg6]]: memref<?x?x?x32xf32, strided<[?, ?, ?, 1], offset: ?>>, %[[KLENARG:arg7]]: index
 // CHECK-SAME: %[[PO:arg11]]: memref<?x?x?x?x32xf32>, %[[PL:arg12]]: memref<?x?x?x?xf32>)
 // CHECK-SAME: workgroup(%[[X:.+]] : memref<64x56xf32, 3>, %[[KT:.+]] : memref<4x4x8x8xbf16, 3>, %[[VT:.+]] : memref<4x4x8x8xbf16, 3>, %[[RT:.+]] : memref<128x40xbf16, 3>, %[[KT1:.+]] : memref<4x4x8x8xbf16, 3>, %[[VT1:.+]] : memref<4x4x8x8xbf16, 3>, %[[VT2:.+]] : memref<4x4x8x8xbf16, 3>)
@@ -81,27 +82,23 @@
 // CHECK: %[[ICOUNT:.+]] = arith.maxsi %{{.+}}, %c0_i32 : i32
 // CHECK-NOT: gpu.barrier
 //
-// Before the walk, the first tile's copies: a row of a core matrix of K
-// (d_head 32: 4 d-blocks, so keys jBegin + 8 (tid / 32) + tid % 8,
-// columns 8 (tid / 8 % 4)) and one of V (transposed: column 8 (tid / 32)
-// + tid % 8, keys jBegin + 8 (tid / 8 % 4); jBegin, the first key of
-// the workgroup's part) per work-item, 16 bytes each,
-// the 8 work-items of a quarter-subgroup the 8 rows of one core matrix,
-// into the first buffers; then the whole r window of the first tile, 96
+// Before the walk, the first tile's copies: chunk tid of the packed tile
+// jBegin / 32 of K and of V (jBegin, the first key of the workgroup's
+// part) to chunk tid of the first buffers seen as 128 chunks of 16 bytes,
+// which is row tid % 8 of core matrix [tid / 32, tid / 8 % 4] (d_head 32:
+// K's keys jBegin + 8 (tid / 32) + tid % 8, columns 8 (tid / 8 % 4); V's
+// column 8 (tid / 32) + tid % 8, keys jBegin + 8 (tid / 8 % 4)), the 8
+// work-items of a quarter-subgroup the 8 rows of one core matrix; then the whole r window of the first tile, 96
 // rows (rows outside [0, klen) read row 0: one unsigned 32-bit
 // comparison, a negative row wrapping past any klen), at
 // the start of the ring of r rows (4 chunks of 32, 128 rows padded to 32
 // + 8), 3 copies a work-item at d_head 32; all committed as one group.
-// CHECK: %[[RIN0:.+]] = arith.remui %{{.+}}, %c8 : index
-// CHECK-NEXT: %[[REST0:.+]] = arith.divui %{{.+}}, %c8 : index
-// CHECK-NEXT: %[[DB0:.+]] = arith.remui %[[REST0]], %c4 : index
-// CHECK-NEXT: %[[KB0:.+]] = arith.divui %[[REST0]], %c4 : index
-// CHECK-NEXT: %[[KB80:.+]] = arith.muli %[[KB0]], %c8 : index
-// CHECK-NEXT: %[[KIN0:.+]] = arith.addi %[[KB80]], %[[RIN0]] : index
-// CHECK-NEXT: %[[KEY0:.+]] = arith.addi %[[WALK0:.+]], %[[KIN0]] : index
-// CHECK-NEXT: %[[COL0:.+]] = arith.muli %[[DB0]], %c8 : index
-// CHECK-NEXT: %[[KCOPY0:.+]] = nvgpu.device_async_copy %[[K]][%{{.+}}, %{{.+}}, %[[KEY0]], %[[COL0]]], %[[KT]][%[[KB0]], %[[DB0]], %[[RIN0]], %c0], 8 {bypassL1} : memref<?x?x?x32xbf16> to memref<4x4x8x8xbf16, 3>
-// CHECK: %[[VCOPY0:.+]] = nvgpu.device_async_copy %[[V]][{{.+}}], %[[VT]][{{.+}}], 8 {bypassL1} : memref<?x?x?x32x32xbf16> to memref<4x4x8x8xbf16, 3>
+// CHECK: %[[TID0:.+]] = gpu.thread_id x
+// CHECK-NEXT: %[[TILE0:.+]] = arith.divui %[[WALK0:.+]], %c32 : index
+// CHECK-NEXT: %[[KCH0:.+]] = memref.collapse_shape %[[KT]] {{\[}}[0, 1, 2], [3]] : memref<4x4x8x8xbf16, 3> into memref<128x8xbf16, 3>
+// CHECK-NEXT: %[[KCOPY0:.+]] = nvgpu.device_async_copy %[[K]][%{{.+}}, %{{.+}}, %[[TILE0]], %[[TID0]], %c0], %[[KCH0]][%[[TID0]], %c0], 8 {bypassL1} : memref<?x?x?x128x8xbf16> to memref<128x8xbf16, 3>
+// CHECK-NEXT: %[[VCH0:.+]] = memref.collapse_shape %[[VT]] {{\[}}[0, 1, 2], [3]] : memref<4x4x8x8xbf16, 3> into memref<128x8xbf16, 3>
+// CHECK-NEXT: %[[VCOPY0:.+]] = nvgpu.device_async_copy %[[V]][%{{.+}}, %{{.+}}, %[[TILE0]], %[[TID0]], %c0], %[[VCH0]][%[[TID0]], %c0], 8 {bypassL1} : memref<?x?x?x128x8xbf16> to memref<128x8xbf16, 3>
 // CHECK: %[[PW0:.+]] = arith.subi %{{.+}}, %c64 {txl.rel_shift_row} : index
 // CHECK: %[[PW032:.+]] = arith.index_cast %[[PW0]] : index to i32
 // CHECK-NEXT: %[[PROW32:.+]] = arith.index_cast %{{.+}} : index to i32
@@ -146,18 +143,12 @@
 // CHECK-NEXT: %[[VNEXT:.+]] = arith.select %[[NIS1]], %[[VT2]], %[[NEXT2]] : memref<4x4x8x8xbf16, 3>
 // The next tile's K and V (keys from j0 + 32, the copies as before the
 // walk) into the other buffers.
-// CHECK: %[[RIN:.+]] = arith.remui %{{.+}}, %c8 : index
-// CHECK-NEXT: %[[REST:.+]] = arith.divui %{{.+}}, %c8 : index
-// CHECK-NEXT: %[[DB:.+]] = arith.remui %[[REST]], %c4 : index
-// CHECK-NEXT: %[[KB:.+]] = arith.divui %[[REST]], %c4 : index
-// CHECK-NEXT: %[[KB8:.+]] = arith.muli %[[KB]], %c8 : index
-// CHECK-NEXT: %[[KIN:.+]] = arith.addi %[[KB8]], %[[RIN]] : index
-// CHECK-NEXT: %[[KEY:.+]] = arith.addi %[[NEXT]], %[[KIN]] : index
-// CHECK-NEXT: %[[COL:.+]] = arith.muli %[[DB]], %c8 : index
-// CHECK-NEXT: %[[KCOPY:.+]] = nvgpu.device_async_copy %[[K]][%{{.+}}, %{{.+}}, %[[KEY]], %[[COL]]], %[[KNEXT]][%[[KB]], %[[DB]], %[[RIN]], %c0], 8 {bypassL1} : memref<?x?x?x32xbf16> to memref<4x4x8x8xbf16, 3>
-// CHECK: %[[VKB:.+]] = arith.remui %[[REST]], %c4 : index
-// CHECK-NEXT: %[[VDB:.+]] = arith.divui %[[REST]], %c4 : index
-// CHECK: %[[VCOPY:.+]] = nvgpu.device_async_copy %[[V]][{{.+}}], %[[VNEXT]][%[[VDB]], %[[VKB]], %[[RIN]], %c0], 8 {bypassL1} : memref<?x?x?x32x32xbf16> to memref<4x4x8x8xbf16, 3>
+// CHECK: %[[TID:.+]] = gpu.thread_id x
+// CHECK-NEXT: %[[TILE:.+]] = arith.divui %[[NEXT]], %c32 : index
+// CHECK-NEXT: %[[KCH:.+]] = memref.collapse_shape %[[KNEXT]] {{\[}}[0, 1, 2], [3]] : memref<4x4x8x8xbf16, 3> into memref<128x8xbf16, 3>
+// CHECK-NEXT: %[[KCOPY:.+]] = nvgpu.device_async_copy %[[K]][%{{.+}}, %{{.+}}, %[[TILE]], %[[TID]], %c0], %[[KCH]][%[[TID]], %c0], 8 {bypassL1} : memref<?x?x?x128x8xbf16> to memref<128x8xbf16, 3>
+// CHECK-NEXT: %[[VCH:.+]] = memref.collapse_shape %[[VNEXT]] {{\[}}[0, 1, 2], [3]] : memref<4x4x8x8xbf16, 3> into memref<128x8xbf16, 3>
+// CHECK-NEXT: %[[VCOPY:.+]] = nvgpu.device_async_copy %[[V]][%{{.+}}, %{{.+}}, %[[TILE]], %[[TID]], %c0], %[[VCH]][%[[TID]], %c0], 8 {bypassL1} : memref<?x?x?x128x8xbf16> to memref<128x8xbf16, 3>
 // CHECK-NOT: arith.truncf
 // The next tile's r window, rows qlen - i0 - 64 + j0 + 32 + [0, 96) (rows
 // outside [0, klen) read row 0), at ring rows (j0 + 32 - jBegin + [0,
@@ -311,14 +302,17 @@
 // CHECK: gpu.return
 
 // The pack kernel: its workgroup's 32 keys of one (batch, head) of K (one
-// chunk of 8 columns of a row per work-item, rows from klen on zero),
-// of V (8 keys of one column per work-item, stored transposed into the
-// workgroup's tile of v_packed: [batch, head, tile, d, key]), and, for
+// chunk of 8 columns of a row per work-item, rows from klen on zero,
+// stored as chunk (key % 32 / 8 * 4 + d / 8) * 8 + key % 8 of the
+// workgroup's tile of k_packed: row key % 8 of core matrix [key % 32 / 8,
+// d / 8]), of V (8 keys of one column per work-item, stored transposed as
+// chunk (d / 8 * 4 + key % 32 / 8) * 8 + d % 8 of its tile of v_packed),
+// and, for
 // batch 0, of r; each chunk rounded by one vector truncation and stored
 // as 16 bytes.
 // CHECK: gpu.func @rel_attention_pack_bf16_d32(
 // CHECK-SAME: %[[PK:arg0]]: memref<?x?x?x32xf32, strided<[?, ?, ?, 1], offset: ?>>, %[[PV:arg1]]: memref<?x?x?x32xf32, strided<[?, ?, ?, 1], offset: ?>>, %[[PR:arg2]]: memref<?x?x32xf32, strided<[?, ?, 1], offset: ?>>
-// CHECK-SAME: %[[PKP:arg3]]: memref<?x?x?x32xbf16>, %[[PVP:arg4]]: memref<?x?x?x32x32xbf16>, %[[PRP:arg5]]: memref<?x?x32xbf16>)
+// CHECK-SAME: %[[PKP:arg3]]: memref<?x?x?x128x8xbf16>, %[[PVP:arg4]]: memref<?x?x?x128x8xbf16>, %[[PRP:arg5]]: memref<?x?x32xbf16>)
 // CHECK: %[[PKLEN:.+]] = memref.dim %[[PK]], %c0
 // CHECK: %[[PTILE:.+]] = gpu.block_id x
 // CHECK-NEXT: %[[PJ0:.+]] = arith.muli %[[PTILE]], %c32 : index
@@ -328,10 +322,10 @@
 // CHECK: memref.load %[[PK]][%[[PIN]],
 // CHECK: %[[KF:.+]] = vector.from_elements {{.+}} : vector<8xf32>
 // CHECK-NEXT: %[[KH:.+]] = arith.truncf %[[KF]] : vector<8xf32> to vector<8xbf16>
-// CHECK-NEXT: vector.store %[[KH]], %[[PKP]][%{{.+}}, %{{.+}}, %[[PROW]], %{{.+}}] {alignment = 16 : i64}
+// CHECK-NEXT: vector.store %[[KH]], %[[PKP]][%{{.+}}, %{{.+}}, %[[PTILE]], %{{.+}}, %c0] {alignment = 16 : i64}
 // CHECK-COUNT-8: memref.load %[[PV]]
 // CHECK: arith.truncf %{{.+}} : vector<8xf32> to vector<8xbf16>
-// CHECK-NEXT: vector.store %{{.+}}, %[[PVP]][%{{.+}}, %{{.+}}, %[[PTILE]], %{{.+}}, %{{.+}}] {alignment = 16 : i64} : memref<?x?x?x32x32xbf16>, vector<8xbf16>
+// CHECK-NEXT: vector.store %{{.+}}, %[[PVP]][%{{.+}}, %{{.+}}, %[[PTILE]], %{{.+}}, %c0] {alignment = 16 : i64} : memref<?x?x?x128x8xbf16>, vector<8xbf16>
 // CHECK: %[[FIRST:.+]] = arith.cmpi eq, %{{.+}}, %c0 : index
 // CHECK-NEXT: scf.if %[[FIRST]] {
 // CHECK-COUNT-8: memref.load %[[PR]]
@@ -340,7 +334,7 @@
 
 // precision=fp16 (--precision=fp16): the same kernel with f16 operands.
 // F16: gpu.launch_func @txl_kernels::@rel_attention_pack_f16_d32
-// F16-SAME: memref<?x?x?x32xf16>, %{{.+}} : memref<?x?x?x32x32xf16>, %{{.+}} : memref<?x?x32xf16>)
+// F16-SAME: memref<?x?x?x128x8xf16>, %{{.+}} : memref<?x?x?x128x8xf16>, %{{.+}} : memref<?x?x32xf16>)
 // F16: gpu.launch_func @txl_kernels::@rel_attention_f16_d32
 // F16: gpu.func @rel_attention_f16_d32(
 // F16-SAME: memref<4x4x8x8xf16, 3>, %{{.+}} : memref<4x4x8x8xf16, 3>, %{{.+}} : memref<128x40xf16, 3>, %{{.+}} : memref<4x4x8x8xf16, 3>, %{{.+}} : memref<4x4x8x8xf16, 3>)

@@ -175,7 +175,8 @@ def launch_pack(dev, name, block, heads, k, v, r, mma):
     as the host code does: grid (klenPad / 32, batch * n_head), klenPad
     klen rounded up to 32 and one tile more (the attention's walk copies
     the tile after its last one, unread). Returns the
-    descriptors of the packed k, v (transposed, tile-major) and r, a check that reads
+    descriptors of the packed k, v (each key tile the forward kernel's
+    core matrices) and r, a check that reads
     them back and returns what differs from numpy's rounding of the
     operands (None when every bit matches, padding zeros included), and a
     function that launches the kernel again on the same buffers."""
@@ -186,13 +187,19 @@ def launch_pack(dev, name, block, heads, k, v, r, mma):
     for x in (k, v):
         padded = np.zeros((klen_pad, batch, n_head, d_pad), np.float32)
         padded[:klen, :, :, :d_head] = x
+        # [key tile, key block, key, batch, n_head, d block, d]
+        blocks = padded.reshape(klen_pad // PACK_KEYS, PACK_KEYS // 8, 8,
+                                batch, n_head, d_pad // 8, 8)
         if x is k:
-            # [batch, n_head, klen_pad, d_pad]
-            packed = padded.transpose(1, 2, 0, 3)
+            # Each key tile's core matrices [4, d_pad / 8, 8, 8], K as B(d,
+            # j) ...
+            packed = blocks.transpose(3, 4, 0, 1, 5, 2, 6)
         else:
-            # [batch, n_head, klen_pad / 32, d_pad, 32]: V^T tile-major.
-            packed = padded.reshape(klen_pad // PACK_KEYS, PACK_KEYS, batch,
-                                    n_head, d_pad).transpose(2, 3, 0, 4, 1)
+            # ... and [d_pad / 8, 4, 8, 8], V as B(j, d).
+            packed = blocks.transpose(3, 4, 0, 5, 1, 6, 2)
+        # [batch, n_head, klen_pad / 32, 32 d_pad / 8, 8]: 16-byte chunks.
+        packed = packed.reshape(batch, n_head, klen_pad // PACK_KEYS,
+                                PACK_KEYS * d_pad // 8, 8)
         want.append(narrow_bits(np.ascontiguousarray(packed), mma))
     padded = np.zeros((klen_pad, n_head, d_pad), np.float32)
     padded[:klen, :, :d_head] = r
