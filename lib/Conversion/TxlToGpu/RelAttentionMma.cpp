@@ -579,8 +579,8 @@ private:
   /// same indices. Asynchronous (copyAsync).
   void stagePacked(Value j0, Value kTile, Value vTile);
   /// `steps` views of `packed`, step s's starting s * `rowsPerStep` rows
-  /// further along dimension `dim` (a static offset, as `packed`'s strides
-  /// from `dim` on are static), so that each step's constant stays out of
+  /// further along dimension `dim` (static, as are `packed`'s strides from
+  /// `dim` on: a static offset), so that each step's constant stays out of
   /// the work-item's index: the memref lowering gives the offset its own
   /// address step, which LLVM moves last and ptxas folds into the copy's
   /// immediate (`cp.async.cg.shared.global [..], [%rd + 2048]` at d_head
@@ -680,6 +680,7 @@ SmallVector<Value> MmaKernelBuilder::chunkViews(Value packed, int64_t dim,
                                                 int64_t steps,
                                                 int64_t rowsPerStep) {
   auto type = cast<MemRefType>(packed.getType());
+  assert(!type.isDynamicDim(dim) && "the stepped dimension is static");
   SmallVector<Value> views = {packed};
   for (int64_t s = 1; s < steps; ++s) {
     int64_t rows = s * rowsPerStep;
@@ -691,11 +692,7 @@ SmallVector<Value> MmaKernelBuilder::chunkViews(Value packed, int64_t dim,
           type.isDynamicDim(d)
               ? OpFoldResult(memref::DimOp::create(b, packed, d).getResult())
               : OpFoldResult(b.getIndexAttr(type.getDimSize(d))));
-    sizes[dim] =
-        type.isDynamicDim(dim)
-            ? OpFoldResult(
-                  sub(memref::DimOp::create(b, packed, dim), idx(rows)))
-            : OpFoldResult(b.getIndexAttr(type.getDimSize(dim) - rows));
+    sizes[dim] = b.getIndexAttr(type.getDimSize(dim) - rows);
     SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
     views.push_back(
         memref::SubViewOp::create(b, packed, offsets, sizes, strides));
