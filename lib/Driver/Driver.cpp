@@ -490,7 +490,8 @@ LogicalResult lowerGpuKernelsAndHost(const DriverOptions &options,
   if (failed(runStage(module, root, "bufferizing; a kernel per loop nest",
                       [&](OpPassManager &pm) {
                         buildGpuLinalgToKernelsPipeline(
-                            pm, options.precision, options.spreadReductions);
+                            pm, options.precision, options.spreadReductions,
+                            options.fuseLoops);
                       })))
     return failure();
   // CUDA: kernels with more than 48 KiB of workgroup tiles take them from

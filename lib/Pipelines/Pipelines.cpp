@@ -194,7 +194,8 @@ void mlir::txl::buildTxlToGpuPipeline(
 
 void mlir::txl::buildGpuLinalgToKernelsPipeline(OpPassManager &pm,
                                                 Precision products,
-                                                bool spreadReductions) {
+                                                bool spreadReductions,
+                                                bool fuseLoops) {
   addBufferization(pm);
   // Matrix products: cuBLAS / CLBlast calls on the device's queue.
   ConvertLinalgToBlasPassOptions blas;
@@ -207,6 +208,10 @@ void mlir::txl::buildGpuLinalgToKernelsPipeline(OpPassManager &pm,
   pm.nest<func::FuncOp>().addPass(createConvertLinalgToParallelLoopsPass());
   // The training functions' scf.forall (one work-item per part).
   pm.nest<func::FuncOp>().addPass(createForallToParallelLoopPass());
+  // Adjacent elementwise loops of one iteration space as one kernel (one
+  // launch fewer each; run-counts-opencl.test counts them).
+  if (fuseLoops)
+    pm.nest<func::FuncOp>().addPass(createFuseParallelLoopsPass());
   ParallelLoopsToGpuPassOptions loops;
   loops.spreadReductions = spreadReductions;
   pm.addPass(createParallelLoopsToGpuPass(loops));
@@ -352,8 +357,8 @@ void mlir::txl::registerTxlPipelines() {
       "GPU targets: bufferize, the products as txl_device_sgemm calls, and a "
       "kernel for every other loop nest",
       [](OpPassManager &pm, const TxlGpuPipelineOptions &options) {
-        buildGpuLinalgToKernelsPipeline(pm, options.precision,
-                                        options.spreadReductions);
+        buildGpuLinalgToKernelsPipeline(
+            pm, options.precision, options.spreadReductions, options.fuseLoops);
       });
   PassPipelineRegistration<TxlPtxPipelineOptions>(
       "txl-kernels-to-ptx-pipeline",

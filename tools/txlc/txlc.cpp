@@ -112,6 +112,15 @@ static cl::opt<bool> spreadReductions(
              "work-item per result element walks it, as before issue 51, "
              "for comparison)"),
     cl::init(true));
+static cl::opt<bool> fuseLoops(
+    cl::cat(txlcCategory), "gpu-fuse-loops",
+    cl::desc("GPU targets: merge adjacent elementwise loop nests of one "
+             "iteration space whose work-items see no other's writes (a "
+             "layer's key and value appended to their windows, the "
+             "backward's elementwise gradients) into one kernel, one launch "
+             "where there were several (default true; false: a kernel per "
+             "loop nest, for comparison)"),
+    cl::init(true));
 static cl::opt<bool> backward(
     cl::cat(txlcCategory), "backward",
     cl::desc("Generate the backward segment for training and --grad-segment "
@@ -259,6 +268,7 @@ int main(int argc, char **argv) {
   }
   options.attentionKeyParts = attentionKeyParts;
   options.spreadReductions = spreadReductions;
+  options.fuseLoops = fuseLoops;
   options.precision = precision;
   options.backward = backward;
   options.kvCache = kvCache;

@@ -79,6 +79,12 @@ struct TxlGpuPipelineOptions
       llvm::cl::desc("txl-gpu-linalg-to-kernels-pipeline: "
                      "txl-parallel-loops-to-gpu's spread-reductions"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> fuseLoops{
+      *this, "fuse-loops",
+      llvm::cl::desc("txl-gpu-linalg-to-kernels-pipeline: merge adjacent "
+                     "elementwise parallel loops of one iteration space "
+                     "into one kernel (txl-fuse-parallel-loops)"),
+      llvm::cl::init(true)};
 };
 
 /// Options of `txl-kernels-to-ptx-pipeline` (buildKernelsToPtxPipeline).
@@ -156,10 +162,15 @@ void buildTxlToGpuPipeline(
 /// txl_device_sgemm_bf16 or txl_device_sgemm_f16 (`--precision=bf16`,
 /// `--precision=fp16`); f32: txl_device_sgemm. `spreadReductions`:
 /// txl-parallel-loops-to-gpu's spread-reductions (txlc
-/// --gpu-spread-reductions).
+/// --gpu-spread-reductions). `fuseLoops`: before the kernels are made,
+/// txl-fuse-parallel-loops merges adjacent elementwise scf.parallel loops
+/// of one iteration space whose work-items see no other's writes (say a
+/// layer's key and value appended to their windows), so that they are one
+/// launch (txlc --gpu-fuse-loops).
 void buildGpuLinalgToKernelsPipeline(OpPassManager &pm,
                                      Precision products = Precision::F32,
-                                     bool spreadReductions = true);
+                                     bool spreadReductions = true,
+                                     bool fuseLoops = true);
 /// The GPU targets' host code, once @txl_kernels is a gpu.binary -> LLVM
 /// dialect: every host allocation through the generic allocation functions
 /// (device memory, txl/device.h), gpu-to-llvm, and the packed entry points.
