@@ -109,8 +109,8 @@ struct FuseParallelLoopsPass
     };
     // No work-item of the merged loop sees another's writes: every pair of
     // accesses of which one writes, one in each loop, either cannot
-    // overlap or reads the same buffer at the same indices (`a`'s induction
-    // variables taken as `b`'s).
+    // overlap or is to the same buffer at the same indices (the first
+    // loop's induction variables taken as the second's).
     auto independent = [&](ArrayRef<Access> first, ArrayRef<Access> second,
                            const IRMapping &ivs) {
       for (const Access &x : first)
