@@ -208,8 +208,8 @@ void mlir::txl::buildGpuLinalgToKernelsPipeline(OpPassManager &pm,
   pm.nest<func::FuncOp>().addPass(createConvertLinalgToParallelLoopsPass());
   // The training functions' scf.forall (one work-item per part).
   pm.nest<func::FuncOp>().addPass(createForallToParallelLoopPass());
-  // Adjacent elementwise loops of one iteration space as one kernel (one
-  // launch fewer each; run-counts-opencl.test counts them).
+  // Adjacent elementwise loops as one kernel (one launch fewer each;
+  // run-counts-opencl.test counts them).
   if (fuseLoops)
     pm.nest<func::FuncOp>().addPass(createFuseParallelLoopsPass());
   ParallelLoopsToGpuPassOptions loops;

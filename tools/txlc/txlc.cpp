@@ -114,10 +114,11 @@ static cl::opt<bool> spreadReductions(
     cl::init(true));
 static cl::opt<bool> fuseLoops(
     cl::cat(txlcCategory), "gpu-fuse-loops",
-    cl::desc("GPU targets: merge adjacent elementwise loop nests of one "
-             "iteration space whose work-items see no other's writes (a "
-             "layer's key and value appended to their windows, the "
-             "backward's elementwise gradients) into one kernel, one launch "
+    cl::desc("GPU targets: merge adjacent elementwise loop nests whose "
+             "work-items see no other's writes (a layer's key and value "
+             "appended to their windows, the backward's elementwise "
+             "gradients, the segment's hidden states copied to its outputs, "
+             "the optimizer's parameter updates) into one kernel, one launch "
              "where there were several (default true; false: a kernel per "
              "loop nest, for comparison)"),
     cl::init(true));

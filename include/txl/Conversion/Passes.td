@@ -1214,8 +1214,8 @@ def DeduplicateKernelsPass : Pass<"txl-deduplicate-kernels", "::mlir::ModuleOp">
 }
 
 def FuseParallelLoopsPass : Pass<"txl-fuse-parallel-loops", "::mlir::func::FuncOp"> {
-  let summary = "Merge adjacent elementwise scf.parallel loops of one "
-                "iteration space, so that they are one GPU kernel";
+  let summary = "Merge adjacent elementwise scf.parallel loops, so that "
+                "they are one GPU kernel";
   let description = [{
     The GPU targets launch one kernel per outermost `scf.parallel`
     (txl-parallel-loops-to-gpu), and each launch costs the host its issue
@@ -1234,15 +1234,35 @@ def FuseParallelLoopsPass : Pass<"txl-fuse-parallel-loops", "::mlir::func::FuncO
     * every pair of accesses, one in each loop and at least one a store,
       is to the same buffer at the same indices (so a work-item reads only
       what it wrote itself) or to buffers that cannot overlap (the alias
-      analysis, and views of distinct arguments of the function, which
-      One-Shot Bufferize gives buffers of their own);
-    * only ops without memory effects or regions lie between them.
+      analysis; views of distinct arguments of the function, which
+      One-Shot Bufferize gives buffers of their own; an argument and a
+      call's result, or two calls' results: upstream's ownership-based
+      deallocation, which txlc's bufferization runs, makes a callee return
+      a buffer the caller owns);
+    * only ops without memory effects or regions lie between them;
+    * the merged kernel takes at most `max-params` parameters (every
+      non-constant value the bodies use from above, and the bounds; a
+      memref as its descriptor's fields): SPIR-V allows a function 255,
+      and 255 of at most 8 bytes stay under CUDA's 4,352 bytes before PTX
+      ISA 8.1.
+
+    Loops whose spaces are not known to be equal (the same shape read
+    from two buffers' dims, or different shapes: the parameters of an
+    optimizer step) but have lower bounds 0 and steps 1 merge when they
+    touch no buffer in common that either writes (a work-item runs the two
+    bodies at different points): into one new one-dimensional loop over
+    the larger of their linearized spaces, each body under a guard
+    `linear < its size` with its induction variables the digits of the
+    linear index, innermost fastest (txl-parallel-loops-to-gpu's order).
+    It runs max(|a|, |b|) work-items where the two kernels ran |a| + |b|.
 
     Chains merge one pair at a time. With txlc's `--gpu-fuse-loops`
     (default) the GPU pipeline runs it before txl-parallel-loops-to-gpu:
-    ptb_small's eval makes 22 launches a segment where it made 25, a
-    training segment 239 where it made 256 and an optimizer update 28 where
-    it made 41 (run-counts-opencl.test).
+    ptb_small's eval makes 18 launches a segment where it made 25 (22 with
+    equal spaces only: each segment's hidden states copied to its outputs
+    are now one kernel), a training segment 217 where it made 256 (239)
+    and an optimizer update 8 where it made 41 (28)
+    (run-counts-opencl.test).
 
     Before:
     ```mlir
@@ -1268,6 +1288,12 @@ def FuseParallelLoopsPass : Pass<"txl-fuse-parallel-loops", "::mlir::func::FuncO
     }
     ```
   }];
+  let options = [
+    Option<"maxParams", "max-params", "int64_t", "255",
+           "The most parameters a merged kernel may take (SPIR-V's limit on "
+           "a function; merging all of ptb_small's optimizer step would "
+           "take 819)">,
+  ];
 }
 
 def ParallelLoopsToGpuPass : Pass<"txl-parallel-loops-to-gpu", "::mlir::ModuleOp"> {

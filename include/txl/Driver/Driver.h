@@ -83,8 +83,8 @@ struct DriverOptions {
   /// over a subgroup or a workgroup (txl-parallel-loops-to-gpu's
   /// spread-reductions); false: one work-item per result element.
   bool spreadReductions = true;
-  /// GPU targets: adjacent parallel loops of one iteration space fused into
-  /// one kernel (buildGpuLinalgToKernelsPipeline's fuseLoops).
+  /// GPU targets: adjacent elementwise parallel loops fused into one kernel
+  /// (buildGpuLinalgToKernelsPipeline's fuseLoops).
   bool fuseLoops = true;
   /// The products' operand type: f32; bf16 (bf16 operands, f32
   /// accumulation: on the GPU targets the attention kernel's and cuBLAS's

@@ -82,8 +82,8 @@ struct TxlGpuPipelineOptions
   PassOptions::Option<bool> fuseLoops{
       *this, "fuse-loops",
       llvm::cl::desc("txl-gpu-linalg-to-kernels-pipeline: merge adjacent "
-                     "elementwise parallel loops of one iteration space "
-                     "into one kernel (txl-fuse-parallel-loops)"),
+                     "elementwise parallel loops into one kernel "
+                     "(txl-fuse-parallel-loops)"),
       llvm::cl::init(true)};
 };
 
@@ -164,9 +164,9 @@ void buildTxlToGpuPipeline(
 /// txl-parallel-loops-to-gpu's spread-reductions (txlc
 /// --gpu-spread-reductions). `fuseLoops`: before the kernels are made,
 /// txl-fuse-parallel-loops merges adjacent elementwise scf.parallel loops
-/// of one iteration space whose work-items see no other's writes (say a
-/// layer's key and value appended to their windows), so that they are one
-/// launch (txlc --gpu-fuse-loops).
+/// whose work-items see no other's writes (say a layer's key and value
+/// appended to their windows, or the optimizer's parameter updates), so
+/// that they are one launch (txlc --gpu-fuse-loops).
 void buildGpuLinalgToKernelsPipeline(OpPassManager &pm,
                                      Precision products = Precision::F32,
                                      bool spreadReductions = true,

@@ -5,19 +5,25 @@
 // segment is bound by it). Adjacent elementwise loops of one iteration
 // space (a layer's key and value appended to their windows, the backward's
 // gradients of one shape) are merged here into one loop, so one kernel,
-// when no work-item of the merged loop can see another's writes.
+// when no work-item of the merged loop can see another's writes. Loops of
+// iteration spaces not known to be equal (the same shape read from two
+// buffers' dims: a segment's hidden states copied to its outputs) merge
+// into one loop over the larger of their linearized spaces, each body
+// under a guard, when they touch no buffer in common.
 //
 //===----------------------------------------------------------------------===//
 
 #include "txl/Conversion/Passes.h"
 
 #include "mlir/Analysis/AliasAnalysis.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
+#include "mlir/Transforms/RegionUtils.h"
 
 namespace mlir::txl {
 #define GEN_PASS_DEF_FUSEPARALLELLOOPSPASS
@@ -87,23 +93,125 @@ bool sameIterationSpace(scf::ParallelOp a, scf::ParallelOp b) {
          same(a.getStep(), b.getStep());
 }
 
+/// The parameters the kernel of `loops` merged would take, as
+/// txl-parallel-loops-to-gpu passes them: every value the bodies use from
+/// above but constants, and the bounds; a memref as its descriptor (two
+/// pointers, the offset, sizes and strides), anything else as one. Each is
+/// 8 bytes at most.
+int64_t kernelParams(ArrayRef<scf::ParallelOp> loops) {
+  llvm::SetVector<Value> above;
+  for (scf::ParallelOp loop : loops) {
+    getUsedValuesDefinedAbove(loop.getRegion(), above);
+    above.insert_range(loop.getLowerBound());
+    above.insert_range(loop.getUpperBound());
+    above.insert_range(loop.getStep());
+  }
+  int64_t params = 0;
+  for (Value v : above) {
+    if (matchPattern(v, m_Constant()))
+      continue;
+    auto memref = dyn_cast<MemRefType>(v.getType());
+    params += memref ? 3 + 2 * memref.getRank() : 1;
+  }
+  return params;
+}
+
+/// Lower bounds 0 and steps 1 (constants): the loop's space is the box
+/// [0, ub) and its linearized size the product of the upper bounds.
+bool isNormalized(scf::ParallelOp loop) {
+  return llvm::all_of(loop.getLowerBound(),
+                      [](Value v) { return isConstantIntValue(v, 0); }) &&
+         llvm::all_of(loop.getStep(),
+                      [](Value v) { return isConstantIntValue(v, 1); });
+}
+
+/// Merges the normalized loops `first` and `second` (in this order, no ops
+/// with effects between them) into one new one-dimensional loop at
+/// `second`'s place over [0, max(|first|, |second|)), |x| the product of
+/// x's upper bounds (each clamped at 0, as the launch does). Each body runs
+/// under `linear < |x|` with its induction variables the digits of the
+/// linear index, innermost fastest (txl-parallel-loops-to-gpu's order, so
+/// that consecutive work-items still touch consecutive elements). The
+/// merged loop runs max(|first|, |second|) work-items where the two
+/// kernels ran |first| + |second|. Returns the new loop.
+scf::ParallelOp mergeLinearized(scf::ParallelOp first, scf::ParallelOp second) {
+  Location loc = second.getLoc();
+  OpBuilder b(second);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  auto size = [&](scf::ParallelOp loop) {
+    Value total;
+    for (Value ub : loop.getUpperBound()) {
+      Value extent = b.createOrFold<arith::MaxSIOp>(loc, ub, zero);
+      total =
+          total ? b.createOrFold<arith::MulIOp>(loc, total, extent) : extent;
+    }
+    return total;
+  };
+  Value firstSize = size(first), secondSize = size(second);
+  Value total = b.createOrFold<arith::MaxSIOp>(loc, firstSize, secondSize);
+  auto merged = scf::ParallelOp::create(b, loc, ValueRange{zero},
+                                        ValueRange{total}, ValueRange{one});
+  Value linear = merged.getInductionVars().front();
+  OpBuilder body = OpBuilder::atBlockBegin(merged.getBody());
+  for (auto [loop, loopSize] :
+       {std::pair(first, firstSize), std::pair(second, secondSize)}) {
+    Value inside = arith::CmpIOp::create(body, loc, arith::CmpIPredicate::slt,
+                                         linear, loopSize);
+    auto guard = scf::IfOp::create(body, loc, inside, /*withElseRegion=*/false);
+    OpBuilder then = guard.getThenBodyBuilder();
+    IRMapping ivs;
+    Value rest = linear;
+    ValueRange ubs = loop.getUpperBound();
+    for (int64_t d = ubs.size() - 1; d > 0; --d) {
+      ivs.map(loop.getInductionVars()[d],
+              arith::RemUIOp::create(then, loc, rest, ubs[d]));
+      rest = arith::DivUIOp::create(then, loc, rest, ubs[d]);
+    }
+    ivs.map(loop.getInductionVars().front(), rest);
+    for (Operation &inner : loop.getBody()->without_terminator())
+      then.clone(inner, ivs);
+  }
+  first.erase();
+  second.erase();
+  return merged;
+}
+
 struct FuseParallelLoopsPass
     : public txl::impl::FuseParallelLoopsPassBase<FuseParallelLoopsPass> {
+  using Base::Base;
+
   void runOnOperation() override {
     AliasAnalysis &aliases = getAnalysis<AliasAnalysis>();
     func::FuncOp func = getOperation();
     // Two buffers may overlap unless the alias analysis says no or they
     // are views of distinct arguments of the function (One-Shot Bufferize
     // gives every tensor argument the function writes a buffer of its own;
-    // txlc's host functions are bufferized so).
+    // txlc's host functions are bufferized so), or of an argument and a
+    // result of a call of a function defined in the module, or of two such
+    // calls' results. Such a result is a buffer the caller owns and frees:
+    // upstream's ownership-based deallocation, which txlc's bufferization
+    // runs, makes a callee return a buffer of its own (or a clone), and
+    // drop-equivalent-buffer-results has already replaced a result that was
+    // an argument updated in place by that argument at the call.
+    auto isArg = [&](Value v) {
+      auto arg = dyn_cast<BlockArgument>(v);
+      return arg && arg.getOwner()->isEntryBlock() &&
+             arg.getOwner()->getParentOp() == func;
+    };
+    SymbolTableCollection symbols;
+    auto isCallResult = [&](Value v) {
+      auto call = v.getDefiningOp<func::CallOp>();
+      if (!call)
+        return false;
+      auto callee = symbols.lookupNearestSymbolFrom<func::FuncOp>(
+          call, call.getCalleeAttr());
+      return callee && !callee.isExternal();
+    };
     auto mayAlias = [&](Value x, Value y) {
       Value bx = viewBase(x), by = viewBase(y);
-      auto isArg = [&](Value v) {
-        auto arg = dyn_cast<BlockArgument>(v);
-        return arg && arg.getOwner()->isEntryBlock() &&
-               arg.getOwner()->getParentOp() == func;
-      };
-      if (bx != by && isArg(bx) && isArg(by))
+      if (bx != by && (isArg(bx) || isCallResult(bx)) &&
+          (isArg(by) || isCallResult(by)))
         return false;
       return !aliases.alias(x, y).isNo();
     };
@@ -131,6 +239,16 @@ struct FuseParallelLoopsPass
       return true;
     };
 
+    // Stricter, for bodies run at different points: no buffer that one
+    // loop writes may overlap any buffer of the other.
+    auto disjoint = [&](ArrayRef<Access> first, ArrayRef<Access> second) {
+      return llvm::all_of(first, [&](const Access &x) {
+        return llvm::all_of(second, [&](const Access &y) {
+          return (!x.write && !y.write) || !mayAlias(x.memref, y.memref);
+        });
+      });
+    };
+
     func.walk([&](Block *block) {
       scf::ParallelOp previous;
       std::optional<SmallVector<Access>> previousAccesses;
@@ -146,7 +264,9 @@ struct FuseParallelLoopsPass
         std::optional<SmallVector<Access>> accesses;
         if (loop.getNumResults() == 0)
           accesses = elementwiseAccesses(loop);
-        if (previous && accesses && sameIterationSpace(previous, loop)) {
+        bool fits =
+            previous && accesses && kernelParams({previous, loop}) <= maxParams;
+        if (fits && sameIterationSpace(previous, loop)) {
           IRMapping ivs;
           ivs.map(previous.getInductionVars(), loop.getInductionVars());
           if (independent(*previousAccesses, *accesses, ivs)) {
@@ -156,6 +276,13 @@ struct FuseParallelLoopsPass
             previous.erase();
             accesses = elementwiseAccesses(loop);
           }
+        } else if (fits && isNormalized(previous) && isNormalized(loop) &&
+                   disjoint(*previousAccesses, *accesses)) {
+          // Spaces that may differ: a work-item of the merged loop runs the
+          // two bodies at different points, so neither may touch a buffer
+          // that the other writes.
+          loop = mergeLinearized(previous, loop);
+          accesses = elementwiseAccesses(loop);
         }
         previous = accesses ? loop : nullptr;
         previousAccesses = std::move(accesses);

@@ -1,4 +1,7 @@
 // RUN: txl-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(txl-fuse-parallel-loops))' | FileCheck %s
+// With a merged kernel's parameters capped at 21 (the siblings' would take
+// 22: three 2-D memref descriptors of 7 fields and %n), nothing merges.
+// RUN: txl-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(txl-fuse-parallel-loops{max-params=21}))' | FileCheck %s --check-prefix=SMALL
 
 // A layer's key and value appended to their windows: two elementwise loops
 // of one iteration space over distinct buffers become one loop (one
@@ -10,6 +13,11 @@
 // CHECK: memref.store %{{.*}}, %[[VW]][%[[I]], %[[J]]]
 // CHECK-NOT: scf.parallel
 // CHECK: return
+// SMALL-LABEL: func.func @siblings(
+// SMALL: scf.parallel
+// SMALL: memref.store
+// SMALL: scf.parallel
+// SMALL: memref.store
 func.func @siblings(%qkv: memref<?x256xf32>, %kw: memref<?x128xf32>, %vw: memref<?x128xf32>, %n: index) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -177,7 +185,8 @@ func.func @reduction(%a: memref<64x64xf32>, %s: memref<64xf32>, %b: memref<64xf3
 // -----
 
 // Negative: an op with memory effects between the loops, and loops of
-// different bounds.
+// different bounds, the second reading what the first wrote (a work-item
+// of a merged loop would run them at different points).
 // CHECK-LABEL: func.func @apart(
 // CHECK: scf.parallel
 // CHECK: memref.store
@@ -199,7 +208,215 @@ func.func @apart(%a: memref<64xf32>, %b: memref<64xf32>, %c: memref<32xf32>) {
     scf.reduce
   }
   scf.parallel (%i) = (%c0) to (%m) step (%c1) {
-    memref.store %one, %c[%i] : memref<32xf32>
+    %x = memref.load %b[%i] : memref<64xf32>
+    memref.store %x, %c[%i] : memref<32xf32>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// A segment's hidden states (the layers' results) copied to its outputs:
+// spaces read from different buffers' dims, so not known to be equal, and
+// call results that cannot overlap the arguments: one loop over the larger
+// linearized space, each copy under its guard, its indices the digits of
+// the linear index (innermost fastest).
+// CHECK-LABEL: func.func @hidden_to_outputs(
+// CHECK-SAME: %[[X:[a-z0-9]+]]: memref<?x?x128xf32>, %[[O1:[a-z0-9]+]]: memref<?x?x128xf32>, %[[O2:[a-z0-9]+]]: memref<?x?x128xf32>
+// CHECK: %[[C128:.+]] = arith.constant 128 : index
+// CHECK: %[[H1:.+]] = call @layer(%[[X]])
+// CHECK: %[[H2:.+]] = call @layer(%[[H1]])
+// CHECK: %[[A0:.+]] = memref.dim %[[H1]], %{{.+}}
+// CHECK: %[[A1:.+]] = memref.dim %[[H1]], %{{.+}}
+// CHECK: memref.dim %[[H2]]
+// CHECK: memref.dim %[[H2]]
+// CHECK: %[[E0:.+]] = arith.maxsi %[[A0]], %{{.+}}
+// CHECK: %[[E1:.+]] = arith.maxsi %[[A1]], %{{.+}}
+// CHECK: %[[P:.+]] = arith.muli %[[E0]], %[[E1]]
+// CHECK: %[[SA:.+]] = arith.muli %[[P]], %{{.+}}
+// CHECK: %[[TOTAL:.+]] = arith.maxsi %[[SA]], %[[SB:.+]] : index
+// CHECK: scf.parallel (%[[L:.+]]) = (%{{.+}}) to (%[[TOTAL]]) step
+// CHECK: %[[IN1:.+]] = arith.cmpi slt, %[[L]], %[[SA]]
+// CHECK: scf.if %[[IN1]] {
+// CHECK: %[[K:.+]] = arith.remui %[[L]], %[[C128]]
+// CHECK: %[[R:.+]] = arith.divui %[[L]], %[[C128]]
+// CHECK: %[[J:.+]] = arith.remui %[[R]], %[[A1]]
+// CHECK: %[[I:.+]] = arith.divui %[[R]], %[[A1]]
+// CHECK: memref.load %[[H1]][%[[I]], %[[J]], %[[K]]]
+// CHECK: memref.store %{{.+}}, %[[O1]][%[[I]], %[[J]], %[[K]]]
+// CHECK: }
+// CHECK: %[[IN2:.+]] = arith.cmpi slt, %[[L]], %[[SB]]
+// CHECK: scf.if %[[IN2]] {
+// CHECK: memref.store %{{.+}}, %[[O2]]
+// CHECK-NOT: scf.parallel
+// CHECK: return
+func.func private @layer(%x: memref<?x?x128xf32>) -> memref<?x?x128xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = memref.dim %x, %c0 : memref<?x?x128xf32>
+  %b = memref.dim %x, %c1 : memref<?x?x128xf32>
+  %h = memref.alloc(%n, %b) : memref<?x?x128xf32>
+  return %h : memref<?x?x128xf32>
+}
+func.func @hidden_to_outputs(%x: memref<?x?x128xf32>, %o1: memref<?x?x128xf32>, %o2: memref<?x?x128xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c128 = arith.constant 128 : index
+  %h1 = call @layer(%x) : (memref<?x?x128xf32>) -> memref<?x?x128xf32>
+  %h2 = call @layer(%h1) : (memref<?x?x128xf32>) -> memref<?x?x128xf32>
+  %a0 = memref.dim %h1, %c0 : memref<?x?x128xf32>
+  %a1 = memref.dim %h1, %c1 : memref<?x?x128xf32>
+  scf.parallel (%i, %j, %k) = (%c0, %c0, %c0) to (%a0, %a1, %c128) step (%c1, %c1, %c1) {
+    %v = memref.load %h1[%i, %j, %k] : memref<?x?x128xf32>
+    memref.store %v, %o1[%i, %j, %k] : memref<?x?x128xf32>
+    scf.reduce
+  }
+  %b0 = memref.dim %h2, %c0 : memref<?x?x128xf32>
+  %b1 = memref.dim %h2, %c1 : memref<?x?x128xf32>
+  scf.parallel (%i, %j, %k) = (%c0, %c0, %c0) to (%b0, %b1, %c128) step (%c1, %c1, %c1) {
+    %v = memref.load %h2[%i, %j, %k] : memref<?x?x128xf32>
+    memref.store %v, %o2[%i, %j, %k] : memref<?x?x128xf32>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// An optimizer step's updates of parameters of different shapes (a
+// matrix and a vector, their moments): one loop of max(64 · 32, 32)
+// work-items, where the two kernels ran 64 · 32 + 32.
+// CHECK-LABEL: func.func @parameters(
+// CHECK: %[[C2048:.+]] = arith.constant 2048 : index
+// CHECK: %[[C32:.+]] = arith.constant 32 : index
+// CHECK: %[[TOTAL:.+]] = arith.constant 2048 : index
+// CHECK: scf.parallel (%[[L:.+]]) = (%{{.+}}) to (%[[TOTAL]]) step
+// CHECK: arith.cmpi slt, %[[L]], %[[C2048]]
+// CHECK: memref.store %{{.+}}, %{{.+}}[%{{.+}}, %{{.+}}] : memref<64x32xf32>
+// CHECK: arith.cmpi slt, %[[L]], %[[C32]]
+// CHECK: memref.store %{{.+}}, %{{.+}}[%[[L]]] : memref<32xf32>
+// CHECK-NOT: scf.parallel
+// CHECK: return
+func.func @parameters(%w: memref<64x32xf32>, %mw: memref<64x32xf32>, %b: memref<32xf32>, %mb: memref<32xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %c64 = arith.constant 64 : index
+  %lr = arith.constant 0.5 : f32
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c64, %c32) step (%c1, %c1) {
+    %m = memref.load %mw[%i, %j] : memref<64x32xf32>
+    %p = memref.load %w[%i, %j] : memref<64x32xf32>
+    %d = arith.mulf %m, %lr : f32
+    %q = arith.subf %p, %d : f32
+    memref.store %q, %w[%i, %j] : memref<64x32xf32>
+    scf.reduce
+  }
+  scf.parallel (%i) = (%c0) to (%c32) step (%c1) {
+    %m = memref.load %mb[%i] : memref<32xf32>
+    %p = memref.load %b[%i] : memref<32xf32>
+    %d = arith.mulf %m, %lr : f32
+    %q = arith.subf %p, %d : f32
+    memref.store %q, %b[%i] : memref<32xf32>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// Negative: spaces not known to be equal and a buffer in common (the
+// second loop reads, at its own point, what the first wrote): two loops.
+// CHECK-LABEL: func.func @unequal_spaces_shared_buffer(
+// CHECK: scf.parallel
+// CHECK: scf.parallel
+func.func @unequal_spaces_shared_buffer(%a: memref<?xf32>, %t: memref<?xf32>, %b: memref<?xf32>, %n: index, %m: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    %x = memref.load %a[%i] : memref<?xf32>
+    memref.store %x, %t[%i] : memref<?xf32>
+    scf.reduce
+  }
+  scf.parallel (%i) = (%c0) to (%m) step (%c1) {
+    %x = memref.load %t[%i] : memref<?xf32>
+    memref.store %x, %b[%i] : memref<?xf32>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// Negative: spaces not known to be equal whose lower bound is not 0 (not
+// a box from the origin, so not linearized): two loops.
+// CHECK-LABEL: func.func @offset_space(
+// CHECK: scf.parallel
+// CHECK: scf.parallel
+func.func @offset_space(%a: memref<?xf32>, %b: memref<?xf32>, %n: index, %m: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %one = arith.constant 1.0 : f32
+  scf.parallel (%i) = (%c4) to (%n) step (%c1) {
+    memref.store %one, %a[%i] : memref<?xf32>
+    scf.reduce
+  }
+  scf.parallel (%i) = (%c0) to (%m) step (%c1) {
+    memref.store %one, %b[%i] : memref<?xf32>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// Negative: a call's result and a view of it (one buffer), written by
+// both loops at different points: two loops.
+// CHECK-LABEL: func.func @one_call_result(
+// CHECK: scf.parallel
+// CHECK: scf.parallel
+func.func private @make(%n: index) -> memref<?xf32> {
+  %h = memref.alloc(%n) : memref<?xf32>
+  return %h : memref<?xf32>
+}
+func.func @one_call_result(%n: index, %m: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %one = arith.constant 1.0 : f32
+  %h = call @make(%n) : (index) -> memref<?xf32>
+  %v = memref.subview %h[1] [%m] [1] : memref<?xf32> to memref<?xf32, strided<[1], offset: 1>>
+  scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    memref.store %one, %h[%i] : memref<?xf32>
+    scf.reduce
+  }
+  scf.parallel (%i) = (%c0) to (%m) step (%c1) {
+    memref.store %one, %v[%i] : memref<?xf32, strided<[1], offset: 1>>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// Negative: the result of a call of an external function (not bufferized
+// with the module: it may return a view of an argument) against an
+// argument: two loops.
+// CHECK-LABEL: func.func @external_result(
+// CHECK: scf.parallel
+// CHECK: scf.parallel
+func.func private @external(memref<?xf32>) -> memref<?xf32>
+func.func @external_result(%a: memref<?xf32>, %n: index, %m: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %one = arith.constant 1.0 : f32
+  %h = call @external(%a) : (memref<?xf32>) -> memref<?xf32>
+  scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    memref.store %one, %a[%i] : memref<?xf32>
+    scf.reduce
+  }
+  scf.parallel (%i) = (%c0) to (%m) step (%c1) {
+    memref.store %one, %h[%i] : memref<?xf32>
     scf.reduce
   }
   return
