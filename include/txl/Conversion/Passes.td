@@ -1235,10 +1235,10 @@ def FuseParallelLoopsPass : Pass<"txl-fuse-parallel-loops", "::mlir::func::FuncO
       is to the same buffer at the same indices (so a work-item reads only
       what it wrote itself) or to buffers that cannot overlap (the alias
       analysis; views of distinct arguments of the function, which
-      One-Shot Bufferize gives buffers of their own; an argument and a
-      call's result, or two calls' results: upstream's ownership-based
-      deallocation, which txlc's bufferization runs, makes a callee return
-      a buffer the caller owns);
+      One-Shot Bufferize gives buffers of their own; an argument and the
+      result of a call of a function defined in the module, or two such
+      results: upstream's ownership-based deallocation, which txlc's
+      bufferization runs, makes a callee return a buffer the caller owns);
     * only ops without memory effects or regions lie between them;
     * the merged kernel takes at most `max-params` parameters (every
       non-constant value the bodies use from above, and the bounds; a
