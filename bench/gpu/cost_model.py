@@ -16,15 +16,18 @@ per head (AC, BD and P·V), the backward 2.5 times the forward.
 
 How it turns counts into time (per segment or update):
 
-  host   = (launches + products) x t_issue
-  device = (launches + products) x t_kernel + FLOPs / R_products
+  calls  = launches + products + device copies
+  host   = calls x t_issue
+  device = calls x t_kernel + FLOPs / R_products
            + product bytes / BW + work-items x bytes_per_item / BW
            + attention FLOPs / R_attention
   time   = max(host, device) + syncs x t_sync
 
 t_issue is what the host spends to enqueue one launch or product (the
 runtime's mgpu ABI, the driver, cuBLAS), t_kernel a small kernel's time on
-the device when the queue is full. Both are calibrated on the H200 run of
+the device when the queue is full; a device-to-device copy (the key/value
+cache's windows moving back to their buffers' fronts) is taken to cost
+what a launch does. Both are calibrated on the H200 run of
 2026-11-26 (bench/results/2026-11-26_h200/), whose build made the same
 kinds of calls:
 
@@ -78,8 +81,9 @@ DEVICES = {
 # work).
 ATTENTION_F32 = 4.7e12
 
-COUNT_FIELDS = ["launches", "library calls", "syncs", "work-items",
-                "product FLOPs", "product bytes", "uploads", "downloads"]
+COUNT_FIELDS = ["launches", "library calls", "device copies", "syncs",
+                "work-items", "product FLOPs", "product bytes", "uploads",
+                "downloads"]
 
 
 def parse_counts(text, what):
@@ -189,7 +193,7 @@ def predict(counts, dev, att_flops, cal, end, graphs=False):
     taken away (a CUDA graph per segment, issue 51 item 5, not built)."""
     fast = end == "low"
     c = cal["fast" if fast else "slow"]
-    calls = counts["launches"] + counts["library calls"]
+    calls = counts["launches"] + counts["library calls"] + counts["device copies"]
     host = calls * c["t_issue"]
     r_products = dev["f32"] * (0.8 if fast else 0.5)
     bytes_per_item = 8 if fast else 16
@@ -297,7 +301,8 @@ def main():
     print("# counted per steady segment / update (OpenCL here, TXL_PROFILE=counts):")
     for label, c, _, att in cases:
         print(f"#   {label}: {c['launches']:.0f} launches, {c['library calls']:.0f} "
-              f"products ({c['product FLOPs'] / 1e9:.2f} GFLOP, "
+              f"products, {c['device copies']:.0f} device copies "
+              f"({c['product FLOPs'] / 1e9:.2f} GFLOP, "
               f"{c['product bytes'] / 1e6:.1f} MB), {c['work-items'] / 1e6:.2f} M "
               f"work-items, {c['syncs']:.0f} syncs; attention {att / 1e9:.2f} GFLOP "
               f"(from the shapes)")

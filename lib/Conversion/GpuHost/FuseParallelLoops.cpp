@@ -2,14 +2,17 @@
 //
 // The GPU targets launch one kernel per outermost scf.parallel, and every
 // launch costs the host its issue time (bench/gpu/README.md: a small
-// segment is bound by it). Adjacent elementwise loops of one iteration
-// space (a layer's key and value appended to their windows, the backward's
+// segment is bound by it). Elementwise loops of one iteration space (a
+// layer's key and value appended to their windows, the backward's
 // gradients of one shape) are merged here into one loop, so one kernel,
 // when no work-item of the merged loop can see another's writes. Loops of
 // iteration spaces not known to be equal (the same shape read from two
 // buffers' dims: a segment's hidden states copied to its outputs) merge
 // into one loop over the larger of their linearized spaces, each body
-// under a guard, when they touch no buffer in common.
+// under a guard, when they touch no buffer in common. The two need not be
+// adjacent: the first moves down to the second, or the second up to the
+// first, past ops whose memory effects touch none of its buffers (a
+// reduction over other buffers, allocations).
 //
 //===----------------------------------------------------------------------===//
 
@@ -177,6 +180,112 @@ scf::ParallelOp mergeLinearized(scf::ParallelOp first, scf::ParallelOp second) {
   return merged;
 }
 
+/// Equal index values: the same SSA value or equal constants.
+bool sameIndex(OpFoldResult a, OpFoldResult b) {
+  std::optional<int64_t> ca = getConstantIntValue(a);
+  return a == b || (ca && ca == getConstantIntValue(b));
+}
+
+/// True when `x`'s indices [xo, xo + (xs - 1) · xt] in one dimension all
+/// come before `y`'s, which start at yo: both ranges static and ordered so,
+/// or x of unit stride ending where y starts (yo the value xo + xs: xs
+/// itself when xo is 0, or their sum; a subview's sizes are not negative).
+bool endsBefore(OpFoldResult xo, OpFoldResult xs, OpFoldResult xt,
+                OpFoldResult yo) {
+  std::optional<int64_t> o = getConstantIntValue(xo),
+                         n = getConstantIntValue(xs),
+                         t = getConstantIntValue(xt),
+                         first = getConstantIntValue(yo);
+  if (o && n && t && first && *t > 0)
+    return *n <= 0 || *o + (*n - 1) * *t < *first;
+  if (!t || *t != 1)
+    return false;
+  if (o == 0 && sameIndex(xs, yo))
+    return true;
+  auto start = dyn_cast_if_present<Value>(yo);
+  auto sum = start ? start.getDefiningOp<arith::AddIOp>() : arith::AddIOp();
+  return sum && ((sameIndex(sum.getLhs(), xo) && sameIndex(sum.getRhs(), xs)) ||
+                 (sameIndex(sum.getLhs(), xs) && sameIndex(sum.getRhs(), xo)));
+}
+
+/// Subviews of one buffer of the identity layout (so that distinct indices
+/// are distinct elements) that share no element: in some dimension one's
+/// indices all come before the other's (endsBefore): a layer's q, k and v
+/// gradients written into the columns of one qkv gradient, or a new
+/// memory's rows from the old memory and from the segment.
+bool disjointSubviews(memref::SubViewOp x, memref::SubViewOp y) {
+  auto source = dyn_cast<MemRefType>(x.getSource().getType());
+  if (x.getSource() != y.getSource() || !source ||
+      !source.getLayout().isIdentity())
+    return false;
+  for (auto [xo, xs, xt, yo, ys, yt] :
+       llvm::zip(x.getMixedOffsets(), x.getMixedSizes(), x.getMixedStrides(),
+                 y.getMixedOffsets(), y.getMixedSizes(), y.getMixedStrides()))
+    if (endsBefore(xo, xs, xt, yo) || endsBefore(yo, ys, yt, xo))
+      return true;
+  return false;
+}
+
+/// Ops scanned back from a loop for one to merge with (compile time).
+constexpr int64_t kMaxScannedOps = 256;
+
+/// Appends to `accesses` the buffers `root` (and the ops in its regions)
+/// reads and writes, as its memory effects say: an allocation's effect on
+/// its own result is none that an earlier loop can see, a free counts as a
+/// write. False when an effect is on no particular buffer or an op does not
+/// say its effects (a call, a kernel launch): the scan stops there.
+bool collectEffects(Operation *root, SmallVectorImpl<Access> &accesses) {
+  WalkResult walk = root->walk([&](Operation *op) {
+    if (op->hasTrait<OpTrait::HasRecursiveMemoryEffects>())
+      return WalkResult::advance();
+    auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+    if (!effects)
+      return WalkResult::interrupt();
+    SmallVector<MemoryEffects::EffectInstance> instances;
+    effects.getEffects(instances);
+    for (const MemoryEffects::EffectInstance &effect : instances) {
+      if (isa<MemoryEffects::Allocate>(effect.getEffect()))
+        continue;
+      Value value = effect.getValue();
+      if (!value || !isa<BaseMemRefType>(value.getType()))
+        return WalkResult::interrupt();
+      accesses.push_back(
+          {value, {}, !isa<MemoryEffects::Read>(effect.getEffect())});
+    }
+    return WalkResult::advance();
+  });
+  return !walk.wasInterrupted();
+}
+
+/// The ops between `target` and `loop` (same block, `target` first) that
+/// define values `loop` uses, in program order, when each is an
+/// allocation or a pure op without regions whose own operands are defined
+/// before `target` or by such ops: moved before `target`, they let `loop`
+/// move up to it. Nothing when some value cannot be hoisted so.
+std::optional<SmallVector<Operation *>> hoistedDefs(scf::ParallelOp loop,
+                                                    Operation *target) {
+  llvm::SetVector<Operation *> defs;
+  SmallVector<Value> worklist(loop->getOperands());
+  llvm::SetVector<Value> above;
+  getUsedValuesDefinedAbove(loop.getRegion(), above);
+  worklist.append(above.begin(), above.end());
+  while (!worklist.empty()) {
+    Operation *def = worklist.pop_back_val().getDefiningOp();
+    if (!def || def->getBlock() != target->getBlock() ||
+        def->isBeforeInBlock(target) || defs.contains(def))
+      continue;
+    bool allocation = isa<memref::AllocOp, memref::AllocaOp>(def);
+    if (def->getNumRegions() || (!allocation && !isMemoryEffectFree(def)))
+      return std::nullopt;
+    defs.insert(def);
+    worklist.append(def->operand_begin(), def->operand_end());
+  }
+  SmallVector<Operation *> ordered = defs.takeVector();
+  llvm::sort(ordered,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  return ordered;
+}
+
 struct FuseParallelLoopsPass
     : public txl::impl::FuseParallelLoopsPassBase<FuseParallelLoopsPass> {
   using Base::Base;
@@ -209,6 +318,10 @@ struct FuseParallelLoopsPass
       return callee && !callee.isExternal();
     };
     auto mayAlias = [&](Value x, Value y) {
+      auto sx = x.getDefiningOp<memref::SubViewOp>();
+      auto sy = y.getDefiningOp<memref::SubViewOp>();
+      if (sx && sy && disjointSubviews(sx, sy))
+        return false;
       Value bx = viewBase(x), by = viewBase(y);
       if (bx != by && (isArg(bx) || isCallResult(bx)) &&
           (isArg(by) || isCallResult(by)))
@@ -249,43 +362,73 @@ struct FuseParallelLoopsPass
       });
     };
 
+    // A loop moves past the ops between it and the loop it merges with
+    // when no buffer that one of them writes may overlap a buffer that the
+    // other accesses.
+    auto commute = [&](ArrayRef<Access> loop, ArrayRef<Access> others) {
+      return disjoint(loop, others);
+    };
+
+    // The loops of each block in order; one merged into a later one is
+    // erased, and the merged loop takes the later one's place.
     func.walk([&](Block *block) {
-      scf::ParallelOp previous;
-      std::optional<SmallVector<Access>> previousAccesses;
-      for (Operation &op : llvm::make_early_inc_range(*block)) {
-        auto loop = dyn_cast<scf::ParallelOp>(&op);
-        if (!loop) {
-          // The first loop's body moves down to the second's: only ops
-          // without effects may lie between them.
-          if (op.getNumRegions() || !isMemoryEffectFree(&op))
-            previous = nullptr;
+      SmallVector<scf::ParallelOp> loops;
+      for (Operation &op : *block)
+        if (auto loop = dyn_cast<scf::ParallelOp>(&op))
+          loops.push_back(loop);
+      for (scf::ParallelOp &loop : loops) {
+        if (loop.getNumResults())
           continue;
-        }
-        std::optional<SmallVector<Access>> accesses;
-        if (loop.getNumResults() == 0)
-          accesses = elementwiseAccesses(loop);
-        bool fits =
-            previous && accesses && kernelParams({previous, loop}) <= maxParams;
-        if (fits && sameIterationSpace(previous, loop)) {
-          IRMapping ivs;
-          ivs.map(previous.getInductionVars(), loop.getInductionVars());
-          if (independent(*previousAccesses, *accesses, ivs)) {
-            OpBuilder builder = OpBuilder::atBlockBegin(loop.getBody());
-            for (Operation &inner : previous.getBody()->without_terminator())
-              builder.clone(inner, ivs);
-            previous.erase();
-            accesses = elementwiseAccesses(loop);
+        std::optional<SmallVector<Access>> accesses = elementwiseAccesses(loop);
+        if (!accesses)
+          continue;
+        // Back from the loop: the nearest earlier elementwise loop that
+        // merges with it, either sunk to it past the ops between (`between`:
+        // their accesses) or with it hoisted up to that loop (and the
+        // allocations and pure ops it uses from between, hoistedDefs).
+        SmallVector<Access> between;
+        int64_t scanned = 0;
+        for (Operation *op = loop->getPrevNode();
+             op && scanned < kMaxScannedOps;
+             op = op->getPrevNode(), ++scanned) {
+          auto previous = dyn_cast<scf::ParallelOp>(op);
+          std::optional<SmallVector<Access>> previousAccesses;
+          if (previous && !previous.getNumResults())
+            previousAccesses = elementwiseAccesses(previous);
+          if (previousAccesses && kernelParams({previous, loop}) <= maxParams) {
+            bool same = sameIterationSpace(previous, loop);
+            IRMapping ivs;
+            ivs.map(previous.getInductionVars(), loop.getInductionVars());
+            bool mergeable =
+                same ? independent(*previousAccesses, *accesses, ivs)
+                     : isNormalized(previous) && isNormalized(loop) &&
+                           disjoint(*previousAccesses, *accesses);
+            std::optional<SmallVector<Operation *>> defs;
+            bool sink = mergeable && commute(*previousAccesses, between);
+            if (mergeable && !sink && commute(*accesses, between))
+              defs = hoistedDefs(loop, previous);
+            if (sink || defs) {
+              if (!sink) {
+                for (Operation *def : *defs)
+                  def->moveBefore(previous);
+                loop->moveAfter(previous);
+              }
+              if (same) {
+                OpBuilder builder = OpBuilder::atBlockBegin(loop.getBody());
+                for (Operation &inner :
+                     previous.getBody()->without_terminator())
+                  builder.clone(inner, ivs);
+              } else {
+                loop = mergeLinearized(previous, loop);
+              }
+              if (same)
+                previous.erase();
+              break;
+            }
           }
-        } else if (fits && isNormalized(previous) && isNormalized(loop) &&
-                   disjoint(*previousAccesses, *accesses)) {
-          // Spaces that may differ: a work-item of the merged loop runs the
-          // two bodies at different points, so neither may touch a buffer
-          // that the other writes.
-          loop = mergeLinearized(previous, loop);
-          accesses = elementwiseAccesses(loop);
+          if (!collectEffects(op, between))
+            break;
         }
-        previous = accesses ? loop : nullptr;
-        previousAccesses = std::move(accesses);
       }
     });
   }

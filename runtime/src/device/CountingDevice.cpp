@@ -100,6 +100,14 @@ public:
     ++counters_.deviceCopies;
     inner().copyOnDevice(dst, dstOffsetBytes, src, srcOffsetBytes, bytes);
   }
+  /// One operation: one device copy.
+  void copyStridedOnDevice(void *buffer, size_t dstOffsetBytes,
+                           size_t srcOffsetBytes, size_t bytes,
+                           size_t pitchBytes, size_t count) override {
+    ++counters_.deviceCopies;
+    inner().copyStridedOnDevice(buffer, dstOffsetBytes, srcOffsetBytes, bytes,
+                                pitchBytes, count);
+  }
   void launch(Kernel &kernel, const size_t grid[3], const size_t block[3],
               size_t sharedBytes, void **params, size_t paramCount) override {
     ++counters_.launches;

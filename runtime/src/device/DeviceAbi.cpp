@@ -665,6 +665,13 @@ public:
     if (!dryRun)
       device().copyOnDevice(dst, dstOffsetBytes, src, srcOffsetBytes, bytes);
   }
+  void copyStridedOnDevice(void *buffer, size_t dstOffsetBytes,
+                           size_t srcOffsetBytes, size_t bytes,
+                           size_t pitchBytes, size_t count) override {
+    if (!dryRun)
+      device().copyStridedOnDevice(buffer, dstOffsetBytes, srcOffsetBytes,
+                                   bytes, pitchBytes, count);
+  }
   void fill32(void *buffer, size_t offsetBytes, uint32_t value,
               size_t count) override {
     if (!dryRun)

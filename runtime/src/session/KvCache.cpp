@@ -3,7 +3,7 @@
 // runtime.h, "The key/value cache": eval-mode segments keep each layer's
 // keys and values of the memory rows (and r_head_k for the run's klen), so
 // that a segment projects only its own rows (txl_segment_kv). The cache is
-// held by batch slice in RowWindows of the session's device (KvCache.h),
+// held by batch slice in a RowWindows of the session's device (KvCache.h),
 // r_head_k in DeviceArrays, and describes the memory
 // until a run that does not go through it (training, a backward, another
 // thread count), which drops it.
@@ -35,7 +35,8 @@ void txl::rt::syncMemory(txl_session &session) {
       for (int64_t r = 0; r < mlen; ++r)
         device.copyOnDevice(session.mems[l].buffer(),
                             size_t(r * session.batch + slice.first) * rowBytes,
-                            slice.mems[l].data(), slice.mems[l].offsetBytes(r),
+                            slice.windows.data(),
+                            slice.windows.offsetBytes(slice.mem(int64_t(l)), r),
                             size_t(slice.count) * rowBytes);
     session.mems[l].invalidate();
   }
@@ -137,17 +138,11 @@ void txl::rt::runSegmentKv(txl_session &session, const int64_t *data,
   std::vector<int64_t> first = sliceBounds(session, batch);
   const int slices = int(first.size()) - 1;
   if (session.kvSlices.empty()) { // the empty memory after a reset
-    session.kvSlices.resize(size_t(slices));
-    for (int s = 0; s < slices; ++s) {
-      auto &slice = session.kvSlices[s];
-      slice.first = first[s];
-      slice.count = first[s + 1] - first[s];
-      for (int64_t l = 0; l < layers; ++l)
-        slice.mems.emplace_back(*session.device, slice.count * dModel);
-      for (auto *list : {&slice.k, &slice.v})
-        for (int64_t l = 0; l < info.n_layer; ++l)
-          list->emplace_back(*session.device, slice.count * hd);
-    }
+    session.kvSlices.reserve(size_t(slices));
+    for (int s = 0; s < slices; ++s)
+      session.kvSlices.emplace_back(*session.device, first[s],
+                                    first[s + 1] - first[s], layers, dModel,
+                                    info.n_layer, hd);
   }
   updateRHeadK(session, mlen + qlen, options.clamp_len,
                slices > 1 ? 1 : session.threads);
@@ -189,20 +184,21 @@ void txl::rt::runSegmentKv(txl_session &session, const int64_t *data,
                    outArg.buffer(),
                    {},
                    {}};
-    // The windows as the call takes them, released once it is enqueued.
+    // The windows as the call takes them (after reserve(), which may move
+    // them), released once it is enqueued: each memory's room for the
+    // segment's rows, each layer's key and value window with those rows.
+    RowWindows &windows = slice.windows;
+    windows.reserve(qlen, capacity);
     std::vector<BufferView> views;
-    views.reserve(slice.mems.size() + 2 * size_t(info.n_layer));
-    for (RowWindow &mem : slice.mems)
+    views.reserve(windows.states());
+    for (int64_t l = 0; l < layers; ++l)
       call.newMems.push_back(
-          views.emplace_back(mem.reserve(qlen, capacity)).handle());
+          views.emplace_back(windows.addedRows(slice.mem(l), qlen)).handle());
     for (int64_t l = 0; l < info.n_layer; ++l) {
-      for (auto [state, windows] : {std::pair(&slice.k[l], &call.kWindows),
-                                    std::pair(&slice.v[l], &call.vWindows)}) {
-        state->reserve(qlen, capacity);
-        // After reserve(), which may move the window: the window and the
-        // segment's rows after it.
-        windows->push_back(views.emplace_back(state->window(qlen)).handle());
-      }
+      call.kWindows.push_back(
+          views.emplace_back(windows.window(slice.key(l), qlen)).handle());
+      call.vWindows.push_back(
+          views.emplace_back(windows.window(slice.value(l), qlen)).handle());
       call.rHeadK.push_back(session.rHeadK[l].buffer());
     }
     callEntry(session, entry, options, qlen, newMlen, call);
@@ -211,9 +207,7 @@ void txl::rt::runSegmentKv(txl_session &session, const int64_t *data,
       outArg.finishLater();
     else
       outArg.finish();
-    for (auto *list : {&slice.mems, &slice.k, &slice.v})
-      for (RowWindow &state : *list)
-        state.append(qlen, newMlen);
+    windows.append(qlen, newMlen);
     if (slices > 1)
       for (int64_t r = 0; r < qlen; ++r)
         std::copy_n(sliceOut.data() + r * nb * width, nb * width,
@@ -262,7 +256,7 @@ extern "C" txl_status_t txl_kv_cache_floats(const txl_model_info_t *info,
       fail(TXL_INVALID_ARGUMENT,
            "txl_kv_cache_floats: mem_len {} and batch {} must not be negative",
            mem_len, batch);
-    // RowWindow buffers of 2·mem_len rows (runSegmentKv's capacity).
+    // RowWindows regions of 2·mem_len rows (runSegmentKv's capacity).
     int64_t floats = 1;
     for (int64_t factor : {int64_t(4), int64_t(info->n_layer), mem_len, batch,
                            int64_t(info->n_head), int64_t(info->d_head)})

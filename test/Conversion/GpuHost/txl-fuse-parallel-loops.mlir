@@ -184,9 +184,10 @@ func.func @reduction(%a: memref<64x64xf32>, %s: memref<64xf32>, %b: memref<64xf3
 
 // -----
 
-// Negative: an op with memory effects between the loops, and loops of
-// different bounds, the second reading what the first wrote (a work-item
-// of a merged loop would run them at different points).
+// Negative: an op between the loops that writes a buffer both loops
+// touch (neither may move past it), and loops of different bounds, the
+// second reading what the first wrote (a work-item of a merged loop would
+// run them at different points).
 // CHECK-LABEL: func.func @apart(
 // CHECK: scf.parallel
 // CHECK: memref.store
@@ -202,14 +203,365 @@ func.func @apart(%a: memref<64xf32>, %b: memref<64xf32>, %c: memref<32xf32>) {
     memref.store %one, %a[%i] : memref<64xf32>
     scf.reduce
   }
-  memref.store %one, %c[%c0] : memref<32xf32>
+  memref.store %one, %a[%c0] : memref<64xf32>
   scf.parallel (%i) = (%c0) to (%n) step (%c1) {
-    memref.store %one, %b[%i] : memref<64xf32>
+    %x = memref.load %a[%i] : memref<64xf32>
+    memref.store %x, %b[%i] : memref<64xf32>
     scf.reduce
   }
   scf.parallel (%i) = (%c0) to (%m) step (%c1) {
     %x = memref.load %b[%i] : memref<64xf32>
     memref.store %x, %c[%i] : memref<32xf32>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// A layer norm's backward as bufferized: a zero fill, then copies of it
+// into two accumulators, each followed by its reduction, with allocations
+// between. The first copy merges with the fill across the allocation; the
+// second moves up past the first reduction, which touches neither of its
+// buffers, with its allocation: one loop of the fill and both copies,
+// then the two reductions.
+// CHECK-LABEL: func.func @fill_copies_reductions(
+// CHECK: %[[Z:.+]] = memref.alloc
+// CHECK: %[[S1:.+]] = memref.alloc
+// CHECK: %[[S2:.+]] = memref.alloc
+// CHECK: scf.parallel
+// CHECK: memref.store %{{.*}}, %[[Z]]
+// CHECK: memref.store %{{.*}}, %[[S1]]
+// CHECK: memref.store %{{.*}}, %[[S2]]
+// CHECK: scf.reduce
+// CHECK: scf.parallel
+// CHECK: scf.for
+// CHECK: memref.store %{{.*}}, %[[S1]]
+// CHECK: scf.parallel
+// CHECK: scf.for
+// CHECK: memref.store %{{.*}}, %[[S2]]
+// CHECK-NOT: scf.parallel
+// CHECK: return
+func.func @fill_copies_reductions(%x: memref<?x128xf32>, %n: index) -> (memref<?xf32>, memref<?xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c128 = arith.constant 128 : index
+  %zero = arith.constant 0.0 : f32
+  %z = memref.alloc(%n) : memref<?xf32>
+  scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    memref.store %zero, %z[%i] : memref<?xf32>
+    scf.reduce
+  }
+  %s1 = memref.alloc(%n) : memref<?xf32>
+  scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    %v = memref.load %z[%i] : memref<?xf32>
+    memref.store %v, %s1[%i] : memref<?xf32>
+    scf.reduce
+  }
+  scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    scf.for %k = %c0 to %c128 step %c1 {
+      %v = memref.load %x[%i, %k] : memref<?x128xf32>
+      %acc = memref.load %s1[%i] : memref<?xf32>
+      %sum = arith.addf %acc, %v : f32
+      memref.store %sum, %s1[%i] : memref<?xf32>
+    }
+    scf.reduce
+  }
+  %s2 = memref.alloc(%n) : memref<?xf32>
+  scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    %v = memref.load %z[%i] : memref<?xf32>
+    memref.store %v, %s2[%i] : memref<?xf32>
+    scf.reduce
+  }
+  scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    scf.for %k = %c0 to %c128 step %c1 {
+      %v = memref.load %x[%i, %k] : memref<?x128xf32>
+      %acc = memref.load %s2[%i] : memref<?xf32>
+      %sq = arith.mulf %v, %v : f32
+      %sum = arith.addf %acc, %sq : f32
+      memref.store %sum, %s2[%i] : memref<?xf32>
+    }
+    scf.reduce
+  }
+  memref.dealloc %z : memref<?xf32>
+  return %s1, %s2 : memref<?xf32>, memref<?xf32>
+}
+
+// -----
+
+// An elementwise loop sinks past a reduction that touches none of its
+// buffers to merge with the loop after it (which reads what the reduction
+// wrote, so it cannot move up instead).
+// CHECK-LABEL: func.func @sink_past_reduction(
+// CHECK-SAME: %[[A:[a-z0-9]+]]: memref<64xf32>, %[[X:[a-z0-9]+]]: memref<64x64xf32>, %[[S:[a-z0-9]+]]: memref<64xf32>, %[[B:[a-z0-9]+]]: memref<64xf32>
+// CHECK: scf.parallel
+// CHECK: scf.for
+// CHECK: scf.parallel
+// CHECK: memref.store %{{.*}}, %[[A]]
+// CHECK: memref.load %[[S]]
+// CHECK: memref.store %{{.*}}, %[[B]]
+// CHECK-NOT: scf.parallel
+// CHECK: return
+func.func @sink_past_reduction(%a: memref<64xf32>, %x: memref<64x64xf32>, %s: memref<64xf32>, %b: memref<64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = arith.constant 64 : index
+  %one = arith.constant 1.0 : f32
+  scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    memref.store %one, %a[%i] : memref<64xf32>
+    scf.reduce
+  }
+  scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    scf.for %k = %c0 to %n step %c1 {
+      %v = memref.load %x[%i, %k] : memref<64x64xf32>
+      %acc = memref.load %s[%i] : memref<64xf32>
+      %sum = arith.addf %acc, %v : f32
+      memref.store %sum, %s[%i] : memref<64xf32>
+    }
+    scf.reduce
+  }
+  scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    %v = memref.load %s[%i] : memref<64xf32>
+    memref.store %v, %b[%i] : memref<64xf32>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// Negative: the reduction between reads what the first loop writes (it
+// cannot sink past it) and writes what the second reads (it cannot move
+// up past it): three loops.
+// CHECK-LABEL: func.func @reduction_between(
+// CHECK: scf.parallel
+// CHECK: scf.parallel
+// CHECK: scf.for
+// CHECK: scf.parallel
+func.func @reduction_between(%a: memref<64xf32>, %x: memref<64x64xf32>, %s: memref<64xf32>, %b: memref<64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = arith.constant 64 : index
+  %one = arith.constant 1.0 : f32
+  scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    memref.store %one, %a[%i] : memref<64xf32>
+    scf.reduce
+  }
+  scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    scf.for %k = %c0 to %n step %c1 {
+      %v = memref.load %x[%i, %k] : memref<64x64xf32>
+      %w = memref.load %a[%k] : memref<64xf32>
+      %p = arith.mulf %v, %w : f32
+      %acc = memref.load %s[%i] : memref<64xf32>
+      %sum = arith.addf %acc, %p : f32
+      memref.store %sum, %s[%i] : memref<64xf32>
+    }
+    scf.reduce
+  }
+  scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    %v = memref.load %s[%i] : memref<64xf32>
+    memref.store %v, %b[%i] : memref<64xf32>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// Negative: a call between the loops (its effects unknown) and, before
+// a second pair, a value the later loop uses computed between them by a
+// load (an op with effects, which does not move up): four loops.
+// CHECK-LABEL: func.func @call_and_load_between(
+// CHECK: scf.parallel
+// CHECK: call @opaque
+// CHECK: scf.parallel
+// CHECK: memref.load
+// CHECK: scf.parallel
+// CHECK: scf.parallel
+// CHECK: return
+func.func private @opaque()
+func.func @call_and_load_between(%a: memref<64xf32>, %b: memref<64xf32>, %x: memref<64x64xf32>, %s: memref<64xf32>, %size: memref<index>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = arith.constant 64 : index
+  %one = arith.constant 1.0 : f32
+  scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    memref.store %one, %a[%i] : memref<64xf32>
+    scf.reduce
+  }
+  func.call @opaque() : () -> ()
+  scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    memref.store %one, %b[%i] : memref<64xf32>
+    scf.reduce
+  }
+  %m = memref.load %size[] : memref<index>
+  scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    scf.for %k = %c0 to %n step %c1 {
+      %v = memref.load %x[%i, %k] : memref<64x64xf32>
+      %w = memref.load %b[%k] : memref<64xf32>
+      %p = arith.mulf %v, %w : f32
+      memref.store %p, %s[%i] : memref<64xf32>
+    }
+    scf.reduce
+  }
+  scf.parallel (%i) = (%c0) to (%m) step (%c1) {
+    %v = memref.load %s[%i] : memref<64xf32>
+    memref.store %v, %a[%i] : memref<64xf32>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// A layer's q, k and v gradients copied into the column blocks of one qkv
+// gradient ([0, 128), [128, 256) and [256, 384): static, disjoint): views
+// of one buffer that share no element, so the copies merge over the
+// largest linearized space.
+// CHECK-LABEL: func.func @disjoint_columns(
+// CHECK: scf.parallel (%{{.*}}) = (%c0{{.*}}) to (%{{.*}}) step (%c1{{.*}})
+// CHECK-COUNT-3: scf.if
+// CHECK-NOT: scf.parallel
+// CHECK: return
+func.func @disjoint_columns(%q: memref<?x128xf32>, %k: memref<?x128xf32>, %v: memref<?x128xf32>, %qkv: memref<?x384xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c128 = arith.constant 128 : index
+  %dq = memref.subview %qkv[0, 0] [%n, 128] [1, 1] : memref<?x384xf32> to memref<?x128xf32, strided<[384, 1]>>
+  %dk = memref.subview %qkv[0, 128] [%n, 128] [1, 1] : memref<?x384xf32> to memref<?x128xf32, strided<[384, 1], offset: 128>>
+  %dv = memref.subview %qkv[0, 256] [%n, 128] [1, 1] : memref<?x384xf32> to memref<?x128xf32, strided<[384, 1], offset: 256>>
+  %nq = memref.dim %q, %c0 : memref<?x128xf32>
+  scf.parallel (%i, %j) = (%c0, %c0) to (%nq, %c128) step (%c1, %c1) {
+    %x = memref.load %q[%i, %j] : memref<?x128xf32>
+    memref.store %x, %dq[%i, %j] : memref<?x128xf32, strided<[384, 1]>>
+    scf.reduce
+  }
+  %nk = memref.dim %k, %c0 : memref<?x128xf32>
+  scf.parallel (%i, %j) = (%c0, %c0) to (%nk, %c128) step (%c1, %c1) {
+    %x = memref.load %k[%i, %j] : memref<?x128xf32>
+    memref.store %x, %dk[%i, %j] : memref<?x128xf32, strided<[384, 1], offset: 128>>
+    scf.reduce
+  }
+  %nv = memref.dim %v, %c0 : memref<?x128xf32>
+  scf.parallel (%i, %j) = (%c0, %c0) to (%nv, %c128) step (%c1, %c1) {
+    %x = memref.load %v[%i, %j] : memref<?x128xf32>
+    memref.store %x, %dv[%i, %j] : memref<?x128xf32, strided<[384, 1], offset: 256>>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// A new memory's rows from the old memory and from the segment: rows
+// [0, %m) and [%m, %m + %l) of one buffer, disjoint because the second
+// view starts where the first ends (its offset the first's size): one
+// loop.
+// CHECK-LABEL: func.func @adjacent_rows(
+// CHECK: scf.parallel (%{{.*}}) = (%c0{{.*}}) to (%{{.*}}) step (%c1{{.*}})
+// CHECK-COUNT-2: scf.if
+// CHECK-NOT: scf.parallel
+// CHECK: return
+func.func @adjacent_rows(%old: memref<?x128xf32>, %hid: memref<?x128xf32>, %mem: memref<?x128xf32>, %m: index, %l: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c128 = arith.constant 128 : index
+  %front = memref.subview %mem[0, 0] [%m, 128] [1, 1] : memref<?x128xf32> to memref<?x128xf32, strided<[128, 1]>>
+  %back = memref.subview %mem[%m, 0] [%l, 128] [1, 1] : memref<?x128xf32> to memref<?x128xf32, strided<[128, 1], offset: ?>>
+  scf.parallel (%i, %j) = (%c0, %c0) to (%m, %c128) step (%c1, %c1) {
+    %x = memref.load %old[%i, %j] : memref<?x128xf32>
+    memref.store %x, %front[%i, %j] : memref<?x128xf32, strided<[128, 1]>>
+    scf.reduce
+  }
+  scf.parallel (%i, %j) = (%c0, %c0) to (%l, %c128) step (%c1, %c1) {
+    %x = memref.load %hid[%i, %j] : memref<?x128xf32>
+    memref.store %x, %back[%i, %j] : memref<?x128xf32, strided<[128, 1], offset: ?>>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// Rows [%m, %m + %l) and, starting at the sum of the first view's offset
+// and size, [%m + %l, %m + 2 %l): disjoint, one loop (of the loops' one
+// space: the first body, then the second).
+// CHECK-LABEL: func.func @rows_after_sum(
+// CHECK: scf.parallel
+// CHECK-COUNT-2: memref.store
+// CHECK-NOT: scf.parallel
+// CHECK: return
+func.func @rows_after_sum(%a: memref<?x128xf32>, %b: memref<?x128xf32>, %mem: memref<?x128xf32>, %m: index, %l: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c128 = arith.constant 128 : index
+  %back = memref.subview %mem[%m, 0] [%l, 128] [1, 1] : memref<?x128xf32> to memref<?x128xf32, strided<[128, 1], offset: ?>>
+  %end = arith.addi %l, %m : index
+  %tail = memref.subview %mem[%end, 0] [%l, 128] [1, 1] : memref<?x128xf32> to memref<?x128xf32, strided<[128, 1], offset: ?>>
+  scf.parallel (%i, %j) = (%c0, %c0) to (%l, %c128) step (%c1, %c1) {
+    %x = memref.load %a[%i, %j] : memref<?x128xf32>
+    memref.store %x, %back[%i, %j] : memref<?x128xf32, strided<[128, 1], offset: ?>>
+    scf.reduce
+  }
+  scf.parallel (%i, %j) = (%c0, %c0) to (%l, %c128) step (%c1, %c1) {
+    %x = memref.load %b[%i, %j] : memref<?x128xf32>
+    memref.store %x, %tail[%i, %j] : memref<?x128xf32, strided<[128, 1], offset: ?>>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// Negative: views of one buffer whose ranges overlap in every dimension
+// (columns [0, 128) and [64, 192)): the copies stay apart.
+// CHECK-LABEL: func.func @overlapping_columns(
+// CHECK: scf.parallel
+// CHECK: scf.parallel
+// CHECK: return
+func.func @overlapping_columns(%a: memref<?x128xf32>, %b: memref<?x128xf32>, %out: memref<?x384xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c128 = arith.constant 128 : index
+  %lo = memref.subview %out[0, 0] [%n, 128] [1, 1] : memref<?x384xf32> to memref<?x128xf32, strided<[384, 1]>>
+  %mid = memref.subview %out[0, 64] [%n, 128] [1, 1] : memref<?x384xf32> to memref<?x128xf32, strided<[384, 1], offset: 64>>
+  %na = memref.dim %a, %c0 : memref<?x128xf32>
+  scf.parallel (%i, %j) = (%c0, %c0) to (%na, %c128) step (%c1, %c1) {
+    %x = memref.load %a[%i, %j] : memref<?x128xf32>
+    memref.store %x, %lo[%i, %j] : memref<?x128xf32, strided<[384, 1]>>
+    scf.reduce
+  }
+  %nb = memref.dim %b, %c0 : memref<?x128xf32>
+  scf.parallel (%i, %j) = (%c0, %c0) to (%nb, %c128) step (%c1, %c1) {
+    %x = memref.load %b[%i, %j] : memref<?x128xf32>
+    memref.store %x, %mid[%i, %j] : memref<?x128xf32, strided<[384, 1], offset: 64>>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// Negative: rows [0, %m) and [%l, %l + %m), %l not known to be %m (nor
+// the sum of the first's offset and size): the copies stay apart.
+// CHECK-LABEL: func.func @unknown_rows(
+// CHECK: scf.parallel
+// CHECK: scf.parallel
+// CHECK: return
+func.func @unknown_rows(%a: memref<?x128xf32>, %b: memref<?x128xf32>, %mem: memref<?x128xf32>, %m: index, %l: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c128 = arith.constant 128 : index
+  %front = memref.subview %mem[0, 0] [%m, 128] [1, 1] : memref<?x128xf32> to memref<?x128xf32, strided<[128, 1]>>
+  %back = memref.subview %mem[%l, 0] [%m, 128] [1, 1] : memref<?x128xf32> to memref<?x128xf32, strided<[128, 1], offset: ?>>
+  scf.parallel (%i, %j) = (%c0, %c0) to (%m, %c128) step (%c1, %c1) {
+    %x = memref.load %a[%i, %j] : memref<?x128xf32>
+    memref.store %x, %front[%i, %j] : memref<?x128xf32, strided<[128, 1]>>
+    scf.reduce
+  }
+  scf.parallel (%i, %j) = (%c0, %c0) to (%m, %c128) step (%c1, %c1) {
+    %x = memref.load %b[%i, %j] : memref<?x128xf32>
+    memref.store %x, %back[%i, %j] : memref<?x128xf32, strided<[128, 1], offset: ?>>
     scf.reduce
   }
   return

@@ -17,7 +17,7 @@
 #include "txl/rt/device/ForwardingDevice.h"
 #include "txl/rt/device/Gemm.h"
 #include "txl/rt/session/DeviceArray.h"
-#include "txl/rt/session/RowWindow.h"
+#include "txl/rt/session/RowWindows.h"
 #include "txl/rt/support/Status.h"
 
 #include "TestUtil.h"
@@ -194,10 +194,18 @@ public:
   void copyOnDevice(void *dst, size_t dstOffset, const void *src,
                     size_t srcOffset, size_t bytes) override {
     // The GPU APIs' copies take disjoint ranges (Device.h).
+    ++copies;
     if (dst == src && dstOffset < srcOffset + bytes &&
         srcOffset < dstOffset + bytes)
       ++overlappingCopies;
     ForwardingDevice::copyOnDevice(dst, dstOffset, src, srcOffset, bytes);
+  }
+  /// Counted, then made copy by copy (Device's default), each checked.
+  void copyStridedOnDevice(void *buffer, size_t dstOffset, size_t srcOffset,
+                           size_t bytes, size_t pitch, size_t count) override {
+    ++stridedCopies;
+    Device::copyStridedOnDevice(buffer, dstOffset, srcOffset, bytes, pitch,
+                                count);
   }
   void launch(Kernel &, const size_t[3], const size_t[3], size_t, void **,
               size_t) override {}
@@ -211,8 +219,8 @@ public:
     ForwardingDevice::releaseView(view);
   }
 
-  int allocations = 0, frees = 0, uploads = 0, readBacks = 0,
-      overlappingCopies = 0, liveViews = 0;
+  int allocations = 0, frees = 0, uploads = 0, readBacks = 0, copies = 0,
+      stridedCopies = 0, overlappingCopies = 0, liveViews = 0;
   /// The last view's offset and bytes.
   struct Region {
     size_t offset = 0, bytes = 0;
@@ -305,85 +313,136 @@ TEST(HostArgumentTest, ElsewhereACopyGoesInOrComesBackOnFinish) {
   EXPECT_EQ(device.frees, 3);
 }
 
-/// Appends `segments` segments of `qlen` rows of 3 floats (row n holds n,
-/// n + 0.5, -n) to a RowWindow keeping `memLen` rows in a buffer of
-/// 2·memLen (the key/value cache's), writing each segment at reserve()'s
-/// place as the compiled code does, and checks after each that the window
-/// holds the last memLen rows in order.
-void checkRowWindow(Device &device, int64_t qlen, int64_t memLen,
-                    int segments) {
-  constexpr int64_t kWidth = 3;
-  RowWindow window(device, kWidth);
+/// Appends `segments` segments of `qlen` rows to a RowWindows of three
+/// states, of 3, 3 and 5 floats a row (row n of state s holds n + 100 s,
+/// then n + 0.5, -n, ...), keeping `memLen` rows in regions of 2·memLen
+/// (the key/value cache's), writing each segment at addedRows() as the
+/// compiled code does, and checks after each that every window holds its
+/// last memLen rows in order.
+void checkRowWindows(Device &device, int64_t qlen, int64_t memLen,
+                     int segments) {
+  const std::vector<int64_t> widths = {3, 3, 5};
+  RowWindows windows(device, widths);
+  ASSERT_EQ(windows.states(), 3u);
+  auto value = [](int64_t n, size_t s, int64_t c) {
+    return c == 0 ? float(n + 100 * int64_t(s))
+                  : (c % 2 ? n + 0.5f * float(c) : -float(n * c));
+  };
   int64_t next = 0;
   for (int segment = 0; segment < segments; ++segment) {
-    window.reserve(qlen, 2 * memLen);
-    const size_t at = window.offsetBytes(window.rows());
-    std::vector<float> rows;
-    for (int64_t r = 0; r < qlen; ++r, ++next)
-      rows.insert(rows.end(), {float(next), next + 0.5f, -float(next)});
-    device.copyToDevice(window.data(), at, rows.data(),
-                        rows.size() * sizeof(float));
-    const int64_t keep = std::min(memLen, window.rows() + qlen);
-    window.append(qlen, keep);
-    ASSERT_EQ(window.rows(), keep);
-    std::vector<float> held(size_t(keep * kWidth));
-    device.copyToHost(held.data(), window.data(), window.offsetBytes(),
-                      held.size() * sizeof(float));
-    for (int64_t r = 0; r < keep; ++r) {
-      const float n = float(next - keep + r);
-      ASSERT_EQ(held[r * kWidth], n) << "segment " << segment << " row " << r;
-      ASSERT_EQ(held[r * kWidth + 1], n + 0.5f);
-      ASSERT_EQ(held[r * kWidth + 2], -n);
+    windows.reserve(qlen, 2 * memLen);
+    for (size_t s = 0; s < widths.size(); ++s) {
+      std::vector<float> rows;
+      for (int64_t r = 0; r < qlen; ++r)
+        for (int64_t c = 0; c < widths[s]; ++c)
+          rows.push_back(value(next + r, s, c));
+      device.copyToDevice(windows.data(),
+                          windows.offsetBytes(s, windows.rows()), rows.data(),
+                          rows.size() * sizeof(float));
+    }
+    next += qlen;
+    const int64_t keep = std::min(memLen, windows.rows() + qlen);
+    windows.append(qlen, keep);
+    ASSERT_EQ(windows.rows(), keep);
+    for (size_t s = 0; s < widths.size(); ++s) {
+      std::vector<float> held(size_t(keep * widths[s]));
+      device.copyToHost(held.data(), windows.data(), windows.offsetBytes(s),
+                        held.size() * sizeof(float));
+      for (int64_t r = 0; r < keep; ++r)
+        for (int64_t c = 0; c < widths[s]; ++c)
+          ASSERT_EQ(held[size_t(r * widths[s] + c)],
+                    value(next - keep + r, s, c))
+              << "segment " << segment << " state " << s << " row " << r;
     }
   }
 }
 
-// On the host, and on a device whose copies must not overlap: the window
-// moves to the buffer's front in runs that never overlap, including when
-// it starts within its own length of the front (qlen 4, mem_len 5: the
-// window of 5 rows moves back from row 3).
-TEST(RowWindowTest, KeepsTheLastRowsOnEveryDevice) {
+// On the host, and on a device whose copies must not overlap: the windows
+// move to their regions' fronts in runs that never overlap, including when
+// they start within their own length of the front (qlen 4, mem_len 5: the
+// windows of 5 rows move back from row 3).
+TEST(RowWindowsTest, KeepsTheLastRowsOnEveryDevice) {
   std::unique_ptr<Device> host = openHostDevice();
   for (auto [qlen, memLen] :
        {std::pair<int64_t, int64_t>(4, 5), {1, 5}, {5, 5}, {3, 8}, {7, 2}}) {
     SCOPED_TRACE(::testing::Message()
                  << "qlen " << qlen << " mem_len " << memLen);
-    checkRowWindow(*host, qlen, memLen, 12);
+    checkRowWindows(*host, qlen, memLen, 12);
     CopyingDevice device;
-    checkRowWindow(device, qlen, memLen, 12);
+    checkRowWindows(device, qlen, memLen, 12);
     EXPECT_EQ(device.overlappingCopies, 0);
     EXPECT_EQ(device.allocations, device.frees);
   }
   // On the host a window is the buffer's address plus its offset.
-  RowWindow window(*host, 3);
-  EXPECT_EQ(window.reserve(2, 4).handle(), window.data());
-  window.append(2, 2);
-  EXPECT_EQ(window.window().handle(), window.data());
-  EXPECT_EQ(window.reserve(1, 4).handle(),
-            static_cast<char *>(window.data()) + 2 * 3 * sizeof(float));
-  // A view names its region (an OpenCL sub-buffer's), and is released.
+  RowWindows windows(*host, {3});
+  windows.reserve(2, 4);
+  EXPECT_EQ(windows.addedRows(0, 2).handle(), windows.data());
+  windows.append(2, 2);
+  EXPECT_EQ(windows.window(0).handle(), windows.data());
+  windows.reserve(1, 4);
+  EXPECT_EQ(windows.addedRows(0, 1).handle(),
+            static_cast<char *>(windows.data()) + 2 * 3 * sizeof(float));
+  // A view names its region (an OpenCL sub-buffer's), and is released; the
+  // second state's region follows the first's 4 rows.
   const size_t rowBytes = 3 * sizeof(float);
   CopyingDevice views;
-  RowWindow elsewhere(views, 3);
+  RowWindows elsewhere(views, {3, 3});
+  elsewhere.reserve(2, 4);
   {
-    BufferView at = elsewhere.reserve(2, 4);
-    EXPECT_EQ(views.lastView, (CopyingDevice::Region{0, 2 * rowBytes}));
+    BufferView at = elsewhere.addedRows(1, 2);
+    EXPECT_EQ(views.lastView,
+              (CopyingDevice::Region{4 * rowBytes, 2 * rowBytes}));
     EXPECT_EQ(views.liveViews, 1);
   }
   EXPECT_EQ(views.liveViews, 0);
   elsewhere.append(2, 2);
+  elsewhere.reserve(1, 4);
   {
-    BufferView next = elsewhere.reserve(1, 4);
+    BufferView next = elsewhere.addedRows(0, 1);
     EXPECT_EQ(views.lastView, (CopyingDevice::Region{2 * rowBytes, rowBytes}));
-    BufferView whole = elsewhere.window(1);
-    EXPECT_EQ(views.lastView, (CopyingDevice::Region{0, 3 * rowBytes}));
+    BufferView whole = elsewhere.window(1, 1);
+    EXPECT_EQ(views.lastView,
+              (CopyingDevice::Region{4 * rowBytes, 3 * rowBytes}));
     EXPECT_EQ(views.liveViews, 2);
   }
   EXPECT_EQ(views.liveViews, 0);
 }
 
+// The windows of every state of one row width move to their regions'
+// fronts by one strided copy (one device copy), a run of widths each: 10
+// states of ptb_small's one width, one copy; qlen = mem_len moves every
+// segment after the first two. Where a window starts within its own length
+// of the front, each run of `first` rows is one strided copy.
+TEST(RowWindowsTest, MovesEachWidthByOneStridedCopy) {
+  CopyingDevice device;
+  RowWindows same(device, std::vector<int64_t>(10, 4));
+  for (int segment = 0; segment < 4; ++segment) {
+    same.reserve(2, 4);
+    same.append(2, 2);
+  }
+  // Segments 3 and 4 each moved the 10 windows by one strided copy.
+  EXPECT_EQ(device.stridedCopies, 2);
+  EXPECT_EQ(device.copies, 20);
+  CopyingDevice mixed;
+  RowWindows widths(mixed, {4, 4, 6, 6, 6});
+  for (int segment = 0; segment < 3; ++segment) {
+    widths.reserve(2, 4);
+    widths.append(2, 2);
+  }
+  EXPECT_EQ(mixed.stridedCopies, 2); // one move: the 4s, then the 6s
+  CopyingDevice overlapping;
+  RowWindows runs(overlapping, {4, 4});
+  for (int segment = 0; segment < 6; ++segment) {
+    runs.reserve(1, 5);
+    runs.append(1, std::min<int64_t>(4, runs.rows() + 1));
+  }
+  // The sixth segment moved windows of 4 rows back from row 1: 4 runs.
+  EXPECT_EQ(overlapping.stridedCopies, 4);
+  EXPECT_EQ(overlapping.overlappingCopies, 0);
+}
+
 // Negative control: the overlap check catches an overlapping copy.
-TEST(RowWindowTest, OverlappingCopiesAreCounted) {
+TEST(RowWindowsTest, OverlappingCopiesAreCounted) {
   CopyingDevice device;
   void *buffer = device.allocate(64);
   device.copyOnDevice(buffer, 0, buffer, 16, 32);
@@ -394,7 +453,8 @@ TEST(RowWindowTest, OverlappingCopiesAreCounted) {
 }
 
 // The device the mgpu ABI opens counts what it is asked to do
-// (txl_device_counters): each operation once, copies with their bytes, a
+// (txl_device_counters): each operation once (a strided copy is one),
+// copies with their bytes, a
 // copy to the host as a synchronisation too; fills are not counted.
 TEST(CountingDeviceTest, CountsEachOperationOnce) {
   DeviceCounters counters;
@@ -406,6 +466,8 @@ TEST(CountingDeviceTest, CountsEachOperationOnce) {
   device->copyToDevice(buffer, 0, in, sizeof(in));
   device->copyOnDevice(buffer, 16, buffer, 0, sizeof(in));
   device->fill32(buffer, 32, 0, 4);
+  // Two rows of 4 bytes, 8 apart: one operation.
+  device->copyStridedOnDevice(buffer, 48, 32, 4, 8, 2);
   device->copyToHost(out, buffer, 16, sizeof(out));
   device->synchronize();
   device->free(buffer);
@@ -415,7 +477,7 @@ TEST(CountingDeviceTest, CountsEachOperationOnce) {
   EXPECT_EQ(c.frees, 1u);
   EXPECT_EQ(c.uploads, 1u);
   EXPECT_EQ(c.upload_bytes, sizeof(in));
-  EXPECT_EQ(c.device_copies, 1u);
+  EXPECT_EQ(c.device_copies, 2u);
   EXPECT_EQ(c.downloads, 1u);
   EXPECT_EQ(c.download_bytes, sizeof(out));
   EXPECT_EQ(c.syncs, 2u) << "the copy to the host and the synchronize";

@@ -221,6 +221,23 @@ public:
                 "cuMemcpyDtoDAsync");
   }
 
+  void copyStridedOnDevice(void *buffer, size_t dstOffsetBytes,
+                           size_t srcOffsetBytes, size_t bytes,
+                           size_t pitchBytes, size_t count) override {
+    if (bytes == 0 || count == 0)
+      return;
+    CUDA_MEMCPY2D copy = {};
+    copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    copy.srcDevice = asDevicePointer(buffer) + srcOffsetBytes;
+    copy.srcPitch = pitchBytes;
+    copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    copy.dstDevice = asDevicePointer(buffer) + dstOffsetBytes;
+    copy.dstPitch = pitchBytes;
+    copy.WidthInBytes = bytes;
+    copy.Height = count;
+    cuda_.check(cuda_.cuMemcpy2DAsync_v2(&copy, stream_), "cuMemcpy2DAsync");
+  }
+
   void fill32(void *buffer, size_t offsetBytes, uint32_t value,
               size_t count) override {
     if (count == 0)

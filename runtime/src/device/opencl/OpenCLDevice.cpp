@@ -354,6 +354,24 @@ public:
               "clEnqueueCopyBuffer");
   }
 
+  void copyStridedOnDevice(void *buffer, size_t dstOffsetBytes,
+                           size_t srcOffsetBytes, size_t bytes,
+                           size_t pitchBytes, size_t count) override {
+    if (bytes == 0 || count == 0)
+      return;
+    // Rows of `bytes` at `pitchBytes` (origins in bytes: x + y · row pitch
+    // + z · slice pitch, here x alone); the same buffer is allowed where
+    // the rectangles share no byte (the specification's overlap test).
+    const size_t src[3] = {srcOffsetBytes, 0, 0};
+    const size_t dst[3] = {dstOffsetBytes, 0, 0};
+    const size_t region[3] = {bytes, count, 1};
+    auto *mem = static_cast<cl_mem>(buffer);
+    cl_.check(cl_.clEnqueueCopyBufferRect(queue_, mem, mem, src, dst, region,
+                                          pitchBytes, 0, pitchBytes, 0, 0,
+                                          nullptr, nullptr),
+              "clEnqueueCopyBufferRect");
+  }
+
   void fill32(void *buffer, size_t offsetBytes, uint32_t value,
               size_t count) override {
     if (count == 0)

@@ -125,6 +125,19 @@ public:
   /// APIs' copies take disjoint ranges.
   virtual void copyOnDevice(void *dst, size_t dstOffsetBytes, const void *src,
                             size_t srcOffsetBytes, size_t bytes) = 0;
+  /// Enqueues `count` copies of `bytes` bytes within `buffer` as one
+  /// operation (a 2-D copy: cuMemcpy2DAsync, clEnqueueCopyBufferRect):
+  /// copy i from `srcOffsetBytes` + i · `pitchBytes` to `dstOffsetBytes` +
+  /// i · `pitchBytes`, pitchBytes >= bytes. No source range may overlap a
+  /// destination range unless hostMemory(). The default makes the copies
+  /// one by one (copyOnDevice).
+  virtual void copyStridedOnDevice(void *buffer, size_t dstOffsetBytes,
+                                   size_t srcOffsetBytes, size_t bytes,
+                                   size_t pitchBytes, size_t count) {
+    for (size_t i = 0; i < count; ++i)
+      copyOnDevice(buffer, dstOffsetBytes + i * pitchBytes, buffer,
+                   srcOffsetBytes + i * pitchBytes, bytes);
+  }
   /// Sets `count` 32-bit words from `offsetBytes` to `value`.
   virtual void fill32(void *buffer, size_t offsetBytes, uint32_t value,
                       size_t count) = 0;

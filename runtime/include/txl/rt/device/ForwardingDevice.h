@@ -53,6 +53,12 @@ public:
                     size_t srcOffsetBytes, size_t bytes) override {
     inner_->copyOnDevice(dst, dstOffsetBytes, src, srcOffsetBytes, bytes);
   }
+  void copyStridedOnDevice(void *buffer, size_t dstOffsetBytes,
+                           size_t srcOffsetBytes, size_t bytes,
+                           size_t pitchBytes, size_t count) override {
+    inner_->copyStridedOnDevice(buffer, dstOffsetBytes, srcOffsetBytes, bytes,
+                                pitchBytes, count);
+  }
   void fill32(void *buffer, size_t offsetBytes, uint32_t value,
               size_t count) override {
     inner_->fill32(buffer, offsetBytes, value, count);
