@@ -15,7 +15,7 @@ each run (eval's own timer: the segment loop, as eval.py), the ratio of the
 medians, and the largest per-token NLL difference between the two paths
 (--dump-nll). The valid split holds `--segments` (default 84) segments per
 column; the first 2100 / 80 = 27 fill the memory (klen grows to 2180), and
-the cache's window buffers (2 * mem_len rows each, RowWindow) take new
+the cache's window regions (2 * mem_len rows each, RowWindows) take new
 pages until the window first slides, at segment (2 * 2100 - 80) / 80 + 1 =
 53: the kernel zeroes each page on its first touch (`clear_page_erms`, 11 %
 of a 40-segment run's profile on the model 167 Xeon), once per run. A
