@@ -81,14 +81,18 @@ Value viewBase(Value memref) {
   return memref;
 }
 
+/// Equal index values: the same SSA value or equal constants.
+bool sameIndex(OpFoldResult a, OpFoldResult b) {
+  std::optional<int64_t> ca = getConstantIntValue(a);
+  return a == b || (ca && ca == getConstantIntValue(b));
+}
+
 /// Same lower bounds, upper bounds and steps: the same values or equal
 /// constants.
 bool sameIterationSpace(scf::ParallelOp a, scf::ParallelOp b) {
   auto same = [](ValueRange x, ValueRange y) {
     return x.size() == y.size() && llvm::all_of(llvm::zip(x, y), [](auto pair) {
-             auto [u, v] = pair;
-             std::optional<int64_t> cu = getConstantIntValue(u);
-             return u == v || (cu && cu == getConstantIntValue(v));
+             return sameIndex(std::get<0>(pair), std::get<1>(pair));
            });
   };
   return same(a.getLowerBound(), b.getLowerBound()) &&
@@ -178,12 +182,6 @@ scf::ParallelOp mergeLinearized(scf::ParallelOp first, scf::ParallelOp second) {
   first.erase();
   second.erase();
   return merged;
-}
-
-/// Equal index values: the same SSA value or equal constants.
-bool sameIndex(OpFoldResult a, OpFoldResult b) {
-  std::optional<int64_t> ca = getConstantIntValue(a);
-  return a == b || (ca && ca == getConstantIntValue(b));
 }
 
 /// True when `x`'s indices [xo, xo + (xs - 1) · xt] in one dimension all
@@ -362,13 +360,6 @@ struct FuseParallelLoopsPass
       });
     };
 
-    // A loop moves past the ops between it and the loop it merges with
-    // when no buffer that one of them writes may overlap a buffer that the
-    // other accesses.
-    auto commute = [&](ArrayRef<Access> loop, ArrayRef<Access> others) {
-      return disjoint(loop, others);
-    };
-
     // The loops of each block in order; one merged into a later one is
     // erased, and the merged loop takes the later one's place.
     func.walk([&](Block *block) {
@@ -404,8 +395,11 @@ struct FuseParallelLoopsPass
                      : isNormalized(previous) && isNormalized(loop) &&
                            disjoint(*previousAccesses, *accesses);
             std::optional<SmallVector<Operation *>> defs;
-            bool sink = mergeable && commute(*previousAccesses, between);
-            if (mergeable && !sink && commute(*accesses, between))
+            // A loop moves past the ops between the two when it and they
+            // are disjoint: no buffer that one writes may overlap one that
+            // the other accesses.
+            bool sink = mergeable && disjoint(*previousAccesses, between);
+            if (mergeable && !sink && disjoint(*accesses, between))
               defs = hoistedDefs(loop, previous);
             if (sink || defs) {
               if (!sink) {
@@ -418,11 +412,10 @@ struct FuseParallelLoopsPass
                 for (Operation &inner :
                      previous.getBody()->without_terminator())
                   builder.clone(inner, ivs);
+                previous.erase();
               } else {
                 loop = mergeLinearized(previous, loop);
               }
-              if (same)
-                previous.erase();
               break;
             }
           }
