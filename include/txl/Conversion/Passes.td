@@ -717,17 +717,27 @@ def ConvertRelAttentionToGpuPass : Pass<"txl-rel-attention-to-gpu", "::mlir::Mod
 
     The launch is a grid of ceil(qlen / Bq) × (batch · n_head) × parts workgroups
     of 128 work-items (4 subgroups of 32). A workgroup keeps tiles of q + u,
-    q + v (Bq rows), k (32 rows) and the Bq + 31 rows of r that a (query
-    tile, key tile) pair reads in workgroup memory (numeric address space 3,
-    rows padded to d_head + 1); Bq is 16, or 8 or 4 when d_head is too wide
-    for 48 KiB. Lane l of a subgroup scores key j0 + l against the
-    subgroup's query rows: AC + BD with BD read at r row qlen - 1 - i + j
-    (the rel-shift as index arithmetic), masked as `txl.masked_softmax`
-    (causal with memory, same_length), then an online softmax (running max
-    and sum per row across key tiles) and P·V accumulated in registers. Key
-    tiles that no row of the tile can see are not visited. The scores and
-    the unshifted positional matrix never reach global memory: the kernel's
-    only global buffers are its operands.
+    q + v (Bq rows), k and v (32 rows) and the Bq + 31 rows of r that a
+    (query tile, key tile) pair reads in workgroup memory (numeric address
+    space 3; rows padded to d_head + 1, or, where d_head is a multiple of
+    4, to an odd number of 16-byte vectors); Bq is 16, or 8 or 4 when
+    d_head is too wide for 48 KiB, and v's tile is left out (P·V reading v
+    in place) when it does not fit beside the others or would leave fewer
+    workgroups resident on sm_80 (d_head 80 and 128). A key tile and an r
+    window wholly inside the operands are staged with no bounds check,
+    each work-item one column of every (128 / d_head)-th row when d_head
+    divides 128; others read zero past the ends. Lane l of a subgroup
+    scores key j0 + l against the subgroup's query rows, `row-block` rows
+    at a time sharing each read of the lane's k row (16-byte
+    `vector.load`s at a multiple of 4): AC + BD with BD read at r row
+    qlen - 1 - i + j (the rel-shift as index arithmetic), each term a
+    `math.fma`, masked as `txl.masked_softmax` (causal with memory,
+    same_length), then an online softmax (running max and sum per row
+    across key tiles) and P·V accumulated in registers for all the rows at
+    once (each v element read once for them, each probability shuffled
+    from its lane). Key tiles that no row of the tile can see are not
+    visited. The scores and the unshifted positional matrix never reach
+    global memory: the kernel's only global buffers are its operands.
 
     With `precision=bf16` the kernel is `rel_attention_bf16_d<d_head>`
     (same arguments and result): grid ceil(qlen / 64) × (batch · n_head),
@@ -897,7 +907,13 @@ def ConvertRelAttentionToGpuPass : Pass<"txl-rel-attention-to-gpu", "::mlir::Mod
            "positional term whose mma.sync chains are interleaved: 0 chooses "
            "per kernel (6 at d_head 80 and 128 without dropatt, else 3); 1, "
            "2, 3 or 6 for every kernel, 1 issuing each block's dependent "
-           "products alone">
+           "products alone">,
+    Option<"rowBlock", "row-block", "int64_t", /*default=*/"0",
+           "The f32 forward's query rows per register block of its scores "
+           "(each lane's k elements loaded once per block): 0 chooses per "
+           "kernel (2 where d_head is a multiple of 4, read 16 bytes at a "
+           "time; else all of a subgroup's rows); N, N rows at a time (1: "
+           "each row alone)">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::bufferization::BufferizationDialect",

@@ -202,8 +202,9 @@ protected:
   /// The LLVM loop annotation of the kernels' d_head and lane loops:
   /// unrolled 4 times. Fully unrolled (LLVM's default for 32 iterations),
   /// ptxas keeps too many workgroup-memory loads in flight and spills.
-  Attribute unrollAttr() {
-    return parseAttribute("#llvm.loop_annotation<unroll = <count = 4 : i32>>",
+  Attribute unrollAttr(int count = 4) {
+    return parseAttribute("#llvm.loop_annotation<unroll = <count = " +
+                              std::to_string(count) + " : i32>>",
                           b.getContext());
   }
 

@@ -8,10 +8,15 @@
 // key j0 + l against each of its query rows,
 //   s = (q_i + u) · k_j + (q_i + v) · r[qlen - 1 - i + j]   (AC + BD),
 // from tiles of q + u, q + v, k and the window of Bq + Bk - 1 rows of r that
-// the tile needs, all in workgroup memory; the causal-with-memory and
-// same_length masks come from the indices, the softmax is online (running
-// max and sum per row, carried across key tiles), and P·V accumulates in
-// registers (lane l owns output columns l, l + 32, ...). Neither the
+// the tile needs, all in workgroup memory (and v's tile where it fits), two
+// rows at a time sharing each 16-byte read of the lane's k row (d_head a
+// multiple of 4); the causal-with-memory and same_length masks come from
+// the indices, the softmax is online (running max and sum per row, carried
+// across key tiles), and P·V accumulates in registers for all the
+// subgroup's rows at once (lane l owns output columns l, l + 32, ...; each
+// v element read once for them). The instructions a warp issues per key
+// tile, and the share of them that are FMAs, are held to budgets in
+// sass-budgets-attention-f32.test. Neither the
 // qlen × klen scores nor the unshifted positional scores exist anywhere:
 // the kernel's only global buffers are its operands, its output and, when
 // the keys are split over the grid's z (flash-decoding, for grids too small
@@ -36,6 +41,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -57,6 +63,8 @@ constexpr int64_t kSubgroup = kSubgroupSize;
 constexpr int64_t kWarps = 4;
 /// Keys per tile: one per lane.
 constexpr int64_t kKeyTile = kSubgroup;
+/// Floats per workgroup-memory read of the score loop (16 bytes).
+constexpr int64_t kVector = 4;
 /// Registers per work-item on CUDA (PTX .maxnreg).
 constexpr int32_t kMaxRegisters = 128;
 /// Workgroup memory per workgroup: at most CUDA's static limit of 48 KiB;
@@ -72,25 +80,56 @@ struct KernelShape {
   bool dropatt = false;
   /// The kernel also writes each row's log-sum-exp (its last argument).
   bool lse = false;
-  /// Row stride of the workgroup tiles: d_head + 1, so that the 32 lanes
-  /// reading one column of 32 different rows hit 32 different banks.
-  int64_t rowStride() const { return dHead + 1; }
+  /// Rows of a subgroup scored together (the `row-block` option).
+  int64_t rowBlock = 1;
+  /// V's key tile is staged in workgroup memory beside K's (when it fits).
+  bool stageV = false;
+  /// The score loop reads the tiles 4 floats (16 bytes) at a time: d_head
+  /// a multiple of 4.
+  bool vectorized() const { return dHead % kVector == 0; }
+  /// Row stride of the workgroup tiles, so that the 32 lanes reading one
+  /// column of 32 different rows hit 32 different banks: d_head + 1; when
+  /// vectorized an odd number of 16-byte vectors (d_head, or d_head + 4),
+  /// so that each 8 lanes of a 16-byte read (one phase) hit 8 different
+  /// groups of 4 banks, and every row starts 16-byte aligned.
+  int64_t rowStride() const {
+    if (!vectorized())
+      return dHead + 1;
+    return (dHead / kVector) % 2 == 1 ? dHead : dHead + kVector;
+  }
   int64_t rowsPerWarp() const { return queryTile / kWarps; }
   /// Rows of r one (query tile, key tile) pair reads.
   int64_t posRows() const { return queryTile + kKeyTile - 1; }
   /// Output columns per lane.
   int64_t colsPerLane() const { return (dHead + kSubgroup - 1) / kSubgroup; }
   int64_t workgroupBytes() const {
-    return (2 * queryTile + kKeyTile + posRows()) * rowStride() * 4;
+    return (2 * queryTile + (stageV ? 2 : 1) * kKeyTile + posRows()) *
+           rowStride() * 4;
+  }
+  /// Resident workgroups per SM on sm_80, the smaller SM of the two default
+  /// architectures: 64K registers, 164 KiB of shared memory (1 KiB of it
+  /// reserved per workgroup).
+  int64_t resident() const {
+    return std::min<int64_t>(65536 / (kMaxRegisters * kWarps * kSubgroup),
+                             164 * 1024 / (workgroupBytes() + 1024));
   }
 };
 
-/// The widest query tile (16, 8 or 4 rows) whose workgroup tiles fit.
+/// The widest query tile (16, 8 or 4 rows) whose workgroup tiles fit, with
+/// V's tile staged if it fits too and leaves as many workgroups resident
+/// (d_head 80: 48,048 bytes with it, 3 workgroups on sm_80 where 37,296
+/// leave 4).
 std::optional<KernelShape> chooseShape(int64_t dHead, bool dropatt, bool lse) {
   for (int64_t queryTile : {16, 8, 4}) {
     KernelShape shape{dHead, queryTile, dropatt, lse};
-    if (shape.workgroupBytes() <= kWorkgroupBytes)
-      return shape;
+    if (shape.workgroupBytes() > kWorkgroupBytes)
+      continue;
+    KernelShape staged = shape;
+    staged.stageV = true;
+    if (staged.workgroupBytes() <= kWorkgroupBytes &&
+        staged.resident() == shape.resident())
+      return staged;
+    return shape;
   }
   return std::nullopt;
 }
@@ -125,6 +164,17 @@ private:
   }
   /// A butterfly reduction over the 32 lanes of a subgroup.
   Value subgroupReduce(Value v, bool isMax);
+  /// Stages `rows` rows of a workgroup tile: tile[row, col] =
+  /// operand[indices(src, col)] with src = sourceRow(row) (the operand's
+  /// first index), zero where inRange(src) is false. When `allInRange` (i1)
+  /// holds, a path with no check: where d_head divides the workgroup, each
+  /// work-item one column of every (threads / d_head)-th row, unrolled,
+  /// each row's element one addition of a flat index from the previous.
+  void
+  stageTile(Value tile, int64_t rows, Value allInRange, Value operand,
+            function_ref<Value(Value row)> sourceRow,
+            function_ref<Value(Value src)> inRange,
+            function_ref<SmallVector<Value>(Value src, Value col)> indices);
 
   KernelShape s;
   gpu::GPUFuncOp func;
@@ -134,6 +184,73 @@ private:
 
 Value KernelBuilder::subgroupReduce(Value v, bool isMax) {
   return txl::subgroupReduce(b, v, isMax);
+}
+
+void KernelBuilder::stageTile(
+    Value tile, int64_t rows, Value allInRange, Value operand,
+    function_ref<Value(Value row)> sourceRow,
+    function_ref<Value(Value src)> inRange,
+    function_ref<SmallVector<Value>(Value src, Value col)> indices) {
+  auto ifAll = scf::IfOp::create(b, allInRange, /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifAll.thenBlock());
+    int64_t threads = kWarps * kSubgroup;
+    if (threads % s.dHead == 0) {
+      // The operand as a flat array: element indices[...] at off + Σ index ·
+      // stride, so that a work-item's next row is one addition away.
+      auto md = memref::ExtractStridedMetadataOp::create(b, operand);
+      Value span =
+          add(md.getOffset(), mul(md.getSizes()[0], md.getStrides()[0]));
+      Value flat = memref::ReinterpretCastOp::create(
+          b, MemRefType::get({ShapedType::kDynamic}, b.getF32Type()),
+          md.getBaseBuffer(), b.getIndexAttr(0), ArrayRef<OpFoldResult>{span},
+          ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+      int64_t step = threads / s.dHead;
+      Value col = arith::RemUIOp::create(b, tid, idx(s.dHead));
+      Value first = arith::DivUIOp::create(b, tid, idx(s.dHead));
+      Value linear = md.getOffset();
+      for (auto [index, stride] :
+           llvm::zip_equal(indices(sourceRow(first), col), md.getStrides()))
+        linear = add(linear, mul(index, stride));
+      Value rowStep = mul(idx(step), md.getStrides()[0]);
+      for (int64_t n = 0; n * step < rows; ++n) {
+        Value row = add(first, idx(n * step));
+        Value at = n == 0 ? linear : add(linear, mul(idx(n), rowStep));
+        auto stage = [&] {
+          Value x = memref::LoadOp::create(b, flat, ValueRange{at});
+          memref::StoreOp::create(b, x, tile, ValueRange{row, col});
+        };
+        if ((n + 1) * step <= rows) {
+          stage();
+          continue;
+        }
+        // The last pass covers part of the work-items' rows.
+        auto ifRow =
+            scf::IfOp::create(b, cmp(arith::CmpIPredicate::ult, row, idx(rows)),
+                              /*withElseRegion=*/false);
+        OpBuilder::InsertionGuard rowGuard(b);
+        b.setInsertionPointToStart(ifRow.thenBlock());
+        stage();
+      }
+    } else {
+      forTileElements(rows, [&](Value row, Value col) {
+        Value x =
+            memref::LoadOp::create(b, operand, indices(sourceRow(row), col));
+        memref::StoreOp::create(b, x, tile, ValueRange{row, col});
+      });
+    }
+  }
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifAll.elseBlock());
+  forTileElements(rows, [&](Value row, Value col) {
+    Value src = sourceRow(row);
+    Value ok = inRange(src);
+    Value x = memref::LoadOp::create(b, operand,
+                                     indices(select(ok, src, idx(0)), col));
+    memref::StoreOp::create(b, select(ok, x, f32(0.0)), tile,
+                            ValueRange{row, col});
+  });
 }
 
 void KernelBuilder::build() {
@@ -159,6 +276,8 @@ void KernelBuilder::build() {
   ArrayRef<BlockArgument> tiles = func.getWorkgroupAttributions();
   Value quTile = tiles[0], qvTile = tiles[1], kTile = tiles[2],
         rTile = tiles[3];
+  // V's tile when the shape stages it (else P·V reads v in place).
+  Value vTile = s.stageV ? Value(tiles[4]) : Value();
 
   using P = arith::CmpIPredicate;
   Value zero = idx(0), one = idx(1), fzero = f32(0.0);
@@ -218,62 +337,118 @@ void KernelBuilder::build() {
 
     // Every subgroup is done reading the previous tiles.
     barrier("reads-done");
-    forTileElements(kKeyTile, [&](Value row, Value col) {
-      Value j = add(j0, row);
-      Value inRange = cmp(P::ult, j, jEnd);
-      Value x = memref::LoadOp::create(
-          b, k, ValueRange{select(inRange, j, zero), batchIdx, head, col});
-      memref::StoreOp::create(b, select(inRange, x, fzero), kTile,
-                              ValueRange{row, col});
-    });
+    // Rows j0 + row of k (and v), keys past jEnd zero.
+    Value keysInRange = cmp(P::ule, add(j0, idx(kKeyTile)), jEnd);
+    auto keyRow = [&](Value row) { return add(j0, row); };
+    auto keyInTile = [&](Value j) { return cmp(P::ult, j, jEnd); };
+    auto keyIndices = [&](Value j, Value col) {
+      return SmallVector<Value>{j, batchIdx, head, col};
+    };
+    stageTile(kTile, kKeyTile, keysInRange, k, keyRow, keyInTile, keyIndices);
+    if (vTile)
+      stageTile(vTile, kKeyTile, keysInRange, v, keyRow, keyInTile, keyIndices);
     // Rows qlen - 1 - i + j of r for i in [i0, i0 + Bq), j in [j0, j0 +
     // Bk): window row w holds r row rBase + w, rBase = qlen - i0 - Bq + j0.
     // Rows outside [0, klen) only serve masked pairs and read as zero.
     Value rBase = relShiftRow(sub(add(sub(qlen, i0), j0), idx(s.queryTile)));
-    forTileElements(s.posRows(), [&](Value row, Value col) {
-      Value p = add(rBase, row);
-      Value inRange =
-          arith::AndIOp::create(b, cmp(P::sge, p, zero), cmp(P::slt, p, klen));
-      Value x = memref::LoadOp::create(
-          b, r, ValueRange{select(inRange, p, zero), head, col});
-      memref::StoreOp::create(b, select(inRange, x, fzero), rTile,
-                              ValueRange{row, col});
-    });
+    Value windowInRange =
+        arith::AndIOp::create(b, cmp(P::sge, rBase, zero),
+                              cmp(P::sle, add(rBase, idx(s.posRows())), klen));
+    stageTile(
+        rTile, s.posRows(), windowInRange, r,
+        [&](Value row) { return add(rBase, row); },
+        [&](Value p) {
+          return arith::AndIOp::create(b, cmp(P::sge, p, zero),
+                                       cmp(P::slt, p, klen));
+        },
+        [&](Value p, Value col) {
+          return SmallVector<Value>{p, head, col};
+        });
     // The tiles are complete before any subgroup reads them.
     barrier("stores-done");
 
     Value j = add(j0, lane);
     Value keyInRange = cmp(P::ult, j, jEnd);
-    SmallVector<Value> next;
-    for (int64_t t = 0; t < s.rowsPerWarp(); ++t) {
-      ValueRange row = state.slice(t * perRow, perRow);
-      Value ri = add(rowBase, idx(t));
-      Value i = add(i0, ri);
-      // AC + BD for (i, j): lane's k row, window row Bq - 1 - ri + lane.
-      Value wRow = add(sub(idx(s.queryTile - 1), ri), lane);
+    int64_t rows = s.rowsPerWarp();
+    // AC + BD for (i, j) of every row of this subgroup, in register blocks
+    // of s.rowBlock rows that take each d together: the lane's k row
+    // element is loaded once for the block's rows, each row adding its q + u
+    // and q + v elements (broadcasts) and its window row Bq - 1 - ri + lane
+    // of r.
+    SmallVector<Value> ri, dots;
+    for (int64_t t = 0; t < rows; ++t) {
+      ri.push_back(add(rowBase, idx(t)));
+      dots.push_back(fzero);
+    }
+    for (int64_t t0 = 0; t0 < rows; t0 += s.rowBlock) {
+      int64_t t1 = std::min(rows, t0 + s.rowBlock);
+      SmallVector<Value> wRows, init;
+      for (int64_t t = t0; t < t1; ++t) {
+        wRows.push_back(add(sub(idx(s.queryTile - 1), ri[t]), lane));
+        init.push_back(fzero);
+      }
+      // d in steps of kVector (16-byte reads, each element's products in
+      // order of d) or of 1.
+      int64_t width = s.vectorized() ? kVector : 1;
+      // An i32 induction variable: its increment and test are one
+      // instruction each, not a 64-bit pair.
+      auto i32 = [&](int64_t v) {
+        return arith::ConstantIntOp::create(b, v, 32).getResult();
+      };
       auto dot = scf::ForOp::create(
-          b, zero, idx(s.dHead), one, ValueRange{fzero},
-          [&](OpBuilder &nb, Location loc, Value d, ValueRange acc) {
+          b, i32(0), i32(s.dHead), i32(width), init,
+          [&](OpBuilder &nb, Location loc, Value d32, ValueRange acc) {
             ImplicitLocOpBuilder ib(loc, nb);
+            Value d = arith::IndexCastUIOp::create(ib, ib.getIndexType(), d32);
+            // The `width` elements of the tile's row rr from d.
             auto ld = [&](Value tile, Value rr) {
-              return memref::LoadOp::create(ib, tile, ValueRange{rr, d});
+              SmallVector<Value, kVector> elements;
+              if (width == 1) {
+                elements.push_back(
+                    memref::LoadOp::create(ib, tile, ValueRange{rr, d}));
+                return elements;
+              }
+              Value vec = vector::LoadOp::create(
+                  ib, VectorType::get({kVector}, ib.getF32Type()), tile,
+                  ValueRange{rr, d}, /*nontemporal=*/false,
+                  llvm::MaybeAlign(kVector * 4));
+              for (int64_t e = 0; e < kVector; ++e)
+                elements.push_back(vector::ExtractOp::create(ib, vec, e));
+              return elements;
             };
-            Value ac =
-                arith::MulFOp::create(ib, ld(quTile, ri), ld(kTile, lane));
-            Value bd =
-                arith::MulFOp::create(ib, ld(qvTile, ri), ld(rTile, wRow));
-            Value sum = arith::AddFOp::create(
-                ib, acc[0], arith::AddFOp::create(ib, ac, bd));
-            scf::YieldOp::create(ib, sum);
+            auto kd = ld(kTile, lane);
+            SmallVector<Value> sums(acc);
+            for (int64_t t = t0; t < t1; ++t) {
+              auto qu = ld(quTile, ri[t]), qv = ld(qvTile, ri[t]),
+                   rw = ld(rTile, wRows[t - t0]);
+              for (int64_t e = 0; e < width; ++e) {
+                Value ac = math::FmaOp::create(ib, qu[e], kd[e], sums[t - t0]);
+                sums[t - t0] = math::FmaOp::create(ib, qv[e], rw[e], ac);
+              }
+            }
+            scf::YieldOp::create(ib, sums);
           });
-      dot->setAttr("loop_annotation", unrollAttr());
+      // Vectorized, a step holds 4 registers per operand row: not unrolled
+      // (unrolled twice, ptxas spills at d_head 32, 64 and 80 under the
+      // 128-register bound; and where the trip count is odd, as at d_head
+      // 12, Intel's OpenCL CPU compiler got wrong scores from the unrolled
+      // loop and its remainder: rel_attention_kernel.py's d_head 12 cases).
+      int64_t unroll = s.vectorized() ? 1 : 4;
+      dot->setAttr("loop_annotation", unrollAttr(unroll));
+      for (int64_t t = t0; t < t1; ++t)
+        dots[t] = dot.getResult(t - t0);
+    }
+
+    // Online softmax per row: m' = max(m, max_j s), l' = l e^{m - m'} +
+    // sum_j e^{s - m'}, o' = o e^{m - m'} + sum_j e^{s - m'} v_j.
+    SmallVector<Value> next, probabilities, acc;
+    for (int64_t t = 0; t < rows; ++t) {
+      ValueRange row = state.slice(t * perRow, perRow);
+      Value i = add(i0, ri[t]);
       Value visible =
           arith::AndIOp::create(b, keyInRange, this->visible(mask, i, j));
-      Value score = select(
-          visible, arith::MulFOp::create(b, dot.getResult(0), scale), negInf());
-
-      // Online softmax: m' = max(m, max_j s), l' = l e^{m - m'} + sum_j
-      // e^{s - m'}, o' = o e^{m - m'} + sum_j e^{s - m'} v_j.
+      Value score =
+          select(visible, arith::MulFOp::create(b, dots[t], scale), negInf());
       Value m = row[0], l = row[1];
       Value mNew = arith::MaximumFOp::create(b, m, subgroupReduce(score, true));
       Value mWasEmpty =
@@ -287,47 +462,71 @@ void KernelBuilder::build() {
       Value lNew = arith::AddFOp::create(b, arith::MulFOp::create(b, l, alpha),
                                          subgroupReduce(p, false));
       // P·V takes the probabilities through dropatt (l does not).
-      Value pDropped = p;
       if (s.dropatt)
-        pDropped =
-            arith::MulFOp::create(b, p,
+        p = arith::MulFOp::create(b, p,
                                   dropattMultiplier(dropatt, qlen, klen, nHead,
                                                     i, j, batchIdx, head));
-      SmallVector<Value> acc;
+      probabilities.push_back(p);
       for (int64_t c = 0; c < s.colsPerLane(); ++c)
         acc.push_back(arith::MulFOp::create(b, row[2 + c], alpha));
-      auto pv = scf::ForOp::create(
-          b, zero, idx(kKeyTile), one, acc,
-          [&](OpBuilder &nb, Location loc, Value jj, ValueRange o) {
-            ImplicitLocOpBuilder ib(loc, nb);
-            Value jj32 = arith::IndexCastOp::create(ib, ib.getI32Type(), jj);
-            Value pj = gpu::ShuffleOp::create(
-                           ib, pDropped, jj32,
-                           arith::ConstantIntOp::create(ib, kSubgroup, 32),
-                           gpu::ShuffleMode::IDX)
-                           .getShuffleResult();
+      next.push_back(mNew);
+      next.push_back(lNew);
+    }
+
+    // P·V for every row of the subgroup at once: per key jj of the tile,
+    // the lane's output columns of v row j0 + jj are loaded once (from V's
+    // tile when staged) and each row adds them times its probability of jj
+    // (from lane jj).
+    SmallVector<Value> vCols;
+    for (int64_t c = 0; c < s.colsPerLane(); ++c)
+      vCols.push_back(arith::MinUIOp::create(b, add(lane, idx(c * kSubgroup)),
+                                             idx(s.dHead - 1)));
+    // An i32 induction variable, as the score loop's.
+    auto pv = scf::ForOp::create(
+        b, arith::ConstantIntOp::create(b, 0, 32),
+        arith::ConstantIntOp::create(b, kKeyTile, 32),
+        arith::ConstantIntOp::create(b, 1, 32), acc,
+        [&](OpBuilder &nb, Location loc, Value jj32, ValueRange o) {
+          ImplicitLocOpBuilder ib(loc, nb);
+          Value jj = arith::IndexCastUIOp::create(ib, ib.getIndexType(), jj32);
+          Value width = arith::ConstantIntOp::create(ib, kSubgroup, 32);
+          SmallVector<Value> vj;
+          if (vTile) {
+            // Rows past jEnd hold zeros.
+            for (Value d : vCols)
+              vj.push_back(
+                  memref::LoadOp::create(ib, vTile, ValueRange{jj, d}));
+          } else {
             Value key = arith::AddIOp::create(ib, j0, jj);
             Value keyOk = arith::CmpIOp::create(ib, P::ult, key, jEnd);
             key = arith::SelectOp::create(
                 ib, keyOk, key, arith::ConstantIndexOp::create(ib, 0));
-            SmallVector<Value> updated;
+            for (Value d : vCols)
+              vj.push_back(memref::LoadOp::create(
+                  ib, v, ValueRange{key, batchIdx, head, d}));
+          }
+          SmallVector<Value> updated;
+          for (int64_t t = 0; t < rows; ++t) {
+            Value pj = gpu::ShuffleOp::create(ib, probabilities[t], jj32, width,
+                                              gpu::ShuffleMode::IDX)
+                           .getShuffleResult();
             for (int64_t c = 0; c < s.colsPerLane(); ++c) {
-              Value d = arith::AddIOp::create(
-                  ib, lane, arith::ConstantIndexOp::create(ib, c * kSubgroup));
-              d = arith::MinUIOp::create(
-                  ib, d, arith::ConstantIndexOp::create(ib, s.dHead - 1));
-              Value vj = memref::LoadOp::create(
-                  ib, v, ValueRange{key, batchIdx, head, d});
-              updated.push_back(arith::AddFOp::create(
-                  ib, o[c], arith::MulFOp::create(ib, pj, vj)));
+              updated.push_back(math::FmaOp::create(
+                  ib, pj, vj[c], o[t * s.colsPerLane() + c]));
             }
-            scf::YieldOp::create(ib, updated);
-          });
-      pv->setAttr("loop_annotation", unrollAttr());
-      next.push_back(mNew);
-      next.push_back(lNew);
-      llvm::append_range(next, pv.getResults());
+          }
+          scf::YieldOp::create(ib, updated);
+        });
+    pv->setAttr("loop_annotation", unrollAttr());
+    // The loop state is per row: m, l, then the row's output columns.
+    SmallVector<Value> interleaved;
+    for (int64_t t = 0; t < rows; ++t) {
+      interleaved.push_back(next[2 * t]);
+      interleaved.push_back(next[2 * t + 1]);
+      for (int64_t c = 0; c < s.colsPerLane(); ++c)
+        interleaved.push_back(pv.getResult(t * s.colsPerLane() + c));
     }
+    next = std::move(interleaved);
     scf::YieldOp::create(b, next);
   }
 
@@ -384,14 +583,8 @@ void KernelBuilder::build() {
 /// The f32 kernel for `shape` in `module`'s @txl_kernels, both created on
 /// first use: one kernel per d_head.
 AttentionKernel getOrCreateKernel(ModuleOp module, const KernelShape &shape) {
-  // Resident workgroups per SM on sm_80, the smaller SM of the two default
-  // architectures: 64K registers, 164 KiB of shared memory (1 KiB of it
-  // reserved per workgroup).
   int64_t threads = kWarps * kSubgroup;
-  int64_t resident =
-      std::min<int64_t>(65536 / (kMaxRegisters * threads),
-                        164 * 1024 / (shape.workgroupBytes() + 1024));
-  AttentionKernel kernel{nullptr, shape.queryTile, threads, resident};
+  AttentionKernel kernel{nullptr, shape.queryTile, threads, shape.resident()};
   std::string name =
       std::string(shape.dropatt ? "rel_attention_dropatt_" : "rel_attention_") +
       (shape.lse ? "lse_d" : "d") + std::to_string(shape.dHead);
@@ -404,6 +597,8 @@ AttentionKernel getOrCreateKernel(ModuleOp module, const KernelShape &shape) {
                              tileType(ctx, shape.queryTile, shape),
                              tileType(ctx, kKeyTile, shape),
                              tileType(ctx, shape.posRows(), shape)};
+  if (shape.stageV)
+    tiles.push_back(tileType(ctx, kKeyTile, shape));
   auto func = gpu::GPUFuncOp::create(
       b, kernels.getLoc(), name,
       attentionKernelType(ctx, shape.dHead,
@@ -557,9 +752,9 @@ gpu::GPUFuncOp getOrCreateCombineKernel(ModuleOp module, bool lse) {
 struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
   RelAttentionToLaunch(MLIRContext *ctx, ModuleOp module,
                        FloatType mmaOperandType, int64_t keyParts,
-                       int64_t xChains)
+                       int64_t xChains, int64_t rowBlock)
       : OpRewritePattern(ctx), module(module), mmaOperandType(mmaOperandType),
-        keyParts(keyParts), xChains(xChains) {}
+        keyParts(keyParts), xChains(xChains), rowBlock(rowBlock) {}
 
   LogicalResult matchAndRewrite(RelAttentionOp op,
                                 PatternRewriter &rewriter) const override {
@@ -580,6 +775,12 @@ struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
       std::optional<KernelShape> shape = chooseShape(dHead, dropatt, !!lse);
       if (!shape)
         return rewriter.notifyMatchFailure(op, "d_head too wide for one tile");
+      // By default all of a subgroup's rows, or 2 with 16-byte reads (4
+      // rows' reads in flight take more than kMaxRegisters: ptxas spills).
+      int64_t block = rowBlock > 0          ? rowBlock
+                      : shape->vectorized() ? 2
+                                            : shape->rowsPerWarp();
+      shape->rowBlock = std::min(block, shape->rowsPerWarp());
       kernel = getOrCreateKernel(module, *shape);
     }
 
@@ -831,6 +1032,8 @@ struct RelAttentionToLaunch : public OpRewritePattern<RelAttentionOp> {
   int64_t keyParts = 0;
   /// The x-chains option (getOrCreateMmaAttentionKernel): 0, per kernel.
   int64_t xChains = 0;
+  /// The row-block option (KernelShape::rowBlock): 0, chosen per kernel.
+  int64_t rowBlock = 0;
 };
 
 struct ConvertRelAttentionToGpuPass
@@ -858,8 +1061,14 @@ struct ConvertRelAttentionToGpuPass
           << static_cast<int64_t>(xChains);
       return signalPassFailure();
     }
+    if (rowBlock < 0) {
+      module.emitError("row-block must be 0 (chosen per kernel) or a number "
+                       "of rows, not ")
+          << static_cast<int64_t>(rowBlock);
+      return signalPassFailure();
+    }
     patterns.add<RelAttentionToLaunch>(&getContext(), module, mmaOperandType,
-                                       keyParts, xChains);
+                                       keyParts, xChains, rowBlock);
     populateRelAttentionGradToGpuPatterns(patterns, module, mmaOperandType);
     if (failed(applyPatternsGreedily(module, std::move(patterns))))
       return signalPassFailure();

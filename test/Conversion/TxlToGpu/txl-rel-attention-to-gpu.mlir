@@ -9,6 +9,10 @@
 // RUN:   | FileCheck %s --check-prefix=BADPARTS
 // RUN: not txl-opt %s --txl-rel-attention-to-gpu=x-chains=4 --split-input-file 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BADCHAINS
+// RUN: not txl-opt %s --txl-rel-attention-to-gpu=row-block=-1 --split-input-file 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BADROWS
+// RUN: txl-opt %s --txl-rel-attention-to-gpu=row-block=1 --split-input-file \
+// RUN:   | FileCheck %s --check-prefix=ROWS1
 
 // One launch per op, after the checks of the dynamic sizes the kernel
 // indexes by (pos_key's and value's rows against klen, key's and value's
@@ -86,6 +90,12 @@
 // PARTS1: gpu.return
 // BADPARTS: error: key-parts must be 0 (chosen at run time) or a number of parts, not -1
 // BADCHAINS: error: x-chains must be 0 (chosen per kernel) or divide the positional term's 6 blocks (1, 2, 3 or 6), not 4
+// BADROWS: error: row-block must be 0 (chosen per kernel) or a number of rows, not -1
+// With row-block=1 each of a subgroup's 4 rows has its own loop over d_head.
+// ROWS1: gpu.func @rel_attention_d32(
+// ROWS1-COUNT-4: scf.for %{{.+}} = %c0_i32 to %c32_i32 step %c4_i32 iter_args(%{{.+}} = %cst_0) -> (f32) : i32
+// ROWS1-NOT: scf.for %{{.+}} = %c0_i32 to %c32_i32 step %c4_i32
+// ROWS1: gpu.return
 
 // Two layers of one d_head share one kernel.
 // CHECK-LABEL: func.func @two_layers
@@ -94,18 +104,29 @@
 
 // The kernel: its only global buffers are its nine memref operands (q, k,
 // v, r, u, v_bias, out, and the key parts' outputs and lse), whose sizes
-// are the operands'; workgroup memory is four padded tiles in address
-// space 3: q + u and q + v (16 rows), k (32 rows) and the 16 + 32 - 1 rows
-// of r one tile pair reads. Nothing is allocated inside it (no qlen x klen
-// buffer anywhere); its part of the keys is the grid's z-th run of whole
-// key tiles; it synchronizes with two barriers per key tile, reduces with
-// 32-lane shuffles, and stores only into the output (one part) or into
-// its slice of the workspace (several). Its d_head and key loops are
-// unrolled 4 times (fully unrolled, ptxas spills under the 128-register
-// bound).
+// are the operands'; workgroup memory is five padded tiles in address
+// space 3 (rows of 36 floats: d_head 32 is 8 16-byte vectors, padded to
+// 9 so that 16-byte reads of 8 lanes' rows hit different banks): q + u
+// and q + v (16 rows), k (32 rows), the 16 + 32 - 1 rows of r one tile
+// pair reads, and v (32 rows). Nothing is allocated inside it (no qlen x
+// klen buffer anywhere); its part of the keys is the grid's z-th run of
+// whole key tiles; it synchronizes with two barriers per key tile. A tile
+// of k, of v and the r window wholly inside their operands are staged
+// with no bounds check, each work-item one column of every 4th row
+// (d_head 32 divides the workgroup's 128) read through a flat view of the
+// operand; otherwise each element is checked and zero past the ends. The
+// scores take the subgroup's 4 rows in 2 blocks of 2, each a loop (on an
+// i32 induction variable, as P·V's) over d_head reading 16 bytes of k, q + u, q + v and r at a time (not unrolled:
+// unrolled twice, ptxas spills under the 128-register bound), every term
+// a math.fma; it reduces with 32-lane shuffles; P·V takes all 4 rows in
+// one loop over the tile's keys (unrolled 4 times), one read of v's tile
+// per key and column for all of them; it stores only into the output
+// (one part) or into its slice of the workspace (several).
 
-// KERNEL: #loop_unroll = #llvm.loop_unroll<count = 4 : i32>
-// KERNEL: #loop_annotation = #llvm.loop_annotation<unroll = #loop_unroll>
+// KERNEL-DAG: #[[UNROLL1:.+]] = #llvm.loop_unroll<count = 1 : i32>
+// KERNEL-DAG: #[[UNROLL4:.+]] = #llvm.loop_unroll<count = 4 : i32>
+// KERNEL-DAG: #[[ANN1:.+]] = #llvm.loop_annotation<unroll = #[[UNROLL1]]>
+// KERNEL-DAG: #[[ANN4:.+]] = #llvm.loop_annotation<unroll = #[[UNROLL4]]>
 // KERNEL: gpu.module @txl_kernels
 // KERNEL-NEXT: gpu.func @rel_attention_d32(
 // KERNEL-SAME: %[[Q:arg0]]: memref<?x?x?x32xf32, strided<[?, ?, ?, ?], offset: ?>>
@@ -117,7 +138,7 @@
 // KERNEL-SAME: %[[O:arg6]]: memref<?x?x?x32xf32, strided<[?, ?, ?, ?], offset: ?>>
 // KERNEL-SAME: %{{.+}}: index, %{{.+}}: i32, %{{.+}}: f32,
 // KERNEL-SAME: %[[PO:arg10]]: memref<?x?x?x?x32xf32>, %[[PL:arg11]]: memref<?x?x?x?xf32>)
-// KERNEL-SAME: workgroup(%[[QU:.+]] : memref<16x33xf32, 3>, %[[QV:.+]] : memref<16x33xf32, 3>, %[[KT:.+]] : memref<32x33xf32, 3>, %[[RT:.+]] : memref<47x33xf32, 3>)
+// KERNEL-SAME: workgroup(%[[QU:.+]] : memref<16x36xf32, 3>, %[[QV:.+]] : memref<16x36xf32, 3>, %[[KT:.+]] : memref<32x36xf32, 3>, %[[RT:.+]] : memref<47x36xf32, 3>, %[[VT:.+]] : memref<32x36xf32, 3>)
 // KERNEL-SAME: kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.maxnreg = 128 : i32}
 // KERNEL-NOT: memref.alloc
 // KERNEL-DAG: %[[PARTS:.+]] = gpu.grid_dim  z
@@ -130,19 +151,47 @@
 // KERNEL-NOT: memref.store {{.+}} %[[Q]]
 // KERNEL: memref.store {{.+}}, %[[QU]]
 // KERNEL: memref.store {{.+}}, %[[QV]]
-// KERNEL: scf.for %{{.+}} = %[[JBEGIN]] to %[[JEND]] step %c32
+// KERNEL: scf.for %[[J0:.+]] = %[[JBEGIN]] to %[[JEND]] step %c32
 // KERNEL-NEXT: gpu.barrier
+// KERNEL-NEXT: %[[KEND:.+]] = arith.addi %[[J0]], %c32 : index
+// KERNEL-NEXT: %[[WHOLE:.+]] = arith.cmpi ule, %[[KEND]], %[[JEND]] : index
+// KERNEL-NEXT: scf.if %[[WHOLE]] {
+// KERNEL-NEXT: %[[KBASE:.+]], %{{.+}}, %{{.+}}:4, %{{.+}}:4 = memref.extract_strided_metadata %[[K]]
+// KERNEL: %[[KFLAT:.+]] = memref.reinterpret_cast %[[KBASE]] to offset: [0], sizes: [%{{.+}}], strides: [1] : memref<f32> to memref<?xf32>
+// KERNEL-COUNT-8: memref.load %[[KFLAT]]
+// KERNEL-NOT: scf.if
+// KERNEL: } else {
+// KERNEL-NEXT: scf.for
+// KERNEL: arith.cmpi ult, %{{.+}}, %[[JEND]] : index
 // KERNEL: memref.load %[[K]]
 // KERNEL: memref.store {{.+}}, %[[KT]]
+// KERNEL: memref.extract_strided_metadata %[[V]]
+// KERNEL-COUNT-8: memref.store {{.+}}, %[[VT]]
+// KERNEL: } else {
+// KERNEL: memref.load %[[V]]
+// KERNEL: memref.store {{.+}}, %[[VT]]
+// KERNEL: memref.extract_strided_metadata %[[RR]]
+// KERNEL-COUNT-11: memref.store {{.+}}, %[[RT]]
+// KERNEL-NEXT: arith.addi %{{.+}}, %c44 : index
+// KERNEL: scf.if
+// KERNEL-NEXT: memref.load
+// KERNEL-NEXT: memref.store {{.+}}, %[[RT]]
+// KERNEL: } else {
 // KERNEL: memref.load %[[RR]]
 // KERNEL: memref.store {{.+}}, %[[RT]]
 // KERNEL: gpu.barrier
 // KERNEL-NOT: gpu.barrier
-// KERNEL: scf.for
-// KERNEL: } {loop_annotation = #loop_annotation}
+// KERNEL: scf.for %{{.+}} = %c0_i32 to %c32_i32 step %c4_i32 iter_args(%{{.+}} = %cst_0, %{{.+}} = %cst_0) -> (f32, f32) : i32
+// KERNEL: vector.load %[[KT]]{{.+}} {alignment = 16 : i64} : memref<32x36xf32, 3>, vector<4xf32>
+// KERNEL-COUNT-16: math.fma
+// KERNEL: } {loop_annotation = #[[ANN1]]}
+// KERNEL: scf.for %{{.+}} = %c0_i32 to %c32_i32 step %c4_i32 iter_args(%{{.+}} = %cst_0, %{{.+}} = %cst_0) -> (f32, f32) : i32
+// KERNEL: } {loop_annotation = #[[ANN1]]}
 // KERNEL: gpu.shuffle  xor {{.+}}, %c16_i32, %c32_i32 : f32
-// KERNEL: gpu.shuffle  idx
-// KERNEL: memref.load %[[V]]
+// KERNEL: scf.for %{{.+}} = %c0_i32 to %c32_i32 step %c1_i32 iter_args(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}) -> (f32, f32, f32, f32) : i32
+// KERNEL: memref.load %[[VT]]
+// KERNEL-COUNT-4: gpu.shuffle  idx
+// KERNEL: } {loop_annotation = #[[ANN4]]}
 // KERNEL-NOT: gpu.barrier
 // KERNEL-NOT: memref.alloc
 // KERNEL: %[[SPLIT:.+]] = arith.cmpi ugt, %[[PARTS]], %c1 : index
@@ -200,7 +249,8 @@ func.func @two_layers(%q: tensor<?x?x4x32xf32>, %k: tensor<?x?x4x32xf32>, %v: te
 // the stream (stream_base + dropatt_stream), the column, the keep threshold
 // ceil(rate 2^24) and 1 / (1 - rate) when training, 0 and 1 (the identity)
 // when not (here stream_base is 0 and stream 3). Wide heads get a narrower query tile (d_head 128: 8 rows, so
-// the four tiles fit in 48 KiB).
+// the four tiles fit in 48 KiB, rows of 33 16-byte vectors) and no tile of v
+// (a fifth would not fit: P·V reads v in place).
 
 // CHECK-LABEL: func.func @dropatt_eval
 // CHECK-SAME: %[[SEED:[^:]+]]: i64, %[[OFFSET:[^:]+]]: i64, %[[TRAINING:[^:]+]]: i1, %[[COL:[^:]+]]: i64) -> tensor<?x?x2x128xf32>
@@ -214,8 +264,9 @@ func.func @two_layers(%q: tensor<?x?x4x32xf32>, %k: tensor<?x?x4x32xf32>, %v: te
 // CHECK-SAME: %[[SEED]] : i64, %[[OFFSET]] : i64, %c3_i64 : i64, %[[COL]] : i64, %[[MIN]] : i32, %[[SCALE]] : f32, %{{.+}} : memref<?x?x?x?x128xf32>, %{{.+}} : memref<?x?x?x?xf32>)
 // KERNEL: gpu.func @rel_attention_dropatt_d128(
 // KERNEL-SAME: %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i32, %{{.+}}: f32, %{{.+}}: memref<?x?x?x?x128xf32>, %{{.+}}: memref<?x?x?x?xf32>)
-// KERNEL-SAME: workgroup(%{{.+}} : memref<8x129xf32, 3>, %{{.+}} : memref<8x129xf32, 3>, %{{.+}} : memref<32x129xf32, 3>, %{{.+}} : memref<39x129xf32, 3>)
+// KERNEL-SAME: workgroup(%{{.+}} : memref<8x132xf32, 3>, %{{.+}} : memref<8x132xf32, 3>, %{{.+}} : memref<32x132xf32, 3>, %{{.+}} : memref<39x132xf32, 3>)
 // KERNEL: arith.mului_extended
+// KERNEL: memref.load %arg2[
 func.func @dropatt_eval(%q: tensor<?x?x2x128xf32>, %k: tensor<?x?x2x128xf32>, %v: tensor<?x?x2x128xf32>,
                         %r: tensor<?x2x128xf32>, %u: tensor<2x128xf32>, %vb: tensor<2x128xf32>,
                         %mem_len: index, %same: i1, %seed: i64, %offset: i64, %training: i1,

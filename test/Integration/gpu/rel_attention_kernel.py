@@ -416,6 +416,11 @@ CASES = [
     (40, 150, 1, 2, 128, False, 150), # 6 key tiles: the r ring wraps
     (24, 40, 2, 2, 16, False, 40),    # d_head 16 (train_tiny): padded to 32
     (24, 40, 2, 2, 16, True, 40),
+    # d_head 12 (tiny_d24): rows of 3 16-byte vectors, no padding; 12 does
+    # not divide the workgroup's 128 work-items (the unchecked staging
+    # walks elements).
+    (16, 16, 1, 2, 12, False, 16),
+    (37, 40, 2, 2, 12, True, 40),
 ]
 
 

@@ -12,16 +12,25 @@ issued per element loaded, whatever the unrolling.
 
 `--per-tile KERNEL=N` bounds the instructions a warp issues per iteration
 of a tiled kernel's main loop: the outermost loop holding tensor-core
-products (HGMMA, HMMA), e.g. the attention's walk over key tiles. A loop
-nested in it fails the budget (its trip count is not in the machine code)
-unless `--inner-trips KERNEL=T` says how often each nested loop runs per
-iteration; each then counts T times.
+products (HGMMA, HMMA), e.g. the attention's walk over key tiles, or in a
+kernel without them (an f32 SIMT kernel) the outermost loop holding a
+barrier. A loop nested in it fails the budget (its trip count is not in
+the machine code) unless `--inner-trips KERNEL=T` says how often each
+nested loop runs per iteration; each then counts T times
+(`--inner-trips KERNEL=T1,T2,...`: one count per nested loop, in address
+order).
 
 `--per-tile-path KERNEL=N` bounds the fewest instructions of one iteration
-of that main loop (no loop nested in it): the shortest path from its first
-instruction to its backward branch, taking any forward branch inside it,
-i.e. what a warp issues on a tile whose uniform branches skip code (the
-attention's interior key tiles, which skip the mask).
+of that main loop: the shortest path from its first instruction to its
+backward branch, taking any forward branch inside it, i.e. what a warp
+issues on a tile whose uniform branches skip code (the attention's
+interior key tiles, which skip the mask and the bounds-checked staging).
+With no loop nested in it, or with `--inner-trips` giving one count per
+nested loop (each instruction of a nested loop then weighs its count).
+
+`--ffma-share KERNEL=F` bounds from below the share of FFMA among the
+instructions of that shortest path (weighted as above): an issue-bound
+SIMT kernel runs at most that share of the f32 peak.
 
 `--stall-cycles KERNEL=N` bounds the fixed stall cycles of one iteration
 of that main loop (no loop nested in it): the sum over all its
@@ -38,7 +47,8 @@ instructions is latency-bound, however few instructions it issues.
 usage: sass_loops.py --ptxas PTXAS --arch sm_90a FILE.ptx
            [--per-load KERNEL=N ...] [--per-tile KERNEL=N ...]
            [--inner-trips KERNEL=T ...] [--per-tile-path KERNEL=N ...]
-           [--stall-cycles KERNEL=N ...] [--show KERNEL ...]
+           [--stall-cycles KERNEL=N ...] [--ffma-share KERNEL=F ...]
+           [--show KERNEL ...]
 
 Prints one line per loop of each kernel named, then "ok"/"FAIL" per
 budget; exits 1 if a budget fails or a kernel is missing.
@@ -120,15 +130,18 @@ def loops(code):
     return sorted(found, key=lambda l: l["start"])
 
 
-def shortest_path(loop, weight=None):
-    """The fewest instructions from the loop's first instruction to its
-    backward branch: each forward branch inside the loop may be taken (an
-    unpredicated one must be), a branch out of it is not. With `weight`
-    ({address: cost}), the least total cost of such a path instead."""
+def path_of_fewest(loop, weight=None):
+    """(cost, instructions) of the path with the fewest instructions from
+    the loop's first instruction to its backward branch: each forward
+    branch inside the loop may be taken (an unpredicated one must be), a
+    branch out of it is not, a backward one (a nested loop's) is not
+    taken. With `weight` ({address: cost}), the least total cost of such a
+    path instead."""
     body = loop["code"]
     index = {a: i for i, (a, _) in enumerate(body)}
     cost_of = [1 if weight is None else weight[a] for a, _ in body]
     cost = [0] * len(body)
+    after = [None] * len(body)
     cost[-1] = cost_of[-1]
     for i in range(len(body) - 2, -1, -1):
         text = body[i][1]
@@ -137,19 +150,57 @@ def shortest_path(loop, weight=None):
             target in index
         options = []
         if not (inside and not text.startswith("@")):
-            options.append(cost[i + 1])
+            options.append((cost[i + 1], i + 1))
         if inside:
-            options.append(cost[index[target]])
-        cost[i] = cost_of[i] + min(options)
-    return cost[0]
+            options.append((cost[index[target]], index[target]))
+        best = min(options)
+        cost[i] = cost_of[i] + best[0]
+        after[i] = best[1]
+    path, i = [], 0
+    while i is not None:
+        path.append(body[i])
+        i = after[i]
+    return cost[0], path
+
+
+def shortest_path(loop, weight=None):
+    """path_of_fewest's cost."""
+    return path_of_fewest(loop, weight)[0]
 
 
 def main_loop(kernel_loops):
-    """The outermost loop holding tensor-core products, or None."""
+    """The outermost loop holding tensor-core products; in a kernel with
+    none (an f32 SIMT kernel), the outermost loop holding a barrier (its
+    walk over tiles); or None."""
     products = [l for l in kernel_loops
                 if l["ops"]["HGMMA"] or l["ops"]["HMMA"]]
+    if not products:
+        products = [l for l in kernel_loops if l["ops"]["BAR"]]
     return max(products, key=lambda l: l["end"] - l["start"]) \
         if products else None
+
+
+def nested_loops(main, kernel_loops):
+    """The loops inside `main`, in address order."""
+    return [l for l in kernel_loops if l is not main and
+            main["start"] <= l["start"] and l["end"] <= main["end"]]
+
+
+def trip_weights(kernel, main, kernel_loops, trips):
+    """{address: times issued per iteration of `main`}: each instruction of
+    the i-th nested loop (address order; an inner loop inside another
+    multiplies) trips[i] times, or None (a line printed) when `trips` does
+    not give one count per nested loop."""
+    nested = nested_loops(main, kernel_loops)
+    if len(trips) != len(nested):
+        print(f"FAIL {kernel} main loop {main['start']:#x}: {len(nested)} "
+              f"nested loop(s), {len(trips)} trip count(s) given")
+        return None
+    weight = {a: 1 for a, _ in main["code"]}
+    for l, t in zip(nested, trips):
+        for a, _ in l["code"]:
+            weight[a] *= t
+    return weight
 
 
 def flat_main_loop(kernel, kernel_loops, what):
@@ -157,7 +208,7 @@ def flat_main_loop(kernel, kernel_loops, what):
     (a count of one iteration) cannot be taken, and returns None."""
     main = main_loop(kernel_loops)
     if main is None:
-        print(f"FAIL {kernel}: no loop holds tensor-core products")
+        print(f"FAIL {kernel}: no loop holds products or a barrier")
         return None
     if any(l is not main and main["start"] <= l["start"] and
            l["end"] <= main["end"] for l in kernel_loops):
@@ -167,34 +218,64 @@ def flat_main_loop(kernel, kernel_loops, what):
     return main
 
 
-def per_tile_path(kernel, kernel_loops, budget):
-    """Checks the main loop's shortest path; prints a line."""
-    main = flat_main_loop(kernel, kernel_loops, "path count")
-    if main is None:
-        return False
-    n = shortest_path(main)
-    verdict = "ok  " if n <= budget else "FAIL"
-    print(f"{verdict} {kernel} main loop {main['start']:#x}: {n} "
-          f"instructions on its shortest path (budget {budget:g}; "
-          f"{main['n']} in the loop)")
-    return n <= budget
+def per_tile_path(kernel, kernel_loops, budget, trips=None, share=None):
+    """Checks the main loop's shortest path (with `trips`, one count per
+    nested loop: each nested loop's instructions counted that often);
+    with `share`, also that FFMA makes at least that fraction of the path's
+    instructions; prints a line per check."""
+    if trips is None:
+        main = flat_main_loop(kernel, kernel_loops, "path count")
+        if main is None:
+            return False
+        weight = {a: 1 for a, _ in main["code"]}
+    else:
+        main = main_loop(kernel_loops)
+        if main is None:
+            print(f"FAIL {kernel}: no loop holds products or a barrier")
+            return False
+        weight = trip_weights(kernel, main, kernel_loops, trips)
+        if weight is None:
+            return False
+    n, path = path_of_fewest(main, weight)
+    ok = budget is None or n <= budget
+    if budget is not None:
+        print(f"{'ok  ' if ok else 'FAIL'} {kernel} main loop "
+              f"{main['start']:#x}: {n:g} instructions on its shortest path "
+              f"(budget {budget:g}; {main['n']} in the loop)")
+    if share is not None:
+        ffma = sum(weight[a] for a, t in path
+                   if family(t) == "other" and opcode(t).startswith("FFMA"))
+        lds = sum(weight[a] for a, t in path if family(t) == "LDS")
+        good = ffma >= share * n
+        ok &= good
+        print(f"{'ok  ' if good else 'FAIL'} {kernel} main loop "
+              f"{main['start']:#x}: FFMA {ffma:g} of {n:g} instructions on "
+              f"its shortest path, {ffma / n:.3f} (budget >= {share:g}; "
+              f"LDS {lds:g})")
+    return ok
 
 
 def per_tile(kernel, kernel_loops, budget, trips):
     """Checks the main loop's instructions per iteration; prints a line."""
     main = main_loop(kernel_loops)
     if main is None:
-        print(f"FAIL {kernel}: no loop holds tensor-core products")
+        print(f"FAIL {kernel}: no loop holds products or a barrier")
         return False
-    nested = [l for l in kernel_loops if l is not main and
-              main["start"] <= l["start"] and l["end"] <= main["end"]]
+    nested = nested_loops(main, kernel_loops)
     if nested and trips is None:
         print(f"FAIL {kernel} main loop {main['start']:#x}: {len(nested)} "
               f"nested loop(s), trip count unknown")
         return False
-    n = main["n"] + sum((trips - 1) * l["n"] for l in nested)
-    ldg = main["ops"]["LDG"] + sum((trips - 1) * l["ops"]["LDG"]
-                                   for l in nested)
+    trips = trips or []
+    if len(trips) == 1:
+        trips = trips * len(nested)
+    if nested and len(trips) != len(nested):
+        print(f"FAIL {kernel} main loop {main['start']:#x}: {len(nested)} "
+              f"nested loop(s), {len(trips)} trip count(s) given")
+        return False
+    n = main["n"] + sum((t - 1) * l["n"] for l, t in zip(nested, trips))
+    ldg = main["ops"]["LDG"] + sum((t - 1) * l["ops"]["LDG"]
+                                   for l, t in zip(nested, trips))
     verdict = "ok  " if n <= budget else "FAIL"
     print(f"{verdict} {kernel} main loop {main['start']:#x}: {n:g} "
           f"instructions per iteration (budget {budget:g}; "
@@ -243,6 +324,8 @@ def main():
                         metavar="KERNEL=N")
     parser.add_argument("--stall-cycles", action="append", default=[],
                         metavar="KERNEL=N")
+    parser.add_argument("--ffma-share", action="append", default=[],
+                        metavar="KERNEL=F")
     parser.add_argument("--show", action="append", default=[], metavar="KERNEL")
     args = parser.parse_args()
 
@@ -255,7 +338,11 @@ def main():
 
     budgets = specs(args.per_load)
     tile_budgets = specs(args.per_tile)
-    inner_trips = specs(args.inner_trips)
+    inner_trips = {}
+    for spec in args.inner_trips:
+        name, _, n = spec.partition("=")
+        inner_trips[name] = [float(t) for t in n.split(",")]
+    shares = specs(args.ffma_share)
     path_budgets = specs(args.per_tile_path)
     stall_budgets = specs(args.stall_cycles)
     with tempfile.TemporaryDirectory() as tmp:
@@ -265,7 +352,7 @@ def main():
         ok = True
         for kernel in dict.fromkeys(args.show + list(budgets) +
                                     list(tile_budgets) + list(path_budgets) +
-                                    list(stall_budgets)):
+                                    list(stall_budgets) + list(shares)):
             code, stalls = sass(args.cuobjdump, cubin, kernel)
             kernel_loops = loops(code)
             for l in kernel_loops:
@@ -275,8 +362,11 @@ def main():
             if kernel in tile_budgets:
                 ok &= per_tile(kernel, kernel_loops, tile_budgets[kernel],
                                inner_trips.get(kernel))
-            if kernel in path_budgets:
-                ok &= per_tile_path(kernel, kernel_loops, path_budgets[kernel])
+            if kernel in path_budgets or kernel in shares:
+                ok &= per_tile_path(kernel, kernel_loops,
+                                    path_budgets.get(kernel),
+                                    inner_trips.get(kernel),
+                                    shares.get(kernel))
             if kernel in stall_budgets:
                 ok &= stall_cycles(kernel, kernel_loops, stalls,
                                    stall_budgets[kernel])
