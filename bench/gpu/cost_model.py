@@ -96,6 +96,9 @@ ATTENTION_F32 = 4.7e12
 # one (the fast end of nothing gained) to that scaled one; the backward
 # kernels are unchanged (the measured rate).
 ATTENTION_F32_FORWARD_SCALE = 6528 / 1807
+# An update's attention FLOPs over its forward's (the backward 2.5 times
+# the forward).
+TRAINING_ATTENTION_FACTOR = 3.5
 
 COUNT_FIELDS = ["launches", "library calls", "device copies", "syncs",
                 "work-items", "product FLOPs", "product bytes", "uploads",
@@ -145,15 +148,16 @@ def attention_flops(model, qlen, mlen, batch, training, same_length=False):
     else:
         pairs = sum(min(klen, i + mlen + 1) for i in range(qlen))
     fwd = 6 * m["d_head"] * pairs * m["n_head"] * batch * m["n_layer"]
-    return fwd * (3.5 if training else 1.0)
+    return fwd * (TRAINING_ATTENTION_FACTOR if training else 1.0)
 
 
 def attention_seconds(att_flops, training, fast):
     """Seconds of the attention kernels for `att_flops` (attention_flops's):
-    the forward (the whole of an eval's; 1 / 3.5 of an update's) at the
+    the forward (the whole of an eval's; 1 / TRAINING_ATTENTION_FACTOR of
+    an update's) at the
     f32 rate measured on the H200, or with `fast` that rate times
     ATTENTION_F32_FORWARD_SCALE; the backward at the measured rate."""
-    fwd = att_flops / 3.5 if training else att_flops
+    fwd = att_flops / TRAINING_ATTENTION_FACTOR if training else att_flops
     scale = ATTENTION_F32_FORWARD_SCALE if fast else 1.0
     return fwd / (ATTENTION_F32 * scale) + (att_flops - fwd) / ATTENTION_F32
 
